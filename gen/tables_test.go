@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var writeTables = flag.Bool("write-tables", false, "rewrite quant/tables_gen.go and kernels/out/include/strata_tables.h")
+
+// TestTableFiles renders the tables and compares them with the committed files. With
+// -write-tables it writes them instead (until gen's render-all step does so).
+func TestTableFiles(t *testing.T) {
+	root := filepath.Join("..")
+	files, err := tableFiles(root)
+	if err != nil || len(files) != 2 {
+		t.Fatalf("tableFiles: %d files, %v", len(files), err)
+	}
+	for _, f := range files {
+		path := filepath.Join(root, f.Path)
+		if *writeTables {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, f.Data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		old, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v; run: go test ./gen -run TestTableFiles -write-tables", err)
+		}
+		if !bytes.Equal(old, f.Data) {
+			t.Errorf("%s differs from what gen renders; run: go test ./gen -run TestTableFiles -write-tables", f.Path)
+		}
+	}
+	if !strings.HasPrefix(string(files[1].Data), tablesCHeader+"\n") {
+		t.Errorf("%s does not start with the generated-file line", files[1].Path)
+	}
+}
+
+// TestTableValidation corrupts a copy of the tables in several ways and checks that each
+// is refused with an error naming the file and line.
+func TestTableValidation(t *testing.T) {
+	src := filepath.Join("..", tablesDir)
+	cases := []struct {
+		name, file, from, to, want string
+	}{
+		{"short", "iq3s_grid.txt", "0x01010103\n", "", "511 entries, want 512"},
+		{"upper-case", "iq3s_grid.txt", "0x01010103\n", "0x0101010B\n", "iq3s_grid.txt:3"},
+		{"bad byte", "iq3xxs_grid.txt", "0x04040414\n", "0x04040415\n", "iq3xxs_grid.txt:3: entry 1"},
+		{"duplicate", "iq2xs_grid.txt", "0x080808080808082b\n", "0x0808080808080808\n", "both"},
+		{"parity", "ksigns_iq2xs.txt", "0x81\n", "0x01\n", "ksigns_iq2xs.txt:3"},
+		{"gpu form", "iq1s_grid_gpu.txt", "0x00000002\n", "0x00000001\n", "nibble re-encoding"},
+		{"delta", "iq1m_delta.txt", "0x3e000000\n0x3e000000\n", "0x3e000000\n0x3e800000\n", "want 0.125"},
+		{"too many", "kmask_iq2xs.txt", "0x80\n", "0x80\n0x80\n", "more than 8"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			dst := filepath.Join(root, tablesDir)
+			if err := os.MkdirAll(dst, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			ents, err := os.ReadDir(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range ents {
+				data, err := os.ReadFile(filepath.Join(src, e.Name()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if e.Name() == c.file {
+					if !strings.Contains(string(data), c.from) {
+						t.Fatalf("%s does not contain %q", c.file, c.from)
+					}
+					data = []byte(strings.Replace(string(data), c.from, c.to, 1))
+				}
+				if err := os.WriteFile(filepath.Join(dst, e.Name()), data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err = tableFiles(root)
+			if err == nil || !strings.Contains(err.Error(), c.file) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got error %v, want one naming %s and %q", err, c.file, c.want)
+			}
+		})
+	}
+}
