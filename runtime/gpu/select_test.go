@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-
 )
 
 // Constructed device lists, as the runtimes would report them.

@@ -1,0 +1,153 @@
+package cuda
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-hip/strata/runtime/gpu"
+)
+
+func TestMissingLibrary(t *testing.T) {
+	_, err := openLib([]string{"libcuda-strata-absent.so.1"})
+	if err == nil || !errors.Is(err, gpu.ErrNoLibrary) {
+		t.Fatalf("want an error matching gpu.ErrNoLibrary, got %v", err)
+	}
+	if !strings.Contains(err.Error(), "libcuda-strata-absent.so.1") {
+		t.Fatalf("the error must name what was tried: %v", err)
+	}
+}
+
+func TestMissingSymbol(t *testing.T) {
+	// libc loads everywhere and has none of the driver's symbols.
+	_, err := openLib([]string{"libc.so.6"})
+	if err == nil || !strings.Contains(err.Error(), "libc.so.6 has no symbol cuInit") {
+		t.Fatalf("want the missing symbol and library named, got %v", err)
+	}
+}
+
+// open returns the first CUDA device, or skips (fails under STRATA_REQUIRE_GPU=1).
+func open(t *testing.T) *gpu.Device {
+	t.Helper()
+	b := &backend{candidates: libraryNames()}
+	skip := func(why string) {
+		if os.Getenv("STRATA_REQUIRE_GPU") == "1" {
+			t.Fatalf("STRATA_REQUIRE_GPU=1 but %s", why)
+		}
+		t.Skip(why)
+	}
+	if err := b.Load(); err != nil {
+		skip(err.Error())
+	}
+	devs, err := b.Devices()
+	if err != nil {
+		skip(err.Error())
+	}
+	t.Logf("cuda devices: %+v", devs)
+	drv, err := b.Open(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := gpu.NewDevice(drv)
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
+// TestDevice runs the runtime end to end on a real device: copies both ways, a
+// launch through extra, streams, events, and the mapped-memory proof.
+func TestDevice(t *testing.T) {
+	d := open(t)
+	info := d.Info()
+	if !strings.HasPrefix(info.Arch, "sm_") || info.TotalMem == 0 || info.PCIBusID == "" {
+		t.Fatalf("incomplete device info: %+v", info)
+	}
+	const n = 1 << 20
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	src := make([]byte, n)
+	for i := range src {
+		src[i] = byte(rng.Uint32())
+	}
+	buf, err := d.Alloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Free()
+	if err := d.Upload(buf.Ptr, src); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, n)
+	if err := d.Download(got, buf.Ptr); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, src) {
+		t.Fatal("round trip through device memory changed the bytes")
+	}
+
+	// Pinned async copies on a stream, timed with events.
+	s, err := d.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destroy()
+	h, err := d.HostAlloc(n, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Free()
+	buf2, err := d.Alloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf2.Free()
+	e0, _ := d.NewEvent()
+	e1, _ := d.NewEvent()
+	defer e0.Destroy()
+	defer e1.Destroy()
+	if err := e0.Record(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Copy(buf2.Ptr, buf.Ptr, n); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Download(h, 0, buf2.Ptr, n); err != nil {
+		t.Fatal(err)
+	}
+	if err := e1.Record(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := e1.WaitFor(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(h.Bytes(), src) {
+		t.Fatal("device-to-device then async download changed the bytes")
+	}
+	if el, err := gpu.Elapsed(e0, e1); err != nil || el <= 0 {
+		t.Fatalf("elapsed %v, %v", el, err)
+	}
+
+	// Mapped memory, proved by the self-test kernel.
+	m, err := d.HostAlloc(4096, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	p, ok, err := m.Mapped()
+	if !ok {
+		t.Fatalf("mapped host memory not usable on %s: %v", info.Name, err)
+	}
+	t.Logf("mapped alias %#x, host %#x (equal: %v, unified addressing: %v)", uintptr(p), m.Ptr(), uintptr(p) == m.Ptr(), info.UnifiedAddressing)
+}
+
+func TestLoadModuleWrongTarget(t *testing.T) {
+	d := open(t)
+	_, err := d.LoadModule(gpu.CodeObject{Name: "bogus", Target: "sm_1", Image: []byte("x")})
+	if err == nil || !strings.Contains(err.Error(), "is for sm_1") {
+		t.Fatalf("want a target mismatch error, got %v", err)
+	}
+}
