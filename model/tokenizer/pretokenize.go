@@ -72,7 +72,7 @@ func scanClass(s string, i int, cls runeClass) int {
 func isNewline(c byte) bool { return c == '\r' || c == '\n' }
 
 // contractionLen returns the length of the contraction ('s 't 're 've 'm 'll 'd, any case)
-// that starts at s[i] == '\”, or 0. Under Unicode case folding U+017F (ſ) matches 's' too.
+// that starts at the apostrophe s[i], or 0. Under Unicode case folding U+017F (ſ) matches 's' too.
 func contractionLen(s string, i int) int {
 	rest := s[i+1:]
 	lower := func(c byte) byte { return c | 0x20 }
