@@ -1,0 +1,79 @@
+package oracle
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/strata-hip/strata/model"
+	"github.com/strata-hip/strata/model/convert"
+	"github.com/strata-hip/strata/model/tinygen"
+)
+
+// tinyHFDir rebuilds a tiny model's Hugging Face directory (config.json + safetensors) in
+// a temporary directory and returns it with the oracle directory.
+func tinyHFDir(t *testing.T, name string) (hfDir, oracleDir string) {
+	t.Helper()
+	oracleDir = filepath.Join("..", "testdata", name)
+	cfg, err := os.ReadFile(filepath.Join(oracleDir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(oracleDir, "oracle.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o struct {
+		Seed int    `json:"seed"`
+		Kind string `json:"embedding_kind"`
+	}
+	if err := json.Unmarshal(raw, &o); err != nil {
+		t.Fatal(err)
+	}
+	st, err := tinygen.Safetensors(cfg, o.Seed, o.Kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hfDir = t.TempDir()
+	for n, b := range map[string][]byte{"config.json": cfg, "model.safetensors": st} {
+		if err := os.WriteFile(filepath.Join(hfDir, n), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return hfDir, oracleDir
+}
+
+// TestTinyModelsInMemory checks the forward passes against the oracle from the
+// converter's in-memory F32 output (no GGUF involved).
+func TestTinyModelsInMemory(t *testing.T) {
+	for _, name := range []string{"tiny-qwen3moe", "tiny-qwen3next"} {
+		t.Run(name, func(t *testing.T) {
+			hf, od := tinyHFDir(t, name)
+			p, err := convert.FromHF(hf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			src, err := p.Source()
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := model.Load(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := BoundsFor("F32")
+			var out bytes.Buffer
+			res, err := Check(m, od, b, &out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Log("\n" + out.String())
+			if res.Failed > 0 || res.Passed == 0 {
+				t.Fatalf("%d passed, %d failed", res.Passed, res.Failed)
+			}
+		})
+	}
+}
