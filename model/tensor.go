@@ -39,7 +39,9 @@ func (t *Tensor) Rows() int {
 func (t *Tensor) Cols() int { return t.Dims[0] }
 
 // Row decodes row r into dst.
-func (t *Tensor) Row(dst []float32, r int) { t.Decode(dst[:t.Dims[0]], t.Data[r*t.RowBytes:(r+1)*t.RowBytes]) }
+func (t *Tensor) Row(dst []float32, r int) {
+	t.Decode(dst[:t.Dims[0]], t.Data[r*t.RowBytes:(r+1)*t.RowBytes])
+}
 
 // Float32s decodes the whole tensor; for the small vectors (norm weights, gates) the
 // engine keeps widened.
