@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // Case is one line of a reference case file (cases.jsonl): a text and what the reference
@@ -49,7 +50,7 @@ func ReadCases(r io.Reader) ([]Case, error) {
 // CaseMismatch is one field of a case where t disagrees with the reference.
 type CaseMismatch struct {
 	Field     string // "ids", "ids_with_special_parsing", "decoded" or "decoded_with_special_parsing"
-	Got, Want string // the values, formatted for printing
+	Got, Want string // the values near the first difference, formatted for printing
 	At        int    // index of the first differing id or byte
 }
 
@@ -63,7 +64,7 @@ func (t *Tokenizer) CheckCase(c Case) []CaseMismatch {
 		got := t.Encode(c.Text, parseSpecial)
 		if want != nil {
 			if at := firstDiff(got, want); at >= 0 {
-				out = append(out, CaseMismatch{Field: field, Got: fmt.Sprint(got), Want: fmt.Sprint(want), At: at})
+				out = append(out, CaseMismatch{Field: field, Got: window(got, at, "%v"), Want: window(want, at, "%v"), At: at})
 			}
 		}
 		if decoded != nil {
@@ -75,13 +76,28 @@ func (t *Tokenizer) CheckCase(c Case) []CaseMismatch {
 			if err != nil {
 				out = append(out, CaseMismatch{Field: decField, Got: "error: " + err.Error(), Want: fmt.Sprintf("%q", *decoded)})
 			} else if at := firstDiff([]byte(text), []byte(*decoded)); at >= 0 {
-				out = append(out, CaseMismatch{Field: decField, Got: fmt.Sprintf("%q", text), Want: fmt.Sprintf("%q", *decoded), At: at})
+				out = append(out, CaseMismatch{Field: decField, Got: window([]byte(text), at, "%q"), Want: window([]byte(*decoded), at, "%q"), At: at})
 			}
 		}
 	}
 	checkIDs("ids", c.IDs, false, c.Decoded, "decoded")
 	checkIDs("ids_with_special_parsing", c.IDsWithSpecialParsing, true, c.DecodedWithSpecialParsing, "decoded_with_special_parsing")
 	return out
+}
+
+// window formats the part of s around index at (8 elements either side), marking cuts.
+func window[T any](s []T, at int, verb string) string {
+	lo, hi := max(at-8, 0), min(at+8, len(s))
+	var b strings.Builder
+	b.WriteString(fmt.Sprintf("len %d: ", len(s)))
+	if lo > 0 {
+		b.WriteString("...")
+	}
+	b.WriteString(fmt.Sprintf(verb, s[lo:hi]))
+	if hi < len(s) {
+		b.WriteString("...")
+	}
+	return b.String()
 }
 
 // firstDiff returns the first index where a and b differ, or -1 when they are equal.
