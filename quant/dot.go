@@ -1,0 +1,345 @@
+package quant
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+)
+
+// Dot is one row·activation dot product, computed two ways.
+type Dot struct {
+	// Exact is the mathematical value Σ w_i·a_i of the decoded weights and decoded
+	// activations, rounded once to float64. It is computed from integer block sums
+	// (exact) and scale products (exact in float64), accumulated without rounding.
+	Exact float64
+	// GGML is the float32 value ggml's own arithmetic gives; see DotCPU and DotGPU for
+	// which arithmetic.
+	GGML float32
+}
+
+// DotCPU is the dot product of one weight row of type t with one activation row in
+// t's CPU vec_dot type (Info.VecDotType: Q8_0 for Q8_0 and Q2_0, Q8_K for the K and IQ
+// types, F16 for F16, BF16 for BF16), as ggml's CPU backend pairs them.
+//
+// GGML reproduces ggml's generic (scalar, no FMA) vec_dot for t bit for bit: its
+// integer sums, its float32 scale products and its summation order (the 8 float lanes of
+// the K-quants, the final 0.125 or 0.25 of IQ2_XS and IQ3_XXS, the float64 accumulator
+// of F16/BF16). ggml's SIMD builds compute the same integers and differ from it in the
+// last float32 bits. Q4_K uses the activation's stored bsums, as ggml does.
+func DotCPU(t Type, w, act []byte) (Dot, error) {
+	in, ok := Lookup(t)
+	if !ok || !in.Weight {
+		return Dot{}, fmt.Errorf("quant: DotCPU: %s is not a weight type", t)
+	}
+	k, err := rowLen(t, w)
+	if err != nil {
+		return Dot{}, err
+	}
+	if _, err := checkRow(in.VecDotType, act, k); err != nil {
+		return Dot{}, fmt.Errorf("quant: DotCPU %s: activation: %w", t, err)
+	}
+	var e exactAcc
+	exactDot(t, w, in.VecDotType, act, k, &e)
+	return Dot{Exact: e.value(), GGML: ggmlCPUDot(t, w, act, k)}, nil
+}
+
+// DotGPU is the dot product of one weight row of type t with an activation row of
+// Q8_1 blocks (K/32 blocks of 36 bytes), the pairing of the GPU matrix-vector kernels.
+// Only the d half of each Q8_1 block's ds is used, as by ggml-cuda's MMVQ kernels.
+//
+// GGML evaluates ggml-cuda's per-call MMVQ arithmetic in float32 — including the
+// truncating integer divisions of IQ2_XS and IQ3_XXS, which make ggml's GPU result
+// differ from the exact value (docs/quant-formats.md §5.7–5.8) — and sums the per-call
+// values in block order. The real kernel sums per-thread partials and reduces across
+// the warp, so its float32 result matches GGML only up to float32 accumulation order;
+// the integer effects are the same.
+func DotGPU(t Type, w, act []byte) (Dot, error) {
+	in, ok := Lookup(t)
+	if !ok || !in.Weight || t == F16 || t == BF16 {
+		return Dot{}, fmt.Errorf("quant: DotGPU: %s has no integer GPU path (weights: q8_0, q2_0, q4_K, q6_K, iq2_xs, iq3_xxs, iq3_s, iq1_m)", t)
+	}
+	k, err := rowLen(t, w)
+	if err != nil {
+		return Dot{}, err
+	}
+	if _, err := checkRow(Q8_1, act, k); err != nil {
+		return Dot{}, fmt.Errorf("quant: DotGPU %s: activation: %w", t, err)
+	}
+	var e exactAcc
+	exactDot(t, w, Q8_1, act, k, &e)
+	return Dot{Exact: e.value(), GGML: ggmlGPUDot(t, w, act, k)}, nil
+}
+
+// rowLen returns the element count of a whole row of blocks w.
+func rowLen(t Type, w []byte) (int, error) {
+	in, _ := Lookup(t)
+	if len(w) == 0 || len(w)%in.BlockBytes != 0 {
+		return 0, fmt.Errorf("quant: %s weight row of %d bytes is not a whole number of %d-byte blocks", in.Name, len(w), in.BlockBytes)
+	}
+	return len(w) / in.BlockBytes * in.BlockElems, nil
+}
+
+// exactAcc sums terms a·b·n (a, b float64 with products exact in float64, n an
+// integer) without rounding, and rounds once at the end. Non-finite scales (possible
+// in arbitrary bytes) switch it to plain float64 arithmetic so that the result is the
+// Inf or NaN IEEE arithmetic gives.
+type exactAcc struct {
+	acc, t, u big.Float
+	inited    bool
+	nonFinite bool
+	plain     float64
+}
+
+// exactPrec covers the whole exponent range of the terms (fp16 and float32 scales,
+// 64-bit integers, up to 2³² terms) so that no addition rounds.
+const exactPrec = 1024
+
+func (e *exactAcc) add(a, b float64, n int64) {
+	ab := a * b
+	if math.IsInf(ab, 0) || math.IsNaN(ab) || e.nonFinite {
+		e.nonFinite = true
+		e.plain += ab * float64(n)
+		return
+	}
+	if n == 0 || ab == 0 {
+		return
+	}
+	if !e.inited {
+		e.acc.SetPrec(exactPrec)
+		e.t.SetPrec(exactPrec)
+		e.u.SetPrec(exactPrec)
+		e.inited = true
+	}
+	e.t.SetFloat64(ab)
+	e.u.SetInt64(n)
+	e.t.Mul(&e.t, &e.u)
+	e.acc.Add(&e.acc, &e.t)
+	e.plain += ab * float64(n)
+}
+
+func (e *exactAcc) value() float64 {
+	if e.nonFinite {
+		return e.plain
+	}
+	if !e.inited {
+		return 0
+	}
+	f, _ := e.acc.Float64()
+	return f
+}
+
+// actView reads activation blocks: scale and quants per block of actElems.
+type actView struct {
+	t        Type
+	b        []byte
+	elems    int // elements per block
+	bytes    int
+	qOff     int
+	f32Scale bool
+}
+
+func newActView(t Type, b []byte) actView {
+	switch t {
+	case Q8_0:
+		return actView{t, b, 32, 34, 2, false}
+	case Q8_1:
+		return actView{t, b, 32, 36, 4, false}
+	default: // Q8_K
+		return actView{t, b, 256, 292, 4, true}
+	}
+}
+
+func (v actView) d(blk int) float64 {
+	if v.f32Scale {
+		return float64(f32frombits(le32(v.b, blk*v.bytes)))
+	}
+	return float64(F16ToF32(le16(v.b, blk*v.bytes)))
+}
+
+func (v actView) q(i int) int32 {
+	blk := i / v.elems
+	return int32(int8(v.b[blk*v.bytes+v.qOff+i%v.elems]))
+}
+
+// intBlock is a weight block in integer form: element i equals
+// scale[i/group]·q[i] + offset[i/group], exactly, with every scale and offset exact in
+// float64 and small enough that scale·(activation scale) is exact too.
+type intBlock struct {
+	q      [256]int32
+	scale  [16]float64
+	offset [16]float64
+	group  int
+	elems  int
+}
+
+// intView fills v with the integer form of weight block b of type t.
+func intView(t Type, b []byte, v *intBlock) {
+	v.offset = [16]float64{}
+	switch t {
+	case Q8_0:
+		v.group, v.elems = 32, 32
+		v.scale[0] = float64(F16ToF32(le16(b, 0)))
+		for i := 0; i < 32; i++ {
+			v.q[i] = int32(int8(b[2+i]))
+		}
+	case Q2_0:
+		v.group, v.elems = 64, 64
+		v.scale[0] = float64(F16ToF32(le16(b, 0)))
+		for i := 0; i < 64; i++ {
+			v.q[i] = int32(b[2+i/4]>>(2*(i%4))&3) - 1
+		}
+	case Q4_K:
+		v.group, v.elems = 32, 256
+		d, dmin := float64(F16ToF32(le16(b, 0))), float64(F16ToF32(le16(b, 2)))
+		for j := 0; j < 8; j++ {
+			sc, m := q4KScaleMin(b[4:16], j)
+			v.scale[j] = d * float64(sc)
+			v.offset[j] = -dmin * float64(m)
+		}
+		for c := 0; c < 4; c++ {
+			for l := 0; l < 32; l++ {
+				x := b[16+32*c+l]
+				v.q[64*c+l] = int32(x & 15)
+				v.q[64*c+32+l] = int32(x >> 4)
+			}
+		}
+	case Q6_K:
+		v.group, v.elems = 16, 256
+		d := float64(F16ToF32(le16(b, 208)))
+		for j := 0; j < 16; j++ {
+			v.scale[j] = d * float64(int8(b[192+j]))
+		}
+		for n := 0; n < 2; n++ {
+			for l := 0; l < 32; l++ {
+				L, L2, H := b[64*n+l], b[64*n+32+l], b[128+32*n+l]
+				e := 128*n + l
+				v.q[e] = int32(L&15|(H&3)<<4) - 32
+				v.q[e+32] = int32(L2&15|(H>>2&3)<<4) - 32
+				v.q[e+64] = int32(L>>4|(H>>4&3)<<4) - 32
+				v.q[e+96] = int32(L2>>4|(H>>6&3)<<4) - 32
+			}
+		}
+	case IQ2_XS:
+		v.group, v.elems = 16, 256
+		d := float64(F16ToF32(le16(b, 0)))
+		for ib := 0; ib < 8; ib++ {
+			v.scale[2*ib] = d * float64(2*int(b[66+ib]&15)+1) / 8
+			v.scale[2*ib+1] = d * float64(2*int(b[66+ib]>>4)+1) / 8
+			for l := 0; l < 4; l++ {
+				code := le16(b, 2+2*(4*ib+l))
+				grid, signs := iq2xsGrid[code&511], ksignsIQ2XS[code>>9]
+				for j := 0; j < 8; j++ {
+					g := int32(uint8(grid >> (8 * j)))
+					if signs&kmaskIQ2XS[j] != 0 {
+						g = -g
+					}
+					v.q[32*ib+8*l+j] = g
+				}
+			}
+		}
+	case IQ3_XXS:
+		v.group, v.elems = 32, 256
+		d := float64(F16ToF32(le16(b, 0)))
+		for ib := 0; ib < 8; ib++ {
+			a := le32(b, 66+4*ib)
+			v.scale[ib] = d * float64(2*int(a>>28)+1) / 4
+			for l := 0; l < 4; l++ {
+				signs := ksignsIQ2XS[a>>(7*l)&127]
+				g1, g2 := iq3xxsGrid[b[2+8*ib+2*l]], iq3xxsGrid[b[2+8*ib+2*l+1]]
+				for j := 0; j < 8; j++ {
+					g := int32(uint8(g1 >> (8 * j)))
+					if j >= 4 {
+						g = int32(uint8(g2 >> (8 * (j - 4))))
+					}
+					if signs&kmaskIQ2XS[j] != 0 {
+						g = -g
+					}
+					v.q[32*ib+8*l+j] = g
+				}
+			}
+		}
+	case IQ3_S:
+		v.group, v.elems = 32, 256
+		d := float64(F16ToF32(le16(b, 0)))
+		for ib := 0; ib < 8; ib++ {
+			v.scale[ib] = d * float64(1+2*int(b[106+ib/2]>>(4*(ib%2))&15))
+			qh := int(b[66+ib])
+			for l := 0; l < 4; l++ {
+				g1 := iq3sGrid[int(b[2+8*ib+2*l])|(qh>>(2*l)&1)<<8]
+				g2 := iq3sGrid[int(b[2+8*ib+2*l+1])|(qh>>(2*l+1)&1)<<8]
+				signs := b[74+4*ib+l]
+				for j := 0; j < 8; j++ {
+					g := int32(uint8(g1 >> (8 * j)))
+					if j >= 4 {
+						g = int32(uint8(g2 >> (8 * (j - 4))))
+					}
+					if signs&kmaskIQ2XS[j] != 0 {
+						g = -g
+					}
+					v.q[32*ib+8*l+j] = g
+				}
+			}
+		}
+	case IQ1_M:
+		// y = D·(2f+1)·(G ± 1/8) = (D·(2f+1)/8)·(8G ± 1).
+		v.group, v.elems = 16, 256
+		D := float64(F16ToF32(iq1MScale(b)))
+		for ib := 0; ib < 8; ib++ {
+			w := le16(b, 48+2*(ib/2)) >> (6 * (ib % 2))
+			v.scale[2*ib] = D * float64(2*int(w&7)+1) / 8
+			v.scale[2*ib+1] = D * float64(2*int(w>>3&7)+1) / 8
+			for p := 0; p < 4; p++ {
+				n := b[32+2*ib+p/2] >> (4 * (p % 2)) & 15
+				g := iq1sGrid[int(b[4*ib+p])|int(n&7)<<8]
+				delta := int32(1)
+				if n&8 != 0 {
+					delta = -1
+				}
+				for j := 0; j < 8; j++ {
+					v.q[32*ib+8*p+j] = 8*int32(int8(g>>(8*j))) + delta
+				}
+			}
+		}
+	}
+}
+
+// exactDot adds the exact dot of weight row w (type t, k elements) with activation row
+// act (type at) to e. Weight groups and activation blocks are aligned powers of two, so
+// the row splits into segments with one weight scale and one activation scale each.
+func exactDot(t Type, w []byte, at Type, act []byte, k int, e *exactAcc) {
+	if t == F16 || t == BF16 {
+		for i := 0; i < k; i++ {
+			var x, y float32
+			if t == F16 {
+				x, y = F16ToF32(le16(w, 2*i)), F16ToF32(le16(act, 2*i))
+			} else {
+				x, y = BF16ToF32(le16(w, 2*i)), BF16ToF32(le16(act, 2*i))
+			}
+			// Halves have ≤ 11 (bf16: 8) significant bits: x·y·1 is exact in float64.
+			e.add(float64(x), float64(y), 1)
+		}
+		return
+	}
+	in, _ := Lookup(t)
+	av := newActView(at, act)
+	seg := min(av.elems, 16)
+	var v intBlock
+	for blk := 0; blk < k/in.BlockElems; blk++ {
+		intView(t, w[blk*in.BlockBytes:(blk+1)*in.BlockBytes:(blk+1)*in.BlockBytes], &v)
+		base := blk * in.BlockElems
+		for s := 0; s < v.elems; s += seg {
+			g := s / v.group
+			da := av.d((base + s) / av.elems)
+			var dot, sum int64
+			for i := s; i < s+seg; i++ {
+				qa := int64(av.q(base + i))
+				dot += int64(v.q[i]) * qa
+				sum += qa
+			}
+			e.add(v.scale[g], da, dot)
+			if v.offset[g] != 0 {
+				e.add(v.offset[g], da, sum)
+			}
+		}
+	}
+}
