@@ -46,6 +46,7 @@ type File struct {
 	shards  []*shard
 	tensors []TensorInfo
 	byName  map[string]int
+	infoOff []int64 // file offset of each tensor's info, parallel to tensors
 }
 
 var shardName = regexp.MustCompile(`^(.*)-(\d{5})-of-(\d{5})\.gguf$`)
@@ -92,15 +93,16 @@ func Open(path string) (*File, error) {
 		return nil, err
 	}
 	for i, s := range f.shards {
-		for _, t := range s.tensors {
+		for k, t := range s.tensors {
 			t.Shard = i
 			if j, dup := f.byName[t.Name]; dup {
 				f.Close()
-				return nil, newErr(s.path, int64(t.FileOffset), RuleDuplicateTensor, fmt.Sprintf("tensor %q", t.Name),
+				return nil, newErr(s.path, s.infoOff[k], RuleDuplicateTensor, fmt.Sprintf("tensor %q", t.Name),
 					"also in shard %d (%s): shards of different models mixed?", f.tensors[j].Shard+1, f.shards[f.tensors[j].Shard].path)
 			}
 			f.byName[t.Name] = len(f.tensors)
 			f.tensors = append(f.tensors, t)
+			f.infoOff = append(f.infoOff, s.infoOff[k])
 		}
 	}
 	return f, nil
@@ -124,7 +126,7 @@ func openShard(path string) (*shard, error) {
 		return nil, &Error{Path: path, Offset: -1, Rule: RuleIO, Field: "mmap", Detail: "cannot map", Err: err}
 	}
 	var s *shard
-	err = guardFault(path, data, func() error {
+	err = guardFault(func() string { return path }, data, func() error {
 		var perr error
 		s, perr = parse(path, data)
 		return perr
@@ -133,7 +135,8 @@ func openShard(path string) (*shard, error) {
 		unmap()
 		return nil, err
 	}
-	s.unmap = unmap
+	registerMapping(data, path)
+	s.unmap = func() error { unregisterMapping(data); return unmap() }
 	return s, nil
 }
 
@@ -269,6 +272,19 @@ func (f *File) Tensor(name string) (TensorInfo, bool) {
 		return TensorInfo{}, false
 	}
 	return f.tensors[i], true
+}
+
+// InfoOffset is the file offset (in its shard) of the named tensor's info, or -1.
+func (f *File) InfoOffset(name string) int64 {
+	if i, ok := f.byName[name]; ok {
+		return f.infoOff[i]
+	}
+	return -1
+}
+
+// tensorErr is an error about a tensor at its info's offset.
+func (f *File) tensorErr(t TensorInfo, rule Rule, format string, args ...any) *Error {
+	return newErr(f.shards[t.Shard].path, f.InfoOffset(t.Name), rule, fmt.Sprintf("tensor %q", t.Name), format, args...)
 }
 
 // Data returns the named tensor's bytes as a slice of the mapping (no copy; valid until

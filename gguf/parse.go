@@ -36,6 +36,7 @@ type shard struct {
 	kvOff     []int64        // file offset of each KV's key length
 	keys      map[string]int // key → index in kvs
 	tensors   []TensorInfo
+	infoOff   []int64 // file offset of each tensor info (its name length)
 	alignment uint64
 	dataStart uint64 // aligned start of the data section
 	dataEnd   uint64 // end of the last tensor's bytes (unpadded), absolute
@@ -445,14 +446,19 @@ func (d *decoder) tensorInfos(s *shard, n uint64) ([]uint64, *Error) {
 			return nil, d.errAt(ndAt+4, rule, field, "byte size of %v %s exceeds 2^64", dims, t)
 		}
 		offAt = append(offAt, d.off)
+		s.infoOff = append(s.infoOff, int64(at))
 		off := d.u64()
 		s.tensors = append(s.tensors, TensorInfo{Name: name, Type: t, Dims: dims, Offset: off, Size: size})
 	}
 	return offAt, nil
 }
 
-// layout checks the data section: every tensor stored in info order, back to back, each
-// padded to the alignment (llama.cpp's rule: offset == running total), inside the file.
+// layout checks the data section in two passes. First the sizes alone: each padded size
+// (T13) and their running total (T14) must fit in 64 bits, and data start + total must be
+// addressable (T16). Then each tensor's offset: data start + offset + size must not wrap
+// (T12), the offset must be aligned (T11) and equal the running total, i.e. tensors follow
+// each other in info order, back to back, each padded to the alignment (T15, llama.cpp's
+// rule), and the file must hold them (D1, D2).
 func (d *decoder) layout(s *shard, offAt []uint64) *Error {
 	align := s.alignment
 	start, ok := padU64(d.off, align)
@@ -460,7 +466,24 @@ func (d *decoder) layout(s *shard, offAt []uint64) *Error {
 		return d.errAt(d.off, RuleTotalOverflow, "data section", "aligned start overflows")
 	}
 	s.dataStart = start
-	var running, elems uint64
+	var total, elems uint64
+	for i, t := range s.tensors {
+		field := fmt.Sprintf("tensor %q", t.Name)
+		padded, ok := padU64(t.Size, align)
+		if !ok {
+			return d.errAt(offAt[i], RulePaddingOverflow, field, "size %d padded to %d overflows 2^64", t.Size, align)
+		}
+		if total, ok = addU64(total, padded); !ok {
+			return d.errAt(offAt[i], RuleDataSizeOverflow, field, "data section size overflows 2^64 at this tensor")
+		}
+		if elems, ok = addU64(elems, t.Elements()); !ok || elems > math.MaxInt64 {
+			return d.errAt(offAt[i], RuleTotalOverflow, field, "total element count exceeds 2^63-1")
+		}
+	}
+	if sum, ok := addU64(start, total); !ok || sum > math.MaxInt64 {
+		return d.errAt(d.off, RuleTotalOverflow, "data section", "data start %d + data size %d exceeds 2^63-1 bytes", start, total)
+	}
+	var running uint64
 	end := start
 	for i := range s.tensors {
 		t := &s.tensors[i]
@@ -476,32 +499,22 @@ func (d *decoder) layout(s *shard, offAt []uint64) *Error {
 		if t.Offset != running {
 			return d.errAt(offAt[i], RuleTensorOverlap, field, "offset %d, expected %d: tensors must follow each other in info order, each padded to %d bytes (overlapping, out of order or gapped)", t.Offset, running, align)
 		}
-		padded, ok := padU64(t.Size, align)
-		if !ok {
-			return d.errAt(offAt[i], RulePaddingOverflow, field, "size %d padded to %d overflows 2^64", t.Size, align)
-		}
-		if running, ok = addU64(running, padded); !ok {
-			return d.errAt(offAt[i], RuleDataSizeOverflow, field, "data section size overflows 2^64 at this tensor")
-		}
-		if elems, ok = addU64(elems, t.Elements()); !ok || elems > math.MaxInt64 {
-			return d.errAt(offAt[i], RuleTotalOverflow, field, "total element count exceeds 2^63-1")
-		}
+		running += padU64Unchecked(t.Size, align) // pass 1 proved these sums fit
 		t.FileOffset = abs
 		end = tEnd
 	}
-	if total, ok := addU64(start, running); !ok || total > math.MaxInt64 {
-		return d.errAt(d.off, RuleTotalOverflow, "data section", "data start %d + data size %d exceeds 2^63-1 bytes", start, running)
-	}
 	size := uint64(len(d.b))
-	if running > 0 && start > size {
+	if total > 0 && start > size {
 		return d.errAt(d.off, RuleDataStart, "data section", "aligned data start %d is beyond the end of the %d-byte file (truncated file)", start, size)
 	}
 	if end > size {
 		return d.errAt(size, RuleTruncated, "data section", "file truncated: expected ≥ %d bytes, have %d (incomplete download? fetch the file again)", end, size)
 	}
 	s.dataEnd = end
-	if padEnd := start + running; running > 0 && size > padEnd {
+	if padEnd := start + total; total > 0 && size > padEnd {
 		s.warnings = append(s.warnings, d.errAt(padEnd, RuleTrailingBytes, "data section", "%d bytes after the last tensor are ignored", size-padEnd))
 	}
 	return nil
 }
+
+func padU64Unchecked(n, align uint64) uint64 { return (n + align - 1) &^ (align - 1) }

@@ -20,15 +20,14 @@ func (f *File) Expect(name string, want []uint64, types ...Type) (TensorInfo, er
 	if !ok {
 		return t, newErr(f.path, -1, RuleTensorSet, fmt.Sprintf("tensor %q", name), "required tensor is missing (wrong architecture or incomplete conversion?)")
 	}
-	field := fmt.Sprintf("tensor %q", name)
 	if t.Elements() == 0 {
-		return t, newErr(f.shards[t.Shard].path, -1, RuleZeroDim, field, "dims %v: the weight must not be empty", t.Dims)
+		return t, f.tensorErr(t, RuleZeroDim, "dims %v: the weight must not be empty", t.Dims)
 	}
 	if !slices.Equal(t.Dims, want) {
-		return t, newErr(f.shards[t.Shard].path, -1, RuleTensorShape, field, "dims %v, the hyperparameters require %v", t.Dims, want)
+		return t, f.tensorErr(t, RuleTensorShape, "dims %v, the hyperparameters require %v", t.Dims, want)
 	}
 	if len(types) > 0 && !slices.Contains(types, t.Type) {
-		return t, newErr(f.shards[t.Shard].path, -1, RuleUnsupportedType, field, "unsupported tensor type %s for tensor %s (supported here: %s)", t.Type, name, typeList(types))
+		return t, f.tensorErr(t, RuleUnsupportedType, "unsupported tensor type %s for tensor %s (supported here: %s)", t.Type, name, typeList(types))
 	}
 	return t, nil
 }
@@ -56,7 +55,7 @@ func (f *File) CheckTensorSet(required, optional []string) error {
 	}
 	for _, t := range f.tensors {
 		if !known[t.Name] {
-			return newErr(f.shards[t.Shard].path, -1, RuleTensorSet, fmt.Sprintf("tensor %q", t.Name), "unexpected tensor for this architecture")
+			return f.tensorErr(t, RuleTensorSet, "unexpected tensor for this architecture")
 		}
 	}
 	return nil
@@ -67,7 +66,7 @@ func (f *File) CheckTensorSet(required, optional []string) error {
 func (f *File) CheckSupportedTypes(supported []Type) error {
 	for _, t := range f.tensors {
 		if !slices.Contains(supported, t.Type) {
-			return newErr(f.shards[t.Shard].path, -1, RuleUnsupportedType, fmt.Sprintf("tensor %q", t.Name),
+			return f.tensorErr(t, RuleUnsupportedType,
 				"unsupported tensor type %s for tensor %s (supported: %s)", t.Type, t.Name, typeList(supported))
 		}
 	}
@@ -95,7 +94,7 @@ func (f *File) BlockIndex(name string, nBlocks int) (n int, ok bool, err error) 
 	}
 	num, _, found := strings.Cut(rest, ".")
 	bad := func(why string) (int, bool, error) {
-		return 0, true, newErr(f.path, -1, RuleNameIndex, fmt.Sprintf("tensor %q", name), "%s (the model has %d blocks)", why, nBlocks)
+		return 0, true, newErr(f.path, f.InfoOffset(name), RuleNameIndex, fmt.Sprintf("tensor %q", name), "%s (the model has %d blocks)", why, nBlocks)
 	}
 	if !found || num == "" || (len(num) > 1 && num[0] == '0') {
 		return bad("malformed block index")
@@ -154,7 +153,7 @@ func (f *File) VocabSize() (int, error) {
 	}
 	for _, name := range []string{"token_embd.weight", "output.weight"} {
 		if t, ok := f.Tensor(name); ok && (len(t.Dims) < 2 || t.Dims[1] != uint64(n)) {
-			return 0, newErr(f.shards[t.Shard].path, -1, RuleArrayMismatch, fmt.Sprintf("tensor %q", name), "dims %v: expected %d rows, one per token of %s", t.Dims, n, KeyTokens)
+			return 0, f.tensorErr(t, RuleArrayMismatch, "dims %v: expected %d rows, one per token of %s", t.Dims, n, KeyTokens)
 		}
 	}
 	return n, nil
@@ -203,7 +202,7 @@ func (f *File) CheckFinite(name string) error {
 	t, _ := f.Tensor(name)
 	ti, _ := t.Type.Info()
 	bad := int64(-1)
-	err = guardFault(f.shards[t.Shard].path, data, func() error {
+	err = guardFault(func() string { return f.shards[t.Shard].path }, data, func() error {
 		bad = firstNonFinite(t.Type, ti, data)
 		return nil
 	})
