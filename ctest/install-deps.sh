@@ -1,0 +1,32 @@
+#!/bin/sh
+# Installs what a fresh Debian 12 machine with only Go lacks for `just ci`: clang-19,
+# lld-19, llvm-19 (llvm-objdump-19, llvm-readobj-19), cmake and ninja-build from Debian, and
+# `just` from the npm package rust-just (npm from Debian if missing). Installs nothing that
+# is already present; uses sudo only when not root.
+set -eu
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+
+missing=""
+for pair in clang-19:clang-19 ld.lld-19:lld-19 llvm-objdump-19:llvm-19 llvm-readobj-19:llvm-19 cmake:cmake ninja:ninja-build; do
+  if ! command -v "${pair%%:*}" >/dev/null 2>&1; then
+    case " $missing " in *" ${pair#*:} "*) ;; *) missing="$missing ${pair#*:}" ;; esac
+  fi
+done
+if ! command -v just >/dev/null 2>&1 && ! command -v npm >/dev/null 2>&1; then
+  missing="$missing npm"
+fi
+if [ -n "$missing" ]; then
+  echo "install-deps: apt-get install$missing"
+  $sudo apt-get update
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $missing
+fi
+if ! command -v just >/dev/null 2>&1; then
+  echo "install-deps: npm install -g rust-just"
+  $sudo npm install -g rust-just
+fi
+if ! command -v go >/dev/null 2>&1; then
+  echo "install-deps: go is not on PATH; install Go 1.26 (https://go.dev/dl/) first" >&2
+  exit 1
+fi
