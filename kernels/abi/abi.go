@@ -1,5 +1,10 @@
 package abi
 
+import (
+	"strconv"
+	"strings"
+)
+
 // Variant is one kernel of a family.
 type Variant struct {
 	Name   string // variant name, e.g. "mma" or "dp4a"
@@ -45,4 +50,39 @@ func TargetNames() []string {
 		}
 	}
 	return out
+}
+
+// TargetFor maps the architecture a runtime reports to the target whose code objects the
+// device runs, and false if none fits.
+//
+//   - AMD: arch is the gcnArchName, e.g. "gfx1100" or "gfx1100:sramecc-:xnack-"; the feature
+//     suffix is dropped and the ISA must match a target exactly (AMD code objects do not run
+//     on other ISAs).
+//   - NVIDIA: arch is "sm_XY" from the compute capability (major X, minor Y). PTX JIT-compiles
+//     forward, so the device gets the highest sm_ target not above its own (sm_87 → sm_86,
+//     sm_120 → sm_90).
+func TargetFor(arch string) (string, bool) {
+	name, _, _ := strings.Cut(strings.TrimSpace(arch), ":")
+	best, bestCC := "", -1
+	for _, t := range TargetNames() {
+		if t == name {
+			return t, true
+		}
+		devCC, ok1 := smNumber(name)
+		cc, ok2 := smNumber(t)
+		if ok1 && ok2 && cc <= devCC && cc > bestCC {
+			best, bestCC = t, cc
+		}
+	}
+	return best, best != ""
+}
+
+// smNumber parses "sm_XY" into XY (major·10 + minor); "sm_120" is 120.
+func smNumber(s string) (int, bool) {
+	digits, ok := strings.CutPrefix(s, "sm_")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(digits)
+	return n, err == nil && n > 0
 }

@@ -58,3 +58,24 @@ func TestBytes(t *testing.T) {
 		t.Errorf("QuantizeQ81Args.Bytes() = % x", got)
 	}
 }
+
+func TestTargetFor(t *testing.T) {
+	for arch, want := range map[string]string{
+		"gfx1100":                 "gfx1100",
+		"gfx1201:sramecc-:xnack-": "gfx1201",
+		" gfx1030 ":               "gfx1030",
+		"gfx1151":                 "", // an ISA without code objects: no fallback on AMD
+		"gfx90a:sramecc+:xnack-":  "",
+		"sm_90":                   "sm_90",
+		"sm_87":                   "sm_86",
+		"sm_120":                  "sm_90",
+		"sm_75":                   "", // below every NVIDIA target
+		"sm_x":                    "",
+		"":                        "",
+	} {
+		got, ok := TargetFor(arch)
+		if got != want || ok != (want != "") {
+			t.Errorf("TargetFor(%q) = %q, %v; want %q", arch, got, ok, want)
+		}
+	}
+}

@@ -18,6 +18,8 @@
 // its family that the target supports; CodeObject.Variants lists them with their symbols
 // (strata_<family>_<variant>). A target without an int8 matrix instruction has no "mma"
 // variants, so look variants up with CodeObject.Symbol rather than assuming them.
+// TargetFor maps a device's reported architecture (gcnArchName, or sm_XY from the compute
+// capability) to the target whose code objects it runs.
 //
 // # Launching
 //
