@@ -33,8 +33,8 @@ typedef long long i64;
 typedef unsigned long long u64;
 typedef float f32;
 
-// Unaligned-safe, aliasing-safe loads of 4/8/16 bytes from memory the caller guarantees
-// is aligned to the access size (the compiler then emits one wide load).
+// Aliasing-safe load of 4 bytes from memory the caller guarantees is 4-byte aligned (the
+// compiler then emits one 32-bit load).
 STRATA_DEVICE u32 strata_load_u32(const void* p) {
   u32 v;
   __builtin_memcpy(&v, __builtin_assume_aligned(p, 4), 4);

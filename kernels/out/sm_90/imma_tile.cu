@@ -35,8 +35,9 @@ static_assert(__builtin_offsetof(struct strata_imma_tile_args, ldc) == 36, "stra
 //         (strata_mma_*). C is loaded into the accumulator layout and stored back from it.
 //   dp4a: lane ℓ owns C elements e = ℓ + 32j, j = 0..7 (row e/16, column e%16) and walks
 //         K four bytes at a time with the signed dot4.
-// Per launch: reads M·K + N·K bytes of int8 per tile row/column (each block reads 16·K of A
-// and 16·K of Bᵀ) and 2·M·N·4 bytes of C; 2·M·N·K integer ops.
+// Per launch (M×N of C, depth K): each of the (M/16)·(N/16) blocks reads 16·K bytes of A and
+// 16·K of Bᵀ and reads and writes 1 KiB of C; 2·M·N·K integer ops in all. A test kernel for
+// the fragments and dot4, not a tuned GEMM (no LDS staging, no reuse across tiles).
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(32) strata_imma_tile_mma(const struct strata_imma_tile_args p) {
   const i64 tn = strata_block_x(), tm = strata_block_y();
