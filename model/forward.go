@@ -22,6 +22,7 @@ type State struct {
 type Trace struct {
 	Layers    [][]float32
 	FinalNorm []float32
+	Experts   [][][]int // [layer][t]: the experts chosen, in descending router weight
 }
 
 // NewState starts a sequence of at most maxCtx tokens (≤ 0: the model's context length).
@@ -72,6 +73,7 @@ func (s *State) Forward(tokens []int32, all bool, tr *Trace) ([]float32, error) 
 	snap := func(v []float32) []float32 { return append([]float32(nil), v...) }
 	if tr != nil {
 		tr.Layers = append(tr.Layers[:0], snap(x))
+		tr.Experts = tr.Experts[:0]
 	}
 	xn := make([]float32, T*H)
 	for i := range m.layers {
@@ -85,7 +87,14 @@ func (s *State) Forward(tokens []int32, all bool, tr *Trace) ([]float32, error) 
 		}
 		addTo(x, out)
 		rmsNormRows(xn, x, l.postNorm, c.Eps, T, H)
-		addTo(x, s.moe(l, xn, T))
+		var picks [][]int
+		if tr != nil {
+			picks = make([][]int, T)
+		}
+		addTo(x, s.moe(l, xn, T, picks))
+		if tr != nil {
+			tr.Experts = append(tr.Experts, picks)
+		}
 		if tr != nil {
 			tr.Layers = append(tr.Layers, snap(x))
 		}
@@ -250,7 +259,7 @@ func (s *State) attention(li int, l *layer, xn []float32, T int) []float32 {
 // moe is the sparse MoE block: softmax router, top-k experts (renormalised when
 // NormTopK), SwiGLU experts, and for qwen3next a shared expert scaled by
 // sigmoid(shared gate · x).
-func (s *State) moe(l *layer, xn []float32, T int) []float32 {
+func (s *State) moe(l *layer, xn []float32, T int, picks [][]int) []float32 {
 	c := &s.m.Cfg
 	H, E, K, F := c.Embd, c.Experts, c.ExpertsUsed, c.ExpertFF
 	logits := make([]float32, T*E)
@@ -287,6 +296,9 @@ func (s *State) moe(l *layer, xn []float32, T int) []float32 {
 			}
 			chosen = append(chosen, best)
 			wsum += probs[best] / sum
+		}
+		if picks != nil {
+			picks[t] = append([]int(nil), chosen...)
 		}
 		for _, e := range chosen {
 			w := probs[e] / sum

@@ -17,6 +17,7 @@ import (
 
 	"github.com/strata-hip/strata/model"
 	"github.com/strata-hip/strata/model/safetensors"
+	"github.com/strata-hip/strata/model/tokenizer"
 )
 
 // hfConfig is the part of config.json the converter reads.
@@ -74,6 +75,7 @@ type Plan struct {
 	Meta    model.MapMeta
 	Tensors []*Tensor
 	ckpt    *safetensors.Checkpoint
+	tokKVs  []tokenizer.KV
 }
 
 // Close releases the checkpoint files.

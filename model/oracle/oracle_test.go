@@ -64,7 +64,7 @@ func TestTinyModelsInMemory(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, _ := BoundsFor("F32")
+			b, _ := BoundsFor("F32", "")
 			var out bytes.Buffer
 			res, err := Check(m, od, b, &out)
 			if err != nil {
@@ -75,5 +75,26 @@ func TestTinyModelsInMemory(t *testing.T) {
 				t.Fatalf("%d passed, %d failed", res.Passed, res.Failed)
 			}
 		})
+	}
+}
+
+// TestCheckPath runs the check-logits pipeline (convert to GGUF, map, load, compare) on
+// both tiny models in F32 and Q8_0.
+func TestCheckPath(t *testing.T) {
+	for _, name := range []string{"tiny-qwen3moe", "tiny-qwen3next"} {
+		for _, typ := range []string{"f32", "q8_0"} {
+			t.Run(name+"/"+typ, func(t *testing.T) {
+				hf, od := tinyHFDir(t, name)
+				var out bytes.Buffer
+				res, err := CheckPath(hf, od, typ, &out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Log("\n" + out.String())
+				if res.Failed > 0 || res.Passed == 0 {
+					t.Fatalf("%d passed, %d failed", res.Passed, res.Failed)
+				}
+			})
+		}
 	}
 }

@@ -1,0 +1,126 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/strata-hip/strata/gguf"
+	"github.com/strata-hip/strata/quant"
+)
+
+// ggufMeta adapts a GGUF file to Meta.
+type ggufMeta struct{ f *gguf.File }
+
+func (m ggufMeta) Has(key string) bool { return m.f.Has(key) }
+
+func (m ggufMeta) Uint(key string) (uint64, error) {
+	v, err := m.f.Int(key)
+	if err != nil {
+		return 0, err
+	}
+	if v < 0 {
+		return 0, fmt.Errorf("%s: metadata key %s = %d must not be negative", m.f.Path(), key, v)
+	}
+	return uint64(v), nil
+}
+
+func (m ggufMeta) Float(key string) (float64, error) { return m.f.Float64(key) }
+func (m ggufMeta) String(key string) (string, error) { return m.f.String(key) }
+func (m ggufMeta) Bool(key string) (bool, error)     { return m.f.Bool(key) }
+
+// GGUFSource serves a model's weights straight from a mapped GGUF file.
+type GGUFSource struct {
+	F       *gguf.File
+	tensors map[string]*Tensor
+	names   []string
+}
+
+// OpenGGUF maps and validates a GGUF file and prepares every tensor for row decoding;
+// a tensor of a type the quant package cannot decode is an error naming it.
+func OpenGGUF(path string) (*GGUFSource, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	s := &GGUFSource{F: f, tensors: map[string]*Tensor{}}
+	for _, ti := range f.Tensors() {
+		t, err := s.prepare(ti)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		s.tensors[ti.Name] = t
+		s.names = append(s.names, ti.Name)
+	}
+	return s, nil
+}
+
+func (s *GGUFSource) prepare(ti gguf.TensorInfo) (*Tensor, error) {
+	path := s.F.Path()
+	if len(ti.Dims) == 0 {
+		return nil, fmt.Errorf("%s: tensor %s has no dimensions", path, ti.Name)
+	}
+	dims := make([]int, len(ti.Dims))
+	for i, d := range ti.Dims {
+		if d == 0 || d > 1<<40 {
+			return nil, fmt.Errorf("%s: tensor %s has dimension %d", path, ti.Name, d)
+		}
+		dims[i] = int(d)
+	}
+	qt := quant.Type(ti.Type)
+	rb, err := qt.RowBytes(dims[0])
+	if err != nil {
+		return nil, fmt.Errorf("%s: tensor %s: unsupported tensor type %s for this engine: %v", path, ti.Name, ti.Type, err)
+	}
+	data, err := s.F.Data(ti.Name)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tensor{Name: ti.Name, Type: qt.String(), Dims: dims, Data: data, RowBytes: rb}
+	if rows := t.Rows(); rows*rb != len(data) {
+		return nil, fmt.Errorf("%s: tensor %s: %d rows of %d bytes do not fill its %d bytes", path, ti.Name, rows, rb, len(data))
+	}
+	switch qt {
+	case quant.F32:
+		t.Decode = DecodeF32
+	case quant.F16:
+		t.Decode = DecodeF16
+	case quant.BF16:
+		t.Decode = DecodeBF16
+	default:
+		probe := make([]float32, dims[0])
+		if err := quant.DecodeRow(qt, data[:rb], probe); err != nil {
+			return nil, fmt.Errorf("%s: tensor %s: unsupported tensor type %s for the CPU engine: %v", path, ti.Name, qt, err)
+		}
+		t.Decode = func(dst []float32, src []byte) {
+			if err := quant.DecodeRow(qt, src, dst); err != nil {
+				// Row sizes were checked at open; this is a programming error.
+				panic("model: decoding " + ti.Name + ": " + err.Error())
+			}
+		}
+	}
+	return t, nil
+}
+
+// Path is the file's path.
+func (s *GGUFSource) Path() string { return s.F.Path() }
+
+// Meta is the file's metadata.
+func (s *GGUFSource) Meta() Meta { return ggufMeta{s.F} }
+
+// Tensor returns a tensor by name.
+func (s *GGUFSource) Tensor(name string) (*Tensor, bool) { t, ok := s.tensors[name]; return t, ok }
+
+// Names lists the tensors in file order.
+func (s *GGUFSource) Names() []string { return s.names }
+
+// Close unmaps the file; the model must not be used afterwards.
+func (s *GGUFSource) Close() error { return s.F.Close() }
+
+// MatrixType is the storage type of the model's expert matrices (what a user calls the
+// model's quantization), e.g. "Q8_0".
+func (m *Model) MatrixType() string {
+	if len(m.layers) > 0 && m.layers[0].gateExps != nil {
+		return m.layers[0].gateExps.Type
+	}
+	return m.tokEmbd.Type
+}
