@@ -1,0 +1,77 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/strata-hip/strata/model/convert"
+)
+
+func init() {
+	register(subcommand{
+		name:  "convert",
+		usage: "HF_DIR -o OUT.gguf [--type f32|f16|bf16|q8_0|q4_k|q6_k]: Hugging Face qwen3moe/qwen3next checkpoint to GGUF",
+		run:   runConvert,
+	})
+}
+
+func runConvert(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("convert", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("o", "", "output GGUF path (required)")
+	fs.StringVar(out, "outfile", "", "same as -o")
+	typ := fs.String("type", "f16", "weight type of the matrices: f32, f16, bf16, q8_0, q4_k, q6_k (1-D tensors, routers and conv stay f32)")
+	fs.StringVar(typ, "outtype", "f16", "same as --type")
+	tok := fs.String("tokenizer", "", "tokenizer.json to embed (default: HF_DIR/tokenizer.json)")
+	verbose := fs.Bool("v", false, "list every tensor as it is written")
+	// Allow the directory before the flags (`convert DIR -o OUT`).
+	var dir string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		dir, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if dir == "" && fs.NArg() > 0 {
+		dir = fs.Arg(0)
+	}
+	if dir == "" || *out == "" {
+		return fmt.Errorf("%w: convert needs a Hugging Face model directory and -o OUT.gguf", errUsage)
+	}
+	qt, ok := convert.OutputTypes[strings.ToLower(*typ)]
+	if !ok {
+		return fmt.Errorf("%w: --type %q is not one of f32, f16, bf16, q8_0, q4_k, q6_k", errUsage, *typ)
+	}
+	tokPath := *tok
+	if tokPath == "" {
+		if tokPath = convert.FindTokenizer(dir); tokPath == "" {
+			return fmt.Errorf("convert: %s has no tokenizer.json; pass --tokenizer PATH (a GGUF needs its tokenizer for generation)", dir)
+		}
+	}
+	p, err := convert.FromHF(dir)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	if err := p.AddTokenizer(tokPath); err != nil {
+		return err
+	}
+	var progress io.Writer
+	if *verbose {
+		progress = stderr
+	}
+	tmp := *out + ".part"
+	if err := p.WriteGGUF(tmp, qt, progress); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, *out); err != nil {
+		return fmt.Errorf("convert: %w", err)
+	}
+	st, _ := os.Stat(*out)
+	fmt.Fprintf(stdout, "wrote %s: %s, %d tensors, %s, %.1f MB\n", *out, p.Arch, len(p.Tensors), strings.ToUpper(*typ), float64(st.Size())/1e6)
+	return nil
+}
