@@ -26,6 +26,19 @@ if ! command -v just >/dev/null 2>&1; then
   echo "install-deps: npm install -g rust-just"
   $sudo npm install -g rust-just
 fi
+# rust-just's `just` is a Node launcher that wants a newer Node than Debian 12's; the package
+# also ships the static binary it launches. Use that binary directly when the launcher fails.
+if ! just --version >/dev/null 2>&1; then
+  bin="$(ls "$(npm root -g)"/rust-just/node_modules/rust-just-*/bin/just 2>/dev/null | head -n 1)"
+  if [ -z "$bin" ]; then
+    echo "install-deps: just does not run and rust-just's binary was not found under $(npm root -g)" >&2
+    exit 1
+  fi
+  echo "install-deps: linking /usr/local/bin/just to $bin"
+  $sudo ln -sf "$bin" /usr/local/bin/just
+  hash -r 2>/dev/null || true
+fi
+just --version
 if ! command -v go >/dev/null 2>&1; then
   echo "install-deps: go is not on PATH; install Go 1.26 (https://go.dev/dl/) first" >&2
   exit 1
