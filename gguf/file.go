@@ -74,11 +74,16 @@ func Open(path string) (*File, error) {
 			paths[i] = ShardPath(prefix, i, n)
 		}
 	}
-	f := &File{path: path, byName: map[string]int{}}
+	var shards []*shard
+	closeAll := func() {
+		for _, s := range shards {
+			s.unmap()
+		}
+	}
 	for i, p := range paths {
 		s, err := openShard(p)
 		if err != nil {
-			f.Close()
+			closeAll()
 			var pe *os.PathError
 			if len(paths) > 1 && errors.As(err, &pe) && errors.Is(err, os.ErrNotExist) {
 				return nil, &Error{Path: p, Offset: -1, Rule: RuleSplit, Field: "shard file",
@@ -86,17 +91,42 @@ func Open(path string) (*File, error) {
 			}
 			return nil, err
 		}
-		f.shards = append(f.shards, s)
+		shards = append(shards, s)
 	}
+	f, err := assemble(path, shards)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	return f, nil
+}
+
+// ParseBytes validates a single-file GGUF held in memory (an embedded model, a test
+// fixture) with the same checks as Open. Data slices alias b; Close does nothing.
+func ParseBytes(name string, b []byte) (*File, error) {
+	var s *shard
+	err := guardFault(func() string { return name }, b, func() error {
+		var perr error
+		s, perr = parse(name, b)
+		return perr
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.unmap = func() error { return nil }
+	return assemble(name, []*shard{s})
+}
+
+// assemble joins validated shards into one model after the split checks (S7).
+func assemble(path string, shards []*shard) (*File, error) {
+	f := &File{path: path, shards: shards, byName: map[string]int{}}
 	if err := f.checkSplit(); err != nil {
-		f.Close()
 		return nil, err
 	}
 	for i, s := range f.shards {
 		for k, t := range s.tensors {
 			t.Shard = i
 			if j, dup := f.byName[t.Name]; dup {
-				f.Close()
 				return nil, newErr(s.path, s.infoOff[k], RuleDuplicateTensor, fmt.Sprintf("tensor %q", t.Name),
 					"also in shard %d (%s): shards of different models mixed?", f.tensors[j].Shard+1, f.shards[f.tensors[j].Shard].path)
 			}

@@ -120,6 +120,11 @@ func plainText(s string) bool {
 	return true
 }
 
+// validTensorName: non-empty printable UTF-8 on one line (no tab or newline either).
+func validTensorName(name string) bool {
+	return name != "" && plainText(name) && !strings.ContainsAny(name, "\t\r\n")
+}
+
 // parse validates a whole GGUF file held in b and returns its parsed form. It reads only
 // the header, metadata and tensor infos: the data section is checked by arithmetic alone.
 func parse(path string, b []byte) (*shard, error) {
@@ -404,7 +409,7 @@ func (d *decoder) tensorInfos(s *shard, n uint64) ([]uint64, *Error) {
 		if e != nil {
 			return nil, e
 		}
-		if name == "" || !plainText(name) || strings.ContainsAny(name, "\t\r\n") {
+		if !validTensorName(name) {
 			return nil, d.errAt(at, RuleTensorName, field, "name %s is empty or not printable UTF-8", sanitize(name))
 		}
 		field = fmt.Sprintf("tensor %q", name)
@@ -483,8 +488,7 @@ func (d *decoder) layout(s *shard, offAt []uint64) *Error {
 	if sum, ok := addU64(start, total); !ok || sum > math.MaxInt64 {
 		return d.errAt(d.off, RuleTotalOverflow, "data section", "data start %d + data size %d exceeds 2^63-1 bytes", start, total)
 	}
-	var running uint64
-	end := start
+	var running, end uint64 // end stays 0 without tensors: a header-only file is valid
 	for i := range s.tensors {
 		t := &s.tensors[i]
 		field := fmt.Sprintf("tensor %q offset", t.Name)
@@ -504,7 +508,7 @@ func (d *decoder) layout(s *shard, offAt []uint64) *Error {
 		end = tEnd
 	}
 	size := uint64(len(d.b))
-	if total > 0 && start > size {
+	if len(s.tensors) > 0 && start > size { // even zero-size tensors: Data slices at start
 		return d.errAt(d.off, RuleDataStart, "data section", "aligned data start %d is beyond the end of the %d-byte file (truncated file)", start, size)
 	}
 	if end > size {

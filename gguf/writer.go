@@ -117,8 +117,8 @@ func (w *Writer) AddTensorFunc(name string, t Type, dims []uint64, src func(io.W
 
 func (w *Writer) newTensor(name string, t Type, dims []uint64) (*wtensor, error) {
 	switch {
-	case name == "" || len(name) > MaxTensorNameLen || !plainText(name):
-		return nil, fmt.Errorf("gguf: writer: tensor name %s must be 1..%d bytes of printable UTF-8", sanitize(name), MaxTensorNameLen)
+	case len(name) > MaxTensorNameLen || !validTensorName(name):
+		return nil, fmt.Errorf("gguf: writer: tensor name %s must be 1..%d bytes of printable UTF-8 on one line", sanitize(name), MaxTensorNameLen)
 	case w.names[name]:
 		return nil, fmt.Errorf("gguf: writer: tensor %q added twice", name)
 	case len(dims) == 0 || len(dims) > MaxDims:
