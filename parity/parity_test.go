@@ -224,7 +224,7 @@ func openDevice(t *testing.T, have []string) (*gpu.Device, string) {
 	}
 	ch, err := gpu.Select(l.Devices, req)
 	if err != nil {
-		skipOrFail(t, "%v (%v)", err, errors.Join(l.Problems...))
+		skipOrFail(t, "%v (%v)", err, errors.Join(l.Problems()...))
 	}
 	dev, err := gpu.Open(req)
 	if err != nil {

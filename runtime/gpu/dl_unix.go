@@ -19,7 +19,7 @@ func OpenLibrary(candidates []string) (handle uintptr, path string, err error) {
 		if err == nil {
 			return h, c, nil
 		}
-		msgs = append(msgs, c+": "+err.Error())
+		msgs = append(msgs, err.Error()) // dlerror names the file
 	}
 	return 0, "", fmt.Errorf("%w; tried:\n  %s", ErrNoLibrary, strings.Join(msgs, "\n  "))
 }

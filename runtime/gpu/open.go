@@ -7,13 +7,31 @@ import (
 	"sync"
 )
 
-// Listing is what Enumerate found: every device of every registered backend, and, per
-// backend, why it contributed none (library missing, no device, hidden).
+// Listing is what Enumerate found: every device of every registered backend, and
+// how each backend fared.
 type Listing struct {
 	Devices    []DeviceInfo
-	Problems   []error      // one per backend that listed no device
+	Backends   []BackendStatus
 	Visibility []VisibleVar // the visibility variables in effect
-	Libraries  map[string]string
+}
+
+// BackendStatus says what one backend contributed.
+type BackendStatus struct {
+	Name    string `json:"name"`
+	Library string `json:"library,omitempty"` // what Load opened; empty when it failed
+	Devices int    `json:"devices"`
+	Err     error  `json:"-"` // why it listed no device (library missing, no device, ...)
+}
+
+// Problems returns the errors of backends that listed no device.
+func (l Listing) Problems() []error {
+	var out []error
+	for _, b := range l.Backends {
+		if b.Err != nil {
+			out = append(out, b.Err)
+		}
+	}
+	return out
 }
 
 var loadOnce sync.Map // backend name → *loadResult
@@ -39,22 +57,21 @@ func Enumerate() (Listing, error) {
 	if len(bs) == 0 {
 		return Listing{}, errors.New("gpu: no backend registered; import runtime/cuda or runtime/hip")
 	}
-	l := Listing{Libraries: map[string]string{}}
+	var l Listing
 	for _, b := range bs {
 		l.Visibility = append(l.Visibility, Visibility(b.Name(), os.LookupEnv)...)
-		if err := load(b); err != nil {
-			l.Problems = append(l.Problems, fmt.Errorf("%s: %w", b.Name(), err))
-			continue
+		st := BackendStatus{Name: b.Name()}
+		if st.Err = load(b); st.Err == nil {
+			st.Library = b.Library()
+			var devs []DeviceInfo
+			devs, st.Err = b.Devices()
+			for _, d := range devs {
+				d.Index = len(l.Devices)
+				l.Devices = append(l.Devices, d)
+			}
+			st.Devices = len(devs)
 		}
-		l.Libraries[b.Name()] = b.Library()
-		devs, err := b.Devices()
-		if err != nil {
-			l.Problems = append(l.Problems, fmt.Errorf("%s (%s): %w", b.Name(), b.Library(), err))
-		}
-		for _, d := range devs {
-			d.Index = len(l.Devices)
-			l.Devices = append(l.Devices, d)
-		}
+		l.Backends = append(l.Backends, st)
 	}
 	return l, nil
 }
@@ -72,7 +89,7 @@ func Open(req Request) (*Device, error) {
 		var se *SelectError
 		if errors.As(err, &se) {
 			se.Visibility = l.Visibility
-			for _, p := range l.Problems {
+			for _, p := range l.Problems() {
 				se.Problem += "; " + p.Error()
 			}
 		}

@@ -129,6 +129,8 @@ func matchRequest(devs []DeviceInfo, want string) (map[int]bool, error) {
 	switch {
 	case len(named) > 0:
 		return named, nil
+	case isIndex && len(devs) == 0:
+		return nil, fmt.Errorf("--device %d: no devices are listed", n)
 	case isIndex:
 		return nil, fmt.Errorf("--device %d is out of range: %d devices listed (indices 0..%d)", n, len(devs), len(devs)-1)
 	}

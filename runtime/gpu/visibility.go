@@ -7,14 +7,14 @@ import "fmt"
 // Strata sees any device, so a device they hide is never listed; these lines are what
 // list-devices and selection errors print so a user can see why.
 type VisibleVar struct {
-	Backend string // which runtime reads it
-	Name    string
-	Value   string
-	Effect  string
+	Backend string `json:"backend"` // which runtime reads it
+	Name    string `json:"name"`
+	Value   string `json:"value"`
+	Effect  string `json:"effect"`
 }
 
 func (v VisibleVar) String() string {
-	return fmt.Sprintf("%s=%q is set: %s", v.Name, v.Value, v.Effect)
+	return fmt.Sprintf("%s: %s=%q is set: %s", v.Backend, v.Name, v.Value, v.Effect)
 }
 
 // Visibility returns the visibility variables that apply to backend ("cuda" or "hip"),

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/strata-hip/strata/kernels/abi"
+	"github.com/strata-hip/strata/runtime/gpu"
+)
+
+// fakeBackend lists constructed devices: an iGPU enumerated first, then a discrete
+// card, the classic case where another tool's ordinal points at the wrong device.
+type fakeBackend struct{}
+
+func (fakeBackend) Name() string    { return "zfake" }
+func (fakeBackend) Load() error     { return nil }
+func (fakeBackend) Library() string { return "libzfake.so" }
+func (fakeBackend) Devices() ([]gpu.DeviceInfo, error) {
+	return []gpu.DeviceInfo{
+		{Backend: "zfake", Ordinal: 0, Name: "Fake iGPU", Arch: abi.CodeObjects[0].Target, PCIBusID: "0000:7c:00.0", Integrated: true},
+		{Backend: "zfake", Ordinal: 1, Name: "Fake dGPU", Arch: abi.CodeObjects[0].Target, PCIBusID: "0000:03:00.0"},
+		{Backend: "zfake", Ordinal: 2, Name: "Fake old dGPU", Arch: "unsupported_1", PCIBusID: "0000:04:00.0"},
+	}, nil
+}
+func (fakeBackend) Open(int) (gpu.Driver, error) { panic("not used") }
+
+func init() { gpu.Register(fakeBackend{}) }
+
+// coDir makes a code-object directory holding the first abi code object (empty file).
+func coDir(t *testing.T) string {
+	dir := t.TempDir()
+	p := filepath.Join(dir, abi.CodeObjects[0].Path)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestListDevicesJSON(t *testing.T) {
+	var out, errb bytes.Buffer
+	if err := runListDevices([]string{"--json", "--co-dir", coDir(t)}, &out, &errb); err != nil {
+		t.Fatal(err, errb.String())
+	}
+	var l deviceList
+	if err := json.Unmarshal(out.Bytes(), &l); err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]deviceRow{}
+	for _, d := range l.Devices {
+		byName[d.Name] = d
+	}
+	if !byName["Fake dGPU"].Selected || byName["Fake iGPU"].Selected {
+		t.Fatalf("the discrete card must be selected over the iGPU listed first: %+v", l.Devices)
+	}
+	if !strings.Contains(byName["Fake iGPU"].Reason, "integrated") || !strings.Contains(byName["Fake old dGPU"].Reason, "no code objects for unsupported_1") {
+		t.Fatalf("reasons: %+v", l.Devices)
+	}
+	if l.Devices[l.Selected].Name != "Fake dGPU" {
+		t.Fatalf("selected index %d", l.Selected)
+	}
+}
+
+func TestListDevicesTableAndDevice(t *testing.T) {
+	var out, errb bytes.Buffer
+	dir := coDir(t)
+	if err := run([]string{"--list-devices", "--co-dir", dir, "--device", "7c:00.0"}, &out, &errb); err != 0 {
+		t.Fatalf("exit %d: %s", err, errb.String())
+	}
+	var marked string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(line, "*") {
+			marked = line
+		}
+	}
+	if !strings.Contains(marked, "Fake iGPU") || !strings.Contains(marked, "selected: named by --device") {
+		t.Fatalf("naming the iGPU by PCI bus id selects it; marked line %q in\n%s", marked, out.String())
+	}
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"list-devices", "--co-dir", dir, "--device", "geforce"}, &out, &errb); code != 1 ||
+		!strings.Contains(errb.String(), `--device "geforce" matches no index, PCI bus id or device name`) {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+}
