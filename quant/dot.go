@@ -79,10 +79,10 @@ func rowLen(t Type, w []byte) (int, error) {
 	return len(w) / in.BlockBytes * in.BlockElems, nil
 }
 
-// exactAcc sums terms a·b·n (a, b float64 with products exact in float64, n an
-// integer) without rounding, and rounds once at the end. Non-finite scales (possible
-// in arbitrary bytes) switch it to plain float64 arithmetic so that the result is the
-// Inf or NaN IEEE arithmetic gives.
+// exactAcc sums terms a·b·n (a, b float64 whose product is exact in float64, n an
+// integer) without rounding, and rounds once at the end. A non-finite scale (possible
+// in arbitrary bytes) switches it to plain float64 arithmetic, so that the result is
+// the Inf or NaN IEEE arithmetic gives.
 type exactAcc struct {
 	acc, t, u big.Float
 	inited    bool
@@ -97,7 +97,11 @@ const exactPrec = 1024
 func (e *exactAcc) add(a, b float64, n int64) {
 	ab := a * b
 	if math.IsInf(ab, 0) || math.IsNaN(ab) || e.nonFinite {
-		e.nonFinite = true
+		if !e.nonFinite {
+			// Switch to float64 from here; the finite part so far is carried over.
+			e.plain = e.value()
+			e.nonFinite = true
+		}
 		e.plain += ab * float64(n)
 		return
 	}
@@ -114,7 +118,6 @@ func (e *exactAcc) add(a, b float64, n int64) {
 	e.u.SetInt64(n)
 	e.t.Mul(&e.t, &e.u)
 	e.acc.Add(&e.acc, &e.t)
-	e.plain += ab * float64(n)
 }
 
 func (e *exactAcc) value() float64 {
@@ -162,39 +165,43 @@ func (v actView) q(i int) int32 {
 }
 
 // intBlock is a weight block in integer form: element i equals
-// scale[i/group]·q[i] + offset[i/group], exactly, with every scale and offset exact in
-// float64 and small enough that scale·(activation scale) is exact too.
+// base·mult[g]·q[i] + offBase·offMult[g] with g = i/group, exactly. base and offBase
+// are exact float64 values with at most 11 significant bits (an fp16 scale, possibly
+// divided by a power of two), so base·(activation scale) is exact in float64 and a
+// whole activation block folds into one integer sum per scale.
 type intBlock struct {
-	q      [256]int32
-	scale  [16]float64
-	offset [16]float64
-	group  int
-	elems  int
+	q       [256]int32
+	mult    [16]int32
+	offMult [16]int32
+	base    float64
+	offBase float64
+	group   int
+	elems   int
 }
 
 // intView fills v with the integer form of weight block b of type t.
 func intView(t Type, b []byte, v *intBlock) {
-	v.offset = [16]float64{}
+	v.offBase = 0
 	switch t {
 	case Q8_0:
 		v.group, v.elems = 32, 32
-		v.scale[0] = float64(F16ToF32(le16(b, 0)))
+		v.base, v.mult[0] = float64(F16ToF32(le16(b, 0))), 1
 		for i := 0; i < 32; i++ {
 			v.q[i] = int32(int8(b[2+i]))
 		}
 	case Q2_0:
 		v.group, v.elems = 64, 64
-		v.scale[0] = float64(F16ToF32(le16(b, 0)))
+		v.base, v.mult[0] = float64(F16ToF32(le16(b, 0))), 1
 		for i := 0; i < 64; i++ {
 			v.q[i] = int32(b[2+i/4]>>(2*(i%4))&3) - 1
 		}
 	case Q4_K:
+		// y = d·sc·q − dmin·m
 		v.group, v.elems = 32, 256
-		d, dmin := float64(F16ToF32(le16(b, 0))), float64(F16ToF32(le16(b, 2)))
+		v.base, v.offBase = float64(F16ToF32(le16(b, 0))), -float64(F16ToF32(le16(b, 2)))
 		for j := 0; j < 8; j++ {
 			sc, m := q4KScaleMin(b[4:16], j)
-			v.scale[j] = d * float64(sc)
-			v.offset[j] = -dmin * float64(m)
+			v.mult[j], v.offMult[j] = int32(sc), int32(m)
 		}
 		for c := 0; c < 4; c++ {
 			for l := 0; l < 32; l++ {
@@ -205,9 +212,9 @@ func intView(t Type, b []byte, v *intBlock) {
 		}
 	case Q6_K:
 		v.group, v.elems = 16, 256
-		d := float64(F16ToF32(le16(b, 208)))
+		v.base = float64(F16ToF32(le16(b, 208)))
 		for j := 0; j < 16; j++ {
-			v.scale[j] = d * float64(int8(b[192+j]))
+			v.mult[j] = int32(int8(b[192+j]))
 		}
 		for n := 0; n < 2; n++ {
 			for l := 0; l < 32; l++ {
@@ -220,11 +227,12 @@ func intView(t Type, b []byte, v *intBlock) {
 			}
 		}
 	case IQ2_XS:
+		// y = d/8·(2s+1)·(±G)
 		v.group, v.elems = 16, 256
-		d := float64(F16ToF32(le16(b, 0)))
+		v.base = float64(F16ToF32(le16(b, 0))) / 8
 		for ib := 0; ib < 8; ib++ {
-			v.scale[2*ib] = d * float64(2*int(b[66+ib]&15)+1) / 8
-			v.scale[2*ib+1] = d * float64(2*int(b[66+ib]>>4)+1) / 8
+			v.mult[2*ib] = 2*int32(b[66+ib]&15) + 1
+			v.mult[2*ib+1] = 2*int32(b[66+ib]>>4) + 1
 			for l := 0; l < 4; l++ {
 				code := le16(b, 2+2*(4*ib+l))
 				grid, signs := iq2xsGrid[code&511], ksignsIQ2XS[code>>9]
@@ -238,11 +246,12 @@ func intView(t Type, b []byte, v *intBlock) {
 			}
 		}
 	case IQ3_XXS:
+		// y = d/4·(2s+1)·(±G)
 		v.group, v.elems = 32, 256
-		d := float64(F16ToF32(le16(b, 0)))
+		v.base = float64(F16ToF32(le16(b, 0))) / 4
 		for ib := 0; ib < 8; ib++ {
 			a := le32(b, 66+4*ib)
-			v.scale[ib] = d * float64(2*int(a>>28)+1) / 4
+			v.mult[ib] = 2*int32(a>>28) + 1
 			for l := 0; l < 4; l++ {
 				signs := ksignsIQ2XS[a>>(7*l)&127]
 				g1, g2 := iq3xxsGrid[b[2+8*ib+2*l]], iq3xxsGrid[b[2+8*ib+2*l+1]]
@@ -259,10 +268,11 @@ func intView(t Type, b []byte, v *intBlock) {
 			}
 		}
 	case IQ3_S:
+		// y = d·(1+2s)·(±G)
 		v.group, v.elems = 32, 256
-		d := float64(F16ToF32(le16(b, 0)))
+		v.base = float64(F16ToF32(le16(b, 0)))
 		for ib := 0; ib < 8; ib++ {
-			v.scale[ib] = d * float64(1+2*int(b[106+ib/2]>>(4*(ib%2))&15))
+			v.mult[ib] = 1 + 2*int32(b[106+ib/2]>>(4*(ib%2))&15)
 			qh := int(b[66+ib])
 			for l := 0; l < 4; l++ {
 				g1 := iq3sGrid[int(b[2+8*ib+2*l])|(qh>>(2*l)&1)<<8]
@@ -281,13 +291,13 @@ func intView(t Type, b []byte, v *intBlock) {
 			}
 		}
 	case IQ1_M:
-		// y = D·(2f+1)·(G ± 1/8) = (D·(2f+1)/8)·(8G ± 1).
+		// y = D·(2f+1)·(G ± 1/8) = D/8·(2f+1)·(8G ± 1).
 		v.group, v.elems = 16, 256
-		D := float64(F16ToF32(iq1MScale(b)))
+		v.base = float64(F16ToF32(iq1MScale(b))) / 8
 		for ib := 0; ib < 8; ib++ {
 			w := le16(b, 48+2*(ib/2)) >> (6 * (ib % 2))
-			v.scale[2*ib] = D * float64(2*int(w&7)+1) / 8
-			v.scale[2*ib+1] = D * float64(2*int(w>>3&7)+1) / 8
+			v.mult[2*ib] = 2*int32(w&7) + 1
+			v.mult[2*ib+1] = 2*int32(w>>3&7) + 1
 			for p := 0; p < 4; p++ {
 				n := b[32+2*ib+p/2] >> (4 * (p % 2)) & 15
 				g := iq1sGrid[int(b[4*ib+p])|int(n&7)<<8]
@@ -322,23 +332,31 @@ func exactDot(t Type, w []byte, at Type, act []byte, k int, e *exactAcc) {
 	}
 	in, _ := Lookup(t)
 	av := newActView(at, act)
-	seg := min(av.elems, 16)
 	var v intBlock
 	for blk := 0; blk < k/in.BlockElems; blk++ {
 		intView(t, w[blk*in.BlockBytes:(blk+1)*in.BlockBytes:(blk+1)*in.BlockBytes], &v)
 		base := blk * in.BlockElems
-		for s := 0; s < v.elems; s += seg {
-			g := s / v.group
-			da := av.d((base + s) / av.elems)
-			var dot, sum int64
-			for i := s; i < s+seg; i++ {
-				qa := int64(av.q(base + i))
-				dot += int64(v.q[i]) * qa
-				sum += qa
+		// One activation block at a time (or the whole weight block, if smaller): one
+		// activation scale, so Σ mult·Σq·q_a is a single integer.
+		span := min(av.elems, v.elems)
+		for s := 0; s < v.elems; s += span {
+			var dot, off int64
+			chunk := min(v.group, span) // Q2_0's 64-group spans two q8_0/q8_1 blocks
+			for c := s; c < s+span; c += chunk {
+				g := c / v.group
+				var gd, gs int64
+				for i := c; i < c+chunk; i++ {
+					qa := int64(av.q(base + i))
+					gd += int64(v.q[i]) * qa
+					gs += qa
+				}
+				dot += int64(v.mult[g]) * gd
+				off += int64(v.offMult[g]) * gs
 			}
-			e.add(v.scale[g], da, dot)
-			if v.offset[g] != 0 {
-				e.add(v.offset[g], da, sum)
+			da := av.d((base + s) / av.elems)
+			e.add(v.base, da, dot)
+			if v.offBase != 0 {
+				e.add(v.offBase, da, off)
 			}
 		}
 	}

@@ -1,0 +1,128 @@
+package quant
+
+import (
+	"encoding/binary"
+	"math"
+	"testing"
+)
+
+func TestNearestInt(t *testing.T) {
+	for _, c := range []struct {
+		x    float32
+		want int
+	}{{0.5, 0}, {1.5, 2}, {2.5, 2}, {-0.5, 0}, {-1.5, -2}, {-2.5, -2}, {3.49, 3}, {-7.51, -8}, {4194303, 4194303}} {
+		if got := nearestInt(c.x); got != c.want {
+			t.Errorf("nearestInt(%g) = %d, want %d", c.x, got, c.want)
+		}
+	}
+}
+
+// TestQuantizeQ2_0Ties: roundf rounds halves away from zero, so ±amax/2 become ±1.
+func TestQuantizeQ2_0Ties(t *testing.T) {
+	x := make([]float32, 64)
+	x[0], x[1], x[2], x[3] = 2, 1, -1, 0.99
+	x[4] = -2
+	y := make([]byte, 18)
+	if err := Quantize(Q2_0, x, y); err != nil {
+		t.Fatal(err)
+	}
+	if F16ToF32(binary.LittleEndian.Uint16(y)) != 2 {
+		t.Fatalf("d = %g, want amax = 2", F16ToF32(binary.LittleEndian.Uint16(y)))
+	}
+	// codes: 2→2, 1→round(0.5)+1=2, −1→round(−0.5)+1=0, 0.99→round(0.495)+1=1;
+	// then −2→0 and zeros→1.
+	if y[2] != 2|2<<2|0<<4|1<<6 || y[3] != 0|1<<2|1<<4|1<<6 {
+		t.Fatalf("codes %08b %08b", y[2], y[3])
+	}
+}
+
+// TestQuantizeQ8_K: the scale has the opposite sign of the largest-magnitude value,
+// that value maps to −127, bsums are the sums of 16, and zero blocks are all zero.
+func TestQuantizeQ8_K(t *testing.T) {
+	x := make([]float32, 512)
+	for i := 0; i < 256; i++ {
+		x[i] = float32(i%7) - 3
+	}
+	x[10] = 12.7
+	y := make([]byte, 2*292)
+	if err := Quantize(Q8_K, x, y); err != nil {
+		t.Fatal(err)
+	}
+	d := math.Float32frombits(binary.LittleEndian.Uint32(y))
+	if !(d < 0) || int8(y[4+10]) != -127 {
+		t.Fatalf("d = %g, q[10] = %d; want d < 0 and q = -127", d, int8(y[4+10]))
+	}
+	for g := 0; g < 16; g++ {
+		s := 0
+		for j := 0; j < 16; j++ {
+			s += int(int8(y[4+16*g+j]))
+		}
+		if got := int(int16(binary.LittleEndian.Uint16(y[260+2*g:]))); got != s {
+			t.Fatalf("bsum %d = %d, want %d", g, got, s)
+		}
+	}
+	for _, b := range y[292:] {
+		if b != 0 {
+			t.Fatal("all-zero source block is not all zero bytes")
+		}
+	}
+}
+
+func TestQuantizeErrors(t *testing.T) {
+	if err := Quantize(IQ3_S, make([]float32, 256), make([]byte, 110)); err == nil {
+		t.Error("Quantize(IQ3_S) did not refuse")
+	}
+	if err := Quantize(Q4_K, make([]float32, 255), make([]byte, 144)); err == nil {
+		t.Error("Quantize accepted 255 elements for Q4_K")
+	}
+	if err := Quantize(Q8_0, make([]float32, 32), make([]byte, 35)); err == nil {
+		t.Error("Quantize accepted a 35-byte Q8_0 row")
+	}
+	if err := QuantizeQ8_1GPU(make([]float32, 33), make([]byte, 36)); err == nil {
+		t.Error("QuantizeQ8_1GPU accepted 33 values in one block")
+	}
+}
+
+// TestWarpSum: the butterfly order is not the sequential one. With x0 = 2²⁴ and
+// x1 = x3 = 1, sequential float32 addition loses both ones (2²⁴+1 rounds to 2²⁴),
+// while the butterfly adds x1+x3 = 2 first (offset 2) and then 2²⁴+2, exact.
+func TestWarpSum(t *testing.T) {
+	var v [32]float32
+	v[0], v[1], v[3] = 1<<24, 1, 1
+	if got := warpSum(v); got != 1<<24+2 {
+		t.Fatalf("warpSum = %g, want %g", got, float32(1<<24+2))
+	}
+}
+
+// TestQuantizeQ8_1GPU: d = fp16(amax/127), the largest value maps to ±127, s is the
+// fp16 sum, a zero block is zero, and a ragged row is zero-padded.
+func TestQuantizeQ8_1GPU(t *testing.T) {
+	x := make([]float32, 40)
+	for i := 0; i < 32; i++ {
+		x[i] = float32(i) / 8
+	}
+	x[5] = -6.35
+	for i := 32; i < 40; i++ {
+		x[i] = 0
+	}
+	y := make([]byte, 72)
+	if err := QuantizeQ8_1GPU(x, y); err != nil {
+		t.Fatal(err)
+	}
+	d := F16ToF32(binary.LittleEndian.Uint16(y[0:]))
+	if d != F16ToF32(F32ToF16(6.35/127)) || int8(y[4+5]) != -127 || int8(y[4+16]) != 40 {
+		t.Fatalf("d %g q5 %d q16 %d", d, int8(y[4+5]), int8(y[4+16]))
+	}
+	var sum float64
+	for i := 0; i < 32; i++ {
+		sum += float64(x[i])
+	}
+	if s := F16ToF32(binary.LittleEndian.Uint16(y[2:])); s != F16ToF32(F32ToF16(float32(sum))) {
+		t.Fatalf("s = %g, want fp16(%g)", s, sum)
+	}
+	for _, b := range y[36:] {
+		if b != 0 {
+			t.Fatal("zero block not zero")
+		}
+	}
+}

@@ -1,0 +1,74 @@
+package quant
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestRandomRow: random rows of every type decode to finite values, the float32 and
+// float64 decoders agree, and the features the generator promises occur.
+func TestRandomRow(t *testing.T) {
+	types := append(WeightTypes(), Q8_1, Q8_K)
+	for _, typ := range types {
+		t.Run(typ.String(), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(typ), 42))
+			be, bb := typ.BlockElems(), typ.BlockBytes()
+			k := 4096
+			zero, negScale, code3 := 0, 0, 0
+			for iter := 0; iter < 8; iter++ {
+				row, err := RandomRow(typ, k, rng)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d32, d64 := make([]float32, k), make([]float64, k)
+				if err := DecodeRow(typ, row, d32); err != nil {
+					t.Fatal(err)
+				}
+				if err := DecodeRow64(typ, row, d64); err != nil {
+					t.Fatal(err)
+				}
+				for i := range d32 {
+					if math.IsInf(d64[i], 0) || math.IsNaN(d64[i]) || float32(d64[i]) != d32[i] {
+						t.Fatalf("elem %d: DecodeRow %g, DecodeRow64 %g", i, d32[i], d64[i])
+					}
+				}
+				if be == 1 {
+					continue
+				}
+				for b := 0; b < len(row)/bb; b++ {
+					blk := row[b*bb : (b+1)*bb]
+					allZero := true
+					for _, x := range blk {
+						allZero = allZero && x == 0
+					}
+					if allZero {
+						zero++
+					}
+					if typ == Q6_K && blk[209]&0x80 != 0 {
+						negScale++
+					}
+					if typ == Q2_0 {
+						for _, x := range blk[2:] {
+							if x&3 == 3 {
+								code3++
+							}
+						}
+					}
+				}
+			}
+			if be > 1 && zero == 0 {
+				t.Error("no all-zero block in 8 rows")
+			}
+			if typ == Q6_K && negScale == 0 {
+				t.Error("no negative Q6_K super-scale")
+			}
+			if typ == Q2_0 && code3 == 0 {
+				t.Error("no Q2_0 code 3")
+			}
+		})
+	}
+	if _, err := RandomRow(Q4_K, 100, rand.New(rand.NewPCG(1, 1))); err == nil {
+		t.Error("RandomRow accepted k = 100 for Q4_K")
+	}
+}
