@@ -25,7 +25,7 @@ func FuzzDecode(f *testing.F) {
 			}
 			return
 		}
-		row := data[:nb*in.BlockBytes:nb*in.BlockBytes]
+		row := data[: nb*in.BlockBytes : nb*in.BlockBytes]
 		k := nb * in.BlockElems
 		d32, d64 := make([]float32, k), make([]float64, k)
 		if err := DecodeRow(typ, row, d32); err != nil {
