@@ -87,8 +87,8 @@ func TestHeaders(t *testing.T) {
 			t.Errorf("%s: header names target %s", f.Path, m[1])
 		}
 	}
-	if want := len(kernels.Targets) * (len(kernels.Specs) + 1); sources != want {
-		t.Errorf("%d sources and preludes rendered, want %d (targets × (families + prelude))", sources, want)
+	if want := len(kernels.Targets) * (len(kernels.Specs) + 2); sources != want {
+		t.Errorf("%d sources and preludes rendered, want %d (targets × (families + prelude + probe))", sources, want)
 	}
 }
 

@@ -18,6 +18,7 @@ const (
 	templateDir = "kernels/templates" // read only
 	listFile    = "kernels/out/objects.txt"
 	preludeName = "strata_prelude.h"
+	probeName   = "prelude_probe" // compile-only kernel calling every primitive; not in kernels/abi
 )
 
 // header is line 1 of every generated file (valid Go and C++; matches Go's generated-file
@@ -55,6 +56,11 @@ func renderAll(root string) ([]File, error) {
 	var files []File
 	for _, t := range kernels.Targets {
 		f, err := renderPrelude(tmpl, t)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+		f, err = renderProbe(tmpl, t)
 		if err != nil {
 			return nil, err
 		}
@@ -101,6 +107,16 @@ func renderPrelude(tmpl *template.Template, t kernels.Target) (File, error) {
 		return File{}, fmt.Errorf("prelude for %s: %w", t.Name, err)
 	}
 	return File{Path: outDir + "/" + t.Name + "/" + preludeName, Data: tidy(b.Bytes())}, nil
+}
+
+func renderProbe(tmpl *template.Template, t kernels.Target) (File, error) {
+	var b bytes.Buffer
+	b.WriteString(header(templateDir+"/"+probeName+".tmpl", t.Name))
+	fmt.Fprintf(&b, "\n#include %q\n\n", preludeName)
+	if err := tmpl.ExecuteTemplate(&b, probeName+".tmpl", struct{ Target kernels.Target }{t}); err != nil {
+		return File{}, fmt.Errorf("prelude probe for %s: %w", t.Name, err)
+	}
+	return File{Path: outDir + "/" + t.Name + "/" + probeName + t.SourceExt(), Data: tidy(b.Bytes())}, nil
 }
 
 func renderSource(tmpl *template.Template, t kernels.Target, s kernels.Spec) (File, error) {
@@ -164,6 +180,12 @@ func renderList() File {
 `)
 	for _, t := range kernels.Targets {
 		fmt.Fprintf(&b, "target\t%s\t%s\t%d\t%d\t%s\n", t.Name, t.Vendor, t.VGPRs, t.LDSBytes, strings.Join(t.CompileFlags(), " "))
+		fmt.Fprintf(&b, "object\t%s\t%s\t%s/%s/%s%s\t%s/%s%s\n", t.Name, probeName, outDir, t.Name, probeName, t.SourceExt(), t.Name, probeName, t.ObjectExt())
+		probeInstr := t.Dot4Instr()
+		if t.HasInt8Matrix() {
+			probeInstr += "," + t.MatrixInstr()
+		}
+		fmt.Fprintf(&b, "kernel\t%s\t%s\tall\tstrata_%s\t%s\n", t.Name, probeName, probeName, probeInstr)
 		for _, s := range kernels.Specs {
 			fmt.Fprintf(&b, "object\t%s\t%s\t%s/%s/%s%s\t%s/%s%s\n", t.Name, s.Family, outDir, t.Name, s.Family, t.SourceExt(), t.Name, s.Family, t.ObjectExt())
 			kept, _ := s.Variants(t)

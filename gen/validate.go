@@ -98,8 +98,8 @@ func validateSpecs(specs []kernels.Spec, ts []kernels.Target, templateDir string
 	}
 	for i, s := range specs {
 		row := fmt.Sprintf("kernels.Specs[%d] (%q)", i, s.Family)
-		if !reSnake.MatchString(s.Family) {
-			return fmt.Errorf("%s: family must be snake_case", row)
+		if !reSnake.MatchString(s.Family) || strings.HasPrefix(s.Family, "prelude") {
+			return fmt.Errorf("%s: family must be snake_case and not start with \"prelude\" (gen's own files)", row)
 		}
 		if i > 0 && specs[i-1].Family >= s.Family {
 			return fmt.Errorf("%s: families must be unique and sorted; it comes after %q", row, specs[i-1].Family)
