@@ -31,7 +31,8 @@ var importRules = []struct {
 	{"parity/...", []string{"parity/...", "kernels", "kernels/abi", "quant/...", "runtime/..."}},
 	{"model/...", []string{"model/...", "quant/...", "gguf/...", "runtime/gpu", "kernels/abi"}},
 	{"cmd/...", []string{"*"}},
-	{"tools/...", []string{"*"}},
+	{"tools/...", []string{"*"}}, // developer tools: anything but gen and parity
+	{"bench/...", []string{"*"}}, // benchmark drivers and their result tooling, likewise
 }
 
 var neverImported = []string{"gen", "parity/..."}
