@@ -164,75 +164,96 @@ func (v actView) q(i int) int32 {
 	return int32(int8(v.b[blk*v.bytes+v.qOff+i%v.elems]))
 }
 
-// intBlock is a weight block in integer form: element i equals
-// base·mult[g]·q[i] + offBase·offMult[g] with g = i/group, exactly. base and offBase
-// are exact float64 values with at most 11 significant bits (an fp16 scale, possibly
-// divided by a power of two), so base·(activation scale) is exact in float64 and a
-// whole activation block folds into one integer sum per scale.
-type intBlock struct {
-	q       [256]int32
-	mult    [16]int32
-	offMult [16]int32
-	base    float64
-	offBase float64
-	group   int
-	elems   int
+// IntBlock is a weight block in integer form: element i equals
+//
+//	Base·Mult[g]·Q[i] + OffBase·OffMult[g],  g = i/Group,
+//
+// exactly. Base and OffBase are exact float64 values with at most 11 significant bits
+// (an fp16 scale, possibly divided by a power of two), so their product with any
+// activation scale is exact in float64, and the dot with a block of int8 activations
+// is Base·Σ_g Mult[g]·Σ Q·q_a + OffBase·Σ_g OffMult[g]·Σ q_a, all integers.
+// Per type: Q8_0, Q2_0 (Q = c−1): Base = d, Mult = 1. Q4_K: Base = d, Mult = sc,
+// OffBase = −dmin, OffMult = m. Q6_K: Base = d, Mult = int8 sub-scale, Q = u−32.
+// IQ2_XS: Base = d/8, Mult = 2s+1, Q = ±G. IQ3_XXS: Base = d/4, Mult = 2s+1. IQ3_S:
+// Base = d, Mult = 1+2s. IQ1_M: Base = D/8, Mult = 2f+1, Q = 8G ± 1.
+type IntBlock struct {
+	Q       [256]int32
+	Mult    [16]int32
+	OffMult [16]int32
+	Base    float64
+	OffBase float64
+	Group   int // elements per sub-scale
+	Elems   int // elements in the block
+}
+
+// IntView fills v with the integer form of one block b of weight type t (not F16 or
+// BF16, which have no integer form).
+func IntView(t Type, b []byte, v *IntBlock) error {
+	in, ok := Lookup(t)
+	if !ok || !in.Weight || in.BlockElems == 1 {
+		return fmt.Errorf("quant: IntView: %s has no integer block form", t)
+	}
+	if len(b) != in.BlockBytes {
+		return fmt.Errorf("quant: IntView: a %s block is %d bytes, got %d", in.Name, in.BlockBytes, len(b))
+	}
+	intView(t, b[:len(b):len(b)], v)
+	return nil
 }
 
 // intView fills v with the integer form of weight block b of type t.
-func intView(t Type, b []byte, v *intBlock) {
-	v.offBase = 0
+func intView(t Type, b []byte, v *IntBlock) {
+	v.OffBase = 0
 	switch t {
 	case Q8_0:
-		v.group, v.elems = 32, 32
-		v.base, v.mult[0] = float64(F16ToF32(le16(b, 0))), 1
+		v.Group, v.Elems = 32, 32
+		v.Base, v.Mult[0] = float64(F16ToF32(le16(b, 0))), 1
 		for i := 0; i < 32; i++ {
-			v.q[i] = int32(int8(b[2+i]))
+			v.Q[i] = int32(int8(b[2+i]))
 		}
 	case Q2_0:
-		v.group, v.elems = 64, 64
-		v.base, v.mult[0] = float64(F16ToF32(le16(b, 0))), 1
+		v.Group, v.Elems = 64, 64
+		v.Base, v.Mult[0] = float64(F16ToF32(le16(b, 0))), 1
 		for i := 0; i < 64; i++ {
-			v.q[i] = int32(b[2+i/4]>>(2*(i%4))&3) - 1
+			v.Q[i] = int32(b[2+i/4]>>(2*(i%4))&3) - 1
 		}
 	case Q4_K:
 		// y = d·sc·q − dmin·m
-		v.group, v.elems = 32, 256
-		v.base, v.offBase = float64(F16ToF32(le16(b, 0))), -float64(F16ToF32(le16(b, 2)))
+		v.Group, v.Elems = 32, 256
+		v.Base, v.OffBase = float64(F16ToF32(le16(b, 0))), -float64(F16ToF32(le16(b, 2)))
 		for j := 0; j < 8; j++ {
 			sc, m := q4KScaleMin(b[4:16], j)
-			v.mult[j], v.offMult[j] = int32(sc), int32(m)
+			v.Mult[j], v.OffMult[j] = int32(sc), int32(m)
 		}
 		for c := 0; c < 4; c++ {
 			for l := 0; l < 32; l++ {
 				x := b[16+32*c+l]
-				v.q[64*c+l] = int32(x & 15)
-				v.q[64*c+32+l] = int32(x >> 4)
+				v.Q[64*c+l] = int32(x & 15)
+				v.Q[64*c+32+l] = int32(x >> 4)
 			}
 		}
 	case Q6_K:
-		v.group, v.elems = 16, 256
-		v.base = float64(F16ToF32(le16(b, 208)))
+		v.Group, v.Elems = 16, 256
+		v.Base = float64(F16ToF32(le16(b, 208)))
 		for j := 0; j < 16; j++ {
-			v.mult[j] = int32(int8(b[192+j]))
+			v.Mult[j] = int32(int8(b[192+j]))
 		}
 		for n := 0; n < 2; n++ {
 			for l := 0; l < 32; l++ {
 				L, L2, H := b[64*n+l], b[64*n+32+l], b[128+32*n+l]
 				e := 128*n + l
-				v.q[e] = int32(L&15|(H&3)<<4) - 32
-				v.q[e+32] = int32(L2&15|(H>>2&3)<<4) - 32
-				v.q[e+64] = int32(L>>4|(H>>4&3)<<4) - 32
-				v.q[e+96] = int32(L2>>4|(H>>6&3)<<4) - 32
+				v.Q[e] = int32(L&15|(H&3)<<4) - 32
+				v.Q[e+32] = int32(L2&15|(H>>2&3)<<4) - 32
+				v.Q[e+64] = int32(L>>4|(H>>4&3)<<4) - 32
+				v.Q[e+96] = int32(L2>>4|(H>>6&3)<<4) - 32
 			}
 		}
 	case IQ2_XS:
 		// y = d/8·(2s+1)·(±G)
-		v.group, v.elems = 16, 256
-		v.base = float64(F16ToF32(le16(b, 0))) / 8
+		v.Group, v.Elems = 16, 256
+		v.Base = float64(F16ToF32(le16(b, 0))) / 8
 		for ib := 0; ib < 8; ib++ {
-			v.mult[2*ib] = 2*int32(b[66+ib]&15) + 1
-			v.mult[2*ib+1] = 2*int32(b[66+ib]>>4) + 1
+			v.Mult[2*ib] = 2*int32(b[66+ib]&15) + 1
+			v.Mult[2*ib+1] = 2*int32(b[66+ib]>>4) + 1
 			for l := 0; l < 4; l++ {
 				code := le16(b, 2+2*(4*ib+l))
 				grid, signs := iq2xsGrid[code&511], ksignsIQ2XS[code>>9]
@@ -241,17 +262,17 @@ func intView(t Type, b []byte, v *intBlock) {
 					if signs&kmaskIQ2XS[j] != 0 {
 						g = -g
 					}
-					v.q[32*ib+8*l+j] = g
+					v.Q[32*ib+8*l+j] = g
 				}
 			}
 		}
 	case IQ3_XXS:
 		// y = d/4·(2s+1)·(±G)
-		v.group, v.elems = 32, 256
-		v.base = float64(F16ToF32(le16(b, 0))) / 4
+		v.Group, v.Elems = 32, 256
+		v.Base = float64(F16ToF32(le16(b, 0))) / 4
 		for ib := 0; ib < 8; ib++ {
 			a := le32(b, 66+4*ib)
-			v.mult[ib] = 2*int32(a>>28) + 1
+			v.Mult[ib] = 2*int32(a>>28) + 1
 			for l := 0; l < 4; l++ {
 				signs := ksignsIQ2XS[a>>(7*l)&127]
 				g1, g2 := iq3xxsGrid[b[2+8*ib+2*l]], iq3xxsGrid[b[2+8*ib+2*l+1]]
@@ -263,16 +284,16 @@ func intView(t Type, b []byte, v *intBlock) {
 					if signs&kmaskIQ2XS[j] != 0 {
 						g = -g
 					}
-					v.q[32*ib+8*l+j] = g
+					v.Q[32*ib+8*l+j] = g
 				}
 			}
 		}
 	case IQ3_S:
 		// y = d·(1+2s)·(±G)
-		v.group, v.elems = 32, 256
-		v.base = float64(F16ToF32(le16(b, 0)))
+		v.Group, v.Elems = 32, 256
+		v.Base = float64(F16ToF32(le16(b, 0)))
 		for ib := 0; ib < 8; ib++ {
-			v.mult[ib] = 1 + 2*int32(b[106+ib/2]>>(4*(ib%2))&15)
+			v.Mult[ib] = 1 + 2*int32(b[106+ib/2]>>(4*(ib%2))&15)
 			qh := int(b[66+ib])
 			for l := 0; l < 4; l++ {
 				g1 := iq3sGrid[int(b[2+8*ib+2*l])|(qh>>(2*l)&1)<<8]
@@ -286,18 +307,18 @@ func intView(t Type, b []byte, v *intBlock) {
 					if signs&kmaskIQ2XS[j] != 0 {
 						g = -g
 					}
-					v.q[32*ib+8*l+j] = g
+					v.Q[32*ib+8*l+j] = g
 				}
 			}
 		}
 	case IQ1_M:
 		// y = D·(2f+1)·(G ± 1/8) = D/8·(2f+1)·(8G ± 1).
-		v.group, v.elems = 16, 256
-		v.base = float64(F16ToF32(iq1MScale(b))) / 8
+		v.Group, v.Elems = 16, 256
+		v.Base = float64(F16ToF32(iq1MScale(b))) / 8
 		for ib := 0; ib < 8; ib++ {
 			w := le16(b, 48+2*(ib/2)) >> (6 * (ib % 2))
-			v.mult[2*ib] = 2*int32(w&7) + 1
-			v.mult[2*ib+1] = 2*int32(w>>3&7) + 1
+			v.Mult[2*ib] = 2*int32(w&7) + 1
+			v.Mult[2*ib+1] = 2*int32(w>>3&7) + 1
 			for p := 0; p < 4; p++ {
 				n := b[32+2*ib+p/2] >> (4 * (p % 2)) & 15
 				g := iq1sGrid[int(b[4*ib+p])|int(n&7)<<8]
@@ -306,7 +327,7 @@ func intView(t Type, b []byte, v *intBlock) {
 					delta = -1
 				}
 				for j := 0; j < 8; j++ {
-					v.q[32*ib+8*p+j] = 8*int32(int8(g>>(8*j))) + delta
+					v.Q[32*ib+8*p+j] = 8*int32(int8(g>>(8*j))) + delta
 				}
 			}
 		}
@@ -332,31 +353,31 @@ func exactDot(t Type, w []byte, at Type, act []byte, k int, e *exactAcc) {
 	}
 	in, _ := Lookup(t)
 	av := newActView(at, act)
-	var v intBlock
+	var v IntBlock
 	for blk := 0; blk < k/in.BlockElems; blk++ {
 		intView(t, w[blk*in.BlockBytes:(blk+1)*in.BlockBytes:(blk+1)*in.BlockBytes], &v)
 		base := blk * in.BlockElems
 		// One activation block at a time (or the whole weight block, if smaller): one
 		// activation scale, so Σ mult·Σq·q_a is a single integer.
-		span := min(av.elems, v.elems)
-		for s := 0; s < v.elems; s += span {
+		span := min(av.elems, v.Elems)
+		for s := 0; s < v.Elems; s += span {
 			var dot, off int64
-			chunk := min(v.group, span) // Q2_0's 64-group spans two q8_0/q8_1 blocks
+			chunk := min(v.Group, span) // Q2_0's 64-group spans two q8_0/q8_1 blocks
 			for c := s; c < s+span; c += chunk {
-				g := c / v.group
+				g := c / v.Group
 				var gd, gs int64
 				for i := c; i < c+chunk; i++ {
 					qa := int64(av.q(base + i))
-					gd += int64(v.q[i]) * qa
+					gd += int64(v.Q[i]) * qa
 					gs += qa
 				}
-				dot += int64(v.mult[g]) * gd
-				off += int64(v.offMult[g]) * gs
+				dot += int64(v.Mult[g]) * gd
+				off += int64(v.OffMult[g]) * gs
 			}
 			da := av.d((base + s) / av.elems)
-			e.add(v.base, da, dot)
-			if v.offBase != 0 {
-				e.add(v.offBase, da, off)
+			e.add(v.Base, da, dot)
+			if v.OffBase != 0 {
+				e.add(v.OffBase, da, off)
 			}
 		}
 	}

@@ -92,13 +92,13 @@ func ggmlCPUDot(t Type, w, act []byte, k int) float32 {
 		return sumf
 	case Q6_K:
 		var sums [8]float32
-		var v intBlock
+		var v IntBlock
 		for i := 0; i < nb; i++ {
 			b, a := blk(i), act[292*i:292*i+292]
 			intView(Q6_K, b, &v)
 			var aux32 [8]int32
 			for e := 0; e < 256; e++ {
-				aux32[e%8] += int32(int8(b[192+e/16])) * (v.q[e] * int32(int8(a[4+e])))
+				aux32[e%8] += int32(int8(b[192+e/16])) * (v.Q[e] * int32(int8(a[4+e])))
 			}
 			d := float32(F16ToF32(le16(b, 208)) * f32frombits(le32(a, 0)))
 			for l := 0; l < 8; l++ {
@@ -113,14 +113,14 @@ func ggmlCPUDot(t Type, w, act []byte, k int) float32 {
 	case IQ2_XS, IQ3_XXS, IQ3_S:
 		// bsum = Σ_groups (odd multiplier)·Σ G·q_a·±1 in int32; sumf += d·bsum;
 		// IQ2_XS returns 0.125·sumf, IQ3_XXS 0.25·sumf.
-		var v intBlock
+		var v IntBlock
 		var sumf float32
 		for i := 0; i < nb; i++ {
 			b, a := blk(i), act[292*i:292*i+292]
 			intView(t, b, &v)
 			var bsum int32
 			for e := 0; e < 256; e++ {
-				bsum += iqMult(t, b, e/v.group) * v.q[e] * int32(int8(a[4+e]))
+				bsum += iqMult(t, b, e/v.Group) * v.Q[e] * int32(int8(a[4+e]))
 			}
 			d := float32(F16ToF32(le16(b, 0)) * f32frombits(le32(a, 0)))
 			sumf += float32(d * float32(bsum))
@@ -186,7 +186,7 @@ func iqMult(t Type, b []byte, g int) int32 {
 // in block order.
 func ggmlGPUDot(t Type, w, act []byte, k int) float32 {
 	in, _ := Lookup(t)
-	var v intBlock
+	var v IntBlock
 	var sumf float32
 	for blk := 0; blk < k/in.BlockElems; blk++ {
 		b := w[blk*in.BlockBytes : (blk+1)*in.BlockBytes]
@@ -198,7 +198,7 @@ func ggmlGPUDot(t Type, w, act []byte, k int) float32 {
 			qa := func(j int) int32 { return int32(int8(a[4+j])) }
 			var sumi0, sumi1, suma int32 // first/second 16 of the 32, Σ q_a
 			for j := 0; j < 32; j++ {
-				p := v.q[s+j] * qa(j)
+				p := v.Q[s+j] * qa(j)
 				if j < 16 {
 					sumi0 += p
 				} else {

@@ -72,3 +72,45 @@ func TestRandomRow(t *testing.T) {
 		t.Error("RandomRow accepted k = 100 for Q4_K")
 	}
 }
+
+// TestIntView: the integer form reconstructs every decoded value exactly.
+func TestIntView(t *testing.T) {
+	for _, typ := range WeightTypes() {
+		if typ == F16 || typ == BF16 {
+			var v IntBlock
+			if IntView(typ, make([]byte, 2), &v) == nil {
+				t.Errorf("IntView(%s) did not refuse", typ)
+			}
+			continue
+		}
+		rng := rand.New(rand.NewPCG(uint64(typ), 9))
+		be, bb := typ.BlockElems(), typ.BlockBytes()
+		row, err := RandomRow(typ, 64*be, rng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]float64, 64*be)
+		if err := DecodeRow64(typ, row, want); err != nil {
+			t.Fatal(err)
+		}
+		var v IntBlock
+		for b := 0; b < 64; b++ {
+			if err := IntView(typ, row[b*bb:(b+1)*bb], &v); err != nil {
+				t.Fatal(err)
+			}
+			if v.Elems != be {
+				t.Fatalf("%s: Elems %d, want %d", typ, v.Elems, be)
+			}
+			for i := 0; i < be; i++ {
+				g := i / v.Group
+				got := v.Base*float64(v.Mult[g])*float64(v.Q[i]) + v.OffBase*float64(v.OffMult[g])
+				if got != want[b*be+i] {
+					t.Fatalf("%s block %d elem %d: IntView gives %g, DecodeRow64 %g", typ, b, i, got, want[b*be+i])
+				}
+			}
+		}
+		if IntView(typ, row[:bb-1], &v) == nil {
+			t.Errorf("IntView(%s) accepted a short block", typ)
+		}
+	}
+}
