@@ -3,6 +3,7 @@ package gguf
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"math/bits"
 	"strconv"
@@ -125,6 +126,20 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
+	if e.Rule == RuleIO { // "gguf: m.gguf: open: no such file or directory"
+		s := "gguf: " + e.Path + ": " + e.Field
+		if e.Detail != "" {
+			s += ": " + e.Detail
+		}
+		var pe *fs.PathError
+		if errors.As(e.Err, &pe) {
+			return s + ": " + pe.Err.Error()
+		}
+		if e.Err != nil {
+			s += ": " + e.Err.Error()
+		}
+		return s
+	}
 	s := "gguf: " + e.Path
 	if e.Offset >= 0 {
 		s += ": offset " + strconv.FormatInt(e.Offset, 10)
@@ -135,9 +150,6 @@ func (e *Error) Error() string {
 	}
 	if e.Detail != "" {
 		s += ": " + e.Detail
-	}
-	if e.Err != nil && e.Rule == RuleIO {
-		s += ": " + e.Err.Error()
 	}
 	return s
 }

@@ -141,19 +141,19 @@ func assemble(path string, shards []*shard) (*File, error) {
 func openShard(path string) (*shard, error) {
 	fh, err := os.Open(path)
 	if err != nil {
-		return nil, &Error{Path: path, Offset: -1, Rule: RuleIO, Field: "open", Detail: "cannot open", Err: err}
+		return nil, &Error{Path: path, Offset: -1, Rule: RuleIO, Field: "open", Err: err}
 	}
 	defer fh.Close()
 	st, err := fh.Stat()
 	if err != nil {
-		return nil, &Error{Path: path, Offset: -1, Rule: RuleIO, Field: "stat", Detail: "cannot stat", Err: err}
+		return nil, &Error{Path: path, Offset: -1, Rule: RuleIO, Field: "stat", Err: err}
 	}
 	if !st.Mode().IsRegular() {
 		return nil, newErr(path, -1, RuleIO, "open", "not a regular file")
 	}
 	data, unmap, err := mapFile(fh, st.Size())
 	if err != nil {
-		return nil, &Error{Path: path, Offset: -1, Rule: RuleIO, Field: "mmap", Detail: "cannot map", Err: err}
+		return nil, &Error{Path: path, Offset: -1, Rule: RuleIO, Field: "mmap", Err: err}
 	}
 	var s *shard
 	err = guardFault(func() string { return path }, data, func() error {
