@@ -156,15 +156,24 @@ func (b *Buffer) Free() error {
 	return d.do(func() error { return d.drv.Free(b.Ptr) })
 }
 
-// Upload copies src (any memory, Go included) to dst synchronously.
+// Upload copies src (any memory, Go included) to dst and waits until the bytes are
+// on the device (a pageable copy may otherwise still be in flight when the call
+// returns, invisible to work on non-blocking streams).
 func (d *Device) Upload(dst DevPtr, src []byte) error {
 	if len(src) == 0 {
 		return nil
 	}
-	return d.do(func() error { return d.drv.Upload(dst, src) })
+	return d.do(func() error {
+		if err := d.drv.Upload(dst, src); err != nil {
+			return err
+		}
+		return d.drv.Synchronize()
+	})
 }
 
-// Download copies from src into dst (any memory, Go included) synchronously.
+// Download copies from src into dst (any memory, Go included) synchronously. It is
+// ordered after work on the default stream only: synchronize streams from NewStream
+// (they do not block on the default stream) before downloading what they wrote.
 func (d *Device) Download(dst []byte, src DevPtr) error {
 	if len(dst) == 0 {
 		return nil
