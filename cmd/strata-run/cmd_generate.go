@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"time"
+
+	"github.com/strata-hip/strata/model"
+	"github.com/strata-hip/strata/model/tokenizer"
+)
+
+// Generation is the default command: `strata-run -m MODEL.gguf -p "..."`, with
+// llama.cpp's flag names so habits carry over.
+func init() { defaultRun = runGenerate }
+
+type genFlags struct {
+	model, prompt, file, system    string
+	n, ctx, topK, lastN, threads   int
+	temp, topP, minP, repeat       float64
+	seed                           int64
+	chat, noThink, noDisplayPrompt bool
+}
+
+func genFlagSet(stderr io.Writer) (*flag.FlagSet, *genFlags) {
+	g := &genFlags{}
+	fs := flag.NewFlagSet("strata-run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	str := func(p *string, def, usage string, names ...string) {
+		for _, n := range names {
+			fs.StringVar(p, n, def, usage)
+		}
+	}
+	num := func(p *int, def int, usage string, names ...string) {
+		for _, n := range names {
+			fs.IntVar(p, n, def, usage)
+		}
+	}
+	flt := func(p *float64, def float64, usage string, names ...string) {
+		for _, n := range names {
+			fs.Float64Var(p, n, def, usage)
+		}
+	}
+	str(&g.model, "", "model GGUF file", "m", "model")
+	str(&g.prompt, "", "prompt text", "p", "prompt")
+	str(&g.file, "", "read the prompt from this file", "f", "file")
+	str(&g.system, "", "system message for --chat", "system", "sys", "system-prompt")
+	num(&g.n, -1, "tokens to generate (-1: until end of sequence or the context is full)", "n", "n-predict")
+	num(&g.ctx, 4096, "context size in tokens (0: the model's)", "c", "ctx-size")
+	num(&g.topK, 40, "top-k sampling (0: off)", "top-k")
+	num(&g.lastN, 64, "tokens the repeat penalty looks back over (-1: all)", "repeat-last-n")
+	num(&g.threads, 0, "CPU threads (0: all cores)", "t", "threads")
+	flt(&g.temp, 0.8, "temperature (0: greedy)", "temp")
+	flt(&g.topP, 0.95, "top-p sampling (1: off)", "top-p")
+	flt(&g.minP, 0.05, "min-p sampling (0: off)", "min-p")
+	flt(&g.repeat, 1.0, "repeat penalty (1: off)", "repeat-penalty")
+	fs.Int64Var(&g.seed, "s", -1, "random seed (-1: random)")
+	fs.Int64Var(&g.seed, "seed", -1, "random seed (-1: random)")
+	fs.BoolVar(&g.chat, "chat", false, "wrap the prompt in the Qwen chat template")
+	fs.BoolVar(&g.chat, "cnv", false, "same as --chat")
+	fs.BoolVar(&g.noThink, "no-think", false, "with --chat: an empty think block (Qwen3 enable_thinking=false)")
+	fs.BoolVar(&g.noDisplayPrompt, "no-display-prompt", false, "do not echo the prompt")
+	return fs, g
+}
+
+func runGenerate(args []string, stdout, stderr io.Writer) error {
+	fs, g := genFlagSet(stderr)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q (a subcommand? see strata-run help)", errUsage, fs.Arg(0))
+	}
+	if g.model == "" {
+		return fmt.Errorf("%w: no model: pass -m MODEL.gguf (make one with `strata-run convert HF_DIR -o MODEL.gguf`)", errUsage)
+	}
+	if g.file != "" {
+		b, err := os.ReadFile(g.file)
+		if err != nil {
+			return err
+		}
+		g.prompt = string(b)
+	}
+	if g.prompt == "" {
+		return fmt.Errorf("%w: no prompt: pass -p TEXT or -f FILE", errUsage)
+	}
+	if g.threads > 0 {
+		model.SetThreads(g.threads)
+	}
+	src, err := model.OpenGGUF(g.model)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	m, err := model.Load(src)
+	if err != nil {
+		return err
+	}
+	tok, err := tokenizer.FromGGUF(src.F)
+	if err != nil {
+		return fmt.Errorf("%s: %w", g.model, err)
+	}
+	text := g.prompt
+	if g.chat {
+		var msgs []tokenizer.Message
+		if g.system != "" {
+			msgs = append(msgs, tokenizer.Message{Role: "system", Content: g.system})
+		}
+		msgs = append(msgs, tokenizer.Message{Role: "user", Content: g.prompt})
+		if text, err = tokenizer.RenderQwen3Chat(msgs, tokenizer.ChatOptions{AddGenerationPrompt: true, DisableThinking: g.noThink}); err != nil {
+			return err
+		}
+	} else if g.system != "" {
+		return fmt.Errorf("%w: --system needs --chat", errUsage)
+	}
+	ids := tok.Encode(text, true)
+	if len(ids) == 0 {
+		return fmt.Errorf("the prompt encodes to no tokens")
+	}
+	ctx := g.ctx
+	if ctx <= 0 || ctx > m.Cfg.CtxLen {
+		if ctx > m.Cfg.CtxLen {
+			fmt.Fprintf(stderr, "note: -c %d exceeds the model's %s.context_length %d; using %d\n", ctx, m.Cfg.Arch, m.Cfg.CtxLen, m.Cfg.CtxLen)
+		}
+		ctx = m.Cfg.CtxLen
+	}
+	if len(ids) >= ctx {
+		return fmt.Errorf("the prompt has %d tokens, the context only %d; raise -c/--ctx-size (the model allows %d)", len(ids), ctx, m.Cfg.CtxLen)
+	}
+	st, err := m.NewState(ctx)
+	if err != nil {
+		return err
+	}
+	seed := uint64(g.seed)
+	if g.seed < 0 {
+		seed = rand.Uint64()
+	}
+	samp := model.NewSampler(model.SamplerConfig{Temp: g.temp, TopK: g.topK, TopP: g.topP, MinP: g.minP,
+		RepeatPenalty: g.repeat, RepeatLastN: g.lastN, Seed: seed})
+	for _, id := range ids {
+		samp.Accept(id)
+	}
+	stop := map[int32]bool{}
+	if e := tok.EOS(); e >= 0 {
+		stop[e] = true
+	}
+	for _, s := range []string{"<|im_end|>", "<|endoftext|>"} {
+		if id, ok := tok.TokenID(s); ok {
+			stop[id] = true
+		}
+	}
+	out := bufio.NewWriter(stdout)
+	defer out.Flush()
+	if !g.noDisplayPrompt {
+		fmt.Fprint(out, text)
+		out.Flush()
+	}
+
+	t0 := time.Now()
+	logits, err := st.Forward(ids, false, nil)
+	if err != nil {
+		return err
+	}
+	prefill := time.Since(t0)
+	dec := tok.NewDecoder()
+	dec.SkipControl = true
+	t1 := time.Now()
+	n := 0
+	for g.n < 0 || n < g.n {
+		id := samp.Sample(logits)
+		samp.Accept(id)
+		n++
+		if stop[id] {
+			break
+		}
+		s, err := dec.Next(id)
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(out, s)
+		out.Flush()
+		if st.Pos() >= ctx {
+			fmt.Fprintf(stderr, "\n[context of %d tokens is full]", ctx)
+			break
+		}
+		if logits, err = st.Forward([]int32{id}, false, nil); err != nil {
+			return err
+		}
+	}
+	fmt.Fprint(out, dec.Flush())
+	fmt.Fprintln(out)
+	out.Flush()
+	gen := time.Since(t1)
+	fmt.Fprintf(stderr, "prompt: %d tokens in %.2fs (%.1f tok/s); generation: %d tokens in %.2fs (%.1f tok/s); %d threads, seed %d\n",
+		len(ids), prefill.Seconds(), float64(len(ids))/prefill.Seconds(), n, gen.Seconds(), float64(n)/max(gen.Seconds(), 1e-9), model.SetThreads(g.threads), seed)
+	return nil
+}
