@@ -13,6 +13,7 @@ import (
 var (
 	reTarget = regexp.MustCompile(`^(gfx[0-9a-f]{3,5}|sm_[0-9]{2,3}a?)$`)
 	reSnake  = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
+	reValue  = regexp.MustCompile(`^[a-z0-9]+$`)
 )
 
 // cKeywords are names an Arg may not take: C/C++ keywords and types the preludes use.
@@ -159,7 +160,7 @@ func validateSpecs(specs []kernels.Spec, ts []kernels.Target, templateDir string
 			}
 			vals := map[string]bool{}
 			for _, v := range ax.Values {
-				if !regexp.MustCompile(`^[a-z0-9]+$`).MatchString(v.Name) || vals[v.Name] {
+				if !reValue.MatchString(v.Name) || vals[v.Name] {
 					return fmt.Errorf("%s: value %q must be [a-z0-9]+ and unique", xrow, v.Name)
 				}
 				vals[v.Name] = true
