@@ -303,14 +303,7 @@ func (d *decoder) array(field string) (Value, *Error) {
 		if n > d.left()/8 {
 			return Value{}, d.errAt(at+4, RuleStringArray, field, "%d strings need at least %d bytes each, only %d bytes left", n, 8, d.left())
 		}
-		out := make([]string, n)
-		for i := range out {
-			var e *Error
-			if out[i], e = d.str(fmt.Sprintf("%s element %d", field, i), RuleStringArray, MaxStringLen); e != nil {
-				return Value{}, e
-			}
-		}
-		return Value{TypeArray, et, out}, nil
+		return d.stringArray(field, n)
 	}
 	total, ok := mulU64(n, valueSizes[et])
 	if !ok || total > d.left() {
@@ -319,6 +312,46 @@ func (d *decoder) array(field string) (Value, *Error) {
 	p := d.b[d.off : d.off+total]
 	d.off += total
 	return Value{TypeArray, et, decodeArray(et, p, int(n))}, nil
+}
+
+// stringArray reads n length-prefixed strings. A first pass checks every length (K7) and
+// sums them; the second copies all bytes into one allocation that the elements slice, so a
+// 150k-token vocabulary costs two allocations, not 150k.
+func (d *decoder) stringArray(field string, n uint64) (Value, *Error) {
+	start := d.off
+	var total uint64
+	for i := uint64(0); i < n; i++ {
+		at := d.off
+		if d.left() < 8 { // (messages are formatted only on failure: this loop is hot)
+			return Value{}, d.need(8, fmt.Sprintf("%s element %d length", field, i))
+		}
+		l := d.u64()
+		if l > MaxStringLen {
+			return Value{}, d.errAt(at, RuleStringArray, fmt.Sprintf("%s element %d", field, i), "length %d exceeds the limit of %d bytes", l, MaxStringLen)
+		}
+		if l > d.left() {
+			return Value{}, d.errAt(at, RuleStringArray, fmt.Sprintf("%s element %d", field, i), "length %d exceeds the %d bytes left in the file", l, d.left())
+		}
+		d.off += l
+		total += l // ≤ file size: no overflow
+	}
+	buf := make([]byte, 0, total)
+	ends := make([]uint64, n)
+	d.off = start
+	for i := range ends {
+		l := d.u64()
+		buf = append(buf, d.b[d.off:d.off+l]...)
+		d.off += l
+		ends[i] = uint64(len(buf))
+	}
+	all := string(buf)
+	out := make([]string, n)
+	var prev uint64
+	for i, e := range ends {
+		out[i] = all[prev:e]
+		prev = e
+	}
+	return Value{TypeArray, TypeString, out}, nil
 }
 
 func bytesNeeded(n, size uint64, ok bool, total uint64) string {
