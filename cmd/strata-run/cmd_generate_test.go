@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/strata-hip/strata/model/tinygen"
+	"github.com/strata-hip/strata/model/tokenizer"
+)
+
+// tinyGGUF converts a tiny oracle model to GGUF through `strata-run convert` and returns
+// the file and the model's oracle.json prompts.
+func tinyGGUF(t *testing.T, name, typ string) (string, []struct {
+	Text      string  `json:"text"`
+	IDs       []int32 `json:"ids"`
+	GreedyIDs []int32 `json:"greedy_ids"`
+}) {
+	t.Helper()
+	od := filepath.Join("..", "..", "model", "testdata", name)
+	cfg, err := os.ReadFile(filepath.Join(od, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(od, "oracle.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o struct {
+		Seed    int    `json:"seed"`
+		Kind    string `json:"embedding_kind"`
+		Prompts []struct {
+			Text      string  `json:"text"`
+			IDs       []int32 `json:"ids"`
+			GreedyIDs []int32 `json:"greedy_ids"`
+		} `json:"prompts"`
+	}
+	if err := json.Unmarshal(raw, &o); err != nil {
+		t.Fatal(err)
+	}
+	st, err := tinygen.Safetensors(cfg, o.Seed, o.Kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	tokDir := filepath.Join("..", "..", "model", "tokenizer", "testdata")
+	files := map[string][]byte{"config.json": cfg, "model.safetensors": st}
+	for _, n := range []string{"tokenizer.json.gz", "tokenizer_config.json"} {
+		if files[n], err = os.ReadFile(filepath.Join(tokDir, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for n, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(dir, name+".gguf")
+	var so, se bytes.Buffer
+	if code := run([]string{"convert", dir, "-o", out, "--type", typ}, &so, &se); code != 0 {
+		t.Fatalf("convert exited %d: %s", code, se.String())
+	}
+	return out, o.Prompts
+}
+
+// TestGenerateGreedyMatchesOracle: `strata-run -m M -p TEXT -n 16 --temp 0` must print the
+// text of the reference's greedy continuation (tokenizer, prefill, cached decode, greedy
+// sampling and streaming detokenization, end to end).
+func TestGenerateGreedyMatchesOracle(t *testing.T) {
+	tok, err := tokenizer.Load(filepath.Join("..", "..", "model", "tokenizer", "testdata", "tokenizer.json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"tiny-qwen3moe", "tiny-qwen3next"} {
+		t.Run(name, func(t *testing.T) {
+			gguf, prompts := tinyGGUF(t, name, "f32")
+			for _, p := range prompts {
+				want, err := tok.Decode(p.GreedyIDs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var so, se bytes.Buffer
+				code := run([]string{"-m", gguf, "-p", p.Text, "-n", "16", "--temp", "0", "--no-display-prompt"}, &so, &se)
+				if code != 0 {
+					t.Fatalf("exit %d: %s", code, se.String())
+				}
+				if got := strings.TrimSuffix(so.String(), "\n"); got != want {
+					t.Errorf("prompt %q: generated %q, want %q (ids %v)", p.Text, got, want, p.GreedyIDs)
+				}
+				if !strings.Contains(se.String(), "tok/s") {
+					t.Errorf("stderr lacks the tokens/s report: %q", se.String())
+				}
+			}
+			// Bad input is a clear usage error, not a panic.
+			var so, se bytes.Buffer
+			if code := run([]string{"-m", gguf, "-p", "x", "-c", "1"}, &so, &se); code == 0 || !strings.Contains(se.String(), "-c/--ctx-size") {
+				t.Errorf("a prompt longer than -c: exit %d, stderr %q", code, se.String())
+			}
+		})
+	}
+}
+
+// TestPerplexityRuns checks the perplexity report: one line per chunk and a total that
+// lies between the smallest and largest chunk values (it is their token-weighted
+// geometric mean).
+func TestPerplexityRuns(t *testing.T) {
+	gguf, prompts := tinyGGUF(t, "tiny-qwen3moe", "q8_0")
+	txt := filepath.Join(t.TempDir(), "t.txt")
+	os.WriteFile(txt, []byte(prompts[0].Text+"\n"+prompts[1].Text), 0o644)
+	var so, se bytes.Buffer
+	if code := run([]string{"perplexity", "-m", gguf, "--text", txt, "-c", "12"}, &so, &se); code != 0 {
+		t.Fatalf("exit %d: %s", code, se.String())
+	}
+	lines := strings.Split(strings.TrimSpace(so.String()), "\n")
+	if len(lines) < 3 || !strings.HasPrefix(lines[len(lines)-1], "perplexity: ") {
+		t.Fatalf("output %q", so.String())
+	}
+	var total float64
+	fmt.Sscanf(lines[len(lines)-1], "perplexity: %g", &total)
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, l := range lines[:len(lines)-1] {
+		var i int
+		var v float64
+		if n, _ := fmt.Sscanf(l, "[%d] %g", &i, &v); n != 2 {
+			t.Fatalf("chunk line %q", l)
+		}
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+	}
+	if !(total >= lo && total <= hi && lo > 1) {
+		t.Fatalf("total perplexity %g outside the chunk range [%g, %g]", total, lo, hi)
+	}
+}
