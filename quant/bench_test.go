@@ -57,3 +57,26 @@ func BenchmarkDotCPU(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkVecDotCPU measures ggml's float32 CPU dot alone (what an engine would use).
+func BenchmarkVecDotCPU(b *testing.B) {
+	const k = 4096
+	for _, typ := range WeightTypes() {
+		rng := rand.New(rand.NewPCG(2, uint64(typ)))
+		w, _ := RandomRow(typ, k, rng)
+		in, _ := Lookup(typ)
+		n, _ := in.VecDotType.RowBytes(k)
+		act := make([]byte, n)
+		if err := Quantize(in.VecDotType, RandomActivations(k, rng), act); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(typ.String(), func(b *testing.B) {
+			b.SetBytes(int64(len(w)))
+			for b.Loop() {
+				if _, err := VecDotCPU(typ, w, act); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -70,6 +70,23 @@ func DotGPU(t Type, w, act []byte) (Dot, error) {
 	return Dot{Exact: e.value(), GGML: ggmlGPUDot(t, w, act, k)}, nil
 }
 
+// VecDotCPU is DotCPU's GGML value alone: ggml's generic CPU vec_dot of weight row w
+// with activation row act (in t's VecDotType), bit for bit, without the exact sum.
+func VecDotCPU(t Type, w, act []byte) (float32, error) {
+	in, ok := Lookup(t)
+	if !ok || !in.Weight {
+		return 0, fmt.Errorf("quant: VecDotCPU: %s is not a weight type", t)
+	}
+	k, err := rowLen(t, w)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := checkRow(in.VecDotType, act, k); err != nil {
+		return 0, fmt.Errorf("quant: VecDotCPU %s: activation: %w", t, err)
+	}
+	return ggmlCPUDot(t, w, act, k), nil
+}
+
 // rowLen returns the element count of a whole row of blocks w.
 func rowLen(t Type, w []byte) (int, error) {
 	in, _ := Lookup(t)

@@ -64,14 +64,14 @@ func ggmlCPUDot(t Type, w, act []byte, k int) float32 {
 		for i := 0; i < nb; i++ {
 			b, a := blk(i), act[292*i:292*i+292]
 			var aux32 [8]int32
-			for e := 0; e < 256; e++ {
-				c, l := e/64, e%64
-				q := int32(b[16+32*c+l%32] & 15)
-				if l >= 32 {
-					q = int32(b[16+32*c+l%32] >> 4)
+			for j := 0; j < 8; j++ { // sub-block j: nibbles of qs[32·(j/2)…], low or high
+				sc, _ := q4KScaleMin(b[4:16], j)
+				qs := b[16+32*(j/2) : 16+32*(j/2)+32]
+				shift := 4 * uint(j%2)
+				qa := a[4+32*j : 4+32*j+32]
+				for l := 0; l < 32; l++ {
+					aux32[l%8] += int32(sc) * (int32(qs[l]>>shift&15) * int32(int8(qa[l])))
 				}
-				sc, _ := q4KScaleMin(b[4:16], e/32)
-				aux32[e%8] += int32(sc) * (q * int32(int8(a[4+e])))
 			}
 			var sumi int32
 			for j := 0; j < 16; j++ {
@@ -119,8 +119,12 @@ func ggmlCPUDot(t Type, w, act []byte, k int) float32 {
 			b, a := blk(i), act[292*i:292*i+292]
 			intView(t, b, &v)
 			var bsum int32
-			for e := 0; e < 256; e++ {
-				bsum += iqMult(t, b, e/v.Group) * v.Q[e] * int32(int8(a[4+e]))
+			for g := 0; g < 256/v.Group; g++ {
+				var sumi int32
+				for e := g * v.Group; e < (g+1)*v.Group; e++ {
+					sumi += v.Q[e] * int32(int8(a[4+e]))
+				}
+				bsum += sumi * v.Mult[g]
 			}
 			d := float32(F16ToF32(le16(b, 0)) * f32frombits(le32(a, 0)))
 			sumf += float32(d * float32(bsum))

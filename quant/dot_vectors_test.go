@@ -27,6 +27,9 @@ func checkDotVectors(t *testing.T, v *vectorFile, typ Type, _ []float32, wq []by
 		if want := parseBits(t, v.Dot.ScalarBits[r]); math.Float32bits(d.GGML) != math.Float32bits(want) {
 			t.Errorf("row %d: DotCPU ggml %.9g (%#08x), ggml scalar build %.9g (%s)", r, d.GGML, math.Float32bits(d.GGML), want, v.Dot.ScalarBits[r])
 		}
+		if g, err := VecDotCPU(typ, row, act); err != nil || g != d.GGML {
+			t.Errorf("row %d: VecDotCPU %g (%v), DotCPU ggml %g", r, g, err, d.GGML)
+		}
 		c["dots"]++
 		if typ == F16 || typ == BF16 {
 			continue
