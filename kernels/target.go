@@ -130,6 +130,15 @@ func (t Target) CompileFlags() []string {
 		"--cuda-device-only", "--no-gpu-bundle-output", "-c"}, common...)
 }
 
+// PTXVersion is the PTX ISA version the NVIDIA target emits, as PTX spells it ("7.8");
+// "" for AMD.
+func (t Target) PTXVersion() string {
+	if t.PTX == 0 {
+		return ""
+	}
+	return strconv.Itoa(t.PTX/10) + "." + strconv.Itoa(t.PTX%10)
+}
+
 // MatrixInstr is the text the disassembly (AMD) or PTX (NVIDIA) of an "mma" variant must
 // contain; "" when t has no matrix op.
 func (t Target) MatrixInstr() string {

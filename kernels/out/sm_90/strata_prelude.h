@@ -41,7 +41,7 @@ STRATA_DEVICE u32 strata_load_u32(const void* p) {
   return v;
 }
 
-// ---- NVIDIA (sm_90, PTX 78): nvvm builtins and inline PTX --------
+// ---- NVIDIA (sm_90, PTX ISA 7.8): nvvm builtins and inline PTX
 
 #define STRATA_LAUNCH_BOUNDS(n) __attribute__((launch_bounds(n)))
 
