@@ -17,7 +17,7 @@ import (
 var tinyDirs sync.Map // name → HF dir with config.json and model.safetensors
 
 // tinyHF rebuilds a tiny model's checkpoint once per test binary.
-func tinyHF(t *testing.T, name string) string {
+func tinyHF(t testing.TB, name string) string {
 	t.Helper()
 	if d, ok := tinyDirs.Load(name); ok {
 		return d.(string)
