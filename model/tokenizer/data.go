@@ -56,6 +56,9 @@ func (d *Data) validate() error {
 	if n > 1<<24 {
 		return fmt.Errorf("tokenizer: %d tokens is more than the 16777216 supported", n)
 	}
+	if len(d.Merges) > 1<<24 {
+		return fmt.Errorf("tokenizer: %d merges is more than the 16777216 supported", len(d.Merges))
+	}
 	if d.Types != nil && len(d.Types) != n {
 		return fmt.Errorf("tokenizer: %d token types for %d tokens; the two lists must have the same length", len(d.Types), n)
 	}

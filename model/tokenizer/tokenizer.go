@@ -11,21 +11,16 @@ import (
 // FromTokenizerJSON or FromGGUF.
 type Tokenizer struct {
 	data   Data
-	vocab  map[string]int32    // normal tokens by their byte-level text
-	byteID [256]int32          // the token of each single byte
-	merges map[uint64]mergeRef // key: left id << 32 | right id
-	bytes  [][]byte            // what each id decodes to
+	vocab  map[string]int32 // normal tokens by their byte-level text
+	byteID [256]int32       // the token of each single byte
+	merges *mergeTable      // pair of ids -> rank and result
+	bytes  [][]byte         // what each id decodes to
 
 	added      []addedToken // longest first
 	addedFirst [256]bool    // first bytes of added tokens, to skip quickly
 
 	mu    sync.Mutex
 	cache map[string][]int32 // BPE result per piece
-}
-
-type mergeRef struct {
-	rank   int32
-	result int32
 }
 
 type addedToken struct {
@@ -82,7 +77,7 @@ func New(d Data) (*Tokenizer, error) {
 		t.byteID[b] = id
 	}
 	sort.SliceStable(t.added, func(i, j int) bool { return len(t.added[i].text) > len(t.added[j].text) })
-	t.merges = make(map[uint64]mergeRef, len(d.Merges))
+	t.merges = newMergeTable(len(d.Merges))
 	for rank, m := range d.Merges {
 		left, right, ok := strings.Cut(m, " ")
 		if !ok || left == "" || right == "" || strings.Contains(right, " ") {
@@ -99,10 +94,7 @@ func New(d Data) (*Tokenizer, error) {
 		case !resok:
 			return nil, fmt.Errorf("tokenizer: merge %d (%q) makes %q, which is not in the vocabulary", rank, clip(m), clip(left+right))
 		}
-		key := uint64(l)<<32 | uint64(r)
-		if _, dup := t.merges[key]; !dup { // the first (lowest-rank) copy of a pair wins
-			t.merges[key] = mergeRef{rank: int32(rank), result: res}
-		}
+		t.merges.insert(l, r, int32(rank), res) // the first (lowest-rank) copy of a pair wins
 	}
 	return t, nil
 }
