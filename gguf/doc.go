@@ -25,7 +25,7 @@
 // (Strings, Int32s, Uint32s, Uint8s, Float32s, Bools, Ints) check the element type. A
 // missing key is an *Error with Rule RuleMissingKey that wraps ErrMissingKey.
 //
-// The model-semantics helpers (Expect, CheckTensorSet, CheckSupportedTypes, UintRange,
+// The model-semantics helpers (Expect, CheckTensorSet, CheckSupportedTypes, IntRange,
 // BlockIndex, VocabSize, TokenID, ChatTemplate, CheckFinite) give callers the checklist's
 // S rules and D4 with the same error type.
 //

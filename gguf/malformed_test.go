@@ -202,6 +202,11 @@ func malformedCases() []malformed {
 			b[valueAt(t, b, "x.flag")] = 2
 			return b
 		}, nil},
+		{RuleValueType, "bool_array_byte_2", func(t testing.TB) []byte {
+			b := build(t, []KV{kvOf("x.flags", []bool{true, false})}, nil)
+			b[valueAt(t, b, "x.flags")+4+8+1] = 2
+			return b
+		}, nil},
 		{RuleNestedArray, "array_of_arrays", func(t testing.TB) []byte {
 			b := base(t)
 			return put32(b, valueAt(t, b, "x.arr"), uint32(TypeArray))
@@ -294,6 +299,11 @@ func malformedCases() []malformed {
 		{RuleTensorName, "name_not_utf8", func(t testing.TB) []byte {
 			b := base(t)
 			b[find(t, b, "output.weight")+8] = 0xFE
+			return b
+		}, nil},
+		{RuleTensorName, "name_bidi_override", func(t testing.TB) []byte {
+			b := base(t)
+			copy(b[find(t, b, "output.weight")+8:], "\u202e") // 3 bytes over "out"
 			return b
 		}, nil},
 		{RuleTensorName, "name_empty", func(t testing.TB) []byte {
@@ -437,6 +447,9 @@ func malformedCases() []malformed {
 			return put16(b, int(ti.FileOffset)+2*34, 0x7C00) // third block's d = +Inf
 		}, func(f *File) error { return f.CheckFinite("blk.0.ffn_up_exps.weight") })},
 		{RuleFault, "truncated_under_mapping", nil, func(t *testing.T, dir string) error {
+			if !usesMmap {
+				t.Skip("this platform reads files into memory: nothing can fault")
+			}
 			big := []tspec{{"token_embd.weight", F32, []uint64{4096, 8}}} // 128 KiB: many pages
 			p := filepath.Join(dir, "m.gguf")
 			noErr(t, os.WriteFile(p, build(t, nil, big), 0o644))

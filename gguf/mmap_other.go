@@ -9,6 +9,9 @@ import (
 	"os"
 )
 
+// usesMmap: Data slices alias a heap copy (truncating the file cannot fault them).
+const usesMmap = false
+
 // mapFile reads the whole file into memory where this package has no mmap binding
 // (Windows, wasm, plan9): correct but it costs the file's size in RAM and a full read.
 func mapFile(f *os.File, size int64) ([]byte, func() error, error) {

@@ -9,6 +9,9 @@ import (
 	"syscall"
 )
 
+// usesMmap: Data slices alias a file mapping (a truncated file faults on access).
+const usesMmap = true
+
 // mapFile maps the whole file read-only. A zero-length file maps to an empty slice.
 func mapFile(f *os.File, size int64) ([]byte, func() error, error) {
 	if size == 0 {

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -120,9 +120,19 @@ func plainText(s string) bool {
 	return true
 }
 
-// validTensorName: non-empty printable UTF-8 on one line (no tab or newline either).
+// validTensorName: non-empty UTF-8 of printable characters only (unicode.IsPrint: no
+// controls, tabs, newlines or invisible format characters such as bidi overrides), so a
+// name can reach a terminal or a log as it is.
 func validTensorName(name string) bool {
-	return name != "" && plainText(name) && !strings.ContainsAny(name, "\t\r\n")
+	if name == "" || !utf8.ValidString(name) {
+		return false
+	}
+	for _, r := range name {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // parse validates a whole GGUF file held in b and returns its parsed form. It reads only
@@ -310,6 +320,13 @@ func (d *decoder) array(field string) (Value, *Error) {
 		return Value{}, d.errAt(at+4, RuleArrayLength, field, "%d elements of %s need %s bytes, only %d bytes left", n, et, bytesNeeded(n, valueSizes[et], ok, total), d.left())
 	}
 	p := d.b[d.off : d.off+total]
+	if et == TypeBool {
+		for i, c := range p {
+			if c > 1 {
+				return Value{}, d.errAt(d.off+uint64(i), RuleValueType, field, "bool element %d is byte %d, must be 0 or 1", i, c)
+			}
+		}
+	}
 	d.off += total
 	return Value{TypeArray, et, decodeArray(et, p, int(n))}, nil
 }
@@ -402,10 +419,10 @@ func decodeArray(et ValueType, p []byte, n int) any {
 			a[i] = math.Float32frombits(le.Uint32(p[4*i:]))
 		}
 		return a
-	case TypeBool:
+	case TypeBool: // bytes checked to be 0 or 1 by array
 		a := make([]bool, n)
 		for i := range a {
-			a[i] = p[i] != 0
+			a[i] = p[i] == 1
 		}
 		return a
 	case TypeUint64:
