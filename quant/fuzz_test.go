@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"encoding/binary"
 	"math"
 	"testing"
 )
@@ -52,6 +53,45 @@ func FuzzDecode(f *testing.F) {
 				q81 := make([]byte, k/32*36)
 				copy(q81, data)
 				_, _ = DotGPU(typ, row, q81)
+			}
+		}
+	})
+}
+
+// FuzzQuantize: quantizing arbitrary float32 bit patterns with every reference
+// quantizer never panics; non-finite input is refused, finite input gives a row that
+// decodes without error.
+func FuzzQuantize(f *testing.F) {
+	f.Add(uint8(12), []byte("\x00\x00\x80\x3f\x00\x00\x80\xbf"))
+	f.Add(uint8(14), []byte("\xff\xff\x7f\x7f\x01\x00\x00\x00"))
+	f.Fuzz(func(t *testing.T, id uint8, data []byte) {
+		types := []Type{F32, F16, BF16, Q8_0, Q8_1, Q8_K, Q2_0, Q4_K, Q6_K}
+		typ := types[int(id)%len(types)]
+		be := typ.BlockElems()
+		n := len(data) / 4
+		x := make([]float32, (n+be-1)/be*be+be)
+		finite := true
+		for i := 0; i < n; i++ {
+			x[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+			finite = finite && !math.IsNaN(float64(x[i])) && !math.IsInf(float64(x[i]), 0)
+		}
+		dst := make([]byte, mustRowBytes(t, typ, len(x)))
+		err := Quantize(typ, x, dst)
+		if typ.BlockElems() > 1 && !finite {
+			if err == nil {
+				t.Fatal("non-finite input accepted")
+			}
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := DecodeRow(typ, dst, make([]float32, len(x))); err != nil {
+			t.Fatal(err)
+		}
+		if finite {
+			if err := QuantizeQ8_1GPU(x, make([]byte, (len(x)+31)/32*36)); err != nil {
+				t.Fatal(err)
 			}
 		}
 	})

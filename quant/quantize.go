@@ -15,6 +15,10 @@ import (
 // need an importance matrix and ggml's search tables to quantize; use [RandomBlocks]
 // for test data of those. dst must be exactly the row's size.
 //
+// The block formats reject NaN and ±Inf input with an error (ggml's quantizers have no
+// defined result for them); F32, F16 and BF16 convert them as ggml does. Finite values
+// too large for an fp16 scale give an infinite scale, as in ggml.
+//
 // One deliberate difference: for an all-zero Q8_K block ggml leaves bsums untouched
 // (whatever the buffer held); Quantize writes zeros there.
 func Quantize(t Type, x []float32, dst []byte) error {
@@ -54,6 +58,9 @@ func Quantize(t Type, x []float32, dst []byte) error {
 	default:
 		return fmt.Errorf("quant: no reference quantizer for %s (IQ formats need an importance matrix; use RandomBlocks for test data)", in.Name)
 	}
+	if err := checkFinite(x); err != nil {
+		return fmt.Errorf("quant: Quantize %s: %w", in.Name, err)
+	}
 	be, bb := in.BlockElems, in.BlockBytes
 	for i := 0; i < len(x)/be; i++ {
 		y := dst[i*bb : (i+1)*bb : (i+1)*bb]
@@ -74,6 +81,9 @@ func QuantizeQ8_1GPU(x []float32, dst []byte) error {
 	nb := (len(x) + 31) / 32
 	if len(x) == 0 || len(dst) != nb*36 {
 		return fmt.Errorf("quant: QuantizeQ8_1GPU: %d values need %d bytes of q8_1 blocks, got %d", len(x), nb*36, len(dst))
+	}
+	if err := checkFinite(x); err != nil {
+		return fmt.Errorf("quant: QuantizeQ8_1GPU: %w", err)
 	}
 	var v [32]float32
 	for b := 0; b < nb; b++ {
@@ -208,3 +218,13 @@ func quantizeQ2_0(x []float32, y []byte) {
 }
 
 func abs32(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &^ (1 << 31)) }
+
+// checkFinite returns an error naming the first NaN or infinite value of x.
+func checkFinite(x []float32) error {
+	for i, v := range x {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return fmt.Errorf("element %d is %v; block quantizers need finite input", i, v)
+		}
+	}
+	return nil
+}

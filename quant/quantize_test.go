@@ -78,6 +78,17 @@ func TestQuantizeErrors(t *testing.T) {
 	if err := Quantize(Q8_0, make([]float32, 32), make([]byte, 35)); err == nil {
 		t.Error("Quantize accepted a 35-byte Q8_0 row")
 	}
+	nan := make([]float32, 256)
+	nan[7] = float32(math.NaN())
+	if err := Quantize(Q6_K, nan, make([]byte, 210)); err == nil {
+		t.Error("Quantize accepted NaN")
+	}
+	if err := QuantizeQ8_1GPU(nan, make([]byte, 8*36)); err == nil {
+		t.Error("QuantizeQ8_1GPU accepted NaN")
+	}
+	if err := Quantize(F16, nan, make([]byte, 512)); err != nil {
+		t.Errorf("Quantize(F16) refused NaN: %v", err)
+	}
 	if err := QuantizeQ8_1GPU(make([]float32, 33), make([]byte, 36)); err == nil {
 		t.Error("QuantizeQ8_1GPU accepted 33 values in one block")
 	}
