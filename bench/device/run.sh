@@ -47,20 +47,27 @@ gpu() {
 		[ $r -eq 0 ] || rc=1
 	}
 	{ nvidia-smi; nvidia-smi --query-gpu=name,pci.bus_id,driver_version,memory.total,clocks.sm,clocks.mem,clocks.max.sm,power.limit --format=csv; } >"$out/nvidia-smi.log" 2>&1
+	export STRATA_CO_DIR=.dev/co
 	step list-devices sh -c '.dev/strata-run --list-devices; echo; .dev/strata-run --list-devices --json;
-		echo "--- --device 0000:00:06.0 / H200 / cuda:0"; .dev/strata-run --list-devices --device H200;
-		echo "--- CUDA_VISIBLE_DEVICES= (hides every NVIDIA device)"; CUDA_VISIBLE_DEVICES= .dev/strata-run --list-devices'
-	step runtime-cuda env STRATA_REQUIRE_GPU=1 .dev/runtime-cuda.test -test.v
-	step parity env STRATA_REQUIRE_GPU=1 STRATA_CO_DIR=.dev/co .dev/parity.test -test.v -test.run 'TestParity|TestReferences|TestBounds' -test.timeout 300s
+		for sel in 0000:00:06.0 h200 cuda:0 1; do echo "--- --device $sel"; .dev/strata-run --list-devices --device $sel; done;
+		echo "--- CUDA_VISIBLE_DEVICES= (hides every NVIDIA device)"; CUDA_VISIBLE_DEVICES= .dev/strata-run --list-devices; true'
+	step runtime-cuda env STRATA_REQUIRE_GPU=1 .dev/runtime-cuda.test -test.v -test.bench Launch -test.benchtime 20000x
+	# Three runs, each with fresh random inputs (its own seed).
+	step parity env STRATA_REQUIRE_GPU=1 .dev/parity.test -test.v -test.count 3 -test.run 'TestParity|TestReferences|TestBounds' -test.timeout 300s
+	# The driver's own launch cost, from C, for comparison with the purego path.
+	step launch-baseline sh -c 'nvcc -O2 -o /tmp/launch_baseline bench/device/launch_baseline.c -L/usr/local/cuda/lib64/stubs -lcuda && /tmp/launch_baseline'
 	step ceilings env STRATA_CEILINGS=1 STRATA_CEILINGS_OUT="$out" .dev/ceilings.test -test.v -test.run TestCeilings -test.timeout 300s
 	echo
 	head -20 "$out/nvidia-smi.log" | grep -E "H200|Driver|MiB" || true
 	tail -n 4 "$out/nvidia-smi.log"
 	echo
 	sed -n '1,12p' "$out/list-devices.log"
-	grep -E "^(--- |=== RUN|ok|FAIL|PASS)|mapped alias|seed" "$out/runtime-cuda.log" | head -20
-	sed -n '/^parity on/,/^$/p;/^parity on/,$p' "$out/parity.log" | grep -v "^=== \|^    ---\|^--- PASS" | head -60
+	grep -E "^(--- |ok|FAIL|PASS)|mapped alias|Benchmark|ns/op" "$out/runtime-cuda.log" | head -20
+	grep -E "^parity on" "$out/parity.log"
+	grep -E "^(sm_|case)" "$out/parity.log" | tail -43
+	grep -cE "^\s*--- PASS: TestParity/.*/.*/.*/" "$out/parity.log"
 	grep -E "FAIL|panic" "$out/parity.log" | head -20
+	cat "$out/launch-baseline.log"
 	sed -n '/^ceilings on/,/^---/p' "$out/ceilings.log"
 	grep -E "FAIL|panic" "$out/ceilings.log" | head
 	return $rc

@@ -31,7 +31,14 @@ func TestMissingSymbol(t *testing.T) {
 }
 
 // open returns the first CUDA device, or skips (fails under STRATA_REQUIRE_GPU=1).
-func open(t *testing.T) *gpu.Device {
+func open(t testing.TB) *gpu.Device {
+	_, d := openDriver(t)
+	return d
+}
+
+// openDriver returns the first CUDA device both as the backend's own driver and
+// wrapped in a gpu.Device.
+func openDriver(t testing.TB) (*device, *gpu.Device) {
 	t.Helper()
 	b := &backend{candidates: libraryNames()}
 	skip := func(why string) {
@@ -54,7 +61,7 @@ func open(t *testing.T) *gpu.Device {
 	}
 	d := gpu.NewDevice(drv)
 	t.Cleanup(func() { _ = d.Close() })
-	return d
+	return drv.(*device), d
 }
 
 // TestDevice runs the runtime end to end on a real device: copies both ways, a

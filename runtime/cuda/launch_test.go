@@ -1,0 +1,107 @@
+package cuda
+
+import (
+	"runtime"
+	"testing"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+	"github.com/strata-hip/strata/runtime/gpu"
+)
+
+// emptyArgs40PTX is a kernel that does nothing with a 40-byte by-value argument
+// (clang-19 PTX, as in bench/ceilings).
+const emptyArgs40PTX = `.version 4.2
+.target sm_50
+.address_size 64
+
+.visible .entry strata_empty_args40(
+	.param .align 8 .b8 strata_empty_args40_param_0[40]
+)
+{
+	ret;
+}
+`
+
+// BenchmarkLaunch splits the host cost of one launch into its layers: the raw driver
+// call through purego.SyscallN (thread already locked, context already current), the
+// backend's Launch (lock, bind the context, copy the arguments into the arena), and
+// gpu.Func.Launch (adds the poison check). The stream is synchronised every 256
+// launches so the driver's queue never fills and the numbers stay host costs.
+func BenchmarkLaunch(b *testing.B) {
+	drv, d := openDriver(b)
+	mod, err := d.LoadModule(gpu.CodeObject{Name: "bench/empty", Target: d.Info().Arch, Image: []byte(emptyArgs40PTX)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer mod.Unload()
+	fn, err := mod.Func("strata_empty_args40")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := d.NewStream()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Destroy()
+	// The same kernel and a stream again, as the backend's own handles.
+	img := append([]byte(emptyArgs40PTX), 0)
+	rawMod, err := drv.LoadModule(img, "bench/empty")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer drv.UnloadModule(rawMod)
+	h, err := drv.Function(rawMod, "strata_empty_args40")
+	if err != nil {
+		b.Fatal(err)
+	}
+	sh, err := drv.StreamCreate()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer drv.StreamDestroy(sh)
+	args := make([]byte, 40)
+	one, warp := gpu.Dim3{X: 1, Y: 1, Z: 1}, gpu.Dim3{X: 32, Y: 1, Z: 1}
+
+	b.Run("gpu.Func.Launch", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if err := fn.Launch(s, one, warp, 0, args); err != nil {
+				b.Fatal(err)
+			}
+			if i%256 == 255 {
+				_ = s.Sync()
+			}
+		}
+		_ = s.Sync()
+	})
+	b.Run("device.Launch", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if err := drv.Launch(h, one, warp, 0, sh, args, "strata_empty_args40"); err != nil {
+				b.Fatal(err)
+			}
+			if i%256 == 255 {
+				_ = drv.StreamSync(sh)
+			}
+		}
+		_ = drv.StreamSync(sh)
+	})
+	b.Run("raw SyscallN", func(b *testing.B) {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		purego.SyscallN(drv.l.cuCtxSetCurrent, drv.ctx)
+		base := uintptr(unsafe.Pointer(&drv.arena[0]))
+		slots := unsafe.Slice((*uintptr)(unsafe.Pointer(&drv.arena[arenaExtra])), 5)
+		*(*uintptr)(unsafe.Pointer(&drv.arena[arenaSizeOff])) = 40
+		slots[0], slots[1], slots[2], slots[3], slots[4] = launchParamBufferPointer, base+arenaArgs, launchParamBufferSize, base+arenaSizeOff, launchParamEnd
+		for i := 0; i < b.N; i++ {
+			r, _, _ := purego.SyscallN(drv.l.cuLaunchKernel, h, 1, 1, 1, 32, 1, 1, 0, sh, 0, base+arenaExtra)
+			if r != 0 {
+				b.Fatalf("cuLaunchKernel: %d", r)
+			}
+			if i%256 == 255 {
+				purego.SyscallN(drv.l.cuStreamSynchronize, sh)
+			}
+		}
+		purego.SyscallN(drv.l.cuStreamSynchronize, sh)
+	})
+}
