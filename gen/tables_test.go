@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -90,5 +92,69 @@ func TestTableValidation(t *testing.T) {
 				t.Fatalf("got error %v, want one naming %s and %q", err, c.file, c.want)
 			}
 		})
+	}
+}
+
+// TestTablesHeaderCompiles compiles strata_tables.h as host C++ (STRATA_CONSTANT empty)
+// with a program that prints a checksum of every table, and compares the checksums with
+// the parsed text files: the C values are the Go values. Skips without clang-19 or c++.
+func TestTablesHeaderCompiles(t *testing.T) {
+	cxx := ""
+	for _, c := range []string{"clang++-19", "clang-19", "c++"} {
+		if p, err := exec.LookPath(c); err == nil {
+			cxx = p
+			break
+		}
+	}
+	if cxx == "" {
+		t.Skip("no C++ compiler (clang-19 or c++) on PATH")
+	}
+	files, err := tableFiles("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "strata_tables.h"), files[1].Data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var src, want strings.Builder
+	src.WriteString("#define STRATA_CONSTANT\n#include \"strata_tables.h\"\n#include <cstdio>\n#include <cstring>\nint main() {\n")
+	for _, s := range tableSpecs {
+		data, err := os.ReadFile(filepath.Join("..", tablesDir, s.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		vals, err := parseTable(s, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum uint64
+		for i, v := range vals {
+			sum = sum*1099511628211 + v + uint64(i)
+		}
+		fmt.Fprintf(&want, "%s %d %d\n", s.cName, len(vals), sum)
+		fmt.Fprintf(&src, "  { unsigned long long sum = 0; for (unsigned i = 0; i < sizeof %s / sizeof %s[0]; i++) {\n", s.cName, s.cName)
+		if s.float {
+			fmt.Fprintf(&src, "    unsigned int b; std::memcpy(&b, &%s[i], 4); unsigned long long v = b;\n", s.cName)
+		} else {
+			fmt.Fprintf(&src, "    unsigned long long v = %s[i];\n", s.cName)
+		}
+		fmt.Fprintf(&src, "    sum = sum*1099511628211ull + v + i; }\n  std::printf(\"%s %%u %%llu\\n\", (unsigned)(sizeof %s / sizeof %s[0]), sum); }\n", s.cName, s.cName, s.cName)
+	}
+	src.WriteString("  return 0;\n}\n")
+	if err := os.WriteFile(filepath.Join(dir, "check.cpp"), []byte(src.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "check")
+	out, err := exec.Command(cxx, "-x", "c++", "-std=c++17", "-Wall", "-Werror", "-o", bin, filepath.Join(dir, "check.cpp"), "-lstdc++").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s does not compile strata_tables.h: %v\n%s", cxx, err, out)
+	}
+	got, err := exec.Command(bin).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want.String() {
+		t.Fatalf("C tables differ from the text files:\nC:\n%s\nwant:\n%s", got, want.String())
 	}
 }
