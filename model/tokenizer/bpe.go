@@ -97,11 +97,14 @@ func (t *Tokenizer) bpe(piece string, out []int32) []int32 {
 		s.syms = append(s.syms, bpeSymbol{id: t.byteID[piece[i]], prev: i - 1, next: i + 1})
 	}
 	s.syms[n-1].next = -1
-	for i := int32(0); i < n; i++ {
-		if k, ok := t.setPair(s, i); ok {
-			s.heap = append(s.heap, k)
+	for i := int32(0); i+1 < n; i++ {
+		p := t.bytePairs[int(piece[i])<<8|int(piece[i+1])]
+		s.syms[i].pairRank, s.syms[i].pairResult = p.rank, p.result
+		if p.rank >= 0 {
+			s.heap = append(s.heap, uint64(p.rank)<<32|uint64(i))
 		}
 	}
+	s.syms[n-1].pairRank = -1
 	for i := (len(s.heap) - 2) / 4; i >= 0; i-- {
 		s.siftDown(i)
 	}

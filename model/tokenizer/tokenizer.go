@@ -14,7 +14,10 @@ type Tokenizer struct {
 	vocab  map[string]int32 // normal tokens by their byte-level text
 	byteID [256]int32       // the token of each single byte
 	merges *mergeTable      // pair of ids -> rank and result
-	bytes  [][]byte         // what each id decodes to
+	// bytePairs is the merge of every pair of single-byte tokens, indexed by b1<<8 | b2
+	// (rank -1: none): the first lookups of every piece, kept in a small dense table.
+	bytePairs []bytePair
+	bytes     [][]byte // what each id decodes to
 
 	added      []addedToken // longest first
 	addedFirst [256]bool    // first bytes of added tokens, to skip quickly
@@ -22,6 +25,8 @@ type Tokenizer struct {
 	mu    sync.Mutex
 	cache map[string][]int32 // BPE result per piece
 }
+
+type bytePair struct{ rank, result int32 }
 
 type addedToken struct {
 	text    string
@@ -95,6 +100,22 @@ func New(d Data) (*Tokenizer, error) {
 			return nil, fmt.Errorf("tokenizer: merge %d (%q) makes %q, which is not in the vocabulary", rank, clip(m), clip(left+right))
 		}
 		t.merges.insert(l, r, int32(rank), res) // the first (lowest-rank) copy of a pair wins
+	}
+	t.bytePairs = make([]bytePair, 1<<16)
+	for i := range t.bytePairs {
+		rank, result, ok := t.merges.lookup(t.byteID[i>>8], t.byteID[i&0xFF])
+		if !ok {
+			rank = -1
+		}
+		t.bytePairs[i] = bytePair{rank, result}
+	}
+	t.bytePairs = make([]bytePair, 1<<16)
+	for i := range t.bytePairs {
+		rank, result, ok := t.merges.lookup(t.byteID[i>>8], t.byteID[i&0xFF])
+		if !ok {
+			rank = -1
+		}
+		t.bytePairs[i] = bytePair{rank, result}
 	}
 	return t, nil
 }
