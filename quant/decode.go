@@ -10,9 +10,10 @@ type float interface{ ~float32 | ~float64 }
 
 // DecodeRow decodes one row of weights of type t into dst; len(dst) is the row length
 // k and src must hold exactly the row's blocks. The result equals ggml's to_float bit for
-// bit (up to the sign of zero, see docs/quant-formats.md §1): every format's exact value
-// is computed with float32 operations that are all exact, except Q4_K's final
-// subtraction, which rounds once, as ggml's does.
+// bit (up to the sign of zero, see docs/quant-formats.md §1): every weight format's
+// exact value is computed with float32 operations that are all exact, except Q4_K's
+// final subtraction, which rounds once, as ggml's does. (The activation format Q8_K,
+// float32 d times int8, also rounds once.)
 func DecodeRow(t Type, src []byte, dst []float32) error { return decodeRow(t, src, dst) }
 
 // DecodeRow64 decodes one row like DecodeRow into float64. Every value is the exact
