@@ -45,7 +45,10 @@
 // float64, computed from exact integer block sums; GGML is the float32 value ggml's
 // arithmetic gives — for DotCPU bit for bit ggml's generic CPU vec_dot, for DotGPU
 // ggml-cuda's MMVQ per-block arithmetic including the truncating integer divisions of
-// IQ2_XS and IQ3_XXS, summed in block order.
+// IQ2_XS and IQ3_XXS, summed in block order. [VecDotCPU] is the GGML value alone,
+// without the cost of the exact sum. [DotF32] is the exact dot with unquantized float32
+// activations (the reference for F16/BF16 mat-vec and the value the quantized paths
+// approximate).
 //
 // # Conversions
 //

@@ -70,6 +70,26 @@ func DotGPU(t Type, w, act []byte) (Dot, error) {
 	return Dot{Exact: e.value(), GGML: ggmlGPUDot(t, w, act, k)}, nil
 }
 
+// DotF32 is the exact dot product of one weight row of type t with unquantized float32
+// activations x (len(x) = the row length), rounded once to float64: the reference for
+// kernels that do not quantize the activation (F16/BF16 mat-vec, float routers), and
+// the value the quantized paths approximate.
+func DotF32(t Type, w []byte, x []float32) (float64, error) {
+	in, ok := Lookup(t)
+	if !ok || (!in.Weight && t != F32) {
+		return 0, fmt.Errorf("quant: DotF32: %s is not a weight type", t)
+	}
+	wd := make([]float64, len(x))
+	if err := DecodeRow64(t, w, wd); err != nil {
+		return 0, fmt.Errorf("quant: DotF32: %w", err)
+	}
+	var e exactAcc
+	for i, v := range wd {
+		e.addProduct(v, float64(x[i]))
+	}
+	return e.value(), nil
+}
+
 // VecDotCPU is DotCPU's GGML value alone: ggml's generic CPU vec_dot of weight row w
 // with activation row act (in t's VecDotType), bit for bit, without the exact sum.
 func VecDotCPU(t Type, w, act []byte) (float32, error) {
@@ -133,6 +153,32 @@ func (e *exactAcc) add(a, b float64, n int64) {
 	}
 	e.t.SetFloat64(ab)
 	e.u.SetInt64(n)
+	e.t.Mul(&e.t, &e.u)
+	e.acc.Add(&e.acc, &e.t)
+}
+
+// addProduct adds a·b for any finite float64 a and b (the product is formed exactly).
+func (e *exactAcc) addProduct(a, b float64) {
+	p := a * b
+	if math.IsInf(p, 0) || math.IsNaN(p) || math.IsInf(a, 0) || math.IsInf(b, 0) || e.nonFinite {
+		if !e.nonFinite {
+			e.plain = e.value()
+			e.nonFinite = true
+		}
+		e.plain += p
+		return
+	}
+	if a == 0 || b == 0 {
+		return
+	}
+	if !e.inited {
+		e.acc.SetPrec(exactPrec)
+		e.t.SetPrec(exactPrec)
+		e.u.SetPrec(exactPrec)
+		e.inited = true
+	}
+	e.t.SetFloat64(a)
+	e.u.SetFloat64(b)
 	e.t.Mul(&e.t, &e.u)
 	e.acc.Add(&e.acc, &e.t)
 }

@@ -30,6 +30,9 @@ func checkDotVectors(t *testing.T, v *vectorFile, typ Type, _ []float32, wq []by
 		if g, err := VecDotCPU(typ, row, act); err != nil || g != d.GGML {
 			t.Errorf("row %d: VecDotCPU %g (%v), DotCPU ggml %g", r, g, err, d.GGML)
 		}
+		if f, err := DotF32(typ, row, f32s(v.section("act_f32"))); err != nil || f != v.Dot.ExactF32[r] {
+			t.Errorf("row %d: DotF32 %.17g (%v), vectors %.17g", r, f, err, v.Dot.ExactF32[r])
+		}
 		c["dots"]++
 		if typ == F16 || typ == BF16 {
 			continue
