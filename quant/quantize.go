@@ -76,7 +76,9 @@ func Quantize(t Type, x []float32, dst []byte) error {
 // 4, 2, 1, in float32), d = amax/127, q = roundf(x/d) (a true division, half away from
 // zero; 0 when amax is 0), stored as (fp16(d), fp16(sum)). x may be any length; the
 // last block is padded with zeros, as the kernel pads the row. dst must be
-// ceil(len(x)/32)·36 bytes.
+// ceil(len(x)/32)·36 bytes. x must be finite. One corner is undefined in C: when amax
+// is a float32 subnormal below 127·2⁻¹⁴⁹, d underflows to 0 and x/d is ±Inf or NaN;
+// here the conversion saturates (NaN gives 0), like a saturating GPU cvt.
 func QuantizeQ8_1GPU(x []float32, dst []byte) error {
 	nb := (len(x) + 31) / 32
 	if len(x) == 0 || len(dst) != nb*36 {
@@ -101,7 +103,7 @@ func QuantizeQ8_1GPU(x []float32, dst []byte) error {
 		for i, xi := range v {
 			var q int8
 			if amax != 0 {
-				q = int8(math.Round(float64(xi / d)))
+				q = satInt8(math.Round(float64(xi / d)))
 			}
 			y[4+i] = byte(q)
 		}
@@ -227,4 +229,17 @@ func checkFinite(x []float32) error {
 		}
 	}
 	return nil
+}
+
+// satInt8 converts to int8 with saturation; NaN gives 0.
+func satInt8(v float64) int8 {
+	switch {
+	case v != v:
+		return 0
+	case v >= 127:
+		return 127
+	case v <= -128:
+		return -128
+	}
+	return int8(v)
 }

@@ -137,3 +137,18 @@ func TestQuantizeQ8_1GPU(t *testing.T) {
 		}
 	}
 }
+
+// TestQuantizeQ8_1GPUTiny: amax a float32 subnormal so small that d = amax/127 is 0;
+// the division is infinite and the conversion saturates.
+func TestQuantizeQ8_1GPUTiny(t *testing.T) {
+	x := make([]float32, 32)
+	x[0] = math.Float32frombits(5) // 5·2⁻¹⁴⁹
+	x[1] = -math.Float32frombits(5)
+	y := make([]byte, 36)
+	if err := QuantizeQ8_1GPU(x, y); err != nil {
+		t.Fatal(err)
+	}
+	if int8(y[4]) != 127 || int8(y[5]) != -128 || y[6] != 0 || y[0] != 0 || y[1] != 0 {
+		t.Fatalf("got d %#02x%02x q %d %d %d", y[1], y[0], int8(y[4]), int8(y[5]), int8(y[6]))
+	}
+}
