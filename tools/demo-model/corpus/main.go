@@ -180,7 +180,9 @@ func run(outDir, manifestPath string) error {
 // isGenerated reports whether the generated-code comment appears before the package clause.
 func isGenerated(b []byte) bool {
 	head := b
-	if i := bytes.Index(b, []byte("\npackage ")); i >= 0 {
+	if bytes.HasPrefix(b, []byte("package ")) {
+		head = nil
+	} else if i := bytes.Index(b, []byte("\npackage ")); i >= 0 {
 		head = b[:i]
 	}
 	return generated.Match(head)
