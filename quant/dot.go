@@ -3,7 +3,6 @@ package quant
 import (
 	"fmt"
 	"math"
-	"math/big"
 )
 
 // Dot is one row·activation dot product, computed two ways.
@@ -116,51 +115,29 @@ func rowLen(t Type, w []byte) (int, error) {
 	return len(w) / in.BlockBytes * in.BlockElems, nil
 }
 
-// exactAcc sums terms a·b·n (a, b float64 whose product is exact in float64, n an
-// integer) without rounding, and rounds once at the end. A non-finite scale (possible
-// in arbitrary bytes) switches it to plain float64 arithmetic, so that the result is
-// the Inf or NaN IEEE arithmetic gives.
+// exactAcc sums products without rounding and rounds once at the end. Each product
+// is split exactly into two float64s with an FMA (p = a·b rounded, e = a·b − p), and
+// the pieces are kept as a list of non-overlapping partial sums (Shewchuk's algorithm,
+// as in Python's math.fsum), whose correctly rounded total is the result. The
+// magnitudes here (fp16 and float32 scales, integer sums below 2⁵³) are far from
+// float64 underflow and overflow, where that splitting would stop being exact. A
+// non-finite product (possible with arbitrary bytes) switches to plain float64
+// arithmetic, so the result is the Inf or NaN that IEEE arithmetic gives.
 type exactAcc struct {
-	acc, t, u big.Float
-	inited    bool
+	partials  []float64
 	nonFinite bool
 	plain     float64
 }
 
-// exactPrec covers the whole exponent range of the terms (fp16 and float32 scales,
-// 64-bit integers, up to 2³² terms) so that no addition rounds.
-const exactPrec = 1024
-
+// add adds a·b·n, where a·b must be exact in float64 and |n| < 2⁵³.
 func (e *exactAcc) add(a, b float64, n int64) {
-	ab := a * b
-	if math.IsInf(ab, 0) || math.IsNaN(ab) || e.nonFinite {
-		if !e.nonFinite {
-			// Switch to float64 from here; the finite part so far is carried over.
-			e.plain = e.value()
-			e.nonFinite = true
-		}
-		e.plain += ab * float64(n)
-		return
-	}
-	if n == 0 || ab == 0 {
-		return
-	}
-	if !e.inited {
-		e.acc.SetPrec(exactPrec)
-		e.t.SetPrec(exactPrec)
-		e.u.SetPrec(exactPrec)
-		e.inited = true
-	}
-	e.t.SetFloat64(ab)
-	e.u.SetInt64(n)
-	e.t.Mul(&e.t, &e.u)
-	e.acc.Add(&e.acc, &e.t)
+	e.addProduct(a*b, float64(n))
 }
 
-// addProduct adds a·b for any finite float64 a and b (the product is formed exactly).
+// addProduct adds a·b for finite float64 a and b.
 func (e *exactAcc) addProduct(a, b float64) {
 	p := a * b
-	if math.IsInf(p, 0) || math.IsNaN(p) || math.IsInf(a, 0) || math.IsInf(b, 0) || e.nonFinite {
+	if e.nonFinite || math.IsInf(p, 0) || math.IsNaN(p) {
 		if !e.nonFinite {
 			e.plain = e.value()
 			e.nonFinite = true
@@ -168,30 +145,67 @@ func (e *exactAcc) addProduct(a, b float64) {
 		e.plain += p
 		return
 	}
-	if a == 0 || b == 0 {
+	if p == 0 {
 		return
 	}
-	if !e.inited {
-		e.acc.SetPrec(exactPrec)
-		e.t.SetPrec(exactPrec)
-		e.u.SetPrec(exactPrec)
-		e.inited = true
+	e.addExact(p)
+	if lo := math.FMA(a, b, -p); lo != 0 {
+		e.addExact(lo)
 	}
-	e.t.SetFloat64(a)
-	e.u.SetFloat64(b)
-	e.t.Mul(&e.t, &e.u)
-	e.acc.Add(&e.acc, &e.t)
 }
 
+// addExact adds x to the partials, keeping them non-overlapping and increasing in
+// magnitude.
+func (e *exactAcc) addExact(x float64) {
+	i := 0
+	for _, y := range e.partials {
+		if math.Abs(x) < math.Abs(y) {
+			x, y = y, x
+		}
+		hi := x + y
+		lo := y - (hi - x)
+		if lo != 0 {
+			e.partials[i] = lo
+			i++
+		}
+		x = hi
+	}
+	e.partials = append(e.partials[:i], x)
+}
+
+// value returns the sum rounded once to float64 (to nearest, ties to even).
 func (e *exactAcc) value() float64 {
 	if e.nonFinite {
 		return e.plain
 	}
-	if !e.inited {
+	p := e.partials
+	n := len(p)
+	if n == 0 {
 		return 0
 	}
-	f, _ := e.acc.Float64()
-	return f
+	n--
+	hi := p[n]
+	var lo float64
+	for n > 0 {
+		x := hi
+		n--
+		y := p[n]
+		hi = x + y
+		lo = y - (hi - x)
+		if lo != 0 {
+			break
+		}
+	}
+	// hi + lo is exact; if what lies below has the sign of lo and lo is exactly half
+	// an ulp of hi, the rounding of hi + lo was a tie broken the wrong way.
+	if n > 0 && (lo < 0 && p[n-1] < 0 || lo > 0 && p[n-1] > 0) {
+		y := lo * 2
+		x := hi + y
+		if y == x-hi {
+			hi = x
+		}
+	}
+	return hi
 }
 
 // actView reads activation blocks: scale and quants per block of actElems.
@@ -222,10 +236,6 @@ func (v actView) d(blk int) float64 {
 	return float64(F16ToF32(le16(v.b, blk*v.bytes)))
 }
 
-func (v actView) q(i int) int32 {
-	blk := i / v.elems
-	return int32(int8(v.b[blk*v.bytes+v.qOff+i%v.elems]))
-}
 
 // IntBlock is a weight block in integer form: element i equals
 //
@@ -424,20 +434,22 @@ func exactDot(t Type, w []byte, at Type, act []byte, k int, e *exactAcc) {
 		// activation scale, so Σ mult·Σq·q_a is a single integer.
 		span := min(av.elems, v.Elems)
 		for s := 0; s < v.Elems; s += span {
+			ab := (base + s) / av.elems
+			qa := av.b[ab*av.bytes+av.qOff+(base+s)%av.elems:][:span] // activation quants of this span
 			var dot, off int64
 			chunk := min(v.Group, span) // Q2_0's 64-group spans two q8_0/q8_1 blocks
-			for c := s; c < s+span; c += chunk {
-				g := c / v.Group
+			for c := 0; c < span; c += chunk {
+				g := (s + c) / v.Group
 				var gd, gs int64
-				for i := c; i < c+chunk; i++ {
-					qa := int64(av.q(base + i))
-					gd += int64(v.Q[i]) * qa
-					gs += qa
+				for i, x := range qa[c : c+chunk] {
+					q := int64(int8(x))
+					gd += int64(v.Q[s+c+i]) * q
+					gs += q
 				}
 				dot += int64(v.Mult[g]) * gd
 				off += int64(v.OffMult[g]) * gs
 			}
-			da := av.d((base + s) / av.elems)
+			da := av.d(ab)
 			e.add(v.Base, da, dot)
 			if v.OffBase != 0 {
 				e.add(v.OffBase, da, off)

@@ -188,3 +188,46 @@ func TestDotErrors(t *testing.T) {
 		t.Errorf("Inf scale: got %+v, %v", d, err)
 	}
 }
+
+// TestExactAcc compares the accumulator with big.Float on sums built to be hard:
+// wide exponent ranges, heavy cancellation and exact ties.
+func TestExactAcc(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for iter := 0; iter < 3000; iter++ {
+		var e exactAcc
+		ref := new(big.Float).SetPrec(4096)
+		n := 1 + rng.IntN(40)
+		var terms []float64
+		for i := 0; i < n; i++ {
+			a := math.Ldexp(rng.Float64()+0.5, rng.IntN(200)-100)
+			b := math.Ldexp(rng.Float64()+0.5, rng.IntN(200)-100)
+			if rng.IntN(2) == 0 {
+				a = -a
+			}
+			switch rng.IntN(4) {
+			case 0: // cancel an earlier product exactly
+				if len(terms) >= 2 {
+					j := rng.IntN(len(terms) / 2)
+					a, b = -terms[2*j], terms[2*j+1]
+				}
+			case 1: // a tie: half an ulp of 1 next to 1
+				a, b = 1, math.Ldexp(1, -53)
+			}
+			terms = append(terms, a, b)
+			e.addProduct(a, b)
+			p := new(big.Float).SetPrec(4096).SetFloat64(a)
+			ref.Add(ref, p.Mul(p, new(big.Float).SetFloat64(b)))
+		}
+		want, _ := ref.Float64()
+		if got := e.value(); got != want {
+			t.Fatalf("iter %d: exactAcc %.17g, big.Float %.17g (terms %v)", iter, got, want, terms)
+		}
+	}
+	var e exactAcc
+	e.addProduct(1, 1)
+	e.addProduct(math.Ldexp(1, -53), 1)  // exactly half an ulp of 1: ties to even (1)
+	e.addProduct(math.Ldexp(1, -110), 1) // ... unless anything lies beyond
+	if got := e.value(); got != 1+math.Ldexp(1, -52) {
+		t.Fatalf("tie with a sticky bit: got %.17g", got)
+	}
+}
