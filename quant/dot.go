@@ -236,7 +236,6 @@ func (v actView) d(blk int) float64 {
 	return float64(F16ToF32(le16(v.b, blk*v.bytes)))
 }
 
-
 // IntBlock is a weight block in integer form: element i equals
 //
 //	Base·Mult[g]·Q[i] + OffBase·OffMult[g],  g = i/Group,
