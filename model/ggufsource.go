@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/strata-hip/strata/gguf"
 	"github.com/strata-hip/strata/quant"
@@ -66,36 +67,55 @@ func (s *GGUFSource) prepare(ti gguf.TensorInfo) (*Tensor, error) {
 		}
 		dims[i] = int(d)
 	}
-	qt := quant.Type(ti.Type)
-	rb, err := qt.RowBytes(dims[0])
+	t, err := NewQuantTensor(ti.Name, quant.Type(ti.Type), dims, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%s: tensor %s: unsupported tensor type %s for this engine: %v", path, ti.Name, ti.Type, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	data, err := s.F.Data(ti.Name)
-	if err != nil {
+	if t.Data, err = s.F.Data(ti.Name); err != nil {
 		return nil, err
 	}
-	t := &Tensor{Name: ti.Name, Type: qt.String(), Dims: dims, Data: data, RowBytes: rb}
-	if rows := t.Rows(); rows*rb != len(data) {
-		return nil, fmt.Errorf("%s: tensor %s: %d rows of %d bytes do not fill its %d bytes", path, ti.Name, rows, rb, len(data))
+	if rows := t.Rows(); rows*t.RowBytes != len(t.Data) {
+		return nil, fmt.Errorf("%s: tensor %s: %d rows of %d bytes do not fill its %d bytes", path, ti.Name, rows, t.RowBytes, len(t.Data))
 	}
+	if t.Type != "F32" && t.Type != "F16" && t.Type != "BF16" {
+		probe := make([]float32, dims[0])
+		if err := quant.DecodeRow(quant.Type(ti.Type), t.Data[:t.RowBytes], probe); err != nil {
+			return nil, fmt.Errorf("%s: tensor %s: unsupported tensor type %s for the CPU engine: %v", path, ti.Name, t.Type, err)
+		}
+	}
+	return t, nil
+}
+
+// NewQuantTensor describes a tensor of ggml type qt with the given dims over data (which
+// may be set later), choosing its row decoder and the fastest single-row dot available:
+// a fused float dot for F32, Q8_0 and Q4_K, otherwise decode-then-dot. (quant.VecDotCPU,
+// ggml's integer dot against a Q8_K activation, was measured slower here: it is the
+// bit-exact reference, not a fast path.)
+func NewQuantTensor(name string, qt quant.Type, dims []int, data []byte) (*Tensor, error) {
+	rb, err := qt.RowBytes(dims[0])
+	if err != nil {
+		return nil, fmt.Errorf("tensor %s: unsupported tensor type %s for this engine: %v", name, qt, err)
+	}
+	t := &Tensor{Name: name, Type: strings.ToUpper(qt.String()), Dims: dims, Data: data, RowBytes: rb}
 	switch qt {
 	case quant.F32:
-		t.Decode = DecodeF32
+		t.Decode, t.Dot = DecodeF32, dotF32
 	case quant.F16:
 		t.Decode = DecodeF16
 	case quant.BF16:
 		t.Decode = DecodeBF16
 	default:
-		probe := make([]float32, dims[0])
-		if err := quant.DecodeRow(qt, data[:rb], probe); err != nil {
-			return nil, fmt.Errorf("%s: tensor %s: unsupported tensor type %s for the CPU engine: %v", path, ti.Name, qt, err)
-		}
 		t.Decode = func(dst []float32, src []byte) {
 			if err := quant.DecodeRow(qt, src, dst); err != nil {
-				// Row sizes were checked at open; this is a programming error.
-				panic("model: decoding " + ti.Name + ": " + err.Error())
+				// Row sizes were checked when the tensor was made; a programming error.
+				panic("model: decoding " + name + ": " + err.Error())
 			}
+		}
+		switch qt {
+		case quant.Q8_0:
+			t.Dot = dotQ8_0
+		case quant.Q4_K:
+			t.Dot = dotQ4K
 		}
 	}
 	return t, nil

@@ -3,6 +3,8 @@ package model
 import (
 	"math"
 	"testing"
+
+	"github.com/strata-hip/strata/quant"
 )
 
 func TestSamplerGreedyAndFilters(t *testing.T) {
@@ -67,6 +69,40 @@ func TestSamplerDistribution(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		if x, y := a.Sample(logits), b.Sample(logits); x != y {
 			t.Fatalf("draw %d: %d vs %d with the same seed", i, x, y)
+		}
+	}
+}
+
+// TestFusedDotsMatchDecode: the fused single-row dots equal decode-then-dot up to float32
+// rounding order (relative 1e-5 of Σ|w·x|), on rows quantized by the quant package.
+func TestFusedDotsMatchDecode(t *testing.T) {
+	const k = 256
+	x := make([]float32, k)
+	w := make([]float32, k)
+	for i := range x {
+		x[i] = float32(math.Sin(float64(i))) * 3
+		w[i] = float32(math.Cos(float64(i)*0.37)) * 0.1
+	}
+	for _, c := range []struct {
+		typ quant.Type
+		dot func([]byte, []float32) float32
+	}{{quant.F32, dotF32}, {quant.Q8_0, dotQ8_0}, {quant.Q4_K, dotQ4K}} {
+		rb, _ := c.typ.RowBytes(k)
+		row := make([]byte, rb)
+		if err := quant.Quantize(c.typ, w, row); err != nil {
+			t.Fatal(err)
+		}
+		dec := make([]float32, k)
+		if err := quant.DecodeRow(c.typ, row, dec); err != nil {
+			t.Fatal(err)
+		}
+		var want, mag float64
+		for i := range dec {
+			want += float64(dec[i]) * float64(x[i])
+			mag += math.Abs(float64(dec[i]) * float64(x[i]))
+		}
+		if got := c.dot(row, x); math.Abs(float64(got)-want) > 1e-5*mag {
+			t.Errorf("%s: fused dot %g, decode-then-dot %g", c.typ, got, want)
 		}
 	}
 }
