@@ -30,6 +30,7 @@ var importRules = []struct {
 	{"runtime/cuda", []string{"runtime/gpu", "github.com/ebitengine/purego"}},
 	{"parity/...", []string{"parity/...", "kernels", "kernels/abi", "quant/...", "runtime/..."}},
 	{"model/...", []string{"model/...", "quant/...", "gguf/...", "runtime/gpu", "kernels/abi"}},
+	{"models/...", nil}, // embedded model files (go:embed): standard library only
 	{"cmd/...", []string{"*"}},
 	{"tools/...", []string{"*"}}, // developer tools: anything but gen and parity
 	{"bench/...", []string{"*"}}, // benchmark drivers and their result tooling, likewise
