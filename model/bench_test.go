@@ -179,4 +179,3 @@ func BenchmarkSynthetic30BA3B(b *testing.B) {
 		})
 	}
 }
-
