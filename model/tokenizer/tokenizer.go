@@ -211,6 +211,9 @@ func (t *Tokenizer) encodePiece(piece string, out []int32) []int32 {
 	if len(piece) == 1 {
 		return append(out, t.byteID[piece[0]])
 	}
+	if len(piece) >= longPieceMin {
+		return t.bpeLong(piece, out)
+	}
 	if len(piece) > cacheMaxPiece {
 		return t.bpe(piece, out)
 	}
