@@ -12,7 +12,7 @@ import (
 //
 // Supported: F32, F16 (ggml_fp32_to_fp16_row), BF16 (ggml_fp32_to_bf16_row_ref), Q8_0,
 // Q8_1 (quantize_row_q8_1_ref: s = fp16(d·Σq)), Q8_K, Q2_0, Q4_K, Q6_K. The IQ types
-// need an importance matrix and ggml's search tables to quantize; use [RandomBlocks]
+// need an importance matrix and ggml's search tables to quantize; use [RandomRow]
 // for test data of those. dst must be exactly the row's size.
 //
 // The block formats reject NaN and ±Inf input with an error (ggml's quantizers have no
@@ -56,7 +56,7 @@ func Quantize(t Type, x []float32, dst []byte) error {
 	case Q6_K:
 		block = quantizeQ6_K
 	default:
-		return fmt.Errorf("quant: no reference quantizer for %s (IQ formats need an importance matrix; use RandomBlocks for test data)", in.Name)
+		return fmt.Errorf("quant: no reference quantizer for %s (IQ formats need an importance matrix; use RandomRow for test data)", in.Name)
 	}
 	if err := checkFinite(x); err != nil {
 		return fmt.Errorf("quant: Quantize %s: %w", in.Name, err)
