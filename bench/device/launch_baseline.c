@@ -107,6 +107,18 @@ int main(void) {
     }
     snprintf(label, sizeof label, "%s launch + stream sync, host clock", names[k]);
     report(label, v, 2000);
+    for (int rep = 0; rep < 2000; rep++) {
+      double t0 = now_us();
+      LAUNCH();
+      CK(cuEventRecord(e1, s));
+      CUresult r;
+      while ((r = cuEventQuery(e1)) == CUDA_ERROR_NOT_READY) {
+      }
+      CK(r);
+      v[rep] = now_us() - t0;
+    }
+    snprintf(label, sizeof label, "%s launch + event-query polling, host clock", names[k]);
+    report(label, v, 2000);
   }
   return 0;
 }

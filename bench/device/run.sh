@@ -6,6 +6,9 @@
 #   bench/device/run.sh gpu              on the GPU machine (no Go), from the repository root:
 #                                        runs everything, full logs to $OUT (default .dev/out),
 #                                        summary tables last
+#   bench/device/run.sh gpu-launch       on the GPU machine: the launch-overhead breakdown only
+#                                        (runtime tests incl. the device-fault test, Go layers vs
+#                                        C, a CPU profile of the launch + sync round trip)
 #
 # TARGET defaults to sm_90 (the H200). .dev/ must be ignored by git (.git/info/exclude).
 set -uo pipefail
@@ -73,8 +76,26 @@ gpu() {
 	return $rc
 }
 
+gpu_launch() {
+	local out=${OUT:-.dev/out}
+	mkdir -p "$out"
+	local rc=0
+	nvidia-smi >"$out/nvidia-smi.log" 2>&1
+	echo "== runtime-cuda"
+	STRATA_REQUIRE_GPU=1 .dev/runtime-cuda.test -test.v -test.bench 'Launch|RoundTrip' -test.benchtime 20000x >"$out/runtime-cuda.log" 2>&1 || rc=1
+	echo "== roundtrip profile"
+	STRATA_REQUIRE_GPU=1 .dev/runtime-cuda.test -test.run '^$' -test.bench 'RoundTrip/gpu' -test.benchtime 100000x \
+		-test.cpuprofile "$out/roundtrip.prof" >"$out/roundtrip.log" 2>&1 || rc=1
+	echo "== launch-baseline"
+	{ nvcc -O2 -o /tmp/launch_baseline bench/device/launch_baseline.c -L/usr/local/cuda/lib64/stubs -lcuda && /tmp/launch_baseline; } >"$out/launch-baseline.log" 2>&1 || rc=1
+	grep -E "^(--- |ok|FAIL|PASS)|FAULT|POISON|mapped alias|ns/op" "$out/runtime-cuda.log"
+	cat "$out/roundtrip.log" "$out/launch-baseline.log"
+	return $rc
+}
+
 case ${1:-} in
 build) shift; build "$@" ;;
 gpu) gpu ;;
-*) echo "usage: $0 build [TARGET] | gpu" >&2; exit 2 ;;
+gpu-launch) gpu_launch ;;
+*) echo "usage: $0 build [TARGET] | gpu | gpu-launch" >&2; exit 2 ;;
 esac

@@ -89,12 +89,9 @@ func BenchmarkLaunch(b *testing.B) {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		purego.SyscallN(drv.l.cuCtxSetCurrent, drv.ctx)
-		base := uintptr(unsafe.Pointer(&drv.arena[0]))
-		slots := unsafe.Slice((*uintptr)(unsafe.Pointer(&drv.arena[arenaExtra])), 5)
-		*(*uintptr)(unsafe.Pointer(&drv.arena[arenaSizeOff])) = 40
-		slots[0], slots[1], slots[2], slots[3], slots[4] = launchParamBufferPointer, base+arenaArgs, launchParamBufferSize, base+arenaSizeOff, launchParamEnd
+		extra := rawExtra(drv, 40)
 		for i := 0; i < b.N; i++ {
-			r, _, _ := purego.SyscallN(drv.l.cuLaunchKernel, h, 1, 1, 1, 32, 1, 1, 0, sh, 0, base+arenaExtra)
+			r, _, _ := purego.SyscallN(drv.l.cuLaunchKernel, h, 1, 1, 1, 32, 1, 1, 0, sh, 0, extra)
 			if r != 0 {
 				b.Fatalf("cuLaunchKernel: %d", r)
 			}
@@ -104,4 +101,116 @@ func BenchmarkLaunch(b *testing.B) {
 		}
 		purego.SyscallN(drv.l.cuStreamSynchronize, sh)
 	})
+}
+
+// BenchmarkRoundTrip: one launch followed by a stream synchronisation, the latency a
+// decode step pays when it waits for its result, split into the same layers as
+// BenchmarkLaunch. Comparing "raw SyscallN" with the C baseline (bench/device) shows
+// what Go and purego cost around a blocking driver call.
+func BenchmarkRoundTrip(b *testing.B) {
+	drv, d := openDriver(b)
+	mod, err := d.LoadModule(gpu.CodeObject{Name: "bench/empty", Target: d.Info().Arch, Image: []byte(emptyArgs40PTX)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer mod.Unload()
+	fn, err := mod.Func("strata_empty_args40")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := d.NewStream()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Destroy()
+	img := append([]byte(emptyArgs40PTX), 0)
+	rawMod, err := drv.LoadModule(img, "bench/empty")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer drv.UnloadModule(rawMod)
+	h, err := drv.Function(rawMod, "strata_empty_args40")
+	if err != nil {
+		b.Fatal(err)
+	}
+	sh, err := drv.StreamCreate()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer drv.StreamDestroy(sh)
+	args := make([]byte, 40)
+	one, warp := gpu.Dim3{X: 1, Y: 1, Z: 1}, gpu.Dim3{X: 32, Y: 1, Z: 1}
+
+	b.Run("gpu", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if err := fn.Launch(s, one, warp, 0, args); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.Sync(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("device", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if err := drv.Launch(h, one, warp, 0, sh, args, "strata_empty_args40"); err != nil {
+				b.Fatal(err)
+			}
+			if err := drv.StreamSync(sh); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("raw SyscallN", func(b *testing.B) {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		purego.SyscallN(drv.l.cuCtxSetCurrent, drv.ctx)
+		extra := rawExtra(drv, 40)
+		for i := 0; i < b.N; i++ {
+			if r, _, _ := purego.SyscallN(drv.l.cuLaunchKernel, h, 1, 1, 1, 32, 1, 1, 0, sh, 0, extra); r != 0 {
+				b.Fatalf("cuLaunchKernel: %d", r)
+			}
+			if r, _, _ := purego.SyscallN(drv.l.cuStreamSynchronize, sh); r != 0 {
+				b.Fatalf("cuStreamSynchronize: %d", r)
+			}
+		}
+	})
+	b.Run("raw SyscallN, sync by event polling", func(b *testing.B) {
+		// cuEventQuery in a loop instead of the blocking synchronize: no blocking call.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		purego.SyscallN(drv.l.cuCtxSetCurrent, drv.ctx)
+		e, err := drv.EventCreate()
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer drv.EventDestroy(e)
+		extra := rawExtra(drv, 40)
+		for i := 0; i < b.N; i++ {
+			purego.SyscallN(drv.l.cuLaunchKernel, h, 1, 1, 1, 32, 1, 1, 0, sh, 0, extra)
+			purego.SyscallN(drv.l.cuEventRecord, e, sh)
+			for {
+				r, _, _ := purego.SyscallN(drv.l.cuEventQuery, e)
+				if r == 0 {
+					break
+				}
+				if r != cudaErrorNotReady {
+					b.Fatalf("cuEventQuery: %d", r)
+				}
+			}
+		}
+	})
+}
+
+// rawExtra fills the device's launch arena with an extra array for n zero bytes of
+// arguments and returns its address, for the raw-call benchmarks.
+func rawExtra(drv *device, n int) uintptr {
+	base := uintptr(unsafe.Pointer(&drv.arena[0]))
+	clear(drv.arena[arenaArgs : arenaArgs+n])
+	*(*uintptr)(unsafe.Pointer(&drv.arena[arenaSizeOff])) = uintptr(n)
+	slots := unsafe.Slice((*uintptr)(unsafe.Pointer(&drv.arena[arenaExtra])), 5)
+	slots[0], slots[1] = launchParamBufferPointer, base+arenaArgs
+	slots[2], slots[3] = launchParamBufferSize, base+arenaSizeOff
+	slots[4] = launchParamEnd
+	return base + arenaExtra
 }
