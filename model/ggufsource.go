@@ -42,11 +42,21 @@ func OpenGGUF(path string) (*GGUFSource, error) {
 	if err != nil {
 		return nil, err
 	}
+	s, err := NewGGUFSource(f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// NewGGUFSource serves the tensors of an opened GGUF file (for example one parsed from
+// embedded bytes with gguf.ParseBytes). Close closes f.
+func NewGGUFSource(f *gguf.File) (*GGUFSource, error) {
 	s := &GGUFSource{F: f, tensors: map[string]*Tensor{}}
 	for _, ti := range f.Tensors() {
 		t, err := s.prepare(ti)
 		if err != nil {
-			f.Close()
 			return nil, err
 		}
 		s.tensors[ti.Name] = t

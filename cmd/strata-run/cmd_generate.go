@@ -9,8 +9,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/strata-hip/strata/gguf"
 	"github.com/strata-hip/strata/model"
 	"github.com/strata-hip/strata/model/tokenizer"
+	"github.com/strata-hip/strata/models/demo"
 )
 
 // Generation is the default command: `strata-run -m MODEL.gguf -p "..."`, with
@@ -44,12 +46,12 @@ func genFlagSet(stderr io.Writer) (*flag.FlagSet, *genFlags) {
 			fs.Float64Var(p, n, def, usage)
 		}
 	}
-	str(&g.model, "", "model GGUF file", "m", "model")
+	str(&g.model, "", "model GGUF file (default: the embedded demo model)", "m", "model")
 	str(&g.prompt, "", "prompt text", "p", "prompt")
 	str(&g.file, "", "read the prompt from this file", "f", "file")
 	str(&g.system, "", "system message for --chat", "system", "sys", "system-prompt")
 	num(&g.n, -1, "tokens to generate (-1: until end of sequence or the context is full)", "n", "n-predict")
-	num(&g.ctx, 4096, "context size in tokens (0: the model's)", "c", "ctx-size")
+	num(&g.ctx, 0, "context size in tokens (0: the model's, at most 4096)", "c", "ctx-size")
 	num(&g.topK, 40, "top-k sampling (0: off)", "top-k")
 	num(&g.lastN, 64, "tokens the repeat penalty looks back over (-1: all)", "repeat-last-n")
 	num(&g.threads, 0, "CPU threads (0: all cores)", "t", "threads")
@@ -74,9 +76,6 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q (a subcommand? see strata-run help)", errUsage, fs.Arg(0))
 	}
-	if g.model == "" {
-		return fmt.Errorf("%w: no model: pass -m MODEL.gguf (make one with `strata-run convert HF_DIR -o MODEL.gguf`)", errUsage)
-	}
 	if g.file != "" {
 		b, err := os.ReadFile(g.file)
 		if err != nil {
@@ -90,7 +89,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	if g.threads > 0 {
 		model.SetThreads(g.threads)
 	}
-	src, err := model.OpenGGUF(g.model)
+	src, err := openModel(g.model, stderr)
 	if err != nil {
 		return err
 	}
@@ -121,10 +120,11 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("the prompt encodes to no tokens")
 	}
 	ctx := g.ctx
-	if ctx <= 0 || ctx > m.Cfg.CtxLen {
-		if ctx > m.Cfg.CtxLen {
-			fmt.Fprintf(stderr, "note: -c %d exceeds the model's %s.context_length %d; using %d\n", ctx, m.Cfg.Arch, m.Cfg.CtxLen, m.Cfg.CtxLen)
-		}
+	switch {
+	case ctx <= 0:
+		ctx = min(m.Cfg.CtxLen, 4096)
+	case ctx > m.Cfg.CtxLen:
+		fmt.Fprintf(stderr, "note: -c %d exceeds the model's %s.context_length %d; using %d\n", ctx, m.Cfg.Arch, m.Cfg.CtxLen, m.Cfg.CtxLen)
 		ctx = m.Cfg.CtxLen
 	}
 	if len(ids) >= ctx {
@@ -197,4 +197,23 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "prompt: %d tokens in %.2fs (%.1f tok/s); generation: %d tokens in %.2fs (%.1f tok/s); %d threads, seed %d\n",
 		len(ids), prefill.Seconds(), float64(len(ids))/prefill.Seconds(), n, gen.Seconds(), float64(n)/max(gen.Seconds(), 1e-9), model.SetThreads(g.threads), seed)
 	return nil
+}
+
+// openModel maps a GGUF file, or with no path the embedded demo model.
+func openModel(path string, stderr io.Writer) (*model.GGUFSource, error) {
+	if path != "" {
+		return model.OpenGGUF(path)
+	}
+	name, data := demo.Default()
+	f, err := gguf.ParseBytes(name, data)
+	if err != nil {
+		return nil, fmt.Errorf("embedded demo model: %w", err)
+	}
+	src, err := model.NewGGUFSource(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("embedded demo model: %w", err)
+	}
+	fmt.Fprintf(stderr, "no -m given: using the embedded demo model %s\n", name)
+	return src, nil
 }
