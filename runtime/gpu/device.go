@@ -16,6 +16,7 @@ type Device struct {
 	used   uint64 // bytes handed out by Alloc and not yet freed
 	sizes  map[DevPtr]uint64
 	fault  error // set by the first device fault; returned by every later call
+	probe  *Func // mapping-probe kernel registered by SetProbe, if any
 }
 
 // NewDevice wraps a backend's Driver. Open is the usual way in; tests and tools that

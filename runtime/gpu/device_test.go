@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"encoding/binary"
 	"errors"
 	"testing"
 	"unsafe"
@@ -74,8 +75,16 @@ func (f *fakeDriver) FillWords(dst DevPtr, words int, v uint32) error {
 func (f *fakeDriver) LoadModule([]byte, string) (uintptr, error) { f.calls++; return 1, nil }
 func (f *fakeDriver) UnloadModule(uintptr) error                 { f.calls++; return nil }
 func (f *fakeDriver) Function(uintptr, string) (uintptr, error)  { f.calls++; return 2, nil }
-func (f *fakeDriver) Launch(uintptr, Dim3, Dim3, uint32, uintptr, []byte, string) error {
+func (f *fakeDriver) Launch(_ uintptr, _, _ Dim3, _ uint32, _ uintptr, args []byte, sym string) error {
 	f.calls++
+	if sym == "probe" { // a mapping-probe kernel: struct { u64 p; u32 n; u32 v }
+		p := DevPtr(binary.LittleEndian.Uint64(args))
+		n, v := binary.LittleEndian.Uint32(args[8:]), binary.LittleEndian.Uint32(args[12:])
+		for i := 0; i < int(n); i++ {
+			binary.LittleEndian.PutUint32(f.host[p][4*i:], v)
+		}
+		return nil
+	}
 	err := f.failWith
 	f.failWith = nil
 	return err
@@ -191,6 +200,20 @@ func TestMappingProof(t *testing.T) {
 		_, ok, err := h.Mapped()
 		require.True(t, !ok)
 		require.ErrorContains(t, err, "device could not write through the alias")
+	})
+	t.Run("backend has no probe, registered one proves", func(t *testing.T) {
+		f := newFake()
+		f.fillWorks = false
+		d := NewDevice(f)
+		m, err := d.LoadModule(CodeObject{Name: "fk_1/probe", Target: "fk_1", Image: []byte("x")})
+		require.NoError(t, err)
+		fn, err := m.Func("probe")
+		require.NoError(t, err)
+		d.SetProbe(fn)
+		h, err := d.HostAlloc(4096, true)
+		require.NoError(t, err)
+		_, ok, err := h.Mapped()
+		require.True(t, ok, "%v", err)
 	})
 	t.Run("not mapped", func(t *testing.T) {
 		d := NewDevice(newFake())

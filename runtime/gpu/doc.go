@@ -49,8 +49,9 @@
 //     kept until Unload (HIP checks the image's mapping; CUDA needs PTX NUL-terminated).
 //   - Device.Register pins memory the caller owns; it must not be Go-heap memory (use
 //     an anonymous mapping, e.g. from AllocAnon) and must outlive Unregister.
-//   - A HostBuffer's device alias (HostBuffer.Mapped) is used only after a self-test
-//     proved the device can write through it; otherwise callers copy.
+//   - A HostBuffer's device alias (HostBuffer.Mapped) is used only after a kernel
+//     proved it can write through it (CUDA: a built-in PTX kernel; HIP: a probe
+//     registered with SetProbe); otherwise Mapped says why and callers copy.
 //
 // Handles (DevPtr, and the uintptr handles a Driver returns) are integers that never
 // hold Go pointers.

@@ -97,9 +97,10 @@ type Driver interface {
 	HostUnregister(p unsafe.Pointer) error
 	// HostDevicePtr returns the device alias of mapped host memory (unproven).
 	HostDevicePtr(p unsafe.Pointer) (DevPtr, error)
-	// FillWords makes the device write value into words 32-bit words at dst and waits.
-	// It must be done by device code (a kernel, or the runtime's own blit kernel), since
-	// it is the proof that the device can reach dst.
+	// FillWords makes a kernel write value into words 32-bit words at dst and waits: the
+	// proof that device code can reach dst. It must be a kernel, not a runtime copy or
+	// fill (a runtime may serve those from the host side for host memory). A backend
+	// without a built-in kernel returns an error saying so (see Device.SetProbe).
 	FillWords(dst DevPtr, words int, value uint32) error
 
 	// LoadModule loads an image (in memory outside the Go heap, NUL-terminated).

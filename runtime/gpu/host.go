@@ -114,7 +114,7 @@ func (d *Device) proveMapping(p unsafe.Pointer, n int) (DevPtr, error) {
 	for i := range mem {
 		mem[i] = poison
 	}
-	if err := d.do(func() error { return d.drv.FillWords(alias, words, pattern) }); err != nil {
+	if err := d.fillWords(alias, words, pattern); err != nil {
 		return 0, fmt.Errorf("gpu: device could not write through the alias %#x of host %p: %w", uintptr(alias), p, err)
 	}
 	for i, v := range mem {
@@ -124,4 +124,39 @@ func (d *Device) proveMapping(p unsafe.Pointer, n int) (DevPtr, error) {
 	}
 	clear(mem)
 	return alias, nil
+}
+
+// probeArgs is the argument struct of a mapping-probe kernel (see SetProbe).
+type probeArgs struct {
+	P uint64 // device address of uint32[N]
+	N uint32 // words to write
+	V uint32 // value to write
+}
+
+// SetProbe registers fn as the device's mapping-probe kernel, used to prove mapped
+// host memory instead of the backend's built-in one. fn must take one argument,
+// struct { uint64 p; uint32 n; uint32 v; } (16 bytes), and store v into p[0..n) with
+// one thread per word in blocks of 64 threads. The HIP backend has no built-in probe
+// (it would need a code object per AMD target), so on HIP mapped memory is proven only
+// once a probe is registered, and until then HostBuffer.Mapped reports no alias.
+func (d *Device) SetProbe(fn *Func) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.probe = fn
+}
+
+// fillWords makes device code write value into words at dst and waits for it.
+func (d *Device) fillWords(dst DevPtr, words int, value uint32) error {
+	d.mu.Lock()
+	probe := d.probe
+	d.mu.Unlock()
+	if probe == nil {
+		return d.do(func() error { return d.drv.FillWords(dst, words, value) })
+	}
+	a := probeArgs{P: uint64(dst), N: uint32(words), V: value}
+	grid := Dim3{X: uint32((words + 63) / 64), Y: 1, Z: 1}
+	if err := probe.Launch(nil, grid, Dim3{X: 64, Y: 1, Z: 1}, 0, Args(&a)); err != nil {
+		return err
+	}
+	return d.Synchronize()
 }

@@ -1,6 +1,7 @@
 package hip
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -167,15 +168,12 @@ func (d *device) HostDevicePtr(p unsafe.Pointer) (gpu.DevPtr, error) {
 	return gpu.DevPtr(dp), d.l.check(r, "hipHostGetDevicePointer", "")
 }
 
-// FillWords writes value through dst with hipMemsetD32, which ROCclr runs as a blit
-// kernel on the device: device code writing through the address is the proof the
-// mapping check needs, with no per-target code object in this package. (Not yet run
-// on AMD hardware.)
-func (d *device) FillWords(dst gpu.DevPtr, words int, value uint32) error {
-	if err := d.call("hipMemsetD32", "mapping self-test", d.l.hipMemsetD32, uintptr(dst), uintptr(value), uintptr(words)); err != nil {
-		return err
-	}
-	return d.Synchronize()
+// FillWords has no built-in kernel on HIP: one would need a code object for every AMD
+// target, and a runtime fill (hipMemsetD32) is no proof, since ROCclr may serve a fill
+// of host memory from the host. Until a probe kernel is registered with
+// gpu.Device.SetProbe, mapped memory stays unproven and callers copy instead.
+func (d *device) FillWords(gpu.DevPtr, int, uint32) error {
+	return errors.New("hip: no built-in mapping-probe kernel; register one with gpu.Device.SetProbe (until then mapped host memory is not used)")
 }
 
 // LoadModule loads a code object for this device (HIP builds only for the current

@@ -13,8 +13,10 @@
 // arguments go through hipModuleLaunchKernel's extra buffer in the exact five-slot
 // form HIP requires, {1, &args, 2, &size, 3}, from a page outside the Go heap.
 //
-// Mapped host memory is proved before use (package gpu): FillWords writes through the
-// device alias with hipMemsetD32, which ROCclr runs as a device blit kernel.
+// Mapped host memory is proved before use (package gpu) by a kernel writing through the
+// device alias; this package has no built-in kernel (it would need a code object per AMD
+// target), so the proof needs a probe registered with gpu.Device.SetProbe, and until
+// then mapped memory is reported unusable and callers copy.
 //
 // Not yet run on AMD hardware: what is verified is symbol resolution and the no-device
 // path against Debian's libamdhip64 5.2.3; the layouts and constants come from the

@@ -43,7 +43,6 @@ type lib struct {
 	hipMemcpyDtoH           uintptr // hipError_t hipMemcpyDtoH(void* dst, hipDeviceptr_t src, size_t n)
 	hipMemcpyAsync          uintptr // hipError_t hipMemcpyAsync(void* dst, const void* src, size_t n, hipMemcpyKind k, hipStream_t s)
 	hipMemsetAsync          uintptr // hipError_t hipMemsetAsync(void* d, int byte, size_t n, hipStream_t s)
-	hipMemsetD32            uintptr // hipError_t hipMemsetD32(hipDeviceptr_t d, int value, size_t count)
 	hipHostMalloc           uintptr // hipError_t hipHostMalloc(void** p, size_t n, unsigned flags)
 	hipHostFree             uintptr // hipError_t hipHostFree(void* p)
 	hipHostRegister         uintptr // hipError_t hipHostRegister(void* p, size_t n, unsigned flags)
@@ -96,7 +95,6 @@ func (l *lib) symbols() []symbol {
 		{"hipMemcpyDtoH", &l.hipMemcpyDtoH, false},
 		{"hipMemcpyAsync", &l.hipMemcpyAsync, false},
 		{"hipMemsetAsync", &l.hipMemsetAsync, false},
-		{"hipMemsetD32", &l.hipMemsetD32, false},
 		{"hipHostMalloc", &l.hipHostMalloc, false},
 		{"hipHostFree", &l.hipHostFree, false},
 		{"hipHostRegister", &l.hipHostRegister, false},
