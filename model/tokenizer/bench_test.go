@@ -100,6 +100,7 @@ func BenchmarkEncode10MBCold(b *testing.B) {
 	tok := loadQwen3(b)
 	text := benchText()
 	b.SetBytes(int64(len(text)))
+	defer reportCPU(b, processCPU())
 	for b.Loop() {
 		b.StopTimer()
 		tok.mu.Lock()
@@ -142,6 +143,7 @@ func BenchmarkDecode10MB(b *testing.B) {
 
 // BenchmarkLoad measures loading the gzip-compressed tokenizer.json.
 func BenchmarkLoad(b *testing.B) {
+	defer reportCPU(b, processCPU())
 	for b.Loop() {
 		if _, err := LoadTokenizerJSON(qwen3TokenizerPath); err != nil {
 			b.Fatal(err)

@@ -9,7 +9,7 @@ import (
 // FuzzTokenizer: any bytes encode without panic to ids inside the vocabulary; the ids'
 // bytes give the input back whenever NFC leaves it unchanged (valid UTF-8 or not); for
 // valid UTF-8 without added tokens, Decode gives NFC of the input; the splitter's pieces
-// always rejoin to its input.
+// always rejoin to its input, and the heap and bucket BPEs agree on every piece.
 func FuzzTokenizer(f *testing.F) {
 	for _, s := range []string{"Hello, world!", "I'm here", "  \n\t x", "<|im_start|>user\nhi<|im_end|>",
 		"<think>\n</think>", "cafe\u0301", "\u1100\u1161\u11a8", "\U0001F468\u200D\U0001F469", "\xff\xfe<|",
@@ -26,6 +26,9 @@ func FuzzTokenizer(f *testing.F) {
 				t.Fatalf("empty piece in %+q", s)
 			}
 			joined.WriteString(p)
+			if len(p) <= 1024 && firstDiff(tok.bpe(p, nil), tok.bpeLong(p, nil)) >= 0 {
+				t.Fatalf("heap and bucket BPE differ on piece %+q", p)
+			}
 		})
 		if joined.String() != s {
 			t.Fatalf("pieces of %+q rejoin to %+q", s, joined.String())
