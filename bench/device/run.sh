@@ -31,7 +31,7 @@ build() {
 		while IFS=$'\t' read -r src obj; do
 			mkdir -p ".dev/co/$(dirname "$obj")"
 			# shellcheck disable=SC2086 # flags are a list
-			clang-19 $flags -I "$(dirname "$src")" "$src" -o ".dev/co/$obj"
+			clang-19 $flags -I "$(dirname "$src")" -I kernels/out/include "$src" -o ".dev/co/$obj"
 			echo "built .dev/co/$obj"
 		done
 }
