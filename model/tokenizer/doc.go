@@ -19,6 +19,13 @@
 // false such as `<think>`) are always matched. This is what Hugging Face tokenizers does
 // with encode_special_tokens, and what llama.cpp does with parse_special=false.
 //
+// # Unicode data
+//
+// NFC needs the Unicode decomposition and composition tables, which Go's standard library
+// does not export. nfc_data.txt holds them (Unicode 14.0.0, from Python's unicodedata via
+// gen_nfc.py; regenerate with `python3 gen_nfc.py > nfc_data.txt`). The pre-tokenizer's
+// letter, number and space classes come from Go's unicode package (Unicode 15.0.0).
+//
 // # Concurrency
 //
 // A Tokenizer is immutable after New except for an internal, locked piece cache; it is

@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -120,8 +121,16 @@ func New(d Data) (*Tokenizer, error) {
 	return t, nil
 }
 
-// Data returns the data t was built from. The slices are shared; do not modify them.
-func (t *Tokenizer) Data() Data { return t.data }
+// Data returns the data t was built from. The slices are shared: do not modify their
+// elements. Their capacity is clipped, so appending (Data.PadTo) copies instead of
+// writing into memory another Data shares.
+func (t *Tokenizer) Data() Data {
+	d := t.data
+	d.Tokens = slices.Clip(d.Tokens)
+	d.Types = slices.Clip(d.Types)
+	d.Merges = slices.Clip(d.Merges)
+	return d
+}
 
 // VocabSize returns the number of token ids (the length of Data().Tokens).
 func (t *Tokenizer) VocabSize() int { return len(t.data.Tokens) }
