@@ -19,6 +19,14 @@
 // code objects the driver skips, naming what is missing, and STRATA_REQUIRE_GPU=1
 // turns that into a failure.
 //
+// Adding a family is one file, parity/<family>.go, whose init calls register with a
+// Family: Bounds per variant (each with its derivation, declared before the kernel is
+// measured), Cases (shapes, including ragged ones), Run (draw inputs, build the
+// kernels/abi argument struct, run it through the Harness — Input, InOut, Output, Run —
+// and compare with the reference using CompareExact / CompareRows), and optionally
+// SelfCheck (the reference against its own float64 bounds, run on the CPU). Then
+// regenerate the ledger. Nothing in parity_test.go changes.
+//
 // Bounds are rendered into testdata/bounds.txt; TestBoundsLedger fails when the
 // declared bounds and the ledger differ (`go test ./parity -run TestBoundsLedger
 // -write` rewrites it), so loosening a bound is a visible diff.
