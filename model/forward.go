@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"runtime/debug"
 )
 
 // State is one sequence being processed: the position, the attention KV cache of the
@@ -54,7 +55,19 @@ func (s *State) Model() *Model { return s.m }
 
 // Forward processes tokens after those already in the state and returns logits: for
 // every new position ([T][Vocab]) when all is set, else for the last one only.
-func (s *State) Forward(tokens []int32, all bool, tr *Trace) ([]float32, error) {
+func (s *State) Forward(tokens []int32, all bool, tr *Trace) (logits []float32, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(interface{ Addr() uintptr })
+			if !ok {
+				panic(r)
+			}
+			// The state may hold a partial update; it must not be used further.
+			s.pos = s.MaxCtx
+			logits, err = nil, fmt.Errorf("%s: memory fault reading the model at %#x (was the file truncated or replaced while in use?): %v", s.m.src.Path(), f.Addr(), r)
+		}
+	}()
 	m, c := s.m, &s.m.Cfg
 	T, H := len(tokens), c.Embd
 	if T == 0 {
@@ -106,11 +119,11 @@ func (s *State) Forward(tokens []int32, all bool, tr *Trace) ([]float32, error) 
 	s.pos += T
 	V := m.Vocab
 	if all {
-		logits := make([]float32, T*V)
+		logits = make([]float32, T*V)
 		matmul(logits, m.output, 0, V, xn, T)
 		return logits, nil
 	}
-	logits := make([]float32, V)
+	logits = make([]float32, V)
 	matmul(logits, m.output, 0, V, xn[(T-1)*H:], 1)
 	return logits, nil
 }

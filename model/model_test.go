@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/strata-hip/strata/model"
 	"github.com/strata-hip/strata/model/convert"
 	"github.com/strata-hip/strata/model/tinygen"
+	"github.com/strata-hip/strata/quant"
 )
 
 var tinyDirs sync.Map // name → HF dir with config.json and model.safetensors
@@ -239,4 +241,37 @@ func TestBadInputErrors(t *testing.T) {
 		_, err := convert.FromHF(bad)
 		wantErr(t, err, "config.json", `"llama"`, "not supported")
 	})
+}
+
+// TestTruncatedFileIsAnError: a GGUF truncated while mapped must make Forward return an
+// error naming the file, not crash the process with SIGBUS.
+func TestTruncatedFileIsAnError(t *testing.T) {
+	switch runtime.GOOS {
+	case "windows", "plan9", "js", "wasip1":
+		t.Skip("gguf reads the file into memory on this system; truncation cannot fault")
+	}
+	p, err := convert.FromHF(tinyHF(t, "tiny-qwen3moe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	if err := p.WriteGGUF(path, quant.Q8_0, nil); err != nil {
+		t.Fatal(err)
+	}
+	src, err := model.OpenGGUF(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	m, err := model.Load(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, 4096); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := m.NewState(8)
+	_, err = st.Forward(prompt[:4], false, nil)
+	wantErr(t, err, path, "memory fault")
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"runtime/debug"
 	"sync"
 
 	"github.com/strata-hip/strata/model/safetensors"
@@ -110,15 +111,28 @@ func parallelFor(n, cost int, fn func(lo, hi int)) {
 		w = n
 	}
 	var wg sync.WaitGroup
+	var once sync.Once
+	var failure any
 	for i := 0; i < w; i++ {
 		lo, hi := i*n/w, (i+1)*n/w
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// Workers read the model's mapping: a fault there (file truncated under us)
+			// becomes a panic, carried to the caller, which Forward turns into an error.
+			debug.SetPanicOnFault(true)
+			defer func() {
+				if r := recover(); r != nil {
+					once.Do(func() { failure = r })
+				}
+			}()
 			fn(lo, hi)
 		}()
 	}
 	wg.Wait()
+	if failure != nil {
+		panic(failure)
+	}
 }
 
 // matmul computes out[t][r] = Σ_c W[row0+r][c]·x[t][c] for t < T, r < rows: a slice of

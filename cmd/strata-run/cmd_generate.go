@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"time"
@@ -169,7 +170,13 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	dec.SkipControl = true
 	t1 := time.Now()
 	n := 0
+	// Ids past the tokenizer's vocabulary (embedding padding rows) cannot be printed;
+	// they are never sampled.
+	nTok := tok.VocabSize()
 	for g.n < 0 || n < g.n {
+		for i := nTok; i < len(logits); i++ {
+			logits[i] = float32(math.Inf(-1))
+		}
 		id := samp.Sample(logits)
 		samp.Accept(id)
 		n++

@@ -44,6 +44,7 @@ type hfConfig struct {
 	AttentionBias       bool     `json:"attention_bias"`
 	TieWordEmbeddings   bool     `json:"tie_word_embeddings"`
 	HiddenAct           string   `json:"hidden_act"`
+	UseSlidingWindow    bool     `json:"use_sliding_window"`
 	LayerTypes          []string `json:"layer_types"`
 	FullAttnInterval    int      `json:"full_attention_interval"`
 	PartialRotaryFactor *float64 `json:"partial_rotary_factor"`
@@ -146,6 +147,9 @@ func checkHF(c *hfConfig, where string) error {
 	}
 	if c.RopeScaling != nil {
 		return bad("rope_scaling", c.RopeScaling, "RoPE scaling is not supported")
+	}
+	if c.UseSlidingWindow {
+		return bad("use_sliding_window", true, "sliding-window attention is not supported")
 	}
 	if c.HiddenAct != "" && c.HiddenAct != "silu" {
 		return bad("hidden_act", c.HiddenAct, "only silu is supported")
