@@ -212,3 +212,22 @@ func jsonString(s string) string {
 	}
 	return string(b)
 }
+
+// TestModelPrompts checks the prompts of the tiny reference models (their oracle lists
+// the ids Hugging Face tokenizers gave), which the engines' parity tests feed in.
+func TestModelPrompts(t *testing.T) {
+	tok := loadQwen3(t)
+	for _, tc := range []struct {
+		text string
+		want []int32
+	}{
+		{"The quick brown fox jumps over the lazy dog, and then it runs away.",
+			[]int32{785, 3974, 13876, 38835, 34208, 916, 279, 15678, 5562, 11, 323, 1221, 432, 8473, 3123, 13}},
+		{"for i in range(10):\n    print(i * i)\n",
+			[]int32{1958, 600, 304, 2088, 7, 16, 15, 982, 262, 1173, 1956, 353, 600, 340}},
+	} {
+		if diff := cmp.Diff(tc.want, tok.Encode(tc.text, true)); diff != "" {
+			t.Errorf("%q (-want +got):\n%s", tc.text, diff)
+		}
+	}
+}
