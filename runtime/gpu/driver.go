@@ -76,12 +76,12 @@ const (
 // Device, which adds the budget, poisoning and argument checks; other packages use
 // Device.
 type Driver interface {
-	Info() DeviceInfo
-	Close() error
-	MemInfo() (free, total uint64, err error)
-	Synchronize() error
+	Info() DeviceInfo                         // as enumerated when opened
+	Close() error                             // release the context / device
+	MemInfo() (free, total uint64, err error) // the runtime's view, no budget
+	Synchronize() error                       // wait for all work on the device
 
-	Alloc(n uintptr) (DevPtr, error)
+	Alloc(n uintptr) (DevPtr, error) // device memory, uninitialised
 	Free(p DevPtr) error
 	// Upload and Download are synchronous; src/dst may be Go memory (see # Memory).
 	Upload(dst DevPtr, src []byte) error
@@ -93,6 +93,7 @@ type Driver interface {
 	// HostAlloc returns page-locked host memory; mapped asks for a device alias.
 	HostAlloc(n uintptr, mapped bool) (unsafe.Pointer, error)
 	HostFree(p unsafe.Pointer) error
+	// HostRegister pins caller-owned (non-Go-heap) memory; mapped asks for an alias.
 	HostRegister(p unsafe.Pointer, n uintptr, mapped bool) error
 	HostUnregister(p unsafe.Pointer) error
 	// HostDevicePtr returns the device alias of mapped host memory (unproven).
@@ -104,17 +105,19 @@ type Driver interface {
 	FillWords(dst DevPtr, words int, value uint32) error
 
 	// LoadModule loads an image (in memory outside the Go heap, NUL-terminated).
+	// name is only for errors.
 	LoadModule(image []byte, name string) (uintptr, error)
 	UnloadModule(mod uintptr) error
-	Function(mod uintptr, symbol string) (uintptr, error)
+	Function(mod uintptr, symbol string) (uintptr, error) // kernel handle by symbol
 	// Launch passes args, the packed argument struct, through the launch's extra buffer.
 	Launch(fn uintptr, grid, block Dim3, shmem uint32, stream uintptr, args []byte, symbol string) error
 
+	// Streams do not synchronise with the default stream (non-blocking).
 	StreamCreate() (uintptr, error)
 	StreamSync(s uintptr) error
 	StreamDestroy(s uintptr) error
 	StreamWaitEvent(s, e uintptr) error
-	EventCreate() (uintptr, error)
+	EventCreate() (uintptr, error) // a timing event
 	EventRecord(e, s uintptr) error
 	EventSync(e uintptr) error
 	// EventQuery returns nil when done and an error matching ErrNotReady while pending.
