@@ -3,6 +3,7 @@ package quant
 import (
 	"encoding/binary"
 	"fmt"
+	"sync"
 )
 
 // float is the element type of a decoded row.
@@ -83,10 +84,22 @@ func decodeF32[F float](b []byte, y []F) {
 }
 
 func decodeF16[F float](b []byte, y []F) {
+	tab := f16Table()
+	b = b[:2*len(y)]
 	for i := range y {
-		y[i] = F(F16ToF32(le16(b, 2*i)))
+		y[i] = F(tab[uint16(b[2*i])|uint16(b[2*i+1])<<8])
 	}
 }
+
+// f16Table maps every binary16 pattern to its float32 value (256 KiB, built on first
+// use); row decoding uses it instead of converting value by value.
+var f16Table = sync.OnceValue(func() *[1 << 16]float32 {
+	var t [1 << 16]float32
+	for h := range t {
+		t[h] = F16ToF32(uint16(h))
+	}
+	return &t
+})
 
 func decodeBF16[F float](b []byte, y []F) {
 	for i := range y {
@@ -160,20 +173,23 @@ func decodeQ4_K[F float](b []byte, y []F) {
 // Q6_K: y = (d·sc)·(u−32).
 func decodeQ6_K[F float](b []byte, y []F) {
 	_ = b[209]
+	y = y[:256]
 	d := f16[F](b, 208)
 	for n := 0; n < 2; n++ {
 		ql := b[64*n : 64*n+64]
 		qh := b[128+32*n : 128+32*n+32]
-		for l := 0; l < 32; l++ {
-			e := 128*n + l
-			q1 := int(ql[l]&15|(qh[l]&3)<<4) - 32
-			q2 := int(ql[32+l]&15|(qh[l]>>2&3)<<4) - 32
-			q3 := int(ql[l]>>4|(qh[l]>>4&3)<<4) - 32
-			q4 := int(ql[32+l]>>4|(qh[l]>>6&3)<<4) - 32
-			y[e] = d * F(int8(b[192+e/16])) * F(q1)
-			y[e+32] = d * F(int8(b[192+(e+32)/16])) * F(q2)
-			y[e+64] = d * F(int8(b[192+(e+64)/16])) * F(q3)
-			y[e+96] = d * F(int8(b[192+(e+96)/16])) * F(q4)
+		sc := b[192+8*n : 192+8*n+8]
+		yn := y[128*n : 128*n+128]
+		for h := 0; h < 2; h++ { // l in [16h, 16h+16): sub-scales sc[h], sc[h+2], sc[h+4], sc[h+6]
+			d1, d2 := d*F(int8(sc[h])), d*F(int8(sc[h+2]))
+			d3, d4 := d*F(int8(sc[h+4])), d*F(int8(sc[h+6]))
+			for l := 16 * h; l < 16*h+16; l++ {
+				L, L2, H := ql[l], ql[32+l], qh[l]
+				yn[l] = d1 * F(int(L&15|(H&3)<<4)-32)
+				yn[l+32] = d2 * F(int(L2&15|(H>>2&3)<<4)-32)
+				yn[l+64] = d3 * F(int(L>>4|(H>>4&3)<<4)-32)
+				yn[l+96] = d4 * F(int(L2>>4|(H>>6&3)<<4)-32)
+			}
 		}
 	}
 }
@@ -193,12 +209,10 @@ func decodeIQ2_XS[F float](b []byte, y []F) {
 			code := le16(b, 2+2*(4*ib+l))
 			grid := iq2xsGrid[code&511]
 			signs := ksignsIQ2XS[code>>9]
-			for j := 0; j < 8; j++ {
-				v := db * F(uint8(grid>>(8*j)))
-				if signs&kmaskIQ2XS[j] != 0 {
-					v = -v
-				}
-				y[32*ib+8*l+j] = v
+			sgn := [2]F{db, -db} // multiplying by ±db is exact, and branch-free
+			out := y[32*ib+8*l : 32*ib+8*l+8]
+			for j := range out {
+				out[j] = sgn[signs>>j&1] * F(uint8(grid>>(8*j)))
 			}
 		}
 	}
@@ -216,17 +230,11 @@ func decodeIQ3_XXS[F float](b []byte, y []F) {
 			signs := ksignsIQ2XS[a>>(7*l)&127]
 			g1 := iq3xxsGrid[b[2+8*ib+2*l]]
 			g2 := iq3xxsGrid[b[2+8*ib+2*l+1]]
+			sgn := [2]F{db, -db}
+			out := y[32*ib+8*l : 32*ib+8*l+8]
 			for j := 0; j < 4; j++ {
-				v1 := db * F(uint8(g1>>(8*j)))
-				v2 := db * F(uint8(g2>>(8*j)))
-				if signs&kmaskIQ2XS[j] != 0 {
-					v1 = -v1
-				}
-				if signs&kmaskIQ2XS[j+4] != 0 {
-					v2 = -v2
-				}
-				y[32*ib+8*l+j] = v1
-				y[32*ib+8*l+4+j] = v2
+				out[j] = sgn[signs>>j&1] * F(uint8(g1>>(8*j)))
+				out[j+4] = sgn[signs>>(j+4)&1] * F(uint8(g2>>(8*j)))
 			}
 		}
 	}
@@ -245,17 +253,11 @@ func decodeIQ3_S[F float](b []byte, y []F) {
 			i2 := int(b[2+8*ib+2*l+1]) | (qh>>(2*l+1)&1)<<8
 			g1, g2 := iq3sGrid[i1], iq3sGrid[i2]
 			signs := b[74+4*ib+l]
+			sgn := [2]F{db, -db}
+			out := y[32*ib+8*l : 32*ib+8*l+8]
 			for j := 0; j < 4; j++ {
-				v1 := db * F(uint8(g1>>(8*j)))
-				v2 := db * F(uint8(g2>>(8*j)))
-				if signs&kmaskIQ2XS[j] != 0 {
-					v1 = -v1
-				}
-				if signs&kmaskIQ2XS[j+4] != 0 {
-					v2 = -v2
-				}
-				y[32*ib+8*l+j] = v1
-				y[32*ib+8*l+4+j] = v2
+				out[j] = sgn[signs>>j&1] * F(uint8(g1>>(8*j)))
+				out[j+4] = sgn[signs>>(j+4)&1] * F(uint8(g2>>(8*j)))
 			}
 		}
 	}
