@@ -11,7 +11,7 @@ import (
 // from the file's author, and executing it is a risk (docs/reliability.md S6), so it is
 // never executed: RenderQwen3Chat writes out what Qwen3's template (in tokenizer_config.json)
 // produces, branch for branch, and KnownQwen3Template tells whether a file's template is
-// that one. Tools (the template's "tools" argument) are not supported.
+// that one.
 
 // qwen3TemplateSHA256 is the SHA-256 of the chat_template string of Qwen3's
 // tokenizer_config.json (testdata/tokenizer_config.json).
@@ -45,6 +45,10 @@ type ChatOptions struct {
 	// DisableThinking is the template's enable_thinking=false: the generation prompt gets
 	// an empty think block, so the model answers without thinking.
 	DisableThinking bool
+	// Tools are the function definitions offered to the model, each as JSON text (for
+	// example {"type": "function", "function": {...}}). They go into the system turn
+	// formatted as the template's tojson filter formats them (see PythonJSON).
+	Tools []string
 }
 
 // RenderQwen3Chat renders msgs as Qwen3's chat template does. Encode the result with
@@ -64,7 +68,25 @@ func RenderQwen3Chat(msgs []Message, opt ChatOptions) (string, error) {
 		}
 	}
 	var b strings.Builder
-	if msgs[0].Role == "system" {
+	switch {
+	case len(opt.Tools) > 0:
+		b.WriteString("<|im_start|>system\n")
+		if msgs[0].Role == "system" {
+			b.WriteString(msgs[0].Content + "\n\n")
+		}
+		b.WriteString("# Tools\n\nYou may call one or more functions to assist with the user query.\n\n" +
+			"You are provided with function signatures within <tools></tools> XML tags:\n<tools>")
+		for i, tool := range opt.Tools {
+			j, err := PythonJSON(tool)
+			if err != nil {
+				return "", fmt.Errorf("tokenizer: chat: tool %d: %w", i, err)
+			}
+			b.WriteString("\n" + j)
+		}
+		b.WriteString("\n</tools>\n\nFor each function call, return a json object with function name and arguments " +
+			"within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, " +
+			"\"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n")
+	case msgs[0].Role == "system":
 		b.WriteString("<|im_start|>system\n" + msgs[0].Content + "<|im_end|>\n")
 	}
 	// The last real user query: the latest user turn that is not a wrapped tool response.

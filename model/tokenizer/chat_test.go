@@ -127,7 +127,10 @@ func TestQwen3TemplateKnown(t *testing.T) {
 	}
 	for _, lit := range []string{`'<|im_start|>' + message.role + '\n<think>\n' + reasoning_content.strip('\n') + '\n</think>\n\n'`,
 		`{{- '<think>\n\n</think>\n\n' }}`, `'<|im_start|>system\n' + messages[0].content + '<|im_end|>\n'`,
-		`{{- '<|im_start|>user' }}`, `{{- '\n<tool_response>\n' }}`} {
+		`{{- '<|im_start|>user' }}`, `{{- '\n<tool_response>\n' }}`,
+		`"# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>"`,
+		`"\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n"`,
+		`{{- tool | tojson }}`} {
 		if !strings.Contains(cfg.ChatTemplate, lit) {
 			t.Errorf("template lacks %s", lit)
 		}
