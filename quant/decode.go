@@ -138,9 +138,14 @@ func decodeQ8_K[F float](b []byte, y []F) {
 func decodeQ2_0[F float](b []byte, y []F) {
 	_ = b[17]
 	d := f16[F](b, 0)
-	for i := 0; i < 64; i++ {
-		c := int(b[2+i/4]>>(2*(i%4))) & 3
-		y[i] = d * F(c-1)
+	// The four levels, each d·(c−1) as ggml computes it (so 0·d keeps d's sign).
+	lv := [4]F{d * -1, d * 0, d * 1, d * 2}
+	y = y[:64]
+	for j, q := range b[2:18] {
+		y[4*j] = lv[q&3]
+		y[4*j+1] = lv[q>>2&3]
+		y[4*j+2] = lv[q>>4&3]
+		y[4*j+3] = lv[q>>6]
 	}
 }
 

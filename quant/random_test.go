@@ -114,3 +114,31 @@ func TestIntView(t *testing.T) {
 		}
 	}
 }
+
+// TestSignOfZero: a zero quant under a negative scale decodes to −0, as ggml's
+// (c−1)·d and d·sc·q do.
+func TestSignOfZero(t *testing.T) {
+	q2 := make([]byte, 18)
+	q2[0], q2[1] = 0x00, 0xbc // d = −1
+	q2[2] = 0x55               // codes 1: value 0·d
+	y := make([]float32, 64)
+	if err := DecodeRow(Q2_0, q2, y); err != nil {
+		t.Fatal(err)
+	}
+	q6 := make([]byte, 210)
+	q6[208], q6[209] = 0x00, 0xbc // d = −1
+	q6[192] = 1                   // sub-scale 1
+	for i := 0; i < 64; i++ {
+		q6[i] = 0x00 // low bits 0
+	}
+	for i := 128; i < 192; i++ {
+		q6[i] = 0xaa // high bits 2 → u = 32 → q = 0
+	}
+	y6 := make([]float64, 256)
+	if err := DecodeRow64(Q6_K, q6, y6); err != nil {
+		t.Fatal(err)
+	}
+	if !math.Signbit(float64(y[0])) || !math.Signbit(y6[0]) {
+		t.Fatalf("Q2_0 %g (signbit %v), Q6_K %g (signbit %v): want −0", y[0], math.Signbit(float64(y[0])), y6[0], math.Signbit(y6[0]))
+	}
+}
