@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"runtime/debug"
 	"sort"
 	"strings"
 )
@@ -46,12 +47,23 @@ type layer struct {
 
 // Load validates every tensor against the metadata and returns the model. Errors name the
 // file and the tensor or key; nothing large is read before all checks pass.
-func Load(src Source) (*Model, error) {
+func Load(src Source) (m *Model, err error) {
+	// Load widens the small vectors from the mapping; a fault there is an error too.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(interface{ Addr() uintptr })
+			if !ok {
+				panic(r)
+			}
+			m, err = nil, fmt.Errorf("%s: memory fault reading the model at %#x (file truncated or replaced?): %v", src.Path(), f.Addr(), r)
+		}
+	}()
 	cfg, err := ParseConfig(src.Meta(), src.Path())
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{Cfg: *cfg, src: src}
+	m = &Model{Cfg: *cfg, src: src}
 	c := cfg
 	used := map[string]bool{}
 	var errs []string

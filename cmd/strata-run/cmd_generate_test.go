@@ -135,3 +135,26 @@ func TestPerplexityRuns(t *testing.T) {
 		t.Fatalf("total perplexity %g outside the chunk range [%g, %g]", total, lo, hi)
 	}
 }
+
+// TestCheckLogitsCLI runs `strata-run check-logits` on a tiny model's directory (converted
+// on the fly) against its own oracle, which must pass, and against the other tiny model's
+// oracle (same shapes, different weights), which must fail with a non-zero exit.
+func TestCheckLogitsCLI(t *testing.T) {
+	gguf, _ := tinyGGUF(t, "tiny-qwen3next", "f32")
+	dir := filepath.Dir(gguf)
+	od := func(n string) string { return filepath.Join("..", "..", "model", "testdata", n) }
+	var so, se bytes.Buffer
+	if code := run([]string{"check-logits", "--model", dir, "--oracle", od("tiny-qwen3next")}, &so, &se); code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, so.String(), se.String())
+	}
+	var passed, failed int
+	last := strings.Split(strings.TrimSpace(so.String()), "\n")
+	if n, _ := fmt.Sscanf(last[len(last)-1], "%d passed, %d failed", &passed, &failed); n != 2 || passed == 0 || failed != 0 {
+		t.Fatalf("last line %q", last[len(last)-1])
+	}
+	so.Reset()
+	se.Reset()
+	if code := run([]string{"check-logits", "--model", gguf, "--oracle", od("tiny-qwen3moe")}, &so, &se); code == 0 || !strings.Contains(so.String(), "FAIL") {
+		t.Fatalf("the wrong oracle passed (exit %d):\n%s", code, so.String())
+	}
+}
