@@ -120,7 +120,7 @@ func TestIntView(t *testing.T) {
 func TestSignOfZero(t *testing.T) {
 	q2 := make([]byte, 18)
 	q2[0], q2[1] = 0x00, 0xbc // d = −1
-	q2[2] = 0x55               // codes 1: value 0·d
+	q2[2] = 0x55              // codes 1: value 0·d
 	y := make([]float32, 64)
 	if err := DecodeRow(Q2_0, q2, y); err != nil {
 		t.Fatal(err)
