@@ -4,6 +4,72 @@ package abi
 
 // CodeObjects lists every code object `just co` builds, by target then family.
 var CodeObjects = []CodeObject{{
+	Family: "dequant",
+	Path:   "gfx1030/dequant.co",
+	Target: "gfx1030",
+	Variants: []Variant{{
+		Name:   "f16_f32",
+		Symbol: "strata_dequant_f16_f32",
+	}, {
+		Name:   "f16_f16",
+		Symbol: "strata_dequant_f16_f16",
+	}, {
+		Name:   "bf16_f32",
+		Symbol: "strata_dequant_bf16_f32",
+	}, {
+		Name:   "bf16_f16",
+		Symbol: "strata_dequant_bf16_f16",
+	}, {
+		Name:   "q80_f32",
+		Symbol: "strata_dequant_q80_f32",
+	}, {
+		Name:   "q80_f16",
+		Symbol: "strata_dequant_q80_f16",
+	}, {
+		Name:   "q20_f32",
+		Symbol: "strata_dequant_q20_f32",
+	}, {
+		Name:   "q20_f16",
+		Symbol: "strata_dequant_q20_f16",
+	}, {
+		Name:   "q4k_f32",
+		Symbol: "strata_dequant_q4k_f32",
+	}, {
+		Name:   "q4k_f16",
+		Symbol: "strata_dequant_q4k_f16",
+	}, {
+		Name:   "q6k_f32",
+		Symbol: "strata_dequant_q6k_f32",
+	}, {
+		Name:   "q6k_f16",
+		Symbol: "strata_dequant_q6k_f16",
+	}, {
+		Name:   "iq2xs_f32",
+		Symbol: "strata_dequant_iq2xs_f32",
+	}, {
+		Name:   "iq2xs_f16",
+		Symbol: "strata_dequant_iq2xs_f16",
+	}, {
+		Name:   "iq3xxs_f32",
+		Symbol: "strata_dequant_iq3xxs_f32",
+	}, {
+		Name:   "iq3xxs_f16",
+		Symbol: "strata_dequant_iq3xxs_f16",
+	}, {
+		Name:   "iq3s_f32",
+		Symbol: "strata_dequant_iq3s_f32",
+	}, {
+		Name:   "iq3s_f16",
+		Symbol: "strata_dequant_iq3s_f16",
+	}, {
+		Name:   "iq1m_f32",
+		Symbol: "strata_dequant_iq1m_f32",
+	}, {
+		Name:   "iq1m_f16",
+		Symbol: "strata_dequant_iq1m_f16",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "imma_tile",
 	Path:   "gfx1030/imma_tile.co",
 	Target: "gfx1030",
@@ -13,12 +79,114 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "mmvq",
+	Path:   "gfx1030/mmvq.co",
+	Target: "gfx1030",
+	Variants: []Variant{{
+		Name:   "f16",
+		Symbol: "strata_mmvq_f16",
+	}, {
+		Name:   "bf16",
+		Symbol: "strata_mmvq_bf16",
+	}, {
+		Name:   "q80",
+		Symbol: "strata_mmvq_q80",
+	}, {
+		Name:   "q20",
+		Symbol: "strata_mmvq_q20",
+	}, {
+		Name:   "q4k",
+		Symbol: "strata_mmvq_q4k",
+	}, {
+		Name:   "q6k",
+		Symbol: "strata_mmvq_q6k",
+	}, {
+		Name:   "iq2xs",
+		Symbol: "strata_mmvq_iq2xs",
+	}, {
+		Name:   "iq3xxs",
+		Symbol: "strata_mmvq_iq3xxs",
+	}, {
+		Name:   "iq3s",
+		Symbol: "strata_mmvq_iq3s",
+	}, {
+		Name:   "iq1m",
+		Symbol: "strata_mmvq_iq1m",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "quantize_q8_1",
 	Path:   "gfx1030/quantize_q8_1.co",
 	Target: "gfx1030",
 	Variants: []Variant{{
 		Name:   "f32",
 		Symbol: "strata_quantize_q8_1_f32",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "dequant",
+	Path:   "gfx1100/dequant.co",
+	Target: "gfx1100",
+	Variants: []Variant{{
+		Name:   "f16_f32",
+		Symbol: "strata_dequant_f16_f32",
+	}, {
+		Name:   "f16_f16",
+		Symbol: "strata_dequant_f16_f16",
+	}, {
+		Name:   "bf16_f32",
+		Symbol: "strata_dequant_bf16_f32",
+	}, {
+		Name:   "bf16_f16",
+		Symbol: "strata_dequant_bf16_f16",
+	}, {
+		Name:   "q80_f32",
+		Symbol: "strata_dequant_q80_f32",
+	}, {
+		Name:   "q80_f16",
+		Symbol: "strata_dequant_q80_f16",
+	}, {
+		Name:   "q20_f32",
+		Symbol: "strata_dequant_q20_f32",
+	}, {
+		Name:   "q20_f16",
+		Symbol: "strata_dequant_q20_f16",
+	}, {
+		Name:   "q4k_f32",
+		Symbol: "strata_dequant_q4k_f32",
+	}, {
+		Name:   "q4k_f16",
+		Symbol: "strata_dequant_q4k_f16",
+	}, {
+		Name:   "q6k_f32",
+		Symbol: "strata_dequant_q6k_f32",
+	}, {
+		Name:   "q6k_f16",
+		Symbol: "strata_dequant_q6k_f16",
+	}, {
+		Name:   "iq2xs_f32",
+		Symbol: "strata_dequant_iq2xs_f32",
+	}, {
+		Name:   "iq2xs_f16",
+		Symbol: "strata_dequant_iq2xs_f16",
+	}, {
+		Name:   "iq3xxs_f32",
+		Symbol: "strata_dequant_iq3xxs_f32",
+	}, {
+		Name:   "iq3xxs_f16",
+		Symbol: "strata_dequant_iq3xxs_f16",
+	}, {
+		Name:   "iq3s_f32",
+		Symbol: "strata_dequant_iq3s_f32",
+	}, {
+		Name:   "iq3s_f16",
+		Symbol: "strata_dequant_iq3s_f16",
+	}, {
+		Name:   "iq1m_f32",
+		Symbol: "strata_dequant_iq1m_f32",
+	}, {
+		Name:   "iq1m_f16",
+		Symbol: "strata_dequant_iq1m_f16",
 	}},
 	Vendor: "amd",
 }, {
@@ -34,12 +202,114 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "mmvq",
+	Path:   "gfx1100/mmvq.co",
+	Target: "gfx1100",
+	Variants: []Variant{{
+		Name:   "f16",
+		Symbol: "strata_mmvq_f16",
+	}, {
+		Name:   "bf16",
+		Symbol: "strata_mmvq_bf16",
+	}, {
+		Name:   "q80",
+		Symbol: "strata_mmvq_q80",
+	}, {
+		Name:   "q20",
+		Symbol: "strata_mmvq_q20",
+	}, {
+		Name:   "q4k",
+		Symbol: "strata_mmvq_q4k",
+	}, {
+		Name:   "q6k",
+		Symbol: "strata_mmvq_q6k",
+	}, {
+		Name:   "iq2xs",
+		Symbol: "strata_mmvq_iq2xs",
+	}, {
+		Name:   "iq3xxs",
+		Symbol: "strata_mmvq_iq3xxs",
+	}, {
+		Name:   "iq3s",
+		Symbol: "strata_mmvq_iq3s",
+	}, {
+		Name:   "iq1m",
+		Symbol: "strata_mmvq_iq1m",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "quantize_q8_1",
 	Path:   "gfx1100/quantize_q8_1.co",
 	Target: "gfx1100",
 	Variants: []Variant{{
 		Name:   "f32",
 		Symbol: "strata_quantize_q8_1_f32",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "dequant",
+	Path:   "gfx1101/dequant.co",
+	Target: "gfx1101",
+	Variants: []Variant{{
+		Name:   "f16_f32",
+		Symbol: "strata_dequant_f16_f32",
+	}, {
+		Name:   "f16_f16",
+		Symbol: "strata_dequant_f16_f16",
+	}, {
+		Name:   "bf16_f32",
+		Symbol: "strata_dequant_bf16_f32",
+	}, {
+		Name:   "bf16_f16",
+		Symbol: "strata_dequant_bf16_f16",
+	}, {
+		Name:   "q80_f32",
+		Symbol: "strata_dequant_q80_f32",
+	}, {
+		Name:   "q80_f16",
+		Symbol: "strata_dequant_q80_f16",
+	}, {
+		Name:   "q20_f32",
+		Symbol: "strata_dequant_q20_f32",
+	}, {
+		Name:   "q20_f16",
+		Symbol: "strata_dequant_q20_f16",
+	}, {
+		Name:   "q4k_f32",
+		Symbol: "strata_dequant_q4k_f32",
+	}, {
+		Name:   "q4k_f16",
+		Symbol: "strata_dequant_q4k_f16",
+	}, {
+		Name:   "q6k_f32",
+		Symbol: "strata_dequant_q6k_f32",
+	}, {
+		Name:   "q6k_f16",
+		Symbol: "strata_dequant_q6k_f16",
+	}, {
+		Name:   "iq2xs_f32",
+		Symbol: "strata_dequant_iq2xs_f32",
+	}, {
+		Name:   "iq2xs_f16",
+		Symbol: "strata_dequant_iq2xs_f16",
+	}, {
+		Name:   "iq3xxs_f32",
+		Symbol: "strata_dequant_iq3xxs_f32",
+	}, {
+		Name:   "iq3xxs_f16",
+		Symbol: "strata_dequant_iq3xxs_f16",
+	}, {
+		Name:   "iq3s_f32",
+		Symbol: "strata_dequant_iq3s_f32",
+	}, {
+		Name:   "iq3s_f16",
+		Symbol: "strata_dequant_iq3s_f16",
+	}, {
+		Name:   "iq1m_f32",
+		Symbol: "strata_dequant_iq1m_f32",
+	}, {
+		Name:   "iq1m_f16",
+		Symbol: "strata_dequant_iq1m_f16",
 	}},
 	Vendor: "amd",
 }, {
@@ -55,12 +325,114 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "mmvq",
+	Path:   "gfx1101/mmvq.co",
+	Target: "gfx1101",
+	Variants: []Variant{{
+		Name:   "f16",
+		Symbol: "strata_mmvq_f16",
+	}, {
+		Name:   "bf16",
+		Symbol: "strata_mmvq_bf16",
+	}, {
+		Name:   "q80",
+		Symbol: "strata_mmvq_q80",
+	}, {
+		Name:   "q20",
+		Symbol: "strata_mmvq_q20",
+	}, {
+		Name:   "q4k",
+		Symbol: "strata_mmvq_q4k",
+	}, {
+		Name:   "q6k",
+		Symbol: "strata_mmvq_q6k",
+	}, {
+		Name:   "iq2xs",
+		Symbol: "strata_mmvq_iq2xs",
+	}, {
+		Name:   "iq3xxs",
+		Symbol: "strata_mmvq_iq3xxs",
+	}, {
+		Name:   "iq3s",
+		Symbol: "strata_mmvq_iq3s",
+	}, {
+		Name:   "iq1m",
+		Symbol: "strata_mmvq_iq1m",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "quantize_q8_1",
 	Path:   "gfx1101/quantize_q8_1.co",
 	Target: "gfx1101",
 	Variants: []Variant{{
 		Name:   "f32",
 		Symbol: "strata_quantize_q8_1_f32",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "dequant",
+	Path:   "gfx1102/dequant.co",
+	Target: "gfx1102",
+	Variants: []Variant{{
+		Name:   "f16_f32",
+		Symbol: "strata_dequant_f16_f32",
+	}, {
+		Name:   "f16_f16",
+		Symbol: "strata_dequant_f16_f16",
+	}, {
+		Name:   "bf16_f32",
+		Symbol: "strata_dequant_bf16_f32",
+	}, {
+		Name:   "bf16_f16",
+		Symbol: "strata_dequant_bf16_f16",
+	}, {
+		Name:   "q80_f32",
+		Symbol: "strata_dequant_q80_f32",
+	}, {
+		Name:   "q80_f16",
+		Symbol: "strata_dequant_q80_f16",
+	}, {
+		Name:   "q20_f32",
+		Symbol: "strata_dequant_q20_f32",
+	}, {
+		Name:   "q20_f16",
+		Symbol: "strata_dequant_q20_f16",
+	}, {
+		Name:   "q4k_f32",
+		Symbol: "strata_dequant_q4k_f32",
+	}, {
+		Name:   "q4k_f16",
+		Symbol: "strata_dequant_q4k_f16",
+	}, {
+		Name:   "q6k_f32",
+		Symbol: "strata_dequant_q6k_f32",
+	}, {
+		Name:   "q6k_f16",
+		Symbol: "strata_dequant_q6k_f16",
+	}, {
+		Name:   "iq2xs_f32",
+		Symbol: "strata_dequant_iq2xs_f32",
+	}, {
+		Name:   "iq2xs_f16",
+		Symbol: "strata_dequant_iq2xs_f16",
+	}, {
+		Name:   "iq3xxs_f32",
+		Symbol: "strata_dequant_iq3xxs_f32",
+	}, {
+		Name:   "iq3xxs_f16",
+		Symbol: "strata_dequant_iq3xxs_f16",
+	}, {
+		Name:   "iq3s_f32",
+		Symbol: "strata_dequant_iq3s_f32",
+	}, {
+		Name:   "iq3s_f16",
+		Symbol: "strata_dequant_iq3s_f16",
+	}, {
+		Name:   "iq1m_f32",
+		Symbol: "strata_dequant_iq1m_f32",
+	}, {
+		Name:   "iq1m_f16",
+		Symbol: "strata_dequant_iq1m_f16",
 	}},
 	Vendor: "amd",
 }, {
@@ -76,12 +448,114 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "mmvq",
+	Path:   "gfx1102/mmvq.co",
+	Target: "gfx1102",
+	Variants: []Variant{{
+		Name:   "f16",
+		Symbol: "strata_mmvq_f16",
+	}, {
+		Name:   "bf16",
+		Symbol: "strata_mmvq_bf16",
+	}, {
+		Name:   "q80",
+		Symbol: "strata_mmvq_q80",
+	}, {
+		Name:   "q20",
+		Symbol: "strata_mmvq_q20",
+	}, {
+		Name:   "q4k",
+		Symbol: "strata_mmvq_q4k",
+	}, {
+		Name:   "q6k",
+		Symbol: "strata_mmvq_q6k",
+	}, {
+		Name:   "iq2xs",
+		Symbol: "strata_mmvq_iq2xs",
+	}, {
+		Name:   "iq3xxs",
+		Symbol: "strata_mmvq_iq3xxs",
+	}, {
+		Name:   "iq3s",
+		Symbol: "strata_mmvq_iq3s",
+	}, {
+		Name:   "iq1m",
+		Symbol: "strata_mmvq_iq1m",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "quantize_q8_1",
 	Path:   "gfx1102/quantize_q8_1.co",
 	Target: "gfx1102",
 	Variants: []Variant{{
 		Name:   "f32",
 		Symbol: "strata_quantize_q8_1_f32",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "dequant",
+	Path:   "gfx1200/dequant.co",
+	Target: "gfx1200",
+	Variants: []Variant{{
+		Name:   "f16_f32",
+		Symbol: "strata_dequant_f16_f32",
+	}, {
+		Name:   "f16_f16",
+		Symbol: "strata_dequant_f16_f16",
+	}, {
+		Name:   "bf16_f32",
+		Symbol: "strata_dequant_bf16_f32",
+	}, {
+		Name:   "bf16_f16",
+		Symbol: "strata_dequant_bf16_f16",
+	}, {
+		Name:   "q80_f32",
+		Symbol: "strata_dequant_q80_f32",
+	}, {
+		Name:   "q80_f16",
+		Symbol: "strata_dequant_q80_f16",
+	}, {
+		Name:   "q20_f32",
+		Symbol: "strata_dequant_q20_f32",
+	}, {
+		Name:   "q20_f16",
+		Symbol: "strata_dequant_q20_f16",
+	}, {
+		Name:   "q4k_f32",
+		Symbol: "strata_dequant_q4k_f32",
+	}, {
+		Name:   "q4k_f16",
+		Symbol: "strata_dequant_q4k_f16",
+	}, {
+		Name:   "q6k_f32",
+		Symbol: "strata_dequant_q6k_f32",
+	}, {
+		Name:   "q6k_f16",
+		Symbol: "strata_dequant_q6k_f16",
+	}, {
+		Name:   "iq2xs_f32",
+		Symbol: "strata_dequant_iq2xs_f32",
+	}, {
+		Name:   "iq2xs_f16",
+		Symbol: "strata_dequant_iq2xs_f16",
+	}, {
+		Name:   "iq3xxs_f32",
+		Symbol: "strata_dequant_iq3xxs_f32",
+	}, {
+		Name:   "iq3xxs_f16",
+		Symbol: "strata_dequant_iq3xxs_f16",
+	}, {
+		Name:   "iq3s_f32",
+		Symbol: "strata_dequant_iq3s_f32",
+	}, {
+		Name:   "iq3s_f16",
+		Symbol: "strata_dequant_iq3s_f16",
+	}, {
+		Name:   "iq1m_f32",
+		Symbol: "strata_dequant_iq1m_f32",
+	}, {
+		Name:   "iq1m_f16",
+		Symbol: "strata_dequant_iq1m_f16",
 	}},
 	Vendor: "amd",
 }, {
@@ -97,12 +571,114 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "mmvq",
+	Path:   "gfx1200/mmvq.co",
+	Target: "gfx1200",
+	Variants: []Variant{{
+		Name:   "f16",
+		Symbol: "strata_mmvq_f16",
+	}, {
+		Name:   "bf16",
+		Symbol: "strata_mmvq_bf16",
+	}, {
+		Name:   "q80",
+		Symbol: "strata_mmvq_q80",
+	}, {
+		Name:   "q20",
+		Symbol: "strata_mmvq_q20",
+	}, {
+		Name:   "q4k",
+		Symbol: "strata_mmvq_q4k",
+	}, {
+		Name:   "q6k",
+		Symbol: "strata_mmvq_q6k",
+	}, {
+		Name:   "iq2xs",
+		Symbol: "strata_mmvq_iq2xs",
+	}, {
+		Name:   "iq3xxs",
+		Symbol: "strata_mmvq_iq3xxs",
+	}, {
+		Name:   "iq3s",
+		Symbol: "strata_mmvq_iq3s",
+	}, {
+		Name:   "iq1m",
+		Symbol: "strata_mmvq_iq1m",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "quantize_q8_1",
 	Path:   "gfx1200/quantize_q8_1.co",
 	Target: "gfx1200",
 	Variants: []Variant{{
 		Name:   "f32",
 		Symbol: "strata_quantize_q8_1_f32",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "dequant",
+	Path:   "gfx1201/dequant.co",
+	Target: "gfx1201",
+	Variants: []Variant{{
+		Name:   "f16_f32",
+		Symbol: "strata_dequant_f16_f32",
+	}, {
+		Name:   "f16_f16",
+		Symbol: "strata_dequant_f16_f16",
+	}, {
+		Name:   "bf16_f32",
+		Symbol: "strata_dequant_bf16_f32",
+	}, {
+		Name:   "bf16_f16",
+		Symbol: "strata_dequant_bf16_f16",
+	}, {
+		Name:   "q80_f32",
+		Symbol: "strata_dequant_q80_f32",
+	}, {
+		Name:   "q80_f16",
+		Symbol: "strata_dequant_q80_f16",
+	}, {
+		Name:   "q20_f32",
+		Symbol: "strata_dequant_q20_f32",
+	}, {
+		Name:   "q20_f16",
+		Symbol: "strata_dequant_q20_f16",
+	}, {
+		Name:   "q4k_f32",
+		Symbol: "strata_dequant_q4k_f32",
+	}, {
+		Name:   "q4k_f16",
+		Symbol: "strata_dequant_q4k_f16",
+	}, {
+		Name:   "q6k_f32",
+		Symbol: "strata_dequant_q6k_f32",
+	}, {
+		Name:   "q6k_f16",
+		Symbol: "strata_dequant_q6k_f16",
+	}, {
+		Name:   "iq2xs_f32",
+		Symbol: "strata_dequant_iq2xs_f32",
+	}, {
+		Name:   "iq2xs_f16",
+		Symbol: "strata_dequant_iq2xs_f16",
+	}, {
+		Name:   "iq3xxs_f32",
+		Symbol: "strata_dequant_iq3xxs_f32",
+	}, {
+		Name:   "iq3xxs_f16",
+		Symbol: "strata_dequant_iq3xxs_f16",
+	}, {
+		Name:   "iq3s_f32",
+		Symbol: "strata_dequant_iq3s_f32",
+	}, {
+		Name:   "iq3s_f16",
+		Symbol: "strata_dequant_iq3s_f16",
+	}, {
+		Name:   "iq1m_f32",
+		Symbol: "strata_dequant_iq1m_f32",
+	}, {
+		Name:   "iq1m_f16",
+		Symbol: "strata_dequant_iq1m_f16",
 	}},
 	Vendor: "amd",
 }, {
@@ -118,6 +694,42 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "mmvq",
+	Path:   "gfx1201/mmvq.co",
+	Target: "gfx1201",
+	Variants: []Variant{{
+		Name:   "f16",
+		Symbol: "strata_mmvq_f16",
+	}, {
+		Name:   "bf16",
+		Symbol: "strata_mmvq_bf16",
+	}, {
+		Name:   "q80",
+		Symbol: "strata_mmvq_q80",
+	}, {
+		Name:   "q20",
+		Symbol: "strata_mmvq_q20",
+	}, {
+		Name:   "q4k",
+		Symbol: "strata_mmvq_q4k",
+	}, {
+		Name:   "q6k",
+		Symbol: "strata_mmvq_q6k",
+	}, {
+		Name:   "iq2xs",
+		Symbol: "strata_mmvq_iq2xs",
+	}, {
+		Name:   "iq3xxs",
+		Symbol: "strata_mmvq_iq3xxs",
+	}, {
+		Name:   "iq3s",
+		Symbol: "strata_mmvq_iq3s",
+	}, {
+		Name:   "iq1m",
+		Symbol: "strata_mmvq_iq1m",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "quantize_q8_1",
 	Path:   "gfx1201/quantize_q8_1.co",
 	Target: "gfx1201",
@@ -126,6 +738,72 @@ var CodeObjects = []CodeObject{{
 		Symbol: "strata_quantize_q8_1_f32",
 	}},
 	Vendor: "amd",
+}, {
+	Family: "dequant",
+	Path:   "sm_80/dequant.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "f16_f32",
+		Symbol: "strata_dequant_f16_f32",
+	}, {
+		Name:   "f16_f16",
+		Symbol: "strata_dequant_f16_f16",
+	}, {
+		Name:   "bf16_f32",
+		Symbol: "strata_dequant_bf16_f32",
+	}, {
+		Name:   "bf16_f16",
+		Symbol: "strata_dequant_bf16_f16",
+	}, {
+		Name:   "q80_f32",
+		Symbol: "strata_dequant_q80_f32",
+	}, {
+		Name:   "q80_f16",
+		Symbol: "strata_dequant_q80_f16",
+	}, {
+		Name:   "q20_f32",
+		Symbol: "strata_dequant_q20_f32",
+	}, {
+		Name:   "q20_f16",
+		Symbol: "strata_dequant_q20_f16",
+	}, {
+		Name:   "q4k_f32",
+		Symbol: "strata_dequant_q4k_f32",
+	}, {
+		Name:   "q4k_f16",
+		Symbol: "strata_dequant_q4k_f16",
+	}, {
+		Name:   "q6k_f32",
+		Symbol: "strata_dequant_q6k_f32",
+	}, {
+		Name:   "q6k_f16",
+		Symbol: "strata_dequant_q6k_f16",
+	}, {
+		Name:   "iq2xs_f32",
+		Symbol: "strata_dequant_iq2xs_f32",
+	}, {
+		Name:   "iq2xs_f16",
+		Symbol: "strata_dequant_iq2xs_f16",
+	}, {
+		Name:   "iq3xxs_f32",
+		Symbol: "strata_dequant_iq3xxs_f32",
+	}, {
+		Name:   "iq3xxs_f16",
+		Symbol: "strata_dequant_iq3xxs_f16",
+	}, {
+		Name:   "iq3s_f32",
+		Symbol: "strata_dequant_iq3s_f32",
+	}, {
+		Name:   "iq3s_f16",
+		Symbol: "strata_dequant_iq3s_f16",
+	}, {
+		Name:   "iq1m_f32",
+		Symbol: "strata_dequant_iq1m_f32",
+	}, {
+		Name:   "iq1m_f16",
+		Symbol: "strata_dequant_iq1m_f16",
+	}},
+	Vendor: "nvidia",
 }, {
 	Family: "imma_tile",
 	Path:   "sm_80/imma_tile.ptx",
@@ -139,12 +817,114 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "mmvq",
+	Path:   "sm_80/mmvq.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "f16",
+		Symbol: "strata_mmvq_f16",
+	}, {
+		Name:   "bf16",
+		Symbol: "strata_mmvq_bf16",
+	}, {
+		Name:   "q80",
+		Symbol: "strata_mmvq_q80",
+	}, {
+		Name:   "q20",
+		Symbol: "strata_mmvq_q20",
+	}, {
+		Name:   "q4k",
+		Symbol: "strata_mmvq_q4k",
+	}, {
+		Name:   "q6k",
+		Symbol: "strata_mmvq_q6k",
+	}, {
+		Name:   "iq2xs",
+		Symbol: "strata_mmvq_iq2xs",
+	}, {
+		Name:   "iq3xxs",
+		Symbol: "strata_mmvq_iq3xxs",
+	}, {
+		Name:   "iq3s",
+		Symbol: "strata_mmvq_iq3s",
+	}, {
+		Name:   "iq1m",
+		Symbol: "strata_mmvq_iq1m",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "quantize_q8_1",
 	Path:   "sm_80/quantize_q8_1.ptx",
 	Target: "sm_80",
 	Variants: []Variant{{
 		Name:   "f32",
 		Symbol: "strata_quantize_q8_1_f32",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "dequant",
+	Path:   "sm_86/dequant.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "f16_f32",
+		Symbol: "strata_dequant_f16_f32",
+	}, {
+		Name:   "f16_f16",
+		Symbol: "strata_dequant_f16_f16",
+	}, {
+		Name:   "bf16_f32",
+		Symbol: "strata_dequant_bf16_f32",
+	}, {
+		Name:   "bf16_f16",
+		Symbol: "strata_dequant_bf16_f16",
+	}, {
+		Name:   "q80_f32",
+		Symbol: "strata_dequant_q80_f32",
+	}, {
+		Name:   "q80_f16",
+		Symbol: "strata_dequant_q80_f16",
+	}, {
+		Name:   "q20_f32",
+		Symbol: "strata_dequant_q20_f32",
+	}, {
+		Name:   "q20_f16",
+		Symbol: "strata_dequant_q20_f16",
+	}, {
+		Name:   "q4k_f32",
+		Symbol: "strata_dequant_q4k_f32",
+	}, {
+		Name:   "q4k_f16",
+		Symbol: "strata_dequant_q4k_f16",
+	}, {
+		Name:   "q6k_f32",
+		Symbol: "strata_dequant_q6k_f32",
+	}, {
+		Name:   "q6k_f16",
+		Symbol: "strata_dequant_q6k_f16",
+	}, {
+		Name:   "iq2xs_f32",
+		Symbol: "strata_dequant_iq2xs_f32",
+	}, {
+		Name:   "iq2xs_f16",
+		Symbol: "strata_dequant_iq2xs_f16",
+	}, {
+		Name:   "iq3xxs_f32",
+		Symbol: "strata_dequant_iq3xxs_f32",
+	}, {
+		Name:   "iq3xxs_f16",
+		Symbol: "strata_dequant_iq3xxs_f16",
+	}, {
+		Name:   "iq3s_f32",
+		Symbol: "strata_dequant_iq3s_f32",
+	}, {
+		Name:   "iq3s_f16",
+		Symbol: "strata_dequant_iq3s_f16",
+	}, {
+		Name:   "iq1m_f32",
+		Symbol: "strata_dequant_iq1m_f32",
+	}, {
+		Name:   "iq1m_f16",
+		Symbol: "strata_dequant_iq1m_f16",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -160,12 +940,114 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "mmvq",
+	Path:   "sm_86/mmvq.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "f16",
+		Symbol: "strata_mmvq_f16",
+	}, {
+		Name:   "bf16",
+		Symbol: "strata_mmvq_bf16",
+	}, {
+		Name:   "q80",
+		Symbol: "strata_mmvq_q80",
+	}, {
+		Name:   "q20",
+		Symbol: "strata_mmvq_q20",
+	}, {
+		Name:   "q4k",
+		Symbol: "strata_mmvq_q4k",
+	}, {
+		Name:   "q6k",
+		Symbol: "strata_mmvq_q6k",
+	}, {
+		Name:   "iq2xs",
+		Symbol: "strata_mmvq_iq2xs",
+	}, {
+		Name:   "iq3xxs",
+		Symbol: "strata_mmvq_iq3xxs",
+	}, {
+		Name:   "iq3s",
+		Symbol: "strata_mmvq_iq3s",
+	}, {
+		Name:   "iq1m",
+		Symbol: "strata_mmvq_iq1m",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "quantize_q8_1",
 	Path:   "sm_86/quantize_q8_1.ptx",
 	Target: "sm_86",
 	Variants: []Variant{{
 		Name:   "f32",
 		Symbol: "strata_quantize_q8_1_f32",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "dequant",
+	Path:   "sm_89/dequant.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "f16_f32",
+		Symbol: "strata_dequant_f16_f32",
+	}, {
+		Name:   "f16_f16",
+		Symbol: "strata_dequant_f16_f16",
+	}, {
+		Name:   "bf16_f32",
+		Symbol: "strata_dequant_bf16_f32",
+	}, {
+		Name:   "bf16_f16",
+		Symbol: "strata_dequant_bf16_f16",
+	}, {
+		Name:   "q80_f32",
+		Symbol: "strata_dequant_q80_f32",
+	}, {
+		Name:   "q80_f16",
+		Symbol: "strata_dequant_q80_f16",
+	}, {
+		Name:   "q20_f32",
+		Symbol: "strata_dequant_q20_f32",
+	}, {
+		Name:   "q20_f16",
+		Symbol: "strata_dequant_q20_f16",
+	}, {
+		Name:   "q4k_f32",
+		Symbol: "strata_dequant_q4k_f32",
+	}, {
+		Name:   "q4k_f16",
+		Symbol: "strata_dequant_q4k_f16",
+	}, {
+		Name:   "q6k_f32",
+		Symbol: "strata_dequant_q6k_f32",
+	}, {
+		Name:   "q6k_f16",
+		Symbol: "strata_dequant_q6k_f16",
+	}, {
+		Name:   "iq2xs_f32",
+		Symbol: "strata_dequant_iq2xs_f32",
+	}, {
+		Name:   "iq2xs_f16",
+		Symbol: "strata_dequant_iq2xs_f16",
+	}, {
+		Name:   "iq3xxs_f32",
+		Symbol: "strata_dequant_iq3xxs_f32",
+	}, {
+		Name:   "iq3xxs_f16",
+		Symbol: "strata_dequant_iq3xxs_f16",
+	}, {
+		Name:   "iq3s_f32",
+		Symbol: "strata_dequant_iq3s_f32",
+	}, {
+		Name:   "iq3s_f16",
+		Symbol: "strata_dequant_iq3s_f16",
+	}, {
+		Name:   "iq1m_f32",
+		Symbol: "strata_dequant_iq1m_f32",
+	}, {
+		Name:   "iq1m_f16",
+		Symbol: "strata_dequant_iq1m_f16",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -181,12 +1063,114 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "mmvq",
+	Path:   "sm_89/mmvq.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "f16",
+		Symbol: "strata_mmvq_f16",
+	}, {
+		Name:   "bf16",
+		Symbol: "strata_mmvq_bf16",
+	}, {
+		Name:   "q80",
+		Symbol: "strata_mmvq_q80",
+	}, {
+		Name:   "q20",
+		Symbol: "strata_mmvq_q20",
+	}, {
+		Name:   "q4k",
+		Symbol: "strata_mmvq_q4k",
+	}, {
+		Name:   "q6k",
+		Symbol: "strata_mmvq_q6k",
+	}, {
+		Name:   "iq2xs",
+		Symbol: "strata_mmvq_iq2xs",
+	}, {
+		Name:   "iq3xxs",
+		Symbol: "strata_mmvq_iq3xxs",
+	}, {
+		Name:   "iq3s",
+		Symbol: "strata_mmvq_iq3s",
+	}, {
+		Name:   "iq1m",
+		Symbol: "strata_mmvq_iq1m",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "quantize_q8_1",
 	Path:   "sm_89/quantize_q8_1.ptx",
 	Target: "sm_89",
 	Variants: []Variant{{
 		Name:   "f32",
 		Symbol: "strata_quantize_q8_1_f32",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "dequant",
+	Path:   "sm_90/dequant.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "f16_f32",
+		Symbol: "strata_dequant_f16_f32",
+	}, {
+		Name:   "f16_f16",
+		Symbol: "strata_dequant_f16_f16",
+	}, {
+		Name:   "bf16_f32",
+		Symbol: "strata_dequant_bf16_f32",
+	}, {
+		Name:   "bf16_f16",
+		Symbol: "strata_dequant_bf16_f16",
+	}, {
+		Name:   "q80_f32",
+		Symbol: "strata_dequant_q80_f32",
+	}, {
+		Name:   "q80_f16",
+		Symbol: "strata_dequant_q80_f16",
+	}, {
+		Name:   "q20_f32",
+		Symbol: "strata_dequant_q20_f32",
+	}, {
+		Name:   "q20_f16",
+		Symbol: "strata_dequant_q20_f16",
+	}, {
+		Name:   "q4k_f32",
+		Symbol: "strata_dequant_q4k_f32",
+	}, {
+		Name:   "q4k_f16",
+		Symbol: "strata_dequant_q4k_f16",
+	}, {
+		Name:   "q6k_f32",
+		Symbol: "strata_dequant_q6k_f32",
+	}, {
+		Name:   "q6k_f16",
+		Symbol: "strata_dequant_q6k_f16",
+	}, {
+		Name:   "iq2xs_f32",
+		Symbol: "strata_dequant_iq2xs_f32",
+	}, {
+		Name:   "iq2xs_f16",
+		Symbol: "strata_dequant_iq2xs_f16",
+	}, {
+		Name:   "iq3xxs_f32",
+		Symbol: "strata_dequant_iq3xxs_f32",
+	}, {
+		Name:   "iq3xxs_f16",
+		Symbol: "strata_dequant_iq3xxs_f16",
+	}, {
+		Name:   "iq3s_f32",
+		Symbol: "strata_dequant_iq3s_f32",
+	}, {
+		Name:   "iq3s_f16",
+		Symbol: "strata_dequant_iq3s_f16",
+	}, {
+		Name:   "iq1m_f32",
+		Symbol: "strata_dequant_iq1m_f32",
+	}, {
+		Name:   "iq1m_f16",
+		Symbol: "strata_dequant_iq1m_f16",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -199,6 +1183,42 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "dp4a",
 		Symbol: "strata_imma_tile_dp4a",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmvq",
+	Path:   "sm_90/mmvq.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "f16",
+		Symbol: "strata_mmvq_f16",
+	}, {
+		Name:   "bf16",
+		Symbol: "strata_mmvq_bf16",
+	}, {
+		Name:   "q80",
+		Symbol: "strata_mmvq_q80",
+	}, {
+		Name:   "q20",
+		Symbol: "strata_mmvq_q20",
+	}, {
+		Name:   "q4k",
+		Symbol: "strata_mmvq_q4k",
+	}, {
+		Name:   "q6k",
+		Symbol: "strata_mmvq_q6k",
+	}, {
+		Name:   "iq2xs",
+		Symbol: "strata_mmvq_iq2xs",
+	}, {
+		Name:   "iq3xxs",
+		Symbol: "strata_mmvq_iq3xxs",
+	}, {
+		Name:   "iq3s",
+		Symbol: "strata_mmvq_iq3s",
+	}, {
+		Name:   "iq1m",
+		Symbol: "strata_mmvq_iq1m",
 	}},
 	Vendor: "nvidia",
 }, {

@@ -1,0 +1,532 @@
+package parity
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/strata-hip/strata/kernels/abi"
+	"github.com/strata-hip/strata/quant"
+	"github.com/strata-hip/strata/runtime/gpu"
+)
+
+// mmvq: y[z][c][r] = Σ_k W_z[r][k]·x_z[c][k] for 1..8 columns. Quantized weights meet Q8_1
+// activations (the bytes quantize_q8_1 writes) through exact integer block dots and an f32
+// scale fold; F16/BF16 weights meet f32 activations. Matrices z are dense or experts found
+// through a slot table. Three checks per case:
+//
+//   - y: the float64 value of the same operands (decoded weights · decoded activations),
+//     each output's error measured against S = Σ_groups |term| (the sum of the absolute
+//     per-group contributions, float64), since cancellation can make |y| ≪ S;
+//   - int: a second launch on inputs whose scales are ±1 and whose activations are small
+//     integers in one random 256-wide window (zero elsewhere), so that every group term and
+//     every partial sum is an exact f32 value: the integer block dots must be exact and
+//     then so is y — a single wrong integer anywhere in the window shows;
+//   - err: err[z] = 1 exactly for matrices whose expert has no slot (their y must be 0),
+//     else 0.
+//
+// Weight types and their Q8_1-free twins: F16 and BF16 have no integer form; their "int"
+// inputs are integer-valued weights in [−8, 8] and activations in [−8, 8] over all of K.
+
+// mmvqTypes maps each variant to its weight type.
+var mmvqTypes = map[string]quant.Type{
+	"f16": quant.F16, "bf16": quant.BF16, "q80": quant.Q8_0, "q20": quant.Q2_0, "q4k": quant.Q4_K,
+	"q6k": quant.Q6_K, "iq2xs": quant.IQ2_XS, "iq3xxs": quant.IQ3_XXS, "iq3s": quant.IQ3_S, "iq1m": quant.IQ1_M,
+}
+
+var mmvqQuantY = Bound{Name: "y", MaxRowRel: 2.1e-6, Why: `
+	Per output, |y − ref| / S with S = Σ_g |term_g| over the row's 32-element groups (float64).
+	Each group's integer dot is exact (|main| < 2²⁴, so (f32)main is exact) and base·d_a is
+	an exact f32 product (two fp16 significands, ≤ 22 bits). A lane adds its groups with one
+	fma each (Q4_K: two, the min term's offb·d_a product rounded once more), over
+	≤ ceil(K/1024) groups, then 5 butterfly additions: n ≤ 2·14 + 1 + 5 = 34 roundings of at
+	most 2⁻²⁴ relative to a partial bounded by S at K = 14336. γ₃₄ = 34·2⁻²⁴/(1 − 34·2⁻²⁴)
+	= 2.03e-6: bound 2.1e-6. The float64 reference is exact per term (≤ 46-bit products) and
+	sums ≤ 448 terms: its own error ≤ 448·2⁻⁵³·S = 5e-14·S, negligible.`}
+
+var mmvqFloatY = Bound{Name: "y", MaxRowRel: 3.1e-6, Why: `
+	Per output, |y − ref| / S with S = Σ_k |w_k·x_k| (float64). A lane computes each
+	32-element group as a chain of 32 fmas from zero (one rounding each, products exact
+	inside the fma), adds it to its partial (one rounding), over ≤ ceil(K/1024) groups, then
+	5 butterfly additions: n ≤ 32 + 14 + 5 = 51 roundings at K = 14336, each ≤ 2⁻²⁴ relative
+	to a partial bounded by S. γ₅₁ = 3.04e-6: bound 3.1e-6. The float64 reference products
+	are exact (≤ 35 bits); its summation error is ≤ K·2⁻⁵³·S = 1.6e-12·S.`}
+
+var mmvqInt = Bound{Name: "int", Exact: true, Why: `
+	Scales are ±1 (fp16), activation scales 1, activation quants |q| ≤ 15 in one 256-element
+	window: every group term is a multiple of 2⁻³ (IQ2_XS, IQ1_M: base d/8; IQ3_XXS: d/4;
+	others 1) and Σ|terms| ≤ 15.7e6·2⁻⁰ (Q6_K: 8 groups · 32·128·32·15) < 2²⁴ times the
+	granularity for every type, so every f32 partial sum in any order is exact and y must
+	equal the integer reference exactly; any integer error in a block dot shows. F16/BF16:
+	integer weights and activations in [−8, 8]: |partials| ≤ K·64 < 2²⁴ at K = 14336.`}
+
+var mmvqErr = Bound{Name: "err", Exact: true, Why: `
+	Flags, not arithmetic: err[z] = 1 exactly when ids[z] is outside [0, nslots) or its slot
+	is 0, else 0; y of such a matrix must be all zeros (checked as part of y and int).`}
+
+func init() {
+	b := map[string][]Bound{}
+	for v, t := range mmvqTypes {
+		if t == quant.F16 || t == quant.BF16 {
+			b[v] = []Bound{mmvqFloatY, mmvqInt, mmvqErr}
+		} else {
+			b[v] = []Bound{mmvqQuantY, mmvqInt, mmvqErr}
+		}
+	}
+	register(&Family{
+		Name:   "mmvq",
+		Bounds: b,
+		// Dims: rows, k, ncols, matrices, mode (0 dense, 1 experts sharing x, 2 experts each
+		// with its own x, 3 experts with missing ones).
+		Cases: []Case{
+			{"rows=1,k=256,cols=1", []int{1, 256, 1, 1, 0}},
+			{"rows=7,k=256,cols=8", []int{7, 256, 8, 1, 0}},
+			{"rows=7,k=4096,cols=3", []int{7, 4096, 3, 1, 0}},
+			{"rows=33,k=1024,cols=7", []int{33, 1024, 7, 1, 0}},
+			{"rows=4096,k=4096,cols=1", []int{4096, 4096, 1, 1, 0}},
+			{"rows=7,k=14336,cols=5", []int{7, 14336, 5, 1, 0}},
+			{"rows=1,k=14336,cols=4", []int{1, 14336, 4, 1, 0}},
+			{"rows=4096,k=14336,cols=2", []int{4096, 14336, 2, 1, 0}},
+			{"rows=20,k=2048,cols=6,dense=3", []int{20, 2048, 6, 3, 0}},
+			{"experts=8,rows=64,k=512,cols=1,shared-x", []int{64, 512, 1, 8, 1}},
+			{"experts=8,rows=40,k=768,cols=2,own-x", []int{40, 768, 2, 8, 2}},
+			{"experts=4,rows=16,k=256,cols=1,missing", []int{16, 256, 1, 4, 3}},
+		},
+		Run:       runMmvq,
+		SelfCheck: selfCheckMmvq,
+	})
+}
+
+// mmvqInputs is one case's operands in host form.
+type mmvqInputs struct {
+	t                          quant.Type
+	rows, k, ncols, nmat, mode int
+	rowBytes, matStride        int       // bytes per weight row; bytes between matrices (256-aligned)
+	w                          []byte    // nmat matrices, matStride apart
+	xf                         []float32 // f32 activations, [xmat][col][k]
+	xq                         []byte    // Q8_1 activations, [xmat][col][k/32 blocks]
+	xmat                       int       // activation sets: 1 (shared) or nmat
+	ids                        []int32   // experts modes: ids[z]
+	slotOf                     []int     // experts modes: slot index → matrix index, −1 = null slot
+	nslots                     int
+}
+
+// missing reports whether matrix z has no slot.
+func (in *mmvqInputs) missing(z int) bool {
+	if in.mode == 0 {
+		return false
+	}
+	id := int(in.ids[z])
+	return id < 0 || id >= in.nslots || in.slotOf[id] < 0
+}
+
+// matrixOf is the weight matrix matrix z reads (through its expert id when experts).
+func (in *mmvqInputs) matrixOf(z int) int {
+	if in.mode == 0 {
+		return z
+	}
+	return in.slotOf[in.ids[z]]
+}
+
+// newMmvqInputs draws a case's operands; intMode makes the exact-integer variant.
+func newMmvqInputs(t quant.Type, dims []int, intMode bool, rng *rand.Rand) (*mmvqInputs, error) {
+	in := &mmvqInputs{t: t, rows: dims[0], k: dims[1], ncols: dims[2], nmat: dims[3], mode: dims[4]}
+	rb, err := t.RowBytes(in.k)
+	if err != nil {
+		return nil, err
+	}
+	in.rowBytes = rb
+	in.matStride = (in.rows*rb + 255) / 256 * 256
+	in.w = make([]byte, in.nmat*in.matStride)
+	for m := 0; m < in.nmat; m++ {
+		for r := 0; r < in.rows; r++ {
+			row := in.w[m*in.matStride+r*rb : m*in.matStride+(r+1)*rb]
+			if intMode {
+				intWeights(t, row, rng)
+				continue
+			}
+			src, err := quant.RandomRow(t, in.k, rng)
+			if err != nil {
+				return nil, err
+			}
+			copy(row, src)
+		}
+	}
+	in.xmat = 1
+	if in.mode == 2 {
+		in.xmat = in.nmat
+	}
+	n := in.xmat * in.ncols
+	if intMode {
+		if t == quant.F16 || t == quant.BF16 {
+			in.xf = make([]float32, n*in.k)
+			for i := range in.xf {
+				in.xf[i] = float32(rng.IntN(17) - 8)
+			}
+		} else {
+			in.xq = make([]byte, n*in.k/32*36)
+			w0 := 256 * rng.IntN(in.k/256)
+			for c := 0; c < n; c++ {
+				for g := w0 / 32; g < w0/32+8; g++ {
+					blk := in.xq[(c*in.k/32+g)*36:]
+					binary.LittleEndian.PutUint16(blk, 0x3c00)
+					for i := 0; i < 32; i++ {
+						blk[4+i] = byte(int8(rng.IntN(31) - 15))
+					}
+				}
+			}
+		}
+	} else {
+		in.xf = activations(rng, n, in.k)
+		if t != quant.F16 && t != quant.BF16 {
+			in.xq = make([]byte, n*in.k/32*36)
+			for c := 0; c < n; c++ {
+				if err := quant.QuantizeQ8_1GPU(in.xf[c*in.k:(c+1)*in.k], in.xq[c*in.k/32*36:(c+1)*in.k/32*36]); err != nil {
+					return nil, err
+				}
+			}
+			in.xf = nil
+		}
+	}
+	if in.mode != 0 {
+		// 2·nmat slots in a random order; matrix m sits in one of them, the rest are null.
+		in.nslots = 2 * in.nmat
+		in.slotOf = make([]int, in.nslots)
+		for i := range in.slotOf {
+			in.slotOf[i] = -1
+		}
+		perm := rng.Perm(in.nslots)
+		in.ids = make([]int32, in.nmat)
+		for m := 0; m < in.nmat; m++ {
+			in.slotOf[perm[m]] = m
+			in.ids[m] = int32(perm[m])
+		}
+		if in.mode == 3 {
+			// One id past the table and one id of a null slot.
+			in.ids[1] = int32(in.nslots + rng.IntN(5))
+			in.ids[in.nmat-1] = int32(perm[in.nmat+rng.IntN(in.nmat)])
+		}
+	}
+	return in, nil
+}
+
+// intWeights fills one row with random valid blocks whose scales are ±1, or (F16/BF16)
+// with integers in [−8, 8].
+func intWeights(t quant.Type, row []byte, rng *rand.Rand) {
+	k := len(row) / 2
+	if t == quant.F16 || t == quant.BF16 {
+		for i := 0; i < k; i++ {
+			v := float32(rng.IntN(17) - 8)
+			h := quant.F32ToF16(v)
+			if t == quant.BF16 {
+				h = quant.F32ToBF16(v)
+			}
+			binary.LittleEndian.PutUint16(row[2*i:], h)
+		}
+		return
+	}
+	in, _ := quant.Lookup(t)
+	for i := range row {
+		row[i] = byte(rng.Uint32())
+	}
+	for b := 0; b < len(row)/in.BlockBytes; b++ {
+		blk := row[b*in.BlockBytes : (b+1)*in.BlockBytes]
+		switch t {
+		case quant.Q4_K:
+			binary.LittleEndian.PutUint16(blk[0:], 0x3c00)
+			binary.LittleEndian.PutUint16(blk[2:], 0x3c00)
+		case quant.Q6_K:
+			binary.LittleEndian.PutUint16(blk[208:], 0x3c00|uint16(rng.IntN(2))<<15)
+		case quant.IQ1_M:
+			for w := 0; w < 4; w++ {
+				o := 48 + 2*w
+				word := binary.LittleEndian.Uint16(blk[o:])&0x0fff | (0x3c00>>(4*w)&15)<<12
+				binary.LittleEndian.PutUint16(blk[o:], word)
+			}
+		default:
+			binary.LittleEndian.PutUint16(blk[0:], 0x3c00)
+		}
+	}
+}
+
+// mmvqRef is the float64 reference: y[z][c][r] and S[z][c][r] = Σ|terms| in the kernel's
+// output order. Missing matrices give 0, 0.
+func mmvqRef(in *mmvqInputs) (y, s []float64) {
+	y = make([]float64, in.nmat*in.ncols*in.rows)
+	s = make([]float64, len(y))
+	var ib quant.IntBlock
+	info, _ := quant.Lookup(in.t)
+	for z := 0; z < in.nmat; z++ {
+		if in.missing(z) {
+			continue
+		}
+		xz := 0
+		if in.xmat > 1 {
+			xz = z
+		}
+		w := in.w[in.matrixOf(z)*in.matStride:]
+		for c := 0; c < in.ncols; c++ {
+			col := xz*in.ncols + c
+			for r := 0; r < in.rows; r++ {
+				row := w[r*in.rowBytes : (r+1)*in.rowBytes]
+				var sum, abs float64
+				if in.xf != nil {
+					wf := make([]float64, in.k)
+					if err := quant.DecodeRow64(in.t, row, wf); err != nil {
+						panic("parity: " + err.Error())
+					}
+					for i, wv := range wf {
+						p := wv * float64(in.xf[col*in.k+i])
+						sum += p
+						abs += math.Abs(p)
+					}
+				} else {
+					act := in.xq[col*in.k/32*36:]
+					for b := 0; b < in.k/info.BlockElems; b++ {
+						if err := quant.IntView(in.t, row[b*info.BlockBytes:(b+1)*info.BlockBytes], &ib); err != nil {
+							panic("parity: " + err.Error())
+						}
+						for g := 0; g < info.BlockElems/32; g++ {
+							blk := act[(b*info.BlockElems/32+g)*36:]
+							da := float64(quant.F16ToF32(binary.LittleEndian.Uint16(blk)))
+							var main, off int64
+							for i := 0; i < 32; i++ {
+								e := 32*g + i
+								qa := int64(int8(blk[4+i]))
+								main += int64(ib.Mult[e/ib.Group]) * int64(ib.Q[e]) * qa
+								off += int64(ib.OffMult[e/ib.Group]) * qa
+							}
+							t1, t2 := ib.Base*da*float64(main), ib.OffBase*da*float64(off)
+							sum += t1 + t2
+							abs += math.Abs(t1) + math.Abs(t2)
+						}
+					}
+				}
+				o := (z*in.ncols+c)*in.rows + r
+				y[o], s[o] = sum, abs
+			}
+		}
+	}
+	return y, s
+}
+
+// mmvqErrRef is the expected err output.
+func mmvqErrRef(in *mmvqInputs) []uint32 {
+	e := make([]uint32, in.nmat)
+	for z := range e {
+		if in.missing(z) {
+			e[z] = 1
+		}
+	}
+	return e
+}
+
+// launch runs one mmvq launch on in and returns y and err.
+func (in *mmvqInputs) launch(h *Harness, fn *gpu.Func) ([]float64, []uint32, float64, error) {
+	dw, err := h.Input(in.w)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	args := abi.MmvqArgs{W: dw.Ptr(), WMatBytes: int64(in.matStride), Rows: int32(in.rows), K: int32(in.k),
+		Ncols: int32(in.ncols), XColStride: int32(in.k), YColStride: int32(in.rows), YMatStride: int32(in.ncols * in.rows)}
+	if in.xmat > 1 {
+		args.XMatStride = int32(in.ncols * in.k)
+	}
+	if in.xf != nil {
+		b, err := h.Input(mmvqF32Bytes(in.xf))
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		args.Xf = b.Ptr()
+	} else {
+		b, err := h.Input(in.xq)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		args.Xq = b.Ptr()
+	}
+	if in.mode != 0 {
+		slots := make([]byte, 8*in.nslots)
+		for i, m := range in.slotOf {
+			if m >= 0 {
+				binary.LittleEndian.PutUint64(slots[8*i:], dw.Ptr()+uint64(m*in.matStride))
+			}
+		}
+		ds, err := h.Input(slots)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		ids := make([]byte, 4*in.nmat)
+		for z, id := range in.ids {
+			binary.LittleEndian.PutUint32(ids[4*z:], uint32(id))
+		}
+		di, err := h.Input(ids)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		args.Slots, args.Ids, args.Nslots = ds.Ptr(), di.Ptr(), int32(in.nslots)
+	}
+	dy, err := h.Output(4 * in.nmat * in.ncols * in.rows)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	de, err := h.Output(4 * in.nmat)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	args.Y, args.Err = dy.Ptr(), de.Ptr()
+	grid := gpu.Dim3{X: uint32((in.rows + 7) / 8), Y: 1, Z: uint32(in.nmat)}
+	got, el, err := h.Run(fn, grid, gpu.Dim3{X: abi.MmvqThreads, Y: 1, Z: 1}, args.Bytes(), dy, de)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	ys := mmvqBytesF32(got[0])
+	y := make([]float64, len(ys))
+	for i, v := range ys {
+		y[i] = float64(v)
+	}
+	eb := bytesInt32(got[1])
+	e := make([]uint32, len(eb))
+	for i, v := range eb {
+		e[i] = uint32(v)
+	}
+	return y, e, el.Seconds() * 1e6, nil
+}
+
+func runMmvq(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
+	t, ok := mmvqTypes[variantOf(symbol, "mmvq")]
+	if !ok {
+		return Outcome{}, fmt.Errorf("no weight type for %s", symbol)
+	}
+	fn, err := h.Mod.Func(symbol)
+	if err != nil {
+		return Outcome{}, err
+	}
+	in, err := newMmvqInputs(t, c.Dims, false, rng)
+	if err != nil {
+		return Outcome{}, err
+	}
+	y, e, us, err := in.launch(h, fn)
+	if err != nil {
+		return Outcome{}, err
+	}
+	want, s := mmvqRef(in)
+	reports := map[string]Report{"y": CompareRows(y, want, 1, func(i int) float64 { return s[i] })}
+	errRep := CompareExact(e, mmvqErrRef(in))
+	iin, err := newMmvqInputs(t, c.Dims, true, rng)
+	if err != nil {
+		return Outcome{}, err
+	}
+	iy, ie, _, err := in.relaunch(h, fn, iin)
+	if err != nil {
+		return Outcome{}, err
+	}
+	iwant, _ := mmvqRef(iin)
+	reports["int"] = CompareExact(iy, iwant)
+	ie2 := CompareExact(ie, mmvqErrRef(iin))
+	errRep.N += ie2.N
+	if errRep.Mismatch == 0 && ie2.Mismatch > 0 {
+		errRep.Worst = "int run: " + ie2.Worst
+	}
+	errRep.Mismatch += ie2.Mismatch
+	reports["err"] = errRep
+	bytes := int64(in.nmat*in.rows*in.rowBytes + len(in.xq) + 4*len(in.xf) + 4*len(y))
+	return Outcome{Reports: reports, Kernel: us, Bytes: bytes}, checkAll(bounds, reports)
+}
+
+// relaunch runs the integer inputs in a fresh harness on the same module (so the first
+// launch's buffers are not refilled and re-checked).
+func (in *mmvqInputs) relaunch(h *Harness, fn *gpu.Func, iin *mmvqInputs) ([]float64, []uint32, float64, error) {
+	h2 := &Harness{Dev: h.Dev, Mod: h.Mod}
+	y, e, us, err := iin.launch(h2, fn)
+	if cerr := h2.Close(); err == nil {
+		err = cerr
+	}
+	return y, e, us, err
+}
+
+// selfCheckMmvq holds the float64 reference to quant's exact dots (DotGPU for the integer
+// types; DecodeRow64 products for F16/BF16) on every case shape with fewer rows.
+func selfCheckMmvq(c Case, rng *rand.Rand) error {
+	dims := append([]int(nil), c.Dims...)
+	dims[0] = min(dims[0], 3)
+	for _, t := range []quant.Type{quant.Q8_0, quant.Q2_0, quant.Q4_K, quant.Q6_K, quant.IQ2_XS, quant.IQ3_XXS, quant.IQ3_S, quant.IQ1_M, quant.F16, quant.BF16} {
+		for _, intMode := range []bool{false, true} {
+			in, err := newMmvqInputs(t, dims, intMode, rng)
+			if err != nil {
+				return err
+			}
+			y, s := mmvqRef(in)
+			for z := 0; z < in.nmat; z++ {
+				for col := 0; col < in.ncols; col++ {
+					for r := 0; r < in.rows; r++ {
+						o := (z*in.ncols+col)*in.rows + r
+						if in.missing(z) {
+							if y[o] != 0 || s[o] != 0 {
+								return fmt.Errorf("%s: missing matrix %d has reference %v", t, z, y[o])
+							}
+							continue
+						}
+						want, err := exactDot(in, z, col, r)
+						if err != nil {
+							return err
+						}
+						if math.Abs(y[o]-want) > 1e-12*s[o] || (s[o] == 0 && y[o] != 0) {
+							return fmt.Errorf("%s (int=%v) matrix %d col %d row %d: reference %v, quant's exact dot %v (S %v)", t, intMode, z, col, r, y[o], want, s[o])
+						}
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// exactDot is quant's own exact value of one output.
+func exactDot(in *mmvqInputs, z, c, r int) (float64, error) {
+	xz := 0
+	if in.xmat > 1 {
+		xz = z
+	}
+	col := xz*in.ncols + c
+	row := in.w[in.matrixOf(z)*in.matStride+r*in.rowBytes : in.matrixOf(z)*in.matStride+(r+1)*in.rowBytes]
+	if in.xf != nil {
+		w := make([]float64, in.k)
+		if err := quant.DecodeRow64(in.t, row, w); err != nil {
+			return 0, err
+		}
+		var s float64
+		for i := range w {
+			s += w[i] * float64(in.xf[col*in.k+i])
+		}
+		return s, nil
+	}
+	d, err := quant.DotGPU(in.t, row, in.xq[col*in.k/32*36:(col+1)*in.k/32*36])
+	return d.Exact, err
+}
+
+// variantOf strips "strata_<family>_" from a symbol.
+func variantOf(symbol, family string) string {
+	p := "strata_" + family + "_"
+	if len(symbol) > len(p) && symbol[:len(p)] == p {
+		return symbol[len(p):]
+	}
+	return ""
+}
+
+func mmvqF32Bytes(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+func mmvqBytesF32(b []byte) []float32 {
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
+}
