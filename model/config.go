@@ -89,7 +89,6 @@ func (m MapMeta) Keys() []string {
 const (
 	ArchQwen3MoE  = "qwen3moe"
 	ArchQwen3Next = "qwen3next"
-	ArchQwen4Exp  = "qwen4exp" // Qwen3.8-Flash-Next; converted by model/convert, run by its own loader
 )
 
 // Config holds a model's hyperparameters, validated.
