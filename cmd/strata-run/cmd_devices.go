@@ -1,15 +1,20 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/strata-hip/strata/kernels/abi"
 	"github.com/strata-hip/strata/runtime/gpu"
@@ -23,7 +28,7 @@ import (
 func init() {
 	register(subcommand{
 		name:  "list-devices",
-		usage: "[--json] [--device SEL] [--co-dir DIR]  list GPUs, marking the one that would be used and why",
+		usage: "[--json] [--device SEL] [--co-dir DIR] [--timeout D]  list GPUs, marking the one that would be used and why",
 		run:   runListDevices,
 	})
 }
@@ -53,17 +58,79 @@ func runListDevices(args []string, stdout, stderr io.Writer) error {
 	device := fs.String("device", "", "show what --device SEL would select: an index, cuda:N / hip:N, a PCI bus id, or a name substring")
 	coDir := fs.String("co-dir", defaultCODir(), "directory of compiled code objects (`just co`); env STRATA_CO_DIR")
 	igpu := fs.Bool("allow-integrated", false, "let the default choice take an integrated GPU")
+	timeout := fs.Duration("timeout", 30*time.Second, "enumerate in a child process and give up after this long (a GPU runtime can hang in initialisation); 0 enumerates in this process")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("list-devices takes no arguments, got %q: %w", fs.Args(), errUsage)
 	}
-	l, err := gpu.Enumerate()
+	var out deviceList
+	var err error
+	if *timeout > 0 {
+		out, err = probeDevices(*timeout, []string{"list-devices", "--json", "--timeout=0", "--device=" + *device,
+			"--co-dir=" + *coDir, "--allow-integrated=" + strconv.FormatBool(*igpu)})
+	} else {
+		out, err = collectDevices(*device, *coDir, *igpu)
+	}
 	if err != nil {
 		return err
 	}
-	out := deviceList{Selected: -1, Backends: map[string]string{}, Visibility: l.Visibility, CodeDir: *coDir, Have: targetsWithCodeObjects(*coDir)}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		printDevices(stdout, out)
+	}
+	if *device != "" && out.Selected < 0 {
+		return errors.New(out.Problem)
+	}
+	return nil
+}
+
+// probeCommand makes the child process that enumerates devices; tests replace it.
+var probeCommand = func(ctx context.Context, args []string) (*exec.Cmd, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("list-devices: cannot find this program to run device discovery in a child: %w (use --timeout 0)", err)
+	}
+	return exec.CommandContext(ctx, self, args...), nil
+}
+
+// probeDevices runs discovery in a child process with a deadline, so a runtime that
+// hangs or crashes while initialising a device (seen with integrated GPUs) cannot take
+// this process with it; the child prints the list as JSON.
+func probeDevices(timeout time.Duration, args []string) (deviceList, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd, err := probeCommand(ctx, args)
+	if err != nil {
+		return deviceList{}, err
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	if ctx.Err() != nil {
+		return deviceList{}, fmt.Errorf("device discovery did not finish within %v: a GPU runtime hung while initialising a device; "+
+			"hide that device with HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES or CUDA_VISIBLE_DEVICES, or raise --timeout", timeout)
+	}
+	var out deviceList
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		return deviceList{}, fmt.Errorf("device discovery in a child process failed (%v): %s", runErr, strings.TrimSpace(stderr.String()))
+	}
+	return out, nil // a child that exits 1 for an unmatched --device still printed the list
+}
+
+// collectDevices enumerates in this process and applies selection.
+func collectDevices(device, coDir string, igpu bool) (deviceList, error) {
+	l, err := gpu.Enumerate()
+	if err != nil {
+		return deviceList{}, err
+	}
+	out := deviceList{Selected: -1, Backends: map[string]string{}, Visibility: l.Visibility, CodeDir: coDir, Have: targetsWithCodeObjects(coDir)}
 	for _, b := range l.Backends {
 		switch {
 		case b.Err != nil && b.Library != "":
@@ -74,7 +141,7 @@ func runListDevices(args []string, stdout, stderr io.Writer) error {
 			out.Backends[b.Name] = fmt.Sprintf("%s: %d device(s)", b.Library, b.Devices)
 		}
 	}
-	ch, selErr := gpu.Select(l.Devices, gpu.Request{Device: *device, Have: out.Have, AllowIntegrated: *igpu})
+	ch, selErr := gpu.Select(l.Devices, gpu.Request{Device: device, Have: out.Have, AllowIntegrated: igpu})
 	if selErr != nil {
 		var se *gpu.SelectError
 		if errors.As(selErr, &se) {
@@ -88,19 +155,7 @@ func runListDevices(args []string, stdout, stderr io.Writer) error {
 		t, _ := gpu.MatchTarget(out.Have, d.Arch)
 		out.Devices = append(out.Devices, deviceRow{DeviceInfo: d, CodeObjects: t, Selected: i == ch.Index, Reason: ch.Reasons[i]})
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
-			return err
-		}
-	} else {
-		printDevices(stdout, out)
-	}
-	if *device != "" && selErr != nil {
-		return errors.New(out.Problem)
-	}
-	return nil
+	return out, nil
 }
 
 func printDevices(w io.Writer, l deviceList) {

@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/strata-hip/strata/kernels/abi"
 	"github.com/strata-hip/strata/runtime/gpu"
@@ -45,7 +48,7 @@ func coDir(t *testing.T) string {
 
 func TestListDevicesJSON(t *testing.T) {
 	var out, errb bytes.Buffer
-	if err := runListDevices([]string{"--json", "--co-dir", coDir(t)}, &out, &errb); err != nil {
+	if err := runListDevices([]string{"--json", "--timeout=0", "--co-dir", coDir(t)}, &out, &errb); err != nil {
 		t.Fatal(err, errb.String())
 	}
 	var l deviceList
@@ -70,7 +73,7 @@ func TestListDevicesJSON(t *testing.T) {
 func TestListDevicesTableAndDevice(t *testing.T) {
 	var out, errb bytes.Buffer
 	dir := coDir(t)
-	if err := run([]string{"--list-devices", "--co-dir", dir, "--device", "7c:00.0"}, &out, &errb); err != 0 {
+	if err := run([]string{"--list-devices", "--timeout=0", "--co-dir", dir, "--device", "7c:00.0"}, &out, &errb); err != 0 {
 		t.Fatalf("exit %d: %s", err, errb.String())
 	}
 	var marked string
@@ -84,8 +87,56 @@ func TestListDevicesTableAndDevice(t *testing.T) {
 	}
 	out.Reset()
 	errb.Reset()
-	if code := run([]string{"list-devices", "--co-dir", dir, "--device", "geforce"}, &out, &errb); code != 1 ||
+	if code := run([]string{"list-devices", "--timeout=0", "--co-dir", dir, "--device", "geforce"}, &out, &errb); code != 1 ||
 		!strings.Contains(errb.String(), `--device "geforce" matches no index, PCI bus id or device name`) {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// TestListDevicesChild: discovery runs in a child process by default; its JSON is
+// printed as the table, and a child that hangs is cut off with an explanation.
+func TestListDevicesChild(t *testing.T) {
+	dir := coDir(t)
+	l, err := collectDevices("", dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := json.Marshal(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := probeCommand
+	defer func() { probeCommand = old }()
+	var gotArgs []string
+	probeCommand = func(ctx context.Context, args []string) (*exec.Cmd, error) {
+		gotArgs = args
+		return exec.CommandContext(ctx, "sh", "-c", `printf '%s' "$0"; exit 1`, string(js)), nil
+	}
+	var out, errb bytes.Buffer
+	if err := runListDevices([]string{"--co-dir", dir}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(gotArgs, " "), "--json --timeout=0") {
+		t.Fatalf("child arguments %q", gotArgs)
+	}
+	if !strings.Contains(out.String(), "*  1      zfake:1  Fake dGPU") {
+		t.Fatalf("the child's list must be printed with the selection marked:\n%s", out.String())
+	}
+
+	probeCommand = func(ctx context.Context, args []string) (*exec.Cmd, error) {
+		return exec.CommandContext(ctx, "sleep", "10"), nil
+	}
+	start := time.Now()
+	err = runListDevices([]string{"--timeout=200ms"}, &out, &errb)
+	if err == nil || !strings.Contains(err.Error(), "did not finish within 200ms") || time.Since(start) > 5*time.Second {
+		t.Fatalf("a hung child must be cut off with an explanation, got %v after %v", err, time.Since(start))
+	}
+
+	probeCommand = func(ctx context.Context, args []string) (*exec.Cmd, error) {
+		return exec.CommandContext(ctx, "sh", "-c", "echo 'segfault in runtime init' >&2; exit 139"), nil
+	}
+	err = runListDevices(nil, &out, &errb)
+	if err == nil || !strings.Contains(err.Error(), "segfault in runtime init") {
+		t.Fatalf("a crashed child must be reported with its stderr, got %v", err)
 	}
 }
