@@ -158,3 +158,55 @@ func TestLoadModuleWrongTarget(t *testing.T) {
 		t.Fatalf("want a target mismatch error, got %v", err)
 	}
 }
+
+// TestRegister pins caller-owned memory (an anonymous mapping) and copies through it
+// asynchronously, both ways. (Added after the 2026-11-29 H200 runs; not yet run on a GPU.)
+func TestRegister(t *testing.T) {
+	d := open(t)
+	const n = 4 << 20
+	mem, err := gpu.AllocAnon(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gpu.FreeAnon(mem)
+	for i := range mem {
+		mem[i] = byte(i*7 + 3)
+	}
+	want := append([]byte(nil), mem...)
+	h, err := d.Register(mem, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Register(mem, false); err == nil {
+		t.Error("registering the same range twice must fail (CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED)")
+	}
+	buf, err := d.Alloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Free()
+	s, err := d.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destroy()
+	if err := s.Upload(buf.Ptr, h, 0, n); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	clear(mem)
+	if err := s.Download(h, 0, buf.Ptr, n); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(mem, want) {
+		t.Fatal("async copies through registered memory changed the bytes")
+	}
+	if err := h.Free(); err != nil {
+		t.Fatal(err)
+	}
+}
