@@ -7,4 +7,5 @@ require (
 	github.com/ebitengine/purego v0.11.3 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )

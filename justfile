@@ -42,8 +42,12 @@ ctest: co
 # Every kernel against its float64 reference on this machine's GPU (fails without one).
 [group('gpu')]
 parity: co
-    STRATA_REQUIRE_GPU=1 go test ./parity -v
+    STRATA_REQUIRE_GPU=1 STRATA_CO_DIR="$PWD/build/co" go test ./parity -v
 
-# Everything CI runs: lint, generated files up to date, Go tests, code objects and their checks.
+# Everything CI runs: lint, generated files up to date, Go tests (with Debian's HIP runtime
+# library required, so the HIP binding's whole symbol table is resolved), code objects and
+# their checks.
 [group('test')]
-ci: lint gen-check test ctest
+ci: lint gen-check
+    STRATA_REQUIRE_HIP_LIBRARY=1 go test ./...
+    just ctest

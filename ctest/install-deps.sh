@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs what a fresh Debian 12 machine with only Go lacks for `just ci`: clang-19,
 # lld-19, llvm-19 (llvm-objdump-19, llvm-readobj-19), cmake and ninja-build from Debian, and
-# `just` from the npm package rust-just (npm from Debian if missing). Installs nothing that
+# libamdhip64-5, and `just` from the npm package rust-just (npm from Debian if missing). Installs nothing that
 # is already present; uses sudo only when not root.
 set -eu
 
@@ -14,6 +14,11 @@ for pair in clang-19:clang-19 ld.lld-19:lld-19 llvm-objdump-19:llvm-19 llvm-read
     case " $missing " in *" ${pair#*:} "*) ;; *) missing="$missing ${pair#*:}" ;; esac
   fi
 done
+# Debian's HIP runtime (no GPU needed): CI resolves the HIP binding's whole symbol table
+# against the real library and checks that "no device" is reported cleanly.
+if ! ls /usr/lib/*/libamdhip64.so.5 >/dev/null 2>&1; then
+  missing="$missing libamdhip64-5"
+fi
 if ! command -v just >/dev/null 2>&1 && ! command -v npm >/dev/null 2>&1; then
   missing="$missing npm"
 fi
