@@ -125,8 +125,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	case ctx <= 0:
 		ctx = min(m.Cfg.CtxLen, 4096)
 	case ctx > m.Cfg.CtxLen:
-		fmt.Fprintf(stderr, "note: -c %d exceeds the model's %s.context_length %d; using %d\n", ctx, m.Cfg.Arch, m.Cfg.CtxLen, m.Cfg.CtxLen)
-		ctx = m.Cfg.CtxLen
+		return fmt.Errorf("%w: %s: -c/--ctx-size %d is longer than the model's %s.context_length %d", errUsage, src.Path(), ctx, m.Cfg.Arch, m.Cfg.CtxLen)
 	}
 	if len(ids) >= ctx {
 		return fmt.Errorf("the prompt has %d tokens, the context only %d; raise -c/--ctx-size (the model allows %d)", len(ids), ctx, m.Cfg.CtxLen)

@@ -101,6 +101,10 @@ func TestGenerateGreedyMatchesOracle(t *testing.T) {
 			if code := run([]string{"-m", gguf, "-p", "x", "-c", "1"}, &so, &se); code == 0 || !strings.Contains(se.String(), "-c/--ctx-size") {
 				t.Errorf("a prompt longer than -c: exit %d, stderr %q", code, se.String())
 			}
+			se.Reset()
+			if code := run([]string{"-m", gguf, "-p", "x", "-c", "100000"}, &so, &se); code != 2 || !strings.Contains(se.String(), gguf) || !strings.Contains(se.String(), ".context_length 4096") {
+				t.Errorf("-c beyond the model: exit %d, stderr %q", code, se.String())
+			}
 		})
 	}
 }
