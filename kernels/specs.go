@@ -29,6 +29,35 @@ func axisWeightType(dot4 ISA) Axis {
 // one template kernels/templates/<Template>.tmpl, and `go generate ./...`.
 var Specs = []Spec{
 	{
+		Family:   "attention_decode",
+		Template: "attention_decode",
+		Doc: "one query token against an f16 or int8 KV cache, grouped-query heads, split along the sequence: " +
+			"split (grid (nh, nsplit, 1)) writes per-split softmax partials, reduce (grid (nh, 1, 1)) combines them " +
+			"and applies the optional sigmoid output gate; block (128, 1, 1).",
+		Threads: 128,
+		Args: []Arg{
+			{Name: "q", Type: ArgPtr, CType: "const float", Doc: "query, nh × hd f32 (normed and rotated)"},
+			{Name: "k", Type: ArgPtr, CType: "const u8", Doc: "key cache: n × nkv × hd fp16 (f16) or int8 (q8); 16-byte aligned"},
+			{Name: "v", Type: ArgPtr, CType: "const u8", Doc: "value cache, as k"},
+			{Name: "ks", Type: ArgPtr, CType: "const u16", Doc: "q8: key scales, n × nkv × hd/32 fp16; f16: unused (0)"},
+			{Name: "vs", Type: ArgPtr, CType: "const u16", Doc: "q8: value scales, as ks; f16: unused (0)"},
+			{Name: "gate", Type: ArgPtr, CType: "const float", Doc: "reduce: output gate logits nh × hd f32, out ·= sigmoid(gate); 0 = no gate"},
+			{Name: "part", Type: ArgPtr, CType: "float", Doc: "workspace nh × nsplit × (hd+2) f32: split writes it, reduce reads it"},
+			{Name: "out", Type: ArgPtr, CType: "float", Doc: "reduce: output nh × hd f32"},
+			{Name: "n", Type: ArgI32, Doc: "cached positions (≥ 1), the query's own included"},
+			{Name: "nh", Type: ArgI32, Doc: "query heads, a multiple of nkv"},
+			{Name: "nkv", Type: ArgI32, Doc: "key/value heads"},
+			{Name: "hd", Type: ArgI32, Doc: "head dimension: 64, 128 or 256"},
+			{Name: "split_len", Type: ArgI32, Doc: "positions per split (> 0)"},
+			{Name: "nsplit", Type: ArgI32, Doc: "ceil(n / split_len)"},
+			{Name: "scale", Type: ArgF32, Doc: "score scale, 1/√hd"},
+		},
+		Axes: []Axis{
+			{Name: "stage", Values: []Value{{Name: "split"}, {Name: "reduce"}}},
+			{Name: "kv", Values: []Value{{Name: "f16"}, {Name: "q8"}}},
+		},
+	},
+	{
 		Family:   "dequant",
 		Template: "dequant",
 		Doc: "weight rows → f32 or f16 rows (y[r][k] = W[r][k], ggml's to_float values); one thread per 32-element group, " +
@@ -42,6 +71,53 @@ var Specs = []Spec{
 			{Name: "y_stride", Type: ArgI32, Doc: "elements between output rows, a multiple of 8, ≥ k"},
 		},
 		Axes: []Axis{axisWeightType(ISANone), {Name: "out", Values: []Value{{Name: "f32"}, {Name: "f16"}}}},
+	},
+	{
+		Family:   "embed",
+		Template: "embed",
+		Doc: "token embedding gather: out[t] = dequantized row ids[t] of a Q8_0, F16 or BF16 table (exact); " +
+			"launch grid (ceil(n/256), min(tokens, 65535), 1), block (256, 1, 1).",
+		Threads: 256,
+		Args: []Arg{
+			{Name: "table", Type: ArgPtr, CType: "const u8", Doc: "embedding rows, row_bytes apart; 2-byte aligned"},
+			{Name: "ids", Type: ArgPtr, CType: "const int", Doc: "tokens ids, each < the table's rows (checked by the host)"},
+			{Name: "out", Type: ArgPtr, CType: "float", Doc: "tokens × n f32, out_stride elements apart"},
+			{Name: "row_bytes", Type: ArgI64, Doc: "bytes between table rows: 34·n/32 (q8_0), 2·n (f16, bf16)"},
+			{Name: "n", Type: ArgI32, Doc: "row length (a multiple of 32 for q8_0)"},
+			{Name: "tokens", Type: ArgI32, Doc: "number of ids (> 0); rows beyond gridDim.y are looped over"},
+			{Name: "out_stride", Type: ArgI32, Doc: "f32 elements between output rows, ≥ n"},
+		},
+		Axes: []Axis{{Name: "type", Values: []Value{{Name: "q80"}, {Name: "f16"}, {Name: "bf16"}}}},
+	},
+	{
+		Family:   "gated_delta_net",
+		Template: "gated_delta_net",
+		Doc: "Qwen3-Next gated delta-net after its projections: conv (grid (ceil(c/512), min(t, 65535), 1)) is the causal " +
+			"kernel-4 conv1d + SiLU with carried state; recurrent (grid (nv, 1, 1)) the L2-normalised, gated delta-rule " +
+			"recurrence over t tokens with f32 state, then the gated RMSNorm; block (512, 1, 1).",
+		Threads: 512,
+		Args: []Arg{
+			{Name: "x", Type: ArgPtr, CType: "const float", Doc: "conv: raw qkv projection, t × c f32"},
+			{Name: "conv_w", Type: ArgPtr, CType: "const float", Doc: "conv: weights c × 4 f32"},
+			{Name: "conv_in", Type: ArgPtr, CType: "const float", Doc: "conv: the previous 3 inputs, 3 × c f32 (zeros at the start)"},
+			{Name: "conv_out", Type: ArgPtr, CType: "float", Doc: "conv: the last 3 inputs after this call, 3 × c f32 (not conv_in)"},
+			{Name: "xc", Type: ArgPtr, CType: "float", Doc: "conv writes, recurrent reads: t × c f32 rows [q (nk·dk) | k (nk·dk) | v (nv·dv)]"},
+			{Name: "z", Type: ArgPtr, CType: "const float", Doc: "recurrent: output-gate projection, t × nv·dv f32"},
+			{Name: "ba", Type: ArgPtr, CType: "const float", Doc: "recurrent: t × 2·nv f32, per key head [b (nv/nk) | a (nv/nk)]"},
+			{Name: "ssm_a", Type: ArgPtr, CType: "const float", Doc: "recurrent: nv f32 (negative: −exp(A_log))"},
+			{Name: "dt_bias", Type: ArgPtr, CType: "const float", Doc: "recurrent: nv f32"},
+			{Name: "state", Type: ArgPtr, CType: "float", Doc: "recurrent: S, nv × dk × dv f32, read and written back"},
+			{Name: "norm_w", Type: ArgPtr, CType: "const float", Doc: "recurrent: gated RMSNorm weight, dv f32"},
+			{Name: "o", Type: ArgPtr, CType: "float", Doc: "recurrent: output t × nv·dv f32"},
+			{Name: "t", Type: ArgI32, Doc: "tokens in this call (> 0)"},
+			{Name: "c", Type: ArgI32, Doc: "channels: 2·nk·dk + nv·dv"},
+			{Name: "nk", Type: ArgI32, Doc: "key heads"},
+			{Name: "nv", Type: ArgI32, Doc: "value heads, a multiple of nk"},
+			{Name: "dk", Type: ArgI32, Doc: "key head dimension, a multiple of 4, ≤ 128"},
+			{Name: "dv", Type: ArgI32, Doc: "value head dimension, ≤ 128"},
+			{Name: "eps", Type: ArgF32, Doc: "gated RMSNorm epsilon"},
+		},
+		Axes: []Axis{{Name: "stage", Values: []Value{{Name: "conv"}, {Name: "recurrent"}}}},
 	},
 	{
 		Family:   "imma_tile",
@@ -102,5 +178,59 @@ var Specs = []Spec{
 			{Name: "x_stride", Type: ArgI32, Doc: "float32 elements between input rows, ≥ ncols"},
 		},
 		Axes: []Axis{{Name: "src", Values: []Value{{Name: "f32"}}}},
+	},
+	{
+		Family:   "rmsnorm",
+		Template: "rmsnorm",
+		Doc: "RMSNorm of f32 rows (or of every head of a row), optionally after the residual add and fused with the " +
+			"Q8_1 quantization of its output; one wave per row, launch grid (ceil(rows/8), 1, 1), block (256, 1, 1).",
+		Threads: 256,
+		Args: []Arg{
+			{Name: "x", Type: ArgPtr, CType: "const float", Doc: "input rows (layout: see tok_stride, head_stride)"},
+			{Name: "r", Type: ArgPtr, CType: "const float", Doc: "add variants: residual added to x, same layout; else unused"},
+			{Name: "w", Type: ArgPtr, CType: "const float", Doc: "weight, n f32"},
+			{Name: "xo", Type: ArgPtr, CType: "float", Doc: "add variants: x + r, same layout (may be x); else unused"},
+			{Name: "y", Type: ArgPtr, CType: "float", Doc: "normalised rows, same layout (may be x); q8_1 variants: 0 = not written"},
+			{Name: "q", Type: ArgPtr, CType: "u8", Doc: "q8_1 variants: rows × n/32 Q8_1 blocks (36 bytes), rows contiguous; 4-byte aligned"},
+			{Name: "n", Type: ArgI32, Doc: "row length (a multiple of 32 for q8_1 variants)"},
+			{Name: "rows", Type: ArgI32, Doc: "number of rows: tokens × heads"},
+			{Name: "heads", Type: ArgI32, Doc: "rows per token (1 = whole rows)"},
+			{Name: "tok_stride", Type: ArgI32, Doc: "f32 elements between tokens"},
+			{Name: "head_stride", Type: ArgI32, Doc: "f32 elements between the heads of a token"},
+			{Name: "eps", Type: ArgF32, Doc: "epsilon inside the root"},
+		},
+		Axes: []Axis{{Name: "mode", Values: []Value{{Name: "f32"}, {Name: "add"}, {Name: "q81"}, {Name: "addq81"}}}},
+	},
+	{
+		Family:   "rope",
+		Template: "rope",
+		Doc: "NeoX rotary embedding in place over the first rot_dims values of every head, per-token positions, " +
+			"host-computed f32 frequencies; launch grid (ceil(rows·rot_dims/2 / 256), 1, 1), block (256, 1, 1).",
+		Threads: 256,
+		Args: []Arg{
+			{Name: "x", Type: ArgPtr, CType: "float", Doc: "rows rotated in place (layout: see tok_stride, head_stride)"},
+			{Name: "pos", Type: ArgPtr, CType: "const int", Doc: "position of each token (≥ 0, < 2²⁴)"},
+			{Name: "freq", Type: ArgPtr, CType: "const float", Doc: "rot_dims/2 f32: float32(1/theta^(float32(2i)/float32(rot_dims)))"},
+			{Name: "rows", Type: ArgI32, Doc: "tokens × heads"},
+			{Name: "heads", Type: ArgI32, Doc: "heads per token"},
+			{Name: "tok_stride", Type: ArgI32, Doc: "f32 elements between tokens"},
+			{Name: "head_stride", Type: ArgI32, Doc: "f32 elements between the heads of a token"},
+			{Name: "rot_dims", Type: ArgI32, Doc: "rotated values per head, even, ≤ the head dimension"},
+		},
+		Axes: []Axis{{Name: "layout", Values: []Value{{Name: "neox"}}}},
+	},
+	{
+		Family:   "sample",
+		Template: "sample",
+		Doc: "greedy token choice: out[row] = argmax of the row's f32 logits (lowest index on ties); " +
+			"launch grid (rows, 1, 1), block (256, 1, 1).",
+		Threads: 256,
+		Args: []Arg{
+			{Name: "logits", Type: ArgPtr, CType: "const float", Doc: "rows × n f32, stride elements apart"},
+			{Name: "out", Type: ArgPtr, CType: "int", Doc: "one token id per row"},
+			{Name: "n", Type: ArgI32, Doc: "vocabulary size (> 0)"},
+			{Name: "stride", Type: ArgI32, Doc: "f32 elements between rows, ≥ n"},
+		},
+		Axes: []Axis{{Name: "op", Values: []Value{{Name: "argmax"}}}},
 	},
 }

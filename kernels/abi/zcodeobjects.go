@@ -4,6 +4,24 @@ package abi
 
 // CodeObjects lists every code object `just co` builds, by target then family.
 var CodeObjects = []CodeObject{{
+	Family: "attention_decode",
+	Path:   "gfx1030/attention_decode.co",
+	Target: "gfx1030",
+	Variants: []Variant{{
+		Name:   "split_f16",
+		Symbol: "strata_attention_decode_split_f16",
+	}, {
+		Name:   "split_q8",
+		Symbol: "strata_attention_decode_split_q8",
+	}, {
+		Name:   "reduce_f16",
+		Symbol: "strata_attention_decode_reduce_f16",
+	}, {
+		Name:   "reduce_q8",
+		Symbol: "strata_attention_decode_reduce_q8",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "dequant",
 	Path:   "gfx1030/dequant.co",
 	Target: "gfx1030",
@@ -70,6 +88,33 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "embed",
+	Path:   "gfx1030/embed.co",
+	Target: "gfx1030",
+	Variants: []Variant{{
+		Name:   "q80",
+		Symbol: "strata_embed_q80",
+	}, {
+		Name:   "f16",
+		Symbol: "strata_embed_f16",
+	}, {
+		Name:   "bf16",
+		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "gated_delta_net",
+	Path:   "gfx1030/gated_delta_net.co",
+	Target: "gfx1030",
+	Variants: []Variant{{
+		Name:   "conv",
+		Symbol: "strata_gated_delta_net_conv",
+	}, {
+		Name:   "recurrent",
+		Symbol: "strata_gated_delta_net_recurrent",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "imma_tile",
 	Path:   "gfx1030/imma_tile.co",
 	Target: "gfx1030",
@@ -121,6 +166,60 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "f32",
 		Symbol: "strata_quantize_q8_1_f32",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "rmsnorm",
+	Path:   "gfx1030/rmsnorm.co",
+	Target: "gfx1030",
+	Variants: []Variant{{
+		Name:   "f32",
+		Symbol: "strata_rmsnorm_f32",
+	}, {
+		Name:   "add",
+		Symbol: "strata_rmsnorm_add",
+	}, {
+		Name:   "q81",
+		Symbol: "strata_rmsnorm_q81",
+	}, {
+		Name:   "addq81",
+		Symbol: "strata_rmsnorm_addq81",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "rope",
+	Path:   "gfx1030/rope.co",
+	Target: "gfx1030",
+	Variants: []Variant{{
+		Name:   "neox",
+		Symbol: "strata_rope_neox",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "sample",
+	Path:   "gfx1030/sample.co",
+	Target: "gfx1030",
+	Variants: []Variant{{
+		Name:   "argmax",
+		Symbol: "strata_sample_argmax",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "attention_decode",
+	Path:   "gfx1100/attention_decode.co",
+	Target: "gfx1100",
+	Variants: []Variant{{
+		Name:   "split_f16",
+		Symbol: "strata_attention_decode_split_f16",
+	}, {
+		Name:   "split_q8",
+		Symbol: "strata_attention_decode_split_q8",
+	}, {
+		Name:   "reduce_f16",
+		Symbol: "strata_attention_decode_reduce_f16",
+	}, {
+		Name:   "reduce_q8",
+		Symbol: "strata_attention_decode_reduce_q8",
 	}},
 	Vendor: "amd",
 }, {
@@ -190,6 +289,33 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "embed",
+	Path:   "gfx1100/embed.co",
+	Target: "gfx1100",
+	Variants: []Variant{{
+		Name:   "q80",
+		Symbol: "strata_embed_q80",
+	}, {
+		Name:   "f16",
+		Symbol: "strata_embed_f16",
+	}, {
+		Name:   "bf16",
+		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "gated_delta_net",
+	Path:   "gfx1100/gated_delta_net.co",
+	Target: "gfx1100",
+	Variants: []Variant{{
+		Name:   "conv",
+		Symbol: "strata_gated_delta_net_conv",
+	}, {
+		Name:   "recurrent",
+		Symbol: "strata_gated_delta_net_recurrent",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "imma_tile",
 	Path:   "gfx1100/imma_tile.co",
 	Target: "gfx1100",
@@ -244,6 +370,60 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "f32",
 		Symbol: "strata_quantize_q8_1_f32",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "rmsnorm",
+	Path:   "gfx1100/rmsnorm.co",
+	Target: "gfx1100",
+	Variants: []Variant{{
+		Name:   "f32",
+		Symbol: "strata_rmsnorm_f32",
+	}, {
+		Name:   "add",
+		Symbol: "strata_rmsnorm_add",
+	}, {
+		Name:   "q81",
+		Symbol: "strata_rmsnorm_q81",
+	}, {
+		Name:   "addq81",
+		Symbol: "strata_rmsnorm_addq81",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "rope",
+	Path:   "gfx1100/rope.co",
+	Target: "gfx1100",
+	Variants: []Variant{{
+		Name:   "neox",
+		Symbol: "strata_rope_neox",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "sample",
+	Path:   "gfx1100/sample.co",
+	Target: "gfx1100",
+	Variants: []Variant{{
+		Name:   "argmax",
+		Symbol: "strata_sample_argmax",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "attention_decode",
+	Path:   "gfx1101/attention_decode.co",
+	Target: "gfx1101",
+	Variants: []Variant{{
+		Name:   "split_f16",
+		Symbol: "strata_attention_decode_split_f16",
+	}, {
+		Name:   "split_q8",
+		Symbol: "strata_attention_decode_split_q8",
+	}, {
+		Name:   "reduce_f16",
+		Symbol: "strata_attention_decode_reduce_f16",
+	}, {
+		Name:   "reduce_q8",
+		Symbol: "strata_attention_decode_reduce_q8",
 	}},
 	Vendor: "amd",
 }, {
@@ -313,6 +493,33 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "embed",
+	Path:   "gfx1101/embed.co",
+	Target: "gfx1101",
+	Variants: []Variant{{
+		Name:   "q80",
+		Symbol: "strata_embed_q80",
+	}, {
+		Name:   "f16",
+		Symbol: "strata_embed_f16",
+	}, {
+		Name:   "bf16",
+		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "gated_delta_net",
+	Path:   "gfx1101/gated_delta_net.co",
+	Target: "gfx1101",
+	Variants: []Variant{{
+		Name:   "conv",
+		Symbol: "strata_gated_delta_net_conv",
+	}, {
+		Name:   "recurrent",
+		Symbol: "strata_gated_delta_net_recurrent",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "imma_tile",
 	Path:   "gfx1101/imma_tile.co",
 	Target: "gfx1101",
@@ -367,6 +574,60 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "f32",
 		Symbol: "strata_quantize_q8_1_f32",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "rmsnorm",
+	Path:   "gfx1101/rmsnorm.co",
+	Target: "gfx1101",
+	Variants: []Variant{{
+		Name:   "f32",
+		Symbol: "strata_rmsnorm_f32",
+	}, {
+		Name:   "add",
+		Symbol: "strata_rmsnorm_add",
+	}, {
+		Name:   "q81",
+		Symbol: "strata_rmsnorm_q81",
+	}, {
+		Name:   "addq81",
+		Symbol: "strata_rmsnorm_addq81",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "rope",
+	Path:   "gfx1101/rope.co",
+	Target: "gfx1101",
+	Variants: []Variant{{
+		Name:   "neox",
+		Symbol: "strata_rope_neox",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "sample",
+	Path:   "gfx1101/sample.co",
+	Target: "gfx1101",
+	Variants: []Variant{{
+		Name:   "argmax",
+		Symbol: "strata_sample_argmax",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "attention_decode",
+	Path:   "gfx1102/attention_decode.co",
+	Target: "gfx1102",
+	Variants: []Variant{{
+		Name:   "split_f16",
+		Symbol: "strata_attention_decode_split_f16",
+	}, {
+		Name:   "split_q8",
+		Symbol: "strata_attention_decode_split_q8",
+	}, {
+		Name:   "reduce_f16",
+		Symbol: "strata_attention_decode_reduce_f16",
+	}, {
+		Name:   "reduce_q8",
+		Symbol: "strata_attention_decode_reduce_q8",
 	}},
 	Vendor: "amd",
 }, {
@@ -436,6 +697,33 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "embed",
+	Path:   "gfx1102/embed.co",
+	Target: "gfx1102",
+	Variants: []Variant{{
+		Name:   "q80",
+		Symbol: "strata_embed_q80",
+	}, {
+		Name:   "f16",
+		Symbol: "strata_embed_f16",
+	}, {
+		Name:   "bf16",
+		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "gated_delta_net",
+	Path:   "gfx1102/gated_delta_net.co",
+	Target: "gfx1102",
+	Variants: []Variant{{
+		Name:   "conv",
+		Symbol: "strata_gated_delta_net_conv",
+	}, {
+		Name:   "recurrent",
+		Symbol: "strata_gated_delta_net_recurrent",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "imma_tile",
 	Path:   "gfx1102/imma_tile.co",
 	Target: "gfx1102",
@@ -490,6 +778,60 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "f32",
 		Symbol: "strata_quantize_q8_1_f32",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "rmsnorm",
+	Path:   "gfx1102/rmsnorm.co",
+	Target: "gfx1102",
+	Variants: []Variant{{
+		Name:   "f32",
+		Symbol: "strata_rmsnorm_f32",
+	}, {
+		Name:   "add",
+		Symbol: "strata_rmsnorm_add",
+	}, {
+		Name:   "q81",
+		Symbol: "strata_rmsnorm_q81",
+	}, {
+		Name:   "addq81",
+		Symbol: "strata_rmsnorm_addq81",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "rope",
+	Path:   "gfx1102/rope.co",
+	Target: "gfx1102",
+	Variants: []Variant{{
+		Name:   "neox",
+		Symbol: "strata_rope_neox",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "sample",
+	Path:   "gfx1102/sample.co",
+	Target: "gfx1102",
+	Variants: []Variant{{
+		Name:   "argmax",
+		Symbol: "strata_sample_argmax",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "attention_decode",
+	Path:   "gfx1200/attention_decode.co",
+	Target: "gfx1200",
+	Variants: []Variant{{
+		Name:   "split_f16",
+		Symbol: "strata_attention_decode_split_f16",
+	}, {
+		Name:   "split_q8",
+		Symbol: "strata_attention_decode_split_q8",
+	}, {
+		Name:   "reduce_f16",
+		Symbol: "strata_attention_decode_reduce_f16",
+	}, {
+		Name:   "reduce_q8",
+		Symbol: "strata_attention_decode_reduce_q8",
 	}},
 	Vendor: "amd",
 }, {
@@ -559,6 +901,33 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "embed",
+	Path:   "gfx1200/embed.co",
+	Target: "gfx1200",
+	Variants: []Variant{{
+		Name:   "q80",
+		Symbol: "strata_embed_q80",
+	}, {
+		Name:   "f16",
+		Symbol: "strata_embed_f16",
+	}, {
+		Name:   "bf16",
+		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "gated_delta_net",
+	Path:   "gfx1200/gated_delta_net.co",
+	Target: "gfx1200",
+	Variants: []Variant{{
+		Name:   "conv",
+		Symbol: "strata_gated_delta_net_conv",
+	}, {
+		Name:   "recurrent",
+		Symbol: "strata_gated_delta_net_recurrent",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "imma_tile",
 	Path:   "gfx1200/imma_tile.co",
 	Target: "gfx1200",
@@ -613,6 +982,60 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "f32",
 		Symbol: "strata_quantize_q8_1_f32",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "rmsnorm",
+	Path:   "gfx1200/rmsnorm.co",
+	Target: "gfx1200",
+	Variants: []Variant{{
+		Name:   "f32",
+		Symbol: "strata_rmsnorm_f32",
+	}, {
+		Name:   "add",
+		Symbol: "strata_rmsnorm_add",
+	}, {
+		Name:   "q81",
+		Symbol: "strata_rmsnorm_q81",
+	}, {
+		Name:   "addq81",
+		Symbol: "strata_rmsnorm_addq81",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "rope",
+	Path:   "gfx1200/rope.co",
+	Target: "gfx1200",
+	Variants: []Variant{{
+		Name:   "neox",
+		Symbol: "strata_rope_neox",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "sample",
+	Path:   "gfx1200/sample.co",
+	Target: "gfx1200",
+	Variants: []Variant{{
+		Name:   "argmax",
+		Symbol: "strata_sample_argmax",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "attention_decode",
+	Path:   "gfx1201/attention_decode.co",
+	Target: "gfx1201",
+	Variants: []Variant{{
+		Name:   "split_f16",
+		Symbol: "strata_attention_decode_split_f16",
+	}, {
+		Name:   "split_q8",
+		Symbol: "strata_attention_decode_split_q8",
+	}, {
+		Name:   "reduce_f16",
+		Symbol: "strata_attention_decode_reduce_f16",
+	}, {
+		Name:   "reduce_q8",
+		Symbol: "strata_attention_decode_reduce_q8",
 	}},
 	Vendor: "amd",
 }, {
@@ -682,6 +1105,33 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "embed",
+	Path:   "gfx1201/embed.co",
+	Target: "gfx1201",
+	Variants: []Variant{{
+		Name:   "q80",
+		Symbol: "strata_embed_q80",
+	}, {
+		Name:   "f16",
+		Symbol: "strata_embed_f16",
+	}, {
+		Name:   "bf16",
+		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "gated_delta_net",
+	Path:   "gfx1201/gated_delta_net.co",
+	Target: "gfx1201",
+	Variants: []Variant{{
+		Name:   "conv",
+		Symbol: "strata_gated_delta_net_conv",
+	}, {
+		Name:   "recurrent",
+		Symbol: "strata_gated_delta_net_recurrent",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "imma_tile",
 	Path:   "gfx1201/imma_tile.co",
 	Target: "gfx1201",
@@ -738,6 +1188,60 @@ var CodeObjects = []CodeObject{{
 		Symbol: "strata_quantize_q8_1_f32",
 	}},
 	Vendor: "amd",
+}, {
+	Family: "rmsnorm",
+	Path:   "gfx1201/rmsnorm.co",
+	Target: "gfx1201",
+	Variants: []Variant{{
+		Name:   "f32",
+		Symbol: "strata_rmsnorm_f32",
+	}, {
+		Name:   "add",
+		Symbol: "strata_rmsnorm_add",
+	}, {
+		Name:   "q81",
+		Symbol: "strata_rmsnorm_q81",
+	}, {
+		Name:   "addq81",
+		Symbol: "strata_rmsnorm_addq81",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "rope",
+	Path:   "gfx1201/rope.co",
+	Target: "gfx1201",
+	Variants: []Variant{{
+		Name:   "neox",
+		Symbol: "strata_rope_neox",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "sample",
+	Path:   "gfx1201/sample.co",
+	Target: "gfx1201",
+	Variants: []Variant{{
+		Name:   "argmax",
+		Symbol: "strata_sample_argmax",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "attention_decode",
+	Path:   "sm_80/attention_decode.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "split_f16",
+		Symbol: "strata_attention_decode_split_f16",
+	}, {
+		Name:   "split_q8",
+		Symbol: "strata_attention_decode_split_q8",
+	}, {
+		Name:   "reduce_f16",
+		Symbol: "strata_attention_decode_reduce_f16",
+	}, {
+		Name:   "reduce_q8",
+		Symbol: "strata_attention_decode_reduce_q8",
+	}},
+	Vendor: "nvidia",
 }, {
 	Family: "dequant",
 	Path:   "sm_80/dequant.ptx",
@@ -805,6 +1309,33 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "embed",
+	Path:   "sm_80/embed.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "q80",
+		Symbol: "strata_embed_q80",
+	}, {
+		Name:   "f16",
+		Symbol: "strata_embed_f16",
+	}, {
+		Name:   "bf16",
+		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "gated_delta_net",
+	Path:   "sm_80/gated_delta_net.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "conv",
+		Symbol: "strata_gated_delta_net_conv",
+	}, {
+		Name:   "recurrent",
+		Symbol: "strata_gated_delta_net_recurrent",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "imma_tile",
 	Path:   "sm_80/imma_tile.ptx",
 	Target: "sm_80",
@@ -859,6 +1390,60 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "f32",
 		Symbol: "strata_quantize_q8_1_f32",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "rmsnorm",
+	Path:   "sm_80/rmsnorm.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "f32",
+		Symbol: "strata_rmsnorm_f32",
+	}, {
+		Name:   "add",
+		Symbol: "strata_rmsnorm_add",
+	}, {
+		Name:   "q81",
+		Symbol: "strata_rmsnorm_q81",
+	}, {
+		Name:   "addq81",
+		Symbol: "strata_rmsnorm_addq81",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "rope",
+	Path:   "sm_80/rope.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "neox",
+		Symbol: "strata_rope_neox",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "sample",
+	Path:   "sm_80/sample.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "argmax",
+		Symbol: "strata_sample_argmax",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "attention_decode",
+	Path:   "sm_86/attention_decode.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "split_f16",
+		Symbol: "strata_attention_decode_split_f16",
+	}, {
+		Name:   "split_q8",
+		Symbol: "strata_attention_decode_split_q8",
+	}, {
+		Name:   "reduce_f16",
+		Symbol: "strata_attention_decode_reduce_f16",
+	}, {
+		Name:   "reduce_q8",
+		Symbol: "strata_attention_decode_reduce_q8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -928,6 +1513,33 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "embed",
+	Path:   "sm_86/embed.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "q80",
+		Symbol: "strata_embed_q80",
+	}, {
+		Name:   "f16",
+		Symbol: "strata_embed_f16",
+	}, {
+		Name:   "bf16",
+		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "gated_delta_net",
+	Path:   "sm_86/gated_delta_net.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "conv",
+		Symbol: "strata_gated_delta_net_conv",
+	}, {
+		Name:   "recurrent",
+		Symbol: "strata_gated_delta_net_recurrent",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "imma_tile",
 	Path:   "sm_86/imma_tile.ptx",
 	Target: "sm_86",
@@ -982,6 +1594,60 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "f32",
 		Symbol: "strata_quantize_q8_1_f32",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "rmsnorm",
+	Path:   "sm_86/rmsnorm.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "f32",
+		Symbol: "strata_rmsnorm_f32",
+	}, {
+		Name:   "add",
+		Symbol: "strata_rmsnorm_add",
+	}, {
+		Name:   "q81",
+		Symbol: "strata_rmsnorm_q81",
+	}, {
+		Name:   "addq81",
+		Symbol: "strata_rmsnorm_addq81",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "rope",
+	Path:   "sm_86/rope.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "neox",
+		Symbol: "strata_rope_neox",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "sample",
+	Path:   "sm_86/sample.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "argmax",
+		Symbol: "strata_sample_argmax",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "attention_decode",
+	Path:   "sm_89/attention_decode.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "split_f16",
+		Symbol: "strata_attention_decode_split_f16",
+	}, {
+		Name:   "split_q8",
+		Symbol: "strata_attention_decode_split_q8",
+	}, {
+		Name:   "reduce_f16",
+		Symbol: "strata_attention_decode_reduce_f16",
+	}, {
+		Name:   "reduce_q8",
+		Symbol: "strata_attention_decode_reduce_q8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -1051,6 +1717,33 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "embed",
+	Path:   "sm_89/embed.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "q80",
+		Symbol: "strata_embed_q80",
+	}, {
+		Name:   "f16",
+		Symbol: "strata_embed_f16",
+	}, {
+		Name:   "bf16",
+		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "gated_delta_net",
+	Path:   "sm_89/gated_delta_net.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "conv",
+		Symbol: "strata_gated_delta_net_conv",
+	}, {
+		Name:   "recurrent",
+		Symbol: "strata_gated_delta_net_recurrent",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "imma_tile",
 	Path:   "sm_89/imma_tile.ptx",
 	Target: "sm_89",
@@ -1105,6 +1798,60 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "f32",
 		Symbol: "strata_quantize_q8_1_f32",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "rmsnorm",
+	Path:   "sm_89/rmsnorm.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "f32",
+		Symbol: "strata_rmsnorm_f32",
+	}, {
+		Name:   "add",
+		Symbol: "strata_rmsnorm_add",
+	}, {
+		Name:   "q81",
+		Symbol: "strata_rmsnorm_q81",
+	}, {
+		Name:   "addq81",
+		Symbol: "strata_rmsnorm_addq81",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "rope",
+	Path:   "sm_89/rope.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "neox",
+		Symbol: "strata_rope_neox",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "sample",
+	Path:   "sm_89/sample.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "argmax",
+		Symbol: "strata_sample_argmax",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "attention_decode",
+	Path:   "sm_90/attention_decode.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "split_f16",
+		Symbol: "strata_attention_decode_split_f16",
+	}, {
+		Name:   "split_q8",
+		Symbol: "strata_attention_decode_split_q8",
+	}, {
+		Name:   "reduce_f16",
+		Symbol: "strata_attention_decode_reduce_f16",
+	}, {
+		Name:   "reduce_q8",
+		Symbol: "strata_attention_decode_reduce_q8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -1174,6 +1921,33 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "embed",
+	Path:   "sm_90/embed.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "q80",
+		Symbol: "strata_embed_q80",
+	}, {
+		Name:   "f16",
+		Symbol: "strata_embed_f16",
+	}, {
+		Name:   "bf16",
+		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "gated_delta_net",
+	Path:   "sm_90/gated_delta_net.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "conv",
+		Symbol: "strata_gated_delta_net_conv",
+	}, {
+		Name:   "recurrent",
+		Symbol: "strata_gated_delta_net_recurrent",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "imma_tile",
 	Path:   "sm_90/imma_tile.ptx",
 	Target: "sm_90",
@@ -1228,6 +2002,42 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "f32",
 		Symbol: "strata_quantize_q8_1_f32",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "rmsnorm",
+	Path:   "sm_90/rmsnorm.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "f32",
+		Symbol: "strata_rmsnorm_f32",
+	}, {
+		Name:   "add",
+		Symbol: "strata_rmsnorm_add",
+	}, {
+		Name:   "q81",
+		Symbol: "strata_rmsnorm_q81",
+	}, {
+		Name:   "addq81",
+		Symbol: "strata_rmsnorm_addq81",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "rope",
+	Path:   "sm_90/rope.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "neox",
+		Symbol: "strata_rope_neox",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "sample",
+	Path:   "sm_90/sample.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "argmax",
+		Symbol: "strata_sample_argmax",
 	}},
 	Vendor: "nvidia",
 }}

@@ -71,6 +71,11 @@ STRATA_DEVICE i32 strata_shfl_xor_i32(i32 v, u32 mask) { return strata_shfl_i32(
 STRATA_DEVICE f32 strata_shfl_f32(f32 v, u32 src) { return __builtin_bit_cast(f32, strata_shfl_i32(__builtin_bit_cast(i32, v), src)); }
 STRATA_DEVICE f32 strata_shfl_xor_f32(f32 v, u32 mask) { return strata_shfl_f32(v, strata_lane() ^ mask); }
 
+// 2^x and log2(x) in f32: v_exp_f32 / v_log_f32 (≤ 1 ulp; LLVM adds the denormal range
+// scaling around them).
+STRATA_DEVICE f32 strata_exp2f(f32 x) { return __builtin_exp2f(x); }
+STRATA_DEVICE f32 strata_log2f(f32 x) { return __builtin_log2f(x); }
+
 // dot4: c + Σ_{i<4} a_i·b_i over the four bytes (byte i pairs with byte i); wraps mod 2³²
 // (no clamp). _ss: both signed; _us: a unsigned, b signed.
 // sudot4 → v_dot4_i32_iu8; the sign flags become neg_lo bits.
@@ -141,6 +146,11 @@ STRATA_DEVICE i32 strata_wave_sum_i32(i32 v) {
   for (int m = 16; m > 0; m >>= 1) v += strata_shfl_xor_i32(v, m);
   return v;
 }
+
+// e^x and ln(x) through the vendor's exp2/log2 (x·log₂e rounds once more: relative error
+// of e^x ≤ 2 ulp + |x|·2⁻²⁴).
+STRATA_DEVICE f32 strata_expf(f32 x) { return strata_exp2f(x * 1.44269504088896341f); }
+STRATA_DEVICE f32 strata_logf(f32 x) { return strata_log2f(x) * 0.693147180559945309f; }
 
 // fp16 and bf16 conversions, as bit patterns. f32 → fp16 is the hardware conversion:
 // round to nearest even, overflow to ±inf, subnormals kept.

@@ -18,6 +18,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(64) strata_prelude_probe(i32* out, const
   lds[tid & 63u] = v;
   strata_barrier();
   v += lds[63u - (tid & 63u)];
+  f += strata_exp2f(f) + strata_log2f(f) + strata_expf(f) + strata_logf(f);
   f += strata_f16_to_f32(strata_f32_to_f16(f)) + strata_bf16_to_f32(strata_f32_to_bf16(f));
   v += (i32)(strata_block_dim_x() + strata_grid_dim_x() + strata_grid_dim_y() + strata_block_x() + strata_block_y() + strata_block_z());
   const i8* m = (const i8*)(in + 128);

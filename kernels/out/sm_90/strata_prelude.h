@@ -64,6 +64,11 @@ STRATA_DEVICE i32 strata_shfl_xor_i32(i32 v, u32 mask) { return __nvvm_shfl_sync
 STRATA_DEVICE f32 strata_shfl_f32(f32 v, u32 src) { return __nvvm_shfl_sync_idx_f32(0xffffffffu, v, (i32)src, 0x1f); }
 STRATA_DEVICE f32 strata_shfl_xor_f32(f32 v, u32 mask) { return __nvvm_shfl_sync_bfly_f32(0xffffffffu, v, (i32)mask, 0x1f); }
 
+// 2^x and log2(x) in f32: ex2.approx.f32 / lg2.approx.f32 (PTX: ≤ 2 ulp relative for
+// ex2, ≤ 2⁻²² absolute for lg2; subnormals kept). NVPTX has no libcall for llvm.exp2.
+STRATA_DEVICE f32 strata_exp2f(f32 x) { return __nvvm_ex2_approx_f(x); }
+STRATA_DEVICE f32 strata_log2f(f32 x) { return __nvvm_lg2_approx_f(x); }
+
 // dot4: c + Σ_{i<4} a_i·b_i over the four bytes (byte i pairs with byte i); wraps mod 2³².
 // _ss: both signed (dp4a.s32.s32); _us: a unsigned, b signed (dp4a.u32.s32).
 STRATA_DEVICE i32 strata_dot4_ss(i32 a, i32 b, i32 c) {
@@ -166,6 +171,11 @@ STRATA_DEVICE i32 strata_wave_sum_i32(i32 v) {
   for (int m = 16; m > 0; m >>= 1) v += strata_shfl_xor_i32(v, m);
   return v;
 }
+
+// e^x and ln(x) through the vendor's exp2/log2 (x·log₂e rounds once more: relative error
+// of e^x ≤ 2 ulp + |x|·2⁻²⁴).
+STRATA_DEVICE f32 strata_expf(f32 x) { return strata_exp2f(x * 1.44269504088896341f); }
+STRATA_DEVICE f32 strata_logf(f32 x) { return strata_log2f(x) * 0.693147180559945309f; }
 
 // fp16 and bf16 conversions, as bit patterns. f32 → fp16 is the hardware conversion:
 // round to nearest even, overflow to ±inf, subnormals kept.

@@ -1,0 +1,382 @@
+package parity
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync"
+
+	"github.com/strata-hip/strata/kernels/abi"
+	"github.com/strata-hip/strata/quant"
+	"github.com/strata-hip/strata/runtime/gpu"
+)
+
+// attention_decode: softmax(q·Kᵀ·scale)·V for one query token per head against n cached
+// positions of its kv group (model/forward.go's attention for the last position: its
+// scores, softmax and weighted sum are float64 there too), then ·sigmoid(gate). Every
+// variant runs the split kernel and then the reduce kernel of its cache format, so the
+// split_* and reduce_* variants of a format are proven by the same launches.
+//
+// Scale of head h's row: max|v| over its kv group's cached values times (1 + Λ_h/64),
+// Λ_h = max_j Σ_i |q_i·k_ji|·scale·log₂e, the largest score magnitude the f32 dot can
+// err on (in exp2 units).
+var attentionDecodeOut = Bound{Name: "out", MaxRowRel: 1e-4, Why: `
+	The cache values are exact in both (fp16, or fp16 scale × int8, widened to f32), so the
+	error is the f32 arithmetic. Scores: q·scale·log₂e rounds once, the lane's E ≤ 8 fused
+	products and 5 butterfly levels ≤ 14 more: |Δs| ≤ 16·2⁻²⁴·Λ; s − m one more (in Λ).
+	Weights p = 2^(s−m): relative ≤ ln2·16·2⁻²⁴·Λ + 2⁻²¹ (exp2: ≤ 2 ulp). Rescales by
+	c = 2^(m−m') multiply l and acc alike, so c's own error cancels in acc/l; their
+	roundings add 2⁻²⁴ each on both, ≤ 14 per wave for exchangeable logits (H_n ≤ 14 new
+	maxima expected at n ≤ 2¹⁸): 14·2⁻²³. acc and l are sequential f32 sums of positive
+	weights: per wave ≤ split_len/4 ≤ 512 terms, + 4 waves, + nsplit ≤ 128 splits, + 3:
+	≤ 647·2⁻²⁴ of max|v|·Σp each, both: 7.7e-5·max|v|. The output error is ≤ max|v|·
+	(2·ε_p + 7.7e-5) plus the gate (sigmoid via expf, ≤ 2⁻²¹ + |g|·2⁻²⁴, |g| ≤ 8) and a/L
+	(2⁻²⁴): ≤ max|v|·(8.2e-5 + 1.3e-6·Λ) ≤ 1e-4·max|v|·(1 + Λ/64) (1.3e-6·64 = 8.3e-5).`}
+
+// attentionCase is one case's shape; Dims: n, nh, nkv, hd, gate (0/1), q magnitude.
+type attentionCase struct{ n, nh, nkv, hd, gate, qmag int }
+
+func attentionShape(c Case) attentionCase {
+	return attentionCase{c.Dims[0], c.Dims[1], c.Dims[2], c.Dims[3], c.Dims[4], c.Dims[5]}
+}
+
+// attentionSplitLen is the split policy the tests (and a launcher) use: at most 128
+// splits, at most 2048 positions each, a multiple of 64.
+func attentionSplitLen(n int) int {
+	s := (n + 127) / 128
+	s = (s + 63) / 64 * 64
+	return min(max(s, 64), 2048)
+}
+
+func init() {
+	b := []Bound{attentionDecodeOut}
+	register(&Family{
+		Name:   "attention_decode",
+		Bounds: map[string][]Bound{"split_f16": b, "split_q8": b, "reduce_f16": b, "reduce_q8": b},
+		Cases: []Case{
+			{"n=1,nh=16,nkv=2,hd=256,gate", []int{1, 16, 2, 256, 1, 1}},
+			{"n=7,nh=4,nkv=4,hd=128", []int{7, 4, 4, 128, 0, 1}},
+			{"n=1000,nh=32,nkv=4,hd=128", []int{1000, 32, 4, 128, 0, 1}},
+			{"n=300,nh=8,nkv=1,hd=64,gate", []int{300, 8, 1, 64, 1, 1}},
+			{"n=513,nh=16,nkv=2,hd=256,gate,large_qk", []int{513, 16, 2, 256, 1, 12}},
+			{"n=4096,nh=16,nkv=2,hd=256,gate", []int{4096, 16, 2, 256, 1, 1}},
+			{"n=32768,nh=16,nkv=2,hd=256,gate", []int{32768, 16, 2, 256, 1, 1}},
+			{"n=131072,nh=16,nkv=2,hd=256,gate", []int{131072, 16, 2, 256, 1, 1}},
+			{"n=262144,nh=16,nkv=2,hd=256,gate", []int{262144, 16, 2, 256, 1, 1}},
+			{"n=32768,nh=32,nkv=4,hd=128", []int{32768, 32, 4, 128, 0, 1}},
+		},
+		Run:       runAttentionDecode,
+		SelfCheck: selfCheckAttentionDecode,
+	})
+}
+
+// attentionKV is a drawn cache: the device bytes and the exact values they encode.
+type attentionKV struct {
+	k, v    []byte    // f16: 2 bytes a value; q8: int8
+	ks, vs  []byte    // q8: fp16 scales per 32 values; nil for f16
+	kf, vf  []float32 // decoded values, n × nkv × hd
+	q, gate []float32
+	maxV    []float64 // per kv head: max |v|
+}
+
+// attentionInputs draws q (N(0,1)·qmag), a cache of N(0,1) keys and values (1% ×8
+// outliers; for q8, 3% of blocks zero) and gate logits N(0, 2²) clipped to ±8.
+func attentionInputs(rng *rand.Rand, s attentionCase, q8 bool) attentionKV {
+	var a attentionKV
+	rowVals := s.n * s.nkv * s.hd
+	draw := func() ([]byte, []byte, []float32) {
+		vals := make([]float32, rowVals)
+		for i := range vals {
+			v := rng.NormFloat64()
+			if rng.IntN(100) == 0 {
+				v *= 8
+			}
+			vals[i] = float32(v)
+		}
+		if !q8 {
+			raw := make([]byte, 2*rowVals)
+			for i, v := range vals {
+				h := quant.F32ToF16(v)
+				binary.LittleEndian.PutUint16(raw[2*i:], h)
+				vals[i] = quant.F16ToF32(h)
+			}
+			return raw, nil, vals
+		}
+		raw := make([]byte, rowVals)
+		sc := make([]byte, 2*(rowVals/32))
+		for b := 0; b < rowVals/32; b++ {
+			blk := vals[32*b : 32*b+32]
+			var amax float32
+			for _, v := range blk {
+				amax = max(amax, float32(math.Abs(float64(v))))
+			}
+			if rng.IntN(33) == 0 {
+				amax = 0
+			}
+			dh := quant.F32ToF16(amax / 127)
+			d := quant.F16ToF32(dh)
+			binary.LittleEndian.PutUint16(sc[2*b:], dh)
+			for i, v := range blk {
+				var q int8
+				if d != 0 {
+					q = int8(max(-127, min(127, math.Round(float64(v/d)))))
+				}
+				raw[32*b+i] = byte(q)
+				blk[i] = d * float32(q)
+			}
+		}
+		return raw, sc, vals
+	}
+	a.k, a.ks, a.kf = draw()
+	a.v, a.vs, a.vf = draw()
+	a.q = make([]float32, s.nh*s.hd)
+	for i := range a.q {
+		a.q[i] = float32(rng.NormFloat64() * float64(s.qmag))
+	}
+	if s.gate == 1 {
+		a.gate = make([]float32, s.nh*s.hd)
+		for i := range a.gate {
+			a.gate[i] = float32(max(-8, min(8, 2*rng.NormFloat64())))
+		}
+	}
+	a.maxV = make([]float64, s.nkv)
+	for i, v := range a.vf {
+		g := (i / s.hd) % s.nkv
+		a.maxV[g] = max(a.maxV[g], math.Abs(float64(v)))
+	}
+	return a
+}
+
+// attentionRef is the float64 reference: out (nh × hd) and each head's row scale. Heads
+// run in parallel.
+func attentionRef(a attentionKV, s attentionCase) (out, scale []float64) {
+	out = make([]float64, s.nh*s.hd)
+	scale = make([]float64, s.nh)
+	sc := 1 / math.Sqrt(float64(s.hd))
+	var wg sync.WaitGroup
+	for h := 0; h < s.nh; h++ {
+		wg.Add(1)
+		go func(h int) {
+			defer wg.Done()
+			g := h / (s.nh / s.nkv)
+			q := a.q[h*s.hd : (h+1)*s.hd]
+			scores := make([]float64, s.n)
+			mx, lam := math.Inf(-1), 0.0
+			for j := 0; j < s.n; j++ {
+				k := a.kf[(j*s.nkv+g)*s.hd:]
+				var d, ab float64
+				for i, qi := range q {
+					p := float64(qi) * float64(k[i])
+					d += p
+					ab += math.Abs(p)
+				}
+				scores[j] = d * sc
+				mx = max(mx, scores[j])
+				lam = max(lam, ab*sc*math.Log2E)
+			}
+			acc := make([]float64, s.hd)
+			var sum float64
+			for j := 0; j < s.n; j++ {
+				p := math.Exp(scores[j] - mx)
+				sum += p
+				v := a.vf[(j*s.nkv+g)*s.hd:]
+				for i := range acc {
+					acc[i] += p * float64(v[i])
+				}
+			}
+			for i := range acc {
+				o := acc[i] / sum
+				if a.gate != nil {
+					o *= sigmoid64(float64(a.gate[h*s.hd+i]))
+				}
+				out[h*s.hd+i] = o
+			}
+			scale[h] = a.maxV[g] * (1 + lam/64)
+		}(h)
+	}
+	wg.Wait()
+	return out, scale
+}
+
+func runAttentionDecode(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
+	s := attentionShape(c)
+	q8 := strings.HasSuffix(symbol, "_q8")
+	a := attentionInputs(rng, s, q8)
+	want, scale := attentionRef(a, s)
+	split, reduce := abi.SymAttentionDecodeSplitF16, abi.SymAttentionDecodeReduceF16
+	if q8 {
+		split, reduce = abi.SymAttentionDecodeSplitQ8, abi.SymAttentionDecodeReduceQ8
+	}
+	fs, err := h.Mod.Func(split)
+	if err != nil {
+		return Outcome{}, err
+	}
+	fr, err := h.Mod.Func(reduce)
+	if err != nil {
+		return Outcome{}, err
+	}
+	data := [][]byte{moF32Bytes(a.q), a.k, a.v}
+	if q8 {
+		data = append(data, a.ks, a.vs)
+	}
+	if a.gate != nil {
+		data = append(data, moF32Bytes(a.gate))
+	}
+	in, err := h.moInputs(data...)
+	if err != nil {
+		return Outcome{}, err
+	}
+	sl := attentionSplitLen(s.n)
+	ns := (s.n + sl - 1) / sl
+	part, err := h.Output(4 * s.nh * ns * (s.hd + 2))
+	if err != nil {
+		return Outcome{}, err
+	}
+	out, err := h.Output(4 * s.nh * s.hd)
+	if err != nil {
+		return Outcome{}, err
+	}
+	args := abi.AttentionDecodeArgs{Q: in[0].Ptr(), K: in[1].Ptr(), V: in[2].Ptr(), Part: part.Ptr(), Out: out.Ptr(),
+		N: int32(s.n), Nh: int32(s.nh), Nkv: int32(s.nkv), Hd: int32(s.hd), SplitLen: int32(sl), Nsplit: int32(ns),
+		Scale: float32(1 / math.Sqrt(float64(s.hd)))}
+	next := 3
+	if q8 {
+		args.Ks, args.Vs = in[3].Ptr(), in[4].Ptr()
+		next = 5
+	}
+	if a.gate != nil {
+		args.Gate = in[next].Ptr()
+	}
+	block := moBlock(abi.AttentionDecodeThreads)
+	ab := args.Bytes()
+	got, el, err := h.runSeq([]seqLaunch{
+		{fs, gpu.Dim3{X: uint32(s.nh), Y: uint32(ns), Z: 1}, block, ab},
+		{fr, gpu.Dim3{X: uint32(s.nh), Y: 1, Z: 1}, block, ab},
+	}, out)
+	if err != nil {
+		return Outcome{}, err
+	}
+	reports := map[string]Report{"out": CompareRows(moF64s(moBytesF32(got[0])), want, s.hd, func(r int) float64 { return scale[r] })}
+	// Bytes: the cache read once (K and V, scales), q, gate and out.
+	kv := int64(len(a.k) + len(a.v) + len(a.ks) + len(a.vs))
+	o := Outcome{Reports: reports, Kernel: el.Seconds() * 1e6, Bytes: kv + int64(4*s.nh*s.hd*(2+s.gate))}
+	return o, checkAll(bounds, reports)
+}
+
+// selfCheckAttentionDecode: the reference equals the split-and-merge computation the
+// kernels perform (online softmax per chunk, merged by max and rescale), done in float64,
+// for the case's split policy; and an f32 emulation of the kernels' order stays within
+// the declared bound. Large cases are skipped here (the CPU cost is the GPU run's).
+func selfCheckAttentionDecode(c Case, rng *rand.Rand) error {
+	s := attentionShape(c)
+	if s.n > 4096 {
+		return nil
+	}
+	for _, q8 := range []bool{false, true} {
+		a := attentionInputs(rng, s, q8)
+		want, scale := attentionRef(a, s)
+		online := attentionOnline(a, s, attentionSplitLen(s.n), false)
+		naive := CompareRows(online, want, s.hd, func(r int) float64 { return scale[r] })
+		if naive.MaxRowRel > 1e-12 {
+			return fmt.Errorf("q8=%v: float64 online softmax differs from the naive softmax: %s", q8, naive.Worst)
+		}
+		f32 := attentionOnline(a, s, attentionSplitLen(s.n), true)
+		if err := attentionDecodeOut.Verify(CompareRows(f32, want, s.hd, func(r int) float64 { return scale[r] })); err != nil {
+			return fmt.Errorf("q8=%v: f32 emulation of the kernels: %w", q8, err)
+		}
+	}
+	return nil
+}
+
+// attentionOnline computes the kernels' algorithm on the host: splits of splitLen
+// positions, 4 waves per split taking positions round robin with a running max and
+// rescaled sums, merged per split and then across splits. In f32 (with exact exp2 of
+// the f32 argument) when f32 is set, else in float64.
+func attentionOnline(a attentionKV, s attentionCase, splitLen int, f32 bool) []float64 {
+	rnd := func(x float64) float64 {
+		if f32 {
+			return float64(float32(x))
+		}
+		return x
+	}
+	const waves = abi.AttentionDecodeThreads / 32
+	out := make([]float64, s.nh*s.hd)
+	ns := (s.n + splitLen - 1) / splitLen
+	scale := 1 / math.Sqrt(float64(s.hd))
+	qs := rnd(scale * math.Log2E)
+	if !f32 {
+		qs = scale * math.Log2E
+	}
+	for h := 0; h < s.nh; h++ {
+		g := h / (s.nh / s.nkv)
+		q := make([]float64, s.hd)
+		for i := range q {
+			q[i] = rnd(float64(a.q[h*s.hd+i]) * qs)
+		}
+		ms, ls := make([]float64, ns), make([]float64, ns)
+		accs := make([][]float64, ns)
+		for sp := 0; sp < ns; sp++ {
+			wm, wl := make([]float64, waves), make([]float64, waves)
+			wacc := make([][]float64, waves)
+			for w := 0; w < waves; w++ {
+				m, l := math.Inf(-1), 0.0
+				acc := make([]float64, s.hd)
+				for j := sp*splitLen + w; j < min(s.n, (sp+1)*splitLen); j += waves {
+					k := a.kf[(j*s.nkv+g)*s.hd:]
+					v := a.vf[(j*s.nkv+g)*s.hd:]
+					var d float64
+					for i := range q {
+						d = rnd(d + q[i]*float64(k[i]))
+					}
+					mn := math.Max(m, d)
+					cc := rnd(math.Exp2(rnd(m - mn)))
+					p := rnd(math.Exp2(rnd(d - mn)))
+					l = rnd(rnd(l*cc) + p)
+					for i := range acc {
+						acc[i] = rnd(rnd(acc[i]*cc) + rnd(p*float64(v[i])))
+					}
+					m = mn
+				}
+				wm[w], wl[w], wacc[w] = m, l, acc
+			}
+			M := wm[0]
+			for _, m := range wm[1:] {
+				M = math.Max(M, m)
+			}
+			accs[sp] = make([]float64, s.hd)
+			for w := 0; w < waves; w++ {
+				f := rnd(math.Exp2(rnd(wm[w] - M)))
+				if math.IsInf(wm[w], -1) {
+					f = 0
+				}
+				ls[sp] = rnd(ls[sp] + rnd(wl[w]*f))
+				for i := range accs[sp] {
+					accs[sp][i] = rnd(accs[sp][i] + rnd(wacc[w][i]*f))
+				}
+			}
+			ms[sp] = M
+		}
+		M := ms[0]
+		for _, m := range ms[1:] {
+			M = math.Max(M, m)
+		}
+		var L float64
+		for sp := 0; sp < ns; sp++ {
+			L = rnd(L + rnd(ls[sp]*rnd(math.Exp2(rnd(ms[sp]-M)))))
+		}
+		for i := 0; i < s.hd; i++ {
+			var acc float64
+			for sp := 0; sp < ns; sp++ {
+				acc = rnd(acc + rnd(accs[sp][i]*rnd(math.Exp2(rnd(ms[sp]-M)))))
+			}
+			o := rnd(acc / L)
+			if a.gate != nil {
+				o = rnd(o * rnd(sigmoid64(float64(a.gate[h*s.hd+i]))))
+			}
+			out[h*s.hd+i] = o
+		}
+	}
+	return out
+}

@@ -1,0 +1,176 @@
+package parity
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/strata-hip/strata/runtime/gpu"
+)
+
+// Helpers shared by the model-op families (rmsnorm, rope, embed, sample, attention_decode,
+// gated_delta_net): f32 buffers and a harness run of several launches in order.
+
+// seqLaunch is one kernel launch of a sequence.
+type seqLaunch struct {
+	fn          *gpu.Func
+	grid, block gpu.Dim3
+	args        []byte
+}
+
+// runSeq is Harness.Run for a sequence of launches (a split and its reduce; a prefill
+// followed by decode steps carrying state): every buffer is refilled, the launches run in
+// order on the default stream under each poison, and the payloads of outs from the second
+// run come back after checking both runs wrote the same bytes. The time is the whole
+// sequence's, from events around it.
+func (h *Harness) runSeq(ls []seqLaunch, outs ...Buf) ([][]byte, time.Duration, error) {
+	var first [][]byte
+	for run, poison := range poisons {
+		for _, g := range h.bufs {
+			if err := h.fill(g, poison); err != nil {
+				return nil, 0, err
+			}
+		}
+		e0, err := h.Dev.NewEvent()
+		if err != nil {
+			return nil, 0, err
+		}
+		e1, err := h.Dev.NewEvent()
+		if err != nil {
+			return nil, 0, errors.Join(err, e0.Destroy())
+		}
+		err = e0.Record(nil)
+		for _, l := range ls {
+			if err == nil {
+				err = l.fn.Launch(nil, l.grid, l.block, 0, l.args)
+				if err != nil {
+					err = fmt.Errorf("launch %s: %w", l.fn.Symbol(), err)
+				}
+			}
+		}
+		if err == nil {
+			err = e1.Record(nil)
+		}
+		if err == nil {
+			err = e1.WaitFor(120 * time.Second)
+		}
+		var elapsed time.Duration
+		if err == nil {
+			elapsed, err = gpu.Elapsed(e0, e1)
+		}
+		err = errors.Join(err, e0.Destroy(), e1.Destroy())
+		if err != nil {
+			return nil, 0, err
+		}
+		var got [][]byte
+		for _, g := range h.bufs {
+			p, err := h.read(g)
+			if err != nil {
+				return nil, 0, fmt.Errorf("after the launches under poison %#x: %w", poison, err)
+			}
+			for _, o := range outs {
+				if o.g == g {
+					got = append(got, p)
+				}
+			}
+		}
+		if run == 0 {
+			first = got
+			continue
+		}
+		for k := range got {
+			if i := firstDiff(got[k], first[k]); i >= 0 {
+				return nil, 0, fmt.Errorf("output %d byte %d differs between launches under poisons %#x and %#x (%#x vs %#x): the kernels did not write it",
+					k, i, poisons[0], poisons[1], first[k][i], got[k][i])
+			}
+		}
+		return got, elapsed, nil
+	}
+	panic("unreachable")
+}
+
+func moF32Bytes(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+func moBytesF32(b []byte) []float32 {
+	if len(b)%4 != 0 {
+		panic(fmt.Sprintf("parity: %d bytes is not f32 data", len(b)))
+	}
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
+}
+
+func moU16Bytes(v []uint16) []byte {
+	b := make([]byte, 2*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint16(b[2*i:], x)
+	}
+	return b
+}
+
+func moF64s(v []float32) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
+}
+
+// moInputs uploads each byte slice as a read-only input, in order.
+func (h *Harness) moInputs(data ...[]byte) ([]Buf, error) {
+	out := make([]Buf, len(data))
+	for i, d := range data {
+		b, err := h.Input(d)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+
+// moBlock is a one-dimensional block of n threads.
+func moBlock(n int) gpu.Dim3 { return gpu.Dim3{X: uint32(n), Y: 1, Z: 1} }
+
+// sigmoid64, silu64 and softplus64 are the float64 forms of model/forward.go's gates.
+func sigmoid64(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
+func silu64(x float64) float64    { return x * sigmoid64(x) }
+func softplus64(x float64) float64 {
+	if x > 20 {
+		return x
+	}
+	return math.Log1p(math.Exp(x))
+}
+
+// payload returns b's bytes from what Run or runSeq returned for outs (they come back in
+// the order the buffers were allocated, not the order of outs).
+func (h *Harness) payload(outs []Buf, got [][]byte, b Buf) []byte {
+	k := 0
+	for _, g := range h.bufs {
+		listed := false
+		for _, o := range outs {
+			if o.g == g {
+				listed = true
+				break
+			}
+		}
+		if !listed {
+			continue
+		}
+		if g == b.g {
+			return got[k]
+		}
+		k++
+	}
+	panic("parity: buffer not among the outputs")
+}
