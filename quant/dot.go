@@ -411,10 +411,11 @@ func intView(t Type, b []byte, v *IntBlock) {
 // the row splits into segments with one weight scale and one activation scale each.
 func exactDot(t Type, w []byte, at Type, act []byte, k int, e *exactAcc) {
 	if t == F16 || t == BF16 {
+		tab := f16Table()
 		for i := 0; i < k; i++ {
 			var x, y float32
 			if t == F16 {
-				x, y = F16ToF32(le16(w, 2*i)), F16ToF32(le16(act, 2*i))
+				x, y = tab[le16(w, 2*i)], tab[le16(act, 2*i)]
 			} else {
 				x, y = BF16ToF32(le16(w, 2*i)), BF16ToF32(le16(act, 2*i))
 			}
