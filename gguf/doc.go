@@ -12,6 +12,8 @@
 //	b, err := f.Data("blk.0.ffn_down_exps.weight") // a slice of the mapping, no copy
 //	n, err := gguf.CopyOut(staging, b)             // a fault (file truncated under us) → error
 //
+// ParseBytes applies the same validation to a file held in memory (an embedded model).
+//
 // Open maps every shard read-only (syscall.Mmap on unix; a read into memory elsewhere) and
 // validates the header, every metadata entry, every tensor info and the data layout before
 // returning, by arithmetic on the mapped header alone: the data section is never read, so

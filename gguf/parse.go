@@ -189,8 +189,8 @@ func swap32(v uint32) uint32 {
 }
 
 func (d *decoder) metadata(s *shard, n uint64) *Error {
-	s.kvs = make([]KV, 0, n)
-	s.kvOff = make([]int64, 0, n)
+	s.kvs = make([]KV, 0, min(n, 1024)) // grow with what is actually parsed
+	s.kvOff = make([]int64, 0, min(n, 1024))
 	for i := uint64(0); i < n; i++ {
 		at := d.off
 		key, e := d.str(fmt.Sprintf("metadata key #%d", i), RuleStringLength, MaxKeyLen)
@@ -449,9 +449,10 @@ func decodeArray(et ValueType, p []byte, n int) any {
 // tensorInfos reads and checks each tensor info on its own (name, dims, type, size);
 // it returns the file offset of each info's offset field for the layout pass.
 func (d *decoder) tensorInfos(s *shard, n uint64) ([]uint64, *Error) {
-	s.tensors = make([]TensorInfo, 0, n)
-	offAt := make([]uint64, 0, n)
-	names := make(map[string]int, n)
+	c := min(n, 4096) // grow with what is actually parsed, not with what the header claims
+	s.tensors = make([]TensorInfo, 0, c)
+	offAt := make([]uint64, 0, c)
+	names := make(map[string]int, c)
 	for i := uint64(0); i < n; i++ {
 		at := d.off
 		field := fmt.Sprintf("tensor #%d name", i)
