@@ -16,6 +16,7 @@ type State struct {
 	k, v   [][]float32 // per layer: [pos][HeadsKV·HeadDim], grown as tokens arrive
 	conv   [][]float32 // per recurrent layer: the last ConvKernel-1 conv inputs, [K-1][channels]
 	ssm    [][]float32 // per recurrent layer: [value heads][LinKDim][LinVDim]
+	q4     *q4State    // qwen4exp (qwen4exp_forward.go)
 }
 
 // Trace receives the residual stream after the embedding ([0]) and after each layer
@@ -44,6 +45,9 @@ func (m *Model) NewState(maxCtx int) (*State, error) {
 			s.ssm[i] = make([]float32, c.LinVHeads*c.LinKDim*c.LinVDim)
 		}
 	}
+	if m.q4 != nil {
+		s.q4 = newQ4State(m)
+	}
 	return s, nil
 }
 
@@ -68,6 +72,9 @@ func (s *State) Forward(tokens []int32, all bool, tr *Trace) (logits []float32, 
 			logits, err = nil, fmt.Errorf("%s: memory fault reading the model at %#x (was the file truncated or replaced while in use?): %v", s.m.src.Path(), f.Addr(), r)
 		}
 	}()
+	if s.m.q4 != nil {
+		return s.forwardQ4Generic(tokens, all, tr)
+	}
 	m, c := s.m, &s.m.Cfg
 	T, H := len(tokens), c.Embd
 	if T == 0 {

@@ -25,6 +25,7 @@ type Model struct {
 	outNorm []float32
 	output  *Tensor // token_embd when the embeddings are tied
 	layers  []layer
+	q4      *q4Model // qwen4exp (qwen4exp.go); nil for the other architectures
 }
 
 type layer struct {
@@ -59,6 +60,9 @@ func Load(src Source) (m *Model, err error) {
 			m, err = nil, fmt.Errorf("%s: memory fault reading the model at %#x (file truncated or replaced?): %v", src.Path(), f.Addr(), r)
 		}
 	}()
+	if arch, _ := src.Meta().String("general.architecture"); arch == ArchQwen4Exp {
+		return loadQwen4Exp(src)
+	}
 	cfg, err := ParseConfig(src.Meta(), src.Path())
 	if err != nil {
 		return nil, err

@@ -131,6 +131,9 @@ func (p *Plan) WriteGGUF(path string, t quant.Type, progress io.Writer) error {
 		name := tt.Name
 		cols := tt.Dims[0]
 		err := w.AddTensorFunc(name, gguf.Type(st), dims, func(out io.Writer) error {
+			if tt.LoadRows != nil {
+				return writeRows(out, tt, st, progress)
+			}
 			v, err := load()
 			if err != nil {
 				return err
@@ -156,7 +159,7 @@ func (p *Plan) WriteGGUF(path string, t quant.Type, progress io.Writer) error {
 			return fmt.Errorf("convert: %w", err)
 		}
 	}
-	if err := w.WriteFile(path); err != nil {
+	if err := p.writeFile(w, path); err != nil {
 		return fmt.Errorf("convert: writing %s: %w", path, err)
 	}
 	return nil

@@ -67,6 +67,9 @@ type Tensor struct {
 	Dims    []int // ggml order: Dims[0] is the row length
 	KeepF32 bool
 	Load    func() ([]float32, error)
+	// LoadRows, when set, loads rows [r0, r0+n) alone; WriteGGUF then streams the tensor
+	// in slices (the qwen4exp n-gram table is too large to hold).
+	LoadRows func(r0, n int) ([]float32, error)
 }
 
 // Plan is a converted model before it is written: metadata and tensors in GGUF conventions.
@@ -77,6 +80,11 @@ type Plan struct {
 	Tensors []*Tensor
 	ckpt    *safetensors.Checkpoint
 	tokKVs  []tokenizer.KV
+	// Notes are remarks for the user (parts of the checkpoint skipped, and why).
+	Notes []string
+	// SplitMaxBytes > 0 makes WriteGGUF write llama.cpp-style shards of at most this much
+	// tensor data (PATH without .gguf + -0000k-of-0000N.gguf).
+	SplitMaxBytes uint64
 }
 
 // Close releases the checkpoint files.
@@ -101,8 +109,10 @@ func FromHF(dir string) (*Plan, error) {
 		arch = model.ArchQwen3MoE
 	case "qwen3_next":
 		arch = model.ArchQwen3Next
+	case "qwen4_exp", "qwen4_exp_text":
+		return fromHFQwen4Exp(dir, raw)
 	default:
-		return nil, fmt.Errorf("convert: %s: model_type %q is not supported (qwen3_moe, qwen3_next)", cfgPath, c.ModelType)
+		return nil, fmt.Errorf("convert: %s: model_type %q is not supported (qwen3_moe, qwen3_next, qwen4_exp, qwen4_exp_text)", cfgPath, c.ModelType)
 	}
 	if err := checkHF(&c, cfgPath); err != nil {
 		return nil, err

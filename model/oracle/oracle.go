@@ -158,6 +158,9 @@ func Check(m *model.Model, dir string, b Bounds, w io.Writer) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if m.Cfg.Arch == model.ArchQwen4Exp {
+		return checkQwen4Exp(m, dir, b, f, w)
+	}
 	c := &checker{w: w}
 	H, V, L := m.Cfg.Embd, m.Vocab, m.Cfg.Layers
 	if b.Quantized {

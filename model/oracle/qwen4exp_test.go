@@ -1,0 +1,67 @@
+package oracle
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/strata-hip/strata/model"
+	"github.com/strata-hip/strata/model/convert"
+	"github.com/strata-hip/strata/model/tinygen"
+)
+
+// tinyQwen4ExpDir rebuilds the tiny qwen4exp checkpoint (config.json + safetensors) from
+// the tensor list in its oracle.json.
+func tinyQwen4ExpDir(t *testing.T) (hfDir, oracleDir string) {
+	t.Helper()
+	oracleDir = filepath.Join("..", "testdata", "tiny-qwen4exp")
+	cfg, err := os.ReadFile(filepath.Join(oracleDir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(oracleDir, "oracle.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := tinygen.SafetensorsFromOracle(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hfDir = t.TempDir()
+	for n, b := range map[string][]byte{"config.json": cfg, "model.safetensors": st} {
+		if err := os.WriteFile(filepath.Join(hfDir, n), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return hfDir, oracleDir
+}
+
+// TestQwen4ExpInMemory checks the qwen4exp forward pass, PLE, indexer and MTP head against
+// the oracle from the converter's in-memory F32 output.
+func TestQwen4ExpInMemory(t *testing.T) {
+	hf, od := tinyQwen4ExpDir(t)
+	p, err := convert.FromHF(hf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	src, err := p.Source()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.Load(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := BoundsFor("F32", "")
+	var out bytes.Buffer
+	res, err := Check(m, od, b, &out)
+	t.Log("\n" + out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Failed > 0 || res.Passed == 0 {
+		t.Fatalf("%d passed, %d failed", res.Passed, res.Failed)
+	}
+}
