@@ -65,3 +65,22 @@ func TestQwen4ExpInMemory(t *testing.T) {
 		t.Fatalf("%d passed, %d failed", res.Passed, res.Failed)
 	}
 }
+
+// TestQwen4ExpCheckPath runs the check-logits pipeline on the tiny qwen4exp model: convert
+// to a GGUF file (F32, and BF16 whose values are exactly the reference's), map, load, compare.
+func TestQwen4ExpCheckPath(t *testing.T) {
+	for _, typ := range []string{"f32", "bf16"} {
+		t.Run(typ, func(t *testing.T) {
+			hf, od := tinyQwen4ExpDir(t)
+			var out bytes.Buffer
+			res, err := CheckPath(hf, od, typ, &out)
+			t.Log("\n" + out.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Failed > 0 || res.Passed == 0 {
+				t.Fatalf("%d passed, %d failed", res.Passed, res.Failed)
+			}
+		})
+	}
+}
