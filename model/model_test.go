@@ -80,10 +80,13 @@ func tinySource(t *testing.T, name string) model.Source {
 var prompt = []int32{785, 3974, 13876, 38835, 34208, 916, 279, 15678, 5562, 11, 323, 1221, 432, 8473, 3123, 13}
 
 // TestPrefillDecodeEqualsFullPrefill: prefill 10 tokens then decode 6 one at a time must
-// give the logits of processing all 16 at once. Both paths do the same float operations
-// per token (row dots, the causal attention over the cache, the delta-net recurrence and
-// conv state), so they must agree to float32 rounding: bound 1e-5 absolute on logits of
-// magnitude ≤ 10.
+// give the logits of processing all 16 at once. The paths compute the same values (row
+// dots, causal attention over the cache, the delta-net recurrence and conv state) but sum
+// in different orders (fused single-row dots in decode, decode-then-dot in prefill), and
+// may contract to FMA differently per platform: ≤ ~1e-6 relative per product, amplified
+// by up to ~10 per delta-net layer (measured in model/oracle's Q8_0 study) on logits of
+// magnitude ≤ 10. Bound 1e-4 absolute (measured here: ≤ 6e-6 on amd64). A cache or state
+// bug moves logits by ≳ 1e-2.
 func TestPrefillDecodeEqualsFullPrefill(t *testing.T) {
 	for _, name := range []string{"tiny-qwen3moe", "tiny-qwen3next"} {
 		t.Run(name, func(t *testing.T) {
@@ -110,8 +113,8 @@ func TestPrefillDecodeEqualsFullPrefill(t *testing.T) {
 				for i, v := range logits {
 					worst = math.Max(worst, math.Abs(float64(v-want[pos*V+i])))
 				}
-				if worst > 1e-5 || math.IsNaN(worst) {
-					t.Errorf("position %d: max |prefill+decode − full prefill| = %.3g, bound 1e-5", pos, worst)
+				if worst > 1e-4 || math.IsNaN(worst) {
+					t.Errorf("position %d: max |prefill+decode − full prefill| = %.3g, bound 1e-4", pos, worst)
 				}
 			}
 			check(9, got)
