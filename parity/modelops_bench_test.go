@@ -1,0 +1,255 @@
+package parity
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/strata-hip/strata/kernels/abi"
+	"github.com/strata-hip/strata/quant"
+	"github.com/strata-hip/strata/runtime/gpu"
+)
+
+// TestBenchModelOps measures the model-op kernels (STRATA_BENCH=1; a measurement, not a
+// unit test: it asserts nothing about time; correctness is TestParity's). On one stream:
+//
+//   - the device-to-device copy bandwidth (1 GiB, bytes read + written), the ceiling;
+//   - attention_decode split + reduce at 4K, 32K and 128K positions, f16 and int8 KV,
+//     Qwen3-Next's shape (16 q heads, 2 kv heads, hd 256, gate) and Qwen3-30B-A3B's (32, 4,
+//     128): GB/s of KV read (each byte of the cache once) against the copy bandwidth;
+//   - gated_delta_net at Qwen3-Next-80B's shape (nk 16, nv 32, dk = dv = 128): the conv and
+//     the recurrent step for decode (t = 1) and prefill (t = 4096, 32768), per token;
+//   - rmsnorm with the residual add and the Q8_1 quantization fused (rmsnorm/addq81, y not
+//     written) against the two launches it replaces (rmsnorm/add then quantize_q8_1/f32).
+//
+// Each figure is the median over 30 launches (sequences) after 5 warm-up ones, an event
+// between consecutive ones; a 1 GiB copy queued first keeps the GPU busy while the host
+// queues them. Inputs are valid values (no NaN); they are not checked here.
+// STRATA_BENCH_OUT=DIR also writes DIR/modelops.txt.
+func TestBenchModelOps(t *testing.T) {
+	if os.Getenv("STRATA_BENCH") != "1" {
+		t.Skip("set STRATA_BENCH=1 to measure (GPU machine)")
+	}
+	dir, have := codeObjects(t)
+	dev, target := openDevice(t, have)
+	mods := map[string]*gpu.Module{}
+	fn := func(family, symbol string) *gpu.Func {
+		m, ok := mods[family]
+		if !ok {
+			co, ok := abi.Find(target, family)
+			if !ok {
+				t.Fatalf("no %s code object for %s", family, target)
+			}
+			image, err := os.ReadFile(filepath.Join(dir, co.Path))
+			moMust(t, err)
+			m, err = dev.LoadModule(gpu.CodeObject{Name: co.Path, Target: co.Target, Image: image})
+			moMust(t, err)
+			mods[family] = m
+			t.Cleanup(func() { _ = m.Unload() })
+		}
+		f, err := m.Func(symbol)
+		moMust(t, err)
+		return f
+	}
+	s, err := dev.NewStream()
+	moMust(t, err)
+	defer s.Destroy()
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 10))
+	var bufs []*gpu.Buffer
+	defer func() {
+		for _, b := range bufs {
+			_ = b.Free()
+		}
+	}()
+	// alloc returns a device buffer of n bytes filled with pattern (tiled).
+	alloc := func(n int, pattern []byte) gpu.DevPtr {
+		b, err := dev.Alloc(uintptr(n))
+		moMust(t, err)
+		bufs = append(bufs, b)
+		for off := 0; off < n; off += len(pattern) {
+			moMust(t, dev.Upload(b.Ptr.Add(uintptr(off)), pattern[:min(len(pattern), n-off)]))
+		}
+		return b.Ptr
+	}
+	f32Pattern := func(sd float64) []byte {
+		v := make([]float32, 4<<20)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64() * sd)
+		}
+		return moF32Bytes(v)
+	}
+	f16Pattern := make([]byte, 16<<20)
+	for i := 0; i < len(f16Pattern); i += 2 {
+		binary.LittleEndian.PutUint16(f16Pattern[i:], quant.F32ToF16(float32(rng.NormFloat64())))
+	}
+	i8Pattern := make([]byte, 16<<20)
+	for i := range i8Pattern {
+		i8Pattern[i] = byte(rng.Uint32())
+	}
+	scalePattern := make([]byte, 1<<20)
+	for i := 0; i < len(scalePattern); i += 2 {
+		binary.LittleEndian.PutUint16(scalePattern[i:], quant.F32ToF16(float32(0.01+0.02*rng.Float64())))
+	}
+	gaussian := f32Pattern(1)
+
+	const poolBytes = 1 << 30
+	pool := alloc(poolBytes, i8Pattern)
+	pool2 := alloc(poolBytes, i8Pattern[:1<<20])
+	// timeIt runs f (one launch sequence) 5 + 30 times and returns the median seconds.
+	timeIt := func(f func() error) float64 {
+		const warm, n = 5, 30
+		evs := make([]*gpu.Event, n+1)
+		for i := range evs {
+			e, err := dev.NewEvent()
+			moMust(t, err)
+			evs[i] = e
+		}
+		defer func() {
+			for _, e := range evs {
+				_ = e.Destroy()
+			}
+		}()
+		moMust(t, s.Copy(pool2, pool, poolBytes))
+		for i := 0; i < warm; i++ {
+			moMust(t, f())
+		}
+		moMust(t, evs[0].Record(s))
+		for i := 0; i < n; i++ {
+			moMust(t, f())
+			moMust(t, evs[i+1].Record(s))
+		}
+		moMust(t, evs[n].WaitFor(300*time.Second))
+		per := make([]float64, n)
+		for i := range per {
+			el, err := gpu.Elapsed(evs[i], evs[i+1])
+			moMust(t, err)
+			per[i] = el.Seconds()
+		}
+		sort.Float64s(per)
+		return per[n/2]
+	}
+	var lines []string
+	logf := func(format string, args ...any) {
+		l := fmt.Sprintf(format, args...)
+		lines = append(lines, l)
+		fmt.Println(l)
+	}
+	d2d := 2 * float64(poolBytes) / timeIt(func() error { return s.Copy(pool2, pool, poolBytes) }) / 1e9
+	logf("model ops on %s (%s)", dev.Info().Name, target)
+	logf("d2d copy 1 GiB: %.1f GB/s (bytes read + written)", d2d)
+
+	// attention_decode.
+	logf("\n%-10s %-30s %10s %9s %7s", "attention", "shape", "median µs", "KV GB/s", "of d2d")
+	for _, sh := range []struct{ nh, nkv, hd, gate int }{{16, 2, 256, 1}, {32, 4, 128, 0}} {
+		for _, n := range []int{4096, 32768, 131072} {
+			for _, kv := range []string{"f16", "q8"} {
+				vals := n * sh.nkv * sh.hd
+				var k, v, ks, vs gpu.DevPtr
+				kvBytes := 2 * 2 * vals
+				if kv == "f16" {
+					k, v = alloc(2*vals, f16Pattern), alloc(2*vals, f16Pattern)
+				} else {
+					k, v = alloc(vals, i8Pattern), alloc(vals, i8Pattern)
+					ks, vs = alloc(2*vals/32, scalePattern), alloc(2*vals/32, scalePattern)
+					kvBytes = 2 * (vals + 2*vals/32)
+				}
+				sl := attentionSplitLen(n)
+				ns := (n + sl - 1) / sl
+				a := abi.AttentionDecodeArgs{Q: uint64(alloc(4*sh.nh*sh.hd, gaussian)), K: uint64(k), V: uint64(v), Ks: uint64(ks), Vs: uint64(vs),
+					Part: uint64(alloc(4*sh.nh*ns*(sh.hd+2), gaussian)), Out: uint64(alloc(4*sh.nh*sh.hd, gaussian)),
+					N: int32(n), Nh: int32(sh.nh), Nkv: int32(sh.nkv), Hd: int32(sh.hd), SplitLen: int32(sl), Nsplit: int32(ns),
+					Scale: float32(1 / math.Sqrt(float64(sh.hd)))}
+				if sh.gate == 1 {
+					a.Gate = uint64(alloc(4*sh.nh*sh.hd, gaussian))
+				}
+				split := fn("attention_decode", "strata_attention_decode_split_"+kv)
+				reduce := fn("attention_decode", "strata_attention_decode_reduce_"+kv)
+				ab := a.Bytes()
+				blk := gpu.Dim3{X: abi.AttentionDecodeThreads, Y: 1, Z: 1}
+				sec := timeIt(func() error {
+					if err := split.Launch(s, gpu.Dim3{X: uint32(sh.nh), Y: uint32(ns), Z: 1}, blk, 0, ab); err != nil {
+						return err
+					}
+					return reduce.Launch(s, gpu.Dim3{X: uint32(sh.nh), Y: 1, Z: 1}, blk, 0, ab)
+				})
+				gbs := float64(kvBytes) / sec / 1e9
+				logf("%-10s %-30s %10.2f %9.1f %6.0f%%", kv, fmt.Sprintf("n=%d,nh=%d,nkv=%d,hd=%d", n, sh.nh, sh.nkv, sh.hd), sec*1e6, gbs, 100*gbs/d2d)
+			}
+		}
+	}
+
+	// gated_delta_net at Qwen3-Next-80B's shape.
+	const nk, nv, dk, dv = 16, 32, 128, 128
+	C := 2*nk*dk + nv*dv
+	logf("\n%-10s %-30s %10s %12s", "delta-net", "shape", "median µs", "µs/token")
+	conv := fn("gated_delta_net", abi.SymGatedDeltaNetConv)
+	rec := fn("gated_delta_net", abi.SymGatedDeltaNetRecurrent)
+	ssmA := make([]float32, nv)
+	for i := range ssmA {
+		ssmA[i] = -float32(math.Exp(-2 + 3*rng.Float64()))
+	}
+	for _, T := range []int{1, 4096, 32768} {
+		blk := gpu.Dim3{X: abi.GatedDeltaNetThreads, Y: 1, Z: 1}
+		a := abi.GatedDeltaNetArgs{X: uint64(alloc(4*T*C, gaussian)), ConvW: uint64(alloc(4*4*C, f32Pattern(0.5))),
+			ConvIn: uint64(alloc(4*3*C, gaussian)), ConvOut: uint64(alloc(4*3*C, gaussian)), Xc: uint64(alloc(4*T*C, gaussian)),
+			Z: uint64(alloc(4*T*nv*dv, gaussian)), Ba: uint64(alloc(4*T*2*nv, gaussian)), SsmA: uint64(alloc(4*nv, moF32Bytes(ssmA))),
+			DtBias: uint64(alloc(4*nv, gaussian)), State: uint64(alloc(4*nv*dk*dv, f32Pattern(0.3))), NormW: uint64(alloc(4*dv, gaussian)),
+			O: uint64(alloc(4*T*nv*dv, gaussian)), T: int32(T), C: int32(C), Nk: nk, Nv: nv, Dk: dk, Dv: dv, Eps: 1e-6}
+		ab := a.Bytes()
+		sc := timeIt(func() error {
+			return conv.Launch(s, gpu.Dim3{X: uint32((C + abi.GatedDeltaNetThreads - 1) / abi.GatedDeltaNetThreads), Y: uint32(min(T, 65535)), Z: 1}, blk, 0, ab)
+		})
+		sr := timeIt(func() error { return rec.Launch(s, gpu.Dim3{X: nv, Y: 1, Z: 1}, blk, 0, ab) })
+		logf("%-10s %-30s %10.2f %12.3f", "conv", fmt.Sprintf("t=%d,c=%d", T, C), sc*1e6, sc*1e6/float64(T))
+		logf("%-10s %-30s %10.2f %12.3f", "recurrent", fmt.Sprintf("t=%d,nk=%d,nv=%d,d=%d", T, nk, nv, dk), sr*1e6, sr*1e6/float64(T))
+	}
+
+	// rmsnorm + Q8_1: fused against separate.
+	logf("\n%-10s %-30s %10s %10s %8s", "rmsnorm", "shape", "fused µs", "separate", "ratio")
+	add := fn("rmsnorm", abi.SymRmsnormAdd)
+	fused := fn("rmsnorm", abi.SymRmsnormAddq81)
+	quantize := fn("quantize_q8_1", abi.SymQuantizeQ81F32)
+	for _, sh := range []struct{ rows, n int }{{1, 2048}, {1, 4096}, {512, 2048}, {512, 4096}} {
+		x, r := alloc(4*sh.rows*sh.n, gaussian), alloc(4*sh.rows*sh.n, gaussian)
+		w, xo, y := alloc(4*sh.n, gaussian), alloc(4*sh.rows*sh.n, gaussian), alloc(4*sh.rows*sh.n, gaussian)
+		q := alloc(sh.rows*sh.n/32*36, i8Pattern)
+		base := abi.RmsnormArgs{X: uint64(x), R: uint64(r), W: uint64(w), Xo: uint64(xo), N: int32(sh.n), Rows: int32(sh.rows),
+			Heads: 1, TokStride: int32(sh.n), HeadStride: int32(sh.n), Eps: 1e-6}
+		fa, sa := base, base
+		fa.Q = uint64(q) // y = 0: only the quantized form
+		sa.Y = uint64(y)
+		qa := abi.QuantizeQ81Args{X: uint64(y), Y: uint64(q), Ncols: int32(sh.n), NcolsPadded: int32(sh.n), Nrows: int32(sh.rows), XStride: int32(sh.n)}
+		fb, sb, qb := fa.Bytes(), sa.Bytes(), qa.Bytes()
+		grid := gpu.Dim3{X: uint32((sh.rows + 7) / 8), Y: 1, Z: 1}
+		blk := gpu.Dim3{X: abi.RmsnormThreads, Y: 1, Z: 1}
+		tf := timeIt(func() error { return fused.Launch(s, grid, blk, 0, fb) })
+		ts := timeIt(func() error {
+			if err := add.Launch(s, grid, blk, 0, sb); err != nil {
+				return err
+			}
+			return quantize.Launch(s, gpu.Dim3{X: uint32((sh.n + 255) / 256), Y: uint32(sh.rows), Z: 1}, gpu.Dim3{X: abi.QuantizeQ81Threads, Y: 1, Z: 1}, 0, qb)
+		})
+		logf("%-10s %-30s %10.2f %10.2f %7.2fx", "add+q8_1", fmt.Sprintf("rows=%d,n=%d", sh.rows, sh.n), tf*1e6, ts*1e6, ts/tf)
+	}
+	if out := os.Getenv("STRATA_BENCH_OUT"); out != "" {
+		var b []byte
+		for _, l := range lines {
+			b = append(b, l...)
+			b = append(b, '\n')
+		}
+		moMust(t, os.WriteFile(filepath.Join(out, "modelops.txt"), b, 0o644))
+	}
+}
+
+func moMust(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

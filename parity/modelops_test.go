@@ -1,0 +1,136 @@
+package parity
+
+import (
+	"math"
+	"testing"
+)
+
+// Host-side properties of the model-op references (no GPU): the state-carrying stages give
+// the same result across call boundaries, and the prefill (chunked) form hands the decode
+// (recurrent) form the same state.
+
+// TestDeltaNetPrefillThenDecode: chunked prefill of 100 tokens, then 10 recurrent decode
+// steps from the state it leaves, equals one recurrent pass over 110 tokens (outputs of
+// every token and the final state); and the conv over 100 then 10 tokens, carrying the
+// 3-input state, equals the conv over 110.
+func TestDeltaNetPrefillThenDecode(t *testing.T) {
+	seed := runSeed(t)
+	rng := caseRNG(seed, t.Name())
+	s := gdnShape{T: 110, nk: 2, nv: 4, dk: 128, dv: 128, state0: 1}
+	in := gdnDraw(rng, s)
+	C := s.channels()
+
+	whole, wholeState, _ := gdnConvRef(in.x, in.convW, in.conv0, 110, C)
+	a, mid, _ := gdnConvRef(in.x[:100*C], in.convW, in.conv0, 100, C)
+	b, end, _ := gdnConvRef(in.x[100*C:], in.convW, mid, 10, C)
+	got := append(a, b...)
+	for i := range whole {
+		if got[i] != whole[i] {
+			t.Fatalf("seed %d: conv output %d: split calls %v, one call %v", seed, i, got[i], whole[i])
+		}
+	}
+	for i := range wholeState {
+		if end[i] != wholeState[i] {
+			t.Fatalf("seed %d: conv state %d: split calls %v, one call %v", seed, i, end[i], wholeState[i])
+		}
+	}
+
+	for h := 0; h < s.nv; h++ {
+		p := gdnPrepare(in, s, h)
+		S1 := moF64s(in.state0[h*s.dk*s.dv : (h+1)*s.dk*s.dv])
+		S2 := append([]float64(nil), S1...)
+		o1, M := deltaRecurrent(p, S1, s.dk, s.dv, 0, 110)
+		o2 := deltaChunked(p, S2, s.dk, s.dv, 0, 100, 64) // two chunks, the second ragged
+		o3, _ := deltaRecurrent(p, S2, s.dk, s.dv, 100, 110)
+		o2 = append(o2, o3...)
+		for tok := range o1 {
+			if err := moCloseRel(o2[tok], o1[tok], M, 1e-9); err != nil {
+				t.Fatalf("seed %d: head %d token %d: %v", seed, h, tok, err)
+			}
+		}
+		if err := moCloseRel(S2, S1, M, 1e-9); err != nil {
+			t.Fatalf("seed %d: head %d final state: %v", seed, h, err)
+		}
+	}
+}
+
+// TestDeltaNetChunkedCatchesAWrongGate: the chunked/recurrent comparison is sensitive: a
+// decay off by 1e-7 relative on the last token moves the final state past the 1e-9
+// tolerance (the state decays by it once, with nothing after it to shrink the change).
+func TestDeltaNetChunkedCatchesAWrongGate(t *testing.T) {
+	rng := caseRNG(runSeed(t), t.Name())
+	s := gdnShape{T: 40, nk: 1, nv: 1, dk: 64, dv: 64, state0: 1}
+	in := gdnDraw(rng, s)
+	p := gdnPrepare(in, s, 0)
+	S1 := moF64s(in.state0)
+	S2 := append([]float64(nil), S1...)
+	_, M := deltaRecurrent(p, S1, s.dk, s.dv, 0, s.T)
+	p.decay = append([]float64(nil), p.decay...)
+	p.decay[s.T-1] *= 1 + 1e-7
+	deltaChunked(p, S2, s.dk, s.dv, 0, s.T, 16)
+	if moCloseRel(S2, S1, M, 1e-9) == nil {
+		t.Fatal("a perturbed decay went unnoticed")
+	}
+}
+
+// TestAttentionSplitsAreIrrelevant: the float64 split-and-merge computation gives the naive
+// softmax for any split length, including one position per split and one split in all.
+func TestAttentionSplitsAreIrrelevant(t *testing.T) {
+	rng := caseRNG(runSeed(t), t.Name())
+	s := attentionCase{n: 301, nh: 4, nkv: 2, hd: 64, gate: 1, qmag: 3}
+	a := attentionInputs(rng, s, false)
+	want, scale := attentionRef(a, s)
+	for _, sl := range []int{1, 7, 64, 301, 1000} {
+		got := attentionOnline(a, s, sl, false)
+		r := CompareRows(got, want, s.hd, func(row int) float64 { return scale[row] })
+		if r.MaxRowRel > 1e-12 || r.NonFinite > 0 {
+			t.Fatalf("split_len %d: %s", sl, r.Worst)
+		}
+	}
+}
+
+// TestModelOpCasesKeepContracts: every case stays inside its kernel's documented
+// preconditions (a case outside them would prove nothing about the contract).
+func TestModelOpCasesKeepContracts(t *testing.T) {
+	for _, f := range Families() {
+		for _, c := range f.Cases {
+			var bad bool
+			switch f.Name {
+			case "attention_decode":
+				s := attentionShape(c)
+				bad = s.n < 1 || s.nh%s.nkv != 0 || (s.hd != 64 && s.hd != 128 && s.hd != 256) ||
+					(s.n+attentionSplitLen(s.n)-1)/attentionSplitLen(s.n) > 128
+			case "gated_delta_net":
+				s := gdnCase(c)
+				bad = s.dk > 128 || s.dk%4 != 0 || s.dv > 128 || s.nv%s.nk != 0 || s.T1 >= s.T
+			case "rmsnorm":
+				bad = c.Dims[2]%32 != 0 || c.Dims[4] < c.Dims[2] && c.Dims[1] > 1
+			case "rope":
+				bad = c.Dims[3]%2 != 0 || c.Dims[3] > c.Dims[2] || c.Dims[6] > 1<<24
+			case "embed":
+				bad = c.Dims[1]%32 != 0 || c.Dims[3] < c.Dims[1]
+			}
+			if bad {
+				t.Errorf("%s/%s breaks the kernel's preconditions: %v", f.Name, c.Name, c.Dims)
+			}
+		}
+	}
+}
+
+// TestRoPEFrequencies: the host table is the CPU engine's formula (a spot check of its
+// float32 roundings) and decreases from 1.
+func TestRoPEFrequencies(t *testing.T) {
+	f := ropeFreqs(64, 1e7)
+	if f[0] != 1 {
+		t.Fatalf("freq[0] = %v, want 1", f[0])
+	}
+	want := float32(1 / math.Pow(1e7, float64(float32(2*5)/float32(64))))
+	if f[5] != want {
+		t.Fatalf("freq[5] = %v, want %v", f[5], want)
+	}
+	for i := 1; i < len(f); i++ {
+		if !(f[i] < f[i-1]) {
+			t.Fatalf("freq[%d] = %v not below freq[%d] = %v", i, f[i], i-1, f[i-1])
+		}
+	}
+}
