@@ -1,6 +1,7 @@
 package gguf
 
 import (
+	"encoding/binary"
 	"errors"
 	"io"
 	"os"
@@ -291,3 +292,67 @@ func TestStreamingSourceSizeChecked(t *testing.T) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestCheckFiniteScales puts an fp16 Inf (0x7C00) where ggml keeps each block's scale and
+// expects D4, and the same bytes elsewhere in the block, which must pass.
+func TestCheckFiniteScales(t *testing.T) {
+	for _, c := range []struct {
+		typ        Type
+		scaleAt    int // byte of the scale in the second block
+		harmlessAt int // bytes of quants, not a scale
+	}{
+		{Q8_0, 0, 10},
+		{Q2_0, 0, 4},
+		{Q4_K, 2, 20},    // dmin
+		{Q6_K, 208, 100}, // d after ql[128], qh[64], scales[16]
+		{IQ2_XS, 0, 30},  //
+		{IQ3_S, 0, 50},   //
+		{IQ3_XXS, 0, 40}, //
+		{BF16, -1, -1},   // special-cased below
+		{IQ1_M, -2, 10},  // scale spread over the top nibbles of four u16 at 48..55
+		{TQ2_0, 64, 10},  // d after qs[64]
+		{Q8_K, -3, 100},  // fp32 d at 0
+		{Q3_K, 108, 50},  // d after hmask[32], qs[64], scales[12]
+		{IQ4_XS, 0, 100}, //
+		{Q5_K, 0, 100},   //
+		{MXFP4, -4, 5},   // no fp16 scale: nothing checked
+	} {
+		t.Run(c.typ.String(), func(t *testing.T) {
+			ti, _ := c.typ.Info()
+			bb := int(ti.BlockBytes)
+			dims := []uint64{2 * ti.BlockSize}
+			mk := func(poke func(blk []byte)) error {
+				data := make([]byte, 2*bb)
+				poke(data[bb:])
+				w := NewWriter()
+				noErr(t, w.AddTensor("x", c.typ, dims, data))
+				f, err := ParseBytes("m", encode(t, w))
+				noErr(t, err)
+				return f.CheckFinite("x")
+			}
+			inf := func(o int) func([]byte) {
+				return func(b []byte) { binary.LittleEndian.PutUint16(b[o:], 0x7C00) }
+			}
+			switch c.scaleAt {
+			case -1: // BF16: every element; 0x7F80 is +Inf
+				equal(t, RuleNonFinite, RuleOf(mk(func(b []byte) { binary.LittleEndian.PutUint16(b[0:], 0x7F80) })))
+				noErr(t, mk(inf(0))) // 0x7C00 is a finite bf16
+				return
+			case -2:
+				equal(t, RuleNonFinite, RuleOf(mk(func(b []byte) {
+					binary.LittleEndian.PutUint16(b[52:], 0xC000) // nibble 2 → bits 8..11
+					binary.LittleEndian.PutUint16(b[54:], 0x7000) // nibble 3 → bits 12..15
+				})))
+				noErr(t, mk(func(b []byte) { binary.LittleEndian.PutUint16(b[48:], 0x0FFF) })) // low bits: sub-scales only
+			case -3:
+				equal(t, RuleNonFinite, RuleOf(mk(func(b []byte) { binary.LittleEndian.PutUint32(b[0:], 0x7F800000) })))
+			case -4:
+				noErr(t, mk(inf(0)))
+				return
+			default:
+				equal(t, RuleNonFinite, RuleOf(mk(inf(c.scaleAt))))
+			}
+			noErr(t, mk(inf(c.harmlessAt)))
+		})
+	}
+}
