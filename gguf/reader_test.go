@@ -356,3 +356,21 @@ func TestCheckFiniteScales(t *testing.T) {
 		})
 	}
 }
+
+func TestCloseAndFailedWrite(t *testing.T) {
+	f, err := openBytes(t, base(t))
+	noErr(t, err)
+	noErr(t, f.Close())
+	noErr(t, f.Close()) // idempotent
+	_, err = f.Data("output.weight")
+	equal(t, RuleIO, RuleOf(err))
+
+	p := filepath.Join(t.TempDir(), "out.gguf")
+	w := NewWriter()
+	noErr(t, w.AddTensorFunc("x", F32, []uint64{4}, func(io.Writer) error { return errors.New("source failed") }))
+	isTrue(t, w.WriteFile(p) != nil, "a failing source must fail the write")
+	_, err = os.Stat(p)
+	isTrue(t, errors.Is(err, os.ErrNotExist), "a failed write left", p)
+	_, err = os.Stat(p + ".partial")
+	isTrue(t, errors.Is(err, os.ErrNotExist), "a failed write left its temporary file")
+}

@@ -245,21 +245,29 @@ func (w *Writer) write(out io.Writer, kvs []KV, ts []*wtensor) (int64, error) {
 	return cw.n, bw.Flush()
 }
 
-// WriteFile writes a single-file GGUF to path (created or truncated).
+// WriteFile writes a single-file GGUF to path (replaced only once fully written).
 func (w *Writer) WriteFile(path string) error {
 	return writeFile(path, func(f io.Writer) error { _, err := w.write(f, w.kvs, w.tensors); return err })
 }
 
+// writeFile writes through PATH.partial and renames it into place only when everything
+// was written, so a failed conversion never leaves a truncated PATH behind.
 func writeFile(path string, fn func(io.Writer) error) error {
-	f, err := os.Create(path)
+	tmp := path + ".partial"
+	f, err := os.Create(tmp)
 	if err != nil {
 		return err
 	}
 	if err := fn(f); err != nil {
 		f.Close()
+		os.Remove(tmp)
 		return err
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // SplitOptions limit each shard of WriteShards; zero means no limit.
