@@ -27,6 +27,7 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(typ, "outtype", "f16", "same as --type")
 	tok := fs.String("tokenizer", "", "tokenizer.json to embed (default: HF_DIR/tokenizer.json)")
 	verbose := fs.Bool("v", false, "list every tensor as it is written")
+	split := fs.Float64("split-max-size", 0, "write llama.cpp-style shards OUT-0000k-of-0000N.gguf of at most this many GB of tensor data (0: one file)")
 	// Allow the directory before the flags (`convert DIR -o OUT`).
 	var dir string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -63,6 +64,9 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 	if *verbose {
 		progress = stderr
 	}
+	if *split > 0 {
+		return convertSplit(p, *out, qt, *split, progress, stdout, stderr)
+	}
 	tmp := *out + ".part"
 	if err := p.WriteGGUF(tmp, qt, progress); err != nil {
 		os.Remove(tmp)
@@ -70,6 +74,9 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := os.Rename(tmp, *out); err != nil {
 		return fmt.Errorf("convert: %w", err)
+	}
+	for _, n := range p.Notes {
+		fmt.Fprintln(stderr, "note:", n)
 	}
 	st, _ := os.Stat(*out)
 	fmt.Fprintf(stdout, "wrote %s: %s, %d tensors, %s, %.1f MB\n", *out, p.Arch, len(p.Tensors), strings.ToUpper(*typ), float64(st.Size())/1e6)
