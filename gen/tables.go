@@ -215,7 +215,7 @@ func crossCheckTables(v map[string][]uint64) error {
 			}
 		}
 		if e != want {
-			return fmt.Errorf("gen: %s/ksigns64.txt: entry %d = %#016x, want %#016x (the byte expansion of ksigns_iq2xs entry %d)", tablesDir, i, e, want, i)
+			return fmt.Errorf("gen: %s/ksigns64.txt: entry %d = 0x%016x, want 0x%016x (the byte expansion of ksigns_iq2xs entry %d)", tablesDir, i, e, want, i)
 		}
 	}
 	cpu := v["iq1s_grid.txt"]
@@ -227,7 +227,7 @@ func crossCheckTables(v map[string][]uint64) error {
 			want |= uint64(lo|hi<<4) << (8 * b)
 		}
 		if e != want {
-			return fmt.Errorf("gen: %s/iq1s_grid_gpu.txt: entry %d = %#08x, want %#08x (the nibble re-encoding of iq1s_grid entry %d)", tablesDir, i, e, want, i)
+			return fmt.Errorf("gen: %s/iq1s_grid_gpu.txt: entry %d = 0x%08x, want 0x%08x (the nibble re-encoding of iq1s_grid entry %d)", tablesDir, i, e, want, i)
 		}
 	}
 	return nil

@@ -58,5 +58,8 @@
 // # What does not match ggml
 //
 // Quantize writes zero bsums for an all-zero Q8_K block, where ggml leaves whatever the
-// buffer held. Nothing else is known to differ; no vector case fails.
+// buffer held. The quantizers follow ggml's reference C code compiled without FMA
+// contraction (as the vectors' ggml was); a ggml built with -mfma and GCC's default
+// -ffp-contract=fast can round a few K-quant search steps differently and so, rarely,
+// choose other bytes. Nothing else is known to differ; no vector case fails.
 package quant
