@@ -132,18 +132,19 @@ func tableFiles(root string) ([]File, error) {
 		}
 	}
 	values := map[string][]uint64{}
+	lines := map[string][]int{}
 	for _, s := range tableSpecs {
 		data, err := os.ReadFile(filepath.Join(dir, s.file))
 		if err != nil {
 			return nil, fmt.Errorf("gen: tables: %w", err)
 		}
-		v, err := parseTable(s, data)
+		v, ln, err := parseTable(s, data)
 		if err != nil {
 			return nil, err
 		}
-		values[s.file] = v
+		values[s.file], lines[s.file] = v, ln
 	}
-	if err := crossCheckTables(values); err != nil {
+	if err := crossCheckTables(values, lines); err != nil {
 		return nil, err
 	}
 	goSrc, err := renderTablesGo(values)
@@ -157,11 +158,13 @@ func tableFiles(root string) ([]File, error) {
 }
 
 // parseTable reads one table file: '#' lines are comments, every other line is one
-// 0x-prefixed lowercase hex value, zero-padded to the element width.
-func parseTable(s tableSpec, data []byte) ([]uint64, error) {
+// 0x-prefixed lowercase hex value, zero-padded to the element width. It returns the
+// values and the line number of each.
+func parseTable(s tableSpec, data []byte) ([]uint64, []int, error) {
 	where := func(line int) string { return fmt.Sprintf("gen: %s/%s:%d", tablesDir, s.file, line) }
 	digits := s.bits / 4
 	var out []uint64
+	var lines []int
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	line := 0
 	for sc.Scan() {
@@ -171,41 +174,42 @@ func parseTable(s tableSpec, data []byte) ([]uint64, error) {
 			continue
 		}
 		if len(text) != 2+digits || !strings.HasPrefix(text, "0x") || strings.ToLower(text) != text {
-			return nil, fmt.Errorf("%s: %q is not a value of the form 0x%s (lowercase hex, %d digits for %d-bit entries)",
+			return nil, nil, fmt.Errorf("%s: %q is not a value of the form 0x%s (lowercase hex, %d digits for %d-bit entries)",
 				where(line), text, strings.Repeat("h", digits), digits, s.bits)
 		}
 		v, err := strconv.ParseUint(text[2:], 16, s.bits)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %q: %v", where(line), text, err)
+			return nil, nil, fmt.Errorf("%s: %q: %v", where(line), text, err)
 		}
 		if len(out) >= s.count {
-			return nil, fmt.Errorf("%s: more than %d entries; the table has exactly %d", where(line), s.count, s.count)
+			return nil, nil, fmt.Errorf("%s: more than %d entries; the table has exactly %d", where(line), s.count, s.count)
 		}
 		if msg := s.entry(len(out), v); msg != "" {
-			return nil, fmt.Errorf("%s: entry %d = %s: %s", where(line), len(out), text, msg)
+			return nil, nil, fmt.Errorf("%s: entry %d = %s: %s", where(line), len(out), text, msg)
 		}
 		out = append(out, v)
+		lines = append(lines, line)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("gen: %s/%s: %w", tablesDir, s.file, err)
+		return nil, nil, fmt.Errorf("gen: %s/%s: %w", tablesDir, s.file, err)
 	}
 	if len(out) != s.count {
-		return nil, fmt.Errorf("gen: %s/%s: %d entries, want %d", tablesDir, s.file, len(out), s.count)
+		return nil, nil, fmt.Errorf("gen: %s/%s: %d entries, want %d", tablesDir, s.file, len(out), s.count)
 	}
 	if s.unique {
 		seen := map[uint64]int{}
 		for i, v := range out {
 			if j, dup := seen[v]; dup {
-				return nil, fmt.Errorf("gen: %s/%s: entries %d and %d are both %#x; grid entries are unique", tablesDir, s.file, j, i, v)
+				return nil, nil, fmt.Errorf("gen: %s/%s: entries %d and %d are both %#x; grid entries are unique", tablesDir, s.file, j, i, v)
 			}
 			seen[v] = i
 		}
 	}
-	return out, nil
+	return out, lines, nil
 }
 
 // crossCheckTables checks the tables that are re-encodings of others.
-func crossCheckTables(v map[string][]uint64) error {
+func crossCheckTables(v map[string][]uint64, lines map[string][]int) error {
 	signs := v["ksigns_iq2xs.txt"]
 	for i, e := range v["ksigns64.txt"] {
 		var want uint64
@@ -215,7 +219,7 @@ func crossCheckTables(v map[string][]uint64) error {
 			}
 		}
 		if e != want {
-			return fmt.Errorf("gen: %s/ksigns64.txt: entry %d = 0x%016x, want 0x%016x (the byte expansion of ksigns_iq2xs entry %d)", tablesDir, i, e, want, i)
+			return fmt.Errorf("gen: %s/ksigns64.txt:%d: entry %d = 0x%016x, want 0x%016x (the byte expansion of ksigns_iq2xs entry %d)", tablesDir, lines["ksigns64.txt"][i], i, e, want, i)
 		}
 	}
 	cpu := v["iq1s_grid.txt"]
@@ -227,7 +231,7 @@ func crossCheckTables(v map[string][]uint64) error {
 			want |= uint64(lo|hi<<4) << (8 * b)
 		}
 		if e != want {
-			return fmt.Errorf("gen: %s/iq1s_grid_gpu.txt: entry %d = 0x%08x, want 0x%08x (the nibble re-encoding of iq1s_grid entry %d)", tablesDir, i, e, want, i)
+			return fmt.Errorf("gen: %s/iq1s_grid_gpu.txt:%d: entry %d = 0x%08x, want 0x%08x (the nibble re-encoding of iq1s_grid entry %d)", tablesDir, lines["iq1s_grid_gpu.txt"][i], i, e, want, i)
 		}
 	}
 	return nil

@@ -57,7 +57,7 @@ func TestTableValidation(t *testing.T) {
 		{"bad byte", "iq3xxs_grid.txt", "0x04040414\n", "0x04040415\n", "iq3xxs_grid.txt:3: entry 1"},
 		{"duplicate", "iq2xs_grid.txt", "0x080808080808082b\n", "0x0808080808080808\n", "both"},
 		{"parity", "ksigns_iq2xs.txt", "0x81\n", "0x01\n", "ksigns_iq2xs.txt:3"},
-		{"gpu form", "iq1s_grid_gpu.txt", "0x00000002\n", "0x00000001\n", "nibble re-encoding"},
+		{"gpu form", "iq1s_grid_gpu.txt", "0x00000002\n", "0x00000001\n", "iq1s_grid_gpu.txt:3: entry 1"},
 		{"delta", "iq1m_delta.txt", "0x3e000000\n0x3e000000\n", "0x3e000000\n0x3e800000\n", "want 0.125"},
 		{"too many", "kmask_iq2xs.txt", "0x80\n", "0x80\n0x80\n", "more than 8"},
 	}
@@ -124,7 +124,7 @@ func TestTablesHeaderCompiles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		vals, err := parseTable(s, data)
+		vals, _, err := parseTable(s, data)
 		if err != nil {
 			t.Fatal(err)
 		}
