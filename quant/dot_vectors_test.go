@@ -33,7 +33,8 @@ func checkDotVectors(t *testing.T, v *vectorFile, typ Type, _ []float32, wq []by
 		if f, err := DotF32(typ, row, f32s(v.section("act_f32"))); err != nil || f != v.Dot.ExactF32[r] {
 			t.Errorf("row %d: DotF32 %.17g (%v), vectors %.17g", r, f, err, v.Dot.ExactF32[r])
 		}
-		c["dots"]++
+		c["cpu-dots"]++
+		c["f32-dots"]++
 		if typ == F16 || typ == BF16 {
 			continue
 		}
@@ -49,7 +50,7 @@ func checkDotVectors(t *testing.T, v *vectorFile, typ Type, _ []float32, wq []by
 		if e := math.Abs(float64(g.GGML)-g.Exact) / v.L1[r]; e > 1e-4 {
 			t.Errorf("row %d: DotGPU ggml %g vs exact %g: %.3g of l1", r, g.GGML, g.Exact, e)
 		}
-		c["dots"]++
+		c["gpu-dots"]++
 	}
 	return c
 }
