@@ -116,6 +116,10 @@ func (p *Plan) WriteGGUF(path string, t quant.Type, progress io.Writer) error {
 	if err := add("general.file_type", fileType[t]); err != nil {
 		return err
 	}
+	// ggml's block-format version (GGML_QNT_VERSION), which llama.cpp's converter always writes.
+	if err := add("general.quantization_version", uint32(2)); err != nil {
+		return err
+	}
 	for _, kv := range p.tokKVs {
 		if err := add(kv.Key, kv.Value); err != nil {
 			return err
