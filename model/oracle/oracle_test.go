@@ -98,3 +98,18 @@ func TestCheckPath(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckPathRebuildsTinyWeights: a tiny oracle directory as shipped (config.json,
+// oracle.json, outputs, no weights) is checked directly: the weights are rebuilt from the
+// recorded seed and verified against the recorded sha256.
+func TestCheckPathRebuildsTinyWeights(t *testing.T) {
+	od := filepath.Join("..", "testdata", "tiny-qwen3moe")
+	var out bytes.Buffer
+	res, err := CheckPath(od, od, "", &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(out.Bytes(), []byte("sha256 matches")) || res.Failed > 0 || res.Passed == 0 {
+		t.Fatalf("%d passed, %d failed:\n%s", res.Passed, res.Failed, out.String())
+	}
+}
