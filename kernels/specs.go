@@ -58,6 +58,28 @@ var Specs = []Spec{
 		},
 	},
 	{
+		Family:   "attention_prefill",
+		Template: "attention_prefill",
+		Doc: "causal attention of t new query tokens against an fp16 KV cache whose last t positions are theirs, " +
+			"grouped-query heads, tiled with online softmax, optional sigmoid output gate; " +
+			"launch grid (ceil(t/8), nh, 1), block (128, 1, 1).",
+		Threads: 128,
+		Args: []Arg{
+			{Name: "q", Type: ArgPtr, CType: "const float", Doc: "queries, t × nh × hd f32 (normed and rotated)"},
+			{Name: "k", Type: ArgPtr, CType: "const u8", Doc: "key cache: n × nkv × hd fp16, the new tokens' keys last; 4-byte aligned"},
+			{Name: "v", Type: ArgPtr, CType: "const u8", Doc: "value cache, as k"},
+			{Name: "gate", Type: ArgPtr, CType: "const float", Doc: "output gate logits t × nh × hd f32, out ·= sigmoid(gate); 0 = no gate"},
+			{Name: "out", Type: ArgPtr, CType: "float", Doc: "output t × nh × hd f32"},
+			{Name: "t", Type: ArgI32, Doc: "new tokens (queries), 1 ≤ t ≤ n"},
+			{Name: "n", Type: ArgI32, Doc: "cached positions including the new tokens"},
+			{Name: "nh", Type: ArgI32, Doc: "query heads, a multiple of nkv"},
+			{Name: "nkv", Type: ArgI32, Doc: "key/value heads"},
+			{Name: "hd", Type: ArgI32, Doc: "head dimension: 64, 128 or 256"},
+			{Name: "scale", Type: ArgF32, Doc: "score scale, 1/√hd"},
+		},
+		Axes: []Axis{{Name: "kv", Values: []Value{{Name: "f16"}}}},
+	},
+	{
 		Family:   "dequant",
 		Template: "dequant",
 		Doc: "weight rows → f32 or f16 rows (y[r][k] = W[r][k], ggml's to_float values); one thread per 32-element group, " +

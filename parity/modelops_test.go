@@ -100,6 +100,9 @@ func TestModelOpCasesKeepContracts(t *testing.T) {
 				s := attentionShape(c)
 				bad = s.n < 1 || s.nh%s.nkv != 0 || (s.hd != 64 && s.hd != 128 && s.hd != 256) ||
 					(s.n+attentionSplitLen(s.n)-1)/attentionSplitLen(s.n) > 128
+			case "attention_prefill":
+				s := prefillCase(c)
+				bad = s.t < 1 || s.t > s.n || s.n > 4096 || s.nh%s.nkv != 0 || (s.hd != 64 && s.hd != 128 && s.hd != 256)
 			case "gated_delta_net":
 				s := gdnCase(c)
 				bad = s.dk > 128 || s.dk%4 != 0 || s.dv > 128 || s.nv%s.nk != 0 || s.T1 >= s.T

@@ -1,0 +1,197 @@
+package parity
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+
+	"github.com/strata-hip/strata/kernels/abi"
+	"github.com/strata-hip/strata/runtime/gpu"
+)
+
+// attention_prefill: causal attention of t new tokens (query i at position n − t + i sees
+// positions 0..n − t + i), as model/forward.go's attention for a prompt: float64 scores,
+// softmax and weighted sums there too; then ·sigmoid(gate). The reference is naive (the
+// whole score row per query); selfCheckAttentionPrefill holds it to the decode reference
+// query by query. Row scale as attention_decode's: max|v| of the kv group times
+// (1 + Λ/64), Λ the query's largest score magnitude in exp2 units.
+var attentionPrefillOut = Bound{Name: "out", MaxRowRel: 5e-4, Why: `
+	As attention_decode/out, except that one wave accumulates a query over every position it
+	sees in one sequential f32 sum (no split): acc and l each err ≤ (n + 3)·2⁻²⁴ of
+	max|v|·Σp; at n ≤ 4096 (the largest case) both: 2·4099·2⁻²⁴ = 4.89e-4·max|v|. Weights
+	(2·(2⁻²¹ + 14·2⁻²³) = 4.3e-6), gate and division (≤ 1e-6) and the score term 1.3e-6·Λ
+	as there: ≤ max|v|·(4.95e-4 + 1.3e-6·Λ) ≤ 5e-4·max|v|·(1 + Λ/64).`}
+
+// prefillShape is one case; Dims: t, n, nh, nkv, hd, gate (0/1), q magnitude.
+type prefillShape struct{ t, n, nh, nkv, hd, gate, qmag int }
+
+func prefillCase(c Case) prefillShape {
+	d := c.Dims
+	return prefillShape{d[0], d[1], d[2], d[3], d[4], d[5], d[6]}
+}
+
+func init() {
+	register(&Family{
+		Name:   "attention_prefill",
+		Bounds: map[string][]Bound{"f16": {attentionPrefillOut}},
+		Cases: []Case{
+			{"t=1,n=1,nh=4,nkv=2,hd=128", []int{1, 1, 4, 2, 128, 0, 1}},
+			{"t=7,n=7,nh=4,nkv=4,hd=64", []int{7, 7, 4, 4, 64, 0, 1}},
+			{"t=100,n=100,nh=16,nkv=2,hd=256,gate", []int{100, 100, 16, 2, 256, 1, 1}},
+			{"t=37,n=1037,nh=32,nkv=4,hd=128", []int{37, 1037, 32, 4, 128, 0, 1}},
+			{"t=65,n=65,nh=16,nkv=2,hd=256,gate,large_qk", []int{65, 65, 16, 2, 256, 1, 12}},
+			{"t=2048,n=2048,nh=16,nkv=2,hd=256,gate", []int{2048, 2048, 16, 2, 256, 1, 1}},
+			{"t=512,n=4096,nh=32,nkv=4,hd=128", []int{512, 4096, 32, 4, 128, 0, 1}},
+		},
+		Run:       runAttentionPrefill,
+		SelfCheck: selfCheckAttentionPrefill,
+	})
+}
+
+// prefillInputs draws the cache (attention_decode's f16 draw), t queries and t gates.
+func prefillInputs(rng *rand.Rand, s prefillShape) (attentionKV, []float32, []float32) {
+	a := attentionInputs(rng, attentionCase{n: s.n, nh: s.nh, nkv: s.nkv, hd: s.hd, gate: 0, qmag: s.qmag}, false)
+	q := make([]float32, s.t*s.nh*s.hd)
+	for i := range q {
+		q[i] = float32(rng.NormFloat64() * float64(s.qmag))
+	}
+	var gate []float32
+	if s.gate == 1 {
+		gate = make([]float32, len(q))
+		for i := range gate {
+			gate[i] = moClip(2*rng.NormFloat64(), 8)
+		}
+	}
+	return a, q, gate
+}
+
+// prefillRef is the naive float64 causal reference: out (t·nh rows of hd) and row scales.
+// Rows run in parallel.
+func prefillRef(a attentionKV, q, gate []float32, s prefillShape) (out, scale []float64) {
+	out = make([]float64, s.t*s.nh*s.hd)
+	scale = make([]float64, s.t*s.nh)
+	sc := 1 / math.Sqrt(float64(s.hd))
+	p0 := s.n - s.t
+	var wg sync.WaitGroup
+	work := make(chan int, s.t*s.nh)
+	for r := 0; r < s.t*s.nh; r++ {
+		work <- r
+	}
+	close(work)
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			scores := make([]float64, s.n)
+			acc := make([]float64, s.hd)
+			for row := range work {
+				i, h := row/s.nh, row%s.nh
+				g := h / (s.nh / s.nkv)
+				qv := q[row*s.hd : (row+1)*s.hd]
+				vis := p0 + i + 1
+				mx, lam := math.Inf(-1), 0.0
+				for j := 0; j < vis; j++ {
+					k := a.kf[(j*s.nkv+g)*s.hd:]
+					var d, ab float64
+					for e, qe := range qv {
+						p := float64(qe) * float64(k[e])
+						d += p
+						ab += math.Abs(p)
+					}
+					scores[j] = d * sc
+					mx = max(mx, scores[j])
+					lam = max(lam, ab*sc*math.Log2E)
+				}
+				clear(acc)
+				var sum float64
+				for j := 0; j < vis; j++ {
+					p := math.Exp(scores[j] - mx)
+					sum += p
+					v := a.vf[(j*s.nkv+g)*s.hd:]
+					for e := range acc {
+						acc[e] += p * float64(v[e])
+					}
+				}
+				for e := range acc {
+					o := acc[e] / sum
+					if gate != nil {
+						o *= sigmoid64(float64(gate[row*s.hd+e]))
+					}
+					out[row*s.hd+e] = o
+				}
+				scale[row] = a.maxV[g] * (1 + lam/64)
+			}
+		}()
+	}
+	wg.Wait()
+	return out, scale
+}
+
+func runAttentionPrefill(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
+	s := prefillCase(c)
+	a, q, gate := prefillInputs(rng, s)
+	want, scale := prefillRef(a, q, gate, s)
+	fn, err := h.Mod.Func(symbol)
+	if err != nil {
+		return Outcome{}, err
+	}
+	data := [][]byte{moF32Bytes(q), a.k, a.v}
+	if gate != nil {
+		data = append(data, moF32Bytes(gate))
+	}
+	in, err := h.moInputs(data...)
+	if err != nil {
+		return Outcome{}, err
+	}
+	out, err := h.Output(4 * len(q))
+	if err != nil {
+		return Outcome{}, err
+	}
+	args := abi.AttentionPrefillArgs{Q: in[0].Ptr(), K: in[1].Ptr(), V: in[2].Ptr(), Out: out.Ptr(), T: int32(s.t), N: int32(s.n),
+		Nh: int32(s.nh), Nkv: int32(s.nkv), Hd: int32(s.hd), Scale: float32(1 / math.Sqrt(float64(s.hd)))}
+	if gate != nil {
+		args.Gate = in[3].Ptr()
+	}
+	grid := gpu.Dim3{X: uint32((s.t + 7) / 8), Y: uint32(s.nh), Z: 1}
+	got, el, err := h.Run(fn, grid, moBlock(abi.AttentionPrefillThreads), args.Bytes(), out)
+	if err != nil {
+		return Outcome{}, err
+	}
+	reports := map[string]Report{"out": CompareRows(moF64s(moBytesF32(got[0])), want, s.hd, func(r int) float64 { return scale[r] })}
+	o := Outcome{Reports: reports, Kernel: el.Seconds() * 1e6, Bytes: int64(len(a.k)+len(a.v)) + int64(4*len(q)*(2+s.gate))}
+	return o, checkAll(bounds, reports)
+}
+
+// selfCheckAttentionPrefill: for the cases up to n = 1100, each query's row equals the
+// decode reference run on the cache cut at that query's position (1e-12).
+func selfCheckAttentionPrefill(c Case, rng *rand.Rand) error {
+	s := prefillCase(c)
+	if s.n > 1100 {
+		return nil
+	}
+	a, q, gate := prefillInputs(rng, s)
+	want, _ := prefillRef(a, q, gate, s)
+	for i := 0; i < s.t; i++ {
+		n := s.n - s.t + i + 1
+		d := a
+		d.q = q[i*s.nh*s.hd : (i+1)*s.nh*s.hd]
+		if gate != nil {
+			d.gate = gate[i*s.nh*s.hd : (i+1)*s.nh*s.hd]
+		}
+		d.kf, d.vf = a.kf[:n*s.nkv*s.hd], a.vf[:n*s.nkv*s.hd]
+		dec, _ := attentionRef(d, attentionCase{n: n, nh: s.nh, nkv: s.nkv, hd: s.hd, gate: s.gate, qmag: s.qmag})
+		if err := moCloseRel(dec, want[i*s.nh*s.hd:(i+1)*s.nh*s.hd], maxAbs(dec), 1e-12); err != nil {
+			return fmt.Errorf("query %d: prefill and decode references differ: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func maxAbs(v []float64) float64 {
+	var m float64
+	for _, x := range v {
+		m = max(m, math.Abs(x))
+	}
+	return m
+}
