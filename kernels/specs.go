@@ -58,28 +58,6 @@ var Specs = []Spec{
 		},
 	},
 	{
-		Family:   "attention_prefill",
-		Template: "attention_prefill",
-		Doc: "causal attention of t new query tokens against an fp16 KV cache whose last t positions are theirs, " +
-			"grouped-query heads, tiled with online softmax, optional sigmoid output gate; " +
-			"launch grid (ceil(t/8), nh, 1), block (128, 1, 1).",
-		Threads: 128,
-		Args: []Arg{
-			{Name: "q", Type: ArgPtr, CType: "const float", Doc: "queries, t × nh × hd f32 (normed and rotated)"},
-			{Name: "k", Type: ArgPtr, CType: "const u8", Doc: "key cache: n × nkv × hd fp16, the new tokens' keys last; 4-byte aligned"},
-			{Name: "v", Type: ArgPtr, CType: "const u8", Doc: "value cache, as k"},
-			{Name: "gate", Type: ArgPtr, CType: "const float", Doc: "output gate logits t × nh × hd f32, out ·= sigmoid(gate); 0 = no gate"},
-			{Name: "out", Type: ArgPtr, CType: "float", Doc: "output t × nh × hd f32"},
-			{Name: "t", Type: ArgI32, Doc: "new tokens (queries), 1 ≤ t ≤ n"},
-			{Name: "n", Type: ArgI32, Doc: "cached positions including the new tokens"},
-			{Name: "nh", Type: ArgI32, Doc: "query heads, a multiple of nkv"},
-			{Name: "nkv", Type: ArgI32, Doc: "key/value heads"},
-			{Name: "hd", Type: ArgI32, Doc: "head dimension: 64, 128 or 256"},
-			{Name: "scale", Type: ArgF32, Doc: "score scale, 1/√hd"},
-		},
-		Axes: []Axis{{Name: "kv", Values: []Value{{Name: "f16"}}}},
-	},
-	{
 		Family:   "dequant",
 		Template: "dequant",
 		Doc: "weight rows → f32 or f16 rows (y[r][k] = W[r][k], ggml's to_float values); one thread per 32-element group, " +
@@ -184,6 +162,34 @@ var Specs = []Spec{
 			{Name: "y_mat_stride", Type: ArgI32, Doc: "output elements between matrices"},
 		},
 		Axes: []Axis{axisWeightType(ISADot4)},
+	},
+	{
+		Family:   "moe_decode",
+		Template: "moe_decode",
+		Doc: "one MoE FFN layer for decode tokens in three launches (phase 0 router top-k: grid (tokens, 1, 1); phase 1 gate/up + " +
+			"SwiGLU + Q8_1 requant: grid (n_ff/32, k_used, tokens); phase 2 down + weighted sum: grid (ceil(n_embd/8), 1, tokens)), " +
+			"block (256, 1, 1); experts through slot tables; F16/BF16 experts are not supported (they take mmvq's f32 path).",
+		Threads: 256,
+		Args: []Arg{
+			{Name: "logits", Type: ArgPtr, CType: "const f32", Doc: "router logits [tokens][n_expert] (phase 0)"},
+			{Name: "ids", Type: ArgPtr, CType: "i32", Doc: "selected experts [tokens][k_used]: written by phase 0, read by 1 and 2"},
+			{Name: "wts", Type: ArgPtr, CType: "f32", Doc: "their weights [tokens][k_used]: written by phase 0, read by 2"},
+			{Name: "err", Type: ArgPtr, CType: "u32", Doc: "[tokens][k_used]: 1 when the selected expert lacks a gate, up or down slot, else 0 (phase 0 writes)"},
+			{Name: "slots_gate", Type: ArgPtr, CType: "const u64", Doc: "n_expert entries: device address of expert e's gate weights [n_ff][n_embd] (16-byte aligned), 0 = not resident"},
+			{Name: "slots_up", Type: ArgPtr, CType: "const u64", Doc: "n_expert entries: up weights [n_ff][n_embd], 0 = not resident"},
+			{Name: "slots_down", Type: ArgPtr, CType: "const u64", Doc: "n_expert entries: down weights [n_embd][n_ff], 0 = not resident"},
+			{Name: "x", Type: ArgPtr, CType: "const u8", Doc: "hidden state as Q8_1 [tokens][n_embd/32 blocks] (phase 1)"},
+			{Name: "h", Type: ArgPtr, CType: "u8", Doc: "SwiGLU output as Q8_1 [tokens][k_used][n_ff/32 blocks]: written by phase 1, read by 2"},
+			{Name: "y", Type: ArgPtr, CType: "f32", Doc: "output [tokens][n_embd] (phase 2)"},
+			{Name: "phase", Type: ArgI32, Doc: "0 router, 1 gate/up, 2 down"},
+			{Name: "tokens", Type: ArgI32, Doc: "tokens (> 0)"},
+			{Name: "n_expert", Type: ArgI32, Doc: "experts, 1..1024"},
+			{Name: "k_used", Type: ArgI32, Doc: "experts per token, 1..min(n_expert, 32)"},
+			{Name: "renorm", Type: ArgI32, Doc: "nonzero: the k weights are renormalised to sum to 1"},
+			{Name: "n_embd", Type: ArgI32, Doc: "hidden size, a multiple of the type's block size"},
+			{Name: "n_ff", Type: ArgI32, Doc: "expert FFN size, a multiple of 32 and of the type's block size"},
+		},
+		Axes: []Axis{{Name: "type", Values: axisWeightType(ISADot4).Values[2:]}},
 	},
 	{
 		Family:   "quantize_q8_1",

@@ -256,7 +256,6 @@ func mmvqRef(in *mmvqInputs) (y, s []float64) {
 	y = make([]float64, in.nmat*in.ncols*in.rows)
 	s = make([]float64, len(y))
 	var ib quant.IntBlock
-	info, _ := quant.Lookup(in.t)
 	for z := 0; z < in.nmat; z++ {
 		if in.missing(z) {
 			continue
@@ -282,26 +281,7 @@ func mmvqRef(in *mmvqInputs) (y, s []float64) {
 						abs += math.Abs(p)
 					}
 				} else {
-					act := in.xq[col*in.k/32*36:]
-					for b := 0; b < in.k/info.BlockElems; b++ {
-						if err := quant.IntView(in.t, row[b*info.BlockBytes:(b+1)*info.BlockBytes], &ib); err != nil {
-							panic("parity: " + err.Error())
-						}
-						for g := 0; g < info.BlockElems/32; g++ {
-							blk := act[(b*info.BlockElems/32+g)*36:]
-							da := float64(quant.F16ToF32(binary.LittleEndian.Uint16(blk)))
-							var main, off int64
-							for i := 0; i < 32; i++ {
-								e := 32*g + i
-								qa := int64(int8(blk[4+i]))
-								main += int64(ib.Mult[e/ib.Group]) * int64(ib.Q[e]) * qa
-								off += int64(ib.OffMult[e/ib.Group]) * qa
-							}
-							t1, t2 := ib.Base*da*float64(main), ib.OffBase*da*float64(off)
-							sum += t1 + t2
-							abs += math.Abs(t1) + math.Abs(t2)
-						}
-					}
+					sum, abs = q81RowDot(in.t, row, in.xq[col*in.k/32*36:], in.k, &ib)
 				}
 				o := (z*in.ncols+c)*in.rows + r
 				y[o], s[o] = sum, abs
@@ -529,4 +509,31 @@ func mmvqBytesF32(b []byte) []float32 {
 		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}
 	return v
+}
+
+// q81RowDot is the exact dot of one weight row (k elements, an integer type) with one row of
+// Q8_1 blocks, and S = Σ|term| over its 32-element group terms d_w·d_a·Σ mult·q·q_a (and
+// Q4_K's min terms), each exact in float64 (≤ 46-bit products).
+func q81RowDot(t quant.Type, row, act []byte, k int, ib *quant.IntBlock) (sum, abs float64) {
+	info, _ := quant.Lookup(t)
+	for b := 0; b < k/info.BlockElems; b++ {
+		if err := quant.IntView(t, row[b*info.BlockBytes:(b+1)*info.BlockBytes], ib); err != nil {
+			panic("parity: " + err.Error())
+		}
+		for g := 0; g < info.BlockElems/32; g++ {
+			blk := act[(b*info.BlockElems/32+g)*36:]
+			da := float64(quant.F16ToF32(binary.LittleEndian.Uint16(blk)))
+			var main, off int64
+			for i := 0; i < 32; i++ {
+				e := 32*g + i
+				qa := int64(int8(blk[4+i]))
+				main += int64(ib.Mult[e/ib.Group]) * int64(ib.Q[e]) * qa
+				off += int64(ib.OffMult[e/ib.Group]) * qa
+			}
+			t1, t2 := ib.Base*da*float64(main), ib.OffBase*da*float64(off)
+			sum += t1 + t2
+			abs += math.Abs(t1) + math.Abs(t2)
+		}
+	}
+	return sum, abs
 }

@@ -22,15 +22,6 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
-	Family: "attention_prefill",
-	Path:   "gfx1030/attention_prefill.co",
-	Target: "gfx1030",
-	Variants: []Variant{{
-		Name:   "f16",
-		Symbol: "strata_attention_prefill_f16",
-	}},
-	Vendor: "amd",
-}, {
 	Family: "dequant",
 	Path:   "gfx1030/dequant.co",
 	Target: "gfx1030",
@@ -169,6 +160,36 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "moe_decode",
+	Path:   "gfx1030/moe_decode.co",
+	Target: "gfx1030",
+	Variants: []Variant{{
+		Name:   "q80",
+		Symbol: "strata_moe_decode_q80",
+	}, {
+		Name:   "q20",
+		Symbol: "strata_moe_decode_q20",
+	}, {
+		Name:   "q4k",
+		Symbol: "strata_moe_decode_q4k",
+	}, {
+		Name:   "q6k",
+		Symbol: "strata_moe_decode_q6k",
+	}, {
+		Name:   "iq2xs",
+		Symbol: "strata_moe_decode_iq2xs",
+	}, {
+		Name:   "iq3xxs",
+		Symbol: "strata_moe_decode_iq3xxs",
+	}, {
+		Name:   "iq3s",
+		Symbol: "strata_moe_decode_iq3s",
+	}, {
+		Name:   "iq1m",
+		Symbol: "strata_moe_decode_iq1m",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "quantize_q8_1",
 	Path:   "gfx1030/quantize_q8_1.co",
 	Target: "gfx1030",
@@ -229,15 +250,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "reduce_q8",
 		Symbol: "strata_attention_decode_reduce_q8",
-	}},
-	Vendor: "amd",
-}, {
-	Family: "attention_prefill",
-	Path:   "gfx1100/attention_prefill.co",
-	Target: "gfx1100",
-	Variants: []Variant{{
-		Name:   "f16",
-		Symbol: "strata_attention_prefill_f16",
 	}},
 	Vendor: "amd",
 }, {
@@ -382,6 +394,36 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "moe_decode",
+	Path:   "gfx1100/moe_decode.co",
+	Target: "gfx1100",
+	Variants: []Variant{{
+		Name:   "q80",
+		Symbol: "strata_moe_decode_q80",
+	}, {
+		Name:   "q20",
+		Symbol: "strata_moe_decode_q20",
+	}, {
+		Name:   "q4k",
+		Symbol: "strata_moe_decode_q4k",
+	}, {
+		Name:   "q6k",
+		Symbol: "strata_moe_decode_q6k",
+	}, {
+		Name:   "iq2xs",
+		Symbol: "strata_moe_decode_iq2xs",
+	}, {
+		Name:   "iq3xxs",
+		Symbol: "strata_moe_decode_iq3xxs",
+	}, {
+		Name:   "iq3s",
+		Symbol: "strata_moe_decode_iq3s",
+	}, {
+		Name:   "iq1m",
+		Symbol: "strata_moe_decode_iq1m",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "quantize_q8_1",
 	Path:   "gfx1100/quantize_q8_1.co",
 	Target: "gfx1100",
@@ -442,15 +484,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "reduce_q8",
 		Symbol: "strata_attention_decode_reduce_q8",
-	}},
-	Vendor: "amd",
-}, {
-	Family: "attention_prefill",
-	Path:   "gfx1101/attention_prefill.co",
-	Target: "gfx1101",
-	Variants: []Variant{{
-		Name:   "f16",
-		Symbol: "strata_attention_prefill_f16",
 	}},
 	Vendor: "amd",
 }, {
@@ -595,6 +628,36 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "moe_decode",
+	Path:   "gfx1101/moe_decode.co",
+	Target: "gfx1101",
+	Variants: []Variant{{
+		Name:   "q80",
+		Symbol: "strata_moe_decode_q80",
+	}, {
+		Name:   "q20",
+		Symbol: "strata_moe_decode_q20",
+	}, {
+		Name:   "q4k",
+		Symbol: "strata_moe_decode_q4k",
+	}, {
+		Name:   "q6k",
+		Symbol: "strata_moe_decode_q6k",
+	}, {
+		Name:   "iq2xs",
+		Symbol: "strata_moe_decode_iq2xs",
+	}, {
+		Name:   "iq3xxs",
+		Symbol: "strata_moe_decode_iq3xxs",
+	}, {
+		Name:   "iq3s",
+		Symbol: "strata_moe_decode_iq3s",
+	}, {
+		Name:   "iq1m",
+		Symbol: "strata_moe_decode_iq1m",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "quantize_q8_1",
 	Path:   "gfx1101/quantize_q8_1.co",
 	Target: "gfx1101",
@@ -655,15 +718,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "reduce_q8",
 		Symbol: "strata_attention_decode_reduce_q8",
-	}},
-	Vendor: "amd",
-}, {
-	Family: "attention_prefill",
-	Path:   "gfx1102/attention_prefill.co",
-	Target: "gfx1102",
-	Variants: []Variant{{
-		Name:   "f16",
-		Symbol: "strata_attention_prefill_f16",
 	}},
 	Vendor: "amd",
 }, {
@@ -808,6 +862,36 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "moe_decode",
+	Path:   "gfx1102/moe_decode.co",
+	Target: "gfx1102",
+	Variants: []Variant{{
+		Name:   "q80",
+		Symbol: "strata_moe_decode_q80",
+	}, {
+		Name:   "q20",
+		Symbol: "strata_moe_decode_q20",
+	}, {
+		Name:   "q4k",
+		Symbol: "strata_moe_decode_q4k",
+	}, {
+		Name:   "q6k",
+		Symbol: "strata_moe_decode_q6k",
+	}, {
+		Name:   "iq2xs",
+		Symbol: "strata_moe_decode_iq2xs",
+	}, {
+		Name:   "iq3xxs",
+		Symbol: "strata_moe_decode_iq3xxs",
+	}, {
+		Name:   "iq3s",
+		Symbol: "strata_moe_decode_iq3s",
+	}, {
+		Name:   "iq1m",
+		Symbol: "strata_moe_decode_iq1m",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "quantize_q8_1",
 	Path:   "gfx1102/quantize_q8_1.co",
 	Target: "gfx1102",
@@ -868,15 +952,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "reduce_q8",
 		Symbol: "strata_attention_decode_reduce_q8",
-	}},
-	Vendor: "amd",
-}, {
-	Family: "attention_prefill",
-	Path:   "gfx1200/attention_prefill.co",
-	Target: "gfx1200",
-	Variants: []Variant{{
-		Name:   "f16",
-		Symbol: "strata_attention_prefill_f16",
 	}},
 	Vendor: "amd",
 }, {
@@ -1021,6 +1096,36 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "moe_decode",
+	Path:   "gfx1200/moe_decode.co",
+	Target: "gfx1200",
+	Variants: []Variant{{
+		Name:   "q80",
+		Symbol: "strata_moe_decode_q80",
+	}, {
+		Name:   "q20",
+		Symbol: "strata_moe_decode_q20",
+	}, {
+		Name:   "q4k",
+		Symbol: "strata_moe_decode_q4k",
+	}, {
+		Name:   "q6k",
+		Symbol: "strata_moe_decode_q6k",
+	}, {
+		Name:   "iq2xs",
+		Symbol: "strata_moe_decode_iq2xs",
+	}, {
+		Name:   "iq3xxs",
+		Symbol: "strata_moe_decode_iq3xxs",
+	}, {
+		Name:   "iq3s",
+		Symbol: "strata_moe_decode_iq3s",
+	}, {
+		Name:   "iq1m",
+		Symbol: "strata_moe_decode_iq1m",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "quantize_q8_1",
 	Path:   "gfx1200/quantize_q8_1.co",
 	Target: "gfx1200",
@@ -1081,15 +1186,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "reduce_q8",
 		Symbol: "strata_attention_decode_reduce_q8",
-	}},
-	Vendor: "amd",
-}, {
-	Family: "attention_prefill",
-	Path:   "gfx1201/attention_prefill.co",
-	Target: "gfx1201",
-	Variants: []Variant{{
-		Name:   "f16",
-		Symbol: "strata_attention_prefill_f16",
 	}},
 	Vendor: "amd",
 }, {
@@ -1234,6 +1330,36 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "moe_decode",
+	Path:   "gfx1201/moe_decode.co",
+	Target: "gfx1201",
+	Variants: []Variant{{
+		Name:   "q80",
+		Symbol: "strata_moe_decode_q80",
+	}, {
+		Name:   "q20",
+		Symbol: "strata_moe_decode_q20",
+	}, {
+		Name:   "q4k",
+		Symbol: "strata_moe_decode_q4k",
+	}, {
+		Name:   "q6k",
+		Symbol: "strata_moe_decode_q6k",
+	}, {
+		Name:   "iq2xs",
+		Symbol: "strata_moe_decode_iq2xs",
+	}, {
+		Name:   "iq3xxs",
+		Symbol: "strata_moe_decode_iq3xxs",
+	}, {
+		Name:   "iq3s",
+		Symbol: "strata_moe_decode_iq3s",
+	}, {
+		Name:   "iq1m",
+		Symbol: "strata_moe_decode_iq1m",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "quantize_q8_1",
 	Path:   "gfx1201/quantize_q8_1.co",
 	Target: "gfx1201",
@@ -1294,15 +1420,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "reduce_q8",
 		Symbol: "strata_attention_decode_reduce_q8",
-	}},
-	Vendor: "nvidia",
-}, {
-	Family: "attention_prefill",
-	Path:   "sm_80/attention_prefill.ptx",
-	Target: "sm_80",
-	Variants: []Variant{{
-		Name:   "f16",
-		Symbol: "strata_attention_prefill_f16",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -1447,6 +1564,36 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "moe_decode",
+	Path:   "sm_80/moe_decode.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "q80",
+		Symbol: "strata_moe_decode_q80",
+	}, {
+		Name:   "q20",
+		Symbol: "strata_moe_decode_q20",
+	}, {
+		Name:   "q4k",
+		Symbol: "strata_moe_decode_q4k",
+	}, {
+		Name:   "q6k",
+		Symbol: "strata_moe_decode_q6k",
+	}, {
+		Name:   "iq2xs",
+		Symbol: "strata_moe_decode_iq2xs",
+	}, {
+		Name:   "iq3xxs",
+		Symbol: "strata_moe_decode_iq3xxs",
+	}, {
+		Name:   "iq3s",
+		Symbol: "strata_moe_decode_iq3s",
+	}, {
+		Name:   "iq1m",
+		Symbol: "strata_moe_decode_iq1m",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "quantize_q8_1",
 	Path:   "sm_80/quantize_q8_1.ptx",
 	Target: "sm_80",
@@ -1507,15 +1654,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "reduce_q8",
 		Symbol: "strata_attention_decode_reduce_q8",
-	}},
-	Vendor: "nvidia",
-}, {
-	Family: "attention_prefill",
-	Path:   "sm_86/attention_prefill.ptx",
-	Target: "sm_86",
-	Variants: []Variant{{
-		Name:   "f16",
-		Symbol: "strata_attention_prefill_f16",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -1660,6 +1798,36 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "moe_decode",
+	Path:   "sm_86/moe_decode.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "q80",
+		Symbol: "strata_moe_decode_q80",
+	}, {
+		Name:   "q20",
+		Symbol: "strata_moe_decode_q20",
+	}, {
+		Name:   "q4k",
+		Symbol: "strata_moe_decode_q4k",
+	}, {
+		Name:   "q6k",
+		Symbol: "strata_moe_decode_q6k",
+	}, {
+		Name:   "iq2xs",
+		Symbol: "strata_moe_decode_iq2xs",
+	}, {
+		Name:   "iq3xxs",
+		Symbol: "strata_moe_decode_iq3xxs",
+	}, {
+		Name:   "iq3s",
+		Symbol: "strata_moe_decode_iq3s",
+	}, {
+		Name:   "iq1m",
+		Symbol: "strata_moe_decode_iq1m",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "quantize_q8_1",
 	Path:   "sm_86/quantize_q8_1.ptx",
 	Target: "sm_86",
@@ -1720,15 +1888,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "reduce_q8",
 		Symbol: "strata_attention_decode_reduce_q8",
-	}},
-	Vendor: "nvidia",
-}, {
-	Family: "attention_prefill",
-	Path:   "sm_89/attention_prefill.ptx",
-	Target: "sm_89",
-	Variants: []Variant{{
-		Name:   "f16",
-		Symbol: "strata_attention_prefill_f16",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -1873,6 +2032,36 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "moe_decode",
+	Path:   "sm_89/moe_decode.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "q80",
+		Symbol: "strata_moe_decode_q80",
+	}, {
+		Name:   "q20",
+		Symbol: "strata_moe_decode_q20",
+	}, {
+		Name:   "q4k",
+		Symbol: "strata_moe_decode_q4k",
+	}, {
+		Name:   "q6k",
+		Symbol: "strata_moe_decode_q6k",
+	}, {
+		Name:   "iq2xs",
+		Symbol: "strata_moe_decode_iq2xs",
+	}, {
+		Name:   "iq3xxs",
+		Symbol: "strata_moe_decode_iq3xxs",
+	}, {
+		Name:   "iq3s",
+		Symbol: "strata_moe_decode_iq3s",
+	}, {
+		Name:   "iq1m",
+		Symbol: "strata_moe_decode_iq1m",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "quantize_q8_1",
 	Path:   "sm_89/quantize_q8_1.ptx",
 	Target: "sm_89",
@@ -1933,15 +2122,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "reduce_q8",
 		Symbol: "strata_attention_decode_reduce_q8",
-	}},
-	Vendor: "nvidia",
-}, {
-	Family: "attention_prefill",
-	Path:   "sm_90/attention_prefill.ptx",
-	Target: "sm_90",
-	Variants: []Variant{{
-		Name:   "f16",
-		Symbol: "strata_attention_prefill_f16",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -2083,6 +2263,36 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m",
 		Symbol: "strata_mmvq_iq1m",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "moe_decode",
+	Path:   "sm_90/moe_decode.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "q80",
+		Symbol: "strata_moe_decode_q80",
+	}, {
+		Name:   "q20",
+		Symbol: "strata_moe_decode_q20",
+	}, {
+		Name:   "q4k",
+		Symbol: "strata_moe_decode_q4k",
+	}, {
+		Name:   "q6k",
+		Symbol: "strata_moe_decode_q6k",
+	}, {
+		Name:   "iq2xs",
+		Symbol: "strata_moe_decode_iq2xs",
+	}, {
+		Name:   "iq3xxs",
+		Symbol: "strata_moe_decode_iq3xxs",
+	}, {
+		Name:   "iq3s",
+		Symbol: "strata_moe_decode_iq3s",
+	}, {
+		Name:   "iq1m",
+		Symbol: "strata_moe_decode_iq1m",
 	}},
 	Vendor: "nvidia",
 }, {

@@ -391,6 +391,47 @@ STRATA_DEVICE void strata_g32_dot(const strata_g32& g, const u32* a, i32* main, 
     *off = 0;
   }
 }
+// One group folded into an f32 partial with one Q8_1 activation block xb:
+//   acc = fma(base·d_a, main, acc)  [then fma(offb·d_a, off, acc) for Q4_K's mins].
+// base·d_a is exact (two ≤ 11-bit significands); each fma rounds once.
+template <class QT>
+STRATA_DEVICE f32 strata_g32_fold(f32 acc, const strata_g32& wg, const u8* xb) {
+  u32 a[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) a[i] = strata_load_u32(xb + 4 + 4 * i);
+  const f32 da = strata_ld_f16(xb);
+  i32 mn, of;
+  strata_g32_dot<QT>(wg, a, &mn, &of);
+  acc = __builtin_fmaf(wg.base * da, (f32)mn, acc);
+  if (QT::MIN) acc = __builtin_fmaf(wg.offb * da, (f32)of, acc);
+  return acc;
+}
+
+// This lane's partial of one weight row wr (k elements) against one Q8_1 row x: groups
+// g = lane, lane + 32, …, U per iteration with all U groups' loads issued first. The caller
+// sums the 32 partials (strata_wave_sum_f32). moe_decode uses U = 1: it runs two rows (gate
+// and up) side by side, which the compiler interleaves, and U = 2 there exceeds 128 VGPRs.
+template <class QT, int U>
+STRATA_DEVICE f32 strata_row_partial_q81(const u8* wr, const u8* x, int k, const typename QT::lds* tab) {
+  constexpr int GPB = QT::QK / 32;
+  const int ng = k / 32, lane = (int)strata_lane();
+  f32 acc = 0.0f;
+  for (int g0 = lane; g0 < ng; g0 += 32 * U) {
+    strata_g32 wg[U];
+    const int nu = (ng - g0 + 31) / 32 < U ? (ng - g0 + 31) / 32 : U;
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int g = g0 + 32 * u;
+      if (u < nu) QT::load(wr + (i64)(g / GPB) * QT::BYTES, g % GPB, wg[u], tab);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (u >= nu) break;
+      acc = strata_g32_fold<QT>(acc, wg[u], x + (i64)(g0 + 32 * u) * 36);
+    }
+  }
+  return acc;
+}
 
 // mmvq: y[z][c][r] = Σ_k W_z[r][k] · x_z[c][k] for up to 8 activation columns c, one launch
 // per batch of matrices z (a dense weight, or the selected experts of a MoE layer).
@@ -461,17 +502,7 @@ STRATA_DEVICE void strata_mmvq_rows(const struct strata_mmvq_args& p, const u8* 
           const int g = g0 + 32 * u;
           if (u >= nu) break;
 #pragma unroll
-          for (int c = 0; c < NC; ++c) {
-            const u8* xb = x + ((i64)c * (p.x_col_stride / 32) + g) * 36;
-            u32 a[8];
-#pragma unroll
-            for (int i = 0; i < 8; ++i) a[i] = strata_load_u32(xb + 4 + 4 * i);
-            const f32 da = strata_ld_f16(xb);
-            i32 mn, of;
-            strata_g32_dot<QT>(wg[u], a, &mn, &of);
-            acc[c] = __builtin_fmaf(wg[u].base * da, (f32)mn, acc[c]);
-            if (QT::MIN) acc[c] = __builtin_fmaf(wg[u].offb * da, (f32)of, acc[c]);
-          }
+          for (int c = 0; c < NC; ++c) acc[c] = strata_g32_fold<QT>(acc[c], wg[u], x + ((i64)c * (p.x_col_stride / 32) + g) * 36);
         }
       }
     }

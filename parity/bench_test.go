@@ -1,0 +1,246 @@
+package parity
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-hip/strata/kernels/abi"
+	"github.com/strata-hip/strata/quant"
+	"github.com/strata-hip/strata/runtime/gpu"
+)
+
+// TestBenchDecode measures the decode kernels against the memory limit (STRATA_BENCH=1; a
+// measurement, not a unit test: it asserts nothing about time). In one run, on one stream:
+//
+//   - the device-to-device copy bandwidth (1 GiB, bytes read + written), the ceiling;
+//   - mmvq for every weight type at 4096×14336 with n = 1, 2, 4, 8 columns, and at the
+//     Qwen3-30B-A3B expert shapes (8 selected of 128 experts: gate/up 2048→768 sharing x,
+//     down 768→2048 with one x per expert), experts found through slot tables.
+//
+// Every launch reads weights no launch touched in the last ≥ 256 MiB (rotation through a
+// 1 GiB pool of random bytes; H200 L2 is 60 MB), so weights come from DRAM. Timing: two 1 GiB
+// copies are queued first so that the host has queued all launches before the GPU reaches them;
+// then 10 warm-up launches and 60 timed ones, an event between consecutive launches; the
+// median of the 60 per-launch times is reported with effective GB/s = (weight bytes +
+// activation bytes) / time and its ratio to the copy bandwidth. STRATA_BENCH_OUT=DIR also
+// writes DIR/bench.txt.
+func TestBenchDecode(t *testing.T) {
+	if os.Getenv("STRATA_BENCH") != "1" {
+		t.Skip("set STRATA_BENCH=1 to measure (GPU machine)")
+	}
+	dir, have := codeObjects(t)
+	dev, target := openDevice(t, have)
+	co, ok := abi.Find(target, "mmvq")
+	if !ok {
+		t.Fatalf("no mmvq code object for %s", target)
+	}
+	image, err := os.ReadFile(filepath.Join(dir, co.Path))
+	benchMust(t, err)
+	mod, err := dev.LoadModule(gpu.CodeObject{Name: co.Path, Target: co.Target, Image: image})
+	benchMust(t, err)
+	defer mod.Unload()
+	s, err := dev.NewStream()
+	benchMust(t, err)
+	defer s.Destroy()
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 5))
+
+	const poolBytes = 1 << 30
+	pool, err := dev.Alloc(poolBytes)
+	benchMust(t, err)
+	defer pool.Free()
+	pool2, err := dev.Alloc(poolBytes)
+	benchMust(t, err)
+	defer pool2.Free()
+	chunk := make([]byte, 64<<20)
+	for i := range chunk {
+		chunk[i] = byte(rng.Uint32())
+	}
+	for off := 0; off < poolBytes; off += len(chunk) {
+		benchMust(t, dev.Upload(pool.Ptr.Add(uintptr(off)), chunk))
+	}
+
+	// events: n+1 events recorded around n launches of f(i) on s, after a 1 GiB copy that
+	// keeps the GPU busy while the host queues them. Returns per-launch seconds.
+	timeLaunches := func(n int, f func(i int) error) []float64 {
+		evs := make([]*gpu.Event, n+1)
+		for i := range evs {
+			e, err := dev.NewEvent()
+			benchMust(t, err)
+			evs[i] = e
+		}
+		defer func() {
+			for _, e := range evs {
+				_ = e.Destroy()
+			}
+		}()
+		for c := 0; c < 2; c++ {
+			benchMust(t, s.Copy(pool2.Ptr, pool.Ptr, poolBytes))
+		}
+		benchMust(t, evs[0].Record(s))
+		for i := 0; i < n; i++ {
+			benchMust(t, f(i))
+			benchMust(t, evs[i+1].Record(s))
+		}
+		benchMust(t, evs[n].WaitFor(120*time.Second))
+		out := make([]float64, n)
+		for i := range out {
+			el, err := gpu.Elapsed(evs[i], evs[i+1])
+			benchMust(t, err)
+			out[i] = el.Seconds()
+		}
+		return out
+	}
+	median := func(v []float64) float64 {
+		c := append([]float64(nil), v...)
+		sort.Float64s(c)
+		return c[len(c)/2]
+	}
+
+	// Ceiling: device-to-device copy, 1 GiB, read + written bytes.
+	copies := timeLaunches(21, func(int) error { return s.Copy(pool2.Ptr, pool.Ptr, poolBytes) })
+	d2d := 2 * float64(poolBytes) / median(copies[1:]) / 1e9
+
+	var lines []string
+	logf := func(format string, args ...any) {
+		l := fmt.Sprintf(format, args...)
+		lines = append(lines, l)
+		fmt.Println(l)
+	}
+	logf("decode benchmarks on %s (%s, %s), %s", dev.Info().Name, target, dev.Info().PCIBusID, time.Now().UTC().Format(time.RFC3339))
+	logf("d2d copy 1 GiB: %.1f GB/s (bytes read + written, median of 20)", d2d)
+	logf("%-8s %-34s %3s %10s %9s %8s %12s", "type", "shape", "n", "median µs", "GB/s", "of d2d", "bytes/launch")
+
+	// Activation buffers: Q8_1 and f32, large enough for 8 columns of K = 14336 and 8
+	// experts' own x of K = 2048; random quantized activations.
+	const maxAct = 8 * 14336
+	xf := activations(rng, 1, maxAct)
+	xq := make([]byte, maxAct/32*36)
+	benchMust(t, quant.QuantizeQ8_1GPU(xf, xq))
+	dxq, err := dev.Alloc(uintptr(len(xq)))
+	benchMust(t, err)
+	defer dxq.Free()
+	benchMust(t, dev.Upload(dxq.Ptr, xq))
+	dxf, err := dev.Alloc(uintptr(4 * len(xf)))
+	benchMust(t, err)
+	defer dxf.Free()
+	benchMust(t, dev.Upload(dxf.Ptr, mmvqF32Bytes(xf)))
+	dy, err := dev.Alloc(4 * 8 * 14336)
+	benchMust(t, err)
+	defer dy.Free()
+	derr, err := dev.Alloc(64)
+	benchMust(t, err)
+	defer derr.Free()
+
+	variants := []string{"f16", "bf16", "q80", "q20", "q4k", "q6k", "iq2xs", "iq3xxs", "iq3s", "iq1m"}
+	const warm, reps = 10, 60
+	pad := func(n int) int { return (n + 255) / 256 * 256 }
+	for _, v := range variants {
+		qt := mmvqTypes[v]
+		fn, err := mod.Func("strata_mmvq_" + v)
+		benchMust(t, err)
+		isFloat := qt == quant.F16 || qt == quant.BF16
+		actBytes := func(k, cols int) int {
+			if isFloat {
+				return 4 * k * cols
+			}
+			return k / 32 * 36 * cols
+		}
+		// Dense 4096×14336.
+		rows, k := 4096, 14336
+		rb, err := qt.RowBytes(k)
+		benchMust(t, err)
+		mat := pad(rows * rb)
+		rot := min(poolBytes/mat, max(2, (256<<20+mat-1)/mat))
+		for _, n := range []int{1, 2, 4, 8} {
+			args := abi.MmvqArgs{Xq: uint64(dxq.Ptr), Xf: uint64(dxf.Ptr), Y: uint64(dy.Ptr), Rows: int32(rows), K: int32(k),
+				Ncols: int32(n), XColStride: int32(k), YColStride: int32(rows)}
+			grid := gpu.Dim3{X: uint32((rows + 7) / 8), Y: 1, Z: 1}
+			launch := func(i int) error {
+				a := args
+				a.W = uint64(pool.Ptr) + uint64((i%rot)*mat)
+				return fn.Launch(s, grid, gpu.Dim3{X: abi.MmvqThreads, Y: 1, Z: 1}, 0, a.Bytes())
+			}
+			ts := timeLaunches(warm+reps, launch)[warm:]
+			bytes := rows*rb + actBytes(k, n)
+			m := median(ts)
+			gbs := float64(bytes) / m / 1e9
+			logf("%-8s %-34s %3d %10.2f %9.1f %7.1f%% %12d", v, fmt.Sprintf("%dx%d", rows, k), n, m*1e6, gbs, 100*gbs/d2d, bytes)
+		}
+		// Expert shapes: 8 of 128 experts, through slot tables rotated over the pool.
+		for _, sh := range []struct {
+			name       string
+			rows, k    int
+			ownX       bool
+			nExp, nSel int
+		}{{"experts gate/up 2048->768 (8 of 128)", 768, 2048, false, 128, 8}, {"experts down 768->2048 (8 of 128)", 2048, 768, true, 128, 8}} {
+			rb, err := qt.RowBytes(sh.k)
+			benchMust(t, err)
+			eb := pad(sh.rows * rb)
+			// Tables: each covers 128 experts at distinct pool addresses; enough tables that
+			// the rotation spans ≥ 256 MiB (or the whole pool).
+			perTable := sh.nExp * eb
+			ntab := max(1, min(poolBytes/perTable, (256<<20+perTable-1)/perTable))
+			slots := make([]byte, 8*sh.nExp*ntab)
+			for tb := 0; tb < ntab; tb++ {
+				for e := 0; e < sh.nExp; e++ {
+					binary.LittleEndian.PutUint64(slots[8*(tb*sh.nExp+e):], uint64(pool.Ptr)+uint64((tb*sh.nExp+e)*eb))
+				}
+			}
+			dslots, err := dev.Alloc(uintptr(len(slots)))
+			benchMust(t, err)
+			benchMust(t, dev.Upload(dslots.Ptr, slots))
+			// Launch i uses experts 8i..8i+7 (mod 128) of table (i/16) mod ntab.
+			const groups = 16
+			ids := make([]byte, 4*sh.nSel*groups)
+			for g := 0; g < groups; g++ {
+				for j := 0; j < sh.nSel; j++ {
+					binary.LittleEndian.PutUint32(ids[4*(g*sh.nSel+j):], uint32((g*sh.nSel+j)%sh.nExp))
+				}
+			}
+			dids, err := dev.Alloc(uintptr(len(ids)))
+			benchMust(t, err)
+			benchMust(t, dev.Upload(dids.Ptr, ids))
+			args := abi.MmvqArgs{Xq: uint64(dxq.Ptr), Xf: uint64(dxf.Ptr), Y: uint64(dy.Ptr), Err: uint64(derr.Ptr),
+				Rows: int32(sh.rows), K: int32(sh.k), Ncols: 1, Nslots: int32(sh.nExp), XColStride: int32(sh.k),
+				YColStride: int32(sh.rows), YMatStride: int32(sh.rows)}
+			if sh.ownX {
+				args.XMatStride = int32(sh.k)
+			}
+			grid := gpu.Dim3{X: uint32((sh.rows + 7) / 8), Y: 1, Z: uint32(sh.nSel)}
+			launch := func(i int) error {
+				a := args
+				a.Slots = uint64(dslots.Ptr) + uint64(8*sh.nExp*((i/groups)%ntab))
+				a.Ids = uint64(dids.Ptr) + uint64(4*sh.nSel*(i%groups))
+				return fn.Launch(s, grid, gpu.Dim3{X: abi.MmvqThreads, Y: 1, Z: 1}, 0, a.Bytes())
+			}
+			ts := timeLaunches(warm+reps, launch)[warm:]
+			xsets := 1
+			if sh.ownX {
+				xsets = sh.nSel
+			}
+			bytes := sh.nSel*sh.rows*rb + actBytes(sh.k, xsets)
+			m := median(ts)
+			gbs := float64(bytes) / m / 1e9
+			logf("%-8s %-34s %3d %10.2f %9.1f %7.1f%% %12d", v, sh.name, 1, m*1e6, gbs, 100*gbs/d2d, bytes)
+			benchMust(t, dslots.Free())
+			benchMust(t, dids.Free())
+		}
+	}
+	if out := os.Getenv("STRATA_BENCH_OUT"); out != "" {
+		benchMust(t, os.WriteFile(filepath.Join(out, "bench.txt"), []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+	}
+}
+
+func benchMust(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
