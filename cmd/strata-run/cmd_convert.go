@@ -78,9 +78,6 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 	for _, n := range p.Notes {
 		fmt.Fprintln(stderr, "note:", n)
 	}
-	for _, n := range p.Notes {
-		fmt.Fprintln(stderr, "note:", n)
-	}
 	st, _ := os.Stat(*out)
 	fmt.Fprintf(stdout, "wrote %s: %s, %d tensors, %s, %.1f MB\n", *out, p.Arch, len(p.Tensors), strings.ToUpper(*typ), float64(st.Size())/1e6)
 	return nil
