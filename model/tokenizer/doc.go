@@ -24,7 +24,8 @@
 // NFC needs the Unicode decomposition and composition tables, which Go's standard library
 // does not export. nfc_data.txt holds them (Unicode 14.0.0, from Python's unicodedata via
 // gen_nfc.py; regenerate with `python3 gen_nfc.py > nfc_data.txt`). The pre-tokenizer's
-// letter, number and space classes come from Go's unicode package (Unicode 15.0.0).
+// letter, number and space classes are in unicode_classes.txt, measured from the reference
+// implementation by gen_classes.js (see classes.go for why not Go's unicode package).
 //
 // # Concurrency
 //

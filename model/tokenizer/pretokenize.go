@@ -22,7 +22,7 @@ const (
 	classOther  runeClass = iota // none of the below; also bytes that are not valid UTF-8
 	classLetter                  // \p{L}
 	classNumber                  // \p{N}
-	classSpace                   // \s: Unicode White_Space, which includes \r and \n
+	classSpace                   // \s (Unicode White_Space), which includes \r and \n
 )
 
 var asciiClass [128]runeClass
@@ -33,13 +33,14 @@ func init() {
 	}
 }
 
+// unicodeClass classifies r with the reference's tables (classes.go).
 func unicodeClass(r rune) runeClass {
 	switch {
-	case unicode.IsLetter(r):
+	case unicode.Is(classLetters, r):
 		return classLetter
-	case unicode.IsNumber(r):
+	case unicode.Is(classNumbers, r):
 		return classNumber
-	case unicode.IsSpace(r): // the White_Space property, as Oniguruma's \s
+	case unicode.Is(classSpaces, r):
 		return classSpace
 	}
 	return classOther
