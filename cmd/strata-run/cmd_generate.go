@@ -26,6 +26,8 @@ type genFlags struct {
 	temp, topP, minP, repeat       float64
 	seed                           int64
 	chat, noThink, noDisplayPrompt bool
+	draft                          int  // --draft: MTP speculative decoding (cmd_generate_draft.go)
+	stats                          bool // --stats: report the draft acceptance rate
 }
 
 func genFlagSet(stderr io.Writer) (*flag.FlagSet, *genFlags) {
@@ -66,6 +68,8 @@ func genFlagSet(stderr io.Writer) (*flag.FlagSet, *genFlags) {
 	fs.BoolVar(&g.chat, "cnv", false, "same as --chat")
 	fs.BoolVar(&g.noThink, "no-think", false, "with --chat: an empty think block (Qwen3 enable_thinking=false)")
 	fs.BoolVar(&g.noDisplayPrompt, "no-display-prompt", false, "do not echo the prompt")
+	num(&g.draft, 0, "speculative decoding: the MTP head drafts up to N tokens per step (qwen4exp; 0: off)", "draft")
+	fs.BoolVar(&g.stats, "stats", false, "with --draft: print the draft acceptance rate")
 	return fs, g
 }
 
@@ -159,6 +163,9 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 		out.Flush()
 	}
 
+	if g.draft > 0 {
+		return generateDraft(g, st, ids, samp, tok, stop, out, ctx, stderr)
+	}
 	t0 := time.Now()
 	logits, err := st.Forward(ids, false, nil)
 	if err != nil {
