@@ -1,0 +1,96 @@
+package gpu
+
+import (
+	"fmt"
+	"sort"
+	"unsafe"
+
+	rt "github.com/strata-hip/strata/runtime/gpu"
+)
+
+// fakeDriver is a device with `phys` bytes of memory and no compute: allocations come
+// from a simple address counter and fail past phys, as a real card's would. Wrapped by
+// rt.NewDevice, the runtime's own budget (SetBudget) sits on top, exactly as on a GPU.
+type fakeDriver struct {
+	phys, used uint64
+	next       rt.DevPtr
+	live       map[rt.DevPtr]uint64
+	allocs     []uint64 // every successful allocation's size, in order
+	copies     int
+}
+
+func newFakeDevice(phys uint64) (*rt.Device, *fakeDriver) {
+	f := &fakeDriver{phys: phys, next: 1 << 20, live: map[rt.DevPtr]uint64{}}
+	return rt.NewDevice(f), f
+}
+
+func (f *fakeDriver) Info() rt.DeviceInfo {
+	return rt.DeviceInfo{Backend: "fake", Name: "Fake", Arch: "fk_1", TotalMem: f.phys}
+}
+func (f *fakeDriver) Close() error                     { return nil }
+func (f *fakeDriver) MemInfo() (uint64, uint64, error) { return f.phys - f.used, f.phys, nil }
+func (f *fakeDriver) Synchronize() error               { return nil }
+func (f *fakeDriver) Alloc(n uintptr) (rt.DevPtr, error) {
+	if f.used+uint64(n) > f.phys {
+		return 0, &rt.Error{Backend: "fake", Call: "alloc", Object: fmt.Sprint(n), Code: 2, Name: "OutOfMemory"}
+	}
+	p := f.next
+	f.next += rt.DevPtr((n + 4095) &^ 4095)
+	f.used += uint64(n)
+	f.live[p] = uint64(n)
+	f.allocs = append(f.allocs, uint64(n))
+	return p, nil
+}
+func (f *fakeDriver) Free(p rt.DevPtr) error {
+	n, ok := f.live[p]
+	if !ok {
+		return fmt.Errorf("fake: free of unknown %#x", uintptr(p))
+	}
+	delete(f.live, p)
+	f.used -= n
+	return nil
+}
+func (f *fakeDriver) Upload(rt.DevPtr, []byte) error   { return nil }
+func (f *fakeDriver) Download([]byte, rt.DevPtr) error { return nil }
+func (f *fakeDriver) CopyAsync(rt.CopyKind, uintptr, uintptr, uintptr, uintptr) error {
+	f.copies++
+	return nil
+}
+func (f *fakeDriver) MemsetAsync(rt.DevPtr, byte, uintptr, uintptr) error { return nil }
+func (f *fakeDriver) HostAlloc(n uintptr, mapped bool) (unsafe.Pointer, error) {
+	mem, err := rt.AllocAnon(int(n))
+	if err != nil {
+		return nil, err
+	}
+	return unsafe.Pointer(&mem[0]), nil
+}
+func (f *fakeDriver) HostFree(unsafe.Pointer) error                    { return nil }
+func (f *fakeDriver) HostRegister(unsafe.Pointer, uintptr, bool) error { return nil }
+func (f *fakeDriver) HostUnregister(unsafe.Pointer) error              { return nil }
+func (f *fakeDriver) HostDevicePtr(p unsafe.Pointer) (rt.DevPtr, error) {
+	return 0, fmt.Errorf("fake: no mapping")
+}
+func (f *fakeDriver) FillWords(rt.DevPtr, int, uint32) error     { return fmt.Errorf("fake: no kernels") }
+func (f *fakeDriver) LoadModule([]byte, string) (uintptr, error) { return 1, nil }
+func (f *fakeDriver) UnloadModule(uintptr) error                 { return nil }
+func (f *fakeDriver) Function(uintptr, string) (uintptr, error)  { return 2, nil }
+func (f *fakeDriver) Launch(uintptr, rt.Dim3, rt.Dim3, uint32, uintptr, []byte, string) error {
+	return nil
+}
+func (f *fakeDriver) StreamCreate() (uintptr, error)                 { return 3, nil }
+func (f *fakeDriver) StreamSync(uintptr) error                       { return nil }
+func (f *fakeDriver) StreamDestroy(uintptr) error                    { return nil }
+func (f *fakeDriver) StreamWaitEvent(uintptr, uintptr) error         { return nil }
+func (f *fakeDriver) EventCreate() (uintptr, error)                  { return 4, nil }
+func (f *fakeDriver) EventRecord(uintptr, uintptr) error             { return nil }
+func (f *fakeDriver) EventSync(uintptr) error                        { return nil }
+func (f *fakeDriver) EventQuery(uintptr) error                       { return nil }
+func (f *fakeDriver) EventElapsed(uintptr, uintptr) (float32, error) { return 0, nil }
+func (f *fakeDriver) EventDestroy(uintptr) error                     { return nil }
+
+// largest returns the n largest allocation sizes (for messages).
+func (f *fakeDriver) largest(n int) []uint64 {
+	s := append([]uint64(nil), f.allocs...)
+	sort.Slice(s, func(i, j int) bool { return s[i] > s[j] })
+	return s[:min(n, len(s))]
+}

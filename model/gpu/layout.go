@@ -1,0 +1,110 @@
+package gpu
+
+import (
+	"fmt"
+
+	"github.com/strata-hip/strata/model"
+)
+
+// Shape is what the memory plan needs to know about a model: its configuration, the
+// dense tensors as they will sit in VRAM, and the bytes of one expert.
+type Shape struct {
+	Cfg   model.Config
+	Vocab int
+	// Dense lists every dense weight in VRAM (Kind KindWeights), with its device bytes.
+	Dense []Need
+	// Expert is the stored bytes of one expert's gate, up and down matrices.
+	Expert [3]uint64
+}
+
+// Scratch names: the activations and workspaces of one decode step. They are planned,
+// never allocated on their own.
+const (
+	bufX       = "x"      // residual stream, f32 [H]
+	bufXN      = "xn"     // normed hidden state, f32 [H]
+	bufXQ      = "xq"     // its Q8_1 blocks [H/32]
+	bufQ       = "q"      // query (+gate for qwen3next), f32
+	bufK       = "k"      // this token's key, f32 [nkv·hd]
+	bufV       = "v"      // this token's value, f32 [nkv·hd]
+	bufO       = "o"      // attention output, f32 [nh·hd]
+	bufOQ      = "oq"     // its Q8_1 blocks
+	bufPart    = "part"   // attention split workspace
+	bufProj    = "proj"   // attention or MoE output, f32 [H]
+	bufRouter  = "router" // router logits, f32 [E]
+	bufIDs     = "ids"    // selected experts, i32 [K]
+	bufWts     = "wts"    // their weights, f32 [K]
+	bufErr     = "err"    // missing-slot flags, u32 [K]
+	bufH       = "h"      // SwiGLU output, Q8_1 [K][F/32]
+	bufLogits  = "logits" // f32 [V]
+	bufPos     = "pos"    // i32 [1]
+	bufFreq    = "freq"   // rope frequencies, f32 [rd/2]
+	bufTables  = "slot_tables"
+	splitLen   = 256 // attention positions per split
+	q81Block   = 36  // bytes of one Q8_1 block (32 values)
+	maxLayerID = 1 << 20
+)
+
+// kvBytes is the f16 K and V cache of one attention layer for ctx tokens.
+func kvBytes(c *model.Config, ctx int) uint64 {
+	return 2 * uint64(ctx) * uint64(c.HeadsKV*c.HeadDim) * 2
+}
+
+func q81Bytes(n int) uint64 { return uint64((n+31)/32) * q81Block }
+
+// PlanInput lists every allocation of the decode engine for a context of ctx tokens.
+func (s *Shape) PlanInput(ctx int) (PlanInput, error) {
+	c := &s.Cfg
+	if ctx <= 0 {
+		return PlanInput{}, fmt.Errorf("model/gpu: context of %d tokens", ctx)
+	}
+	if c.Layers > maxLayerID {
+		return PlanInput{}, fmt.Errorf("model/gpu: %d layers", c.Layers)
+	}
+	in := PlanInput{Resident: append([]Need(nil), s.Dense...), Ctx: ctx}
+	for i := 0; i < c.Layers; i++ {
+		if !c.IsRecurrent(i) {
+			in.Resident = append(in.Resident, Need{Name: fmt.Sprintf("blk.%d.kv", i), Kind: KindKVCache, Bytes: kvBytes(c, ctx)})
+		} else {
+			ch := 2*c.LinKHeads*c.LinKDim + c.LinVHeads*c.LinVDim
+			st := 4 * uint64((c.ConvKernel-1)*ch+c.LinVHeads*c.LinKDim*c.LinVDim)
+			in.Resident = append(in.Resident, Need{Name: fmt.Sprintf("blk.%d.state", i), Kind: KindState, Bytes: st})
+		}
+	}
+	H, E, K, F := c.Embd, c.Experts, c.ExpertsUsed, c.ExpertFF
+	qrows := c.Heads * c.HeadDim
+	if c.Arch == model.ArchQwen3Next {
+		qrows *= 2
+	}
+	nsplit := (ctx + splitLen - 1) / splitLen
+	f32 := func(n int) uint64 { return 4 * uint64(n) }
+	for _, n := range []Need{
+		{bufX, KindScratch, f32(H)}, {bufXN, KindScratch, f32(H)}, {bufXQ, KindScratch, q81Bytes(H)},
+		{bufQ, KindScratch, f32(qrows)}, {bufK, KindScratch, f32(c.HeadsKV * c.HeadDim)}, {bufV, KindScratch, f32(c.HeadsKV * c.HeadDim)},
+		{bufO, KindScratch, f32(c.Heads * c.HeadDim)}, {bufOQ, KindScratch, q81Bytes(c.Heads * c.HeadDim)},
+		{bufPart, KindScratch, f32(c.Heads * nsplit * (c.HeadDim + 2))}, {bufProj, KindScratch, f32(H)},
+		{bufRouter, KindScratch, f32(E)}, {bufIDs, KindScratch, 4 * uint64(K)}, {bufWts, KindScratch, f32(K)},
+		{bufErr, KindScratch, 4 * uint64(K)}, {bufH, KindScratch, uint64(K) * q81Bytes(F)},
+		{bufLogits, KindScratch, f32(s.Vocab)},
+		{bufPos, KindStaging, 4}, {bufFreq, KindStaging, f32(c.RopeDim / 2)},
+		{bufTables, KindSlotTables, uint64(c.Layers) * 3 * uint64(E) * 8},
+	} {
+		in.Resident = append(in.Resident, n)
+	}
+	in.SlotBytes = slotLayout(s.Expert).total
+	in.MinSlots = 2 * K
+	in.MaxSlots = c.Layers * E
+	return in, nil
+}
+
+// slotOffsets places an expert's gate, up and down matrices in one slot (and in its
+// pinned host copy), each 256-byte aligned, so one miss is one copy.
+type slotOffsets struct{ gate, up, down, total uint64 }
+
+func slotLayout(e [3]uint64) slotOffsets {
+	var o slotOffsets
+	o.gate = 0
+	o.up = alignUp(e[0])
+	o.down = o.up + alignUp(e[1])
+	o.total = o.down + alignUp(e[2])
+	return o
+}
