@@ -21,11 +21,12 @@
 //
 // # Unicode data
 //
-// NFC needs the Unicode decomposition and composition tables, which Go's standard library
-// does not export. nfc_data.txt holds them (Unicode 14.0.0, from Python's unicodedata via
-// gen_nfc.py; regenerate with `python3 gen_nfc.py > nfc_data.txt`). The pre-tokenizer's
-// letter, number and space classes are in unicode_classes.txt, measured from the reference
-// implementation by gen_classes.js (see classes.go for why not Go's unicode package).
+// Exactness needs the reference's Unicode tables, not Go's: its split regex has Unicode
+// 16.0 (Go 1.26 has 15.0) and its NFC normalizer data from before Unicode 10. So the
+// pre-tokenizer's letter, number and space classes (unicode_classes.txt) and the NFC data
+// (nfc_data.txt: combining classes, decompositions, compositions; Go's standard library
+// exports no normalizer anyway) are measured from Hugging Face tokenizers by
+// gen_reference.js and gen_nfc.py, which say how to regenerate them.
 //
 // # Concurrency
 //

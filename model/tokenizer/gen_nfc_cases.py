@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Writes testdata/nfc_cases.jsonl: random strings heavy in the code points NFC acts on, each
-with its NFC form computed by Python's unicodedata (an implementation independent of ours).
+"""Writes random strings heavy in the code points NFC acts on, as {"in": s, "nfc": ...} lines.
+The "nfc" field is Python's; gen_reference.js replaces it with the reference's:
 
-Run from model/tokenizer: python3 gen_nfc_cases.py > testdata/nfc_cases.jsonl
+    python3 gen_nfc_cases.py | node gen_reference.js nfc-cases > testdata/nfc_cases.jsonl
 """
 import json, random, unicodedata as u
 
