@@ -32,7 +32,7 @@ var Specs = []Spec{
 		Family:   "attention_decode",
 		Template: "attention_decode",
 		Doc: "one query token against an f16 or int8 KV cache, grouped-query heads, split along the sequence: " +
-			"split (grid (nh, nsplit, 1)) writes per-split softmax partials, reduce (grid (nh, 1, 1)) combines them " +
+			"split (grid (nkv, nsplit, 1)) writes per-split softmax partials of every q head of a kv group, reduce (grid (nh, 1, 1)) combines them " +
 			"and applies the optional sigmoid output gate; block (128, 1, 1).",
 		Threads: 128,
 		Args: []Arg{
@@ -45,7 +45,7 @@ var Specs = []Spec{
 			{Name: "part", Type: ArgPtr, CType: "float", Doc: "workspace nh × nsplit × (hd+2) f32: split writes it, reduce reads it"},
 			{Name: "out", Type: ArgPtr, CType: "float", Doc: "reduce: output nh × hd f32"},
 			{Name: "n", Type: ArgI32, Doc: "cached positions (≥ 1), the query's own included"},
-			{Name: "nh", Type: ArgI32, Doc: "query heads, a multiple of nkv"},
+			{Name: "nh", Type: ArgI32, Doc: "query heads, a multiple of nkv, at most 8·nkv"},
 			{Name: "nkv", Type: ArgI32, Doc: "key/value heads"},
 			{Name: "hd", Type: ArgI32, Doc: "head dimension: 64, 128 or 256"},
 			{Name: "split_len", Type: ArgI32, Doc: "positions per split (> 0)"},
@@ -56,6 +56,28 @@ var Specs = []Spec{
 			{Name: "stage", Values: []Value{{Name: "split"}, {Name: "reduce"}}},
 			{Name: "kv", Values: []Value{{Name: "f16"}, {Name: "q8"}}},
 		},
+	},
+	{
+		Family:   "attention_prefill",
+		Template: "attention_prefill",
+		Doc: "causal attention of t new query tokens against an fp16 KV cache whose last t positions are theirs, " +
+			"grouped-query heads, tiled with online softmax, optional sigmoid output gate; " +
+			"launch grid (ceil(t/8), nh, 1), block (128, 1, 1).",
+		Threads: 128,
+		Args: []Arg{
+			{Name: "q", Type: ArgPtr, CType: "const float", Doc: "queries, t × nh × hd f32 (normed and rotated)"},
+			{Name: "k", Type: ArgPtr, CType: "const u8", Doc: "key cache: n × nkv × hd fp16, the new tokens' keys last; 4-byte aligned"},
+			{Name: "v", Type: ArgPtr, CType: "const u8", Doc: "value cache, as k"},
+			{Name: "gate", Type: ArgPtr, CType: "const float", Doc: "output gate logits t × nh × hd f32, out ·= sigmoid(gate); 0 = no gate"},
+			{Name: "out", Type: ArgPtr, CType: "float", Doc: "output t × nh × hd f32"},
+			{Name: "t", Type: ArgI32, Doc: "new tokens (queries), 1 ≤ t ≤ n"},
+			{Name: "n", Type: ArgI32, Doc: "cached positions including the new tokens"},
+			{Name: "nh", Type: ArgI32, Doc: "query heads, a multiple of nkv"},
+			{Name: "nkv", Type: ArgI32, Doc: "key/value heads"},
+			{Name: "hd", Type: ArgI32, Doc: "head dimension: 64, 128 or 256"},
+			{Name: "scale", Type: ArgF32, Doc: "score scale, 1/√hd"},
+		},
+		Axes: []Axis{{Name: "kv", Values: []Value{{Name: "f16"}}}},
 	},
 	{
 		Family:   "dequant",

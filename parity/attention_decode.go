@@ -22,7 +22,7 @@ import (
 // Scale of head h's row: max|v| over its kv group's cached values times (1 + Λ_h/64),
 // Λ_h = max_j Σ_i |q_i·k_ji|·scale·log₂e, the largest score magnitude the f32 dot can
 // err on (in exp2 units).
-var attentionDecodeOut = Bound{Name: "out", MaxRowRel: 1e-4, Why: `
+var attentionDecodeOut = Bound{Name: "out", MaxRowRel: 2e-4, Why: `
 	The cache values are exact in both (fp16, or fp16 scale × int8, widened to f32), so the
 	error is the f32 arithmetic. Scores: q·scale·log₂e rounds once, the lane's E ≤ 8 fused
 	products and 5 butterfly levels ≤ 14 more: |Δs| ≤ 16·2⁻²⁴·Λ; s − m one more (in Λ).
@@ -30,10 +30,11 @@ var attentionDecodeOut = Bound{Name: "out", MaxRowRel: 1e-4, Why: `
 	c = 2^(m−m') multiply l and acc alike, so c's own error cancels in acc/l; their
 	roundings add 2⁻²⁴ each on both, ≤ 14 per wave for exchangeable logits (H_n ≤ 14 new
 	maxima expected at n ≤ 2¹⁸): 14·2⁻²³. acc and l are sequential f32 sums of positive
-	weights: per wave ≤ split_len/4 ≤ 512 terms, + 4 waves, + nsplit ≤ 128 splits, + 3:
-	≤ 647·2⁻²⁴ of max|v|·Σp each, both: 7.7e-5·max|v|. The output error is ≤ max|v|·
-	(2·ε_p + 7.7e-5) plus the gate (sigmoid via expf, ≤ 2⁻²¹ + |g|·2⁻²⁴, |g| ≤ 8) and a/L
-	(2⁻²⁴): ≤ max|v|·(8.2e-5 + 1.3e-6·Λ) ≤ 1e-4·max|v|·(1 + Λ/64) (1.3e-6·64 = 8.3e-5).`}
+	weights: per wave ≤ split_len ≤ 1024 terms (a wave may own every position of its
+	split), + 4 phases, + nsplit ≤ 256 splits, + 3: ≤ 1287·2⁻²⁴ of max|v|·Σp each, both:
+	1.53e-4·max|v|. The output error is ≤ max|v|·(2·ε_p + 1.53e-4) plus the gate (sigmoid
+	via expf, ≤ 2⁻²¹ + |g|·2⁻²⁴, |g| ≤ 8) and a/L (2⁻²⁴): ≤ max|v|·(1.6e-4 + 1.3e-6·Λ) ≤
+	2e-4·max|v|·(1 + Λ/64) (1.3e-6·64 = 8.3e-5).`}
 
 // attentionCase is one case's shape; Dims: n, nh, nkv, hd, gate (0/1), q magnitude.
 type attentionCase struct{ n, nh, nkv, hd, gate, qmag int }
@@ -42,12 +43,12 @@ func attentionShape(c Case) attentionCase {
 	return attentionCase{c.Dims[0], c.Dims[1], c.Dims[2], c.Dims[3], c.Dims[4], c.Dims[5]}
 }
 
-// attentionSplitLen is the split policy the tests (and a launcher) use: at most 128
-// splits, at most 2048 positions each, a multiple of 64.
+// attentionSplitLen is the split policy the tests (and a launcher) use: at most 256
+// splits, at most 1024 positions each, a multiple of 64.
 func attentionSplitLen(n int) int {
-	s := (n + 127) / 128
+	s := (n + 255) / 256
 	s = (s + 63) / 64 * 64
-	return min(max(s, 64), 2048)
+	return min(max(s, 64), 1024)
 }
 
 func init() {
@@ -252,7 +253,7 @@ func runAttentionDecode(h *Harness, symbol string, c Case, bounds []Bound, rng *
 	block := moBlock(abi.AttentionDecodeThreads)
 	ab := args.Bytes()
 	got, el, err := h.runSeq([]seqLaunch{
-		{fs, gpu.Dim3{X: uint32(s.nh), Y: uint32(ns), Z: 1}, block, ab},
+		{fs, gpu.Dim3{X: uint32(s.nkv), Y: uint32(ns), Z: 1}, block, ab},
 		{fr, gpu.Dim3{X: uint32(s.nh), Y: 1, Z: 1}, block, ab},
 	}, out)
 	if err != nil {
@@ -291,7 +292,8 @@ func selfCheckAttentionDecode(c Case, rng *rand.Rand) error {
 }
 
 // attentionOnline computes the kernels' algorithm on the host: splits of splitLen
-// positions, 4 waves per split taking positions round robin with a running max and
+// positions, each head's P = 4/min(G, 4) waves per split taking positions round robin
+// (G = nh/nkv heads per group share a block's 4 waves), each with a running max and
 // rescaled sums, merged per split and then across splits. In f32 (with exact exp2 of
 // the f32 argument) when f32 is set, else in float64.
 func attentionOnline(a attentionKV, s attentionCase, splitLen int, f32 bool) []float64 {
@@ -315,15 +317,16 @@ func attentionOnline(a attentionKV, s attentionCase, splitLen int, f32 bool) []f
 		for i := range q {
 			q[i] = rnd(float64(a.q[h*s.hd+i]) * qs)
 		}
+		P := waves / min(s.nh/s.nkv, waves)
 		ms, ls := make([]float64, ns), make([]float64, ns)
 		accs := make([][]float64, ns)
 		for sp := 0; sp < ns; sp++ {
-			wm, wl := make([]float64, waves), make([]float64, waves)
-			wacc := make([][]float64, waves)
-			for w := 0; w < waves; w++ {
+			wm, wl := make([]float64, P), make([]float64, P)
+			wacc := make([][]float64, P)
+			for w := 0; w < P; w++ {
 				m, l := math.Inf(-1), 0.0
 				acc := make([]float64, s.hd)
-				for j := sp*splitLen + w; j < min(s.n, (sp+1)*splitLen); j += waves {
+				for j := sp*splitLen + w; j < min(s.n, (sp+1)*splitLen); j += P {
 					k := a.kf[(j*s.nkv+g)*s.hd:]
 					v := a.vf[(j*s.nkv+g)*s.hd:]
 					var d float64
@@ -346,7 +349,7 @@ func attentionOnline(a attentionKV, s attentionCase, splitLen int, f32 bool) []f
 				M = math.Max(M, m)
 			}
 			accs[sp] = make([]float64, s.hd)
-			for w := 0; w < waves; w++ {
+			for w := 0; w < P; w++ {
 				f := rnd(math.Exp2(rnd(wm[w] - M)))
 				if math.IsInf(wm[w], -1) {
 					f = 0

@@ -54,21 +54,22 @@ func TestDeltaNetPrefillThenDecode(t *testing.T) {
 	}
 }
 
-// TestDeltaNetChunkedCatchesAWrongGate: the chunked/recurrent comparison is sensitive: a
-// decay off by 1e-7 relative on the last token moves the final state past the 1e-9
-// tolerance (the state decays by it once, with nothing after it to shrink the change).
+// TestDeltaNetChunkedCatchesAWrongGate: the chunked/recurrent comparison is sensitive: the
+// last token's decay (set to 0.5) off by 1e-6 relative moves the final state by ~5e-7 of
+// its size, far past the 1e-9 tolerance the equality tests use.
 func TestDeltaNetChunkedCatchesAWrongGate(t *testing.T) {
 	rng := caseRNG(runSeed(t), t.Name())
 	s := gdnShape{T: 40, nk: 1, nv: 1, dk: 64, dv: 64, state0: 1}
 	in := gdnDraw(rng, s)
 	p := gdnPrepare(in, s, 0)
+	p.decay[s.T-1] = 0.5
 	S1 := moF64s(in.state0)
 	S2 := append([]float64(nil), S1...)
-	_, M := deltaRecurrent(p, S1, s.dk, s.dv, 0, s.T)
+	deltaRecurrent(p, S1, s.dk, s.dv, 0, s.T)
 	p.decay = append([]float64(nil), p.decay...)
-	p.decay[s.T-1] *= 1 + 1e-7
+	p.decay[s.T-1] *= 1 + 1e-6
 	deltaChunked(p, S2, s.dk, s.dv, 0, s.T, 16)
-	if moCloseRel(S2, S1, M, 1e-9) == nil {
+	if moCloseRel(S2, S1, maxAbs(S1), 1e-9) == nil {
 		t.Fatal("a perturbed decay went unnoticed")
 	}
 }
@@ -98,8 +99,8 @@ func TestModelOpCasesKeepContracts(t *testing.T) {
 			switch f.Name {
 			case "attention_decode":
 				s := attentionShape(c)
-				bad = s.n < 1 || s.nh%s.nkv != 0 || (s.hd != 64 && s.hd != 128 && s.hd != 256) ||
-					(s.n+attentionSplitLen(s.n)-1)/attentionSplitLen(s.n) > 128
+				bad = s.n < 1 || s.nh%s.nkv != 0 || s.nh/s.nkv > 8 || (s.hd != 64 && s.hd != 128 && s.hd != 256) ||
+					(s.n+attentionSplitLen(s.n)-1)/attentionSplitLen(s.n) > 256
 			case "attention_prefill":
 				s := prefillCase(c)
 				bad = s.t < 1 || s.t > s.n || s.n > 4096 || s.nh%s.nkv != 0 || (s.hd != 64 && s.hd != 128 && s.hd != 256)

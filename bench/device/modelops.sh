@@ -12,7 +12,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
-families='attention_decode|embed|gated_delta_net|rmsnorm|rope|sample'
+families='attention_decode|attention_prefill|embed|gated_delta_net|rmsnorm|rope|sample'
 
 build() {
 	local target=${1:-sm_90}
@@ -40,7 +40,7 @@ gpu() {
 	.dev/parity.test -test.v -test.run "TestParity/[^/]+/($families)/" -test.timeout 1500s >"$out/modelops-parity.log" 2>&1 || rc=1
 	echo "== bench"
 	STRATA_BENCH=1 STRATA_BENCH_OUT="$out" .dev/parity.test -test.v -test.run 'TestBenchModelOps' -test.timeout 900s >"$out/modelops-bench.log" 2>&1 || rc=1
-	grep -E "^(parity on|[a-z_0-9]+/(attention_decode|embed|gated_delta_net|rmsnorm|rope|sample)/)" "$out/modelops-parity.log" | head -250
+	grep -E "^(parity on|[a-z_0-9]+/($families)/)" "$out/modelops-parity.log" | head -250
 	echo "passed: $(grep -cE '^\s*--- PASS: TestParity/.*/.*/.*/' "$out/modelops-parity.log")," \
 		"failed: $(grep -cE '^\s*--- FAIL: TestParity/.*/.*/.*/' "$out/modelops-parity.log")"
 	grep -E "FAIL|panic|Error|error" "$out/modelops-parity.log" | head -40

@@ -22,6 +22,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "attention_prefill",
+	Path:   "gfx1030/attention_prefill.co",
+	Target: "gfx1030",
+	Variants: []Variant{{
+		Name:   "f16",
+		Symbol: "strata_attention_prefill_f16",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "dequant",
 	Path:   "gfx1030/dequant.co",
 	Target: "gfx1030",
@@ -250,6 +259,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "reduce_q8",
 		Symbol: "strata_attention_decode_reduce_q8",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "attention_prefill",
+	Path:   "gfx1100/attention_prefill.co",
+	Target: "gfx1100",
+	Variants: []Variant{{
+		Name:   "f16",
+		Symbol: "strata_attention_prefill_f16",
 	}},
 	Vendor: "amd",
 }, {
@@ -487,6 +505,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "attention_prefill",
+	Path:   "gfx1101/attention_prefill.co",
+	Target: "gfx1101",
+	Variants: []Variant{{
+		Name:   "f16",
+		Symbol: "strata_attention_prefill_f16",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "dequant",
 	Path:   "gfx1101/dequant.co",
 	Target: "gfx1101",
@@ -718,6 +745,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "reduce_q8",
 		Symbol: "strata_attention_decode_reduce_q8",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "attention_prefill",
+	Path:   "gfx1102/attention_prefill.co",
+	Target: "gfx1102",
+	Variants: []Variant{{
+		Name:   "f16",
+		Symbol: "strata_attention_prefill_f16",
 	}},
 	Vendor: "amd",
 }, {
@@ -955,6 +991,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "attention_prefill",
+	Path:   "gfx1200/attention_prefill.co",
+	Target: "gfx1200",
+	Variants: []Variant{{
+		Name:   "f16",
+		Symbol: "strata_attention_prefill_f16",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "dequant",
 	Path:   "gfx1200/dequant.co",
 	Target: "gfx1200",
@@ -1186,6 +1231,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "reduce_q8",
 		Symbol: "strata_attention_decode_reduce_q8",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "attention_prefill",
+	Path:   "gfx1201/attention_prefill.co",
+	Target: "gfx1201",
+	Variants: []Variant{{
+		Name:   "f16",
+		Symbol: "strata_attention_prefill_f16",
 	}},
 	Vendor: "amd",
 }, {
@@ -1423,6 +1477,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "attention_prefill",
+	Path:   "sm_80/attention_prefill.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "f16",
+		Symbol: "strata_attention_prefill_f16",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "dequant",
 	Path:   "sm_80/dequant.ptx",
 	Target: "sm_80",
@@ -1654,6 +1717,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "reduce_q8",
 		Symbol: "strata_attention_decode_reduce_q8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "attention_prefill",
+	Path:   "sm_86/attention_prefill.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "f16",
+		Symbol: "strata_attention_prefill_f16",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -1891,6 +1963,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "attention_prefill",
+	Path:   "sm_89/attention_prefill.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "f16",
+		Symbol: "strata_attention_prefill_f16",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "dequant",
 	Path:   "sm_89/dequant.ptx",
 	Target: "sm_89",
@@ -2122,6 +2203,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "reduce_q8",
 		Symbol: "strata_attention_decode_reduce_q8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "attention_prefill",
+	Path:   "sm_90/attention_prefill.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "f16",
+		Symbol: "strata_attention_prefill_f16",
 	}},
 	Vendor: "nvidia",
 }, {
