@@ -463,5 +463,14 @@ func loadQwen4Exp(src Source) (*Model, error) {
 	return m, nil
 }
 
+// Streams is the number of residual streams: the hyper-connection count for qwen4exp,
+// else 1.
+func (m *Model) Streams() int {
+	if m.q4 == nil {
+		return 1
+	}
+	return m.q4.cfg.HC
+}
+
 // HasMTP reports whether the model has a multi-token-prediction head (qwen4exp).
 func (m *Model) HasMTP() bool { return m.q4 != nil && m.q4.mtp != nil }
