@@ -16,7 +16,14 @@ type fakeDriver struct {
 	next       rt.DevPtr
 	live       map[rt.DevPtr]uint64
 	allocs     []uint64 // every successful allocation's size, in order
-	copies     int
+	copies     []fakeCopy
+	records    int // events recorded
+	waits      int // stream waits on events
+}
+
+type fakeCopy struct {
+	dst, src, n uintptr
+	stream      uintptr
 }
 
 func newFakeDevice(phys uint64) (*rt.Device, *fakeDriver) {
@@ -52,8 +59,8 @@ func (f *fakeDriver) Free(p rt.DevPtr) error {
 }
 func (f *fakeDriver) Upload(rt.DevPtr, []byte) error   { return nil }
 func (f *fakeDriver) Download([]byte, rt.DevPtr) error { return nil }
-func (f *fakeDriver) CopyAsync(rt.CopyKind, uintptr, uintptr, uintptr, uintptr) error {
-	f.copies++
+func (f *fakeDriver) CopyAsync(_ rt.CopyKind, dst, src, n, s uintptr) error {
+	f.copies = append(f.copies, fakeCopy{dst, src, n, s})
 	return nil
 }
 func (f *fakeDriver) MemsetAsync(rt.DevPtr, byte, uintptr, uintptr) error { return nil }
@@ -80,9 +87,9 @@ func (f *fakeDriver) Launch(uintptr, rt.Dim3, rt.Dim3, uint32, uintptr, []byte, 
 func (f *fakeDriver) StreamCreate() (uintptr, error)                 { return 3, nil }
 func (f *fakeDriver) StreamSync(uintptr) error                       { return nil }
 func (f *fakeDriver) StreamDestroy(uintptr) error                    { return nil }
-func (f *fakeDriver) StreamWaitEvent(uintptr, uintptr) error         { return nil }
+func (f *fakeDriver) StreamWaitEvent(uintptr, uintptr) error         { f.waits++; return nil }
 func (f *fakeDriver) EventCreate() (uintptr, error)                  { return 4, nil }
-func (f *fakeDriver) EventRecord(uintptr, uintptr) error             { return nil }
+func (f *fakeDriver) EventRecord(uintptr, uintptr) error             { f.records++; return nil }
 func (f *fakeDriver) EventSync(uintptr) error                        { return nil }
 func (f *fakeDriver) EventQuery(uintptr) error                       { return nil }
 func (f *fakeDriver) EventElapsed(uintptr, uintptr) (float32, error) { return 0, nil }

@@ -1,0 +1,297 @@
+package gpu
+
+import (
+	"bufio"
+	"container/list"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Key names one expert: layer and expert index.
+type Key struct{ Layer, Expert int32 }
+
+// Policy chooses which resident expert leaves when a missing one needs a slot. The cache
+// tells it every use; it names a victim among the resident keys the cache may evict.
+type Policy interface {
+	Name() string
+	// Used records that key was needed at step (one step = one token through all layers).
+	Used(k Key, step int)
+	// Victim returns the resident key to evict; evictable says which resident keys may go
+	// (not the ones the current layer needs). ok is false when none may.
+	Victim(resident map[Key]int, evictable func(Key) bool, step int) (Key, bool)
+}
+
+// Cache maps experts to VRAM slots. It decides hits, misses and evictions; the engine
+// moves the bytes (see Copier).
+type Cache struct {
+	pol   Policy
+	owner []Key // per slot; Layer −1 = free
+	where map[Key]int
+	free  []int
+	step  int
+
+	Hits, Misses, Evictions int64
+}
+
+// NewCache returns a cache of slots slots, all free.
+func NewCache(slots int, pol Policy) *Cache {
+	c := &Cache{pol: pol, owner: make([]Key, slots), where: map[Key]int{}}
+	for i := slots - 1; i >= 0; i-- {
+		c.owner[i] = Key{-1, -1}
+		c.free = append(c.free, i)
+	}
+	return c
+}
+
+// Slots is the number of slots.
+func (c *Cache) Slots() int { return len(c.owner) }
+
+// Step advances the token counter (call once per token).
+func (c *Cache) Step() { c.step++ }
+
+// Miss is an expert that must be copied into Slot before it is used; Evicted is the
+// expert that held the slot (Layer −1: the slot was free).
+type Miss struct {
+	Key     Key
+	Slot    int
+	Evicted Key
+}
+
+// Lookup returns the slot of each expert of layer the step needs (slots[i] for
+// experts[i]), and the misses to copy first. The experts of this call are never evicted
+// by it; more distinct experts than slots is an error.
+func (c *Cache) Lookup(layer int, experts []int, slots []int, misses []Miss) ([]int, []Miss, error) {
+	slots, misses = slots[:0], misses[:0]
+	need := make(map[Key]bool, len(experts))
+	for _, e := range experts {
+		need[Key{int32(layer), int32(e)}] = true
+	}
+	if len(need) > len(c.owner) {
+		return nil, nil, fmt.Errorf("model/gpu: layer %d needs %d experts at once, the cache has %d slots", layer, len(need), len(c.owner))
+	}
+	for _, e := range experts {
+		k := Key{int32(layer), int32(e)}
+		c.pol.Used(k, c.step)
+		if s, ok := c.where[k]; ok {
+			c.Hits++
+			slots = append(slots, s)
+			continue
+		}
+		c.Misses++
+		var s int
+		ev := Key{-1, -1}
+		if n := len(c.free); n > 0 {
+			s, c.free = c.free[n-1], c.free[:n-1]
+		} else {
+			v, ok := c.pol.Victim(c.where, func(k Key) bool { return !need[k] }, c.step)
+			if !ok {
+				return nil, nil, fmt.Errorf("model/gpu: policy %s found no expert to evict for layer %d", c.pol.Name(), layer)
+			}
+			s, ev = c.where[v], v
+			delete(c.where, v)
+			c.Evictions++
+		}
+		c.owner[s] = k
+		c.where[k] = s
+		slots = append(slots, s)
+		misses = append(misses, Miss{Key: k, Slot: s, Evicted: ev})
+	}
+	return slots, misses, nil
+}
+
+// Resident reports whether k holds a slot, and which.
+func (c *Cache) Resident(k Key) (int, bool) { s, ok := c.where[k]; return s, ok }
+
+// HitRate is hits / lookups so far (0 when none).
+func (c *Cache) HitRate() float64 {
+	if c.Hits+c.Misses == 0 {
+		return 0
+	}
+	return float64(c.Hits) / float64(c.Hits+c.Misses)
+}
+
+// LRU evicts the expert unused for longest: the baseline. Uses keep a recency list (most
+// recent at the front); a victim is found from the back.
+type LRU struct {
+	order *list.List // of Key
+	at    map[Key]*list.Element
+}
+
+// NewLRU returns the LRU policy.
+func NewLRU() *LRU { return &LRU{order: list.New(), at: map[Key]*list.Element{}} }
+
+// Name is "lru".
+func (p *LRU) Name() string { return "lru" }
+
+// Used moves k to the front.
+func (p *LRU) Used(k Key, _ int) {
+	if e, ok := p.at[k]; ok {
+		p.order.MoveToFront(e)
+		return
+	}
+	p.at[k] = p.order.PushFront(k)
+}
+
+// Victim is the least recently used evictable resident key. Keys no longer resident are
+// dropped from the list on the way (a later use puts them back).
+func (p *LRU) Victim(resident map[Key]int, evictable func(Key) bool, _ int) (Key, bool) {
+	for e := p.order.Back(); e != nil; {
+		k := e.Value.(Key)
+		prev := e.Prev()
+		if _, in := resident[k]; !in {
+			p.order.Remove(e)
+			delete(p.at, k)
+		} else if evictable(k) {
+			return k, true
+		}
+		e = prev
+	}
+	return Key{}, false
+}
+
+func less(a, b Key) bool { return a.Layer < b.Layer || (a.Layer == b.Layer && a.Expert < b.Expert) }
+
+// Decayed ranks experts by a use count that decays by Decay per step, seeded from a
+// profile. The ranking of resident experts is recomputed every Rerank steps (or when
+// its victims run out); between re-rankings victims come from that frozen order, lowest
+// score first, so an expert that just arrived is not thrown out again at once.
+type Decayed struct {
+	Decay  float64 // per step, e.g. 0.98
+	Rerank int     // steps between re-rankings
+	score  map[Key]float64
+	ranked int // step of the last ranking
+	order  []Key
+	next   int
+	stale  bool
+	bumped map[Key]bool // used since the last ranking
+}
+
+// NewDecayed returns the decayed-count policy, seeded with profile (nil: empty).
+func NewDecayed(decay float64, rerank int, profile map[Key]float64) *Decayed {
+	p := &Decayed{Decay: decay, Rerank: max(1, rerank), score: map[Key]float64{}, stale: true, bumped: map[Key]bool{}}
+	for k, v := range profile {
+		p.score[k] = v
+	}
+	return p
+}
+
+// Name is "decayed".
+func (p *Decayed) Name() string { return "decayed" }
+
+// Used adds one to k's count.
+func (p *Decayed) Used(k Key, step int) {
+	p.decayTo(step)
+	p.score[k]++
+	p.bumped[k] = true
+}
+
+// decayTo applies the decay of the steps since the last ranking, at most once per step.
+func (p *Decayed) decayTo(step int) {
+	if step-p.ranked >= p.Rerank {
+		f := math.Pow(p.Decay, float64(step-p.ranked))
+		for k, v := range p.score {
+			p.score[k] = v * f
+		}
+		p.ranked = step
+		p.stale = true
+	}
+}
+
+// Victim is the lowest-ranked evictable resident key of the current ranking.
+func (p *Decayed) Victim(resident map[Key]int, evictable func(Key) bool, step int) (Key, bool) {
+	for pass := 0; pass < 2; pass++ {
+		if p.stale || p.next >= len(p.order) {
+			p.rank(resident)
+		}
+		for ; p.next < len(p.order); p.next++ {
+			k := p.order[p.next]
+			if _, in := resident[k]; in && evictable(k) && !p.bumped[k] {
+				p.next++
+				return k, true
+			}
+		}
+		// Everything ranked was used since: rank again, this time by score alone.
+		clear(p.bumped)
+		p.stale = true
+	}
+	return Key{}, false
+}
+
+func (p *Decayed) rank(resident map[Key]int) {
+	p.order = p.order[:0]
+	for k := range resident {
+		p.order = append(p.order, k)
+	}
+	sort.Slice(p.order, func(i, j int) bool {
+		a, b := p.score[p.order[i]], p.score[p.order[j]]
+		if a != b {
+			return a < b
+		}
+		return less(p.order[i], p.order[j])
+	})
+	p.next, p.stale = 0, false
+	clear(p.bumped)
+}
+
+// Scores returns the current counts (for writing a profile).
+func (p *Decayed) Scores() map[Key]float64 { return p.score }
+
+// Profile is per-expert use counts, what --expert-profile reads and writes.
+type Profile struct {
+	Layers, Experts int
+	Count           map[Key]float64
+}
+
+const profileHeader = "strata-expert-profile v1"
+
+// WriteTo writes the profile as text: a header line, then "layer expert count" lines.
+func (p *Profile) WriteTo(w io.Writer) (int64, error) {
+	keys := make([]Key, 0, len(p.Count))
+	for k := range p.Count {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return less(keys[i], keys[j]) })
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s layers=%d experts=%d\n", profileHeader, p.Layers, p.Experts)
+	for _, k := range keys {
+		if p.Count[k] > 0 {
+			fmt.Fprintf(&b, "%d %d %.6g\n", k.Layer, k.Expert, p.Count[k])
+		}
+	}
+	n, err := io.WriteString(w, b.String())
+	return int64(n), err
+}
+
+// ReadProfile parses a profile; name is for errors. A profile for another shape is an error.
+func ReadProfile(r io.Reader, name string, layers, experts int) (*Profile, error) {
+	sc := bufio.NewScanner(r)
+	if !sc.Scan() {
+		return nil, fmt.Errorf("%s: empty expert profile (want a %q header)", name, profileHeader)
+	}
+	var l, e int
+	if _, err := fmt.Sscanf(sc.Text(), profileHeader+" layers=%d experts=%d", &l, &e); err != nil {
+		return nil, fmt.Errorf("%s: line 1: not an expert profile header (%q): %v", name, profileHeader, err)
+	}
+	if l != layers || e != experts {
+		return nil, fmt.Errorf("%s: expert profile is for %d layers × %d experts, the model has %d × %d", name, l, e, layers, experts)
+	}
+	p := &Profile{Layers: l, Experts: e, Count: map[Key]float64{}}
+	for line := 2; sc.Scan(); line++ {
+		var li, ei int
+		var c float64
+		if _, err := fmt.Sscanf(sc.Text(), "%d %d %g", &li, &ei, &c); err != nil {
+			return nil, fmt.Errorf("%s: line %d: want \"layer expert count\": %v", name, line, err)
+		}
+		if li < 0 || li >= l || ei < 0 || ei >= e || !(c >= 0) || math.IsInf(c, 0) {
+			return nil, fmt.Errorf("%s: line %d: layer %d expert %d count %g out of range", name, line, li, ei, c)
+		}
+		p.Count[Key{int32(li), int32(ei)}] = c
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return p, nil
+}

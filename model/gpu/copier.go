@@ -1,0 +1,167 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+
+	rt "github.com/strata-hip/strata/runtime/gpu"
+)
+
+// DefaultGroup is the default number of expert copies per completion event. One event
+// per expert costs a record (and a wait on the compute stream) per copy; one per layer
+// gives the compute stream nothing to start on until the last copy lands. Eight (a
+// qwen3moe layer's top-k, so one event per layer in the worst case) is where the
+// per-event cost stops mattering; the benchmark in bench/results/2026-11-29-gpu-engine
+// is the place to change it.
+const DefaultGroup = 8
+
+// Copy is one expert's host-to-device copy: bytes [Off, Off+N) of the pinned host buffer
+// to Dst. The Copier never reorders, merges or splits copies.
+type Copy struct {
+	Dst rt.DevPtr
+	Off int
+	N   int
+}
+
+// Group is a run of consecutive copies whose completion one event marks.
+type Group struct {
+	First, Count int // indices into the batch
+	Bytes        int64
+	ev           *rt.Event
+}
+
+// Copier issues expert copies on its own stream in groups of Size, recording one event
+// after each group, and makes a compute stream wait for them.
+type Copier struct {
+	dev    *rt.Device
+	stream *rt.Stream
+	src    *rt.HostBuffer
+	Size   int // copies per group (≥ 1)
+
+	pool   []*rt.Event // events not in use
+	groups []Group     // the current batch's groups
+	start  *rt.Event   // recorded before the batch's first copy, for timing
+
+	Copies int64 // copies issued
+	Bytes  int64 // bytes copied
+	Events int64 // group events recorded
+}
+
+// NewCopier makes a copier reading from src with group size size (≤ 0: DefaultGroup).
+func NewCopier(dev *rt.Device, src *rt.HostBuffer, size int) (*Copier, error) {
+	if size <= 0 {
+		size = DefaultGroup
+	}
+	s, err := dev.NewStream()
+	if err != nil {
+		return nil, err
+	}
+	return &Copier{dev: dev, stream: s, src: src, Size: size}, nil
+}
+
+func (c *Copier) event() (*rt.Event, error) {
+	if n := len(c.pool); n > 0 {
+		e := c.pool[n-1]
+		c.pool = c.pool[:n-1]
+		return e, nil
+	}
+	return c.dev.NewEvent()
+}
+
+// Issue queues copies in order, one event after every Size of them (and after the last),
+// and returns the groups. Call Wait to order a compute stream after them and Done when
+// they have completed.
+func (c *Copier) Issue(copies []Copy) ([]Group, error) {
+	c.groups = c.groups[:0]
+	if len(copies) == 0 {
+		return nil, nil
+	}
+	var err error
+	if c.start == nil {
+		if c.start, err = c.dev.NewEvent(); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.start.Record(c.stream); err != nil {
+		return nil, err
+	}
+	for i := 0; i < len(copies); i += c.Size {
+		g := Group{First: i, Count: min(c.Size, len(copies)-i)}
+		for _, cp := range copies[i : i+g.Count] {
+			if err := c.stream.Upload(cp.Dst, c.src, cp.Off, cp.N); err != nil {
+				return nil, fmt.Errorf("model/gpu: expert copy of %d bytes: %w", cp.N, err)
+			}
+			g.Bytes += int64(cp.N)
+		}
+		if g.ev, err = c.event(); err != nil {
+			return nil, err
+		}
+		if err := g.ev.Record(c.stream); err != nil {
+			return nil, err
+		}
+		c.groups = append(c.groups, g)
+		c.Copies += int64(g.Count)
+		c.Bytes += g.Bytes
+		c.Events++
+	}
+	return c.groups, nil
+}
+
+// Wait makes work queued later on s wait for every group of the current batch.
+func (c *Copier) Wait(s *rt.Stream) error {
+	for _, g := range c.groups {
+		if err := s.Wait(g.ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Pending reports how many groups of the current batch have not completed (a poll, no wait).
+func (c *Copier) Pending() (int, error) {
+	n := 0
+	for _, g := range c.groups {
+		done, err := g.ev.Done()
+		if err != nil {
+			return 0, err
+		}
+		if !done {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Finish returns the batch's events to the pool once they completed (the compute stream
+// that waited on them was synchronized) and the device time of the batch's copies.
+func (c *Copier) Finish() (ms float64, err error) {
+	if len(c.groups) == 0 {
+		return 0, nil
+	}
+	last := c.groups[len(c.groups)-1].ev
+	if err := last.Sync(); err != nil {
+		return 0, err
+	}
+	d, err := rt.Elapsed(c.start, last)
+	for _, g := range c.groups {
+		c.pool = append(c.pool, g.ev)
+	}
+	c.groups = c.groups[:0]
+	return d.Seconds() * 1e3, err
+}
+
+// Close releases the stream and events.
+func (c *Copier) Close() error {
+	var errs []error
+	for _, g := range c.groups {
+		c.pool = append(c.pool, g.ev)
+	}
+	for _, e := range c.pool {
+		errs = append(errs, e.Destroy())
+	}
+	if c.start != nil {
+		errs = append(errs, c.start.Destroy())
+	}
+	errs = append(errs, c.stream.Destroy())
+	return errors.Join(errs...)
+}
