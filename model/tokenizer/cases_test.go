@@ -1,7 +1,9 @@
 package tokenizer
 
 import (
+	"compress/gzip"
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -34,5 +36,39 @@ func TestQwen3Cases(t *testing.T) {
 				t.Errorf("CheckCase reports %v although the fields agree", m)
 			}
 		})
+	}
+}
+
+// TestRandomReferenceCases checks 2000 random texts (gen_random_texts.py: every category
+// of the reference cases plus random code points from all planes) against the reference
+// implementation's encodings (testdata/random_cases.jsonl.gz, from gen_reference.js).
+func TestRandomReferenceCases(t *testing.T) {
+	tok := loadQwen3(t)
+	f, err := os.Open("testdata/random_cases.jsonl.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases, err := ReadCases(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) != 2000 {
+		t.Fatalf("%d cases, want 2000", len(cases))
+	}
+	failed := 0
+	for _, c := range cases {
+		if m := tok.CheckCase(c); len(m) != 0 {
+			if failed++; failed <= 5 {
+				t.Errorf("line %d %+q: %s differs at %d\ngot  %s\nwant %s", c.Line, clip(c.Text), m[0].Field, m[0].At, m[0].Got, m[0].Want)
+			}
+		}
+	}
+	if failed > 0 {
+		t.Errorf("%d of %d random cases differ from the reference", failed, len(cases))
 	}
 }

@@ -8,6 +8,7 @@
 //   node gen_reference.js classes TOKENIZER.json > unicode_classes.txt
 //   node gen_reference.js nfc > /tmp/nfc_ref.json && python3 gen_nfc.py /tmp/nfc_ref.json > nfc_data.txt
 //   python3 gen_nfc_cases.py | node gen_reference.js nfc-cases > testdata/nfc_cases.jsonl
+//   python3 gen_random_texts.py 3 2000 | node gen_reference.js cases TOKENIZER.json | gzip -9n > testdata/random_cases.jsonl.gz
 const tokenizers = require('tokenizers');
 const version = require('tokenizers/package.json').version;
 const hex = (c) => c.toString(16).toUpperCase();
@@ -105,10 +106,36 @@ function nfcCases() {
   return lines.map((l) => { const s = JSON.parse(l).in; return JSON.stringify({ in: s, nfc: n.normalizeString(s) }); }).join('\n') + '\n';
 }
 
+// cases: reads texts (JSON strings, one a line) on stdin and writes case lines in the
+// format of cases.jsonl. "ids" needs special tokens left unparsed, which these bindings
+// have no switch for, so a second tokenizer is built with every special added token's
+// content replaced by text that cannot occur (ids unchanged): their literal text is then
+// ordinary text, while the non-special added tokens still match, as with
+// encode_special_tokens = True.
+async function cases(tokenizerPath) {
+  const fs = require('fs');
+  const full = tokenizers.Tokenizer.fromFile(tokenizerPath);
+  const json = JSON.parse(fs.readFileSync(tokenizerPath, 'utf8'));
+  for (const a of json.added_tokens) if (a.special) a.content = '\ue000\ue001never' + a.id + '\ue002';
+  const tmp = require('os').tmpdir() + '/gen_reference_plain_' + process.pid + '.json';
+  fs.writeFileSync(tmp, JSON.stringify(json));
+  const plain = tokenizers.Tokenizer.fromFile(tmp);
+  fs.unlinkSync(tmp);
+  const out = [];
+  for (const line of fs.readFileSync(0, 'utf8').split('\n').filter(Boolean)) {
+    const text = JSON.parse(line);
+    const ids = (await plain.encode(text, null, { addSpecialTokens: false })).getIds();
+    const ids2 = (await full.encode(text, null, { addSpecialTokens: true })).getIds();
+    out.push(JSON.stringify({ text, ids, ids_with_special_parsing: ids2, decoded: await full.decode(ids, false),
+      decoded_with_special_parsing: await full.decode(ids2, false), category: 'random' }));
+  }
+  return out.join('\n') + '\n';
+}
+
 const cmd = process.argv[2];
-const run = { classes: () => classes(process.argv[3]), nfc, 'nfc-cases': nfcCases }[cmd];
+const run = { classes: () => classes(process.argv[3]), nfc, 'nfc-cases': nfcCases, cases: () => cases(process.argv[3]) }[cmd];
 if (!run) {
-  console.error('usage: node gen_reference.js classes TOKENIZER.json | nfc | nfc-cases < INPUTS');
+  console.error('usage: node gen_reference.js classes TOKENIZER.json | nfc | nfc-cases < INPUTS | cases TOKENIZER.json < TEXTS');
   process.exit(2);
 }
-process.stdout.write(run());
+Promise.resolve(run()).then((s) => process.stdout.write(s));
