@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,33 +10,20 @@ import (
 	"testing"
 )
 
-var writeTables = flag.Bool("write-tables", false, "rewrite quant/tables_gen.go and kernels/out/include/strata_tables.h")
-
-// TestTableFiles renders the tables and compares them with the committed files. With
-// -write-tables it writes them instead (until gen's render-all step does so).
+// TestTableFiles renders the tables and compares them with the committed files (gen's
+// render-all writes them; TestGenerated covers them too, this names the table step).
 func TestTableFiles(t *testing.T) {
-	root := filepath.Join("..")
 	files, err := tableFiles(root)
 	if err != nil || len(files) != 2 {
 		t.Fatalf("tableFiles: %d files, %v", len(files), err)
 	}
 	for _, f := range files {
-		path := filepath.Join(root, f.Path)
-		if *writeTables {
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, f.Data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		old, err := os.ReadFile(path)
+		old, err := os.ReadFile(filepath.Join(root, f.Path))
 		if err != nil {
-			t.Fatalf("%v; run: go test ./gen -run TestTableFiles -write-tables", err)
+			t.Fatalf("%v; run: go generate ./... and commit", err)
 		}
 		if !bytes.Equal(old, f.Data) {
-			t.Errorf("%s differs from what gen renders; run: go test ./gen -run TestTableFiles -write-tables", f.Path)
+			t.Errorf("%s differs from what gen renders from %s; run: go generate ./... and commit", f.Path, tablesDir)
 		}
 	}
 	if !strings.HasPrefix(string(files[1].Data), tablesCHeader+"\n") {
@@ -48,7 +34,7 @@ func TestTableFiles(t *testing.T) {
 // TestTableValidation corrupts a copy of the tables in several ways and checks that each
 // is refused with an error naming the file and line.
 func TestTableValidation(t *testing.T) {
-	src := filepath.Join("..", tablesDir)
+	src := filepath.Join(root, tablesDir)
 	cases := []struct {
 		name, file, from, to, want string
 	}{
@@ -109,7 +95,7 @@ func TestTablesHeaderCompiles(t *testing.T) {
 	if cxx == "" {
 		t.Skip("no C++ compiler (clang-19 or c++) on PATH")
 	}
-	files, err := tableFiles("..")
+	files, err := tableFiles(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +106,7 @@ func TestTablesHeaderCompiles(t *testing.T) {
 	var src, want strings.Builder
 	src.WriteString("#define STRATA_CONSTANT\n#include \"strata_tables.h\"\n#include <cstdio>\n#include <cstring>\nint main() {\n")
 	for _, s := range tableSpecs {
-		data, err := os.ReadFile(filepath.Join("..", tablesDir, s.file))
+		data, err := os.ReadFile(filepath.Join(root, tablesDir, s.file))
 		if err != nil {
 			t.Fatal(err)
 		}
