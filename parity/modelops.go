@@ -174,3 +174,11 @@ func (h *Harness) payload(outs []Buf, got [][]byte, b Buf) []byte {
 	}
 	panic("parity: buffer not among the outputs")
 }
+
+func moF64Bytes(v []float64) []byte {
+	b := make([]byte, 8*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(x))
+	}
+	return b
+}

@@ -241,6 +241,9 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "argmax",
 		Symbol: "strata_sample_argmax",
+	}, {
+		Name:   "topk",
+		Symbol: "strata_sample_topk",
 	}},
 	Vendor: "amd",
 }, {
@@ -484,6 +487,9 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "argmax",
 		Symbol: "strata_sample_argmax",
+	}, {
+		Name:   "topk",
+		Symbol: "strata_sample_topk",
 	}},
 	Vendor: "amd",
 }, {
@@ -727,6 +733,9 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "argmax",
 		Symbol: "strata_sample_argmax",
+	}, {
+		Name:   "topk",
+		Symbol: "strata_sample_topk",
 	}},
 	Vendor: "amd",
 }, {
@@ -970,6 +979,9 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "argmax",
 		Symbol: "strata_sample_argmax",
+	}, {
+		Name:   "topk",
+		Symbol: "strata_sample_topk",
 	}},
 	Vendor: "amd",
 }, {
@@ -1213,6 +1225,9 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "argmax",
 		Symbol: "strata_sample_argmax",
+	}, {
+		Name:   "topk",
+		Symbol: "strata_sample_topk",
 	}},
 	Vendor: "amd",
 }, {
@@ -1456,6 +1471,9 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "argmax",
 		Symbol: "strata_sample_argmax",
+	}, {
+		Name:   "topk",
+		Symbol: "strata_sample_topk",
 	}},
 	Vendor: "amd",
 }, {
@@ -1699,6 +1717,9 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "argmax",
 		Symbol: "strata_sample_argmax",
+	}, {
+		Name:   "topk",
+		Symbol: "strata_sample_topk",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -1942,6 +1963,9 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "argmax",
 		Symbol: "strata_sample_argmax",
+	}, {
+		Name:   "topk",
+		Symbol: "strata_sample_topk",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -2185,6 +2209,9 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "argmax",
 		Symbol: "strata_sample_argmax",
+	}, {
+		Name:   "topk",
+		Symbol: "strata_sample_topk",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -2428,6 +2455,9 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "argmax",
 		Symbol: "strata_sample_argmax",
+	}, {
+		Name:   "topk",
+		Symbol: "strata_sample_topk",
 	}},
 	Vendor: "nvidia",
 }}

@@ -9,17 +9,23 @@ import (
 
 /*
 SampleArgs is the launch-argument struct of every strata_sample_* kernel (C: struct strata_sample_args).
-greedy token choice: out[row] = argmax of the row's f32 logits (lowest index on ties); launch grid (rows, 1, 1), block (256, 1, 1).
+token choice per row of f32 logits: argmax (lowest index on ties), or topk: model/sample.go's draw (top-k ≤ 64, then top-p and min-p at temperature 1, softmax at temp, one host-drawn uniform per row, in float64); launch grid (rows, 1, 1), block (256, 1, 1).
 */
 type SampleArgs struct {
-	Logits uint64 // offset 0: device address of const float[]; rows × n f32, stride elements apart
-	Out    uint64 // offset 8: device address of int[]; one token id per row
-	N      int32  // offset 16: vocabulary size (> 0)
-	Stride int32  // offset 20: f32 elements between rows, ≥ n
+	Logits  uint64  // offset 0: device address of const float[]; rows × n f32, stride elements apart
+	Out     uint64  // offset 8: device address of int[]; one token id per row
+	Uniform uint64  // offset 16: device address of const double[]; topk: one draw in [0, 1) per row from the host's seeded generator
+	Temp    uint64  // offset 24: topk: temperature (> 0), float64 bits
+	TopP    uint64  // offset 32: topk: nucleus mass, float64 bits; ≥ 1 or ≤ 0 = off
+	MinP    uint64  // offset 40: topk: minimum probability relative to the best, float64 bits; ≤ 0 = off
+	N       int32   // offset 48: vocabulary size (> 0)
+	Stride  int32   // offset 52: f32 elements between rows, ≥ n
+	TopK    int32   // offset 56: topk: candidates kept, 1 ≤ top_k ≤ min(64, n)
+	_       [4]byte // offset 60: explicit padding
 }
 
 // SampleArgsSize is sizeof(struct strata_sample_args) in bytes.
-const SampleArgsSize = 24
+const SampleArgsSize = 64
 
 // SampleThreads is the block size (x) every sample kernel is compiled for.
 const SampleThreads = 256
@@ -27,15 +33,21 @@ const SampleThreads = 256
 // Kernel symbols of every sample variant; CodeObject.Symbol says which a target has.
 const (
 	SymSampleArgmax = "strata_sample_argmax" // variant argmax
+	SymSampleTopk   = "strata_sample_topk"   // variant topk
 )
 
 // Compile-time guards: building fails if the size or an offset drifts from the C static_asserts.
 var (
-	_ = [1]struct{}{}[unsafe.Sizeof(SampleArgs{})-24]
+	_ = [1]struct{}{}[unsafe.Sizeof(SampleArgs{})-64]
 	_ = [1]struct{}{}[unsafe.Offsetof(SampleArgs{}.Logits)-0]
 	_ = [1]struct{}{}[unsafe.Offsetof(SampleArgs{}.Out)-8]
-	_ = [1]struct{}{}[unsafe.Offsetof(SampleArgs{}.N)-16]
-	_ = [1]struct{}{}[unsafe.Offsetof(SampleArgs{}.Stride)-20]
+	_ = [1]struct{}{}[unsafe.Offsetof(SampleArgs{}.Uniform)-16]
+	_ = [1]struct{}{}[unsafe.Offsetof(SampleArgs{}.Temp)-24]
+	_ = [1]struct{}{}[unsafe.Offsetof(SampleArgs{}.TopP)-32]
+	_ = [1]struct{}{}[unsafe.Offsetof(SampleArgs{}.MinP)-40]
+	_ = [1]struct{}{}[unsafe.Offsetof(SampleArgs{}.N)-48]
+	_ = [1]struct{}{}[unsafe.Offsetof(SampleArgs{}.Stride)-52]
+	_ = [1]struct{}{}[unsafe.Offsetof(SampleArgs{}.TopK)-56]
 )
 
 /*
@@ -46,7 +58,12 @@ func (a *SampleArgs) Bytes() []byte {
 	b := make([]byte, SampleArgsSize)
 	binary.LittleEndian.PutUint64(b[0:], a.Logits)
 	binary.LittleEndian.PutUint64(b[8:], a.Out)
-	binary.LittleEndian.PutUint32(b[16:], uint32(a.N))
-	binary.LittleEndian.PutUint32(b[20:], uint32(a.Stride))
+	binary.LittleEndian.PutUint64(b[16:], a.Uniform)
+	binary.LittleEndian.PutUint64(b[24:], a.Temp)
+	binary.LittleEndian.PutUint64(b[32:], a.TopP)
+	binary.LittleEndian.PutUint64(b[40:], a.MinP)
+	binary.LittleEndian.PutUint32(b[48:], uint32(a.N))
+	binary.LittleEndian.PutUint32(b[52:], uint32(a.Stride))
+	binary.LittleEndian.PutUint32(b[56:], uint32(a.TopK))
 	return b
 }
