@@ -77,6 +77,10 @@ type Spec struct {
 	Threads  int    // threads per block (x dimension); a multiple of every target's wave size
 	Args     []Arg  // the packed argument struct, in field order
 	Axes     []Axis // variants are the cross product of the axes' values
+	// Fits, when set, is asked about every variant a target's capabilities allow; it
+	// returns false and the reason when the variant's resources (LDS, registers) exceed
+	// the target's. nil = every allowed variant fits.
+	Fits func(t Target, v Variant) (ok bool, why string)
 }
 
 // Variant is one kernel of a family: one value of each axis.
@@ -132,6 +136,11 @@ func (s Spec) Variants(t Target) (kept []Variant, pruned []Pruned) {
 		var whys []string
 		for _, n := range v.needs {
 			if ok, why := t.Can(n); !ok {
+				whys = append(whys, why)
+			}
+		}
+		if len(whys) == 0 && s.Fits != nil {
+			if ok, why := s.Fits(t, v); !ok {
 				whys = append(whys, why)
 			}
 		}

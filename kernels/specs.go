@@ -159,6 +159,27 @@ var Specs = []Spec{
 		Axes: []Axis{axisOp},
 	},
 	{
+		Family:   "mmq",
+		Template: "mmq",
+		Doc: "y[t][r] = Σ_k W[r][k]·x[t][k] for many tokens: quantized weights decoded to int8 tiles in LDS, Q8_1 " +
+			"activations, exact int32 group sums (matrix unit or dot4), f32 scale fold; launch grid (ceil(rows/BM), " +
+			"ceil(tokens/BN), 1) for tile r<BM>t<BN>, block (128, 1, 1).",
+		Threads: 128,
+		Args: []Arg{
+			{Name: "w", Type: ArgPtr, CType: "const u8", Doc: "weights: rows × k/QK blocks, rows contiguous; 16-byte aligned"},
+			{Name: "x", Type: ArgPtr, CType: "const u8", Doc: "activations: tokens × x_row_blocks Q8_1 blocks (36 bytes); 4-byte aligned"},
+			{Name: "y", Type: ArgPtr, CType: "f32", Doc: "output y[t·ldy + r] f32"},
+			{Name: "rows", Type: ArgI32, Doc: "weight rows (> 0)"},
+			{Name: "k", Type: ArgI32, Doc: "elements per row, a positive multiple of the type's block size"},
+			{Name: "tokens", Type: ArgI32, Doc: "tokens (> 0)"},
+			{Name: "x_row_blocks", Type: ArgI32, Doc: "Q8_1 blocks between tokens, ≥ k/32"},
+			{Name: "ldy", Type: ArgI32, Doc: "f32 elements between output tokens, ≥ rows"},
+			{Name: "hook_group", Type: ArgI32, Doc: "−1; test hook: g in [0, k/32) makes y[t·ldy + r] the int32 bits of group g's exact integer sum"},
+		},
+		Axes: []Axis{axisPrefillType, axisOp, {Name: "tile", Values: []Value{{Name: "r64t64"}, {Name: "r128t64"}}}},
+		Fits: mmqFits(func(int, int) int { return 1 }, func(int, int) int { return 0 }),
+	},
+	{
 		Family:   "mmvq",
 		Template: "mmvq",
 		Doc: "y[z][c][r] = Σ_k W_z[r][k]·x_z[c][k] for 1..8 columns: Q8_1 activations and exact dot4 block dots with an f32 " +

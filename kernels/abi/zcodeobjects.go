@@ -133,6 +133,36 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "mmq",
+	Path:   "gfx1030/mmq.co",
+	Target: "gfx1030",
+	Variants: []Variant{{
+		Name:   "q80_dp4a_r64t64",
+		Symbol: "strata_mmq_q80_dp4a_r64t64",
+	}, {
+		Name:   "q20_dp4a_r64t64",
+		Symbol: "strata_mmq_q20_dp4a_r64t64",
+	}, {
+		Name:   "q4k_dp4a_r64t64",
+		Symbol: "strata_mmq_q4k_dp4a_r64t64",
+	}, {
+		Name:   "q6k_dp4a_r64t64",
+		Symbol: "strata_mmq_q6k_dp4a_r64t64",
+	}, {
+		Name:   "iq2xs_dp4a_r64t64",
+		Symbol: "strata_mmq_iq2xs_dp4a_r64t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t64",
+		Symbol: "strata_mmq_iq3xxs_dp4a_r64t64",
+	}, {
+		Name:   "iq3s_dp4a_r64t64",
+		Symbol: "strata_mmq_iq3s_dp4a_r64t64",
+	}, {
+		Name:   "iq1m_dp4a_r64t64",
+		Symbol: "strata_mmq_iq1m_dp4a_r64t64",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "mmvq",
 	Path:   "gfx1030/mmvq.co",
 	Target: "gfx1030",
@@ -376,6 +406,60 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "dp4a",
 		Symbol: "strata_imma_tile_dp4a",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "mmq",
+	Path:   "gfx1100/mmq.co",
+	Target: "gfx1100",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t64",
+		Symbol: "strata_mmq_q80_mma_r64t64",
+	}, {
+		Name:   "q80_dp4a_r64t64",
+		Symbol: "strata_mmq_q80_dp4a_r64t64",
+	}, {
+		Name:   "q20_mma_r64t64",
+		Symbol: "strata_mmq_q20_mma_r64t64",
+	}, {
+		Name:   "q20_dp4a_r64t64",
+		Symbol: "strata_mmq_q20_dp4a_r64t64",
+	}, {
+		Name:   "q4k_mma_r64t64",
+		Symbol: "strata_mmq_q4k_mma_r64t64",
+	}, {
+		Name:   "q4k_dp4a_r64t64",
+		Symbol: "strata_mmq_q4k_dp4a_r64t64",
+	}, {
+		Name:   "q6k_mma_r64t64",
+		Symbol: "strata_mmq_q6k_mma_r64t64",
+	}, {
+		Name:   "q6k_dp4a_r64t64",
+		Symbol: "strata_mmq_q6k_dp4a_r64t64",
+	}, {
+		Name:   "iq2xs_mma_r64t64",
+		Symbol: "strata_mmq_iq2xs_mma_r64t64",
+	}, {
+		Name:   "iq2xs_dp4a_r64t64",
+		Symbol: "strata_mmq_iq2xs_dp4a_r64t64",
+	}, {
+		Name:   "iq3xxs_mma_r64t64",
+		Symbol: "strata_mmq_iq3xxs_mma_r64t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t64",
+		Symbol: "strata_mmq_iq3xxs_dp4a_r64t64",
+	}, {
+		Name:   "iq3s_mma_r64t64",
+		Symbol: "strata_mmq_iq3s_mma_r64t64",
+	}, {
+		Name:   "iq3s_dp4a_r64t64",
+		Symbol: "strata_mmq_iq3s_dp4a_r64t64",
+	}, {
+		Name:   "iq1m_mma_r64t64",
+		Symbol: "strata_mmq_iq1m_mma_r64t64",
+	}, {
+		Name:   "iq1m_dp4a_r64t64",
+		Symbol: "strata_mmq_iq1m_dp4a_r64t64",
 	}},
 	Vendor: "amd",
 }, {
@@ -625,6 +709,60 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "mmq",
+	Path:   "gfx1101/mmq.co",
+	Target: "gfx1101",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t64",
+		Symbol: "strata_mmq_q80_mma_r64t64",
+	}, {
+		Name:   "q80_dp4a_r64t64",
+		Symbol: "strata_mmq_q80_dp4a_r64t64",
+	}, {
+		Name:   "q20_mma_r64t64",
+		Symbol: "strata_mmq_q20_mma_r64t64",
+	}, {
+		Name:   "q20_dp4a_r64t64",
+		Symbol: "strata_mmq_q20_dp4a_r64t64",
+	}, {
+		Name:   "q4k_mma_r64t64",
+		Symbol: "strata_mmq_q4k_mma_r64t64",
+	}, {
+		Name:   "q4k_dp4a_r64t64",
+		Symbol: "strata_mmq_q4k_dp4a_r64t64",
+	}, {
+		Name:   "q6k_mma_r64t64",
+		Symbol: "strata_mmq_q6k_mma_r64t64",
+	}, {
+		Name:   "q6k_dp4a_r64t64",
+		Symbol: "strata_mmq_q6k_dp4a_r64t64",
+	}, {
+		Name:   "iq2xs_mma_r64t64",
+		Symbol: "strata_mmq_iq2xs_mma_r64t64",
+	}, {
+		Name:   "iq2xs_dp4a_r64t64",
+		Symbol: "strata_mmq_iq2xs_dp4a_r64t64",
+	}, {
+		Name:   "iq3xxs_mma_r64t64",
+		Symbol: "strata_mmq_iq3xxs_mma_r64t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t64",
+		Symbol: "strata_mmq_iq3xxs_dp4a_r64t64",
+	}, {
+		Name:   "iq3s_mma_r64t64",
+		Symbol: "strata_mmq_iq3s_mma_r64t64",
+	}, {
+		Name:   "iq3s_dp4a_r64t64",
+		Symbol: "strata_mmq_iq3s_dp4a_r64t64",
+	}, {
+		Name:   "iq1m_mma_r64t64",
+		Symbol: "strata_mmq_iq1m_mma_r64t64",
+	}, {
+		Name:   "iq1m_dp4a_r64t64",
+		Symbol: "strata_mmq_iq1m_dp4a_r64t64",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "mmvq",
 	Path:   "gfx1101/mmvq.co",
 	Target: "gfx1101",
@@ -868,6 +1006,60 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "dp4a",
 		Symbol: "strata_imma_tile_dp4a",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "mmq",
+	Path:   "gfx1102/mmq.co",
+	Target: "gfx1102",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t64",
+		Symbol: "strata_mmq_q80_mma_r64t64",
+	}, {
+		Name:   "q80_dp4a_r64t64",
+		Symbol: "strata_mmq_q80_dp4a_r64t64",
+	}, {
+		Name:   "q20_mma_r64t64",
+		Symbol: "strata_mmq_q20_mma_r64t64",
+	}, {
+		Name:   "q20_dp4a_r64t64",
+		Symbol: "strata_mmq_q20_dp4a_r64t64",
+	}, {
+		Name:   "q4k_mma_r64t64",
+		Symbol: "strata_mmq_q4k_mma_r64t64",
+	}, {
+		Name:   "q4k_dp4a_r64t64",
+		Symbol: "strata_mmq_q4k_dp4a_r64t64",
+	}, {
+		Name:   "q6k_mma_r64t64",
+		Symbol: "strata_mmq_q6k_mma_r64t64",
+	}, {
+		Name:   "q6k_dp4a_r64t64",
+		Symbol: "strata_mmq_q6k_dp4a_r64t64",
+	}, {
+		Name:   "iq2xs_mma_r64t64",
+		Symbol: "strata_mmq_iq2xs_mma_r64t64",
+	}, {
+		Name:   "iq2xs_dp4a_r64t64",
+		Symbol: "strata_mmq_iq2xs_dp4a_r64t64",
+	}, {
+		Name:   "iq3xxs_mma_r64t64",
+		Symbol: "strata_mmq_iq3xxs_mma_r64t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t64",
+		Symbol: "strata_mmq_iq3xxs_dp4a_r64t64",
+	}, {
+		Name:   "iq3s_mma_r64t64",
+		Symbol: "strata_mmq_iq3s_mma_r64t64",
+	}, {
+		Name:   "iq3s_dp4a_r64t64",
+		Symbol: "strata_mmq_iq3s_dp4a_r64t64",
+	}, {
+		Name:   "iq1m_mma_r64t64",
+		Symbol: "strata_mmq_iq1m_mma_r64t64",
+	}, {
+		Name:   "iq1m_dp4a_r64t64",
+		Symbol: "strata_mmq_iq1m_dp4a_r64t64",
 	}},
 	Vendor: "amd",
 }, {
@@ -1117,6 +1309,60 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "mmq",
+	Path:   "gfx1200/mmq.co",
+	Target: "gfx1200",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t64",
+		Symbol: "strata_mmq_q80_mma_r64t64",
+	}, {
+		Name:   "q80_dp4a_r64t64",
+		Symbol: "strata_mmq_q80_dp4a_r64t64",
+	}, {
+		Name:   "q20_mma_r64t64",
+		Symbol: "strata_mmq_q20_mma_r64t64",
+	}, {
+		Name:   "q20_dp4a_r64t64",
+		Symbol: "strata_mmq_q20_dp4a_r64t64",
+	}, {
+		Name:   "q4k_mma_r64t64",
+		Symbol: "strata_mmq_q4k_mma_r64t64",
+	}, {
+		Name:   "q4k_dp4a_r64t64",
+		Symbol: "strata_mmq_q4k_dp4a_r64t64",
+	}, {
+		Name:   "q6k_mma_r64t64",
+		Symbol: "strata_mmq_q6k_mma_r64t64",
+	}, {
+		Name:   "q6k_dp4a_r64t64",
+		Symbol: "strata_mmq_q6k_dp4a_r64t64",
+	}, {
+		Name:   "iq2xs_mma_r64t64",
+		Symbol: "strata_mmq_iq2xs_mma_r64t64",
+	}, {
+		Name:   "iq2xs_dp4a_r64t64",
+		Symbol: "strata_mmq_iq2xs_dp4a_r64t64",
+	}, {
+		Name:   "iq3xxs_mma_r64t64",
+		Symbol: "strata_mmq_iq3xxs_mma_r64t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t64",
+		Symbol: "strata_mmq_iq3xxs_dp4a_r64t64",
+	}, {
+		Name:   "iq3s_mma_r64t64",
+		Symbol: "strata_mmq_iq3s_mma_r64t64",
+	}, {
+		Name:   "iq3s_dp4a_r64t64",
+		Symbol: "strata_mmq_iq3s_dp4a_r64t64",
+	}, {
+		Name:   "iq1m_mma_r64t64",
+		Symbol: "strata_mmq_iq1m_mma_r64t64",
+	}, {
+		Name:   "iq1m_dp4a_r64t64",
+		Symbol: "strata_mmq_iq1m_dp4a_r64t64",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "mmvq",
 	Path:   "gfx1200/mmvq.co",
 	Target: "gfx1200",
@@ -1360,6 +1606,60 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "dp4a",
 		Symbol: "strata_imma_tile_dp4a",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "mmq",
+	Path:   "gfx1201/mmq.co",
+	Target: "gfx1201",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t64",
+		Symbol: "strata_mmq_q80_mma_r64t64",
+	}, {
+		Name:   "q80_dp4a_r64t64",
+		Symbol: "strata_mmq_q80_dp4a_r64t64",
+	}, {
+		Name:   "q20_mma_r64t64",
+		Symbol: "strata_mmq_q20_mma_r64t64",
+	}, {
+		Name:   "q20_dp4a_r64t64",
+		Symbol: "strata_mmq_q20_dp4a_r64t64",
+	}, {
+		Name:   "q4k_mma_r64t64",
+		Symbol: "strata_mmq_q4k_mma_r64t64",
+	}, {
+		Name:   "q4k_dp4a_r64t64",
+		Symbol: "strata_mmq_q4k_dp4a_r64t64",
+	}, {
+		Name:   "q6k_mma_r64t64",
+		Symbol: "strata_mmq_q6k_mma_r64t64",
+	}, {
+		Name:   "q6k_dp4a_r64t64",
+		Symbol: "strata_mmq_q6k_dp4a_r64t64",
+	}, {
+		Name:   "iq2xs_mma_r64t64",
+		Symbol: "strata_mmq_iq2xs_mma_r64t64",
+	}, {
+		Name:   "iq2xs_dp4a_r64t64",
+		Symbol: "strata_mmq_iq2xs_dp4a_r64t64",
+	}, {
+		Name:   "iq3xxs_mma_r64t64",
+		Symbol: "strata_mmq_iq3xxs_mma_r64t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t64",
+		Symbol: "strata_mmq_iq3xxs_dp4a_r64t64",
+	}, {
+		Name:   "iq3s_mma_r64t64",
+		Symbol: "strata_mmq_iq3s_mma_r64t64",
+	}, {
+		Name:   "iq3s_dp4a_r64t64",
+		Symbol: "strata_mmq_iq3s_dp4a_r64t64",
+	}, {
+		Name:   "iq1m_mma_r64t64",
+		Symbol: "strata_mmq_iq1m_mma_r64t64",
+	}, {
+		Name:   "iq1m_dp4a_r64t64",
+		Symbol: "strata_mmq_iq1m_dp4a_r64t64",
 	}},
 	Vendor: "amd",
 }, {
@@ -1609,6 +1909,108 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "mmq",
+	Path:   "sm_80/mmq.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t64",
+		Symbol: "strata_mmq_q80_mma_r64t64",
+	}, {
+		Name:   "q80_mma_r128t64",
+		Symbol: "strata_mmq_q80_mma_r128t64",
+	}, {
+		Name:   "q80_dp4a_r64t64",
+		Symbol: "strata_mmq_q80_dp4a_r64t64",
+	}, {
+		Name:   "q80_dp4a_r128t64",
+		Symbol: "strata_mmq_q80_dp4a_r128t64",
+	}, {
+		Name:   "q20_mma_r64t64",
+		Symbol: "strata_mmq_q20_mma_r64t64",
+	}, {
+		Name:   "q20_mma_r128t64",
+		Symbol: "strata_mmq_q20_mma_r128t64",
+	}, {
+		Name:   "q20_dp4a_r64t64",
+		Symbol: "strata_mmq_q20_dp4a_r64t64",
+	}, {
+		Name:   "q20_dp4a_r128t64",
+		Symbol: "strata_mmq_q20_dp4a_r128t64",
+	}, {
+		Name:   "q4k_mma_r64t64",
+		Symbol: "strata_mmq_q4k_mma_r64t64",
+	}, {
+		Name:   "q4k_mma_r128t64",
+		Symbol: "strata_mmq_q4k_mma_r128t64",
+	}, {
+		Name:   "q4k_dp4a_r64t64",
+		Symbol: "strata_mmq_q4k_dp4a_r64t64",
+	}, {
+		Name:   "q4k_dp4a_r128t64",
+		Symbol: "strata_mmq_q4k_dp4a_r128t64",
+	}, {
+		Name:   "q6k_mma_r64t64",
+		Symbol: "strata_mmq_q6k_mma_r64t64",
+	}, {
+		Name:   "q6k_mma_r128t64",
+		Symbol: "strata_mmq_q6k_mma_r128t64",
+	}, {
+		Name:   "q6k_dp4a_r64t64",
+		Symbol: "strata_mmq_q6k_dp4a_r64t64",
+	}, {
+		Name:   "q6k_dp4a_r128t64",
+		Symbol: "strata_mmq_q6k_dp4a_r128t64",
+	}, {
+		Name:   "iq2xs_mma_r64t64",
+		Symbol: "strata_mmq_iq2xs_mma_r64t64",
+	}, {
+		Name:   "iq2xs_mma_r128t64",
+		Symbol: "strata_mmq_iq2xs_mma_r128t64",
+	}, {
+		Name:   "iq2xs_dp4a_r64t64",
+		Symbol: "strata_mmq_iq2xs_dp4a_r64t64",
+	}, {
+		Name:   "iq2xs_dp4a_r128t64",
+		Symbol: "strata_mmq_iq2xs_dp4a_r128t64",
+	}, {
+		Name:   "iq3xxs_mma_r64t64",
+		Symbol: "strata_mmq_iq3xxs_mma_r64t64",
+	}, {
+		Name:   "iq3xxs_mma_r128t64",
+		Symbol: "strata_mmq_iq3xxs_mma_r128t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t64",
+		Symbol: "strata_mmq_iq3xxs_dp4a_r64t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r128t64",
+		Symbol: "strata_mmq_iq3xxs_dp4a_r128t64",
+	}, {
+		Name:   "iq3s_mma_r64t64",
+		Symbol: "strata_mmq_iq3s_mma_r64t64",
+	}, {
+		Name:   "iq3s_mma_r128t64",
+		Symbol: "strata_mmq_iq3s_mma_r128t64",
+	}, {
+		Name:   "iq3s_dp4a_r64t64",
+		Symbol: "strata_mmq_iq3s_dp4a_r64t64",
+	}, {
+		Name:   "iq3s_dp4a_r128t64",
+		Symbol: "strata_mmq_iq3s_dp4a_r128t64",
+	}, {
+		Name:   "iq1m_mma_r64t64",
+		Symbol: "strata_mmq_iq1m_mma_r64t64",
+	}, {
+		Name:   "iq1m_mma_r128t64",
+		Symbol: "strata_mmq_iq1m_mma_r128t64",
+	}, {
+		Name:   "iq1m_dp4a_r64t64",
+		Symbol: "strata_mmq_iq1m_dp4a_r64t64",
+	}, {
+		Name:   "iq1m_dp4a_r128t64",
+		Symbol: "strata_mmq_iq1m_dp4a_r128t64",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "mmvq",
 	Path:   "sm_80/mmvq.ptx",
 	Target: "sm_80",
@@ -1852,6 +2254,108 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "dp4a",
 		Symbol: "strata_imma_tile_dp4a",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq",
+	Path:   "sm_86/mmq.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t64",
+		Symbol: "strata_mmq_q80_mma_r64t64",
+	}, {
+		Name:   "q80_mma_r128t64",
+		Symbol: "strata_mmq_q80_mma_r128t64",
+	}, {
+		Name:   "q80_dp4a_r64t64",
+		Symbol: "strata_mmq_q80_dp4a_r64t64",
+	}, {
+		Name:   "q80_dp4a_r128t64",
+		Symbol: "strata_mmq_q80_dp4a_r128t64",
+	}, {
+		Name:   "q20_mma_r64t64",
+		Symbol: "strata_mmq_q20_mma_r64t64",
+	}, {
+		Name:   "q20_mma_r128t64",
+		Symbol: "strata_mmq_q20_mma_r128t64",
+	}, {
+		Name:   "q20_dp4a_r64t64",
+		Symbol: "strata_mmq_q20_dp4a_r64t64",
+	}, {
+		Name:   "q20_dp4a_r128t64",
+		Symbol: "strata_mmq_q20_dp4a_r128t64",
+	}, {
+		Name:   "q4k_mma_r64t64",
+		Symbol: "strata_mmq_q4k_mma_r64t64",
+	}, {
+		Name:   "q4k_mma_r128t64",
+		Symbol: "strata_mmq_q4k_mma_r128t64",
+	}, {
+		Name:   "q4k_dp4a_r64t64",
+		Symbol: "strata_mmq_q4k_dp4a_r64t64",
+	}, {
+		Name:   "q4k_dp4a_r128t64",
+		Symbol: "strata_mmq_q4k_dp4a_r128t64",
+	}, {
+		Name:   "q6k_mma_r64t64",
+		Symbol: "strata_mmq_q6k_mma_r64t64",
+	}, {
+		Name:   "q6k_mma_r128t64",
+		Symbol: "strata_mmq_q6k_mma_r128t64",
+	}, {
+		Name:   "q6k_dp4a_r64t64",
+		Symbol: "strata_mmq_q6k_dp4a_r64t64",
+	}, {
+		Name:   "q6k_dp4a_r128t64",
+		Symbol: "strata_mmq_q6k_dp4a_r128t64",
+	}, {
+		Name:   "iq2xs_mma_r64t64",
+		Symbol: "strata_mmq_iq2xs_mma_r64t64",
+	}, {
+		Name:   "iq2xs_mma_r128t64",
+		Symbol: "strata_mmq_iq2xs_mma_r128t64",
+	}, {
+		Name:   "iq2xs_dp4a_r64t64",
+		Symbol: "strata_mmq_iq2xs_dp4a_r64t64",
+	}, {
+		Name:   "iq2xs_dp4a_r128t64",
+		Symbol: "strata_mmq_iq2xs_dp4a_r128t64",
+	}, {
+		Name:   "iq3xxs_mma_r64t64",
+		Symbol: "strata_mmq_iq3xxs_mma_r64t64",
+	}, {
+		Name:   "iq3xxs_mma_r128t64",
+		Symbol: "strata_mmq_iq3xxs_mma_r128t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t64",
+		Symbol: "strata_mmq_iq3xxs_dp4a_r64t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r128t64",
+		Symbol: "strata_mmq_iq3xxs_dp4a_r128t64",
+	}, {
+		Name:   "iq3s_mma_r64t64",
+		Symbol: "strata_mmq_iq3s_mma_r64t64",
+	}, {
+		Name:   "iq3s_mma_r128t64",
+		Symbol: "strata_mmq_iq3s_mma_r128t64",
+	}, {
+		Name:   "iq3s_dp4a_r64t64",
+		Symbol: "strata_mmq_iq3s_dp4a_r64t64",
+	}, {
+		Name:   "iq3s_dp4a_r128t64",
+		Symbol: "strata_mmq_iq3s_dp4a_r128t64",
+	}, {
+		Name:   "iq1m_mma_r64t64",
+		Symbol: "strata_mmq_iq1m_mma_r64t64",
+	}, {
+		Name:   "iq1m_mma_r128t64",
+		Symbol: "strata_mmq_iq1m_mma_r128t64",
+	}, {
+		Name:   "iq1m_dp4a_r64t64",
+		Symbol: "strata_mmq_iq1m_dp4a_r64t64",
+	}, {
+		Name:   "iq1m_dp4a_r128t64",
+		Symbol: "strata_mmq_iq1m_dp4a_r128t64",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -2101,6 +2605,108 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "mmq",
+	Path:   "sm_89/mmq.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t64",
+		Symbol: "strata_mmq_q80_mma_r64t64",
+	}, {
+		Name:   "q80_mma_r128t64",
+		Symbol: "strata_mmq_q80_mma_r128t64",
+	}, {
+		Name:   "q80_dp4a_r64t64",
+		Symbol: "strata_mmq_q80_dp4a_r64t64",
+	}, {
+		Name:   "q80_dp4a_r128t64",
+		Symbol: "strata_mmq_q80_dp4a_r128t64",
+	}, {
+		Name:   "q20_mma_r64t64",
+		Symbol: "strata_mmq_q20_mma_r64t64",
+	}, {
+		Name:   "q20_mma_r128t64",
+		Symbol: "strata_mmq_q20_mma_r128t64",
+	}, {
+		Name:   "q20_dp4a_r64t64",
+		Symbol: "strata_mmq_q20_dp4a_r64t64",
+	}, {
+		Name:   "q20_dp4a_r128t64",
+		Symbol: "strata_mmq_q20_dp4a_r128t64",
+	}, {
+		Name:   "q4k_mma_r64t64",
+		Symbol: "strata_mmq_q4k_mma_r64t64",
+	}, {
+		Name:   "q4k_mma_r128t64",
+		Symbol: "strata_mmq_q4k_mma_r128t64",
+	}, {
+		Name:   "q4k_dp4a_r64t64",
+		Symbol: "strata_mmq_q4k_dp4a_r64t64",
+	}, {
+		Name:   "q4k_dp4a_r128t64",
+		Symbol: "strata_mmq_q4k_dp4a_r128t64",
+	}, {
+		Name:   "q6k_mma_r64t64",
+		Symbol: "strata_mmq_q6k_mma_r64t64",
+	}, {
+		Name:   "q6k_mma_r128t64",
+		Symbol: "strata_mmq_q6k_mma_r128t64",
+	}, {
+		Name:   "q6k_dp4a_r64t64",
+		Symbol: "strata_mmq_q6k_dp4a_r64t64",
+	}, {
+		Name:   "q6k_dp4a_r128t64",
+		Symbol: "strata_mmq_q6k_dp4a_r128t64",
+	}, {
+		Name:   "iq2xs_mma_r64t64",
+		Symbol: "strata_mmq_iq2xs_mma_r64t64",
+	}, {
+		Name:   "iq2xs_mma_r128t64",
+		Symbol: "strata_mmq_iq2xs_mma_r128t64",
+	}, {
+		Name:   "iq2xs_dp4a_r64t64",
+		Symbol: "strata_mmq_iq2xs_dp4a_r64t64",
+	}, {
+		Name:   "iq2xs_dp4a_r128t64",
+		Symbol: "strata_mmq_iq2xs_dp4a_r128t64",
+	}, {
+		Name:   "iq3xxs_mma_r64t64",
+		Symbol: "strata_mmq_iq3xxs_mma_r64t64",
+	}, {
+		Name:   "iq3xxs_mma_r128t64",
+		Symbol: "strata_mmq_iq3xxs_mma_r128t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t64",
+		Symbol: "strata_mmq_iq3xxs_dp4a_r64t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r128t64",
+		Symbol: "strata_mmq_iq3xxs_dp4a_r128t64",
+	}, {
+		Name:   "iq3s_mma_r64t64",
+		Symbol: "strata_mmq_iq3s_mma_r64t64",
+	}, {
+		Name:   "iq3s_mma_r128t64",
+		Symbol: "strata_mmq_iq3s_mma_r128t64",
+	}, {
+		Name:   "iq3s_dp4a_r64t64",
+		Symbol: "strata_mmq_iq3s_dp4a_r64t64",
+	}, {
+		Name:   "iq3s_dp4a_r128t64",
+		Symbol: "strata_mmq_iq3s_dp4a_r128t64",
+	}, {
+		Name:   "iq1m_mma_r64t64",
+		Symbol: "strata_mmq_iq1m_mma_r64t64",
+	}, {
+		Name:   "iq1m_mma_r128t64",
+		Symbol: "strata_mmq_iq1m_mma_r128t64",
+	}, {
+		Name:   "iq1m_dp4a_r64t64",
+		Symbol: "strata_mmq_iq1m_dp4a_r64t64",
+	}, {
+		Name:   "iq1m_dp4a_r128t64",
+		Symbol: "strata_mmq_iq1m_dp4a_r128t64",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "mmvq",
 	Path:   "sm_89/mmvq.ptx",
 	Target: "sm_89",
@@ -2344,6 +2950,108 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "dp4a",
 		Symbol: "strata_imma_tile_dp4a",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq",
+	Path:   "sm_90/mmq.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t64",
+		Symbol: "strata_mmq_q80_mma_r64t64",
+	}, {
+		Name:   "q80_mma_r128t64",
+		Symbol: "strata_mmq_q80_mma_r128t64",
+	}, {
+		Name:   "q80_dp4a_r64t64",
+		Symbol: "strata_mmq_q80_dp4a_r64t64",
+	}, {
+		Name:   "q80_dp4a_r128t64",
+		Symbol: "strata_mmq_q80_dp4a_r128t64",
+	}, {
+		Name:   "q20_mma_r64t64",
+		Symbol: "strata_mmq_q20_mma_r64t64",
+	}, {
+		Name:   "q20_mma_r128t64",
+		Symbol: "strata_mmq_q20_mma_r128t64",
+	}, {
+		Name:   "q20_dp4a_r64t64",
+		Symbol: "strata_mmq_q20_dp4a_r64t64",
+	}, {
+		Name:   "q20_dp4a_r128t64",
+		Symbol: "strata_mmq_q20_dp4a_r128t64",
+	}, {
+		Name:   "q4k_mma_r64t64",
+		Symbol: "strata_mmq_q4k_mma_r64t64",
+	}, {
+		Name:   "q4k_mma_r128t64",
+		Symbol: "strata_mmq_q4k_mma_r128t64",
+	}, {
+		Name:   "q4k_dp4a_r64t64",
+		Symbol: "strata_mmq_q4k_dp4a_r64t64",
+	}, {
+		Name:   "q4k_dp4a_r128t64",
+		Symbol: "strata_mmq_q4k_dp4a_r128t64",
+	}, {
+		Name:   "q6k_mma_r64t64",
+		Symbol: "strata_mmq_q6k_mma_r64t64",
+	}, {
+		Name:   "q6k_mma_r128t64",
+		Symbol: "strata_mmq_q6k_mma_r128t64",
+	}, {
+		Name:   "q6k_dp4a_r64t64",
+		Symbol: "strata_mmq_q6k_dp4a_r64t64",
+	}, {
+		Name:   "q6k_dp4a_r128t64",
+		Symbol: "strata_mmq_q6k_dp4a_r128t64",
+	}, {
+		Name:   "iq2xs_mma_r64t64",
+		Symbol: "strata_mmq_iq2xs_mma_r64t64",
+	}, {
+		Name:   "iq2xs_mma_r128t64",
+		Symbol: "strata_mmq_iq2xs_mma_r128t64",
+	}, {
+		Name:   "iq2xs_dp4a_r64t64",
+		Symbol: "strata_mmq_iq2xs_dp4a_r64t64",
+	}, {
+		Name:   "iq2xs_dp4a_r128t64",
+		Symbol: "strata_mmq_iq2xs_dp4a_r128t64",
+	}, {
+		Name:   "iq3xxs_mma_r64t64",
+		Symbol: "strata_mmq_iq3xxs_mma_r64t64",
+	}, {
+		Name:   "iq3xxs_mma_r128t64",
+		Symbol: "strata_mmq_iq3xxs_mma_r128t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t64",
+		Symbol: "strata_mmq_iq3xxs_dp4a_r64t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r128t64",
+		Symbol: "strata_mmq_iq3xxs_dp4a_r128t64",
+	}, {
+		Name:   "iq3s_mma_r64t64",
+		Symbol: "strata_mmq_iq3s_mma_r64t64",
+	}, {
+		Name:   "iq3s_mma_r128t64",
+		Symbol: "strata_mmq_iq3s_mma_r128t64",
+	}, {
+		Name:   "iq3s_dp4a_r64t64",
+		Symbol: "strata_mmq_iq3s_dp4a_r64t64",
+	}, {
+		Name:   "iq3s_dp4a_r128t64",
+		Symbol: "strata_mmq_iq3s_dp4a_r128t64",
+	}, {
+		Name:   "iq1m_mma_r64t64",
+		Symbol: "strata_mmq_iq1m_mma_r64t64",
+	}, {
+		Name:   "iq1m_mma_r128t64",
+		Symbol: "strata_mmq_iq1m_mma_r128t64",
+	}, {
+		Name:   "iq1m_dp4a_r64t64",
+		Symbol: "strata_mmq_iq1m_dp4a_r64t64",
+	}, {
+		Name:   "iq1m_dp4a_r128t64",
+		Symbol: "strata_mmq_iq1m_dp4a_r128t64",
 	}},
 	Vendor: "nvidia",
 }, {

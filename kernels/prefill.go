@@ -1,0 +1,84 @@
+package kernels
+
+import "fmt"
+
+// Resource model of the prefill families (mmq, moe_prefill): which tile shapes a target
+// can hold. The numbers mirror kernels/templates/mmq_core.tmpl; ctest checks the compiled
+// truth (LDS and VGPRs from the AMD metadata), this model only keeps variants that cannot
+// fit out of the build.
+
+// mmqKT is the number of 32-element groups staged per K step; mmqKS the LDS row stride.
+const (
+	mmqKT      = 4
+	mmqKS      = 32*mmqKT + 16
+	mmqThreads = 128
+)
+
+// mmqTableBytes is the LDS the quant_blocks lookup tables of each type take
+// (struct strata_qt_<type>::lds).
+var mmqTableBytes = map[string]int{
+	"q80": 4, "q20": 4, "q4k": 4, "q6k": 4,
+	"iq2xs":  512*8 + 128*8, // grid u64[512], signs u64[128]
+	"iq3xxs": 256*4 + 128*8, // grid u32[256], signs u64[128]
+	"iq3s":   512 * 4,       // grid u32[512]
+	"iq1m":   2048 * 4,      // grid u32[2048]
+}
+
+// mmqTiles maps each tile value to (weight rows BM, tokens BN).
+var mmqTiles = map[string][2]int{
+	"r32t64":  {32, 64},
+	"r64t64":  {64, 64},
+	"r128t64": {128, 64},
+}
+
+// mmqLDS is the static LDS of one block: struct strata_mmq_smem<QT, nw, BM, BN> plus
+// extra bytes the kernel declares beside it.
+func mmqLDS(typ string, nw, bm, bn, extra int) int {
+	return nw*bm*mmqKS + bn*mmqKS + // int8 weight and activation tiles
+		nw*bm*mmqKT*(4+8+4+4) + // base, m0/m1, offb, offm per (row, group)
+		bn*mmqKT*(4+4) + // d and Σq per (token, group)
+		mmqTableBytes[typ] + extra
+}
+
+// mmqAccRegs is the f32 accumulators one lane holds for the whole K loop.
+func mmqAccRegs(nw, bm, bn int) int { return nw * bm * bn / mmqThreads }
+
+// mmqAccBudget is the most accumulator registers a lane may hold on t: a quarter of the
+// register budget (AMD: the VGPR budget of the Target row, 128 → 32), leaving the rest to
+// fragments (gfx11 replicated A/B take 8 VGPRs per K=32 operand), the transient int32
+// products, addresses and the decode. NVIDIA: ptxas allocates up to 255 registers per thread;
+// with 128 threads per block that is not the occupancy limiter, so 64 accumulators fit.
+// Measured (clang 19, kernels held to 128 VGPRs by amdgpu_num_vgpr): mmq r64t64 (32
+// accumulators) uses 87–117 VGPRs on gfx1030/gfx11/gfx12 for every type, no spills; without the
+// cap clang took 169–233. r128t64 (64 accumulators) is left to NVIDIA.
+func mmqAccBudget(t Target) int {
+	if t.IsNVIDIA() {
+		return 64
+	}
+	return t.VGPRs / 4
+}
+
+// mmqFits is the Fits of a prefill family with nw weight matrices per tile and extra
+// LDS bytes beside the mmq core's.
+func mmqFits(nw, extra func(bm, bn int) int) func(Target, Variant) (bool, string) {
+	return func(t Target, v Variant) (bool, string) {
+		tile, ok := mmqTiles[v.Values["tile"]]
+		if !ok {
+			return false, "unknown tile " + v.Values["tile"]
+		}
+		n := nw(tile[0], tile[1])
+		if lds := mmqLDS(v.Values["type"], n, tile[0], tile[1], extra(tile[0], tile[1])); lds > t.LDSBytes {
+			return false, fmt.Sprintf("LDS %d bytes > %d", lds, t.LDSBytes)
+		}
+		if acc, b := mmqAccRegs(n, tile[0], tile[1]), mmqAccBudget(t); acc > b {
+			return false, fmt.Sprintf("%d accumulator registers per lane > %d", acc, b)
+		}
+		return true, ""
+	}
+}
+
+// axisPrefillType is every weight type the int8 prefill families take: the quantized ones.
+// F16 and BF16 have no exact int8 form (an 11- or 8-bit significand per element, no shared
+// block scale), so turning them into int8 tiles would change the weights; their prefill is a
+// float GEMM, not mmq.
+var axisPrefillType = Axis{Name: "type", Values: axisWeightType(ISANone).Values[2:]}

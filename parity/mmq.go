@@ -1,0 +1,307 @@
+package parity
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/strata-hip/strata/kernels"
+	"github.com/strata-hip/strata/kernels/abi"
+	"github.com/strata-hip/strata/quant"
+	"github.com/strata-hip/strata/runtime/gpu"
+)
+
+// mmq: y[t][r] = Σ_k W[r][k]·x[t][k] for many tokens; quantized weights decoded to int8
+// tiles, Q8_1 activations (quantize_q8_1's bytes), exact int32 group sums, f32 fold. Two
+// checks per case:
+//
+//   - y: the float64 value of the same operands, each output's error measured against
+//     S = Σ |fold term| (prefillDot), since cancellation can make |y| ≪ S;
+//   - isum: a second launch with hook_group = g (a random group, the last one every other
+//     case): every output must then be the exact int32 sum Σ_i mult(i)·q_w(i)·q_x(i) of group
+//     g — the tile sums the matrix unit or dot4 produced, before any float arithmetic.
+//
+// F16 and BF16 are not mmq types (kernels.axisPrefillType): they have no exact int8 form.
+// K is a multiple of the type's block; "K not a multiple of the tile" (the 128-element K
+// step) happens for the 32- and 64-element types (K = 1120: 35 groups; Q2_0: 1088, 34
+// groups); 256-element types always fill whole steps, so for them the case rounds K down.
+
+// mmqClass1 are the types folded once per 32-element group; the rest fold twice (Q4_K: the
+// group and its min term; Q6_K, IQ2_XS, IQ1_M: two 16-element halves).
+var mmqClass1 = map[quant.Type]bool{quant.Q8_0: true, quant.Q2_0: true, quant.IQ3_XXS: true, quant.IQ3_S: true}
+
+// mmqMaxK is the largest K the y bounds are derived for (the benchmark shape's 14336).
+const mmqMaxK = 14336
+
+var mmqY1 = Bound{Name: "y", MaxRowRel: 2.7e-5, Why: `
+	Per output, |y − ref| / S with S = Σ|fold terms| (float64). Every group's integer sum is
+	exact (|m·S| < 2²⁴, so (f32)(m·S) is exact), base·d_x is an exact f32 product (two 11-bit
+	significands, no underflow: ≥ 2⁻⁵¹), so each fold acc = fma(base·d_x, m·S, acc) is one
+	rounding of at most 2⁻²⁴ relative to a partial bounded by S. One fold per 32-element group
+	(Q8_0, Q2_0, IQ3_XXS, IQ3_S), sequential in one f32 accumulator: n = K/32 ≤ 448 at
+	K = 14336; γ₄₄₈ = 448·2⁻²⁴/(1 − 448·2⁻²⁴) = 2.670e-5: bound 2.7e-5. The float64 reference
+	is exact per term (≤ 46 bits) and sums ≤ 896 terms: its error ≤ 1e-13·S.`}
+
+var mmqY2 = Bound{Name: "y", MaxRowRel: 5.4e-5, Why: `
+	As the one-fold types, but two folds per 32-element group: Q4_K (the group's sum and its
+	min term fma(offb·d_x, offm·Σq_x, acc), offb·d_x exact, |offm·Σq_x| < 2¹⁸) and Q6_K,
+	IQ2_XS, IQ1_M (one fold per 16-element half, each with its own multiplier). n = 2·K/32 ≤
+	896 at K = 14336; γ₈₉₆ = 5.341e-5: bound 5.4e-5. S counts the halves and min terms
+	separately, as they are folded.`}
+
+var mmqISum = Bound{Name: "isum", Exact: true, Why: `
+	Integers only: the hooked group's Σ mult(i)·q_w(i)·q_x(i) is at most 32·127·128·128 < 2³¹
+	in magnitude (Q6_K: 16·32·128·128 per half, two halves) and int32 addition is exact in any
+	order, so the matrix-unit and dot4 sums must equal the reference exactly.`}
+
+// mmqTypes maps the "type" axis values of the int8 prefill families to quant types.
+var mmqTypes = map[string]quant.Type{
+	"q80": quant.Q8_0, "q20": quant.Q2_0, "q4k": quant.Q4_K, "q6k": quant.Q6_K,
+	"iq2xs": quant.IQ2_XS, "iq3xxs": quant.IQ3_XXS, "iq3s": quant.IQ3_S, "iq1m": quant.IQ1_M,
+}
+
+// mmqYBound is the y bound of type t.
+func mmqYBound(t quant.Type) Bound {
+	if mmqClass1[t] {
+		return mmqY1
+	}
+	return mmqY2
+}
+
+func init() {
+	spec, ok := kernels.LookupSpec("mmq")
+	if !ok {
+		panic("parity: no mmq spec")
+	}
+	b := map[string][]Bound{}
+	for _, v := range spec.AllVariants() {
+		b[v.Name] = []Bound{mmqYBound(mmqTypes[v.Values["type"]]), mmqISum}
+	}
+	register(&Family{
+		Name:   "mmq",
+		Bounds: b,
+		// Dims: rows, tokens, k (rounded down to the type's block).
+		Cases: []Case{
+			{"rows=64,tokens=1,k=256", []int{64, 1, 256}},
+			{"rows=100,tokens=17,k=1120", []int{100, 17, 1120}},
+			{"rows=130,tokens=70,k=4096", []int{130, 70, 4096}},
+			{"rows=128,tokens=512,k=2048", []int{128, 512, 2048}},
+			{"rows=48,tokens=4099,k=512", []int{48, 4099, 512}},
+			{"rows=33,tokens=65,k=14336", []int{33, 65, 14336}},
+		},
+		Run:       runMmq,
+		SelfCheck: selfCheckMmq,
+	})
+}
+
+// mmqInputs is one case's operands in host form.
+type mmqInputs struct {
+	t                 quant.Type
+	rows, tokens, k   int
+	rowBlocks         int // Q8_1 blocks between tokens (k/32 + padding)
+	w, xq             []byte
+	wi                *intRows
+	xi                *q81Rows
+	hook              int
+	bytes, intOps     int64
+	ldy               int
+	blockRows, blockT int
+}
+
+// mmqK rounds k down to a multiple of t's block.
+func mmqK(t quant.Type, k int) int {
+	info, _ := quant.Lookup(t)
+	return k / info.BlockElems * info.BlockElems
+}
+
+func newMmqInputs(t quant.Type, dims []int, rng *rand.Rand) (*mmqInputs, error) {
+	in := &mmqInputs{t: t, rows: dims[0], tokens: dims[1], k: mmqK(t, dims[2])}
+	in.rowBlocks = in.k/32 + rng.IntN(2) // sometimes a padded activation stride
+	in.ldy = in.rows + rng.IntN(3)
+	rb, err := t.RowBytes(in.k)
+	if err != nil {
+		return nil, err
+	}
+	in.w = make([]byte, in.rows*rb)
+	for r := 0; r < in.rows; r++ {
+		row, err := quant.RandomRow(t, in.k, rng)
+		if err != nil {
+			return nil, err
+		}
+		copy(in.w[r*rb:], row)
+	}
+	x := activations(rng, in.tokens, in.k)
+	in.xq = make([]byte, in.tokens*in.rowBlocks*36)
+	for tk := 0; tk < in.tokens; tk++ {
+		o := tk * in.rowBlocks * 36
+		if err := quant.QuantizeQ8_1GPU(x[tk*in.k:(tk+1)*in.k], in.xq[o:o+in.k/32*36]); err != nil {
+			return nil, err
+		}
+	}
+	if in.wi, err = newIntRows(t, in.w, in.rows, in.k); err != nil {
+		return nil, err
+	}
+	in.xi = newQ81Rows(in.xq, in.tokens, in.k, in.rowBlocks)
+	in.hook = rng.IntN(in.k / 32)
+	if rng.IntN(2) == 0 {
+		in.hook = in.k/32 - 1 // the last group: the ragged K step
+	}
+	return in, nil
+}
+
+// mmqRef is y[t·ldy + r] (padding 0) and S of the same layout.
+func mmqRef(in *mmqInputs) (y, s []float64) {
+	y, s = make([]float64, in.tokens*in.ldy), make([]float64, in.tokens*in.ldy)
+	for t := 0; t < in.tokens; t++ {
+		for r := 0; r < in.rows; r++ {
+			y[t*in.ldy+r], s[t*in.ldy+r] = prefillDot(in.wi, r, in.xi, t)
+		}
+	}
+	return y, s
+}
+
+// mmqISumRef is the hooked group's exact integer sum per output (int32 layout of y).
+func mmqISumRef(in *mmqInputs) []int32 {
+	out := make([]int32, in.tokens*in.ldy)
+	for t := 0; t < in.tokens; t++ {
+		for r := 0; r < in.rows; r++ {
+			lo, hi := groupInt(in.wi, r, in.xi, t, in.hook)
+			out[t*in.ldy+r] = int32(lo + hi)
+		}
+	}
+	return out
+}
+
+// mmqTile parses a tile value "r<BM>t<BN>".
+func mmqTile(v string) (bm, bn int, err error) {
+	_, err = fmt.Sscanf(v, "r%dt%d", &bm, &bn)
+	return bm, bn, err
+}
+
+// launch runs one mmq launch; hook < 0 is the normal mode. The padding columns of y
+// (ldy > rows) are not written by the kernel, so y is an in-out buffer holding zeros there.
+func (in *mmqInputs) launch(h *Harness, fn *gpu.Func, bm, bn, hook int) ([]byte, float64, error) {
+	dw, err := h.Input(in.w)
+	if err != nil {
+		return nil, 0, err
+	}
+	dx, err := h.Input(in.xq)
+	if err != nil {
+		return nil, 0, err
+	}
+	var dy Buf
+	if in.ldy == in.rows {
+		dy, err = h.Output(4 * in.tokens * in.ldy)
+	} else {
+		dy, err = h.InOut(make([]byte, 4*in.tokens*in.ldy))
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	args := abi.MmqArgs{W: dw.Ptr(), X: dx.Ptr(), Y: dy.Ptr(), Rows: int32(in.rows), K: int32(in.k), Tokens: int32(in.tokens),
+		XRowBlocks: int32(in.rowBlocks), Ldy: int32(in.ldy), HookGroup: int32(hook)}
+	grid := gpu.Dim3{X: uint32((in.rows + bm - 1) / bm), Y: uint32((in.tokens + bn - 1) / bn), Z: 1}
+	got, el, err := h.Run(fn, grid, gpu.Dim3{X: abi.MmqThreads, Y: 1, Z: 1}, args.Bytes(), dy)
+	if err != nil {
+		return nil, 0, err
+	}
+	return got[0], el.Seconds() * 1e6, nil
+}
+
+func runMmq(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
+	spec, _ := kernels.LookupSpec("mmq")
+	var vals map[string]string
+	for _, v := range spec.AllVariants() {
+		if spec.Symbol(v) == symbol {
+			vals = v.Values
+		}
+	}
+	t, ok := mmqTypes[vals["type"]]
+	if !ok {
+		return Outcome{}, fmt.Errorf("no weight type for %s", symbol)
+	}
+	bm, bn, err := mmqTile(vals["tile"])
+	if err != nil {
+		return Outcome{}, fmt.Errorf("%s: tile: %w", symbol, err)
+	}
+	fn, err := h.Mod.Func(symbol)
+	if err != nil {
+		return Outcome{}, err
+	}
+	in, err := newMmqInputs(t, c.Dims, rng)
+	if err != nil {
+		return Outcome{}, err
+	}
+	yb, us, err := in.launch(h, fn, bm, bn, -1)
+	if err != nil {
+		return Outcome{}, err
+	}
+	want, s := mmqRef(in)
+	y := make([]float64, len(want))
+	for i, v := range mmvqBytesF32(yb) {
+		y[i] = float64(v)
+	}
+	reports := map[string]Report{"y": CompareRows(y, want, 1, func(i int) float64 { return s[i] })}
+	h2 := &Harness{Dev: h.Dev, Mod: h.Mod}
+	ib, _, err := in.launch(h2, fn, bm, bn, in.hook)
+	if cerr := h2.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return Outcome{}, fmt.Errorf("hook launch (group %d): %w", in.hook, err)
+	}
+	reports["isum"] = CompareExact(bytesInt32(ib), mmqISumRef(in))
+	rb, _ := t.RowBytes(in.k)
+	bytes := int64(in.rows*rb + len(in.xq) + 4*in.tokens*in.rows)
+	return Outcome{Reports: reports, Kernel: us, Bytes: bytes}, checkAll(bounds, reports)
+}
+
+// selfCheckMmq holds the reference to quant's exact dots (DotGPU) for every type on the
+// case's shape with fewer rows and tokens, and the integer group sums to the decoded
+// float64 operands (Σ_g base·d·isum_g + min terms = the exact dot).
+func selfCheckMmq(c Case, rng *rand.Rand) error {
+	dims := []int{min(c.Dims[0], 3), min(c.Dims[1], 2), c.Dims[2]}
+	for _, t := range []quant.Type{quant.Q8_0, quant.Q2_0, quant.Q4_K, quant.Q6_K, quant.IQ2_XS, quant.IQ3_XXS, quant.IQ3_S, quant.IQ1_M} {
+		in, err := newMmqInputs(t, dims, rng)
+		if err != nil {
+			return err
+		}
+		y, s := mmqRef(in)
+		for tk := 0; tk < in.tokens; tk++ {
+			o := tk * in.rowBlocks * 36
+			for r := 0; r < in.rows; r++ {
+				rb := in.wi.rowBytes
+				d, err := quant.DotGPU(t, in.w[r*rb:(r+1)*rb], in.xq[o:o+in.k/32*36])
+				if err != nil {
+					return err
+				}
+				got := y[tk*in.ldy+r]
+				if math.Abs(got-d.Exact) > 1e-12*s[tk*in.ldy+r] || (s[tk*in.ldy+r] == 0 && got != 0) {
+					return fmt.Errorf("%v k=%d token %d row %d: reference %v, quant's exact dot %v (S %v)", t, in.k, tk, r, got, d.Exact, s[tk*in.ldy+r])
+				}
+				if s[tk*in.ldy+r] < math.Abs(got) {
+					return fmt.Errorf("%v: S %v < |y| %v", t, s[tk*in.ldy+r], got)
+				}
+			}
+		}
+		// The integer sums: rebuilding each group's value from them gives the exact dot.
+		isums := make([][]int32, in.k/32)
+		for g := range isums {
+			in.hook = g
+			isums[g] = mmqISumRef(in)
+		}
+		for tk := 0; tk < in.tokens; tk++ {
+			for r := 0; r < in.rows; r++ {
+				var v float64
+				for g := 0; g < in.k/32; g++ {
+					v += in.wi.base[r*in.wi.ng+g] * in.xi.d[tk*in.k/32+g] * float64(isums[g][tk*in.ldy+r])
+					v += in.wi.offBase[r*in.wi.ng+g] * in.xi.d[tk*in.k/32+g] * float64(int64(in.wi.offMult[r*in.wi.ng+g])*in.xi.sum[tk*in.k/32+g])
+				}
+				if want := y[tk*in.ldy+r]; math.Abs(v-want) > 1e-12*s[tk*in.ldy+r] {
+					return fmt.Errorf("%v token %d row %d: Σ group sums gives %v, reference %v", t, tk, r, v, want)
+				}
+			}
+		}
+	}
+	return nil
+}
