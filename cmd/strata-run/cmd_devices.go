@@ -8,9 +8,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -159,7 +161,7 @@ func collectDevices(device, coDir string, igpu bool) (deviceList, error) {
 }
 
 func printDevices(w io.Writer, l deviceList) {
-	for _, name := range sortedKeys(l.Backends) {
+	for _, name := range slices.Sorted(maps.Keys(l.Backends)) {
 		line := l.Backends[name]
 		if !strings.HasPrefix(line, name+": ") {
 			line = name + ": " + line
@@ -194,19 +196,6 @@ func printDevices(w io.Writer, l deviceList) {
 	if l.Problem != "" {
 		fmt.Fprintf(w, "\nno device selected: %s\n", l.Problem)
 	}
-}
-
-func sortedKeys(m map[string]string) []string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	for i := 1; i < len(ks); i++ {
-		for j := i; j > 0 && ks[j] < ks[j-1]; j-- {
-			ks[j], ks[j-1] = ks[j-1], ks[j]
-		}
-	}
-	return ks
 }
 
 // defaultCODir is $STRATA_CO_DIR or build/co.
