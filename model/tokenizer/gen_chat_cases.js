@@ -1,5 +1,5 @@
-// Writes chat cases (testdata/chat_cases.jsonl.gz, gzipped): random conversations and what the Qwen3 chat template
-// renders for them, with @huggingface/jinja (a Jinja engine) as the independent renderer.
+// Writes chat cases (testdata/chat_cases.jsonl.gz): random conversations and what the Qwen3
+// chat template renders for them, with @huggingface/jinja (a Jinja engine) as the renderer.
 //
 //   npm install @huggingface/jinja@0.5.11     (in a scratch folder; then, from here:)
 //   NODE_PATH=SCRATCH/node_modules node gen_chat_cases.js testdata/tokenizer_config.json 7 600 | gzip -9n > testdata/chat_cases.jsonl.gz
