@@ -381,7 +381,7 @@ func (p *Plan) planQwen4Exp(c *q4HFConfig) error {
 	// The multimodal checkpoint nests the text model under model.language_model.; the
 	// text-only one (and the tiny oracle) under model.
 	pre := "model."
-	if ck.Info("model.language_model.embed_tokens.weight") != nil {
+	if ck != nil && ck.Info("model.language_model.embed_tokens.weight") != nil {
 		pre = "model.language_model."
 	}
 	H, L, E, F, SF := c.HiddenSize, c.NumLayers, c.NumExperts, c.MoEInter, c.SharedInter
@@ -439,6 +439,9 @@ func (p *Plan) planQwen4Exp(c *q4HFConfig) error {
 	used := map[string]bool{}
 	need := func(name string, shape ...int) string {
 		used[name] = true
+		if ck == nil { // synthetic plan (Synth): names and shapes only
+			return name
+		}
 		in := ck.Info(name)
 		switch {
 		case in == nil:
@@ -589,7 +592,7 @@ func (p *Plan) planQwen4Exp(c *q4HFConfig) error {
 	}
 	// Everything else must be accounted for: the vision tower is skipped with a note; an
 	// unknown text tensor is an error (a loader that drops weights gives wrong logits).
-	if len(errs) == 0 {
+	if len(errs) == 0 && ck != nil {
 		var extra []string
 		nVision := 0
 		for _, n := range ck.Names() {
@@ -741,7 +744,7 @@ func (p *Plan) planQwen4PLE(c *q4HFConfig, hp, gp string, need func(string, ...i
 		want []int64
 	}{{"layer_multipliers", g.mult}, {"ngram_heads_vocab_sizes", g.sizes}, {"ngram_heads_offsets", g.offsets}} {
 		used[e+k.name] = true
-		if p.ckpt.Info(e+k.name) == nil {
+		if p.ckpt == nil || p.ckpt.Info(e+k.name) == nil {
 			continue // derivable; older exports may omit them
 		}
 		got, err := p.ckpt.Int64s(e + k.name)
@@ -753,7 +756,7 @@ func (p *Plan) planQwen4PLE(c *q4HFConfig, hp, gp string, need func(string, ...i
 	tab := e + "ngram_embedding"
 	var shards []string
 	var shardRows []int
-	if p.ckpt.Info(tab+".weight") != nil {
+	if p.ckpt != nil && p.ckpt.Info(tab+".weight") != nil {
 		shards = []string{need(tab+".weight", int(g.rows), g.headDim)}
 		shardRows = []int{int(g.rows)}
 	} else {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/strata-hip/strata/gguf"
 	"github.com/strata-hip/strata/quant"
@@ -35,10 +36,20 @@ func writeRows(out io.Writer, tt *Tensor, st quant.Type, progress io.Writer) err
 		if len(v) != n*cols {
 			return fmt.Errorf("convert: %s: rows [%d, %d) gave %d values, want %d", tt.Name, r0, r0+n, len(v), n*cols)
 		}
-		for r := 0; r < n; r++ {
-			if err := quant.Quantize(st, v[r*cols:(r+1)*cols], buf[r*rb:(r+1)*rb]); err != nil {
-				return fmt.Errorf("convert: %s: %w", tt.Name, err)
+		var mu sync.Mutex
+		var qerr error
+		parallelRows(n, func(lo, hi int) {
+			for r := lo; r < hi; r++ {
+				if err := quant.Quantize(st, v[r*cols:(r+1)*cols], buf[r*rb:(r+1)*rb]); err != nil {
+					mu.Lock()
+					qerr = fmt.Errorf("convert: %s: %w", tt.Name, err)
+					mu.Unlock()
+					return
+				}
 			}
+		})
+		if qerr != nil {
+			return qerr
 		}
 		if _, err := out.Write(buf[:n*rb]); err != nil {
 			return err
