@@ -60,14 +60,16 @@ var Specs = []Spec{
 	{
 		Family:   "attention_prefill",
 		Template: "attention_prefill",
-		Doc: "causal attention of t new query tokens against an fp16 KV cache whose last t positions are theirs, " +
+		Doc: "causal attention of t new query tokens against an f16 or int8 KV cache whose last t positions are theirs, " +
 			"grouped-query heads, tiled with online softmax, optional sigmoid output gate; " +
 			"launch grid (ceil(t/8), nh, 1), block (128, 1, 1).",
 		Threads: 128,
 		Args: []Arg{
 			{Name: "q", Type: ArgPtr, CType: "const float", Doc: "queries, t × nh × hd f32 (normed and rotated)"},
-			{Name: "k", Type: ArgPtr, CType: "const u8", Doc: "key cache: n × nkv × hd fp16, the new tokens' keys last; 4-byte aligned"},
+			{Name: "k", Type: ArgPtr, CType: "const u8", Doc: "key cache: n × nkv × hd fp16 (f16) or int8 (q8), the new tokens' keys last; 4-byte aligned"},
 			{Name: "v", Type: ArgPtr, CType: "const u8", Doc: "value cache, as k"},
+			{Name: "ks", Type: ArgPtr, CType: "const u16", Doc: "q8: key scales, n × nkv × hd/32 fp16; f16: unused (0)"},
+			{Name: "vs", Type: ArgPtr, CType: "const u16", Doc: "q8: value scales, as ks; f16: unused (0)"},
 			{Name: "gate", Type: ArgPtr, CType: "const float", Doc: "output gate logits t × nh × hd f32, out ·= sigmoid(gate); 0 = no gate"},
 			{Name: "out", Type: ArgPtr, CType: "float", Doc: "output t × nh × hd f32"},
 			{Name: "t", Type: ArgI32, Doc: "new tokens (queries), 1 ≤ t ≤ n"},
@@ -77,7 +79,7 @@ var Specs = []Spec{
 			{Name: "hd", Type: ArgI32, Doc: "head dimension: 64, 128 or 256"},
 			{Name: "scale", Type: ArgF32, Doc: "score scale, 1/√hd"},
 		},
-		Axes: []Axis{{Name: "kv", Values: []Value{{Name: "f16"}}}},
+		Axes: []Axis{{Name: "kv", Values: []Value{{Name: "f16"}, {Name: "q8"}}}},
 	},
 	{
 		Family:   "dequant",

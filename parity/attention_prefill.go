@@ -34,7 +34,7 @@ func prefillCase(c Case) prefillShape {
 func init() {
 	register(&Family{
 		Name:   "attention_prefill",
-		Bounds: map[string][]Bound{"f16": {attentionPrefillOut}},
+		Bounds: map[string][]Bound{"f16": {attentionPrefillOut}, "q8": {attentionPrefillOut}},
 		Cases: []Case{
 			{"t=1,n=1,nh=4,nkv=2,hd=128", []int{1, 1, 4, 2, 128, 0, 1}},
 			{"t=7,n=7,nh=4,nkv=4,hd=64", []int{7, 7, 4, 4, 64, 0, 1}},
@@ -49,9 +49,10 @@ func init() {
 	})
 }
 
-// prefillInputs draws the cache (attention_decode's f16 draw), t queries and t gates.
-func prefillInputs(rng *rand.Rand, s prefillShape) (attentionKV, []float32, []float32) {
-	a := attentionInputs(rng, attentionCase{n: s.n, nh: s.nh, nkv: s.nkv, hd: s.hd, gate: 0, qmag: s.qmag}, false)
+// prefillInputs draws the cache (attention_decode's draw, f16 or int8), t queries and t
+// gates.
+func prefillInputs(rng *rand.Rand, s prefillShape, q8 bool) (attentionKV, []float32, []float32) {
+	a := attentionInputs(rng, attentionCase{n: s.n, nh: s.nh, nkv: s.nkv, hd: s.hd, gate: 0, qmag: s.qmag}, q8)
 	q := make([]float32, s.t*s.nh*s.hd)
 	for i := range q {
 		q[i] = float32(rng.NormFloat64() * float64(s.qmag))
@@ -130,13 +131,17 @@ func prefillRef(a attentionKV, q, gate []float32, s prefillShape) (out, scale []
 
 func runAttentionPrefill(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
 	s := prefillCase(c)
-	a, q, gate := prefillInputs(rng, s)
+	q8 := symbol == abi.SymAttentionPrefillQ8
+	a, q, gate := prefillInputs(rng, s, q8)
 	want, scale := prefillRef(a, q, gate, s)
 	fn, err := h.Mod.Func(symbol)
 	if err != nil {
 		return Outcome{}, err
 	}
 	data := [][]byte{moF32Bytes(q), a.k, a.v}
+	if q8 {
+		data = append(data, a.ks, a.vs)
+	}
 	if gate != nil {
 		data = append(data, moF32Bytes(gate))
 	}
@@ -150,8 +155,13 @@ func runAttentionPrefill(h *Harness, symbol string, c Case, bounds []Bound, rng 
 	}
 	args := abi.AttentionPrefillArgs{Q: in[0].Ptr(), K: in[1].Ptr(), V: in[2].Ptr(), Out: out.Ptr(), T: int32(s.t), N: int32(s.n),
 		Nh: int32(s.nh), Nkv: int32(s.nkv), Hd: int32(s.hd), Scale: float32(1 / math.Sqrt(float64(s.hd)))}
+	next := 3
+	if q8 {
+		args.Ks, args.Vs = in[3].Ptr(), in[4].Ptr()
+		next = 5
+	}
 	if gate != nil {
-		args.Gate = in[3].Ptr()
+		args.Gate = in[next].Ptr()
 	}
 	grid := gpu.Dim3{X: uint32((s.t + 7) / 8), Y: uint32(s.nh), Z: 1}
 	got, el, err := h.Run(fn, grid, moBlock(abi.AttentionPrefillThreads), args.Bytes(), out)
@@ -159,7 +169,7 @@ func runAttentionPrefill(h *Harness, symbol string, c Case, bounds []Bound, rng 
 		return Outcome{}, err
 	}
 	reports := map[string]Report{"out": CompareRows(moF64s(moBytesF32(got[0])), want, s.hd, func(r int) float64 { return scale[r] })}
-	o := Outcome{Reports: reports, Kernel: el.Seconds() * 1e6, Bytes: int64(len(a.k)+len(a.v)) + int64(4*len(q)*(2+s.gate))}
+	o := Outcome{Reports: reports, Kernel: el.Seconds() * 1e6, Bytes: int64(len(a.k)+len(a.v)+len(a.ks)+len(a.vs)) + int64(4*len(q)*(2+s.gate))}
 	return o, checkAll(bounds, reports)
 }
 
@@ -170,7 +180,7 @@ func selfCheckAttentionPrefill(c Case, rng *rand.Rand) error {
 	if s.n > 1100 {
 		return nil
 	}
-	a, q, gate := prefillInputs(rng, s)
+	a, q, gate := prefillInputs(rng, s, true)
 	want, _ := prefillRef(a, q, gate, s)
 	for i := 0; i < s.t; i++ {
 		n := s.n - s.t + i + 1

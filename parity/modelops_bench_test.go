@@ -23,7 +23,7 @@ import (
 //   - attention_decode split + reduce at 4K, 32K and 128K positions, f16 and int8 KV,
 //     Qwen3-Next's shape (16 q heads, 2 kv heads, hd 256, gate) and Qwen3-30B-A3B's (32, 4,
 //     128): GB/s of KV read (each byte of the cache once) against the copy bandwidth;
-//   - attention_prefill (fp16 KV) at t = n = 512 and 4096, and 512 tokens after 4096;
+//   - attention_prefill (f16 and int8 KV) at t = n = 512 and 4096, and 512 tokens after 4096;
 //   - gated_delta_net at Qwen3-Next-80B's shape (nk 16, nv 32, dk = dv = 128): the conv and
 //     the recurrent step for decode (t = 1) and prefill (t = 4096, 32768), per token;
 //   - rmsnorm with the residual add and the Q8_1 quantization fused (rmsnorm/addq81, y not
@@ -188,17 +188,24 @@ func TestBenchModelOps(t *testing.T) {
 	// attention_prefill: causal, from an empty cache (t = n) and continuing after 4096.
 	logf("\n%-10s %-30s %10s %9s", "prefill", "shape", "median µs", "GFLOP/s")
 	for _, sh := range []struct{ t, n, nh, nkv, hd int }{{512, 512, 16, 2, 256}, {4096, 4096, 16, 2, 256}, {512, 4608, 16, 2, 256}, {4096, 4096, 32, 4, 128}} {
-		vals := sh.n * sh.nkv * sh.hd
-		a := abi.AttentionPrefillArgs{Q: uint64(alloc(4*sh.t*sh.nh*sh.hd, gaussian)), K: uint64(alloc(2*vals, f16Pattern)), V: uint64(alloc(2*vals, f16Pattern)),
-			Out: uint64(alloc(4*sh.t*sh.nh*sh.hd, gaussian)), T: int32(sh.t), N: int32(sh.n), Nh: int32(sh.nh), Nkv: int32(sh.nkv), Hd: int32(sh.hd),
-			Scale: float32(1 / math.Sqrt(float64(sh.hd)))}
-		pf := fn("attention_prefill", abi.SymAttentionPrefillF16)
-		ab := a.Bytes()
-		sec := timeIt(func() error {
-			return pf.Launch(s, gpu.Dim3{X: uint32((sh.t + 7) / 8), Y: uint32(sh.nh), Z: 1}, gpu.Dim3{X: abi.AttentionPrefillThreads, Y: 1, Z: 1}, 0, ab)
-		})
-		flops := 4 * float64(sh.hd*sh.nh*sh.t) * (float64(sh.n) - float64(sh.t)/2)
-		logf("%-10s %-30s %10.2f %9.1f", "f16", fmt.Sprintf("t=%d,n=%d,nh=%d,nkv=%d,hd=%d", sh.t, sh.n, sh.nh, sh.nkv, sh.hd), sec*1e6, flops/sec/1e9)
+		for _, kv := range []string{"f16", "q8"} {
+			vals := sh.n * sh.nkv * sh.hd
+			a := abi.AttentionPrefillArgs{Q: uint64(alloc(4*sh.t*sh.nh*sh.hd, gaussian)), Out: uint64(alloc(4*sh.t*sh.nh*sh.hd, gaussian)),
+				T: int32(sh.t), N: int32(sh.n), Nh: int32(sh.nh), Nkv: int32(sh.nkv), Hd: int32(sh.hd), Scale: float32(1 / math.Sqrt(float64(sh.hd)))}
+			if kv == "f16" {
+				a.K, a.V = uint64(alloc(2*vals, f16Pattern)), uint64(alloc(2*vals, f16Pattern))
+			} else {
+				a.K, a.V = uint64(alloc(vals, i8Pattern)), uint64(alloc(vals, i8Pattern))
+				a.Ks, a.Vs = uint64(alloc(2*vals/32, scalePattern)), uint64(alloc(2*vals/32, scalePattern))
+			}
+			pf := fn("attention_prefill", "strata_attention_prefill_"+kv)
+			ab := a.Bytes()
+			sec := timeIt(func() error {
+				return pf.Launch(s, gpu.Dim3{X: uint32((sh.t + 7) / 8), Y: uint32(sh.nh), Z: 1}, gpu.Dim3{X: abi.AttentionPrefillThreads, Y: 1, Z: 1}, 0, ab)
+			})
+			flops := 4 * float64(sh.hd*sh.nh*sh.t) * (float64(sh.n) - float64(sh.t)/2)
+			logf("%-10s %-30s %10.2f %9.1f", kv, fmt.Sprintf("t=%d,n=%d,nh=%d,nkv=%d,hd=%d", sh.t, sh.n, sh.nh, sh.nkv, sh.hd), sec*1e6, flops/sec/1e9)
+		}
 	}
 
 	// gated_delta_net at Qwen3-Next-80B's shape.

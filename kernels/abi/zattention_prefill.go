@@ -10,24 +10,26 @@ import (
 
 /*
 AttentionPrefillArgs is the launch-argument struct of every strata_attention_prefill_* kernel (C: struct strata_attention_prefill_args).
-causal attention of t new query tokens against an fp16 KV cache whose last t positions are theirs, grouped-query heads, tiled with online softmax, optional sigmoid output gate; launch grid (ceil(t/8), nh, 1), block (128, 1, 1).
+causal attention of t new query tokens against an f16 or int8 KV cache whose last t positions are theirs, grouped-query heads, tiled with online softmax, optional sigmoid output gate; launch grid (ceil(t/8), nh, 1), block (128, 1, 1).
 */
 type AttentionPrefillArgs struct {
 	Q     uint64  // offset 0: device address of const float[]; queries, t × nh × hd f32 (normed and rotated)
-	K     uint64  // offset 8: device address of const u8[]; key cache: n × nkv × hd fp16, the new tokens' keys last; 4-byte aligned
+	K     uint64  // offset 8: device address of const u8[]; key cache: n × nkv × hd fp16 (f16) or int8 (q8), the new tokens' keys last; 4-byte aligned
 	V     uint64  // offset 16: device address of const u8[]; value cache, as k
-	Gate  uint64  // offset 24: device address of const float[]; output gate logits t × nh × hd f32, out ·= sigmoid(gate); 0 = no gate
-	Out   uint64  // offset 32: device address of float[]; output t × nh × hd f32
-	T     int32   // offset 40: new tokens (queries), 1 ≤ t ≤ n
-	N     int32   // offset 44: cached positions including the new tokens
-	Nh    int32   // offset 48: query heads, a multiple of nkv
-	Nkv   int32   // offset 52: key/value heads
-	Hd    int32   // offset 56: head dimension: 64, 128 or 256
-	Scale float32 // offset 60: score scale, 1/√hd
+	Ks    uint64  // offset 24: device address of const u16[]; q8: key scales, n × nkv × hd/32 fp16; f16: unused (0)
+	Vs    uint64  // offset 32: device address of const u16[]; q8: value scales, as ks; f16: unused (0)
+	Gate  uint64  // offset 40: device address of const float[]; output gate logits t × nh × hd f32, out ·= sigmoid(gate); 0 = no gate
+	Out   uint64  // offset 48: device address of float[]; output t × nh × hd f32
+	T     int32   // offset 56: new tokens (queries), 1 ≤ t ≤ n
+	N     int32   // offset 60: cached positions including the new tokens
+	Nh    int32   // offset 64: query heads, a multiple of nkv
+	Nkv   int32   // offset 68: key/value heads
+	Hd    int32   // offset 72: head dimension: 64, 128 or 256
+	Scale float32 // offset 76: score scale, 1/√hd
 }
 
 // AttentionPrefillArgsSize is sizeof(struct strata_attention_prefill_args) in bytes.
-const AttentionPrefillArgsSize = 64
+const AttentionPrefillArgsSize = 80
 
 // AttentionPrefillThreads is the block size (x) every attention_prefill kernel is compiled for.
 const AttentionPrefillThreads = 128
@@ -35,22 +37,25 @@ const AttentionPrefillThreads = 128
 // Kernel symbols of every attention_prefill variant; CodeObject.Symbol says which a target has.
 const (
 	SymAttentionPrefillF16 = "strata_attention_prefill_f16" // variant f16
+	SymAttentionPrefillQ8  = "strata_attention_prefill_q8"  // variant q8
 )
 
 // Compile-time guards: building fails if the size or an offset drifts from the C static_asserts.
 var (
-	_ = [1]struct{}{}[unsafe.Sizeof(AttentionPrefillArgs{})-64]
+	_ = [1]struct{}{}[unsafe.Sizeof(AttentionPrefillArgs{})-80]
 	_ = [1]struct{}{}[unsafe.Offsetof(AttentionPrefillArgs{}.Q)-0]
 	_ = [1]struct{}{}[unsafe.Offsetof(AttentionPrefillArgs{}.K)-8]
 	_ = [1]struct{}{}[unsafe.Offsetof(AttentionPrefillArgs{}.V)-16]
-	_ = [1]struct{}{}[unsafe.Offsetof(AttentionPrefillArgs{}.Gate)-24]
-	_ = [1]struct{}{}[unsafe.Offsetof(AttentionPrefillArgs{}.Out)-32]
-	_ = [1]struct{}{}[unsafe.Offsetof(AttentionPrefillArgs{}.T)-40]
-	_ = [1]struct{}{}[unsafe.Offsetof(AttentionPrefillArgs{}.N)-44]
-	_ = [1]struct{}{}[unsafe.Offsetof(AttentionPrefillArgs{}.Nh)-48]
-	_ = [1]struct{}{}[unsafe.Offsetof(AttentionPrefillArgs{}.Nkv)-52]
-	_ = [1]struct{}{}[unsafe.Offsetof(AttentionPrefillArgs{}.Hd)-56]
-	_ = [1]struct{}{}[unsafe.Offsetof(AttentionPrefillArgs{}.Scale)-60]
+	_ = [1]struct{}{}[unsafe.Offsetof(AttentionPrefillArgs{}.Ks)-24]
+	_ = [1]struct{}{}[unsafe.Offsetof(AttentionPrefillArgs{}.Vs)-32]
+	_ = [1]struct{}{}[unsafe.Offsetof(AttentionPrefillArgs{}.Gate)-40]
+	_ = [1]struct{}{}[unsafe.Offsetof(AttentionPrefillArgs{}.Out)-48]
+	_ = [1]struct{}{}[unsafe.Offsetof(AttentionPrefillArgs{}.T)-56]
+	_ = [1]struct{}{}[unsafe.Offsetof(AttentionPrefillArgs{}.N)-60]
+	_ = [1]struct{}{}[unsafe.Offsetof(AttentionPrefillArgs{}.Nh)-64]
+	_ = [1]struct{}{}[unsafe.Offsetof(AttentionPrefillArgs{}.Nkv)-68]
+	_ = [1]struct{}{}[unsafe.Offsetof(AttentionPrefillArgs{}.Hd)-72]
+	_ = [1]struct{}{}[unsafe.Offsetof(AttentionPrefillArgs{}.Scale)-76]
 )
 
 /*
@@ -62,13 +67,15 @@ func (a *AttentionPrefillArgs) Bytes() []byte {
 	binary.LittleEndian.PutUint64(b[0:], a.Q)
 	binary.LittleEndian.PutUint64(b[8:], a.K)
 	binary.LittleEndian.PutUint64(b[16:], a.V)
-	binary.LittleEndian.PutUint64(b[24:], a.Gate)
-	binary.LittleEndian.PutUint64(b[32:], a.Out)
-	binary.LittleEndian.PutUint32(b[40:], uint32(a.T))
-	binary.LittleEndian.PutUint32(b[44:], uint32(a.N))
-	binary.LittleEndian.PutUint32(b[48:], uint32(a.Nh))
-	binary.LittleEndian.PutUint32(b[52:], uint32(a.Nkv))
-	binary.LittleEndian.PutUint32(b[56:], uint32(a.Hd))
-	binary.LittleEndian.PutUint32(b[60:], math.Float32bits(a.Scale))
+	binary.LittleEndian.PutUint64(b[24:], a.Ks)
+	binary.LittleEndian.PutUint64(b[32:], a.Vs)
+	binary.LittleEndian.PutUint64(b[40:], a.Gate)
+	binary.LittleEndian.PutUint64(b[48:], a.Out)
+	binary.LittleEndian.PutUint32(b[56:], uint32(a.T))
+	binary.LittleEndian.PutUint32(b[60:], uint32(a.N))
+	binary.LittleEndian.PutUint32(b[64:], uint32(a.Nh))
+	binary.LittleEndian.PutUint32(b[68:], uint32(a.Nkv))
+	binary.LittleEndian.PutUint32(b[72:], uint32(a.Hd))
+	binary.LittleEndian.PutUint32(b[76:], math.Float32bits(a.Scale))
 	return b
 }

@@ -28,6 +28,9 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "f16",
 		Symbol: "strata_attention_prefill_f16",
+	}, {
+		Name:   "q8",
+		Symbol: "strata_attention_prefill_q8",
 	}},
 	Vendor: "amd",
 }, {
@@ -301,6 +304,9 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "f16",
 		Symbol: "strata_attention_prefill_f16",
+	}, {
+		Name:   "q8",
+		Symbol: "strata_attention_prefill_q8",
 	}},
 	Vendor: "amd",
 }, {
@@ -601,6 +607,9 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "f16",
 		Symbol: "strata_attention_prefill_f16",
+	}, {
+		Name:   "q8",
+		Symbol: "strata_attention_prefill_q8",
 	}},
 	Vendor: "amd",
 }, {
@@ -901,6 +910,9 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "f16",
 		Symbol: "strata_attention_prefill_f16",
+	}, {
+		Name:   "q8",
+		Symbol: "strata_attention_prefill_q8",
 	}},
 	Vendor: "amd",
 }, {
@@ -1201,6 +1213,9 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "f16",
 		Symbol: "strata_attention_prefill_f16",
+	}, {
+		Name:   "q8",
+		Symbol: "strata_attention_prefill_q8",
 	}},
 	Vendor: "amd",
 }, {
@@ -1501,6 +1516,9 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "f16",
 		Symbol: "strata_attention_prefill_f16",
+	}, {
+		Name:   "q8",
+		Symbol: "strata_attention_prefill_q8",
 	}},
 	Vendor: "amd",
 }, {
@@ -1801,6 +1819,9 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "f16",
 		Symbol: "strata_attention_prefill_f16",
+	}, {
+		Name:   "q8",
+		Symbol: "strata_attention_prefill_q8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -2149,6 +2170,9 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "f16",
 		Symbol: "strata_attention_prefill_f16",
+	}, {
+		Name:   "q8",
+		Symbol: "strata_attention_prefill_q8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -2497,6 +2521,9 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "f16",
 		Symbol: "strata_attention_prefill_f16",
+	}, {
+		Name:   "q8",
+		Symbol: "strata_attention_prefill_q8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -2845,6 +2872,9 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "f16",
 		Symbol: "strata_attention_prefill_f16",
+	}, {
+		Name:   "q8",
+		Symbol: "strata_attention_prefill_q8",
 	}},
 	Vendor: "nvidia",
 }, {
