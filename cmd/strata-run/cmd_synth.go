@@ -5,20 +5,15 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
-	"time"
 
-	"github.com/strata-hip/strata/model/gpu/synth"
-	"github.com/strata-hip/strata/quant"
+	"github.com/strata-hip/strata/model/convert"
 )
 
-// strata-run synth: a GGUF with random weights at an architecture shape, its router
-// skewed so expert popularity follows Zipf(s) (see package model/gpu/synth).
 func init() {
 	register(subcommand{
 		name:  "synth",
-		usage: "-o OUT.gguf [--preset NAME] [--type T] [--layers N ...]  write a random-weight model at a given shape (Zipf-skewed router)",
+		usage: "-o OUT.gguf [--layers N] [--type q4_k|q8_0|...] [--ple-rows N] [--zipf S]: a Qwen3.8-Flash-Next-shaped model with random weights, for benchmarks",
 		run:   runSynth,
 	})
 }
@@ -26,64 +21,65 @@ func init() {
 func runSynth(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("synth", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var names []string
-	for n := range synth.Presets {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	out := fs.String("o", "", "output GGUF file")
-	preset := fs.String("preset", "tiny", "shape to start from: "+strings.Join(names, ", "))
-	typ := fs.String("type", "q8_0", "expert weight type (ggml name: q8_0, q2_0, q4_K, q6_K, iq2_xs, iq3_xxs, iq3_s, f16, bf16)")
-	dense := fs.String("dense-type", "q8_0", "attention, embedding and output-head type: q8_0, f16 or bf16")
-	zipf := fs.Float64("zipf", 1, "Zipf exponent s of expert popularity")
-	seed := fs.Uint64("seed", 1, "random seed")
-	fields := []string{"layers", "embd", "heads", "heads-kv", "head-dim", "experts", "experts-used", "expert-ff", "vocab", "ctx"}
-	vals := make([]int, len(fields))
-	for i, n := range fields {
-		fs.IntVar(&vals[i], n, 0, n+" (0: the preset's)")
-	}
+	out := fs.String("o", "", "output GGUF path (required)")
+	layers := fs.Int("layers", 0, "decoder layers (0: the config's, 48 for Flash-Next); one MTP block is added")
+	typ := fs.String("type", "q4_k", "weight type of the matrices: f32, f16, bf16, q8_0, q4_k, q6_k (rows a type cannot block fall back to q8_0; 1-D tensors, routers and conv stay f32)")
+	pleRows := fs.Int64("ple-rows", 0, "approximate rows of the PLE n-gram table (0: the config's, 320,001,536 for Flash-Next)")
+	zipf := fs.Float64("zipf", 1.0, "router skew: expert usage ∝ (rank+1)^-S at every layer (0: even)")
+	seed := fs.Uint64("seed", 1, "seed of the random weights")
+	cfgPath := fs.String("config", "", "a qwen4_exp config.json to take the shapes from (default: the real Flash-Next text config)")
+	tok := fs.String("tokenizer", "", "tokenizer.json to embed (optional; needed only for text generation)")
+	split := fs.Float64("split-max-size", 0, "write shards of at most this many GB of tensor data (0: one file)")
+	verbose := fs.Bool("v", false, "list every tensor as it is written")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: synth: unexpected argument %q", errUsage, fs.Arg(0))
+	if *out == "" || fs.NArg() > 0 {
+		return fmt.Errorf("%w: synth needs -o OUT.gguf and no positional arguments", errUsage)
 	}
-	if *out == "" {
-		return fmt.Errorf("%w: synth: -o OUT.gguf is required", errUsage)
-	}
-	sh, ok := synth.Presets[*preset]
+	qt, ok := convert.OutputTypes[strings.ToLower(*typ)]
 	if !ok {
-		return fmt.Errorf("%w: synth: unknown --preset %q (have %s)", errUsage, *preset, strings.Join(names, ", "))
+		return fmt.Errorf("%w: --type %q is not one of f32, f16, bf16, q8_0, q4_k, q6_k", errUsage, *typ)
 	}
-	targets := []*int{&sh.Layers, &sh.Embd, &sh.Heads, &sh.HeadsKV, &sh.HeadDim, &sh.Experts, &sh.ExpertsUsed, &sh.ExpertFF, &sh.Vocab, &sh.CtxLen}
-	for i, v := range vals {
-		if v < 0 {
-			return fmt.Errorf("%w: synth: --%s %d must not be negative", errUsage, fields[i], v)
+	if *layers < 0 || *pleRows < 0 || *zipf < 0 {
+		return fmt.Errorf("%w: --layers, --ple-rows and --zipf must not be negative", errUsage)
+	}
+	opt := convert.SynthOptions{Layers: *layers, PLERows: *pleRows, Zipf: *zipf, Seed: *seed}
+	if *cfgPath != "" {
+		b, err := os.ReadFile(*cfgPath)
+		if err != nil {
+			return fmt.Errorf("synth: %w", err)
 		}
-		if v > 0 {
-			*targets[i] = v
-		}
+		opt.ConfigJSON = b
 	}
-	et, err := quant.ParseType(*typ)
-	if err != nil {
-		return fmt.Errorf("%w: synth: --type: %v", errUsage, err)
-	}
-	dt, err := quant.ParseType(*dense)
-	if err != nil {
-		return fmt.Errorf("%w: synth: --dense-type: %v", errUsage, err)
-	}
-	if !(*zipf > 0 && *zipf < 10) {
-		return fmt.Errorf("%w: synth: --zipf %g must be in (0, 10)", errUsage, *zipf)
-	}
-	t0 := time.Now()
-	if err := synth.Write(*out, sh, synth.Options{ExpertType: et, DenseType: dt, ZipfS: *zipf, Seed: *seed}); err != nil {
-		return err
-	}
-	st, err := os.Stat(*out)
+	p, err := convert.Synth(opt)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s: %s, %d layers, %d experts (top %d), hidden %d, expert width %d, experts %s, dense %s, Zipf s=%g, seed %d; %.2f GB in %.1fs\n",
-		*out, sh.Arch, sh.Layers, sh.Experts, sh.ExpertsUsed, sh.Embd, sh.ExpertFF, et, dt, *zipf, *seed, float64(st.Size())/1e9, time.Since(t0).Seconds())
+	if *tok != "" {
+		if err := p.AddTokenizer(*tok); err != nil {
+			return err
+		}
+	}
+	var progress io.Writer
+	if *verbose {
+		progress = stderr
+	}
+	if *split > 0 {
+		return convertSplit(p, *out, qt, *split, progress, stdout, stderr)
+	}
+	tmp := *out + ".part"
+	if err := p.WriteGGUF(tmp, qt, progress); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, *out); err != nil {
+		return fmt.Errorf("synth: %w", err)
+	}
+	for _, n := range p.Notes {
+		fmt.Fprintln(stderr, "note:", n)
+	}
+	st, _ := os.Stat(*out)
+	fmt.Fprintf(stdout, "wrote %s: %s, %d tensors, %s, %.1f MB\n", *out, p.Arch, len(p.Tensors), strings.ToUpper(*typ), float64(st.Size())/1e6)
 	return nil
 }
