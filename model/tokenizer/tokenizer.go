@@ -135,7 +135,7 @@ func (t *Tokenizer) Data() Data {
 // VocabSize returns the number of token ids (the length of Data().Tokens).
 func (t *Tokenizer) VocabSize() int { return len(t.data.Tokens) }
 
-// BOS, EOS and PAD return the special ids, -1 when absent.
+// BOS returns the beginning-of-sequence id, -1 when absent (Qwen has none).
 func (t *Tokenizer) BOS() int32 { return t.data.BOS }
 
 // EOS returns the end-of-sequence id, -1 when absent.
