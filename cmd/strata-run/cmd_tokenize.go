@@ -26,10 +26,10 @@ func init() {
 func runTokenize(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	path := fs.String("tokenizer", "", "tokenizer: a .gguf model, tokenizer.json or tokenizer.json.gz (tokenizer_config.json beside it is read too)")
-	cases := fs.String("cases", "", "check every case of this JSON-lines file and print `N passed, M failed`")
+	path := fs.String("tokenizer", "", "the tokenizer: a .gguf model, or a tokenizer.json or tokenizer.json.gz (a tokenizer_config.json beside it is read too) at `PATH`")
+	cases := fs.String("cases", "", "check every case of the JSON-lines `FILE` and print \"N passed, M failed\" with the first differences")
 	special := fs.Bool("special", true, "parse control tokens such as <|im_start|> written in TEXT")
-	decode := fs.String("decode", "", "decode these token ids (separated by spaces or commas) instead of encoding")
+	decode := fs.String("decode", "", "decode these token `IDS` (separated by spaces or commas) instead of encoding")
 	show := fs.Int("show", 5, "with --cases: how many failing cases to describe")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: strata-run tokenize --tokenizer PATH [--cases FILE.jsonl | --decode \"ID ...\" | TEXT ...]")
