@@ -45,6 +45,9 @@ func TestGGUFRoundTrip(t *testing.T) {
 			t.Errorf("line %d (%q): %+v", c.Line, clip(c.Text), m[0])
 		}
 	}
+	if tok.Type(151700) != TypeUnused || tok.Type(151644) != TypeControl || tok.Type(151667) != TypeUserDefined || tok.Type(9707) != TypeNormal || tok.Type(-1) != TypeUnused {
+		t.Errorf("Type: %d %d %d %d", tok.Type(151700), tok.Type(151644), tok.Type(151667), tok.Type(9707))
+	}
 	// A padding row decodes to nothing, and is never produced by Encode.
 	if s, err := tok.Decode([]int32{151700}); err != nil || s != "" {
 		t.Errorf("Decode(padding row) = %q, %v; want empty", s, err)

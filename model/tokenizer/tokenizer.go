@@ -154,6 +154,15 @@ func (t *Tokenizer) TokenID(text string) (int32, bool) {
 	return 0, false
 }
 
+// Type returns the type of token id; ids outside the vocabulary are TypeUnused. A sampler
+// can mask TypeUnused ids (padding rows such as "[PAD151669]"), which decode to nothing.
+func (t *Tokenizer) Type(id int32) TokenType {
+	if id < 0 || int(id) >= len(t.data.Tokens) {
+		return TypeUnused
+	}
+	return t.data.typeOf(int(id))
+}
+
 // IsControl reports whether id is a control token (such as <|im_end|> or <|endoftext|>).
 func (t *Tokenizer) IsControl(id int32) bool {
 	return id >= 0 && int(id) < len(t.data.Tokens) && t.data.typeOf(int(id)) == TypeControl
