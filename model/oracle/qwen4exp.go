@@ -46,9 +46,6 @@ const selectionTieGap = 1e-5
 // and the MTP head.
 func checkQwen4Exp(m *model.Model, dir string, b Bounds, f *File, w io.Writer) (Result, error) {
 	c := &checker{w: w}
-	if b.Quantized {
-		return c.res, fmt.Errorf("oracle: no quantized bound is declared for %s yet; check an F32, F16 or BF16 model", model.ArchQwen4Exp)
-	}
 	raw, err := os.ReadFile(filepath.Join(dir, "oracle.json"))
 	if err != nil {
 		return c.res, fmt.Errorf("oracle: %w", err)
@@ -62,7 +59,11 @@ func checkQwen4Exp(m *model.Model, dir string, b Bounds, f *File, w io.Writer) (
 	H, V, L := m.Cfg.Embd, m.Vocab, m.Cfg.Layers
 	HC := m.Streams()
 	HH := HC * H
-	fmt.Fprintf(w, "bounds for %s: hidden states, block io, injection weights, PLE and MTP outputs max-rel %.0e; logits %.0e of range; router, indexer selections, PLE row ids and greedy ids exact (%s)\n", b.Type, b.LayerRel, b.LogitRange, b.Why)
+	if b.Quantized {
+		fmt.Fprintf(w, "bounds for %s: stored tensors NMSE %.0e, logits NMSE %.0e on positions before the first router or indexer flip; PLE row ids exact; router, selections and greedy ids reported (%s)\n", b.Type, b.LayerNMSE, b.LogitNMSE, b.Why)
+	} else {
+		fmt.Fprintf(w, "bounds for %s: hidden states, block io, injection weights, PLE and MTP outputs max-rel %.0e; logits %.0e of range; router, indexer selections, PLE row ids and greedy ids exact (%s)\n", b.Type, b.LayerRel, b.LogitRange, b.Why)
+	}
 	for pi, p := range f.Prompts {
 		x := extra.Prompts[pi]
 		T := len(p.IDs)
@@ -111,16 +112,19 @@ func checkQwen4Exp(m *model.Model, dir string, b Bounds, f *File, w io.Writer) (
 			return c.res, err
 		}
 
-		// Discrete choices first: they explain any numeric failure below.
-		flips := 0
+		// Discrete choices first: they explain any numeric failure below. lim is the first
+		// position where a router or indexer choice differs (quantized weights compare
+		// smoothly only before it).
+		flips, lim := 0, T
 		for l := 0; l < L && l < len(p.Router.Experts); l++ {
 			for t := 0; t < T; t++ {
 				if t >= len(p.Router.Experts[l]) || !sameSet(tr.Experts[l][t], p.Router.Experts[l][t]) {
 					flips++
+					lim = min(lim, t)
 				}
 			}
 		}
-		c.report(flips == 0 && len(p.Router.Experts) == L, "%s: router top-%d choices at every layer and position: %d differ", p.Name, m.Cfg.ExpertsUsed, flips)
+		c.discrete(b, flips == 0 && len(p.Router.Experts) == L, "%s: router top-%d choices at every layer and position: %d differ", p.Name, m.Cfg.ExpertsUsed, flips)
 		layerIDs := make([]int, 0, len(x.Selected))
 		for k := range x.Selected {
 			li, err := strconv.Atoi(k)
@@ -137,7 +141,7 @@ func checkQwen4Exp(m *model.Model, dir string, b Bounds, f *File, w io.Writer) (
 				c.report(false, "%s: layer %d: the oracle has indexer selections, the model no QSA layer there", p.Name, li)
 				continue
 			}
-			c.selections(fmt.Sprintf("%s: layer %d indexer selections", p.Name, li), got, x.Selected[key], x.Gaps[key])
+			lim = min(lim, c.selections(b, fmt.Sprintf("%s: layer %d indexer selections", p.Name, li), got, x.Selected[key], x.Gaps[key]))
 		}
 		for k, want := range x.PLERows {
 			bad := 0
@@ -158,6 +162,10 @@ func checkQwen4Exp(m *model.Model, dir string, b Bounds, f *File, w io.Writer) (
 		}
 
 		hidden := func(what string, got, ref []float32, width int) {
+			if b.Quantized {
+				c.nmse(b.LayerNMSE, p.Name+": "+what, got, ref, width, lim, T)
+				return
+			}
 			rel, at := maxRel(got, ref)
 			c.report(rel <= b.LayerRel, "%s: %s: max rel error %.2e (bound %.0e) at [t=%d, %d]", p.Name, what, rel, b.LayerRel, at/width, at%width)
 		}
@@ -191,7 +199,7 @@ func checkQwen4Exp(m *model.Model, dir string, b Bounds, f *File, w io.Writer) (
 			}
 		}
 		hidden("final mixer output (lm_head input)", tr.FinalHidden, fh.Data, H)
-		tol := c.logits(p.Name, "", logits, T, V, last.Data, stride.Data, p.Top10, b)
+		tol := c.logits(p.Name, "", logits, T, V, last.Data, stride.Data, p.Top10, b, lim)
 
 		// MTP: cell t pairs the pre-mixer stacks of position t with mtp.input_ids[t].
 		if x.MTP != nil && m.HasMTP() {
@@ -212,29 +220,38 @@ func checkQwen4Exp(m *model.Model, dir string, b Bounds, f *File, w io.Writer) (
 			if err != nil {
 				return c.res, err
 			}
-			bad := 0
+			bad, mlim := 0, lim
 			for t := 0; t < T && t < len(mo.Router.Experts); t++ {
 				if !sameSet(mt.Experts[t], mo.Router.Experts[t]) {
 					bad++
+					mlim = min(mlim, t)
 				}
 			}
-			c.report(bad == 0 && len(mo.Router.Experts) == T, "%s: MTP router choices at every cell: %d differ", p.Name, bad)
+			c.discrete(b, bad == 0 && len(mo.Router.Experts) == T, "%s: MTP router choices at every cell: %d differ", p.Name, bad)
 			if mo.Selected != nil {
-				c.selections(p.Name+": MTP indexer selections", mt.Selected, mo.Selected, mo.Gaps)
+				mlim = min(mlim, c.selections(b, p.Name+": MTP indexer selections", mt.Selected, mo.Selected, mo.Gaps))
 			}
-			hidden("MTP mixer output", mt.FinalHidden, mfh.Data, H)
-			lo, hi := minMax(mlast.Data)
-			mtol := b.LogitRange * float64(hi-lo)
-			d, id := maxAbs(ml[(T-1)*V:], mlast.Data)
-			c.report(d <= mtol, "%s: MTP logits last cell, all ids: max |diff| %.2e (bound %.2e) at id %d", p.Name, d, mtol, id)
-			mism := 0
-			for t := 0; t < T && t < len(mo.Top10); t++ {
-				top := mo.Top10[t]
-				if top[0][1]-top[1][1] > 2*mtol && argmax(ml[t*V:(t+1)*V]) != int(top[0][0]) {
-					mism++
+			if b.Quantized {
+				c.nmse(b.LayerNMSE, p.Name+": MTP mixer output", mt.FinalHidden, mfh.Data, H, mlim, T)
+				if mlim == T {
+					e := nmse(ml[(T-1)*V:], mlast.Data)
+					c.report(e <= b.LogitNMSE, "%s: MTP logits last cell, all ids: NMSE %.2e (bound %.0e)", p.Name, e, b.LogitNMSE)
 				}
+			} else {
+				hidden("MTP mixer output", mt.FinalHidden, mfh.Data, H)
+				lo, hi := minMax(mlast.Data)
+				mtol := b.LogitRange * float64(hi-lo)
+				d, id := maxAbs(ml[(T-1)*V:], mlast.Data)
+				c.report(d <= mtol, "%s: MTP logits last cell, all ids: max |diff| %.2e (bound %.2e) at id %d", p.Name, d, mtol, id)
+				mism := 0
+				for t := 0; t < T && t < len(mo.Top10); t++ {
+					top := mo.Top10[t]
+					if top[0][1]-top[1][1] > 2*mtol && argmax(ml[t*V:(t+1)*V]) != int(top[0][0]) {
+						mism++
+					}
+				}
+				c.report(mism == 0, "%s: MTP argmax at every cell whose reference margin exceeds 2×bound: %d mismatches", p.Name, mism)
 			}
-			c.report(mism == 0, "%s: MTP argmax at every cell whose reference margin exceeds 2×bound: %d mismatches", p.Name, mism)
 		} else if x.MTP != nil {
 			c.report(false, "%s: the oracle has MTP results, the model no MTP head", p.Name)
 		}
@@ -257,6 +274,10 @@ func checkQwen4Exp(m *model.Model, dir string, b Bounds, f *File, w io.Writer) (
 				return c.res, err
 			}
 		}
+		if b.Quantized {
+			fmt.Fprintf(w, "info %s: greedy ids through the cache: got %v want %v (step logits max |diff| %.2e; not bounded)\n", p.Name, got, p.GreedyIDs, worstStep)
+			continue
+		}
 		c.report(eqIDs(got, p.GreedyIDs), "%s: greedy ids (prefill, then decode through the cache): got %v want %v", p.Name, got, p.GreedyIDs)
 		c.report(worstStep <= tol && worstLSE <= tol, "%s: greedy step logits (top-10 ids) max |diff| %.2e, logsumexp max |diff| %.2e (bound %.2e)", p.Name, worstStep, worstLSE, tol)
 	}
@@ -264,9 +285,30 @@ func checkQwen4Exp(m *model.Model, dir string, b Bounds, f *File, w io.Writer) (
 	return c.res, nil
 }
 
+// discrete reports an exact comparison of discrete choices; for quantized weights, whose
+// choices may legitimately flip, it is information only.
+func (c *checker) discrete(b Bounds, ok bool, format string, args ...any) {
+	if b.Quantized {
+		fmt.Fprintf(c.w, "info "+format+"\n", args...)
+		return
+	}
+	c.report(ok, format, args...)
+}
+
+// nmse reports ‖got−ref‖²/‖ref‖² over the first n of T rows (width values each).
+func (c *checker) nmse(bound float64, what string, got, ref []float32, width, n, T int) {
+	if n == 0 {
+		fmt.Fprintf(c.w, "info %s: no position precedes the first flip; not compared\n", what)
+		return
+	}
+	e := nmse(got[:n*width], ref[:n*width])
+	c.report(e <= bound, "%s: NMSE %.2e over %d of %d clean positions (bound %.0e)", what, e, n, T, bound)
+}
+
 // selections compares indexer selections exactly, skipping (and counting) queries whose
-// recorded boundary gap is below selectionTieGap.
-func (c *checker) selections(what string, got, want [][]int, gaps []*float64) {
+// recorded boundary gap is below selectionTieGap; it returns the first query that differs
+// (len(want) if none).
+func (c *checker) selections(b Bounds, what string, got, want [][]int, gaps []*float64) int {
 	bad, ambiguous, first := 0, 0, -1
 	for t := range want {
 		if t < len(gaps) && gaps[t] != nil && *gaps[t] < selectionTieGap {
@@ -284,12 +326,16 @@ func (c *checker) selections(what string, got, want [][]int, gaps []*float64) {
 	if first >= 0 && first < len(got) {
 		msg = fmt.Sprintf(" (first at t=%d: got %v want %v)", first, got[first], want[first])
 	}
-	c.report(bad == 0 && len(got) == len(want), "%s at %d queries: %d differ, %d ambiguous (gap < %.0e) not compared%s", what, len(want), bad, ambiguous, selectionTieGap, msg)
+	c.discrete(b, bad == 0 && len(got) == len(want), "%s at %d queries: %d differ, %d ambiguous (gap < %.0e) not compared%s", what, len(want), bad, ambiguous, selectionTieGap, msg)
+	if first < 0 {
+		return len(want)
+	}
+	return first
 }
 
 // logits checks the stride-16 logits of every position, the full last-position logits and
 // the argmax where the reference margin is clear; it returns the absolute tolerance.
-func (c *checker) logits(name, what string, logits []float32, T, V int, last, stride []float32, top10 [][][2]float64, b Bounds) float64 {
+func (c *checker) logits(name, what string, logits []float32, T, V int, last, stride []float32, top10 [][][2]float64, b Bounds, lim int) float64 {
 	S := (V + 15) / 16
 	sub := make([]float32, T*S)
 	for t := 0; t < T; t++ {
@@ -300,6 +346,14 @@ func (c *checker) logits(name, what string, logits []float32, T, V int, last, st
 	lo, hi := minMax(last)
 	rng := float64(hi - lo)
 	tol := b.LogitRange * rng
+	if b.Quantized {
+		c.nmse(b.LogitNMSE, name+": "+what+"logits ids 0,16,32,...", sub, stride, S, lim, T)
+		if lim == T {
+			e := nmse(logits[(T-1)*V:T*V], last)
+			c.report(e <= b.LogitNMSE, "%s: %slogits last position, all ids: NMSE %.2e (bound %.0e)", name, what, e, b.LogitNMSE)
+		}
+		return tol
+	}
 	d, at := maxAbs(sub, stride)
 	c.report(d <= tol, "%s: %slogits every position, ids 0,16,32,...: max |diff| %.2e (bound %.2e = %.0e of range %.2f) at [t=%d, id %d]", name, what, d, tol, b.LogitRange, rng, at/S, 16*(at%S))
 	d, id := maxAbs(logits[(T-1)*V:T*V], last)
@@ -322,4 +376,18 @@ func fileExists(dir, name string) bool {
 		}
 	}
 	return false
+}
+
+// Q8_0 for qwen4exp, declared from a measurement on tiny-qwen4exp (all three prompts,
+// positions before the first router or indexer flip): Q8_0 rounding is ≈ 2.5e-5 NMSE per
+// matrix product (see the qwen3moe entry); a qwen4exp layer chains about 20 products (two
+// hyper-connection reads of three products each, the mixer's four to six, the MoE's three
+// plus the shared expert's), and its DeltaNet layers amplify input errors 3-10× as
+// qwen3next's do. Measured: typical 2e-4 … 4e-3, worst 2.6e-2 (eos, layer 1 DeltaNet
+// output at the single clean position). Declared 1e-1 as for qwen3next: it still fails a
+// wrong decode, scale or layout by orders of magnitude (NMSE ≳ 1); the fine check of the
+// engine is the F32 one.
+func init() {
+	bounds["Q8_0/"+model.ArchQwen4Exp] = Bounds{Type: "Q8_0", Quantized: true, LayerNMSE: 1e-1, LogitNMSE: 1e-1,
+		Why: "Q8_0 rounding ≈ 2.5e-5 NMSE per product, ~20 products a layer, DeltaNet amplification 3-10×; measured worst 2.6e-2"}
 }
