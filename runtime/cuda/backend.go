@@ -171,7 +171,7 @@ func (b *backend) Open(ord int) (gpu.Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	arena, err := gpu.AllocAnon(arenaSize)
+	arena, err := gpu.NewLaunchArena(launchParamBufferPointer, launchParamBufferSize, launchParamEnd)
 	if err != nil {
 		return nil, err
 	}

@@ -20,17 +20,6 @@ const (
 	eventDefault          = 0x0
 )
 
-// The launch arena: one page outside the Go heap holding the extra array, the size
-// word and the packed argument block, so nothing the driver reads during the launch
-// call is Go memory. launchMu serialises its use.
-const (
-	arenaSize    = 4096
-	arenaExtra   = 0  // 5 pointer slots: {BUFFER_POINTER, &args, BUFFER_SIZE, &size, END}
-	arenaSizeOff = 48 // the size_t the BUFFER_SIZE entry points at
-	arenaArgs    = 64 // the argument block
-	maxArgs      = arenaSize - arenaArgs
-)
-
 // cuLaunchKernel extra keys (cuda.h): END is 0 here, unlike HIP's 3.
 const (
 	launchParamBufferPointer = 1
@@ -47,8 +36,7 @@ type device struct {
 	dev  int32
 	ctx  uintptr
 
-	launchMu sync.Mutex
-	arena    []byte
+	arena *gpu.LaunchArena // the launch's extra array and argument block
 
 	selftestOnce sync.Once
 	selftestMod  uintptr
@@ -85,7 +73,7 @@ func (d *device) Close() error {
 	if d.selftestMod != 0 {
 		_ = d.call("cuModuleUnload", "selftest", d.l.cuModuleUnload, d.selftestMod)
 	}
-	_ = gpu.FreeAnon(d.arena)
+	_ = d.arena.Free()
 	return d.b.release(d.info.Ordinal, d.dev)
 }
 
@@ -225,24 +213,13 @@ func (d *device) Function(m uintptr, symbol string) (uintptr, error) {
 	return f, d.l.check(r, "cuModuleGetFunction", symbol)
 }
 
-// Launch copies args into the arena and passes them through extra.
+// Launch packs args into the arena and passes them through extra.
 func (d *device) Launch(fn uintptr, grid, block gpu.Dim3, shmem uint32, stream uintptr, args []byte, symbol string) error {
-	if len(args) > maxArgs {
-		return fmt.Errorf("cuda: launch %s: %d bytes of arguments, at most %d", symbol, len(args), maxArgs)
+	extra, err := d.arena.Pack(args)
+	if err != nil {
+		return fmt.Errorf("cuda: launch %s: %w", symbol, err)
 	}
-	d.launchMu.Lock()
-	defer d.launchMu.Unlock()
-	base := uintptr(unsafe.Pointer(&d.arena[0]))
-	var extra uintptr
-	if len(args) > 0 {
-		copy(d.arena[arenaArgs:], args)
-		slots := unsafe.Slice((*uintptr)(unsafe.Pointer(&d.arena[arenaExtra])), 5)
-		*(*uintptr)(unsafe.Pointer(&d.arena[arenaSizeOff])) = uintptr(len(args))
-		slots[0], slots[1] = launchParamBufferPointer, base+arenaArgs
-		slots[2], slots[3] = launchParamBufferSize, base+arenaSizeOff
-		slots[4] = launchParamEnd
-		extra = base + arenaExtra
-	}
+	defer d.arena.Unlock()
 	return d.call("cuLaunchKernel", symbol, d.l.cuLaunchKernel, fn,
 		uintptr(grid.X), uintptr(grid.Y), uintptr(grid.Z), uintptr(block.X), uintptr(block.Y), uintptr(block.Z),
 		uintptr(shmem), stream, 0, extra)

@@ -3,7 +3,6 @@ package cuda
 import (
 	"runtime"
 	"testing"
-	"unsafe"
 
 	"github.com/ebitengine/purego"
 	"github.com/strata-hip/strata/runtime/gpu"
@@ -89,7 +88,7 @@ func BenchmarkLaunch(b *testing.B) {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		purego.SyscallN(drv.l.cuCtxSetCurrent, drv.ctx)
-		extra := rawExtra(drv, 40)
+		extra := rawExtra(b, drv, 40)
 		for i := 0; i < b.N; i++ {
 			r, _, _ := purego.SyscallN(drv.l.cuLaunchKernel, h, 1, 1, 1, 32, 1, 1, 0, sh, 0, extra)
 			if r != 0 {
@@ -165,7 +164,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		purego.SyscallN(drv.l.cuCtxSetCurrent, drv.ctx)
-		extra := rawExtra(drv, 40)
+		extra := rawExtra(b, drv, 40)
 		for i := 0; i < b.N; i++ {
 			if r, _, _ := purego.SyscallN(drv.l.cuLaunchKernel, h, 1, 1, 1, 32, 1, 1, 0, sh, 0, extra); r != 0 {
 				b.Fatalf("cuLaunchKernel: %d", r)
@@ -185,7 +184,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer drv.EventDestroy(e)
-		extra := rawExtra(drv, 40)
+		extra := rawExtra(b, drv, 40)
 		for i := 0; i < b.N; i++ {
 			purego.SyscallN(drv.l.cuLaunchKernel, h, 1, 1, 1, 32, 1, 1, 0, sh, 0, extra)
 			purego.SyscallN(drv.l.cuEventRecord, e, sh)
@@ -203,14 +202,13 @@ func BenchmarkRoundTrip(b *testing.B) {
 }
 
 // rawExtra fills the device's launch arena with an extra array for n zero bytes of
-// arguments and returns its address, for the raw-call benchmarks.
-func rawExtra(drv *device, n int) uintptr {
-	base := uintptr(unsafe.Pointer(&drv.arena[0]))
-	clear(drv.arena[arenaArgs : arenaArgs+n])
-	*(*uintptr)(unsafe.Pointer(&drv.arena[arenaSizeOff])) = uintptr(n)
-	slots := unsafe.Slice((*uintptr)(unsafe.Pointer(&drv.arena[arenaExtra])), 5)
-	slots[0], slots[1] = launchParamBufferPointer, base+arenaArgs
-	slots[2], slots[3] = launchParamBufferSize, base+arenaSizeOff
-	slots[4] = launchParamEnd
-	return base + arenaExtra
+// arguments and returns its address, for the raw-call benchmarks (which run alone, so
+// the arena is not held while they use it).
+func rawExtra(b *testing.B, drv *device, n int) uintptr {
+	extra, err := drv.arena.Pack(make([]byte, n))
+	if err != nil {
+		b.Fatal(err)
+	}
+	drv.arena.Unlock()
+	return extra
 }

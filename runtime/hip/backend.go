@@ -146,7 +146,7 @@ func (b *backend) Open(ord int) (gpu.Driver, error) {
 	if info.Err != "" {
 		return nil, fmt.Errorf("hip: device %d: %s", ord, info.Err)
 	}
-	arena, err := gpu.AllocAnon(arenaSize)
+	arena, err := gpu.NewLaunchArena(launchParamBufPtr, launchParamBufSize, launchParamEnd)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sync"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -24,12 +23,7 @@ const (
 	memcpyDeviceToDev  = 3
 	launchParamBufPtr  = 1
 	launchParamBufSize = 2
-	launchParamEnd     = 3 // HIP's terminator; CUDA's is 0
-	arenaSize          = 4096
-	arenaExtra         = 0  // exactly {1, &args, 2, &size, 3}: clr checks the slots
-	arenaSizeOff       = 48 // the size_t BUFFER_SIZE points at
-	arenaArgs          = 64
-	maxArgs            = arenaSize - arenaArgs
+	launchParamEnd     = 3 // HIP's terminator; CUDA's is 0. clr checks all five slots.
 )
 
 // device is one opened HIP device. The current device and the last error are per OS
@@ -39,8 +33,7 @@ type device struct {
 	info gpu.DeviceInfo
 	ord  int
 
-	launchMu sync.Mutex
-	arena    []byte
+	arena *gpu.LaunchArena // the launch's extra array and argument block
 }
 
 func (d *device) bind() (func(), error) {
@@ -64,7 +57,7 @@ func (d *device) call(name, object string, fn uintptr, args ...uintptr) error {
 }
 
 func (d *device) Info() gpu.DeviceInfo { return d.info }
-func (d *device) Close() error         { return gpu.FreeAnon(d.arena) }
+func (d *device) Close() error         { return d.arena.Free() }
 
 func (d *device) MemInfo() (free, total uint64, err error) {
 	unlock, err := d.bind()
@@ -205,26 +198,15 @@ func (d *device) Function(m uintptr, symbol string) (uintptr, error) {
 	return f, d.l.check(r, "hipModuleGetFunction", symbol)
 }
 
-// Launch copies args into the arena and passes them through extra. HIP requires the
+// Launch packs args into the arena and passes them through extra. HIP requires the
 // five slots in exactly this order and rejects extra with a zero size, so a kernel
-// without arguments gets neither params nor extra.
+// without arguments gets neither params nor extra (the arena gives 0).
 func (d *device) Launch(fn uintptr, grid, block gpu.Dim3, shmem uint32, stream uintptr, args []byte, symbol string) error {
-	if len(args) > maxArgs {
-		return fmt.Errorf("hip: launch %s: %d bytes of arguments, at most %d", symbol, len(args), maxArgs)
+	extra, err := d.arena.Pack(args)
+	if err != nil {
+		return fmt.Errorf("hip: launch %s: %w", symbol, err)
 	}
-	d.launchMu.Lock()
-	defer d.launchMu.Unlock()
-	base := uintptr(unsafe.Pointer(&d.arena[0]))
-	var extra uintptr
-	if len(args) > 0 {
-		copy(d.arena[arenaArgs:], args)
-		*(*uintptr)(unsafe.Pointer(&d.arena[arenaSizeOff])) = uintptr(len(args))
-		slots := unsafe.Slice((*uintptr)(unsafe.Pointer(&d.arena[arenaExtra])), 5)
-		slots[0], slots[1] = launchParamBufPtr, base+arenaArgs
-		slots[2], slots[3] = launchParamBufSize, base+arenaSizeOff
-		slots[4] = launchParamEnd
-		extra = base + arenaExtra
-	}
+	defer d.arena.Unlock()
 	return d.call("hipModuleLaunchKernel", symbol, d.l.hipModuleLaunchKernel, fn,
 		uintptr(grid.X), uintptr(grid.Y), uintptr(grid.Z), uintptr(block.X), uintptr(block.Y), uintptr(block.Z),
 		uintptr(shmem), stream, 0, extra)
