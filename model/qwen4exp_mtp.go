@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"runtime/debug"
 )
 
 // MTPTrace receives the MTP layer's values for the cells of one MTPForward call:
@@ -36,6 +37,8 @@ func (s *State) MTPPos() int {
 // x_{t+2}. R holds len(next) stacks. It returns the logits (all cells, or the last only)
 // and the MTP layer's pre-mixer output stacks.
 func (s *State) MTPForward(R []float32, next []int32, all bool, tr *MTPTrace) (logits, stacks []float32, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer s.q4Guard(&err)
 	m := s.m
 	if m.q4 == nil || m.q4.mtp == nil {
 		return nil, nil, fmt.Errorf("model: %s has no MTP head", m.src.Path())
