@@ -152,5 +152,8 @@ func (m *Model) MatrixType() string {
 	if len(m.layers) > 0 && m.layers[0].gateExps != nil {
 		return m.layers[0].gateExps.Type
 	}
+	if m.q4 != nil && len(m.q4.layers) > 0 && m.q4.layers[0].moe.gateExps != nil {
+		return m.q4.layers[0].moe.gateExps.Type
+	}
 	return m.tokEmbd.Type
 }
