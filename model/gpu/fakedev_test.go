@@ -19,6 +19,12 @@ type fakeDriver struct {
 	copies     []fakeCopy
 	records    int // events recorded
 	waits      int // stream waits on events
+	arch       string
+	host       [][]byte // pinned host allocations
+	launches   map[string]int
+	// onD2H, when set, fills device-to-host copies (the engine's windows) instead of
+	// leaving them untouched.
+	onD2H func(dst []byte)
 }
 
 type fakeCopy struct {
@@ -27,12 +33,20 @@ type fakeCopy struct {
 }
 
 func newFakeDevice(phys uint64) (*rt.Device, *fakeDriver) {
-	f := &fakeDriver{phys: phys, next: 1 << 20, live: map[rt.DevPtr]uint64{}}
+	return newFakeDeviceArch(phys, "")
+}
+
+func newFakeDeviceArch(phys uint64, arch string) (*rt.Device, *fakeDriver) {
+	f := &fakeDriver{phys: phys, next: 1 << 20, live: map[rt.DevPtr]uint64{}, arch: arch}
 	return rt.NewDevice(f), f
 }
 
 func (f *fakeDriver) Info() rt.DeviceInfo {
-	return rt.DeviceInfo{Backend: "fake", Name: "Fake", Arch: "fk_1", TotalMem: f.phys}
+	arch := f.arch
+	if arch == "" {
+		arch = "fk_1"
+	}
+	return rt.DeviceInfo{Backend: "fake", Name: "Fake", Arch: arch, TotalMem: f.phys}
 }
 func (f *fakeDriver) Close() error                     { return nil }
 func (f *fakeDriver) MemInfo() (uint64, uint64, error) { return f.phys - f.used, f.phys, nil }
@@ -59,7 +73,18 @@ func (f *fakeDriver) Free(p rt.DevPtr) error {
 }
 func (f *fakeDriver) Upload(rt.DevPtr, []byte) error   { return nil }
 func (f *fakeDriver) Download([]byte, rt.DevPtr) error { return nil }
-func (f *fakeDriver) CopyAsync(_ rt.CopyKind, dst, src, n, s uintptr) error {
+func (f *fakeDriver) CopyAsync(kind rt.CopyKind, dst, src, n, s uintptr) error {
+	if kind == rt.DeviceToHost {
+		if f.onD2H != nil {
+			for _, m := range f.host {
+				base := uintptr(unsafe.Pointer(unsafe.SliceData(m)))
+				if dst >= base && dst+n <= base+uintptr(len(m)) {
+					f.onD2H(m[dst-base : dst-base+n])
+				}
+			}
+		}
+		return nil
+	}
 	f.copies = append(f.copies, fakeCopy{dst, src, n, s})
 	return nil
 }
@@ -69,6 +94,7 @@ func (f *fakeDriver) HostAlloc(n uintptr, mapped bool) (unsafe.Pointer, error) {
 	if err != nil {
 		return nil, err
 	}
+	f.host = append(f.host, mem)
 	return unsafe.Pointer(&mem[0]), nil
 }
 func (f *fakeDriver) HostFree(unsafe.Pointer) error                    { return nil }
@@ -81,7 +107,11 @@ func (f *fakeDriver) FillWords(rt.DevPtr, int, uint32) error     { return fmt.Er
 func (f *fakeDriver) LoadModule([]byte, string) (uintptr, error) { return 1, nil }
 func (f *fakeDriver) UnloadModule(uintptr) error                 { return nil }
 func (f *fakeDriver) Function(uintptr, string) (uintptr, error)  { return 2, nil }
-func (f *fakeDriver) Launch(uintptr, rt.Dim3, rt.Dim3, uint32, uintptr, []byte, string) error {
+func (f *fakeDriver) Launch(_ uintptr, _, _ rt.Dim3, _ uint32, _ uintptr, _ []byte, sym string) error {
+	if f.launches == nil {
+		f.launches = map[string]int{}
+	}
+	f.launches[sym]++
 	return nil
 }
 func (f *fakeDriver) StreamCreate() (uintptr, error)                 { return 3, nil }

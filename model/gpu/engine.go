@@ -1,0 +1,586 @@
+// Package gpu is Strata's GPU engine for qwen3moe decode: dense weights (attention,
+// routers, norms, the output head) live in VRAM; every expert lives in pinned host memory
+// and the hottest ones in a VRAM slot cache (cache.go), sized last by the memory plan
+// (plan.go) from what the budget leaves; misses are copied in groups tracked by one event
+// each (copier.go). It launches the generated kernels through runtime/gpu.
+//
+// One token runs as: per layer, rmsnorm (+ residual, fused Q8_1) → q/k/v mmvq → q/k
+// head norms → RoPE → KV append → attention_decode split + reduce → Q8_1 → output mmvq →
+// rmsnorm + residual → router mmvq → moe_decode phase 0 (top-k) → the selected ids come
+// back to the host, which looks them up in the cache, copies the misses and updates the
+// layer's slot tables → moe_decode phases 1 and 2. Two things go through the host per
+// layer, each a stream synchronisation: the expert ids (the cache lives on the host), and
+// the new key and value, converted to f16 for the cache on the host because no kernel
+// family writes f32 → f16 into the KV cache yet (a "kv_store" family would remove that
+// round trip). The embedding row is gathered on the host (it is one row per token and
+// keeps the table out of VRAM). Prompt tokens go through the same decode path one at a
+// time: the prefill families (mmq, moe_prefill) are not used yet.
+package gpu
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/strata-hip/strata/kernels/abi"
+	"github.com/strata-hip/strata/model"
+	"github.com/strata-hip/strata/quant"
+	rt "github.com/strata-hip/strata/runtime/gpu"
+)
+
+// Options configure the engine.
+type Options struct {
+	CODir     string   // code objects (`just co` output, build/co)
+	Ctx       int      // tokens of context the KV cache holds
+	Budget    uint64   // VRAM bytes the engine may use; 0: the device's free memory
+	Reserve   uint64   // overrides DefaultReserve when nonzero
+	Policy    string   // "decayed" (default) or "lru"
+	Profile   *Profile // seeds the decayed policy
+	Group     int      // expert copies per completion event (0: DefaultGroup)
+	Decay     float64  // decayed policy: per-step decay (0: 0.98)
+	Rerank    int      // decayed policy: steps between re-rankings (0: 8)
+	Progress  io.Writer
+	MaxExpert int // testing: cap the cache at this many slots (0: what the plan gives)
+}
+
+// Engine is a model loaded on one device.
+type Engine struct {
+	dev   *rt.Device
+	cfg   model.Config
+	vocab int
+	src   model.Source
+	ks    *kernelSet
+	plan  *Plan
+	mem   *Memory
+	emb   *model.Tensor
+
+	layers []gLayer
+	head   dmat
+	outNrm rt.DevPtr
+
+	expType quant.Type
+	slot    slotOffsets
+	hostExp *rt.HostBuffer // every expert, [layer][expert] slots of slot.total bytes
+	staging *rt.HostBuffer // small host windows (see stage*)
+	compute *rt.Stream
+	copier  *Copier
+	cache   *Cache
+	decayed *Decayed
+	dirty   []bool // layer's device slot table differs from the host mirror
+	fns     map[string]*rt.Func
+	pos     int
+	stats   Stats
+	fault   error
+	kvd, qd int
+	ctx     int
+}
+
+// dmat is a dense matrix in VRAM.
+type dmat struct {
+	ptr     rt.DevPtr
+	variant string
+	rows, k int
+}
+
+type gLayer struct {
+	attnNorm, ffnNorm, qNorm, kNorm rt.DevPtr
+	wq, wk, wv, wo, router          dmat
+	kv                              rt.DevPtr // K cache then V cache, ctx·kvd f16 each
+}
+
+// Stats are cumulative counters since load (or the last ResetStats).
+type Stats struct {
+	Tokens      int
+	Hits        int64
+	Misses      int64
+	CopiedBytes int64
+	CopyMs      float64 // device time of the copy batches (first copy to last group event)
+	Wall        time.Duration
+	Groups      int64
+}
+
+func tensorType(t *model.Tensor) (quant.Type, error) {
+	for _, in := range quant.Types() {
+		if strings.EqualFold(in.Name, t.Type) {
+			return in.Type, nil
+		}
+	}
+	return 0, fmt.Errorf("model/gpu: tensor %s has type %s, unknown to the GPU engine", t.Name, t.Type)
+}
+
+// Load validates the model with the CPU loader, plans VRAM, allocates, uploads the dense
+// weights, pins every expert in host memory and prepares the kernels.
+func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
+	m, err := model.Load(src) // the same validation the CPU engine applies
+	if err != nil {
+		return nil, err
+	}
+	c := m.Cfg
+	if c.Arch != model.ArchQwen3MoE {
+		return nil, fmt.Errorf("%w: the GPU engine runs %s; %s needs the gated_delta_net path, not wired yet (use --backend cpu)", ErrMissingKernel, model.ArchQwen3MoE, c.Arch)
+	}
+	if o.Ctx <= 0 || o.Ctx > c.CtxLen {
+		return nil, fmt.Errorf("model/gpu: context %d must be in 1..%d", o.Ctx, c.CtxLen)
+	}
+	switch c.HeadDim {
+	case 64, 128, 256:
+	default:
+		return nil, fmt.Errorf("%w: attention_decode handles head dimensions 64, 128 and 256, the model has %d", ErrMissingKernel, c.HeadDim)
+	}
+	if c.Heads > 8*c.HeadsKV {
+		return nil, fmt.Errorf("%w: attention_decode handles at most 8 query heads per KV head, the model has %d/%d", ErrMissingKernel, c.Heads, c.HeadsKV)
+	}
+	if c.Embd%32 != 0 || (c.Heads*c.HeadDim)%32 != 0 || c.ExpertFF%32 != 0 {
+		return nil, fmt.Errorf("%w: the Q8_1 kernels need hidden, attention and expert widths that are multiples of 32", ErrMissingKernel)
+	}
+	e = &Engine{dev: dev, cfg: c, vocab: m.Vocab, src: src, fns: map[string]*rt.Func{}}
+	partial := e
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, partial.Close())
+			e = nil
+		}
+	}()
+	prog := func(format string, args ...any) {
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, format, args...)
+		}
+	}
+	if e.ks, err = loadKernels(dev, o.CODir); err != nil {
+		return nil, err
+	}
+	shape, dense, err := e.shape()
+	if err != nil {
+		return nil, err
+	}
+	in, err := shape.PlanInput(o.Ctx)
+	if err != nil {
+		return nil, err
+	}
+	in.Reserve = o.Reserve
+	budget := o.Budget
+	if budget == 0 {
+		free, _, err := dev.MemInfo()
+		if err != nil {
+			return nil, err
+		}
+		budget = free
+	} else {
+		dev.SetBudget(budget + dev.Used())
+	}
+	if o.MaxExpert > 0 {
+		in.MaxSlots = max(in.MinSlots, min(in.MaxSlots, o.MaxExpert))
+	}
+	if e.plan, err = NewPlan(in, budget); err != nil {
+		return nil, err
+	}
+	prog("%s\n", e.plan)
+	if e.mem, err = e.plan.Allocate(dev); err != nil {
+		return nil, err
+	}
+	if err := e.upload(dense, prog); err != nil {
+		return nil, err
+	}
+	if err := e.pinExperts(prog); err != nil {
+		return nil, err
+	}
+	if err := e.prepare(o); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// shape lists the dense weights as they will sit in VRAM, with their sources.
+func (e *Engine) shape() (*Shape, []denseSrc, error) {
+	c := &e.cfg
+	s := &Shape{Cfg: *c, Vocab: e.vocab}
+	var dense []denseSrc
+	get := func(name string) (*model.Tensor, error) {
+		t, ok := e.src.Tensor(name)
+		if !ok {
+			return nil, fmt.Errorf("model/gpu: %s: tensor %s is missing", e.src.Path(), name)
+		}
+		return t, nil
+	}
+	addMat := func(name, alias string) error {
+		t, err := get(name)
+		if err != nil {
+			return err
+		}
+		qt, err := tensorType(t)
+		if err != nil {
+			return err
+		}
+		d := denseSrc{name: alias, t: t, typ: qt}
+		if qt == quant.F32 { // mmvq has no f32 variant: stored as f16 (documented deviation)
+			d.typ = quant.F16
+		}
+		if _, ok := typeVariant[d.typ]; !ok {
+			return fmt.Errorf("%w: mmvq has no variant for %s (tensor %s)", ErrMissingKernel, qt, name)
+		}
+		rb, err := d.typ.RowBytes(t.Cols())
+		if err != nil {
+			return err
+		}
+		d.bytes = uint64(rb) * uint64(t.Rows())
+		dense = append(dense, d)
+		s.Dense = append(s.Dense, Need{alias, KindWeights, d.bytes})
+		return nil
+	}
+	addVec := func(name string) error {
+		t, err := get(name)
+		if err != nil {
+			return err
+		}
+		d := denseSrc{name: name, t: t, typ: quant.F32, vec: true, bytes: 4 * uint64(t.Rows()*t.Cols())}
+		dense = append(dense, d)
+		s.Dense = append(s.Dense, Need{name, KindWeights, d.bytes})
+		return nil
+	}
+	head := "output.weight"
+	if _, ok := e.src.Tensor(head); !ok {
+		head = "token_embd.weight"
+	}
+	if err := addMat(head, "head"); err != nil {
+		return nil, nil, err
+	}
+	if err := addVec("output_norm.weight"); err != nil {
+		return nil, nil, err
+	}
+	for i := 0; i < c.Layers; i++ {
+		p := fmt.Sprintf("blk.%d.", i)
+		for _, n := range []string{"attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight", "ffn_gate_inp.weight"} {
+			if err := addMat(p+n, p+n); err != nil {
+				return nil, nil, err
+			}
+		}
+		for _, n := range []string{"attn_norm.weight", "ffn_norm.weight", "attn_q_norm.weight", "attn_k_norm.weight"} {
+			if err := addVec(p + n); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	g, err := get("blk.0.ffn_gate_exps.weight")
+	if err != nil {
+		return nil, nil, err
+	}
+	if e.expType, err = tensorType(g); err != nil {
+		return nil, nil, err
+	}
+	if _, ok := typeVariant[e.expType]; !ok || e.expType == quant.F16 || e.expType == quant.BF16 {
+		return nil, nil, fmt.Errorf("%w: moe_decode has no variant for %s experts (it takes Q8_0, Q2_0, Q4_K, Q6_K and the IQ types)", ErrMissingKernel, e.expType)
+	}
+	F, H := c.ExpertFF, c.Embd
+	rbH, err := e.expType.RowBytes(H)
+	if err != nil {
+		return nil, nil, err
+	}
+	rbF, err := e.expType.RowBytes(F)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.Expert = [3]uint64{uint64(F * rbH), uint64(F * rbH), uint64(H * rbF)}
+	e.slot = slotLayout(s.Expert)
+	emb, err := get("token_embd.weight")
+	if err != nil {
+		return nil, nil, err
+	}
+	e.emb = emb
+	return s, dense, nil
+}
+
+type denseSrc struct {
+	name  string
+	t     *model.Tensor
+	typ   quant.Type
+	vec   bool
+	bytes uint64
+}
+
+// upload copies the dense weights into their planned places.
+func (e *Engine) upload(dense []denseSrc, prog func(string, ...any)) error {
+	t0 := time.Now()
+	var total uint64
+	for _, d := range dense {
+		var b []byte
+		switch {
+		case d.vec:
+			b = f32Bytes(d.t.Float32s())
+		case d.typ == quant.F16 && d.t.Type == "F32":
+			v := d.t.Float32s()
+			b = make([]byte, 2*len(v))
+			for i, x := range v {
+				binary.LittleEndian.PutUint16(b[2*i:], quant.F32ToF16(x))
+			}
+		default:
+			b = d.t.Data
+		}
+		if uint64(len(b)) != d.bytes {
+			return fmt.Errorf("model/gpu: %s: %d bytes, planned %d", d.name, len(b), d.bytes)
+		}
+		if err := e.dev.Upload(e.mem.Ptr(d.name), b); err != nil {
+			return fmt.Errorf("model/gpu: uploading %s: %w", d.name, err)
+		}
+		total += d.bytes
+	}
+	prog("dense weights: %s uploaded in %.1fs\n", mib(total), time.Since(t0).Seconds())
+	c := &e.cfg
+	mat := func(name string, rows, k int) dmat {
+		var d denseSrc
+		for _, x := range dense {
+			if x.name == name {
+				d = x
+			}
+		}
+		return dmat{ptr: e.mem.Ptr(name), variant: typeVariant[d.typ], rows: rows, k: k}
+	}
+	e.qd, e.kvd = c.Heads*c.HeadDim, c.HeadsKV*c.HeadDim
+	e.head = mat("head", e.vocab, c.Embd)
+	e.outNrm = e.mem.Ptr("output_norm.weight")
+	e.layers = make([]gLayer, c.Layers)
+	for i := range e.layers {
+		p := fmt.Sprintf("blk.%d.", i)
+		e.layers[i] = gLayer{
+			attnNorm: e.mem.Ptr(p + "attn_norm.weight"), ffnNorm: e.mem.Ptr(p + "ffn_norm.weight"),
+			qNorm: e.mem.Ptr(p + "attn_q_norm.weight"), kNorm: e.mem.Ptr(p + "attn_k_norm.weight"),
+			wq: mat(p+"attn_q.weight", e.qd, c.Embd), wk: mat(p+"attn_k.weight", e.kvd, c.Embd),
+			wv: mat(p+"attn_v.weight", e.kvd, c.Embd), wo: mat(p+"attn_output.weight", c.Embd, e.qd),
+			router: mat(p+"ffn_gate_inp.weight", c.Experts, c.Embd),
+			kv:     e.mem.Ptr(fmt.Sprintf("blk.%d.kv", i)),
+		}
+	}
+	return nil
+}
+
+func f32Bytes(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+// pinExperts copies every expert into one pinned host buffer, slot-shaped.
+func (e *Engine) pinExperts(prog func(string, ...any)) error {
+	c := &e.cfg
+	n := uint64(c.Layers) * uint64(c.Experts) * e.slot.total
+	if n > math.MaxInt {
+		return fmt.Errorf("model/gpu: %d bytes of experts", n)
+	}
+	t0 := time.Now()
+	var err error
+	if e.hostExp, err = e.dev.HostAlloc(int(n), false); err != nil {
+		return fmt.Errorf("model/gpu: pinning %s of host memory for the experts: %w", mib(n), err)
+	}
+	dst := e.hostExp.Bytes()
+	F, H := c.ExpertFF, c.Embd
+	for l := 0; l < c.Layers; l++ {
+		p := fmt.Sprintf("blk.%d.", l)
+		var ts [3]*model.Tensor
+		for j, name := range []string{"ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"} {
+			t, ok := e.src.Tensor(p + name)
+			if !ok {
+				return fmt.Errorf("model/gpu: tensor %s%s is missing", p, name)
+			}
+			if tt, err := tensorType(t); err != nil || tt != e.expType {
+				return fmt.Errorf("%w: tensor %s%s is %s, the other experts %s; the GPU engine needs one expert type", ErrMissingKernel, p, name, t.Type, e.expType)
+			}
+			ts[j] = t
+		}
+		for x := 0; x < c.Experts; x++ {
+			base := (uint64(l)*uint64(c.Experts) + uint64(x)) * e.slot.total
+			sz := [3]int{F * ts[0].RowBytes, F * ts[1].RowBytes, H * ts[2].RowBytes}
+			offs := [3]uint64{e.slot.gate, e.slot.up, e.slot.down}
+			for j := 0; j < 3; j++ {
+				copy(dst[base+offs[j]:], ts[j].Data[x*sz[j]:(x+1)*sz[j]])
+			}
+		}
+		if l%8 == 7 || l == c.Layers-1 {
+			prog("\rpinning experts: %s / %s", mib(uint64(l+1)*uint64(c.Experts)*e.slot.total), mib(n))
+		}
+	}
+	prog(" in %.1fs\n", time.Since(t0).Seconds())
+	return nil
+}
+
+// staging layout: small windows in one pinned host buffer.
+type stageLayout struct{ x, pos, kvf, kvh, ids, tables, logits, size int }
+
+func (e *Engine) stage() stageLayout {
+	c := &e.cfg
+	var s stageLayout
+	off := 0
+	take := func(n int) int { o := off; off += (n + 255) &^ 255; return o }
+	s.x = take(4 * c.Embd)
+	s.pos = take(4)
+	s.kvf = take(4 * 2 * e.kvd)
+	s.kvh = take(2 * 2 * e.kvd)
+	s.ids = take(4 * c.ExpertsUsed)
+	s.tables = take(8 * 3 * c.Experts * c.Layers)
+	s.logits = take(4 * e.vocab)
+	s.size = off
+	return s
+}
+
+// prepare makes the streams, the cache, the staging windows and the kernel handles.
+func (e *Engine) prepare(o Options) error {
+	c := &e.cfg
+	var err error
+	if e.staging, err = e.dev.HostAlloc(e.stage().size, false); err != nil {
+		return err
+	}
+	if e.compute, err = e.dev.NewStream(); err != nil {
+		return err
+	}
+	if e.copier, err = NewCopier(e.dev, e.hostExp, o.Group); err != nil {
+		return err
+	}
+	switch o.Policy {
+	case "", "decayed":
+		decay, rerank := o.Decay, o.Rerank
+		if decay == 0 {
+			decay = 0.98
+		}
+		if rerank == 0 {
+			rerank = 8
+		}
+		var seed map[Key]float64
+		if o.Profile != nil {
+			seed = o.Profile.Count
+		}
+		e.decayed = NewDecayed(decay, rerank, seed)
+		e.cache = NewCache(e.plan.Slots, e.decayed)
+	case "lru":
+		e.cache = NewCache(e.plan.Slots, NewLRU())
+	default:
+		return fmt.Errorf("model/gpu: unknown cache policy %q (decayed or lru)", o.Policy)
+	}
+	e.dirty = make([]bool, c.Layers)
+	// Slot tables start all zero (nothing resident).
+	st := e.staging.Bytes()[e.stage().tables:]
+	clear(st[:8*3*c.Experts*c.Layers])
+	if err := e.dev.Upload(e.mem.Ptr(bufTables), st[:8*3*c.Experts*c.Layers]); err != nil {
+		return err
+	}
+	// RoPE frequencies exactly as the CPU engine computes them.
+	half := c.RopeDim / 2
+	freq := make([]float32, half)
+	for i := range freq {
+		freq[i] = float32(1 / math.Pow(c.RopeBase, float64(float32(2*i)/float32(c.RopeDim))))
+	}
+	if err := e.dev.Upload(e.mem.Ptr(bufFreq), f32Bytes(freq)); err != nil {
+		return err
+	}
+	for _, k := range []struct{ fam, variant string }{
+		{"rmsnorm", "f32"}, {"rmsnorm", "q81"}, {"rmsnorm", "addq81"}, {"rope", "neox"},
+		{"attention_decode", "split_f16"}, {"attention_decode", "reduce_f16"}, {"quantize_q8_1", "f32"},
+		{"moe_decode", typeVariant[e.expType]},
+	} {
+		f, err := e.ks.fn(k.fam, k.variant)
+		if err != nil {
+			return err
+		}
+		e.fns[k.fam+"/"+k.variant] = f
+	}
+	for _, l := range append([]gLayer{{wq: e.head}}, e.layers...) {
+		for _, d := range []dmat{l.wq, l.wk, l.wv, l.wo, l.router} {
+			if d.variant == "" {
+				continue
+			}
+			f, err := e.ks.fn("mmvq", d.variant)
+			if err != nil {
+				return err
+			}
+			e.fns["mmvq/"+d.variant] = f
+		}
+	}
+	e.ctx = o.Ctx
+	return nil
+}
+
+// Plan is the engine's memory plan.
+func (e *Engine) Plan() *Plan { return e.plan }
+
+// Config is the model's configuration.
+func (e *Engine) Config() model.Config { return e.cfg }
+
+// Vocab is the number of logits per token.
+func (e *Engine) Vocab() int { return e.vocab }
+
+// Stats returns the counters.
+func (e *Engine) Stats() Stats { return e.stats }
+
+// ResetStats zeroes the counters (the cache contents stay).
+func (e *Engine) ResetStats() { e.stats = Stats{} }
+
+// Pos is the number of tokens processed.
+func (e *Engine) Pos() int { return e.pos }
+
+// Reset starts a new sequence (the KV cache is overwritten from position 0; the expert
+// cache keeps its contents).
+func (e *Engine) Reset() { e.pos = 0 }
+
+// ExpertProfile returns the decayed use counts as a profile (nil for LRU).
+func (e *Engine) ExpertProfile() *Profile {
+	if e.decayed == nil {
+		return nil
+	}
+	return &Profile{Layers: e.cfg.Layers, Experts: e.cfg.Experts, Count: e.decayed.Scores()}
+}
+
+// Close releases everything on the device.
+func (e *Engine) Close() error {
+	var errs []error
+	if e.copier != nil {
+		errs = append(errs, e.copier.Close())
+	}
+	if e.compute != nil {
+		errs = append(errs, e.compute.Destroy())
+	}
+	if e.staging != nil {
+		errs = append(errs, e.staging.Free())
+	}
+	if e.hostExp != nil {
+		errs = append(errs, e.hostExp.Free())
+	}
+	if e.mem != nil {
+		errs = append(errs, e.mem.Free())
+	}
+	if e.ks != nil {
+		errs = append(errs, e.ks.close())
+	}
+	e.copier, e.compute, e.staging, e.hostExp, e.mem, e.ks = nil, nil, nil, nil, nil, nil
+	return errors.Join(errs...)
+}
+
+func blocks(n, per int) uint32 { return uint32((n + per - 1) / per) }
+
+func dim(x uint32) rt.Dim3 { return rt.Dim3{X: x, Y: 1, Z: 1} }
+
+func (e *Engine) launch(key string, grid rt.Dim3, threads int, args []byte) error {
+	f := e.fns[key]
+	if f == nil {
+		panic("model/gpu: kernel " + key + " not prepared")
+	}
+	if err := f.Launch(e.compute, grid, rt.Dim3{X: uint32(threads), Y: 1, Z: 1}, 0, args); err != nil {
+		return fmt.Errorf("model/gpu: %s: %w", key, err)
+	}
+	return nil
+}
+
+// mmvq runs y = W·x for one column; x is given as Q8_1 (xq) and f32 (xf).
+func (e *Engine) mmvq(w dmat, xq, xf, y rt.DevPtr) error {
+	a := abi.MmvqArgs{W: uint64(w.ptr), Xq: uint64(xq), Xf: uint64(xf), Y: uint64(y), Rows: int32(w.rows), K: int32(w.k),
+		Ncols: 1, XColStride: int32(w.k), YColStride: int32(w.rows)}
+	return e.launch("mmvq/"+w.variant, dim(blocks(w.rows, 8)), abi.MmvqThreads, a.Bytes())
+}
+
+// rmsnorm launches one RMSNorm variant over rows·heads rows of n.
+func (e *Engine) rmsnorm(variant string, a abi.RmsnormArgs) error {
+	a.Eps = e.cfg.Eps
+	return e.launch("rmsnorm/"+variant, dim(blocks(int(a.Rows), 8)), abi.RmsnormThreads, a.Bytes())
+}

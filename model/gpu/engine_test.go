@@ -1,0 +1,175 @@
+package gpu
+
+import (
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/strata-hip/strata/kernels/abi"
+	"github.com/strata-hip/strata/model"
+	"github.com/strata-hip/strata/model/gpu/synth"
+	"github.com/strata-hip/strata/quant"
+)
+
+// fakeCODir writes placeholder code objects for target (the fake device loads any bytes),
+// leaving out the families in skip.
+func fakeCODir(t *testing.T, target string, skip ...string) string {
+	dir := t.TempDir()
+	for _, f := range families {
+		if strings.Contains(strings.Join(skip, ","), f) {
+			continue
+		}
+		co, ok := abi.Find(target, f)
+		if !ok {
+			t.Fatalf("no %s code object for %s in kernels/abi", f, target)
+		}
+		p := filepath.Join(dir, co.Path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("placeholder"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func tinySource(t *testing.T, typ quant.Type) *model.GGUFSource {
+	path := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := synth.Write(path, synth.Presets["tiny"], synth.Options{ExpertType: typ, Seed: 7}); err != nil {
+		t.Fatal(err)
+	}
+	src, err := model.OpenGGUF(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	return src
+}
+
+// TestEngineHostSide runs the engine's host side end to end on a fake device (kernels do
+// nothing; the ids phase 0 "writes" come from a Zipf draw): load under a budget that
+// leaves room for only a few slots, decode 24 tokens, and check that nothing was
+// allocated after sizing, every lookup is counted, every miss is one copy of one slot
+// from its own (layer, expert) place in pinned memory, and copies go out in groups.
+func TestEngineHostSide(t *testing.T) {
+	src := tinySource(t, quant.Q4_K)
+	dev, fake := newFakeDeviceArch(1<<30, "sm_90")
+	shp := synth.Presets["tiny"]
+	rng := rand.New(rand.NewPCG(3, 4))
+	K, E := shp.ExpertsUsed, shp.Experts
+	fake.onD2H = func(dst []byte) {
+		if len(dst) != 4*K { // only the ids window is filled
+			return
+		}
+		perm := rng.Perm(E)
+		// Zipf-ish: small ids far more often.
+		for j := 0; j < K; j++ {
+			e := perm[j]
+			if rng.IntN(2) == 0 {
+				e = perm[j] % 6
+			}
+			binary.LittleEndian.PutUint32(dst[4*j:], uint32(e))
+		}
+		// Distinct ids (phase 0 never repeats one).
+		seen := map[uint32]bool{}
+		for j := 0; j < K; j++ {
+			v := binary.LittleEndian.Uint32(dst[4*j:])
+			for seen[v] {
+				v = (v + 1) % uint32(E)
+			}
+			seen[v] = true
+			binary.LittleEndian.PutUint32(dst[4*j:], v)
+		}
+	}
+	const slots = 12
+	eng, err := Load(dev, src, Options{CODir: fakeCODir(t, "sm_90"), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20, MaxExpert: slots, Group: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	if eng.Plan().Slots != slots {
+		t.Fatalf("plan has %d slots, want %d", eng.Plan().Slots, slots)
+	}
+	allocs := len(fake.allocs)
+	copiesAtLoad := len(fake.copies)
+	ids := make([]int32, 24)
+	for i := range ids {
+		ids[i] = int32(i * 7 % shp.Vocab)
+	}
+	if _, err := eng.Forward(ids[:20]); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids[20:] {
+		if _, err := eng.Forward([]int32{id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(fake.allocs) != allocs {
+		t.Fatalf("%d device allocations after sizing", len(fake.allocs)-allocs)
+	}
+	s := eng.Stats()
+	if want := int64(len(ids) * shp.Layers * K); s.Hits+s.Misses != want || s.Tokens != len(ids) {
+		t.Fatalf("%d hits + %d misses over %d tokens, want %d lookups", s.Hits, s.Misses, s.Tokens, want)
+	}
+	if s.Misses < int64(slots) || s.Hits == 0 {
+		t.Fatalf("hits %d, misses %d: the trace should both hit and miss with %d slots", s.Hits, s.Misses, slots)
+	}
+	host := eng.hostExp.Ptr()
+	var expertCopies int64
+	for _, c := range fake.copies[copiesAtLoad:] {
+		if c.src < host || c.src >= host+uintptr(len(eng.hostExp.Bytes())) {
+			continue // staging windows (embedding row, position, KV, slot tables)
+		}
+		expertCopies++
+		off := uint64(c.src - host)
+		if off%eng.slot.total != 0 || uint64(c.n) != eng.slot.total {
+			t.Fatalf("expert copy of %d bytes at offset %d: not one whole slot of %d", c.n, off, eng.slot.total)
+		}
+		okDst := false
+		for i := 0; i < slots; i++ {
+			okDst = okDst || uintptr(eng.mem.Slot(i)) == c.dst
+		}
+		if !okDst {
+			t.Fatalf("expert copy to %#x, which is no slot", c.dst)
+		}
+	}
+	if expertCopies != s.Misses || s.CopiedBytes != s.Misses*int64(eng.slot.total) {
+		t.Fatalf("%d expert copies, %d bytes for %d misses", expertCopies, s.CopiedBytes, s.Misses)
+	}
+	if s.Groups < (s.Misses+2)/3 || s.Groups > s.Misses {
+		t.Fatalf("%d groups for %d misses in groups of 3", s.Groups, s.Misses)
+	}
+	t.Logf("%d tokens: hits %d, misses %d, groups %d, %s", s.Tokens, s.Hits, s.Misses, s.Groups, eng.Plan())
+	if _, err := eng.Forward([]int32{int32(shp.Vocab)}); err == nil || !strings.Contains(err.Error(), "outside the vocabulary") {
+		t.Fatalf("bad token: %v", err)
+	}
+	if _, err := eng.Forward(make([]int32, 64)); err == nil || !strings.Contains(err.Error(), "exceed the context of 64") {
+		t.Fatalf("context overflow: %v", err)
+	}
+}
+
+// TestEngineMissingKernel: a build without a family the engine needs fails with
+// ErrMissingKernel naming the family, and nothing stays allocated.
+func TestEngineMissingKernel(t *testing.T) {
+	src := tinySource(t, quant.Q8_0)
+	dev, fake := newFakeDeviceArch(1<<30, "sm_90")
+	_, err := Load(dev, src, Options{CODir: fakeCODir(t, "sm_90", "moe_decode"), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20})
+	if !errors.Is(err, ErrMissingKernel) || !strings.Contains(err.Error(), "moe_decode") {
+		t.Fatalf("got %v", err)
+	}
+	if dev.Used() != 0 || len(fake.live) != 0 {
+		t.Fatalf("%d bytes left allocated", dev.Used())
+	}
+	_, err = Load(dev, src, Options{CODir: fakeCODir(t, "sm_90"), Ctx: 64, Budget: 4 << 20, Reserve: 1 << 20})
+	if err == nil || !strings.Contains(err.Error(), "does not fit in 4.0 MiB") {
+		t.Fatalf("got %v", err)
+	}
+	if dev.Used() != 0 {
+		t.Fatalf("%d bytes left allocated", dev.Used())
+	}
+}

@@ -1,0 +1,310 @@
+package gpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"runtime/debug"
+	"time"
+
+	"github.com/strata-hip/strata/kernels/abi"
+	"github.com/strata-hip/strata/quant"
+	rt "github.com/strata-hip/strata/runtime/gpu"
+)
+
+// Forward feeds tokens after those already processed, one at a time through the decode
+// path, and returns the logits after the last one (a fresh slice).
+func (e *Engine) Forward(tokens []int32) (logits []float32, err error) {
+	if e.fault != nil {
+		return nil, e.fault
+	}
+	if len(tokens) == 0 {
+		return nil, fmt.Errorf("model/gpu: no tokens to process")
+	}
+	if e.pos+len(tokens) > e.ctx {
+		return nil, fmt.Errorf("model/gpu: %d tokens after %d would exceed the context of %d (raise -c/--ctx-size)", len(tokens), e.pos, e.ctx)
+	}
+	// Embedding rows are read from the model's mapping: a fault there is an error.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(interface{ Addr() uintptr })
+			if !ok {
+				panic(r)
+			}
+			e.fault = fmt.Errorf("%s: memory fault reading the model at %#x (file truncated or replaced?): %v", e.src.Path(), f.Addr(), r)
+			logits, err = nil, e.fault
+		}
+	}()
+	for i, id := range tokens {
+		if id < 0 || int(id) >= e.vocab {
+			return nil, fmt.Errorf("model/gpu: token id %d is outside the vocabulary of %d", id, e.vocab)
+		}
+		t0 := time.Now()
+		if err := e.step(id, i == len(tokens)-1); err != nil {
+			// A failure mid-token leaves the KV cache and state partial: refuse further use.
+			e.fault = err
+			return nil, err
+		}
+		e.stats.Wall += time.Since(t0)
+		e.stats.Tokens++
+	}
+	st := e.stage()
+	out := make([]float32, e.vocab)
+	b := e.staging.Bytes()[st.logits:]
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out, nil
+}
+
+// step runs one token; with wantLogits the logits land in the staging window.
+func (e *Engine) step(id int32, wantLogits bool) error {
+	c := &e.cfg
+	H, K, E, F := c.Embd, c.ExpertsUsed, c.Experts, c.ExpertFF
+	st := e.stage()
+	hb := e.staging.Bytes()
+	m := e.mem
+	x, xn, xq, proj := m.Ptr(bufX), m.Ptr(bufXN), m.Ptr(bufXQ), m.Ptr(bufProj)
+	// Embedding row (host gather) and position.
+	row := make([]float32, e.emb.Cols())
+	e.emb.Row(row, int(id))
+	copy(hb[st.x:], f32Bytes(row))
+	binary.LittleEndian.PutUint32(hb[st.pos:], uint32(e.pos))
+	if err := e.compute.Upload(x, e.staging, st.x, 4*H); err != nil {
+		return err
+	}
+	if err := e.compute.Upload(m.Ptr(bufPos), e.staging, st.pos, 4); err != nil {
+		return err
+	}
+	hd, nh, nkv := c.HeadDim, c.Heads, c.HeadsKV
+	q, k, v := m.Ptr(bufQ), m.Ptr(bufK), m.Ptr(bufV)
+	n := e.pos + 1
+	nsplit := (n + splitLen - 1) / splitLen
+	ctx := e.ctx
+	for li := range e.layers {
+		l := &e.layers[li]
+		// Attention input: the residual (after the previous layer's MoE output) normed.
+		var err error
+		if li == 0 {
+			err = e.rmsnorm("q81", abi.RmsnormArgs{X: uint64(x), W: uint64(l.attnNorm), Y: uint64(xn), Q: uint64(xq),
+				N: int32(H), Rows: 1, Heads: 1, TokStride: int32(H), HeadStride: int32(H)})
+		} else {
+			err = e.rmsnorm("addq81", abi.RmsnormArgs{X: uint64(x), R: uint64(proj), Xo: uint64(x), W: uint64(l.attnNorm), Y: uint64(xn), Q: uint64(xq),
+				N: int32(H), Rows: 1, Heads: 1, TokStride: int32(H), HeadStride: int32(H)})
+		}
+		if err != nil {
+			return err
+		}
+		for _, p := range []struct {
+			w   dmat
+			dst rt.DevPtr
+		}{{l.wq, q}, {l.wk, k}, {l.wv, v}} {
+			if err := e.mmvq(p.w, xq, xn, p.dst); err != nil {
+				return err
+			}
+		}
+		for _, p := range []struct {
+			buf   rt.DevPtr
+			w     rt.DevPtr
+			heads int
+		}{{q, l.qNorm, nh}, {k, l.kNorm, nkv}} {
+			if err := e.rmsnorm("f32", abi.RmsnormArgs{X: uint64(p.buf), W: uint64(p.w), Y: uint64(p.buf),
+				N: int32(hd), Rows: int32(p.heads), Heads: int32(p.heads), TokStride: int32(p.heads * hd), HeadStride: int32(hd)}); err != nil {
+				return err
+			}
+			a := abi.RopeArgs{X: uint64(p.buf), Pos: uint64(m.Ptr(bufPos)), Freq: uint64(m.Ptr(bufFreq)), Rows: int32(p.heads), Heads: int32(p.heads),
+				TokStride: int32(p.heads * hd), HeadStride: int32(hd), RotDims: int32(c.RopeDim)}
+			if err := e.launch("rope/neox", dim(blocks(p.heads*c.RopeDim/2, abi.RopeThreads)), abi.RopeThreads, a.Bytes()); err != nil {
+				return err
+			}
+		}
+		if err := e.appendKV(l, k, v, ctx); err != nil {
+			return err
+		}
+		o := m.Ptr(bufO)
+		a := abi.AttentionDecodeArgs{Q: uint64(q), K: uint64(l.kv), V: uint64(l.kv.Add(uintptr(ctx * e.kvd * 2))), Part: uint64(m.Ptr(bufPart)),
+			Out: uint64(o), N: int32(n), Nh: int32(nh), Nkv: int32(nkv), Hd: int32(hd), SplitLen: splitLen, Nsplit: int32(nsplit),
+			Scale: float32(1 / math.Sqrt(float64(hd)))}
+		if err := e.launch("attention_decode/split_f16", rt.Dim3{X: uint32(nh), Y: uint32(nsplit), Z: 1}, abi.AttentionDecodeThreads, a.Bytes()); err != nil {
+			return err
+		}
+		if err := e.launch("attention_decode/reduce_f16", dim(uint32(nh)), abi.AttentionDecodeThreads, a.Bytes()); err != nil {
+			return err
+		}
+		oq := m.Ptr(bufOQ)
+		qa := abi.QuantizeQ81Args{X: uint64(o), Y: uint64(oq), Ncols: int32(e.qd), NcolsPadded: int32(e.qd), Nrows: 1, XStride: int32(e.qd)}
+		if err := e.launch("quantize_q8_1/f32", dim(blocks(e.qd, 256)), abi.QuantizeQ81Threads, qa.Bytes()); err != nil {
+			return err
+		}
+		if err := e.mmvq(l.wo, oq, o, proj); err != nil {
+			return err
+		}
+		if err := e.rmsnorm("addq81", abi.RmsnormArgs{X: uint64(x), R: uint64(proj), Xo: uint64(x), W: uint64(l.ffnNorm), Y: uint64(xn), Q: uint64(xq),
+			N: int32(H), Rows: 1, Heads: 1, TokStride: int32(H), HeadStride: int32(H)}); err != nil {
+			return err
+		}
+		router := m.Ptr(bufRouter)
+		if err := e.mmvq(l.router, xq, xn, router); err != nil {
+			return err
+		}
+		tab := m.Ptr(bufTables).Add(uintptr(li * 3 * E * 8))
+		ma := abi.MoeDecodeArgs{Logits: uint64(router), Ids: uint64(m.Ptr(bufIDs)), Wts: uint64(m.Ptr(bufWts)), Err: uint64(m.Ptr(bufErr)),
+			SlotsGate: uint64(tab), SlotsUp: uint64(tab.Add(uintptr(E * 8))), SlotsDown: uint64(tab.Add(uintptr(2 * E * 8))),
+			X: uint64(xq), H: uint64(m.Ptr(bufH)), Y: uint64(proj), Tokens: 1, NExpert: int32(E), KUsed: int32(K), NEmbd: int32(H), NFf: int32(F)}
+		if c.NormTopK {
+			ma.Renorm = 1
+		}
+		moe := "moe_decode/" + typeVariant[e.expType]
+		ma.Phase = 0
+		if err := e.launch(moe, dim(1), abi.MoeDecodeThreads, ma.Bytes()); err != nil {
+			return err
+		}
+		misses, err := e.experts(li)
+		if err != nil {
+			return err
+		}
+		if misses > 0 { // phase 0 again: err flags against the updated tables (same ids)
+			if err := e.launch(moe, dim(1), abi.MoeDecodeThreads, ma.Bytes()); err != nil {
+				return err
+			}
+		}
+		ma.Phase = 1
+		if err := e.launch(moe, rt.Dim3{X: uint32(F / 32), Y: uint32(K), Z: 1}, abi.MoeDecodeThreads, ma.Bytes()); err != nil {
+			return err
+		}
+		ma.Phase = 2
+		if err := e.launch(moe, dim(blocks(H, 8)), abi.MoeDecodeThreads, ma.Bytes()); err != nil {
+			return err
+		}
+	}
+	e.pos++
+	e.cache.Step()
+	if !wantLogits {
+		// Keep the stream short: the next token's host work needs nothing from this one.
+		return e.finishCopies()
+	}
+	if err := e.rmsnorm("addq81", abi.RmsnormArgs{X: uint64(x), R: uint64(proj), Xo: uint64(x), W: uint64(e.outNrm), Y: uint64(xn), Q: uint64(xq),
+		N: int32(H), Rows: 1, Heads: 1, TokStride: int32(H), HeadStride: int32(H)}); err != nil {
+		return err
+	}
+	if err := e.mmvq(e.head, xq, xn, m.Ptr(bufLogits)); err != nil {
+		return err
+	}
+	if err := e.compute.Download(e.staging, st.logits, m.Ptr(bufLogits), 4*e.vocab); err != nil {
+		return err
+	}
+	if err := e.compute.Sync(); err != nil {
+		return err
+	}
+	return e.finishCopies()
+}
+
+func (e *Engine) finishCopies() error {
+	ms, err := e.copier.Finish()
+	e.stats.CopyMs += ms
+	return err
+}
+
+// appendKV writes this token's key and value into the layer's f16 cache at e.pos: the
+// f32 values come to the host, are rounded to f16 (round to nearest even, as the GPU's
+// conversion) and go back (see the package doc: no kernel family does this yet).
+func (e *Engine) appendKV(l *gLayer, k, v rt.DevPtr, ctx int) error {
+	st := e.stage()
+	kvd := e.kvd
+	if err := e.compute.Download(e.staging, st.kvf, k, 4*kvd); err != nil {
+		return err
+	}
+	if err := e.compute.Download(e.staging, st.kvf+4*kvd, v, 4*kvd); err != nil {
+		return err
+	}
+	if err := e.compute.Sync(); err != nil {
+		return err
+	}
+	hb := e.staging.Bytes()
+	for i := 0; i < 2*kvd; i++ {
+		f := math.Float32frombits(binary.LittleEndian.Uint32(hb[st.kvf+4*i:]))
+		binary.LittleEndian.PutUint16(hb[st.kvh+2*i:], quant.F32ToF16(f))
+	}
+	off := uintptr(e.pos * kvd * 2)
+	if err := e.compute.Upload(l.kv.Add(off), e.staging, st.kvh, 2*kvd); err != nil {
+		return err
+	}
+	return e.compute.Upload(l.kv.Add(uintptr(ctx*kvd*2)+off), e.staging, st.kvh+2*kvd, 2*kvd)
+}
+
+// experts brings the experts layer li selected into slots: it reads the ids phase 0
+// wrote, looks them up, copies the misses (grouped, one event per group), makes the
+// compute stream wait for the groups and uploads the layer's slot tables. It returns
+// the number of misses.
+func (e *Engine) experts(li int) (int, error) {
+	c := &e.cfg
+	K, E := c.ExpertsUsed, c.Experts
+	st := e.stage()
+	if err := e.compute.Download(e.staging, st.ids, e.mem.Ptr(bufIDs), 4*K); err != nil {
+		return 0, err
+	}
+	if err := e.compute.Sync(); err != nil {
+		return 0, err
+	}
+	// The previous batch is complete (the compute stream waited for it and is idle now).
+	if err := e.finishCopies(); err != nil {
+		return 0, err
+	}
+	hb := e.staging.Bytes()
+	ids := make([]int, K)
+	for j := range ids {
+		ids[j] = int(int32(binary.LittleEndian.Uint32(hb[st.ids+4*j:])))
+		if ids[j] < 0 || ids[j] >= E {
+			return 0, fmt.Errorf("model/gpu: layer %d: router picked expert %d of %d (a kernel fault?)", li, ids[j], E)
+		}
+	}
+	_, misses, err := e.cache.Lookup(li, ids, nil, nil)
+	if err != nil {
+		return 0, err
+	}
+	hits := len(ids) - len(misses)
+	e.stats.Hits += int64(hits)
+	e.stats.Misses += int64(len(misses))
+	tables := hb[st.tables:]
+	set := func(layer, expert int, slot rt.DevPtr) {
+		base := layer * 3 * E * 8
+		for j, off := range []uint64{e.slot.gate, e.slot.up, e.slot.down} {
+			p := uint64(0)
+			if slot != 0 {
+				p = uint64(slot) + off
+			}
+			binary.LittleEndian.PutUint64(tables[base+(j*E+expert)*8:], p)
+		}
+	}
+	if len(misses) > 0 {
+		cps := make([]Copy, len(misses))
+		for i, ms := range misses {
+			if ms.Evicted.Layer >= 0 {
+				set(int(ms.Evicted.Layer), int(ms.Evicted.Expert), 0)
+				e.dirty[ms.Evicted.Layer] = true
+			}
+			set(li, int(ms.Key.Expert), e.mem.Slot(ms.Slot))
+			src := (uint64(li)*uint64(E) + uint64(ms.Key.Expert)) * e.slot.total
+			cps[i] = Copy{Dst: e.mem.Slot(ms.Slot), Off: int(src), N: int(e.slot.total)}
+			e.stats.CopiedBytes += int64(e.slot.total)
+		}
+		groups, err := e.copier.Issue(cps)
+		if err != nil {
+			return 0, err
+		}
+		e.stats.Groups += int64(len(groups))
+		if err := e.copier.Wait(e.compute); err != nil {
+			return 0, err
+		}
+		e.dirty[li] = true
+	}
+	if e.dirty[li] {
+		base := li * 3 * E * 8
+		if err := e.compute.Upload(e.mem.Ptr(bufTables).Add(uintptr(base)), e.staging, st.tables+base, 3*E*8); err != nil {
+			return 0, err
+		}
+		e.dirty[li] = false
+	}
+	return len(misses), nil
+}

@@ -1,0 +1,81 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/strata-hip/strata/kernels/abi"
+	"github.com/strata-hip/strata/quant"
+	rt "github.com/strata-hip/strata/runtime/gpu"
+)
+
+// ErrMissingKernel marks an engine that cannot start because a kernel it needs is not
+// in this build (no code object for the device's target, or no variant for a weight
+// type); strata-run --backend auto then falls back to the CPU.
+var ErrMissingKernel = errors.New("model/gpu: missing kernel")
+
+// families the decode engine launches.
+var families = []string{"rmsnorm", "mmvq", "rope", "attention_decode", "quantize_q8_1", "moe_decode"}
+
+// kernelSet is the loaded code objects of one device.
+type kernelSet struct {
+	target string
+	mods   map[string]*rt.Module
+}
+
+// loadKernels loads every family the engine needs from dir (the `just co` output).
+func loadKernels(dev *rt.Device, dir string) (*kernelSet, error) {
+	arch := dev.Info().Arch
+	target, ok := abi.TargetFor(arch)
+	if !ok {
+		return nil, fmt.Errorf("%w: no kernels for %s (%s) in this build (have %s)", ErrMissingKernel, dev.Info().Name, arch, strings.Join(abi.TargetNames(), ", "))
+	}
+	ks := &kernelSet{target: target, mods: map[string]*rt.Module{}}
+	for _, f := range families {
+		co, ok := abi.Find(target, f)
+		if !ok {
+			ks.close()
+			return nil, fmt.Errorf("%w: the GPU engine needs kernel family %s, which this build has no code object of for %s (kernels/abi); use --backend cpu",
+				ErrMissingKernel, f, target)
+		}
+		img, err := os.ReadFile(filepath.Join(dir, co.Path))
+		if err != nil {
+			ks.close()
+			return nil, fmt.Errorf("%w: kernel family %s: %v (build the code objects with `just co`, or set STRATA_CO_DIR)", ErrMissingKernel, f, err)
+		}
+		m, err := dev.LoadModule(rt.CodeObject{Name: co.Path, Target: co.Target, Image: img})
+		if err != nil {
+			ks.close()
+			return nil, err
+		}
+		ks.mods[f] = m
+	}
+	return ks, nil
+}
+
+// fn returns the kernel of family's variant.
+func (ks *kernelSet) fn(family, variant string) (*rt.Func, error) {
+	co, _ := abi.Find(ks.target, family)
+	sym, ok := co.Symbol(variant)
+	if !ok {
+		return nil, fmt.Errorf("%w: kernel family %s has no variant %s for %s", ErrMissingKernel, family, variant, ks.target)
+	}
+	return ks.mods[family].Func(sym)
+}
+
+func (ks *kernelSet) close() error {
+	var errs []error
+	for _, m := range ks.mods {
+		errs = append(errs, m.Unload())
+	}
+	return errors.Join(errs...)
+}
+
+// typeVariant is the mmvq / moe_decode variant name of a weight type.
+var typeVariant = map[quant.Type]string{
+	quant.F16: "f16", quant.BF16: "bf16", quant.Q8_0: "q80", quant.Q2_0: "q20", quant.Q4_K: "q4k",
+	quant.Q6_K: "q6k", quant.IQ2_XS: "iq2xs", quant.IQ3_XXS: "iq3xxs", quant.IQ3_S: "iq3s", quant.IQ1_M: "iq1m",
+}
