@@ -95,7 +95,7 @@ func (b *backend) describe(ord int) (d gpu.DeviceInfo) {
 	name := make([]byte, 256)
 	r, _, _ = purego.SyscallN(l.cuDeviceGetName, uintptr(unsafe.Pointer(&name[0])), uintptr(len(name)), uintptr(dev))
 	if note(l.check(r, "cuDeviceGetName", "")) {
-		d.Name = cbuf(name)
+		d.Name = gpu.CBuf(name)
 	}
 	attr := func(a int) int {
 		var v int32
@@ -119,7 +119,7 @@ func (b *backend) describe(ord int) (d gpu.DeviceInfo) {
 	bus := make([]byte, 32)
 	r, _, _ = purego.SyscallN(l.cuDeviceGetPCIBusId, uintptr(unsafe.Pointer(&bus[0])), uintptr(len(bus)), uintptr(dev))
 	if note(l.check(r, "cuDeviceGetPCIBusId", "")) {
-		d.PCIBusID = strings.ToLower(cbuf(bus))
+		d.PCIBusID = strings.ToLower(gpu.CBuf(bus))
 	}
 	// Free memory needs a context: retain the primary one (kept for Open).
 	if ctx, err := b.retain(ord, dev); note(err) {

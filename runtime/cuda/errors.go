@@ -31,29 +31,5 @@ func (l *lib) errorName(code int32) string {
 	if r, _, _ := purego.SyscallN(l.cuGetErrorName, uintptr(code), uintptr(unsafe.Pointer(&p))); int32(r) != 0 || p == 0 {
 		return "CUresult " + strconv.Itoa(int(code))
 	}
-	return cstring(p)
-}
-
-// cstring copies a NUL-terminated C string the driver owns (static tables).
-func cstring(p uintptr) string {
-	if p == 0 {
-		return ""
-	}
-	// p is C memory, never a Go pointer; the double conversion keeps vet quiet.
-	base := *(*unsafe.Pointer)(unsafe.Pointer(&p))
-	n := 0
-	for *(*byte)(unsafe.Add(base, n)) != 0 {
-		n++
-	}
-	return string(unsafe.Slice((*byte)(base), n))
-}
-
-// cbuf returns the text of a NUL-terminated buffer the driver filled.
-func cbuf(b []byte) string {
-	for i, c := range b {
-		if c == 0 {
-			return string(b[:i])
-		}
-	}
-	return string(b)
+	return gpu.CString(p)
 }

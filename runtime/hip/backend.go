@@ -101,7 +101,7 @@ func (b *backend) describe(ord int) (d gpu.DeviceInfo) {
 	name := make([]byte, 256)
 	r, _, _ := purego.SyscallN(l.hipDeviceGetName, uintptr(unsafe.Pointer(&name[0])), uintptr(len(name)), uintptr(ord))
 	if note(l.check(r, "hipDeviceGetName", fmt.Sprint(ord))) {
-		d.Name = cbuf(name)
+		d.Name = gpu.CBuf(name)
 	}
 	if arch, err := l.archName(ord, d.Name); note(err) {
 		d.Arch = arch
@@ -125,7 +125,7 @@ func (b *backend) describe(ord int) (d gpu.DeviceInfo) {
 	bus := make([]byte, 32)
 	r, _, _ = purego.SyscallN(l.hipDeviceGetPCIBusId, uintptr(unsafe.Pointer(&bus[0])), uintptr(len(bus)), uintptr(ord))
 	if note(l.check(r, "hipDeviceGetPCIBusId", "")) {
-		d.PCIBusID = strings.ToLower(cbuf(bus))
+		d.PCIBusID = strings.ToLower(gpu.CBuf(bus))
 	}
 	r, _, _ = purego.SyscallN(l.hipSetDevice, uintptr(ord))
 	if note(l.check(r, "hipSetDevice", fmt.Sprint(ord))) {

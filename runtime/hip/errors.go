@@ -2,7 +2,6 @@ package hip
 
 import (
 	"strconv"
-	"unsafe"
 
 	"github.com/ebitengine/purego"
 	"github.com/strata-hip/strata/runtime/gpu"
@@ -28,31 +27,8 @@ func (l *lib) check(r uintptr, call, object string) error {
 // "hipErrorUnknown", so the number is kept beside it in gpu.Error).
 func (l *lib) errorName(code int32) string {
 	r, _, _ := purego.SyscallN(l.hipGetErrorName, uintptr(code))
-	if s := cstring(r); s != "" {
+	if s := gpu.CString(r); s != "" {
 		return s
 	}
 	return "hipError_t " + strconv.Itoa(int(code))
-}
-
-// cstring copies a NUL-terminated C string the runtime owns (static tables).
-func cstring(p uintptr) string {
-	if p == 0 {
-		return ""
-	}
-	base := *(*unsafe.Pointer)(unsafe.Pointer(&p)) // C memory; keeps vet's uintptr check quiet
-	n := 0
-	for *(*byte)(unsafe.Add(base, n)) != 0 {
-		n++
-	}
-	return string(unsafe.Slice((*byte)(base), n))
-}
-
-// cbuf returns the text of a NUL-terminated buffer the runtime filled.
-func cbuf(b []byte) string {
-	for i, c := range b {
-		if c == 0 {
-			return string(b[:i])
-		}
-	}
-	return string(b)
 }

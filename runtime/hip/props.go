@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+	"github.com/strata-hip/strata/runtime/gpu"
 )
 
 // Offsets in hipDeviceProp_t (linux/amd64; gpu-abi.md §3.2). name is at 0 in both.
@@ -35,10 +36,10 @@ func (l *lib) archName(dev int, name string) (string, error) {
 
 // parseArch extracts and validates gcnArchName from a filled properties buffer.
 func parseArch(buf []byte, sym string, off int, name string) (string, error) {
-	if got := cbuf(buf[:256]); name != "" && got != name {
+	if got := gpu.CBuf(buf[:256]); name != "" && got != name {
 		return "", fmt.Errorf("hip: %s filled name %q, hipDeviceGetName says %q: unknown struct layout, refusing to read gcnArchName at offset %d", sym, got, name, off)
 	}
-	arch := cbuf(buf[off : off+gcnArchNameBytes])
+	arch := gpu.CBuf(buf[off : off+gcnArchNameBytes])
 	if !strings.HasPrefix(arch, "gfx") {
 		return "", fmt.Errorf("hip: %s gave gcnArchName %q at offset %d, not an AMD target id: unknown struct layout", sym, arch, off)
 	}
