@@ -11,7 +11,6 @@ import (
 // CUresult values this package branches on (cuda.h; same in 12.6 and 13.0).
 const (
 	cudaSuccess       = 0
-	cudaErrorNoDevice = 100
 	cudaErrorNotReady = 600
 )
 
