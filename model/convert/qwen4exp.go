@@ -363,6 +363,11 @@ func fromHFQwen4Exp(dir string, raw []byte) (*Plan, error) {
 		return nil, fmt.Errorf("convert: %w", err)
 	}
 	p := &Plan{Dir: dir, Arch: model.ArchQwen4Exp, Meta: model.MapMeta{}, ckpt: ck}
+	if c.MTPLayers == 0 && ck.Info("mtp.fc_embedding.weight") != nil {
+		// transformers does not read mtp_num_hidden_layers; the tensors decide.
+		c.MTPLayers = 1
+		p.Notes = append(p.Notes, "config.json does not set mtp_num_hidden_layers; the checkpoint has mtp.* tensors, converted as one MTP block")
+	}
 	if err := p.planQwen4Exp(c); err != nil {
 		ck.Close()
 		return nil, err
