@@ -176,13 +176,9 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	dec.SkipControl = true
 	t1 := time.Now()
 	n := 0
-	// Ids past the tokenizer's vocabulary (embedding padding rows) cannot be printed;
-	// they are never sampled.
-	nTok := tok.VocabSize()
+	mask := unusedMask(tok)
 	for g.n < 0 || n < g.n {
-		for i := nTok; i < len(logits); i++ {
-			logits[i] = float32(math.Inf(-1))
-		}
+		mask(logits)
 		id := samp.Sample(logits)
 		samp.Accept(id)
 		n++
@@ -210,6 +206,28 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "prompt: %d tokens in %.2fs (%.1f tok/s); generation: %d tokens in %.2fs (%.1f tok/s); %d threads, seed %d\n",
 		len(ids), prefill.Seconds(), float64(len(ids))/prefill.Seconds(), n, gen.Seconds(), float64(n)/max(gen.Seconds(), 1e-9), model.SetThreads(g.threads), seed)
 	return nil
+}
+
+// unusedMask returns a function that sets to −Inf the logits of ids the tokenizer types
+// unused: padding rows inside a padded vocabulary ("[PAD151669]" in a GGUF padded to the
+// embedding's 151,936 rows) and ids past the vocabulary. Such ids decode to nothing, so
+// they are never sampled or drafted. The id list is computed once per logit length.
+func unusedMask(tok *tokenizer.Tokenizer) func([]float32) {
+	var ids []int32
+	n := -1
+	return func(l []float32) {
+		if len(l) != n {
+			n, ids = len(l), ids[:0]
+			for id := range int32(n) {
+				if tok.Type(id) == tokenizer.TypeUnused {
+					ids = append(ids, id)
+				}
+			}
+		}
+		for _, id := range ids {
+			l[id] = float32(math.Inf(-1))
+		}
+	}
 }
 
 // openModel maps a GGUF file, or with no path the embedded demo model.

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"math"
 	"time"
 
 	"github.com/strata-hip/strata/model"
@@ -16,13 +15,8 @@ import (
 // to generation without drafting; sampled output follows the same distribution.
 func generateDraft(g *genFlags, st *model.State, ids []int32, samp *model.Sampler, tok *tokenizer.Tokenizer,
 	stop map[int32]bool, out *bufio.Writer, ctx int, stderr io.Writer) error {
-	nTok := tok.VocabSize()
-	// Ids past the tokenizer's vocabulary (embedding padding rows) are never drawn or drafted.
-	mask := func(l []float32) {
-		for i := nTok; i < len(l); i++ {
-			l[i] = float32(math.Inf(-1))
-		}
-	}
+	// Unused ids (padding rows, ids past the vocabulary) are never drawn or drafted.
+	mask := unusedMask(tok)
 	t0 := time.Now()
 	sp, err := st.NewSpeculator(ids, g.draft, samp, mask)
 	if err != nil {

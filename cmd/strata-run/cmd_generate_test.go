@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-hip/strata/model"
 	"github.com/strata-hip/strata/model/tinygen"
 	"github.com/strata-hip/strata/model/tokenizer"
 )
@@ -160,5 +161,42 @@ func TestCheckLogitsCLI(t *testing.T) {
 	se.Reset()
 	if code := run([]string{"check-logits", "--model", gguf, "--oracle", od("tiny-qwen3moe")}, &so, &se); code == 0 || !strings.Contains(so.String(), "FAIL") {
 		t.Fatalf("the wrong oracle passed (exit %d):\n%s", code, so.String())
+	}
+}
+
+// TestUnusedMask: padding rows inside the vocabulary (a GGUF padded to the embedding's row
+// count) and ids past it must never be sampled, even where their logits are the largest.
+func TestUnusedMask(t *testing.T) {
+	base, err := tokenizer.Load(filepath.Join("..", "..", "model", "tokenizer", "testdata", "tokenizer.json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := base.Data()
+	V := len(d.Tokens)
+	d.PadTo(V + 2) // ids V and V+1 are "[PADn]": inside the vocabulary, type unused
+	tok, err := tokenizer.New(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unused := func(id int) bool { return id >= V || base.Type(int32(id)) == tokenizer.TypeUnused }
+	mask := unusedMask(tok)
+	for _, n := range []int{V + 4, V + 2} { // V+4: two logit rows past the vocabulary; then a new length
+		logits := make([]float32, n)
+		best := 0
+		for i := range logits {
+			logits[i] = float32(i) // padding ids, at the end, have the largest logits
+			if !unused(i) {
+				best = i
+			}
+		}
+		mask(logits)
+		for id, l := range logits {
+			if masked := math.IsInf(float64(l), -1); masked != unused(id) {
+				t.Errorf("n=%d: logit of id %d (type %d) = %v after the mask", n, id, tok.Type(int32(id)), l)
+			}
+		}
+		if id := model.NewSampler(model.SamplerConfig{Temp: 0}).Sample(logits); int(id) != best {
+			t.Errorf("n=%d: greedy sampling picked id %d; want %d, the best used id", n, id, best)
+		}
 	}
 }
