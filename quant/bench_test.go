@@ -39,14 +39,7 @@ func BenchmarkDecode(b *testing.B) {
 func BenchmarkDotCPU(b *testing.B) {
 	const k = 4096
 	for _, typ := range WeightTypes() {
-		rng := rand.New(rand.NewPCG(2, uint64(typ)))
-		w, _ := RandomRow(typ, k, rng)
-		in, _ := Lookup(typ)
-		n, _ := in.VecDotType.RowBytes(k)
-		act := make([]byte, n)
-		if err := Quantize(in.VecDotType, RandomActivations(k, rng), act); err != nil {
-			b.Fatal(err)
-		}
+		w, act := dotInputs(b, typ, k)
 		b.Run(typ.String(), func(b *testing.B) {
 			b.SetBytes(int64(len(w)))
 			for b.Loop() {
@@ -62,14 +55,7 @@ func BenchmarkDotCPU(b *testing.B) {
 func BenchmarkVecDotCPU(b *testing.B) {
 	const k = 4096
 	for _, typ := range WeightTypes() {
-		rng := rand.New(rand.NewPCG(2, uint64(typ)))
-		w, _ := RandomRow(typ, k, rng)
-		in, _ := Lookup(typ)
-		n, _ := in.VecDotType.RowBytes(k)
-		act := make([]byte, n)
-		if err := Quantize(in.VecDotType, RandomActivations(k, rng), act); err != nil {
-			b.Fatal(err)
-		}
+		w, act := dotInputs(b, typ, k)
 		b.Run(typ.String(), func(b *testing.B) {
 			b.SetBytes(int64(len(w)))
 			for b.Loop() {
@@ -79,4 +65,18 @@ func BenchmarkVecDotCPU(b *testing.B) {
 			}
 		})
 	}
+}
+
+// dotInputs is a random weight row of typ and a random activation row quantized to its
+// vec_dot type, k elements each (the same for every run).
+func dotInputs(b *testing.B, typ Type, k int) (w, act []byte) {
+	rng := rand.New(rand.NewPCG(2, uint64(typ)))
+	w, _ = RandomRow(typ, k, rng)
+	in, _ := Lookup(typ)
+	n, _ := in.VecDotType.RowBytes(k)
+	act = make([]byte, n)
+	if err := Quantize(in.VecDotType, RandomActivations(k, rng), act); err != nil {
+		b.Fatal(err)
+	}
+	return w, act
 }

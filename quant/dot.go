@@ -328,14 +328,7 @@ func intView(t Type, b []byte, v *IntBlock) {
 			v.Mult[2*ib+1] = 2*int32(b[66+ib]>>4) + 1
 			for l := 0; l < 4; l++ {
 				code := le16(b, 2+2*(4*ib+l))
-				grid, signs := iq2xsGrid[code&511], ksignsIQ2XS[code>>9]
-				for j := 0; j < 8; j++ {
-					g := int32(uint8(grid >> (8 * j)))
-					if signs&kmaskIQ2XS[j] != 0 {
-						g = -g
-					}
-					v.Q[32*ib+8*l+j] = g
-				}
+				putSigned8(v.Q[32*ib+8*l:], iq2xsGrid[code&511], ksignsIQ2XS[code>>9])
 			}
 		}
 	case IQ3_XXS:
@@ -346,18 +339,8 @@ func intView(t Type, b []byte, v *IntBlock) {
 			a := le32(b, 66+4*ib)
 			v.Mult[ib] = 2*int32(a>>28) + 1
 			for l := 0; l < 4; l++ {
-				signs := ksignsIQ2XS[a>>(7*l)&127]
 				g1, g2 := iq3xxsGrid[b[2+8*ib+2*l]], iq3xxsGrid[b[2+8*ib+2*l+1]]
-				for j := 0; j < 8; j++ {
-					g := int32(uint8(g1 >> (8 * j)))
-					if j >= 4 {
-						g = int32(uint8(g2 >> (8 * (j - 4))))
-					}
-					if signs&kmaskIQ2XS[j] != 0 {
-						g = -g
-					}
-					v.Q[32*ib+8*l+j] = g
-				}
+				putSigned8(v.Q[32*ib+8*l:], uint64(g1)|uint64(g2)<<32, ksignsIQ2XS[a>>(7*l)&127])
 			}
 		}
 	case IQ3_S:
@@ -370,17 +353,7 @@ func intView(t Type, b []byte, v *IntBlock) {
 			for l := 0; l < 4; l++ {
 				g1 := iq3sGrid[int(b[2+8*ib+2*l])|(qh>>(2*l)&1)<<8]
 				g2 := iq3sGrid[int(b[2+8*ib+2*l+1])|(qh>>(2*l+1)&1)<<8]
-				signs := b[74+4*ib+l]
-				for j := 0; j < 8; j++ {
-					g := int32(uint8(g1 >> (8 * j)))
-					if j >= 4 {
-						g = int32(uint8(g2 >> (8 * (j - 4))))
-					}
-					if signs&kmaskIQ2XS[j] != 0 {
-						g = -g
-					}
-					v.Q[32*ib+8*l+j] = g
-				}
+				putSigned8(v.Q[32*ib+8*l:], uint64(g1)|uint64(g2)<<32, b[74+4*ib+l])
 			}
 		}
 	case IQ1_M:
@@ -406,19 +379,34 @@ func intView(t Type, b []byte, v *IntBlock) {
 	}
 }
 
+// putSigned8 writes the eight unsigned grid bytes of grid (low byte first) into dst[:8],
+// negating byte j where bit j of signs (kmaskIQ2XS[j]) is set: the IQ2/IQ3 group layout.
+func putSigned8(dst []int32, grid uint64, signs uint8) {
+	for j := 0; j < 8; j++ {
+		g := int32(uint8(grid >> (8 * j)))
+		if signs&kmaskIQ2XS[j] != 0 {
+			g = -g
+		}
+		dst[j] = g
+	}
+}
+
+// halfPair returns element i of the F16 or BF16 rows w and act as float32 (exact).
+func halfPair(t Type, w, act []byte, i int) (x, y float32) {
+	if t == F16 {
+		tab := f16Table()
+		return tab[le16(w, 2*i)], tab[le16(act, 2*i)]
+	}
+	return BF16ToF32(le16(w, 2*i)), BF16ToF32(le16(act, 2*i))
+}
+
 // exactDot adds the exact dot of weight row w (type t, k elements) with activation row
 // act (type at) to e. Weight groups and activation blocks are aligned powers of two, so
 // the row splits into segments with one weight scale and one activation scale each.
 func exactDot(t Type, w []byte, at Type, act []byte, k int, e *exactAcc) {
 	if t == F16 || t == BF16 {
-		tab := f16Table()
 		for i := 0; i < k; i++ {
-			var x, y float32
-			if t == F16 {
-				x, y = tab[le16(w, 2*i)], tab[le16(act, 2*i)]
-			} else {
-				x, y = BF16ToF32(le16(w, 2*i)), BF16ToF32(le16(act, 2*i))
-			}
+			x, y := halfPair(t, w, act, i)
 			// Halves have ≤ 11 (bf16: 8) significant bits: x·y·1 is exact in float64.
 			e.add(float64(x), float64(y), 1)
 		}

@@ -16,14 +16,8 @@ func ggmlCPUDot(t Type, w, act []byte, k int) float32 {
 	case F16, BF16:
 		// ggml_vec_dot_f16/bf16: float products (exact), float64 accumulator.
 		var sum float64
-		tab := f16Table()
 		for i := 0; i < k; i++ {
-			var x, y float32
-			if t == F16 {
-				x, y = tab[le16(w, 2*i)], tab[le16(act, 2*i)]
-			} else {
-				x, y = BF16ToF32(le16(w, 2*i)), BF16ToF32(le16(act, 2*i))
-			}
+			x, y := halfPair(t, w, act, i)
 			sum += float64(x * y)
 		}
 		return float32(sum)

@@ -136,17 +136,23 @@ func nearestInt(x float32) int {
 
 func putF16(y []byte, o int, f float32) { binary.LittleEndian.PutUint16(y[o:], F32ToF16(f)) }
 
-// quantizeQ8_0 is quantize_row_q8_0_ref: d = amax/127, q = roundf(x·(1/d)).
-func quantizeQ8_0(x []float32, y []byte) {
+// q8Scale is the scale both 8-bit quantizers use: d = amax/127 and its inverse (0 for an
+// all-zero block).
+func q8Scale(x []float32) (d, id float32) {
 	var amax float32
 	for _, v := range x {
 		amax = max(amax, abs32(v))
 	}
-	d := amax / 127
-	var id float32
+	d = amax / 127
 	if d != 0 {
 		id = 1 / d
 	}
+	return d, id
+}
+
+// quantizeQ8_0 is quantize_row_q8_0_ref: d = amax/127, q = roundf(x·(1/d)).
+func quantizeQ8_0(x []float32, y []byte) {
+	d, id := q8Scale(x)
 	putF16(y, 0, d)
 	for j, v := range x {
 		y[2+j] = byte(int8(roundf(v * id)))
@@ -155,15 +161,7 @@ func quantizeQ8_0(x []float32, y []byte) {
 
 // quantizeQ8_1 is quantize_row_q8_1_ref: as Q8_0, and s = fp16(float(Σq)·d).
 func quantizeQ8_1(x []float32, y []byte) {
-	var amax float32
-	for _, v := range x {
-		amax = max(amax, abs32(v))
-	}
-	d := amax / 127
-	var id float32
-	if d != 0 {
-		id = 1 / d
-	}
+	d, id := q8Scale(x)
 	putF16(y, 0, d)
 	sum := 0
 	for j, v := range x {
