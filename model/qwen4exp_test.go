@@ -2,6 +2,7 @@ package model_test
 
 import (
 	"math"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -80,5 +81,49 @@ func TestQwen4ExpPLEReadsOnlyAddressedRows(t *testing.T) {
 	const heads = 4 // (ngram_size − 1) · heads_per_ngram of the tiny model
 	if n := rows.Load(); n != int64(len(ids)*heads) {
 		t.Fatalf("a %d-token forward decoded %d table rows of %d, want %d", len(ids), n, orig.Rows(), len(ids)*heads)
+	}
+}
+
+// q4MetaSource serves a model with edited metadata.
+type q4MetaSource struct {
+	model.Source
+	meta model.MapMeta
+}
+
+func (s q4MetaSource) Meta() model.Meta { return s.meta }
+
+// TestQwen4ExpBadMetadata: malformed qwen4exp metadata fails Load with an error naming the
+// key, never a panic or a silently wrong model.
+func TestQwen4ExpBadMetadata(t *testing.T) {
+	src := tinySourceQwen4Exp(t)
+	base, ok := src.Meta().(model.MapMeta)
+	if !ok {
+		t.Fatalf("in-memory source metadata is %T", src.Meta())
+	}
+	for _, tc := range []struct {
+		name, want string
+		edit       func(model.MapMeta)
+	}{
+		{"missing hc count", "qwen4exp.hyper_connection.count", func(m model.MapMeta) { delete(m, "qwen4exp.hyper_connection.count") }},
+		{"short compress ratios", "compress_ratios has 2 entries", func(m model.MapMeta) { m["qwen4exp.attention.compress_ratios"] = []uint32{0, 4} }},
+		{"multipliers length", "ple.layer_multipliers has 2 entries", func(m model.MapMeta) { m["qwen4exp.ple.layer_multipliers"] = []uint64{3, 5} }},
+		{"table too small", "PLE hash head 3 addresses rows up to", func(m model.MapMeta) {
+			m["qwen4exp.ple.head_vocab_sizes"] = []uint64{1009, 1013, 1019, 9000}
+		}},
+		{"gate type", "output_gate_type", func(m model.MapMeta) { m["qwen4exp.ssm.output_gate_type"] = "tanh" }},
+		{"two MTP blocks", "nextn_predict_layers", func(m model.MapMeta) { m["qwen4exp.nextn_predict_layers"] = uint32(2) }},
+		{"top-k not a multiple", "indexer.top_k", func(m model.MapMeta) { m["qwen4exp.attention.indexer.top_k"] = uint32(6) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := model.MapMeta{}
+			for k, v := range base {
+				m[k] = v
+			}
+			tc.edit(m)
+			_, err := model.Load(q4MetaSource{src, m})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want one containing %q", err, tc.want)
+			}
+		})
 	}
 }
