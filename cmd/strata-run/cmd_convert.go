@@ -13,7 +13,7 @@ import (
 func init() {
 	register(subcommand{
 		name:  "convert",
-		usage: "HF_DIR -o OUT.gguf [--type f32|f16|bf16|q8_0|q4_k|q6_k]: Hugging Face qwen3moe/qwen3next checkpoint to GGUF",
+		usage: "HF_DIR -o OUT.gguf [--type f32|f16|bf16|q8_0|q2_0|q4_k|q6_k]: Hugging Face qwen3moe/qwen3next checkpoint to GGUF",
 		run:   runConvert,
 	})
 }
@@ -23,7 +23,7 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	out := fs.String("o", "", "output GGUF path (required)")
 	fs.StringVar(out, "outfile", "", "same as -o")
-	typ := fs.String("type", "f16", "weight type of the matrices: f32, f16, bf16, q8_0, q4_k, q6_k (1-D tensors, routers and conv stay f32)")
+	typ := fs.String("type", "f16", "weight type of the matrices: f32, f16, bf16, q8_0, q2_0, q4_k, q6_k (rows a type cannot block fall back to q8_0; 1-D tensors, routers and conv stay f32)")
 	fs.StringVar(typ, "outtype", "f16", "same as --type")
 	tok := fs.String("tokenizer", "", "tokenizer.json to embed (default: HF_DIR/tokenizer.json)")
 	verbose := fs.Bool("v", false, "list every tensor as it is written")
@@ -44,7 +44,7 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 	}
 	qt, ok := convert.OutputTypes[strings.ToLower(*typ)]
 	if !ok {
-		return fmt.Errorf("%w: --type %q is not one of f32, f16, bf16, q8_0, q4_k, q6_k", errUsage, *typ)
+		return fmt.Errorf("%w: --type %q is not one of f32, f16, bf16, q8_0, q2_0, q4_k, q6_k", errUsage, *typ)
 	}
 	tokPath := *tok
 	if tokPath == "" {

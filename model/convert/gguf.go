@@ -16,10 +16,11 @@ import (
 )
 
 // OutputTypes are the weight types WriteGGUF can produce, by their command-line names.
-var OutputTypes = map[string]quant.Type{"f32": quant.F32, "f16": quant.F16, "bf16": quant.BF16, "q8_0": quant.Q8_0, "q4_k": quant.Q4_K, "q6_k": quant.Q6_K}
+var OutputTypes = map[string]quant.Type{"f32": quant.F32, "f16": quant.F16, "bf16": quant.BF16, "q8_0": quant.Q8_0, "q2_0": quant.Q2_0, "q4_k": quant.Q4_K, "q6_k": quant.Q6_K}
 
-// fileType is general.file_type (llama.cpp's LLAMA_FTYPE) for each output type.
-var fileType = map[quant.Type]uint32{quant.F32: 0, quant.F16: 1, quant.Q8_0: 7, quant.Q4_K: 15, quant.Q6_K: 18, quant.BF16: 32}
+// fileType is general.file_type (llama.cpp's LLAMA_FTYPE) for each output type
+// (LLAMA_FTYPE_MOSTLY_Q2_0 = 41 in include/llama.h since Q2_0 was added, July 2026).
+var fileType = map[quant.Type]uint32{quant.F32: 0, quant.F16: 1, quant.Q8_0: 7, quant.Q4_K: 15, quant.Q6_K: 18, quant.BF16: 32, quant.Q2_0: 41}
 
 // AddTokenizer reads a Hugging Face tokenizer.json (or .json.gz; tokenizer_config.json
 // beside it is used when present) and records its GGUF metadata in the plan. The token
@@ -76,8 +77,8 @@ func readMaybeGz(path string) ([]byte, error) {
 
 // tensorType picks the stored type of one tensor: t for matrices whose rows are whole
 // blocks of t, F32 for the tensors marked KeepF32, and for a row length t cannot block
-// (e.g. Q4_K's 256 on a 64-wide model) the next format that can: Q8_0, else F32. The
-// fallback is what llama.cpp's quantizer does for such rows.
+// (e.g. Q4_K's 256 on a 64-wide model, Q2_0's 64 on a 32-wide expert) the next format
+// that can: Q8_0, else F32. The fallback is what llama.cpp's quantizer does for such rows.
 func tensorType(tt *Tensor, t quant.Type) quant.Type {
 	if tt.KeepF32 || len(tt.Dims) < 2 {
 		return quant.F32
@@ -97,7 +98,7 @@ func (p *Plan) HasTokenizer() bool { return p.tokKVs != nil }
 // metadata (see HasTokenizer) the file serves logit checks but not text generation.
 func (p *Plan) WriteGGUF(path string, t quant.Type, progress io.Writer) error {
 	if _, ok := fileType[t]; !ok {
-		return fmt.Errorf("convert: output type %s is not supported (f32, f16, bf16, q8_0, q4_k, q6_k)", t)
+		return fmt.Errorf("convert: output type %s is not supported (f32, f16, bf16, q8_0, q2_0, q4_k, q6_k)", t)
 	}
 	w := gguf.NewWriter()
 	add := func(k string, v any) error {
