@@ -1,8 +1,7 @@
 """Train the strata demo model: a small Qwen3-MoE on the Go standard library's source.
 
 Runs on a GPU machine with PyTorch, transformers 5.x, tokenizers and safetensors (the H200
-machine of the device tool); it is the only Python in the repository and is not part of the
-Go build. The corpus comes from `go run ./tools/demo-model/corpus` (gzipped JSONL, one
+machine of the device tool); it is not part of the Go build. The corpus comes from `go run ./tools/demo-model/corpus` (gzipped JSONL, one
 {"path", "text"} object a line, split into train and valid by package).
 
     python3 tools/demo-model/train.py --corpus .dev/demo-corpus --out $OUT \
