@@ -293,8 +293,12 @@ func (c *q4HFConfig) pleGeometry(where string) (*q4PLEGeom, error) {
 	if c.Seed != nil {
 		seed = *c.Seed
 	}
-	if c.NgramSize < 2 || c.HeadsPerNgram <= 0 || c.NgramVocabBase < 2 {
-		return nil, bad("ngram_size/heads_per_ngram/ngram_vocab_size_base", []any{c.NgramSize, c.HeadsPerNgram, c.NgramVocabBase}, "need ngram_size ≥ 2 and positive others")
+	// Limits far above the real model's (3, 8, 2e7) keep the prime search and the table
+	// size sane for any input.
+	if c.NgramSize < 2 || c.NgramSize > 8 || c.HeadsPerNgram <= 0 || c.HeadsPerNgram > 64 || c.NgramVocabBase < 2 || c.NgramVocabBase > 1<<36 ||
+		c.NgramDivisible <= 0 || c.NgramDivisible > 1<<20 || c.PLEConvKernel < 1 || c.PLEConvKernel > 64 {
+		return nil, bad("ngram_size/heads_per_ngram/ngram_vocab_size_base/make_ngram_vocab_size_divisible_by/ple_conv_kernel_size",
+			[]any{c.NgramSize, c.HeadsPerNgram, c.NgramVocabBase, c.NgramDivisible, c.PLEConvKernel}, "need ngram_size in [2, 8], heads_per_ngram in [1, 64], base in [2, 2^36], positive divisor ≤ 2^20, conv kernel in [1, 64]")
 	}
 	nh := (c.NgramSize - 1) * c.HeadsPerNgram
 	if c.PLEEmbedDim%nh != 0 {

@@ -168,3 +168,21 @@ func TestQwen4ExpTiledValueHeads(t *testing.T) {
 		}
 	}
 }
+
+// FuzzQwen4ExpConfig: any config.json gives a parsed config or an error, never a panic or
+// a hang (the n-gram prime search is bounded by the config limits).
+func FuzzQwen4ExpConfig(f *testing.F) {
+	tiny, err := os.ReadFile(filepath.Join("..", "testdata", "tiny-qwen4exp", "config.json"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(tiny)
+	f.Add([]byte(flashNextConfig))
+	f.Add([]byte(`{"model_type":"qwen4_exp","text_config":{"hidden_size":-1}}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		c, err := qwen4ExpConfig(raw, "fuzz")
+		if err == nil && (c.HiddenSize <= 0 || c.NumLayers <= 0 || len(c.qsa) != c.NumLayers) {
+			t.Fatalf("accepted an invalid config: hidden %d, layers %d, %d layer types", c.HiddenSize, c.NumLayers, len(c.qsa))
+		}
+	})
+}
