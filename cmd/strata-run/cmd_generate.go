@@ -26,8 +26,9 @@ type genFlags struct {
 	temp, topP, minP, repeat       float64
 	seed                           int64
 	chat, noThink, noDisplayPrompt bool
-	draft                          int  // --draft: MTP speculative decoding (cmd_generate_draft.go)
-	stats                          bool // --stats: report the draft acceptance rate
+	draft                          int           // --draft: MTP speculative decoding (cmd_generate_draft.go)
+	stats                          bool          // --stats: report the draft acceptance rate
+	be                             *backendFlags // --backend, --vram-budget-mib, --expert-profile (cmd_backend.go)
 }
 
 func genFlagSet(stderr io.Writer) (*flag.FlagSet, *genFlags) {
@@ -69,7 +70,8 @@ func genFlagSet(stderr io.Writer) (*flag.FlagSet, *genFlags) {
 	fs.BoolVar(&g.noThink, "no-think", false, "with --chat: an empty think block (Qwen3 enable_thinking=false)")
 	fs.BoolVar(&g.noDisplayPrompt, "no-display-prompt", false, "do not echo the prompt")
 	num(&g.draft, 0, "speculative decoding: the MTP head drafts up to N tokens per step (qwen4exp; 0: off)", "draft")
-	fs.BoolVar(&g.stats, "stats", false, "with --draft: print the draft acceptance rate")
+	fs.BoolVar(&g.stats, "stats", false, "with --draft: print the draft acceptance rate; on the GPU: time per token, expert-cache hit rate, copy bandwidth")
+	g.be = addBackendFlags(fs)
 	return fs, g
 }
 
@@ -166,8 +168,13 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	if g.draft > 0 {
 		return generateDraft(g, st, ids, samp, tok, stop, out, ctx, stderr)
 	}
+	fwd, err := openForward(g.be, src, st, ctx, g.stats, stderr)
+	if err != nil {
+		return err
+	}
+	defer fwd.close(stderr)
 	t0 := time.Now()
-	logits, err := st.Forward(ids, false, nil)
+	logits, err := fwd.forward(ids)
 	if err != nil {
 		return err
 	}
@@ -191,11 +198,11 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprint(out, s)
 		out.Flush()
-		if st.Pos() >= ctx {
+		if fwd.pos() >= ctx {
 			fmt.Fprintf(stderr, "\n[context of %d tokens is full]", ctx)
 			break
 		}
-		if logits, err = st.Forward([]int32{id}, false, nil); err != nil {
+		if logits, err = fwd.forward([]int32{id}); err != nil {
 			return err
 		}
 	}

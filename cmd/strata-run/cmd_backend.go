@@ -1,0 +1,132 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/strata-hip/strata/model"
+	mgpu "github.com/strata-hip/strata/model/gpu"
+	"github.com/strata-hip/strata/runtime/gpu"
+)
+
+// backendFlags choose where generation runs: --backend cpu|gpu|auto, the GPU engine's VRAM
+// budget, its expert profile, and --stats.
+type backendFlags struct {
+	backend string
+	vramMiB int
+	profile string
+	policy  string
+	group   int
+	device  string
+	stats   bool // --stats (declared in cmd_generate.go)
+}
+
+func addBackendFlags(fs *flag.FlagSet) *backendFlags {
+	b := &backendFlags{}
+	fs.StringVar(&b.backend, "backend", "auto", "cpu, gpu, or auto (the GPU engine when a supported GPU and its kernels are present, else the CPU)")
+	fs.IntVar(&b.vramMiB, "vram-budget-mib", 0, "GPU: use at most this much VRAM, as if the card had it (0: the device's free memory)")
+	fs.StringVar(&b.profile, "expert-profile", "", "GPU: expert-use profile file: seeds the expert cache when it exists, rewritten at exit")
+	fs.StringVar(&b.policy, "expert-policy", "decayed", "GPU: expert cache policy, decayed or lru")
+	fs.IntVar(&b.group, "copy-group", mgpu.DefaultGroup, "GPU: expert copies per completion event")
+	fs.StringVar(&b.device, "device", "", "GPU: which device (see list-devices)")
+	return b
+}
+
+// forwarder runs the model on the chosen backend.
+type forwarder struct {
+	name    string
+	forward func([]int32) ([]float32, error)
+	pos     func() int
+	close   func(stderr io.Writer) // prints --stats, writes the profile, releases the device; errors go to stderr
+}
+
+// openForward returns the CPU state's forward, or the GPU engine's when the flags ask for
+// it (auto: when it can run; the reason it cannot is printed).
+func openForward(b *backendFlags, src *model.GGUFSource, st *model.State, ctx int, stats bool, stderr io.Writer) (*forwarder, error) {
+	b.stats = stats
+	cpu := &forwarder{name: "cpu", forward: func(ids []int32) ([]float32, error) { return st.Forward(ids, false, nil) },
+		pos: st.Pos, close: func(io.Writer) {}}
+	switch b.backend {
+	case "cpu":
+		return cpu, nil
+	case "gpu", "auto":
+	default:
+		return nil, fmt.Errorf("%w: --backend %q: want cpu, gpu or auto", errUsage, b.backend)
+	}
+	if b.vramMiB < 0 {
+		return nil, fmt.Errorf("%w: --vram-budget-mib %d must not be negative", errUsage, b.vramMiB)
+	}
+	f, err := openGPU(b, src, ctx, stderr)
+	if err == nil {
+		return f, nil
+	}
+	if b.backend == "gpu" {
+		return nil, err
+	}
+	if !errors.Is(err, gpu.ErrNoDevice) && !errors.Is(err, gpu.ErrNoLibrary) {
+		fmt.Fprintf(stderr, "backend auto: the GPU engine cannot run this: %v; using the CPU\n", err)
+	}
+	return cpu, nil
+}
+
+func openGPU(b *backendFlags, src *model.GGUFSource, ctx int, stderr io.Writer) (*forwarder, error) {
+	if arch, _ := src.Meta().String("general.architecture"); arch != model.ArchQwen3MoE {
+		return nil, fmt.Errorf("%w: the GPU engine runs %s models, %s is %s", mgpu.ErrMissingKernel, model.ArchQwen3MoE, src.Path(), arch)
+	}
+	dir := defaultCODir()
+	dev, err := gpu.Open(gpu.Request{Device: b.device, Have: targetsWithCodeObjects(dir)})
+	if err != nil {
+		return nil, err
+	}
+	o := mgpu.Options{CODir: dir, Ctx: ctx, Budget: uint64(b.vramMiB) << 20, Policy: b.policy, Group: b.group, Progress: stderr}
+	if b.profile != "" {
+		if fh, err := os.Open(b.profile); err == nil {
+			cfg, _ := model.ParseConfig(src.Meta(), src.Path())
+			p, err := mgpu.ReadProfile(fh, b.profile, cfg.Layers, cfg.Experts)
+			fh.Close()
+			if err != nil {
+				dev.Close()
+				return nil, err
+			}
+			o.Profile = p
+		}
+	}
+	eng, err := mgpu.Load(dev, src, o)
+	if err != nil {
+		dev.Close()
+		return nil, err
+	}
+	fmt.Fprintf(stderr, "backend gpu: %s (%s)\n", dev.Info().Name, dev.Info().Arch)
+	closed := false
+	return &forwarder{name: "gpu", forward: eng.Forward, pos: eng.Pos, close: func(stderr io.Writer) {
+		if closed {
+			return
+		}
+		closed = true
+		var errs []error
+		if b.stats {
+			s := eng.Stats()
+			lookups := s.Hits + s.Misses
+			fmt.Fprintf(stderr, "gpu: %d tokens, %.2f ms/token; expert cache %d slots, hit rate %.3f (%d/%d); copied %.2f MB/token in %d groups, %.1f GB/s while copying\n",
+				s.Tokens, s.Wall.Seconds()*1e3/float64(max(1, s.Tokens)), eng.Plan().Slots, float64(s.Hits)/float64(max(1, lookups)), s.Hits, lookups,
+				float64(s.CopiedBytes)/1e6/float64(max(1, s.Tokens)), s.Groups, float64(s.CopiedBytes)/1e6/max(s.CopyMs, 1e-9))
+		}
+		if b.profile != "" {
+			if p := eng.ExpertProfile(); p != nil {
+				fh, err := os.Create(b.profile)
+				if err == nil {
+					_, err = p.WriteTo(fh)
+					err = errors.Join(err, fh.Close())
+				}
+				errs = append(errs, err)
+			}
+		}
+		errs = append(errs, eng.Close(), dev.Close())
+		if err := errors.Join(errs...); err != nil {
+			fmt.Fprintln(stderr, "strata-run:", err)
+		}
+	}}, nil
+}
