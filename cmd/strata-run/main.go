@@ -54,6 +54,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case len(args) > 0 && (args[0] == "help" || args[0] == "-h" || args[0] == "--help"):
 		printHelp(stdout)
+		if defaultRun != nil {
+			// The default command's flags (-m, -p, --temp, ...) are otherwise only shown
+			// after a mistake; its -h prints them and returns flag.ErrHelp.
+			fmt.Fprintln(stdout, "\nflags of the default command (generation):")
+			_ = defaultRun([]string{"-h"}, stdout, stdout)
+		}
 		return 0
 	case len(args) > 0 && subcommands[args[0]].run != nil:
 		err = subcommands[args[0]].run(args[1:], stdout, stderr)
