@@ -30,7 +30,7 @@ import (
 func init() {
 	register(subcommand{
 		name:  "list-devices",
-		usage: "[--json] [--device SEL] [--co-dir DIR] [--timeout D]  list GPUs, marking the one that would be used and why",
+		usage: "[--json] [--device SEL] [--allow-integrated] [--co-dir DIR] [--timeout D]  list GPUs, marking the one that would be used and why",
 		run:   runListDevices,
 	})
 }
