@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/strata-hip/strata/gguf"
+	"github.com/strata-hip/strata/model"
 )
 
 // strata-run inspect: what a GGUF file holds and what of it strata-run can run.
@@ -26,7 +27,7 @@ func init() {
 var (
 	inspectSupportedTypes = []gguf.Type{gguf.F32, gguf.F16, gguf.BF16, gguf.Q8_0, gguf.Q2_0, gguf.Q4_K,
 		gguf.Q6_K, gguf.IQ2_XS, gguf.IQ3_XXS, gguf.IQ3_S, gguf.IQ1_M}
-	inspectSupportedArchs = []string{"qwen3moe", "qwen3next", "qwen4exp"}
+	inspectSupportedArchs = []string{model.ArchQwen3MoE, model.ArchQwen3Next, model.ArchQwen4Exp}
 )
 
 func runInspect(args []string, stdout, stderr io.Writer) error {
@@ -42,7 +43,10 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 || *arrays < 0 {
+	if *arrays < 0 {
+		return fmt.Errorf("%w: --arrays %d: give 0 or more elements to show", errUsage, *arrays)
+	}
+	if fs.NArg() != 1 {
 		fs.Usage()
 		return fmt.Errorf("%w: inspect needs exactly one FILE.gguf", errUsage)
 	}
@@ -121,7 +125,13 @@ func inspect(f *gguf.File, arrays int, showTensors bool, out io.Writer) error {
 	for t := range byType {
 		types = append(types, t)
 	}
-	sort.Slice(types, func(i, j int) bool { return byType[types[i]].bytes > byType[types[j]].bytes })
+	// Largest first; equal totals by type number, so the listing does not depend on map order.
+	sort.Slice(types, func(i, j int) bool {
+		if bi, bj := byType[types[i]].bytes, byType[types[j]].bytes; bi != bj {
+			return bi > bj
+		}
+		return types[i] < types[j]
+	})
 	w = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	for _, t := range types {
 		mark := "supported"

@@ -100,4 +100,8 @@ func TestInspectErrors(t *testing.T) {
 	if code := run([]string{"inspect"}, &out, &errb); code != 2 {
 		t.Fatalf("no file: exit %d, want 2", code)
 	}
+	errb.Reset()
+	if code := run([]string{"inspect", "--arrays", "-1", p}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "--arrays -1") {
+		t.Fatalf("--arrays -1: exit %d, stderr %q; want 2 naming the flag", code, errb.String())
+	}
 }
