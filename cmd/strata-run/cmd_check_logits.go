@@ -23,7 +23,7 @@ func runCheckLogits(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(mp, "m", "", "same as --model")
 	od := fs.String("oracle", "", "directory with oracle.json and the reference's .npy outputs")
 	typ := fs.String("type", "", "weight type for converting a directory (default f32)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *mp == "" || *od == "" {

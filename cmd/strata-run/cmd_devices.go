@@ -61,7 +61,7 @@ func runListDevices(args []string, stdout, stderr io.Writer) error {
 	coDir := fs.String("co-dir", defaultCODir(), "directory of compiled code objects (`just co`); env STRATA_CO_DIR")
 	igpu := fs.Bool("allow-integrated", false, "let the default choice take an integrated GPU")
 	timeout := fs.Duration("timeout", 30*time.Second, "enumerate in a child process and give up after this long (a GPU runtime can hang in initialisation); 0 enumerates in this process")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -77,7 +77,7 @@ func genFlagSet(stderr io.Writer) (*flag.FlagSet, *genFlags) {
 
 func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fs, g := genFlagSet(stderr)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -40,7 +40,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "  A split model opens from any of its PREFIX-0000k-of-0000N.gguf files.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *arrays < 0 {

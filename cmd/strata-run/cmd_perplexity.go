@@ -36,7 +36,7 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(ctx, "ctx-size", 512, "same as -c")
 	chunks := fs.Int("chunks", -1, "score at most this many chunks (-1: all)")
 	threads := fs.Int("t", 0, "CPU threads (0: all cores)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *mp == "" || *text == "" {

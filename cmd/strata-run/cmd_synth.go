@@ -34,7 +34,7 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	tok := fs.String("tokenizer", "", "tokenizer.json to embed (optional; needed only for text generation)")
 	split := fs.Float64("split-max-size", 0, "write shards of at most this many GB of tensor data (0: one file)")
 	verbose := fs.Bool("v", false, "list every tensor as it is written")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *out == "" || fs.NArg() > 0 {

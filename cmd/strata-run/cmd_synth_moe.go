@@ -37,7 +37,7 @@ func runSynthMoE(args []string, stdout, stderr io.Writer) error {
 	for i, n := range fields {
 		fs.IntVar(&vals[i], n, 0, n+" (0: the preset's)")
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -35,7 +35,7 @@ func runTokenize(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "usage: strata-run tokenize --tokenizer PATH [--cases FILE.jsonl | --decode \"ID ...\" | TEXT ...]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	modes := 0

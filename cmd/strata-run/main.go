@@ -42,6 +42,17 @@ var flagCommands = map[string]string{"--list-devices": "list-devices"}
 // errUsage marks an error whose message already explains the usage problem (exit status 2).
 var errUsage = errors.New("usage")
 
+// parseFlags parses a subcommand's flags. A bad flag or flag value, which the flag package
+// has already reported on the FlagSet's output with the flag list, becomes a usage error
+// (exit status 2); -h/--help stays flag.ErrHelp (exit status 0).
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	err := fs.Parse(args)
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", errUsage, err)
+}
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }

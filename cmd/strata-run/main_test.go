@@ -37,3 +37,25 @@ func TestUnknownFirstArgument(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q; want 2 and a pointer to strata-run help", code, errb.String())
 	}
 }
+
+// TestFlagErrorsAreUsageErrors: an unknown flag or a bad flag value, in the default command
+// and in every subcommand, exits with status 2 (errUsage); -h exits 0.
+func TestFlagErrorsAreUsageErrors(t *testing.T) {
+	cases := [][]string{{"--no-such-flag"}, {"-n", "many"}, {"--temp", "hot"}}
+	for name := range subcommands {
+		cases = append(cases, []string{name, "--no-such-flag"})
+	}
+	cases = append(cases, []string{"perplexity", "-c", "x"}, []string{"convert", "dir", "-o"})
+	for _, args := range cases {
+		var out, errb bytes.Buffer
+		if code := run(args, &out, &errb); code != 2 {
+			t.Errorf("%q: exit %d, want 2; stderr %q", args, code, errb.String())
+		}
+	}
+	for name := range subcommands {
+		var out, errb bytes.Buffer
+		if code := run([]string{name, "-h"}, &out, &errb); code != 0 {
+			t.Errorf("%s -h: exit %d, want 0", name, code)
+		}
+	}
+}
