@@ -2,6 +2,7 @@ package quant
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 )
 
@@ -65,16 +66,5 @@ func firstDiff(got, want []byte, blockBytes int) string {
 	if first < 0 {
 		return "equal"
 	}
-	return "block " + itoa(first/blockBytes) + " byte " + itoa(first%blockBytes) + ": got " + itoa(int(got[first])) +
-		" want " + itoa(int(want[first])) + " (" + itoa(n) + " bytes differ)"
-}
-
-func itoa(i int) string {
-	if i < 0 {
-		return "-" + itoa(-i)
-	}
-	if i < 10 {
-		return string(rune('0' + i))
-	}
-	return itoa(i/10) + string(rune('0'+i%10))
+	return fmt.Sprintf("block %d byte %d: got %d want %d (%d bytes differ)", first/blockBytes, first%blockBytes, got[first], want[first], n)
 }
