@@ -164,6 +164,7 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	in.Reserve = o.Reserve
 	budget := o.Budget
 	if budget == 0 {
+		dev.SetBudget(0) // no cap from an earlier engine on this device
 		free, _, err := dev.MemInfo()
 		if err != nil {
 			return nil, err
