@@ -1,8 +1,9 @@
 // Package quant implements ggml's block formats in Go: the ground truth every Strata
 // kernel is proven against. It imports nothing else of this module.
 //
-// The arithmetic of every format is in docs/quant-formats.md (the project's copy of the
-// spec). The IQ lookup tables come from kernels/tables through gen (tables_gen.go), the
+// The arithmetic of every format is in the project's docs/quant-formats.md (kept with
+// DESIGN.md, not in this repository); the comments here carry what the code needs. The
+// IQ lookup tables come from kernels/tables through gen (tables_gen.go), the
 // same data the kernels' C include is rendered from. Everything here is checked against
 // ggml's own outputs by TestVectors (go test ./quant -run TestVectors -v [-vectors DIR]).
 //
