@@ -123,8 +123,8 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	if c.Arch != model.ArchQwen3MoE {
 		return nil, fmt.Errorf("%w: the GPU engine runs %s; %s needs the gated_delta_net path, not wired yet (use --backend cpu)", ErrMissingKernel, model.ArchQwen3MoE, c.Arch)
 	}
-	if o.Ctx <= 0 || o.Ctx > c.CtxLen {
-		return nil, fmt.Errorf("model/gpu: context %d must be in 1..%d", o.Ctx, c.CtxLen)
+	if o.Ctx <= 0 || o.Ctx > c.CtxLen || o.Ctx > 256*1024 {
+		return nil, fmt.Errorf("model/gpu: context %d must be in 1..%d (and attention_decode's 256 splits of 1024)", o.Ctx, min(c.CtxLen, 256*1024))
 	}
 	switch c.HeadDim {
 	case 64, 128, 256:
@@ -577,7 +577,10 @@ func (e *Engine) launch(key string, grid rt.Dim3, threads int, args []byte) erro
 func (e *Engine) mmvq(w dmat, xq, xf, y rt.DevPtr) error {
 	a := abi.MmvqArgs{W: uint64(w.ptr), Xq: uint64(xq), Xf: uint64(xf), Y: uint64(y), Rows: int32(w.rows), K: int32(w.k),
 		Ncols: 1, XColStride: int32(w.k), YColStride: int32(w.rows)}
-	return e.launch("mmvq/"+w.variant, dim(blocks(w.rows, 8)), abi.MmvqThreads, a.Bytes())
+	// ceil(rows/8) blocks: what every revision of mmvq's contract accepts (8 rows per
+	// block; the grid-strided revision with 16 rows per block leaves the extra blocks idle).
+	per := 8
+	return e.launch("mmvq/"+w.variant, dim(blocks(w.rows, per)), abi.MmvqThreads, a.Bytes())
 }
 
 // rmsnorm launches one RMSNorm variant over rows·heads rows of n.

@@ -80,7 +80,8 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 	hd, nh, nkv := c.HeadDim, c.Heads, c.HeadsKV
 	q, k, v := m.Ptr(bufQ), m.Ptr(bufK), m.Ptr(bufV)
 	n := e.pos + 1
-	nsplit := (n + splitLen - 1) / splitLen
+	sl := splitLen(n)
+	nsplit := (n + sl - 1) / sl
 	ctx := e.ctx
 	for li := range e.layers {
 		l := &e.layers[li]
@@ -124,9 +125,10 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 		}
 		o := m.Ptr(bufO)
 		a := abi.AttentionDecodeArgs{Q: uint64(q), K: uint64(l.kv), V: uint64(l.kv.Add(uintptr(ctx * e.kvd * 2))), Part: uint64(m.Ptr(bufPart)),
-			Out: uint64(o), N: int32(n), Nh: int32(nh), Nkv: int32(nkv), Hd: int32(hd), SplitLen: splitLen, Nsplit: int32(nsplit),
+			Out: uint64(o), N: int32(n), Nh: int32(nh), Nkv: int32(nkv), Hd: int32(hd), SplitLen: int32(sl), Nsplit: int32(nsplit),
 			Scale: float32(1 / math.Sqrt(float64(hd)))}
-		if err := e.launch("attention_decode/split_f16", rt.Dim3{X: uint32(nh), Y: uint32(nsplit), Z: 1}, abi.AttentionDecodeThreads, a.Bytes()); err != nil {
+		// split: one block per (kv group, split) serving every q head of the group.
+		if err := e.launch("attention_decode/split_f16", rt.Dim3{X: uint32(nkv), Y: uint32(nsplit), Z: 1}, abi.AttentionDecodeThreads, a.Bytes()); err != nil {
 			return err
 		}
 		if err := e.launch("attention_decode/reduce_f16", dim(uint32(nh)), abi.AttentionDecodeThreads, a.Bytes()); err != nil {

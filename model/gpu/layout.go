@@ -39,7 +39,6 @@ const (
 	bufPos     = "pos"    // i32 [1]
 	bufFreq    = "freq"   // rope frequencies, f32 [rd/2]
 	bufTables  = "slot_tables"
-	splitLen   = 256 // attention positions per split
 	q81Block   = 36  // bytes of one Q8_1 block (32 values)
 	maxLayerID = 1 << 20
 )
@@ -75,7 +74,8 @@ func (s *Shape) PlanInput(ctx int) (PlanInput, error) {
 	if c.Arch == model.ArchQwen3Next {
 		qrows *= 2
 	}
-	nsplit := (ctx + splitLen - 1) / splitLen
+	nsplit := (ctx + 63) / 64 // the most splits splitLen gives at any length ≤ ctx
+	nsplit = min(nsplit, 256)
 	f32 := func(n int) uint64 { return 4 * uint64(n) }
 	for _, n := range []Need{
 		{bufX, KindScratch, f32(H)}, {bufXN, KindScratch, f32(H)}, {bufXQ, KindScratch, q81Bytes(H)},
@@ -107,4 +107,12 @@ func slotLayout(e [3]uint64) slotOffsets {
 	o.down = o.up + alignUp(e[1])
 	o.total = o.down + alignUp(e[2])
 	return o
+}
+
+// splitLen is the attention split policy for n cached positions (attention_decode's
+// contract): a multiple of 64, at most 1024 positions, at most 256 splits.
+func splitLen(n int) int {
+	s := (n + 255) / 256
+	s = (s + 63) / 64 * 64
+	return min(max(s, 64), 1024)
 }
