@@ -39,7 +39,7 @@ const (
 	bufPos     = "pos"    // i32 [1]
 	bufFreq    = "freq"   // rope frequencies, f32 [rd/2]
 	bufTables  = "slot_tables"
-	q81Block   = 36  // bytes of one Q8_1 block (32 values)
+	q81Block   = 36 // bytes of one Q8_1 block (32 values)
 	maxLayerID = 1 << 20
 )
 
