@@ -237,6 +237,43 @@ var Specs = []Spec{
 		Axes: []Axis{{Name: "type", Values: axisWeightType(ISADot4).Values[2:]}},
 	},
 	{
+		Family:   "moe_prefill",
+		Template: "moe_prefill",
+		Doc: "one MoE FFN layer for many tokens in four launches (phase 0 route: grid (1, 1, 1); phase 1 gate/up + SwiGLU + " +
+			"Q8_1 requant: grid (n_ff/(BM/2), max_tiles, 1); phase 2 down: grid (ceil(hidden/BM), max_tiles, 1); phase 3 " +
+			"weighted combine: grid (ceil(hidden/128), min(tokens, 65535), 1)), block (128, 1, 1), tile r<BM>t<BN>, " +
+			"max_tiles = ceil(tokens·k_used/BN) + n_expert; experts are dense stacks.",
+		Threads: 128,
+		Args: []Arg{
+			{Name: "x", Type: ArgPtr, CType: "const u8", Doc: "hidden state as Q8_1 [tokens][x_row_blocks] (phase 1); 4-byte aligned"},
+			{Name: "ids", Type: ArgPtr, CType: "const i32", Doc: "selected experts [tokens][k_used], distinct per token, each in [0, n_expert) (phase 0)"},
+			{Name: "wts", Type: ArgPtr, CType: "const f32", Doc: "their routing weights [tokens][k_used] (phase 3)"},
+			{Name: "wg", Type: ArgPtr, CType: "const u8", Doc: "gate weights: expert e at wg + e·gu_mat_bytes, [n_ff][hidden]; 16-byte aligned"},
+			{Name: "wu", Type: ArgPtr, CType: "const u8", Doc: "up weights, as wg"},
+			{Name: "wd", Type: ArgPtr, CType: "const u8", Doc: "down weights: expert e at wd + e·d_mat_bytes, [hidden][n_ff]; 16-byte aligned"},
+			{Name: "sched", Type: ArgPtr, CType: "i32", Doc: "schedule, written by phase 0: counts[n_expert], offsets[n_expert], ntiles, then ntiles × (expert, first entry); size 2·n_expert + 1 + 2·max_tiles"},
+			{Name: "list", Type: ArgPtr, CType: "i32", Doc: "pair ids t·k_used + slot grouped by expert (tokens·k_used entries), written by phase 0"},
+			{Name: "hq", Type: ArgPtr, CType: "u8", Doc: "SwiGLU output as Q8_1 [tokens·k_used][n_ff/32] per pair: written by phase 1, read by 2"},
+			{Name: "hf", Type: ArgPtr, CType: "f32", Doc: "null, or [tokens·k_used][n_ff] f32: phase 1 also writes h before requantisation (test hook)"},
+			{Name: "yp", Type: ArgPtr, CType: "f32", Doc: "down output per pair [tokens·k_used][hidden] f32: written by phase 2, read by 3"},
+			{Name: "out", Type: ArgPtr, CType: "f32", Doc: "[tokens][ldo] f32, read and accumulated into by phase 3"},
+			{Name: "gu_mat_bytes", Type: ArgI64, Doc: "bytes between the experts of wg and wu"},
+			{Name: "d_mat_bytes", Type: ArgI64, Doc: "bytes between the experts of wd"},
+			{Name: "phase", Type: ArgI32, Doc: "0 route, 1 gate/up, 2 down, 3 combine"},
+			{Name: "tokens", Type: ArgI32, Doc: "tokens (> 0)"},
+			{Name: "k_used", Type: ArgI32, Doc: "experts per token (> 0)"},
+			{Name: "n_expert", Type: ArgI32, Doc: "experts, 1..1024"},
+			{Name: "hidden", Type: ArgI32, Doc: "hidden size: a multiple of the type's block size"},
+			{Name: "n_ff", Type: ArgI32, Doc: "expert width: a multiple of 32 and of the type's block size"},
+			{Name: "x_row_blocks", Type: ArgI32, Doc: "Q8_1 blocks between tokens of x, ≥ hidden/32"},
+			{Name: "ldo", Type: ArgI32, Doc: "f32 elements between tokens of out, ≥ hidden"},
+		},
+		Axes: []Axis{axisPrefillType, axisOp, {Name: "tile", Values: []Value{{Name: "r64t64"}}}},
+		// Gate/up holds two matrices of BM/2 rows (the LDS and accumulators of one BM-row tile);
+		// the route scratch and the h tile share the LDS union and are smaller.
+		Fits: mmqFits(func(int, int) int { return 1 }, func(int, int) int { return 0 }),
+	},
+	{
 		Family:   "quantize_q8_1",
 		Template: "quantize_q8_1",
 		Doc: "f32 rows → Q8_1 blocks as ggml's MMVQ activation quantizer (d = amax/127, q = roundf(x/d), " +

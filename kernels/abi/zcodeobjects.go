@@ -232,6 +232,36 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "moe_prefill",
+	Path:   "gfx1030/moe_prefill.co",
+	Target: "gfx1030",
+	Variants: []Variant{{
+		Name:   "q80_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
+	}, {
+		Name:   "q20_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
+	}, {
+		Name:   "q4k_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
+	}, {
+		Name:   "q6k_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
+	}, {
+		Name:   "iq2xs_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
+	}, {
+		Name:   "iq3s_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
+	}, {
+		Name:   "iq1m_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "quantize_q8_1",
 	Path:   "gfx1030/quantize_q8_1.co",
 	Target: "gfx1030",
@@ -532,6 +562,60 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m",
 		Symbol: "strata_moe_decode_iq1m",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "moe_prefill",
+	Path:   "gfx1100/moe_prefill.co",
+	Target: "gfx1100",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t64",
+		Symbol: "strata_moe_prefill_q80_mma_r64t64",
+	}, {
+		Name:   "q80_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
+	}, {
+		Name:   "q20_mma_r64t64",
+		Symbol: "strata_moe_prefill_q20_mma_r64t64",
+	}, {
+		Name:   "q20_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
+	}, {
+		Name:   "q4k_mma_r64t64",
+		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
+	}, {
+		Name:   "q4k_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
+	}, {
+		Name:   "q6k_mma_r64t64",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
+	}, {
+		Name:   "q6k_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
+	}, {
+		Name:   "iq2xs_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
+	}, {
+		Name:   "iq2xs_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
+	}, {
+		Name:   "iq3xxs_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
+	}, {
+		Name:   "iq3s_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
+	}, {
+		Name:   "iq3s_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
+	}, {
+		Name:   "iq1m_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
+	}, {
+		Name:   "iq1m_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
 	}},
 	Vendor: "amd",
 }, {
@@ -838,6 +922,60 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "moe_prefill",
+	Path:   "gfx1101/moe_prefill.co",
+	Target: "gfx1101",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t64",
+		Symbol: "strata_moe_prefill_q80_mma_r64t64",
+	}, {
+		Name:   "q80_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
+	}, {
+		Name:   "q20_mma_r64t64",
+		Symbol: "strata_moe_prefill_q20_mma_r64t64",
+	}, {
+		Name:   "q20_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
+	}, {
+		Name:   "q4k_mma_r64t64",
+		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
+	}, {
+		Name:   "q4k_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
+	}, {
+		Name:   "q6k_mma_r64t64",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
+	}, {
+		Name:   "q6k_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
+	}, {
+		Name:   "iq2xs_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
+	}, {
+		Name:   "iq2xs_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
+	}, {
+		Name:   "iq3xxs_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
+	}, {
+		Name:   "iq3s_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
+	}, {
+		Name:   "iq3s_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
+	}, {
+		Name:   "iq1m_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
+	}, {
+		Name:   "iq1m_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "quantize_q8_1",
 	Path:   "gfx1101/quantize_q8_1.co",
 	Target: "gfx1101",
@@ -1138,6 +1276,60 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m",
 		Symbol: "strata_moe_decode_iq1m",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "moe_prefill",
+	Path:   "gfx1102/moe_prefill.co",
+	Target: "gfx1102",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t64",
+		Symbol: "strata_moe_prefill_q80_mma_r64t64",
+	}, {
+		Name:   "q80_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
+	}, {
+		Name:   "q20_mma_r64t64",
+		Symbol: "strata_moe_prefill_q20_mma_r64t64",
+	}, {
+		Name:   "q20_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
+	}, {
+		Name:   "q4k_mma_r64t64",
+		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
+	}, {
+		Name:   "q4k_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
+	}, {
+		Name:   "q6k_mma_r64t64",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
+	}, {
+		Name:   "q6k_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
+	}, {
+		Name:   "iq2xs_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
+	}, {
+		Name:   "iq2xs_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
+	}, {
+		Name:   "iq3xxs_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
+	}, {
+		Name:   "iq3s_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
+	}, {
+		Name:   "iq3s_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
+	}, {
+		Name:   "iq1m_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
+	}, {
+		Name:   "iq1m_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
 	}},
 	Vendor: "amd",
 }, {
@@ -1444,6 +1636,60 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "moe_prefill",
+	Path:   "gfx1200/moe_prefill.co",
+	Target: "gfx1200",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t64",
+		Symbol: "strata_moe_prefill_q80_mma_r64t64",
+	}, {
+		Name:   "q80_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
+	}, {
+		Name:   "q20_mma_r64t64",
+		Symbol: "strata_moe_prefill_q20_mma_r64t64",
+	}, {
+		Name:   "q20_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
+	}, {
+		Name:   "q4k_mma_r64t64",
+		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
+	}, {
+		Name:   "q4k_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
+	}, {
+		Name:   "q6k_mma_r64t64",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
+	}, {
+		Name:   "q6k_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
+	}, {
+		Name:   "iq2xs_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
+	}, {
+		Name:   "iq2xs_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
+	}, {
+		Name:   "iq3xxs_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
+	}, {
+		Name:   "iq3s_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
+	}, {
+		Name:   "iq3s_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
+	}, {
+		Name:   "iq1m_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
+	}, {
+		Name:   "iq1m_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "quantize_q8_1",
 	Path:   "gfx1200/quantize_q8_1.co",
 	Target: "gfx1200",
@@ -1744,6 +1990,60 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m",
 		Symbol: "strata_moe_decode_iq1m",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "moe_prefill",
+	Path:   "gfx1201/moe_prefill.co",
+	Target: "gfx1201",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t64",
+		Symbol: "strata_moe_prefill_q80_mma_r64t64",
+	}, {
+		Name:   "q80_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
+	}, {
+		Name:   "q20_mma_r64t64",
+		Symbol: "strata_moe_prefill_q20_mma_r64t64",
+	}, {
+		Name:   "q20_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
+	}, {
+		Name:   "q4k_mma_r64t64",
+		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
+	}, {
+		Name:   "q4k_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
+	}, {
+		Name:   "q6k_mma_r64t64",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
+	}, {
+		Name:   "q6k_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
+	}, {
+		Name:   "iq2xs_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
+	}, {
+		Name:   "iq2xs_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
+	}, {
+		Name:   "iq3xxs_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
+	}, {
+		Name:   "iq3s_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
+	}, {
+		Name:   "iq3s_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
+	}, {
+		Name:   "iq1m_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
+	}, {
+		Name:   "iq1m_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
 	}},
 	Vendor: "amd",
 }, {
@@ -2098,6 +2398,60 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "moe_prefill",
+	Path:   "sm_80/moe_prefill.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t64",
+		Symbol: "strata_moe_prefill_q80_mma_r64t64",
+	}, {
+		Name:   "q80_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
+	}, {
+		Name:   "q20_mma_r64t64",
+		Symbol: "strata_moe_prefill_q20_mma_r64t64",
+	}, {
+		Name:   "q20_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
+	}, {
+		Name:   "q4k_mma_r64t64",
+		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
+	}, {
+		Name:   "q4k_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
+	}, {
+		Name:   "q6k_mma_r64t64",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
+	}, {
+		Name:   "q6k_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
+	}, {
+		Name:   "iq2xs_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
+	}, {
+		Name:   "iq2xs_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
+	}, {
+		Name:   "iq3xxs_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
+	}, {
+		Name:   "iq3s_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
+	}, {
+		Name:   "iq3s_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
+	}, {
+		Name:   "iq1m_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
+	}, {
+		Name:   "iq1m_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "quantize_q8_1",
 	Path:   "sm_80/quantize_q8_1.ptx",
 	Target: "sm_80",
@@ -2446,6 +2800,60 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m",
 		Symbol: "strata_moe_decode_iq1m",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "moe_prefill",
+	Path:   "sm_86/moe_prefill.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t64",
+		Symbol: "strata_moe_prefill_q80_mma_r64t64",
+	}, {
+		Name:   "q80_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
+	}, {
+		Name:   "q20_mma_r64t64",
+		Symbol: "strata_moe_prefill_q20_mma_r64t64",
+	}, {
+		Name:   "q20_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
+	}, {
+		Name:   "q4k_mma_r64t64",
+		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
+	}, {
+		Name:   "q4k_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
+	}, {
+		Name:   "q6k_mma_r64t64",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
+	}, {
+		Name:   "q6k_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
+	}, {
+		Name:   "iq2xs_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
+	}, {
+		Name:   "iq2xs_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
+	}, {
+		Name:   "iq3xxs_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
+	}, {
+		Name:   "iq3s_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
+	}, {
+		Name:   "iq3s_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
+	}, {
+		Name:   "iq1m_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
+	}, {
+		Name:   "iq1m_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -2800,6 +3208,60 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "moe_prefill",
+	Path:   "sm_89/moe_prefill.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t64",
+		Symbol: "strata_moe_prefill_q80_mma_r64t64",
+	}, {
+		Name:   "q80_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
+	}, {
+		Name:   "q20_mma_r64t64",
+		Symbol: "strata_moe_prefill_q20_mma_r64t64",
+	}, {
+		Name:   "q20_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
+	}, {
+		Name:   "q4k_mma_r64t64",
+		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
+	}, {
+		Name:   "q4k_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
+	}, {
+		Name:   "q6k_mma_r64t64",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
+	}, {
+		Name:   "q6k_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
+	}, {
+		Name:   "iq2xs_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
+	}, {
+		Name:   "iq2xs_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
+	}, {
+		Name:   "iq3xxs_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
+	}, {
+		Name:   "iq3s_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
+	}, {
+		Name:   "iq3s_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
+	}, {
+		Name:   "iq1m_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
+	}, {
+		Name:   "iq1m_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "quantize_q8_1",
 	Path:   "sm_89/quantize_q8_1.ptx",
 	Target: "sm_89",
@@ -3148,6 +3610,60 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m",
 		Symbol: "strata_moe_decode_iq1m",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "moe_prefill",
+	Path:   "sm_90/moe_prefill.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t64",
+		Symbol: "strata_moe_prefill_q80_mma_r64t64",
+	}, {
+		Name:   "q80_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
+	}, {
+		Name:   "q20_mma_r64t64",
+		Symbol: "strata_moe_prefill_q20_mma_r64t64",
+	}, {
+		Name:   "q20_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
+	}, {
+		Name:   "q4k_mma_r64t64",
+		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
+	}, {
+		Name:   "q4k_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
+	}, {
+		Name:   "q6k_mma_r64t64",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
+	}, {
+		Name:   "q6k_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
+	}, {
+		Name:   "iq2xs_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
+	}, {
+		Name:   "iq2xs_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
+	}, {
+		Name:   "iq3xxs_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
+	}, {
+		Name:   "iq3s_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
+	}, {
+		Name:   "iq3s_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
+	}, {
+		Name:   "iq1m_mma_r64t64",
+		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
+	}, {
+		Name:   "iq1m_dp4a_r64t64",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
 	}},
 	Vendor: "nvidia",
 }, {

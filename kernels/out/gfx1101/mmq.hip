@@ -473,9 +473,21 @@ STRATA_DEVICE f32 strata_row_partial_q81(const u8* wr, const u8* x, int k, const
 // types) into a zeroed accumulator, folded right away (8 i32 live per product).
 // dp4a variant: thread ℓ owns rows ℓ%16 + 16i (i < BM/16) and tokens ℓ/16 + 8j (j < BN/8),
 // each output's group sums as two chains of four dot4 (elements 0..15 and 16..31).
+// strata_mmq_sched_fence(): on AMD a scheduling barrier between fold steps, so that the
+// machine scheduler does not hoist the LDS loads of every unrolled step ahead of the first
+// (which needs more than the VGPR budget and spills); nothing elsewhere.
+#ifdef STRATA_AMD
+#define strata_mmq_sched_fence() __builtin_amdgcn_sched_barrier(0)
+#else
+#define strata_mmq_sched_fence() ((void)0)
+#endif
 #ifndef STRATA_DEVICE_MEMBER
 #define STRATA_DEVICE_MEMBER __device__ inline __attribute__((always_inline))
 #endif
+// Kernels using the core carry STRATA_MMQ_VGPRS. AMD: it holds the register allocator to the
+// target's VGPR budget (ctest checks the budget and that nothing spills); without it clang 19
+// takes up to 233 VGPRs for mmq.
+#define STRATA_MMQ_VGPRS __attribute__((amdgpu_num_vgpr(128)))
 constexpr int STRATA_MMQ_THREADS = 128;
 constexpr int STRATA_MMQ_KT = 4;
 constexpr int STRATA_MMQ_KS = 32 * STRATA_MMQ_KT + 16;
@@ -622,6 +634,7 @@ STRATA_DEVICE void strata_mmq_run(strata_mmq_smem<QT, NW, BM, BN>& s, const Src&
                   strata_mma_c_coord(e, &row, &col);
                   strata_mmq_fold<QT, NW, BM, BN>(s, m, wt + 16 * i + row, wr + 16 * j + col, kg, hk, s0.v[e], s1.v[e], acc[m][i][j][e]);
                 }
+                strata_mmq_sched_fence();
               }
             }
         } else {
@@ -642,6 +655,7 @@ STRATA_DEVICE void strata_mmq_run(strata_mmq_smem<QT, NW, BM, BN>& s, const Src&
                   strata_mma_c_coord(e, &row, &col);
                   strata_mmq_fold<QT, NW, BM, BN>(s, m, wt + 16 * i + row, wr + 16 * j + col, kg, hk, s0.v[e], 0, acc[m][i][j][e]);
                 }
+                strata_mmq_sched_fence();
               }
             }
         }
@@ -679,32 +693,35 @@ STRATA_DEVICE void strata_mmq_run(strata_mmq_smem<QT, NW, BM, BN>& s, const Src&
       strata_barrier();
       const int hk = hook < 0 ? -1 : (hook >= g0 && hook < g0 + KT ? hook - g0 : KT);
       for (int kg = 0; kg < KT && g0 + kg < ng; ++kg) {
+        // The rows' quants stay in registers (NW·RI·8 words) while the tokens stream past;
+        // each token's quants are loaded once for all matrices and rows.
+        u32 wq[NW][RI][8];
 #pragma unroll
-        for (int m = 0; m < NW; ++m) {
-          // The rows' quants stay in registers (RI·8 words) while the tokens stream past.
-          u32 wq[RI][8];
+        for (int m = 0; m < NW; ++m)
 #pragma unroll
           for (int i = 0; i < RI; ++i) {
-            strata_ld_x4((const u8*)&s.w[m][lr + 16 * i][32 * kg], wq[i]);
-            strata_ld_x4((const u8*)&s.w[m][lr + 16 * i][32 * kg + 16], wq[i] + 4);
+            strata_ld_x4((const u8*)&s.w[m][lr + 16 * i][32 * kg], wq[m][i]);
+            strata_ld_x4((const u8*)&s.w[m][lr + 16 * i][32 * kg + 16], wq[m][i] + 4);
           }
 #pragma unroll
-          for (int j = 0; j < TJ; ++j) {
-            const int c = lt + 8 * j;
-            u32 a[8];
-            strata_ld_x4((const u8*)&s.x[c][32 * kg], a);
-            strata_ld_x4((const u8*)&s.x[c][32 * kg + 16], a + 4);
+        for (int j = 0; j < TJ; ++j) {
+          const int c = lt + 8 * j;
+          u32 a[8];
+          strata_ld_x4((const u8*)&s.x[c][32 * kg], a);
+          strata_ld_x4((const u8*)&s.x[c][32 * kg + 16], a + 4);
+#pragma unroll
+          for (int m = 0; m < NW; ++m)
 #pragma unroll
             for (int i = 0; i < RI; ++i) {
               i32 s0 = 0, s1 = 0;
 #pragma unroll
-              for (int w = 0; w < 4; ++w) s0 = strata_dot4_ss((i32)wq[i][w], (i32)a[w], s0);
+              for (int w = 0; w < 4; ++w) s0 = strata_dot4_ss((i32)wq[m][i][w], (i32)a[w], s0);
 #pragma unroll
-              for (int w = 4; w < 8; ++w) s1 = strata_dot4_ss((i32)wq[i][w], (i32)a[w], s1);
+              for (int w = 4; w < 8; ++w) s1 = strata_dot4_ss((i32)wq[m][i][w], (i32)a[w], s1);
               if (!SPLIT) s0 += s1, s1 = 0;
               strata_mmq_fold<QT, NW, BM, BN>(s, m, c, lr + 16 * i, kg, hk, s0, s1, acc[m][i][j]);
             }
-          }
+          strata_mmq_sched_fence();
         }
       }
       strata_barrier();
@@ -741,10 +758,6 @@ STRATA_DEVICE void strata_mmq_run(strata_mmq_smem<QT, NW, BM, BN>& s, const Src&
 // Per launch (R rows, T tokens, K, B bytes per weight row): weight bytes read
 // ceil(T/BN)·R·B, activation bytes ceil(R/BM)·T·K/32·36, output 4·R·T; 2·R·T·K int8 ops
 // (multiply + add) in the matrix unit or dot4.
-
-// AMD: hold the register allocator to the target's VGPR budget (ctest checks it, and that
-// nothing spills); without it clang 19 uses up to 233 VGPRs for these kernels.
-#define STRATA_MMQ_VGPRS __attribute__((amdgpu_num_vgpr(128)))
 
 struct strata_mmq_src {
   const u8* w;
