@@ -48,9 +48,10 @@ static_assert(__builtin_offsetof(struct strata_attention_prefill_args, scale) ==
 // attention_decode.
 //
 // Tile: block (query tile, head) = 128 threads = 4 waves; the block owns 8 queries, wave w
-// the two queries 8·tile + 2w + {0, 1}. Key tiles of 32 positions: the block stages the
-// tile's K and V rows of the head's kv group in LDS as stored (f16: 2·32·hd·2 bytes, up to
-// 32 KiB; q8: 2·32·(hd + hd/16) bytes, up to 17 KiB), then each
+// the two queries 8·tile + 2w + {0, 1}. Key tiles of TR = 16 positions: the block stages the
+// tile's K and V rows of the head's kv group in LDS as stored (f16: 2·16·hd·2 bytes, up to
+// 16 KiB; q8: 2·16·(hd + hd/16) bytes, up to 8.5 KiB; both variants of a PTX module together
+// stay under the 48 KiB of static shared memory), then each
 // wave runs the online-softmax update of its two queries over the tile's positions it may
 // see (lane ℓ holds values ℓE..ℓE+E−1, E = hd/32, of q, each k and v row and the
 // accumulators; a dot is E multiply-adds and a 5-step butterfly). Key tiles past the
@@ -59,7 +60,8 @@ static_assert(__builtin_offsetof(struct strata_attention_prefill_args, scale) ==
 // through L2 (the cache itself is 4·n·nkv·hd bytes); ~4·hd·nh·t·(n − t/2) flops.
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_prefill_f16(const struct strata_attention_prefill_args p) {
-  __shared__ u32 sk[32 * 128], sv[32 * 128]; // 32 rows of up to 256 fp16 each
+  constexpr int TR = 16; // positions per K/V tile
+  __shared__ u32 sk[TR * 128], sv[TR * 128]; // TR rows of up to 256 fp16 each
   const int tile = (int)strata_block_x(), h = (int)strata_block_y();
   const int tid = (int)strata_thread_x(), lane = (int)strata_lane(), w = tid >> 5;
   const int g = h / (p.nh / p.nkv);
@@ -82,9 +84,9 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_prefill_f16(const 
   }
   const int last = (tile * 8 + 7 < p.t - 1 ? tile * 8 + 7 : p.t - 1) + p0; // the last position any query here sees
   const i64 pos_stride = (i64)p.nkv * p.hd;
-  for (int j0 = 0; j0 <= last; j0 += 32) {
-    // Stage K and V rows j0..j0+31 as stored (zeros past n).
-    for (int i = tid; i < 32 * words; i += 128) {
+  for (int j0 = 0; j0 <= last; j0 += TR) {
+    // Stage K and V rows j0..j0+TR−1 as stored (zeros past n).
+    for (int i = tid; i < TR * words; i += 128) {
       const int row = i / words, col = i % words, j = j0 + row;
       u32 kw = 0, vw = 0;
       if (j < p.n) {
@@ -99,7 +101,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_prefill_f16(const 
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int lim = qi[r] < p.t ? p0 + qi[r] - j0 : -1; // rows 0..lim of the tile are visible
-      for (int jj = 0; jj < 32 && jj <= lim; ++jj) {
+      for (int jj = 0; jj < TR && jj <= lim; ++jj) {
         f32 kf[8], vf[8];
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
@@ -144,8 +146,9 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_prefill_f16(const 
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_prefill_q8(const struct strata_attention_prefill_args p) {
-  __shared__ u32 sk[32 * 64], sv[32 * 64];   // 32 rows of up to 256 int8 each
-  __shared__ u16 sks[32 * 8], svs[32 * 8];   // their fp16 scales, one per 32 values
+  constexpr int TR = 16; // positions per K/V tile
+  __shared__ u32 sk[TR * 64], sv[TR * 64];   // TR rows of up to 256 int8 each
+  __shared__ u16 sks[TR * 8], svs[TR * 8];   // their fp16 scales, one per 32 values
   const int tile = (int)strata_block_x(), h = (int)strata_block_y();
   const int tid = (int)strata_thread_x(), lane = (int)strata_lane(), w = tid >> 5;
   const int g = h / (p.nh / p.nkv);
@@ -169,9 +172,9 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_prefill_q8(const s
   }
   const int last = (tile * 8 + 7 < p.t - 1 ? tile * 8 + 7 : p.t - 1) + p0; // the last position any query here sees
   const i64 pos_stride = (i64)p.nkv * p.hd;
-  for (int j0 = 0; j0 <= last; j0 += 32) {
-    // Stage K and V rows j0..j0+31 as stored (zeros past n).
-    for (int i = tid; i < 32 * words; i += 128) {
+  for (int j0 = 0; j0 <= last; j0 += TR) {
+    // Stage K and V rows j0..j0+TR−1 as stored (zeros past n).
+    for (int i = tid; i < TR * words; i += 128) {
       const int row = i / words, col = i % words, j = j0 + row;
       u32 kw = 0, vw = 0;
       if (j < p.n) {
@@ -182,7 +185,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_prefill_q8(const s
       sk[row * rw + col] = kw;
       sv[row * rw + col] = vw;
     }
-    for (int i = tid; i < 32 * nb; i += 128) {
+    for (int i = tid; i < TR * nb; i += 128) {
       const int row = i / nb, b = i % nb, j = j0 + row;
       const i64 at = ((i64)j * p.nkv + g) * nb + b;
       sks[row * 8 + b] = j < p.n ? p.ks[at] : 0;
@@ -192,7 +195,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_prefill_q8(const s
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int lim = qi[r] < p.t ? p0 + qi[r] - j0 : -1; // rows 0..lim of the tile are visible
-      for (int jj = 0; jj < 32 && jj <= lim; ++jj) {
+      for (int jj = 0; jj < TR && jj <= lim; ++jj) {
         f32 kf[8], vf[8];
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
