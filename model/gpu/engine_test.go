@@ -3,6 +3,7 @@ package gpu
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -172,4 +173,96 @@ func TestEngineMissingKernel(t *testing.T) {
 	if dev.Used() != 0 {
 		t.Fatalf("%d bytes left allocated", dev.Used())
 	}
+}
+
+// TestEngineEmulatedMatchesCPU runs the whole engine on the fake device with emulated
+// kernels (emu_test.go: each family's documented contract in plain Go, launch grids
+// checked) and compares with the CPU engine: logits within the GPU bound's NMSE of 2e-3
+// (the emulation rounds as the kernels do: Q8_1 activations, f16 KV), the same greedy
+// tokens, and the smallest cache (every layer's experts streamed) bitwise equal to the
+// full cache.
+func TestEngineEmulatedMatchesCPU(t *testing.T) {
+	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_K} {
+		t.Run(typ.String(), func(t *testing.T) {
+			src := tinySource(t, typ)
+			m, err := model.Load(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const ctx, steps = 64, 10
+			prompt := []int32{104, 101, 108, 108, 111, 32, 119}
+			st, err := m.NewState(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cpuLog [][]float32
+			l, err := st.Forward(prompt, false, nil)
+			for i := 0; i < steps && err == nil; i++ {
+				cpuLog = append(cpuLog, l)
+				l, err = st.Forward([]int32{argmaxF(l)}, false, nil)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			run := func(slots int) [][]float32 {
+				dev, fake := newFakeDeviceArch(1<<30, "sm_90")
+				fake.emu = newEmu()
+				eng, err := Load(dev, src, Options{CODir: fakeCODir(t, "sm_90"), Ctx: ctx, Budget: 256 << 20, Reserve: 1 << 20, MaxExpert: slots, Group: 2})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer eng.Close()
+				var logs [][]float32
+				l, err := eng.Forward(prompt)
+				for i := 0; i < steps && err == nil; i++ {
+					logs = append(logs, l)
+					l, err = eng.Forward([]int32{argmaxF(cpuLog[i])})
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fake.emu.err != nil {
+					t.Fatal(fake.emu.err)
+				}
+				s := eng.Stats()
+				t.Logf("%d slots: hits %d, misses %d", eng.Plan().Slots, s.Hits, s.Misses)
+				return logs
+			}
+			full := run(0)
+			for i := range cpuLog {
+				var num, den float64
+				for j, c := range cpuLog[i] {
+					d := float64(full[i][j]) - float64(c)
+					num += d * d
+					den += float64(c) * float64(c)
+				}
+				if nmse := num / den; !(nmse <= 2e-3) {
+					t.Errorf("step %d: NMSE %.3g", i, nmse)
+				} else if i == 0 || i == len(cpuLog)-1 {
+					t.Logf("step %d: NMSE %.3g", i, nmse)
+				}
+				if a, b := argmaxF(full[i]), argmaxF(cpuLog[i]); a != b {
+					t.Errorf("step %d: greedy %d, CPU %d", i, a, b)
+				}
+			}
+			small := run(2 * synth.Presets["tiny"].ExpertsUsed)
+			for i := range full {
+				for j := range full[i] {
+					if math.Float32bits(full[i][j]) != math.Float32bits(small[i][j]) {
+						t.Fatalf("step %d logit %d: streamed %v, resident %v", i, j, small[i][j], full[i][j])
+					}
+				}
+			}
+		})
+	}
+}
+
+func argmaxF(l []float32) int32 {
+	best := 0
+	for i, v := range l {
+		if v > l[best] {
+			best = i
+		}
+	}
+	return int32(best)
 }

@@ -25,6 +25,18 @@ type fakeDriver struct {
 	// onD2H, when set, fills device-to-host copies (the engine's windows) instead of
 	// leaving them untouched.
 	onD2H func(dst []byte)
+	emu   *emu // memory and kernels (emu_test.go); nil: allocations hold nothing
+}
+
+// hostAt is the fake's pinned host memory at address p, n bytes.
+func (f *fakeDriver) hostAt(p, n uintptr) []byte {
+	for _, m := range f.host {
+		base := uintptr(unsafe.Pointer(unsafe.SliceData(m)))
+		if p >= base && p+n <= base+uintptr(len(m)) {
+			return m[p-base : p-base+n]
+		}
+	}
+	return nil
 }
 
 type fakeCopy struct {
@@ -60,6 +72,9 @@ func (f *fakeDriver) Alloc(n uintptr) (rt.DevPtr, error) {
 	f.used += uint64(n)
 	f.live[p] = uint64(n)
 	f.allocs = append(f.allocs, uint64(n))
+	if f.emu != nil {
+		f.emu.alloc(p, n)
+	}
 	return p, nil
 }
 func (f *fakeDriver) Free(p rt.DevPtr) error {
@@ -69,23 +84,39 @@ func (f *fakeDriver) Free(p rt.DevPtr) error {
 	}
 	delete(f.live, p)
 	f.used -= n
+	if f.emu != nil {
+		f.emu.free(p)
+	}
 	return nil
 }
-func (f *fakeDriver) Upload(rt.DevPtr, []byte) error   { return nil }
-func (f *fakeDriver) Download([]byte, rt.DevPtr) error { return nil }
+func (f *fakeDriver) Upload(dst rt.DevPtr, src []byte) error {
+	if f.emu != nil {
+		copy(f.emu.at(uint64(dst), len(src)), src)
+	}
+	return nil
+}
+func (f *fakeDriver) Download(dst []byte, src rt.DevPtr) error {
+	if f.emu != nil {
+		copy(dst, f.emu.at(uint64(src), len(dst)))
+	}
+	return nil
+}
 func (f *fakeDriver) CopyAsync(kind rt.CopyKind, dst, src, n, s uintptr) error {
-	if kind == rt.DeviceToHost {
+	switch {
+	case kind == rt.DeviceToHost && f.emu != nil:
+		copy(f.hostAt(dst, n), f.emu.at(uint64(src), int(n)))
+	case kind == rt.DeviceToHost:
 		if f.onD2H != nil {
-			for _, m := range f.host {
-				base := uintptr(unsafe.Pointer(unsafe.SliceData(m)))
-				if dst >= base && dst+n <= base+uintptr(len(m)) {
-					f.onD2H(m[dst-base : dst-base+n])
-				}
+			if h := f.hostAt(dst, n); h != nil {
+				f.onD2H(h)
 			}
 		}
-		return nil
+	case kind == rt.HostToDevice && f.emu != nil:
+		copy(f.emu.at(uint64(dst), int(n)), f.hostAt(src, n))
 	}
-	f.copies = append(f.copies, fakeCopy{dst, src, n, s})
+	if kind != rt.DeviceToHost {
+		f.copies = append(f.copies, fakeCopy{dst, src, n, s})
+	}
 	return nil
 }
 func (f *fakeDriver) MemsetAsync(rt.DevPtr, byte, uintptr, uintptr) error { return nil }
@@ -107,11 +138,14 @@ func (f *fakeDriver) FillWords(rt.DevPtr, int, uint32) error     { return fmt.Er
 func (f *fakeDriver) LoadModule([]byte, string) (uintptr, error) { return 1, nil }
 func (f *fakeDriver) UnloadModule(uintptr) error                 { return nil }
 func (f *fakeDriver) Function(uintptr, string) (uintptr, error)  { return 2, nil }
-func (f *fakeDriver) Launch(_ uintptr, _, _ rt.Dim3, _ uint32, _ uintptr, _ []byte, sym string) error {
+func (f *fakeDriver) Launch(_ uintptr, grid, _ rt.Dim3, _ uint32, _ uintptr, args []byte, sym string) error {
 	if f.launches == nil {
 		f.launches = map[string]int{}
 	}
 	f.launches[sym]++
+	if f.emu != nil {
+		f.emu.launch(sym, grid, args)
+	}
 	return nil
 }
 func (f *fakeDriver) StreamCreate() (uintptr, error)                 { return 3, nil }

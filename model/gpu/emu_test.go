@@ -1,0 +1,346 @@
+package gpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"unsafe"
+
+	"github.com/strata-hip/strata/kernels/abi"
+	"github.com/strata-hip/strata/quant"
+	rt "github.com/strata-hip/strata/runtime/gpu"
+)
+
+// emu gives the fake driver memory and kernels: every launch runs a plain Go rendering
+// of the kernel family's documented contract (kernels/specs.go) on the fake device's
+// memory, and checks its launch grid against that contract. With it the engine's whole
+// composition — which buffer goes where, strides, slot tables, the copies — runs on the
+// CPU and can be compared with the CPU engine. It proves the composition, not the
+// kernels (the parity suite does that on a GPU).
+type emu struct {
+	allocs map[uintptr][]byte // device address → memory
+	starts []uintptr
+	err    error // first contract violation
+}
+
+func newEmu() *emu { return &emu{allocs: map[uintptr][]byte{}} }
+
+func (m *emu) alloc(p rt.DevPtr, n uintptr) {
+	m.allocs[uintptr(p)] = make([]byte, n)
+	m.starts = append(m.starts, uintptr(p))
+	sort.Slice(m.starts, func(i, j int) bool { return m.starts[i] < m.starts[j] })
+}
+
+func (m *emu) free(p rt.DevPtr) {
+	delete(m.allocs, uintptr(p))
+	for i, s := range m.starts {
+		if s == uintptr(p) {
+			m.starts = append(m.starts[:i], m.starts[i+1:]...)
+			break
+		}
+	}
+}
+
+// at returns n bytes of device memory at p; outside every allocation is a contract error.
+func (m *emu) at(p uint64, n int) []byte {
+	i := sort.Search(len(m.starts), func(i int) bool { return m.starts[i] > uintptr(p) }) - 1
+	if i >= 0 {
+		b := m.allocs[m.starts[i]]
+		off := uintptr(p) - m.starts[i]
+		if off+uintptr(n) <= uintptr(len(b)) {
+			return b[off : off+uintptr(n)]
+		}
+	}
+	m.fail("access of %d bytes at %#x outside every allocation", n, p)
+	return make([]byte, n)
+}
+
+func (m *emu) fail(format string, args ...any) {
+	if m.err == nil {
+		m.err = fmt.Errorf("emu: "+format, args...)
+	}
+}
+
+func (m *emu) f32(p uint64, i int) float32 {
+	return math.Float32frombits(binary.LittleEndian.Uint32(m.at(p+uint64(4*i), 4)))
+}
+
+func (m *emu) setF32(p uint64, i int, v float32) {
+	binary.LittleEndian.PutUint32(m.at(p+uint64(4*i), 4), math.Float32bits(v))
+}
+
+func (m *emu) f32s(p uint64, n int) []float32 {
+	out := make([]float32, n)
+	b := m.at(p, 4*n)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
+}
+
+// q81 decodes n values of Q8_1 blocks at p.
+func (m *emu) q81(p uint64, n int) []float32 {
+	b := m.at(p, n/32*36)
+	out := make([]float32, n)
+	for blk := 0; blk < n/32; blk++ {
+		d := quant.F16ToF32(binary.LittleEndian.Uint16(b[36*blk:]))
+		for i := 0; i < 32; i++ {
+			out[32*blk+i] = d * float32(int8(b[36*blk+4+i]))
+		}
+	}
+	return out
+}
+
+func (m *emu) putQ81(p uint64, x []float32) {
+	if err := quant.QuantizeQ8_1GPU(x, m.at(p, (len(x)+31)/32*36)); err != nil {
+		m.fail("quantize: %v", err)
+	}
+}
+
+func args[T any](b []byte) T {
+	var v T
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&v)), unsafe.Sizeof(v)), b)
+	return v
+}
+
+var variantType = func() map[string]quant.Type {
+	m := map[string]quant.Type{}
+	for t, v := range typeVariant {
+		m[v] = t
+	}
+	return m
+}()
+
+// rowDot is Σ_k W[row][k]·x[k] with W's row of type t at p, in float64.
+func (m *emu) rowDot(t quant.Type, p uint64, x []float32) float32 {
+	rb, err := t.RowBytes(len(x))
+	if err != nil {
+		m.fail("%v", err)
+		return 0
+	}
+	w := make([]float32, len(x))
+	if err := quant.DecodeRow(t, m.at(p, rb), w); err != nil {
+		m.fail("%v", err)
+	}
+	var s float64
+	for i := range w {
+		s += float64(w[i]) * float64(x[i])
+	}
+	return float32(s)
+}
+
+func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
+	fam, variant, _ := strings.Cut(strings.TrimPrefix(sym, "strata_"), "_")
+	for _, f := range []string{"quantize_q8_1", "moe_decode", "attention_decode"} {
+		if strings.HasPrefix(strings.TrimPrefix(sym, "strata_"), f+"_") {
+			fam, variant = f, strings.TrimPrefix(sym, "strata_"+f+"_")
+		}
+	}
+	want := func(g rt.Dim3) {
+		if g != grid {
+			m.fail("%s launched with grid %v, its contract says %v", sym, grid, g)
+		}
+	}
+	ceil := func(a, b int) uint32 { return uint32((a + b - 1) / b) }
+	switch fam {
+	case "rmsnorm":
+		a := args[abi.RmsnormArgs](b)
+		want(rt.Dim3{X: ceil(int(a.Rows), 8), Y: 1, Z: 1})
+		n := int(a.N)
+		for i := 0; i < int(a.Rows); i++ {
+			off := (i/int(a.Heads))*int(a.TokStride) + (i%int(a.Heads))*int(a.HeadStride)
+			x := m.f32s(a.X+uint64(4*off), n)
+			if variant == "add" || variant == "addq81" {
+				r := m.f32s(a.R+uint64(4*off), n)
+				for j := range x {
+					x[j] += r[j]
+					m.setF32(a.Xo, off+j, x[j])
+				}
+			}
+			var ss float64
+			for _, v := range x {
+				ss += float64(v) * float64(v)
+			}
+			inv := float32(1 / math.Sqrt(ss/float64(n)+float64(a.Eps)))
+			w := m.f32s(a.W, n)
+			y := make([]float32, n)
+			for j := range y {
+				y[j] = x[j] * inv * w[j]
+			}
+			if a.Y != 0 {
+				for j := range y {
+					m.setF32(a.Y, off+j, y[j])
+				}
+			}
+			if variant == "q81" || variant == "addq81" {
+				m.putQ81(a.Q+uint64(i*n/32*36), y)
+			}
+		}
+	case "rope":
+		a := args[abi.RopeArgs](b)
+		half := int(a.RotDims) / 2
+		want(rt.Dim3{X: ceil(int(a.Rows)*half, 256), Y: 1, Z: 1})
+		for i := 0; i < int(a.Rows); i++ {
+			t := i / int(a.Heads)
+			off := t*int(a.TokStride) + (i%int(a.Heads))*int(a.HeadStride)
+			pos := float32(int32(binary.LittleEndian.Uint32(m.at(a.Pos+uint64(4*t), 4))))
+			for j := 0; j < half; j++ {
+				ang := float64(pos * m.f32(a.Freq, j))
+				c, s := float32(math.Cos(ang)), float32(math.Sin(ang))
+				x0, x1 := m.f32(a.X, off+j), m.f32(a.X, off+j+half)
+				m.setF32(a.X, off+j, x0*c-x1*s)
+				m.setF32(a.X, off+j+half, x1*c+x0*s)
+			}
+		}
+	case "mmvq":
+		a := args[abi.MmvqArgs](b)
+		want(rt.Dim3{X: ceil(int(a.Rows), 8), Y: 1, Z: grid.Z})
+		t := variantType[variant]
+		if a.Slots != 0 || a.Ncols != 1 {
+			m.fail("mmvq: the emulator covers dense single-column products only")
+		}
+		k := int(a.K)
+		var x []float32
+		if t == quant.F16 || t == quant.BF16 {
+			x = m.f32s(a.Xf, k)
+		} else {
+			x = m.q81(a.Xq, k)
+		}
+		rb, _ := t.RowBytes(k)
+		for r := 0; r < int(a.Rows); r++ {
+			m.setF32(a.Y, r, m.rowDot(t, a.W+uint64(r*rb), x))
+		}
+	case "quantize_q8_1":
+		a := args[abi.QuantizeQ81Args](b)
+		want(rt.Dim3{X: ceil(int(a.NcolsPadded), 256), Y: uint32(min(int(a.Nrows), 65535)), Z: 1})
+		for r := 0; r < int(a.Nrows); r++ {
+			x := make([]float32, a.NcolsPadded)
+			copy(x, m.f32s(a.X+uint64(4*r*int(a.XStride)), int(a.Ncols)))
+			m.putQ81(a.Y+uint64(r*int(a.NcolsPadded)/32*36), x)
+		}
+	case "attention_decode":
+		a := args[abi.AttentionDecodeArgs](b)
+		nh, nkv, hd, n := int(a.Nh), int(a.Nkv), int(a.Hd), int(a.N)
+		if a.SplitLen%64 != 0 || a.SplitLen > 1024 || int(a.Nsplit) != (n+int(a.SplitLen)-1)/int(a.SplitLen) || a.Nsplit > 256 {
+			m.fail("attention_decode: split_len %d, nsplit %d for n %d break the contract", a.SplitLen, a.Nsplit, n)
+		}
+		if strings.HasPrefix(variant, "split") {
+			want(rt.Dim3{X: uint32(nkv), Y: uint32(a.Nsplit), Z: 1})
+			m.at(a.Part, 4*nh*int(a.Nsplit)*(hd+2)) // the workspace must exist
+			return
+		}
+		want(rt.Dim3{X: uint32(nh), Y: 1, Z: 1})
+		kvd := nkv * hd
+		h16 := func(base uint64, j, g, i int) float32 {
+			return quant.F16ToF32(binary.LittleEndian.Uint16(m.at(base+uint64(2*(j*kvd+g*hd+i)), 2)))
+		}
+		for h := 0; h < nh; h++ {
+			g := h / (nh / nkv)
+			q := m.f32s(a.Q+uint64(4*h*hd), hd)
+			sc := make([]float64, n)
+			mx := math.Inf(-1)
+			for j := 0; j < n; j++ {
+				var d float64
+				for i := 0; i < hd; i++ {
+					d += float64(q[i]) * float64(h16(a.K, j, g, i))
+				}
+				sc[j] = d * float64(a.Scale)
+				mx = math.Max(mx, sc[j])
+			}
+			var sum float64
+			for j := range sc {
+				sc[j] = math.Exp(sc[j] - mx)
+				sum += sc[j]
+			}
+			for i := 0; i < hd; i++ {
+				var acc float64
+				for j := 0; j < n; j++ {
+					acc += sc[j] / sum * float64(h16(a.V, j, g, i))
+				}
+				m.setF32(a.Out, h*hd+i, float32(acc))
+			}
+		}
+	case "moe_decode":
+		a := args[abi.MoeDecodeArgs](b)
+		t := variantType[variant]
+		E, K, H, F := int(a.NExpert), int(a.KUsed), int(a.NEmbd), int(a.NFf)
+		slot := func(tab uint64, e int) uint64 { return binary.LittleEndian.Uint64(m.at(tab+uint64(8*e), 8)) }
+		id := func(j int) int { return int(int32(binary.LittleEndian.Uint32(m.at(a.Ids+uint64(4*j), 4)))) }
+		errAt := func(j int) bool { return binary.LittleEndian.Uint32(m.at(a.Err+uint64(4*j), 4)) != 0 }
+		switch a.Phase {
+		case 0:
+			want(rt.Dim3{X: uint32(a.Tokens), Y: 1, Z: 1})
+			l := m.f32s(a.Logits, E)
+			mx := float32(math.Inf(-1))
+			for _, v := range l {
+				mx = max(mx, v)
+			}
+			var sum float32
+			for _, v := range l {
+				sum += float32(math.Exp(float64(v - mx)))
+			}
+			taken := map[int]bool{}
+			var sel float32
+			w := make([]float32, K)
+			for j := 0; j < K; j++ {
+				best := -1
+				for e := 0; e < E; e++ {
+					if !taken[e] && (best < 0 || l[e] > l[best]) {
+						best = e
+					}
+				}
+				taken[best] = true
+				w[j] = float32(math.Exp(float64(l[best]-mx))) / sum
+				sel += w[j]
+				binary.LittleEndian.PutUint32(m.at(a.Ids+uint64(4*j), 4), uint32(best))
+				ok := slot(a.SlotsGate, best) != 0 && slot(a.SlotsUp, best) != 0 && slot(a.SlotsDown, best) != 0
+				binary.LittleEndian.PutUint32(m.at(a.Err+uint64(4*j), 4), map[bool]uint32{true: 0, false: 1}[ok])
+			}
+			for j := range w {
+				if a.Renorm != 0 {
+					w[j] /= sel
+				}
+				m.setF32(a.Wts, j, w[j])
+			}
+		case 1:
+			want(rt.Dim3{X: uint32(F / 32), Y: uint32(K), Z: uint32(a.Tokens)})
+			x := m.q81(a.X, H)
+			rb, _ := t.RowBytes(H)
+			for j := 0; j < K; j++ {
+				hv := make([]float32, F)
+				if !errAt(j) {
+					g, u := slot(a.SlotsGate, id(j)), slot(a.SlotsUp, id(j))
+					for r := 0; r < F; r++ {
+						gv := m.rowDot(t, g+uint64(r*rb), x)
+						uv := m.rowDot(t, u+uint64(r*rb), x)
+						hv[r] = gv / (1 + float32(math.Exp(float64(-gv)))) * uv
+					}
+				}
+				m.putQ81(a.H+uint64(j*F/32*36), hv)
+			}
+		case 2:
+			want(rt.Dim3{X: ceil(H, 8), Y: 1, Z: uint32(a.Tokens)})
+			rb, _ := t.RowBytes(F)
+			y := make([]float32, H)
+			for j := 0; j < K; j++ {
+				if errAt(j) {
+					m.fail("moe_decode phase 2: expert %d has no slot (err set): the engine launched before it was resident", id(j))
+					continue
+				}
+				hv := m.q81(a.H+uint64(j*F/32*36), F)
+				d := slot(a.SlotsDown, id(j))
+				wj := m.f32(a.Wts, j)
+				for r := 0; r < H; r++ {
+					y[r] += wj * m.rowDot(t, d+uint64(r*rb), hv)
+				}
+			}
+			for r := range y {
+				m.setF32(a.Y, r, y[r])
+			}
+		}
+	default:
+		m.fail("no emulation of %s", sym)
+	}
+}
