@@ -109,7 +109,7 @@ func (s *GGUFSource) prepare(ti gguf.TensorInfo) (*Tensor, error) {
 
 // NewQuantTensor describes a tensor of ggml type qt with the given dims over data (which
 // may be set later), choosing its row decoder and the fastest single-row dot available:
-// a fused float dot for F32, Q8_0 and Q4_K, otherwise decode-then-dot. (quant.VecDotCPU,
+// a fused float dot for F32, Q8_0, Q4_K and Q6_K, otherwise decode-then-dot. (quant.VecDotCPU,
 // ggml's integer dot against a Q8_K activation, was measured slower here: it is the
 // bit-exact reference, not a fast path.)
 func NewQuantTensor(name string, qt quant.Type, dims []int, data []byte) (*Tensor, error) {
@@ -137,6 +137,8 @@ func NewQuantTensor(name string, qt quant.Type, dims []int, data []byte) (*Tenso
 			t.Dot = dotQ8_0
 		case quant.Q4_K:
 			t.Dot = dotQ4K
+		case quant.Q6_K:
+			t.Dot = dotQ6K
 		}
 	}
 	return t, nil

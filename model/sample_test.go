@@ -76,7 +76,7 @@ func TestSamplerDistribution(t *testing.T) {
 // TestFusedDotsMatchDecode: the fused single-row dots equal decode-then-dot up to float32
 // rounding order (relative 1e-5 of Σ|w·x|), on rows quantized by the quant package.
 func TestFusedDotsMatchDecode(t *testing.T) {
-	const k = 256
+	const k = 512 // two super-blocks of the K formats
 	x := make([]float32, k)
 	w := make([]float32, k)
 	for i := range x {
@@ -86,7 +86,7 @@ func TestFusedDotsMatchDecode(t *testing.T) {
 	for _, c := range []struct {
 		typ quant.Type
 		dot func([]byte, []float32) float32
-	}{{quant.F32, dotF32}, {quant.Q8_0, dotQ8_0}, {quant.Q4_K, dotQ4K}} {
+	}{{quant.F32, dotF32}, {quant.Q8_0, dotQ8_0}, {quant.Q4_K, dotQ4K}, {quant.Q6_K, dotQ6K}} {
 		rb, _ := c.typ.RowBytes(k)
 		row := make([]byte, rb)
 		if err := quant.Quantize(c.typ, w, row); err != nil {

@@ -265,6 +265,39 @@ func dotQ4K(row []byte, x []float32) float32 {
 	return acc
 }
 
+// dotQ6K is the fused dot of a Q6_K row with x. A 256-element super-block holds 128 bytes
+// ql (low 4 bits), 64 bytes qh (high 2 bits), sixteen int8 sub-scales and fp16 d; element
+// i of 16-wide sub-block j is d·sc_j·(q_i − 32), so the block's dot is
+// d·Σ_j sc_j·Σ_i (q_i − 32)·x_i. Per 128-element half n and l < 32 (ggml's layout, as in
+// quant's decoder): ql[l] holds the low nibbles of elements l and l+64, ql[l+32] those of
+// l+32 and l+96, qh[l] the four high 2-bit pairs; element l+32k uses sub-scale 2k + l/16.
+func dotQ6K(row []byte, x []float32) float32 {
+	var acc float32
+	for b, xb := 0, 0; b+210 <= len(row); b, xb = b+210, xb+256 {
+		blk := row[b : b+210 : b+210]
+		var bs float32
+		for n := 0; n < 2; n++ {
+			ql := blk[64*n : 64*n+64 : 64*n+64]
+			qh := blk[128+32*n : 128+32*n+32 : 128+32*n+32]
+			sc := blk[192+8*n : 192+8*n+8 : 192+8*n+8]
+			xn := x[xb+128*n : xb+128*n+128 : xb+128*n+128]
+			for h := 0; h < 2; h++ { // l in [16h, 16h+16): sub-scales sc[h], sc[h+2], sc[h+4], sc[h+6]
+				var s1, s2, s3, s4 float32
+				for l := 16 * h; l < 16*h+16; l++ {
+					L, L2, H := ql[l], ql[l+32], qh[l]
+					s1 += float32(int8(L&15|(H&3)<<4)-32) * xn[l]
+					s2 += float32(int8(L2&15|(H>>2&3)<<4)-32) * xn[l+32]
+					s3 += float32(int8(L>>4|(H>>4&3)<<4)-32) * xn[l+64]
+					s4 += float32(int8(L2>>4|(H>>6&3)<<4)-32) * xn[l+96]
+				}
+				bs += (float32(int8(sc[h]))*s1 + float32(int8(sc[h+2]))*s2) + (float32(int8(sc[h+4]))*s3 + float32(int8(sc[h+6]))*s4)
+			}
+		}
+		acc += safetensors.F16ToF32(binary.LittleEndian.Uint16(blk[208:])) * bs
+	}
+	return acc
+}
+
 // q4KScaleMin unpacks the 6-bit scale and min of sub-block j (ggml's get_scale_min_k4).
 func q4KScaleMin(s []byte, j int) (sc, m uint8) {
 	if j < 4 {
