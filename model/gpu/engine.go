@@ -23,7 +23,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
+	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/strata-hip/strata/kernels/abi"
@@ -379,9 +382,9 @@ func (e *Engine) pinExperts(prog func(string, ...any)) error {
 	}
 	dst := e.hostExp.Bytes()
 	F, H := c.ExpertFF, c.Embd
-	for l := 0; l < c.Layers; l++ {
+	tensors := make([][3]*model.Tensor, c.Layers)
+	for l := range tensors {
 		p := fmt.Sprintf("blk.%d.", l)
-		var ts [3]*model.Tensor
 		for j, name := range []string{"ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"} {
 			t, ok := e.src.Tensor(p + name)
 			if !ok {
@@ -390,19 +393,54 @@ func (e *Engine) pinExperts(prog func(string, ...any)) error {
 			if tt, err := tensorType(t); err != nil || tt != e.expType {
 				return fmt.Errorf("%w: tensor %s%s is %s, the other experts %s; the GPU engine needs one expert type", ErrMissingKernel, p, name, t.Type, e.expType)
 			}
-			ts[j] = t
+			tensors[l][j] = t
 		}
-		for x := 0; x < c.Experts; x++ {
-			base := (uint64(l)*uint64(c.Experts) + uint64(x)) * e.slot.total
-			sz := [3]int{F * ts[0].RowBytes, F * ts[1].RowBytes, H * ts[2].RowBytes}
-			offs := [3]uint64{e.slot.gate, e.slot.up, e.slot.down}
-			for j := 0; j < 3; j++ {
-				copy(dst[base+offs[j]:], ts[j].Data[x*sz[j]:(x+1)*sz[j]])
+	}
+	// Layers are copied by parallel workers; a fault reading the mapping (file truncated
+	// under us) becomes an error.
+	var mu sync.Mutex
+	var firstErr error
+	done := 0
+	var wg sync.WaitGroup
+	next := make(chan int, c.Layers)
+	for l := 0; l < c.Layers; l++ {
+		next <- l
+	}
+	close(next)
+	for w := 0; w < min(runtime.GOMAXPROCS(0), 8, c.Layers); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			debug.SetPanicOnFault(true)
+			defer func() {
+				if r := recover(); r != nil {
+					mu.Lock()
+					firstErr = errors.Join(firstErr, fmt.Errorf("model/gpu: %s: fault reading the experts (file truncated or replaced?): %v", e.src.Path(), r))
+					mu.Unlock()
+				}
+			}()
+			for l := range next {
+				ts := tensors[l]
+				sz := [3]int{F * ts[0].RowBytes, F * ts[1].RowBytes, H * ts[2].RowBytes}
+				offs := [3]uint64{e.slot.gate, e.slot.up, e.slot.down}
+				for x := 0; x < c.Experts; x++ {
+					base := (uint64(l)*uint64(c.Experts) + uint64(x)) * e.slot.total
+					for j := 0; j < 3; j++ {
+						copy(dst[base+offs[j]:], ts[j].Data[x*sz[j]:(x+1)*sz[j]])
+					}
+				}
+				mu.Lock()
+				done++
+				if done%8 == 0 || done == c.Layers {
+					prog("\rpinning experts: %s / %s", mib(uint64(done)*uint64(c.Experts)*e.slot.total), mib(n))
+				}
+				mu.Unlock()
 			}
-		}
-		if l%8 == 7 || l == c.Layers-1 {
-			prog("\rpinning experts: %s / %s", mib(uint64(l+1)*uint64(c.Experts)*e.slot.total), mib(n))
-		}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
 	}
 	prog(" in %.1fs\n", time.Since(t0).Seconds())
 	return nil
