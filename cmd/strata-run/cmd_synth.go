@@ -13,13 +13,13 @@ import (
 func init() {
 	register(subcommand{
 		name:  "synth",
-		usage: "-o OUT.gguf [--arch qwen3moe --preset tiny|qwen3-30b-a3b] [--layers N] [--type q4_k|q8_0|...] [--ple-rows N] [--zipf S]: a Qwen3.8-Flash-Next-shaped model with random weights, for benchmarks",
+		usage: "-o OUT.gguf [--arch qwen3moe|qwen3next --preset NAME] [--layers N] [--type q4_k|q8_0|...] [--ple-rows N] [--zipf S]: a Qwen3.8-Flash-Next-shaped model with random weights, for benchmarks",
 		run:   runSynth,
 	})
 }
 
 func runSynth(args []string, stdout, stderr io.Writer) error {
-	if moeSynth(args) { // --arch qwen3moe / --preset: the qwen3moe generator (cmd_synth_moe.go)
+	if moeSynth(args) { // --arch qwen3moe|qwen3next / --preset: cmd_synth_moe.go
 		return runSynthMoE(args, stdout, stderr)
 	}
 	fs := flag.NewFlagSet("synth", flag.ContinueOnError)

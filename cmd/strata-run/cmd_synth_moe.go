@@ -13,8 +13,8 @@ import (
 	"github.com/strata-hip/strata/quant"
 )
 
-// runSynthMoE is `strata-run synth --arch qwen3moe ...` (or any synth call with
-// --preset): a qwen3moe GGUF with random weights at an architecture shape, its router
+// runSynthMoE is `strata-run synth --arch qwen3moe|qwen3next ...` (or any synth call
+// with --preset): a qwen3moe or qwen3next GGUF with random weights at an architecture shape, its router
 // skewed so expert popularity follows Zipf(s) (see package model/gpu/synth). Without
 // those flags synth writes qwen4exp models (cmd_synth.go).
 func runSynthMoE(args []string, stdout, stderr io.Writer) error {
@@ -26,8 +26,8 @@ func runSynthMoE(args []string, stdout, stderr io.Writer) error {
 	}
 	sort.Strings(names)
 	out := fs.String("o", "", "output GGUF file")
-	fs.String("arch", "qwen3moe", "architecture: qwen3moe (this generator)")
-	preset := fs.String("preset", "tiny", "shape to start from: "+strings.Join(names, ", "))
+	arch := fs.String("arch", "", "architecture: qwen3moe or qwen3next (default: the preset's)")
+	preset := fs.String("preset", "", "shape to start from: "+strings.Join(names, ", ")+" (default: tiny, or tiny-next for --arch qwen3next)")
 	typ := fs.String("type", "q8_0", "expert weight type (ggml name: q8_0, q2_0, q4_K, q6_K, iq2_xs, iq3_xxs, iq3_s, f16, bf16)")
 	dense := fs.String("dense-type", "q8_0", "attention, embedding and output-head type: q8_0, f16 or bf16")
 	zipf := fs.Float64("zipf", 1, "Zipf exponent s of expert popularity")
@@ -46,7 +46,16 @@ func runSynthMoE(args []string, stdout, stderr io.Writer) error {
 	if *out == "" {
 		return fmt.Errorf("%w: synth: -o OUT.gguf is required", errUsage)
 	}
+	if *preset == "" {
+		*preset = "tiny"
+		if *arch == "qwen3next" {
+			*preset = "tiny-next"
+		}
+	}
 	sh, ok := synth.Presets[*preset]
+	if ok && *arch != "" && *arch != sh.Arch {
+		return fmt.Errorf("%w: synth: --preset %s is %s, not --arch %s", errUsage, *preset, sh.Arch, *arch)
+	}
 	if !ok {
 		return fmt.Errorf("%w: synth: unknown --preset %q (have %s)", errUsage, *preset, strings.Join(names, ", "))
 	}
@@ -98,7 +107,7 @@ func moeSynth(args []string) bool {
 			if !hasVal && i+1 < len(args) {
 				val = args[i+1]
 			}
-			return val == "qwen3moe"
+			return val == "qwen3moe" || val == "qwen3next"
 		}
 	}
 	return false

@@ -23,10 +23,18 @@ func TestSynthMoE(t *testing.T) {
 	if code := run([]string{"-m", out, "-p", "hello", "-n", "4", "--temp", "0", "--no-display-prompt"}, &so, &se); code != 0 {
 		t.Fatalf("generate exited %d: %s", code, se.String())
 	}
+	next := filepath.Join(t.TempDir(), "next.gguf")
+	if code := run([]string{"synth", "--arch", "qwen3next", "-o", next}, &so, &se); code != 0 || !strings.Contains(so.String(), "qwen3next, 4 layers") {
+		t.Fatalf("synth --arch qwen3next exited %d: %s %s", code, so.String(), se.String())
+	}
+	if code := run([]string{"-m", next, "-p", "hi", "-n", "3", "--temp", "0", "--backend", "cpu"}, &so, &se); code != 0 {
+		t.Fatalf("generate on qwen3next exited %d: %s", code, se.String())
+	}
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
+		{[]string{"synth", "--arch", "qwen3next", "--preset", "tiny", "-o", out}, "--preset tiny is qwen3moe, not --arch qwen3next"},
 		{[]string{"synth", "--preset", "huge", "-o", out}, `unknown --preset "huge"`},
 		{[]string{"synth", "--preset", "tiny"}, "-o OUT.gguf is required"},
 		{[]string{"synth", "--preset", "tiny", "-o", out, "--type", "q9"}, "--type"},

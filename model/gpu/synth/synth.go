@@ -46,6 +46,17 @@ type Shape struct {
 	ExpertFF    int
 	Vocab       int
 	CtxLen      int
+
+	// qwen3next only: shared expert, hybrid layers (every FullAttnInterval-th is full
+	// attention, the others gated delta-net), partial RoPE.
+	SharedFF         int
+	FullAttnInterval int
+	ConvKernel       int
+	LinKHeads        int // ssm.group_count
+	LinVHeads        int // ssm.time_step_rank
+	LinKDim          int // ssm.state_size
+	LinVDim          int // ssm.inner_size / LinVHeads
+	RopeDim          int // 0: HeadDim
 }
 
 // Presets are named shapes for the command line.
@@ -53,6 +64,15 @@ var Presets = map[string]Shape{
 	// Qwen3-30B-A3B: 48 layers, 128 experts, top-8, hidden 2048, expert width 768.
 	"qwen3-30b-a3b": {Arch: model.ArchQwen3MoE, Layers: 48, Embd: 2048, Heads: 32, HeadsKV: 4, HeadDim: 128,
 		Experts: 128, ExpertsUsed: 8, ExpertFF: 768, Vocab: 151936, CtxLen: 40960},
+	// Qwen3-Next-80B-A3B: 48 layers (every 4th full attention, gated), 512 experts, top-10,
+	// expert width 512 plus a shared expert, 16/2 heads of 256 with a quarter rotated.
+	"qwen3-next-80b-a3b": {Arch: model.ArchQwen3Next, Layers: 48, Embd: 2048, Heads: 16, HeadsKV: 2, HeadDim: 256,
+		Experts: 512, ExpertsUsed: 10, ExpertFF: 512, Vocab: 151936, CtxLen: 262144, SharedFF: 512, FullAttnInterval: 4,
+		ConvKernel: 4, LinKHeads: 16, LinVHeads: 32, LinKDim: 128, LinVDim: 128, RopeDim: 64},
+	// tiny-next: the tiny qwen3next shape.
+	"tiny-next": {Arch: model.ArchQwen3Next, Layers: 4, Embd: 512, Heads: 4, HeadsKV: 2, HeadDim: 64,
+		Experts: 16, ExpertsUsed: 4, ExpertFF: 256, Vocab: 512, CtxLen: 4096, SharedFF: 256, FullAttnInterval: 4,
+		ConvKernel: 4, LinKHeads: 2, LinVHeads: 4, LinKDim: 64, LinVDim: 64, RopeDim: 16},
 	// tiny: the smallest shape every GPU kernel accepts (head dim 64, rows of 256 for the
 	// K-quants), for engine equality tests.
 	"tiny": {Arch: model.ArchQwen3MoE, Layers: 3, Embd: 512, Heads: 4, HeadsKV: 2, HeadDim: 64,
@@ -72,8 +92,25 @@ type Options struct {
 const sigmaGumbel = 1.2825498301618641
 
 func (s Shape) validate() error {
-	if s.Arch != model.ArchQwen3MoE {
-		return fmt.Errorf("synth: architecture %q is not supported (only %s)", s.Arch, model.ArchQwen3MoE)
+	if s.Arch != model.ArchQwen3MoE && s.Arch != model.ArchQwen3Next {
+		return fmt.Errorf("synth: architecture %q is not supported (%s or %s)", s.Arch, model.ArchQwen3MoE, model.ArchQwen3Next)
+	}
+	if s.Arch == model.ArchQwen3Next {
+		for _, v := range []struct {
+			n string
+			v int
+		}{{"shared-ff", s.SharedFF}, {"full-attn-interval", s.FullAttnInterval}, {"conv-kernel", s.ConvKernel},
+			{"lin-k-heads", s.LinKHeads}, {"lin-v-heads", s.LinVHeads}, {"lin-k-dim", s.LinKDim}, {"lin-v-dim", s.LinVDim}} {
+			if v.v <= 0 {
+				return fmt.Errorf("synth: qwen3next needs %s > 0, got %d", v.n, v.v)
+			}
+		}
+		if s.LinVHeads%s.LinKHeads != 0 {
+			return fmt.Errorf("synth: lin-v-heads %d is not a multiple of lin-k-heads %d", s.LinVHeads, s.LinKHeads)
+		}
+	}
+	if s.RopeDim < 0 || s.RopeDim > s.HeadDim || s.RopeDim%2 != 0 {
+		return fmt.Errorf("synth: rope dims %d must be even and at most head-dim %d", s.RopeDim, s.HeadDim)
 	}
 	for _, v := range []struct {
 		n string
@@ -161,8 +198,30 @@ func Build(s Shape, o Options) (*gguf.Writer, error) {
 		{a + ".expert_count", uint32(s.Experts)},
 		{a + ".expert_used_count", uint32(s.ExpertsUsed)},
 		{a + ".expert_feed_forward_length", uint32(s.ExpertFF)},
+		{a + ".expert_weights_norm", true},
 		{"strata.synth.zipf_s", float32(o.ZipfS)},
 		{"strata.synth.seed", uint64(o.Seed)},
+	}
+	next := a == model.ArchQwen3Next
+	if next {
+		kvs = append(kvs, []struct {
+			k string
+			v any
+		}{
+			{a + ".expert_shared_feed_forward_length", uint32(s.SharedFF)},
+			{a + ".full_attention_interval", uint32(s.FullAttnInterval)},
+			{a + ".ssm.conv_kernel", uint32(s.ConvKernel)},
+			{a + ".ssm.group_count", uint32(s.LinKHeads)},
+			{a + ".ssm.time_step_rank", uint32(s.LinVHeads)},
+			{a + ".ssm.state_size", uint32(s.LinKDim)},
+			{a + ".ssm.inner_size", uint32(s.LinVHeads * s.LinVDim)},
+		}...)
+	}
+	if s.RopeDim > 0 {
+		kvs = append(kvs, struct {
+			k string
+			v any
+		}{a + ".rope.dimension_count", uint32(s.RopeDim)})
 	}
 	for _, kv := range kvs {
 		if err := w.AddKV(kv.k, kv.v); err != nil {
@@ -200,25 +259,78 @@ func Build(s Shape, o Options) (*gguf.Writer, error) {
 	}
 	for i := 0; i < s.Layers; i++ {
 		p := fmt.Sprintf("blk.%d.", i)
-		for _, n := range []string{"attn_norm.weight", "ffn_norm.weight"} {
+		post := "ffn_norm.weight"
+		if next {
+			post = "post_attention_norm.weight"
+		}
+		for _, n := range []string{"attn_norm.weight", post} {
 			if err := add(p+n, quant.F32, []int{H}, ones(H)); err != nil {
 				return nil, err
 			}
 		}
-		for _, n := range []string{"attn_q_norm.weight", "attn_k_norm.weight"} {
-			if err := add(p+n, quant.F32, []int{s.HeadDim}, ones(s.HeadDim)); err != nil {
-				return nil, err
-			}
-		}
 		in := 1 / math.Sqrt(float64(H))
-		for _, m := range []struct {
+		type mspec struct {
 			n       string
 			k, rows int
 			sigma   float64
-		}{{"attn_q.weight", H, qd, in}, {"attn_k.weight", H, kvd, in}, {"attn_v.weight", H, kvd, in},
-			{"attn_output.weight", qd, H, outScale / math.Sqrt(float64(qd))}} {
+		}
+		var mats []mspec
+		if next && (i+1)%s.FullAttnInterval != 0 { // gated delta-net layer
+			kd, vd, nv := s.LinKHeads*s.LinKDim, s.LinVHeads*s.LinVDim, s.LinVHeads
+			mats = []mspec{{"attn_qkv.weight", H, 2*kd + vd, in}, {"attn_gate.weight", H, vd, in}, {"ssm_ba.weight", H, 2 * nv, in},
+				{"ssm_out.weight", vd, H, outScale / math.Sqrt(float64(vd))}}
+			vecs := []struct {
+				n    string
+				dims []int
+				f    func(int) float32
+			}{
+				{"ssm_conv1d.weight", []int{s.ConvKernel, 2*kd + vd}, func(j int) float32 { return float32(0.5 * math.Cos(float64(j))) }},
+				{"ssm_dt.bias", []int{nv}, func(int) float32 { return 0 }},
+				{"ssm_a", []int{nv}, func(j int) float32 { return -float32(1+j%4) / 4 }}, // −exp(A_log): decays in (0, 1)
+				{"ssm_norm.weight", []int{s.LinVDim}, func(int) float32 { return 1 }},
+			}
+			for _, v := range vecs {
+				n, f := v.dims[0]*max(1, prod(v.dims[1:])), v.f
+				if err := add(p+v.n, quant.F32, v.dims, func(out io.Writer) error { return writeF32(out, n, f) }); err != nil {
+					return nil, err
+				}
+			}
+		} else {
+			qrows := qd
+			if next {
+				qrows = 2 * qd // each head's query, then its output gate
+			}
+			mats = []mspec{{"attn_q.weight", H, qrows, in}, {"attn_k.weight", H, kvd, in}, {"attn_v.weight", H, kvd, in},
+				{"attn_output.weight", qd, H, outScale / math.Sqrt(float64(qd))}}
+			for _, n := range []string{"attn_q_norm.weight", "attn_k_norm.weight"} {
+				if err := add(p+n, quant.F32, []int{s.HeadDim}, ones(s.HeadDim)); err != nil {
+					return nil, err
+				}
+			}
+		}
+		for _, m := range mats {
 			if err := mat(p+m.n, o.DenseType, m.k, m.rows, m.sigma); err != nil {
 				return nil, err
+			}
+		}
+		if next {
+			sf := s.SharedFF
+			// The shared expert's gate input avoids the massive coordinate too.
+			if err := add(p+"ffn_gate_inp_shexp.weight", quant.F32, []int{H}, func(out io.Writer) error {
+				return writeF32(out, H, func(j int) float32 {
+					if j == 0 {
+						return 0
+					}
+					return float32(0.02 * math.Sin(float64(j)))
+				})
+			}); err != nil {
+				return nil, err
+			}
+			for _, m := range []mspec{{"ffn_gate_shexp.weight", H, sf, in}, {"ffn_up_shexp.weight", H, sf, in},
+				{"ffn_down_shexp.weight", sf, H, outScale / math.Sqrt(float64(sf))}} {
+				if err := mat(p+m.n, o.DenseType, m.k, m.rows, m.sigma); err != nil {
+					return nil, err
+				}
 			}
 		}
 		if err := add(p+"ffn_gate_inp.weight", quant.F16, []int{H, E}, g.router(i)); err != nil {
@@ -472,3 +584,11 @@ func byteRune(b byte) rune {
 // residual stream instead of replacing it, so the massive coordinate keeps the router's
 // bias (and its token-dependent noise) alive through every layer.
 const outScale = 0.03
+
+func prod(d []int) int {
+	n := 1
+	for _, v := range d {
+		n *= v
+	}
+	return n
+}

@@ -18,9 +18,12 @@ import (
 // follow the popularity it was built for: Spearman rank correlation of pick counts with
 // p_e, pooled over layers, of at least 0.8 (an unskewed router gives about 0).
 func TestTinyLoadsAndRoutesZipf(t *testing.T) {
-	s := Presets["tiny"]
-	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_K, quant.IQ2_XS} {
-		t.Run(typ.String(), func(t *testing.T) {
+	for _, c := range []struct {
+		preset string
+		typ    quant.Type
+	}{{"tiny", quant.Q8_0}, {"tiny", quant.Q4_K}, {"tiny", quant.IQ2_XS}, {"tiny-next", quant.Q4_K}} {
+		s, typ := Presets[c.preset], c.typ
+		t.Run(c.preset+"/"+typ.String(), func(t *testing.T) {
 			o := Options{ExpertType: typ, Seed: 42}
 			path := filepath.Join(t.TempDir(), "tiny.gguf")
 			if err := Write(path, s, o); err != nil {
