@@ -68,7 +68,8 @@ static_assert(__builtin_offsetof(struct strata_gated_delta_net_args, eps) == 120
 // token by token with S in registers). dk ≤ 128, a multiple of 4; dv ≤ 128.
 //
 // Recurrent layout: 512 threads = 4 row groups × 128 columns; thread (g, j) holds S[g·dk/4 + r][j],
-// r < dk/4, in registers. Per token: waves 0/1 normalise q/k into LDS, one thread the gates;
+// r < dk/4, in registers. Per token: waves 0/1 normalise q/k into LDS, one thread the gates
+// (every input of token t+1 is loaded while token t is computed);
 // mem and o are column sums over the 4 row groups through LDS; the norm is a sum over the
 // 128 columns (4 waves). 4 barriers a token. Per token and head: 4·dk·dv + 3·dv + 2·dk
 // loads/stores of activations (cached), ~6·dk·dv flops; S moves only once per call.
@@ -117,25 +118,42 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(512) strata_gated_delta_net_recurrent(co
   #pragma unroll
   for (int r = 0; r < 32; ++r) S[r] = (r < R && j < p.dv) ? st[(i64)(g * R + r) * p.dv + j] : 0.0f;
   const f32 qscale = 1.0f / __builtin_sqrtf((f32)p.dk);
-  for (i64 t = 0; t < p.t; ++t) {
+  const f32 ssm_a = p.ssm_a[h], dt_bias = p.dt_bias[h];
+  const f32 nw = (g == 0 && j < p.dv) ? p.norm_w[j] : 0.0f;
+  // Each token's inputs are loaded one token ahead (registers nx*), so their latency
+  // overlaps the previous token's work instead of opening every step.
+  const i64 qk_off = (wv == 0 ? 0 : (i64)p.nk * p.dk) + (i64)kh * p.dk; // waves 0 (q) and 1 (k)
+  const i64 v_off = 2 * (i64)p.nk * p.dk + (i64)h * p.dv + j;
+  f32 nx[4] = {0.0f, 0.0f, 0.0f, 0.0f}, nvj = 0.0f, nz = 0.0f, nb = 0.0f, na = 0.0f;
+  auto fetch = [&](i64 t) {
     const f32* row = p.xc + t * p.c;
     if (wv < 2) {
-      const f32* src = row + (wv == 0 ? 0 : (i64)p.nk * p.dk) + (i64)kh * p.dk;
-      f32 v[4], ss = 0.0f;
-      for (int e = 0; e < 4; ++e) {
-        const int i = lane + 32 * e;
-        v[e] = i < p.dk ? src[i] : 0.0f;
-        ss += v[e] * v[e];
-      }
+      for (int e = 0; e < 4; ++e) nx[e] = lane + 32 * e < p.dk ? row[qk_off + lane + 32 * e] : 0.0f;
+    } else if (tid == 64) {
+      const f32* ba = p.ba + t * 2 * p.nv + (i64)kh * 2 * ratio;
+      nb = ba[idx];
+      na = ba[ratio + idx];
+    }
+    nvj = j < p.dv ? row[v_off] : 0.0f;
+    if (g == 0 && j < p.dv) nz = p.z[t * vd + (i64)h * p.dv + j];
+  };
+  fetch(0);
+  for (i64 t = 0; t < p.t; ++t) {
+    f32 x[4];
+    for (int e = 0; e < 4; ++e) x[e] = nx[e];
+    const f32 vj = nvj, zj = nz, b = nb, a = na;
+    if (t + 1 < p.t) fetch(t + 1);
+    if (wv < 2) {
+      f32 ss = 0.0f;
+      for (int e = 0; e < 4; ++e) ss += x[e] * x[e];
       ss = strata_wave_sum_f32(ss);
       f32 inv = 1.0f / __builtin_sqrtf(ss + 1e-6f);
       if (wv == 0) inv *= qscale;
       f32* dst = wv == 0 ? sq : sk;
-      for (int e = 0; e < 4; ++e) dst[lane + 32 * e] = v[e] * inv;
+      for (int e = 0; e < 4; ++e) dst[lane + 32 * e] = x[e] * inv;
     } else if (tid == 64) {
-      const f32* ba = p.ba + t * 2 * p.nv + (i64)kh * 2 * ratio;
-      sg[0] = strata_expf(p.ssm_a[h] * gdn_softplus(ba[ratio + idx] + p.dt_bias[h]));
-      sg[1] = gdn_sigmoid(ba[idx]);
+      sg[0] = strata_expf(ssm_a * gdn_softplus(a + dt_bias));
+      sg[1] = gdn_sigmoid(b);
     }
     strata_barrier();
     const f32 decay = sg[0], beta = sg[1];
@@ -149,7 +167,6 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(512) strata_gated_delta_net_recurrent(co
     }
     red[g][j] = mem;
     strata_barrier();
-    const f32 vj = j < p.dv ? row[2 * (i64)p.nk * p.dk + (i64)h * p.dv + j] : 0.0f;
     const f32 delta = (vj - (red[0][j] + red[1][j] + red[2][j] + red[3][j])) * beta;
     f32 o = 0.0f;
     #pragma unroll
@@ -170,8 +187,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(512) strata_gated_delta_net_recurrent(co
     strata_barrier();
     if (g == 0 && j < p.dv) {
       const f32 inv = 1.0f / __builtin_sqrtf((sn[0] + sn[1] + sn[2] + sn[3]) / (f32)p.dv + p.eps);
-      const i64 at = t * vd + (i64)h * p.dv + j;
-      p.o[at] = ((oj * inv) * p.norm_w[j]) * gdn_silu(p.z[at]);
+      p.o[t * vd + (i64)h * p.dv + j] = ((oj * inv) * nw) * gdn_silu(zj);
     }
   }
   #pragma unroll
