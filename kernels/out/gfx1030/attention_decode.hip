@@ -140,11 +140,26 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_split_f16(c
   const i64 j0 = (i64)s * p.split_len;
   const i64 j1 = j0 + p.split_len < p.n ? j0 + p.split_len : p.n;
   const i64 pos_stride = (i64)p.nkv * p.hd;
+  // Rows are loaded one position ahead (nk, nv), so a row's latency overlaps the previous
+  // position's dot, butterfly and update.
+  f32 nk[8], nv[8];
+  if (active && j0 + phase < j1) {
+    const i64 off = (j0 + phase) * pos_stride + (i64)g * p.hd + lane * E;
+    ad_load_f16(nk, p.k, p.ks, off, E);
+    ad_load_f16(nv, p.v, p.vs, off, E);
+  }
   for (i64 j = j0 + phase; active && j < j1; j += P) {
-    const i64 off = j * pos_stride + (i64)g * p.hd + lane * E;
     f32 kf[8], vf[8];
-    ad_load_f16(kf, p.k, p.ks, off, E);
-    ad_load_f16(vf, p.v, p.vs, off, E);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      kf[e] = nk[e];
+      vf[e] = nv[e];
+    }
+    if (j + P < j1) {
+      const i64 off = (j + P) * pos_stride + (i64)g * p.hd + lane * E;
+      ad_load_f16(nk, p.k, p.ks, off, E);
+      ad_load_f16(nv, p.v, p.vs, off, E);
+    }
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       if (i < nhw && slot + W * i < G) { // uniform across the wave
@@ -226,11 +241,26 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_split_q8(co
   const i64 j0 = (i64)s * p.split_len;
   const i64 j1 = j0 + p.split_len < p.n ? j0 + p.split_len : p.n;
   const i64 pos_stride = (i64)p.nkv * p.hd;
+  // Rows are loaded one position ahead (nk, nv), so a row's latency overlaps the previous
+  // position's dot, butterfly and update.
+  f32 nk[8], nv[8];
+  if (active && j0 + phase < j1) {
+    const i64 off = (j0 + phase) * pos_stride + (i64)g * p.hd + lane * E;
+    ad_load_q8(nk, p.k, p.ks, off, E);
+    ad_load_q8(nv, p.v, p.vs, off, E);
+  }
   for (i64 j = j0 + phase; active && j < j1; j += P) {
-    const i64 off = j * pos_stride + (i64)g * p.hd + lane * E;
     f32 kf[8], vf[8];
-    ad_load_q8(kf, p.k, p.ks, off, E);
-    ad_load_q8(vf, p.v, p.vs, off, E);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      kf[e] = nk[e];
+      vf[e] = nv[e];
+    }
+    if (j + P < j1) {
+      const i64 off = (j + P) * pos_stride + (i64)g * p.hd + lane * E;
+      ad_load_q8(nk, p.k, p.ks, off, E);
+      ad_load_q8(nv, p.v, p.vs, off, E);
+    }
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       if (i < nhw && slot + W * i < G) { // uniform across the wave
