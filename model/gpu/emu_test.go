@@ -198,8 +198,8 @@ func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 		a := args[abi.MmvqArgs](b)
 		want(rt.Dim3{X: ceil(int(a.Rows), 8), Y: 1, Z: grid.Z})
 		t := variantType[variant]
-		if a.Slots != 0 || a.Ncols != 1 {
-			m.fail("mmvq: the emulator covers dense single-column products only")
+		if a.Slots != 0 || a.Ncols != 1 || (grid.Z > 1 && a.XMatStride != 0) {
+			m.fail("mmvq: the emulator covers dense single-column products on a shared x only")
 		}
 		k := int(a.K)
 		var x []float32
@@ -209,8 +209,11 @@ func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 			x = m.q81(a.Xq, k)
 		}
 		rb, _ := t.RowBytes(k)
-		for r := 0; r < int(a.Rows); r++ {
-			m.setF32(a.Y, r, m.rowDot(t, a.W+uint64(r*rb), x))
+		for z := 0; z < int(grid.Z); z++ {
+			w := a.W + uint64(int64(z)*a.WMatBytes)
+			for r := 0; r < int(a.Rows); r++ {
+				m.setF32(a.Y, z*int(a.YMatStride)+r, m.rowDot(t, w+uint64(r*rb), x))
+			}
 		}
 	case "quantize_q8_1":
 		a := args[abi.QuantizeQ81Args](b)
@@ -259,7 +262,12 @@ func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 				for j := 0; j < n; j++ {
 					acc += sc[j] / sum * float64(h16(a.V, j, g, i))
 				}
-				m.setF32(a.Out, h*hd+i, float32(acc))
+				out := float32(acc)
+				if a.Gate != 0 {
+					g := m.f32(a.Gate, h*hd+i)
+					out *= float32(1 / (1 + math.Exp(-float64(g))))
+				}
+				m.setF32(a.Out, h*hd+i, out)
 			}
 		}
 	case "moe_decode":
@@ -326,7 +334,9 @@ func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 			y := make([]float32, H)
 			for j := 0; j < K; j++ {
 				if errAt(j) {
-					m.fail("moe_decode phase 2: expert %d has no slot (err set): the engine launched before it was resident", id(j))
+					if slot(a.SlotsGate, id(j)) != 0 {
+						m.fail("moe_decode phase 2: expert %d is resident but err is set: phase 0 ran before its slot table", id(j))
+					}
 					continue
 				}
 				hv := m.q81(a.H+uint64(j*F/32*36), F)
@@ -340,7 +350,107 @@ func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 				m.setF32(a.Y, r, y[r])
 			}
 		}
+	case "gated":
+		m.deltaNet(strings.TrimPrefix(sym, "strata_gated_delta_net_"), grid, args[abi.GatedDeltaNetArgs](b))
 	default:
 		m.fail("no emulation of %s", sym)
+	}
+}
+
+// deltaNet emulates gated_delta_net for one token (t = 1), as model/forward.go computes it.
+func (m *emu) deltaNet(stage string, grid rt.Dim3, a abi.GatedDeltaNetArgs) {
+	C, nk, nv, dk, dv := int(a.C), int(a.Nk), int(a.Nv), int(a.Dk), int(a.Dv)
+	if a.T != 1 {
+		m.fail("gated_delta_net: the emulator covers one token")
+	}
+	sig := func(x float32) float32 { return float32(1 / (1 + math.Exp(-float64(x)))) }
+	if stage == "conv" {
+		if want := (rt.Dim3{X: uint32((C + 511) / 512), Y: 1, Z: 1}); grid != want {
+			m.fail("gated_delta_net conv launched with grid %v, want %v", grid, want)
+		}
+		x := m.f32s(a.X, C)
+		w := m.f32s(a.ConvW, 4*C)
+		st := m.f32s(a.ConvIn, 3*C)
+		for ch := 0; ch < C; ch++ {
+			in := func(t int) float32 { // t relative to this token: −3..0
+				if t == 0 {
+					return x[ch]
+				}
+				return st[(3+t)*C+ch]
+			}
+			var sum float32
+			for j := 0; j < 4; j++ {
+				sum += w[ch*4+j] * in(j-3)
+			}
+			m.setF32(a.Xc, ch, sum*sig(sum))
+			for r := 0; r < 3; r++ {
+				m.setF32(a.ConvOut, r*C+ch, in(r-2))
+			}
+		}
+		return
+	}
+	if want := (rt.Dim3{X: uint32(nv), Y: 1, Z: 1}); grid != want {
+		m.fail("gated_delta_net recurrent launched with grid %v, want %v", grid, want)
+	}
+	kd := nk * dk
+	cv := m.f32s(a.Xc, C)
+	for h := 0; h < 2*nk; h++ {
+		v := cv[h*dk : (h+1)*dk]
+		var ss float64
+		for _, x := range v {
+			ss += float64(x) * float64(x)
+		}
+		inv := float32(1 / math.Sqrt(ss+1e-6))
+		if h < nk {
+			inv *= float32(1 / math.Sqrt(float64(dk)))
+		}
+		for i := range v {
+			v[i] *= inv
+		}
+	}
+	r := nv / nk
+	ba := m.f32s(a.Ba, 2*nv)
+	ssmA, dt, nw := m.f32s(a.SsmA, nv), m.f32s(a.DtBias, nv), m.f32s(a.NormW, dv)
+	z := m.f32s(a.Z, nv*dv)
+	for h := 0; h < nv; h++ {
+		kh, grp, idx := h/r, h/r, h%r
+		b, av := ba[grp*2*r+idx], ba[grp*2*r+r+idx]
+		sp := av + dt[h]
+		if sp <= 20 {
+			sp = float32(math.Log1p(math.Exp(float64(sp))))
+		}
+		decay := float32(math.Exp(float64(ssmA[h] * sp)))
+		beta := sig(b)
+		S := m.f32s(a.State+uint64(4*h*dk*dv), dk*dv)
+		q, k, v := cv[kh*dk:(kh+1)*dk], cv[kd+kh*dk:kd+(kh+1)*dk], cv[2*kd+h*dv:2*kd+(h+1)*dv]
+		mem := make([]float32, dv)
+		for i := 0; i < dk; i++ {
+			for j := 0; j < dv; j++ {
+				S[i*dv+j] *= decay
+				mem[j] += S[i*dv+j] * k[i]
+			}
+		}
+		for j := range mem {
+			mem[j] = (v[j] - mem[j]) * beta
+		}
+		out := make([]float32, dv)
+		for i := 0; i < dk; i++ {
+			for j := 0; j < dv; j++ {
+				S[i*dv+j] += k[i] * mem[j]
+				out[j] += S[i*dv+j] * q[i]
+			}
+		}
+		for i, x := range S {
+			m.setF32(a.State, h*dk*dv+i, x)
+		}
+		var ss float64
+		for _, x := range out {
+			ss += float64(x) * float64(x)
+		}
+		inv := float32(1 / math.Sqrt(ss/float64(dv)+float64(a.Eps)))
+		for j := range out {
+			zz := z[h*dv+j]
+			m.setF32(a.O, h*dv+j, out[j]*inv*nw[j]*(zz*sig(zz)))
+		}
 	}
 }

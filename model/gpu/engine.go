@@ -85,14 +85,24 @@ type Engine struct {
 // dmat is a dense matrix in VRAM.
 type dmat struct {
 	ptr     rt.DevPtr
+	typ     quant.Type
 	variant string
 	rows, k int
 }
 
 type gLayer struct {
+	recurrent                       bool // qwen3next gated delta-net layer
 	attnNorm, ffnNorm, qNorm, kNorm rt.DevPtr
 	wq, wk, wv, wo, router          dmat
 	kv                              rt.DevPtr // K cache then V cache, ctx·kvd f16 each
+
+	// qwen3next delta-net: projections, conv weights [C][4], dt bias, A, norm, and the state
+	// (conv state 0, conv state 1, then S).
+	wqkv, wz, wba, wout         dmat
+	conv, dtBias, ssmA, ssmNorm rt.DevPtr
+	state                       rt.DevPtr
+	shInp, shGate, shUp, shDown dmat      // qwen3next shared expert (shInp: its gate, one f16 row)
+	shTab                       rt.DevPtr // its slot tables: [gate|up|down][2]
 }
 
 // Stats are cumulative counters since load (or the last ResetStats).
@@ -123,8 +133,14 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 		return nil, err
 	}
 	c := m.Cfg
-	if c.Arch != model.ArchQwen3MoE {
-		return nil, fmt.Errorf("%w: the GPU engine runs %s; %s needs the gated_delta_net path, not wired yet (use --backend cpu)", ErrMissingKernel, model.ArchQwen3MoE, c.Arch)
+	if c.Arch == model.ArchQwen3Next {
+		if c.ConvKernel != 4 || c.LinKDim%4 != 0 || c.LinKDim > 128 || c.LinVDim > 128 {
+			return nil, fmt.Errorf("%w: gated_delta_net takes a kernel-4 conv and head sizes ≤ 128 (key a multiple of 4); the model has %d, %d, %d",
+				ErrMissingKernel, c.ConvKernel, c.LinKDim, c.LinVDim)
+		}
+		if c.SharedFF%32 != 0 || (c.LinVHeads*c.LinVDim)%32 != 0 {
+			return nil, fmt.Errorf("%w: the Q8_1 kernels need shared-expert and delta-net widths that are multiples of 32", ErrMissingKernel)
+		}
 	}
 	if o.Ctx <= 0 || o.Ctx > c.CtxLen || o.Ctx > 256*1024 {
 		return nil, fmt.Errorf("model/gpu: context %d must be in 1..%d (and attention_decode's 256 splits of 1024)", o.Ctx, min(c.CtxLen, 256*1024))
@@ -153,7 +169,11 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 			fmt.Fprintf(o.Progress, format, args...)
 		}
 	}
-	if e.ks, err = loadKernels(dev, o.CODir); err != nil {
+	fams := families
+	if c.Arch == model.ArchQwen3Next {
+		fams = append(fams[:len(fams):len(fams)], "gated_delta_net")
+	}
+	if e.ks, err = loadKernels(dev, o.CODir, fams); err != nil {
 		return nil, err
 	}
 	shape, dense, err := e.shape()
@@ -255,14 +275,28 @@ func (e *Engine) shape() (*Shape, []denseSrc, error) {
 	if err := addVec("output_norm.weight"); err != nil {
 		return nil, nil, err
 	}
+	next := c.Arch == model.ArchQwen3Next
+	post := "ffn_norm.weight"
+	if next {
+		post = "post_attention_norm.weight"
+	}
 	for i := 0; i < c.Layers; i++ {
 		p := fmt.Sprintf("blk.%d.", i)
-		for _, n := range []string{"attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight", "ffn_gate_inp.weight"} {
+		mats := []string{"attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight", "ffn_gate_inp.weight"}
+		vecs := []string{"attn_norm.weight", post, "attn_q_norm.weight", "attn_k_norm.weight"}
+		if c.IsRecurrent(i) {
+			mats = []string{"attn_qkv.weight", "attn_gate.weight", "ssm_ba.weight", "ssm_out.weight", "ffn_gate_inp.weight"}
+			vecs = []string{"attn_norm.weight", post, "ssm_conv1d.weight", "ssm_dt.bias", "ssm_a", "ssm_norm.weight"}
+		}
+		if next {
+			mats = append(mats, "ffn_gate_inp_shexp.weight", "ffn_gate_shexp.weight", "ffn_up_shexp.weight", "ffn_down_shexp.weight")
+		}
+		for _, n := range mats {
 			if err := addMat(p+n, p+n); err != nil {
 				return nil, nil, err
 			}
 		}
-		for _, n := range []string{"attn_norm.weight", "ffn_norm.weight", "attn_q_norm.weight", "attn_k_norm.weight"} {
+		for _, n := range vecs {
 			if err := addVec(p + n); err != nil {
 				return nil, nil, err
 			}
@@ -340,24 +374,84 @@ func (e *Engine) upload(dense []denseSrc, prog func(string, ...any)) error {
 				d = x
 			}
 		}
-		return dmat{ptr: e.mem.Ptr(name), variant: typeVariant[d.typ], rows: rows, k: k}
+		return dmat{ptr: e.mem.Ptr(name), typ: d.typ, variant: typeVariant[d.typ], rows: rows, k: k}
 	}
 	e.qd, e.kvd = c.Heads*c.HeadDim, c.HeadsKV*c.HeadDim
 	e.head = mat("head", e.vocab, c.Embd)
 	e.outNrm = e.mem.Ptr("output_norm.weight")
 	e.layers = make([]gLayer, c.Layers)
+	next := c.Arch == model.ArchQwen3Next
+	post := "ffn_norm.weight"
+	if next {
+		post = "post_attention_norm.weight"
+	}
+	H := c.Embd
 	for i := range e.layers {
 		p := fmt.Sprintf("blk.%d.", i)
-		e.layers[i] = gLayer{
-			attnNorm: e.mem.Ptr(p + "attn_norm.weight"), ffnNorm: e.mem.Ptr(p + "ffn_norm.weight"),
-			qNorm: e.mem.Ptr(p + "attn_q_norm.weight"), kNorm: e.mem.Ptr(p + "attn_k_norm.weight"),
-			wq: mat(p+"attn_q.weight", e.qd, c.Embd), wk: mat(p+"attn_k.weight", e.kvd, c.Embd),
-			wv: mat(p+"attn_v.weight", e.kvd, c.Embd), wo: mat(p+"attn_output.weight", c.Embd, e.qd),
-			router: mat(p+"ffn_gate_inp.weight", c.Experts, c.Embd),
-			kv:     e.mem.Ptr(fmt.Sprintf("blk.%d.kv", i)),
+		l := gLayer{attnNorm: e.mem.Ptr(p + "attn_norm.weight"), ffnNorm: e.mem.Ptr(p + post),
+			router: mat(p+"ffn_gate_inp.weight", c.Experts, H)}
+		if c.IsRecurrent(i) {
+			kd, vd := c.LinKHeads*c.LinKDim, c.LinVHeads*c.LinVDim
+			l.recurrent = true
+			l.wqkv, l.wz = mat(p+"attn_qkv.weight", 2*kd+vd, H), mat(p+"attn_gate.weight", vd, H)
+			l.wba, l.wout = mat(p+"ssm_ba.weight", 2*c.LinVHeads, H), mat(p+"ssm_out.weight", H, vd)
+			l.conv, l.dtBias = e.mem.Ptr(p+"ssm_conv1d.weight"), e.mem.Ptr(p+"ssm_dt.bias")
+			l.ssmA, l.ssmNorm = e.mem.Ptr(p+"ssm_a"), e.mem.Ptr(p+"ssm_norm.weight")
+			l.state = e.mem.Ptr(fmt.Sprintf("blk.%d.state", i))
+		} else {
+			qrows := e.qd
+			if next {
+				qrows = 2 * e.qd
+			}
+			l.qNorm, l.kNorm = e.mem.Ptr(p+"attn_q_norm.weight"), e.mem.Ptr(p+"attn_k_norm.weight")
+			l.wq, l.wk = mat(p+"attn_q.weight", qrows, H), mat(p+"attn_k.weight", e.kvd, H)
+			l.wv, l.wo = mat(p+"attn_v.weight", e.kvd, H), mat(p+"attn_output.weight", H, e.qd)
+			l.kv = e.mem.Ptr(fmt.Sprintf("blk.%d.kv", i))
+		}
+		if next {
+			l.shInp = mat(p+"ffn_gate_inp_shexp.weight", 1, H)
+			l.shGate, l.shUp = mat(p+"ffn_gate_shexp.weight", c.SharedFF, H), mat(p+"ffn_up_shexp.weight", c.SharedFF, H)
+			l.shDown = mat(p+"ffn_down_shexp.weight", H, c.SharedFF)
+			if l.shGate.typ != l.shUp.typ || l.shGate.typ != l.shDown.typ || l.shGate.typ == quant.F16 || l.shGate.typ == quant.BF16 {
+				return fmt.Errorf("%w: %s: the shared expert runs through moe_decode, which needs one quantized type for its gate, up and down (have %s, %s, %s)",
+					ErrMissingKernel, p, l.shGate.typ, l.shUp.typ, l.shDown.typ)
+			}
+			l.shTab = e.mem.Ptr(bufShTab).Add(uintptr(i * 3 * 2 * 8))
+			tab := make([]byte, 3*2*8) // entry 1 of each table stays 0: the null expert
+			binary.LittleEndian.PutUint64(tab[0:], uint64(l.shGate.ptr))
+			binary.LittleEndian.PutUint64(tab[16:], uint64(l.shUp.ptr))
+			binary.LittleEndian.PutUint64(tab[32:], uint64(l.shDown.ptr))
+			if err := e.dev.Upload(l.shTab, tab); err != nil {
+				return err
+			}
+		}
+		e.layers[i] = l
+	}
+	return e.zeroState()
+}
+
+// zeroState clears the delta-net states and the constant zero logit of the shared expert's
+// router (a new sequence starts from zeros).
+func (e *Engine) zeroState() error {
+	c := &e.cfg
+	if c.Arch != model.ArchQwen3Next {
+		return nil
+	}
+	for i, l := range e.layers {
+		if !l.recurrent {
+			continue
+		}
+		var n uint64
+		for _, r := range e.plan.Resident {
+			if r.Name == fmt.Sprintf("blk.%d.state", i) {
+				n = r.Bytes
+			}
+		}
+		if err := e.dev.Upload(l.state, make([]byte, n)); err != nil {
+			return err
 		}
 	}
-	return nil
+	return e.dev.Upload(e.mem.Ptr(bufRouter2), make([]byte, 8))
 }
 
 func f32Bytes(v []float32) []byte {
@@ -517,7 +611,7 @@ func (e *Engine) prepare(o Options) error {
 	for _, k := range []struct{ fam, variant string }{
 		{"rmsnorm", "f32"}, {"rmsnorm", "q81"}, {"rmsnorm", "addq81"}, {"rope", "neox"},
 		{"attention_decode", "split_f16"}, {"attention_decode", "reduce_f16"}, {"quantize_q8_1", "f32"},
-		{"moe_decode", typeVariant[e.expType]},
+		{"moe_decode", typeVariant[e.expType]}, {"rmsnorm", "add"},
 	} {
 		f, err := e.ks.fn(k.fam, k.variant)
 		if err != nil {
@@ -525,8 +619,28 @@ func (e *Engine) prepare(o Options) error {
 		}
 		e.fns[k.fam+"/"+k.variant] = f
 	}
+	if c.Arch == model.ArchQwen3Next {
+		for _, k := range []struct{ fam, variant string }{
+			{"gated_delta_net", "conv"}, {"gated_delta_net", "recurrent"},
+		} {
+			f, err := e.ks.fn(k.fam, k.variant)
+			if err != nil {
+				return err
+			}
+			e.fns[k.fam+"/"+k.variant] = f
+		}
+	}
+	for _, l := range e.layers {
+		if l.shGate.variant != "" {
+			f, err := e.ks.fn("moe_decode", l.shGate.variant)
+			if err != nil {
+				return err
+			}
+			e.fns["moe_decode/"+l.shGate.variant] = f
+		}
+	}
 	for _, l := range append([]gLayer{{wq: e.head}}, e.layers...) {
-		for _, d := range []dmat{l.wq, l.wk, l.wv, l.wo, l.router} {
+		for _, d := range []dmat{l.wq, l.wk, l.wv, l.wo, l.router, l.wqkv, l.wz, l.wba, l.wout, l.shInp} {
 			if d.variant == "" {
 				continue
 			}
@@ -559,9 +673,12 @@ func (e *Engine) ResetStats() { e.stats = Stats{} }
 // Pos is the number of tokens processed.
 func (e *Engine) Pos() int { return e.pos }
 
-// Reset starts a new sequence (the KV cache is overwritten from position 0; the expert
-// cache keeps its contents).
-func (e *Engine) Reset() { e.pos = 0 }
+// Reset starts a new sequence (the KV cache is overwritten from position 0, the delta-net
+// states are cleared; the expert cache keeps its contents).
+func (e *Engine) Reset() error {
+	e.pos = 0
+	return e.zeroState()
+}
 
 // ExpertProfile returns the decayed use counts as a profile (nil for LRU).
 func (e *Engine) ExpertProfile() *Profile {
@@ -619,6 +736,14 @@ func (e *Engine) mmvq(w dmat, xq, xf, y rt.DevPtr) error {
 	// block; the grid-strided revision with 16 rows per block leaves the extra blocks idle).
 	per := 8
 	return e.launch("mmvq/"+w.variant, dim(blocks(w.rows, per)), abi.MmvqThreads, a.Bytes())
+}
+
+// mmvqMats runs z dense matrices of w.rows rows, matrix i at w.ptr + i·wMatBytes, all on
+// the same x, into y + i·yMatStride.
+func (e *Engine) mmvqMats(w dmat, z int, wMatBytes int64, yMatStride int, xq, xf, y rt.DevPtr) error {
+	a := abi.MmvqArgs{W: uint64(w.ptr), Xq: uint64(xq), Xf: uint64(xf), Y: uint64(y), WMatBytes: wMatBytes, Rows: int32(w.rows), K: int32(w.k),
+		Ncols: 1, XColStride: int32(w.k), YColStride: int32(w.rows), YMatStride: int32(yMatStride)}
+	return e.launch("mmvq/"+w.variant, rt.Dim3{X: blocks(w.rows, 8), Y: 1, Z: uint32(z)}, abi.MmvqThreads, a.Bytes())
 }
 
 // rmsnorm launches one RMSNorm variant over rows·heads rows of n.

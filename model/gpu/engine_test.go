@@ -20,7 +20,7 @@ import (
 // leaving out the families in skip.
 func fakeCODir(t *testing.T, target string, skip ...string) string {
 	dir := t.TempDir()
-	for _, f := range families {
+	for _, f := range append(families, "gated_delta_net") {
 		if strings.Contains(strings.Join(skip, ","), f) {
 			continue
 		}
@@ -39,9 +39,11 @@ func fakeCODir(t *testing.T, target string, skip ...string) string {
 	return dir
 }
 
-func tinySource(t *testing.T, typ quant.Type) *model.GGUFSource {
-	path := filepath.Join(t.TempDir(), "tiny.gguf")
-	if err := synth.Write(path, synth.Presets["tiny"], synth.Options{ExpertType: typ, Seed: 7}); err != nil {
+func tinySource(t *testing.T, typ quant.Type) *model.GGUFSource { return presetSource(t, "tiny", typ) }
+
+func presetSource(t *testing.T, preset string, typ quant.Type) *model.GGUFSource {
+	path := filepath.Join(t.TempDir(), preset+".gguf")
+	if err := synth.Write(path, synth.Presets[preset], synth.Options{ExpertType: typ, Seed: 7}); err != nil {
 		t.Fatal(err)
 	}
 	src, err := model.OpenGGUF(path)
@@ -182,9 +184,13 @@ func TestEngineMissingKernel(t *testing.T) {
 // tokens, and the smallest cache (every layer's experts streamed) bitwise equal to the
 // full cache.
 func TestEngineEmulatedMatchesCPU(t *testing.T) {
-	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_K} {
-		t.Run(typ.String(), func(t *testing.T) {
-			src := tinySource(t, typ)
+	for _, c := range []struct {
+		preset string
+		typ    quant.Type
+	}{{"tiny", quant.Q8_0}, {"tiny", quant.Q4_K}, {"tiny-next", quant.Q4_K}} {
+		typ := c.typ
+		t.Run(c.preset+"/"+typ.String(), func(t *testing.T) {
+			src := presetSource(t, c.preset, typ)
 			m, err := model.Load(src)
 			if err != nil {
 				t.Fatal(err)
@@ -245,7 +251,7 @@ func TestEngineEmulatedMatchesCPU(t *testing.T) {
 					t.Errorf("step %d: greedy %d, CPU %d", i, a, b)
 				}
 			}
-			small := run(2 * synth.Presets["tiny"].ExpertsUsed)
+			small := run(2 * synth.Presets[c.preset].ExpertsUsed)
 			for i := range full {
 				for j := range full[i] {
 					if math.Float32bits(full[i][j]) != math.Float32bits(small[i][j]) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/strata-hip/strata/kernels/abi"
+	"github.com/strata-hip/strata/model"
 	"github.com/strata-hip/strata/quant"
 	rt "github.com/strata-hip/strata/runtime/gpu"
 )
@@ -61,7 +62,7 @@ func (e *Engine) Forward(tokens []int32) (logits []float32, err error) {
 // step runs one token; with wantLogits the logits land in the staging window.
 func (e *Engine) step(id int32, wantLogits bool) error {
 	c := &e.cfg
-	H, K, E, F := c.Embd, c.ExpertsUsed, c.Experts, c.ExpertFF
+	H := c.Embd
 	st := e.stage()
 	hb := e.staging.Bytes()
 	m := e.mem
@@ -77,15 +78,9 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 	if err := e.compute.Upload(m.Ptr(bufPos), e.staging, st.pos, 4); err != nil {
 		return err
 	}
-	hd, nh, nkv := c.HeadDim, c.Heads, c.HeadsKV
-	q, k, v := m.Ptr(bufQ), m.Ptr(bufK), m.Ptr(bufV)
-	n := e.pos + 1
-	sl := splitLen(n)
-	nsplit := (n + sl - 1) / sl
-	ctx := e.ctx
 	for li := range e.layers {
 		l := &e.layers[li]
-		// Attention input: the residual (after the previous layer's MoE output) normed.
+		// Mixer input: the residual (after the previous layer's MoE output) normed.
 		var err error
 		if li == 0 {
 			err = e.rmsnorm("q81", abi.RmsnormArgs{X: uint64(x), W: uint64(l.attnNorm), Y: uint64(xn), Q: uint64(xq),
@@ -97,87 +92,29 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 		if err != nil {
 			return err
 		}
-		for _, p := range []struct {
-			w   dmat
-			dst rt.DevPtr
-		}{{l.wq, q}, {l.wk, k}, {l.wv, v}} {
-			if err := e.mmvq(p.w, xq, xn, p.dst); err != nil {
-				return err
-			}
+		if l.recurrent {
+			err = e.deltaNet(l)
+		} else {
+			err = e.attention(l)
 		}
-		for _, p := range []struct {
-			buf   rt.DevPtr
-			w     rt.DevPtr
-			heads int
-		}{{q, l.qNorm, nh}, {k, l.kNorm, nkv}} {
-			if err := e.rmsnorm("f32", abi.RmsnormArgs{X: uint64(p.buf), W: uint64(p.w), Y: uint64(p.buf),
-				N: int32(hd), Rows: int32(p.heads), Heads: int32(p.heads), TokStride: int32(p.heads * hd), HeadStride: int32(hd)}); err != nil {
-				return err
-			}
-			a := abi.RopeArgs{X: uint64(p.buf), Pos: uint64(m.Ptr(bufPos)), Freq: uint64(m.Ptr(bufFreq)), Rows: int32(p.heads), Heads: int32(p.heads),
-				TokStride: int32(p.heads * hd), HeadStride: int32(hd), RotDims: int32(c.RopeDim)}
-			if err := e.launch("rope/neox", dim(blocks(p.heads*c.RopeDim/2, abi.RopeThreads)), abi.RopeThreads, a.Bytes()); err != nil {
-				return err
-			}
-		}
-		if err := e.appendKV(l, k, v, ctx); err != nil {
-			return err
-		}
-		o := m.Ptr(bufO)
-		a := abi.AttentionDecodeArgs{Q: uint64(q), K: uint64(l.kv), V: uint64(l.kv.Add(uintptr(ctx * e.kvd * 2))), Part: uint64(m.Ptr(bufPart)),
-			Out: uint64(o), N: int32(n), Nh: int32(nh), Nkv: int32(nkv), Hd: int32(hd), SplitLen: int32(sl), Nsplit: int32(nsplit),
-			Scale: float32(1 / math.Sqrt(float64(hd)))}
-		// split: one block per (kv group, split) serving every q head of the group.
-		if err := e.launch("attention_decode/split_f16", rt.Dim3{X: uint32(nkv), Y: uint32(nsplit), Z: 1}, abi.AttentionDecodeThreads, a.Bytes()); err != nil {
-			return err
-		}
-		if err := e.launch("attention_decode/reduce_f16", dim(uint32(nh)), abi.AttentionDecodeThreads, a.Bytes()); err != nil {
-			return err
-		}
-		oq := m.Ptr(bufOQ)
-		qa := abi.QuantizeQ81Args{X: uint64(o), Y: uint64(oq), Ncols: int32(e.qd), NcolsPadded: int32(e.qd), Nrows: 1, XStride: int32(e.qd)}
-		if err := e.launch("quantize_q8_1/f32", dim(blocks(e.qd, 256)), abi.QuantizeQ81Threads, qa.Bytes()); err != nil {
-			return err
-		}
-		if err := e.mmvq(l.wo, oq, o, proj); err != nil {
+		if err != nil {
 			return err
 		}
 		if err := e.rmsnorm("addq81", abi.RmsnormArgs{X: uint64(x), R: uint64(proj), Xo: uint64(x), W: uint64(l.ffnNorm), Y: uint64(xn), Q: uint64(xq),
 			N: int32(H), Rows: 1, Heads: 1, TokStride: int32(H), HeadStride: int32(H)}); err != nil {
 			return err
 		}
-		router := m.Ptr(bufRouter)
-		if err := e.mmvq(l.router, xq, xn, router); err != nil {
+		if err := e.moe(li, l); err != nil {
 			return err
 		}
-		tab := m.Ptr(bufTables).Add(uintptr(li * 3 * E * 8))
-		ma := abi.MoeDecodeArgs{Logits: uint64(router), Ids: uint64(m.Ptr(bufIDs)), Wts: uint64(m.Ptr(bufWts)), Err: uint64(m.Ptr(bufErr)),
-			SlotsGate: uint64(tab), SlotsUp: uint64(tab.Add(uintptr(E * 8))), SlotsDown: uint64(tab.Add(uintptr(2 * E * 8))),
-			X: uint64(xq), H: uint64(m.Ptr(bufH)), Y: uint64(proj), Tokens: 1, NExpert: int32(E), KUsed: int32(K), NEmbd: int32(H), NFf: int32(F)}
-		if c.NormTopK {
-			ma.Renorm = 1
-		}
-		moe := "moe_decode/" + typeVariant[e.expType]
-		ma.Phase = 0
-		if err := e.launch(moe, dim(1), abi.MoeDecodeThreads, ma.Bytes()); err != nil {
-			return err
-		}
-		misses, err := e.experts(li)
-		if err != nil {
-			return err
-		}
-		if misses > 0 { // phase 0 again: err flags against the updated tables (same ids)
-			if err := e.launch(moe, dim(1), abi.MoeDecodeThreads, ma.Bytes()); err != nil {
+		if l.shGate.variant != "" {
+			// qwen3next's gated shared expert, added to the residual now (the routed
+			// experts' output in proj is added by the next norm): sigmoid(g)·shared(x) is
+			// moe_decode over two experts with logits [g, 0] — softmax gives the shared
+			// expert sigmoid(g) — where the second has no slot and contributes nothing.
+			if err := e.shared(l); err != nil {
 				return err
 			}
-		}
-		ma.Phase = 1
-		if err := e.launch(moe, rt.Dim3{X: uint32(F / 32), Y: uint32(K), Z: 1}, abi.MoeDecodeThreads, ma.Bytes()); err != nil {
-			return err
-		}
-		ma.Phase = 2
-		if err := e.launch(moe, dim(blocks(H, 8)), abi.MoeDecodeThreads, ma.Bytes()); err != nil {
-			return err
 		}
 	}
 	e.pos++
@@ -309,4 +246,182 @@ func (e *Engine) experts(li int) (int, error) {
 		e.dirty[li] = false
 	}
 	return len(misses), nil
+}
+
+// attention is the attention mixer of one layer: xn/xq in, the output projection in proj.
+func (e *Engine) attention(l *gLayer) error {
+	c := &e.cfg
+	m := e.mem
+	hd, nh, nkv, H := c.HeadDim, c.Heads, c.HeadsKV, c.Embd
+	xn, xq, proj := m.Ptr(bufXN), m.Ptr(bufXQ), m.Ptr(bufProj)
+	q, k, v := m.Ptr(bufQ), m.Ptr(bufK), m.Ptr(bufV)
+	var gate rt.DevPtr
+	if c.Arch == model.ArchQwen3Next {
+		// attn_q interleaves per head hd query rows and hd gate rows: two launches of nh
+		// matrices each, every other block of rows, make q and gate contiguous.
+		gate = m.Ptr(bufGate)
+		rb, err := l.wq.typ.RowBytes(H)
+		if err != nil {
+			return err
+		}
+		for i, dst := range []rt.DevPtr{q, gate} {
+			w := dmat{ptr: l.wq.ptr.Add(uintptr(i * hd * rb)), typ: l.wq.typ, variant: l.wq.variant, rows: hd, k: H}
+			if err := e.mmvqMats(w, nh, int64(2*hd*rb), hd, xq, xn, dst); err != nil {
+				return err
+			}
+		}
+	} else if err := e.mmvq(l.wq, xq, xn, q); err != nil {
+		return err
+	}
+	for _, p := range []struct {
+		w   dmat
+		dst rt.DevPtr
+	}{{l.wk, k}, {l.wv, v}} {
+		if err := e.mmvq(p.w, xq, xn, p.dst); err != nil {
+			return err
+		}
+	}
+	for _, p := range []struct {
+		buf   rt.DevPtr
+		w     rt.DevPtr
+		heads int
+	}{{q, l.qNorm, nh}, {k, l.kNorm, nkv}} {
+		if err := e.rmsnorm("f32", abi.RmsnormArgs{X: uint64(p.buf), W: uint64(p.w), Y: uint64(p.buf),
+			N: int32(hd), Rows: int32(p.heads), Heads: int32(p.heads), TokStride: int32(p.heads * hd), HeadStride: int32(hd)}); err != nil {
+			return err
+		}
+		a := abi.RopeArgs{X: uint64(p.buf), Pos: uint64(m.Ptr(bufPos)), Freq: uint64(m.Ptr(bufFreq)), Rows: int32(p.heads), Heads: int32(p.heads),
+			TokStride: int32(p.heads * hd), HeadStride: int32(hd), RotDims: int32(c.RopeDim)}
+		if err := e.launch("rope/neox", dim(blocks(p.heads*c.RopeDim/2, abi.RopeThreads)), abi.RopeThreads, a.Bytes()); err != nil {
+			return err
+		}
+	}
+	if err := e.appendKV(l, k, v, e.ctx); err != nil {
+		return err
+	}
+	n := e.pos + 1
+	sl := splitLen(n)
+	nsplit := (n + sl - 1) / sl
+	o := m.Ptr(bufO)
+	a := abi.AttentionDecodeArgs{Q: uint64(q), K: uint64(l.kv), V: uint64(l.kv.Add(uintptr(e.ctx * e.kvd * 2))), Gate: uint64(gate),
+		Part: uint64(m.Ptr(bufPart)), Out: uint64(o), N: int32(n), Nh: int32(nh), Nkv: int32(nkv), Hd: int32(hd),
+		SplitLen: int32(sl), Nsplit: int32(nsplit), Scale: float32(1 / math.Sqrt(float64(hd)))}
+	// split: one block per (kv group, split) serving every q head of the group.
+	if err := e.launch("attention_decode/split_f16", rt.Dim3{X: uint32(nkv), Y: uint32(nsplit), Z: 1}, abi.AttentionDecodeThreads, a.Bytes()); err != nil {
+		return err
+	}
+	if err := e.launch("attention_decode/reduce_f16", dim(uint32(nh)), abi.AttentionDecodeThreads, a.Bytes()); err != nil {
+		return err
+	}
+	return e.project(l.wo, o, e.qd, proj)
+}
+
+// project quantizes the f32 vector o of n values to Q8_1 and multiplies it by w into dst.
+func (e *Engine) project(w dmat, o rt.DevPtr, n int, dst rt.DevPtr) error {
+	oq := e.mem.Ptr(bufOQ)
+	qa := abi.QuantizeQ81Args{X: uint64(o), Y: uint64(oq), Ncols: int32(n), NcolsPadded: int32(n), Nrows: 1, XStride: int32(n)}
+	if err := e.launch("quantize_q8_1/f32", dim(blocks(n, 256)), abi.QuantizeQ81Threads, qa.Bytes()); err != nil {
+		return err
+	}
+	return e.mmvq(w, oq, o, dst)
+}
+
+// deltaNet is the gated delta-net mixer of one qwen3next layer: xn/xq in, proj out.
+func (e *Engine) deltaNet(l *gLayer) error {
+	c := &e.cfg
+	m := e.mem
+	xn, xq := m.Ptr(bufXN), m.Ptr(bufXQ)
+	qkv, xc, z, ba, o := m.Ptr(bufQKV), m.Ptr(bufXC), m.Ptr(bufZ), m.Ptr(bufBA), m.Ptr(bufO)
+	for _, p := range []struct {
+		w   dmat
+		dst rt.DevPtr
+	}{{l.wqkv, qkv}, {l.wz, z}, {l.wba, ba}} {
+		if err := e.mmvq(p.w, xq, xn, p.dst); err != nil {
+			return err
+		}
+	}
+	kd, vd := c.LinKHeads*c.LinKDim, c.LinVHeads*c.LinVDim
+	C := 2*kd + vd
+	cs := uintptr(4 * (c.ConvKernel - 1) * C)
+	in, out := l.state, l.state.Add(cs) // the two conv states alternate by position
+	if e.pos%2 == 1 {
+		in, out = out, in
+	}
+	a := abi.GatedDeltaNetArgs{X: uint64(qkv), ConvW: uint64(l.conv), ConvIn: uint64(in), ConvOut: uint64(out), Xc: uint64(xc),
+		Z: uint64(z), Ba: uint64(ba), SsmA: uint64(l.ssmA), DtBias: uint64(l.dtBias), State: uint64(l.state.Add(2 * cs)),
+		NormW: uint64(l.ssmNorm), O: uint64(o), T: 1, C: int32(C), Nk: int32(c.LinKHeads), Nv: int32(c.LinVHeads),
+		Dk: int32(c.LinKDim), Dv: int32(c.LinVDim), Eps: c.Eps}
+	if err := e.launch("gated_delta_net/conv", dim(blocks(C, abi.GatedDeltaNetThreads)), abi.GatedDeltaNetThreads, a.Bytes()); err != nil {
+		return err
+	}
+	if err := e.launch("gated_delta_net/recurrent", dim(uint32(c.LinVHeads)), abi.GatedDeltaNetThreads, a.Bytes()); err != nil {
+		return err
+	}
+	return e.project(l.wout, o, vd, m.Ptr(bufProj))
+}
+
+// shared runs qwen3next's gated shared expert on xn/xq and adds it to the residual.
+func (e *Engine) shared(l *gLayer) error {
+	c := &e.cfg
+	m := e.mem
+	H := c.Embd
+	x, xn, xq := m.Ptr(bufX), m.Ptr(bufXN), m.Ptr(bufXQ)
+	r2, out := m.Ptr(bufRouter2), m.Ptr(bufShOut)
+	if err := e.mmvq(l.shInp, xq, xn, r2); err != nil { // logit 0 = g; logit 1 stays 0
+		return err
+	}
+	ma := abi.MoeDecodeArgs{Logits: uint64(r2), Ids: uint64(m.Ptr(bufIDs2)), Wts: uint64(m.Ptr(bufWts2)), Err: uint64(m.Ptr(bufErr2)),
+		SlotsGate: uint64(l.shTab), SlotsUp: uint64(l.shTab.Add(16)), SlotsDown: uint64(l.shTab.Add(32)),
+		X: uint64(xq), H: uint64(m.Ptr(bufHSh)), Y: uint64(out), Tokens: 1, NExpert: 2, KUsed: 2, NEmbd: int32(H), NFf: int32(c.SharedFF)}
+	key := "moe_decode/" + l.shGate.variant
+	for phase, grid := range []rt.Dim3{dim(1), {X: uint32(c.SharedFF / 32), Y: 2, Z: 1}, dim(blocks(H, 8))} {
+		ma.Phase = int32(phase)
+		if err := e.launch(key, grid, abi.MoeDecodeThreads, ma.Bytes()); err != nil {
+			return err
+		}
+	}
+	// x += shared; the norm the kernel also computes goes to xn, which nothing reads
+	// again before the next layer's norm rewrites it.
+	return e.rmsnorm("add", abi.RmsnormArgs{X: uint64(x), R: uint64(out), Xo: uint64(x), W: uint64(l.ffnNorm), Y: uint64(xn),
+		N: int32(H), Rows: 1, Heads: 1, TokStride: int32(H), HeadStride: int32(H)})
+}
+
+// moe runs the routed experts of layer li on xq: router, top-k, the cache, and the
+// expert products into proj.
+func (e *Engine) moe(li int, l *gLayer) error {
+	c := &e.cfg
+	m := e.mem
+	H, K, E, F := c.Embd, c.ExpertsUsed, c.Experts, c.ExpertFF
+	xn, xq, proj := m.Ptr(bufXN), m.Ptr(bufXQ), m.Ptr(bufProj)
+	router := m.Ptr(bufRouter)
+	if err := e.mmvq(l.router, xq, xn, router); err != nil {
+		return err
+	}
+	tab := m.Ptr(bufTables).Add(uintptr(li * 3 * E * 8))
+	ma := abi.MoeDecodeArgs{Logits: uint64(router), Ids: uint64(m.Ptr(bufIDs)), Wts: uint64(m.Ptr(bufWts)), Err: uint64(m.Ptr(bufErr)),
+		SlotsGate: uint64(tab), SlotsUp: uint64(tab.Add(uintptr(E * 8))), SlotsDown: uint64(tab.Add(uintptr(2 * E * 8))),
+		X: uint64(xq), H: uint64(m.Ptr(bufH)), Y: uint64(proj), Tokens: 1, NExpert: int32(E), KUsed: int32(K), NEmbd: int32(H), NFf: int32(F)}
+	if c.NormTopK {
+		ma.Renorm = 1
+	}
+	key := "moe_decode/" + typeVariant[e.expType]
+	ma.Phase = 0
+	if err := e.launch(key, dim(1), abi.MoeDecodeThreads, ma.Bytes()); err != nil {
+		return err
+	}
+	misses, err := e.experts(li)
+	if err != nil {
+		return err
+	}
+	if misses > 0 { // phase 0 again: err flags against the updated tables (same ids)
+		if err := e.launch(key, dim(1), abi.MoeDecodeThreads, ma.Bytes()); err != nil {
+			return err
+		}
+	}
+	ma.Phase = 1
+	if err := e.launch(key, rt.Dim3{X: uint32(F / 32), Y: uint32(K), Z: 1}, abi.MoeDecodeThreads, ma.Bytes()); err != nil {
+		return err
+	}
+	ma.Phase = 2
+	return e.launch(key, dim(blocks(H, 8)), abi.MoeDecodeThreads, ma.Bytes())
 }

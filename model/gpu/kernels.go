@@ -17,7 +17,7 @@ import (
 // type); strata-run --backend auto then falls back to the CPU.
 var ErrMissingKernel = errors.New("model/gpu: missing kernel")
 
-// families the decode engine launches.
+// families the decode engine launches (qwen3next adds gated_delta_net).
 var families = []string{"rmsnorm", "mmvq", "rope", "attention_decode", "quantize_q8_1", "moe_decode"}
 
 // kernelSet is the loaded code objects of one device.
@@ -27,7 +27,7 @@ type kernelSet struct {
 }
 
 // loadKernels loads every family the engine needs from dir (the `just co` output).
-func loadKernels(dev *rt.Device, dir string) (*kernelSet, error) {
+func loadKernels(dev *rt.Device, dir string, families []string) (*kernelSet, error) {
 	arch := dev.Info().Arch
 	target, ok := abi.TargetFor(arch)
 	if !ok {

@@ -20,26 +20,39 @@ type Shape struct {
 // Scratch names: the activations and workspaces of one decode step. They are planned,
 // never allocated on their own.
 const (
-	bufX       = "x"      // residual stream, f32 [H]
-	bufXN      = "xn"     // normed hidden state, f32 [H]
-	bufXQ      = "xq"     // its Q8_1 blocks [H/32]
-	bufQ       = "q"      // query (+gate for qwen3next), f32
-	bufK       = "k"      // this token's key, f32 [nkv·hd]
-	bufV       = "v"      // this token's value, f32 [nkv·hd]
-	bufO       = "o"      // attention output, f32 [nh·hd]
-	bufOQ      = "oq"     // its Q8_1 blocks
-	bufPart    = "part"   // attention split workspace
-	bufProj    = "proj"   // attention or MoE output, f32 [H]
-	bufRouter  = "router" // router logits, f32 [E]
-	bufIDs     = "ids"    // selected experts, i32 [K]
-	bufWts     = "wts"    // their weights, f32 [K]
-	bufErr     = "err"    // missing-slot flags, u32 [K]
-	bufH       = "h"      // SwiGLU output, Q8_1 [K][F/32]
-	bufLogits  = "logits" // f32 [V]
-	bufPos     = "pos"    // i32 [1]
-	bufFreq    = "freq"   // rope frequencies, f32 [rd/2]
-	bufTables  = "slot_tables"
-	q81Block   = 36 // bytes of one Q8_1 block (32 values)
+	bufX      = "x"      // residual stream, f32 [H]
+	bufXN     = "xn"     // normed hidden state, f32 [H]
+	bufXQ     = "xq"     // its Q8_1 blocks [H/32]
+	bufQ      = "q"      // query (+gate for qwen3next), f32
+	bufK      = "k"      // this token's key, f32 [nkv·hd]
+	bufV      = "v"      // this token's value, f32 [nkv·hd]
+	bufO      = "o"      // attention output, f32 [nh·hd]
+	bufOQ     = "oq"     // its Q8_1 blocks
+	bufPart   = "part"   // attention split workspace
+	bufProj   = "proj"   // attention or MoE output, f32 [H]
+	bufRouter = "router" // router logits, f32 [E]
+	bufIDs    = "ids"    // selected experts, i32 [K]
+	bufWts    = "wts"    // their weights, f32 [K]
+	bufErr    = "err"    // missing-slot flags, u32 [K]
+	bufH      = "h"      // SwiGLU output, Q8_1 [K][F/32]
+	bufLogits = "logits" // f32 [V]
+	bufPos    = "pos"    // i32 [1]
+	bufFreq   = "freq"   // rope frequencies, f32 [rd/2]
+	bufTables = "slot_tables"
+	// qwen3next
+	bufGate    = "gate"      // attention output gate, f32 [nh·hd]
+	bufQKV     = "qkv"       // delta-net q|k|v projection, f32 [C]
+	bufXC      = "xc"        // after the conv, f32 [C]
+	bufZ       = "z"         // delta-net output gate projection, f32 [vd]
+	bufBA      = "ba"        // f32 [2·nv]
+	bufRouter2 = "router2"   // shared-expert gate logit and a constant 0, f32 [2]
+	bufIDs2    = "ids2"      // i32 [2]
+	bufWts2    = "wts2"      // f32 [2]
+	bufErr2    = "err2"      // u32 [2]
+	bufHSh     = "hsh"       // shared expert SwiGLU output, Q8_1 [2][SF/32]
+	bufShOut   = "shout"     // shared expert output, f32 [H]
+	bufShTab   = "sh_tables" // per layer 3 tables of 2 entries: the shared expert, and a null expert
+	q81Block   = 36          // bytes of one Q8_1 block (32 values)
 	maxLayerID = 1 << 20
 )
 
@@ -65,14 +78,16 @@ func (s *Shape) PlanInput(ctx int) (PlanInput, error) {
 			in.Resident = append(in.Resident, Need{Name: fmt.Sprintf("blk.%d.kv", i), Kind: KindKVCache, Bytes: kvBytes(c, ctx)})
 		} else {
 			ch := 2*c.LinKHeads*c.LinKDim + c.LinVHeads*c.LinVDim
-			st := 4 * uint64((c.ConvKernel-1)*ch+c.LinVHeads*c.LinKDim*c.LinVDim)
+			// two conv states (the kernel reads one and writes the other) and the recurrent state
+			st := 4 * uint64(2*(c.ConvKernel-1)*ch+c.LinVHeads*c.LinKDim*c.LinVDim)
 			in.Resident = append(in.Resident, Need{Name: fmt.Sprintf("blk.%d.state", i), Kind: KindState, Bytes: st})
 		}
 	}
 	H, E, K, F := c.Embd, c.Experts, c.ExpertsUsed, c.ExpertFF
-	qrows := c.Heads * c.HeadDim
+	qrows := c.Heads * c.HeadDim // the query (qwen3next's gate goes to its own buffer)
+	od := c.Heads * c.HeadDim    // attention output, or the delta-net's
 	if c.Arch == model.ArchQwen3Next {
-		qrows *= 2
+		od = max(od, c.LinVHeads*c.LinVDim)
 	}
 	nsplit := (ctx + 63) / 64 // the most splits splitLen gives at any length ≤ ctx
 	nsplit = min(nsplit, 256)
@@ -80,7 +95,7 @@ func (s *Shape) PlanInput(ctx int) (PlanInput, error) {
 	for _, n := range []Need{
 		{bufX, KindScratch, f32(H)}, {bufXN, KindScratch, f32(H)}, {bufXQ, KindScratch, q81Bytes(H)},
 		{bufQ, KindScratch, f32(qrows)}, {bufK, KindScratch, f32(c.HeadsKV * c.HeadDim)}, {bufV, KindScratch, f32(c.HeadsKV * c.HeadDim)},
-		{bufO, KindScratch, f32(c.Heads * c.HeadDim)}, {bufOQ, KindScratch, q81Bytes(c.Heads * c.HeadDim)},
+		{bufO, KindScratch, f32(od)}, {bufOQ, KindScratch, q81Bytes(od)},
 		{bufPart, KindScratch, f32(c.Heads * nsplit * (c.HeadDim + 2))}, {bufProj, KindScratch, f32(H)},
 		{bufRouter, KindScratch, f32(E)}, {bufIDs, KindScratch, 4 * uint64(K)}, {bufWts, KindScratch, f32(K)},
 		{bufErr, KindScratch, 4 * uint64(K)}, {bufH, KindScratch, uint64(K) * q81Bytes(F)},
@@ -89,6 +104,19 @@ func (s *Shape) PlanInput(ctx int) (PlanInput, error) {
 		{bufTables, KindSlotTables, uint64(c.Layers) * 3 * uint64(E) * 8},
 	} {
 		in.Resident = append(in.Resident, n)
+	}
+	if c.Arch == model.ArchQwen3Next {
+		C := 2*c.LinKHeads*c.LinKDim + c.LinVHeads*c.LinVDim
+		vd := c.LinVHeads * c.LinVDim
+		for _, n := range []Need{
+			{bufGate, KindScratch, f32(c.Heads * c.HeadDim)}, {bufQKV, KindScratch, f32(C)}, {bufXC, KindScratch, f32(C)},
+			{bufZ, KindScratch, f32(vd)}, {bufBA, KindScratch, f32(2 * c.LinVHeads)},
+			{bufRouter2, KindScratch, 8}, {bufIDs2, KindScratch, 8}, {bufWts2, KindScratch, 8}, {bufErr2, KindScratch, 8},
+			{bufHSh, KindScratch, 2 * q81Bytes(c.SharedFF)}, {bufShOut, KindScratch, f32(H)},
+			{bufShTab, KindSlotTables, uint64(c.Layers) * 3 * 2 * 8},
+		} {
+			in.Resident = append(in.Resident, n)
+		}
 	}
 	in.SlotBytes = slotLayout(s.Expert).total
 	in.MinSlots = 2 * K
