@@ -26,7 +26,7 @@ type backendFlags struct {
 
 func addBackendFlags(fs *flag.FlagSet) *backendFlags {
 	b := &backendFlags{}
-	fs.StringVar(&b.backend, "backend", "auto", "cpu, gpu, or auto (the GPU engine when a supported GPU and its kernels are present, else the CPU)")
+	fs.StringVar(&b.backend, "backend", "auto", "cpu, gpu, or auto (the GPU engine for qwen3moe/qwen3next when a supported GPU and its kernels are present, else the CPU)")
 	fs.IntVar(&b.vramMiB, "vram-budget-mib", 0, "GPU: use at most this much VRAM, as if the card had it (0: the device's free memory)")
 	fs.StringVar(&b.profile, "expert-profile", "", "GPU: expert-use profile file: seeds the expert cache when it exists, rewritten at exit")
 	fs.StringVar(&b.policy, "expert-policy", "decayed", "GPU: expert cache policy, decayed or lru")
@@ -73,8 +73,8 @@ func openForward(b *backendFlags, src *model.GGUFSource, st *model.State, ctx in
 }
 
 func openGPU(b *backendFlags, src *model.GGUFSource, ctx int, stderr io.Writer) (*forwarder, error) {
-	if arch, _ := src.Meta().String("general.architecture"); arch != model.ArchQwen3MoE {
-		return nil, fmt.Errorf("%w: the GPU engine runs %s models, %s is %s", mgpu.ErrMissingKernel, model.ArchQwen3MoE, src.Path(), arch)
+	if arch, _ := src.Meta().String("general.architecture"); arch != model.ArchQwen3MoE && arch != model.ArchQwen3Next {
+		return nil, fmt.Errorf("%w: the GPU engine runs %s and %s models, %s is %s", mgpu.ErrMissingKernel, model.ArchQwen3MoE, model.ArchQwen3Next, src.Path(), arch)
 	}
 	dir := defaultCODir()
 	dev, err := gpu.Open(gpu.Request{Device: b.device, Have: targetsWithCodeObjects(dir)})

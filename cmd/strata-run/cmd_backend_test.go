@@ -93,110 +93,120 @@ const gpuLogitNMSE = 2e-3
 // GPU engine with every expert resident (same bytes, same kernels).
 func TestGPUEngineMatchesCPU(t *testing.T) {
 	dev, dir := openTestGPU(t)
-	shp := synth.Presets["tiny"]
 	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_K, quant.IQ2_XS, quant.Q2_0} {
-		t.Run(typ.String(), func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "tiny.gguf")
-			if err := synth.Write(path, shp, synth.Options{ExpertType: typ, Seed: 11}); err != nil {
-				t.Fatal(err)
-			}
-			src, err := model.OpenGGUF(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer src.Close()
-			m, err := model.Load(src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			const ctx, steps = 128, 32
-			rng := rand.New(rand.NewPCG(5, 6))
-			prompt := make([]int32, 12)
-			for i := range prompt {
-				prompt[i] = int32(rng.IntN(256))
-			}
-			st, err := m.NewState(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var cpuTok []int32
-			var cpuLog [][]float32
-			l, err := st.Forward(prompt, false, nil)
-			for i := 0; i < steps && err == nil; i++ {
-				cpuLog = append(cpuLog, l)
-				cpuTok = append(cpuTok, argmax(l))
-				l, err = st.Forward([]int32{argmax(l)}, false, nil)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			runGPU := func(slots int) ([]int32, [][]float32, mgpu.Stats) {
-				eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: ctx, MaxExpert: slots, Group: 3})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer eng.Close()
-				var toks []int32
-				var logs [][]float32
-				l, err := eng.Forward(prompt)
-				for i := 0; i < steps && err == nil; i++ {
-					logs = append(logs, l)
-					toks = append(toks, argmax(l))
-					// Feed the CPU's token so a flip cannot derail the comparison of later steps.
-					l, err = eng.Forward([]int32{cpuTok[i]})
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				return toks, logs, eng.Stats()
-			}
-			gpuTok, gpuLog, full := runGPU(0)
-			worst := 0.0
-			ties := 0
-			for i := range cpuLog {
-				var num, den float64
-				for j, c := range cpuLog[i] {
-					d := float64(gpuLog[i][j]) - float64(c)
-					num += d * d
-					den += float64(c) * float64(c)
-					if math.IsNaN(float64(gpuLog[i][j])) || math.IsInf(float64(gpuLog[i][j]), 0) {
-						t.Fatalf("step %d: GPU logit %d is %v", i, j, gpuLog[i][j])
-					}
-				}
-				nmse := num / den
-				worst = max(worst, nmse)
-				if nmse > gpuLogitNMSE {
-					t.Errorf("step %d: logits NMSE %.3g > %.3g", i, nmse, gpuLogitNMSE)
-				}
-				if gpuTok[i] != cpuTok[i] {
-					c := append([]float32(nil), cpuLog[i]...)
-					top := c[cpuTok[i]]
-					c[cpuTok[i]] = float32(math.Inf(-1))
-					rms := math.Sqrt(num / float64(len(c)))
-					if float64(top-c[argmax(c)]) < 4*rms {
-						ties++
-						t.Logf("step %d: greedy token GPU %d, CPU %d at a near tie (CPU top-2 margin %.4g < 4 × RMS difference %.4g)", i, gpuTok[i], cpuTok[i], top-c[argmax(c)], rms)
-						continue
-					}
-					t.Errorf("step %d: greedy token GPU %d, CPU %d (CPU top-2 margin %.4g; GPU logit of CPU's token %.4g, of its own %.4g)",
-						i, gpuTok[i], cpuTok[i], top-c[argmax(c)], gpuLog[i][cpuTok[i]], gpuLog[i][gpuTok[i]])
-				}
-			}
-			if ties > 1 {
-				t.Errorf("%d greedy flips at near ties in %d steps: more than the one allowed", ties, steps)
-			}
-			_, streamLog, small := runGPU(2 * shp.ExpertsUsed)
-			for i := range gpuLog {
-				for j := range gpuLog[i] {
-					if math.Float32bits(gpuLog[i][j]) != math.Float32bits(streamLog[i][j]) {
-						t.Fatalf("step %d logit %d: streamed %v, resident %v: not bitwise equal", i, j, streamLog[i][j], gpuLog[i][j])
-					}
-				}
-			}
-			t.Logf("%s: %d steps, worst logits NMSE %.3g (bound %.0e); greedy tokens equal: %v (near-tie flips %d); full cache hits %d misses %d, smallest cache hits %d misses %d (%.1f MB copied)",
-				typ, steps, worst, gpuLogitNMSE, fmt.Sprint(gpuTok) == fmt.Sprint(cpuTok), ties, full.Hits, full.Misses, small.Hits, small.Misses, float64(small.CopiedBytes)/1e6)
-		})
+		t.Run(typ.String(), func(t *testing.T) { gpuVsCPU(t, dev, dir, "tiny", typ) })
 	}
+}
+
+// TestGPUEngineNextMatchesCPU is TestGPUEngineMatchesCPU for qwen3next (tiny-next).
+func TestGPUEngineNextMatchesCPU(t *testing.T) {
+	dev, dir := openTestGPU(t)
+	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_K} {
+		t.Run(typ.String(), func(t *testing.T) { gpuVsCPU(t, dev, dir, "tiny-next", typ) })
+	}
+}
+
+func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type) {
+	shp := synth.Presets[preset]
+	path := filepath.Join(t.TempDir(), preset+".gguf")
+	if err := synth.Write(path, shp, synth.Options{ExpertType: typ, Seed: 11}); err != nil {
+		t.Fatal(err)
+	}
+	src, err := model.OpenGGUF(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	m, err := model.Load(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ctx, steps = 128, 32
+	rng := rand.New(rand.NewPCG(5, 6))
+	prompt := make([]int32, 40) // 40 + 32 steps: past 64 positions, so attention runs in two splits
+	for i := range prompt {
+		prompt[i] = int32(rng.IntN(256))
+	}
+	st, err := m.NewState(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cpuTok []int32
+	var cpuLog [][]float32
+	l, err := st.Forward(prompt, false, nil)
+	for i := 0; i < steps && err == nil; i++ {
+		cpuLog = append(cpuLog, l)
+		cpuTok = append(cpuTok, argmax(l))
+		l, err = st.Forward([]int32{argmax(l)}, false, nil)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	runGPU := func(slots int) ([]int32, [][]float32, mgpu.Stats) {
+		eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: ctx, MaxExpert: slots, Group: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer eng.Close()
+		var toks []int32
+		var logs [][]float32
+		l, err := eng.Forward(prompt)
+		for i := 0; i < steps && err == nil; i++ {
+			logs = append(logs, l)
+			toks = append(toks, argmax(l))
+			// Feed the CPU's token so a flip cannot derail the comparison of later steps.
+			l, err = eng.Forward([]int32{cpuTok[i]})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return toks, logs, eng.Stats()
+	}
+	gpuTok, gpuLog, full := runGPU(0)
+	worst := 0.0
+	ties := 0
+	for i := range cpuLog {
+		var num, den float64
+		for j, c := range cpuLog[i] {
+			d := float64(gpuLog[i][j]) - float64(c)
+			num += d * d
+			den += float64(c) * float64(c)
+			if math.IsNaN(float64(gpuLog[i][j])) || math.IsInf(float64(gpuLog[i][j]), 0) {
+				t.Fatalf("step %d: GPU logit %d is %v", i, j, gpuLog[i][j])
+			}
+		}
+		nmse := num / den
+		worst = max(worst, nmse)
+		if nmse > gpuLogitNMSE {
+			t.Errorf("step %d: logits NMSE %.3g > %.3g", i, nmse, gpuLogitNMSE)
+		}
+		if gpuTok[i] != cpuTok[i] {
+			c := append([]float32(nil), cpuLog[i]...)
+			top := c[cpuTok[i]]
+			c[cpuTok[i]] = float32(math.Inf(-1))
+			rms := math.Sqrt(num / float64(len(c)))
+			if float64(top-c[argmax(c)]) < 4*rms {
+				ties++
+				t.Logf("step %d: greedy token GPU %d, CPU %d at a near tie (CPU top-2 margin %.4g < 4 × RMS difference %.4g)", i, gpuTok[i], cpuTok[i], top-c[argmax(c)], rms)
+				continue
+			}
+			t.Errorf("step %d: greedy token GPU %d, CPU %d (CPU top-2 margin %.4g; GPU logit of CPU's token %.4g, of its own %.4g)",
+				i, gpuTok[i], cpuTok[i], top-c[argmax(c)], gpuLog[i][cpuTok[i]], gpuLog[i][gpuTok[i]])
+		}
+	}
+	if ties > 1 {
+		t.Errorf("%d greedy flips at near ties in %d steps: more than the one allowed", ties, steps)
+	}
+	_, streamLog, small := runGPU(2 * shp.ExpertsUsed)
+	for i := range gpuLog {
+		for j := range gpuLog[i] {
+			if math.Float32bits(gpuLog[i][j]) != math.Float32bits(streamLog[i][j]) {
+				t.Fatalf("step %d logit %d: streamed %v, resident %v: not bitwise equal", i, j, streamLog[i][j], gpuLog[i][j])
+			}
+		}
+	}
+	t.Logf("%s: %d steps, worst logits NMSE %.3g (bound %.0e); greedy tokens equal: %v (near-tie flips %d); full cache hits %d misses %d, smallest cache hits %d misses %d (%.1f MB copied)",
+		typ, steps, worst, gpuLogitNMSE, fmt.Sprint(gpuTok) == fmt.Sprint(cpuTok), ties, full.Hits, full.Misses, small.Hits, small.Misses, float64(small.CopiedBytes)/1e6)
 }
 
 // TestGPUBench (STRATA_GPU_BENCH=1, STRATA_BENCH_MODEL=path.gguf): greedy decode at each

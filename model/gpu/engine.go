@@ -1,4 +1,4 @@
-// Package gpu is Strata's GPU engine for qwen3moe decode: dense weights (attention,
+// Package gpu is Strata's GPU engine for qwen3moe and qwen3next decode: dense weights (attention,
 // routers, norms, the output head) live in VRAM; every expert lives in pinned host memory
 // and the hottest ones in a VRAM slot cache (cache.go), sized last by the memory plan
 // (plan.go) from what the budget leaves; misses are copied in groups tracked by one event
@@ -15,6 +15,13 @@
 // round trip). The embedding row is gathered on the host (it is one row per token and
 // keeps the table out of VRAM). Prompt tokens go through the same decode path one at a
 // time: the prefill families (mmq, moe_prefill) are not used yet.
+//
+// qwen3next adds, per delta-net layer, the q|k|v, gate and b|a projections (mmvq), the
+// conv and the recurrence (gated_delta_net, conv states double-buffered by position) and
+// ssm_out; its attention splits the interleaved query/gate rows with a strided
+// multi-matrix mmvq and applies the gate in attention_decode's reduce; its shared expert
+// runs as moe_decode over two experts, itself and one without a slot, with router logits
+// [g, 0], whose softmax gives it exactly sigmoid(g).
 package gpu
 
 import (

@@ -2,7 +2,7 @@
 # GPU engine run (issue 11), in two halves:
 #
 #   bench/results/2026-11-29-gpu-engine/run.sh build   build machine (Go + clang-19): the
-#       strata-run binary and test binary (stripped), and the sm_90 code objects of the six
+#       strata-run binary and test binary (stripped), and the sm_90 code objects of the seven
 #       families the decode engine launches, into .dev/gpu-engine/ (carry that path)
 #   bench/results/2026-11-29-gpu-engine/run.sh gpu     GPU machine, repository root: the
 #       GPU-vs-CPU test on the tiny synthetic models; if it passes, the decode benchmark
@@ -22,7 +22,7 @@ build() {
 	go build -ldflags=-s -o "$d/strata-run" ./cmd/strata-run
 	local flags
 	flags=$(awk -F'\t' -v t="$target" '$1 == "target" && $2 == t { print $6 }' kernels/out/objects.txt)
-	for fam in rmsnorm mmvq rope attention_decode quantize_q8_1 moe_decode; do
+	for fam in rmsnorm mmvq rope attention_decode quantize_q8_1 moe_decode gated_delta_net; do
 		awk -F'\t' -v t="$target" -v f="$fam" '$1 == "object" && $2 == t && $3 == f { print $4 "\t" $5 }' kernels/out/objects.txt |
 			while IFS=$'\t' read -r src obj; do
 				mkdir -p "$d/co/$(dirname "$obj")"
@@ -57,6 +57,9 @@ gpu() {
 	STRATA_BENCH_BUDGETS_MIB=4096 STRATA_BENCH_POLICIES=decayed STRATA_BENCH_GROUP=32 "${bench[@]}" >"$out/bench-g32.log" 2>&1
 	cat "$out"/gpu-engine-*.md
 	grep -hE "FAIL|panic" "$out"/bench-*.log | head
+	echo "== tiny-next: GPU vs CPU (qwen3next)"
+	STRATA_REQUIRE_GPU=1 "$d/strata-run.test" -test.run 'TestGPUEngineNextMatchesCPU' -test.v -test.timeout 60s >"$out/tiny-next.log" 2>&1
+	grep -E "^(---|ok|FAIL|PASS)|NMSE|greedy|flip|bitwise" "$out/tiny-next.log" | head -20
 	echo "== strata-run --backend gpu --stats at 6144 MiB"
 	"$d/strata-run" -m "$m" -p "hello world" -n 24 --temp 0 --backend gpu --vram-budget-mib 6144 --stats --expert-profile "$out/profile.txt" >"$out/run.log" 2>&1
 	tail -5 "$out/run.log"
