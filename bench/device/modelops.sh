@@ -8,7 +8,9 @@
 #                                             parity of the model-op families (fresh seed), then
 #                                             TestBenchModelOps; logs to $OUT (default .dev/out)
 #
-# TARGET defaults to sm_90 (the H200). .dev/ is ignored by git.
+# TARGET defaults to sm_90 (the H200). .dev/ is ignored by git. The gpu half fits one device
+# call of 10 minutes (parity ≤ 400 s, bench ≤ 170 s); with the device tool: build here, then
+# run `bench/device/modelops.sh gpu` with carry [".dev"] ($OUT is the tool's).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -37,9 +39,9 @@ gpu() {
 	export STRATA_CO_DIR=.dev/co STRATA_REQUIRE_GPU=1
 	local rc=0
 	echo "== parity ($families)"
-	.dev/parity.test -test.v -test.run "TestParity/[^/]+/($families)/" -test.timeout 1500s >"$out/modelops-parity.log" 2>&1 || rc=1
+	.dev/parity.test -test.v -test.run "TestParity/[^/]+/($families)/" -test.timeout 400s >"$out/modelops-parity.log" 2>&1 || rc=1
 	echo "== bench"
-	STRATA_BENCH=1 STRATA_BENCH_OUT="$out" .dev/parity.test -test.v -test.run 'TestBenchModelOps' -test.timeout 900s >"$out/modelops-bench.log" 2>&1 || rc=1
+	STRATA_BENCH=1 STRATA_BENCH_OUT="$out" .dev/parity.test -test.v -test.run 'TestBenchModelOps' -test.timeout 170s >"$out/modelops-bench.log" 2>&1 || rc=1
 	grep -E "^(parity on|[a-z_0-9]+/($families)/)" "$out/modelops-parity.log" | head -250
 	echo "passed: $(grep -cE '^\s*--- PASS: TestParity/.*/.*/.*/' "$out/modelops-parity.log")," \
 		"failed: $(grep -cE '^\s*--- FAIL: TestParity/.*/.*/.*/' "$out/modelops-parity.log")"
