@@ -102,6 +102,27 @@ func (c *Cache) Lookup(layer int, experts []int, slots []int, misses []Miss) ([]
 	return slots, misses, nil
 }
 
+// Preload puts keys into free slots in order (a warm start from a profile), without
+// counting hits or misses; it stops when no slot is free. It returns the placements.
+func (c *Cache) Preload(keys []Key) []Miss {
+	var out []Miss
+	for _, k := range keys {
+		if _, ok := c.where[k]; ok {
+			continue
+		}
+		n := len(c.free)
+		if n == 0 {
+			break
+		}
+		s := c.free[n-1]
+		c.free = c.free[:n-1]
+		c.owner[s] = k
+		c.where[k] = s
+		out = append(out, Miss{Key: k, Slot: s, Evicted: Key{-1, -1}})
+	}
+	return out
+}
+
 // Resident reports whether k holds a slot, and which.
 func (c *Cache) Resident(k Key) (int, bool) { s, ok := c.where[k]; return s, ok }
 

@@ -32,6 +32,7 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -600,9 +601,35 @@ func (e *Engine) prepare(o Options) error {
 		return fmt.Errorf("model/gpu: unknown cache policy %q (decayed or lru)", o.Policy)
 	}
 	e.dirty = make([]bool, c.Layers)
-	// Slot tables start all zero (nothing resident).
+	// Slot tables start all zero (nothing resident) — unless a profile warms the cache:
+	// its most used experts are copied in now, as many as there are slots.
 	st := e.staging.Bytes()[e.stage().tables:]
 	clear(st[:8*3*c.Experts*c.Layers])
+	if o.Profile != nil {
+		keys := make([]Key, 0, len(o.Profile.Count))
+		for k := range o.Profile.Count {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool {
+			a, b := o.Profile.Count[keys[i]], o.Profile.Count[keys[j]]
+			return a > b || (a == b && less(keys[i], keys[j]))
+		})
+		placed := e.cache.Preload(keys)
+		cps := make([]Copy, len(placed))
+		for i, p := range placed {
+			e.setSlot(st, int(p.Key.Layer), int(p.Key.Expert), e.mem.Slot(p.Slot))
+			cps[i] = Copy{Dst: e.mem.Slot(p.Slot), Off: int((uint64(p.Key.Layer)*uint64(c.Experts) + uint64(p.Key.Expert)) * e.slot.total), N: int(e.slot.total)}
+		}
+		if _, err := e.copier.Issue(cps); err != nil {
+			return err
+		}
+		if _, err := e.copier.Finish(); err != nil {
+			return err
+		}
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, "expert cache warmed from the profile: %d experts\n", len(placed))
+		}
+	}
 	if err := e.dev.Upload(e.mem.Ptr(bufTables), st[:8*3*c.Experts*c.Layers]); err != nil {
 		return err
 	}

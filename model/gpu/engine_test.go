@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"math"
@@ -271,4 +272,44 @@ func argmaxF(l []float32) int32 {
 		}
 	}
 	return int32(best)
+}
+
+// TestProfileWarmStart: a profile written by one run warms the next run's cache (its
+// first token hits), and the logits do not change (same bytes, same kernels).
+func TestProfileWarmStart(t *testing.T) {
+	src := tinySource(t, quant.Q8_0)
+	prompt := []int32{1, 2, 3, 4, 5}
+	run := func(p *Profile) ([]float32, Stats, *Profile) {
+		dev, fake := newFakeDeviceArch(1<<30, "sm_90")
+		fake.emu = newEmu()
+		eng, err := Load(dev, src, Options{CODir: fakeCODir(t, "sm_90"), Ctx: 16, Budget: 256 << 20, Reserve: 1 << 20, MaxExpert: 24, Profile: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer eng.Close()
+		l, err := eng.Forward(prompt)
+		if err != nil || fake.emu.err != nil {
+			t.Fatal(err, fake.emu.err)
+		}
+		var b bytes.Buffer
+		if _, err := eng.ExpertProfile().WriteTo(&b); err != nil {
+			t.Fatal(err)
+		}
+		q, err := ReadProfile(&b, "p", 3, 16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l, eng.Stats(), q
+	}
+	l1, s1, prof := run(nil)
+	l2, s2, _ := run(prof)
+	if s2.Hits <= s1.Hits || s2.Misses >= s1.Misses {
+		t.Fatalf("warm start: hits %d → %d, misses %d → %d", s1.Hits, s2.Hits, s1.Misses, s2.Misses)
+	}
+	for i := range l1 {
+		if math.Float32bits(l1[i]) != math.Float32bits(l2[i]) {
+			t.Fatalf("logit %d: %v cold, %v warm", i, l1[i], l2[i])
+		}
+	}
+	t.Logf("cold: %d hits %d misses; warm: %d hits %d misses", s1.Hits, s1.Misses, s2.Hits, s2.Misses)
 }

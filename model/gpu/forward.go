@@ -206,16 +206,7 @@ func (e *Engine) experts(li int) (int, error) {
 	e.stats.Hits += int64(hits)
 	e.stats.Misses += int64(len(misses))
 	tables := hb[st.tables:]
-	set := func(layer, expert int, slot rt.DevPtr) {
-		base := layer * 3 * E * 8
-		for j, off := range []uint64{e.slot.gate, e.slot.up, e.slot.down} {
-			p := uint64(0)
-			if slot != 0 {
-				p = uint64(slot) + off
-			}
-			binary.LittleEndian.PutUint64(tables[base+(j*E+expert)*8:], p)
-		}
-	}
+	set := func(layer, expert int, slot rt.DevPtr) { e.setSlot(tables, layer, expert, slot) }
 	if len(misses) > 0 {
 		cps := make([]Copy, len(misses))
 		for i, ms := range misses {
@@ -424,4 +415,18 @@ func (e *Engine) moe(li int, l *gLayer) error {
 	}
 	ma.Phase = 2
 	return e.launch(key, dim(blocks(H, 8)), abi.MoeDecodeThreads, ma.Bytes())
+}
+
+// setSlot writes expert's gate, up and down addresses in slot (0: not resident) into the
+// host mirror of layer's slot tables.
+func (e *Engine) setSlot(tables []byte, layer, expert int, slot rt.DevPtr) {
+	E := e.cfg.Experts
+	base := layer * 3 * E * 8
+	for j, off := range []uint64{e.slot.gate, e.slot.up, e.slot.down} {
+		p := uint64(0)
+		if slot != 0 {
+			p = uint64(slot) + off
+		}
+		binary.LittleEndian.PutUint64(tables[base+(j*E+expert)*8:], p)
+	}
 }

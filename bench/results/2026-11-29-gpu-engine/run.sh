@@ -63,6 +63,9 @@ gpu() {
 	echo "== strata-run --backend gpu --stats at 6144 MiB"
 	"$d/strata-run" -m "$m" -p "hello world" -n 24 --temp 0 --backend gpu --vram-budget-mib 6144 --stats --expert-profile "$out/profile.txt" >"$out/run.log" 2>&1
 	tail -5 "$out/run.log"
+	echo "== again, seeded from the profile the first run wrote"
+	"$d/strata-run" -m "$m" -p "hello world" -n 24 --temp 0 --backend gpu --vram-budget-mib 6144 --stats --expert-profile "$out/profile.txt" >"$out/run2.log" 2>&1
+	tail -3 "$out/run2.log"
 }
 
 case "${1:-}" in
