@@ -161,7 +161,7 @@ func TestBenchDecode(t *testing.T) {
 		for _, n := range []int{1, 2, 4, 8} {
 			args := abi.MmvqArgs{Xq: uint64(dxq.Ptr), Xf: uint64(dxf.Ptr), Y: uint64(dy.Ptr), Rows: int32(rows), K: int32(k),
 				Ncols: int32(n), XColStride: int32(k), YColStride: int32(rows)}
-			grid := gpu.Dim3{X: uint32((rows + 7) / 8), Y: 1, Z: 1}
+			grid := gpu.Dim3{X: uint32(mmvqBlocks(qt, rows)), Y: 1, Z: 1}
 			launch := func(i int) error {
 				a := args
 				a.W = uint64(pool.Ptr) + uint64((i%rot)*mat)
@@ -213,7 +213,9 @@ func TestBenchDecode(t *testing.T) {
 			if sh.ownX {
 				args.XMatStride = int32(sh.k)
 			}
-			grid := gpu.Dim3{X: uint32((sh.rows + 7) / 8), Y: 1, Z: uint32(sh.nSel)}
+			// Fewer blocks than rows need for the expert shapes: each block copies the IQ
+			// tables into LDS once, and small experts would otherwise pay that per 16 rows.
+			grid := gpu.Dim3{X: uint32(min(mmvqBlocks(qt, sh.rows), max(1, 4*dev.Info().Units/sh.nSel))), Y: 1, Z: uint32(sh.nSel)}
 			launch := func(i int) error {
 				a := args
 				a.Slots = uint64(dslots.Ptr) + uint64(8*sh.nExp*((i/groups)%ntab))

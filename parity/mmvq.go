@@ -356,7 +356,7 @@ func (in *mmvqInputs) launch(h *Harness, fn *gpu.Func) ([]float64, []uint32, flo
 		return nil, nil, 0, err
 	}
 	args.Y, args.Err = dy.Ptr(), de.Ptr()
-	grid := gpu.Dim3{X: uint32((in.rows + 7) / 8), Y: 1, Z: uint32(in.nmat)}
+	grid := gpu.Dim3{X: uint32(mmvqBlocks(in.t, in.rows)), Y: 1, Z: uint32(in.nmat)}
 	got, el, err := h.Run(fn, grid, gpu.Dim3{X: abi.MmvqThreads, Y: 1, Z: 1}, args.Bytes(), dy, de)
 	if err != nil {
 		return nil, nil, 0, err
@@ -536,4 +536,13 @@ func q81RowDot(t quant.Type, row, act []byte, k int, ib *quant.IntBlock) (sum, a
 		}
 	}
 	return sum, abs
+}
+
+// mmvqBlocks is the grid x that covers rows once: 8 waves per block, each taking a pair of
+// rows (one row for F16/BF16).
+func mmvqBlocks(t quant.Type, rows int) int {
+	if t == quant.F16 || t == quant.BF16 {
+		return (rows + 7) / 8
+	}
+	return (rows + 15) / 16
 }

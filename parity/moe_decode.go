@@ -109,13 +109,6 @@ func newMoeInputs(t quant.Type, d []int, rng *rand.Rand) (*moeInputs, error) {
 	for i := range in.logits {
 		in.logits[i] = float32(2 * rng.NormFloat64())
 	}
-	xf := activations(rng, in.tokens, in.embd)
-	in.x = make([]byte, in.tokens*in.embd/32*36)
-	for tk := 0; tk < in.tokens; tk++ {
-		if err := quant.QuantizeQ8_1GPU(xf[tk*in.embd:(tk+1)*in.embd], in.x[tk*in.embd/32*36:(tk+1)*in.embd/32*36]); err != nil {
-			return nil, err
-		}
-	}
 	mat := func(rows, k int) ([]byte, error) {
 		var m []byte
 		for r := 0; r < rows; r++ {
@@ -141,6 +134,43 @@ func newMoeInputs(t quant.Type, d []int, rng *rand.Rand) (*moeInputs, error) {
 			return nil, err
 		}
 		in.gate, in.up, in.down = append(in.gate, g), append(in.up, u), append(in.down, dn)
+	}
+	// Activations scaled so that |g|, |u| ≤ max|x|·max_row Σ|w| ≤ 100 for every gate and up
+	// row: h = silu(g)·u then stays far inside what a Q8_1 block can hold (its fp16 d =
+	// amax/127 overflows above amax ≈ 8.3e6, as in ggml). Random blocks with independent
+	// log-uniform scales otherwise give |g| up to 1e5 and h beyond fp16's range.
+	var wsum float64
+	row := make([]float64, in.embd)
+	for p := 0; p < moePhys; p++ {
+		for _, m := range [][]byte{in.gate[p], in.up[p]} {
+			for r := 0; r < in.ff; r++ {
+				if err := quant.DecodeRow64(t, m[r*in.rbE:(r+1)*in.rbE], row); err != nil {
+					return nil, err
+				}
+				var s float64
+				for _, v := range row {
+					s += math.Abs(v)
+				}
+				wsum = math.Max(wsum, s)
+			}
+		}
+	}
+	xf := activations(rng, in.tokens, in.embd)
+	var xmax float64
+	for _, v := range xf {
+		xmax = math.Max(xmax, math.Abs(float64(v)))
+	}
+	if wsum > 0 && xmax > 0 {
+		c := float32(100 / (wsum * xmax))
+		for i := range xf {
+			xf[i] *= c
+		}
+	}
+	in.x = make([]byte, in.tokens*in.embd/32*36)
+	for tk := 0; tk < in.tokens; tk++ {
+		if err := quant.QuantizeQ8_1GPU(xf[tk*in.embd:(tk+1)*in.embd], in.x[tk*in.embd/32*36:(tk+1)*in.embd/32*36]); err != nil {
+			return nil, err
+		}
 	}
 	in.gateOK, in.upOK, in.downOK = make([]bool, in.ne), make([]bool, in.ne), make([]bool, in.ne)
 	for e := 0; e < in.ne; e++ {
