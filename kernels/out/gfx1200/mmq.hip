@@ -399,20 +399,31 @@ STRATA_DEVICE void strata_g32_dot(const strata_g32& g, const u32* a, i32* main, 
     *off = 0;
   }
 }
-// One group folded into an f32 partial with one Q8_1 activation block xb:
+// One Q8_1 activation block: its 32 int8 quants (4 per word) and its scale d_a.
+template <class = void>  // a template: families that do not use it get no unused-function warning
+STRATA_DEVICE void strata_q81_load(const u8* xb, u32* a, f32* da) {
+#pragma unroll
+  for (int i = 0; i < 8; ++i) a[i] = strata_load_u32(xb + 4 + 4 * i);
+  *da = strata_ld_f16(xb);
+}
+
+// One group folded into an f32 partial with one Q8_1 activation block (a, d_a):
 //   acc = fma(base·d_a, main, acc)  [then fma(offb·d_a, off, acc) for Q4_K's mins].
 // base·d_a is exact (two ≤ 11-bit significands); each fma rounds once.
 template <class QT>
-STRATA_DEVICE f32 strata_g32_fold(f32 acc, const strata_g32& wg, const u8* xb) {
-  u32 a[8];
-#pragma unroll
-  for (int i = 0; i < 8; ++i) a[i] = strata_load_u32(xb + 4 + 4 * i);
-  const f32 da = strata_ld_f16(xb);
+STRATA_DEVICE f32 strata_g32_fold_a(f32 acc, const strata_g32& wg, const u32* a, f32 da) {
   i32 mn, of;
   strata_g32_dot<QT>(wg, a, &mn, &of);
   acc = __builtin_fmaf(wg.base * da, (f32)mn, acc);
   if (QT::MIN) acc = __builtin_fmaf(wg.offb * da, (f32)of, acc);
   return acc;
+}
+template <class QT>
+STRATA_DEVICE f32 strata_g32_fold(f32 acc, const strata_g32& wg, const u8* xb) {
+  u32 a[8];
+  f32 da;
+  strata_q81_load(xb, a, &da);
+  return strata_g32_fold_a<QT>(acc, wg, a, da);
 }
 
 // This lane's partial of one weight row wr (k elements) against one Q8_1 row x: groups

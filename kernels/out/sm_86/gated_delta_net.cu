@@ -79,39 +79,25 @@ STRATA_DEVICE f32 gdn_sigmoid(f32 x) { return 1.0f / (1.0f + strata_expf(-x)); }
 STRATA_DEVICE f32 gdn_silu(f32 x) { return x * gdn_sigmoid(x); }
 // softplus as torch (threshold 20: linear above).
 STRATA_DEVICE f32 gdn_softplus(f32 x) { return x > 20.0f ? x : strata_logf(1.0f + strata_expf(x)); }
-
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(512) strata_gated_delta_net_conv(const struct strata_gated_delta_net_args p) {
-  const i64 ch = (i64)strata_block_x() * 512 + strata_thread_x();
-  if (ch >= p.c) return;
-  const f32* w = p.conv_w + ch * 4;
-  const f32 w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
-  for (i64 t = strata_block_y(); t < p.t; t += strata_grid_dim_y()) {
-    f32 in[4];
-    for (int j = 0; j < 4; ++j) {
-      const i64 tau = t - 3 + j;
-      in[j] = tau >= 0 ? p.x[tau * p.c + ch] : p.conv_in[(3 + tau) * p.c + ch];
-    }
-    f32 sum = 0.0f;
-    sum += w0 * in[0];
-    sum += w1 * in[1];
-    sum += w2 * in[2];
-    sum += w3 * in[3];
-    p.xc[t * p.c + ch] = gdn_silu(sum);
-  }
-  if (strata_block_y() == 0) {
-    for (int r = 0; r < 3; ++r) {
-      const i64 tau = (i64)p.t - 3 + r;
-      p.conv_out[r * p.c + ch] = tau >= 0 ? p.x[tau * p.c + ch] : p.conv_in[(3 + tau) * p.c + ch];
-    }
-  }
+typedef f32 gdn_v4 __attribute__((ext_vector_type(4)));
+// dst[0..4) = src[0..4) as one 16-byte LDS load (src 16-byte aligned).
+STRATA_DEVICE void gdn_ld4(f32* dst, const f32* src) {
+  const gdn_v4 v = *(const gdn_v4*)__builtin_assume_aligned(src, 16);
+  dst[0] = v.x;
+  dst[1] = v.y;
+  dst[2] = v.z;
+  dst[3] = v.w;
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(512) strata_gated_delta_net_recurrent(const struct strata_gated_delta_net_args p) {
-  __shared__ f32 sq[128], sk[128], sg[2], red[4][128], red2[4][128], sn[4];
+// The recurrent body for RF rows of S per thread: RF = 32 (dk = 128) makes every row loop
+// unguarded, so the LDS reads of q and k merge into 16-byte loads; RF = 0 takes dk/4 at
+// run time. sq, sk: 16-byte aligned LDS.
+template <int RF>
+STRATA_DEVICE void gdn_recurrent(const struct strata_gated_delta_net_args& p, f32* sq, f32* sk, f32* sg, f32 (*red)[128], f32 (*red2)[128], f32* sn) {
   const int h = (int)strata_block_x();
   const int tid = (int)strata_thread_x(), lane = (int)strata_lane(), wv = tid >> 5;
   const int j = tid & 127, g = tid >> 7;
-  const int R = p.dk / 4, ratio = p.nv / p.nk, kh = h / ratio, idx = h % ratio;
+  const int R = RF ? RF : p.dk / 4, ratio = p.nv / p.nk, kh = h / ratio, idx = h % ratio;
   const i64 vd = (i64)p.nv * p.dv;
   f32* st = p.state + (i64)h * p.dk * p.dv;
   f32 S[32];
@@ -158,11 +144,19 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(512) strata_gated_delta_net_recurrent(co
     strata_barrier();
     const f32 decay = sg[0], beta = sg[1];
     f32 mem = 0.0f;
+    // RF = 32: q and k rows come as 16-byte LDS loads; otherwise one guarded load a row.
     #pragma unroll
-    for (int r = 0; r < 32; ++r) {
-      if (r < R) {
-        S[r] *= decay;
-        mem += S[r] * sk[g * R + r];
+    for (int r0 = 0; r0 < 32; r0 += 4) {
+      f32 k4[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      if constexpr (RF == 32) gdn_ld4(k4, sk + g * R + r0);
+      #pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int r = r0 + e;
+        if (r < R) {
+          const f32 kk = RF == 32 ? k4[e] : sk[g * R + r];
+          S[r] *= decay;
+          mem += S[r] * kk;
+        }
       }
     }
     red[g][j] = mem;
@@ -170,10 +164,20 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(512) strata_gated_delta_net_recurrent(co
     const f32 delta = (vj - (red[0][j] + red[1][j] + red[2][j] + red[3][j])) * beta;
     f32 o = 0.0f;
     #pragma unroll
-    for (int r = 0; r < 32; ++r) {
-      if (r < R) {
-        S[r] += sk[g * R + r] * delta;
-        o += S[r] * sq[g * R + r];
+    for (int r0 = 0; r0 < 32; r0 += 4) {
+      f32 k4[4] = {0.0f, 0.0f, 0.0f, 0.0f}, q4[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      if constexpr (RF == 32) {
+        gdn_ld4(k4, sk + g * R + r0);
+        gdn_ld4(q4, sq + g * R + r0);
+      }
+      #pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int r = r0 + e;
+        if (r < R) {
+          const f32 kk = RF == 32 ? k4[e] : sk[g * R + r], qq = RF == 32 ? q4[e] : sq[g * R + r];
+          S[r] += kk * delta;
+          o += S[r] * qq;
+        }
       }
     }
     red2[g][j] = o;
@@ -193,5 +197,41 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(512) strata_gated_delta_net_recurrent(co
   #pragma unroll
   for (int r = 0; r < 32; ++r) {
     if (r < R && j < p.dv) st[(i64)(g * R + r) * p.dv + j] = S[r];
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(512) strata_gated_delta_net_conv(const struct strata_gated_delta_net_args p) {
+  const i64 ch = (i64)strata_block_x() * 512 + strata_thread_x();
+  if (ch >= p.c) return;
+  const f32* w = p.conv_w + ch * 4;
+  const f32 w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+  for (i64 t = strata_block_y(); t < p.t; t += strata_grid_dim_y()) {
+    f32 in[4];
+    for (int j = 0; j < 4; ++j) {
+      const i64 tau = t - 3 + j;
+      in[j] = tau >= 0 ? p.x[tau * p.c + ch] : p.conv_in[(3 + tau) * p.c + ch];
+    }
+    f32 sum = 0.0f;
+    sum += w0 * in[0];
+    sum += w1 * in[1];
+    sum += w2 * in[2];
+    sum += w3 * in[3];
+    p.xc[t * p.c + ch] = gdn_silu(sum);
+  }
+  if (strata_block_y() == 0) {
+    for (int r = 0; r < 3; ++r) {
+      const i64 tau = (i64)p.t - 3 + r;
+      p.conv_out[r * p.c + ch] = tau >= 0 ? p.x[tau * p.c + ch] : p.conv_in[(3 + tau) * p.c + ch];
+    }
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(512) strata_gated_delta_net_recurrent(const struct strata_gated_delta_net_args p) {
+  __shared__ __attribute__((aligned(16))) f32 sq[128], sk[128];
+  __shared__ f32 sg[2], red[4][128], red2[4][128], sn[4];
+  if (p.dk == 128) {
+    gdn_recurrent<32>(p, sq, sk, sg, red, red2, sn);
+  } else {
+    gdn_recurrent<0>(p, sq, sk, sg, red, red2, sn);
   }
 }
