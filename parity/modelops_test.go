@@ -172,3 +172,39 @@ func TestSampleExp(t *testing.T) {
 		t.Fatalf("exp(0) = %v", exp(0))
 	}
 }
+
+// TestRoPESinCosScheme: the rope kernel's sine and cosine (rope.tmpl's rope_sincos: f64
+// reduction by π/2, f32 Cephes polynomials), restated in float32 without fused
+// multiply-adds (the GPU may fuse, which only removes roundings), stay within the 1.7e-7
+// the rope/neox/x derivation assumes, for every angle a position < 2¹⁸ can produce.
+func TestRoPESinCosScheme(t *testing.T) {
+	sincos := func(a float32) (float32, float32) {
+		ad := float64(a)
+		k := math.RoundToEven(ad * 0.636619772367581343076)
+		r := float32(ad - k*1.57079632679489661923)
+		r2 := r * r
+		sn := r + r*r2*(-1.6666654611e-1+r2*(8.3321608736e-3+r2*-1.9515295891e-4))
+		cs := 1 - 0.5*r2 + r2*r2*(4.166664568298827e-2+r2*(-1.388731625493765e-3+r2*2.443315711809948e-5))
+		switch int64(k) & 3 {
+		case 0:
+			return sn, cs
+		case 1:
+			return cs, -sn
+		case 2:
+			return -sn, -cs
+		}
+		return -cs, sn
+	}
+	rng := caseRNG(runSeed(t), t.Name())
+	var worst float64
+	for i := 0; i < 300000; i++ {
+		a := float32(rng.Int32N(1<<18)) * float32(math.Pow(1e7, -rng.Float64())) // pos · freq
+		s, c := sincos(a)
+		ws, wc := math.Sin(float64(a)), math.Cos(float64(a))
+		worst = max(worst, math.Abs(float64(s)-ws), math.Abs(float64(c)-wc))
+	}
+	if worst > 1.7e-7 {
+		t.Fatalf("sin/cos error %.3g > 1.7e-7", worst)
+	}
+	t.Logf("worst |Δsin|, |Δcos|: %.3g", worst)
+}
