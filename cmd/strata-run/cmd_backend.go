@@ -15,13 +15,14 @@ import (
 // backendFlags choose where generation runs: --backend cpu|gpu|auto, the GPU engine's VRAM
 // budget, its expert profile, and --stats.
 type backendFlags struct {
-	backend string
-	vramMiB int
-	profile string
-	policy  string
-	group   int
-	device  string
-	stats   bool // --stats (declared in cmd_generate.go)
+	backend  string
+	vramMiB  int
+	profile  string
+	policy   string
+	group    int
+	device   string
+	prefetch bool
+	stats    bool // --stats (declared in cmd_generate.go)
 }
 
 func addBackendFlags(fs *flag.FlagSet) *backendFlags {
@@ -32,6 +33,7 @@ func addBackendFlags(fs *flag.FlagSet) *backendFlags {
 	fs.StringVar(&b.policy, "expert-policy", "decayed", "GPU: expert cache policy, decayed or lru")
 	fs.IntVar(&b.group, "copy-group", mgpu.DefaultGroup, "GPU: expert copies per completion event")
 	fs.StringVar(&b.device, "device", "", "GPU: which device (see list-devices)")
+	fs.BoolVar(&b.prefetch, "expert-prefetch", false, "GPU: copy the experts the next layer's router predicts from the current hidden state, while this layer computes")
 	return b
 }
 
@@ -81,7 +83,7 @@ func openGPU(b *backendFlags, src *model.GGUFSource, ctx int, stderr io.Writer) 
 	if err != nil {
 		return nil, err
 	}
-	o := mgpu.Options{CODir: dir, Ctx: ctx, Budget: uint64(b.vramMiB) << 20, Policy: b.policy, Group: b.group, Progress: stderr}
+	o := mgpu.Options{CODir: dir, Ctx: ctx, Budget: uint64(b.vramMiB) << 20, Policy: b.policy, Group: b.group, Prefetch: b.prefetch, Progress: stderr}
 	if b.profile != "" {
 		if fh, err := os.Open(b.profile); err == nil {
 			cfg, _ := model.ParseConfig(src.Meta(), src.Path())
@@ -110,9 +112,9 @@ func openGPU(b *backendFlags, src *model.GGUFSource, ctx int, stderr io.Writer) 
 		if b.stats {
 			s := eng.Stats()
 			lookups := s.Hits + s.Misses
-			fmt.Fprintf(stderr, "gpu: %d tokens, %.2f ms/token; expert cache %d slots, hit rate %.3f (%d/%d); copied %.2f MB/token in %d groups, %.1f GB/s while copying\n",
+			fmt.Fprintf(stderr, "gpu: %d tokens, %.2f ms/token; expert cache %d slots, hit rate %.3f (%d/%d); copied %.2f MB/token in %d groups, %.1f GB/s while copying; prefetched %d (%d used)\n",
 				s.Tokens, s.Wall.Seconds()*1e3/float64(max(1, s.Tokens)), eng.Plan().Slots, float64(s.Hits)/float64(max(1, lookups)), s.Hits, lookups,
-				float64(s.CopiedBytes)/1e6/float64(max(1, s.Tokens)), s.Groups, float64(s.CopiedBytes)/1e6/max(s.CopyMs, 1e-9))
+				float64(s.CopiedBytes)/1e6/float64(max(1, s.Tokens)), s.Groups, float64(s.CopiedBytes)/1e6/max(s.CopyMs, 1e-9), s.Prefetched, s.PrefetchUsed)
 		}
 		if b.profile != "" {
 			if p := eng.ExpertProfile(); p != nil {

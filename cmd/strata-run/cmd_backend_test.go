@@ -230,13 +230,14 @@ func TestGPUBench(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("STRATA_BENCH_TOKENS")); err == nil && v > 0 {
 		tokens = v
 	}
+	prefetch := os.Getenv("STRATA_BENCH_PREFETCH") == "1"
 	group := mgpu.DefaultGroup
 	if v, err := strconv.Atoi(os.Getenv("STRATA_BENCH_GROUP")); err == nil && v > 0 {
 		group = v
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "model %s on %s (%s); %d decode tokens after an 8-token prompt, greedy; ctx 1024\n\n", filepath.Base(path), dev.Info().Name, dev.Info().Arch, tokens)
-	fmt.Fprintf(&b, "| budget MiB | policy | group | cache slots | of experts | hit rate | MB copied/token | copy GB/s | ms/token | tok/s | bound ms | bound/achieved | load s |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "| budget MiB | policy | group | prefetch (used) | cache slots | of experts | hit rate | MB copied/token | copy GB/s | ms/token | tok/s | bound ms | bound/achieved | load s |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, bs := range budgets {
 		mibs, err := strconv.Atoi(strings.TrimSpace(bs))
 		if err != nil {
@@ -244,7 +245,7 @@ func TestGPUBench(t *testing.T) {
 		}
 		for _, pol := range policies {
 			t0 := time.Now()
-			eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: 1024, Budget: uint64(mibs) << 20, Policy: strings.TrimSpace(pol), Group: group})
+			eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: 1024, Budget: uint64(mibs) << 20, Policy: strings.TrimSpace(pol), Group: group, Prefetch: prefetch})
 			if err != nil {
 				fmt.Fprintf(&b, "| %d | %s | load failed: %v |\n", mibs, pol, err)
 				continue
@@ -277,8 +278,12 @@ func TestGPUBench(t *testing.T) {
 			}
 			touched := dense + float64(c.Layers*c.ExpertsUsed)*float64(eng.Plan().SlotBytes)
 			bound := max(touched/4235e9, float64(s.CopiedBytes)/float64(s.Tokens)/55.3e9) * 1e3
-			fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %.3f | %.1f | %.1f | %.2f | %.1f | %.3f | %.2f | %.1f |\n",
-				map[bool]string{true: "unlimited", false: strconv.Itoa(mibs)}[mibs == 0], pol, group, eng.Plan().Slots, c.Layers*c.Experts,
+			pf := "off"
+			if prefetch {
+				pf = fmt.Sprintf("%.1f/token (%.0f%%)", float64(s.Prefetched)/float64(s.Tokens), 100*float64(s.PrefetchUsed)/float64(max(1, s.Prefetched)))
+			}
+			fmt.Fprintf(&b, "| %s | %s | %d | %s | %d | %d | %.3f | %.1f | %.1f | %.2f | %.1f | %.3f | %.2f | %.1f |\n",
+				map[bool]string{true: "unlimited", false: strconv.Itoa(mibs)}[mibs == 0], pol, group, pf, eng.Plan().Slots, c.Layers*c.Experts,
 				float64(s.Hits)/float64(s.Hits+s.Misses), float64(s.CopiedBytes)/1e6/float64(s.Tokens),
 				float64(s.CopiedBytes)/1e6/max(s.CopyMs, 1e-9), ms, 1e3/ms, bound, bound/ms, load.Seconds())
 			if err := eng.Close(); err != nil {
@@ -288,7 +293,7 @@ func TestGPUBench(t *testing.T) {
 	}
 	t.Log("\n" + b.String())
 	if out := os.Getenv("STRATA_BENCH_OUT"); out != "" {
-		name := fmt.Sprintf("gpu-engine-%s-g%d.md", strings.Join(policies, "+"), group)
+		name := fmt.Sprintf("gpu-engine-%s-g%d-prefetch%v.md", strings.Join(policies, "+"), group, prefetch)
 		if err := os.WriteFile(filepath.Join(out, name), []byte(b.String()), 0o644); err != nil {
 			t.Fatal(err)
 		}

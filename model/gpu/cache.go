@@ -102,6 +102,41 @@ func (c *Cache) Lookup(layer int, experts []int, slots []int, misses []Miss) ([]
 	return slots, misses, nil
 }
 
+// Fetch places layer's experts that are not resident (a look-ahead prefetch): free slots
+// first, then the policy's victims among keys protect does not cover. It neither counts
+// hits and misses nor tells the policy of a use: the experts are only predicted. It stops
+// when nothing may be evicted.
+func (c *Cache) Fetch(layer int, experts []int, protect func(Key) bool) []Miss {
+	var out []Miss
+	want := map[Key]bool{}
+	for _, e := range experts {
+		want[Key{int32(layer), int32(e)}] = true
+	}
+	for _, e := range experts {
+		k := Key{int32(layer), int32(e)}
+		if _, ok := c.where[k]; ok {
+			continue
+		}
+		var s int
+		ev := Key{-1, -1}
+		if n := len(c.free); n > 0 {
+			s, c.free = c.free[n-1], c.free[:n-1]
+		} else {
+			v, ok := c.pol.Victim(c.where, func(k Key) bool { return !want[k] && !protect(k) }, c.step)
+			if !ok {
+				break
+			}
+			s, ev = c.where[v], v
+			delete(c.where, v)
+			c.Evictions++
+		}
+		c.owner[s] = k
+		c.where[k] = s
+		out = append(out, Miss{Key: k, Slot: s, Evicted: ev})
+	}
+	return out
+}
+
 // Preload puts keys into free slots in order (a warm start from a profile), without
 // counting hits or misses; it stops when no slot is free. It returns the placements.
 func (c *Cache) Preload(keys []Key) []Miss {

@@ -184,7 +184,7 @@ func TestCopierGroups(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Wait(compute); err != nil || fake.waits != want {
+		if err := c.Wait(compute, groups); err != nil || fake.waits != want {
 			t.Fatalf("size %d: %d waits (%v), want %d", size, fake.waits, err, want)
 		}
 		for i, cp := range fake.copies {

@@ -69,22 +69,24 @@ func (c *Copier) event() (*rt.Event, error) {
 }
 
 // Issue queues copies in order, one event after every Size of them (and after the last),
-// and returns the groups. Call Wait to order a compute stream after them and Done when
-// they have completed.
+// and returns their groups. Groups accumulate until Finish; Wait orders a compute stream
+// after the groups it is given.
 func (c *Copier) Issue(copies []Copy) ([]Group, error) {
-	c.groups = c.groups[:0]
 	if len(copies) == 0 {
 		return nil, nil
 	}
 	var err error
-	if c.start == nil {
-		if c.start, err = c.dev.NewEvent(); err != nil {
+	if len(c.groups) == 0 {
+		if c.start == nil {
+			if c.start, err = c.dev.NewEvent(); err != nil {
+				return nil, err
+			}
+		}
+		if err := c.start.Record(c.stream); err != nil {
 			return nil, err
 		}
 	}
-	if err := c.start.Record(c.stream); err != nil {
-		return nil, err
-	}
+	first := len(c.groups)
 	for i := 0; i < len(copies); i += c.Size {
 		g := Group{First: i, Count: min(c.Size, len(copies)-i)}
 		for _, cp := range copies[i : i+g.Count] {
@@ -104,12 +106,12 @@ func (c *Copier) Issue(copies []Copy) ([]Group, error) {
 		c.Bytes += g.Bytes
 		c.Events++
 	}
-	return c.groups, nil
+	return c.groups[first:], nil
 }
 
-// Wait makes work queued later on s wait for every group of the current batch.
-func (c *Copier) Wait(s *rt.Stream) error {
-	for _, g := range c.groups {
+// Wait makes work queued later on s wait for groups.
+func (c *Copier) Wait(s *rt.Stream, groups []Group) error {
+	for _, g := range groups {
 		if err := s.Wait(g.ev); err != nil {
 			return err
 		}

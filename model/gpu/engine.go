@@ -54,6 +54,7 @@ type Options struct {
 	Group     int      // expert copies per completion event (0: DefaultGroup)
 	Decay     float64  // decayed policy: per-step decay (0: 0.98)
 	Rerank    int      // decayed policy: steps between re-rankings (0: 8)
+	Prefetch  bool     // look-ahead: copy the experts the next layer's router predicts from this layer's state
 	Progress  io.Writer
 	MaxExpert int // testing: cap the cache at this many slots (0: what the plan gives)
 }
@@ -88,6 +89,9 @@ type Engine struct {
 	fault   error
 	kvd, qd int
 	ctx     int
+
+	prefetch  bool
+	predicted map[Key]bool // prefetched experts not looked up since
 }
 
 // dmat is a dense matrix in VRAM.
@@ -122,6 +126,8 @@ type Stats struct {
 	CopyMs      float64 // device time of the copy batches (first copy to last group event)
 	Wall        time.Duration
 	Groups      int64
+	// look-ahead prefetch: experts copied on a prediction, and those a lookup then hit
+	Prefetched, PrefetchUsed int64
 }
 
 func tensorType(t *model.Tensor) (quant.Type, error) {
@@ -549,7 +555,7 @@ func (e *Engine) pinExperts(prog func(string, ...any)) error {
 }
 
 // staging layout: small windows in one pinned host buffer.
-type stageLayout struct{ x, pos, kvf, kvh, ids, tables, logits, size int }
+type stageLayout struct{ x, pos, kvf, kvh, ids, idsP, tables, logits, size int }
 
 func (e *Engine) stage() stageLayout {
 	c := &e.cfg
@@ -561,6 +567,7 @@ func (e *Engine) stage() stageLayout {
 	s.kvf = take(4 * 2 * e.kvd)
 	s.kvh = take(2 * 2 * e.kvd)
 	s.ids = take(4 * c.ExpertsUsed)
+	s.idsP = take(4 * c.ExpertsUsed)
 	s.tables = take(8 * 3 * c.Experts * c.Layers)
 	s.logits = take(4 * e.vocab)
 	s.size = off
@@ -601,6 +608,7 @@ func (e *Engine) prepare(o Options) error {
 		return fmt.Errorf("model/gpu: unknown cache policy %q (decayed or lru)", o.Policy)
 	}
 	e.dirty = make([]bool, c.Layers)
+	e.prefetch, e.predicted = o.Prefetch, map[Key]bool{}
 	// Slot tables start all zero (nothing resident) — unless a profile warms the cache:
 	// its most used experts are copied in now, as many as there are slots.
 	st := e.staging.Bytes()[e.stage().tables:]

@@ -174,69 +174,115 @@ func (e *Engine) appendKV(l *gLayer, k, v rt.DevPtr, ctx int) error {
 
 // experts brings the experts layer li selected into slots: it reads the ids phase 0
 // wrote, looks them up, copies the misses (grouped, one event per group), makes the
-// compute stream wait for the groups and uploads the layer's slot tables. It returns
-// the number of misses.
-func (e *Engine) experts(li int) (int, error) {
+// compute stream wait for the groups and uploads the layer's slot tables when they
+// changed. With prefetch it then copies the experts phase 0 predicted for layer li+1
+// (from this layer's hidden state) that are not resident, without making the compute
+// stream wait: they arrive while this layer's experts and the next layer's mixer run.
+// rerun reports that the tables changed, so phase 0 must run again for its err flags.
+func (e *Engine) experts(li int) (rerun bool, err error) {
 	c := &e.cfg
 	K, E := c.ExpertsUsed, c.Experts
 	st := e.stage()
+	predict := e.prefetch && li+1 < c.Layers
 	if err := e.compute.Download(e.staging, st.ids, e.mem.Ptr(bufIDs), 4*K); err != nil {
-		return 0, err
+		return false, err
+	}
+	if predict {
+		if err := e.compute.Download(e.staging, st.idsP, e.mem.Ptr(bufIDsP), 4*K); err != nil {
+			return false, err
+		}
 	}
 	if err := e.compute.Sync(); err != nil {
-		return 0, err
+		return false, err
 	}
 	// The previous batch is complete (the compute stream waited for it and is idle now).
 	if err := e.finishCopies(); err != nil {
-		return 0, err
+		return false, err
 	}
 	hb := e.staging.Bytes()
-	ids := make([]int, K)
-	for j := range ids {
-		ids[j] = int(int32(binary.LittleEndian.Uint32(hb[st.ids+4*j:])))
-		if ids[j] < 0 || ids[j] >= E {
-			return 0, fmt.Errorf("model/gpu: layer %d: router picked expert %d of %d (a kernel fault?)", li, ids[j], E)
+	read := func(off int) ([]int, error) {
+		ids := make([]int, K)
+		for j := range ids {
+			ids[j] = int(int32(binary.LittleEndian.Uint32(hb[off+4*j:])))
+			if ids[j] < 0 || ids[j] >= E {
+				return nil, fmt.Errorf("model/gpu: layer %d: router picked expert %d of %d (a kernel fault?)", li, ids[j], E)
+			}
 		}
+		return ids, nil
+	}
+	ids, err := read(st.ids)
+	if err != nil {
+		return false, err
 	}
 	_, misses, err := e.cache.Lookup(li, ids, nil, nil)
 	if err != nil {
-		return 0, err
+		return false, err
 	}
-	hits := len(ids) - len(misses)
-	e.stats.Hits += int64(hits)
+	e.stats.Hits += int64(len(ids) - len(misses))
 	e.stats.Misses += int64(len(misses))
+	for _, id := range ids {
+		k := Key{int32(li), int32(id)}
+		if e.predicted[k] {
+			e.stats.PrefetchUsed++
+			delete(e.predicted, k)
+		}
+	}
 	tables := hb[st.tables:]
-	set := func(layer, expert int, slot rt.DevPtr) { e.setSlot(tables, layer, expert, slot) }
-	if len(misses) > 0 {
-		cps := make([]Copy, len(misses))
-		for i, ms := range misses {
-			if ms.Evicted.Layer >= 0 {
-				set(int(ms.Evicted.Layer), int(ms.Evicted.Expert), 0)
-				e.dirty[ms.Evicted.Layer] = true
+	place := func(layer int, ms []Miss) []Copy {
+		cps := make([]Copy, len(ms))
+		for i, m := range ms {
+			if m.Evicted.Layer >= 0 {
+				e.setSlot(tables, int(m.Evicted.Layer), int(m.Evicted.Expert), 0)
+				e.dirty[m.Evicted.Layer] = true
+				delete(e.predicted, m.Evicted)
 			}
-			set(li, int(ms.Key.Expert), e.mem.Slot(ms.Slot))
-			src := (uint64(li)*uint64(E) + uint64(ms.Key.Expert)) * e.slot.total
-			cps[i] = Copy{Dst: e.mem.Slot(ms.Slot), Off: int(src), N: int(e.slot.total)}
+			e.setSlot(tables, layer, int(m.Key.Expert), e.mem.Slot(m.Slot))
+			src := (uint64(layer)*uint64(E) + uint64(m.Key.Expert)) * e.slot.total
+			cps[i] = Copy{Dst: e.mem.Slot(m.Slot), Off: int(src), N: int(e.slot.total)}
 			e.stats.CopiedBytes += int64(e.slot.total)
 		}
-		groups, err := e.copier.Issue(cps)
+		e.dirty[layer] = e.dirty[layer] || len(ms) > 0
+		return cps
+	}
+	if len(misses) > 0 {
+		groups, err := e.copier.Issue(place(li, misses))
 		if err != nil {
-			return 0, err
+			return false, err
 		}
 		e.stats.Groups += int64(len(groups))
-		if err := e.copier.Wait(e.compute); err != nil {
-			return 0, err
+		if err := e.copier.Wait(e.compute, groups); err != nil {
+			return false, err
 		}
-		e.dirty[li] = true
 	}
+	rerun = e.dirty[li]
 	if e.dirty[li] {
 		base := li * 3 * E * 8
 		if err := e.compute.Upload(e.mem.Ptr(bufTables).Add(uintptr(base)), e.staging, st.tables+base, 3*E*8); err != nil {
-			return 0, err
+			return false, err
 		}
 		e.dirty[li] = false
 	}
-	return len(misses), nil
+	if predict {
+		pred, err := read(st.idsP)
+		if err != nil {
+			return false, err
+		}
+		cur := map[Key]bool{}
+		for _, id := range ids {
+			cur[Key{int32(li), int32(id)}] = true
+		}
+		fetched := e.cache.Fetch(li+1, pred, func(k Key) bool { return cur[k] })
+		for _, m := range fetched {
+			e.predicted[m.Key] = true
+		}
+		e.stats.Prefetched += int64(len(fetched))
+		groups, err := e.copier.Issue(place(li+1, fetched)) // not waited for: layer li+1 uploads its tables after Finish
+		if err != nil {
+			return false, err
+		}
+		e.stats.Groups += int64(len(groups))
+	}
+	return rerun, nil
 }
 
 // attention is the attention mixer of one layer: xn/xq in, the output projection in proj.
@@ -400,11 +446,25 @@ func (e *Engine) moe(li int, l *gLayer) error {
 	if err := e.launch(key, dim(1), abi.MoeDecodeThreads, ma.Bytes()); err != nil {
 		return err
 	}
-	misses, err := e.experts(li)
+	if e.prefetch && li+1 < c.Layers {
+		// The next layer's router on this layer's hidden state: a guess at its experts.
+		nl := &e.layers[li+1]
+		if err := e.mmvq(nl.router, xq, xn, m.Ptr(bufRouterP)); err != nil {
+			return err
+		}
+		ntab := m.Ptr(bufTables).Add(uintptr((li + 1) * 3 * E * 8))
+		pa := ma
+		pa.Logits, pa.Ids, pa.Wts, pa.Err = uint64(m.Ptr(bufRouterP)), uint64(m.Ptr(bufIDsP)), uint64(m.Ptr(bufWtsP)), uint64(m.Ptr(bufErrP))
+		pa.SlotsGate, pa.SlotsUp, pa.SlotsDown = uint64(ntab), uint64(ntab.Add(uintptr(E*8))), uint64(ntab.Add(uintptr(2*E*8)))
+		if err := e.launch(key, dim(1), abi.MoeDecodeThreads, pa.Bytes()); err != nil {
+			return err
+		}
+	}
+	rerun, err := e.experts(li)
 	if err != nil {
 		return err
 	}
-	if misses > 0 { // phase 0 again: err flags against the updated tables (same ids)
+	if rerun { // phase 0 again: err flags against the updated tables (same ids)
 		if err := e.launch(key, dim(1), abi.MoeDecodeThreads, ma.Bytes()); err != nil {
 			return err
 		}

@@ -20,25 +20,29 @@ type Shape struct {
 // Scratch names: the activations and workspaces of one decode step. They are planned,
 // never allocated on their own.
 const (
-	bufX      = "x"      // residual stream, f32 [H]
-	bufXN     = "xn"     // normed hidden state, f32 [H]
-	bufXQ     = "xq"     // its Q8_1 blocks [H/32]
-	bufQ      = "q"      // query (+gate for qwen3next), f32
-	bufK      = "k"      // this token's key, f32 [nkv·hd]
-	bufV      = "v"      // this token's value, f32 [nkv·hd]
-	bufO      = "o"      // attention output, f32 [nh·hd]
-	bufOQ     = "oq"     // its Q8_1 blocks
-	bufPart   = "part"   // attention split workspace
-	bufProj   = "proj"   // attention or MoE output, f32 [H]
-	bufRouter = "router" // router logits, f32 [E]
-	bufIDs    = "ids"    // selected experts, i32 [K]
-	bufWts    = "wts"    // their weights, f32 [K]
-	bufErr    = "err"    // missing-slot flags, u32 [K]
-	bufH      = "h"      // SwiGLU output, Q8_1 [K][F/32]
-	bufLogits = "logits" // f32 [V]
-	bufPos    = "pos"    // i32 [1]
-	bufFreq   = "freq"   // rope frequencies, f32 [rd/2]
-	bufTables = "slot_tables"
+	bufX       = "x"      // residual stream, f32 [H]
+	bufXN      = "xn"     // normed hidden state, f32 [H]
+	bufXQ      = "xq"     // its Q8_1 blocks [H/32]
+	bufQ       = "q"      // query (+gate for qwen3next), f32
+	bufK       = "k"      // this token's key, f32 [nkv·hd]
+	bufV       = "v"      // this token's value, f32 [nkv·hd]
+	bufO       = "o"      // attention output, f32 [nh·hd]
+	bufOQ      = "oq"     // its Q8_1 blocks
+	bufPart    = "part"   // attention split workspace
+	bufProj    = "proj"   // attention or MoE output, f32 [H]
+	bufRouter  = "router" // router logits, f32 [E]
+	bufIDs     = "ids"    // selected experts, i32 [K]
+	bufWts     = "wts"    // their weights, f32 [K]
+	bufErr     = "err"    // missing-slot flags, u32 [K]
+	bufH       = "h"      // SwiGLU output, Q8_1 [K][F/32]
+	bufLogits  = "logits" // f32 [V]
+	bufPos     = "pos"    // i32 [1]
+	bufFreq    = "freq"   // rope frequencies, f32 [rd/2]
+	bufTables  = "slot_tables"
+	bufRouterP = "router_next" // look-ahead: the next layer's router on this hidden state, f32 [E]
+	bufIDsP    = "ids_next"    // its top-k, i32 [K]
+	bufWtsP    = "wts_next"    // f32 [K]
+	bufErrP    = "err_next"    // u32 [K]
 	// qwen3next
 	bufGate    = "gate"      // attention output gate, f32 [nh·hd]
 	bufQKV     = "qkv"       // delta-net q|k|v projection, f32 [C]
@@ -99,6 +103,7 @@ func (s *Shape) PlanInput(ctx int) (PlanInput, error) {
 		{bufPart, KindScratch, f32(c.Heads * nsplit * (c.HeadDim + 2))}, {bufProj, KindScratch, f32(H)},
 		{bufRouter, KindScratch, f32(E)}, {bufIDs, KindScratch, 4 * uint64(K)}, {bufWts, KindScratch, f32(K)},
 		{bufErr, KindScratch, 4 * uint64(K)}, {bufH, KindScratch, uint64(K) * q81Bytes(F)},
+		{bufRouterP, KindScratch, f32(E)}, {bufIDsP, KindScratch, 4 * uint64(K)}, {bufWtsP, KindScratch, f32(K)}, {bufErrP, KindScratch, 4 * uint64(K)},
 		{bufLogits, KindScratch, f32(s.Vocab)},
 		{bufPos, KindStaging, 4}, {bufFreq, KindStaging, f32(c.RopeDim / 2)},
 		{bufTables, KindSlotTables, uint64(c.Layers) * 3 * uint64(E) * 8},

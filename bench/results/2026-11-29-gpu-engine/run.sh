@@ -52,6 +52,8 @@ gpu() {
 	STRATA_BENCH_BUDGETS_MIB=4096,6144,8192,12288,16384,24576,0 STRATA_BENCH_POLICIES=decayed "${bench[@]}" >"$out/bench-decayed.log" 2>&1
 	echo "== bench: lru at the budgets that miss"
 	STRATA_BENCH_BUDGETS_MIB=4096,6144 STRATA_BENCH_POLICIES=lru "${bench[@]}" >"$out/bench-lru.log" 2>&1
+	echo "== bench: look-ahead prefetch at the budgets that miss"
+	STRATA_BENCH_BUDGETS_MIB=4096,6144 STRATA_BENCH_POLICIES=decayed STRATA_BENCH_PREFETCH=1 "${bench[@]}" >"$out/bench-prefetch.log" 2>&1
 	echo "== bench: copy group 1 and 32 at 4096 MiB"
 	STRATA_BENCH_BUDGETS_MIB=4096 STRATA_BENCH_POLICIES=decayed STRATA_BENCH_GROUP=1 "${bench[@]}" >"$out/bench-g1.log" 2>&1
 	STRATA_BENCH_BUDGETS_MIB=4096 STRATA_BENCH_POLICIES=decayed STRATA_BENCH_GROUP=32 "${bench[@]}" >"$out/bench-g32.log" 2>&1
