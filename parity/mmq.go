@@ -26,33 +26,35 @@ import (
 // step) happens for the 32- and 64-element types (K = 1120: 35 groups; Q2_0: 1088, 34
 // groups); 256-element types always fill whole steps, so for them the case rounds K down.
 
-// mmqClass1 are the types folded once per 32-element group; the rest fold twice (Q4_K: the
-// group and its min term; Q6_K, IQ2_XS, IQ1_M: two 16-element halves).
-var mmqClass1 = map[quant.Type]bool{quant.Q8_0: true, quant.Q2_0: true, quant.IQ3_XXS: true, quant.IQ3_S: true}
+// mmqClass1 are the types folded once per 32-element group; Q4_K folds twice (the group and
+// its min term).
+var mmqClass1 = map[quant.Type]bool{quant.Q8_0: true, quant.Q2_0: true, quant.Q6_K: true, quant.IQ2_XS: true,
+	quant.IQ3_XXS: true, quant.IQ3_S: true, quant.IQ1_M: true}
 
 // mmqMaxK is the largest K the y bounds are derived for (the benchmark shape's 14336).
 const mmqMaxK = 14336
 
 var mmqY1 = Bound{Name: "y", MaxRowRel: 2.7e-5, Why: `
-	Per output, |y − ref| / S with S = Σ|fold terms| (float64). Every group's integer sum is
-	exact (|m·S| < 2²⁴, so (f32)(m·S) is exact), base·d_x is an exact f32 product (two 11-bit
-	significands, no underflow: ≥ 2⁻⁵¹), so each fold acc = fma(base·d_x, m·S, acc) is one
-	rounding of at most 2⁻²⁴ relative to a partial bounded by S. One fold per 32-element group
-	(Q8_0, Q2_0, IQ3_XXS, IQ3_S), sequential in one f32 accumulator: n = K/32 ≤ 448 at
-	K = 14336; γ₄₄₈ = 448·2⁻²⁴/(1 − 448·2⁻²⁴) = 2.670e-5: bound 2.7e-5. The float64 reference
-	is exact per term (≤ 46 bits) and sums ≤ 896 terms: its error ≤ 1e-13·S.`}
+	Per output, |y − ref| / S with S = Σ|fold terms| (float64). Every group's integer main sum
+	m0·S0 + m1·S1 has |main| ≤ 32·32·128·128 = 2²⁴ (Q6_K, the largest: |q| ≤ 32, |m| ≤ 128,
+	|a| ≤ 128), and every integer up to 2²⁴ is exact in f32, so (f32)main is exact; base·d_x is an exact f32 product (two 11-bit significands, no underflow: ≥ 2⁻⁵¹), so each
+	fold acc = fma(base·d_x, main, acc) is one rounding of at most 2⁻²⁴ relative to a partial
+	bounded by S. One fold per 32-element group (Q8_0, Q2_0, Q6_K, IQ2_XS, IQ3_XXS, IQ3_S,
+	IQ1_M), sequential in one f32 accumulator: n = K/32 ≤ 448 at K = 14336;
+	γ₄₄₈ = 448·2⁻²⁴/(1 − 448·2⁻²⁴) = 2.670e-5: bound 2.7e-5. The float64 reference is exact
+	per term (≤ 46 bits) and sums ≤ 896 terms: its error ≤ 1e-13·S.`}
 
 var mmqY2 = Bound{Name: "y", MaxRowRel: 5.4e-5, Why: `
-	As the one-fold types, but two folds per 32-element group: Q4_K (the group's sum and its
-	min term fma(offb·d_x, offm·Σq_x, acc), offb·d_x exact, |offm·Σq_x| < 2¹⁸) and Q6_K,
-	IQ2_XS, IQ1_M (one fold per 16-element half, each with its own multiplier). n = 2·K/32 ≤
-	896 at K = 14336; γ₈₉₆ = 5.341e-5: bound 5.4e-5. S counts the halves and min terms
+	As the one-fold types, but Q4_K folds twice per group: the group's main sum and its min
+	term fma(offb·d_x, offm·Σq_x, acc) (offb·d_x exact, |offm·Σq_x| < 2¹⁸ exact).
+	n = 2·K/32 ≤ 896 at K = 14336; γ₈₉₆ = 5.341e-5: bound 5.4e-5. S counts the min terms
 	separately, as they are folded.`}
 
 var mmqISum = Bound{Name: "isum", Exact: true, Why: `
-	Integers only: the hooked group's Σ mult(i)·q_w(i)·q_x(i) is at most 32·127·128·128 < 2³¹
-	in magnitude (Q6_K: 16·32·128·128 per half, two halves) and int32 addition is exact in any
-	order, so the matrix-unit and dot4 sums must equal the reference exactly.`}
+	Integers only: the hooked group's Σ mult(i)·q_w(i)·q_x(i) is at most 2²⁴ in magnitude (Q6_K,
+	the largest: 32·32·128·128) and int32 addition is exact in any order, so the matrix-unit
+	and dot4 sums (on NVIDIA the low half of a 16-split group is the K=32 sum minus the high
+	half's K=16 sum, still exact) must equal the reference exactly.`}
 
 // mmqTypes maps the "type" axis values of the int8 prefill families to quant types.
 var mmqTypes = map[string]quant.Type{

@@ -42,7 +42,7 @@ var mpList = Bound{Name: "list", Exact: true, Why: `
 var mpH = Bound{Name: "h", MaxRowRel: 8e-6, Why: `
 	Per element, |h − silu(g)·u| / E with E = 1.1·S_g·|u| + |silu(g)|·S_u + (8 + |g|)·|h|
 	(float64 g, u, h = silu(g)·u; S_g, S_u the mmq fold scales of the two dots). g and u are
-	mmq dots with K = hidden ≤ 2048: ≤ 2 folds per group, n ≤ 128, |δg| ≤ γ₁₂₈·S_g,
+	mmq dots with K = hidden ≤ 2048: ≤ 2 folds per group (Q4_K), n ≤ 128, |δg| ≤ γ₁₂₈·S_g,
 	|δu| ≤ γ₁₂₈·S_u (γ₁₂₈ = 7.63e-6). |silu'| ≤ 1.1 carries δg into 1.1·γ·S_g·|u|.
 	silu(g) = g/(1 + e^(−g)) with e^x from exp2 (≤ 2 ulp + |x|·2⁻²⁴ relative, prelude), one
 	addition, one division, then one product with u: ≤ (7 + |g|)·2⁻²⁴ relative of |h|,
@@ -56,12 +56,12 @@ var mpHQ = Bound{Name: "hq", Exact: true, Why: `
 	exactly; any differing byte is a bug.`}
 
 var mpY1 = Bound{Name: "y", MaxRowRel: 3.9e-6, Why: `
-	mmq's derivation with K = n_ff ≤ 2048: one fold per 32-element group (Q8_0, Q2_0, IQ3_XXS,
-	IQ3_S), n ≤ 64 roundings relative to S: γ₆₄ = 3.815e-6: bound 3.9e-6.`}
+	mmq's derivation with K = n_ff ≤ 2048: one fold per 32-element group (every type but
+	Q4_K), n ≤ 64 roundings relative to S: γ₆₄ = 3.815e-6: bound 3.9e-6.`}
 
 var mpY2 = Bound{Name: "y", MaxRowRel: 7.7e-6, Why: `
-	mmq's derivation with K = n_ff ≤ 2048: two folds per group (Q4_K min term; Q6_K, IQ2_XS,
-	IQ1_M halves), n ≤ 128: γ₁₂₈ = 7.630e-6: bound 7.7e-6.`}
+	mmq's derivation with K = n_ff ≤ 2048: Q4_K folds twice per group (main sum and min term),
+	n ≤ 128: γ₁₂₈ = 7.630e-6: bound 7.7e-6.`}
 
 var mpOut = Bound{Name: "out", MaxRowRel: 4.8e-7, Why: `
 	Per element, |out − ref| / (|out₀| + Σ_s |w_s·y_s|) (float64 of the exact inputs): a chain

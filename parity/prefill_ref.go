@@ -17,7 +17,6 @@ type intRows struct {
 	t        quant.Type
 	rows, k  int
 	ng       int        // groups of 32 per row
-	split    bool       // the integer multiplier changes every 16 elements (two folds per group)
 	q        []int8     // rows × k integer weights (IntView's Q; IQ1_M's 8G ± 1 fits int8)
 	base     []float64  // rows × ng exact base scale
 	mult     [][2]int32 // rows × ng: multipliers of elements 0..15 and 16..31
@@ -47,7 +46,6 @@ func newIntRows(t quant.Type, w []byte, rows, k int) (*intRows, error) {
 			if err := quant.IntView(t, w[o:o+info.BlockBytes], &ib); err != nil {
 				return nil, err
 			}
-			m.split = ib.Group == 16
 			for e := 0; e < info.BlockElems; e++ {
 				q := ib.Q[e]
 				if q < -128 || q > 127 {
@@ -108,22 +106,15 @@ func groupInt(w *intRows, r int, x *q81Rows, t, g int) (lo, hi int64) {
 }
 
 // prefillDot is the float64 value y = Σ_k W[r][k]·x[t][k] of the decoded operands and
-// S = Σ |fold term| over the terms the kernel folds one by one (per 16-element half for
-// split types, per group otherwise, plus the Q4_K min term), the scale its f32 rounding
-// errors are bounded against. Every term is exact in float64 (≤ 11 + 11 + 24 bits).
+// S = Σ |fold term| over the terms the kernel folds one by one (per 32-element group, plus the
+// Q4_K min term), the scale its f32 rounding errors are bounded against. Every term is exact
+// in float64 (≤ 11 + 11 + 24 bits).
 func prefillDot(w *intRows, r int, x *q81Rows, t int) (y, s float64) {
 	for g := 0; g < w.ng; g++ {
 		lo, hi := groupInt(w, r, x, t, g)
-		c := w.base[r*w.ng+g] * x.d[t*x.k/32+g]
-		if w.split {
-			a, b := c*float64(lo), c*float64(hi)
-			y += a + b
-			s += math.Abs(a) + math.Abs(b)
-		} else {
-			a := c * float64(lo+hi)
-			y += a
-			s += math.Abs(a)
-		}
+		a := w.base[r*w.ng+g] * x.d[t*x.k/32+g] * float64(lo+hi)
+		y += a
+		s += math.Abs(a)
 		if om := w.offMult[r*w.ng+g]; om != 0 {
 			a := w.offBase[r*w.ng+g] * x.d[t*x.k/32+g] * float64(int64(om)*x.sum[t*x.k/32+g])
 			y += a

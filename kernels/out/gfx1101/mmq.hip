@@ -463,11 +463,11 @@ STRATA_DEVICE f32 strata_row_partial_q81(const u8* wr, const u8* x, int k, const
 //          job in the weight tile plus the group's exact scales (base, m0, m1, offb, offm);
 //          and (token, group) jobs: 32 int8 Q8_1 quants, d as f32 and (Q4_K) Σq exactly.
 //          Rows, tokens or groups past the edge stage zeros (ragged M, N and K).
-//   fold   per group and output, the int32 sum of the group (or of each 16-element half for
-//          types whose sub-scale changes every 16: Q6_K, IQ2_XS, IQ1_M) is exact; it is
-//          multiplied by its integer sub-scale m (still exact, < 2²⁴) and folded in f32:
-//            acc = fma(base·d_x, (f32)(m·S), acc)          [once per 32, or per 16-half]
-//            acc = fma(offb·d_x, (f32)(offm·Σq_x), acc)    [Q4_K mins]
+//   fold   per group and output, the int32 sum of the group (of each 16-element half for
+//          types whose sub-scale changes every 16: Q6_K, IQ2_XS, IQ1_M) is exact; times its
+//          integer sub-scale(s) it is the group's exact main sum (< 2²⁴), folded in f32:
+//            acc = fma(base·d_x, (f32)(m0·S0 + m1·S1), acc)   [once per group]
+//            acc = fma(offb·d_x, (f32)(offm·Σq_x), acc)       [Q4_K mins]
 //          base·d_x is exact (two 11-bit significands); so every fold is one rounding.
 // IQ1_M's piece constant (δ − 8 added to 8(G+1)) is folded into the int8 value here:
 // 8G ± 1 ∈ {−9, −7, −1, 1, 7, 9} fits a byte, so its tile is plain int8 like every other.
@@ -524,6 +524,16 @@ struct strata_mmq_smem {
 
 typedef u32 strata_mmq_u32x4 __attribute__((__vector_size__(16)));
 
+// The kernels of one source share one module-scope LDS array sized for the largest of them
+// (each kernel views it as its own struct). PTX counts every kernel's static .shared toward
+// the module; one array keeps the module within the target's LDS however many variants it
+// holds. On AMD each kernel's LDS is this array's size.
+constexpr unsigned long strata_mmq_cmax(const unsigned long* v, int n) {
+  unsigned long m = 0;
+  for (int i = 0; i < n; ++i) m = v[i] > m ? v[i] : m;
+  return m;
+}
+
 // Stage the groups g0 .. g0+KT−1 of the block's tile into LDS.
 // Src: wrow(m, r) → row r of matrix m (its first block) or null past the edge;
 //      xblk(c, g) → tile token c's Q8_1 block g or null past the edge.
@@ -576,22 +586,20 @@ STRATA_DEVICE void strata_mmq_stage(strata_mmq_smem<QT, NW, BM, BN>& s, const Sr
 
 // One group's fold of an output (matrix m, tile token c, tile row r): s0, s1 are the int32
 // sums of elements 0..15 and 16..31 (split types), or s0 the whole group's sum and s1 = 0.
-// hook < 0: the f32 fold. hook ≥ 0 (parity hook, uniform): no fold; the output of group hook
+// The group's integer main sum m0·s0 + m1·s1 is exact (|·| < 2²⁴, so also in f32) and is
+// folded once: acc = fma(base·d_x, main, acc) [+ the Q4_K min term].
+// hook < 0: the fold. hook ≥ 0 (parity hook, uniform): no fold; the output of group hook
 // becomes the bit pattern of the exact integer main sum Σ mult(i)·q(i)·a(i) (Q4_K mins aside).
 template <class QT, int NW, int BM, int BN>
 STRATA_DEVICE void strata_mmq_fold(const strata_mmq_smem<QT, NW, BM, BN>& s, int m, int c, int r, int kg, int hook, i32 s0, i32 s1, f32& acc) {
+  i32 mn = s.wm[m][r][kg][0] * s0;
+  if (strata_mmq_split<QT>::v) mn += s.wm[m][r][kg][1] * s1;
   if (hook >= 0) {
-    if (hook == kg) {
-      i32 mn = s.wm[m][r][kg][0] * s0;
-      if (strata_mmq_split<QT>::v) mn += s.wm[m][r][kg][1] * s1;
-      acc = __builtin_bit_cast(f32, mn);
-    }
+    if (hook == kg) acc = __builtin_bit_cast(f32, mn);
     return;
   }
   const f32 cx = s.xd[c][kg];
-  const f32 cw = s.wb[m][r][kg] * cx;
-  acc = __builtin_fmaf(cw, (f32)(s.wm[m][r][kg][0] * s0), acc);
-  if (strata_mmq_split<QT>::v) acc = __builtin_fmaf(cw, (f32)(s.wm[m][r][kg][1] * s1), acc);
+  acc = __builtin_fmaf(s.wb[m][r][kg] * cx, (f32)mn, acc);
   if (QT::MIN) acc = __builtin_fmaf(s.wo[m][r][kg] * cx, (f32)(s.wom[m][r][kg] * s.xs[c][kg]), acc);
 }
 
@@ -623,22 +631,45 @@ STRATA_DEVICE void strata_mmq_run(strata_mmq_smem<QT, NW, BM, BN>& s, const Src&
       const int hk = hook < 0 ? -1 : (hook >= g0 && hook < g0 + KT ? hook - g0 : KT);
       for (int kg = 0; kg < KT && g0 + kg < ng; ++kg) {
         if constexpr (SPLIT) {
+          // The two 16-element halves need separate sums. AMD: two K=16 WMMAs (the native
+          // size). NVIDIA: one m16n8k32 over the group and one m16n8k16 over the high half;
+          // the low half is their difference (exact int32).
+#ifdef STRATA_NVIDIA
+          strata_mma_a32 a[FM];
+          strata_mma_a16 ahi[FM];
+#pragma unroll
+          for (int i = 0; i < FM; ++i) {
+            a[i] = strata_mma_load_a32(&s.x[wt + 16 * i][32 * kg], KS);
+            ahi[i] = strata_mma_load_a16(&s.x[wt + 16 * i][32 * kg + 16], KS);
+          }
+#else
           strata_mma_a16 alo[FM], ahi[FM];
 #pragma unroll
           for (int i = 0; i < FM; ++i) {
             alo[i] = strata_mma_load_a16(&s.x[wt + 16 * i][32 * kg], KS);
             ahi[i] = strata_mma_load_a16(&s.x[wt + 16 * i][32 * kg + 16], KS);
           }
+#endif
 #pragma unroll
           for (int m = 0; m < NW; ++m)
 #pragma unroll
             for (int j = 0; j < FN; ++j) {
+#ifdef STRATA_NVIDIA
+              const strata_mma_b32 b = strata_mma_load_b32(&s.w[m][wr + 16 * j][32 * kg], KS);
+#else
               const strata_mma_b16 blo = strata_mma_load_b16(&s.w[m][wr + 16 * j][32 * kg], KS);
+#endif
               const strata_mma_b16 bhi = strata_mma_load_b16(&s.w[m][wr + 16 * j][32 * kg + 16], KS);
 #pragma unroll
               for (int i = 0; i < FM; ++i) {
-                const strata_mma_c s0 = strata_mma16(strata_mma_c_zero(), alo[i], blo);
                 const strata_mma_c s1 = strata_mma16(strata_mma_c_zero(), ahi[i], bhi);
+#ifdef STRATA_NVIDIA
+                strata_mma_c s0 = strata_mma32(strata_mma_c_zero(), a[i], b);
+#pragma unroll
+                for (int e = 0; e < 8; ++e) s0.v[e] -= s1.v[e];
+#else
+                const strata_mma_c s0 = strata_mma16(strata_mma_c_zero(), alo[i], blo);
+#endif
 #pragma unroll
                 for (int e = 0; e < 8; ++e) {
                   int row, col;
@@ -791,11 +822,30 @@ struct strata_mmq_ep {
     if (t0 + c < tokens && r0 + r < rows) y[(t0 + c) * ldy + r0 + r] = v[0];
   }
 };
+constexpr unsigned long strata_mmq_sizes[] = {
+  sizeof(strata_mmq_smem<strata_qt_q80, 1, 64, 64>),
+  sizeof(strata_mmq_smem<strata_qt_q80, 1, 64, 64>),
+  sizeof(strata_mmq_smem<strata_qt_q20, 1, 64, 64>),
+  sizeof(strata_mmq_smem<strata_qt_q20, 1, 64, 64>),
+  sizeof(strata_mmq_smem<strata_qt_q4k, 1, 64, 64>),
+  sizeof(strata_mmq_smem<strata_qt_q4k, 1, 64, 64>),
+  sizeof(strata_mmq_smem<strata_qt_q6k, 1, 64, 64>),
+  sizeof(strata_mmq_smem<strata_qt_q6k, 1, 64, 64>),
+  sizeof(strata_mmq_smem<strata_qt_iq2xs, 1, 64, 64>),
+  sizeof(strata_mmq_smem<strata_qt_iq2xs, 1, 64, 64>),
+  sizeof(strata_mmq_smem<strata_qt_iq3xxs, 1, 64, 64>),
+  sizeof(strata_mmq_smem<strata_qt_iq3xxs, 1, 64, 64>),
+  sizeof(strata_mmq_smem<strata_qt_iq3s, 1, 64, 64>),
+  sizeof(strata_mmq_smem<strata_qt_iq3s, 1, 64, 64>),
+  sizeof(strata_mmq_smem<strata_qt_iq1m, 1, 64, 64>),
+  sizeof(strata_mmq_smem<strata_qt_iq1m, 1, 64, 64>),
+};
+__shared__ __attribute__((aligned(16))) u8 strata_mmq_lds[strata_mmq_cmax(strata_mmq_sizes, sizeof(strata_mmq_sizes) / sizeof(strata_mmq_sizes[0]))];
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
   constexpr int BM = 64, BN = 64;
-  __shared__ strata_mmq_smem<QT, 1, BM, BN> s;
+  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
@@ -807,7 +857,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
   constexpr int BM = 64, BN = 64;
-  __shared__ strata_mmq_smem<QT, 1, BM, BN> s;
+  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
@@ -819,7 +869,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_dp4
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
   constexpr int BM = 64, BN = 64;
-  __shared__ strata_mmq_smem<QT, 1, BM, BN> s;
+  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
@@ -831,7 +881,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
   constexpr int BM = 64, BN = 64;
-  __shared__ strata_mmq_smem<QT, 1, BM, BN> s;
+  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
@@ -843,7 +893,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_dp4
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
   constexpr int BM = 64, BN = 64;
-  __shared__ strata_mmq_smem<QT, 1, BM, BN> s;
+  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
@@ -855,7 +905,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
   constexpr int BM = 64, BN = 64;
-  __shared__ strata_mmq_smem<QT, 1, BM, BN> s;
+  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
@@ -867,7 +917,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_dp4
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q6k QT;
   constexpr int BM = 64, BN = 64;
-  __shared__ strata_mmq_smem<QT, 1, BM, BN> s;
+  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
@@ -879,7 +929,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q6k QT;
   constexpr int BM = 64, BN = 64;
-  __shared__ strata_mmq_smem<QT, 1, BM, BN> s;
+  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
@@ -891,7 +941,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_dp4
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
   constexpr int BM = 64, BN = 64;
-  __shared__ strata_mmq_smem<QT, 1, BM, BN> s;
+  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
@@ -903,7 +953,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_m
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
   constexpr int BM = 64, BN = 64;
-  __shared__ strata_mmq_smem<QT, 1, BM, BN> s;
+  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
@@ -915,7 +965,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_d
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
   constexpr int BM = 64, BN = 64;
-  __shared__ strata_mmq_smem<QT, 1, BM, BN> s;
+  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
@@ -927,7 +977,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
   constexpr int BM = 64, BN = 64;
-  __shared__ strata_mmq_smem<QT, 1, BM, BN> s;
+  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
@@ -939,7 +989,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
   constexpr int BM = 64, BN = 64;
-  __shared__ strata_mmq_smem<QT, 1, BM, BN> s;
+  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
@@ -951,7 +1001,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mm
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
   constexpr int BM = 64, BN = 64;
-  __shared__ strata_mmq_smem<QT, 1, BM, BN> s;
+  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
@@ -963,7 +1013,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_dp
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq1m QT;
   constexpr int BM = 64, BN = 64;
-  __shared__ strata_mmq_smem<QT, 1, BM, BN> s;
+  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
@@ -975,7 +1025,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mm
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq1m QT;
   constexpr int BM = 64, BN = 64;
-  __shared__ strata_mmq_smem<QT, 1, BM, BN> s;
+  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
