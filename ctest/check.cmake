@@ -2,7 +2,9 @@
 #
 # MODE=object     OBJ is a loadable code object for TARGET: AMD — an ELF shared object for
 #                 EM_AMDGPU with the target's machine flag; NVIDIA — PTX with `.target TARGET`.
-#                 PTX: the module's static .shared bytes ≤ LDS.
+#                 PTX: each kernel's static .shared bytes (its own declarations and any at
+#                 module scope) ≤ LDS; the limit is per kernel, so a module of many variants
+#                 may declare more in total.
 # MODE=isa        The code of kernel SYMBOL contains every instruction in INSTR (comma-separated):
 #                 AMD — llvm-objdump disassembly of that symbol; NVIDIA — its .entry body.
 # MODE=resources  AMD (from the code object's metadata, llvm-readobj --notes): the kernel exists,
@@ -81,15 +83,33 @@ if(MODE STREQUAL "object")
     if(NOT text MATCHES "\n\\.target ${TARGET}\n" OR NOT text MATCHES "\n\\.address_size 64\n")
       fail("${OBJ} is not 64-bit PTX for ${TARGET}")
     endif()
-    string(REGEX MATCHALL "\\.shared[^\n]*\\[[0-9]+\\]" decls "${text}")
-    set(total 0)
-    foreach(d IN LISTS decls)
-      string(REGEX MATCH "\\[([0-9]+)\\]" _ "${d}")
-      math(EXPR total "${total} + ${CMAKE_MATCH_1}")
+    # Entry headers and sized .shared declarations, in file order. Declarations inside an
+    # entry's body are indented (clang emits function-scope __shared__ there); those at
+    # column 0 are module scope and count against every kernel.
+    string(REGEX MATCHALL "\n[^\n]*(\\.entry [A-Za-z0-9_$]+|\\.shared( \\.align [0-9]+)? \\.[bfsu](8|16|32|64) [A-Za-z0-9_$]+\\[[0-9]+\\])" items "${text}")
+    set(module_bytes 0)
+    set(kernels)
+    set(kernel "")
+    foreach(it IN LISTS items)
+      if(it MATCHES "\\.entry ([A-Za-z0-9_$]+)")
+        set(kernel "${CMAKE_MATCH_1}")
+        list(APPEND kernels "${kernel}")
+        set(bytes_${kernel} 0)
+      elseif(it MATCHES "\\.[bfsu](8|16|32|64) [A-Za-z0-9_$]+\\[([0-9]+)\\]")
+        math(EXPR n "${CMAKE_MATCH_2} * ${CMAKE_MATCH_1} / 8")
+        if(it MATCHES "^\n[ \t]" AND NOT kernel STREQUAL "")
+          math(EXPR bytes_${kernel} "${bytes_${kernel}} + ${n}")
+        else()
+          math(EXPR module_bytes "${module_bytes} + ${n}")
+        endif()
+      endif()
     endforeach()
-    if(total GREATER LDS)
-      fail("${OBJ}: static shared memory ${total} bytes > ${LDS}")
-    endif()
+    foreach(k IN LISTS kernels)
+      math(EXPR total "${bytes_${k}} + ${module_bytes}")
+      if(total GREATER LDS)
+        fail("${OBJ}: kernel ${k} declares ${total} bytes of static shared memory (${module_bytes} of them at module scope) > ${LDS}")
+      endif()
+    endforeach()
   endif()
 elseif(MODE STREQUAL "isa")
   if(VENDOR STREQUAL "amd")
