@@ -33,11 +33,12 @@ var Specs = []Spec{
 		Template: "attention_decode",
 		Doc: "one query token against an f16 or int8 KV cache, grouped-query heads, split along the sequence: " +
 			"split (grid (nkv, nsplit, 1)) writes per-split softmax partials of every q head of a kv group, reduce (grid (nh, 1, 1)) combines them " +
-			"and applies the optional sigmoid output gate; block (128, 1, 1).",
+			"and applies the optional sigmoid output gate; store (grid (ceil(kv_rows·nkv·hd/64), 1, 1)) writes new f32 K/V " +
+			"rows into the cache in its format; block (128, 1, 1).",
 		Threads: 128,
 		Args: []Arg{
 			{Name: "q", Type: ArgPtr, CType: "const float", Doc: "query, nh × hd f32 (normed and rotated)"},
-			{Name: "k", Type: ArgPtr, CType: "const u8", Doc: "key cache: n × nkv × hd fp16 (f16) or int8 (q8); 16-byte aligned"},
+			{Name: "k", Type: ArgPtr, CType: "const u8", Doc: "key cache: n × nkv × hd fp16 (f16) or int8 (q8); 16-byte aligned; store writes it"},
 			{Name: "v", Type: ArgPtr, CType: "const u8", Doc: "value cache, as k"},
 			{Name: "ks", Type: ArgPtr, CType: "const u16", Doc: "q8: key scales, n × nkv × hd/32 fp16; f16: unused (0)"},
 			{Name: "vs", Type: ArgPtr, CType: "const u16", Doc: "q8: value scales, as ks; f16: unused (0)"},
@@ -51,9 +52,13 @@ var Specs = []Spec{
 			{Name: "split_len", Type: ArgI32, Doc: "positions per split (> 0)"},
 			{Name: "nsplit", Type: ArgI32, Doc: "ceil(n / split_len)"},
 			{Name: "scale", Type: ArgF32, Doc: "score scale, 1/√hd"},
+			{Name: "kn", Type: ArgPtr, CType: "const float", Doc: "store: new keys, kv_rows × nkv × hd f32"},
+			{Name: "vn", Type: ArgPtr, CType: "const float", Doc: "store: new values, as kn"},
+			{Name: "kv_pos", Type: ArgI32, Doc: "store: the cache position of the first new row"},
+			{Name: "kv_rows", Type: ArgI32, Doc: "store: rows to write (positions kv_pos.. kv_pos+kv_rows−1)"},
 		},
 		Axes: []Axis{
-			{Name: "stage", Values: []Value{{Name: "split"}, {Name: "reduce"}}},
+			{Name: "stage", Values: []Value{{Name: "split"}, {Name: "reduce"}, {Name: "store"}}},
 			{Name: "kv", Values: []Value{{Name: "f16"}, {Name: "q8"}}},
 		},
 	},

@@ -1,6 +1,7 @@
 package parity
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -51,11 +52,20 @@ func attentionSplitLen(n int) int {
 	return min(max(s, 64), 1024)
 }
 
+// attention_decode/store_*: new f32 K/V rows written into the cache in its format.
+var attentionStoreCache = Bound{Name: "cache", Exact: true, Why: `
+	f16: one round-to-nearest-even conversion per value. q8: per 32-value block the max of
+	|x| (exact in any order), d = amax/127 and x/d as correctly rounded f32 divisions,
+	roundf, fp16 RNE of d — the Go emulation (attentionStoreRef) does the same float32
+	operations, so every byte of K, V and the scales, and every untouched byte, must match.`}
+
 func init() {
 	b := []Bound{attentionDecodeOut}
+	st := []Bound{attentionStoreCache}
 	register(&Family{
-		Name:   "attention_decode",
-		Bounds: map[string][]Bound{"split_f16": b, "split_q8": b, "reduce_f16": b, "reduce_q8": b},
+		Name: "attention_decode",
+		Bounds: map[string][]Bound{"split_f16": b, "split_q8": b, "reduce_f16": b, "reduce_q8": b,
+			"store_f16": st, "store_q8": st},
 		Cases: []Case{
 			{"n=1,nh=16,nkv=2,hd=256,gate", []int{1, 16, 2, 256, 1, 1}},
 			{"n=7,nh=4,nkv=4,hd=128", []int{7, 4, 4, 128, 0, 1}},
@@ -201,7 +211,121 @@ func attentionRef(a attentionKV, s attentionCase) (out, scale []float64) {
 	return out, scale
 }
 
+// attentionStoreRef writes rows (f32, rows × nkv × hd) at position pos of the cache
+// (k: bytes, scales: fp16 per 32 values for q8), as the store kernel.
+func attentionStoreRef(cache, scales []byte, rows []float32, pos, rowVals int, q8 bool) {
+	base := pos * rowVals
+	if !q8 {
+		for i, x := range rows {
+			binary.LittleEndian.PutUint16(cache[2*(base+i):], quant.F32ToF16(x))
+		}
+		return
+	}
+	for b := 0; b < len(rows)/32; b++ {
+		blk := rows[32*b : 32*b+32]
+		var amax float32
+		for _, x := range blk {
+			amax = max(amax, float32(math.Abs(float64(x))))
+		}
+		d := amax / 127
+		for i, x := range blk {
+			var q int8
+			if amax != 0 {
+				q = int8(math.Round(float64(x / d)))
+			}
+			cache[base+32*b+i] = byte(q)
+		}
+		binary.LittleEndian.PutUint16(scales[2*((base+32*b)/32):], quant.F32ToF16(d))
+	}
+}
+
+func runAttentionStore(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
+	s := attentionShape(c)
+	q8 := strings.HasSuffix(symbol, "_q8")
+	rows := min(s.n, 37) // ragged: not a multiple of anything
+	pos := s.n - rows
+	rowVals := s.nkv * s.hd
+	vb := 2
+	if q8 {
+		vb = 1
+	}
+	draw := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		return b
+	}
+	k0, v0 := draw(vb*s.n*rowVals), draw(vb*s.n*rowVals)
+	var ks0, vs0 []byte
+	if q8 {
+		ks0, vs0 = draw(2*s.n*rowVals/32), draw(2*s.n*rowVals/32)
+	}
+	kn, vn := make([]float32, rows*rowVals), make([]float32, rows*rowVals)
+	for i := range kn {
+		kn[i], vn[i] = float32(rng.NormFloat64()*3), float32(rng.NormFloat64()*3)
+	}
+	for b := 0; b+32 <= len(vn); b += 32 * 17 { // some all-zero blocks (d = 0)
+		clear(vn[b : b+32])
+	}
+	kw, vw := bytes.Clone(k0), bytes.Clone(v0)
+	ksw, vsw := bytes.Clone(ks0), bytes.Clone(vs0)
+	attentionStoreRef(kw, ksw, kn, pos, rowVals, q8)
+	attentionStoreRef(vw, vsw, vn, pos, rowVals, q8)
+	fn, err := h.Mod.Func(symbol)
+	if err != nil {
+		return Outcome{}, err
+	}
+	in, err := h.moInputs(moF32Bytes(kn), moF32Bytes(vn))
+	if err != nil {
+		return Outcome{}, err
+	}
+	kb, err := h.InOut(k0)
+	if err != nil {
+		return Outcome{}, err
+	}
+	vbuf, err := h.InOut(v0)
+	if err != nil {
+		return Outcome{}, err
+	}
+	outs := []Buf{kb, vbuf}
+	args := abi.AttentionDecodeArgs{K: kb.Ptr(), V: vbuf.Ptr(), Kn: in[0].Ptr(), Vn: in[1].Ptr(), N: int32(s.n), Nh: int32(s.nh),
+		Nkv: int32(s.nkv), Hd: int32(s.hd), KvPos: int32(pos), KvRows: int32(rows)}
+	var ksb, vsb Buf
+	if q8 {
+		if ksb, err = h.InOut(ks0); err != nil {
+			return Outcome{}, err
+		}
+		if vsb, err = h.InOut(vs0); err != nil {
+			return Outcome{}, err
+		}
+		args.Ks, args.Vs = ksb.Ptr(), vsb.Ptr()
+		outs = append(outs, ksb, vsb)
+	}
+	blocks := (rows*rowVals + 63) / 64
+	got, el, err := h.Run(fn, gpu.Dim3{X: uint32(blocks), Y: 1, Z: 1}, moBlock(abi.AttentionDecodeThreads), args.Bytes(), outs...)
+	if err != nil {
+		return Outcome{}, err
+	}
+	gotAll := append(append([]byte(nil), h.payload(outs, got, kb)...), h.payload(outs, got, vbuf)...)
+	wantAll := append(append([]byte(nil), kw...), vw...)
+	if q8 {
+		gotAll = append(append(gotAll, h.payload(outs, got, ksb)...), h.payload(outs, got, vsb)...)
+		wantAll = append(append(wantAll, ksw...), vsw...)
+	}
+	reports := map[string]Report{"cache": CompareExact(gotAll, wantAll)}
+	written := int64(2 * rows * rowVals * vb)
+	if q8 {
+		written += int64(2 * 2 * rows * rowVals / 32)
+	}
+	o := Outcome{Reports: reports, Kernel: el.Seconds() * 1e6, Bytes: int64(8*rows*rowVals) + written}
+	return o, checkAll(bounds, reports)
+}
+
 func runAttentionDecode(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
+	if strings.Contains(symbol, "_store_") {
+		return runAttentionStore(h, symbol, c, bounds, rng)
+	}
 	s := attentionShape(c)
 	q8 := strings.HasSuffix(symbol, "_q8")
 	a := attentionInputs(rng, s, q8)

@@ -10,11 +10,11 @@ import (
 
 /*
 AttentionDecodeArgs is the launch-argument struct of every strata_attention_decode_* kernel (C: struct strata_attention_decode_args).
-one query token against an f16 or int8 KV cache, grouped-query heads, split along the sequence: split (grid (nkv, nsplit, 1)) writes per-split softmax partials of every q head of a kv group, reduce (grid (nh, 1, 1)) combines them and applies the optional sigmoid output gate; block (128, 1, 1).
+one query token against an f16 or int8 KV cache, grouped-query heads, split along the sequence: split (grid (nkv, nsplit, 1)) writes per-split softmax partials of every q head of a kv group, reduce (grid (nh, 1, 1)) combines them and applies the optional sigmoid output gate; store (grid (ceil(kv_rows·nkv·hd/64), 1, 1)) writes new f32 K/V rows into the cache in its format; block (128, 1, 1).
 */
 type AttentionDecodeArgs struct {
 	Q        uint64  // offset 0: device address of const float[]; query, nh × hd f32 (normed and rotated)
-	K        uint64  // offset 8: device address of const u8[]; key cache: n × nkv × hd fp16 (f16) or int8 (q8); 16-byte aligned
+	K        uint64  // offset 8: device address of const u8[]; key cache: n × nkv × hd fp16 (f16) or int8 (q8); 16-byte aligned; store writes it
 	V        uint64  // offset 16: device address of const u8[]; value cache, as k
 	Ks       uint64  // offset 24: device address of const u16[]; q8: key scales, n × nkv × hd/32 fp16; f16: unused (0)
 	Vs       uint64  // offset 32: device address of const u16[]; q8: value scales, as ks; f16: unused (0)
@@ -29,10 +29,14 @@ type AttentionDecodeArgs struct {
 	Nsplit   int32   // offset 84: ceil(n / split_len)
 	Scale    float32 // offset 88: score scale, 1/√hd
 	_        [4]byte // offset 92: explicit padding
+	Kn       uint64  // offset 96: device address of const float[]; store: new keys, kv_rows × nkv × hd f32
+	Vn       uint64  // offset 104: device address of const float[]; store: new values, as kn
+	KvPos    int32   // offset 112: store: the cache position of the first new row
+	KvRows   int32   // offset 116: store: rows to write (positions kv_pos.. kv_pos+kv_rows−1)
 }
 
 // AttentionDecodeArgsSize is sizeof(struct strata_attention_decode_args) in bytes.
-const AttentionDecodeArgsSize = 96
+const AttentionDecodeArgsSize = 120
 
 // AttentionDecodeThreads is the block size (x) every attention_decode kernel is compiled for.
 const AttentionDecodeThreads = 128
@@ -43,11 +47,13 @@ const (
 	SymAttentionDecodeSplitQ8   = "strata_attention_decode_split_q8"   // variant split_q8
 	SymAttentionDecodeReduceF16 = "strata_attention_decode_reduce_f16" // variant reduce_f16
 	SymAttentionDecodeReduceQ8  = "strata_attention_decode_reduce_q8"  // variant reduce_q8
+	SymAttentionDecodeStoreF16  = "strata_attention_decode_store_f16"  // variant store_f16
+	SymAttentionDecodeStoreQ8   = "strata_attention_decode_store_q8"   // variant store_q8
 )
 
 // Compile-time guards: building fails if the size or an offset drifts from the C static_asserts.
 var (
-	_ = [1]struct{}{}[unsafe.Sizeof(AttentionDecodeArgs{})-96]
+	_ = [1]struct{}{}[unsafe.Sizeof(AttentionDecodeArgs{})-120]
 	_ = [1]struct{}{}[unsafe.Offsetof(AttentionDecodeArgs{}.Q)-0]
 	_ = [1]struct{}{}[unsafe.Offsetof(AttentionDecodeArgs{}.K)-8]
 	_ = [1]struct{}{}[unsafe.Offsetof(AttentionDecodeArgs{}.V)-16]
@@ -63,6 +69,10 @@ var (
 	_ = [1]struct{}{}[unsafe.Offsetof(AttentionDecodeArgs{}.SplitLen)-80]
 	_ = [1]struct{}{}[unsafe.Offsetof(AttentionDecodeArgs{}.Nsplit)-84]
 	_ = [1]struct{}{}[unsafe.Offsetof(AttentionDecodeArgs{}.Scale)-88]
+	_ = [1]struct{}{}[unsafe.Offsetof(AttentionDecodeArgs{}.Kn)-96]
+	_ = [1]struct{}{}[unsafe.Offsetof(AttentionDecodeArgs{}.Vn)-104]
+	_ = [1]struct{}{}[unsafe.Offsetof(AttentionDecodeArgs{}.KvPos)-112]
+	_ = [1]struct{}{}[unsafe.Offsetof(AttentionDecodeArgs{}.KvRows)-116]
 )
 
 /*
@@ -86,5 +96,9 @@ func (a *AttentionDecodeArgs) Bytes() []byte {
 	binary.LittleEndian.PutUint32(b[80:], uint32(a.SplitLen))
 	binary.LittleEndian.PutUint32(b[84:], uint32(a.Nsplit))
 	binary.LittleEndian.PutUint32(b[88:], math.Float32bits(a.Scale))
+	binary.LittleEndian.PutUint64(b[96:], a.Kn)
+	binary.LittleEndian.PutUint64(b[104:], a.Vn)
+	binary.LittleEndian.PutUint32(b[112:], uint32(a.KvPos))
+	binary.LittleEndian.PutUint32(b[116:], uint32(a.KvRows))
 	return b
 }

@@ -19,6 +19,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "reduce_q8",
 		Symbol: "strata_attention_decode_reduce_q8",
+	}, {
+		Name:   "store_f16",
+		Symbol: "strata_attention_decode_store_f16",
+	}, {
+		Name:   "store_q8",
+		Symbol: "strata_attention_decode_store_q8",
 	}},
 	Vendor: "amd",
 }, {
@@ -325,6 +331,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "reduce_q8",
 		Symbol: "strata_attention_decode_reduce_q8",
+	}, {
+		Name:   "store_f16",
+		Symbol: "strata_attention_decode_store_f16",
+	}, {
+		Name:   "store_q8",
+		Symbol: "strata_attention_decode_store_q8",
 	}},
 	Vendor: "amd",
 }, {
@@ -682,6 +694,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "reduce_q8",
 		Symbol: "strata_attention_decode_reduce_q8",
+	}, {
+		Name:   "store_f16",
+		Symbol: "strata_attention_decode_store_f16",
+	}, {
+		Name:   "store_q8",
+		Symbol: "strata_attention_decode_store_q8",
 	}},
 	Vendor: "amd",
 }, {
@@ -1039,6 +1057,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "reduce_q8",
 		Symbol: "strata_attention_decode_reduce_q8",
+	}, {
+		Name:   "store_f16",
+		Symbol: "strata_attention_decode_store_f16",
+	}, {
+		Name:   "store_q8",
+		Symbol: "strata_attention_decode_store_q8",
 	}},
 	Vendor: "amd",
 }, {
@@ -1396,6 +1420,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "reduce_q8",
 		Symbol: "strata_attention_decode_reduce_q8",
+	}, {
+		Name:   "store_f16",
+		Symbol: "strata_attention_decode_store_f16",
+	}, {
+		Name:   "store_q8",
+		Symbol: "strata_attention_decode_store_q8",
 	}},
 	Vendor: "amd",
 }, {
@@ -1753,6 +1783,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "reduce_q8",
 		Symbol: "strata_attention_decode_reduce_q8",
+	}, {
+		Name:   "store_f16",
+		Symbol: "strata_attention_decode_store_f16",
+	}, {
+		Name:   "store_q8",
+		Symbol: "strata_attention_decode_store_q8",
 	}},
 	Vendor: "amd",
 }, {
@@ -2110,6 +2146,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "reduce_q8",
 		Symbol: "strata_attention_decode_reduce_q8",
+	}, {
+		Name:   "store_f16",
+		Symbol: "strata_attention_decode_store_f16",
+	}, {
+		Name:   "store_q8",
+		Symbol: "strata_attention_decode_store_q8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -2515,6 +2557,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "reduce_q8",
 		Symbol: "strata_attention_decode_reduce_q8",
+	}, {
+		Name:   "store_f16",
+		Symbol: "strata_attention_decode_store_f16",
+	}, {
+		Name:   "store_q8",
+		Symbol: "strata_attention_decode_store_q8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -2920,6 +2968,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "reduce_q8",
 		Symbol: "strata_attention_decode_reduce_q8",
+	}, {
+		Name:   "store_f16",
+		Symbol: "strata_attention_decode_store_f16",
+	}, {
+		Name:   "store_q8",
+		Symbol: "strata_attention_decode_store_q8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3325,6 +3379,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "reduce_q8",
 		Symbol: "strata_attention_decode_reduce_q8",
+	}, {
+		Name:   "store_f16",
+		Symbol: "strata_attention_decode_store_f16",
+	}, {
+		Name:   "store_q8",
+		Symbol: "strata_attention_decode_store_q8",
 	}},
 	Vendor: "nvidia",
 }, {
