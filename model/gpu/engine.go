@@ -74,21 +74,24 @@ type Engine struct {
 	head   dmat
 	outNrm rt.DevPtr
 
-	expType quant.Type
-	slot    slotOffsets
-	hostExp *rt.HostBuffer // every expert, [layer][expert] slots of slot.total bytes
-	staging *rt.HostBuffer // small host windows (see stage*)
-	compute *rt.Stream
-	copier  *Copier
-	cache   *Cache
-	decayed *Decayed
-	dirty   []bool // layer's device slot table differs from the host mirror
-	fns     map[string]*rt.Func
-	pos     int
-	stats   Stats
-	fault   error
-	kvd, qd int
-	ctx     int
+	expType  quant.Type
+	slot     slotOffsets
+	hostExp  *rt.HostBuffer // every expert, [layer][expert] slots of slot.total bytes; or the ring
+	ring     int            // > 0: hostExp is a staging ring of this many slots (pinning all failed)
+	ringNext int            // next free ring slot of the current copy batch
+	expT     [][3]*model.Tensor
+	staging  *rt.HostBuffer // small host windows (see stage*)
+	compute  *rt.Stream
+	copier   *Copier
+	cache    *Cache
+	decayed  *Decayed
+	dirty    []bool // layer's device slot table differs from the host mirror
+	fns      map[string]*rt.Func
+	pos      int
+	stats    Stats
+	fault    error
+	kvd, qd  int
+	ctx      int
 
 	prefetch  bool
 	predicted map[Key]bool // prefetched experts not looked up since
@@ -484,11 +487,6 @@ func (e *Engine) pinExperts(prog func(string, ...any)) error {
 		return fmt.Errorf("model/gpu: %d bytes of experts", n)
 	}
 	t0 := time.Now()
-	var err error
-	if e.hostExp, err = e.dev.HostAlloc(int(n), false); err != nil {
-		return fmt.Errorf("model/gpu: pinning %s of host memory for the experts: %w", mib(n), err)
-	}
-	dst := e.hostExp.Bytes()
 	F, H := c.ExpertFF, c.Embd
 	tensors := make([][3]*model.Tensor, c.Layers)
 	for l := range tensors {
@@ -504,6 +502,21 @@ func (e *Engine) pinExperts(prog func(string, ...any)) error {
 			tensors[l][j] = t
 		}
 	}
+	e.expT = tensors
+	var err error
+	if e.hostExp, err = e.dev.HostAlloc(int(n), false); err != nil {
+		// reliability.md §2.6: without enough pinnable memory, stage through a small pinned
+		// ring instead; each miss is then a CPU copy from the mapping first.
+		ring := 2 * c.ExpertsUsed
+		var rerr error
+		if e.hostExp, rerr = e.dev.HostAlloc(ring*int(e.slot.total), false); rerr != nil {
+			return fmt.Errorf("model/gpu: pinning %s of host memory for the experts: %w; and a staging ring of %d slots: %w", mib(n), err, ring, rerr)
+		}
+		e.ring = ring
+		prog("pinning all experts (%s) failed (%v): staging misses through a pinned ring of %d slots instead\n", mib(n), err, ring)
+		return nil
+	}
+	dst := e.hostExp.Bytes()
 	// Layers are copied by parallel workers; a fault reading the mapping (file truncated
 	// under us) becomes an error.
 	var mu sync.Mutex
@@ -623,17 +636,24 @@ func (e *Engine) prepare(o Options) error {
 			return a > b || (a == b && less(keys[i], keys[j]))
 		})
 		placed := e.cache.Preload(keys)
-		cps := make([]Copy, len(placed))
-		for i, p := range placed {
-			e.setSlot(st, int(p.Key.Layer), int(p.Key.Expert), e.mem.Slot(p.Slot))
-			cps[i] = Copy{Dst: e.mem.Slot(p.Slot), Off: int((uint64(p.Key.Layer)*uint64(c.Experts) + uint64(p.Key.Expert)) * e.slot.total), N: int(e.slot.total)}
+		chunk := len(placed)
+		if e.ring > 0 {
+			chunk = e.ring
 		}
-		if _, err := e.copier.Issue(cps); err != nil {
-			return err
+		for lo := 0; lo < len(placed); lo += chunk {
+			var cps []Copy
+			for _, p := range placed[lo:min(lo+chunk, len(placed))] {
+				e.setSlot(st, int(p.Key.Layer), int(p.Key.Expert), e.mem.Slot(p.Slot))
+				cps = append(cps, e.expertCopy(int(p.Key.Layer), int(p.Key.Expert), e.mem.Slot(p.Slot)))
+			}
+			if _, err := e.copier.Issue(cps); err != nil {
+				return err
+			}
+			if err := e.finishCopies(); err != nil {
+				return err
+			}
 		}
-		if _, err := e.copier.Finish(); err != nil {
-			return err
-		}
+		e.stats = Stats{}
 		if o.Progress != nil {
 			fmt.Fprintf(o.Progress, "expert cache warmed from the profile: %d experts\n", len(placed))
 		}

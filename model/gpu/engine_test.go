@@ -211,9 +211,9 @@ func TestEngineEmulatedMatchesCPU(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			run := func(slots int, prefetch bool) [][]float32 {
+			run := func(slots int, prefetch bool, hostLimit uintptr) [][]float32 {
 				dev, fake := newFakeDeviceArch(1<<30, "sm_90")
-				fake.emu = newEmu()
+				fake.emu, fake.hostLimit = newEmu(), hostLimit
 				eng, err := Load(dev, src, Options{CODir: fakeCODir(t, "sm_90"), Ctx: ctx, Budget: 256 << 20, Reserve: 1 << 20, MaxExpert: slots, Group: 2, Prefetch: prefetch})
 				if err != nil {
 					t.Fatal(err)
@@ -232,13 +232,16 @@ func TestEngineEmulatedMatchesCPU(t *testing.T) {
 					t.Fatal(fake.emu.err)
 				}
 				s := eng.Stats()
-				t.Logf("%d slots, prefetch %v: hits %d, misses %d, prefetched %d (%d used)", eng.Plan().Slots, prefetch, s.Hits, s.Misses, s.Prefetched, s.PrefetchUsed)
+				t.Logf("%d slots, prefetch %v, staging ring %d: hits %d, misses %d, prefetched %d (%d used)", eng.Plan().Slots, prefetch, eng.ring, s.Hits, s.Misses, s.Prefetched, s.PrefetchUsed)
+				if (hostLimit > 0) != (eng.ring > 0) {
+					t.Errorf("pinned limit %d: staging ring %d", hostLimit, eng.ring)
+				}
 				if prefetch && (s.Prefetched == 0 || s.PrefetchUsed == 0) {
 					t.Errorf("prefetch on: %d prefetched, %d used", s.Prefetched, s.PrefetchUsed)
 				}
 				return logs
 			}
-			full := run(0, false)
+			full := run(0, false, 0)
 			for i := range cpuLog {
 				var num, den float64
 				for j, c := range cpuLog[i] {
@@ -255,15 +258,17 @@ func TestEngineEmulatedMatchesCPU(t *testing.T) {
 					t.Errorf("step %d: greedy %d, CPU %d", i, a, b)
 				}
 			}
+			K := synth.Presets[c.preset].ExpertsUsed
 			for _, r := range []struct {
-				slots    int
-				prefetch bool
-			}{{2 * synth.Presets[c.preset].ExpertsUsed, false}, {3 * synth.Presets[c.preset].ExpertsUsed, true}} {
-				small := run(r.slots, r.prefetch)
+				slots     int
+				prefetch  bool
+				hostLimit uintptr
+			}{{2 * K, false, 0}, {3 * K, true, 0}, {3 * K, true, 4 << 20}} {
+				small := run(r.slots, r.prefetch, r.hostLimit)
 				for i := range full {
 					for j := range full[i] {
 						if math.Float32bits(full[i][j]) != math.Float32bits(small[i][j]) {
-							t.Fatalf("%d slots, prefetch %v: step %d logit %d: streamed %v, resident %v", r.slots, r.prefetch, i, j, small[i][j], full[i][j])
+							t.Fatalf("%+v: step %d logit %d: streamed %v, resident %v", r, i, j, small[i][j], full[i][j])
 						}
 					}
 				}

@@ -26,6 +26,8 @@ type fakeDriver struct {
 	// leaving them untouched.
 	onD2H func(dst []byte)
 	emu   *emu // memory and kernels (emu_test.go); nil: allocations hold nothing
+	// hostLimit > 0: pinned host allocations above it fail as out of memory
+	hostLimit uintptr
 }
 
 // hostAt is the fake's pinned host memory at address p, n bytes.
@@ -121,6 +123,9 @@ func (f *fakeDriver) CopyAsync(kind rt.CopyKind, dst, src, n, s uintptr) error {
 }
 func (f *fakeDriver) MemsetAsync(rt.DevPtr, byte, uintptr, uintptr) error { return nil }
 func (f *fakeDriver) HostAlloc(n uintptr, mapped bool) (unsafe.Pointer, error) {
+	if f.hostLimit > 0 && n > f.hostLimit {
+		return nil, &rt.Error{Backend: "fake", Call: "hostalloc", Object: fmt.Sprint(n), Code: 2, Name: "OutOfMemory"}
+	}
 	mem, err := rt.AllocAnon(int(n))
 	if err != nil {
 		return nil, err

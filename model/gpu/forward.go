@@ -141,6 +141,7 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 
 func (e *Engine) finishCopies() error {
 	ms, err := e.copier.Finish()
+	e.ringNext = 0
 	e.stats.CopyMs += ms
 	return err
 }
@@ -237,8 +238,7 @@ func (e *Engine) experts(li int) (rerun bool, err error) {
 				delete(e.predicted, m.Evicted)
 			}
 			e.setSlot(tables, layer, int(m.Key.Expert), e.mem.Slot(m.Slot))
-			src := (uint64(layer)*uint64(E) + uint64(m.Key.Expert)) * e.slot.total
-			cps[i] = Copy{Dst: e.mem.Slot(m.Slot), Off: int(src), N: int(e.slot.total)}
+			cps[i] = e.expertCopy(layer, int(m.Key.Expert), e.mem.Slot(m.Slot))
 			e.stats.CopiedBytes += int64(e.slot.total)
 		}
 		e.dirty[layer] = e.dirty[layer] || len(ms) > 0
@@ -270,6 +270,9 @@ func (e *Engine) experts(li int) (rerun bool, err error) {
 		cur := map[Key]bool{}
 		for _, id := range ids {
 			cur[Key{int32(li), int32(id)}] = true
+		}
+		if e.ring > 0 { // the ring holds this batch's misses and at most the rest
+			pred = pred[:min(len(pred), e.ring-e.ringNext)]
 		}
 		fetched := e.cache.Fetch(li+1, pred, func(k Key) bool { return cur[k] })
 		for _, m := range fetched {
@@ -489,4 +492,27 @@ func (e *Engine) setSlot(tables []byte, layer, expert int, slot rt.DevPtr) {
 		}
 		binary.LittleEndian.PutUint64(tables[base+(j*E+expert)*8:], p)
 	}
+}
+
+// expertCopy is the copy that brings layer's expert into the slot at dst: from its place in
+// the pinned copy of every expert, or — with a staging ring — from the ring slot it is
+// first copied into on the CPU (the ring is free again after finishCopies).
+func (e *Engine) expertCopy(layer, expert int, dst rt.DevPtr) Copy {
+	if e.ring == 0 {
+		off := (uint64(layer)*uint64(e.cfg.Experts) + uint64(expert)) * e.slot.total
+		return Copy{Dst: dst, Off: int(off), N: int(e.slot.total)}
+	}
+	if e.ringNext >= e.ring {
+		panic("model/gpu: staging ring overrun") // callers size batches to the ring
+	}
+	off := e.ringNext * int(e.slot.total)
+	e.ringNext++
+	ts := e.expT[layer]
+	c := &e.cfg
+	sz := [3]int{c.ExpertFF * ts[0].RowBytes, c.ExpertFF * ts[1].RowBytes, c.Embd * ts[2].RowBytes}
+	ring := e.hostExp.Bytes()
+	for j, o := range []uint64{e.slot.gate, e.slot.up, e.slot.down} {
+		copy(ring[off+int(o):], ts[j].Data[expert*sz[j]:(expert+1)*sz[j]])
+	}
+	return Copy{Dst: dst, Off: off, N: int(e.slot.total)}
 }
