@@ -62,7 +62,7 @@ func presetSource(t *testing.T, preset string, typ quant.Type) *model.GGUFSource
 // from its own (layer, expert) place in pinned memory, and copies go out in groups.
 func TestEngineHostSide(t *testing.T) {
 	src := tinySource(t, quant.Q4_K)
-	dev, fake := newFakeDeviceArch(1<<30, "sm_90")
+	dev, fake := newFakeDeviceArch(1<<30, fakeTarget)
 	shp := synth.Presets["tiny"]
 	rng := rand.New(rand.NewPCG(3, 4))
 	K, E := shp.ExpertsUsed, shp.Experts
@@ -91,7 +91,7 @@ func TestEngineHostSide(t *testing.T) {
 		}
 	}
 	const slots = 12
-	eng, err := Load(dev, src, Options{CODir: fakeCODir(t, "sm_90"), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20, MaxExpert: slots, Group: 3})
+	eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20, MaxExpert: slots, Group: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,15 +161,15 @@ func TestEngineHostSide(t *testing.T) {
 // ErrMissingKernel naming the family, and nothing stays allocated.
 func TestEngineMissingKernel(t *testing.T) {
 	src := tinySource(t, quant.Q8_0)
-	dev, fake := newFakeDeviceArch(1<<30, "sm_90")
-	_, err := Load(dev, src, Options{CODir: fakeCODir(t, "sm_90", "moe_decode"), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20})
+	dev, fake := newFakeDeviceArch(1<<30, fakeTarget)
+	_, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget, "moe_decode"), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20})
 	if !errors.Is(err, ErrMissingKernel) || !strings.Contains(err.Error(), "moe_decode") {
 		t.Fatalf("got %v", err)
 	}
 	if dev.Used() != 0 || len(fake.live) != 0 {
 		t.Fatalf("%d bytes left allocated", dev.Used())
 	}
-	_, err = Load(dev, src, Options{CODir: fakeCODir(t, "sm_90"), Ctx: 64, Budget: 4 << 20, Reserve: 1 << 20})
+	_, err = Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 4 << 20, Reserve: 1 << 20})
 	if err == nil || !strings.Contains(err.Error(), "does not fit in 4.0 MiB") {
 		t.Fatalf("got %v", err)
 	}
@@ -212,9 +212,9 @@ func TestEngineEmulatedMatchesCPU(t *testing.T) {
 				t.Fatal(err)
 			}
 			run := func(slots int, prefetch bool, hostLimit uintptr) [][]float32 {
-				dev, fake := newFakeDeviceArch(1<<30, "sm_90")
+				dev, fake := newFakeDeviceArch(1<<30, fakeTarget)
 				fake.emu, fake.hostLimit = newEmu(), hostLimit
-				eng, err := Load(dev, src, Options{CODir: fakeCODir(t, "sm_90"), Ctx: ctx, Budget: 256 << 20, Reserve: 1 << 20, MaxExpert: slots, Group: 2, Prefetch: prefetch})
+				eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: ctx, Budget: 256 << 20, Reserve: 1 << 20, MaxExpert: slots, Group: 2, Prefetch: prefetch})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -293,9 +293,9 @@ func TestProfileWarmStart(t *testing.T) {
 	src := tinySource(t, quant.Q8_0)
 	prompt := []int32{1, 2, 3, 4, 5}
 	run := func(p *Profile) ([]float32, Stats, *Profile) {
-		dev, fake := newFakeDeviceArch(1<<30, "sm_90")
+		dev, fake := newFakeDeviceArch(1<<30, fakeTarget)
 		fake.emu = newEmu()
-		eng, err := Load(dev, src, Options{CODir: fakeCODir(t, "sm_90"), Ctx: 16, Budget: 256 << 20, Reserve: 1 << 20, MaxExpert: 24, Profile: p})
+		eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 16, Budget: 256 << 20, Reserve: 1 << 20, MaxExpert: 24, Profile: p})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -326,3 +326,7 @@ func TestProfileWarmStart(t *testing.T) {
 	}
 	t.Logf("cold: %d hits %d misses; warm: %d hits %d misses", s1.Hits, s1.Misses, s2.Hits, s2.Misses)
 }
+
+// fakeTarget is the target the fake device reports as its arch: the last one with code
+// objects (the engine only needs abi to map the arch to a target with every family).
+var fakeTarget = abi.CodeObjects[len(abi.CodeObjects)-1].Target
