@@ -39,7 +39,7 @@ var mpList = Bound{Name: "list", Exact: true, Why: `
 	Integers: pair ids t·k + s grouped by expert in expert order, within an expert in
 	increasing pair id (the kernel's chunked stable placement); a unique answer for given ids.`}
 
-var mpH = Bound{Name: "h", MaxRowRel: 8e-6, Why: `
+var mpH = Bound{Name: "h", MaxRowRel: 8.1e-6, Why: `
 	Per element, |h − silu(g)·u| / E with E = 1.1·S_g·|u| + |silu(g)|·S_u + (8 + |g|)·|h|
 	(float64 g, u, h = silu(g)·u; S_g, S_u the mmq fold scales of the two dots). g and u are
 	mmq dots with K = hidden ≤ 2048: ≤ 2 folds per group (Q4_K), n ≤ 128, |δg| ≤ γ₁₂₈·S_g,
@@ -47,7 +47,7 @@ var mpH = Bound{Name: "h", MaxRowRel: 8e-6, Why: `
 	silu(g) = g/(1 + e^(−g)) with e^x from exp2 (≤ 2 ulp + |x|·2⁻²⁴ relative, prelude), one
 	addition, one division, then one product with u: ≤ (7 + |g|)·2⁻²⁴ relative of |h|,
 	covered by γ₁₂₈·(8 + |g|)|h|. Second-order terms (γ²·S_g·S_u) are below 1e-10 of E:
-	bound 1.05·γ₁₂₈ = 8.0e-6.`}
+	1.05·γ₁₂₈ = 8.011e-6: bound 8.1e-6.`}
 
 var mpHQ = Bound{Name: "hq", Exact: true, Why: `
 	The requantisation repeats quantize_q8_1's arithmetic step for step on the kernel's own h
@@ -175,14 +175,40 @@ func newMpInputs(t quant.Type, dims []int, bn int, rng *rand.Rand) (*mpInputs, e
 	if in.wd, in.di, err = mat(in.hidden, in.ff, dRB, in.dBytes); err != nil {
 		return nil, err
 	}
+	// Activations, scaled so that gate and up values of the first tokens are at most 8 in
+	// magnitude: SwiGLU's curved range, and h well inside what Q8_1's fp16 d can hold
+	// (|h| ≤ 127·65504); random weights times random activations would overflow it.
 	xf := activations(rng, in.tokens, in.hidden)
-	in.x = make([]byte, in.tokens*in.hidden/32*36)
-	for tk := 0; tk < in.tokens; tk++ {
-		if err := quant.QuantizeQ8_1GPU(xf[tk*in.hidden:(tk+1)*in.hidden], in.x[tk*in.hidden/32*36:(tk+1)*in.hidden/32*36]); err != nil {
+	quantizeX := func() error {
+		in.x = make([]byte, in.tokens*in.hidden/32*36)
+		for tk := 0; tk < in.tokens; tk++ {
+			if err := quant.QuantizeQ8_1GPU(xf[tk*in.hidden:(tk+1)*in.hidden], in.x[tk*in.hidden/32*36:(tk+1)*in.hidden/32*36]); err != nil {
+				return err
+			}
+		}
+		in.xi = newQ81Rows(in.x, in.tokens, in.hidden, in.hidden/32)
+		return nil
+	}
+	if err := quantizeX(); err != nil {
+		return nil, err
+	}
+	var big float64
+	for p := 0; p < min(in.tokens, 8)*in.k; p++ {
+		e := in.ids[p]
+		for f := 0; f < in.ff; f++ {
+			g, _ := prefillDot(in.gi[e], f, in.xi, p/in.k)
+			u, _ := prefillDot(in.ui[e], f, in.xi, p/in.k)
+			big = max(big, math.Abs(g), math.Abs(u))
+		}
+	}
+	if big > 8 {
+		for i := range xf {
+			xf[i] *= float32(8 / big)
+		}
+		if err := quantizeX(); err != nil {
 			return nil, err
 		}
 	}
-	in.xi = newQ81Rows(in.x, in.tokens, in.hidden, in.hidden/32)
 	in.out0 = make([]float32, in.tokens*in.ldo)
 	for i := range in.out0 {
 		in.out0[i] = float32(rng.NormFloat64())
