@@ -1,0 +1,48 @@
+package kernels
+
+import "testing"
+
+// The prefill tiles each target gets: r64t64 everywhere (mma only with a matrix unit),
+// r128t64 only where 64 accumulators per lane fit (NVIDIA); every kept variant's LDS model
+// within the target's LDS.
+func TestPrefillTiles(t *testing.T) {
+	for _, fam := range []string{"mmq", "moe_prefill"} {
+		s, ok := LookupSpec(fam)
+		if !ok {
+			t.Fatalf("no %s spec", fam)
+		}
+		for _, tg := range Targets {
+			kept, pruned := s.Variants(tg)
+			got := map[string]bool{}
+			for _, v := range kept {
+				got[v.Values["op"]+"/"+v.Values["tile"]] = true
+				bm, bn := mmqTiles[v.Values["tile"]][0], mmqTiles[v.Values["tile"]][1]
+				if lds := mmqLDS(v.Values["type"], 1, bm, bn, 0); lds > tg.LDSBytes {
+					t.Errorf("%s %s/%s: LDS %d > %d kept", fam, tg.Name, v.Name, lds, tg.LDSBytes)
+				}
+			}
+			want := map[string]bool{"dp4a/r64t64": true}
+			if tg.HasInt8Matrix() {
+				want["mma/r64t64"] = true
+			}
+			if fam == "mmq" && tg.IsNVIDIA() {
+				want["dp4a/r128t64"], want["mma/r128t64"] = true, true
+			}
+			for k := range want {
+				if !got[k] {
+					t.Errorf("%s %s: no %s variant", fam, tg.Name, k)
+				}
+			}
+			for k := range got {
+				if !want[k] {
+					t.Errorf("%s %s: unexpected %s variant", fam, tg.Name, k)
+				}
+			}
+			for _, p := range pruned {
+				if p.Why == "" {
+					t.Errorf("%s %s/%s pruned without a reason", fam, tg.Name, p.Variant.Name)
+				}
+			}
+		}
+	}
+}
