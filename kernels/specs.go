@@ -32,7 +32,7 @@ var Specs = []Spec{
 		Family:   "attention_decode",
 		Template: "attention_decode",
 		Doc: "one query token against an f16 or int8 KV cache, grouped-query heads, split along the sequence: " +
-			"split (grid (nkv, nsplit, 1)) writes per-split softmax partials of every q head of a kv group, reduce (grid (nh, 1, 1)) combines them " +
+			"split (grid (nkv·ceil(nh/nkv/8), nsplit, 1)) writes per-split softmax partials of up to 8 q heads of a kv group, reduce (grid (nh, 1, 1)) combines them " +
 			"and applies the optional sigmoid output gate; store (grid (ceil(kv_rows·nkv·hd/64), 1, 1)) writes new f32 K/V " +
 			"rows into the cache in its format; block (128, 1, 1).",
 		Threads: 128,
@@ -46,7 +46,7 @@ var Specs = []Spec{
 			{Name: "part", Type: ArgPtr, CType: "float", Doc: "workspace nh × nsplit × (hd+2) f32: split writes it, reduce reads it"},
 			{Name: "out", Type: ArgPtr, CType: "float", Doc: "reduce: output nh × hd f32"},
 			{Name: "n", Type: ArgI32, Doc: "cached positions (≥ 1), the query's own included"},
-			{Name: "nh", Type: ArgI32, Doc: "query heads, a multiple of nkv, at most 8·nkv"},
+			{Name: "nh", Type: ArgI32, Doc: "query heads, a multiple of nkv"},
 			{Name: "nkv", Type: ArgI32, Doc: "key/value heads"},
 			{Name: "hd", Type: ArgI32, Doc: "head dimension: 64, 128 or 256"},
 			{Name: "split_len", Type: ArgI32, Doc: "positions per split (> 0)"},

@@ -44,6 +44,10 @@ func attentionShape(c Case) attentionCase {
 	return attentionCase{c.Dims[0], c.Dims[1], c.Dims[2], c.Dims[3], c.Dims[4], c.Dims[5]}
 }
 
+// attentionHeadChunks is how many split blocks share a kv group's G q heads (≤ 8 each):
+// the split grid's x is nkv·attentionHeadChunks(G).
+func attentionHeadChunks(G int) int { return (G + 7) / 8 }
+
 // attentionSplitLen is the split policy the tests (and a launcher) use: at most 256
 // splits, at most 1024 positions each, a multiple of 64.
 func attentionSplitLen(n int) int {
@@ -77,6 +81,7 @@ func init() {
 			{"n=131072,nh=16,nkv=2,hd=256,gate", []int{131072, 16, 2, 256, 1, 1}},
 			{"n=262144,nh=16,nkv=2,hd=256,gate", []int{262144, 16, 2, 256, 1, 1}},
 			{"n=32768,nh=32,nkv=4,hd=128", []int{32768, 32, 4, 128, 0, 1}},
+			{"n=2049,nh=24,nkv=2,hd=256,gate,12_per_group", []int{2049, 24, 2, 256, 1, 1}},
 		},
 		Run:       runAttentionDecode,
 		SelfCheck: selfCheckAttentionDecode,
@@ -377,7 +382,7 @@ func runAttentionDecode(h *Harness, symbol string, c Case, bounds []Bound, rng *
 	block := moBlock(abi.AttentionDecodeThreads)
 	ab := args.Bytes()
 	got, el, err := h.runSeq([]seqLaunch{
-		{fs, gpu.Dim3{X: uint32(s.nkv), Y: uint32(ns), Z: 1}, block, ab},
+		{fs, gpu.Dim3{X: uint32(s.nkv * attentionHeadChunks(s.nh/s.nkv)), Y: uint32(ns), Z: 1}, block, ab},
 		{fr, gpu.Dim3{X: uint32(s.nh), Y: 1, Z: 1}, block, ab},
 	}, out)
 	if err != nil {
@@ -416,8 +421,8 @@ func selfCheckAttentionDecode(c Case, rng *rand.Rand) error {
 }
 
 // attentionOnline computes the kernels' algorithm on the host: splits of splitLen
-// positions, each head's P = 4/min(G, 4) waves per split taking positions round robin
-// (G = nh/nkv heads per group share a block's 4 waves), each with a running max and
+// positions, each head's P = 4/min(Gc, 4) waves per split taking positions round robin
+// (the Gc ≤ 8 heads of a block's head chunk share its 4 waves), each with a running max and
 // rescaled sums, merged per split and then across splits. In f32 (with exact exp2 of
 // the f32 argument) when f32 is set, else in float64.
 func attentionOnline(a attentionKV, s attentionCase, splitLen int, f32 bool) []float64 {
@@ -441,7 +446,9 @@ func attentionOnline(a attentionKV, s attentionCase, splitLen int, f32 bool) []f
 		for i := range q {
 			q[i] = rnd(float64(a.q[h*s.hd+i]) * qs)
 		}
-		P := waves / min(s.nh/s.nkv, waves)
+		G := s.nh / s.nkv
+		h0 := (h % G) / 8 * 8
+		P := waves / min(min(G-h0, 8), waves)
 		ms, ls := make([]float64, ns), make([]float64, ns)
 		accs := make([][]float64, ns)
 		for sp := 0; sp < ns; sp++ {

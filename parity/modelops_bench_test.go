@@ -174,7 +174,7 @@ func TestBenchModelOps(t *testing.T) {
 				ab := a.Bytes()
 				blk := gpu.Dim3{X: abi.AttentionDecodeThreads, Y: 1, Z: 1}
 				sec := timeIt(func() error {
-					if err := split.Launch(s, gpu.Dim3{X: uint32(sh.nkv), Y: uint32(ns), Z: 1}, blk, 0, ab); err != nil {
+					if err := split.Launch(s, gpu.Dim3{X: uint32(sh.nkv * attentionHeadChunks(sh.nh/sh.nkv)), Y: uint32(ns), Z: 1}, blk, 0, ab); err != nil {
 						return err
 					}
 					return reduce.Launch(s, gpu.Dim3{X: uint32(sh.nh), Y: 1, Z: 1}, blk, 0, ab)

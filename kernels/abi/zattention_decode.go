@@ -10,7 +10,7 @@ import (
 
 /*
 AttentionDecodeArgs is the launch-argument struct of every strata_attention_decode_* kernel (C: struct strata_attention_decode_args).
-one query token against an f16 or int8 KV cache, grouped-query heads, split along the sequence: split (grid (nkv, nsplit, 1)) writes per-split softmax partials of every q head of a kv group, reduce (grid (nh, 1, 1)) combines them and applies the optional sigmoid output gate; store (grid (ceil(kv_rows·nkv·hd/64), 1, 1)) writes new f32 K/V rows into the cache in its format; block (128, 1, 1).
+one query token against an f16 or int8 KV cache, grouped-query heads, split along the sequence: split (grid (nkv·ceil(nh/nkv/8), nsplit, 1)) writes per-split softmax partials of up to 8 q heads of a kv group, reduce (grid (nh, 1, 1)) combines them and applies the optional sigmoid output gate; store (grid (ceil(kv_rows·nkv·hd/64), 1, 1)) writes new f32 K/V rows into the cache in its format; block (128, 1, 1).
 */
 type AttentionDecodeArgs struct {
 	Q        uint64  // offset 0: device address of const float[]; query, nh × hd f32 (normed and rotated)
@@ -22,7 +22,7 @@ type AttentionDecodeArgs struct {
 	Part     uint64  // offset 48: device address of float[]; workspace nh × nsplit × (hd+2) f32: split writes it, reduce reads it
 	Out      uint64  // offset 56: device address of float[]; reduce: output nh × hd f32
 	N        int32   // offset 64: cached positions (≥ 1), the query's own included
-	Nh       int32   // offset 68: query heads, a multiple of nkv, at most 8·nkv
+	Nh       int32   // offset 68: query heads, a multiple of nkv
 	Nkv      int32   // offset 72: key/value heads
 	Hd       int32   // offset 76: head dimension: 64, 128 or 256
 	SplitLen int32   // offset 80: positions per split (> 0)
