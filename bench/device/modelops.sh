@@ -45,7 +45,7 @@ gpu() {
 	export STRATA_CO_DIR=.dev/co STRATA_REQUIRE_GPU=1
 	local rc=0
 	echo "== parity ($families)"
-	.dev/parity.test -test.v -test.run "TestParity/[^/]+/($families)/" -test.timeout 400s >"$out/modelops-parity.log" 2>&1 || rc=1
+	.dev/parity.test -test.v -test.run "TestParity/.+/($families)/" -test.timeout 400s >"$out/modelops-parity.log" 2>&1 || rc=1
 	echo "== bench"
 	STRATA_BENCH=1 STRATA_BENCH_OUT="$out" .dev/parity.test -test.v -test.run 'TestBenchModelOps' -test.timeout 170s >"$out/modelops-bench.log" 2>&1 || rc=1
 	grep -E "^(parity on|[a-z_0-9]+/($families)/)" "$out/modelops-parity.log" | head -250
