@@ -26,9 +26,9 @@ var (
 		Per token row, |xc − xc₆₄| against max over channels of A = Σ_j |w_j·in_j| (inputs are
 		clipped so A ≤ 16). The 4-term f32 sum (fused or not): ≤ 4·2⁻²⁴·A. silu(x) =
 		x/(1 + e^(−x)): expf ≤ 2⁻²² + |x|·2⁻²⁴ relative (exp2 ≤ 2 ulp, x·log₂e one rounding),
-		1 + e and the division 2 more, x·σ one: ≤ A·(2⁻²² + (A + 3)·2⁻²⁴) ≤ A·1.2e-6·... at
-		A = 16: (4 + 4 + 19)·2⁻²⁴ = 1.6e-6 of A, plus silu' ≤ 1.1 times the sum's error:
-		≤ (4.4 + 4 + 19)·2⁻²⁴ = 1.7e-6: bound 4e-6.`}
+		1 + e and the division 2 more, x·σ one: ≤ |x|·(2⁻²² + (|x| + 3)·2⁻²⁴), |x| ≤ A; at
+		A = 16 that is (4 + 19)·2⁻²⁴ = 1.4e-6 of A; the sum's error passes through silu'
+		≤ 1.1: 4.4·2⁻²⁴. Total ≤ (4.4 + 4 + 19)·2⁻²⁴ = 1.7e-6 of A: bound 4e-6.`}
 	gdnConvState = Bound{Name: "conv_state", Exact: true, Why: `
 		The new conv state is a copy of the last 3 inputs (from x or from the old state):
 		no arithmetic.`}
