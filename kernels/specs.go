@@ -123,7 +123,7 @@ var Specs = []Spec{
 		Template: "gated_delta_net",
 		Doc: "Qwen3-Next gated delta-net after its projections: conv (grid (ceil(c/512), min(t, 65535), 1)) is the causal " +
 			"kernel-4 conv1d + SiLU with carried state; recurrent (grid (nv, 1, 1)) the L2-normalised, gated delta-rule " +
-			"recurrence over t tokens with f32 state, then the gated RMSNorm; block (512, 1, 1).",
+			"recurrence over t tokens with f32 state, then the gated RMSNorm (silu(z) gate; recurrentsig: sigmoid(z), qwen4exp); block (512, 1, 1).",
 		Threads: 512,
 		Args: []Arg{
 			{Name: "x", Type: ArgPtr, CType: "const float", Doc: "conv: raw qkv projection, t × c f32"},
@@ -146,7 +146,7 @@ var Specs = []Spec{
 			{Name: "dv", Type: ArgI32, Doc: "value head dimension, ≤ 128"},
 			{Name: "eps", Type: ArgF32, Doc: "gated RMSNorm epsilon"},
 		},
-		Axes: []Axis{{Name: "stage", Values: []Value{{Name: "conv"}, {Name: "recurrent"}}}},
+		Axes: []Axis{{Name: "stage", Values: []Value{{Name: "conv"}, {Name: "recurrent"}, {Name: "recurrentsig"}}}},
 	},
 	{
 		Family:   "imma_tile",

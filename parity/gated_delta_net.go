@@ -16,7 +16,8 @@ import (
 //	           coming from the conv state; the new state is the last 3 inputs.
 //	recurrent: per value head, token by token: q, k L2-normalised (eps 1e-6 inside the
 //	           root), q/√dk; decay = exp(ssm_a·softplus(a + dt_bias)), β = sigmoid(b);
-//	           S ← decay·S; u = v − Sᵀk; S ← S + β·k⊗u; o = Sᵀq; y = rmsnorm(o)·w·silu(z).
+//	           S ← decay·S; u = v − Sᵀk; S ← S + β·k⊗u; o = Sᵀq; y = rmsnorm(o)·w·silu(z)
+//	           (recurrentsig: ·sigmoid(z), qwen4exp's gate).
 //
 // deltaChunked is the chunked (prefill) form of the same recurrence, solved per chunk as a
 // triangular system; gated_delta_net_test.go holds it equal to the recurrent form, and the
@@ -43,12 +44,13 @@ var (
 		relative ≤ 2⁻²² + |g|·2⁻²⁴) on a contribution that survives decays Πd = e^(−x) sum
 		to ≤ x·e^(−x)·2⁻²⁴·few ≤ 2⁻²⁴ of it. Bound 3e-5.`}
 	gdnOut = Bound{Name: "out", MaxRowRel: 4e-5, Why: `
-		Per (token, head), y = o·inv·w·silu(z) with inv = 1/sqrt(mean o² + eps). |Δo_j| ≤
+		Per (token, head), y = o·inv·w·act(z) with inv = 1/sqrt(mean o² + eps), act = silu
+		(recurrent) or sigmoid (recurrentsig). |Δo_j| ≤
 		max|ΔS|·‖q‖₁ + 35·2⁻²⁴·Σ|S_ij q_i| ≤ (2.4e-5·√T + 2.1e-6)·M (‖q‖₁ ≤ √dk·‖q‖₂ = 1);
-		through the norm, |Δy_j| ≤ |w_j silu z_j|·inv·(|Δo_j| + |o_j|·Δrms/rms) ≤
-		|w silu z|·(1 + √dv)·inv·max|Δo|; the norm's and the gate's own roundings (≤ 5·2⁻²⁴
+		through the norm, |Δy_j| ≤ |w_j act z_j|·inv·(|Δo_j| + |o_j|·Δrms/rms) ≤
+		|w act z|·(1 + √dv)·inv·max|Δo|; the norm's and the gate's own roundings (≤ 5·2⁻²⁴
 		+ 2⁻²² + |z|·2⁻²⁴, |z| ≤ 8) are ≤ 1e-6 of |y|. So with the row scale
-		max|w·silu z|·(1 + √dv)·inv₆₄·M·√T + max|y₆₄|: ≤ 2.4e-5 + 2.1e-6 + 1e-6 ≤ 4e-5.`}
+		max|w·act z|·(1 + √dv)·inv₆₄·M·√T + max|y₆₄|: ≤ 2.4e-5 + 2.1e-6 + 1e-6 ≤ 4e-5.`}
 )
 
 // gdnShape is one case: Dims T, T1 (tokens of a first call; 0 = one call), nk, nv, dk,
@@ -67,7 +69,7 @@ func init() {
 		Name: "gated_delta_net",
 		Bounds: map[string][]Bound{
 			"conv":      {gdnConvXC, gdnConvState},
-			"recurrent": {gdnState, gdnOut},
+			"recurrent": {gdnState, gdnOut}, "recurrentsig": {gdnState, gdnOut},
 		},
 		Cases: []Case{
 			{"decode,t=1,nk=16,nv=32,d=128", []int{1, 0, 16, 32, 128, 128, 0, 1}},
@@ -317,8 +319,9 @@ func deltaChunked(p gdnHead, S []float64, dk, dv, t0, t1, cs int) [][]float64 {
 	return o
 }
 
-// gdnGatedNorm is y = o/sqrt(mean o² + eps)·w·silu(z) for one head's token, with inv.
-func gdnGatedNorm(o []float64, w, z []float32, eps float64) (y []float64, inv float64) {
+// gdnGatedNorm is y = o/sqrt(mean o² + eps)·w·act(z) for one head's token, with inv; act
+// is silu (Qwen3-Next) or, with sig, sigmoid (qwen4exp).
+func gdnGatedNorm(o []float64, w, z []float32, eps float64, sig bool) (y []float64, inv float64) {
 	var ss float64
 	for _, v := range o {
 		ss += v * v
@@ -326,16 +329,23 @@ func gdnGatedNorm(o []float64, w, z []float32, eps float64) (y []float64, inv fl
 	inv = 1 / math.Sqrt(ss/float64(len(o))+eps)
 	y = make([]float64, len(o))
 	for j, v := range o {
-		y[j] = v * inv * float64(w[j]) * silu64(float64(z[j]))
+		y[j] = v * inv * float64(w[j]) * gdnAct(float64(z[j]), sig)
 	}
 	return y, inv
 }
 
 const gdnEps = 1e-6
 
+func gdnAct(z float64, sig bool) float64 {
+	if sig {
+		return sigmoid64(z)
+	}
+	return silu64(z)
+}
+
 // gdnRecurrentRef runs the recurrent reference over all T tokens (heads in parallel):
 // y (t × nv·dv), the final state, and the rows' scales for the two checks.
-func gdnRecurrentRef(in gdnInputs, s gdnShape) (y, state, yScale, sScale []float64) {
+func gdnRecurrentRef(in gdnInputs, s gdnShape, sig bool) (y, state, yScale, sScale []float64) {
 	vd := s.nv * s.dv
 	y = make([]float64, s.T*vd)
 	state = moF64s(in.state0)
@@ -353,10 +363,10 @@ func gdnRecurrentRef(in gdnInputs, s gdnShape) (y, state, yScale, sScale []float
 			sScale[h] = M * sqrtT
 			for t := 0; t < s.T; t++ {
 				z := in.z[t*vd+h*s.dv : t*vd+(h+1)*s.dv]
-				yy, inv := gdnGatedNorm(o[t], in.normW, z, gdnEps)
+				yy, inv := gdnGatedNorm(o[t], in.normW, z, gdnEps, sig)
 				var gw, my float64
 				for j := range yy {
-					gw = max(gw, math.Abs(float64(in.normW[j])*silu64(float64(z[j]))))
+					gw = max(gw, math.Abs(float64(in.normW[j])*gdnAct(float64(z[j]), sig)))
 					my = max(my, math.Abs(yy[j]))
 				}
 				copy(y[t*vd+h*s.dv:], yy)
@@ -423,7 +433,7 @@ func runGatedDeltaNet(h *Harness, symbol string, c Case, bounds []Bound, rng *ra
 		o := Outcome{Reports: reports, Kernel: el.Seconds() * 1e6, Bytes: int64(4 * C * (2*s.T + 4 + 6))}
 		return o, checkAll(bounds, reports)
 	}
-	yWant, stWant, yScale, sScale := gdnRecurrentRef(in, s)
+	yWant, stWant, yScale, sScale := gdnRecurrentRef(in, s, symbol == abi.SymGatedDeltaNetRecurrentsig)
 	b, err := h.moInputs(moF32Bytes(in.xc), moF32Bytes(in.z), moF32Bytes(in.ba), moF32Bytes(in.ssmA), moF32Bytes(in.dtBias), moF32Bytes(in.normW))
 	if err != nil {
 		return Outcome{}, err

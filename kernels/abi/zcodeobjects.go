@@ -130,6 +130,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrent",
 		Symbol: "strata_gated_delta_net_recurrent",
+	}, {
+		Name:   "recurrentsig",
+		Symbol: "strata_gated_delta_net_recurrentsig",
 	}},
 	Vendor: "amd",
 }, {
@@ -442,6 +445,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrent",
 		Symbol: "strata_gated_delta_net_recurrent",
+	}, {
+		Name:   "recurrentsig",
+		Symbol: "strata_gated_delta_net_recurrentsig",
 	}},
 	Vendor: "amd",
 }, {
@@ -805,6 +811,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrent",
 		Symbol: "strata_gated_delta_net_recurrent",
+	}, {
+		Name:   "recurrentsig",
+		Symbol: "strata_gated_delta_net_recurrentsig",
 	}},
 	Vendor: "amd",
 }, {
@@ -1168,6 +1177,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrent",
 		Symbol: "strata_gated_delta_net_recurrent",
+	}, {
+		Name:   "recurrentsig",
+		Symbol: "strata_gated_delta_net_recurrentsig",
 	}},
 	Vendor: "amd",
 }, {
@@ -1531,6 +1543,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrent",
 		Symbol: "strata_gated_delta_net_recurrent",
+	}, {
+		Name:   "recurrentsig",
+		Symbol: "strata_gated_delta_net_recurrentsig",
 	}},
 	Vendor: "amd",
 }, {
@@ -1894,6 +1909,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrent",
 		Symbol: "strata_gated_delta_net_recurrent",
+	}, {
+		Name:   "recurrentsig",
+		Symbol: "strata_gated_delta_net_recurrentsig",
 	}},
 	Vendor: "amd",
 }, {
@@ -2257,6 +2275,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrent",
 		Symbol: "strata_gated_delta_net_recurrent",
+	}, {
+		Name:   "recurrentsig",
+		Symbol: "strata_gated_delta_net_recurrentsig",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -2668,6 +2689,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrent",
 		Symbol: "strata_gated_delta_net_recurrent",
+	}, {
+		Name:   "recurrentsig",
+		Symbol: "strata_gated_delta_net_recurrentsig",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3079,6 +3103,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrent",
 		Symbol: "strata_gated_delta_net_recurrent",
+	}, {
+		Name:   "recurrentsig",
+		Symbol: "strata_gated_delta_net_recurrentsig",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3490,6 +3517,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrent",
 		Symbol: "strata_gated_delta_net_recurrent",
+	}, {
+		Name:   "recurrentsig",
+		Symbol: "strata_gated_delta_net_recurrentsig",
 	}},
 	Vendor: "nvidia",
 }, {

@@ -10,7 +10,7 @@ import (
 
 /*
 GatedDeltaNetArgs is the launch-argument struct of every strata_gated_delta_net_* kernel (C: struct strata_gated_delta_net_args).
-Qwen3-Next gated delta-net after its projections: conv (grid (ceil(c/512), min(t, 65535), 1)) is the causal kernel-4 conv1d + SiLU with carried state; recurrent (grid (nv, 1, 1)) the L2-normalised, gated delta-rule recurrence over t tokens with f32 state, then the gated RMSNorm; block (512, 1, 1).
+Qwen3-Next gated delta-net after its projections: conv (grid (ceil(c/512), min(t, 65535), 1)) is the causal kernel-4 conv1d + SiLU with carried state; recurrent (grid (nv, 1, 1)) the L2-normalised, gated delta-rule recurrence over t tokens with f32 state, then the gated RMSNorm (silu(z) gate; recurrentsig: sigmoid(z), qwen4exp); block (512, 1, 1).
 */
 type GatedDeltaNetArgs struct {
 	X       uint64  // offset 0: device address of const float[]; conv: raw qkv projection, t × c f32
@@ -43,8 +43,9 @@ const GatedDeltaNetThreads = 512
 
 // Kernel symbols of every gated_delta_net variant; CodeObject.Symbol says which a target has.
 const (
-	SymGatedDeltaNetConv      = "strata_gated_delta_net_conv"      // variant conv
-	SymGatedDeltaNetRecurrent = "strata_gated_delta_net_recurrent" // variant recurrent
+	SymGatedDeltaNetConv         = "strata_gated_delta_net_conv"         // variant conv
+	SymGatedDeltaNetRecurrent    = "strata_gated_delta_net_recurrent"    // variant recurrent
+	SymGatedDeltaNetRecurrentsig = "strata_gated_delta_net_recurrentsig" // variant recurrentsig
 )
 
 // Compile-time guards: building fails if the size or an offset drifts from the C static_asserts.
