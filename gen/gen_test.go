@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -93,7 +94,9 @@ func TestHeaders(t *testing.T) {
 }
 
 // Every kernel a target gets appears in its source with exactly the symbol the list and
-// kernels/abi name, as an extern "C" kernel; pruned variants are absent.
+// kernels/abi name, as an extern "C" kernel whose launch bounds are the Spec's Threads
+// (attribute macros such as STRATA_MMQ_VGPRS may stand before the name); pruned variants
+// are absent.
 func TestSourcesDefineTheirSymbols(t *testing.T) {
 	files, err := renderAll(root)
 	if err != nil {
@@ -108,8 +111,11 @@ func TestSourcesDefineTheirSymbols(t *testing.T) {
 			src := byPath["kernels/out/"+tg.Name+"/"+s.Family+tg.SourceExt()]
 			kept, pruned := s.Variants(tg)
 			for _, v := range kept {
-				if !strings.Contains(src, "STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(") || !strings.Contains(src, " "+s.Symbol(v)+"(const struct strata_"+s.Family+"_args p)") {
-					t.Errorf("%s/%s: no kernel %s(const struct strata_%s_args p)", tg.Name, s.Family, s.Symbol(v), s.Family)
+				def := regexp.MustCompile(`(?m)^STRATA_KERNEL void STRATA_LAUNCH_BOUNDS\(` + strconv.Itoa(s.Threads) + `\)( [A-Z0-9_]+)* ` +
+					regexp.QuoteMeta(s.Symbol(v)) + `\(const struct strata_` + s.Family + `_args p\)`)
+				if !def.MatchString(src) {
+					t.Errorf("%s/%s: no kernel STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(%d) %s(const struct strata_%s_args p)",
+						tg.Name, s.Family, s.Threads, s.Symbol(v), s.Family)
 				}
 			}
 			for _, p := range pruned {
