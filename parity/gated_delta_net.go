@@ -507,7 +507,81 @@ func selfCheckGatedDeltaNet(c Case, rng *rand.Rand) error {
 			return fmt.Errorf("head %d: chunked final state: %w", h, err)
 		}
 	}
-	return nil
+	// The recurrent kernel's arithmetic emulated in float32 stays within the declared bounds.
+	y, st := gdnRecurrentF32(in, s)
+	yWant, stWant, yScale, sScale := gdnRecurrentRef(in, s, false)
+	if err := gdnState.Verify(CompareRows(moF64s(st), stWant, s.dk*s.dv, func(r int) float64 { return sScale[r] })); err != nil {
+		return fmt.Errorf("f32 emulation: %w", err)
+	}
+	return gdnOut.Verify(CompareRows(moF64s(y), yWant, s.dv, func(r int) float64 { return yScale[r] }))
+}
+
+// gdnRecurrentF32 follows the recurrent kernel's float32 operations (per-thread row-group
+// partials of dk/4 rows, then the 4-group sum; the gates from float64 rounded once, as
+// the kernel's exp/log are within a few ulp): y (t × nv·dv) and the final state.
+func gdnRecurrentF32(in gdnInputs, s gdnShape) (y, state []float32) {
+	C, vd, R := s.channels(), s.nv*s.dv, s.dk/4
+	r := s.nv / s.nk
+	y = make([]float32, s.T*vd)
+	state = append([]float32(nil), in.state0...)
+	qscale := 1 / float32(math.Sqrt(float64(s.dk)))
+	norm := func(x []float32, extra float32) []float32 {
+		var ss float32
+		for _, v := range x {
+			ss += v * v
+		}
+		inv := 1 / float32(math.Sqrt(float64(ss+1e-6))) * extra
+		out := make([]float32, len(x))
+		for i, v := range x {
+			out[i] = v * inv
+		}
+		return out
+	}
+	sig := func(x float32) float32 { return float32(sigmoid64(float64(x))) }
+	for h := 0; h < s.nv; h++ {
+		kh, idx := h/r, h%r
+		S := state[h*s.dk*s.dv : (h+1)*s.dk*s.dv]
+		part := make([]float32, 4)
+		for t := 0; t < s.T; t++ {
+			row := in.xc[t*C:]
+			q := norm(row[kh*s.dk:(kh+1)*s.dk], qscale)
+			k := norm(row[s.nk*s.dk+kh*s.dk:s.nk*s.dk+(kh+1)*s.dk], 1)
+			ba := in.ba[t*2*s.nv+kh*2*r:]
+			decay := float32(math.Exp(float64(in.ssmA[h]) * softplus64(float64(ba[r+idx]+in.dtBias[h]))))
+			beta := sig(ba[idx])
+			o := make([]float32, s.dv)
+			for j := 0; j < s.dv; j++ {
+				for g := 0; g < 4; g++ {
+					var m float32
+					for i := g * R; i < (g+1)*R; i++ {
+						S[i*s.dv+j] *= decay
+						m += S[i*s.dv+j] * k[i]
+					}
+					part[g] = m
+				}
+				delta := (row[2*s.nk*s.dk+h*s.dv+j] - (part[0] + part[1] + part[2] + part[3])) * beta
+				for g := 0; g < 4; g++ {
+					var oo float32
+					for i := g * R; i < (g+1)*R; i++ {
+						S[i*s.dv+j] += k[i] * delta
+						oo += S[i*s.dv+j] * q[i]
+					}
+					part[g] = oo
+				}
+				o[j] = part[0] + part[1] + part[2] + part[3]
+			}
+			var ss float32
+			for _, v := range o {
+				ss += v * v
+			}
+			inv := 1 / float32(math.Sqrt(float64(ss/float32(s.dv)+gdnEps)))
+			for j, v := range o {
+				z := in.z[t*vd+h*s.dv+j]
+				y[t*vd+h*s.dv+j] = v * inv * in.normW[j] * (z * sig(z))
+			}
+		}
+	}
+	return y, state
 }
 
 // moCloseRel fails when any |a−b| exceeds tol·scale.
