@@ -1,9 +1,15 @@
 #!/bin/sh
 # Installs what a fresh Debian 12 machine with only Go lacks for `just ci`: clang-19,
-# lld-19, llvm-19 (llvm-objdump-19, llvm-readobj-19), cmake and ninja-build from Debian, and
-# libamdhip64-5, and `just` from the npm package rust-just (npm from Debian if missing). Installs nothing that
-# is already present; uses sudo only when not root.
+# lld-19, llvm-19 (llvm-objdump-19, llvm-readobj-19), cmake, ninja-build and libamdhip64-5
+# from Debian, and `just` from the npm package rust-just (npm from Debian if missing).
+# Installs nothing that is already present; uses sudo only when not root.
 set -eu
+
+# Go is the one thing this script does not install: say so before installing anything.
+if ! command -v go >/dev/null 2>&1; then
+  echo "install-deps: go is not on PATH; install Go 1.26 (https://go.dev/dl/) first" >&2
+  exit 1
+fi
 
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
@@ -44,7 +50,3 @@ if ! just --version >/dev/null 2>&1; then
   hash -r 2>/dev/null || true
 fi
 just --version
-if ! command -v go >/dev/null 2>&1; then
-  echo "install-deps: go is not on PATH; install Go 1.26 (https://go.dev/dl/) first" >&2
-  exit 1
-fi
