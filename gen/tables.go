@@ -120,7 +120,7 @@ func tableFiles(root string) ([]File, error) {
 	dir := filepath.Join(root, tablesDir)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("gen: tables: %w (run gen from the repository root)", err)
+		return nil, fmt.Errorf("tables: %w (run gen from the repository root)", err)
 	}
 	known := map[string]bool{}
 	for _, s := range tableSpecs {
@@ -128,7 +128,7 @@ func tableFiles(root string) ([]File, error) {
 	}
 	for _, e := range entries {
 		if strings.HasSuffix(e.Name(), ".txt") && !known[e.Name()] {
-			return nil, fmt.Errorf("gen: %s/%s: unknown table; add it to tableSpecs in gen/tables.go or remove it", tablesDir, e.Name())
+			return nil, fmt.Errorf("%s/%s: unknown table; add it to tableSpecs in gen/tables.go or remove it", tablesDir, e.Name())
 		}
 	}
 	values := map[string][]uint64{}
@@ -136,7 +136,7 @@ func tableFiles(root string) ([]File, error) {
 	for _, s := range tableSpecs {
 		data, err := os.ReadFile(filepath.Join(dir, s.file))
 		if err != nil {
-			return nil, fmt.Errorf("gen: tables: %w", err)
+			return nil, fmt.Errorf("tables: %w", err)
 		}
 		v, ln, err := parseTable(s, data)
 		if err != nil {
@@ -161,7 +161,7 @@ func tableFiles(root string) ([]File, error) {
 // 0x-prefixed lowercase hex value, zero-padded to the element width. It returns the
 // values and the line number of each.
 func parseTable(s tableSpec, data []byte) ([]uint64, []int, error) {
-	where := func(line int) string { return fmt.Sprintf("gen: %s/%s:%d", tablesDir, s.file, line) }
+	where := func(line int) string { return fmt.Sprintf("%s/%s:%d", tablesDir, s.file, line) }
 	digits := s.bits / 4
 	var out []uint64
 	var lines []int
@@ -191,16 +191,16 @@ func parseTable(s tableSpec, data []byte) ([]uint64, []int, error) {
 		lines = append(lines, line)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, nil, fmt.Errorf("gen: %s/%s: %w", tablesDir, s.file, err)
+		return nil, nil, fmt.Errorf("%s/%s: %w", tablesDir, s.file, err)
 	}
 	if len(out) != s.count {
-		return nil, nil, fmt.Errorf("gen: %s/%s: %d entries, want %d", tablesDir, s.file, len(out), s.count)
+		return nil, nil, fmt.Errorf("%s/%s: %d entries, want %d", tablesDir, s.file, len(out), s.count)
 	}
 	if s.unique {
 		seen := map[uint64]int{}
 		for i, v := range out {
 			if j, dup := seen[v]; dup {
-				return nil, nil, fmt.Errorf("gen: %s/%s: entries %d and %d are both %#x; grid entries are unique", tablesDir, s.file, j, i, v)
+				return nil, nil, fmt.Errorf("%s/%s: entries %d and %d are both %#x; grid entries are unique", tablesDir, s.file, j, i, v)
 			}
 			seen[v] = i
 		}
@@ -219,7 +219,7 @@ func crossCheckTables(v map[string][]uint64, lines map[string][]int) error {
 			}
 		}
 		if e != want {
-			return fmt.Errorf("gen: %s/ksigns64.txt:%d: entry %d = 0x%016x, want 0x%016x (the byte expansion of ksigns_iq2xs entry %d)", tablesDir, lines["ksigns64.txt"][i], i, e, want, i)
+			return fmt.Errorf("%s/ksigns64.txt:%d: entry %d = 0x%016x, want 0x%016x (the byte expansion of ksigns_iq2xs entry %d)", tablesDir, lines["ksigns64.txt"][i], i, e, want, i)
 		}
 	}
 	cpu := v["iq1s_grid.txt"]
@@ -231,7 +231,7 @@ func crossCheckTables(v map[string][]uint64, lines map[string][]int) error {
 			want |= uint64(lo|hi<<4) << (8 * b)
 		}
 		if e != want {
-			return fmt.Errorf("gen: %s/iq1s_grid_gpu.txt:%d: entry %d = 0x%08x, want 0x%08x (the nibble re-encoding of iq1s_grid entry %d)", tablesDir, lines["iq1s_grid_gpu.txt"][i], i, e, want, i)
+			return fmt.Errorf("%s/iq1s_grid_gpu.txt:%d: entry %d = 0x%08x, want 0x%08x (the nibble re-encoding of iq1s_grid entry %d)", tablesDir, lines["iq1s_grid_gpu.txt"][i], i, e, want, i)
 		}
 	}
 	return nil
@@ -274,7 +274,7 @@ func renderTablesGo(values map[string][]uint64) ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	if err := f.Render(&buf); err != nil {
-		return nil, fmt.Errorf("gen: render %s: %w", tablesGoPath, err)
+		return nil, fmt.Errorf("render %s: %w", tablesGoPath, err)
 	}
 	return buf.Bytes(), nil
 }
