@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -143,5 +144,31 @@ func TestListDevicesChild(t *testing.T) {
 	err = runListDevices(nil, &out, &errb)
 	if err == nil || !strings.Contains(err.Error(), "segfault in runtime init") {
 		t.Fatalf("a crashed child must be reported with its stderr, got %v", err)
+	}
+}
+
+// TestDeviceTargetMatchesEngine: the target list-devices (and gpu.Select) shows for a
+// device is the one the GPU engine loads (kernels/abi.TargetFor): for every target of this
+// build, with a feature suffix, for NVIDIA devices newer than a target, and for none.
+func TestDeviceTargetMatchesEngine(t *testing.T) {
+	have := abi.TargetNames()
+	var archs []string
+	for _, tg := range have {
+		archs = append(archs, tg, tg+":sramecc-:xnack-")
+		if digits, ok := strings.CutPrefix(tg, "sm_"); ok {
+			cc, err := strconv.Atoi(digits)
+			if err != nil {
+				t.Fatalf("target %s: %v", tg, err)
+			}
+			archs = append(archs, "sm_"+strconv.Itoa(cc+1), "sm_"+strconv.Itoa(cc+31))
+		}
+	}
+	archs = append(archs, "unsupported_1", "")
+	for _, a := range archs {
+		got, ok := gpu.MatchTarget(have, a)
+		want, wantOK := abi.TargetFor(a)
+		if got != want || ok != wantOK {
+			t.Errorf("device arch %q: list-devices and gpu.Select match %q (%v), the engine loads %q (%v)", a, got, ok, want, wantOK)
+		}
 	}
 }

@@ -131,7 +131,10 @@ func TestTargetMatches(t *testing.T) {
 		{"gfx120", "gfx1201", false},
 		{"gfx1200", "gfx1201", false},
 		{"sm_90", "sm_90", true},
-		{"sm_80", "sm_90", false},
+		{"sm_80", "sm_90", true},  // PTX JIT-compiles forward
+		{"sm_90", "sm_120", true}, // likewise
+		{"sm_90", "sm_86", false}, // never backward
+		{"sm_90", "sm_x", false},
 		{"", "", false},
 	}
 	for _, tc := range tests {
@@ -143,6 +146,14 @@ func TestTargetMatches(t *testing.T) {
 	got, ok = MatchTarget([]string{"gfx1201:xnack-", "gfx1201:sramecc-:xnack-"}, "gfx1201:sramecc-:xnack-")
 	require.True(t, ok)
 	require.Equal(t, "gfx1201:sramecc-:xnack-", got, "the exact spelling wins")
+	nv := []string{"sm_80", "sm_86", "sm_89", "sm_90"}
+	for arch, want := range map[string]string{"sm_86": "sm_86", "sm_87": "sm_86", "sm_120": "sm_90", "sm_75": ""} {
+		got, ok := MatchTarget(nv, arch)
+		require.Equal(t, want, got, "MatchTarget(%q, %q): the highest compute capability not above the device's", nv, arch)
+		require.Equal(t, want != "", ok)
+	}
+	_, ok = MatchTarget([]string{"gfx1100", "sm_90"}, "gfx1151")
+	require.True(t, !ok, "AMD code objects run only on their own ISA")
 }
 
 func TestVisibility(t *testing.T) {
