@@ -1,0 +1,161 @@
+package parity
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/strata-hip/strata/kernels"
+	"github.com/strata-hip/strata/kernels/abi"
+	"github.com/strata-hip/strata/runtime/gpu"
+)
+
+// TestPrefillHostSim runs the generated NVIDIA sources of mmq and moe_prefill on the CPU
+// (testdata/hostsim: the prelude's primitives on std::threads, mma.sync fragments by PTX's
+// lane tables) through the ordinary parity Run functions, harness and bounds. It proves the
+// kernels' logic where there is no GPU: staging, ragged edges, the folds, the integer hook,
+// the four MoE phases. Needs clang++-19 (skips without it). CPU threads make it slow, so
+// by default it runs one small shape on a representative subset (the 16-split, min and piece
+// types; both ops; both tiles; one MoE variant); STRATA_HOSTSIM_ALL=1 runs every variant on
+// two shapes each (minutes).
+func TestPrefillHostSim(t *testing.T) {
+	cxx, err := exec.LookPath("clang++-19")
+	if err != nil {
+		t.Skip("clang++-19 not found")
+	}
+	target := ""
+	for _, tg := range kernels.Targets {
+		if tg.IsNVIDIA() {
+			target = tg.Name
+			break
+		}
+	}
+	root := moduleRoot()
+	all := os.Getenv("STRATA_HOSTSIM_ALL") == "1"
+	for _, fc := range []struct {
+		family string
+		run    func(*Harness, string, Case, []Bound, *rand.Rand) (Outcome, error)
+		cases  []Case
+		pick   func(v kernels.Variant) bool
+	}{
+		{"mmq", runMmq, []Case{
+			{"rows=70,tokens=17,k=1120", []int{70, 17, 1120}},
+			{"rows=130,tokens=65,k=512", []int{130, 65, 512}},
+		}, func(v kernels.Variant) bool {
+			switch v.Values["type"] + "/" + v.Values["op"] + "/" + v.Values["tile"] {
+			case "q6k/mma/r64t64", "q4k/dp4a/r64t64", "iq1m/mma/r128t64":
+				return true
+			}
+			return false
+		}},
+		{"moe_prefill", runMoePrefill, []Case{
+			{"tokens=9,k=2,experts=6,hidden=256,ff=256,all-to-0", []int{9, 2, 6, 256, 256, 1}},
+			{"tokens=20,k=3,experts=5,hidden=288,ff=288", []int{20, 3, 5, 288, 288, 0}},
+		}, func(v kernels.Variant) bool { return v.Values["type"]+"/"+v.Values["op"] == "q80/mma" }},
+	} {
+		t.Run(fc.family, func(t *testing.T) {
+			dir := t.TempDir()
+			src := filepath.Join(root, "kernels", "out", target, fc.family+".cu")
+			for _, f := range []string{src, filepath.Join(root, "parity", "testdata", "hostsim", "strata_prelude.h"),
+				filepath.Join(root, "parity", "testdata", "hostsim", "main.cpp")} {
+				b, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			bin := filepath.Join(dir, "sim")
+			cmd := exec.Command(cxx, "-std=c++20", "-O0", "-pthread", "-rdynamic", "-w", "-I", dir, "-I", filepath.Join(root, "kernels", "out", "include"),
+				fmt.Sprintf("-DHOSTSIM_SOURCE=%q", fc.family+".cu"), "-DHOSTSIM_ARGS=strata_"+fc.family+"_args", filepath.Join(dir, "main.cpp"), "-o", bin)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			co, ok := abi.Find(target, fc.family)
+			if !ok {
+				t.Fatalf("no %s code object for %s", fc.family, target)
+			}
+			spec, _ := kernels.LookupSpec(fc.family)
+			fam := families[fc.family]
+			for _, v := range co.Variants {
+				vals := variantValues(spec, v.Name)
+				if !all && !fc.pick(kernels.Variant{Values: vals}) {
+					continue
+				}
+				for i, c := range fc.cases {
+					if i > 0 && !all {
+						break
+					}
+					t.Run(v.Name+"/"+c.Name, func(t *testing.T) {
+						drv := &simDriver{memDriver: newMemDriver(map[string]func(*memDriver, []byte){v.Symbol: func(*memDriver, []byte) {}}), bin: bin}
+						drv.next = 1 << 44 // device addresses no integer argument can be mistaken for
+						dev := gpu.NewDevice(drv)
+						mod, err := dev.LoadModule(gpu.CodeObject{Name: "hostsim/" + fc.family, Target: "mem_1", Image: []byte{1}})
+						if err != nil {
+							t.Fatal(err)
+						}
+						h := &Harness{Dev: dev, Mod: mod}
+						defer h.Close()
+						seed := rand.Uint64()
+						if _, err := fc.run(h, v.Symbol, c, fam.Bounds[v.Name], rand.New(rand.NewPCG(seed, 7))); err != nil {
+							t.Fatalf("seed %d: %v", seed, err)
+						}
+					})
+				}
+			}
+		})
+	}
+}
+
+// simDriver is the memDriver whose launches run the host simulation binary over every
+// allocation.
+type simDriver struct {
+	*memDriver
+	bin string
+}
+
+func (s *simDriver) Launch(fn uintptr, grid, block gpu.Dim3, _ uint32, _ uintptr, args []byte, _ string) error {
+	sym := s.funcs[fn-1]
+	var in bytes.Buffer
+	w32 := func(v uint32) { _ = binary.Write(&in, binary.LittleEndian, v) }
+	w32(uint32(len(sym)))
+	in.WriteString(sym)
+	w32(grid.X)
+	w32(grid.Y)
+	w32(grid.Z)
+	w32(block.X)
+	w32(uint32(len(args)))
+	in.Write(args)
+	var bases []uintptr
+	for b := range s.allocs {
+		bases = append(bases, b)
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	w32(uint32(len(bases)))
+	for _, b := range bases {
+		_ = binary.Write(&in, binary.LittleEndian, uint64(b))
+		_ = binary.Write(&in, binary.LittleEndian, uint64(len(s.allocs[b])))
+		in.Write(s.allocs[b])
+	}
+	cmd := exec.Command(s.bin)
+	cmd.Stdin = &in
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("hostsim %s: %v: %s", sym, err, stderr.String())
+	}
+	for _, b := range bases {
+		n := copy(s.allocs[b], out)
+		out = out[n:]
+	}
+	return nil
+}
