@@ -123,7 +123,8 @@ var Specs = []Spec{
 		Template: "gated_delta_net",
 		Doc: "Qwen3-Next gated delta-net after its projections: conv (grid (ceil(c/512), min(t, 65535), 1)) is the causal " +
 			"kernel-4 conv1d + SiLU with carried state; recurrent (grid (nv, 1, 1)) the L2-normalised, gated delta-rule " +
-			"recurrence over t tokens with f32 state, then the gated RMSNorm (silu(z) gate; recurrentsig: sigmoid(z), qwen4exp); block (512, 1, 1).",
+			"recurrence over t tokens with f32 state, then the gated RMSNorm (silu(z) gate; recurrentsig: sigmoid(z), qwen4exp); " +
+			"chunk (grid (ceil(t/16), nv, 1)) and scan (grid (nv, 1, 1)) are the chunked prefill form of recurrent; block (512, 1, 1).",
 		Threads: 512,
 		Args: []Arg{
 			{Name: "x", Type: ArgPtr, CType: "const float", Doc: "conv: raw qkv projection, t × c f32"},
@@ -145,8 +146,9 @@ var Specs = []Spec{
 			{Name: "dk", Type: ArgI32, Doc: "key head dimension, a multiple of 4, ≤ 128"},
 			{Name: "dv", Type: ArgI32, Doc: "value head dimension, ≤ 128"},
 			{Name: "eps", Type: ArgF32, Doc: "gated RMSNorm epsilon"},
+			{Name: "ws", Type: ArgPtr, CType: "float", Doc: "chunk writes, scan reads: nv × ceil(t/16) × 6660 f32 (48·128 + 516 per chunk and head); 16-byte aligned"},
 		},
-		Axes: []Axis{{Name: "stage", Values: []Value{{Name: "conv"}, {Name: "recurrent"}, {Name: "recurrentsig"}}}},
+		Axes: []Axis{{Name: "stage", Values: []Value{{Name: "conv"}, {Name: "recurrent"}, {Name: "recurrentsig"}, {Name: "chunk"}, {Name: "scan"}}}},
 	},
 	{
 		Family:   "imma_tile",

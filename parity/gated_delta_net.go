@@ -53,6 +53,28 @@ var (
 		max|w·act z|·(1 + √dv)·inv₆₄·M·√T + max|y₆₄|: ≤ 2.4e-5 + 2.1e-6 + 1e-6 ≤ 4e-5.`}
 )
 
+// The chunked form (stages chunk then scan, 16-token chunks: deltaChunked's algorithm):
+// data-dependent scale with U = max|u| over the call (u = v − mem, the deltas before β).
+var (
+	gdnChunkState = Bound{Name: "state", MaxRowRel: 6e-4, Why: `
+		Per value head, |S − S₆₄| of the final state against (M + U)·√T (M the head's max |S|,
+		U its max |u_t| = |v_t − mem_t| over the call). Per token, mem_t = (Kg S₀)_t + Σ_{s<t}
+		A_ts·u_s: the first a 128-term sum (32 fused per thread, 4-way LDS): ≤ 35·2⁻²⁴·√dk·M;
+		the second ≤ 16 terms with |A_ts| ≤ 1 (e^(G_t−G_s) ≤ 1, β ≤ 1, |k̂_t·k̂_s| ≤ 1) and A's
+		own error ≤ (128 + 4)·2⁻²⁴ + x·e^(−x)·2⁻²⁴ ≤ 133·2⁻²⁴ absolute (its 128-term dot, exp,
+		products; x = G_s − G_t): ≤ (16 + 133)·2⁻²⁴·16·U. So ≤ 2⁻²⁴·(396·M + 2384·U) per
+		token; the chunk's state update S_L = e^(G_L)·S₀ + Σ_t Kd_t ⊗ u_t adds ≤ 17·2⁻²⁴·(M +
+		16·U). Per 16-token chunk ≤ 2⁻²⁴·(6350·M + 38700·U) ≤ 2.3e-3·(M + U); the update is
+		the recurrence's (a contraction), chunks' roundings independent: ×√(T/16) = √T/4:
+		≤ 5.8e-4·(M + U)·√T. Bound 6e-4.`}
+	gdnChunkOut = Bound{Name: "out", MaxRowRel: 8e-4, Why: `
+		As recurrent/out with (M + U) for M: o_t = (Qg S₀)_t + Σ_{s≤t} B_ts·u_s errs ≤
+		2⁻²⁴·(396·M + 2384·U) ≤ 1.5e-4·(M + U) by the chunk/state derivation's terms (B as A),
+		plus the carried state error ≤ 5.8e-4·(M + U)·√T; through the gated norm with the row
+		scale max|w·silu z|·(1 + √dv)·inv₆₄·(M + U)·√T + max|y₆₄|: ≤ 5.8e-4 + 1.5e-4 + 1e-6
+		≤ 8e-4.`}
+)
+
 // gdnShape is one case: Dims T, T1 (tokens of a first call; 0 = one call), nk, nv, dk,
 // dv, gates (0 drawn, 1 saturating at 0 and 1), state0 (0 zeros, 1 drawn).
 type gdnShape struct{ T, T1, nk, nv, dk, dv, sat, state0 int }
@@ -70,6 +92,7 @@ func init() {
 		Bounds: map[string][]Bound{
 			"conv":      {gdnConvXC, gdnConvState},
 			"recurrent": {gdnState, gdnOut}, "recurrentsig": {gdnState, gdnOut},
+			"chunk": {gdnChunkState, gdnChunkOut}, "scan": {gdnChunkState, gdnChunkOut},
 		},
 		Cases: []Case{
 			{"decode,t=1,nk=16,nv=32,d=128", []int{1, 0, 16, 32, 128, 128, 0, 1}},
@@ -218,6 +241,12 @@ func gdnPrepare(in gdnInputs, s gdnShape, h int) gdnHead {
 // deltaRecurrent runs tokens [t0, t1) of one head from state S (dk × dv, updated in
 // place) and returns o (pre-norm, per token dv values) and the max |S| seen.
 func deltaRecurrent(p gdnHead, S []float64, dk, dv, t0, t1 int) (o [][]float64, maxS float64) {
+	o, maxS, _ = deltaRecurrentU(p, S, dk, dv, t0, t1)
+	return o, maxS
+}
+
+// deltaRecurrentU is deltaRecurrent that also returns max |u| = |v − mem| over the tokens.
+func deltaRecurrentU(p gdnHead, S []float64, dk, dv, t0, t1 int) (o [][]float64, maxS, maxU float64) {
 	for _, v := range S {
 		maxS = max(maxS, math.Abs(v))
 	}
@@ -230,6 +259,9 @@ func deltaRecurrent(p gdnHead, S []float64, dk, dv, t0, t1 int) (o [][]float64, 
 				mem[j] += S[i*dv+j] * p.k[t][i]
 			}
 		}
+		for j := 0; j < dv; j++ {
+			maxU = max(maxU, math.Abs(p.v[t][j]-mem[j]))
+		}
 		out := make([]float64, dv)
 		for i := 0; i < dk; i++ {
 			for j := 0; j < dv; j++ {
@@ -240,7 +272,7 @@ func deltaRecurrent(p gdnHead, S []float64, dk, dv, t0, t1 int) (o [][]float64, 
 		}
 		o = append(o, out)
 	}
-	return o, maxS
+	return o, maxS, maxU
 }
 
 // deltaChunked is the chunked form over tokens [t0, t1), chunks of cs tokens: within a
@@ -336,6 +368,10 @@ func gdnGatedNorm(o []float64, w, z []float32, eps float64, sig bool) (y []float
 
 const gdnEps = 1e-6
 
+// gdnChunkFloats is the chunked form's workspace per (value head, 16-token chunk): Kg, Qg,
+// Kd (16 × 128 each), A, B (16 × 16 each), e^(G_L) and padding.
+const gdnChunkFloats = 48*128 + 516
+
 func gdnAct(z float64, sig bool) float64 {
 	if sig {
 		return sigmoid64(z)
@@ -346,6 +382,12 @@ func gdnAct(z float64, sig bool) float64 {
 // gdnRecurrentRef runs the recurrent reference over all T tokens (heads in parallel):
 // y (t × nv·dv), the final state, and the rows' scales for the two checks.
 func gdnRecurrentRef(in gdnInputs, s gdnShape, sig bool) (y, state, yScale, sScale []float64) {
+	return gdnRef(in, s, sig, false)
+}
+
+// gdnRef is gdnRecurrentRef; with chunked, the scales take M + U for M (the chunked form's
+// bounds: U = max |v − mem|).
+func gdnRef(in gdnInputs, s gdnShape, sig, chunked bool) (y, state, yScale, sScale []float64) {
 	vd := s.nv * s.dv
 	y = make([]float64, s.T*vd)
 	state = moF64s(in.state0)
@@ -359,7 +401,10 @@ func gdnRecurrentRef(in gdnInputs, s gdnShape, sig bool) (y, state, yScale, sSca
 			defer wg.Done()
 			p := gdnPrepare(in, s, h)
 			S := state[h*s.dk*s.dv : (h+1)*s.dk*s.dv]
-			o, M := deltaRecurrent(p, S, s.dk, s.dv, 0, s.T)
+			o, M, U := deltaRecurrentU(p, S, s.dk, s.dv, 0, s.T)
+			if chunked {
+				M += U
+			}
 			sScale[h] = M * sqrtT
 			for t := 0; t < s.T; t++ {
 				z := in.z[t*vd+h*s.dv : t*vd+(h+1)*s.dv]
@@ -433,7 +478,8 @@ func runGatedDeltaNet(h *Harness, symbol string, c Case, bounds []Bound, rng *ra
 		o := Outcome{Reports: reports, Kernel: el.Seconds() * 1e6, Bytes: int64(4 * C * (2*s.T + 4 + 6))}
 		return o, checkAll(bounds, reports)
 	}
-	yWant, stWant, yScale, sScale := gdnRecurrentRef(in, s, symbol == abi.SymGatedDeltaNetRecurrentsig)
+	chunked := symbol == abi.SymGatedDeltaNetChunk || symbol == abi.SymGatedDeltaNetScan
+	yWant, stWant, yScale, sScale := gdnRef(in, s, symbol == abi.SymGatedDeltaNetRecurrentsig, chunked)
 	b, err := h.moInputs(moF32Bytes(in.xc), moF32Bytes(in.z), moF32Bytes(in.ba), moF32Bytes(in.ssmA), moF32Bytes(in.dtBias), moF32Bytes(in.normW))
 	if err != nil {
 		return Outcome{}, err
@@ -447,13 +493,38 @@ func runGatedDeltaNet(h *Harness, symbol string, c Case, bounds []Bound, rng *ra
 	if err != nil {
 		return Outcome{}, err
 	}
+	// The chunked form: its workspace (sized for the longest call) and both stages per call.
+	var ws Buf
+	var chunk, scan *gpu.Func
+	if chunked {
+		maxT := 0
+		for _, cl := range calls {
+			maxT = max(maxT, cl[1]-cl[0])
+		}
+		if ws, err = h.Output(4 * s.nv * ((maxT + 15) / 16) * gdnChunkFloats); err != nil {
+			return Outcome{}, err
+		}
+		if chunk, err = h.Mod.Func(abi.SymGatedDeltaNetChunk); err != nil {
+			return Outcome{}, err
+		}
+		if scan, err = h.Mod.Func(abi.SymGatedDeltaNetScan); err != nil {
+			return Outcome{}, err
+		}
+	}
 	var ls []seqLaunch
 	for _, cl := range calls {
 		t0 := uint64(cl[0])
+		n := cl[1] - cl[0]
 		a := abi.GatedDeltaNetArgs{Xc: b[0].Ptr() + 4*t0*uint64(C), Z: b[1].Ptr() + 4*t0*uint64(vd), Ba: b[2].Ptr() + 4*t0*uint64(2*s.nv),
 			SsmA: b[3].Ptr(), DtBias: b[4].Ptr(), State: st.Ptr(), NormW: b[5].Ptr(), O: ob.Ptr() + 4*t0*uint64(vd),
-			T: int32(cl[1] - cl[0]), C: int32(C), Nk: int32(s.nk), Nv: int32(s.nv), Dk: int32(s.dk), Dv: int32(s.dv), Eps: gdnEps}
-		ls = append(ls, seqLaunch{fn, gpu.Dim3{X: uint32(s.nv), Y: 1, Z: 1}, block, a.Bytes()})
+			T: int32(n), C: int32(C), Nk: int32(s.nk), Nv: int32(s.nv), Dk: int32(s.dk), Dv: int32(s.dv), Eps: gdnEps}
+		if !chunked {
+			ls = append(ls, seqLaunch{fn, gpu.Dim3{X: uint32(s.nv), Y: 1, Z: 1}, block, a.Bytes()})
+			continue
+		}
+		a.Ws = ws.Ptr()
+		ls = append(ls, seqLaunch{chunk, gpu.Dim3{X: uint32((n + 15) / 16), Y: uint32(s.nv), Z: 1}, block, a.Bytes()},
+			seqLaunch{scan, gpu.Dim3{X: uint32(s.nv), Y: 1, Z: 1}, block, a.Bytes()})
 	}
 	outs := []Buf{st, ob}
 	got, el, err := h.runSeq(ls, outs...)

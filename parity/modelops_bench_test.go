@@ -25,7 +25,8 @@ import (
 //     128): GB/s of KV read (each byte of the cache once) against the copy bandwidth;
 //   - attention_prefill (f16 and int8 KV) at t = n = 512 and 4096, and 512 tokens after 4096;
 //   - gated_delta_net at Qwen3-Next-80B's shape (nk 16, nv 32, dk = dv = 128): the conv and
-//     the recurrent step for decode (t = 1) and prefill (t = 4096, 32768), per token;
+//     the recurrent step for decode (t = 1) and prefill (t = 4096, 32768), and the chunked form
+//     (chunk + scan) at the same lengths, per token;
 //   - rmsnorm with the residual add and the Q8_1 quantization fused (rmsnorm/addq81, y not
 //     written) against the two launches it replaces (rmsnorm/add then quantize_q8_1/f32).
 //
@@ -214,6 +215,8 @@ func TestBenchModelOps(t *testing.T) {
 	logf("\n%-10s %-30s %10s %12s", "delta-net", "shape", "median µs", "µs/token")
 	conv := fn("gated_delta_net", abi.SymGatedDeltaNetConv)
 	rec := fn("gated_delta_net", abi.SymGatedDeltaNetRecurrent)
+	chunk := fn("gated_delta_net", abi.SymGatedDeltaNetChunk)
+	scan := fn("gated_delta_net", abi.SymGatedDeltaNetScan)
 	ssmA := make([]float32, nv)
 	for i := range ssmA {
 		ssmA[i] = -float32(math.Exp(-2 + 3*rng.Float64()))
@@ -232,6 +235,16 @@ func TestBenchModelOps(t *testing.T) {
 		sr := timeIt(func() error { return rec.Launch(s, gpu.Dim3{X: nv, Y: 1, Z: 1}, blk, 0, ab) })
 		logf("%-10s %-30s %10.2f %12.3f", "conv", fmt.Sprintf("t=%d,c=%d", T, C), sc*1e6, sc*1e6/float64(T))
 		logf("%-10s %-30s %10.2f %12.3f", "recurrent", fmt.Sprintf("t=%d,nk=%d,nv=%d,d=%d", T, nk, nv, dk), sr*1e6, sr*1e6/float64(T))
+		nc := (T + 15) / 16
+		a.Ws = uint64(alloc(4*nv*nc*gdnChunkFloats, gaussian))
+		abw := a.Bytes()
+		sch := timeIt(func() error {
+			if err := chunk.Launch(s, gpu.Dim3{X: uint32(nc), Y: nv, Z: 1}, blk, 0, abw); err != nil {
+				return err
+			}
+			return scan.Launch(s, gpu.Dim3{X: nv, Y: 1, Z: 1}, blk, 0, abw)
+		})
+		logf("%-10s %-30s %10.2f %12.3f", "chunked", fmt.Sprintf("t=%d,nk=%d,nv=%d,d=%d", T, nk, nv, dk), sch*1e6, sch*1e6/float64(T))
 	}
 
 	// rmsnorm + Q8_1: fused against separate.

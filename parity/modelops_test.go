@@ -208,3 +208,136 @@ func TestRoPESinCosScheme(t *testing.T) {
 	}
 	t.Logf("worst |Δsin|, |Δcos|: %.3g", worst)
 }
+
+// TestDeltaNetChunkKernelsAlgorithm: the chunk and scan kernels' data flow (gated_delta_net
+// .tmpl: the workspace Kg, Qg, Kd, A, B, e^(G_L) per 16-token chunk with zero rows past the
+// tokens, then per chunk u by forward substitution, o, and the state update), restated in
+// float64, equals the recurrence for ragged lengths, across two calls, with saturating gates.
+func TestDeltaNetChunkKernelsAlgorithm(t *testing.T) {
+	rng := caseRNG(runSeed(t), t.Name())
+	for _, s := range []gdnShape{
+		{T: 37, nk: 1, nv: 2, dk: 128, dv: 128, state0: 1},
+		{T: 40, T1: 23, nk: 2, nv: 4, dk: 64, dv: 96, state0: 1},
+		{T: 33, nk: 1, nv: 2, dk: 128, dv: 128, sat: 1, state0: 1},
+	} {
+		in := gdnDraw(rng, s)
+		for h := 0; h < s.nv; h++ {
+			p := gdnPrepare(in, s, h)
+			S1 := moF64s(in.state0[h*s.dk*s.dv : (h+1)*s.dk*s.dv])
+			S2 := append([]float64(nil), S1...)
+			o1, M := deltaRecurrent(p, S1, s.dk, s.dv, 0, s.T)
+			calls := [][2]int{{0, s.T}}
+			if s.T1 > 0 {
+				calls = [][2]int{{0, s.T1}, {s.T1, s.T}}
+			}
+			var o2 [][]float64
+			for _, cl := range calls {
+				o2 = append(o2, chunkKernelsEmu(p, S2, s.dk, s.dv, cl[0], cl[1])...)
+			}
+			for tok := range o1 {
+				if err := moCloseRel(o2[tok], o1[tok], M, 1e-9); err != nil {
+					t.Fatalf("%+v head %d token %d: %v", s, h, tok, err)
+				}
+			}
+			if err := moCloseRel(S2, S1, M, 1e-9); err != nil {
+				t.Fatalf("%+v head %d state: %v", s, h, err)
+			}
+		}
+	}
+}
+
+// chunkKernelsEmu runs tokens [t0, t1) of one head through the chunk and scan kernels'
+// arithmetic in float64 (rows 128 wide, zeros past dk and past the chunk's tokens).
+func chunkKernelsEmu(p gdnHead, S []float64, dk, dv, t0, t1 int) [][]float64 {
+	var out [][]float64
+	T := t1 - t0
+	for c := 0; c < (T+15)/16; c++ {
+		nct := min(16, T-16*c)
+		var q, k [16][128]float64
+		var gl, beta, G [16]float64
+		for w := 0; w < nct; w++ {
+			tok := t0 + 16*c + w
+			copy(q[w][:], p.q[tok])
+			copy(k[w][:], p.k[tok])
+			gl[w] = math.Log(p.decay[tok])
+			beta[w] = p.beta[tok]
+		}
+		var acc float64
+		for w := 0; w < 16; w++ {
+			acc += gl[w]
+			G[w] = acc
+		}
+		dot := func(a, b [128]float64) float64 {
+			var d float64
+			for i := range a {
+				d += a[i] * b[i]
+			}
+			return d
+		}
+		var A, B [16][16]float64
+		var Kg, Qg, Kd [16][128]float64
+		for tt := 0; tt < 16; tt++ {
+			for s := 0; s < 16; s++ {
+				if s < tt && tt < nct {
+					A[tt][s] = math.Exp(G[tt]-G[s]) * beta[s] * dot(k[tt], k[s])
+				}
+				if s <= tt && tt < nct {
+					B[tt][s] = math.Exp(G[tt]-G[s]) * beta[s] * dot(q[tt], k[s])
+				}
+			}
+		}
+		GL := G[nct-1]
+		for tt := 0; tt < 16; tt++ {
+			for i := 0; i < 128; i++ {
+				Kg[tt][i] = math.Exp(G[tt]) * k[tt][i]
+				Qg[tt][i] = math.Exp(G[tt]) * q[tt][i]
+				Kd[tt][i] = math.Exp(GL-G[tt]) * beta[tt] * k[tt][i]
+			}
+		}
+		// scan
+		u := make([][]float64, 16)
+		for tt := 0; tt < 16; tt++ {
+			u[tt] = make([]float64, dv)
+			for j := 0; j < dv; j++ {
+				var ks float64
+				for i := 0; i < dk; i++ {
+					ks += Kg[tt][i] * S[i*dv+j]
+				}
+				var v float64
+				if tt < nct {
+					v = p.v[t0+16*c+tt][j]
+				}
+				x := v - ks
+				for s := 0; s < tt; s++ {
+					x -= A[tt][s] * u[s][j]
+				}
+				u[tt][j] = x
+			}
+		}
+		for tt := 0; tt < nct; tt++ {
+			o := make([]float64, dv)
+			for j := 0; j < dv; j++ {
+				var x float64
+				for i := 0; i < dk; i++ {
+					x += Qg[tt][i] * S[i*dv+j]
+				}
+				for s := 0; s <= tt; s++ {
+					x += B[tt][s] * u[s][j]
+				}
+				o[j] = x
+			}
+			out = append(out, o)
+		}
+		eGL := math.Exp(GL)
+		for i := 0; i < dk; i++ {
+			for j := 0; j < dv; j++ {
+				x := S[i*dv+j] * eGL
+				for tt := 0; tt < 16; tt++ {
+					x += Kd[tt][i] * u[tt][j]
+				}
+				S[i*dv+j] = x
+			}
+		}
+	}
+	return out
+}

@@ -133,6 +133,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrentsig",
 		Symbol: "strata_gated_delta_net_recurrentsig",
+	}, {
+		Name:   "chunk",
+		Symbol: "strata_gated_delta_net_chunk",
+	}, {
+		Name:   "scan",
+		Symbol: "strata_gated_delta_net_scan",
 	}},
 	Vendor: "amd",
 }, {
@@ -448,6 +454,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrentsig",
 		Symbol: "strata_gated_delta_net_recurrentsig",
+	}, {
+		Name:   "chunk",
+		Symbol: "strata_gated_delta_net_chunk",
+	}, {
+		Name:   "scan",
+		Symbol: "strata_gated_delta_net_scan",
 	}},
 	Vendor: "amd",
 }, {
@@ -814,6 +826,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrentsig",
 		Symbol: "strata_gated_delta_net_recurrentsig",
+	}, {
+		Name:   "chunk",
+		Symbol: "strata_gated_delta_net_chunk",
+	}, {
+		Name:   "scan",
+		Symbol: "strata_gated_delta_net_scan",
 	}},
 	Vendor: "amd",
 }, {
@@ -1180,6 +1198,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrentsig",
 		Symbol: "strata_gated_delta_net_recurrentsig",
+	}, {
+		Name:   "chunk",
+		Symbol: "strata_gated_delta_net_chunk",
+	}, {
+		Name:   "scan",
+		Symbol: "strata_gated_delta_net_scan",
 	}},
 	Vendor: "amd",
 }, {
@@ -1546,6 +1570,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrentsig",
 		Symbol: "strata_gated_delta_net_recurrentsig",
+	}, {
+		Name:   "chunk",
+		Symbol: "strata_gated_delta_net_chunk",
+	}, {
+		Name:   "scan",
+		Symbol: "strata_gated_delta_net_scan",
 	}},
 	Vendor: "amd",
 }, {
@@ -1912,6 +1942,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrentsig",
 		Symbol: "strata_gated_delta_net_recurrentsig",
+	}, {
+		Name:   "chunk",
+		Symbol: "strata_gated_delta_net_chunk",
+	}, {
+		Name:   "scan",
+		Symbol: "strata_gated_delta_net_scan",
 	}},
 	Vendor: "amd",
 }, {
@@ -2278,6 +2314,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrentsig",
 		Symbol: "strata_gated_delta_net_recurrentsig",
+	}, {
+		Name:   "chunk",
+		Symbol: "strata_gated_delta_net_chunk",
+	}, {
+		Name:   "scan",
+		Symbol: "strata_gated_delta_net_scan",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -2692,6 +2734,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrentsig",
 		Symbol: "strata_gated_delta_net_recurrentsig",
+	}, {
+		Name:   "chunk",
+		Symbol: "strata_gated_delta_net_chunk",
+	}, {
+		Name:   "scan",
+		Symbol: "strata_gated_delta_net_scan",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3106,6 +3154,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrentsig",
 		Symbol: "strata_gated_delta_net_recurrentsig",
+	}, {
+		Name:   "chunk",
+		Symbol: "strata_gated_delta_net_chunk",
+	}, {
+		Name:   "scan",
+		Symbol: "strata_gated_delta_net_scan",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3520,6 +3574,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrentsig",
 		Symbol: "strata_gated_delta_net_recurrentsig",
+	}, {
+		Name:   "chunk",
+		Symbol: "strata_gated_delta_net_chunk",
+	}, {
+		Name:   "scan",
+		Symbol: "strata_gated_delta_net_scan",
 	}},
 	Vendor: "nvidia",
 }, {

@@ -10,7 +10,7 @@ import (
 
 /*
 GatedDeltaNetArgs is the launch-argument struct of every strata_gated_delta_net_* kernel (C: struct strata_gated_delta_net_args).
-Qwen3-Next gated delta-net after its projections: conv (grid (ceil(c/512), min(t, 65535), 1)) is the causal kernel-4 conv1d + SiLU with carried state; recurrent (grid (nv, 1, 1)) the L2-normalised, gated delta-rule recurrence over t tokens with f32 state, then the gated RMSNorm (silu(z) gate; recurrentsig: sigmoid(z), qwen4exp); block (512, 1, 1).
+Qwen3-Next gated delta-net after its projections: conv (grid (ceil(c/512), min(t, 65535), 1)) is the causal kernel-4 conv1d + SiLU with carried state; recurrent (grid (nv, 1, 1)) the L2-normalised, gated delta-rule recurrence over t tokens with f32 state, then the gated RMSNorm (silu(z) gate; recurrentsig: sigmoid(z), qwen4exp); chunk (grid (ceil(t/16), nv, 1)) and scan (grid (nv, 1, 1)) are the chunked prefill form of recurrent; block (512, 1, 1).
 */
 type GatedDeltaNetArgs struct {
 	X       uint64  // offset 0: device address of const float[]; conv: raw qkv projection, t × c f32
@@ -33,10 +33,11 @@ type GatedDeltaNetArgs struct {
 	Dv      int32   // offset 116: value head dimension, ≤ 128
 	Eps     float32 // offset 120: gated RMSNorm epsilon
 	_       [4]byte // offset 124: explicit padding
+	Ws      uint64  // offset 128: device address of float[]; chunk writes, scan reads: nv × ceil(t/16) × 6660 f32 (48·128 + 516 per chunk and head); 16-byte aligned
 }
 
 // GatedDeltaNetArgsSize is sizeof(struct strata_gated_delta_net_args) in bytes.
-const GatedDeltaNetArgsSize = 128
+const GatedDeltaNetArgsSize = 136
 
 // GatedDeltaNetThreads is the block size (x) every gated_delta_net kernel is compiled for.
 const GatedDeltaNetThreads = 512
@@ -46,11 +47,13 @@ const (
 	SymGatedDeltaNetConv         = "strata_gated_delta_net_conv"         // variant conv
 	SymGatedDeltaNetRecurrent    = "strata_gated_delta_net_recurrent"    // variant recurrent
 	SymGatedDeltaNetRecurrentsig = "strata_gated_delta_net_recurrentsig" // variant recurrentsig
+	SymGatedDeltaNetChunk        = "strata_gated_delta_net_chunk"        // variant chunk
+	SymGatedDeltaNetScan         = "strata_gated_delta_net_scan"         // variant scan
 )
 
 // Compile-time guards: building fails if the size or an offset drifts from the C static_asserts.
 var (
-	_ = [1]struct{}{}[unsafe.Sizeof(GatedDeltaNetArgs{})-128]
+	_ = [1]struct{}{}[unsafe.Sizeof(GatedDeltaNetArgs{})-136]
 	_ = [1]struct{}{}[unsafe.Offsetof(GatedDeltaNetArgs{}.X)-0]
 	_ = [1]struct{}{}[unsafe.Offsetof(GatedDeltaNetArgs{}.ConvW)-8]
 	_ = [1]struct{}{}[unsafe.Offsetof(GatedDeltaNetArgs{}.ConvIn)-16]
@@ -70,6 +73,7 @@ var (
 	_ = [1]struct{}{}[unsafe.Offsetof(GatedDeltaNetArgs{}.Dk)-112]
 	_ = [1]struct{}{}[unsafe.Offsetof(GatedDeltaNetArgs{}.Dv)-116]
 	_ = [1]struct{}{}[unsafe.Offsetof(GatedDeltaNetArgs{}.Eps)-120]
+	_ = [1]struct{}{}[unsafe.Offsetof(GatedDeltaNetArgs{}.Ws)-128]
 )
 
 /*
@@ -97,5 +101,6 @@ func (a *GatedDeltaNetArgs) Bytes() []byte {
 	binary.LittleEndian.PutUint32(b[112:], uint32(a.Dk))
 	binary.LittleEndian.PutUint32(b[116:], uint32(a.Dv))
 	binary.LittleEndian.PutUint32(b[120:], math.Float32bits(a.Eps))
+	binary.LittleEndian.PutUint64(b[128:], a.Ws)
 	return b
 }
