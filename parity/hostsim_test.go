@@ -41,11 +41,15 @@ func TestPrefillHostSim(t *testing.T) {
 	all := os.Getenv("STRATA_HOSTSIM_ALL") == "1"
 	for _, fc := range []struct {
 		family string
+		other  bool // compile the non-NVIDIA side of #ifdef STRATA_NVIDIA
 		run    func(*Harness, string, Case, []Bound, *rand.Rand) (Outcome, error)
 		cases  []Case
 		pick   func(v kernels.Variant) bool
 	}{
-		{"mmq", runMmq, []Case{
+		{"mmq", true, runMmq, []Case{{"rows=70,tokens=17,k=1120", []int{70, 17, 1120}}}, func(v kernels.Variant) bool {
+			return v.Values["type"]+"/"+v.Values["op"]+"/"+v.Values["tile"] == "q6k/mma/r64t64"
+		}},
+		{"mmq", false, runMmq, []Case{
 			{"rows=70,tokens=17,k=1120", []int{70, 17, 1120}},
 			{"rows=130,tokens=65,k=512", []int{130, 65, 512}},
 		}, func(v kernels.Variant) bool {
@@ -55,12 +59,16 @@ func TestPrefillHostSim(t *testing.T) {
 			}
 			return false
 		}},
-		{"moe_prefill", runMoePrefill, []Case{
+		{"moe_prefill", false, runMoePrefill, []Case{
 			{"tokens=9,k=2,experts=6,hidden=256,ff=256,all-to-0", []int{9, 2, 6, 256, 256, 1}},
 			{"tokens=20,k=3,experts=5,hidden=288,ff=288", []int{20, 3, 5, 288, 288, 0}},
 		}, func(v kernels.Variant) bool { return v.Values["type"]+"/"+v.Values["op"] == "q80/mma" }},
 	} {
-		t.Run(fc.family, func(t *testing.T) {
+		name := fc.family
+		if fc.other {
+			name += "/other-paths"
+		}
+		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			src := filepath.Join(root, "kernels", "out", target, fc.family+".cu")
 			for _, f := range []string{src, filepath.Join(root, "parity", "testdata", "hostsim", "strata_prelude.h"),
@@ -74,8 +82,12 @@ func TestPrefillHostSim(t *testing.T) {
 				}
 			}
 			bin := filepath.Join(dir, "sim")
-			cmd := exec.Command(cxx, "-std=c++20", "-O0", "-pthread", "-rdynamic", "-w", "-I", dir, "-I", filepath.Join(root, "kernels", "out", "include"),
-				fmt.Sprintf("-DHOSTSIM_SOURCE=%q", fc.family+".cu"), "-DHOSTSIM_ARGS=strata_"+fc.family+"_args", filepath.Join(dir, "main.cpp"), "-o", bin)
+			flags := []string{"-std=c++20", "-O0", "-pthread", "-rdynamic", "-w", "-I", dir, "-I", filepath.Join(root, "kernels", "out", "include"),
+				fmt.Sprintf("-DHOSTSIM_SOURCE=%q", fc.family+".cu"), "-DHOSTSIM_ARGS=strata_" + fc.family + "_args"}
+			if fc.other {
+				flags = append(flags, "-DHOSTSIM_OTHER_PATHS")
+			}
+			cmd := exec.Command(cxx, append(flags, filepath.Join(dir, "main.cpp"), "-o", bin)...)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("%v: %s", err, out)
 			}

@@ -13,7 +13,12 @@
 
 #define STRATA_TARGET "hostsim"
 #define STRATA_WAVE 32
+// HOSTSIM_OTHER_PATHS: leave STRATA_NVIDIA undefined, so that template code written for
+// the other vendors' side of an #ifdef STRATA_NVIDIA (e.g. mmq's two K=16 products for the
+// 16-split types) runs on the same fragment API.
+#ifndef HOSTSIM_OTHER_PATHS
 #define STRATA_NVIDIA 1
+#endif
 #define STRATA_HAS_INT8_MATRIX 1
 #define __global__
 #define __device__
