@@ -82,17 +82,18 @@ func TestBenchPrefill(t *testing.T) {
 		sort.Float64s(ts)
 		return ts[len(ts)/2]
 	}
+	// Random bytes for weights (timing does not depend on their values), made once.
+	noise := make([]byte, 64<<20)
+	for i := range noise {
+		noise[i] = byte(rng.Uint32())
+	}
 	alloc := func(n int, fill bool) *gpu.Buffer {
 		b, err := dev.Alloc(uintptr(n))
 		benchMust(t, err)
 		t.Cleanup(func() { _ = b.Free() })
 		if fill {
-			chunk := make([]byte, min(n, 64<<20))
-			for off := 0; off < n; off += len(chunk) {
-				for i := range chunk {
-					chunk[i] = byte(rng.Uint32())
-				}
-				benchMust(t, dev.Upload(b.Ptr.Add(uintptr(off)), chunk[:min(len(chunk), n-off)]))
+			for off := 0; off < n; off += len(noise) {
+				benchMust(t, dev.Upload(b.Ptr.Add(uintptr(off)), noise[:min(len(noise), n-off)]))
 			}
 		}
 		return b
