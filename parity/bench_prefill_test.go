@@ -39,6 +39,11 @@ func TestBenchPrefill(t *testing.T) {
 	}
 	dir, have := codeObjects(t)
 	dev, target := openDevice(t, have)
+	benchPrefill(t, dev, target, dir)
+}
+
+// benchPrefill is TestBenchPrefill on dev, whose code objects for target are under dir.
+func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 	tg, _ := kernels.LookupTarget(target)
 	s, err := dev.NewStream()
 	benchMust(t, err)
