@@ -89,6 +89,10 @@ func init() {
 			{"rows=1,k=14336,cols=4", []int{1, 14336, 4, 1, 0}},
 			{"rows=4096,k=14336,cols=2", []int{4096, 14336, 2, 1, 0}},
 			{"rows=20,k=2048,cols=6,dense=3", []int{20, 2048, 6, 3, 0}},
+			// 96 groups per row: the last pass of a lane holding 2 or 4 groups (sm_90's 1- and
+			// 2-column shapes) is partial; odd rows leave a wave's second row empty.
+			{"rows=5,k=3072,cols=1", []int{5, 3072, 1, 1, 0}},
+			{"rows=9,k=3072,cols=2", []int{9, 3072, 2, 1, 0}},
 			{"experts=8,rows=64,k=512,cols=1,shared-x", []int{64, 512, 1, 8, 1}},
 			{"experts=8,rows=40,k=768,cols=2,own-x", []int{40, 768, 2, 8, 2}},
 			{"experts=4,rows=16,k=256,cols=1,missing", []int{16, 256, 1, 4, 3}},
@@ -539,7 +543,8 @@ func q81RowDot(t quant.Type, row, act []byte, k int, ib *quant.IntBlock) (sum, a
 }
 
 // mmvqBlocks is the grid x that covers rows once: 8 waves per block, each taking a pair of
-// rows (one row for F16/BF16).
+// rows (F16/BF16: one row, except sm_90 at ≤ 2 columns, where a pair — then the second
+// half of the blocks finds no rows and exits).
 func mmvqBlocks(t quant.Type, rows int) int {
 	if t == quant.F16 || t == quant.BF16 {
 		return (rows + 7) / 8

@@ -9,7 +9,7 @@ import (
 
 /*
 MmvqArgs is the launch-argument struct of every strata_mmvq_* kernel (C: struct strata_mmvq_args).
-y[z][c][r] = Σ_k W_z[r][k]·x_z[c][k] for 1..8 columns: Q8_1 activations and exact dot4 block dots with an f32 scale fold (F16/BF16: f32 activations, f32 fma); matrices z are dense (w + z·w_mat_bytes) or experts through a slot table; launch grid (ceil(rows/16) — ceil(rows/8) for F16/BF16 — or fewer (rows are grid-strided), 1, matrices), block (256, 1, 1).
+y[z][c][r] = Σ_k W_z[r][k]·x_z[c][k] for 1..8 columns: Q8_1 activations and exact dot4 block dots with an f32 scale fold (F16/BF16: f32 activations, f32 fma); matrices z are dense (w + z·w_mat_bytes) or experts through a slot table; launch grid (ceil(rows/16) — ceil(rows/8) for F16/BF16 — or fewer (rows are grid-strided; blocks past the rows exit), 1, matrices), block (256, 1, 1).
 */
 type MmvqArgs struct {
 	W          uint64 // offset 0: device address of const u8[]; weights of matrix 0 when slots is null: rows × k/QK blocks, rows contiguous, 16-byte aligned; matrix z at w + z·w_mat_bytes

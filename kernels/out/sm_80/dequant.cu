@@ -105,6 +105,32 @@ STRATA_DEVICE u32 strata_sign_mask4(u32 s) { return ((s & 15u) * 0x00204081u & 0
 // Negate the bytes of g where mask is 0xff (g's bytes are 1..127: no carries).
 STRATA_DEVICE u32 strata_neg_bytes(u32 g, u32 mask) { return (g ^ mask) + (mask & 0x01010101u); }
 
+// Copy of an N-entry lookup table into LDS by the whole block: up to 8 loads per thread
+// issued before their stores (one round trip for the largest table at 256 threads, not one
+// per entry a thread copies). clang makes a const __device__ table implicitly __constant__
+// (PTX .const), and ld.const with a warp's 32 distinct addresses is serialised by the
+// constant cache; the table is read instead through a generic pointer the compiler cannot
+// trace back to .const (plain coalesced loads through L1), which an asm of no instructions
+// launders. Same bytes either way.
+template <class T, int N>
+STRATA_DEVICE void strata_fill_table(T* dst, const T* src) {
+#ifdef __NVPTX__
+  asm("" : "+l"(src));
+#endif
+  const u32 n = strata_block_dim_x();
+  for (u32 i0 = strata_thread_x(); i0 < (u32)N; i0 += 8 * n) {
+    T v[8];
+#pragma unroll
+    for (int m = 0; m < 8; ++m) {
+      if (i0 + m * n < (u32)N) v[m] = src[i0 + m * n];
+    }
+#pragma unroll
+    for (int m = 0; m < 8; ++m) {
+      if (i0 + m * n < (u32)N) dst[i0 + m * n] = v[m];
+    }
+  }
+}
+
 struct strata_lds_none { u32 unused; };
 STRATA_DEVICE void strata_lds_none_fill(strata_lds_none*) {}
 
@@ -206,8 +232,8 @@ struct strata_qt_iq2xs {
   static constexpr bool FLOAT = false, MIN = false, PIECE = false;
   struct lds { u64 grid[512]; u64 signs[128]; };
   STRATA_DEVICE void fill(lds* s) {
-    for (u32 i = strata_thread_x(); i < 512; i += strata_block_dim_x()) s->grid[i] = strata_iq2xs_grid[i];
-    for (u32 i = strata_thread_x(); i < 128; i += strata_block_dim_x()) s->signs[i] = strata_ksigns64[i];
+    strata_fill_table<u64, 512>(s->grid, strata_iq2xs_grid);
+    strata_fill_table<u64, 128>(s->signs, strata_ksigns64);
   }
   STRATA_DEVICE void load(const u8* b, int j, strata_g32& g, const lds* t) {
     strata_g32_clear<strata_qt_iq2xs>(g);
@@ -233,8 +259,8 @@ struct strata_qt_iq3xxs {
   static constexpr bool FLOAT = false, MIN = false, PIECE = false;
   struct lds { u32 grid[256]; u64 signs[128]; };
   STRATA_DEVICE void fill(lds* s) {
-    for (u32 i = strata_thread_x(); i < 256; i += strata_block_dim_x()) s->grid[i] = strata_iq3xxs_grid[i];
-    for (u32 i = strata_thread_x(); i < 128; i += strata_block_dim_x()) s->signs[i] = strata_ksigns64[i];
+    strata_fill_table<u32, 256>(s->grid, strata_iq3xxs_grid);
+    strata_fill_table<u64, 128>(s->signs, strata_ksigns64);
   }
   STRATA_DEVICE void load(const u8* b, int j, strata_g32& g, const lds* t) {
     strata_g32_clear<strata_qt_iq3xxs>(g);
@@ -260,7 +286,7 @@ struct strata_qt_iq3s {
   static constexpr bool FLOAT = false, MIN = false, PIECE = false;
   struct lds { u32 grid[512]; };
   STRATA_DEVICE void fill(lds* s) {
-    for (u32 i = strata_thread_x(); i < 512; i += strata_block_dim_x()) s->grid[i] = strata_iq3s_grid[i];
+    strata_fill_table<u32, 512>(s->grid, strata_iq3s_grid);
   }
   STRATA_DEVICE void load(const u8* b, int j, strata_g32& g, const lds* t) {
     strata_g32_clear<strata_qt_iq3s>(g);
@@ -290,7 +316,7 @@ struct strata_qt_iq1m {
   static constexpr bool FLOAT = false, MIN = false, PIECE = true;
   struct lds { u32 grid[2048]; };
   STRATA_DEVICE void fill(lds* s) {
-    for (u32 i = strata_thread_x(); i < 2048; i += strata_block_dim_x()) s->grid[i] = strata_iq1s_grid_gpu[i];
+    strata_fill_table<u32, 2048>(s->grid, strata_iq1s_grid_gpu);
   }
   STRATA_DEVICE void load(const u8* b, int j, strata_g32& g, const lds* t) {
     strata_g32_clear<strata_qt_iq1m>(g);
@@ -320,12 +346,17 @@ struct strata_qt_f16 {
   static constexpr bool FLOAT = true, MIN = false, PIECE = false;
   typedef strata_lds_none lds;
   STRATA_DEVICE void fill(lds* s) { strata_lds_none_fill(s); }
-  STRATA_DEVICE void loadf(const u8* b, f32* v) {
-    u32 w[16];
+  // raw: the group's 16 words (four 16-byte loads); cvt: element 2i + h of a group from them.
+  STRATA_DEVICE void raw(const u8* b, u32* w) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) strata_ld_x4(b + 16 * i, w + 4 * i);
+  }
+  STRATA_DEVICE f32 cvt(const u32* w, int e) { return strata_f16_to_f32((u16)(w[e >> 1] >> (16 * (e & 1)))); }
+  STRATA_DEVICE void loadf(const u8* b, f32* v) {
+    u32 w[16];
+    raw(b, w);
 #pragma unroll
-    for (int i = 0; i < 16; ++i) v[2 * i] = strata_f16_to_f32((u16)w[i]), v[2 * i + 1] = strata_f16_to_f32((u16)(w[i] >> 16));
+    for (int i = 0; i < 32; ++i) v[i] = cvt(w, i);
   }
 };
 struct strata_qt_bf16 {
@@ -333,12 +364,17 @@ struct strata_qt_bf16 {
   static constexpr bool FLOAT = true, MIN = false, PIECE = false;
   typedef strata_lds_none lds;
   STRATA_DEVICE void fill(lds* s) { strata_lds_none_fill(s); }
-  STRATA_DEVICE void loadf(const u8* b, f32* v) {
-    u32 w[16];
+  // raw: the group's 16 words (four 16-byte loads); cvt: element 2i + h of a group from them.
+  STRATA_DEVICE void raw(const u8* b, u32* w) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) strata_ld_x4(b + 16 * i, w + 4 * i);
+  }
+  STRATA_DEVICE f32 cvt(const u32* w, int e) { return strata_bf16_to_f32((u16)(w[e >> 1] >> (16 * (e & 1)))); }
+  STRATA_DEVICE void loadf(const u8* b, f32* v) {
+    u32 w[16];
+    raw(b, w);
 #pragma unroll
-    for (int i = 0; i < 16; ++i) v[2 * i] = strata_bf16_to_f32((u16)w[i]), v[2 * i + 1] = strata_bf16_to_f32((u16)(w[i] >> 16));
+    for (int i = 0; i < 32; ++i) v[i] = cvt(w, i);
   }
 };
 
