@@ -154,11 +154,11 @@ func newMmqInputs(t quant.Type, dims []int, rng *rand.Rand) (*mmqInputs, error) 
 // mmqRef is y[t·ldy + r] (padding 0) and S of the same layout.
 func mmqRef(in *mmqInputs) (y, s []float64) {
 	y, s = make([]float64, in.tokens*in.ldy), make([]float64, in.tokens*in.ldy)
-	for t := 0; t < in.tokens; t++ {
+	parallelFor(in.tokens, func(t int) {
 		for r := 0; r < in.rows; r++ {
 			y[t*in.ldy+r], s[t*in.ldy+r] = prefillDot(in.wi, r, in.xi, t)
 		}
-	}
+	})
 	return y, s
 }
 

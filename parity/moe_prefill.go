@@ -249,7 +249,7 @@ func mpSilu(g float64) float64 { return g / (1 + math.Exp(-g)) }
 // mpHRef is h and its error scale for the first np pairs: [pairs][ff].
 func mpHRef(in *mpInputs, np int) (h, scale []float64) {
 	h, scale = make([]float64, np*in.ff), make([]float64, np*in.ff)
-	for p := 0; p < np; p++ {
+	parallelFor(np, func(p int) {
 		e, tk := in.ids[p], p/in.k
 		for f := 0; f < in.ff; f++ {
 			g, sg := prefillDot(in.gi[e], f, in.xi, tk)
@@ -258,7 +258,7 @@ func mpHRef(in *mpInputs, np int) (h, scale []float64) {
 			h[p*in.ff+f] = v
 			scale[p*in.ff+f] = 1.1*sg*math.Abs(u) + math.Abs(mpSilu(g))*su + (8+math.Abs(g))*math.Abs(v)
 		}
-	}
+	})
 	return h, scale
 }
 
@@ -266,11 +266,11 @@ func mpHRef(in *mpInputs, np int) (h, scale []float64) {
 func mpYRef(in *mpInputs, hq []byte, np int) (y, s []float64) {
 	hi := newQ81Rows(hq, np, in.ff, in.ff/32)
 	y, s = make([]float64, np*in.hidden), make([]float64, np*in.hidden)
-	for p := 0; p < np; p++ {
+	parallelFor(np, func(p int) {
 		for r := 0; r < in.hidden; r++ {
 			y[p*in.hidden+r], s[p*in.hidden+r] = prefillDot(in.di[in.ids[p]], r, hi, p)
 		}
-	}
+	})
 	return y, s
 }
 

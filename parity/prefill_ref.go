@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 
 	"github.com/strata-hip/strata/quant"
 )
@@ -128,4 +130,30 @@ func prefillDot(w *intRows, r int, x *q81Rows, t int) (y, s float64) {
 func gammaN(n int) float64 {
 	u := math.Ldexp(1, -24)
 	return float64(n) * u / (1 - float64(n)*u)
+}
+
+// parallelFor runs f(0..n−1) on all cores (the references of large cases are the slow part
+// of a GPU parity run); f must only write to index-disjoint places.
+func parallelFor(n int, f func(i int)) {
+	workers := min(n, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	next := 0
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				i := next
+				next++
+				mu.Unlock()
+				if i >= n {
+					return
+				}
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
 }
