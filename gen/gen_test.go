@@ -95,8 +95,9 @@ func TestHeaders(t *testing.T) {
 
 // Every kernel a target gets appears in its source with exactly the symbol the list and
 // kernels/abi name, as an extern "C" kernel whose launch bounds are the Spec's Threads
-// (attribute macros such as STRATA_MMQ_VGPRS may stand before the name); pruned variants
-// are absent.
+// (STRATA_LAUNCH_BOUNDS(n), or a family's own STRATA_<FAMILY>_BOUNDS(n) that adds an
+// occupancy hint, as mmvq's does on NVIDIA; attribute macros such as STRATA_MMQ_VGPRS may
+// stand before the name); pruned variants are absent.
 func TestSourcesDefineTheirSymbols(t *testing.T) {
 	files, err := renderAll(root)
 	if err != nil {
@@ -111,7 +112,7 @@ func TestSourcesDefineTheirSymbols(t *testing.T) {
 			src := byPath["kernels/out/"+tg.Name+"/"+s.Family+tg.SourceExt()]
 			kept, pruned := s.Variants(tg)
 			for _, v := range kept {
-				def := regexp.MustCompile(`(?m)^STRATA_KERNEL void STRATA_LAUNCH_BOUNDS\(` + strconv.Itoa(s.Threads) + `\)( [A-Z0-9_]+)* ` +
+				def := regexp.MustCompile(`(?m)^STRATA_KERNEL void STRATA_(LAUNCH|[A-Z0-9]+)_BOUNDS\(` + strconv.Itoa(s.Threads) + `\)( [A-Z0-9_]+)* ` +
 					regexp.QuoteMeta(s.Symbol(v)) + `\(const struct strata_` + s.Family + `_args p\)`)
 				if !def.MatchString(src) {
 					t.Errorf("%s/%s: no kernel STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(%d) %s(const struct strata_%s_args p)",
