@@ -31,16 +31,16 @@ gpu() {
 	local k=${STRATA_ALL_SCALE:-1}
 	step parity-base $((15 * k)) -test.run 'TestParity/sm_90/(quantize_q8_1|imma_tile)/'
 	step parity-decode $((75 * k)) -test.run 'TestParity/sm_90/(mmvq|dequant|moe_decode)/'
-	step parity-modelops $((90 * k)) -test.run 'TestParity/sm_90/(rmsnorm|rope|embed|sample|attention_decode|attention_prefill|gated_delta_net)/'
-	step parity-prefill $((90 * k)) -test.run 'TestParity/sm_90/(mmq|moe_prefill)/'
+	step parity-modelops $((75 * k)) -test.run 'TestParity/sm_90/(rmsnorm|rope|embed|sample|attention_decode|attention_prefill|gated_delta_net)/'
+	step parity-prefill $((75 * k)) -test.run 'TestParity/sm_90/(mmq|moe_prefill)/'
 	STRATA_BENCH=1 STRATA_BENCH_OUT="$out" step bench-decode $((40 * k)) -test.run TestBenchDecode
-	STRATA_BENCH=1 STRATA_BENCH_OUT="$out" step bench-modelops $((70 * k)) -test.run TestBenchModelOps
-	STRATA_BENCH=1 STRATA_BENCH_OUT="$out" step bench-prefill $((70 * k)) -test.run TestBenchPrefill
+	STRATA_BENCH=1 STRATA_BENCH_OUT="$out" step bench-modelops $((60 * k)) -test.run TestBenchModelOps
+	STRATA_BENCH=1 STRATA_BENCH_OUT="$out" step bench-prefill $((60 * k)) -test.run TestBenchPrefill
 	local p
 	p=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
-	for f in .dev/co/sm_90/{mmvq,moe_decode,rmsnorm,attention_decode,gated_delta_net}.ptx; do
+	for f in .dev/co/sm_90/{mmvq,attention_decode}.ptx; do
 		echo "== $f"
-		timeout 20 "$p" -arch=sm_90 -v "$f" -o /dev/null 2>&1 | grep -E "entry function|spill|Used" | paste - - - |
+		timeout 15 "$p" -arch=sm_90 -v "$f" -o /dev/null 2>&1 | grep -E "entry function|spill|Used" | paste - - - |
 			sed -E "s/ptxas info *: //g; s/Compiling entry function //; s/ for 'sm_90'//"
 	done >"$out/ptxas.txt" 2>&1
 	echo
