@@ -299,3 +299,16 @@ func TestGPUBench(t *testing.T) {
 		}
 	}
 }
+
+// TestCLI runs strata-run's command line from STRATA_RUN_ARGS (fields separated by
+// spaces), so a test binary carried to a GPU machine serves as the CLI as well; without
+// the variable it skips.
+func TestCLI(t *testing.T) {
+	args := os.Getenv("STRATA_RUN_ARGS")
+	if args == "" {
+		t.Skip("set STRATA_RUN_ARGS to run the command line")
+	}
+	if code := run(strings.Fields(args), os.Stdout, os.Stderr); code != 0 {
+		t.Fatalf("strata-run %s: exit %d", args, code)
+	}
+}
