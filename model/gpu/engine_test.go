@@ -242,6 +242,7 @@ func TestEngineEmulatedMatchesCPU(t *testing.T) {
 				return logs
 			}
 			full := run(0, false, 0)
+			ties := 0
 			for i := range cpuLog {
 				var num, den float64
 				for j, c := range cpuLog[i] {
@@ -255,7 +256,18 @@ func TestEngineEmulatedMatchesCPU(t *testing.T) {
 					t.Logf("step %d: NMSE %.3g", i, nmse)
 				}
 				if a, b := argmaxF(full[i]), argmaxF(cpuLog[i]); a != b {
-					t.Errorf("step %d: greedy %d, CPU %d", i, a, b)
+					// Allowed only at a near tie, as on the GPU (cmd/strata-run's
+					// gpuVsCPU): the CPU's own top-2 margin below 4× the RMS difference.
+					c := append([]float32(nil), cpuLog[i]...)
+					top := c[b]
+					c[b] = float32(math.Inf(-1))
+					margin, rms := float64(top-c[argmaxF(c)]), math.Sqrt(num/float64(len(c)))
+					if margin >= 4*rms {
+						t.Errorf("step %d: greedy %d, CPU %d with a clear CPU margin %.4g (RMS difference %.4g)", i, a, b, margin, rms)
+					} else {
+						ties++
+						t.Logf("step %d: greedy %d, CPU %d at a near tie (margin %.4g, RMS difference %.4g)", i, a, b, margin, rms)
+					}
 				}
 			}
 			K := synth.Presets[c.preset].ExpertsUsed

@@ -448,9 +448,16 @@ func (g *gen) rows(name string, t quant.Type, k, rows int, sigma float64) func(i
 			return fmt.Errorf("synth: %s: %w", name, err)
 		}
 		rng := rand.New(rand.NewPCG(seedOf(g.o.Seed, name), 3))
+		// The first len(p) rows are a permutation of the pool, so a matrix with no more
+		// rows than the pool has no two equal rows (equal output-head rows would make equal
+		// logits: exact ties that no two engines need to break alike); later rows repeat.
+		perm := rng.Perm(len(p))
 		buf := make([]byte, 0, 1<<20)
 		for r := 0; r < rows; r++ {
 			row := p[rng.IntN(len(p))]
+			if r < len(perm) {
+				row = p[perm[r]]
+			}
 			if len(buf)+len(row) > cap(buf) {
 				if _, err := out.Write(buf); err != nil {
 					return err

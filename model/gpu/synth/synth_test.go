@@ -145,3 +145,29 @@ func TestBadShapes(t *testing.T) {
 		}
 	}
 }
+
+// TestTinyHeadRowsDistinct: the tiny shape's output head has no two equal rows (equal rows
+// give exactly tied logits, which made a GPU-vs-CPU greedy comparison ambiguous).
+func TestTinyHeadRowsDistinct(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := Write(path, Presets["tiny"], Options{ExpertType: quant.IQ2_XS, Seed: 11}); err != nil {
+		t.Fatal(err)
+	}
+	src, err := model.OpenGGUF(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	out, ok := src.Tensor("output.weight")
+	if !ok {
+		t.Fatal("no output.weight")
+	}
+	seen := map[string]int{}
+	for r := 0; r < out.Rows(); r++ {
+		row := string(out.Data[r*out.RowBytes : (r+1)*out.RowBytes])
+		if prev, dup := seen[row]; dup {
+			t.Fatalf("output rows %d and %d are equal", prev, r)
+		}
+		seen[row] = r
+	}
+}
