@@ -139,8 +139,15 @@ func firstDiff(a, b []byte) int {
 // launch after checking that both launches wrote the same bytes. The second launch is
 // timed with events.
 func (h *Harness) Run(fn *gpu.Func, grid, block gpu.Dim3, args []byte, outs ...Buf) ([][]byte, time.Duration, error) {
+	return h.runLaunches([]seqLaunch{{fn, grid, block, args}}, 30*time.Second, outs...)
+}
+
+// runLaunches runs ls in order on the default stream under each poison, every buffer
+// refilled before each run, waiting at most wait for a run to finish, and returns the
+// payloads of outs from the second run after checking both runs wrote the same bytes.
+// The time is the second run's, from events around it.
+func (h *Harness) runLaunches(ls []seqLaunch, wait time.Duration, outs ...Buf) ([][]byte, time.Duration, error) {
 	var first [][]byte
-	var elapsed time.Duration
 	for run, poison := range poisons {
 		for _, g := range h.bufs {
 			if err := h.fill(g, poison); err != nil {
@@ -156,27 +163,33 @@ func (h *Harness) Run(fn *gpu.Func, grid, block gpu.Dim3, args []byte, outs ...B
 			return nil, 0, errors.Join(err, e0.Destroy())
 		}
 		err = e0.Record(nil)
-		if err == nil {
-			err = fn.Launch(nil, grid, block, 0, args)
+		for _, l := range ls {
+			if err == nil {
+				err = l.fn.Launch(nil, l.grid, l.block, 0, l.args)
+				if err != nil {
+					err = fmt.Errorf("launch %s: %w", l.fn.Symbol(), err)
+				}
+			}
 		}
 		if err == nil {
 			err = e1.Record(nil)
 		}
 		if err == nil {
-			err = e1.WaitFor(30 * time.Second)
+			err = e1.WaitFor(wait)
 		}
+		var elapsed time.Duration
 		if err == nil {
 			elapsed, err = gpu.Elapsed(e0, e1)
 		}
 		err = errors.Join(err, e0.Destroy(), e1.Destroy())
 		if err != nil {
-			return nil, 0, fmt.Errorf("launch %s: %w", fn.Symbol(), err)
+			return nil, 0, err
 		}
 		var got [][]byte
 		for _, g := range h.bufs {
 			p, err := h.read(g)
 			if err != nil {
-				return nil, 0, fmt.Errorf("after launch under poison %#x: %w", poison, err)
+				return nil, 0, fmt.Errorf("after the launches under poison %#x: %w", poison, err)
 			}
 			for _, o := range outs {
 				if o.g == g {
@@ -190,7 +203,7 @@ func (h *Harness) Run(fn *gpu.Func, grid, block gpu.Dim3, args []byte, outs ...B
 		}
 		for k := range got {
 			if i := firstDiff(got[k], first[k]); i >= 0 {
-				return nil, 0, fmt.Errorf("output %d byte %d differs between launches under poisons %#x and %#x (%#x vs %#x): the kernel did not write it",
+				return nil, 0, fmt.Errorf("output %d byte %d differs between launches under poisons %#x and %#x (%#x vs %#x): the kernels did not write it",
 					k, i, poisons[0], poisons[1], first[k][i], got[k][i])
 			}
 		}

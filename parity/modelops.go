@@ -2,7 +2,6 @@ package parity
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -26,69 +25,7 @@ type seqLaunch struct {
 // run come back after checking both runs wrote the same bytes. The time is the whole
 // sequence's, from events around it.
 func (h *Harness) runSeq(ls []seqLaunch, outs ...Buf) ([][]byte, time.Duration, error) {
-	var first [][]byte
-	for run, poison := range poisons {
-		for _, g := range h.bufs {
-			if err := h.fill(g, poison); err != nil {
-				return nil, 0, err
-			}
-		}
-		e0, err := h.Dev.NewEvent()
-		if err != nil {
-			return nil, 0, err
-		}
-		e1, err := h.Dev.NewEvent()
-		if err != nil {
-			return nil, 0, errors.Join(err, e0.Destroy())
-		}
-		err = e0.Record(nil)
-		for _, l := range ls {
-			if err == nil {
-				err = l.fn.Launch(nil, l.grid, l.block, 0, l.args)
-				if err != nil {
-					err = fmt.Errorf("launch %s: %w", l.fn.Symbol(), err)
-				}
-			}
-		}
-		if err == nil {
-			err = e1.Record(nil)
-		}
-		if err == nil {
-			err = e1.WaitFor(120 * time.Second)
-		}
-		var elapsed time.Duration
-		if err == nil {
-			elapsed, err = gpu.Elapsed(e0, e1)
-		}
-		err = errors.Join(err, e0.Destroy(), e1.Destroy())
-		if err != nil {
-			return nil, 0, err
-		}
-		var got [][]byte
-		for _, g := range h.bufs {
-			p, err := h.read(g)
-			if err != nil {
-				return nil, 0, fmt.Errorf("after the launches under poison %#x: %w", poison, err)
-			}
-			for _, o := range outs {
-				if o.g == g {
-					got = append(got, p)
-				}
-			}
-		}
-		if run == 0 {
-			first = got
-			continue
-		}
-		for k := range got {
-			if i := firstDiff(got[k], first[k]); i >= 0 {
-				return nil, 0, fmt.Errorf("output %d byte %d differs between launches under poisons %#x and %#x (%#x vs %#x): the kernels did not write it",
-					k, i, poisons[0], poisons[1], first[k][i], got[k][i])
-			}
-		}
-		return got, elapsed, nil
-	}
-	panic("unreachable")
+	return h.runLaunches(ls, 120*time.Second, outs...)
 }
 
 func moF32Bytes(v []float32) []byte {
