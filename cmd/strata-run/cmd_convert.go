@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/strata-hip/strata/model/convert"
+	"github.com/strata-hip/strata/quant"
 )
 
 func init() {
@@ -60,25 +61,32 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 	if err := p.AddTokenizer(tokPath); err != nil {
 		return err
 	}
+	return writePlan("convert", p, *out, qt, *typ, *split, *verbose, stdout, stderr)
+}
+
+// writePlan writes p as the GGUF out (or, with split > 0, as llama.cpp-style shards of at
+// most split GB), through out+".part" so that a failed write leaves no partial out, then
+// prints p's notes and a summary line; cmd names the subcommand in errors.
+func writePlan(cmd string, p *convert.Plan, out string, qt quant.Type, typ string, split float64, verbose bool, stdout, stderr io.Writer) error {
 	var progress io.Writer
-	if *verbose {
+	if verbose {
 		progress = stderr
 	}
-	if *split > 0 {
-		return convertSplit(p, *out, qt, *split, progress, stdout, stderr)
+	if split > 0 {
+		return convertSplit(p, out, qt, split, progress, stdout, stderr)
 	}
-	tmp := *out + ".part"
+	tmp := out + ".part"
 	if err := p.WriteGGUF(tmp, qt, progress); err != nil {
 		os.Remove(tmp)
 		return err
 	}
-	if err := os.Rename(tmp, *out); err != nil {
-		return fmt.Errorf("convert: %w", err)
+	if err := os.Rename(tmp, out); err != nil {
+		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	for _, n := range p.Notes {
 		fmt.Fprintln(stderr, "note:", n)
 	}
-	st, _ := os.Stat(*out)
-	fmt.Fprintf(stdout, "wrote %s: %s, %d tensors, %s, %.1f MB\n", *out, p.Arch, len(p.Tensors), strings.ToUpper(*typ), float64(st.Size())/1e6)
+	st, _ := os.Stat(out)
+	fmt.Fprintf(stdout, "wrote %s: %s, %d tensors, %s, %.1f MB\n", out, p.Arch, len(p.Tensors), strings.ToUpper(typ), float64(st.Size())/1e6)
 	return nil
 }

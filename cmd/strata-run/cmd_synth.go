@@ -64,25 +64,5 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	var progress io.Writer
-	if *verbose {
-		progress = stderr
-	}
-	if *split > 0 {
-		return convertSplit(p, *out, qt, *split, progress, stdout, stderr)
-	}
-	tmp := *out + ".part"
-	if err := p.WriteGGUF(tmp, qt, progress); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, *out); err != nil {
-		return fmt.Errorf("synth: %w", err)
-	}
-	for _, n := range p.Notes {
-		fmt.Fprintln(stderr, "note:", n)
-	}
-	st, _ := os.Stat(*out)
-	fmt.Fprintf(stdout, "wrote %s: %s, %d tensors, %s, %.1f MB\n", *out, p.Arch, len(p.Tensors), strings.ToUpper(*typ), float64(st.Size())/1e6)
-	return nil
+	return writePlan("synth", p, *out, qt, *typ, *split, *verbose, stdout, stderr)
 }
