@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -69,30 +70,11 @@ func Load(src Source) (m *Model, err error) {
 	}
 	m = &Model{Cfg: *cfg, src: src}
 	c := cfg
-	used := map[string]bool{}
-	var errs []string
-	get := func(name string, dims ...int) *Tensor {
-		used[name] = true
-		t, ok := src.Tensor(name)
-		if !ok {
-			errs = append(errs, fmt.Sprintf("tensor %s is missing", name))
-			return nil
-		}
-		if !sameDims(t.Dims, dims) {
-			errs = append(errs, fmt.Sprintf("tensor %s has shape %v, the metadata implies %v", name, t.Dims, dims))
-			return nil
-		}
-		return t
-	}
-	vec := func(name string, n int) []float32 {
-		if t := get(name, n); t != nil {
-			return t.Float32s()
-		}
-		return nil
-	}
+	b := &binder{src: src, used: map[string]bool{}}
+	get, vec := b.get, b.vec
 	H := c.Embd
 	emb, ok := src.Tensor("token_embd.weight")
-	used["token_embd.weight"] = true
+	b.used["token_embd.weight"] = true
 	switch {
 	case !ok:
 		return nil, fmt.Errorf("%s: tensor token_embd.weight is missing", src.Path())
@@ -119,8 +101,8 @@ func Load(src Source) (m *Model, err error) {
 		if c.IsRecurrent(i) {
 			kd, vd := c.LinKHeads*c.LinKDim, c.LinVHeads*c.LinVDim
 			if _, old := src.Tensor(p + "ssm_in.weight"); old {
-				errs = append(errs, fmt.Sprintf("tensor %sssm_in.weight is the older fused qkvz layout; reconvert with `strata-run convert` (attn_qkv + attn_gate)", p))
-				used[p+"ssm_in.weight"] = true
+				b.fail(fmt.Sprintf("tensor %sssm_in.weight is the older fused qkvz layout; reconvert with `strata-run convert` (attn_qkv + attn_gate)", p))
+				b.used[p+"ssm_in.weight"] = true
 			}
 			l.wqkv = get(p+"attn_qkv.weight", H, 2*kd+vd)
 			l.wz = get(p+"attn_gate.weight", H, vd)
@@ -155,30 +137,12 @@ func Load(src Source) (m *Model, err error) {
 			l.shDown = get(p+"ffn_down_shexp.weight", c.SharedFF, H)
 		}
 		m.layers = append(m.layers, l)
-		if len(errs) > 0 {
+		if len(b.errs) > 0 {
 			break
 		}
 	}
-	if len(errs) == 0 {
-		var extra []string
-		for _, n := range src.Names() {
-			if !used[n] && n != "rope_freqs.weight" {
-				extra = append(extra, n)
-			}
-		}
-		sort.Strings(extra)
-		if len(extra) > 0 {
-			if len(extra) > 5 {
-				extra = append(extra[:5], "...")
-			}
-			errs = append(errs, fmt.Sprintf("unexpected tensors for %s with %d layers: %s", c.Arch, c.Layers, strings.Join(extra, ", ")))
-		}
-	}
-	if len(errs) > 0 {
-		if len(errs) > 5 {
-			errs = append(errs[:5], fmt.Sprintf("(and %d more)", len(errs)-5))
-		}
-		return nil, fmt.Errorf("%s: %s", src.Path(), strings.Join(errs, "; "))
+	if err := b.finish(c.Arch, c.Layers, "rope_freqs.weight"); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -202,4 +166,66 @@ func sameDims(got, want []int) bool {
 		}
 	}
 	return true
+}
+
+// binder binds a loader's tensors by name, checking each shape against the one the
+// metadata implies, and collects every problem so that Load reports them together.
+type binder struct {
+	src  Source
+	used map[string]bool // every name bound (or consumed on purpose); the rest are unexpected
+	errs []string
+}
+
+// get returns the tensor name with shape dims, or nil after noting why not.
+func (b *binder) get(name string, dims ...int) *Tensor {
+	b.used[name] = true
+	t, ok := b.src.Tensor(name)
+	if !ok {
+		b.fail(fmt.Sprintf("tensor %s is missing", name))
+		return nil
+	}
+	if !sameDims(t.Dims, dims) {
+		b.fail(fmt.Sprintf("tensor %s has shape %v, the metadata implies %v", name, t.Dims, dims))
+		return nil
+	}
+	return t
+}
+
+// vec returns the 1-D tensor name of n elements as float32s, or nil after noting why not.
+func (b *binder) vec(name string, n int) []float32 {
+	if t := b.get(name, n); t != nil {
+		return t.Float32s()
+	}
+	return nil
+}
+
+func (b *binder) fail(msg string) { b.errs = append(b.errs, msg) }
+
+// finish notes the source's tensors that nothing bound (other than ignore) as unexpected
+// for arch with layers layers, then returns the problems (the first five) as one error,
+// or nil when there are none.
+func (b *binder) finish(arch string, layers int, ignore ...string) error {
+	if len(b.errs) == 0 {
+		var extra []string
+		for _, n := range b.src.Names() {
+			if !b.used[n] && !slices.Contains(ignore, n) {
+				extra = append(extra, n)
+			}
+		}
+		sort.Strings(extra)
+		if len(extra) > 0 {
+			if len(extra) > 5 {
+				extra = append(extra[:5], "...")
+			}
+			b.fail(fmt.Sprintf("unexpected tensors for %s with %d layers: %s", arch, layers, strings.Join(extra, ", ")))
+		}
+	}
+	if len(b.errs) == 0 {
+		return nil
+	}
+	errs := b.errs
+	if len(errs) > 5 {
+		errs = append(errs[:5:5], fmt.Sprintf("(and %d more)", len(errs)-5))
+	}
+	return fmt.Errorf("%s: %s", b.src.Path(), strings.Join(errs, "; "))
 }

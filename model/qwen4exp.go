@@ -3,8 +3,6 @@ package model
 import (
 	"fmt"
 	"math"
-	"sort"
-	"strings"
 )
 
 // ArchQwen4Exp is Qwen3.8-Flash-Next (docs: qwen4exp.md): four hyper-connection residual
@@ -309,29 +307,10 @@ func loadQwen4Exp(src Source) (*Model, error) {
 	m.q4 = qm
 	c := cfg
 	H, HH := c.Embd, q.HC*c.Embd
-	used := map[string]bool{}
-	var errs []string
-	get := func(name string, dims ...int) *Tensor {
-		used[name] = true
-		t, ok := src.Tensor(name)
-		if !ok {
-			errs = append(errs, fmt.Sprintf("tensor %s is missing", name))
-			return nil
-		}
-		if !sameDims(t.Dims, dims) {
-			errs = append(errs, fmt.Sprintf("tensor %s has shape %v, the metadata implies %v", name, t.Dims, dims))
-			return nil
-		}
-		return t
-	}
-	vec := func(name string, n int) []float32 {
-		if t := get(name, n); t != nil {
-			return t.Float32s()
-		}
-		return nil
-	}
+	b := &binder{src: src, used: map[string]bool{}}
+	get, vec := b.get, b.vec
 	emb, ok := src.Tensor("token_embd.weight")
-	used["token_embd.weight"] = true
+	b.used["token_embd.weight"] = true
 	if !ok || len(emb.Dims) != 2 || emb.Dims[0] != H {
 		return nil, fmt.Errorf("%s: tensor token_embd.weight is missing or not [%d, vocab]", src.Path(), H)
 	}
@@ -375,7 +354,7 @@ func loadQwen4Exp(src Source) (*Model, error) {
 	qm.mixer = hc("output_hc_", false)
 	nk, nv := c.LinKHeads, c.LinVHeads
 	kd, vd := nk*c.LinKDim, nv*c.LinVDim
-	for i := 0; i < c.Layers && len(errs) == 0; i++ {
+	for i := 0; i < c.Layers && len(b.errs) == 0; i++ {
 		p := fmt.Sprintf("blk.%d.", i)
 		var l q4Layer
 		l.attnHC, l.ffnHC = hc(p+"hc_attn_", true), hc(p+"hc_ffn_", true)
@@ -406,18 +385,18 @@ func loadQwen4Exp(src Source) (*Model, error) {
 			if t := get(p+"ple_conv1d.weight", q.PLEConv, HH); t != nil {
 				pl.conv = t.Float32s()
 			}
-			used["per_layer_token_embd.weight"] = true
+			b.used["per_layer_token_embd.weight"] = true
 			tab, ok := src.Tensor("per_layer_token_embd.weight")
 			switch {
 			case !ok:
-				errs = append(errs, "tensor per_layer_token_embd.weight (the PLE n-gram table) is missing")
+				b.fail("tensor per_layer_token_embd.weight (the PLE n-gram table) is missing")
 			case len(tab.Dims) != 2 || tab.Dims[0] != q.PLEDim:
-				errs = append(errs, fmt.Sprintf("tensor per_layer_token_embd.weight has shape %v, want [%d, rows]", tab.Dims, q.PLEDim))
+				b.fail(fmt.Sprintf("tensor per_layer_token_embd.weight has shape %v, want [%d, rows]", tab.Dims, q.PLEDim))
 			default:
 				rows := uint64(tab.Dims[1])
 				for h := range q.Sizes {
 					if q.Offsets[h]+q.Sizes[h] > rows {
-						errs = append(errs, fmt.Sprintf("PLE hash head %d addresses rows up to %d, the table has %d", h, q.Offsets[h]+q.Sizes[h], rows))
+						b.fail(fmt.Sprintf("PLE hash head %d addresses rows up to %d, the table has %d", h, q.Offsets[h]+q.Sizes[h], rows))
 						break
 					}
 				}
@@ -427,7 +406,7 @@ func loadQwen4Exp(src Source) (*Model, error) {
 		}
 		qm.layers = append(qm.layers, l)
 	}
-	if q.MTP == 1 && len(errs) == 0 {
+	if q.MTP == 1 && len(b.errs) == 0 {
 		p := fmt.Sprintf("blk.%d.", c.Layers)
 		mt := &q4MTP{}
 		mt.enorm = vec(p+"nextn.enorm.weight", H)
@@ -439,26 +418,8 @@ func loadQwen4Exp(src Source) (*Model, error) {
 		mt.mixer = hc(p+"nextn.output_hc_", false)
 		qm.mtp = mt
 	}
-	if len(errs) == 0 {
-		var extra []string
-		for _, n := range src.Names() {
-			if !used[n] {
-				extra = append(extra, n)
-			}
-		}
-		sort.Strings(extra)
-		if len(extra) > 0 {
-			if len(extra) > 5 {
-				extra = append(extra[:5], "...")
-			}
-			errs = append(errs, fmt.Sprintf("unexpected tensors for %s with %d layers: %s", ArchQwen4Exp, c.Layers, strings.Join(extra, ", ")))
-		}
-	}
-	if len(errs) > 0 {
-		if len(errs) > 5 {
-			errs = append(errs[:5], fmt.Sprintf("(and %d more)", len(errs)-5))
-		}
-		return nil, fmt.Errorf("%s: %s", src.Path(), strings.Join(errs, "; "))
+	if err := b.finish(ArchQwen4Exp, c.Layers); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
