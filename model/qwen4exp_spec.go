@@ -250,26 +250,7 @@ func (s *Sampler) dist(logits []float32) map[int32]float64 {
 	if k := c.TopK; k > 0 && k < len(cs) {
 		cs = cs[:k]
 	}
-	probs := softmaxOf(cs, 1)
-	if c.TopP < 1 && c.TopP > 0 {
-		var cum float64
-		for i, p := range probs {
-			cum += p
-			if cum >= c.TopP {
-				cs = cs[:i+1]
-				break
-			}
-		}
-	}
-	if c.MinP > 0 {
-		limit := probs[0] * c.MinP
-		n := 1
-		for n < len(cs) && probs[n] >= limit {
-			n++
-		}
-		cs = cs[:n]
-	}
-	probs = softmaxOf(cs, c.Temp)
+	cs, probs := c.topPMinP(cs)
 	out := make(map[int32]float64, len(cs))
 	for i, cd := range cs {
 		out[cd.id] = probs[i]

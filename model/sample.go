@@ -100,8 +100,21 @@ func (s *Sampler) Sample(logits []float32) int32 {
 		sort.Slice(cs, func(a, b int) bool { return better(cs[a], cs[b]) })
 	}
 	s.cand = cs
-	// Probabilities at temperature 1 for top-p and min-p (llama.cpp applies temperature
-	// after these filters).
+	cs, probs := c.topPMinP(cs)
+	r := s.rng.Float64()
+	for i, p := range probs {
+		r -= p
+		if r < 0 {
+			return cs[i].id
+		}
+	}
+	return cs[len(cs)-1].id
+}
+
+// topPMinP cuts sorted candidates cs by top-p, then min-p, on their probabilities at
+// temperature 1 (llama.cpp applies the temperature after these filters), and returns
+// what is left with its probabilities at c.Temp.
+func (c SamplerConfig) topPMinP(cs []cand) ([]cand, []float64) {
 	probs := softmaxOf(cs, 1)
 	if c.TopP < 1 && c.TopP > 0 {
 		var cum float64
@@ -122,14 +135,7 @@ func (s *Sampler) Sample(logits []float32) int32 {
 		cs = cs[:n]
 	}
 	probs = softmaxOf(cs, c.Temp)
-	r := s.rng.Float64()
-	for i, p := range probs {
-		r -= p
-		if r < 0 {
-			return cs[i].id
-		}
-	}
-	return cs[len(cs)-1].id
+	return cs, probs
 }
 
 // softmaxOf returns the probabilities of sorted candidates at temperature t.
