@@ -279,32 +279,45 @@ func Check(m *model.Model, dir string, b Bounds, w io.Writer) (Result, error) {
 		}
 
 		// Greedy continuation through the cache: step k's logits produce greedy_ids[k].
-		cur := lastGot
-		var got []int32
-		worstStep, worstLSE := 0.0, 0.0
-		for k := 0; k < len(p.GreedyIDs) && k < len(p.GreedySteps); k++ {
-			for _, e := range p.GreedySteps[k].Top10 {
-				worstStep = math.Max(worstStep, math.Abs(float64(cur[int(e[0])])-e[1]))
-			}
-			worstLSE = math.Max(worstLSE, math.Abs(logSumExp(cur)-p.GreedySteps[k].LogSumExp))
-			next := int32(argmax(cur))
-			got = append(got, next)
-			if next != p.GreedyIDs[k] {
-				break
-			}
-			if cur, err = st.Forward([]int32{next}, false, nil); err != nil {
-				return c.res, err
-			}
+		if err := c.greedy(&p, b.Quantized, tol, lastGot, func(next int32) ([]float32, error) {
+			return st.Forward([]int32{next}, false, nil)
+		}); err != nil {
+			return c.res, err
 		}
-		if b.Quantized {
-			fmt.Fprintf(w, "info %s: greedy ids through the cache: got %v want %v (step logits max |diff| %.2e; not bounded)\n", p.Name, got, p.GreedyIDs, worstStep)
-			continue
-		}
-		c.report(eqIDs(got, p.GreedyIDs), "%s: greedy ids (prefill, then decode through the cache): got %v want %v", p.Name, got, p.GreedyIDs)
-		c.report(worstStep <= tol && worstLSE <= tol, "%s: greedy step logits (top-10 ids) max |diff| %.2e, logsumexp max |diff| %.2e (bound %.2e)", p.Name, worstStep, worstLSE, tol)
 	}
 	fmt.Fprintf(w, "%d passed, %d failed\n", c.res.Passed, c.res.Failed)
 	return c.res, nil
+}
+
+// greedy checks the greedy continuation of p through the cache: from cur, the logits
+// after the prompt, each step's argmax must be p.GreedyIDs[k] and its logits must match
+// the step's top-10 and logsumexp within tol; step feeds a token and returns the next
+// logits. For quantized weights the ids are information only and the logits unbounded.
+func (c *checker) greedy(p *Prompt, quantized bool, tol float64, cur []float32, step func(int32) ([]float32, error)) error {
+	var got []int32
+	worstStep, worstLSE := 0.0, 0.0
+	for k := 0; k < len(p.GreedyIDs) && k < len(p.GreedySteps); k++ {
+		for _, e := range p.GreedySteps[k].Top10 {
+			worstStep = math.Max(worstStep, math.Abs(float64(cur[int(e[0])])-e[1]))
+		}
+		worstLSE = math.Max(worstLSE, math.Abs(logSumExp(cur)-p.GreedySteps[k].LogSumExp))
+		next := int32(argmax(cur))
+		got = append(got, next)
+		if next != p.GreedyIDs[k] {
+			break
+		}
+		var err error
+		if cur, err = step(next); err != nil {
+			return err
+		}
+	}
+	if quantized {
+		fmt.Fprintf(c.w, "info %s: greedy ids through the cache: got %v want %v (step logits max |diff| %.2e; not bounded)\n", p.Name, got, p.GreedyIDs, worstStep)
+		return nil
+	}
+	c.report(eqIDs(got, p.GreedyIDs), "%s: greedy ids (prefill, then decode through the cache): got %v want %v", p.Name, got, p.GreedyIDs)
+	c.report(worstStep <= tol && worstLSE <= tol, "%s: greedy step logits (top-10 ids) max |diff| %.2e, logsumexp max |diff| %.2e (bound %.2e)", p.Name, worstStep, worstLSE, tol)
+	return nil
 }
 
 // nmse is ‖got−ref‖²/‖ref‖² (infinite for NaN, or for an empty comparison).

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -257,29 +256,11 @@ func checkQwen4Exp(m *model.Model, dir string, b Bounds, f *File, w io.Writer) (
 		}
 
 		// Greedy continuation through the cache.
-		cur := logits[(T-1)*V : T*V]
-		var got []int32
-		worstStep, worstLSE := 0.0, 0.0
-		for k := 0; k < len(p.GreedyIDs) && k < len(p.GreedySteps); k++ {
-			for _, e := range p.GreedySteps[k].Top10 {
-				worstStep = math.Max(worstStep, math.Abs(float64(cur[int(e[0])])-e[1]))
-			}
-			worstLSE = math.Max(worstLSE, math.Abs(logSumExp(cur)-p.GreedySteps[k].LogSumExp))
-			next := int32(argmax(cur))
-			got = append(got, next)
-			if next != p.GreedyIDs[k] {
-				break
-			}
-			if cur, err = st.ForwardQ4([]int32{next}, false, nil); err != nil {
-				return c.res, err
-			}
+		if err := c.greedy(&p, b.Quantized, tol, logits[(T-1)*V:T*V], func(next int32) ([]float32, error) {
+			return st.ForwardQ4([]int32{next}, false, nil)
+		}); err != nil {
+			return c.res, err
 		}
-		if b.Quantized {
-			fmt.Fprintf(w, "info %s: greedy ids through the cache: got %v want %v (step logits max |diff| %.2e; not bounded)\n", p.Name, got, p.GreedyIDs, worstStep)
-			continue
-		}
-		c.report(eqIDs(got, p.GreedyIDs), "%s: greedy ids (prefill, then decode through the cache): got %v want %v", p.Name, got, p.GreedyIDs)
-		c.report(worstStep <= tol && worstLSE <= tol, "%s: greedy step logits (top-10 ids) max |diff| %.2e, logsumexp max |diff| %.2e (bound %.2e)", p.Name, worstStep, worstLSE, tol)
 	}
 	fmt.Fprintf(w, "%d passed, %d failed\n", c.res.Passed, c.res.Failed)
 	return c.res, nil
