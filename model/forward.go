@@ -402,52 +402,8 @@ func (s *State) deltaNet(li int, l *layer, xn []float32, T int) []float32 {
 	matmul(z, l.wz, 0, vd, xn, T)
 	matmul(ba, l.wba, 0, 2*nv, xn, T)
 
-	// Causal depthwise conv over time; inputs before this call come from the conv state.
-	st := s.conv[li]
-	in := func(t, ch int) float32 { // input at time t relative to this call (t may be negative)
-		if t >= 0 {
-			return qkv[t*C+ch]
-		}
-		return st[(KC-1+t)*C+ch]
-	}
-	cv := make([]float32, T*C)
-	for t := 0; t < T; t++ {
-		for ch := 0; ch < C; ch++ {
-			var sum float32
-			w := l.conv[ch*KC : (ch+1)*KC]
-			for j := 0; j < KC; j++ {
-				sum += w[j] * in(t-(KC-1)+j, ch)
-			}
-			cv[t*C+ch] = silu(sum)
-		}
-	}
-	next := make([]float32, len(st))
-	for r := 0; r < KC-1; r++ {
-		tt := T - (KC - 1) + r
-		for ch := 0; ch < C; ch++ {
-			next[r*C+ch] = in(tt, ch)
-		}
-	}
-	copy(st, next)
-
-	// q, k: L2-normalise each key head (eps 1e-6 inside the root, as the reference), scale q.
-	qscale := float32(1 / math.Sqrt(float64(dk)))
-	for t := 0; t < T; t++ {
-		for h := 0; h < 2*nk; h++ {
-			x := cv[t*C+h*dk : t*C+(h+1)*dk]
-			var ss float64
-			for _, v := range x {
-				ss += float64(v) * float64(v)
-			}
-			inv := float32(1 / math.Sqrt(ss+1e-6))
-			if h < nk {
-				inv *= qscale
-			}
-			for i := range x {
-				x[i] *= inv
-			}
-		}
-	}
+	cv := causalConv(qkv, s.conv[li], l.conv, T, C, KC)
+	normQK(cv, T, C, nk, dk)
 	o := make([]float32, T*vd)
 	r := nv / nk
 	S := s.ssm[li]
@@ -465,28 +421,8 @@ func (s *State) deltaNet(li int, l *layer, xn []float32, T int) []float32 {
 				qv := cv[t*C+kh*dk : t*C+(kh+1)*dk]
 				kv := cv[t*C+kd+kh*dk : t*C+kd+(kh+1)*dk]
 				vv := cv[t*C+2*kd+h*dv : t*C+2*kd+(h+1)*dv]
-				clear(mem)
-				for i := 0; i < dk; i++ {
-					row := Sh[i*dv : (i+1)*dv]
-					ki := kv[i]
-					for j := range row {
-						row[j] *= decay
-						mem[j] += row[j] * ki
-					}
-				}
-				for j := range mem {
-					mem[j] = (vv[j] - mem[j]) * beta // delta
-				}
 				out := o[t*vd+h*dv : t*vd+(h+1)*dv]
-				clear(out)
-				for i := 0; i < dk; i++ {
-					row := Sh[i*dv : (i+1)*dv]
-					ki, qi := kv[i], qv[i]
-					for j := range row {
-						row[j] += ki * mem[j]
-						out[j] += row[j] * qi
-					}
-				}
+				deltaStep(Sh, mem, out, qv, kv, vv, decay, beta)
 				rmsNorm(out, out, l.ssmNorm, c.Eps)
 				zz := z[t*vd+h*dv : t*vd+(h+1)*dv]
 				for j := range out {
@@ -498,4 +434,86 @@ func (s *State) deltaNet(li int, l *layer, xn []float32, T int) []float32 {
 	res := make([]float32, T*c.Embd)
 	matmul(res, l.wssmOut, 0, c.Embd, o, T)
 	return res
+}
+
+// causalConv is the DeltaNet's causal depthwise conv over time, with SiLU: x holds T
+// steps of C channels, w each channel's KC taps, and st the last KC−1 inputs before this
+// call, which it updates to the last KC−1 inputs of x (and st) for the next call.
+func causalConv(x, st, w []float32, T, C, KC int) []float32 {
+	in := func(t, ch int) float32 { // input at time t relative to this call (t may be negative)
+		if t >= 0 {
+			return x[t*C+ch]
+		}
+		return st[(KC-1+t)*C+ch]
+	}
+	cv := make([]float32, T*C)
+	for t := 0; t < T; t++ {
+		for ch := 0; ch < C; ch++ {
+			var sum float32
+			taps := w[ch*KC : (ch+1)*KC]
+			for j := 0; j < KC; j++ {
+				sum += taps[j] * in(t-(KC-1)+j, ch)
+			}
+			cv[t*C+ch] = silu(sum)
+		}
+	}
+	next := make([]float32, len(st))
+	for r := 0; r < KC-1; r++ {
+		tt := T - (KC - 1) + r
+		for ch := 0; ch < C; ch++ {
+			next[r*C+ch] = in(tt, ch)
+		}
+	}
+	copy(st, next)
+	return cv
+}
+
+// normQK L2-normalises each of the 2·nk q and k heads of dk values in cv's T rows of C
+// (eps 1e-6 inside the root, as the reference) and scales q by 1/√dk.
+func normQK(cv []float32, T, C, nk, dk int) {
+	qscale := float32(1 / math.Sqrt(float64(dk)))
+	for t := 0; t < T; t++ {
+		for h := 0; h < 2*nk; h++ {
+			x := cv[t*C+h*dk : t*C+(h+1)*dk]
+			var ss float64
+			for _, v := range x {
+				ss += float64(v) * float64(v)
+			}
+			inv := float32(1 / math.Sqrt(ss+1e-6))
+			if h < nk {
+				inv *= qscale
+			}
+			for i := range x {
+				x[i] *= inv
+			}
+		}
+	}
+}
+
+// deltaStep is one time step of the gated delta rule for one value head: it decays the
+// head's state Sh (dk rows of dv) by decay, writes the delta β·(v − Sᵀk) into mem, adds
+// k ⊗ delta to the state and reads out = Sᵀq.
+func deltaStep(Sh, mem, out, qv, kv, vv []float32, decay, beta float32) {
+	dk, dv := len(kv), len(vv)
+	clear(mem)
+	for i := 0; i < dk; i++ {
+		row := Sh[i*dv : (i+1)*dv]
+		ki := kv[i]
+		for j := range row {
+			row[j] *= decay
+			mem[j] += row[j] * ki
+		}
+	}
+	for j := range mem {
+		mem[j] = (vv[j] - mem[j]) * beta // delta
+	}
+	clear(out)
+	for i := 0; i < dk; i++ {
+		row := Sh[i*dv : (i+1)*dv]
+		ki, qi := kv[i], qv[i]
+		for j := range row {
+			row[j] += ki * mem[j]
+			out[j] += row[j] * qi
+		}
+	}
 }

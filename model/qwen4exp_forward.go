@@ -291,49 +291,8 @@ func (s *State) q4DeltaNet(l *q4Layer, li int, xn []float32, T int) []float32 {
 	matmul(b, l.wbeta, 0, nv, xn, T)
 	matmul(a, l.walpha, 0, nv, xn, T)
 
-	st := s.q4.conv[li]
-	in := func(t, ch int) float32 {
-		if t >= 0 {
-			return qkv[t*C+ch]
-		}
-		return st[(KC-1+t)*C+ch]
-	}
-	cv := make([]float32, T*C)
-	for t := 0; t < T; t++ {
-		for ch := 0; ch < C; ch++ {
-			var sum float32
-			w := l.conv[ch*KC : (ch+1)*KC]
-			for j := 0; j < KC; j++ {
-				sum += w[j] * in(t-(KC-1)+j, ch)
-			}
-			cv[t*C+ch] = silu(sum)
-		}
-	}
-	next := make([]float32, len(st))
-	for r := 0; r < KC-1; r++ {
-		for ch := 0; ch < C; ch++ {
-			next[r*C+ch] = in(T-(KC-1)+r, ch)
-		}
-	}
-	copy(st, next)
-
-	qscale := float32(1 / math.Sqrt(float64(dk)))
-	for t := 0; t < T; t++ {
-		for h := 0; h < 2*nk; h++ {
-			x := cv[t*C+h*dk : t*C+(h+1)*dk]
-			var ss float64
-			for _, v := range x {
-				ss += float64(v) * float64(v)
-			}
-			inv := float32(1 / math.Sqrt(ss+1e-6))
-			if h < nk {
-				inv *= qscale
-			}
-			for i := range x {
-				x[i] *= inv
-			}
-		}
-	}
+	cv := causalConv(qkv, s.q4.conv[li], l.conv, T, C, KC)
+	normQK(cv, T, C, nk, dk)
 	act := silu
 	if s.m.q4.cfg.GateSigmoid {
 		act = sigmoid
@@ -351,28 +310,8 @@ func (s *State) q4DeltaNet(l *q4Layer, li int, xn []float32, T int) []float32 {
 				qv := cv[t*C+kh*dk : t*C+(kh+1)*dk]
 				kv := cv[t*C+kd+kh*dk : t*C+kd+(kh+1)*dk]
 				vv := cv[t*C+2*kd+h*dv : t*C+2*kd+(h+1)*dv]
-				clear(mem)
-				for i := 0; i < dk; i++ {
-					row := Sh[i*dv : (i+1)*dv]
-					ki := kv[i]
-					for j := range row {
-						row[j] *= decay
-						mem[j] += row[j] * ki
-					}
-				}
-				for j := range mem {
-					mem[j] = (vv[j] - mem[j]) * beta
-				}
 				out := o[t*vd+h*dv : t*vd+(h+1)*dv]
-				clear(out)
-				for i := 0; i < dk; i++ {
-					row := Sh[i*dv : (i+1)*dv]
-					ki, qi := kv[i], qv[i]
-					for j := range row {
-						row[j] += ki * mem[j]
-						out[j] += row[j] * qi
-					}
-				}
+				deltaStep(Sh, mem, out, qv, kv, vv, decay, beta)
 				rmsNorm(out, out, l.ssmNorm, c.Eps)
 				zz := z[t*vd+h*dv : t*vd+(h+1)*dv]
 				for j := range out {
