@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strconv"
-	"strings"
 )
 
 // ListEntry is one tensor of the list an oracle.json records under "tensors" (the
@@ -39,10 +37,7 @@ func SafetensorsFromOracle(oracleJSON []byte) ([]byte, error) {
 	}
 	ts := append([]ListEntry(nil), o.Tensors...)
 	sort.Slice(ts, func(a, b int) bool { return ts[a].Name < ts[b].Name })
-	var hdr strings.Builder
-	hdr.WriteString(`{"__metadata__":{"format":"pt"}`)
-	var datas [][]byte
-	off := 0
+	var sts []stTensor
 	luts := map[string]*[65536]uint16{}
 	for _, t := range ts {
 		n := 1
@@ -72,24 +67,7 @@ func SafetensorsFromOracle(oracleJSON []byte) ([]byte, error) {
 		default:
 			return nil, fmt.Errorf("tinygen: tensor %s: dtype %s is not generated (BF16, I64)", t.Name, t.DType)
 		}
-		dims := make([]string, len(t.Shape))
-		for i, d := range t.Shape {
-			dims[i] = strconv.Itoa(d)
-		}
-		fmt.Fprintf(&hdr, `,%q:{"dtype":%q,"shape":[%s],"data_offsets":[%d,%d]}`, t.Name, t.DType, strings.Join(dims, ","), off, off+len(b))
-		off += len(b)
-		datas = append(datas, b)
+		sts = append(sts, stTensor{t.Name, t.DType, t.Shape, b})
 	}
-	hdr.WriteString("}")
-	h := hdr.String()
-	for len(h)%8 != 0 {
-		h += " "
-	}
-	out := make([]byte, 8, 8+len(h)+off)
-	binary.LittleEndian.PutUint64(out, uint64(len(h)))
-	out = append(out, h...)
-	for _, d := range datas {
-		out = append(out, d...)
-	}
-	return out, nil
+	return encodeSafetensors(sts), nil
 }

@@ -127,10 +127,7 @@ func Safetensors(configJSON []byte, seed int, embKind string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var hdr strings.Builder
-	hdr.WriteString(`{"__metadata__":{"format":"pt"}`)
-	var datas [][]byte
-	off := 0
+	var ts []stTensor
 	for _, sp := range specs {
 		n := 1
 		for _, d := range sp.shape {
@@ -140,14 +137,31 @@ func Safetensors(configJSON []byte, seed int, embKind string) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		b := genTensor(c.ModelType, seed, sp.name, n, lut)
-		dims := make([]string, len(sp.shape))
-		for i, d := range sp.shape {
+		ts = append(ts, stTensor{sp.name, "BF16", sp.shape, genTensor(c.ModelType, seed, sp.name, n, lut)})
+	}
+	return encodeSafetensors(ts), nil
+}
+
+// stTensor is one tensor of a safetensors file: its name, dtype, shape and raw bytes.
+type stTensor struct {
+	name, dtype string
+	shape       []int
+	data        []byte
+}
+
+// encodeSafetensors returns the safetensors file holding ts, in the order given: the
+// header length, the JSON header (padded with spaces to a multiple of 8), then the data.
+func encodeSafetensors(ts []stTensor) []byte {
+	var hdr strings.Builder
+	hdr.WriteString(`{"__metadata__":{"format":"pt"}`)
+	off := 0
+	for _, t := range ts {
+		dims := make([]string, len(t.shape))
+		for i, d := range t.shape {
 			dims[i] = strconv.Itoa(d)
 		}
-		fmt.Fprintf(&hdr, `,%q:{"dtype":"BF16","shape":[%s],"data_offsets":[%d,%d]}`, sp.name, strings.Join(dims, ","), off, off+len(b))
-		off += len(b)
-		datas = append(datas, b)
+		fmt.Fprintf(&hdr, `,%q:{"dtype":%q,"shape":[%s],"data_offsets":[%d,%d]}`, t.name, t.dtype, strings.Join(dims, ","), off, off+len(t.data))
+		off += len(t.data)
 	}
 	hdr.WriteString("}")
 	h := hdr.String()
@@ -157,10 +171,10 @@ func Safetensors(configJSON []byte, seed int, embKind string) ([]byte, error) {
 	out := make([]byte, 8, 8+len(h)+off)
 	binary.LittleEndian.PutUint64(out, uint64(len(h)))
 	out = append(out, h...)
-	for _, d := range datas {
-		out = append(out, d...)
+	for _, t := range ts {
+		out = append(out, t.data...)
 	}
-	return out, nil
+	return out
 }
 
 func bf16Exact(x float32) uint16 {
