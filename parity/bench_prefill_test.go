@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -49,41 +48,14 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 	benchMust(t, err)
 	defer s.Destroy()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 6))
-	var lines []string
-	logf := func(format string, args ...any) {
-		l := fmt.Sprintf(format, args...)
-		lines = append(lines, l)
-		fmt.Println(l)
-	}
+	var blog benchLog
+	logf := blog.printf
 	logf("prefill benchmarks on %s (%s, %s), %s", dev.Info().Name, target, dev.Info().PCIBusID, time.Now().UTC().Format(time.RFC3339))
 	const warm, reps = 3, 10
 	// timeIt runs f warm+reps times with events between launches and returns the median
 	// seconds of the timed ones.
 	timeIt := func(f func() error) float64 {
-		n := warm + reps
-		evs := make([]*gpu.Event, n+1)
-		for i := range evs {
-			e, err := dev.NewEvent()
-			benchMust(t, err)
-			evs[i] = e
-		}
-		defer func() {
-			for _, e := range evs {
-				_ = e.Destroy()
-			}
-		}()
-		benchMust(t, evs[0].Record(s))
-		for i := 0; i < n; i++ {
-			benchMust(t, f())
-			benchMust(t, evs[i+1].Record(s))
-		}
-		benchMust(t, evs[n].WaitFor(300*time.Second))
-		var ts []float64
-		for i := warm; i < n; i++ {
-			el, err := gpu.Elapsed(evs[i], evs[i+1])
-			benchMust(t, err)
-			ts = append(ts, el.Seconds())
-		}
+		ts := eventTimes(t, dev, s, warm+reps, 300*time.Second, func(int) error { return f() })[warm:]
 		sort.Float64s(ts)
 		return ts[len(ts)/2]
 	}
@@ -248,9 +220,7 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 			benchMust(t, wd.Free())
 		}
 	}
-	if d := os.Getenv("STRATA_BENCH_OUT"); d != "" {
-		benchMust(t, os.WriteFile(filepath.Join(d, "bench_prefill.txt"), []byte(strings.Join(lines, "\n")+"\n"), 0o644))
-	}
+	blog.write(t, "bench_prefill.txt")
 }
 
 // variantValues returns the axis values of spec's variant name.

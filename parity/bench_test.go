@@ -69,33 +69,10 @@ func TestBenchDecode(t *testing.T) {
 	// events: n+1 events recorded around n launches of f(i) on s, after a 1 GiB copy that
 	// keeps the GPU busy while the host queues them. Returns per-launch seconds.
 	timeLaunches := func(n int, f func(i int) error) []float64 {
-		evs := make([]*gpu.Event, n+1)
-		for i := range evs {
-			e, err := dev.NewEvent()
-			benchMust(t, err)
-			evs[i] = e
-		}
-		defer func() {
-			for _, e := range evs {
-				_ = e.Destroy()
-			}
-		}()
 		for c := 0; c < 2; c++ {
 			benchMust(t, s.Copy(pool2.Ptr, pool.Ptr, poolBytes))
 		}
-		benchMust(t, evs[0].Record(s))
-		for i := 0; i < n; i++ {
-			benchMust(t, f(i))
-			benchMust(t, evs[i+1].Record(s))
-		}
-		benchMust(t, evs[n].WaitFor(120*time.Second))
-		out := make([]float64, n)
-		for i := range out {
-			el, err := gpu.Elapsed(evs[i], evs[i+1])
-			benchMust(t, err)
-			out[i] = el.Seconds()
-		}
-		return out
+		return eventTimes(t, dev, s, n, 120*time.Second, f)
 	}
 	median := func(v []float64) float64 {
 		c := append([]float64(nil), v...)
@@ -107,12 +84,8 @@ func TestBenchDecode(t *testing.T) {
 	copies := timeLaunches(21, func(int) error { return s.Copy(pool2.Ptr, pool.Ptr, poolBytes) })
 	d2d := 2 * float64(poolBytes) / median(copies[1:]) / 1e9
 
-	var lines []string
-	logf := func(format string, args ...any) {
-		l := fmt.Sprintf(format, args...)
-		lines = append(lines, l)
-		fmt.Println(l)
-	}
+	var blog benchLog
+	logf := blog.printf
 	logf("decode benchmarks on %s (%s, %s), %s", dev.Info().Name, target, dev.Info().PCIBusID, time.Now().UTC().Format(time.RFC3339))
 	logf("d2d copy 1 GiB: %.1f GB/s (bytes read + written, median of 20)", d2d)
 	logf("%-8s %-34s %3s %10s %9s %8s %12s", "type", "shape", "n", "median µs", "GB/s", "of d2d", "bytes/launch")
@@ -235,8 +208,51 @@ func TestBenchDecode(t *testing.T) {
 			benchMust(t, dids.Free())
 		}
 	}
+	blog.write(t, "bench.txt")
+}
+
+// eventTimes records n+1 events on s around n launches f(0), …, f(n−1), waits at most wait
+// for the last, and returns each launch's seconds.
+func eventTimes(t *testing.T, dev *gpu.Device, s *gpu.Stream, n int, wait time.Duration, f func(i int) error) []float64 {
+	evs := make([]*gpu.Event, n+1)
+	for i := range evs {
+		e, err := dev.NewEvent()
+		benchMust(t, err)
+		evs[i] = e
+	}
+	defer func() {
+		for _, e := range evs {
+			_ = e.Destroy()
+		}
+	}()
+	benchMust(t, evs[0].Record(s))
+	for i := 0; i < n; i++ {
+		benchMust(t, f(i))
+		benchMust(t, evs[i+1].Record(s))
+	}
+	benchMust(t, evs[n].WaitFor(wait))
+	out := make([]float64, n)
+	for i := range out {
+		el, err := gpu.Elapsed(evs[i], evs[i+1])
+		benchMust(t, err)
+		out[i] = el.Seconds()
+	}
+	return out
+}
+
+// benchLog collects a benchmark's report lines, printing each as it comes.
+type benchLog struct{ lines []string }
+
+func (b *benchLog) printf(format string, args ...any) {
+	l := fmt.Sprintf(format, args...)
+	b.lines = append(b.lines, l)
+	fmt.Println(l)
+}
+
+// write writes the lines to STRATA_BENCH_OUT/name when STRATA_BENCH_OUT is set.
+func (b *benchLog) write(t *testing.T, name string) {
 	if out := os.Getenv("STRATA_BENCH_OUT"); out != "" {
-		benchMust(t, os.WriteFile(filepath.Join(out, "bench.txt"), []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+		benchMust(t, os.WriteFile(filepath.Join(out, name), []byte(strings.Join(b.lines, "\n")+"\n"), 0o644))
 	}
 }
 

@@ -49,18 +49,18 @@ func TestBenchModelOps(t *testing.T) {
 				t.Fatalf("no %s code object for %s", family, target)
 			}
 			image, err := os.ReadFile(filepath.Join(dir, co.Path))
-			moMust(t, err)
+			benchMust(t, err)
 			m, err = dev.LoadModule(gpu.CodeObject{Name: co.Path, Target: co.Target, Image: image})
-			moMust(t, err)
+			benchMust(t, err)
 			mods[family] = m
 			t.Cleanup(func() { _ = m.Unload() })
 		}
 		f, err := m.Func(symbol)
-		moMust(t, err)
+		benchMust(t, err)
 		return f
 	}
 	s, err := dev.NewStream()
-	moMust(t, err)
+	benchMust(t, err)
 	defer s.Destroy()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 10))
 	var bufs []*gpu.Buffer
@@ -72,10 +72,10 @@ func TestBenchModelOps(t *testing.T) {
 	// alloc returns a device buffer of n bytes filled with pattern (tiled).
 	alloc := func(n int, pattern []byte) gpu.DevPtr {
 		b, err := dev.Alloc(uintptr(n))
-		moMust(t, err)
+		benchMust(t, err)
 		bufs = append(bufs, b)
 		for off := 0; off < n; off += len(pattern) {
-			moMust(t, dev.Upload(b.Ptr.Add(uintptr(off)), pattern[:min(len(pattern), n-off)]))
+			benchMust(t, dev.Upload(b.Ptr.Add(uintptr(off)), pattern[:min(len(pattern), n-off)]))
 		}
 		return b.Ptr
 	}
@@ -106,42 +106,16 @@ func TestBenchModelOps(t *testing.T) {
 	// timeIt runs f (one launch sequence) 5 + 30 times and returns the median seconds.
 	timeIt := func(f func() error) float64 {
 		const warm, n = 5, 30
-		evs := make([]*gpu.Event, n+1)
-		for i := range evs {
-			e, err := dev.NewEvent()
-			moMust(t, err)
-			evs[i] = e
-		}
-		defer func() {
-			for _, e := range evs {
-				_ = e.Destroy()
-			}
-		}()
-		moMust(t, s.Copy(pool2, pool, poolBytes))
+		benchMust(t, s.Copy(pool2, pool, poolBytes))
 		for i := 0; i < warm; i++ {
-			moMust(t, f())
+			benchMust(t, f())
 		}
-		moMust(t, evs[0].Record(s))
-		for i := 0; i < n; i++ {
-			moMust(t, f())
-			moMust(t, evs[i+1].Record(s))
-		}
-		moMust(t, evs[n].WaitFor(300*time.Second))
-		per := make([]float64, n)
-		for i := range per {
-			el, err := gpu.Elapsed(evs[i], evs[i+1])
-			moMust(t, err)
-			per[i] = el.Seconds()
-		}
+		per := eventTimes(t, dev, s, n, 300*time.Second, func(int) error { return f() })
 		sort.Float64s(per)
 		return per[n/2]
 	}
-	var lines []string
-	logf := func(format string, args ...any) {
-		l := fmt.Sprintf(format, args...)
-		lines = append(lines, l)
-		fmt.Println(l)
-	}
+	var blog benchLog
+	logf := blog.printf
 	d2d := 2 * float64(poolBytes) / timeIt(func() error { return s.Copy(pool2, pool, poolBytes) }) / 1e9
 	logf("model ops on %s (%s)", dev.Info().Name, target)
 	logf("d2d copy 1 GiB: %.1f GB/s (bytes read + written)", d2d)
@@ -274,19 +248,5 @@ func TestBenchModelOps(t *testing.T) {
 		})
 		logf("%-10s %-30s %10.2f %10.2f %7.2fx", "add+q8_1", fmt.Sprintf("rows=%d,n=%d", sh.rows, sh.n), tf*1e6, ts*1e6, ts/tf)
 	}
-	if out := os.Getenv("STRATA_BENCH_OUT"); out != "" {
-		var b []byte
-		for _, l := range lines {
-			b = append(b, l...)
-			b = append(b, '\n')
-		}
-		moMust(t, os.WriteFile(filepath.Join(out, "modelops.txt"), b, 0o644))
-	}
-}
-
-func moMust(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
+	blog.write(t, "modelops.txt")
 }
