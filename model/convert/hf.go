@@ -13,6 +13,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/strata-hip/strata/model"
@@ -243,14 +244,8 @@ func (p *Plan) plan(c *hfConfig, where string) error {
 	// need checks a source tensor's presence and PyTorch shape now, so that a bad
 	// checkpoint fails before any data is read.
 	need := func(name string, shape ...int) string {
-		in := p.ckpt.Info(name)
-		switch {
-		case in == nil:
-			errs = append(errs, fmt.Errorf("tensor %s is missing", name))
-		case !sameShape(in.Shape, shape):
-			errs = append(errs, fmt.Errorf("tensor %s has shape %v, config.json implies %v", name, in.Shape, shape))
-		case in.DType != "BF16" && in.DType != "F16" && in.DType != "F32":
-			errs = append(errs, fmt.Errorf("tensor %s has dtype %s; only BF16, F16 and F32 checkpoints are supported", name, in.DType))
+		if err := checkSource(name, p.ckpt.Info(name), shape); err != nil {
+			errs = append(errs, err)
 		}
 		return name
 	}
@@ -442,16 +437,18 @@ func (p *Plan) read(name string) ([]float32, error) {
 	return v, nil
 }
 
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
+// checkSource says what is wrong with the checkpoint's tensor name (in; nil when it is
+// absent) for the PyTorch shape config.json implies, or returns nil.
+func checkSource(name string, in *safetensors.Info, shape []int) error {
+	switch {
+	case in == nil:
+		return fmt.Errorf("tensor %s is missing", name)
+	case !slices.Equal(in.Shape, shape):
+		return fmt.Errorf("tensor %s has shape %v, config.json implies %v", name, in.Shape, shape)
+	case in.DType != "BF16" && in.DType != "F16" && in.DType != "F32":
+		return fmt.Errorf("tensor %s has dtype %s; only BF16, F16 and F32 checkpoints are supported", name, in.DType)
 	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
+	return nil
 }
 
 func reverse(s []int) []int {

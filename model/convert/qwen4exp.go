@@ -451,14 +451,8 @@ func (p *Plan) planQwen4Exp(c *q4HFConfig) error {
 		if ck == nil { // synthetic plan (Synth): names and shapes only
 			return name
 		}
-		in := ck.Info(name)
-		switch {
-		case in == nil:
-			errs = append(errs, fmt.Errorf("tensor %s is missing", name))
-		case !sameShape(in.Shape, shape):
-			errs = append(errs, fmt.Errorf("tensor %s has shape %v, config.json implies %v", name, in.Shape, shape))
-		case in.DType != "BF16" && in.DType != "F16" && in.DType != "F32":
-			errs = append(errs, fmt.Errorf("tensor %s has dtype %s; only BF16, F16 and F32 checkpoints are supported", name, in.DType))
+		if err := checkSource(name, ck.Info(name), shape); err != nil {
+			errs = append(errs, err)
 		}
 		return name
 	}
