@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/strata-hip/strata/model"
@@ -177,11 +178,11 @@ func Check(m *model.Model, dir string, b Bounds, w io.Writer) (Result, error) {
 			}
 		}
 		layers, fnorm, last, stride := arrays["layer_outputs"], arrays["final_norm"], arrays["logits_last"], arrays["logits_stride16"]
-		if want := []int{L + 1, T, H}; !eqShape(layers.Shape, want) {
+		if want := []int{L + 1, T, H}; !slices.Equal(layers.Shape, want) {
 			return c.res, fmt.Errorf("oracle: %s.layer_outputs has shape %v, the model and prompt imply %v", p.Name, layers.Shape, want)
 		}
 		S := (V + 15) / 16
-		if !eqShape(fnorm.Shape, []int{T, H}) || !eqShape(last.Shape, []int{V}) || !eqShape(stride.Shape, []int{T, S}) {
+		if !slices.Equal(fnorm.Shape, []int{T, H}) || !slices.Equal(last.Shape, []int{V}) || !slices.Equal(stride.Shape, []int{T, S}) {
 			return c.res, fmt.Errorf("oracle: %s: final_norm %v, logits_last %v or logits_stride16 %v disagree with T=%d, vocab=%d", p.Name, fnorm.Shape, last.Shape, stride.Shape, T, V)
 		}
 		if len(p.Router.Experts) != 0 && len(p.Router.Experts) != L {
@@ -315,7 +316,7 @@ func (c *checker) greedy(p *Prompt, quantized bool, tol float64, cur []float32, 
 		fmt.Fprintf(c.w, "info %s: greedy ids through the cache: got %v want %v (step logits max |diff| %.2e; not bounded)\n", p.Name, got, p.GreedyIDs, worstStep)
 		return nil
 	}
-	c.report(eqIDs(got, p.GreedyIDs), "%s: greedy ids (prefill, then decode through the cache): got %v want %v", p.Name, got, p.GreedyIDs)
+	c.report(slices.Equal(got, p.GreedyIDs), "%s: greedy ids (prefill, then decode through the cache): got %v want %v", p.Name, got, p.GreedyIDs)
 	c.report(worstStep <= tol && worstLSE <= tol, "%s: greedy step logits (top-10 ids) max |diff| %.2e, logsumexp max |diff| %.2e (bound %.2e)", p.Name, worstStep, worstLSE, tol)
 	return nil
 }
@@ -332,30 +333,6 @@ func nmse(got, ref []float32) float64 {
 		return math.Inf(1)
 	}
 	return num / den
-}
-
-func eqShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func eqIDs(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // maxRel is max|got−ref| / max|ref| and the index of the worst element; NaN counts as infinite.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -71,7 +72,7 @@ func checkQwen4Exp(m *model.Model, dir string, b Bounds, f *File, w io.Writer) (
 			if err != nil {
 				return nil, err
 			}
-			if !eqShape(a.Shape, shape) {
+			if !slices.Equal(a.Shape, shape) {
 				return nil, fmt.Errorf("oracle: %s.%s has shape %v, the model and prompt imply %v", p.Name, name, a.Shape, shape)
 			}
 			return a, nil
