@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"math"
 )
 
 // Int64s reads an I64 tensor (hash constants and other integer tables) exactly.
@@ -35,7 +34,6 @@ func (c *Checkpoint) Float32Rows(name string, r0, n int) ([]float32, error) {
 	if in == nil {
 		return nil, fmt.Errorf("safetensors: no tensor %q in the checkpoint", name)
 	}
-	es := dtypeSize[in.DType]
 	if len(in.Shape) == 0 || r0 < 0 || n < 0 || r0+n > in.Shape[0] {
 		return nil, fmt.Errorf("safetensors: %s: tensor %q%v: rows [%d, %d) out of range", in.file.path, name, in.Shape, r0, r0+n)
 	}
@@ -43,26 +41,5 @@ func (c *Checkpoint) Float32Rows(name string, r0, n int) ([]float32, error) {
 	for _, d := range in.Shape[1:] {
 		rowElems *= d
 	}
-	raw := make([]byte, n*rowElems*es)
-	if _, err := in.file.f.ReadAt(raw, in.begin+int64(r0*rowElems*es)); err != nil && err != io.EOF {
-		return nil, fmt.Errorf("safetensors: %s: tensor %q: %w", in.file.path, name, err)
-	}
-	out := make([]float32, n*rowElems)
-	switch in.DType {
-	case "F32":
-		for i := range out {
-			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
-		}
-	case "BF16":
-		for i := range out {
-			out[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(raw[2*i:])) << 16)
-		}
-	case "F16":
-		for i := range out {
-			out[i] = F16ToF32(binary.LittleEndian.Uint16(raw[2*i:]))
-		}
-	default:
-		return nil, fmt.Errorf("safetensors: %s: tensor %q has dtype %s; only F32, F16 and BF16 weights are supported", in.file.path, name, in.DType)
-	}
-	return out, nil
+	return in.float32s(name, r0*rowElems, n*rowElems)
 }

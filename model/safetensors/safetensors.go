@@ -226,11 +226,20 @@ func (c *Checkpoint) Float32(name string) ([]float32, *Info, error) {
 	if in == nil {
 		return nil, nil, fmt.Errorf("safetensors: no tensor %q in the checkpoint", name)
 	}
-	raw := make([]byte, in.size)
-	if _, err := in.file.f.ReadAt(raw, in.begin); err != nil && err != io.EOF {
-		return nil, nil, fmt.Errorf("safetensors: %s: tensor %q: %w", in.file.path, name, err)
+	out, err := in.float32s(name, 0, int(in.size)/dtypeSize[in.DType])
+	if err != nil {
+		return nil, nil, err
 	}
-	n := int(in.size) / dtypeSize[in.DType]
+	return out, in, nil
+}
+
+// float32s reads n elements of tensor name (in) from element off on, widened exactly.
+func (in *Info) float32s(name string, off, n int) ([]float32, error) {
+	es := dtypeSize[in.DType]
+	raw := make([]byte, n*es)
+	if _, err := in.file.f.ReadAt(raw, in.begin+int64(off*es)); err != nil && err != io.EOF {
+		return nil, fmt.Errorf("safetensors: %s: tensor %q: %w", in.file.path, name, err)
+	}
 	out := make([]float32, n)
 	switch in.DType {
 	case "F32":
@@ -246,9 +255,9 @@ func (c *Checkpoint) Float32(name string) ([]float32, *Info, error) {
 			out[i] = F16ToF32(binary.LittleEndian.Uint16(raw[2*i:]))
 		}
 	default:
-		return nil, nil, fmt.Errorf("safetensors: %s: tensor %q has dtype %s; only F32, F16 and BF16 weights are supported", in.file.path, name, in.DType)
+		return nil, fmt.Errorf("safetensors: %s: tensor %q has dtype %s; only F32, F16 and BF16 weights are supported", in.file.path, name, in.DType)
 	}
-	return out, in, nil
+	return out, nil
 }
 
 // F16ToF32 widens an IEEE half-precision value exactly.
