@@ -1,7 +1,6 @@
 package model_test
 
 import (
-	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -24,34 +23,12 @@ func tinyHF(t testing.TB, name string) string {
 	if d, ok := tinyDirs.Load(name); ok {
 		return d.(string)
 	}
-	od := filepath.Join("testdata", name)
-	cfg, err := os.ReadFile(filepath.Join(od, "config.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(filepath.Join(od, "oracle.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var o struct {
-		Seed int    `json:"seed"`
-		Kind string `json:"embedding_kind"`
-	}
-	if err := json.Unmarshal(raw, &o); err != nil {
-		t.Fatal(err)
-	}
-	st, err := tinygen.Safetensors(cfg, o.Seed, o.Kind)
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir, err := os.MkdirTemp("", "strata-tiny-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for n, b := range map[string][]byte{"config.json": cfg, "model.safetensors": st} {
-		if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := tinygen.WriteHF(filepath.Join("testdata", name), dir); err != nil {
+		t.Fatal(err)
 	}
 	tinyDirs.Store(name, dir)
 	return dir

@@ -48,23 +48,13 @@ func tinySourceQwen4Exp(t *testing.T) model.Source {
 		return q4Tiny.src
 	}
 	od := filepath.Join("testdata", "tiny-qwen4exp")
-	cfg, err := os.ReadFile(filepath.Join(od, "config.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	raw, err := os.ReadFile(filepath.Join(od, "oracle.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := tinygen.SafetensorsFromOracle(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	for n, b := range map[string][]byte{"config.json": cfg, "model.safetensors": st} {
-		if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := tinygen.WriteHF(od, dir); err != nil {
+		t.Fatal(err)
 	}
 	p, err := convert.FromHF(dir)
 	if err != nil {

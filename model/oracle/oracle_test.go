@@ -2,8 +2,6 @@ package oracle
 
 import (
 	"bytes"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -17,30 +15,9 @@ import (
 func tinyHFDir(t *testing.T, name string) (hfDir, oracleDir string) {
 	t.Helper()
 	oracleDir = filepath.Join("..", "testdata", name)
-	cfg, err := os.ReadFile(filepath.Join(oracleDir, "config.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(filepath.Join(oracleDir, "oracle.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var o struct {
-		Seed int    `json:"seed"`
-		Kind string `json:"embedding_kind"`
-	}
-	if err := json.Unmarshal(raw, &o); err != nil {
-		t.Fatal(err)
-	}
-	st, err := tinygen.Safetensors(cfg, o.Seed, o.Kind)
-	if err != nil {
-		t.Fatal(err)
-	}
 	hfDir = t.TempDir()
-	for n, b := range map[string][]byte{"config.json": cfg, "model.safetensors": st} {
-		if err := os.WriteFile(filepath.Join(hfDir, n), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := tinygen.WriteHF(oracleDir, hfDir); err != nil {
+		t.Fatal(err)
 	}
 	return hfDir, oracleDir
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/strata-hip/strata/model"
 	"github.com/strata-hip/strata/model/convert"
@@ -97,7 +96,6 @@ func rebuildTiny(modelDir, oracleDir string, w io.Writer) (string, func(), error
 	}
 	var rec struct {
 		Seed   *int   `json:"seed"`
-		Kind   string `json:"embedding_kind"`
 		SHA256 string `json:"weights_sha256"`
 	}
 	if err := json.Unmarshal(raw, &rec); err != nil || rec.Seed == nil || rec.SHA256 == "" {
@@ -107,20 +105,7 @@ func rebuildTiny(modelDir, oracleDir string, w io.Writer) (string, func(), error
 	if err != nil {
 		return "", nil, fmt.Errorf("check-logits: %w", err)
 	}
-	var mt struct {
-		ModelType string `json:"model_type"`
-	}
-	json.Unmarshal(cfg, &mt)
-	var st []byte
-	if strings.HasPrefix(mt.ModelType, "qwen4_exp") {
-		st, err = tinygen.SafetensorsFromOracle(raw)
-	} else {
-		kind := rec.Kind
-		if kind == "" {
-			kind = "w1" // make_weights.py's default
-		}
-		st, err = tinygen.Safetensors(cfg, *rec.Seed, kind)
-	}
+	st, err := tinygen.FromOracle(cfg, raw)
 	if err != nil {
 		return "", nil, fmt.Errorf("check-logits: rebuilding the weights of %s: %w", modelDir, err)
 	}
