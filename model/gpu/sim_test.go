@@ -14,7 +14,7 @@ import (
 // through the CPU engine (one prefill; the expert choices are the same as decode's) and
 // replays the expert choices through the slot cache at the slot counts the memory plan
 // gives at several VRAM budgets (ctx 1024), for both policies: hit rate and MB copied
-// per token after an 8-token warm-up. A CPU-side estimate of what the GPU engine's cache
+// per token after a warm-up of STRATA_SIM_WARM tokens (default 8). A CPU-side estimate of what the GPU engine's cache
 // does on that model; no device is involved.
 func TestCacheReplay(t *testing.T) {
 	path := os.Getenv("STRATA_SIM_MODEL")
@@ -54,7 +54,11 @@ func TestCacheReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const warm = 8
+	warm := 8
+	fmt.Sscan(os.Getenv("STRATA_SIM_WARM"), &warm)
+	if warm >= n {
+		t.Fatalf("warm-up %d ≥ %d tokens", warm, n)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %d tokens (first %d warm-up), ctx 1024, slot %.2f MB, %d experts\n\n", path, n, warm, float64(in.SlotBytes)/1e6, in.MaxSlots)
 	fmt.Fprintf(&b, "| budget MiB | slots | of experts | decayed hit rate | decayed MB/token | LRU hit rate | LRU MB/token |\n|---:|---:|---:|---:|---:|---:|---:|\n")
