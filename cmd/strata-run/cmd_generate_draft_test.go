@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/strata-hip/strata/model/tinygen"
 	"github.com/strata-hip/strata/model/tokenizer"
 )
 
@@ -17,10 +16,6 @@ import (
 // --stats must report the acceptance rate.
 func TestGenerateDraftMatchesGreedy(t *testing.T) {
 	od := filepath.Join("..", "..", "model", "testdata", "tiny-qwen4exp")
-	cfg, err := os.ReadFile(filepath.Join(od, "config.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	raw, err := os.ReadFile(filepath.Join(od, "oracle.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -34,29 +29,13 @@ func TestGenerateDraftMatchesGreedy(t *testing.T) {
 	if err := json.Unmarshal(raw, &o); err != nil {
 		t.Fatal(err)
 	}
-	st, err := tinygen.SafetensorsFromOracle(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	tokDir := filepath.Join("..", "..", "model", "tokenizer", "testdata")
-	files := map[string][]byte{"config.json": cfg, "model.safetensors": st}
-	for _, n := range []string{"tokenizer.json.gz", "tokenizer_config.json"} {
-		if files[n], err = os.ReadFile(filepath.Join(tokDir, n)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for n, b := range files {
-		if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := tinyHFDir(t, od)
 	gguf := filepath.Join(dir, "q4.gguf")
 	var so, se bytes.Buffer
 	if code := run([]string{"convert", dir, "-o", gguf, "--type", "f32"}, &so, &se); code != 0 {
 		t.Fatalf("convert exited %d: %s", code, se.String())
 	}
-	tok, err := tokenizer.Load(filepath.Join(tokDir, "tokenizer.json.gz"))
+	tok, err := tokenizer.Load(filepath.Join(dir, "tokenizer.json.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,27 @@ import (
 	"github.com/strata-hip/strata/model/tokenizer"
 )
 
+// tinyHFDir writes the tiny model of the oracle directory od, with the test tokenizer,
+// as a Hugging Face directory for convert, and returns it.
+func tinyHFDir(t *testing.T, od string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := tinygen.WriteHF(od, dir); err != nil {
+		t.Fatal(err)
+	}
+	tokDir := filepath.Join("..", "..", "model", "tokenizer", "testdata")
+	for _, n := range []string{"tokenizer.json.gz", "tokenizer_config.json"} {
+		b, err := os.ReadFile(filepath.Join(tokDir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
 // tinyGGUF converts a tiny oracle model to GGUF through `strata-run convert` and returns
 // the file and the model's oracle.json prompts.
 func tinyGGUF(t *testing.T, name, typ string) (string, []struct {
@@ -24,17 +45,11 @@ func tinyGGUF(t *testing.T, name, typ string) (string, []struct {
 }) {
 	t.Helper()
 	od := filepath.Join("..", "..", "model", "testdata", name)
-	cfg, err := os.ReadFile(filepath.Join(od, "config.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	raw, err := os.ReadFile(filepath.Join(od, "oracle.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var o struct {
-		Seed    int    `json:"seed"`
-		Kind    string `json:"embedding_kind"`
 		Prompts []struct {
 			Text      string  `json:"text"`
 			IDs       []int32 `json:"ids"`
@@ -44,23 +59,7 @@ func tinyGGUF(t *testing.T, name, typ string) (string, []struct {
 	if err := json.Unmarshal(raw, &o); err != nil {
 		t.Fatal(err)
 	}
-	st, err := tinygen.Safetensors(cfg, o.Seed, o.Kind)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	tokDir := filepath.Join("..", "..", "model", "tokenizer", "testdata")
-	files := map[string][]byte{"config.json": cfg, "model.safetensors": st}
-	for _, n := range []string{"tokenizer.json.gz", "tokenizer_config.json"} {
-		if files[n], err = os.ReadFile(filepath.Join(tokDir, n)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for n, b := range files {
-		if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := tinyHFDir(t, od)
 	out := filepath.Join(dir, name+".gguf")
 	var so, se bytes.Buffer
 	if code := run([]string{"convert", dir, "-o", out, "--type", typ}, &so, &se); code != 0 {
