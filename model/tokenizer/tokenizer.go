@@ -110,14 +110,6 @@ func New(d Data) (*Tokenizer, error) {
 		}
 		t.bytePairs[i] = bytePair{rank, result}
 	}
-	t.bytePairs = make([]bytePair, 1<<16)
-	for i := range t.bytePairs {
-		rank, result, ok := t.merges.lookup(t.byteID[i>>8], t.byteID[i&0xFF])
-		if !ok {
-			rank = -1
-		}
-		t.bytePairs[i] = bytePair{rank, result}
-	}
 	return t, nil
 }
 
