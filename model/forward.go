@@ -61,17 +61,7 @@ func (s *State) Model() *Model { return s.m }
 // every new position ([T][Vocab]) when all is set, else for the last one only.
 func (s *State) Forward(tokens []int32, all bool, tr *Trace) (logits []float32, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			f, ok := r.(interface{ Addr() uintptr })
-			if !ok {
-				panic(r)
-			}
-			// The state may hold a partial update; it must not be used further.
-			s.pos = s.MaxCtx
-			logits, err = nil, fmt.Errorf("%s: memory fault reading the model at %#x (was the file truncated or replaced while in use?): %v", s.m.src.Path(), f.Addr(), r)
-		}
-	}()
+	defer s.faultGuard(&err)
 	if s.m.q4 != nil {
 		return s.forwardQ4Generic(tokens, all, tr)
 	}
@@ -133,6 +123,20 @@ func (s *State) Forward(tokens []int32, all bool, tr *Trace) (logits []float32, 
 	logits = make([]float32, V)
 	matmul(logits, m.output, 0, V, xn[(T-1)*H:], 1)
 	return logits, nil
+}
+
+// faultGuard, deferred, turns a fault reading the mapped model (a file truncated or
+// replaced while in use) into an error. The state may hold a partial update, so it is
+// marked full: it must not be used further.
+func (s *State) faultGuard(err *error) {
+	if r := recover(); r != nil {
+		f, ok := r.(interface{ Addr() uintptr })
+		if !ok {
+			panic(r)
+		}
+		s.pos = s.MaxCtx
+		*err = fmt.Errorf("%s: memory fault reading the model at %#x (was the file truncated or replaced while in use?): %v", s.m.src.Path(), f.Addr(), r)
+	}
 }
 
 func addTo(x, y []float32) {

@@ -74,7 +74,7 @@ func newQ4State(m *Model) *q4State {
 // ForwardQ4 is Forward for a qwen4exp model with its own trace (nil: none).
 func (s *State) ForwardQ4(tokens []int32, all bool, tr *Q4Trace) (_ []float32, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer s.q4Guard(&err)
+	defer s.faultGuard(&err)
 	m := s.m
 	if m.q4 == nil {
 		return nil, fmt.Errorf("model: ForwardQ4 on a %s model", m.Cfg.Arch)
@@ -150,19 +150,6 @@ func (s *State) ForwardQ4(tokens []int32, all bool, tr *Q4Trace) (_ []float32, e
 	logits := make([]float32, V)
 	matmul(logits, m.output, 0, V, h[(T-1)*H:], 1)
 	return logits, nil
-}
-
-// q4Guard turns a fault reading the mapped model (a file truncated or replaced while in
-// use) into an error, as Forward does; the state must not be used afterwards.
-func (s *State) q4Guard(err *error) {
-	if r := recover(); r != nil {
-		f, ok := r.(interface{ Addr() uintptr })
-		if !ok {
-			panic(r)
-		}
-		s.pos = s.MaxCtx
-		*err = fmt.Errorf("%s: memory fault reading the model at %#x (was the file truncated or replaced while in use?): %v", s.m.src.Path(), f.Addr(), r)
-	}
 }
 
 // forwardQ4Generic serves Forward's Trace for qwen4exp: Layers are the 4-stream residuals,

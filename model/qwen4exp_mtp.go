@@ -38,7 +38,7 @@ func (s *State) MTPPos() int {
 // and the MTP layer's pre-mixer output stacks.
 func (s *State) MTPForward(R []float32, next []int32, all bool, tr *MTPTrace) (logits, stacks []float32, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer s.q4Guard(&err)
+	defer s.faultGuard(&err)
 	m := s.m
 	if m.q4 == nil || m.q4.mtp == nil {
 		return nil, nil, fmt.Errorf("model: %s has no MTP head", m.src.Path())
