@@ -174,6 +174,26 @@ func mmqISumRef(in *mmqInputs) []int32 {
 	return out
 }
 
+// mmqVariant returns the weight type and tile of family's (mmq's or moe_prefill's) variant
+// whose symbol is symbol.
+func mmqVariant(family, symbol string) (t quant.Type, bm, bn int, err error) {
+	spec, _ := kernels.LookupSpec(family)
+	var vals map[string]string
+	for _, v := range spec.AllVariants() {
+		if spec.Symbol(v) == symbol {
+			vals = v.Values
+		}
+	}
+	t, ok := mmqTypes[vals["type"]]
+	if !ok {
+		return 0, 0, 0, fmt.Errorf("no weight type for %s", symbol)
+	}
+	if bm, bn, err = mmqTile(vals["tile"]); err != nil {
+		return 0, 0, 0, fmt.Errorf("%s: tile: %w", symbol, err)
+	}
+	return t, bm, bn, nil
+}
+
 // mmqTile parses a tile value "r<BM>t<BN>".
 func mmqTile(v string) (bm, bn int, err error) {
 	_, err = fmt.Sscanf(v, "r%dt%d", &bm, &bn)
@@ -211,20 +231,9 @@ func (in *mmqInputs) launch(h *Harness, fn *gpu.Func, bm, bn, hook int) ([]byte,
 }
 
 func runMmq(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
-	spec, _ := kernels.LookupSpec("mmq")
-	var vals map[string]string
-	for _, v := range spec.AllVariants() {
-		if spec.Symbol(v) == symbol {
-			vals = v.Values
-		}
-	}
-	t, ok := mmqTypes[vals["type"]]
-	if !ok {
-		return Outcome{}, fmt.Errorf("no weight type for %s", symbol)
-	}
-	bm, bn, err := mmqTile(vals["tile"])
+	t, bm, bn, err := mmqVariant("mmq", symbol)
 	if err != nil {
-		return Outcome{}, fmt.Errorf("%s: tile: %w", symbol, err)
+		return Outcome{}, err
 	}
 	fn, err := h.Mod.Func(symbol)
 	if err != nil {

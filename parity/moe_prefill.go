@@ -341,18 +341,7 @@ func (in *mpInputs) phase(h0 *Harness, fn *gpu.Func, phase int, grid gpu.Dim3, s
 }
 
 func runMoePrefill(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
-	spec, _ := kernels.LookupSpec("moe_prefill")
-	var vals map[string]string
-	for _, v := range spec.AllVariants() {
-		if spec.Symbol(v) == symbol {
-			vals = v.Values
-		}
-	}
-	t, ok := mmqTypes[vals["type"]]
-	if !ok {
-		return Outcome{}, fmt.Errorf("no weight type for %s", symbol)
-	}
-	bm, bn, err := mmqTile(vals["tile"])
+	t, bm, bn, err := mmqVariant("moe_prefill", symbol)
 	if err != nil {
 		return Outcome{}, err
 	}
