@@ -26,18 +26,7 @@ import (
 // types; both ops; both tiles; one MoE variant); STRATA_HOSTSIM_ALL=1 runs every variant on
 // two shapes each (minutes).
 func TestPrefillHostSim(t *testing.T) {
-	cxx, err := exec.LookPath("clang++-19")
-	if err != nil {
-		t.Skip("clang++-19 not found")
-	}
-	target := ""
-	for _, tg := range kernels.Targets {
-		if tg.IsNVIDIA() {
-			target = tg.Name
-			break
-		}
-	}
-	root := moduleRoot()
+	cxx, target, root := hostSimTools(t)
 	all := os.Getenv("STRATA_HOSTSIM_ALL") == "1"
 	for _, fc := range []struct {
 		family string
@@ -69,31 +58,15 @@ func TestPrefillHostSim(t *testing.T) {
 			name += "/other-paths"
 		}
 		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			src := filepath.Join(root, "kernels", "out", target, fc.family+".cu")
-			for _, f := range []string{src, filepath.Join(root, "parity", "testdata", "hostsim", "strata_prelude.h"),
-				filepath.Join(root, "parity", "testdata", "hostsim", "main.cpp")} {
-				b, err := os.ReadFile(f)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644); err != nil {
-					t.Fatal(err)
-				}
+			prelude, err := os.ReadFile(filepath.Join(root, "parity", "testdata", "hostsim", "strata_prelude.h"))
+			if err != nil {
+				t.Fatal(err)
 			}
-			bin := filepath.Join(dir, "sim")
-			flags := []string{"-std=c++20", "-O0", "-pthread", "-rdynamic", "-w", "-I", dir, "-I", filepath.Join(root, "kernels", "out", "include"),
-				fmt.Sprintf("-DHOSTSIM_SOURCE=%q", fc.family+".cu"), "-DHOSTSIM_ARGS=strata_" + fc.family + "_args"}
+			flags := []string{"-O0"}
 			if fc.other {
 				flags = append(flags, "-DHOSTSIM_OTHER_PATHS")
 			}
-			cmd := exec.Command(cxx, append(flags, filepath.Join(dir, "main.cpp"), "-o", bin)...)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				if strings.Contains(string(out), "file not found") && !strings.Contains(string(out), "strata_") {
-					t.Skipf("the C++ standard library headers clang++-19 needs are missing: %s", out)
-				}
-				t.Fatalf("%v: %s", err, out)
-			}
+			bin := buildHostSim(t, cxx, root, target, fc.family, prelude, flags...)
 			co, ok := abi.Find(target, fc.family)
 			if !ok {
 				t.Fatalf("no %s code object for %s", fc.family, target)
@@ -110,14 +83,7 @@ func TestPrefillHostSim(t *testing.T) {
 						break
 					}
 					t.Run(v.Name+"/"+c.Name, func(t *testing.T) {
-						drv := &simDriver{memDriver: newMemDriver(map[string]func(*memDriver, []byte){v.Symbol: func(*memDriver, []byte) {}}), bin: bin}
-						drv.next = 1 << 44 // device addresses no integer argument can be mistaken for
-						dev := gpu.NewDevice(drv)
-						mod, err := dev.LoadModule(gpu.CodeObject{Name: "hostsim/" + fc.family, Target: "mem_1", Image: []byte{1}})
-						if err != nil {
-							t.Fatal(err)
-						}
-						h := &Harness{Dev: dev, Mod: mod}
+						h := simHarness(t, bin, fc.family, v.Symbol)
 						defer h.Close()
 						seed := rand.Uint64()
 						if _, err := fc.run(h, v.Symbol, c, fam.Bounds[v.Name], rand.New(rand.NewPCG(seed, 7))); err != nil {
@@ -128,6 +94,73 @@ func TestPrefillHostSim(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hostSimTools returns the C++ compiler of the host simulation (skipping the test without
+// clang++-19), the first NVIDIA target (whose generated sources it runs) and the module root.
+func hostSimTools(t *testing.T) (cxx, target, root string) {
+	cxx, err := exec.LookPath("clang++-19")
+	if err != nil {
+		t.Skip("clang++-19 not found")
+	}
+	for _, tg := range kernels.Targets {
+		if tg.IsNVIDIA() {
+			target = tg.Name
+			break
+		}
+	}
+	return cxx, target, moduleRoot()
+}
+
+// buildHostSim compiles target's generated source of family with the given prelude and
+// testdata/hostsim/main.cpp (plus flags: the optimisation level, defines) in a temporary
+// directory and returns the binary. Where clang++-19 lacks the C++ standard library
+// headers, the test is skipped, naming the missing header.
+func buildHostSim(t *testing.T, cxx, root, target, family string, prelude []byte, flags ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string][]byte{"strata_prelude.h": prelude}
+	for _, f := range []string{filepath.Join(root, "kernels", "out", target, family+".cu"), filepath.Join(root, "parity", "testdata", "hostsim", "main.cpp")} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[filepath.Base(f)] = b
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(dir, "sim")
+	args := append([]string{"-std=c++20", "-pthread", "-rdynamic", "-w", "-I", dir, "-I", filepath.Join(root, "kernels", "out", "include"),
+		fmt.Sprintf("-DHOSTSIM_SOURCE=%q", family+".cu"), "-DHOSTSIM_ARGS=strata_" + family + "_args"}, flags...)
+	cmd := exec.Command(cxx, append(args, filepath.Join(dir, "main.cpp"), "-o", bin)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		if strings.Contains(string(out), "file not found") && !strings.Contains(string(out), "strata_") {
+			t.Skipf("the C++ standard library headers clang++-19 needs are missing: %s", out)
+		}
+		t.Fatalf("%v: %s", err, out)
+	}
+	return bin
+}
+
+// simHarness is a harness on a simDriver device running bin, with a module of family
+// whose kernels are symbols.
+func simHarness(t *testing.T, bin, family string, symbols ...string) *Harness {
+	t.Helper()
+	ks := map[string]func(*memDriver, []byte){}
+	for _, s := range symbols {
+		ks[s] = func(*memDriver, []byte) {}
+	}
+	drv := &simDriver{memDriver: newMemDriver(ks), bin: bin}
+	drv.next = 1 << 44 // device addresses no integer argument can be mistaken for
+	dev := gpu.NewDevice(drv)
+	mod, err := dev.LoadModule(gpu.CodeObject{Name: "hostsim/" + family, Target: "mem_1", Image: []byte{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Harness{Dev: dev, Mod: mod}
 }
 
 // simDriver is the memDriver whose launches run the host simulation binary over every

@@ -1,17 +1,13 @@
 package parity
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/strata-hip/strata/kernels"
 	"github.com/strata-hip/strata/kernels/abi"
-	"github.com/strata-hip/strata/runtime/gpu"
 )
 
 // TestModelOpsHostSim runs the generated NVIDIA sources of the model-op families on the CPU
@@ -24,18 +20,7 @@ import (
 // f32 rounding of the GPU's exp2/log2 differs (std::exp2f here), so it does not replace the
 // GPU run.
 func TestModelOpsHostSim(t *testing.T) {
-	cxx, err := exec.LookPath("clang++-19")
-	if err != nil {
-		t.Skip("clang++-19 not found")
-	}
-	target := ""
-	for _, tg := range kernels.Targets {
-		if tg.IsNVIDIA() {
-			target = tg.Name
-			break
-		}
-	}
-	root := moduleRoot()
+	cxx, target, root := hostSimTools(t)
 	all := os.Getenv("STRATA_HOSTSIM_ALL") == "1"
 	prelude, err := os.ReadFile(filepath.Join(root, "parity", "testdata", "hostsim", "strata_prelude.h"))
 	if err != nil {
@@ -64,26 +49,7 @@ func TestModelOpsHostSim(t *testing.T) {
 			c("t=18,saturating,nk=1,nv=2,d=128", 18, 0, 1, 2, 128, 128, 1, 1), c("t=5,nk=1,nv=2,dk=64,dv=96", 5, 0, 1, 2, 64, 96, 0, 1)}},
 	} {
 		t.Run(fc.family, func(t *testing.T) {
-			dir := t.TempDir()
-			files := map[string][]byte{"strata_prelude.h": prelude}
-			for _, f := range []string{filepath.Join(root, "kernels", "out", target, fc.family+".cu"), filepath.Join(root, "parity", "testdata", "hostsim", "main.cpp")} {
-				b, err := os.ReadFile(f)
-				if err != nil {
-					t.Fatal(err)
-				}
-				files[filepath.Base(f)] = b
-			}
-			for name, b := range files {
-				if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			bin := filepath.Join(dir, "sim")
-			cmd := exec.Command(cxx, "-std=c++20", "-O1", "-pthread", "-rdynamic", "-w", "-I", dir, "-I", filepath.Join(root, "kernels", "out", "include"),
-				fmt.Sprintf("-DHOSTSIM_SOURCE=%q", fc.family+".cu"), "-DHOSTSIM_ARGS=strata_"+fc.family+"_args", filepath.Join(dir, "main.cpp"), "-o", bin)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("%v: %s", err, out)
-			}
+			bin := buildHostSim(t, cxx, root, target, fc.family, prelude, "-O1")
 			co, ok := abi.Find(target, fc.family)
 			if !ok {
 				t.Fatalf("no %s code object for %s", fc.family, target)
@@ -96,18 +62,11 @@ func TestModelOpsHostSim(t *testing.T) {
 					}
 					t.Run(v.Name+"/"+cs.Name, func(t *testing.T) {
 						// Every symbol of the module, so a Run that launches two kernels finds both.
-						ks := map[string]func(*memDriver, []byte){}
+						var syms []string
 						for _, w := range co.Variants {
-							ks[w.Symbol] = func(*memDriver, []byte) {}
+							syms = append(syms, w.Symbol)
 						}
-						drv := &simDriver{memDriver: newMemDriver(ks), bin: bin}
-						drv.next = 1 << 44
-						dev := gpu.NewDevice(drv)
-						mod, err := dev.LoadModule(gpu.CodeObject{Name: "hostsim/" + fc.family, Target: "mem_1", Image: []byte{1}})
-						if err != nil {
-							t.Fatal(err)
-						}
-						h := &Harness{Dev: dev, Mod: mod}
+						h := simHarness(t, bin, fc.family, syms...)
 						defer h.Close()
 						seed := rand.Uint64()
 						o, err := fam.Run(h, v.Symbol, cs, fam.Bounds[v.Name], rand.New(rand.NewPCG(seed, 7)))
