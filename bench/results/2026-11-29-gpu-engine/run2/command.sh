@@ -1,0 +1,6 @@
+# The exact command of the second run, on the H200 (device tool, carry [".dev/gpu-engine"]),
+# after `bench/results/2026-11-29-gpu-engine/run.sh build` here at commit e0e9064.
+d=.dev/gpu-engine; mkdir -p /tmp/ge && tar -C /tmp/ge -xzf $d/co.tar.gz; export STRATA_CO_DIR=/tmp/ge/co; t=/tmp/sr.test; gunzip -c $d/strata-run.test.gz > $t && chmod +x $t; cli() { STRATA_RUN_ARGS="$*" $t -test.run '^TestCLI$' -test.v; }
+echo "== tiny"; STRATA_REQUIRE_GPU=1 timeout 90 $t -test.run 'TestGPUEngineMatchesCPU|TestGPUEngineNextMatchesCPU|TestBackendFlags' -test.v -test.timeout 85s > $OUT/tiny.log 2>&1; echo rc=$?; grep -E "^(---|ok|FAIL|PASS)|NMSE|greedy|flip|bitwise" $OUT/tiny.log | head -30
+m=/tmp/q30.gguf; s=$SECONDS; echo "== synth"; timeout 100 bash -c "STRATA_RUN_ARGS='synth --arch qwen3moe --preset qwen3-30b-a3b --type q2_0 -o $m' $t -test.run '^TestCLI\$' -test.v" > $OUT/synth.log 2>&1; echo "rc=$? $((SECONDS-s))s"; tail -3 $OUT/synth.log
+s=$SECONDS; echo "== bench"; STRATA_GPU_BENCH=1 STRATA_BENCH_MODEL=$m STRATA_BENCH_OUT=$OUT STRATA_BENCH_TOKENS=24 STRATA_BENCH_BUDGETS_MIB=4096,8192,0 STRATA_BENCH_POLICIES=decayed,lru timeout 150 $t -test.run TestGPUBench -test.v -test.timeout 145s > $OUT/bench.log 2>&1; echo "rc=$? $((SECONDS-s))s"; cat $OUT/gpu-engine-*.md 2>/dev/null | head -30; grep -E "FAIL|panic|tok/s" $OUT/bench.log | head
