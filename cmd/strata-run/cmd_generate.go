@@ -199,7 +199,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(out, s)
 		out.Flush()
 		if fwd.pos() >= ctx {
-			fmt.Fprintf(stderr, "\n[context of %d tokens is full]", ctx)
+			fmt.Fprintf(stderr, "\n[context of %d tokens is full]\n", ctx)
 			break
 		}
 		if logits, err = fwd.forward([]int32{id}); err != nil {

@@ -50,7 +50,7 @@ loop:
 		}
 		out.Flush()
 		if st.Pos() >= ctx {
-			fmt.Fprintf(stderr, "\n[context of %d tokens is full]", ctx)
+			fmt.Fprintf(stderr, "\n[context of %d tokens is full]\n", ctx)
 			break
 		}
 	}
