@@ -102,6 +102,14 @@ STRATA_DEVICE void strata_ldw_a2(const u8* p, u32* w) {
 STRATA_DEVICE u32 strata_sub_bytes(u32 x, u32 k) { return ((x | 0x80808080u) - k) ^ 0x80808080u; }
 // Four sign bits → byte mask (0xff where the bit is set).
 STRATA_DEVICE u32 strata_sign_mask4(u32 s) { return ((s & 15u) * 0x00204081u & 0x01010101u) * 0xffu; }
+// ksigns64[i] computed, not looked up (same bits): the 8 sign bits are i's 7 and their parity
+// (ksigns_iq2xs), expanded to byte masks for elements 0..3 (lo) and 4..7 (hi). A lookup was a
+// divergent 64-bit LDS gather per 8 elements (the IQ types' LDS wavefronts, not DRAM, set
+// their mmvq time); this is a few ALU ops.
+STRATA_DEVICE void strata_ksigns(u32 i, u32* lo, u32* hi) {
+  const u32 s = i | ((u32)__builtin_parity(i) << 7);
+  *lo = strata_sign_mask4(s), *hi = strata_sign_mask4(s >> 4);
+}
 // Negate the bytes of g where mask is 0xff (g's bytes are 1..127: no carries).
 STRATA_DEVICE u32 strata_neg_bytes(u32 g, u32 mask) { return (g ^ mask) + (mask & 0x01010101u); }
 
@@ -230,10 +238,9 @@ struct strata_qt_q6k {
 struct strata_qt_iq2xs {
   static constexpr int QK = 256, BYTES = 74;
   static constexpr bool FLOAT = false, MIN = false, PIECE = false;
-  struct lds { u64 grid[512]; u64 signs[128]; };
+  struct lds { u64 grid[512]; };
   STRATA_DEVICE void fill(lds* s) {
     strata_fill_table<u64, 512>(s->grid, strata_iq2xs_grid);
-    strata_fill_table<u64, 128>(s->signs, strata_ksigns64);
   }
   STRATA_DEVICE void load(const u8* b, int j, strata_g32& g, const lds* t) {
     strata_g32_clear<strata_qt_iq2xs>(g);
@@ -243,9 +250,11 @@ struct strata_qt_iq2xs {
 #pragma unroll
     for (int l = 0; l < 4; ++l) {
       const u32 code = (c[l >> 1] >> (16 * (l & 1))) & 0xffffu;
-      const u64 gr = t->grid[code & 511u], sm = t->signs[code >> 9];
-      g.q[2 * l] = strata_neg_bytes((u32)gr, (u32)sm);
-      g.q[2 * l + 1] = strata_neg_bytes((u32)(gr >> 32), (u32)(sm >> 32));
+      const u64 gr = t->grid[code & 511u];
+      u32 s0, s1;
+      strata_ksigns(code >> 9, &s0, &s1);
+      g.q[2 * l] = strata_neg_bytes((u32)gr, s0);
+      g.q[2 * l + 1] = strata_neg_bytes((u32)(gr >> 32), s1);
     }
     const u32 s = b[66 + j];
     g.m0 = 2 * (i32)(s & 15u) + 1, g.m1 = 2 * (i32)(s >> 4) + 1;
@@ -257,10 +266,9 @@ struct strata_qt_iq2xs {
 struct strata_qt_iq3xxs {
   static constexpr int QK = 256, BYTES = 98;
   static constexpr bool FLOAT = false, MIN = false, PIECE = false;
-  struct lds { u32 grid[256]; u64 signs[128]; };
+  struct lds { u32 grid[256]; };
   STRATA_DEVICE void fill(lds* s) {
     strata_fill_table<u32, 256>(s->grid, strata_iq3xxs_grid);
-    strata_fill_table<u64, 128>(s->signs, strata_ksigns64);
   }
   STRATA_DEVICE void load(const u8* b, int j, strata_g32& g, const lds* t) {
     strata_g32_clear<strata_qt_iq3xxs>(g);
@@ -270,10 +278,11 @@ struct strata_qt_iq3xxs {
     strata_ldw_a2<1>(b + 66 + 4 * j, &a);
 #pragma unroll
     for (int l = 0; l < 4; ++l) {
-      const u64 sm = t->signs[(a >> (7 * l)) & 127u];
+      u32 s0, s1;
+      strata_ksigns((a >> (7 * l)) & 127u, &s0, &s1);
       const u32 i1 = (ix[l >> 1] >> (16 * (l & 1))) & 0xffu, i2 = (ix[l >> 1] >> (16 * (l & 1) + 8)) & 0xffu;
-      g.q[2 * l] = strata_neg_bytes(t->grid[i1], (u32)sm);
-      g.q[2 * l + 1] = strata_neg_bytes(t->grid[i2], (u32)(sm >> 32));
+      g.q[2 * l] = strata_neg_bytes(t->grid[i1], s0);
+      g.q[2 * l + 1] = strata_neg_bytes(t->grid[i2], s1);
     }
     g.m0 = g.m1 = 2 * (i32)(a >> 28) + 1;
   }
