@@ -408,33 +408,14 @@ func (s *State) deltaNet(li int, l *layer, xn []float32, T int) []float32 {
 
 	cv := causalConv(qkv, s.conv[li], l.conv, T, C, KC)
 	normQK(cv, T, C, nk, dk)
-	o := make([]float32, T*vd)
 	r := nv / nk
-	S := s.ssm[li]
-	parallelFor(nv, T*dk*dv*4, func(lo, hi int) {
-		mem := make([]float32, dv)
-		for h := lo; h < hi; h++ {
-			kh := h / r
-			grp, idx := h/r, h%r // in_proj_ba is grouped per key head: [b (r) | a (r)]
-			Sh := S[h*dk*dv : (h+1)*dk*dv]
-			for t := 0; t < T; t++ {
-				b := ba[t*2*nv+grp*2*r+idx]
-				a := ba[t*2*nv+grp*2*r+r+idx]
-				decay := float32(math.Exp(float64(l.ssmA[h] * softplus(a+l.dtBias[h]))))
-				beta := sigmoid(b)
-				qv := cv[t*C+kh*dk : t*C+(kh+1)*dk]
-				kv := cv[t*C+kd+kh*dk : t*C+kd+(kh+1)*dk]
-				vv := cv[t*C+2*kd+h*dv : t*C+2*kd+(h+1)*dv]
-				out := o[t*vd+h*dv : t*vd+(h+1)*dv]
-				deltaStep(Sh, mem, out, qv, kv, vv, decay, beta)
-				rmsNorm(out, out, l.ssmNorm, c.Eps)
-				zz := z[t*vd+h*dv : t*vd+(h+1)*dv]
-				for j := range out {
-					out[j] *= silu(zz[j])
-				}
-			}
-		}
-	})
+	// in_proj_ba is grouped per key head: [b (r) | a (r)] for each of the nk groups.
+	gates := func(t, h int) (b, a float32) {
+		row := ba[t*2*nv+(h/r)*2*r:]
+		return row[h%r], row[r+h%r]
+	}
+	o := deltaRecurrence(c, cv, z, s.ssm[li], l.ssmA, l.dtBias, l.ssmNorm, T,
+		func(h int) int { return h / r }, gates, silu)
 	res := make([]float32, T*c.Embd)
 	matmul(res, l.wssmOut, 0, c.Embd, o, T)
 	return res
@@ -492,6 +473,43 @@ func normQK(cv []float32, T, C, nk, dk int) {
 			}
 		}
 	}
+}
+
+// deltaRecurrence runs the gated delta rule of every value head over T tokens, in order:
+// decay = exp(ssm_a·softplus(a + dt_bias)), β = sigmoid(b), the state step (deltaStep), then
+// the gated RMSNorm norm(o)·w·act(z). cv holds the conv outputs [q | k | v] per token
+// (q, k already L2-normalised), keyHead maps a value head to the key head it reads, gates
+// returns its b and a at token t. S (nv·dk·dv) carries over between calls. The layers differ
+// only in keyHead, gates and act (qwen3next: grouped heads, SiLU; qwen4exp: tiled, sigmoid).
+func deltaRecurrence(c *Config, cv, z, S, ssmA, dtBias, ssmNorm []float32, T int,
+	keyHead func(h int) int, gates func(t, h int) (b, a float32), act func(float32) float32) []float32 {
+	nk, nv, dk, dv := c.LinKHeads, c.LinVHeads, c.LinKDim, c.LinVDim
+	kd, vd := nk*dk, nv*dv
+	C := 2*kd + vd
+	o := make([]float32, T*vd)
+	parallelFor(nv, T*dk*dv*4, func(lo, hi int) {
+		mem := make([]float32, dv)
+		for h := lo; h < hi; h++ {
+			kh := keyHead(h)
+			Sh := S[h*dk*dv : (h+1)*dk*dv]
+			for t := 0; t < T; t++ {
+				b, a := gates(t, h)
+				decay := float32(math.Exp(float64(ssmA[h] * softplus(a+dtBias[h]))))
+				beta := sigmoid(b)
+				qv := cv[t*C+kh*dk : t*C+(kh+1)*dk]
+				kv := cv[t*C+kd+kh*dk : t*C+kd+(kh+1)*dk]
+				vv := cv[t*C+2*kd+h*dv : t*C+2*kd+(h+1)*dv]
+				out := o[t*vd+h*dv : t*vd+(h+1)*dv]
+				deltaStep(Sh, mem, out, qv, kv, vv, decay, beta)
+				rmsNorm(out, out, ssmNorm, c.Eps)
+				zz := z[t*vd+h*dv : t*vd+(h+1)*dv]
+				for j := range out {
+					out[j] *= act(zz[j])
+				}
+			}
+		}
+	})
+	return o
 }
 
 // deltaStep is one time step of the gated delta rule for one value head: it decays the

@@ -284,29 +284,9 @@ func (s *State) q4DeltaNet(l *q4Layer, li int, xn []float32, T int) []float32 {
 	if s.m.q4.cfg.GateSigmoid {
 		act = sigmoid
 	}
-	o := make([]float32, T*vd)
-	S := s.q4.ssm[li]
-	parallelFor(nv, T*dk*dv*4, func(lo, hi int) {
-		mem := make([]float32, dv)
-		for h := lo; h < hi; h++ {
-			kh := h % nk // tiled value-head order
-			Sh := S[h*dk*dv : (h+1)*dk*dv]
-			for t := 0; t < T; t++ {
-				decay := float32(math.Exp(float64(l.ssmA[h] * softplus(a[t*nv+h]+l.dtBias[h]))))
-				beta := sigmoid(b[t*nv+h])
-				qv := cv[t*C+kh*dk : t*C+(kh+1)*dk]
-				kv := cv[t*C+kd+kh*dk : t*C+kd+(kh+1)*dk]
-				vv := cv[t*C+2*kd+h*dv : t*C+2*kd+(h+1)*dv]
-				out := o[t*vd+h*dv : t*vd+(h+1)*dv]
-				deltaStep(Sh, mem, out, qv, kv, vv, decay, beta)
-				rmsNorm(out, out, l.ssmNorm, c.Eps)
-				zz := z[t*vd+h*dv : t*vd+(h+1)*dv]
-				for j := range out {
-					out[j] *= act(zz[j])
-				}
-			}
-		}
-	})
+	o := deltaRecurrence(c, cv, z, s.q4.ssm[li], l.ssmA, l.dtBias, l.ssmNorm, T,
+		func(h int) int { return h % nk }, // tiled value-head order
+		func(t, h int) (float32, float32) { return b[t*nv+h], a[t*nv+h] }, act)
 	res := make([]float32, T*c.Embd)
 	matmul(res, l.ssmOut, 0, c.Embd, o, T)
 	return res
