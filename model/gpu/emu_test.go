@@ -23,6 +23,13 @@ type emu struct {
 	allocs map[uintptr][]byte // device address → memory
 	starts []uintptr
 	err    error // first contract violation
+
+	// exact: Q8_1 buffers read back the f32 values they were quantized from (the
+	// composition without the activation rounding; diagnostics only).
+	exact bool
+	q81x  map[uint64][]float32
+	// resid, when non-nil, receives every residual an add-norm writes (diagnostics).
+	resid *[][]float32
 }
 
 func newEmu() *emu { return &emu{allocs: map[uintptr][]byte{}} }
@@ -82,6 +89,9 @@ func (m *emu) f32s(p uint64, n int) []float32 {
 
 // q81 decodes n values of Q8_1 blocks at p.
 func (m *emu) q81(p uint64, n int) []float32 {
+	if x, ok := m.q81x[p]; m.exact && ok && len(x) >= n {
+		return append([]float32(nil), x[:n]...)
+	}
 	b := m.at(p, n/32*36)
 	out := make([]float32, n)
 	for blk := 0; blk < n/32; blk++ {
@@ -94,6 +104,12 @@ func (m *emu) q81(p uint64, n int) []float32 {
 }
 
 func (m *emu) putQ81(p uint64, x []float32) {
+	if m.exact {
+		if m.q81x == nil {
+			m.q81x = map[uint64][]float32{}
+		}
+		m.q81x[p] = append([]float32(nil), x...)
+	}
 	if err := quant.QuantizeQ8_1GPU(x, m.at(p, (len(x)+31)/32*36)); err != nil {
 		m.fail("quantize: %v", err)
 	}
@@ -157,6 +173,9 @@ func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 				for j := range x {
 					x[j] += r[j]
 					m.setF32(a.Xo, off+j, x[j])
+				}
+				if m.resid != nil {
+					*m.resid = append(*m.resid, append([]float32(nil), x...))
 				}
 			}
 			var ss float64
