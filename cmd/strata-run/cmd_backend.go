@@ -115,6 +115,9 @@ func openGPU(b *backendFlags, src *model.GGUFSource, ctx int, stderr io.Writer) 
 			fmt.Fprintf(stderr, "gpu: %d tokens, %.2f ms/token; expert cache %d slots, hit rate %.3f (%d/%d); copied %.2f MB/token in %d groups, %.1f GB/s while copying; prefetched %d (%d used)\n",
 				s.Tokens, s.Wall.Seconds()*1e3/float64(max(1, s.Tokens)), eng.Plan().Slots, float64(s.Hits)/float64(max(1, lookups)), s.Hits, lookups,
 				float64(s.CopiedBytes)/1e6/float64(max(1, s.Tokens)), s.Groups, float64(s.CopiedBytes)/1e6/max(s.CopyMs, 1e-9), s.Prefetched, s.PrefetchUsed)
+			fmt.Fprintf(stderr, "gpu: per token %.1f kernel launches (%.2f ms submitting), %.1f stream syncs (%.2f ms waiting)\n",
+				float64(s.Launches)/float64(max(1, s.Tokens)), s.LaunchTime.Seconds()*1e3/float64(max(1, s.Tokens)),
+				float64(s.Syncs)/float64(max(1, s.Tokens)), s.SyncTime.Seconds()*1e3/float64(max(1, s.Tokens)))
 		}
 		if b.profile != "" {
 			if p := eng.ExpertProfile(); p != nil {

@@ -7,10 +7,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/strata-hip/strata/model"
 	mgpu "github.com/strata-hip/strata/model/gpu"
@@ -207,97 +205,6 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type)
 	}
 	t.Logf("%s: %d steps, worst logits NMSE %.3g (bound %.0e); greedy tokens equal: %v (near-tie flips %d); full cache hits %d misses %d, smallest cache hits %d misses %d (%.1f MB copied)",
 		typ, steps, worst, gpuLogitNMSE, fmt.Sprint(gpuTok) == fmt.Sprint(cpuTok), ties, full.Hits, full.Misses, small.Hits, small.Misses, float64(small.CopiedBytes)/1e6)
-}
-
-// TestGPUBench (STRATA_GPU_BENCH=1, STRATA_BENCH_MODEL=path.gguf): greedy decode at each
-// budget of STRATA_BENCH_BUDGETS_MIB (comma-separated, 0 = unlimited), reporting tok/s,
-// hit rate, bytes copied per token and the copy bandwidth, as a Markdown table in
-// $STRATA_BENCH_OUT/gpu-engine.md.
-func TestGPUBench(t *testing.T) {
-	if os.Getenv("STRATA_GPU_BENCH") != "1" {
-		t.Skip("set STRATA_GPU_BENCH=1 and STRATA_BENCH_MODEL")
-	}
-	dev, dir := openTestGPU(t)
-	path := os.Getenv("STRATA_BENCH_MODEL")
-	src, err := model.OpenGGUF(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	budgets := strings.Split(os.Getenv("STRATA_BENCH_BUDGETS_MIB"), ",")
-	policies := strings.Split(os.Getenv("STRATA_BENCH_POLICIES"), ",")
-	tokens := 64
-	if v, err := strconv.Atoi(os.Getenv("STRATA_BENCH_TOKENS")); err == nil && v > 0 {
-		tokens = v
-	}
-	prefetch := os.Getenv("STRATA_BENCH_PREFETCH") == "1"
-	group := mgpu.DefaultGroup
-	if v, err := strconv.Atoi(os.Getenv("STRATA_BENCH_GROUP")); err == nil && v > 0 {
-		group = v
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "model %s on %s (%s); %d decode tokens after an 8-token prompt, greedy; ctx 1024\n\n", filepath.Base(path), dev.Info().Name, dev.Info().Arch, tokens)
-	fmt.Fprintf(&b, "| budget MiB | policy | group | prefetch (used) | cache slots | of experts | hit rate | MB copied/token | copy GB/s | ms/token | tok/s | bound ms | bound/achieved | load s |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, bs := range budgets {
-		mibs, err := strconv.Atoi(strings.TrimSpace(bs))
-		if err != nil {
-			t.Fatalf("STRATA_BENCH_BUDGETS_MIB: %v", err)
-		}
-		for _, pol := range policies {
-			t0 := time.Now()
-			eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: 1024, Budget: uint64(mibs) << 20, Policy: strings.TrimSpace(pol), Group: group, Prefetch: prefetch})
-			if err != nil {
-				fmt.Fprintf(&b, "| %d | %s | load failed: %v |\n", mibs, pol, err)
-				continue
-			}
-			load := time.Since(t0)
-			prompt := []int32{1, 2, 3, 4, 5, 6, 7, 8}
-			l, err := eng.Forward(prompt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			eng.ResetStats()
-			for i := 0; i < tokens && err == nil; i++ {
-				l, err = eng.Forward([]int32{argmax(l)})
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := eng.Stats()
-			c := eng.Config()
-			ms := s.Wall.Seconds() * 1e3 / float64(s.Tokens)
-			// The bound: per token, the larger of reading the touched weights (dense + the
-			// k experts of every layer) at the measured device copy bandwidth and copying
-			// the missed expert bytes at the measured pinned host-to-device bandwidth
-			// (bench/results/2026-11-29-h200-ceilings: 4235 and 55.3 GB/s).
-			var dense float64
-			for _, r := range eng.Plan().Resident {
-				if r.Kind == mgpu.KindWeights {
-					dense += float64(r.Bytes)
-				}
-			}
-			touched := dense + float64(c.Layers*c.ExpertsUsed)*float64(eng.Plan().SlotBytes)
-			bound := max(touched/4235e9, float64(s.CopiedBytes)/float64(s.Tokens)/55.3e9) * 1e3
-			pf := "off"
-			if prefetch {
-				pf = fmt.Sprintf("%.1f/token (%.0f%%)", float64(s.Prefetched)/float64(s.Tokens), 100*float64(s.PrefetchUsed)/float64(max(1, s.Prefetched)))
-			}
-			fmt.Fprintf(&b, "| %s | %s | %d | %s | %d | %d | %.3f | %.1f | %.1f | %.2f | %.1f | %.3f | %.2f | %.1f |\n",
-				map[bool]string{true: "unlimited", false: strconv.Itoa(mibs)}[mibs == 0], pol, group, pf, eng.Plan().Slots, c.Layers*c.Experts,
-				float64(s.Hits)/float64(s.Hits+s.Misses), float64(s.CopiedBytes)/1e6/float64(s.Tokens),
-				float64(s.CopiedBytes)/1e6/max(s.CopyMs, 1e-9), ms, 1e3/ms, bound, bound/ms, load.Seconds())
-			if err := eng.Close(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	t.Log("\n" + b.String())
-	if out := os.Getenv("STRATA_BENCH_OUT"); out != "" {
-		name := fmt.Sprintf("gpu-engine-%s-g%d-prefetch%v.md", strings.Join(policies, "+"), group, prefetch)
-		if err := os.WriteFile(filepath.Join(out, name), []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // TestCLI runs strata-run's command line from STRATA_RUN_ARGS (fields separated by

@@ -245,6 +245,21 @@ func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 	case "attention_decode":
 		a := args[abi.AttentionDecodeArgs](b)
 		nh, nkv, hd, n := int(a.Nh), int(a.Nkv), int(a.Hd), int(a.N)
+		if strings.HasPrefix(variant, "store") {
+			if variant != "store_f16" {
+				m.fail("attention_decode: the emulator covers the f16 cache only")
+			}
+			rows := int(a.KvRows) * nkv * hd
+			want(rt.Dim3{X: ceil(rows, 64), Y: 1, Z: 1})
+			for _, kv := range [][2]uint64{{a.Kn, a.K}, {a.Vn, a.V}} {
+				x := m.f32s(kv[0], rows)
+				dst := m.at(kv[1]+uint64(2*int(a.KvPos)*nkv*hd), 2*rows)
+				for i, v := range x {
+					binary.LittleEndian.PutUint16(dst[2*i:], quant.F32ToF16(v))
+				}
+			}
+			return
+		}
 		if a.SplitLen%64 != 0 || a.SplitLen > 1024 || int(a.Nsplit) != (n+int(a.SplitLen)-1)/int(a.SplitLen) || a.Nsplit > 256 {
 			m.fail("attention_decode: split_len %d, nsplit %d for n %d break the contract", a.SplitLen, a.Nsplit, n)
 		}

@@ -57,6 +57,12 @@ type Options struct {
 	Prefetch  bool     // look-ahead: copy the experts the next layer's router predicts from this layer's state
 	Progress  io.Writer
 	MaxExpert int // testing: cap the cache at this many slots (0: what the plan gives)
+	// HostKV: append keys and values through the host (the first engine's path, kept to
+	// measure against): a stream synchronisation per attention layer.
+	HostKV bool
+	// NoResident: keep reading the expert ids back after every layer even when the cache
+	// holds every expert (measurement baseline; see Engine.resident).
+	NoResident bool
 }
 
 // Engine is a model loaded on one device.
@@ -95,6 +101,13 @@ type Engine struct {
 
 	prefetch  bool
 	predicted map[Key]bool // prefetched experts not looked up since
+
+	hostKV bool
+	// resident: the cache holds every expert of every layer (all copied in at load), so no
+	// layer needs its ids on the host before its experts run: each layer's phase 0 writes
+	// its own row of bufIDs, one download after the last layer brings them all back, and the
+	// lookups (hit counts, the policy's use counts) happen after the token's one sync.
+	resident bool
 }
 
 // dmat is a dense matrix in VRAM.
@@ -131,6 +144,12 @@ type Stats struct {
 	Groups      int64
 	// look-ahead prefetch: experts copied on a prediction, and those a lookup then hit
 	Prefetched, PrefetchUsed int64
+	// host side: kernel launches and the time spent submitting them; stream
+	// synchronisations of the compute stream and the time the host waited in them
+	Launches   int64
+	LaunchTime time.Duration
+	Syncs      int64
+	SyncTime   time.Duration
 }
 
 func tensorType(t *model.Tensor) (quant.Type, error) {
@@ -570,6 +589,9 @@ func (e *Engine) pinExperts(prog func(string, ...any)) error {
 // staging layout: small windows in one pinned host buffer.
 type stageLayout struct{ x, pos, kvf, kvh, ids, idsP, tables, logits, size int }
 
+// ids is where layer li's expert ids land in the staging window.
+func (s stageLayout) idsOf(li, k int) int { return s.ids + 4*k*li }
+
 func (e *Engine) stage() stageLayout {
 	c := &e.cfg
 	var s stageLayout
@@ -579,7 +601,7 @@ func (e *Engine) stage() stageLayout {
 	s.pos = take(4)
 	s.kvf = take(4 * 2 * e.kvd)
 	s.kvh = take(2 * 2 * e.kvd)
-	s.ids = take(4 * c.ExpertsUsed)
+	s.ids = take(4 * c.ExpertsUsed * c.Layers)
 	s.idsP = take(4 * c.ExpertsUsed)
 	s.tables = take(8 * 3 * c.Experts * c.Layers)
 	s.logits = take(4 * e.vocab)
@@ -622,6 +644,7 @@ func (e *Engine) prepare(o Options) error {
 	}
 	e.dirty = make([]bool, c.Layers)
 	e.prefetch, e.predicted = o.Prefetch, map[Key]bool{}
+	e.hostKV = o.HostKV
 	// Slot tables start all zero (nothing resident) — unless a profile warms the cache:
 	// its most used experts are copied in now, as many as there are slots.
 	st := e.staging.Bytes()[e.stage().tables:]
@@ -658,6 +681,35 @@ func (e *Engine) prepare(o Options) error {
 			fmt.Fprintf(o.Progress, "expert cache warmed from the profile: %d experts\n", len(placed))
 		}
 	}
+	if all := c.Layers * c.Experts; e.plan.Slots >= all && e.ring == 0 && !o.NoResident {
+		// Every expert fits: copy the rest in now, and no layer waits for the host again.
+		keys := make([]Key, 0, all)
+		for l := 0; l < c.Layers; l++ {
+			for x := 0; x < c.Experts; x++ {
+				keys = append(keys, Key{int32(l), int32(x)})
+			}
+		}
+		t0 := time.Now()
+		placed := e.cache.Preload(keys)
+		var cps []Copy
+		for _, p := range placed {
+			e.setSlot(st, int(p.Key.Layer), int(p.Key.Expert), e.mem.Slot(p.Slot))
+			cps = append(cps, e.expertCopy(int(p.Key.Layer), int(p.Key.Expert), e.mem.Slot(p.Slot)))
+		}
+		if _, err := e.copier.Issue(cps); err != nil {
+			return err
+		}
+		ms, err := e.copier.Finish()
+		if err != nil {
+			return err
+		}
+		e.resident = true
+		e.stats = Stats{}
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, "every expert fits the cache: %d copied in at load (%s, %.0f ms device, %.1fs)\n",
+				len(placed), mib(uint64(len(placed))*e.slot.total), ms, time.Since(t0).Seconds())
+		}
+	}
 	if err := e.dev.Upload(e.mem.Ptr(bufTables), st[:8*3*c.Experts*c.Layers]); err != nil {
 		return err
 	}
@@ -672,7 +724,7 @@ func (e *Engine) prepare(o Options) error {
 	}
 	for _, k := range []struct{ fam, variant string }{
 		{"rmsnorm", "f32"}, {"rmsnorm", "q81"}, {"rmsnorm", "addq81"}, {"rope", "neox"},
-		{"attention_decode", "split_f16"}, {"attention_decode", "reduce_f16"}, {"quantize_q8_1", "f32"},
+		{"attention_decode", "split_f16"}, {"attention_decode", "reduce_f16"}, {"attention_decode", "store_f16"}, {"quantize_q8_1", "f32"},
 		{"moe_decode", typeVariant[e.expType]}, {"rmsnorm", "add"},
 	} {
 		f, err := e.ks.fn(k.fam, k.variant)
@@ -784,10 +836,23 @@ func (e *Engine) launch(key string, grid rt.Dim3, threads int, args []byte) erro
 	if f == nil {
 		panic("model/gpu: kernel " + key + " not prepared")
 	}
-	if err := f.Launch(e.compute, grid, rt.Dim3{X: uint32(threads), Y: 1, Z: 1}, 0, args); err != nil {
+	t0 := time.Now()
+	err := f.Launch(e.compute, grid, rt.Dim3{X: uint32(threads), Y: 1, Z: 1}, 0, args)
+	e.stats.LaunchTime += time.Since(t0)
+	e.stats.Launches++
+	if err != nil {
 		return fmt.Errorf("model/gpu: %s: %w", key, err)
 	}
 	return nil
+}
+
+// sync waits for the compute stream, counting the wait.
+func (e *Engine) sync() error {
+	t0 := time.Now()
+	err := e.compute.Sync()
+	e.stats.SyncTime += time.Since(t0)
+	e.stats.Syncs++
+	return err
 }
 
 // mmvq runs y = W·x for one column; x is given as Q8_1 (xq) and f32 (xf).

@@ -118,8 +118,22 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 		}
 	}
 	e.pos++
-	e.cache.Step()
+	if e.resident {
+		// Every layer's ids in one download; looked up after this token's sync.
+		if err := e.compute.Download(e.staging, st.ids, m.Ptr(bufIDs), 4*c.ExpertsUsed*c.Layers); err != nil {
+			return err
+		}
+	}
 	if !wantLogits {
+		if e.resident {
+			if err := e.sync(); err != nil {
+				return err
+			}
+			if err := e.lookupResident(); err != nil {
+				return err
+			}
+		}
+		e.cache.Step()
 		// Keep the stream short: the next token's host work needs nothing from this one.
 		return e.finishCopies()
 	}
@@ -133,10 +147,51 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 	if err := e.compute.Download(e.staging, st.logits, m.Ptr(bufLogits), 4*e.vocab); err != nil {
 		return err
 	}
-	if err := e.compute.Sync(); err != nil {
+	if err := e.sync(); err != nil {
 		return err
 	}
+	if e.resident {
+		if err := e.lookupResident(); err != nil {
+			return err
+		}
+	}
+	e.cache.Step()
 	return e.finishCopies()
+}
+
+// lookupResident counts the token's expert uses (every one a hit) once its ids are on
+// the host: the policy's use counts stay what the per-layer path would make them.
+func (e *Engine) lookupResident() error {
+	st := e.stage()
+	for li := range e.layers {
+		ids, err := e.readIDs(li, st.idsOf(li, e.cfg.ExpertsUsed))
+		if err != nil {
+			return err
+		}
+		_, misses, err := e.cache.Lookup(li, ids, nil, nil)
+		if err != nil {
+			return err
+		}
+		if len(misses) > 0 { // every expert was placed at load and nothing evicts
+			return fmt.Errorf("model/gpu: layer %d: %d experts missing from a cache that holds them all", li, len(misses))
+		}
+		e.stats.Hits += int64(len(ids))
+	}
+	return nil
+}
+
+// readIDs reads K expert ids of layer li from the staging window at off, checked.
+func (e *Engine) readIDs(li, off int) ([]int, error) {
+	K, E := e.cfg.ExpertsUsed, e.cfg.Experts
+	hb := e.staging.Bytes()
+	ids := make([]int, K)
+	for j := range ids {
+		ids[j] = int(int32(binary.LittleEndian.Uint32(hb[off+4*j:])))
+		if ids[j] < 0 || ids[j] >= E {
+			return nil, fmt.Errorf("model/gpu: layer %d: router picked expert %d of %d (a kernel fault?)", li, ids[j], E)
+		}
+	}
+	return ids, nil
 }
 
 func (e *Engine) finishCopies() error {
@@ -158,7 +213,7 @@ func (e *Engine) appendKV(l *gLayer, k, v rt.DevPtr, ctx int) error {
 	if err := e.compute.Download(e.staging, st.kvf+4*kvd, v, 4*kvd); err != nil {
 		return err
 	}
-	if err := e.compute.Sync(); err != nil {
+	if err := e.sync(); err != nil {
 		return err
 	}
 	hb := e.staging.Bytes()
@@ -185,7 +240,7 @@ func (e *Engine) experts(li int) (rerun bool, err error) {
 	K, E := c.ExpertsUsed, c.Experts
 	st := e.stage()
 	predict := e.prefetch && li+1 < c.Layers
-	if err := e.compute.Download(e.staging, st.ids, e.mem.Ptr(bufIDs), 4*K); err != nil {
+	if err := e.compute.Download(e.staging, st.idsOf(li, K), e.mem.Ptr(bufIDs).Add(uintptr(4*K*li)), 4*K); err != nil {
 		return false, err
 	}
 	if predict {
@@ -193,7 +248,7 @@ func (e *Engine) experts(li int) (rerun bool, err error) {
 			return false, err
 		}
 	}
-	if err := e.compute.Sync(); err != nil {
+	if err := e.sync(); err != nil {
 		return false, err
 	}
 	// The previous batch is complete (the compute stream waited for it and is idle now).
@@ -201,17 +256,8 @@ func (e *Engine) experts(li int) (rerun bool, err error) {
 		return false, err
 	}
 	hb := e.staging.Bytes()
-	read := func(off int) ([]int, error) {
-		ids := make([]int, K)
-		for j := range ids {
-			ids[j] = int(int32(binary.LittleEndian.Uint32(hb[off+4*j:])))
-			if ids[j] < 0 || ids[j] >= E {
-				return nil, fmt.Errorf("model/gpu: layer %d: router picked expert %d of %d (a kernel fault?)", li, ids[j], E)
-			}
-		}
-		return ids, nil
-	}
-	ids, err := read(st.ids)
+	read := func(off int) ([]int, error) { return e.readIDs(li, off) }
+	ids, err := read(st.idsOf(li, K))
 	if err != nil {
 		return false, err
 	}
@@ -336,14 +382,23 @@ func (e *Engine) attention(l *gLayer) error {
 			return err
 		}
 	}
-	if err := e.appendKV(l, k, v, e.ctx); err != nil {
-		return err
+	vcache := l.kv.Add(uintptr(e.ctx * e.kvd * 2))
+	if e.hostKV {
+		if err := e.appendKV(l, k, v, e.ctx); err != nil {
+			return err
+		}
+	} else {
+		sa := abi.AttentionDecodeArgs{K: uint64(l.kv), V: uint64(vcache), Kn: uint64(k), Vn: uint64(v), Nkv: int32(nkv), Hd: int32(hd),
+			KvPos: int32(e.pos), KvRows: 1}
+		if err := e.launch("attention_decode/store_f16", dim(blocks(nkv*hd, 64)), abi.AttentionDecodeThreads, sa.Bytes()); err != nil {
+			return err
+		}
 	}
 	n := e.pos + 1
 	sl := splitLen(n)
 	nsplit := (n + sl - 1) / sl
 	o := m.Ptr(bufO)
-	a := abi.AttentionDecodeArgs{Q: uint64(q), K: uint64(l.kv), V: uint64(l.kv.Add(uintptr(e.ctx * e.kvd * 2))), Gate: uint64(gate),
+	a := abi.AttentionDecodeArgs{Q: uint64(q), K: uint64(l.kv), V: uint64(vcache), Gate: uint64(gate),
 		Part: uint64(m.Ptr(bufPart)), Out: uint64(o), N: int32(n), Nh: int32(nh), Nkv: int32(nkv), Hd: int32(hd),
 		SplitLen: int32(sl), Nsplit: int32(nsplit), Scale: float32(1 / math.Sqrt(float64(hd)))}
 	// split: one block per (kv group, split) serving every q head of the group.
@@ -438,7 +493,7 @@ func (e *Engine) moe(li int, l *gLayer) error {
 		return err
 	}
 	tab := m.Ptr(bufTables).Add(uintptr(li * 3 * E * 8))
-	ma := abi.MoeDecodeArgs{Logits: uint64(router), Ids: uint64(m.Ptr(bufIDs)), Wts: uint64(m.Ptr(bufWts)), Err: uint64(m.Ptr(bufErr)),
+	ma := abi.MoeDecodeArgs{Logits: uint64(router), Ids: uint64(m.Ptr(bufIDs).Add(uintptr(4 * K * li))), Wts: uint64(m.Ptr(bufWts)), Err: uint64(m.Ptr(bufErr)),
 		SlotsGate: uint64(tab), SlotsUp: uint64(tab.Add(uintptr(E * 8))), SlotsDown: uint64(tab.Add(uintptr(2 * E * 8))),
 		X: uint64(xq), H: uint64(m.Ptr(bufH)), Y: uint64(proj), Tokens: 1, NExpert: int32(E), KUsed: int32(K), NEmbd: int32(H), NFf: int32(F)}
 	if c.NormTopK {
@@ -463,9 +518,12 @@ func (e *Engine) moe(li int, l *gLayer) error {
 			return err
 		}
 	}
-	rerun, err := e.experts(li)
-	if err != nil {
-		return err
+	var rerun bool
+	if !e.resident {
+		var err error
+		if rerun, err = e.experts(li); err != nil {
+			return err
+		}
 	}
 	if rerun { // phase 0 again: err flags against the updated tables (same ids)
 		if err := e.launch(key, dim(1), abi.MoeDecodeThreads, ma.Bytes()); err != nil {

@@ -31,7 +31,7 @@ const (
 	bufPart    = "part"   // attention split workspace
 	bufProj    = "proj"   // attention or MoE output, f32 [H]
 	bufRouter  = "router" // router logits, f32 [E]
-	bufIDs     = "ids"    // selected experts, i32 [K]
+	bufIDs     = "ids"    // selected experts, i32 [layers][K] (each layer its own row: read back once per token when every expert is resident)
 	bufWts     = "wts"    // their weights, f32 [K]
 	bufErr     = "err"    // missing-slot flags, u32 [K]
 	bufH       = "h"      // SwiGLU output, Q8_1 [K][F/32]
@@ -101,7 +101,7 @@ func (s *Shape) PlanInput(ctx int) (PlanInput, error) {
 		{bufQ, KindScratch, f32(qrows)}, {bufK, KindScratch, f32(c.HeadsKV * c.HeadDim)}, {bufV, KindScratch, f32(c.HeadsKV * c.HeadDim)},
 		{bufO, KindScratch, f32(od)}, {bufOQ, KindScratch, q81Bytes(od)},
 		{bufPart, KindScratch, f32(c.Heads * nsplit * (c.HeadDim + 2))}, {bufProj, KindScratch, f32(H)},
-		{bufRouter, KindScratch, f32(E)}, {bufIDs, KindScratch, 4 * uint64(K)}, {bufWts, KindScratch, f32(K)},
+		{bufRouter, KindScratch, f32(E)}, {bufIDs, KindScratch, 4 * uint64(K) * uint64(c.Layers)}, {bufWts, KindScratch, f32(K)},
 		{bufErr, KindScratch, 4 * uint64(K)}, {bufH, KindScratch, uint64(K) * q81Bytes(F)},
 		{bufRouterP, KindScratch, f32(E)}, {bufIDsP, KindScratch, 4 * uint64(K)}, {bufWtsP, KindScratch, f32(K)}, {bufErrP, KindScratch, 4 * uint64(K)},
 		{bufLogits, KindScratch, f32(s.Vocab)},

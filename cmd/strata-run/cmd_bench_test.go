@@ -1,0 +1,233 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-hip/strata/model"
+	mgpu "github.com/strata-hip/strata/model/gpu"
+	"github.com/strata-hip/strata/runtime/gpu"
+)
+
+// benchCeilings measures, on the device the benchmark runs on, the two bandwidths a row
+// is judged against: a device-to-device copy of 1 GiB (bytes read plus bytes written,
+// the rate at which the engine can read the weights it touches) and a 1 GiB copy from
+// pinned host memory to the device (the rate at which missed experts can arrive). Each
+// the median of 15 event-timed copies after 3 warm-ups; source bytes are random.
+func benchCeilings(t *testing.T, dev *gpu.Device) (d2d, h2d float64) {
+	const n = 1 << 30
+	s, err := dev.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destroy()
+	a, err := dev.Alloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Free()
+	b, err := dev.Alloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Free()
+	h, err := dev.HostAlloc(n, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Free()
+	rng := rand.New(rand.NewPCG(1, 2))
+	hb := h.Bytes()
+	for i := 0; i < len(hb); i += 8 {
+		v := rng.Uint64()
+		for k := 0; k < 8; k++ {
+			hb[i+k] = byte(v >> (8 * k))
+		}
+	}
+	e0, _ := dev.NewEvent()
+	e1, _ := dev.NewEvent()
+	defer e0.Destroy()
+	defer e1.Destroy()
+	med := func(op func() error) float64 {
+		var ms []float64
+		for i := 0; i < 18; i++ {
+			if err := e0.Record(s); err != nil {
+				t.Fatal(err)
+			}
+			if err := op(); err != nil {
+				t.Fatal(err)
+			}
+			if err := e1.Record(s); err != nil {
+				t.Fatal(err)
+			}
+			if err := e1.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			d, err := gpu.Elapsed(e0, e1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i >= 3 {
+				ms = append(ms, d.Seconds())
+			}
+		}
+		slices.Sort(ms)
+		return ms[len(ms)/2]
+	}
+	h2d = n / med(func() error { return s.Upload(a.Ptr, h, 0, n) }) / 1e9
+	if err := s.Upload(b.Ptr, h, 0, n); err != nil {
+		t.Fatal(err)
+	}
+	d2d = 2 * n / med(func() error { return s.Copy(a.Ptr, b.Ptr, n) }) / 1e9
+	return d2d, h2d
+}
+
+// TestGPUBench (STRATA_GPU_BENCH=1, STRATA_BENCH_MODEL=path.gguf): at each budget of
+// STRATA_BENCH_BUDGETS_MIB (comma-separated, 0 = unlimited) and policy, load, decode
+// STRATA_BENCH_TOKENS greedy tokens after an 8-token prompt, then (STRATA_BENCH_PREFILL,
+// comma-separated lengths) restart the sequence and time a prompt of that many random
+// tokens. Reports tok/s, hit rate, bytes copied per token, the copy bandwidth, the host's
+// launch and synchronisation time, and the per-token bound with the ratio, as Markdown in
+// $STRATA_BENCH_OUT/gpu-engine-*.md and tab-separated rows in bench-rows.tsv there.
+// STRATA_BENCH_HOSTKV=1 and STRATA_BENCH_NORESIDENT=1 select the engine's measurement
+// baselines (mgpu.Options.HostKV, NoResident).
+func TestGPUBench(t *testing.T) {
+	if os.Getenv("STRATA_GPU_BENCH") != "1" {
+		t.Skip("set STRATA_GPU_BENCH=1 and STRATA_BENCH_MODEL")
+	}
+	dev, dir := openTestGPU(t)
+	path := os.Getenv("STRATA_BENCH_MODEL")
+	src, err := model.OpenGGUF(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	env := func(k string, def int) int {
+		if v, err := strconv.Atoi(os.Getenv(k)); err == nil && v > 0 {
+			return v
+		}
+		return def
+	}
+	budgets := strings.Split(os.Getenv("STRATA_BENCH_BUDGETS_MIB"), ",")
+	policies := strings.Split(os.Getenv("STRATA_BENCH_POLICIES"), ",")
+	tokens := env("STRATA_BENCH_TOKENS", 64)
+	ctx := env("STRATA_BENCH_CTX", 1024)
+	group := env("STRATA_BENCH_GROUP", mgpu.DefaultGroup)
+	var prefills []int
+	for _, f := range strings.Split(os.Getenv("STRATA_BENCH_PREFILL"), ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
+			prefills = append(prefills, n)
+		}
+	}
+	prefetch := os.Getenv("STRATA_BENCH_PREFETCH") == "1"
+	hostKV := os.Getenv("STRATA_BENCH_HOSTKV") == "1"
+	noRes := os.Getenv("STRATA_BENCH_NORESIDENT") == "1"
+	label := os.Getenv("STRATA_BENCH_LABEL")
+	d2d, h2d := benchCeilings(t, dev)
+	t.Logf("ceilings: device-to-device %.0f GB/s (read + written), pinned host-to-device %.1f GB/s", d2d, h2d)
+	var b strings.Builder
+	fmt.Fprintf(&b, "model %s on %s (%s); decode: %d greedy tokens after an 8-token prompt; ctx %d; host KV %v, resident mode off %v\n",
+		filepath.Base(path), dev.Info().Name, dev.Info().Arch, tokens, ctx, hostKV, noRes)
+	fmt.Fprintf(&b, "ceilings measured in this run: device-to-device copy %.0f GB/s (read + written), pinned host-to-device %.1f GB/s\n\n", d2d, h2d)
+	fmt.Fprintf(&b, "| budget MiB | policy | phase | cache slots | of experts | hit rate | MB copied/token | copy GB/s | launches/token | host µs/launch | sync ms/token | ms/token | tok/s | bound ms | bound/achieved | load s |\n|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	var tsv strings.Builder
+	for _, bs := range budgets {
+		mibs, err := strconv.Atoi(strings.TrimSpace(bs))
+		if err != nil {
+			t.Fatalf("STRATA_BENCH_BUDGETS_MIB: %v", err)
+		}
+		bname := map[bool]string{true: "unlimited", false: strconv.Itoa(mibs)}[mibs == 0]
+		for _, pol := range policies {
+			t0 := time.Now()
+			eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: ctx, Budget: uint64(mibs) << 20, Policy: strings.TrimSpace(pol),
+				Group: group, Prefetch: prefetch, HostKV: hostKV, NoResident: noRes})
+			if err != nil {
+				fmt.Fprintf(&b, "| %s | %s | load failed: %v |\n", bname, pol, err)
+				t.Logf("budget %s: %v", bname, err)
+				continue
+			}
+			load := time.Since(t0)
+			c := eng.Config()
+			var dense float64
+			for _, r := range eng.Plan().Resident {
+				if r.Kind == mgpu.KindWeights {
+					dense += float64(r.Bytes)
+				}
+			}
+			// The bound per token: the larger of reading the touched weights (dense + the k
+			// experts of every layer) at the device copy ceiling and copying the missed
+			// expert bytes at the pinned host-to-device ceiling, both measured above.
+			touched := dense + float64(c.Layers*c.ExpertsUsed)*float64(eng.Plan().SlotBytes)
+			row := func(phase string, s mgpu.Stats) {
+				ms := s.Wall.Seconds() * 1e3 / float64(s.Tokens)
+				perTok := float64(s.CopiedBytes) / float64(s.Tokens)
+				bound := max(touched/(d2d*1e9), perTok/(h2d*1e9)) * 1e3
+				hit := float64(s.Hits) / float64(max(1, s.Hits+s.Misses))
+				copyBW := float64(s.CopiedBytes) / 1e6 / max(s.CopyMs, 1e-9)
+				lpt := float64(s.Launches) / float64(s.Tokens)
+				usl := s.LaunchTime.Seconds() * 1e6 / float64(max(1, s.Launches))
+				spt := s.SyncTime.Seconds() * 1e3 / float64(s.Tokens)
+				fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %.3f | %.1f | %.1f | %.0f | %.2f | %.2f | %.2f | %.1f | %.3f | %.3f | %.1f |\n",
+					bname, pol, phase, eng.Plan().Slots, c.Layers*c.Experts, hit, perTok/1e6, copyBW, lpt, usl, spt, ms, 1e3/ms, bound, bound/ms, load.Seconds())
+				fmt.Fprintf(&tsv, "%s\t%d\t%s\t%s\t%.4f\t%.3f\t%.2f\t%.3f\t%.2f\t%.4f\t%.4f\t%.1f\t%.2f\n",
+					label, mibs, pol, phase, hit, perTok/1e6, copyBW, ms, 1e3/ms, bound, bound/ms, d2d, h2d)
+			}
+			prompt := []int32{1, 2, 3, 4, 5, 6, 7, 8}
+			l, err := eng.Forward(prompt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eng.ResetStats()
+			for i := 0; i < tokens && err == nil; i++ {
+				l, err = eng.Forward([]int32{argmax(l)})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			row("decode", eng.Stats())
+			rng := rand.New(rand.NewPCG(3, uint64(mibs)))
+			for _, n := range prefills {
+				if n > ctx {
+					t.Fatalf("prefill %d > ctx %d", n, ctx)
+				}
+				p := make([]int32, n)
+				for i := range p {
+					p[i] = int32(rng.IntN(eng.Vocab()))
+				}
+				if err := eng.Reset(); err != nil {
+					t.Fatal(err)
+				}
+				eng.ResetStats()
+				if _, err := eng.Forward(p); err != nil {
+					t.Fatal(err)
+				}
+				row(fmt.Sprintf("prefill %d", n), eng.Stats())
+			}
+			if err := eng.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Log("\n" + b.String())
+	if out := os.Getenv("STRATA_BENCH_OUT"); out != "" {
+		name := fmt.Sprintf("gpu-engine-%s%s-g%d-prefetch%v.md", label, strings.Join(policies, "+"), group, prefetch)
+		if err := os.WriteFile(filepath.Join(out, name), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.OpenFile(filepath.Join(out, "bench-rows.tsv"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteString(tsv.String()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
