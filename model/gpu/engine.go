@@ -101,6 +101,7 @@ type Engine struct {
 
 	prefetch  bool
 	predicted map[Key]bool // prefetched experts not looked up since
+	fused     map[string]fusedPart
 
 	hostKV bool
 	// resident: the cache holds every expert of every layer (all copied in at load), so no
@@ -131,6 +132,12 @@ type gLayer struct {
 	state                       rt.DevPtr
 	shInp, shGate, shUp, shDown dmat      // qwen3next shared expert (shInp: its gate, one f16 row)
 	shTab                       rt.DevPtr // its slot tables: [gate|up|down][2]
+
+	// in: the layer's input projections stored back to back, one launch for all — q|k|v
+	// (qwen3moe attention), k|v (qwen3next attention), q|k|v / z / b|a (delta-net) — when
+	// fusedIn; routerSh: the router with the shared expert's gate row after it.
+	in, routerSh         dmat
+	fusedIn, fusedRouter bool
 }
 
 // Stats are cumulative counters since load (or the last ResetStats).
@@ -316,19 +323,62 @@ func (e *Engine) shape() (*Shape, []denseSrc, error) {
 	if next {
 		post = "post_attention_norm.weight"
 	}
+	// addFused stores matrices that read the same input, share a type and a width, back
+	// to back under one name, so that one mmvq launch computes all of them into one
+	// output (their rows concatenated); otherwise each is added on its own.
+	addFused := func(alias string, names ...string) error {
+		start := len(dense)
+		for _, n := range names {
+			if err := addMat(n, n); err != nil {
+				return err
+			}
+		}
+		parts := dense[start:]
+		for _, d := range parts {
+			if d.typ != parts[0].typ || d.t.Cols() != parts[0].t.Cols() {
+				return nil
+			}
+		}
+		f := denseSrc{name: alias, typ: parts[0].typ}
+		for _, d := range parts {
+			e.fused[d.name] = fusedPart{alias: alias, off: f.bytes}
+			f.parts = append(f.parts, d.t)
+			f.bytes += d.bytes
+		}
+		dense = append(dense[:start], f)
+		s.Dense = append(s.Dense[:len(s.Dense)-len(names)], Need{alias, KindWeights, f.bytes})
+		return nil
+	}
+	e.fused = map[string]fusedPart{}
 	for i := 0; i < c.Layers; i++ {
 		p := fmt.Sprintf("blk.%d.", i)
-		mats := []string{"attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight", "ffn_gate_inp.weight"}
+		mats := []string{"attn_output.weight"}
 		vecs := []string{"attn_norm.weight", post, "attn_q_norm.weight", "attn_k_norm.weight"}
+		fuse := [][]string{{"attn_q.weight", "attn_k.weight", "attn_v.weight"}, {"ffn_gate_inp.weight"}}
+		if next { // attn_q interleaves the query and its gate: fused apart from k and v
+			mats = append(mats, "attn_q.weight")
+			fuse[0] = fuse[0][1:]
+		}
 		if c.IsRecurrent(i) {
-			mats = []string{"attn_qkv.weight", "attn_gate.weight", "ssm_ba.weight", "ssm_out.weight", "ffn_gate_inp.weight"}
+			mats = []string{"ssm_out.weight"}
 			vecs = []string{"attn_norm.weight", post, "ssm_conv1d.weight", "ssm_dt.bias", "ssm_a", "ssm_norm.weight"}
+			fuse[0] = []string{"attn_qkv.weight", "attn_gate.weight", "ssm_ba.weight"}
 		}
 		if next {
-			mats = append(mats, "ffn_gate_inp_shexp.weight", "ffn_gate_shexp.weight", "ffn_up_shexp.weight", "ffn_down_shexp.weight")
+			fuse[1] = append(fuse[1], "ffn_gate_inp_shexp.weight")
+			mats = append(mats, "ffn_gate_shexp.weight", "ffn_up_shexp.weight", "ffn_down_shexp.weight")
 		}
 		for _, n := range mats {
 			if err := addMat(p+n, p+n); err != nil {
+				return nil, nil, err
+			}
+		}
+		for j, g := range fuse {
+			names := make([]string, len(g))
+			for k, n := range g {
+				names[k] = p + n
+			}
+			if err := addFused(fmt.Sprintf("%sfused%d", p, j), names...); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -370,9 +420,29 @@ func (e *Engine) shape() (*Shape, []denseSrc, error) {
 type denseSrc struct {
 	name  string
 	t     *model.Tensor
+	parts []*model.Tensor // a fused matrix: these, rows concatenated (t is nil)
 	typ   quant.Type
 	vec   bool
 	bytes uint64
+}
+
+// fusedPart is where a matrix sits inside a fused one.
+type fusedPart struct {
+	alias string
+	off   uint64
+}
+
+// matBytes is t's data as typ (f32 matrices are stored as f16).
+func matBytes(t *model.Tensor, typ quant.Type) []byte {
+	if typ == quant.F16 && t.Type == "F32" {
+		v := t.Float32s()
+		b := make([]byte, 2*len(v))
+		for i, x := range v {
+			binary.LittleEndian.PutUint16(b[2*i:], quant.F32ToF16(x))
+		}
+		return b
+	}
+	return t.Data
 }
 
 // upload copies the dense weights into their planned places.
@@ -384,14 +454,12 @@ func (e *Engine) upload(dense []denseSrc, prog func(string, ...any)) error {
 		switch {
 		case d.vec:
 			b = f32Bytes(d.t.Float32s())
-		case d.typ == quant.F16 && d.t.Type == "F32":
-			v := d.t.Float32s()
-			b = make([]byte, 2*len(v))
-			for i, x := range v {
-				binary.LittleEndian.PutUint16(b[2*i:], quant.F32ToF16(x))
+		case d.parts != nil:
+			for _, t := range d.parts {
+				b = append(b, matBytes(t, d.typ)...)
 			}
 		default:
-			b = d.t.Data
+			b = matBytes(d.t, d.typ)
 		}
 		if uint64(len(b)) != d.bytes {
 			return fmt.Errorf("model/gpu: %s: %d bytes, planned %d", d.name, len(b), d.bytes)
@@ -403,14 +471,30 @@ func (e *Engine) upload(dense []denseSrc, prog func(string, ...any)) error {
 	}
 	prog("dense weights: %s uploaded in %.1fs\n", mib(total), time.Since(t0).Seconds())
 	c := &e.cfg
+	byName := map[string]denseSrc{}
+	for _, x := range dense {
+		byName[x.name] = x
+	}
 	mat := func(name string, rows, k int) dmat {
-		var d denseSrc
-		for _, x := range dense {
-			if x.name == name {
-				d = x
-			}
+		if f, ok := e.fused[name]; ok {
+			d := byName[f.alias]
+			return dmat{ptr: e.mem.Ptr(f.alias).Add(uintptr(f.off)), typ: d.typ, variant: typeVariant[d.typ], rows: rows, k: k}
 		}
+		d := byName[name]
 		return dmat{ptr: e.mem.Ptr(name), typ: d.typ, variant: typeVariant[d.typ], rows: rows, k: k}
+	}
+	// fusedMat is the fused matrix that starts with first, rows of its parts summed; ok
+	// false when first was stored on its own.
+	fusedMat := func(first string, k int, rows ...int) (dmat, bool) {
+		f, ok := e.fused[first]
+		if !ok || f.off != 0 {
+			return dmat{}, false
+		}
+		d := mat(first, 0, k)
+		for _, r := range rows {
+			d.rows += r
+		}
+		return d, true
 	}
 	e.qd, e.kvd = c.Heads*c.HeadDim, c.HeadsKV*c.HeadDim
 	e.head = mat("head", e.vocab, c.Embd)
@@ -434,6 +518,7 @@ func (e *Engine) upload(dense []denseSrc, prog func(string, ...any)) error {
 			l.conv, l.dtBias = e.mem.Ptr(p+"ssm_conv1d.weight"), e.mem.Ptr(p+"ssm_dt.bias")
 			l.ssmA, l.ssmNorm = e.mem.Ptr(p+"ssm_a"), e.mem.Ptr(p+"ssm_norm.weight")
 			l.state = e.mem.Ptr(fmt.Sprintf("blk.%d.state", i))
+			l.in, l.fusedIn = fusedMat(p+"attn_qkv.weight", H, 2*kd+vd, vd, 2*c.LinVHeads)
 		} else {
 			qrows := e.qd
 			if next {
@@ -443,6 +528,14 @@ func (e *Engine) upload(dense []denseSrc, prog func(string, ...any)) error {
 			l.wq, l.wk = mat(p+"attn_q.weight", qrows, H), mat(p+"attn_k.weight", e.kvd, H)
 			l.wv, l.wo = mat(p+"attn_v.weight", e.kvd, H), mat(p+"attn_output.weight", H, e.qd)
 			l.kv = e.mem.Ptr(fmt.Sprintf("blk.%d.kv", i))
+			if next {
+				l.in, l.fusedIn = fusedMat(p+"attn_k.weight", H, e.kvd, e.kvd)
+			} else {
+				l.in, l.fusedIn = fusedMat(p+"attn_q.weight", H, e.qd, e.kvd, e.kvd)
+			}
+		}
+		if next {
+			l.routerSh, l.fusedRouter = fusedMat(p+"ffn_gate_inp.weight", H, c.Experts, 1)
 		}
 		if next {
 			l.shInp = mat(p+"ffn_gate_inp_shexp.weight", 1, H)
@@ -486,6 +579,9 @@ func (e *Engine) zeroState() error {
 		if err := e.dev.Upload(l.state, make([]byte, n)); err != nil {
 			return err
 		}
+	}
+	if err := e.dev.Upload(e.mem.Ptr(bufRouter).Add(uintptr(4*c.Experts)), make([]byte, 8)); err != nil {
+		return err
 	}
 	return e.dev.Upload(e.mem.Ptr(bufRouter2), make([]byte, 8))
 }

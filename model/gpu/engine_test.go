@@ -232,7 +232,19 @@ func TestEngineEmulatedMatchesCPU(t *testing.T) {
 					t.Fatal(fake.emu.err)
 				}
 				s := eng.Stats()
-				t.Logf("%d slots, prefetch %v, staging ring %d: hits %d, misses %d, prefetched %d (%d used)", eng.Plan().Slots, prefetch, eng.ring, s.Hits, s.Misses, s.Prefetched, s.PrefetchUsed)
+				t.Logf("%d slots, prefetch %v, staging ring %d: hits %d, misses %d, prefetched %d (%d used); per token %.1f launches, %.1f syncs; resident %v",
+					eng.Plan().Slots, prefetch, eng.ring, s.Hits, s.Misses, s.Prefetched, s.PrefetchUsed,
+					float64(s.Launches)/float64(s.Tokens), float64(s.Syncs)/float64(s.Tokens), eng.resident)
+				for i, l := range eng.layers {
+					// synth's dense matrices share one type: every layer's input projections
+					// and (qwen3next) the router with the shared gate are fused.
+					if !l.fusedIn || (c.preset == "tiny-next") != l.fusedRouter {
+						t.Errorf("layer %d: fused input %v, router %v", i, l.fusedIn, l.fusedRouter)
+					}
+				}
+				if want := slots == 0 && hostLimit == 0; eng.resident != want {
+					t.Errorf("resident mode %v, want %v", eng.resident, want)
+				}
 				if (hostLimit > 0) != (eng.ring > 0) {
 					t.Errorf("pinned limit %d: staging ring %d", hostLimit, eng.ring)
 				}

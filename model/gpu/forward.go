@@ -356,15 +356,32 @@ func (e *Engine) attention(l *gLayer) error {
 				return err
 			}
 		}
-	} else if err := e.mmvq(l.wq, xq, xn, q); err != nil {
-		return err
 	}
-	for _, p := range []struct {
-		w   dmat
-		dst rt.DevPtr
-	}{{l.wk, k}, {l.wv, v}} {
-		if err := e.mmvq(p.w, xq, xn, p.dst); err != nil {
+	// q, k and v: one launch when stored fused (q|k|v, or qwen3next's k|v), into
+	// consecutive buffers.
+	switch {
+	case l.fusedIn && c.Arch == model.ArchQwen3Next:
+		v = k.Add(uintptr(4 * e.kvd))
+		if err := e.mmvq(l.in, xq, xn, k); err != nil {
 			return err
+		}
+	case l.fusedIn:
+		k, v = q.Add(uintptr(4*e.qd)), q.Add(uintptr(4*(e.qd+e.kvd)))
+		if err := e.mmvq(l.in, xq, xn, q); err != nil {
+			return err
+		}
+	default:
+		ps := []struct {
+			w   dmat
+			dst rt.DevPtr
+		}{{l.wq, q}, {l.wk, k}, {l.wv, v}}
+		if c.Arch == model.ArchQwen3Next {
+			ps = ps[1:]
+		}
+		for _, p := range ps {
+			if err := e.mmvq(p.w, xq, xn, p.dst); err != nil {
+				return err
+			}
 		}
 	}
 	for _, p := range []struct {
@@ -376,10 +393,24 @@ func (e *Engine) attention(l *gLayer) error {
 			N: int32(hd), Rows: int32(p.heads), Heads: int32(p.heads), TokStride: int32(p.heads * hd), HeadStride: int32(hd)}); err != nil {
 			return err
 		}
-		a := abi.RopeArgs{X: uint64(p.buf), Pos: uint64(m.Ptr(bufPos)), Freq: uint64(m.Ptr(bufFreq)), Rows: int32(p.heads), Heads: int32(p.heads),
-			TokStride: int32(p.heads * hd), HeadStride: int32(hd), RotDims: int32(c.RopeDim)}
-		if err := e.launch("rope/neox", dim(blocks(p.heads*c.RopeDim/2, abi.RopeThreads)), abi.RopeThreads, a.Bytes()); err != nil {
+	}
+	rope := func(buf rt.DevPtr, heads int) error {
+		a := abi.RopeArgs{X: uint64(buf), Pos: uint64(m.Ptr(bufPos)), Freq: uint64(m.Ptr(bufFreq)), Rows: int32(heads), Heads: int32(heads),
+			TokStride: int32(heads * hd), HeadStride: int32(hd), RotDims: int32(c.RopeDim)}
+		return e.launch("rope/neox", dim(blocks(heads*c.RopeDim/2, abi.RopeThreads)), abi.RopeThreads, a.Bytes())
+	}
+	if k == q.Add(uintptr(4*e.qd)) { // q and k adjacent: one rotation over both
+		if err := rope(q, nh+nkv); err != nil {
 			return err
+		}
+	} else {
+		for _, p := range []struct {
+			buf   rt.DevPtr
+			heads int
+		}{{q, nh}, {k, nkv}} {
+			if err := rope(p.buf, p.heads); err != nil {
+				return err
+			}
 		}
 	}
 	vcache := l.kv.Add(uintptr(e.ctx * e.kvd * 2))
@@ -427,16 +458,23 @@ func (e *Engine) deltaNet(l *gLayer) error {
 	m := e.mem
 	xn, xq := m.Ptr(bufXN), m.Ptr(bufXQ)
 	qkv, xc, z, ba, o := m.Ptr(bufQKV), m.Ptr(bufXC), m.Ptr(bufZ), m.Ptr(bufBA), m.Ptr(bufO)
-	for _, p := range []struct {
-		w   dmat
-		dst rt.DevPtr
-	}{{l.wqkv, qkv}, {l.wz, z}, {l.wba, ba}} {
-		if err := e.mmvq(p.w, xq, xn, p.dst); err != nil {
-			return err
-		}
-	}
 	kd, vd := c.LinKHeads*c.LinKDim, c.LinVHeads*c.LinVDim
 	C := 2*kd + vd
+	if l.fusedIn { // q|k|v, z, b|a back to back in qkv
+		z, ba = qkv.Add(uintptr(4*C)), qkv.Add(uintptr(4*(C+vd)))
+		if err := e.mmvq(l.in, xq, xn, qkv); err != nil {
+			return err
+		}
+	} else {
+		for _, p := range []struct {
+			w   dmat
+			dst rt.DevPtr
+		}{{l.wqkv, qkv}, {l.wz, z}, {l.wba, ba}} {
+			if err := e.mmvq(p.w, xq, xn, p.dst); err != nil {
+				return err
+			}
+		}
+	}
 	cs := uintptr(4 * (c.ConvKernel - 1) * C)
 	in, out := l.state, l.state.Add(cs) // the two conv states alternate by position
 	if e.pos%2 == 1 {
@@ -462,7 +500,9 @@ func (e *Engine) shared(l *gLayer) error {
 	H := c.Embd
 	x, xn, xq := m.Ptr(bufX), m.Ptr(bufXN), m.Ptr(bufXQ)
 	r2, out := m.Ptr(bufRouter2), m.Ptr(bufShOut)
-	if err := e.mmvq(l.shInp, xq, xn, r2); err != nil { // logit 0 = g; logit 1 stays 0
+	if l.fusedRouter { // the router's launch computed g after its logits
+		r2 = m.Ptr(bufRouter).Add(uintptr(4 * c.Experts))
+	} else if err := e.mmvq(l.shInp, xq, xn, r2); err != nil { // logit 0 = g; logit 1 stays 0
 		return err
 	}
 	ma := abi.MoeDecodeArgs{Logits: uint64(r2), Ids: uint64(m.Ptr(bufIDs2)), Wts: uint64(m.Ptr(bufWts2)), Err: uint64(m.Ptr(bufErr2)),
@@ -489,7 +529,11 @@ func (e *Engine) moe(li int, l *gLayer) error {
 	H, K, E, F := c.Embd, c.ExpertsUsed, c.Experts, c.ExpertFF
 	xn, xq, proj := m.Ptr(bufXN), m.Ptr(bufXQ), m.Ptr(bufProj)
 	router := m.Ptr(bufRouter)
-	if err := e.mmvq(l.router, xq, xn, router); err != nil {
+	rw := l.router
+	if l.fusedRouter { // + the shared expert's gate logit, at router[E] (shared reads it)
+		rw = l.routerSh
+	}
+	if err := e.mmvq(rw, xq, xn, router); err != nil {
 		return err
 	}
 	tab := m.Ptr(bufTables).Add(uintptr(li * 3 * E * 8))

@@ -30,7 +30,7 @@ const (
 	bufOQ      = "oq"     // its Q8_1 blocks
 	bufPart    = "part"   // attention split workspace
 	bufProj    = "proj"   // attention or MoE output, f32 [H]
-	bufRouter  = "router" // router logits, f32 [E]
+	bufRouter  = "router" // router logits, f32 [E] (+ qwen3next's shared-expert gate logit and a constant 0)
 	bufIDs     = "ids"    // selected experts, i32 [layers][K] (each layer its own row: read back once per token when every expert is resident)
 	bufWts     = "wts"    // their weights, f32 [K]
 	bufErr     = "err"    // missing-slot flags, u32 [K]
@@ -45,7 +45,7 @@ const (
 	bufErrP    = "err_next"    // u32 [K]
 	// qwen3next
 	bufGate    = "gate"      // attention output gate, f32 [nh·hd]
-	bufQKV     = "qkv"       // delta-net q|k|v projection, f32 [C]
+	bufQKV     = "qkv"       // delta-net q|k|v projection, f32 [C] (fused: then z and b|a)
 	bufXC      = "xc"        // after the conv, f32 [C]
 	bufZ       = "z"         // delta-net output gate projection, f32 [vd]
 	bufBA      = "ba"        // f32 [2·nv]
@@ -98,10 +98,11 @@ func (s *Shape) PlanInput(ctx int) (PlanInput, error) {
 	f32 := func(n int) uint64 { return 4 * uint64(n) }
 	for _, n := range []Need{
 		{bufX, KindScratch, f32(H)}, {bufXN, KindScratch, f32(H)}, {bufXQ, KindScratch, q81Bytes(H)},
-		{bufQ, KindScratch, f32(qrows)}, {bufK, KindScratch, f32(c.HeadsKV * c.HeadDim)}, {bufV, KindScratch, f32(c.HeadsKV * c.HeadDim)},
+		// q|k|v of a fused projection land in q back to back (qwen3next: k|v in k)
+		{bufQ, KindScratch, f32(qrows + 2*c.HeadsKV*c.HeadDim)}, {bufK, KindScratch, f32(2 * c.HeadsKV * c.HeadDim)}, {bufV, KindScratch, f32(c.HeadsKV * c.HeadDim)},
 		{bufO, KindScratch, f32(od)}, {bufOQ, KindScratch, q81Bytes(od)},
 		{bufPart, KindScratch, f32(c.Heads * nsplit * (c.HeadDim + 2))}, {bufProj, KindScratch, f32(H)},
-		{bufRouter, KindScratch, f32(E)}, {bufIDs, KindScratch, 4 * uint64(K) * uint64(c.Layers)}, {bufWts, KindScratch, f32(K)},
+		{bufRouter, KindScratch, f32(E + 2)}, {bufIDs, KindScratch, 4 * uint64(K) * uint64(c.Layers)}, {bufWts, KindScratch, f32(K)},
 		{bufErr, KindScratch, 4 * uint64(K)}, {bufH, KindScratch, uint64(K) * q81Bytes(F)},
 		{bufRouterP, KindScratch, f32(E)}, {bufIDsP, KindScratch, 4 * uint64(K)}, {bufWtsP, KindScratch, f32(K)}, {bufErrP, KindScratch, 4 * uint64(K)},
 		{bufLogits, KindScratch, f32(s.Vocab)},
@@ -114,7 +115,7 @@ func (s *Shape) PlanInput(ctx int) (PlanInput, error) {
 		C := 2*c.LinKHeads*c.LinKDim + c.LinVHeads*c.LinVDim
 		vd := c.LinVHeads * c.LinVDim
 		for _, n := range []Need{
-			{bufGate, KindScratch, f32(c.Heads * c.HeadDim)}, {bufQKV, KindScratch, f32(C)}, {bufXC, KindScratch, f32(C)},
+			{bufGate, KindScratch, f32(c.Heads * c.HeadDim)}, {bufQKV, KindScratch, f32(C + vd + 2*c.LinVHeads)}, {bufXC, KindScratch, f32(C)},
 			{bufZ, KindScratch, f32(vd)}, {bufBA, KindScratch, f32(2 * c.LinVHeads)},
 			{bufRouter2, KindScratch, 8}, {bufIDs2, KindScratch, 8}, {bufWts2, KindScratch, 8}, {bufErr2, KindScratch, 8},
 			{bufHSh, KindScratch, 2 * q81Bytes(c.SharedFF)}, {bufShOut, KindScratch, f32(H)},
