@@ -63,6 +63,8 @@ type Options struct {
 	// NoResident: keep reading the expert ids back after every layer even when the cache
 	// holds every expert (measurement baseline; see Engine.resident).
 	NoResident bool
+	// NoFuse: store every dense matrix on its own, one launch each (measurement baseline).
+	NoFuse bool
 }
 
 // Engine is a model loaded on one device.
@@ -103,7 +105,7 @@ type Engine struct {
 	predicted map[Key]bool // prefetched experts not looked up since
 	fused     map[string]fusedPart
 
-	hostKV bool
+	hostKV, noFuse bool
 	// resident: the cache holds every expert of every layer (all copied in at load), so no
 	// layer needs its ids on the host before its experts run: each layer's phase 0 writes
 	// its own row of bufIDs, one download after the last layer brings them all back, and the
@@ -199,7 +201,7 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	if c.Embd%32 != 0 || (c.Heads*c.HeadDim)%32 != 0 || c.ExpertFF%32 != 0 {
 		return nil, fmt.Errorf("%w: the Q8_1 kernels need hidden, attention and expert widths that are multiples of 32", ErrMissingKernel)
 	}
-	e = &Engine{dev: dev, cfg: c, vocab: m.Vocab, src: src, fns: map[string]*rt.Func{}}
+	e = &Engine{dev: dev, cfg: c, vocab: m.Vocab, src: src, fns: map[string]*rt.Func{}, noFuse: o.NoFuse}
 	partial := e
 	defer func() {
 		if err != nil {
@@ -334,6 +336,9 @@ func (e *Engine) shape() (*Shape, []denseSrc, error) {
 			}
 		}
 		parts := dense[start:]
+		if e.noFuse {
+			return nil
+		}
 		for _, d := range parts {
 			if d.typ != parts[0].typ || d.t.Cols() != parts[0].t.Cols() {
 				return nil

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# GPU engine, second session (issue 11): build here, run on the H200.
+#
+#   run.sh build [REV]   build machine (Go + clang-19), from this worktree: the cmd/strata-run
+#       test binary (stripped, gzipped; with STRATA_RUN_ARGS its TestCLI is the strata-run
+#       command line) and the sm_90 code objects of the families the engine launches, into
+#       $DEV (default /work/main/.dev-engine); with REV also the test binary of that commit
+#       (the "before" of a before/after) as strata-run-before.test.gz
+#   run.sh call1         GPU machine (repository root of the device copy, carry .dev-engine):
+#       tiny GPU-vs-CPU tests, 30B-A3B Q2_0 decode before/after, 80B-A3B synth time and disk,
+#       a first 80B bench, strata-run --stats with its progress output
+#   run.sh matrix        GPU machine: the benchmark matrix of issue 11 item 4
+# Logs go to /tmp/ge-out, and one archive of them plus the tables to $OUT.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+
+build() {
+	set -e
+	cd "$here/../../.."
+	local d=${DEV:-/work/main/.dev-engine} target=sm_90
+	rm -rf "$d" && mkdir -p "$d/co"
+	export CGO_ENABLED=0
+	go test -c -trimpath -ldflags=-s -o "$d/strata-run.test" ./cmd/strata-run
+	gzip -9 "$d/strata-run.test"
+	if [ -n "${1:-}" ]; then
+		local tmp
+		tmp=$(mktemp -d)
+		git archive "$1" | tar -x -C "$tmp"
+		(cd "$tmp" && go test -c -trimpath -ldflags=-s -o "$d/strata-run-before.test" ./cmd/strata-run)
+		rm -rf "$tmp"
+		gzip -9 "$d/strata-run-before.test"
+	fi
+	local flags
+	flags=$(awk -F'\t' -v t="$target" '$1 == "target" && $2 == t { print $6 }' kernels/out/objects.txt)
+	for fam in rmsnorm mmvq rope attention_decode quantize_q8_1 moe_decode gated_delta_net; do
+		awk -F'\t' -v t="$target" -v f="$fam" '$1 == "object" && $2 == t && $3 == f { print $4 "\t" $5 }' kernels/out/objects.txt |
+			while IFS=$'\t' read -r src obj; do
+				mkdir -p "$d/co/$(dirname "$obj")"
+				# shellcheck disable=SC2086 # flags are a list
+				clang-19 $flags -I "$(dirname "$src")" -I kernels/out/include "$src" -o "$d/co/$obj"
+			done
+	done
+	tar -C "$d" -czf "$d/co.tar.gz" co && rm -r "$d/co"
+	cp "$here/run.sh" "$here/plot.py" "$d/" 2>/dev/null || cp "$here/run.sh" "$d/"
+	git rev-parse HEAD >"$d/commit"
+	ls -la "$d"
+}
+
+setup() {
+	d=.dev-engine
+	out=/tmp/ge-out
+	mkdir -p "$out" /tmp/ge
+	tar -C /tmp/ge -xzf "$d/co.tar.gz"
+	export STRATA_CO_DIR=/tmp/ge/co
+	t=/tmp/ge/sr.test
+	gunzip -c "$d/strata-run.test.gz" >"$t" && chmod +x "$t"
+	if [ -f "$d/strata-run-before.test.gz" ]; then
+		tb=/tmp/ge/sr-before.test
+		gunzip -c "$d/strata-run-before.test.gz" >"$tb" && chmod +x "$tb"
+	fi
+	nvidia-smi --query-gpu=name,pci.bus_id,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv >"$out/nvidia-smi.log" 2>&1
+	cat "$d/commit" >"$out/commit"
+	df -h /tmp >"$out/df.log" 2>&1
+	free -g >>"$out/df.log" 2>&1
+}
+
+# cli LIMIT LOG ARGS...: strata-run ARGS through the test binary, under a time limit
+cli() {
+	local secs=$1 log=$2
+	shift 2
+	local s=$SECONDS
+	STRATA_RUN_ARGS="$*" timeout "$secs" "$t" -test.run '^TestCLI$' -test.v -test.timeout "${secs}s" >"$log" 2>&1
+	echo "   $* -> exit $? in $((SECONDS - s)) s"
+}
+
+# bench BIN LIMIT NAME MODEL [VAR=VALUE...]: TestGPUBench under a time limit
+bench() {
+	local bin=$1 secs=$2 name=$3 m=$4
+	shift 4
+	local s=$SECONDS
+	env STRATA_GPU_BENCH=1 STRATA_BENCH_MODEL="$m" STRATA_BENCH_OUT="$out" "$@" timeout "$secs" "$bin" -test.run '^TestGPUBench$' -test.v -test.timeout "${secs}s" >"$out/$name.log" 2>&1
+	echo "== $name: exit $? in $((SECONDS - s)) s"
+	grep -E "^\||ceilings|FAIL|panic|load failed" "$out/$name.log" | head -40
+}
+
+finish() {
+	tar -C "$out" -czf "$OUT/logs.tar.gz" .
+	cp "$out"/*.md "$out"/*.tsv "$out"/*.png "$OUT/" 2>/dev/null
+	true
+}
+
+call1() {
+	setup
+	echo "== tiny GPU vs CPU"
+	STRATA_REQUIRE_GPU=1 timeout 90 "$t" -test.run 'TestGPUEngineMatchesCPU|TestGPUEngineNextMatchesCPU|TestBackendFlags' -test.v -test.timeout 85s >"$out/tiny.log" 2>&1
+	echo "   exit $?"
+	grep -E "^(---|ok|FAIL|PASS)|NMSE|near tie" "$out/tiny.log" | head -30
+	local m=/tmp/q30-q2_0.gguf
+	echo "== synth 30B-A3B Q2_0"
+	cli 100 "$out/synth-30b-q2_0.log" synth --arch qwen3moe --preset qwen3-30b-a3b --type q2_0 -o $m
+	bench "$t" 60 before-30b-q2_0 $m STRATA_BENCH_LABEL=before- STRATA_BENCH_HOSTKV=1 STRATA_BENCH_NORESIDENT=1 STRATA_BENCH_NOFUSE=1 STRATA_BENCH_TOKENS=32 STRATA_BENCH_BUDGETS_MIB=4096,0 STRATA_BENCH_POLICIES=decayed
+	bench "$t" 90 after-30b-q2_0 $m STRATA_BENCH_LABEL=after- STRATA_BENCH_TOKENS=48 STRATA_BENCH_CTX=1024 STRATA_BENCH_PREFILL=512 STRATA_BENCH_BUDGETS_MIB=4096,8192,0 STRATA_BENCH_POLICIES=decayed
+	echo "== strata-run --stats at 6144 MiB (progress output)"
+	cli 60 "$out/run-stats.log" -m $m -p hello -n 24 --temp 0 --backend gpu --vram-budget-mib 6144 --stats --expert-profile "$out/profile.txt"
+	tail -6 "$out/run-stats.log" | cut -c1-300
+	rm -f $m
+	local n=/tmp/q80-iq2_xs.gguf
+	echo "== synth 80B-A3B IQ2_XS (time, disk)"
+	cli 150 "$out/synth-80b-iq2_xs.log" synth --arch qwen3next --preset qwen3-next-80b-a3b --type iq2_xs -o $n
+	ls -la $n; df -h /tmp | tail -1
+	bench "$t" 100 after-80b-iq2_xs $n STRATA_BENCH_LABEL=80b- STRATA_BENCH_TOKENS=16 STRATA_BENCH_BUDGETS_MIB=16384,0 STRATA_BENCH_POLICIES=decayed
+	finish
+}
+
+case "${1:-}" in
+build) shift; build "$@" ;;
+call1) call1 ;;
+matrix) matrix ;;
+*) echo "usage: $0 build [REV] | call1 | matrix" >&2; exit 2 ;;
+esac
