@@ -2,7 +2,10 @@ package parity
 
 import (
 	"math"
+	"reflect"
 	"testing"
+
+	"github.com/strata-hip/strata/kernels/abi"
 )
 
 // Host-side properties of the model-op references (no GPU): the state-carrying stages give
@@ -107,7 +110,7 @@ func TestModelOpCasesKeepContracts(t *testing.T) {
 			case "gated_delta_net":
 				s := gdnCase(c)
 				bad = s.dk > 128 || s.dk%4 != 0 || s.dv > 128 || s.nv%s.nk != 0 || s.T1 >= s.T
-			case "rmsnorm":
+			case "rmsnorm", "rmsnorm_row":
 				bad = c.Dims[2]%32 != 0 || c.Dims[4] < c.Dims[2] && c.Dims[1] > 1
 			case "rope":
 				bad = c.Dims[3]%2 != 0 || c.Dims[3] > c.Dims[2] || c.Dims[6] > 1<<24
@@ -340,4 +343,19 @@ func chunkKernelsEmu(p gdnHead, S []float64, dk, dv, t0, t1 int) [][]float64 {
 		}
 	}
 	return out
+}
+
+// TestRMSNormRowArgs: rmsnorm_row's runs pack rmsnorm's argument struct, which holds only
+// while the two declare the same fields in the same order.
+func TestRMSNormRowArgs(t *testing.T) {
+	a, b := reflect.TypeOf(abi.RmsnormArgs{}), reflect.TypeOf(abi.RmsnormRowArgs{})
+	if a.Size() != b.Size() || a.NumField() != b.NumField() {
+		t.Fatalf("rmsnorm args %d bytes/%d fields, rmsnorm_row %d/%d", a.Size(), a.NumField(), b.Size(), b.NumField())
+	}
+	for i := 0; i < a.NumField(); i++ {
+		fa, fb := a.Field(i), b.Field(i)
+		if fa.Name != fb.Name || fa.Offset != fb.Offset || fa.Type != fb.Type {
+			t.Errorf("field %d: rmsnorm %s@%d %s, rmsnorm_row %s@%d %s", i, fa.Name, fa.Offset, fa.Type, fb.Name, fb.Offset, fb.Type)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/strata-hip/strata/kernels/abi"
 	"github.com/strata-hip/strata/quant"
@@ -56,6 +57,32 @@ func init() {
 		Run:       runRMSNorm,
 		SelfCheck: selfCheckRMSNorm,
 	})
+	// rmsnorm_row: the same function with a block per row; its Σx² adds n/256 terms per
+	// thread, a 5-level butterfly and 8 wave sums: fewer roundings than rmsnorm's n/32 + 5,
+	// so rmsnorm's derivation and bound hold (at n = 16384: (½(64 + 13) + 5)·2⁻²⁴ + 2·2⁻²⁴
+	// = 2.7e-6 ≤ 2e-5); xo and the Q8_1 bytes have no freedom, as for rmsnorm.
+	register(&Family{
+		Name: "rmsnorm_row",
+		Bounds: map[string][]Bound{
+			"f32":    {rmsnormY},
+			"add":    {rmsnormY, rmsnormXO},
+			"q81":    {rmsnormY, rmsnormQ},
+			"addq81": {rmsnormY, rmsnormXO, rmsnormQ},
+		},
+		Cases:     families["rmsnorm"].Cases,
+		Run:       runRMSNorm,
+		SelfCheck: selfCheckRMSNorm,
+	})
+}
+
+// rmsnormSymbol maps a symbol of either family to its mode, and says which family.
+func rmsnormSymbol(symbol string) (mode string, row bool) {
+	for _, p := range []string{"strata_rmsnorm_row_", "strata_rmsnorm_"} {
+		if m, ok := strings.CutPrefix(symbol, p); ok {
+			return m, p == "strata_rmsnorm_row_"
+		}
+	}
+	return "", false
 }
 
 // rmsnormRef is the float64 reference on rows of the layout: x (and r when add) are the
@@ -113,8 +140,9 @@ func runRMSNorm(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Ran
 	tokens, heads, n, ts, hs, inplace := c.Dims[0], c.Dims[1], c.Dims[2], c.Dims[3], c.Dims[4], c.Dims[5] == 1
 	rows := tokens * heads
 	const eps = 1e-6
-	add := symbol == abi.SymRmsnormAdd || symbol == abi.SymRmsnormAddq81
-	q81 := symbol == abi.SymRmsnormQ81 || symbol == abi.SymRmsnormAddq81
+	mode, row := rmsnormSymbol(symbol)
+	add := mode == "add" || mode == "addq81"
+	q81 := mode == "q81" || mode == "addq81"
 	x, r, w := rmsnormInputs(rng, tokens, n, ts)
 	var rIn []float32
 	if add {
@@ -163,8 +191,11 @@ func runRMSNorm(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Ran
 		args.Q = qb.Ptr()
 		outs = append(outs, qb)
 	}
-	grid := gpu.Dim3{X: uint32((rows + 7) / 8), Y: 1, Z: 1}
-	got, el, err := h.Run(fn, grid, moBlock(abi.RmsnormThreads), args.Bytes(), outs...)
+	grid, block := gpu.Dim3{X: uint32((rows + 7) / 8), Y: 1, Z: 1}, moBlock(abi.RmsnormThreads)
+	if row { // same argument layout (kernels/specs.go declares the same fields)
+		grid, block = gpu.Dim3{X: uint32(rows), Y: 1, Z: 1}, moBlock(abi.RmsnormRowThreads)
+	}
+	got, el, err := h.Run(fn, grid, block, args.Bytes(), outs...)
 	if err != nil {
 		return Outcome{}, err
 	}

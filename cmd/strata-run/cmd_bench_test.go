@@ -96,9 +96,10 @@ func benchCeilings(t *testing.T, dev *gpu.Device) (d2d, h2d float64) {
 // tokens. Reports tok/s, hit rate, bytes copied per token, the copy bandwidth, the host's
 // launch and synchronisation time, and the per-token bound with the ratio, as Markdown in
 // $STRATA_BENCH_OUT/gpu-engine-*.md and tab-separated rows in bench-rows.tsv there.
-// STRATA_BENCH_HOSTKV=1, STRATA_BENCH_NORESIDENT=1 and STRATA_BENCH_NOFUSE=1 select the
-// engine's measurement baselines (mgpu.Options.HostKV, NoResident, NoFuse); all three
-// together are the first engine's launch and sync structure.
+// STRATA_BENCH_HOSTKV=1, STRATA_BENCH_NORESIDENT=1, STRATA_BENCH_NOFUSE=1 and
+// STRATA_BENCH_NOROWNORM=1 select the engine's measurement baselines (mgpu.Options.HostKV,
+// NoResident, NoFuse, NoRowNorm); all four together are the first engine's kernels, launch
+// and sync structure.
 func TestGPUBench(t *testing.T) {
 	if os.Getenv("STRATA_GPU_BENCH") != "1" {
 		t.Skip("set STRATA_GPU_BENCH=1 and STRATA_BENCH_MODEL")
@@ -131,12 +132,13 @@ func TestGPUBench(t *testing.T) {
 	hostKV := os.Getenv("STRATA_BENCH_HOSTKV") == "1"
 	noRes := os.Getenv("STRATA_BENCH_NORESIDENT") == "1"
 	noFuse := os.Getenv("STRATA_BENCH_NOFUSE") == "1"
+	noRow := os.Getenv("STRATA_BENCH_NOROWNORM") == "1"
 	label := os.Getenv("STRATA_BENCH_LABEL")
 	d2d, h2d := benchCeilings(t, dev)
 	t.Logf("ceilings: device-to-device %.0f GB/s (read + written), pinned host-to-device %.1f GB/s", d2d, h2d)
 	var b strings.Builder
-	fmt.Fprintf(&b, "model %s on %s (%s); decode: %d greedy tokens after an 8-token prompt; ctx %d; host KV %v, resident mode off %v, fusion off %v\n",
-		filepath.Base(path), dev.Info().Name, dev.Info().Arch, tokens, ctx, hostKV, noRes, noFuse)
+	fmt.Fprintf(&b, "model %s on %s (%s); decode: %d greedy tokens after an 8-token prompt; ctx %d; host KV %v, resident mode off %v, fusion off %v, row norm off %v\n",
+		filepath.Base(path), dev.Info().Name, dev.Info().Arch, tokens, ctx, hostKV, noRes, noFuse, noRow)
 	fmt.Fprintf(&b, "ceilings measured in this run: device-to-device copy %.0f GB/s (read + written), pinned host-to-device %.1f GB/s\n\n", d2d, h2d)
 	fmt.Fprintf(&b, "| budget MiB | policy | phase | cache slots | of experts | hit rate | MB copied/token | copy GB/s | launches/token | host µs/launch | sync ms/token | ms/token | tok/s | bound ms | bound/achieved | load s |\n|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	var tsv strings.Builder
@@ -149,7 +151,7 @@ func TestGPUBench(t *testing.T) {
 		for _, pol := range policies {
 			t0 := time.Now()
 			eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: ctx, Budget: uint64(mibs) << 20, Policy: strings.TrimSpace(pol),
-				Group: group, Prefetch: prefetch, HostKV: hostKV, NoResident: noRes, NoFuse: noFuse})
+				Group: group, Prefetch: prefetch, HostKV: hostKV, NoResident: noRes, NoFuse: noFuse, NoRowNorm: noRow})
 			if err != nil {
 				fmt.Fprintf(&b, "| %s | %s | load failed: %v |\n", bname, pol, err)
 				t.Logf("budget %s: %v", bname, err)

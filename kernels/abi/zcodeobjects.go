@@ -304,6 +304,24 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "rmsnorm_row",
+	Path:   "gfx1030/rmsnorm_row.co",
+	Target: "gfx1030",
+	Variants: []Variant{{
+		Name:   "f32",
+		Symbol: "strata_rmsnorm_row_f32",
+	}, {
+		Name:   "add",
+		Symbol: "strata_rmsnorm_row_add",
+	}, {
+		Name:   "q81",
+		Symbol: "strata_rmsnorm_row_q81",
+	}, {
+		Name:   "addq81",
+		Symbol: "strata_rmsnorm_row_addq81",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "rope",
 	Path:   "gfx1030/rope.co",
 	Target: "gfx1030",
@@ -673,6 +691,24 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "addq81",
 		Symbol: "strata_rmsnorm_addq81",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "rmsnorm_row",
+	Path:   "gfx1100/rmsnorm_row.co",
+	Target: "gfx1100",
+	Variants: []Variant{{
+		Name:   "f32",
+		Symbol: "strata_rmsnorm_row_f32",
+	}, {
+		Name:   "add",
+		Symbol: "strata_rmsnorm_row_add",
+	}, {
+		Name:   "q81",
+		Symbol: "strata_rmsnorm_row_q81",
+	}, {
+		Name:   "addq81",
+		Symbol: "strata_rmsnorm_row_addq81",
 	}},
 	Vendor: "amd",
 }, {
@@ -1048,6 +1084,24 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "rmsnorm_row",
+	Path:   "gfx1101/rmsnorm_row.co",
+	Target: "gfx1101",
+	Variants: []Variant{{
+		Name:   "f32",
+		Symbol: "strata_rmsnorm_row_f32",
+	}, {
+		Name:   "add",
+		Symbol: "strata_rmsnorm_row_add",
+	}, {
+		Name:   "q81",
+		Symbol: "strata_rmsnorm_row_q81",
+	}, {
+		Name:   "addq81",
+		Symbol: "strata_rmsnorm_row_addq81",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "rope",
 	Path:   "gfx1101/rope.co",
 	Target: "gfx1101",
@@ -1417,6 +1471,24 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "addq81",
 		Symbol: "strata_rmsnorm_addq81",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "rmsnorm_row",
+	Path:   "gfx1102/rmsnorm_row.co",
+	Target: "gfx1102",
+	Variants: []Variant{{
+		Name:   "f32",
+		Symbol: "strata_rmsnorm_row_f32",
+	}, {
+		Name:   "add",
+		Symbol: "strata_rmsnorm_row_add",
+	}, {
+		Name:   "q81",
+		Symbol: "strata_rmsnorm_row_q81",
+	}, {
+		Name:   "addq81",
+		Symbol: "strata_rmsnorm_row_addq81",
 	}},
 	Vendor: "amd",
 }, {
@@ -1792,6 +1864,24 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "rmsnorm_row",
+	Path:   "gfx1200/rmsnorm_row.co",
+	Target: "gfx1200",
+	Variants: []Variant{{
+		Name:   "f32",
+		Symbol: "strata_rmsnorm_row_f32",
+	}, {
+		Name:   "add",
+		Symbol: "strata_rmsnorm_row_add",
+	}, {
+		Name:   "q81",
+		Symbol: "strata_rmsnorm_row_q81",
+	}, {
+		Name:   "addq81",
+		Symbol: "strata_rmsnorm_row_addq81",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "rope",
 	Path:   "gfx1200/rope.co",
 	Target: "gfx1200",
@@ -2161,6 +2251,24 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "addq81",
 		Symbol: "strata_rmsnorm_addq81",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "rmsnorm_row",
+	Path:   "gfx1201/rmsnorm_row.co",
+	Target: "gfx1201",
+	Variants: []Variant{{
+		Name:   "f32",
+		Symbol: "strata_rmsnorm_row_f32",
+	}, {
+		Name:   "add",
+		Symbol: "strata_rmsnorm_row_add",
+	}, {
+		Name:   "q81",
+		Symbol: "strata_rmsnorm_row_q81",
+	}, {
+		Name:   "addq81",
+		Symbol: "strata_rmsnorm_row_addq81",
 	}},
 	Vendor: "amd",
 }, {
@@ -2584,6 +2692,24 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "rmsnorm_row",
+	Path:   "sm_80/rmsnorm_row.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "f32",
+		Symbol: "strata_rmsnorm_row_f32",
+	}, {
+		Name:   "add",
+		Symbol: "strata_rmsnorm_row_add",
+	}, {
+		Name:   "q81",
+		Symbol: "strata_rmsnorm_row_q81",
+	}, {
+		Name:   "addq81",
+		Symbol: "strata_rmsnorm_row_addq81",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "rope",
 	Path:   "sm_80/rope.ptx",
 	Target: "sm_80",
@@ -3001,6 +3127,24 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "addq81",
 		Symbol: "strata_rmsnorm_addq81",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "rmsnorm_row",
+	Path:   "sm_86/rmsnorm_row.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "f32",
+		Symbol: "strata_rmsnorm_row_f32",
+	}, {
+		Name:   "add",
+		Symbol: "strata_rmsnorm_row_add",
+	}, {
+		Name:   "q81",
+		Symbol: "strata_rmsnorm_row_q81",
+	}, {
+		Name:   "addq81",
+		Symbol: "strata_rmsnorm_row_addq81",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3424,6 +3568,24 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "rmsnorm_row",
+	Path:   "sm_89/rmsnorm_row.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "f32",
+		Symbol: "strata_rmsnorm_row_f32",
+	}, {
+		Name:   "add",
+		Symbol: "strata_rmsnorm_row_add",
+	}, {
+		Name:   "q81",
+		Symbol: "strata_rmsnorm_row_q81",
+	}, {
+		Name:   "addq81",
+		Symbol: "strata_rmsnorm_row_addq81",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "rope",
 	Path:   "sm_89/rope.ptx",
 	Target: "sm_89",
@@ -3841,6 +4003,24 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "addq81",
 		Symbol: "strata_rmsnorm_addq81",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "rmsnorm_row",
+	Path:   "sm_90/rmsnorm_row.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "f32",
+		Symbol: "strata_rmsnorm_row_f32",
+	}, {
+		Name:   "add",
+		Symbol: "strata_rmsnorm_row_add",
+	}, {
+		Name:   "q81",
+		Symbol: "strata_rmsnorm_row_q81",
+	}, {
+		Name:   "addq81",
+		Symbol: "strata_rmsnorm_row_addq81",
 	}},
 	Vendor: "nvidia",
 }, {

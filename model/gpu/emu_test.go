@@ -149,7 +149,7 @@ func (m *emu) rowDot(t quant.Type, p uint64, x []float32) float32 {
 
 func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 	fam, variant, _ := strings.Cut(strings.TrimPrefix(sym, "strata_"), "_")
-	for _, f := range []string{"quantize_q8_1", "moe_decode", "attention_decode"} {
+	for _, f := range []string{"quantize_q8_1", "moe_decode", "attention_decode", "rmsnorm_row"} {
 		if strings.HasPrefix(strings.TrimPrefix(sym, "strata_"), f+"_") {
 			fam, variant = f, strings.TrimPrefix(sym, "strata_"+f+"_")
 		}
@@ -161,9 +161,13 @@ func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 	}
 	ceil := func(a, b int) uint32 { return uint32((a + b - 1) / b) }
 	switch fam {
-	case "rmsnorm":
-		a := args[abi.RmsnormArgs](b)
-		want(rt.Dim3{X: ceil(int(a.Rows), 8), Y: 1, Z: 1})
+	case "rmsnorm", "rmsnorm_row":
+		a := args[abi.RmsnormArgs](b) // rmsnorm_row declares the same fields (parity's TestRMSNormRowArgs)
+		if fam == "rmsnorm" {
+			want(rt.Dim3{X: ceil(int(a.Rows), 8), Y: 1, Z: 1})
+		} else {
+			want(rt.Dim3{X: uint32(a.Rows), Y: 1, Z: 1})
+		}
 		n := int(a.N)
 		for i := 0; i < int(a.Rows); i++ {
 			off := (i/int(a.Heads))*int(a.TokStride) + (i%int(a.Heads))*int(a.HeadStride)

@@ -65,6 +65,9 @@ type Options struct {
 	NoResident bool
 	// NoFuse: store every dense matrix on its own, one launch each (measurement baseline).
 	NoFuse bool
+	// NoRowNorm: single-row norms through rmsnorm (one wave) instead of rmsnorm_row
+	// (measurement baseline).
+	NoRowNorm bool
 }
 
 // Engine is a model loaded on one device.
@@ -105,7 +108,7 @@ type Engine struct {
 	predicted map[Key]bool // prefetched experts not looked up since
 	fused     map[string]fusedPart
 
-	hostKV, noFuse bool
+	hostKV, noFuse, noRowNorm bool
 	// resident: the cache holds every expert of every layer (all copied in at load), so no
 	// layer needs its ids on the host before its experts run: each layer's phase 0 writes
 	// its own row of bufIDs, one download after the last layer brings them all back, and the
@@ -201,7 +204,7 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	if c.Embd%32 != 0 || (c.Heads*c.HeadDim)%32 != 0 || c.ExpertFF%32 != 0 {
 		return nil, fmt.Errorf("%w: the Q8_1 kernels need hidden, attention and expert widths that are multiples of 32", ErrMissingKernel)
 	}
-	e = &Engine{dev: dev, cfg: c, vocab: m.Vocab, src: src, fns: map[string]*rt.Func{}, noFuse: o.NoFuse}
+	e = &Engine{dev: dev, cfg: c, vocab: m.Vocab, src: src, fns: map[string]*rt.Func{}, noFuse: o.NoFuse, noRowNorm: o.NoRowNorm}
 	partial := e
 	defer func() {
 		if err != nil {
@@ -827,6 +830,7 @@ func (e *Engine) prepare(o Options) error {
 		{"rmsnorm", "f32"}, {"rmsnorm", "q81"}, {"rmsnorm", "addq81"}, {"rope", "neox"},
 		{"attention_decode", "split_f16"}, {"attention_decode", "reduce_f16"}, {"attention_decode", "store_f16"}, {"quantize_q8_1", "f32"},
 		{"moe_decode", typeVariant[e.expType]}, {"rmsnorm", "add"},
+		{"rmsnorm_row", "q81"}, {"rmsnorm_row", "addq81"}, {"rmsnorm_row", "add"},
 	} {
 		f, err := e.ks.fn(k.fam, k.variant)
 		if err != nil {
@@ -974,8 +978,16 @@ func (e *Engine) mmvqMats(w dmat, z int, wMatBytes int64, yMatStride int, xq, xf
 	return e.launch("mmvq/"+w.variant, rt.Dim3{X: blocks(w.rows, 8), Y: 1, Z: uint32(z)}, abi.MmvqThreads, a.Bytes())
 }
 
-// rmsnorm launches one RMSNorm variant over rows·heads rows of n.
+// rmsnorm launches one RMSNorm variant over rows·heads rows of n: a single row (the
+// residual stream's norms) through rmsnorm_row, a block per row — rmsnorm's one wave per
+// row walks 2048 values in 64 dependent steps, ~30 µs on an H200, the longest kernel of a
+// decode layer — and the per-head q/k norms (many short rows) through rmsnorm.
 func (e *Engine) rmsnorm(variant string, a abi.RmsnormArgs) error {
 	a.Eps = e.cfg.Eps
+	if a.Rows == 1 && !e.noRowNorm {
+		r := abi.RmsnormRowArgs{X: a.X, R: a.R, W: a.W, Xo: a.Xo, Y: a.Y, Q: a.Q, N: a.N, Rows: a.Rows, Heads: a.Heads,
+			TokStride: a.TokStride, HeadStride: a.HeadStride, Eps: a.Eps}
+		return e.launch("rmsnorm_row/"+variant, dim(uint32(a.Rows)), abi.RmsnormRowThreads, r.Bytes())
+	}
 	return e.launch("rmsnorm/"+variant, dim(blocks(int(a.Rows), 8)), abi.RmsnormThreads, a.Bytes())
 }

@@ -18,7 +18,7 @@ import (
 var ErrMissingKernel = errors.New("model/gpu: missing kernel")
 
 // families the decode engine launches (qwen3next adds gated_delta_net).
-var families = []string{"rmsnorm", "mmvq", "rope", "attention_decode", "quantize_q8_1", "moe_decode"}
+var families = []string{"rmsnorm", "rmsnorm_row", "mmvq", "rope", "attention_decode", "quantize_q8_1", "moe_decode"}
 
 // kernelSet is the loaded code objects of one device.
 type kernelSet struct {

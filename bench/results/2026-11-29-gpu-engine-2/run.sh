@@ -32,7 +32,7 @@ build() {
 	fi
 	local flags
 	flags=$(awk -F'\t' -v t="$target" '$1 == "target" && $2 == t { print $6 }' kernels/out/objects.txt)
-	for fam in rmsnorm mmvq rope attention_decode quantize_q8_1 moe_decode gated_delta_net; do
+	for fam in rmsnorm rmsnorm_row mmvq rope attention_decode quantize_q8_1 moe_decode gated_delta_net; do
 		awk -F'\t' -v t="$target" -v f="$fam" '$1 == "object" && $2 == t && $3 == f { print $4 "\t" $5 }' kernels/out/objects.txt |
 			while IFS=$'\t' read -r src obj; do
 				mkdir -p "$d/co/$(dirname "$obj")"
