@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sort"
 	"strings"
 	"unsafe"
@@ -28,6 +29,20 @@ type emu struct {
 	// composition without the activation rounding; diagnostics only).
 	exact bool
 	q81x  map[uint64][]float32
+	// keep: record the f32 values behind every Q8_1 buffer; then mmvq launches on a weight
+	// in exactW, and moe_decode launches when exactMoE, read them instead (diagnostics).
+	keep     bool
+	exactW   map[uint64]bool
+	exactMoE bool
+	// noise: multiply the residual of the add-norm number noiseAt of each token (counted
+	// from the token's first norm, w0 its weight) by 1 + √noise·g, g standard normal:
+	// a relative perturbation of NMSE noise (diagnostics).
+	noise   float64
+	noiseAt int
+	w0      uint64
+	addIdx  int
+	rng     *rand.Rand
+	cancel  *[]float64 // per head and delta-net launch: the cancellation of o = Sᵀq
 	// resid, when non-nil, receives every residual an add-norm writes (diagnostics).
 	resid *[][]float32
 }
@@ -104,7 +119,7 @@ func (m *emu) q81(p uint64, n int) []float32 {
 }
 
 func (m *emu) putQ81(p uint64, x []float32) {
-	if m.exact {
+	if m.exact || m.keep {
 		if m.q81x == nil {
 			m.q81x = map[uint64][]float32{}
 		}
@@ -169,6 +184,9 @@ func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 			want(rt.Dim3{X: uint32(a.Rows), Y: 1, Z: 1})
 		}
 		n := int(a.N)
+		if a.W == m.w0 && variant == "q81" {
+			m.addIdx = 0 // a token's first norm
+		}
 		for i := 0; i < int(a.Rows); i++ {
 			off := (i/int(a.Heads))*int(a.TokStride) + (i%int(a.Heads))*int(a.HeadStride)
 			x := m.f32s(a.X+uint64(4*off), n)
@@ -176,6 +194,14 @@ func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 				r := m.f32s(a.R+uint64(4*off), n)
 				for j := range x {
 					x[j] += r[j]
+				}
+				if m.noise > 0 && m.addIdx == m.noiseAt {
+					for j := range x {
+						x[j] *= float32(1 + math.Sqrt(m.noise)*m.rng.NormFloat64())
+					}
+				}
+				m.addIdx++
+				for j := range x {
 					m.setF32(a.Xo, off+j, x[j])
 				}
 				if m.resid != nil {
@@ -228,6 +254,8 @@ func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 		var x []float32
 		if t == quant.F16 || t == quant.BF16 {
 			x = m.f32s(a.Xf, k)
+		} else if xe, ok := m.q81x[a.Xq]; m.exactW[a.W] && ok {
+			x = xe[:k]
 		} else {
 			x = m.q81(a.Xq, k)
 		}
@@ -353,6 +381,9 @@ func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 		case 1:
 			want(rt.Dim3{X: uint32(F / 32), Y: uint32(K), Z: uint32(a.Tokens)})
 			x := m.q81(a.X, H)
+			if xe, ok := m.q81x[a.X]; m.exactMoE && ok {
+				x = xe[:H]
+			}
 			rb, _ := t.RowBytes(H)
 			for j := 0; j < K; j++ {
 				hv := make([]float32, F)
@@ -378,6 +409,9 @@ func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 					continue
 				}
 				hv := m.q81(a.H+uint64(j*F/32*36), F)
+				if xe, ok := m.q81x[a.H+uint64(j*F/32*36)]; m.exactMoE && ok {
+					hv = xe[:F]
+				}
 				d := slot(a.SlotsDown, id(j))
 				wj := m.f32(a.Wts, j)
 				for r := 0; r < H; r++ {
@@ -480,6 +514,18 @@ func (m *emu) deltaNet(stage string, grid rt.Dim3, a abi.GatedDeltaNetArgs) {
 		}
 		for i, x := range S {
 			m.setF32(a.State, h*dk*dv+i, x)
+		}
+		if m.cancel != nil { // ‖Σᵢ|Sᵢⱼqᵢ|‖ / ‖o‖: how much o = Sᵀq cancels (diagnostics)
+			var num, den float64
+			for j := 0; j < dv; j++ {
+				var a float64
+				for i := 0; i < dk; i++ {
+					a += math.Abs(float64(S[i*dv+j] * q[i]))
+				}
+				num += a * a
+				den += float64(out[j]) * float64(out[j])
+			}
+			*m.cancel = append(*m.cancel, math.Sqrt(num/den))
 		}
 		var ss float64
 		for _, x := range out {
