@@ -81,12 +81,27 @@ func argmax(l []float32) int32 {
 // 2e-3 for an end-to-end graph, which is the bound declared here.
 const gpuLogitNMSE = 2e-3
 
+// gpuLogitNMSENext is the bound for qwen3next (tiny-next), whose first delta-net layer
+// amplifies a perturbation of its input far more than the 3 × 1e-5 per-layer sum above
+// assumes. Derivation (model/gpu's TestNextLogitBound recomputes it on the CPU in CI): a
+// first-order budget e_head + Σ_i A_i·e, with e the residual NMSE one layer's own Q8_1
+// roundings add (1.2e-5 Q8_0, 9.7e-6 Q4_K, measured after layer 0, whose input is exact),
+// A_i the measured amplification of a relative perturbation of the residual after layer i
+// to the logits (worst of 32 steps: 296 / 593 after layer 0, ≤ 3 after the others) and
+// e_head the output head's own rounding (2.1e-4 / 2.3e-4): 3.7e-3 (Q8_0) and 6.0e-3 (Q4_K).
+// The amplification is the delta-net output o = Sᵀq cancelling (‖Σᵢ|Sᵢⱼqᵢ|‖ / ‖o‖: median
+// 5, up to 75–120 at some heads and tokens) before the gated RMSNorm scales o back to unit
+// RMS, so an absolute error in o becomes a relative error that many times larger. The bound
+// is the larger budget rounded up, 8e-3 (the kernels' own f32 summation orders, which the
+// emulation does not reproduce, are ≤ 1e-5 relative). The emulated engine with every
+// rounding measures 1.8e-3 and 2.8e-3, the first H200 runs 1.87e-3 and 2.8e-3.
+const gpuLogitNMSENext = 8e-3
+
 // TestGPUEngineMatchesCPU decodes the same prompt greedily on the CPU engine and the GPU
 // engine for tiny synthetic models in four expert types: every step's logits must be
-// within gpuLogitNMSE, and the greedy tokens equal — except at a step where the CPU's
-// own top-2 margin is below 4× the RMS of that step's logit difference (the engines are
-// then within their declared numerical difference of a tie; such steps are counted and
-// logged). The first H200 run (bench/results/2026-11-29-gpu-engine) also capped such
+// within gpuLogitNMSE, and the greedy tokens equal — except at a near tie (nearTie: the
+// engines are then within their declared numerical difference of a tie; such steps are
+// counted and logged). The first H200 run (bench/results/2026-11-29-gpu-engine) also capped such
 // flips at one per model; the cap had no derivation, and two of that run's four flips
 // were exact ties (CPU margin 0) from duplicated output rows, since fixed in synth: the
 // cap is gone, a flip at a clear margin still fails. And the GPU engine with the smallest
@@ -95,19 +110,36 @@ const gpuLogitNMSE = 2e-3
 func TestGPUEngineMatchesCPU(t *testing.T) {
 	dev, dir := openTestGPU(t)
 	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_K, quant.IQ2_XS, quant.Q2_0} {
-		t.Run(typ.String(), func(t *testing.T) { gpuVsCPU(t, dev, dir, "tiny", typ) })
+		t.Run(typ.String(), func(t *testing.T) { gpuVsCPU(t, dev, dir, "tiny", typ, gpuLogitNMSE) })
 	}
+}
+
+// nearTie says whether a greedy flip (the GPU's top token a, the CPU's b) is explained by
+// the step's logit difference d = gpu − cpu, of RMS σ over the vocabulary: the CPU's own
+// top-2 margin is below 4σ, and the flipped pair's own error |d_b − d_a| (which exceeds
+// the margin, or there would be no flip) is within 4√2·σ, four standard deviations of a
+// difference of two logits whose errors are independent with RMS σ (Gaussian: p ≈ 6e-5 per
+// step). The first run's rule had only the margin; a bug that moved the two logits of the
+// pair much more than the rest (a wrong row, say) passed it whenever the CPU margin was
+// small, and fails the second condition.
+func nearTie(gpu, cpu []float32, a, b int32, sigma float64) (margin, pair float64, ok bool) {
+	c := append([]float32(nil), cpu...)
+	top := c[b]
+	c[b] = float32(math.Inf(-1))
+	margin = float64(top - c[argmax(c)])
+	pair = math.Abs((float64(gpu[b]) - float64(cpu[b])) - (float64(gpu[a]) - float64(cpu[a])))
+	return margin, pair, margin < 4*sigma && pair <= 4*math.Sqrt2*sigma
 }
 
 // TestGPUEngineNextMatchesCPU is TestGPUEngineMatchesCPU for qwen3next (tiny-next).
 func TestGPUEngineNextMatchesCPU(t *testing.T) {
 	dev, dir := openTestGPU(t)
 	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_K} {
-		t.Run(typ.String(), func(t *testing.T) { gpuVsCPU(t, dev, dir, "tiny-next", typ) })
+		t.Run(typ.String(), func(t *testing.T) { gpuVsCPU(t, dev, dir, "tiny-next", typ, gpuLogitNMSENext) })
 	}
 }
 
-func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type) {
+func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type, bound float64) {
 	shp := synth.Presets[preset]
 	path := filepath.Join(t.TempDir(), preset+".gguf")
 	if err := synth.Write(path, shp, synth.Options{ExpertType: typ, Seed: 11}); err != nil {
@@ -178,21 +210,19 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type)
 		}
 		nmse := num / den
 		worst = max(worst, nmse)
-		if nmse > gpuLogitNMSE {
-			t.Errorf("step %d: logits NMSE %.3g > %.3g", i, nmse, gpuLogitNMSE)
+		if nmse > bound {
+			t.Errorf("step %d: logits NMSE %.3g > %.3g", i, nmse, bound)
 		}
 		if gpuTok[i] != cpuTok[i] {
-			c := append([]float32(nil), cpuLog[i]...)
-			top := c[cpuTok[i]]
-			c[cpuTok[i]] = float32(math.Inf(-1))
-			rms := math.Sqrt(num / float64(len(c)))
-			if float64(top-c[argmax(c)]) < 4*rms {
+			rms := math.Sqrt(num / float64(len(cpuLog[i])))
+			margin, pair, ok := nearTie(gpuLog[i], cpuLog[i], gpuTok[i], cpuTok[i], rms)
+			if ok {
 				ties++
-				t.Logf("step %d: greedy token GPU %d, CPU %d at a near tie (CPU top-2 margin %.4g < 4 × RMS difference %.4g)", i, gpuTok[i], cpuTok[i], top-c[argmax(c)], rms)
+				t.Logf("step %d: greedy token GPU %d, CPU %d at a near tie (CPU top-2 margin %.4g < 4σ, pair error %.4g ≤ 4√2σ, σ = RMS difference %.4g)", i, gpuTok[i], cpuTok[i], margin, pair, rms)
 				continue
 			}
-			t.Errorf("step %d: greedy token GPU %d, CPU %d (CPU top-2 margin %.4g; GPU logit of CPU's token %.4g, of its own %.4g)",
-				i, gpuTok[i], cpuTok[i], top-c[argmax(c)], gpuLog[i][cpuTok[i]], gpuLog[i][gpuTok[i]])
+			t.Errorf("step %d: greedy token GPU %d, CPU %d (CPU top-2 margin %.4g, pair error %.4g, RMS difference σ %.4g; GPU logit of CPU's token %.4g, of its own %.4g)",
+				i, gpuTok[i], cpuTok[i], margin, pair, rms, gpuLog[i][cpuTok[i]], gpuLog[i][gpuTok[i]])
 		}
 	}
 	_, streamLog, small := runGPU(2 * shp.ExpertsUsed)
@@ -204,7 +234,7 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type)
 		}
 	}
 	t.Logf("%s: %d steps, worst logits NMSE %.3g (bound %.0e); greedy tokens equal: %v (near-tie flips %d); full cache hits %d misses %d, smallest cache hits %d misses %d (%.1f MB copied)",
-		typ, steps, worst, gpuLogitNMSE, fmt.Sprint(gpuTok) == fmt.Sprint(cpuTok), ties, full.Hits, full.Misses, small.Hits, small.Misses, float64(small.CopiedBytes)/1e6)
+		typ, steps, worst, bound, fmt.Sprint(gpuTok) == fmt.Sprint(cpuTok), ties, full.Hits, full.Misses, small.Hits, small.Misses, float64(small.CopiedBytes)/1e6)
 }
 
 // TestCLI runs strata-run's command line from STRATA_RUN_ARGS (fields separated by
