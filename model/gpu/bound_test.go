@@ -109,6 +109,7 @@ func (c *boundCase) run(t *testing.T, per int, set func(*emu, *Engine)) (worst, 
 //     layer i to the logits (exact composition, residual × (1 + √ν·g) at every token,
 //     ν = 1e-6, worst step's logits NMSE / ν);
 //   - e_head is the logits NMSE of the output head's own rounding (everything else exact).
+//
 // Each layer is charged layer 0's e (the same widths and quantized products; the attention
 // layer has fewer). The terms add because independent roundings' errors are uncorrelated
 // to first order. The sum must stay within nextLogitNMSE; a generator change that breaks
