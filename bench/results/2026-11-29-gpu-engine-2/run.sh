@@ -22,6 +22,8 @@ build() {
 	export CGO_ENABLED=0
 	go test -c -trimpath -ldflags=-s -o "$d/strata-run.test" ./cmd/strata-run
 	gzip -9 "$d/strata-run.test"
+	go test -c -trimpath -ldflags=-s -o "$d/parity.test" ./parity
+	gzip -9 "$d/parity.test"
 	if [ -n "${1:-}" ]; then
 		local tmp
 		tmp=$(mktemp -d)
@@ -112,9 +114,49 @@ call1() {
 	finish
 }
 
+# matrix30 MODEL LABEL: the 30B-A3B-shape rows: budgets that miss and the budgets,
+# decode and a 512-token prompt at each, a 4096-token prompt at the unlimited budget
+matrix30() {
+	local m=$1 lb=$2
+	bench "$t" 110 "m-$lb-a" "$m" STRATA_BENCH_LABEL="$lb" STRATA_BENCH_TOKENS=64 STRATA_BENCH_CTX=4608 STRATA_BENCH_PREFILL=512 STRATA_BENCH_BUDGETS_MIB=4096,6144,12288,16384,24576 STRATA_BENCH_POLICIES=decayed
+	bench "$t" 80 "m-$lb-b" "$m" STRATA_BENCH_LABEL="$lb" STRATA_BENCH_TOKENS=64 STRATA_BENCH_CTX=4608 STRATA_BENCH_PREFILL=512,4096 STRATA_BENCH_BUDGETS_MIB=0 STRATA_BENCH_POLICIES=decayed
+}
+
+call2() {
+	setup
+	tp=/tmp/ge/parity.test
+	gunzip -c "$d/parity.test.gz" >"$tp" && chmod +x "$tp"
+	echo "== parity rmsnorm_row (and rmsnorm beside it)"
+	STRATA_CO_DIR=/tmp/ge/co STRATA_REQUIRE_GPU=1 timeout 60 "$tp" -test.run 'TestParity/sm_90/(rmsnorm|rmsnorm_row)/' -test.v -test.timeout 55s >"$out/parity.log" 2>&1
+	echo "   exit $?"; grep -E "^(ok|FAIL|PASS)|--- FAIL" "$out/parity.log" | head; grep -E "rmsnorm(_row)?/addq81/rows=1,n=2048" "$out/parity.log" | head -4
+	echo "== tiny GPU vs CPU"
+	STRATA_REQUIRE_GPU=1 timeout 90 "$t" -test.run 'TestGPUEngineMatchesCPU|TestGPUEngineNextMatchesCPU|TestBackendFlags' -test.v -test.timeout 85s >"$out/tiny.log" 2>&1
+	echo "   exit $?"
+	grep -E "^(---|ok|FAIL|PASS)|NMSE|near tie" "$out/tiny.log" | head -30
+	local m=/tmp/q30-q2_0.gguf
+	echo "== synth 30B-A3B Q2_0"
+	cli 100 "$out/synth-30b-q2_0.log" synth --arch qwen3moe --preset qwen3-30b-a3b --type q2_0 -o $m
+	bench "$t" 40 abl-first $m STRATA_BENCH_LABEL=abl-first- STRATA_BENCH_HOSTKV=1 STRATA_BENCH_NORESIDENT=1 STRATA_BENCH_NOFUSE=1 STRATA_BENCH_NOROWNORM=1 STRATA_BENCH_TOKENS=32 STRATA_BENCH_BUDGETS_MIB=4096,0 STRATA_BENCH_POLICIES=decayed
+	bench "$t" 30 abl-norow $m STRATA_BENCH_LABEL=abl-norownorm- STRATA_BENCH_NOROWNORM=1 STRATA_BENCH_TOKENS=32 STRATA_BENCH_BUDGETS_MIB=4096,0 STRATA_BENCH_POLICIES=decayed
+	bench "$t" 30 abl-final $m STRATA_BENCH_LABEL=abl-final- STRATA_BENCH_TOKENS=32 STRATA_BENCH_BUDGETS_MIB=4096,0 STRATA_BENCH_POLICIES=decayed
+	matrix30 $m q30-q2_0
+	echo "== strata-run --stats at 6144 MiB, twice (the second seeded from the first's profile)"
+	cli 40 "$out/run-stats.log" -m $m -p hello -n 24 --temp 0 --backend gpu --vram-budget-mib 6144 --stats --expert-profile "$out/profile.txt"
+	cli 40 "$out/run-stats2.log" -m $m -p hello -n 24 --temp 0 --backend gpu --vram-budget-mib 6144 --stats --expert-profile "$out/profile.txt"
+	tail -4 "$out/run-stats2.log" | cut -c1-300
+	rm -f $m
+	m=/tmp/q30-iq2_xs.gguf
+	echo "== synth 30B-A3B IQ2_XS"
+	cli 100 "$out/synth-30b-iq2_xs.log" synth --arch qwen3moe --preset qwen3-30b-a3b --type iq2_xs -o $m
+	matrix30 $m q30-iq2_xs
+	rm -f $m
+	finish
+}
+
 case "${1:-}" in
 build) shift; build "$@" ;;
 call1) call1 ;;
+call2) call2 ;;
 matrix) matrix ;;
 *) echo "usage: $0 build [REV] | call1 | matrix" >&2; exit 2 ;;
 esac
