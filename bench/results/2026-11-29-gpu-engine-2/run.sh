@@ -157,6 +157,7 @@ case "${1:-}" in
 build) shift; build "$@" ;;
 call1) call1 ;;
 call2) call2 ;;
+finish) out=/tmp/ge-out; finish ;;
 matrix) matrix ;;
 *) echo "usage: $0 build [REV] | call1 | matrix" >&2; exit 2 ;;
 esac
