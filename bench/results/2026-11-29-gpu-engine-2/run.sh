@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
 # GPU engine, second session (issue 11): build here, run on the H200.
 #
-#   run.sh build [REV]   build machine (Go + clang-19), from this worktree: the cmd/strata-run
+#   run.sh build         build machine (Go + clang-19), from this worktree: the cmd/strata-run
 #       test binary (stripped, gzipped; with STRATA_RUN_ARGS its TestCLI is the strata-run
-#       command line) and the sm_90 code objects of the families the engine launches, into
-#       $DEV (default /work/main/.dev-engine); with REV also the test binary of that commit
-#       (the "before" of a before/after) as strata-run-before.test.gz
+#       command line), the parity test binary and the sm_90 code objects of the families the
+#       engine launches, into $DEV (default /work/main/.dev-engine)
 #   run.sh call1         GPU machine (repository root of the device copy, carry .dev-engine):
 #       tiny GPU-vs-CPU tests, 30B-A3B Q2_0 decode before/after, 80B-A3B synth time and disk,
 #       a first 80B bench, strata-run --stats with its progress output
@@ -21,17 +20,9 @@ build() {
 	rm -rf "$d" && mkdir -p "$d/co"
 	export CGO_ENABLED=0
 	go test -c -trimpath -ldflags=-s -o "$d/strata-run.test" ./cmd/strata-run
-	gzip -9 "$d/strata-run.test"
+	xz -9e -T2 "$d/strata-run.test" # xz: the tree and the carry must fit 64 MiB together
 	go test -c -trimpath -ldflags=-s -o "$d/parity.test" ./parity
-	gzip -9 "$d/parity.test"
-	if [ -n "${1:-}" ]; then
-		local tmp
-		tmp=$(mktemp -d)
-		git archive "$1" | tar -x -C "$tmp"
-		(cd "$tmp" && go test -c -trimpath -ldflags=-s -o "$d/strata-run-before.test" ./cmd/strata-run)
-		rm -rf "$tmp"
-		gzip -9 "$d/strata-run-before.test"
-	fi
+	xz -9e -T2 "$d/parity.test"
 	local flags
 	flags=$(awk -F'\t' -v t="$target" '$1 == "target" && $2 == t { print $6 }' kernels/out/objects.txt)
 	for fam in rmsnorm rmsnorm_row mmvq rope attention_decode quantize_q8_1 moe_decode gated_delta_net; do
@@ -55,11 +46,8 @@ setup() {
 	tar -C /tmp/ge -xzf "$d/co.tar.gz"
 	export STRATA_CO_DIR=/tmp/ge/co
 	t=/tmp/ge/sr.test
-	gunzip -c "$d/strata-run.test.gz" >"$t" && chmod +x "$t"
-	if [ -f "$d/strata-run-before.test.gz" ]; then
-		tb=/tmp/ge/sr-before.test
-		gunzip -c "$d/strata-run-before.test.gz" >"$tb" && chmod +x "$tb"
-	fi
+	unxz() { python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$1" "$2"; }
+	unxz "$d/strata-run.test.xz" "$t" && chmod +x "$t"
 	nvidia-smi --query-gpu=name,pci.bus_id,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv >"$out/nvidia-smi.log" 2>&1
 	cat "$d/commit" >"$out/commit"
 	df -h /tmp >"$out/df.log" 2>&1
@@ -125,7 +113,7 @@ matrix30() {
 call2() {
 	setup
 	tp=/tmp/ge/parity.test
-	gunzip -c "$d/parity.test.gz" >"$tp" && chmod +x "$tp"
+	unxz "$d/parity.test.xz" "$tp" && chmod +x "$tp"
 	echo "== parity rmsnorm_row (and rmsnorm beside it)"
 	STRATA_CO_DIR=/tmp/ge/co STRATA_REQUIRE_GPU=1 timeout 60 "$tp" -test.run 'TestParity/sm_90/(rmsnorm|rmsnorm_row)/' -test.v -test.timeout 55s >"$out/parity.log" 2>&1
 	echo "   exit $?"; grep -E "^(ok|FAIL|PASS)|--- FAIL" "$out/parity.log" | head; grep -E "rmsnorm(_row)?/addq81/rows=1,n=2048" "$out/parity.log" | head -4
@@ -159,5 +147,5 @@ call1) call1 ;;
 call2) call2 ;;
 finish) out=/tmp/ge-out; finish ;;
 matrix) matrix ;;
-*) echo "usage: $0 build [REV] | call1 | matrix" >&2; exit 2 ;;
+*) echo "usage: $0 build | call1 | call2 | call3 | finish" >&2; exit 2 ;;
 esac
