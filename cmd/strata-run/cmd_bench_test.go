@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -133,6 +134,7 @@ func TestGPUBench(t *testing.T) {
 	noRes := os.Getenv("STRATA_BENCH_NORESIDENT") == "1"
 	noFuse := os.Getenv("STRATA_BENCH_NOFUSE") == "1"
 	noRow := os.Getenv("STRATA_BENCH_NOROWNORM") == "1"
+	ktimes := os.Getenv("STRATA_BENCH_KTIMES") == "1"
 	label := os.Getenv("STRATA_BENCH_LABEL")
 	d2d, h2d := benchCeilings(t, dev)
 	t.Logf("ceilings: device-to-device %.0f GB/s (read + written), pinned host-to-device %.1f GB/s", d2d, h2d)
@@ -141,7 +143,7 @@ func TestGPUBench(t *testing.T) {
 		filepath.Base(path), dev.Info().Name, dev.Info().Arch, tokens, ctx, hostKV, noRes, noFuse, noRow)
 	fmt.Fprintf(&b, "ceilings measured in this run: device-to-device copy %.0f GB/s (read + written), pinned host-to-device %.1f GB/s\n\n", d2d, h2d)
 	fmt.Fprintf(&b, "| budget MiB | policy | phase | cache slots | of experts | hit rate | MB copied/token | copy GB/s | launches/token | host µs/launch | sync ms/token | ms/token | tok/s | bound ms | bound/achieved | load s |\n|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	var tsv strings.Builder
+	var tsv, kt strings.Builder
 	for _, bs := range budgets {
 		mibs, err := strconv.Atoi(strings.TrimSpace(bs))
 		if err != nil {
@@ -151,7 +153,7 @@ func TestGPUBench(t *testing.T) {
 		for _, pol := range policies {
 			t0 := time.Now()
 			eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: ctx, Budget: uint64(mibs) << 20, Policy: strings.TrimSpace(pol),
-				Group: group, Prefetch: prefetch, HostKV: hostKV, NoResident: noRes, NoFuse: noFuse, NoRowNorm: noRow})
+				Group: group, Prefetch: prefetch, HostKV: hostKV, NoResident: noRes, NoFuse: noFuse, NoRowNorm: noRow, KernelTimes: ktimes})
 			if err != nil {
 				fmt.Fprintf(&b, "| %s | %s | load failed: %v |\n", bname, pol, err)
 				t.Logf("budget %s: %v", bname, err)
@@ -196,6 +198,21 @@ func TestGPUBench(t *testing.T) {
 				t.Fatal(err)
 			}
 			row("decode", eng.Stats())
+			if ktimes {
+				s := eng.Stats()
+				var keys []string
+				var total float64
+				for k, v := range s.Kernels {
+					keys = append(keys, k)
+					total += v.Ms
+				}
+				slices.SortFunc(keys, func(a, b string) int { return cmp.Compare(s.Kernels[b].Ms, s.Kernels[a].Ms) })
+				fmt.Fprintf(&kt, "\n%s, budget %s, decode: device time per token by kernel (events around each launch), %.3f ms in all\n\n| kernel | launches/token | µs/token | µs/launch | share |\n|---|---:|---:|---:|---:|\n", filepath.Base(path), bname, total/float64(s.Tokens))
+				for _, k := range keys {
+					v := s.Kernels[k]
+					fmt.Fprintf(&kt, "| %s | %.1f | %.1f | %.2f | %.1f%% |\n", k, float64(v.Launches)/float64(s.Tokens), v.Ms*1e3/float64(s.Tokens), v.Ms*1e3/float64(v.Launches), 100*v.Ms/total)
+				}
+			}
 			rng := rand.New(rand.NewPCG(3, uint64(mibs)))
 			for _, n := range prefills {
 				if n > ctx {
@@ -219,6 +236,7 @@ func TestGPUBench(t *testing.T) {
 			}
 		}
 	}
+	b.WriteString(kt.String())
 	t.Log("\n" + b.String())
 	if out := os.Getenv("STRATA_BENCH_OUT"); out != "" {
 		name := fmt.Sprintf("gpu-engine-%s%s-g%d-prefetch%v.md", label, strings.Join(policies, "+"), group, prefetch)

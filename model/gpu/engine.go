@@ -68,6 +68,9 @@ type Options struct {
 	// NoRowNorm: single-row norms through rmsnorm (one wave) instead of rmsnorm_row
 	// (measurement baseline).
 	NoRowNorm bool
+	// KernelTimes: time every launch on the device between two events and sum the times per
+	// kernel (Stats.Kernels). Costs host time per launch: a profile, not a benchmark.
+	KernelTimes bool
 }
 
 // Engine is a model loaded on one device.
@@ -114,6 +117,15 @@ type Engine struct {
 	// its own row of bufIDs, one download after the last layer brings them all back, and the
 	// lookups (hit counts, the policy's use counts) happen after the token's one sync.
 	resident bool
+
+	ktimes  bool
+	kevPool []*rt.Event
+	kevs    []kernelEvents // launches of this token not yet read back
+}
+
+type kernelEvents struct {
+	key        string
+	start, end *rt.Event
 }
 
 // dmat is a dense matrix in VRAM.
@@ -162,6 +174,14 @@ type Stats struct {
 	LaunchTime time.Duration
 	Syncs      int64
 	SyncTime   time.Duration
+	// with Options.KernelTimes: device milliseconds and launches per kernel ("family/variant")
+	Kernels map[string]KernelTime
+}
+
+// KernelTime is one kernel's summed device time.
+type KernelTime struct {
+	Ms       float64
+	Launches int64
 }
 
 func tensorType(t *model.Tensor) (quant.Type, error) {
@@ -204,7 +224,7 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	if c.Embd%32 != 0 || (c.Heads*c.HeadDim)%32 != 0 || c.ExpertFF%32 != 0 {
 		return nil, fmt.Errorf("%w: the Q8_1 kernels need hidden, attention and expert widths that are multiples of 32", ErrMissingKernel)
 	}
-	e = &Engine{dev: dev, cfg: c, vocab: m.Vocab, src: src, fns: map[string]*rt.Func{}, noFuse: o.NoFuse, noRowNorm: o.NoRowNorm}
+	e = &Engine{dev: dev, cfg: c, vocab: m.Vocab, src: src, fns: map[string]*rt.Func{}, noFuse: o.NoFuse, noRowNorm: o.NoRowNorm, ktimes: o.KernelTimes}
 	partial := e
 	defer func() {
 		if err != nil {
@@ -910,6 +930,13 @@ func (e *Engine) ExpertProfile() *Profile {
 // Close releases everything on the device.
 func (e *Engine) Close() error {
 	var errs []error
+	for _, ke := range e.kevs {
+		e.kevPool = append(e.kevPool, ke.start, ke.end)
+	}
+	for _, ev := range e.kevPool {
+		errs = append(errs, ev.Destroy())
+	}
+	e.kevs, e.kevPool = nil, nil
 	if e.copier != nil {
 		errs = append(errs, e.copier.Close())
 	}
@@ -941,6 +968,20 @@ func (e *Engine) launch(key string, grid rt.Dim3, threads int, args []byte) erro
 	if f == nil {
 		panic("model/gpu: kernel " + key + " not prepared")
 	}
+	var ke kernelEvents
+	if e.ktimes {
+		var err error
+		ke.key = key
+		if ke.start, err = e.kevent(); err != nil {
+			return err
+		}
+		if ke.end, err = e.kevent(); err != nil {
+			return err
+		}
+		if err := ke.start.Record(e.compute); err != nil {
+			return err
+		}
+	}
 	t0 := time.Now()
 	err := f.Launch(e.compute, grid, rt.Dim3{X: uint32(threads), Y: 1, Z: 1}, 0, args)
 	e.stats.LaunchTime += time.Since(t0)
@@ -948,6 +989,42 @@ func (e *Engine) launch(key string, grid rt.Dim3, threads int, args []byte) erro
 	if err != nil {
 		return fmt.Errorf("model/gpu: %s: %w", key, err)
 	}
+	if e.ktimes {
+		if err := ke.end.Record(e.compute); err != nil {
+			return err
+		}
+		e.kevs = append(e.kevs, ke)
+	}
+	return nil
+}
+
+func (e *Engine) kevent() (*rt.Event, error) {
+	if n := len(e.kevPool); n > 0 {
+		ev := e.kevPool[n-1]
+		e.kevPool = e.kevPool[:n-1]
+		return ev, nil
+	}
+	return e.dev.NewEvent()
+}
+
+// readKernelTimes adds the device times of the launches since the last call to
+// Stats.Kernels (after a sync of the compute stream).
+func (e *Engine) readKernelTimes() error {
+	if e.stats.Kernels == nil {
+		e.stats.Kernels = map[string]KernelTime{}
+	}
+	for _, ke := range e.kevs {
+		d, err := rt.Elapsed(ke.start, ke.end)
+		if err != nil {
+			return err
+		}
+		k := e.stats.Kernels[ke.key]
+		k.Ms += d.Seconds() * 1e3
+		k.Launches++
+		e.stats.Kernels[ke.key] = k
+		e.kevPool = append(e.kevPool, ke.start, ke.end)
+	}
+	e.kevs = e.kevs[:0]
 	return nil
 }
 
@@ -957,6 +1034,9 @@ func (e *Engine) sync() error {
 	err := e.compute.Sync()
 	e.stats.SyncTime += time.Since(t0)
 	e.stats.Syncs++
+	if err == nil && e.ktimes {
+		err = e.readKernelTimes()
+	}
 	return err
 }
 

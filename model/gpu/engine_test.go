@@ -214,7 +214,7 @@ func TestEngineEmulatedMatchesCPU(t *testing.T) {
 			run := func(slots int, prefetch bool, hostLimit uintptr) [][]float32 {
 				dev, fake := newFakeDeviceArch(1<<30, fakeTarget)
 				fake.emu, fake.hostLimit = newEmu(), hostLimit
-				eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: ctx, Budget: 256 << 20, Reserve: 1 << 20, MaxExpert: slots, Group: 2, Prefetch: prefetch})
+				eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: ctx, Budget: 256 << 20, Reserve: 1 << 20, MaxExpert: slots, Group: 2, Prefetch: prefetch, KernelTimes: prefetch})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -240,6 +240,15 @@ func TestEngineEmulatedMatchesCPU(t *testing.T) {
 					// and (qwen3next) the router with the shared gate are fused.
 					if !l.fusedIn || (c.preset == "tiny-next") != l.fusedRouter {
 						t.Errorf("layer %d: fused input %v, router %v", i, l.fusedIn, l.fusedRouter)
+					}
+				}
+				if prefetch { // KernelTimes on: every launch up to the last sync is timed
+					var n int64
+					for _, k := range s.Kernels {
+						n += k.Launches
+					}
+					if n != s.Launches {
+						t.Errorf("kernel times cover %d launches of %d", n, s.Launches)
 					}
 				}
 				if want := slots == 0 && hostLimit == 0; eng.resident != want {
