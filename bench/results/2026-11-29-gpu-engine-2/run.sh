@@ -141,24 +141,26 @@ call2() {
 	finish
 }
 
-call3() {
-	setup
-	local n=/tmp/q80-iq2_xs.gguf
-	echo "== synth 80B-A3B IQ2_XS"
-	cli 100 "$out/synth-80b-iq2_xs.log" synth --arch qwen3next --preset qwen3-next-80b-a3b --type iq2_xs -o $n
-	ls -la $n | tee -a "$out/df.log"; df -h /tmp | tail -1 | tee -a "$out/df.log"
-	bench "$t" 110 m-q80-a $n STRATA_BENCH_LABEL=q80-iq2_xs STRATA_BENCH_TOKENS=32 STRATA_BENCH_CTX=4608 STRATA_BENCH_PREFILL=512 STRATA_BENCH_BUDGETS_MIB=12288,16384,24576 STRATA_BENCH_POLICIES=decayed
-	bench "$t" 100 m-q80-b $n STRATA_BENCH_LABEL=q80-iq2_xs STRATA_BENCH_TOKENS=32 STRATA_BENCH_CTX=4608 STRATA_BENCH_PREFILL=512,4096 STRATA_BENCH_BUDGETS_MIB=0 STRATA_BENCH_POLICIES=decayed
-	bench "$t" 40 kt-q80 $n STRATA_BENCH_LABEL=kt-q80- STRATA_BENCH_KTIMES=1 STRATA_BENCH_TOKENS=16 STRATA_BENCH_BUDGETS_MIB=0,12288 STRATA_BENCH_POLICIES=decayed
-	rm -f $n
-	local m=/tmp/q30-q2_0.gguf
-	echo "== synth 30B-A3B Q2_0"
-	cli 100 "$out/synth-30b-q2_0.log" synth --arch qwen3moe --preset qwen3-30b-a3b --type q2_0 -o $m
-	bench "$t" 30 kt-q30 $m STRATA_BENCH_LABEL=kt-q30- STRATA_BENCH_KTIMES=1 STRATA_BENCH_TOKENS=16 STRATA_BENCH_BUDGETS_MIB=0,4096 STRATA_BENCH_POLICIES=decayed
-	bench "$t" 100 m-q30-q2_0-c $m STRATA_BENCH_LABEL=q30-q2_0 STRATA_BENCH_TOKENS=16 STRATA_BENCH_CTX=4608 STRATA_BENCH_PREFILL=4096 STRATA_BENCH_BUDGETS_MIB=12288,24576 STRATA_BENCH_POLICIES=decayed
+plotall() {
 	grep -hv "^abl-" "$d"/rows-call2.tsv "$out"/bench-rows.tsv | grep -v "^kt-" >"$out/rows-all.tsv"
 	python3 "$d/plot.py" "$out/tok-s-vs-budget.png" "$out/rows-all.tsv" 2>&1 | tail -3
-	cat "$out"/gpu-engine-kt-*.md | tail -60
+}
+
+call3() {
+	setup
+	local n=/tmp/q80-iq2_xs.gguf m=/tmp/q30-q2_0.gguf
+	echo "== synth 80B-A3B IQ2_XS and 30B-A3B Q2_0"
+	cli 100 "$out/synth-80b-iq2_xs.log" synth --arch qwen3next --preset qwen3-next-80b-a3b --type iq2_xs -o $n
+	cli 100 "$out/synth-30b-q2_0.log" synth --arch qwen3moe --preset qwen3-30b-a3b --type q2_0 -o $m
+	ls -la $n $m | tee -a "$out/df.log"; df -h /tmp | tail -1 | tee -a "$out/df.log"
+	bench "$t" 110 m-q80-a $n STRATA_BENCH_LABEL=q80-iq2_xs STRATA_BENCH_TOKENS=32 STRATA_BENCH_CTX=4608 STRATA_BENCH_PREFILL=512 STRATA_BENCH_BUDGETS_MIB=12288,16384,24576 STRATA_BENCH_POLICIES=decayed
+	bench "$t" 40 kt-q80 $n STRATA_BENCH_LABEL=kt-q80- STRATA_BENCH_KTIMES=1 STRATA_BENCH_TOKENS=16 STRATA_BENCH_BUDGETS_MIB=0,12288 STRATA_BENCH_POLICIES=decayed
+	bench "$t" 30 kt-q30 $m STRATA_BENCH_LABEL=kt-q30- STRATA_BENCH_KTIMES=1 STRATA_BENCH_TOKENS=16 STRATA_BENCH_BUDGETS_MIB=0,4096 STRATA_BENCH_POLICIES=decayed
+	bench "$t" 90 m-q30-q2_0-c $m STRATA_BENCH_LABEL=q30-q2_0 STRATA_BENCH_TOKENS=16 STRATA_BENCH_CTX=4608 STRATA_BENCH_PREFILL=4096 STRATA_BENCH_BUDGETS_MIB=12288,24576 STRATA_BENCH_POLICIES=decayed
+	plotall
+	cat "$out"/gpu-engine-kt-*.md | grep -A14 "device time" | head -70
+	bench "$t" 140 m-q80-b $n STRATA_BENCH_LABEL=q80-iq2_xs STRATA_BENCH_TOKENS=32 STRATA_BENCH_CTX=4608 STRATA_BENCH_PREFILL=512,4096 STRATA_BENCH_BUDGETS_MIB=0 STRATA_BENCH_POLICIES=decayed
+	plotall
 }
 
 case "${1:-}" in
