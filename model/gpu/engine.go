@@ -4,21 +4,23 @@
 // (plan.go) from what the budget leaves; misses are copied in groups tracked by one event
 // each (copier.go). It launches the generated kernels through runtime/gpu.
 //
-// One token runs as: per layer, rmsnorm (+ residual, fused Q8_1) → q/k/v mmvq → q/k
-// head norms → RoPE → KV append → attention_decode split + reduce → Q8_1 → output mmvq →
-// rmsnorm + residual → router mmvq → moe_decode phase 0 (top-k) → the selected ids come
-// back to the host, which looks them up in the cache, copies the misses and updates the
-// layer's slot tables → moe_decode phases 1 and 2. Two things go through the host per
-// layer, each a stream synchronisation: the expert ids (the cache lives on the host), and
-// the new key and value, converted to f16 for the cache on the host because no kernel
-// family writes f32 → f16 into the KV cache yet (a "kv_store" family would remove that
-// round trip). The embedding row is gathered on the host (it is one row per token and
-// keeps the table out of VRAM). Prompt tokens go through the same decode path one at a
-// time: the prefill families (mmq, moe_prefill) are not used yet.
+// One token runs as: per layer, rmsnorm_row (+ residual, fused Q8_1) → one mmvq for q|k|v
+// (stored fused when they share a type) → q/k head norms → RoPE of q and k → the new key
+// and value into the f16 KV cache (attention_decode's store stage) → attention_decode
+// split + reduce → Q8_1 → output mmvq → rmsnorm_row + residual → router mmvq → moe_decode
+// phase 0 (top-k) → moe_decode phases 1 and 2. When the cache cannot hold every expert,
+// the selected ids come back to the host after phase 0 (one stream synchronisation per
+// layer: the cache lives on the host), which looks them up, copies the misses and updates
+// the layer's slot tables before phases 1 and 2. When it can, every expert is copied in at
+// load and a token has one synchronisation: each layer's ids land in their own row and come
+// back together after the last layer, for the hit counts and the policy. The embedding
+// row is gathered on the host (it is one row per token and keeps the table out of VRAM).
+// Prompt tokens go through the same decode path one at a time: the prefill families (mmq,
+// moe_prefill) are not used yet.
 //
-// qwen3next adds, per delta-net layer, the q|k|v, gate and b|a projections (mmvq), the
-// conv and the recurrence (gated_delta_net, conv states double-buffered by position) and
-// ssm_out; its attention splits the interleaved query/gate rows with a strided
+// qwen3next adds, per delta-net layer, the q|k|v, gate and b|a projections (one mmvq
+// when fused), the conv and the recurrence (gated_delta_net, conv states double-buffered
+// by position) and ssm_out; its attention splits the interleaved query/gate rows with a strided
 // multi-matrix mmvq and applies the gate in attention_decode's reduce; its shared expert
 // runs as moe_decode over two experts, itself and one without a slot, with router logits
 // [g, 0], whose softmax gives it exactly sigmoid(g).

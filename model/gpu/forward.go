@@ -203,7 +203,8 @@ func (e *Engine) finishCopies() error {
 
 // appendKV writes this token's key and value into the layer's f16 cache at e.pos: the
 // f32 values come to the host, are rounded to f16 (round to nearest even, as the GPU's
-// conversion) and go back (see the package doc: no kernel family does this yet).
+// conversion) and go back, a stream synchronisation per attention layer: the first
+// engine's path, kept as Options.HostKV to measure against attention_decode's store stage.
 func (e *Engine) appendKV(l *gLayer, k, v rt.DevPtr, ctx int) error {
 	st := e.stage()
 	kvd := e.kvd

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """tok/s against VRAM budget from TestGPUBench's bench-rows.tsv files (issue 11, item 4).
 
-usage: plot.py OUT.png ROWS.tsv...   (columns: label, budget MiB (0 = unlimited), policy,
+usage: plot.py OUT.png ROWS.tsv...   (a row measured in several files: the first file's)   (columns: label, budget MiB (0 = unlimited), policy,
 phase, hit rate, MB copied/token, copy GB/s, ms/token, tok/s, bound ms, bound/achieved,
 d2d GB/s, h2d GB/s)"""
 import sys
@@ -17,7 +17,8 @@ for f in files:
         if len(c) < 13:
             continue
         label, mib, phase = c[0].rstrip("-"), int(c[1]), c[3]
-        rows[(label, phase, mib)] = (float(c[8]), float(c[10]))  # last run of a row wins
+        # the first file's run of a row wins (the longer decode runs of the matrix call)
+        rows.setdefault((label, phase, mib), (float(c[8]), float(c[10])))
 UNL = 40 * 1024  # where "unlimited" sits on the axis
 fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 5))
 styles = {"decode": "-o", "prefill 512": "--s", "prefill 4096": ":^"}
