@@ -697,9 +697,9 @@ func (e *Engine) pinExperts(prog func(string, ...any)) error {
 				}
 				mu.Lock()
 				done++
-				if done%8 == 0 || done == c.Layers {
-					prog("\rpinning experts: %s / %s", mib(uint64(done)*uint64(c.Experts)*e.slot.total), mib(n))
-				}
+				const width = 30
+				prog("\rpinning experts [%-*s] %3d%% %s / %s, %.1fs", width, strings.Repeat("#", done*width/c.Layers), 100*done/c.Layers,
+					mib(uint64(done)*uint64(c.Experts)*e.slot.total), mib(n), time.Since(t0).Seconds())
 				mu.Unlock()
 			}
 		}()
@@ -708,7 +708,7 @@ func (e *Engine) pinExperts(prog func(string, ...any)) error {
 	if firstErr != nil {
 		return firstErr
 	}
-	prog(" in %.1fs\n", time.Since(t0).Seconds())
+	prog("\n")
 	return nil
 }
 

@@ -91,11 +91,18 @@ func TestEngineHostSide(t *testing.T) {
 		}
 	}
 	const slots = 12
-	eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20, MaxExpert: slots, Group: 3})
+	var prog strings.Builder
+	eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20, MaxExpert: slots, Group: 3, Progress: &prog})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer eng.Close()
+	// The load reports its plan and a progress bar for pinning the experts, ending full.
+	for _, want := range []string{"VRAM plan: budget", "dense weights:", "pinning experts [", "] 100% "} {
+		if !strings.Contains(prog.String(), want) {
+			t.Errorf("load progress lacks %q:\n%s", want, prog.String())
+		}
+	}
 	if eng.Plan().Slots != slots {
 		t.Fatalf("plan has %d slots, want %d", eng.Plan().Slots, slots)
 	}
