@@ -218,10 +218,13 @@ func TestEngineEmulatedMatchesCPU(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			run := func(slots int, prefetch bool, hostLimit uintptr) [][]float32 {
+			// baseline: the first engine's structure (Options.HostKV, NoResident, NoFuse,
+			// NoRowNorm), which must compute the same bits.
+			run := func(slots int, prefetch bool, hostLimit uintptr, baseline bool) [][]float32 {
 				dev, fake := newFakeDeviceArch(1<<30, fakeTarget)
 				fake.emu, fake.hostLimit = newEmu(), hostLimit
-				eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: ctx, Budget: 256 << 20, Reserve: 1 << 20, MaxExpert: slots, Group: 2, Prefetch: prefetch, KernelTimes: prefetch})
+				eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: ctx, Budget: 256 << 20, Reserve: 1 << 20, MaxExpert: slots, Group: 2, Prefetch: prefetch, KernelTimes: prefetch,
+					HostKV: baseline, NoResident: baseline, NoFuse: baseline, NoRowNorm: baseline})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -245,7 +248,7 @@ func TestEngineEmulatedMatchesCPU(t *testing.T) {
 				for i, l := range eng.layers {
 					// synth's dense matrices share one type: every layer's input projections
 					// and (qwen3next) the router with the shared gate are fused.
-					if !l.fusedIn || (c.preset == "tiny-next") != l.fusedRouter {
+					if baseline && (l.fusedIn || l.fusedRouter) || !baseline && (!l.fusedIn || (c.preset == "tiny-next") != l.fusedRouter) {
 						t.Errorf("layer %d: fused input %v, router %v", i, l.fusedIn, l.fusedRouter)
 					}
 				}
@@ -258,7 +261,7 @@ func TestEngineEmulatedMatchesCPU(t *testing.T) {
 						t.Errorf("kernel times cover %d launches of %d", n, s.Launches)
 					}
 				}
-				if want := slots == 0 && hostLimit == 0; eng.resident != want {
+				if want := slots == 0 && hostLimit == 0 && !baseline; eng.resident != want {
 					t.Errorf("resident mode %v, want %v", eng.resident, want)
 				}
 				if (hostLimit > 0) != (eng.ring > 0) {
@@ -269,7 +272,7 @@ func TestEngineEmulatedMatchesCPU(t *testing.T) {
 				}
 				return logs
 			}
-			full := run(0, false, 0)
+			full := run(0, false, 0, false)
 			ties := 0
 			for i := range cpuLog {
 				var num, den float64
@@ -309,8 +312,9 @@ func TestEngineEmulatedMatchesCPU(t *testing.T) {
 				slots     int
 				prefetch  bool
 				hostLimit uintptr
-			}{{2 * K, false, 0}, {3 * K, true, 0}, {3 * K, true, 4 << 20}} {
-				small := run(r.slots, r.prefetch, r.hostLimit)
+				baseline  bool
+			}{{2 * K, false, 0, false}, {3 * K, true, 0, false}, {3 * K, true, 4 << 20, false}, {0, false, 0, true}} {
+				small := run(r.slots, r.prefetch, r.hostLimit, r.baseline)
 				for i := range full {
 					for j := range full[i] {
 						if math.Float32bits(full[i][j]) != math.Float32bits(small[i][j]) {
