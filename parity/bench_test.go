@@ -136,11 +136,13 @@ func TestBenchDecode(t *testing.T) {
 	// Q8_0 4096×14336 matrices: what the copy engine reaches at these sizes).
 	if fn, err := mod.Func("strata_mmvq_q80"); err == nil {
 		args := abi.MmvqArgs{Xq: uint64(dxq.Ptr), Y: uint64(dy.Ptr), W: uint64(pool.Ptr), Rows: 4096, K: 14336, XColStride: 14336, YColStride: 4096}
-		grid := gpu.Dim3{X: uint32(mmvqBlocks(quant.Q8_0, 4096)), Y: 1, Z: 1}
-		ts := timeLaunches(warm+reps, func(int) error {
-			return fn.Launch(s, grid, gpu.Dim3{X: abi.MmvqThreads, Y: 1, Z: 1}, 0, args.Bytes())
-		})[warm:]
-		logf("floor: empty mmvq launch (ncols 0, %d blocks): %.2f µs median", grid.X, median(ts)*1e6)
+		for _, nb := range []int{mmvqBlocks(quant.Q8_0, 4096), 1} {
+			grid := gpu.Dim3{X: uint32(nb), Y: 1, Z: 1}
+			ts := timeLaunches(warm+reps, func(int) error {
+				return fn.Launch(s, grid, gpu.Dim3{X: abi.MmvqThreads, Y: 1, Z: 1}, 0, args.Bytes())
+			})[warm:]
+			logf("floor: empty mmvq launch (ncols 0, %d blocks): %.2f µs median", grid.X, median(ts)*1e6)
+		}
 	}
 	for _, half := range []int{16969728 / 2, 62390272 / 2} {
 		half = half / 256 * 256

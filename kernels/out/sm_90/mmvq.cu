@@ -676,56 +676,54 @@ STRATA_DEVICE void strata_mmvq_rows(const struct strata_mmvq_args& p, const u8* 
   }
 }
 #ifdef __NVPTX__
-// ---- NVIDIA path. Measured on the H200 (bench/results/2026-11-29-decode-*): the kernels above
-// were limited by L1 wavefronts, not DRAM or ALU: lane ℓ reading group ℓ makes every
-// 4-byte activation load of a warp touch 9 cache lines (32 Q8_1 blocks of 36 bytes), and an
-// F16 lane's 16-byte loads at a 64-byte stride (128 bytes for its f32 activations) touch 16
-// (32) lines; the L1 serves about one line per clock. So:
-//   - quantized types: the block's Q8_1 activations are copied once into LDS (xs, up to
-//     STRATA_MMVQ_XS_WORDS words; longer K·columns in segments of whole passes) with
-//     coalesced loads; a lane then reads its group's 9 words from LDS (stride 9 words: the
-//     32 lanes hit 32 distinct banks). The weights, the per-lane group order and every fold
-//     are unchanged (bit-identical results).
-//   - F16/BF16: lane ℓ takes elements 8ℓ..8ℓ+7 of each 256-element quarter of a 1024-element
-//     step (four 16-byte weight loads per row, two per column for x, each warp load one
-//     contiguous 512 or 1024 bytes); its 32 elements of a step are one 32-fma chain, then
-//     added to its partial — the same rounding count as before, other elements.
+// ---- NVIDIA path (bench/results/2026-11-29-decode-lds: every option below was measured on
+// the H200 against the path above, parity run for each):
+//   - F16/BF16 (strata_mmvq_rows_f): lane ℓ takes elements 8ℓ..8ℓ+7 of each 256-element
+//     quarter of a 1024-element step: four 16-byte weight loads per row and two per column
+//     for x, each warp load one contiguous 512 or 1024 bytes. The path above reads a lane's
+//     32-element group: 16-byte loads at a 64-byte stride (x: 128), 16 (32) cache lines per
+//     warp load. 49 → 31 µs at 4096×14336 (56 → 88 % of the copy bandwidth). A lane's 32
+//     elements of a step are one 32-fma chain, then added to its partial: the rounding count
+//     of the path above, other elements.
+//   - quantized types (strata_mmvq_rows_x): the block's Q8_1 activations are copied once into
+//     LDS (xs; longer K·columns in segments of whole passes) by coalesced loads, and a lane
+//     reads its group's 9 words there (stride 9 words: 32 distinct banks); two groups per lane
+//     in flight at one column (U = 2; the path above takes 4 for ≤ 16-byte groups). Weights,
+//     the per-lane group order and every fold are unchanged: results are bit-identical.
+//     IQ2_XS 19.8 → 18.5 µs, IQ3_XXS 22.1 → 20.7, IQ3_S 22.2 → 21.3, Q2_0 16.9 → 15.2; Q8_0,
+//     Q4_K, Q6_K unchanged within noise. Only one column takes this path (STRATA_MMVQ_XMAX):
+//     a kernel holds every column count, and with more columns on it ptxas (128-register cap)
+//     spilled.
+//   Measured and not kept: one kernel per column count (the one-column kernel alone: 80–128
+//   registers, same times), 64 registers with 4 blocks per SM and one row per wave (slower),
+//   weights streamed through per-wave LDS stages by cp.async (1–5 µs slower).
+// The macros below are the defaults; a sweep overrides them on the compiler command line.
 #ifndef STRATA_MMVQ_XLDS
-#define STRATA_MMVQ_XLDS 1
+#define STRATA_MMVQ_XLDS 1  // quantized types: strata_mmvq_rows_x for ≤ STRATA_MMVQ_XMAX columns
+#endif
+#ifndef STRATA_MMVQ_XMAX
+#define STRATA_MMVQ_XMAX 1
 #endif
 #ifndef STRATA_MMVQ_F16CO
-#define STRATA_MMVQ_F16CO 1
+#define STRATA_MMVQ_F16CO 1  // F16/BF16: strata_mmvq_rows_f
 #endif
 #ifndef STRATA_MMVQ_XS_WORDS
 #define STRATA_MMVQ_XS_WORDS 9216  // 36 KB: with the largest IQ table (8 KB) under 48 KB static LDS
 #endif
+#ifndef STRATA_MMVQ_U1
+#define STRATA_MMVQ_U1 2  // groups per lane per pass at one column
+#endif
 #ifndef STRATA_MMVQ_R2MAX
 #define STRATA_MMVQ_R2MAX 2  // two rows per wave up to this many columns, one above
-#endif
-#ifndef STRATA_MMVQ_XMAX
-#define STRATA_MMVQ_XMAX 8  // column counts up to this take strata_mmvq_rows_x
-#endif
-#ifndef STRATA_MMVQ_XS
-#define STRATA_MMVQ_XS 1  // Q8_1 activations staged in LDS (else read from global per group)
-#endif
-#ifndef STRATA_MMVQ_WLDS
-#define STRATA_MMVQ_WLDS 0  // weights streamed through per-wave LDS stages by cp.async
-#endif
-#ifndef STRATA_MMVQ_SMAX
-#define STRATA_MMVQ_SMAX 4  // at most this many stages
 #endif
 #ifndef STRATA_MMVQ_NOLOAD
 #define STRATA_MMVQ_NOLOAD 0  // measurement only: every group of a row decodes the row's first block
 #endif
+
 template <class QT, int NC>
 struct strata_mmvq_nv_shape {
-  static constexpr int GB = QT::BYTES / (QT::QK / 32);
   static constexpr int R = NC <= STRATA_MMVQ_R2MAX ? 2 : 1;
-#ifdef STRATA_MMVQ_U1
   static constexpr int U = NC == 1 ? STRATA_MMVQ_U1 : NC == 2 ? 2 : 1;
-#else
-  static constexpr int U = NC == 1 ? (GB <= 16 ? 4 : 2) : NC == 2 ? 2 : 1;
-#endif
   // Groups per LDS segment: a multiple of a pass (32·U groups) whose NC columns fit in xs.
   static constexpr int SEG = (STRATA_MMVQ_XS_WORDS / (9 * NC)) / (32 * U) * (32 * U);
   static_assert(SEG >= 32 * U, "xs too small for one pass");
@@ -743,8 +741,8 @@ STRATA_DEVICE void strata_mmvq_stage(u32* xs, const u8* x, i64 col_blocks, int s
 #pragma unroll
   for (int c = 0; c < NC; ++c) {
     const u8* src = x + ((i64)c * col_blocks + s0) * 36;
-    // Opaque to the optimiser: otherwise it hoists the 16 addresses of every column out of
-    // the row loop (segmented staging) and spills them.
+    // Opaque to the optimiser: otherwise it hoists the addresses of every column out of the
+    // row loop (segmented staging) and spills them.
     asm volatile("" : "+l"(src));
     int done = 0;
     if (((u64)src & 15u) == 0) {  // 16-byte loads (every segment of a 16-byte aligned x)
@@ -777,46 +775,11 @@ STRATA_DEVICE void strata_mmvq_stage(u32* xs, const u8* x, i64 col_blocks, int s
   }
 }
 
-// cp.async (sm_80+): 16 bytes global → shared without registers; completion per commit group.
-// (templates: unused where the variant does not stream weights)
-template <class = void>
-STRATA_DEVICE u32 strata_smem_addr(const void* p) {
-  u64 a;
-  asm("cvta.to.shared.u64 %0, %1;" : "=l"(a) : "l"(p));
-  return (u32)a;
-}
-template <class = void>
-STRATA_DEVICE void strata_cp16(u32 dst, const u8* src) { asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory"); }
-template <class = void>
-STRATA_DEVICE void strata_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-STRATA_DEVICE void strata_cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
-template <class = void>
-STRATA_DEVICE void strata_syncwarp() { __nvvm_bar_warp_sync(0xffffffffu); }
-
-// Weight staging (STRATA_MMVQ_WLDS): bytes a block may use for its waves' stage buffers.
-template <class QT>
-struct strata_mmvq_wbudget {
-  static constexpr int XS = STRATA_MMVQ_XS ? 4 * STRATA_MMVQ_XS_WORDS : 0;
-  static constexpr int TAB = sizeof(typename QT::lds) > sizeof(strata_lds_none) ? (int)sizeof(typename QT::lds) : 0;
-  static constexpr int BYTES = (49152 - 512 - XS - TAB) / 16 * 16;
-};
-// Per wave: S stages × R rows × LB bytes; a stage holds one pass (32·U groups) of each row,
-// 16-byte aligned copies of the bytes [first block, last block] (≤ 15 bytes of slack at
-// each end, inside the 16-byte chunks that hold the row's bytes).
 template <class QT, int NC>
-struct strata_mmvq_wshape {
-  static constexpr int R = strata_mmvq_nv_shape<QT, NC>::R, U = strata_mmvq_nv_shape<QT, NC>::U;
-  static constexpr int LB = ((32 * U / (QT::QK / 32)) * QT::BYTES + 16 + 15) / 16 * 16;
-  static constexpr int SF = strata_mmvq_wbudget<QT>::BYTES / (8 * R * LB);
-  static constexpr int S = SF > STRATA_MMVQ_SMAX ? STRATA_MMVQ_SMAX : SF;
-};
-
-template <class QT, int NC>
-STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8* w, typename QT::lds* tab, u32* xs, u8* wbuf, int z) {
+STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8* w, typename QT::lds* tab, u32* xs, int z) {
   constexpr int GPB = QT::QK / 32;
   constexpr int R = strata_mmvq_nv_shape<QT, NC>::R, U = strata_mmvq_nv_shape<QT, NC>::U;
-  constexpr int SEG = STRATA_MMVQ_XS ? strata_mmvq_nv_shape<QT, NC>::SEG : (1 << 30);
+  constexpr int SEG = strata_mmvq_nv_shape<QT, NC>::SEG;
   const int lane = (int)strata_lane(), warp = (int)(strata_thread_x() >> 5);
   const int ng = p.k / 32;
   const i64 rowb = (i64)(p.k / QT::QK) * QT::BYTES;
@@ -824,8 +787,7 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
   const u8* x = p.xq + (i64)(p.x_mat_stride / 32) * z * 36;
   const i64 colb = p.x_col_stride / 32;
   const bool single = ng <= SEG;  // one segment: staged once for all of the block's rows
-  (void)wbuf, (void)xs;
-  if constexpr (!STRATA_MMVQ_WLDS && sizeof(typename QT::lds) > sizeof(strata_lds_none)) {
+  if constexpr (sizeof(typename QT::lds) > sizeof(strata_lds_none)) {
     const i64 r0 = ((i64)strata_block_x() * 8 + warp) * R;
 #pragma unroll
     for (int r = 0; r < R; ++r) {
@@ -837,7 +799,7 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
     }
   }
   QT::fill(tab);
-  if (STRATA_MMVQ_XS && single) strata_mmvq_stage<NC>(xs, x, colb, 0, ng);
+  if (single) strata_mmvq_stage<NC>(xs, x, colb, 0, ng);
   strata_barrier();
   // Rows are walked block-uniformly (the segment barriers need every wave): wave w of the
   // block takes rows b0 + w·R … of each block step b0; waves past the rows only stage.
@@ -854,83 +816,36 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
     }
     for (int s0 = 0; s0 < ng; s0 += SEG) {
       const int sn = ng - s0 < SEG ? ng - s0 : SEG;
-      if (STRATA_MMVQ_XS && !single) {
+      if (!single) {
         strata_barrier();
         strata_mmvq_stage<NC>(xs, x, colb, s0, sn);
         strata_barrier();
       }
       if (!active) continue;
-      const int np = (sn + 32 * U - 1) / (32 * U);  // passes of this segment
-#if STRATA_MMVQ_WLDS
-      constexpr int S = strata_mmvq_wshape<QT, NC>::S, LB = strata_mmvq_wshape<QT, NC>::LB;
-      static_assert(S >= 1, "no room for one weight stage");
-      u8* wb = wbuf + warp * (S * R * LB);
-      const u32 wbs = strata_smem_addr(wb);
-      // Pass q's bytes of each row into stage q mod S (one commit group per pass, empty
-      // past the last pass so that wait_group<S − 1> always means "pass q has landed").
-      auto issue = [&](int q) {
-        if (q < np) {
-          const int gq = s0 + 32 * U * q, ge = s0 + sn < gq + 32 * U ? s0 + sn : gq + 32 * U;
-#pragma unroll
-          for (int r = 0; r < R; ++r) {
-            if (r < nr) {
-              const u64 a = (u64)(wr + r * rowb + (i64)(gq / GPB) * QT::BYTES);
-              const u64 e = (u64)(wr + r * rowb + (i64)((ge + GPB - 1) / GPB) * QT::BYTES);
-              const u64 a0 = a & ~(u64)15;
-              const int n16 = (int)(((e + 15) & ~(u64)15) - a0) >> 4;
-              const u32 d = wbs + (u32)(((q % S) * R + r) * LB);
-              for (int i = lane; i < n16; i += 32) strata_cp16(d + 16 * i, (const u8*)(a0 + 16 * (u64)i));
-            }
-          }
-        }
-        strata_cp_commit();
-      };
-#pragma unroll
-      for (int q = 0; q < S - 1; ++q) issue(q);
-#endif
       // Passes as in strata_mmvq_rows (segments start at multiples of 32·U, so each lane
       // still adds its groups g = lane, lane + 32, … in order).
+      const int np = (sn + 32 * U - 1) / (32 * U);
       for (int q = 0; q < np; ++q) {
-        const int gq = s0 + 32 * U * q, g0 = gq + lane;
+        const int g0 = s0 + 32 * U * q + lane;
         strata_g32 wg[U][R];
-#if STRATA_MMVQ_WLDS
-        issue(q + S - 1);
-        strata_cp_wait<S - 1>();
-        strata_syncwarp();
-#endif
 #pragma unroll
         for (int u = 0; u < U; ++u) {
           const int g = g0 + 32 * u < s0 + sn ? g0 + 32 * u : s0 + sn - 1;
 #pragma unroll
-          for (int r = 0; r < R; ++r) {
-#if STRATA_MMVQ_WLDS
-            const int rr = r < nr ? r : 0;
-            const u8* src = wb + ((q % S) * R + rr) * LB + (int)((u64)(wr + rr * rowb + (i64)(gq / GPB) * QT::BYTES) & 15u);
-            QT::load(src + ((g - gq) / GPB) * QT::BYTES, g % GPB, wg[u][r], tab);
-#else
+          for (int r = 0; r < R; ++r)
             QT::load(wr + (r < nr ? r : 0) * rowb + (STRATA_MMVQ_NOLOAD ? 0 : (i64)(g / GPB) * QT::BYTES), g % GPB, wg[u][r], tab);
-#endif
-          }
         }
-#if STRATA_MMVQ_WLDS
-        strata_syncwarp();  // every lane has read stage q mod S before pass q + S refills it
-#endif
 #pragma unroll
         for (int u = 0; u < U; ++u) {
           const bool live = g0 + 32 * u < s0 + sn;
           const int g = live ? g0 + 32 * u : s0 + sn - 1;
 #pragma unroll
           for (int c = 0; c < NC; ++c) {
-            u32 a[8];
-            f32 da;
-#if STRATA_MMVQ_XS
             const u32* xb = xs + (c * sn + (g - s0)) * 9;
+            u32 a[8];
 #pragma unroll
             for (int i = 0; i < 8; ++i) a[i] = xb[1 + i];
-            da = strata_f16_to_f32((u16)(xb[0] & 0xffffu));
-#else
-            strata_q81_load(x + ((i64)c * colb + g) * 36, a, &da);
-#endif
+            const f32 da = strata_f16_to_f32((u16)(xb[0] & 0xffffu));
 #pragma unroll
             for (int r = 0; r < R; ++r) {
               const f32 t = strata_g32_fold_a<QT>(acc[r][c], wg[u][r], a, da);
@@ -939,9 +854,6 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
           }
         }
       }
-#if STRATA_MMVQ_WLDS
-      strata_cp_wait<0>();  // no copy may still target the stages when the next rows reuse them
-#endif
     }
     if (!active) continue;
 #pragma unroll
@@ -1070,8 +982,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_f16(const struct strata_m
   typedef strata_qt_f16 QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
-  __shared__ u32 xs[QT::FLOAT || !STRATA_MMVQ_XS ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
-  __shared__ __attribute__((aligned(16))) u8 wbuf[QT::FLOAT || !STRATA_MMVQ_WLDS ? 16 : strata_mmvq_wbudget<QT>::BYTES];
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
 #endif
   const int z = (int)strata_block_z();
   const u8* w = p.w + (i64)z * p.w_mat_bytes;
@@ -1092,7 +1003,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_f16(const struct strata_m
   }
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
 #define STRATA_MMVQ_Q(n) \
-  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, wbuf, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
+  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #else
 #define STRATA_MMVQ_Q(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #endif
@@ -1124,8 +1035,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_bf16(const struct strata_
   typedef strata_qt_bf16 QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
-  __shared__ u32 xs[QT::FLOAT || !STRATA_MMVQ_XS ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
-  __shared__ __attribute__((aligned(16))) u8 wbuf[QT::FLOAT || !STRATA_MMVQ_WLDS ? 16 : strata_mmvq_wbudget<QT>::BYTES];
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
 #endif
   const int z = (int)strata_block_z();
   const u8* w = p.w + (i64)z * p.w_mat_bytes;
@@ -1146,7 +1056,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_bf16(const struct strata_
   }
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
 #define STRATA_MMVQ_Q(n) \
-  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, wbuf, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
+  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #else
 #define STRATA_MMVQ_Q(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #endif
@@ -1178,8 +1088,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80(const struct strata_m
   typedef strata_qt_q80 QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
-  __shared__ u32 xs[QT::FLOAT || !STRATA_MMVQ_XS ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
-  __shared__ __attribute__((aligned(16))) u8 wbuf[QT::FLOAT || !STRATA_MMVQ_WLDS ? 16 : strata_mmvq_wbudget<QT>::BYTES];
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
 #endif
   const int z = (int)strata_block_z();
   const u8* w = p.w + (i64)z * p.w_mat_bytes;
@@ -1200,7 +1109,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80(const struct strata_m
   }
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
 #define STRATA_MMVQ_Q(n) \
-  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, wbuf, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
+  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #else
 #define STRATA_MMVQ_Q(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #endif
@@ -1232,8 +1141,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20(const struct strata_m
   typedef strata_qt_q20 QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
-  __shared__ u32 xs[QT::FLOAT || !STRATA_MMVQ_XS ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
-  __shared__ __attribute__((aligned(16))) u8 wbuf[QT::FLOAT || !STRATA_MMVQ_WLDS ? 16 : strata_mmvq_wbudget<QT>::BYTES];
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
 #endif
   const int z = (int)strata_block_z();
   const u8* w = p.w + (i64)z * p.w_mat_bytes;
@@ -1254,7 +1162,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20(const struct strata_m
   }
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
 #define STRATA_MMVQ_Q(n) \
-  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, wbuf, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
+  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #else
 #define STRATA_MMVQ_Q(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #endif
@@ -1286,8 +1194,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k(const struct strata_m
   typedef strata_qt_q4k QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
-  __shared__ u32 xs[QT::FLOAT || !STRATA_MMVQ_XS ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
-  __shared__ __attribute__((aligned(16))) u8 wbuf[QT::FLOAT || !STRATA_MMVQ_WLDS ? 16 : strata_mmvq_wbudget<QT>::BYTES];
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
 #endif
   const int z = (int)strata_block_z();
   const u8* w = p.w + (i64)z * p.w_mat_bytes;
@@ -1308,7 +1215,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k(const struct strata_m
   }
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
 #define STRATA_MMVQ_Q(n) \
-  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, wbuf, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
+  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #else
 #define STRATA_MMVQ_Q(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #endif
@@ -1340,8 +1247,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k(const struct strata_m
   typedef strata_qt_q6k QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
-  __shared__ u32 xs[QT::FLOAT || !STRATA_MMVQ_XS ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
-  __shared__ __attribute__((aligned(16))) u8 wbuf[QT::FLOAT || !STRATA_MMVQ_WLDS ? 16 : strata_mmvq_wbudget<QT>::BYTES];
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
 #endif
   const int z = (int)strata_block_z();
   const u8* w = p.w + (i64)z * p.w_mat_bytes;
@@ -1362,7 +1268,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k(const struct strata_m
   }
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
 #define STRATA_MMVQ_Q(n) \
-  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, wbuf, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
+  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #else
 #define STRATA_MMVQ_Q(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #endif
@@ -1394,8 +1300,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs(const struct strata
   typedef strata_qt_iq2xs QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
-  __shared__ u32 xs[QT::FLOAT || !STRATA_MMVQ_XS ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
-  __shared__ __attribute__((aligned(16))) u8 wbuf[QT::FLOAT || !STRATA_MMVQ_WLDS ? 16 : strata_mmvq_wbudget<QT>::BYTES];
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
 #endif
   const int z = (int)strata_block_z();
   const u8* w = p.w + (i64)z * p.w_mat_bytes;
@@ -1416,7 +1321,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs(const struct strata
   }
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
 #define STRATA_MMVQ_Q(n) \
-  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, wbuf, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
+  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #else
 #define STRATA_MMVQ_Q(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #endif
@@ -1448,8 +1353,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs(const struct strat
   typedef strata_qt_iq3xxs QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
-  __shared__ u32 xs[QT::FLOAT || !STRATA_MMVQ_XS ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
-  __shared__ __attribute__((aligned(16))) u8 wbuf[QT::FLOAT || !STRATA_MMVQ_WLDS ? 16 : strata_mmvq_wbudget<QT>::BYTES];
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
 #endif
   const int z = (int)strata_block_z();
   const u8* w = p.w + (i64)z * p.w_mat_bytes;
@@ -1470,7 +1374,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs(const struct strat
   }
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
 #define STRATA_MMVQ_Q(n) \
-  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, wbuf, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
+  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #else
 #define STRATA_MMVQ_Q(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #endif
@@ -1502,8 +1406,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s(const struct strata_
   typedef strata_qt_iq3s QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
-  __shared__ u32 xs[QT::FLOAT || !STRATA_MMVQ_XS ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
-  __shared__ __attribute__((aligned(16))) u8 wbuf[QT::FLOAT || !STRATA_MMVQ_WLDS ? 16 : strata_mmvq_wbudget<QT>::BYTES];
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
 #endif
   const int z = (int)strata_block_z();
   const u8* w = p.w + (i64)z * p.w_mat_bytes;
@@ -1524,7 +1427,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s(const struct strata_
   }
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
 #define STRATA_MMVQ_Q(n) \
-  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, wbuf, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
+  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #else
 #define STRATA_MMVQ_Q(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #endif
@@ -1556,8 +1459,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m(const struct strata_
   typedef strata_qt_iq1m QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
-  __shared__ u32 xs[QT::FLOAT || !STRATA_MMVQ_XS ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
-  __shared__ __attribute__((aligned(16))) u8 wbuf[QT::FLOAT || !STRATA_MMVQ_WLDS ? 16 : strata_mmvq_wbudget<QT>::BYTES];
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
 #endif
   const int z = (int)strata_block_z();
   const u8* w = p.w + (i64)z * p.w_mat_bytes;
@@ -1578,7 +1480,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m(const struct strata_
   }
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
 #define STRATA_MMVQ_Q(n) \
-  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, wbuf, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
+  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #else
 #define STRATA_MMVQ_Q(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #endif
