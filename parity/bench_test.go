@@ -30,8 +30,12 @@ import (
 // copies are queued first so that the host has queued all launches before the GPU reaches them;
 // then 10 warm-up launches and 60 timed ones, an event between consecutive launches; the
 // median of the 60 per-launch times is reported with effective GB/s = (weight bytes +
-// activation bytes) / time and its ratio to the copy bandwidth. STRATA_BENCH_OUT=DIR also
-// writes DIR/bench.txt.
+// activation bytes) / time and its ratio to the copy bandwidth. Floors, timed the same way:
+// an mmvq launch that does no work (ncols = 0) and d2d copies of two case-sized byte counts.
+// STRATA_BENCH_OUT=DIR also writes DIR/bench.txt. For sweeps: STRATA_BENCH_TYPES (variants,
+// comma-separated), STRATA_BENCH_NS (column counts), STRATA_BENCH_EXPERTS=0 (no expert
+// shapes), STRATA_BENCH_ROWS_PER_BLOCK (grid of the dense cases, for kernels built with
+// another row count per block).
 func TestBenchDecode(t *testing.T) {
 	if os.Getenv("STRATA_BENCH") != "1" {
 		t.Skip("set STRATA_BENCH=1 to measure (GPU machine)")
