@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,8 +30,12 @@ import (
 // copies are queued first so that the host has queued all launches before the GPU reaches them;
 // then 10 warm-up launches and 60 timed ones, an event between consecutive launches; the
 // median of the 60 per-launch times is reported with effective GB/s = (weight bytes +
-// activation bytes) / time and its ratio to the copy bandwidth. STRATA_BENCH_OUT=DIR also
-// writes DIR/bench.txt.
+// activation bytes) / time and its ratio to the copy bandwidth. Floors, timed the same way:
+// an mmvq launch that does no work (ncols = 0) and d2d copies of two case-sized byte counts.
+// STRATA_BENCH_OUT=DIR also writes DIR/bench.txt. For sweeps: STRATA_BENCH_TYPES (variants,
+// comma-separated), STRATA_BENCH_NS (column counts), STRATA_BENCH_EXPERTS=0 (no expert
+// shapes), STRATA_BENCH_ROWS_PER_BLOCK (grid of the dense cases, for kernels built with
+// another row count per block).
 func TestBenchDecode(t *testing.T) {
 	if os.Getenv("STRATA_BENCH") != "1" {
 		t.Skip("set STRATA_BENCH=1 to measure (GPU machine)")
@@ -112,7 +117,47 @@ func TestBenchDecode(t *testing.T) {
 	defer derr.Free()
 
 	variants := []string{"f16", "bf16", "q80", "q20", "q4k", "q6k", "iq2xs", "iq3xxs", "iq3s", "iq1m"}
+	if v := os.Getenv("STRATA_BENCH_TYPES"); v != "" { // e.g. "q80,iq2xs": a subset, for sweeps
+		variants = strings.Split(v, ",")
+	}
+	ncols := []int{1, 2, 4, 8}
+	if v := os.Getenv("STRATA_BENCH_NS"); v != "" { // e.g. "1": a subset of the column counts
+		ncols = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil || n < 1 || n > 8 {
+				t.Fatalf("STRATA_BENCH_NS: %q is not a column count 1..8", f)
+			}
+			ncols = append(ncols, n)
+		}
+	}
+	experts := os.Getenv("STRATA_BENCH_EXPERTS") != "0"
 	const warm, reps = 10, 60
+
+	// Floors, timed like every case: an mmvq launch that does no work (ncols = 0 returns
+	// before any load: the launch and event cost of one kernel with the dense grid), and
+	// device-to-device copies of 8.5 and 31 MB (the read+write bytes of the IQ2_XS and
+	// Q8_0 4096×14336 matrices: what the copy engine reaches at these sizes).
+	if fn, err := mod.Func("strata_mmvq_q80"); err == nil {
+		args := abi.MmvqArgs{Xq: uint64(dxq.Ptr), Y: uint64(dy.Ptr), W: uint64(pool.Ptr), Rows: 4096, K: 14336, XColStride: 14336, YColStride: 4096}
+		for _, nb := range []int{mmvqBlocks(quant.Q8_0, 4096), 1} {
+			grid := gpu.Dim3{X: uint32(nb), Y: 1, Z: 1}
+			ts := timeLaunches(warm+reps, func(int) error {
+				return fn.Launch(s, grid, gpu.Dim3{X: abi.MmvqThreads, Y: 1, Z: 1}, 0, args.Bytes())
+			})[warm:]
+			logf("floor: empty mmvq launch (ncols 0, %d blocks): %.2f µs median", grid.X, median(ts)*1e6)
+		}
+	}
+	for _, half := range []int{16969728 / 2, 62390272 / 2} {
+		half = half / 256 * 256
+		nrot := poolBytes / 2 / half
+		ts := timeLaunches(warm+reps, func(i int) error {
+			off := uintptr((i % nrot) * half)
+			return s.Copy(pool2.Ptr.Add(off), pool.Ptr.Add(uintptr(poolBytes/2)+off), half)
+		})[warm:]
+		m := median(ts)
+		logf("floor: d2d copy of %d bytes (%d read + written): %.2f µs median, %.1f GB/s, %.1f%% of d2d", half, 2*half, m*1e6, 2*float64(half)/m/1e9, 100*2*float64(half)/m/1e9/d2d)
+	}
 	pad := func(n int) int { return (n + 255) / 256 * 256 }
 	for _, v := range variants {
 		qt := mmvqTypes[v]
@@ -131,10 +176,17 @@ func TestBenchDecode(t *testing.T) {
 		benchMust(t, err)
 		mat := pad(rows * rb)
 		rot := min(poolBytes/mat, max(2, (256<<20+mat-1)/mat))
-		for _, n := range []int{1, 2, 4, 8} {
+		for _, n := range ncols {
 			args := abi.MmvqArgs{Xq: uint64(dxq.Ptr), Xf: uint64(dxf.Ptr), Y: uint64(dy.Ptr), Rows: int32(rows), K: int32(k),
 				Ncols: int32(n), XColStride: int32(k), YColStride: int32(rows)}
 			grid := gpu.Dim3{X: uint32(mmvqBlocks(qt, rows)), Y: 1, Z: 1}
+			if v := os.Getenv("STRATA_BENCH_ROWS_PER_BLOCK"); v != "" { // sweeps: kernels built with other row counts per block
+				rpb, err := strconv.Atoi(v)
+				if err != nil || rpb < 1 {
+					t.Fatalf("STRATA_BENCH_ROWS_PER_BLOCK: %q", v)
+				}
+				grid.X = uint32((rows + rpb - 1) / rpb)
+			}
 			launch := func(i int) error {
 				a := args
 				a.W = uint64(pool.Ptr) + uint64((i%rot)*mat)
@@ -147,6 +199,9 @@ func TestBenchDecode(t *testing.T) {
 			logf("%-8s %-34s %3d %10.2f %9.1f %7.1f%% %12d", v, fmt.Sprintf("%dx%d", rows, k), n, m*1e6, gbs, 100*gbs/d2d, bytes)
 		}
 		// Expert shapes: 8 of 128 experts, through slot tables rotated over the pool.
+		if !experts {
+			continue
+		}
 		for _, sh := range []struct {
 			name       string
 			rows, k    int

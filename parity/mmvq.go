@@ -46,9 +46,10 @@ var mmvqQuantY = Bound{Name: "y", MaxRowRel: 2.1e-6, Why: `
 	sums ≤ 448 terms: its own error ≤ 448·2⁻⁵³·S = 5e-14·S, negligible.`}
 
 var mmvqFloatY = Bound{Name: "y", MaxRowRel: 3.1e-6, Why: `
-	Per output, |y − ref| / S with S = Σ_k |w_k·x_k| (float64). A lane computes each
-	32-element group as a chain of 32 fmas from zero (one rounding each, products exact
-	inside the fma), adds it to its partial (one rounding), over ≤ ceil(K/1024) groups, then
+	Per output, |y − ref| / S with S = Σ_k |w_k·x_k| (float64). A lane computes 32 of the
+	row's elements at a time (one 32-element group; on NVIDIA its four 8-element pieces of a
+	1024-element step) as a chain of 32 fmas from zero (one rounding each, products exact
+	inside the fma), adds it to its partial (one rounding), over ≤ ceil(K/1024) chains, then
 	5 butterfly additions: n ≤ 32 + 14 + 5 = 51 roundings at K = 14336, each ≤ 2⁻²⁴ relative
 	to a partial bounded by S. γ₅₁ = 3.04e-6: bound 3.1e-6. The float64 reference products
 	are exact (≤ 35 bits); its summation error is ≤ K·2⁻⁵³·S = 1.6e-12·S.`}

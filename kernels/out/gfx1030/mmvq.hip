@@ -544,6 +544,7 @@ struct strata_mmvq_shape {
 };
 
 // One group's 32 f32 activations as 32 words (eight 16-byte loads).
+template <class = void>  // unused where the NVIDIA path replaces strata_mmvq_rows's F16/BF16 path
 STRATA_DEVICE void strata_mmvq_ldxf(const f32* x, u32* w) {
 #pragma unroll
   for (int i = 0; i < 8; ++i) strata_ld_x4((const u8*)x + 16 * i, w + 4 * i);
@@ -674,12 +675,305 @@ STRATA_DEVICE void strata_mmvq_rows(const struct strata_mmvq_args& p, const u8* 
     }
   }
 }
+#ifdef __NVPTX__
+// ---- NVIDIA path (bench/results/2026-11-29-decode-lds: every option below was measured on
+// the H200 against the path above, parity run for each):
+//   - F16/BF16 (strata_mmvq_rows_f): lane ℓ takes elements 8ℓ..8ℓ+7 of each 256-element
+//     quarter of a 1024-element step: four 16-byte weight loads per row and two per column
+//     for x, each warp load one contiguous 512 or 1024 bytes. The path above reads a lane's
+//     32-element group: 16-byte loads at a 64-byte stride (x: 128), 16 (32) cache lines per
+//     warp load. 49 → 31 µs at 4096×14336 (56 → 88 % of the copy bandwidth). A lane's 32
+//     elements of a step are one 32-fma chain, then added to its partial: the rounding count
+//     of the path above, other elements.
+//   - quantized types (strata_mmvq_rows_x): the block's Q8_1 activations are copied once into
+//     LDS (xs; longer K·columns in segments of whole passes) by coalesced loads, and a lane
+//     reads its group's 9 words there (stride 9 words: 32 distinct banks); two groups per lane
+//     in flight at one column (U = 2; the path above takes 4 for ≤ 16-byte groups). Weights,
+//     the per-lane group order and every fold are unchanged: results are bit-identical.
+//     IQ2_XS 19.8 → 18.5 µs, IQ3_XXS 22.1 → 20.7, IQ3_S 22.2 → 21.3, Q2_0 16.9 → 15.2; Q8_0,
+//     Q4_K, Q6_K unchanged within noise. Only one column takes this path (STRATA_MMVQ_XMAX):
+//     a kernel holds every column count, and with more columns on it ptxas (128-register cap)
+//     spilled.
+//   Measured and not kept: one kernel per column count (the one-column kernel alone: 80–128
+//   registers, same times), 64 registers with 4 blocks per SM and one row per wave (slower),
+//   weights streamed through per-wave LDS stages by cp.async (0.2–5.5 µs slower).
+// The macros below are the defaults; a sweep overrides them on the compiler command line.
+#ifndef STRATA_MMVQ_XLDS
+#define STRATA_MMVQ_XLDS 1  // quantized types: strata_mmvq_rows_x for ≤ STRATA_MMVQ_XMAX columns
+#endif
+#ifndef STRATA_MMVQ_XMAX
+#define STRATA_MMVQ_XMAX 1
+#endif
+#ifndef STRATA_MMVQ_F16CO
+#define STRATA_MMVQ_F16CO 1  // F16/BF16: strata_mmvq_rows_f
+#endif
+#ifndef STRATA_MMVQ_XS_WORDS
+#define STRATA_MMVQ_XS_WORDS 9216  // 36 KB: with the largest IQ table (8 KB) under 48 KB static LDS
+#endif
+#ifndef STRATA_MMVQ_U1
+#define STRATA_MMVQ_U1 2  // groups per lane per pass at one column
+#endif
+#ifndef STRATA_MMVQ_R2MAX
+#define STRATA_MMVQ_R2MAX 2  // two rows per wave up to this many columns, one above
+#endif
+#ifndef STRATA_MMVQ_NOLOAD
+#define STRATA_MMVQ_NOLOAD 0  // measurement only: every group of a row decodes the row's first block
+#endif
+
+template <class QT, int NC>
+struct strata_mmvq_nv_shape {
+  static constexpr int R = NC <= STRATA_MMVQ_R2MAX ? 2 : 1;
+  static constexpr int U = NC == 1 ? STRATA_MMVQ_U1 : NC == 2 ? 2 : 1;
+  // Groups per LDS segment: a multiple of a pass (32·U groups) whose NC columns fit in xs.
+  static constexpr int SEG = (STRATA_MMVQ_XS_WORDS / (9 * NC)) / (32 * U) * (32 * U);
+  static_assert(SEG >= 32 * U, "xs too small for one pass");
+};
+
+// Q8_1 groups [s0, s0 + sn) of NC columns into xs (column c at word 9·sn·c): 16-byte loads
+// where the source is 16-byte aligned, else words; a batch of loads per thread is issued
+// before its stores (one L2 round trip for up to 4096 words at 256 threads).
+#ifndef STRATA_MMVQ_SB
+#define STRATA_MMVQ_SB 8
+#endif
+template <int NC, int SB = STRATA_MMVQ_SB>
+STRATA_DEVICE void strata_mmvq_stage(u32* xs, const u8* x, i64 col_blocks, int s0, int sn) {
+  const int n = 9 * sn, t = (int)strata_thread_x(), nt = (int)strata_block_dim_x();
+#pragma unroll
+  for (int c = 0; c < NC; ++c) {
+    const u8* src = x + ((i64)c * col_blocks + s0) * 36;
+    // Opaque to the optimiser: otherwise it hoists the addresses of every column out of the
+    // row loop (segmented staging) and spills them.
+    asm volatile("" : "+l"(src));
+    int done = 0;
+    if (((u64)src & 15u) == 0) {  // 16-byte loads (every segment of a 16-byte aligned x)
+      const int nq = n >> 2;
+      for (int i0 = t; i0 < nq; i0 += 4 * nt) {
+        u32 v[4][4];
+#pragma unroll
+        for (int m = 0; m < 4; ++m) {
+          if (i0 + m * nt < nq) strata_ld_x4(src + 16 * (i0 + m * nt), v[m]);
+        }
+#pragma unroll
+        for (int m = 0; m < 4; ++m) {
+          if (i0 + m * nt < nq) {
+#pragma unroll
+            for (int j = 0; j < 4; ++j) xs[c * n + 4 * (i0 + m * nt) + j] = v[m][j];
+          }
+        }
+      }
+      done = 4 * nq;
+    }
+    for (int i0 = done + t; i0 < n; i0 += SB * nt) {
+      u32 v[SB];
+#pragma unroll
+      for (int m = 0; m < SB; ++m) v[m] = i0 + m * nt < n ? strata_load_u32(src + 4 * (i0 + m * nt)) : 0u;
+#pragma unroll
+      for (int m = 0; m < SB; ++m) {
+        if (i0 + m * nt < n) xs[c * n + i0 + m * nt] = v[m];
+      }
+    }
+  }
+}
+
+template <class QT, int NC>
+STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8* w, typename QT::lds* tab, u32* xs, int z) {
+  constexpr int GPB = QT::QK / 32;
+  constexpr int R = strata_mmvq_nv_shape<QT, NC>::R, U = strata_mmvq_nv_shape<QT, NC>::U;
+  constexpr int SEG = strata_mmvq_nv_shape<QT, NC>::SEG;
+  const int lane = (int)strata_lane(), warp = (int)(strata_thread_x() >> 5);
+  const int ng = p.k / 32;
+  const i64 rowb = (i64)(p.k / QT::QK) * QT::BYTES;
+  const i64 step = (i64)strata_grid_dim_x() * 8 * R;
+  const u8* x = p.xq + (i64)(p.x_mat_stride / 32) * z * 36;
+  const i64 colb = p.x_col_stride / 32;
+  const bool single = ng <= SEG;  // one segment: staged once for all of the block's rows
+  if constexpr (sizeof(typename QT::lds) > sizeof(strata_lds_none)) {
+    const i64 r0 = ((i64)strata_block_x() * 8 + warp) * R;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int g = lane + 32 * u;
+        if (r0 + r < p.rows && g < ng) asm volatile("prefetch.L2 [%0];" ::"l"(w + (r0 + r) * rowb + (i64)(g / GPB) * QT::BYTES));
+      }
+    }
+  }
+  QT::fill(tab);
+  if (single) strata_mmvq_stage<NC>(xs, x, colb, 0, ng);
+  strata_barrier();
+  // Rows are walked block-uniformly (the segment barriers need every wave): wave w of the
+  // block takes rows b0 + w·R … of each block step b0; waves past the rows only stage.
+  for (i64 b0 = (i64)strata_block_x() * 8 * R; b0 < p.rows; b0 += step) {
+    const i64 row0 = b0 + (i64)warp * R;
+    const bool active = row0 < p.rows;
+    const int nr = !active ? 1 : p.rows - row0 >= R ? R : (int)(p.rows - row0);
+    const u8* wr = w + (active ? row0 : 0) * rowb;
+    f32 acc[R][NC];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+#pragma unroll
+      for (int c = 0; c < NC; ++c) acc[r][c] = 0.0f;
+    }
+    for (int s0 = 0; s0 < ng; s0 += SEG) {
+      const int sn = ng - s0 < SEG ? ng - s0 : SEG;
+      if (!single) {
+        strata_barrier();
+        strata_mmvq_stage<NC>(xs, x, colb, s0, sn);
+        strata_barrier();
+      }
+      if (!active) continue;
+      // Passes as in strata_mmvq_rows (segments start at multiples of 32·U, so each lane
+      // still adds its groups g = lane, lane + 32, … in order).
+      const int np = (sn + 32 * U - 1) / (32 * U);
+      for (int q = 0; q < np; ++q) {
+        const int g0 = s0 + 32 * U * q + lane;
+        strata_g32 wg[U][R];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          const int g = g0 + 32 * u < s0 + sn ? g0 + 32 * u : s0 + sn - 1;
+#pragma unroll
+          for (int r = 0; r < R; ++r)
+            QT::load(wr + (r < nr ? r : 0) * rowb + (STRATA_MMVQ_NOLOAD ? 0 : (i64)(g / GPB) * QT::BYTES), g % GPB, wg[u][r], tab);
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          const bool live = g0 + 32 * u < s0 + sn;
+          const int g = live ? g0 + 32 * u : s0 + sn - 1;
+#pragma unroll
+          for (int c = 0; c < NC; ++c) {
+            const u32* xb = xs + (c * sn + (g - s0)) * 9;
+            u32 a[8];
+#pragma unroll
+            for (int i = 0; i < 8; ++i) a[i] = xb[1 + i];
+            const f32 da = strata_f16_to_f32((u16)(xb[0] & 0xffffu));
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+              const f32 t = strata_g32_fold_a<QT>(acc[r][c], wg[u][r], a, da);
+              acc[r][c] = live && r < nr ? t : acc[r][c];
+            }
+          }
+        }
+      }
+    }
+    if (!active) continue;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+#pragma unroll
+      for (int c = 0; c < NC; ++c) acc[r][c] = strata_wave_sum_f32(acc[r][c]);
+    }
+    if (lane == 0) {
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        if (r < nr) {
+#pragma unroll
+          for (int c = 0; c < NC; ++c) p.y[(i64)z * p.y_mat_stride + (i64)c * p.y_col_stride + row0 + r] = acc[r][c];
+        }
+      }
+    }
+  }
+}
+
+// F16/BF16, coalesced (see above). R rows share each x load; U = 1.
+template <class QT, int NC>
+STRATA_DEVICE void strata_mmvq_rows_f(const struct strata_mmvq_args& p, const u8* w, int z) {
+  constexpr int R = NC <= 2 ? 2 : 1;
+  constexpr bool HA = NC == 1;
+  const int lane = (int)strata_lane();
+  const i64 rowb = (i64)p.k * 2;
+  const i64 step = (i64)strata_grid_dim_x() * 8 * R;
+  const f32* x = p.xf + (i64)z * p.x_mat_stride;
+  for (i64 row0 = ((i64)strata_block_x() * 8 + (strata_thread_x() >> 5)) * R; row0 < p.rows; row0 += step) {
+    const int nr = p.rows - row0 >= R ? R : (int)(p.rows - row0);
+    const u8* wr = w + row0 * rowb;
+    f32 acc[R][NC];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+#pragma unroll
+      for (int c = 0; c < NC; ++c) acc[r][c] = 0.0f;
+    }
+    for (int e0 = 0; e0 < p.k; e0 += 1024) {
+      u32 v[R][16];
+      u32 xw[HA ? NC : 1][32];
+      bool ok[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int e = e0 + 256 * i + 8 * lane;
+        ok[i] = e < p.k;
+        const int ec = ok[i] ? e : p.k - 8;
+#pragma unroll
+        for (int r = 0; r < R; ++r) strata_ld_x4(wr + (r < nr ? r : 0) * rowb + 2 * (i64)ec, v[r] + 4 * i);
+        if constexpr (HA) {
+#pragma unroll
+          for (int c = 0; c < NC; ++c) {
+            strata_ld_x4((const u8*)(x + (i64)c * p.x_col_stride + ec), xw[c] + 8 * i);
+            strata_ld_x4((const u8*)(x + (i64)c * p.x_col_stride + ec + 4), xw[c] + 8 * i + 4);
+          }
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        if (!ok[i]) {
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+#pragma unroll
+            for (int j = 0; j < 4; ++j) v[r][4 * i + j] = 0u;
+          }
+        }
+      }
+#pragma unroll
+      for (int c = 0; c < NC; ++c) {
+        if constexpr (!HA) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const int ec = ok[i] ? e0 + 256 * i + 8 * lane : p.k - 8;
+            strata_ld_x4((const u8*)(x + (i64)c * p.x_col_stride + ec), xw[0] + 8 * i);
+            strata_ld_x4((const u8*)(x + (i64)c * p.x_col_stride + ec + 4), xw[0] + 8 * i + 4);
+          }
+        }
+        u32* xc = xw[HA ? c : 0];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          if (!ok[i]) {
+#pragma unroll
+            for (int j = 0; j < 8; ++j) xc[8 * i + j] = 0u;
+          }
+        }
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          f32 s = 0.0f;
+#pragma unroll
+          for (int i = 0; i < 32; ++i) s = __builtin_fmaf(QT::cvt(v[r], i), __builtin_bit_cast(f32, xc[i]), s);
+          acc[r][c] = ok[0] && r < nr ? acc[r][c] + s : acc[r][c];
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+#pragma unroll
+      for (int c = 0; c < NC; ++c) acc[r][c] = strata_wave_sum_f32(acc[r][c]);
+    }
+    if (strata_lane() == 0) {
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        if (r < nr) {
+#pragma unroll
+          for (int c = 0; c < NC; ++c) p.y[(i64)z * p.y_mat_stride + (i64)c * p.y_col_stride + row0 + r] = acc[r][c];
+        }
+      }
+    }
+  }
+}
+#endif
+
 // NVIDIA: at least 2 blocks of 256 per multiprocessor (≤ 128 registers a thread). One kernel
 // holds every column count's path, and ptxas sizes registers for the largest; unbounded, the
 // 8-column path could leave one block per SM, and then a 4096-row launch (256 blocks on
 // 132 SMs) runs in two waves. AMD keeps its 128-VGPR budget (checked by ctest).
 #ifdef __NVPTX__
-#define STRATA_MMVQ_BOUNDS(n) __attribute__((launch_bounds(n, 2)))
+#ifndef STRATA_MMVQ_MINB
+#define STRATA_MMVQ_MINB 2
+#endif
+#define STRATA_MMVQ_BOUNDS(n) __attribute__((launch_bounds(n, STRATA_MMVQ_MINB)))
 #else
 #define STRATA_MMVQ_BOUNDS(n) STRATA_LAUNCH_BOUNDS(n)
 #endif
@@ -687,6 +981,9 @@ STRATA_DEVICE void strata_mmvq_rows(const struct strata_mmvq_args& p, const u8* 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_f16(const struct strata_mmvq_args p) {
   typedef strata_qt_f16 QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
+#if defined(__NVPTX__) && STRATA_MMVQ_XLDS
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+#endif
   const int z = (int)strata_block_z();
   const u8* w = p.w + (i64)z * p.w_mat_bytes;
   if (p.slots) {
@@ -704,15 +1001,32 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_f16(const struct strata_m
   } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
     p.err[z] = 0u;
   }
+#if defined(__NVPTX__) && STRATA_MMVQ_XLDS
+#define STRATA_MMVQ_Q(n) \
+  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#else
+#define STRATA_MMVQ_Q(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#endif
+#if defined(__NVPTX__) && STRATA_MMVQ_F16CO
+#define STRATA_MMVQ_F(n) strata_mmvq_rows_f<QT, n>(p, w, z)
+#else
+#define STRATA_MMVQ_F(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#endif
+#define STRATA_MMVQ_CASE(n) \
+  case n:                   \
+    if constexpr (QT::FLOAT) STRATA_MMVQ_F(n); else STRATA_MMVQ_Q(n); \
+    break;
   switch (p.ncols) {
-  case 1: strata_mmvq_rows<QT, 1>(p, w, &tab, z); break;
-  case 2: strata_mmvq_rows<QT, 2>(p, w, &tab, z); break;
-  case 3: strata_mmvq_rows<QT, 3>(p, w, &tab, z); break;
-  case 4: strata_mmvq_rows<QT, 4>(p, w, &tab, z); break;
-  case 5: strata_mmvq_rows<QT, 5>(p, w, &tab, z); break;
-  case 6: strata_mmvq_rows<QT, 6>(p, w, &tab, z); break;
-  case 7: strata_mmvq_rows<QT, 7>(p, w, &tab, z); break;
-  case 8: strata_mmvq_rows<QT, 8>(p, w, &tab, z); break;
+    STRATA_MMVQ_CASE(1)
+#ifndef STRATA_MMVQ_ONLY1  // measurement only: a kernel with the one-column path alone
+    STRATA_MMVQ_CASE(2)
+    STRATA_MMVQ_CASE(3)
+    STRATA_MMVQ_CASE(4)
+    STRATA_MMVQ_CASE(5)
+    STRATA_MMVQ_CASE(6)
+    STRATA_MMVQ_CASE(7)
+    STRATA_MMVQ_CASE(8)
+#endif
   default: break;
   }
 }
@@ -720,6 +1034,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_f16(const struct strata_m
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_bf16(const struct strata_mmvq_args p) {
   typedef strata_qt_bf16 QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
+#if defined(__NVPTX__) && STRATA_MMVQ_XLDS
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+#endif
   const int z = (int)strata_block_z();
   const u8* w = p.w + (i64)z * p.w_mat_bytes;
   if (p.slots) {
@@ -737,15 +1054,32 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_bf16(const struct strata_
   } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
     p.err[z] = 0u;
   }
+#if defined(__NVPTX__) && STRATA_MMVQ_XLDS
+#define STRATA_MMVQ_Q(n) \
+  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#else
+#define STRATA_MMVQ_Q(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#endif
+#if defined(__NVPTX__) && STRATA_MMVQ_F16CO
+#define STRATA_MMVQ_F(n) strata_mmvq_rows_f<QT, n>(p, w, z)
+#else
+#define STRATA_MMVQ_F(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#endif
+#define STRATA_MMVQ_CASE(n) \
+  case n:                   \
+    if constexpr (QT::FLOAT) STRATA_MMVQ_F(n); else STRATA_MMVQ_Q(n); \
+    break;
   switch (p.ncols) {
-  case 1: strata_mmvq_rows<QT, 1>(p, w, &tab, z); break;
-  case 2: strata_mmvq_rows<QT, 2>(p, w, &tab, z); break;
-  case 3: strata_mmvq_rows<QT, 3>(p, w, &tab, z); break;
-  case 4: strata_mmvq_rows<QT, 4>(p, w, &tab, z); break;
-  case 5: strata_mmvq_rows<QT, 5>(p, w, &tab, z); break;
-  case 6: strata_mmvq_rows<QT, 6>(p, w, &tab, z); break;
-  case 7: strata_mmvq_rows<QT, 7>(p, w, &tab, z); break;
-  case 8: strata_mmvq_rows<QT, 8>(p, w, &tab, z); break;
+    STRATA_MMVQ_CASE(1)
+#ifndef STRATA_MMVQ_ONLY1  // measurement only: a kernel with the one-column path alone
+    STRATA_MMVQ_CASE(2)
+    STRATA_MMVQ_CASE(3)
+    STRATA_MMVQ_CASE(4)
+    STRATA_MMVQ_CASE(5)
+    STRATA_MMVQ_CASE(6)
+    STRATA_MMVQ_CASE(7)
+    STRATA_MMVQ_CASE(8)
+#endif
   default: break;
   }
 }
@@ -753,6 +1087,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_bf16(const struct strata_
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80(const struct strata_mmvq_args p) {
   typedef strata_qt_q80 QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
+#if defined(__NVPTX__) && STRATA_MMVQ_XLDS
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+#endif
   const int z = (int)strata_block_z();
   const u8* w = p.w + (i64)z * p.w_mat_bytes;
   if (p.slots) {
@@ -770,15 +1107,32 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80(const struct strata_m
   } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
     p.err[z] = 0u;
   }
+#if defined(__NVPTX__) && STRATA_MMVQ_XLDS
+#define STRATA_MMVQ_Q(n) \
+  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#else
+#define STRATA_MMVQ_Q(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#endif
+#if defined(__NVPTX__) && STRATA_MMVQ_F16CO
+#define STRATA_MMVQ_F(n) strata_mmvq_rows_f<QT, n>(p, w, z)
+#else
+#define STRATA_MMVQ_F(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#endif
+#define STRATA_MMVQ_CASE(n) \
+  case n:                   \
+    if constexpr (QT::FLOAT) STRATA_MMVQ_F(n); else STRATA_MMVQ_Q(n); \
+    break;
   switch (p.ncols) {
-  case 1: strata_mmvq_rows<QT, 1>(p, w, &tab, z); break;
-  case 2: strata_mmvq_rows<QT, 2>(p, w, &tab, z); break;
-  case 3: strata_mmvq_rows<QT, 3>(p, w, &tab, z); break;
-  case 4: strata_mmvq_rows<QT, 4>(p, w, &tab, z); break;
-  case 5: strata_mmvq_rows<QT, 5>(p, w, &tab, z); break;
-  case 6: strata_mmvq_rows<QT, 6>(p, w, &tab, z); break;
-  case 7: strata_mmvq_rows<QT, 7>(p, w, &tab, z); break;
-  case 8: strata_mmvq_rows<QT, 8>(p, w, &tab, z); break;
+    STRATA_MMVQ_CASE(1)
+#ifndef STRATA_MMVQ_ONLY1  // measurement only: a kernel with the one-column path alone
+    STRATA_MMVQ_CASE(2)
+    STRATA_MMVQ_CASE(3)
+    STRATA_MMVQ_CASE(4)
+    STRATA_MMVQ_CASE(5)
+    STRATA_MMVQ_CASE(6)
+    STRATA_MMVQ_CASE(7)
+    STRATA_MMVQ_CASE(8)
+#endif
   default: break;
   }
 }
@@ -786,6 +1140,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80(const struct strata_m
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20(const struct strata_mmvq_args p) {
   typedef strata_qt_q20 QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
+#if defined(__NVPTX__) && STRATA_MMVQ_XLDS
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+#endif
   const int z = (int)strata_block_z();
   const u8* w = p.w + (i64)z * p.w_mat_bytes;
   if (p.slots) {
@@ -803,15 +1160,32 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20(const struct strata_m
   } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
     p.err[z] = 0u;
   }
+#if defined(__NVPTX__) && STRATA_MMVQ_XLDS
+#define STRATA_MMVQ_Q(n) \
+  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#else
+#define STRATA_MMVQ_Q(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#endif
+#if defined(__NVPTX__) && STRATA_MMVQ_F16CO
+#define STRATA_MMVQ_F(n) strata_mmvq_rows_f<QT, n>(p, w, z)
+#else
+#define STRATA_MMVQ_F(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#endif
+#define STRATA_MMVQ_CASE(n) \
+  case n:                   \
+    if constexpr (QT::FLOAT) STRATA_MMVQ_F(n); else STRATA_MMVQ_Q(n); \
+    break;
   switch (p.ncols) {
-  case 1: strata_mmvq_rows<QT, 1>(p, w, &tab, z); break;
-  case 2: strata_mmvq_rows<QT, 2>(p, w, &tab, z); break;
-  case 3: strata_mmvq_rows<QT, 3>(p, w, &tab, z); break;
-  case 4: strata_mmvq_rows<QT, 4>(p, w, &tab, z); break;
-  case 5: strata_mmvq_rows<QT, 5>(p, w, &tab, z); break;
-  case 6: strata_mmvq_rows<QT, 6>(p, w, &tab, z); break;
-  case 7: strata_mmvq_rows<QT, 7>(p, w, &tab, z); break;
-  case 8: strata_mmvq_rows<QT, 8>(p, w, &tab, z); break;
+    STRATA_MMVQ_CASE(1)
+#ifndef STRATA_MMVQ_ONLY1  // measurement only: a kernel with the one-column path alone
+    STRATA_MMVQ_CASE(2)
+    STRATA_MMVQ_CASE(3)
+    STRATA_MMVQ_CASE(4)
+    STRATA_MMVQ_CASE(5)
+    STRATA_MMVQ_CASE(6)
+    STRATA_MMVQ_CASE(7)
+    STRATA_MMVQ_CASE(8)
+#endif
   default: break;
   }
 }
@@ -819,6 +1193,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20(const struct strata_m
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k(const struct strata_mmvq_args p) {
   typedef strata_qt_q4k QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
+#if defined(__NVPTX__) && STRATA_MMVQ_XLDS
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+#endif
   const int z = (int)strata_block_z();
   const u8* w = p.w + (i64)z * p.w_mat_bytes;
   if (p.slots) {
@@ -836,15 +1213,32 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k(const struct strata_m
   } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
     p.err[z] = 0u;
   }
+#if defined(__NVPTX__) && STRATA_MMVQ_XLDS
+#define STRATA_MMVQ_Q(n) \
+  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#else
+#define STRATA_MMVQ_Q(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#endif
+#if defined(__NVPTX__) && STRATA_MMVQ_F16CO
+#define STRATA_MMVQ_F(n) strata_mmvq_rows_f<QT, n>(p, w, z)
+#else
+#define STRATA_MMVQ_F(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#endif
+#define STRATA_MMVQ_CASE(n) \
+  case n:                   \
+    if constexpr (QT::FLOAT) STRATA_MMVQ_F(n); else STRATA_MMVQ_Q(n); \
+    break;
   switch (p.ncols) {
-  case 1: strata_mmvq_rows<QT, 1>(p, w, &tab, z); break;
-  case 2: strata_mmvq_rows<QT, 2>(p, w, &tab, z); break;
-  case 3: strata_mmvq_rows<QT, 3>(p, w, &tab, z); break;
-  case 4: strata_mmvq_rows<QT, 4>(p, w, &tab, z); break;
-  case 5: strata_mmvq_rows<QT, 5>(p, w, &tab, z); break;
-  case 6: strata_mmvq_rows<QT, 6>(p, w, &tab, z); break;
-  case 7: strata_mmvq_rows<QT, 7>(p, w, &tab, z); break;
-  case 8: strata_mmvq_rows<QT, 8>(p, w, &tab, z); break;
+    STRATA_MMVQ_CASE(1)
+#ifndef STRATA_MMVQ_ONLY1  // measurement only: a kernel with the one-column path alone
+    STRATA_MMVQ_CASE(2)
+    STRATA_MMVQ_CASE(3)
+    STRATA_MMVQ_CASE(4)
+    STRATA_MMVQ_CASE(5)
+    STRATA_MMVQ_CASE(6)
+    STRATA_MMVQ_CASE(7)
+    STRATA_MMVQ_CASE(8)
+#endif
   default: break;
   }
 }
@@ -852,6 +1246,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k(const struct strata_m
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k(const struct strata_mmvq_args p) {
   typedef strata_qt_q6k QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
+#if defined(__NVPTX__) && STRATA_MMVQ_XLDS
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+#endif
   const int z = (int)strata_block_z();
   const u8* w = p.w + (i64)z * p.w_mat_bytes;
   if (p.slots) {
@@ -869,15 +1266,32 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k(const struct strata_m
   } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
     p.err[z] = 0u;
   }
+#if defined(__NVPTX__) && STRATA_MMVQ_XLDS
+#define STRATA_MMVQ_Q(n) \
+  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#else
+#define STRATA_MMVQ_Q(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#endif
+#if defined(__NVPTX__) && STRATA_MMVQ_F16CO
+#define STRATA_MMVQ_F(n) strata_mmvq_rows_f<QT, n>(p, w, z)
+#else
+#define STRATA_MMVQ_F(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#endif
+#define STRATA_MMVQ_CASE(n) \
+  case n:                   \
+    if constexpr (QT::FLOAT) STRATA_MMVQ_F(n); else STRATA_MMVQ_Q(n); \
+    break;
   switch (p.ncols) {
-  case 1: strata_mmvq_rows<QT, 1>(p, w, &tab, z); break;
-  case 2: strata_mmvq_rows<QT, 2>(p, w, &tab, z); break;
-  case 3: strata_mmvq_rows<QT, 3>(p, w, &tab, z); break;
-  case 4: strata_mmvq_rows<QT, 4>(p, w, &tab, z); break;
-  case 5: strata_mmvq_rows<QT, 5>(p, w, &tab, z); break;
-  case 6: strata_mmvq_rows<QT, 6>(p, w, &tab, z); break;
-  case 7: strata_mmvq_rows<QT, 7>(p, w, &tab, z); break;
-  case 8: strata_mmvq_rows<QT, 8>(p, w, &tab, z); break;
+    STRATA_MMVQ_CASE(1)
+#ifndef STRATA_MMVQ_ONLY1  // measurement only: a kernel with the one-column path alone
+    STRATA_MMVQ_CASE(2)
+    STRATA_MMVQ_CASE(3)
+    STRATA_MMVQ_CASE(4)
+    STRATA_MMVQ_CASE(5)
+    STRATA_MMVQ_CASE(6)
+    STRATA_MMVQ_CASE(7)
+    STRATA_MMVQ_CASE(8)
+#endif
   default: break;
   }
 }
@@ -885,6 +1299,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k(const struct strata_m
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs(const struct strata_mmvq_args p) {
   typedef strata_qt_iq2xs QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
+#if defined(__NVPTX__) && STRATA_MMVQ_XLDS
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+#endif
   const int z = (int)strata_block_z();
   const u8* w = p.w + (i64)z * p.w_mat_bytes;
   if (p.slots) {
@@ -902,15 +1319,32 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs(const struct strata
   } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
     p.err[z] = 0u;
   }
+#if defined(__NVPTX__) && STRATA_MMVQ_XLDS
+#define STRATA_MMVQ_Q(n) \
+  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#else
+#define STRATA_MMVQ_Q(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#endif
+#if defined(__NVPTX__) && STRATA_MMVQ_F16CO
+#define STRATA_MMVQ_F(n) strata_mmvq_rows_f<QT, n>(p, w, z)
+#else
+#define STRATA_MMVQ_F(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#endif
+#define STRATA_MMVQ_CASE(n) \
+  case n:                   \
+    if constexpr (QT::FLOAT) STRATA_MMVQ_F(n); else STRATA_MMVQ_Q(n); \
+    break;
   switch (p.ncols) {
-  case 1: strata_mmvq_rows<QT, 1>(p, w, &tab, z); break;
-  case 2: strata_mmvq_rows<QT, 2>(p, w, &tab, z); break;
-  case 3: strata_mmvq_rows<QT, 3>(p, w, &tab, z); break;
-  case 4: strata_mmvq_rows<QT, 4>(p, w, &tab, z); break;
-  case 5: strata_mmvq_rows<QT, 5>(p, w, &tab, z); break;
-  case 6: strata_mmvq_rows<QT, 6>(p, w, &tab, z); break;
-  case 7: strata_mmvq_rows<QT, 7>(p, w, &tab, z); break;
-  case 8: strata_mmvq_rows<QT, 8>(p, w, &tab, z); break;
+    STRATA_MMVQ_CASE(1)
+#ifndef STRATA_MMVQ_ONLY1  // measurement only: a kernel with the one-column path alone
+    STRATA_MMVQ_CASE(2)
+    STRATA_MMVQ_CASE(3)
+    STRATA_MMVQ_CASE(4)
+    STRATA_MMVQ_CASE(5)
+    STRATA_MMVQ_CASE(6)
+    STRATA_MMVQ_CASE(7)
+    STRATA_MMVQ_CASE(8)
+#endif
   default: break;
   }
 }
@@ -918,6 +1352,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs(const struct strata
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs(const struct strata_mmvq_args p) {
   typedef strata_qt_iq3xxs QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
+#if defined(__NVPTX__) && STRATA_MMVQ_XLDS
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+#endif
   const int z = (int)strata_block_z();
   const u8* w = p.w + (i64)z * p.w_mat_bytes;
   if (p.slots) {
@@ -935,15 +1372,32 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs(const struct strat
   } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
     p.err[z] = 0u;
   }
+#if defined(__NVPTX__) && STRATA_MMVQ_XLDS
+#define STRATA_MMVQ_Q(n) \
+  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#else
+#define STRATA_MMVQ_Q(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#endif
+#if defined(__NVPTX__) && STRATA_MMVQ_F16CO
+#define STRATA_MMVQ_F(n) strata_mmvq_rows_f<QT, n>(p, w, z)
+#else
+#define STRATA_MMVQ_F(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#endif
+#define STRATA_MMVQ_CASE(n) \
+  case n:                   \
+    if constexpr (QT::FLOAT) STRATA_MMVQ_F(n); else STRATA_MMVQ_Q(n); \
+    break;
   switch (p.ncols) {
-  case 1: strata_mmvq_rows<QT, 1>(p, w, &tab, z); break;
-  case 2: strata_mmvq_rows<QT, 2>(p, w, &tab, z); break;
-  case 3: strata_mmvq_rows<QT, 3>(p, w, &tab, z); break;
-  case 4: strata_mmvq_rows<QT, 4>(p, w, &tab, z); break;
-  case 5: strata_mmvq_rows<QT, 5>(p, w, &tab, z); break;
-  case 6: strata_mmvq_rows<QT, 6>(p, w, &tab, z); break;
-  case 7: strata_mmvq_rows<QT, 7>(p, w, &tab, z); break;
-  case 8: strata_mmvq_rows<QT, 8>(p, w, &tab, z); break;
+    STRATA_MMVQ_CASE(1)
+#ifndef STRATA_MMVQ_ONLY1  // measurement only: a kernel with the one-column path alone
+    STRATA_MMVQ_CASE(2)
+    STRATA_MMVQ_CASE(3)
+    STRATA_MMVQ_CASE(4)
+    STRATA_MMVQ_CASE(5)
+    STRATA_MMVQ_CASE(6)
+    STRATA_MMVQ_CASE(7)
+    STRATA_MMVQ_CASE(8)
+#endif
   default: break;
   }
 }
@@ -951,6 +1405,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs(const struct strat
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s(const struct strata_mmvq_args p) {
   typedef strata_qt_iq3s QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
+#if defined(__NVPTX__) && STRATA_MMVQ_XLDS
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+#endif
   const int z = (int)strata_block_z();
   const u8* w = p.w + (i64)z * p.w_mat_bytes;
   if (p.slots) {
@@ -968,15 +1425,32 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s(const struct strata_
   } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
     p.err[z] = 0u;
   }
+#if defined(__NVPTX__) && STRATA_MMVQ_XLDS
+#define STRATA_MMVQ_Q(n) \
+  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#else
+#define STRATA_MMVQ_Q(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#endif
+#if defined(__NVPTX__) && STRATA_MMVQ_F16CO
+#define STRATA_MMVQ_F(n) strata_mmvq_rows_f<QT, n>(p, w, z)
+#else
+#define STRATA_MMVQ_F(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#endif
+#define STRATA_MMVQ_CASE(n) \
+  case n:                   \
+    if constexpr (QT::FLOAT) STRATA_MMVQ_F(n); else STRATA_MMVQ_Q(n); \
+    break;
   switch (p.ncols) {
-  case 1: strata_mmvq_rows<QT, 1>(p, w, &tab, z); break;
-  case 2: strata_mmvq_rows<QT, 2>(p, w, &tab, z); break;
-  case 3: strata_mmvq_rows<QT, 3>(p, w, &tab, z); break;
-  case 4: strata_mmvq_rows<QT, 4>(p, w, &tab, z); break;
-  case 5: strata_mmvq_rows<QT, 5>(p, w, &tab, z); break;
-  case 6: strata_mmvq_rows<QT, 6>(p, w, &tab, z); break;
-  case 7: strata_mmvq_rows<QT, 7>(p, w, &tab, z); break;
-  case 8: strata_mmvq_rows<QT, 8>(p, w, &tab, z); break;
+    STRATA_MMVQ_CASE(1)
+#ifndef STRATA_MMVQ_ONLY1  // measurement only: a kernel with the one-column path alone
+    STRATA_MMVQ_CASE(2)
+    STRATA_MMVQ_CASE(3)
+    STRATA_MMVQ_CASE(4)
+    STRATA_MMVQ_CASE(5)
+    STRATA_MMVQ_CASE(6)
+    STRATA_MMVQ_CASE(7)
+    STRATA_MMVQ_CASE(8)
+#endif
   default: break;
   }
 }
@@ -984,6 +1458,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s(const struct strata_
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m(const struct strata_mmvq_args p) {
   typedef strata_qt_iq1m QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
+#if defined(__NVPTX__) && STRATA_MMVQ_XLDS
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+#endif
   const int z = (int)strata_block_z();
   const u8* w = p.w + (i64)z * p.w_mat_bytes;
   if (p.slots) {
@@ -1001,15 +1478,32 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m(const struct strata_
   } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
     p.err[z] = 0u;
   }
+#if defined(__NVPTX__) && STRATA_MMVQ_XLDS
+#define STRATA_MMVQ_Q(n) \
+  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#else
+#define STRATA_MMVQ_Q(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#endif
+#if defined(__NVPTX__) && STRATA_MMVQ_F16CO
+#define STRATA_MMVQ_F(n) strata_mmvq_rows_f<QT, n>(p, w, z)
+#else
+#define STRATA_MMVQ_F(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#endif
+#define STRATA_MMVQ_CASE(n) \
+  case n:                   \
+    if constexpr (QT::FLOAT) STRATA_MMVQ_F(n); else STRATA_MMVQ_Q(n); \
+    break;
   switch (p.ncols) {
-  case 1: strata_mmvq_rows<QT, 1>(p, w, &tab, z); break;
-  case 2: strata_mmvq_rows<QT, 2>(p, w, &tab, z); break;
-  case 3: strata_mmvq_rows<QT, 3>(p, w, &tab, z); break;
-  case 4: strata_mmvq_rows<QT, 4>(p, w, &tab, z); break;
-  case 5: strata_mmvq_rows<QT, 5>(p, w, &tab, z); break;
-  case 6: strata_mmvq_rows<QT, 6>(p, w, &tab, z); break;
-  case 7: strata_mmvq_rows<QT, 7>(p, w, &tab, z); break;
-  case 8: strata_mmvq_rows<QT, 8>(p, w, &tab, z); break;
+    STRATA_MMVQ_CASE(1)
+#ifndef STRATA_MMVQ_ONLY1  // measurement only: a kernel with the one-column path alone
+    STRATA_MMVQ_CASE(2)
+    STRATA_MMVQ_CASE(3)
+    STRATA_MMVQ_CASE(4)
+    STRATA_MMVQ_CASE(5)
+    STRATA_MMVQ_CASE(6)
+    STRATA_MMVQ_CASE(7)
+    STRATA_MMVQ_CASE(8)
+#endif
   default: break;
   }
 }
