@@ -2345,11 +2345,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r128t64",
 		Symbol: "strata_mmq_q80_mma_r128t64",
 	}, {
+		Name:   "q80_mma_r64t128",
+		Symbol: "strata_mmq_q80_mma_r64t128",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_mmq_q80_dp4a_r64t64",
 	}, {
 		Name:   "q80_dp4a_r128t64",
 		Symbol: "strata_mmq_q80_dp4a_r128t64",
+	}, {
+		Name:   "q80_dp4a_r64t128",
+		Symbol: "strata_mmq_q80_dp4a_r64t128",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_mmq_q20_mma_r64t64",
@@ -2357,11 +2363,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r128t64",
 		Symbol: "strata_mmq_q20_mma_r128t64",
 	}, {
+		Name:   "q20_mma_r64t128",
+		Symbol: "strata_mmq_q20_mma_r64t128",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_mmq_q20_dp4a_r64t64",
 	}, {
 		Name:   "q20_dp4a_r128t64",
 		Symbol: "strata_mmq_q20_dp4a_r128t64",
+	}, {
+		Name:   "q20_dp4a_r64t128",
+		Symbol: "strata_mmq_q20_dp4a_r64t128",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_mmq_q4k_mma_r64t64",
@@ -2369,11 +2381,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r128t64",
 		Symbol: "strata_mmq_q4k_mma_r128t64",
 	}, {
+		Name:   "q4k_mma_r64t128",
+		Symbol: "strata_mmq_q4k_mma_r64t128",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_mmq_q4k_dp4a_r64t64",
 	}, {
 		Name:   "q4k_dp4a_r128t64",
 		Symbol: "strata_mmq_q4k_dp4a_r128t64",
+	}, {
+		Name:   "q4k_dp4a_r64t128",
+		Symbol: "strata_mmq_q4k_dp4a_r64t128",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_mmq_q6k_mma_r64t64",
@@ -2381,11 +2399,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r128t64",
 		Symbol: "strata_mmq_q6k_mma_r128t64",
 	}, {
+		Name:   "q6k_mma_r64t128",
+		Symbol: "strata_mmq_q6k_mma_r64t128",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_mmq_q6k_dp4a_r64t64",
 	}, {
 		Name:   "q6k_dp4a_r128t64",
 		Symbol: "strata_mmq_q6k_dp4a_r128t64",
+	}, {
+		Name:   "q6k_dp4a_r64t128",
+		Symbol: "strata_mmq_q6k_dp4a_r64t128",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_mmq_iq2xs_mma_r64t64",
@@ -2393,11 +2417,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r128t64",
 		Symbol: "strata_mmq_iq2xs_mma_r128t64",
 	}, {
+		Name:   "iq2xs_mma_r64t128",
+		Symbol: "strata_mmq_iq2xs_mma_r64t128",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq2xs_dp4a_r64t64",
 	}, {
 		Name:   "iq2xs_dp4a_r128t64",
 		Symbol: "strata_mmq_iq2xs_dp4a_r128t64",
+	}, {
+		Name:   "iq2xs_dp4a_r64t128",
+		Symbol: "strata_mmq_iq2xs_dp4a_r64t128",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_mmq_iq3xxs_mma_r64t64",
@@ -2405,11 +2435,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r128t64",
 		Symbol: "strata_mmq_iq3xxs_mma_r128t64",
 	}, {
+		Name:   "iq3xxs_mma_r64t128",
+		Symbol: "strata_mmq_iq3xxs_mma_r64t128",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3xxs_dp4a_r64t64",
 	}, {
 		Name:   "iq3xxs_dp4a_r128t64",
 		Symbol: "strata_mmq_iq3xxs_dp4a_r128t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t128",
+		Symbol: "strata_mmq_iq3xxs_dp4a_r64t128",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_mmq_iq3s_mma_r64t64",
@@ -2417,11 +2453,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r128t64",
 		Symbol: "strata_mmq_iq3s_mma_r128t64",
 	}, {
+		Name:   "iq3s_mma_r64t128",
+		Symbol: "strata_mmq_iq3s_mma_r64t128",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3s_dp4a_r64t64",
 	}, {
 		Name:   "iq3s_dp4a_r128t64",
 		Symbol: "strata_mmq_iq3s_dp4a_r128t64",
+	}, {
+		Name:   "iq3s_dp4a_r64t128",
+		Symbol: "strata_mmq_iq3s_dp4a_r64t128",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_mmq_iq1m_mma_r64t64",
@@ -2429,11 +2471,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r128t64",
 		Symbol: "strata_mmq_iq1m_mma_r128t64",
 	}, {
+		Name:   "iq1m_mma_r64t128",
+		Symbol: "strata_mmq_iq1m_mma_r64t128",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_mmq_iq1m_dp4a_r64t64",
 	}, {
 		Name:   "iq1m_dp4a_r128t64",
 		Symbol: "strata_mmq_iq1m_dp4a_r128t64",
+	}, {
+		Name:   "iq1m_dp4a_r64t128",
+		Symbol: "strata_mmq_iq1m_dp4a_r64t128",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -2510,50 +2558,146 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t64",
 		Symbol: "strata_moe_prefill_q80_mma_r64t64",
 	}, {
+		Name:   "q80_mma_r128t64",
+		Symbol: "strata_moe_prefill_q80_mma_r128t64",
+	}, {
+		Name:   "q80_mma_r128t32",
+		Symbol: "strata_moe_prefill_q80_mma_r128t32",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
+	}, {
+		Name:   "q80_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q80_dp4a_r128t64",
+	}, {
+		Name:   "q80_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q80_dp4a_r128t32",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
 	}, {
+		Name:   "q20_mma_r128t64",
+		Symbol: "strata_moe_prefill_q20_mma_r128t64",
+	}, {
+		Name:   "q20_mma_r128t32",
+		Symbol: "strata_moe_prefill_q20_mma_r128t32",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
+	}, {
+		Name:   "q20_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q20_dp4a_r128t64",
+	}, {
+		Name:   "q20_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q20_dp4a_r128t32",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
 	}, {
+		Name:   "q4k_mma_r128t64",
+		Symbol: "strata_moe_prefill_q4k_mma_r128t64",
+	}, {
+		Name:   "q4k_mma_r128t32",
+		Symbol: "strata_moe_prefill_q4k_mma_r128t32",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
+	}, {
+		Name:   "q4k_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r128t64",
+	}, {
+		Name:   "q4k_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r128t32",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
 	}, {
+		Name:   "q6k_mma_r128t64",
+		Symbol: "strata_moe_prefill_q6k_mma_r128t64",
+	}, {
+		Name:   "q6k_mma_r128t32",
+		Symbol: "strata_moe_prefill_q6k_mma_r128t32",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
+	}, {
+		Name:   "q6k_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r128t64",
+	}, {
+		Name:   "q6k_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r128t32",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
 	}, {
+		Name:   "iq2xs_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r128t64",
+	}, {
+		Name:   "iq2xs_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r128t32",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
+	}, {
+		Name:   "iq2xs_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r128t64",
+	}, {
+		Name:   "iq2xs_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r128t32",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
 	}, {
+		Name:   "iq3xxs_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t64",
+	}, {
+		Name:   "iq3xxs_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t32",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r128t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r128t32",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
 	}, {
+		Name:   "iq3s_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq3s_mma_r128t64",
+	}, {
+		Name:   "iq3s_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq3s_mma_r128t32",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
+	}, {
+		Name:   "iq3s_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r128t64",
+	}, {
+		Name:   "iq3s_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r128t32",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
 	}, {
+		Name:   "iq1m_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq1m_mma_r128t64",
+	}, {
+		Name:   "iq1m_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq1m_mma_r128t32",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
+	}, {
+		Name:   "iq1m_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r128t64",
+	}, {
+		Name:   "iq1m_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r128t32",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -2765,11 +2909,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r128t64",
 		Symbol: "strata_mmq_q80_mma_r128t64",
 	}, {
+		Name:   "q80_mma_r64t128",
+		Symbol: "strata_mmq_q80_mma_r64t128",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_mmq_q80_dp4a_r64t64",
 	}, {
 		Name:   "q80_dp4a_r128t64",
 		Symbol: "strata_mmq_q80_dp4a_r128t64",
+	}, {
+		Name:   "q80_dp4a_r64t128",
+		Symbol: "strata_mmq_q80_dp4a_r64t128",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_mmq_q20_mma_r64t64",
@@ -2777,11 +2927,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r128t64",
 		Symbol: "strata_mmq_q20_mma_r128t64",
 	}, {
+		Name:   "q20_mma_r64t128",
+		Symbol: "strata_mmq_q20_mma_r64t128",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_mmq_q20_dp4a_r64t64",
 	}, {
 		Name:   "q20_dp4a_r128t64",
 		Symbol: "strata_mmq_q20_dp4a_r128t64",
+	}, {
+		Name:   "q20_dp4a_r64t128",
+		Symbol: "strata_mmq_q20_dp4a_r64t128",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_mmq_q4k_mma_r64t64",
@@ -2789,11 +2945,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r128t64",
 		Symbol: "strata_mmq_q4k_mma_r128t64",
 	}, {
+		Name:   "q4k_mma_r64t128",
+		Symbol: "strata_mmq_q4k_mma_r64t128",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_mmq_q4k_dp4a_r64t64",
 	}, {
 		Name:   "q4k_dp4a_r128t64",
 		Symbol: "strata_mmq_q4k_dp4a_r128t64",
+	}, {
+		Name:   "q4k_dp4a_r64t128",
+		Symbol: "strata_mmq_q4k_dp4a_r64t128",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_mmq_q6k_mma_r64t64",
@@ -2801,11 +2963,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r128t64",
 		Symbol: "strata_mmq_q6k_mma_r128t64",
 	}, {
+		Name:   "q6k_mma_r64t128",
+		Symbol: "strata_mmq_q6k_mma_r64t128",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_mmq_q6k_dp4a_r64t64",
 	}, {
 		Name:   "q6k_dp4a_r128t64",
 		Symbol: "strata_mmq_q6k_dp4a_r128t64",
+	}, {
+		Name:   "q6k_dp4a_r64t128",
+		Symbol: "strata_mmq_q6k_dp4a_r64t128",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_mmq_iq2xs_mma_r64t64",
@@ -2813,11 +2981,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r128t64",
 		Symbol: "strata_mmq_iq2xs_mma_r128t64",
 	}, {
+		Name:   "iq2xs_mma_r64t128",
+		Symbol: "strata_mmq_iq2xs_mma_r64t128",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq2xs_dp4a_r64t64",
 	}, {
 		Name:   "iq2xs_dp4a_r128t64",
 		Symbol: "strata_mmq_iq2xs_dp4a_r128t64",
+	}, {
+		Name:   "iq2xs_dp4a_r64t128",
+		Symbol: "strata_mmq_iq2xs_dp4a_r64t128",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_mmq_iq3xxs_mma_r64t64",
@@ -2825,11 +2999,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r128t64",
 		Symbol: "strata_mmq_iq3xxs_mma_r128t64",
 	}, {
+		Name:   "iq3xxs_mma_r64t128",
+		Symbol: "strata_mmq_iq3xxs_mma_r64t128",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3xxs_dp4a_r64t64",
 	}, {
 		Name:   "iq3xxs_dp4a_r128t64",
 		Symbol: "strata_mmq_iq3xxs_dp4a_r128t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t128",
+		Symbol: "strata_mmq_iq3xxs_dp4a_r64t128",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_mmq_iq3s_mma_r64t64",
@@ -2837,11 +3017,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r128t64",
 		Symbol: "strata_mmq_iq3s_mma_r128t64",
 	}, {
+		Name:   "iq3s_mma_r64t128",
+		Symbol: "strata_mmq_iq3s_mma_r64t128",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3s_dp4a_r64t64",
 	}, {
 		Name:   "iq3s_dp4a_r128t64",
 		Symbol: "strata_mmq_iq3s_dp4a_r128t64",
+	}, {
+		Name:   "iq3s_dp4a_r64t128",
+		Symbol: "strata_mmq_iq3s_dp4a_r64t128",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_mmq_iq1m_mma_r64t64",
@@ -2849,11 +3035,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r128t64",
 		Symbol: "strata_mmq_iq1m_mma_r128t64",
 	}, {
+		Name:   "iq1m_mma_r64t128",
+		Symbol: "strata_mmq_iq1m_mma_r64t128",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_mmq_iq1m_dp4a_r64t64",
 	}, {
 		Name:   "iq1m_dp4a_r128t64",
 		Symbol: "strata_mmq_iq1m_dp4a_r128t64",
+	}, {
+		Name:   "iq1m_dp4a_r64t128",
+		Symbol: "strata_mmq_iq1m_dp4a_r64t128",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -2930,50 +3122,146 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t64",
 		Symbol: "strata_moe_prefill_q80_mma_r64t64",
 	}, {
+		Name:   "q80_mma_r128t64",
+		Symbol: "strata_moe_prefill_q80_mma_r128t64",
+	}, {
+		Name:   "q80_mma_r128t32",
+		Symbol: "strata_moe_prefill_q80_mma_r128t32",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
+	}, {
+		Name:   "q80_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q80_dp4a_r128t64",
+	}, {
+		Name:   "q80_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q80_dp4a_r128t32",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
 	}, {
+		Name:   "q20_mma_r128t64",
+		Symbol: "strata_moe_prefill_q20_mma_r128t64",
+	}, {
+		Name:   "q20_mma_r128t32",
+		Symbol: "strata_moe_prefill_q20_mma_r128t32",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
+	}, {
+		Name:   "q20_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q20_dp4a_r128t64",
+	}, {
+		Name:   "q20_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q20_dp4a_r128t32",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
 	}, {
+		Name:   "q4k_mma_r128t64",
+		Symbol: "strata_moe_prefill_q4k_mma_r128t64",
+	}, {
+		Name:   "q4k_mma_r128t32",
+		Symbol: "strata_moe_prefill_q4k_mma_r128t32",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
+	}, {
+		Name:   "q4k_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r128t64",
+	}, {
+		Name:   "q4k_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r128t32",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
 	}, {
+		Name:   "q6k_mma_r128t64",
+		Symbol: "strata_moe_prefill_q6k_mma_r128t64",
+	}, {
+		Name:   "q6k_mma_r128t32",
+		Symbol: "strata_moe_prefill_q6k_mma_r128t32",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
+	}, {
+		Name:   "q6k_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r128t64",
+	}, {
+		Name:   "q6k_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r128t32",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
 	}, {
+		Name:   "iq2xs_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r128t64",
+	}, {
+		Name:   "iq2xs_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r128t32",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
+	}, {
+		Name:   "iq2xs_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r128t64",
+	}, {
+		Name:   "iq2xs_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r128t32",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
 	}, {
+		Name:   "iq3xxs_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t64",
+	}, {
+		Name:   "iq3xxs_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t32",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r128t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r128t32",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
 	}, {
+		Name:   "iq3s_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq3s_mma_r128t64",
+	}, {
+		Name:   "iq3s_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq3s_mma_r128t32",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
+	}, {
+		Name:   "iq3s_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r128t64",
+	}, {
+		Name:   "iq3s_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r128t32",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
 	}, {
+		Name:   "iq1m_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq1m_mma_r128t64",
+	}, {
+		Name:   "iq1m_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq1m_mma_r128t32",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
+	}, {
+		Name:   "iq1m_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r128t64",
+	}, {
+		Name:   "iq1m_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r128t32",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3185,11 +3473,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r128t64",
 		Symbol: "strata_mmq_q80_mma_r128t64",
 	}, {
+		Name:   "q80_mma_r64t128",
+		Symbol: "strata_mmq_q80_mma_r64t128",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_mmq_q80_dp4a_r64t64",
 	}, {
 		Name:   "q80_dp4a_r128t64",
 		Symbol: "strata_mmq_q80_dp4a_r128t64",
+	}, {
+		Name:   "q80_dp4a_r64t128",
+		Symbol: "strata_mmq_q80_dp4a_r64t128",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_mmq_q20_mma_r64t64",
@@ -3197,11 +3491,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r128t64",
 		Symbol: "strata_mmq_q20_mma_r128t64",
 	}, {
+		Name:   "q20_mma_r64t128",
+		Symbol: "strata_mmq_q20_mma_r64t128",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_mmq_q20_dp4a_r64t64",
 	}, {
 		Name:   "q20_dp4a_r128t64",
 		Symbol: "strata_mmq_q20_dp4a_r128t64",
+	}, {
+		Name:   "q20_dp4a_r64t128",
+		Symbol: "strata_mmq_q20_dp4a_r64t128",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_mmq_q4k_mma_r64t64",
@@ -3209,11 +3509,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r128t64",
 		Symbol: "strata_mmq_q4k_mma_r128t64",
 	}, {
+		Name:   "q4k_mma_r64t128",
+		Symbol: "strata_mmq_q4k_mma_r64t128",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_mmq_q4k_dp4a_r64t64",
 	}, {
 		Name:   "q4k_dp4a_r128t64",
 		Symbol: "strata_mmq_q4k_dp4a_r128t64",
+	}, {
+		Name:   "q4k_dp4a_r64t128",
+		Symbol: "strata_mmq_q4k_dp4a_r64t128",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_mmq_q6k_mma_r64t64",
@@ -3221,11 +3527,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r128t64",
 		Symbol: "strata_mmq_q6k_mma_r128t64",
 	}, {
+		Name:   "q6k_mma_r64t128",
+		Symbol: "strata_mmq_q6k_mma_r64t128",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_mmq_q6k_dp4a_r64t64",
 	}, {
 		Name:   "q6k_dp4a_r128t64",
 		Symbol: "strata_mmq_q6k_dp4a_r128t64",
+	}, {
+		Name:   "q6k_dp4a_r64t128",
+		Symbol: "strata_mmq_q6k_dp4a_r64t128",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_mmq_iq2xs_mma_r64t64",
@@ -3233,11 +3545,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r128t64",
 		Symbol: "strata_mmq_iq2xs_mma_r128t64",
 	}, {
+		Name:   "iq2xs_mma_r64t128",
+		Symbol: "strata_mmq_iq2xs_mma_r64t128",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq2xs_dp4a_r64t64",
 	}, {
 		Name:   "iq2xs_dp4a_r128t64",
 		Symbol: "strata_mmq_iq2xs_dp4a_r128t64",
+	}, {
+		Name:   "iq2xs_dp4a_r64t128",
+		Symbol: "strata_mmq_iq2xs_dp4a_r64t128",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_mmq_iq3xxs_mma_r64t64",
@@ -3245,11 +3563,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r128t64",
 		Symbol: "strata_mmq_iq3xxs_mma_r128t64",
 	}, {
+		Name:   "iq3xxs_mma_r64t128",
+		Symbol: "strata_mmq_iq3xxs_mma_r64t128",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3xxs_dp4a_r64t64",
 	}, {
 		Name:   "iq3xxs_dp4a_r128t64",
 		Symbol: "strata_mmq_iq3xxs_dp4a_r128t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t128",
+		Symbol: "strata_mmq_iq3xxs_dp4a_r64t128",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_mmq_iq3s_mma_r64t64",
@@ -3257,11 +3581,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r128t64",
 		Symbol: "strata_mmq_iq3s_mma_r128t64",
 	}, {
+		Name:   "iq3s_mma_r64t128",
+		Symbol: "strata_mmq_iq3s_mma_r64t128",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3s_dp4a_r64t64",
 	}, {
 		Name:   "iq3s_dp4a_r128t64",
 		Symbol: "strata_mmq_iq3s_dp4a_r128t64",
+	}, {
+		Name:   "iq3s_dp4a_r64t128",
+		Symbol: "strata_mmq_iq3s_dp4a_r64t128",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_mmq_iq1m_mma_r64t64",
@@ -3269,11 +3599,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r128t64",
 		Symbol: "strata_mmq_iq1m_mma_r128t64",
 	}, {
+		Name:   "iq1m_mma_r64t128",
+		Symbol: "strata_mmq_iq1m_mma_r64t128",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_mmq_iq1m_dp4a_r64t64",
 	}, {
 		Name:   "iq1m_dp4a_r128t64",
 		Symbol: "strata_mmq_iq1m_dp4a_r128t64",
+	}, {
+		Name:   "iq1m_dp4a_r64t128",
+		Symbol: "strata_mmq_iq1m_dp4a_r64t128",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3350,50 +3686,146 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t64",
 		Symbol: "strata_moe_prefill_q80_mma_r64t64",
 	}, {
+		Name:   "q80_mma_r128t64",
+		Symbol: "strata_moe_prefill_q80_mma_r128t64",
+	}, {
+		Name:   "q80_mma_r128t32",
+		Symbol: "strata_moe_prefill_q80_mma_r128t32",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
+	}, {
+		Name:   "q80_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q80_dp4a_r128t64",
+	}, {
+		Name:   "q80_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q80_dp4a_r128t32",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
 	}, {
+		Name:   "q20_mma_r128t64",
+		Symbol: "strata_moe_prefill_q20_mma_r128t64",
+	}, {
+		Name:   "q20_mma_r128t32",
+		Symbol: "strata_moe_prefill_q20_mma_r128t32",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
+	}, {
+		Name:   "q20_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q20_dp4a_r128t64",
+	}, {
+		Name:   "q20_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q20_dp4a_r128t32",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
 	}, {
+		Name:   "q4k_mma_r128t64",
+		Symbol: "strata_moe_prefill_q4k_mma_r128t64",
+	}, {
+		Name:   "q4k_mma_r128t32",
+		Symbol: "strata_moe_prefill_q4k_mma_r128t32",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
+	}, {
+		Name:   "q4k_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r128t64",
+	}, {
+		Name:   "q4k_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r128t32",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
 	}, {
+		Name:   "q6k_mma_r128t64",
+		Symbol: "strata_moe_prefill_q6k_mma_r128t64",
+	}, {
+		Name:   "q6k_mma_r128t32",
+		Symbol: "strata_moe_prefill_q6k_mma_r128t32",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
+	}, {
+		Name:   "q6k_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r128t64",
+	}, {
+		Name:   "q6k_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r128t32",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
 	}, {
+		Name:   "iq2xs_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r128t64",
+	}, {
+		Name:   "iq2xs_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r128t32",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
+	}, {
+		Name:   "iq2xs_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r128t64",
+	}, {
+		Name:   "iq2xs_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r128t32",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
 	}, {
+		Name:   "iq3xxs_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t64",
+	}, {
+		Name:   "iq3xxs_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t32",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r128t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r128t32",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
 	}, {
+		Name:   "iq3s_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq3s_mma_r128t64",
+	}, {
+		Name:   "iq3s_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq3s_mma_r128t32",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
+	}, {
+		Name:   "iq3s_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r128t64",
+	}, {
+		Name:   "iq3s_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r128t32",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
 	}, {
+		Name:   "iq1m_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq1m_mma_r128t64",
+	}, {
+		Name:   "iq1m_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq1m_mma_r128t32",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
+	}, {
+		Name:   "iq1m_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r128t64",
+	}, {
+		Name:   "iq1m_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r128t32",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3605,11 +4037,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r128t64",
 		Symbol: "strata_mmq_q80_mma_r128t64",
 	}, {
+		Name:   "q80_mma_r64t128",
+		Symbol: "strata_mmq_q80_mma_r64t128",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_mmq_q80_dp4a_r64t64",
 	}, {
 		Name:   "q80_dp4a_r128t64",
 		Symbol: "strata_mmq_q80_dp4a_r128t64",
+	}, {
+		Name:   "q80_dp4a_r64t128",
+		Symbol: "strata_mmq_q80_dp4a_r64t128",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_mmq_q20_mma_r64t64",
@@ -3617,11 +4055,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r128t64",
 		Symbol: "strata_mmq_q20_mma_r128t64",
 	}, {
+		Name:   "q20_mma_r64t128",
+		Symbol: "strata_mmq_q20_mma_r64t128",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_mmq_q20_dp4a_r64t64",
 	}, {
 		Name:   "q20_dp4a_r128t64",
 		Symbol: "strata_mmq_q20_dp4a_r128t64",
+	}, {
+		Name:   "q20_dp4a_r64t128",
+		Symbol: "strata_mmq_q20_dp4a_r64t128",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_mmq_q4k_mma_r64t64",
@@ -3629,11 +4073,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r128t64",
 		Symbol: "strata_mmq_q4k_mma_r128t64",
 	}, {
+		Name:   "q4k_mma_r64t128",
+		Symbol: "strata_mmq_q4k_mma_r64t128",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_mmq_q4k_dp4a_r64t64",
 	}, {
 		Name:   "q4k_dp4a_r128t64",
 		Symbol: "strata_mmq_q4k_dp4a_r128t64",
+	}, {
+		Name:   "q4k_dp4a_r64t128",
+		Symbol: "strata_mmq_q4k_dp4a_r64t128",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_mmq_q6k_mma_r64t64",
@@ -3641,11 +4091,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r128t64",
 		Symbol: "strata_mmq_q6k_mma_r128t64",
 	}, {
+		Name:   "q6k_mma_r64t128",
+		Symbol: "strata_mmq_q6k_mma_r64t128",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_mmq_q6k_dp4a_r64t64",
 	}, {
 		Name:   "q6k_dp4a_r128t64",
 		Symbol: "strata_mmq_q6k_dp4a_r128t64",
+	}, {
+		Name:   "q6k_dp4a_r64t128",
+		Symbol: "strata_mmq_q6k_dp4a_r64t128",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_mmq_iq2xs_mma_r64t64",
@@ -3653,11 +4109,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r128t64",
 		Symbol: "strata_mmq_iq2xs_mma_r128t64",
 	}, {
+		Name:   "iq2xs_mma_r64t128",
+		Symbol: "strata_mmq_iq2xs_mma_r64t128",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq2xs_dp4a_r64t64",
 	}, {
 		Name:   "iq2xs_dp4a_r128t64",
 		Symbol: "strata_mmq_iq2xs_dp4a_r128t64",
+	}, {
+		Name:   "iq2xs_dp4a_r64t128",
+		Symbol: "strata_mmq_iq2xs_dp4a_r64t128",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_mmq_iq3xxs_mma_r64t64",
@@ -3665,11 +4127,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r128t64",
 		Symbol: "strata_mmq_iq3xxs_mma_r128t64",
 	}, {
+		Name:   "iq3xxs_mma_r64t128",
+		Symbol: "strata_mmq_iq3xxs_mma_r64t128",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3xxs_dp4a_r64t64",
 	}, {
 		Name:   "iq3xxs_dp4a_r128t64",
 		Symbol: "strata_mmq_iq3xxs_dp4a_r128t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t128",
+		Symbol: "strata_mmq_iq3xxs_dp4a_r64t128",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_mmq_iq3s_mma_r64t64",
@@ -3677,11 +4145,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r128t64",
 		Symbol: "strata_mmq_iq3s_mma_r128t64",
 	}, {
+		Name:   "iq3s_mma_r64t128",
+		Symbol: "strata_mmq_iq3s_mma_r64t128",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3s_dp4a_r64t64",
 	}, {
 		Name:   "iq3s_dp4a_r128t64",
 		Symbol: "strata_mmq_iq3s_dp4a_r128t64",
+	}, {
+		Name:   "iq3s_dp4a_r64t128",
+		Symbol: "strata_mmq_iq3s_dp4a_r64t128",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_mmq_iq1m_mma_r64t64",
@@ -3689,11 +4163,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r128t64",
 		Symbol: "strata_mmq_iq1m_mma_r128t64",
 	}, {
+		Name:   "iq1m_mma_r64t128",
+		Symbol: "strata_mmq_iq1m_mma_r64t128",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_mmq_iq1m_dp4a_r64t64",
 	}, {
 		Name:   "iq1m_dp4a_r128t64",
 		Symbol: "strata_mmq_iq1m_dp4a_r128t64",
+	}, {
+		Name:   "iq1m_dp4a_r64t128",
+		Symbol: "strata_mmq_iq1m_dp4a_r64t128",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3770,50 +4250,146 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t64",
 		Symbol: "strata_moe_prefill_q80_mma_r64t64",
 	}, {
+		Name:   "q80_mma_r128t64",
+		Symbol: "strata_moe_prefill_q80_mma_r128t64",
+	}, {
+		Name:   "q80_mma_r128t32",
+		Symbol: "strata_moe_prefill_q80_mma_r128t32",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
+	}, {
+		Name:   "q80_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q80_dp4a_r128t64",
+	}, {
+		Name:   "q80_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q80_dp4a_r128t32",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
 	}, {
+		Name:   "q20_mma_r128t64",
+		Symbol: "strata_moe_prefill_q20_mma_r128t64",
+	}, {
+		Name:   "q20_mma_r128t32",
+		Symbol: "strata_moe_prefill_q20_mma_r128t32",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
+	}, {
+		Name:   "q20_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q20_dp4a_r128t64",
+	}, {
+		Name:   "q20_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q20_dp4a_r128t32",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
 	}, {
+		Name:   "q4k_mma_r128t64",
+		Symbol: "strata_moe_prefill_q4k_mma_r128t64",
+	}, {
+		Name:   "q4k_mma_r128t32",
+		Symbol: "strata_moe_prefill_q4k_mma_r128t32",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
+	}, {
+		Name:   "q4k_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r128t64",
+	}, {
+		Name:   "q4k_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r128t32",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
 	}, {
+		Name:   "q6k_mma_r128t64",
+		Symbol: "strata_moe_prefill_q6k_mma_r128t64",
+	}, {
+		Name:   "q6k_mma_r128t32",
+		Symbol: "strata_moe_prefill_q6k_mma_r128t32",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
+	}, {
+		Name:   "q6k_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r128t64",
+	}, {
+		Name:   "q6k_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r128t32",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
 	}, {
+		Name:   "iq2xs_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r128t64",
+	}, {
+		Name:   "iq2xs_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r128t32",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
+	}, {
+		Name:   "iq2xs_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r128t64",
+	}, {
+		Name:   "iq2xs_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r128t32",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
 	}, {
+		Name:   "iq3xxs_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t64",
+	}, {
+		Name:   "iq3xxs_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t32",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r128t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r128t32",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
 	}, {
+		Name:   "iq3s_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq3s_mma_r128t64",
+	}, {
+		Name:   "iq3s_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq3s_mma_r128t32",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
+	}, {
+		Name:   "iq3s_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r128t64",
+	}, {
+		Name:   "iq3s_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r128t32",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
 	}, {
+		Name:   "iq1m_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq1m_mma_r128t64",
+	}, {
+		Name:   "iq1m_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq1m_mma_r128t32",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
+	}, {
+		Name:   "iq1m_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r128t64",
+	}, {
+		Name:   "iq1m_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r128t32",
 	}},
 	Vendor: "nvidia",
 }, {
