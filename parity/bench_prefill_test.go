@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"testing"
 	"time"
@@ -32,7 +33,8 @@ import (
 // not depend on their values), in as many copies as make ≥ 128 MiB (more than twice the
 // 60 MB L2), used in turn, so no launch finds its weights in L2 from the previous one.
 // Timing: 5 warm-up launches, then 50 timed, an event between consecutive launches, the
-// median reported. STRATA_BENCH_OUT=DIR also writes DIR/bench_prefill.txt.
+// median reported. STRATA_BENCH_OUT=DIR also writes DIR/bench_prefill.txt;
+// STRATA_BENCH_FILTER=REGEXP measures only the variants whose names match.
 func TestBenchPrefill(t *testing.T) {
 	if os.Getenv("STRATA_BENCH") != "1" {
 		t.Skip("set STRATA_BENCH=1 to measure (GPU machine)")
@@ -53,6 +55,7 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 	logf := blog.printf
 	logf("prefill benchmarks on %s (%s, %s), %s", dev.Info().Name, target, dev.Info().PCIBusID, time.Now().UTC().Format(time.RFC3339))
 	const warm, reps = 5, 50
+	filter := regexp.MustCompile(os.Getenv("STRATA_BENCH_FILTER"))
 	// timeIt runs f warm+reps times with events between launches and returns the median
 	// seconds of the timed ones.
 	timeIt := func(f func() error) float64 {
@@ -129,6 +132,9 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 		logf("%-26s %6s %10s %8s %8s", "mmq 4096x14336", "tokens", "median µs", "TOPS", "of mma")
 		spec, _ := kernels.LookupSpec("mmq")
 		for _, v := range co.Variants {
+			if !filter.MatchString(v.Name) {
+				continue
+			}
 			vals := variantValues(spec, v.Name)
 			qt := mmqTypes[vals["type"]]
 			bm, bn, err := mmqTile(vals["tile"])
@@ -189,6 +195,9 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 		logf("%-26s %6s %9s %9s %9s %9s %10s %8s %8s", "moe_prefill 2048/768 128x8", "tokens", "route µs", "gate/up", "down", "combine", "layer µs", "TOPS", "of mma")
 		spec, _ := kernels.LookupSpec("moe_prefill")
 		for _, v := range co.Variants {
+			if !filter.MatchString(v.Name) {
+				continue
+			}
 			vals := variantValues(spec, v.Name)
 			qt := mmqTypes[vals["type"]]
 			bm, bn, err := mmqTile(vals["tile"])

@@ -695,6 +695,26 @@ STRATA_DEVICE void strata_mmq_fold(const strata_mmq_smem<QT, NW, BM, BN>& s, int
 // store int8 rows and per-(row, group) scales {base, m0, m1, offb·offm} and per-(token,
 // group) {d_x, d_x·Σq_x}; barrier; mma and fold; barrier. Several blocks per SM overlap
 // one block's staging with another's matrix work.
+// Occupancy: the mma kernels ask ptxas for B blocks per SM (launch_bounds' second argument
+// caps registers at 65536 / (128·B)): B = 3 for tiles of 64 accumulators per lane, 4 for 32.
+// Without it ptxas took 255 registers (2 blocks per SM) for r128t64. STRATA_MMQ_OCC(b) can
+// be redefined when compiling (a measurement knob; the committed value is b).
+#ifndef STRATA_MMQ_OCC
+#define STRATA_MMQ_OCC(b) b
+#endif
+#ifdef __NVPTX__
+#define STRATA_MMQ_NV_BOUNDS(t, b) __attribute__((launch_bounds(t, STRATA_MMQ_OCC(b))))
+#else
+#define STRATA_MMQ_NV_BOUNDS(t, b)
+#endif
+// L2 prefetch of the next K step's bytes while this one computes (a hint; no-op elsewhere).
+STRATA_DEVICE void strata_mmq_prefetch_l2(const void* p) {
+#ifdef __NVPTX__
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+#else
+  (void)p;
+#endif
+}
 constexpr f32 STRATA_MMQ_MAGIC = 12582912.0f;  // 1.5·2²³
 constexpr i32 STRATA_MMQ_MAGIC_BITS = 0x4B400000;
 
@@ -836,6 +856,26 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
   for (int g0 = 0; g0 < ng; g0 += KT) {
     strata_mmq_nv_stage<QT, NW, BM, BN>(s, src, g0, ng);
     strata_barrier();
+    if (g0 + KT < ng) {
+      // The first and last byte of the next step's blocks of one weight row or token.
+      constexpr int GPB = QT::QK / 32;
+      const int g1 = g0 + KT, gl = g1 + KT - 1 < ng - 1 ? g1 + KT - 1 : ng - 1;
+      for (int j = tid; j < NW * BM + BN; j += STRATA_MMQ_THREADS) {
+        if (j < NW * BM) {
+          const u8* row = src.wrow(j / BM, j % BM);
+          if (row) {
+            strata_mmq_prefetch_l2(row + (i64)(g1 / GPB) * QT::BYTES);
+            strata_mmq_prefetch_l2(row + (i64)(gl / GPB + 1) * QT::BYTES - 1);
+          }
+        } else {
+          const u8* xb = src.xblk(j - NW * BM, g1);
+          if (xb) {
+            strata_mmq_prefetch_l2(xb);
+            strata_mmq_prefetch_l2(xb + 36 * (gl - g1) + 35);
+          }
+        }
+      }
+    }
     const int hk = hook < 0 ? -1 : (hook >= g0 && hook < g0 + KT ? hook - g0 : KT);
     const int nk = ng - g0 < KT ? ng - g0 : KT;
 #pragma unroll
@@ -1189,7 +1229,7 @@ constexpr unsigned long strata_mmq_sizes[] = {
 };
 __shared__ __attribute__((aligned(16))) u8 strata_mmq_lds[strata_mmq_cmax(strata_mmq_sizes, sizeof(strata_mmq_sizes) / sizeof(strata_mmq_sizes[0]))];
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1202,7 +1242,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -1215,7 +1255,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
@@ -1267,7 +1307,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_dp4
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1280,7 +1320,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -1293,7 +1333,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
@@ -1345,7 +1385,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_dp4
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1358,7 +1398,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -1371,7 +1411,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
@@ -1423,7 +1463,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_dp4
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q6k QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1436,7 +1476,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q6k QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -1449,7 +1489,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_q6k QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
@@ -1501,7 +1541,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_dp4
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1514,7 +1554,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_m
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -1527,7 +1567,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_m
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
@@ -1579,7 +1619,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_d
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1592,7 +1632,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -1605,7 +1645,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
@@ -1657,7 +1697,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1670,7 +1710,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mm
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -1683,7 +1723,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mm
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
@@ -1735,7 +1775,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_dp
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq1m QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1748,7 +1788,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mm
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq1m QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -1761,7 +1801,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mm
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_iq1m QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;

@@ -721,6 +721,26 @@ STRATA_DEVICE void strata_mmq_fold(const strata_mmq_smem<QT, NW, BM, BN>& s, int
 // store int8 rows and per-(row, group) scales {base, m0, m1, offb·offm} and per-(token,
 // group) {d_x, d_x·Σq_x}; barrier; mma and fold; barrier. Several blocks per SM overlap
 // one block's staging with another's matrix work.
+// Occupancy: the mma kernels ask ptxas for B blocks per SM (launch_bounds' second argument
+// caps registers at 65536 / (128·B)): B = 3 for tiles of 64 accumulators per lane, 4 for 32.
+// Without it ptxas took 255 registers (2 blocks per SM) for r128t64. STRATA_MMQ_OCC(b) can
+// be redefined when compiling (a measurement knob; the committed value is b).
+#ifndef STRATA_MMQ_OCC
+#define STRATA_MMQ_OCC(b) b
+#endif
+#ifdef __NVPTX__
+#define STRATA_MMQ_NV_BOUNDS(t, b) __attribute__((launch_bounds(t, STRATA_MMQ_OCC(b))))
+#else
+#define STRATA_MMQ_NV_BOUNDS(t, b)
+#endif
+// L2 prefetch of the next K step's bytes while this one computes (a hint; no-op elsewhere).
+STRATA_DEVICE void strata_mmq_prefetch_l2(const void* p) {
+#ifdef __NVPTX__
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+#else
+  (void)p;
+#endif
+}
 constexpr f32 STRATA_MMQ_MAGIC = 12582912.0f;  // 1.5·2²³
 constexpr i32 STRATA_MMQ_MAGIC_BITS = 0x4B400000;
 
@@ -862,6 +882,26 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
   for (int g0 = 0; g0 < ng; g0 += KT) {
     strata_mmq_nv_stage<QT, NW, BM, BN>(s, src, g0, ng);
     strata_barrier();
+    if (g0 + KT < ng) {
+      // The first and last byte of the next step's blocks of one weight row or token.
+      constexpr int GPB = QT::QK / 32;
+      const int g1 = g0 + KT, gl = g1 + KT - 1 < ng - 1 ? g1 + KT - 1 : ng - 1;
+      for (int j = tid; j < NW * BM + BN; j += STRATA_MMQ_THREADS) {
+        if (j < NW * BM) {
+          const u8* row = src.wrow(j / BM, j % BM);
+          if (row) {
+            strata_mmq_prefetch_l2(row + (i64)(g1 / GPB) * QT::BYTES);
+            strata_mmq_prefetch_l2(row + (i64)(gl / GPB + 1) * QT::BYTES - 1);
+          }
+        } else {
+          const u8* xb = src.xblk(j - NW * BM, g1);
+          if (xb) {
+            strata_mmq_prefetch_l2(xb);
+            strata_mmq_prefetch_l2(xb + 36 * (gl - g1) + 35);
+          }
+        }
+      }
+    }
     const int hk = hook < 0 ? -1 : (hook >= g0 && hook < g0 + KT ? hook - g0 : KT);
     const int nk = ng - g0 < KT ? ng - g0 : KT;
 #pragma unroll
@@ -1146,53 +1186,82 @@ STRATA_DEVICE void strata_mmq_run(strata_mmq_lds_t<QT, NW, BM, BN, MMA>& s, cons
 // down once per BN of its tokens), activations T·k·(H + F)/32·36, yp written and read 2·4·T·k·H,
 // out 8·T·H; int8 ops 2·T·k·(2·F·H + H·F) = 6·T·k·F·H.
 
-// Route scratch: counts and running positions per expert, one chunk of ids.
+// Route scratch. The pairs are cut into one contiguous range per wave (a multiple of 32
+// long); pos[w][e] first counts wave w's pairs of expert e, then holds the next list
+// position for them: offset(e) + the pairs of e in the ranges of waves before w.
 struct strata_moe_route_smem {
-  i32 cnt[128 * 8];  // n_expert ≤ 1024
-  i32 pos[128 * 8];
-  i32 chunk[128];
+  i32 pos[128 / 32][1024];  // n_expert ≤ 1024
+  i32 part[2][128];         // per thread: pairs and tiles of its experts → their prefixes
 };
 
+// Phase 0. Counts (shared atomics per wave), per-expert offsets and the tile schedule (each
+// thread owns a run of ≤ 8 consecutive experts; one serial scan over the threads' sums),
+// then the stable placement: each wave walks its range in chunks of 32 pairs; a pair's rank
+// among the earlier lanes with the same expert comes from 32 shuffles, and the chunk's last
+// lane of each expert advances pos. The next chunk's ids are loaded before the current one
+// is ranked. List order: by expert, within an expert by pair index (deterministic).
 template <int BN>
 STRATA_DEVICE void strata_moe_route(const struct strata_moe_prefill_args& p, strata_moe_route_smem& s) {
-  const int tid = (int)strata_thread_x(), nt = 128;
+  constexpr int NT = 128, NWV = NT / 32;
+  const int tid = (int)strata_thread_x(), lane = tid & 31, wv = tid >> 5;
   const int E = p.n_expert, np = p.tokens * p.k_used;
-  for (int e = tid; e < E; e += nt) s.cnt[e] = 0;
+  const int q = (np + 32 * NWV - 1) / (32 * NWV) * 32;  // pairs per wave
+  const int lo = wv * q, hi = lo + q < np ? lo + q : np;
+  for (int i = tid; i < NWV * E; i += NT) s.pos[i / E][i % E] = 0;
   strata_barrier();
-  for (int i = tid; i < np; i += nt) __atomic_fetch_add(&s.cnt[p.ids[i]], 1, __ATOMIC_RELAXED);
+#pragma unroll 8
+  for (int i = lo + lane; i < hi; i += 32) __atomic_fetch_add(&s.pos[wv][p.ids[i]], 1, __ATOMIC_RELAXED);
   strata_barrier();
-  // Offsets and the tile schedule: serial over experts (E ≤ 1024 steps).
+  const int ep = (E + NT - 1) / NT, e0 = tid * ep, e1 = e0 + ep < E ? e0 + ep : E;
+  i32 cs = 0, ts = 0;
+  for (int e = e0; e < e1; ++e) {
+    i32 c = 0;
+    for (int w = 0; w < NWV; ++w) c += s.pos[w][e];
+    cs += c, ts += (c + BN - 1) / BN;
+  }
+  s.part[0][tid] = cs, s.part[1][tid] = ts;
+  strata_barrier();
   if (tid == 0) {
-    i32 off = 0, nt2 = 0;
-    i32* offs = p.sched + E;
-    i32* tiles = p.sched + 2 * E + 1;
-    for (int e = 0; e < E; ++e) {
-      const i32 c = s.cnt[e];
-      p.sched[e] = c, offs[e] = off, s.pos[e] = off;
-      for (i32 t0 = 0; t0 < c; t0 += BN) tiles[2 * nt2] = e, tiles[2 * nt2 + 1] = t0, ++nt2;
-      off += c;
+    i32 c = 0, t = 0;
+    for (int j = 0; j < NT; ++j) {
+      const i32 cj = s.part[0][j], tj = s.part[1][j];
+      s.part[0][j] = c, s.part[1][j] = t;
+      c += cj, t += tj;
     }
-    p.sched[2 * E] = nt2;
+    p.sched[2 * E] = t;
   }
   strata_barrier();
-  // Stable placement, one chunk of nt pairs at a time: a pair's rank among the earlier pairs
-  // of its chunk with the same expert, plus the expert's running position.
-  for (int c0 = 0; c0 < np; c0 += nt) {
-    const int i = c0 + tid;
-    const i32 e = i < np ? p.ids[i] : -1;
-    s.chunk[tid] = e;
-    strata_barrier();
-    int rank = 0, later = 0;
-    if (e >= 0) {
-      for (int j = 0; j < nt; ++j) {
-        const i32 f = s.chunk[j];
-        rank += (j < tid && f == e) ? 1 : 0;
-        later += (j > tid && f == e) ? 1 : 0;
+  {
+    i32 off = s.part[0][tid], toff = s.part[1][tid];
+    i32* tiles = p.sched + 2 * E + 1;
+    for (int e = e0; e < e1; ++e) {
+      i32 c = 0;
+      for (int w = 0; w < NWV; ++w) {
+        const i32 cw = s.pos[w][e];
+        s.pos[w][e] = off + c;
+        c += cw;
       }
-      p.list[s.pos[e] + rank] = i;
+      p.sched[e] = c, p.sched[E + e] = off;
+      for (i32 t0 = 0; t0 < c; t0 += BN) tiles[2 * toff] = e, tiles[2 * toff + 1] = t0, ++toff;
+      off += c;
     }
-    strata_barrier();
-    if (e >= 0 && later == 0) s.pos[e] += rank + 1;  // the chunk's last pair of expert e
+  }
+  strata_barrier();
+  i32 nxt = lo + lane < hi ? p.ids[lo + lane] : -1;
+  for (int c0 = 0; c0 < q; c0 += 32) {  // the same number of steps in every wave
+    const int i = lo + c0 + lane;
+    const i32 e = nxt;
+    nxt = i + 32 < hi ? p.ids[i + 32] : -1;
+    int rank = 0, later = 0;
+#pragma unroll 8
+    for (int j = 0; j < 32; ++j) {
+      const i32 f = strata_shfl_i32(e, (u32)j);
+      rank += (j < lane && f == e) ? 1 : 0;
+      later += (j > lane && f == e) ? 1 : 0;
+    }
+    if (e >= 0) p.list[s.pos[wv][e] + rank] = i;
+    strata_barrier();  // every lane has read pos[wv][e] before it moves
+    if (e >= 0 && later == 0) s.pos[wv][e] += rank + 1;
     strata_barrier();
   }
 }
@@ -1293,7 +1362,7 @@ constexpr unsigned long strata_mmq_sizes[] = {
 };
 __shared__ __attribute__((aligned(16))) u8 strata_mmq_lds[strata_mmq_cmax(strata_mmq_sizes, sizeof(strata_mmq_sizes) / sizeof(strata_mmq_sizes[0]))];
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r64t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q80 QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -1362,7 +1431,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r128t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q80 QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -1431,7 +1500,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r128t32(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q80 QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
@@ -1707,7 +1776,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_mma_r64t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_q20_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q20 QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -1776,7 +1845,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_mma_r128t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_moe_prefill_q20_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q20 QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -1845,7 +1914,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_mma_r128t32(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_q20_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q20 QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
@@ -2121,7 +2190,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_mma_r64t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q4k QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -2190,7 +2259,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_mma_r128t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q4k QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -2259,7 +2328,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_mma_r128t32(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q4k QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
@@ -2535,7 +2604,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r64t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q6k QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -2604,7 +2673,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r128t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q6k QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -2673,7 +2742,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r128t32(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q6k QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
@@ -2949,7 +3018,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_mma_r64t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq2xs QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -3018,7 +3087,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_mma_r128t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq2xs QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -3087,7 +3156,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_mma_r128t32(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq2xs QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
@@ -3363,7 +3432,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_mma_r64t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3xxs QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -3432,7 +3501,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_mma_r128t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3xxs QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -3501,7 +3570,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_mma_r128t32(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3xxs QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
@@ -3777,7 +3846,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_mma_r64t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3s QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -3846,7 +3915,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_mma_r128t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3s QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -3915,7 +3984,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_mma_r128t32(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3s QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
@@ -4191,7 +4260,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_mma_r64t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq1m QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -4260,7 +4329,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_mma_r128t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq1m QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -4329,7 +4398,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_mma_r128t32(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq1m QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
