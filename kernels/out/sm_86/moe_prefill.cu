@@ -729,9 +729,11 @@ STRATA_DEVICE void strata_mmq_fold(const strata_mmq_smem<QT, NW, BM, BN>& s, int
 #define STRATA_MMQ_OCC(b) b
 #endif
 #ifdef __NVPTX__
-#define STRATA_MMQ_NV_BOUNDS(t, b) __attribute__((launch_bounds(t, STRATA_MMQ_OCC(b))))
+#define STRATA_MMQ3_BOUNDS(t) __attribute__((launch_bounds(t, STRATA_MMQ_OCC(3))))
+#define STRATA_MMQ4_BOUNDS(t) __attribute__((launch_bounds(t, STRATA_MMQ_OCC(4))))
 #else
-#define STRATA_MMQ_NV_BOUNDS(t, b)
+#define STRATA_MMQ3_BOUNDS(t)
+#define STRATA_MMQ4_BOUNDS(t)
 #endif
 // L2 prefetch of the next K step's bytes while this one computes (a hint; no-op elsewhere).
 STRATA_DEVICE void strata_mmq_prefetch_l2(const void* p) {
@@ -1362,7 +1364,7 @@ constexpr unsigned long strata_mmq_sizes[] = {
 };
 __shared__ __attribute__((aligned(16))) u8 strata_mmq_lds[strata_mmq_cmax(strata_mmq_sizes, sizeof(strata_mmq_sizes) / sizeof(strata_mmq_sizes[0]))];
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r64t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q80 QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -1431,7 +1433,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_pref
   }
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r128t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q80 QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -1500,7 +1502,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_moe_pref
   }
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r128t32(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q80 QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
@@ -1776,7 +1778,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_q20_mma_r64t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q20 QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -1845,7 +1847,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_pref
   }
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_moe_prefill_q20_mma_r128t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q20 QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -1914,7 +1916,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_moe_pref
   }
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_q20_mma_r128t32(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q20 QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
@@ -2190,7 +2192,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_mma_r64t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q4k QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -2259,7 +2261,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_pref
   }
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_mma_r128t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q4k QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -2328,7 +2330,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_moe_pref
   }
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_mma_r128t32(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q4k QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
@@ -2604,7 +2606,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r64t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q6k QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -2673,7 +2675,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_pref
   }
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r128t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q6k QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -2742,7 +2744,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_moe_pref
   }
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r128t32(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q6k QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
@@ -3018,7 +3020,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_mma_r64t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq2xs QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -3087,7 +3089,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_pref
   }
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_mma_r128t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq2xs QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -3156,7 +3158,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_moe_pref
   }
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_mma_r128t32(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq2xs QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
@@ -3432,7 +3434,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_mma_r64t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3xxs QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -3501,7 +3503,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_pref
   }
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_mma_r128t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3xxs QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -3570,7 +3572,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_moe_pref
   }
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_mma_r128t32(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3xxs QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
@@ -3846,7 +3848,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_mma_r64t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3s QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -3915,7 +3917,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_pref
   }
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_mma_r128t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3s QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -3984,7 +3986,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_moe_pref
   }
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_mma_r128t32(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3s QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
@@ -4260,7 +4262,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_mma_r64t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq1m QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -4329,7 +4331,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_pref
   }
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_mma_r128t64(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq1m QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
@@ -4398,7 +4400,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_moe_pref
   }
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_mma_r128t32(const struct strata_moe_prefill_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq1m QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;

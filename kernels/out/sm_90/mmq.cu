@@ -703,9 +703,11 @@ STRATA_DEVICE void strata_mmq_fold(const strata_mmq_smem<QT, NW, BM, BN>& s, int
 #define STRATA_MMQ_OCC(b) b
 #endif
 #ifdef __NVPTX__
-#define STRATA_MMQ_NV_BOUNDS(t, b) __attribute__((launch_bounds(t, STRATA_MMQ_OCC(b))))
+#define STRATA_MMQ3_BOUNDS(t) __attribute__((launch_bounds(t, STRATA_MMQ_OCC(3))))
+#define STRATA_MMQ4_BOUNDS(t) __attribute__((launch_bounds(t, STRATA_MMQ_OCC(4))))
 #else
-#define STRATA_MMQ_NV_BOUNDS(t, b)
+#define STRATA_MMQ3_BOUNDS(t)
+#define STRATA_MMQ4_BOUNDS(t)
 #endif
 // L2 prefetch of the next K step's bytes while this one computes (a hint; no-op elsewhere).
 STRATA_DEVICE void strata_mmq_prefetch_l2(const void* p) {
@@ -1229,7 +1231,7 @@ constexpr unsigned long strata_mmq_sizes[] = {
 };
 __shared__ __attribute__((aligned(16))) u8 strata_mmq_lds[strata_mmq_cmax(strata_mmq_sizes, sizeof(strata_mmq_sizes) / sizeof(strata_mmq_sizes[0]))];
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1242,7 +1244,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_mmq_q80_
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -1255,7 +1257,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_q80_
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
@@ -1307,7 +1309,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_dp4
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1320,7 +1322,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_mmq_q20_
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -1333,7 +1335,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_q20_
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
@@ -1385,7 +1387,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_dp4
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1398,7 +1400,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_mmq_q4k_
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -1411,7 +1413,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_q4k_
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
@@ -1463,7 +1465,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_dp4
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q6k QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1476,7 +1478,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_mmq_q6k_
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q6k QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -1489,7 +1491,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_q6k_
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_q6k QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
@@ -1541,7 +1543,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_dp4
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1554,7 +1556,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_mmq_iq2x
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -1567,7 +1569,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_iq2x
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
@@ -1619,7 +1621,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_d
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1632,7 +1634,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_mmq_iq3x
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -1645,7 +1647,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_iq3x
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
@@ -1697,7 +1699,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1710,7 +1712,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_mmq_iq3s
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -1723,7 +1725,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_iq3s
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
@@ -1775,7 +1777,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_dp
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq1m QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1788,7 +1790,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 4) STRATA_MMQ_VGPRS strata_mmq_iq1m
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq1m QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -1801,7 +1803,7 @@ STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_iq1m
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ_NV_BOUNDS(128, 3) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_iq1m QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
