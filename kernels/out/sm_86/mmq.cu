@@ -679,15 +679,18 @@ STRATA_DEVICE void strata_mmq_fold(const strata_mmq_smem<QT, NW, BM, BN>& s, int
 // The fold without int→float conversions (I2F issues at a quarter of the FP32 rate on
 // sm_80..sm_90): the mma's C input is the bit pattern of 1.5·2²³ (0x4B400000), so its int32
 // result D = 0x4B400000 + s is, read as f32, exactly 1.5·2²³ + s for |s| < 2²² (every group
-// sum: |s| ≤ 32·128·128 = 2¹⁹). Per output and group then, all exact but the last:
-//   main = fma(D, m, −1.5·2²³·m)   (= m·s: 1.5·2²³·m is exact, m·s < 2²⁴)   1 FFMA
-//   acc  = fma(base·d_x, main, acc)                                          FMUL + FFMA
-// 16-split types (m0 ≠ m1 per half): two m16n8k16 per call, main = t0 + t1 (both exact,
-// sum < 2²⁴): 3 FFMA/FADD + FMUL + FFMA. Q4_K adds fma(offb·offm, d_x·Σq_x, acc) (both
-// factors exact, the same real product as fma(offb·d_x, offm·Σq_x) in the AMD core).
-// Cost per m16n8k32 (4 outputs per lane): 12 FP32 instructions (non-split), 20 (split),
-// 16 (Q4_K); no I2F and no integer ALU in the fold. The result is bit-identical to the AMD
-// core's fold (same roundings: one per fold).
+// sum: |s| ≤ 32·128·128 = 2¹⁹). Per output and group then (STRATA_MMQ_FOLD2, the default):
+//   w    = fma(D, base·m, −1.5·2²³·base·m)  (base·m ≤ 19 bits and 1.5·2²³·base·m ≤ 21 bits
+//          are exact, staged per row; the result is base·m·s rounded once)   1 FFMA
+//   acc  = fma(d_x, w, acc)                                                 1 FFMA
+// one rounding more per group than the AMD core's fma(base·d_x, m·s, acc); it adds at most
+// 2⁻²⁴·S to the error (parity/mmq.go's derivation). 16-split types (m0 ≠ m1 per half): two
+// m16n8k16, t_h = fma(D_h, m_h, −1.5·2²³·m_h) exact, main = t0 + t1 exact (< 2²⁴), then
+// acc = fma(base·d_x, main, acc): 5 FP32. Q4_K adds fma(offb·offm, d_x·Σq_x, acc) (both
+// factors exact: the same real product as the AMD core's fma(offb·d_x, offm·Σq_x, acc)).
+// Per m16n8k32 (4 outputs per lane): 8 FP32 instructions (non-split), 20 (split), 12
+// (Q4_K); no I2F and no integer ALU in the fold. With STRATA_MMQ_FOLD2=0 the non-split fold
+// is the AMD core's (main = fma(D, m, −1.5·2²³·m) exact, then FMUL + FFMA: 12 per mma).
 //
 // Staging per K step of KT = 4 groups: every thread's weight jobs (NW·BM·KT/128) and
 // activation jobs (BN·KT/128) issue all their global loads before any store (edges load a
@@ -717,6 +720,9 @@ STRATA_DEVICE void strata_mmq_prefetch_l2(const void* p) {
   (void)p;
 #endif
 }
+#ifndef STRATA_MMQ_FOLD2
+#define STRATA_MMQ_FOLD2 1
+#endif
 constexpr f32 STRATA_MMQ_MAGIC = 12582912.0f;  // 1.5·2²³
 constexpr i32 STRATA_MMQ_MAGIC_BITS = 0x4B400000;
 
@@ -724,7 +730,8 @@ template <class QT, int NW, int BM, int BN>
 struct strata_mmq_nv_smem {
   alignas(16) i8 w[NW * BM][STRATA_MMQ_KS];      // decoded weight rows, matrix m at rows m·BM
   alignas(16) i8 x[BN][STRATA_MMQ_KS];           // activation quants
-  alignas(16) f32 ws[STRATA_MMQ_KT][NW * BM][4];  // base, m0, m1, offb·offm (all exact)
+  alignas(16) f32 ws[STRATA_MMQ_KT][NW * BM][4];  // non-split with FOLD2: base·m0, −1.5·2²³·base·m0, m0,
+                                                  // offb·offm; else base, m0, m1, offb·offm (all exact)
   alignas(16) f32 xs[STRATA_MMQ_KT][BN][2];      // d_x, d_x·Σq_x (exact)
   typename QT::lds tab;
 };
@@ -810,7 +817,9 @@ STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, co
     __builtin_memcpy(__builtin_assume_aligned(&s.w[m * BM + r][32 * kg], 16), &lo, 16);
     __builtin_memcpy(__builtin_assume_aligned(&s.w[m * BM + r][32 * kg + 16], 16), &hi, 16);
     typedef f32 strata_f32x4 __attribute__((__vector_size__(16)));
-    strata_f32x4 sc = {okw[u] ? G[u].base : 0.0f, (f32)G[u].m0, (f32)G[u].m1, QT::MIN ? G[u].offb * (f32)G[u].offm : 0.0f};
+    const f32 base = okw[u] ? G[u].base : 0.0f, m0 = (f32)G[u].m0, wo = QT::MIN ? G[u].offb * (f32)G[u].offm : 0.0f;
+    strata_f32x4 sc = {base, m0, (f32)G[u].m1, wo};
+    if (STRATA_MMQ_FOLD2 && !strata_mmq_split<QT>::v) sc[0] = base * m0, sc[1] = -STRATA_MMQ_MAGIC * (base * m0), sc[2] = m0;
     __builtin_memcpy(__builtin_assume_aligned(&s.ws[kg][m * BM + r][0], 16), &sc, 16);
   }
 #pragma unroll
@@ -931,14 +940,24 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
 #pragma unroll
             for (int e = 0; e < 8; ++e) {
               const int h = e >> 2, y = (e >> 1) & 1, z = e & 1;
-              f32 mn = __builtin_fmaf(__builtin_bit_cast(f32, d0.v[e]), m0[y], n0[y]);
-              if (SPLIT) mn += __builtin_fmaf(__builtin_bit_cast(f32, d1.v[e]), m1[y], n1[y]);
               f32& ac = acc[m][i][j][e];
-              if constexpr (HOOK) {
-                if (kg == hk) ac = __builtin_bit_cast(f32, (i32)mn);
+              if constexpr (STRATA_MMQ_FOLD2 && !SPLIT) {
+                // base[y], m0[y], m1[y] hold base·m0, −1.5·2²³·base·m0, m0 (see the staging).
+                if constexpr (HOOK) {
+                  if (kg == hk) ac = __builtin_bit_cast(f32, (i32)__builtin_fmaf(__builtin_bit_cast(f32, d0.v[e]), m1[y], -STRATA_MMQ_MAGIC * m1[y]));
+                } else {
+                  ac = __builtin_fmaf(dx[j][h][z], __builtin_fmaf(__builtin_bit_cast(f32, d0.v[e]), base[y], m0[y]), ac);
+                  if (QT::MIN) ac = __builtin_fmaf(om[y], sx[j][h][z], ac);
+                }
               } else {
-                ac = __builtin_fmaf(base[y] * dx[j][h][z], mn, ac);
-                if (QT::MIN) ac = __builtin_fmaf(om[y], sx[j][h][z], ac);
+                f32 mn = __builtin_fmaf(__builtin_bit_cast(f32, d0.v[e]), m0[y], n0[y]);
+                if (SPLIT) mn += __builtin_fmaf(__builtin_bit_cast(f32, d1.v[e]), m1[y], n1[y]);
+                if constexpr (HOOK) {
+                  if (kg == hk) ac = __builtin_bit_cast(f32, (i32)mn);
+                } else {
+                  ac = __builtin_fmaf(base[y] * dx[j][h][z], mn, ac);
+                  if (QT::MIN) ac = __builtin_fmaf(om[y], sx[j][h][z], ac);
+                }
               }
             }
           }
