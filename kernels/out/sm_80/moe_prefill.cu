@@ -782,9 +782,12 @@ constexpr unsigned long strata_mmq_nv_tile_bytes() {
 // RAW: the raw rows fit beside the tile in the target's LDS; then the weights are staged
 // as coalesced 16-byte copies one K step ahead (see strata_mmq_nv_run), else decoded from
 // global memory in the step itself.
+#ifndef STRATA_MMQ_RAW
+#define STRATA_MMQ_RAW 1  // 0: never stage raw rows (a measurement knob)
+#endif
 template <class QT, int NW, int BM, int BN>
 struct strata_mmq_nv_raw {
-  static constexpr bool v = strata_mmq_nv_tile_bytes<QT, NW, BM, BN>() + (unsigned long)NW * BM * 16 * strata_mmq_rawc<QT>::v <= STRATA_LDS_BYTES;
+  static constexpr bool v = STRATA_MMQ_RAW && strata_mmq_nv_tile_bytes<QT, NW, BM, BN>() + (unsigned long)NW * BM * 16 * strata_mmq_rawc<QT>::v <= STRATA_LDS_BYTES;
 };
 
 template <class QT, int NW, int BM, int BN>
