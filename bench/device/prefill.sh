@@ -7,10 +7,11 @@
 #   bench/device/prefill.sh gpu [DIR]     GPU machine, repository root, DIR as built:
 #                                         1. ptxas -v of both PTX files (registers, spills),
 #                                            in the background;
-#                                         2. parity of mmq and moe_prefill, four processes
-#                                            (family × op) in parallel, fresh seeds,
+#                                         2. parity of mmq and moe_prefill, one process per
+#                                            family × op × tile in parallel, fresh seeds,
 #                                            STRATA_REQUIRE_GPU=1, each under PLIMIT s;
-#                                         3. TestBenchPrefill alone (under BLIMIT s);
+#                                         3. TestBenchPrefill alone (under BLIMIT s;
+#                                            STRATA_BENCH_FILTER passes through);
 #                                         4. bench/device/intmm.py: torch._int_mm (cuBLASLt) on
 #                                            the same shapes, alone.
 #                                         Tables to stdout; $OUT gets the tables and one
@@ -47,10 +48,13 @@ gpu() {
 			sed -E "s/ptxas info *: //g; s/Compiling entry function //; s/ for 'sm_90'//" >"$work/ptxas-$f.txt") &
 	done
 	local s=$SECONDS
+	local fam op tile
 	for fam in mmq moe_prefill; do
 		for op in mma dp4a; do
-			timeout "${PLIMIT:-120}" "$dev/parity.test" -test.v -test.count "${PCOUNT:-1}" -test.timeout "$((${PLIMIT:-120} - 5))s" \
-				-test.run "TestParity/sm_90/$fam/[a-z0-9]+_${op}_" >"$work/parity-$fam-$op.log" 2>&1 &
+			for tile in r64t64 r128t64 r64t128 r128t32; do
+				timeout "${PLIMIT:-120}" "$dev/parity.test" -test.v -test.count "${PCOUNT:-1}" -test.timeout "$((${PLIMIT:-120} - 5))s" \
+					-test.run "TestParity/sm_90/$fam/[a-z0-9]+_${op}_${tile}\$" >"$work/parity-$fam-$op-$tile.log" 2>&1 &
+			done
 		done
 	done
 	wait
@@ -63,13 +67,10 @@ gpu() {
 	PYTHONUNBUFFERED=1 timeout "${ILIMIT:-60}" python3 "$dev/intmm.py" "$work/intmm.txt" >"$work/intmm.log" 2>&1
 	echo "intmm: exit $? in $((SECONDS - s)) s"
 	cat "$work/gpu.txt"
-	for fam in mmq moe_prefill; do
-		for op in mma dp4a; do
-			local l="$work/parity-$fam-$op.log"
-			echo "parity $fam $op: passed $(grep -cE '^\s*--- PASS: TestParity/.*/.*/.*/' "$l"), failed $(grep -cE '^\s*--- FAIL: TestParity/.*/.*/.*/' "$l")," \
-				"$(grep -E '^(ok|FAIL|PASS)$' "$l" | tr '\n' ' ')"
-			grep -E "^\s*--- FAIL|panic:|timed out" "$l" | head -8
-		done
+	for l in "$work"/parity-*.log; do
+		echo "$(basename "$l" .log): passed $(grep -cE '^\s*--- PASS: TestParity/.*/.*/.*/' "$l"), failed $(grep -cE '^\s*--- FAIL: TestParity/.*/.*/.*/' "$l")," \
+			"$(grep -E '^(ok|FAIL|PASS)$|no tests to run' "$l" | tr '\n' ' ')"
+		grep -E "^\s*--- FAIL|panic:|timed out" "$l" | head -8
 	done
 	cat "$work"/ptxas-*.txt
 	cat "$work/bench_prefill.txt" 2>/dev/null || tail -30 "$work/bench-prefill.log"
