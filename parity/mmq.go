@@ -41,17 +41,13 @@ var mmqY1 = Bound{Name: "y", MaxRowRel: 2.7e-5, Why: `
 	fold acc = fma(base·d_x, main, acc) is one rounding of at most 2⁻²⁴ relative to a partial
 	bounded by S. One fold per 32-element group (Q8_0, Q2_0, Q6_K, IQ2_XS, IQ3_XXS, IQ3_S,
 	IQ1_M), sequential in one f32 accumulator: n = K/32 ≤ 448 at K = 14336;
-	γ₄₄₈ = 448·2⁻²⁴/(1 − 448·2⁻²⁴) = 2.670e-5. The NVIDIA mma core folds the non-split types
-	as w = fl(base·m·s) (one rounding, exact operands) then acc = fma(d_x, w, acc): each term
-	enters the sum with one more relative error ≤ 2⁻²⁴, which adds ≤ 2⁻²⁴·S in all:
-	γ₄₄₈(1 + 2⁻²⁴) + 2⁻²⁴ = 2.676e-5: bound 2.7e-5. The float64 reference is exact per term
-	(≤ 46 bits) and sums ≤ 896 terms: its error ≤ 1e-13·S.`}
+	γ₄₄₈ = 448·2⁻²⁴/(1 − 448·2⁻²⁴) = 2.670e-5: bound 2.7e-5. The float64 reference is exact
+	per term (≤ 46 bits) and sums ≤ 896 terms: its error ≤ 1e-13·S.`}
 
 var mmqY2 = Bound{Name: "y", MaxRowRel: 5.4e-5, Why: `
 	As the one-fold types, but Q4_K folds twice per group: the group's main sum and its min
 	term fma(offb·d_x, offm·Σq_x, acc) (offb·d_x exact, |offm·Σq_x| < 2¹⁸ exact).
-	n = 2·K/32 ≤ 896 at K = 14336; γ₈₉₆ = 5.341e-5, plus 2⁻²⁴ for the NVIDIA core's rounded
-	main term (as the one-fold types): 5.347e-5: bound 5.4e-5. S counts the min terms
+	n = 2·K/32 ≤ 896 at K = 14336; γ₈₉₆ = 5.341e-5: bound 5.4e-5. S counts the min terms
 	separately, as they are folded.`}
 
 var mmqISum = Bound{Name: "isum", Exact: true, Why: `

@@ -46,9 +46,8 @@ var mpH = Bound{Name: "h", MaxRowRel: 8.1e-6, Why: `
 	|δu| ≤ γ₁₂₈·S_u (γ₁₂₈ = 7.63e-6). |silu'| ≤ 1.1 carries δg into 1.1·γ·S_g·|u|.
 	silu(g) = g/(1 + e^(−g)) with e^x from exp2 (≤ 2 ulp + |x|·2⁻²⁴ relative, prelude), one
 	addition, one division, then one product with u: ≤ (7 + |g|)·2⁻²⁴ relative of |h|,
-	covered by γ₁₂₈·(8 + |g|)|h|. Second-order terms (γ²·S_g·S_u) are below 1e-10 of E.
-	The NVIDIA core's rounded fold term adds 2⁻²⁴ to |δg|/S_g and |δu|/S_u (mmq's y bound):
-	1.05·(γ₁₂₈ + 2⁻²⁴) = 8.074e-6: bound 8.1e-6.`}
+	covered by γ₁₂₈·(8 + |g|)|h|. Second-order terms (γ²·S_g·S_u) are below 1e-10 of E:
+	1.05·γ₁₂₈ = 8.011e-6: bound 8.1e-6.`}
 
 var mpHQ = Bound{Name: "hq", Exact: true, Why: `
 	The requantisation repeats quantize_q8_1's arithmetic step for step on the kernel's own h
@@ -58,12 +57,11 @@ var mpHQ = Bound{Name: "hq", Exact: true, Why: `
 
 var mpY1 = Bound{Name: "y", MaxRowRel: 3.9e-6, Why: `
 	mmq's derivation with K = n_ff ≤ 2048: one fold per 32-element group (every type but
-	Q4_K), n ≤ 64 roundings relative to S: γ₆₄ = 3.815e-6, plus 2⁻²⁴ for the NVIDIA core's
-	rounded term (mmq's y bound): 3.875e-6: bound 3.9e-6.`}
+	Q4_K), n ≤ 64 roundings relative to S: γ₆₄ = 3.815e-6: bound 3.9e-6.`}
 
 var mpY2 = Bound{Name: "y", MaxRowRel: 7.7e-6, Why: `
 	mmq's derivation with K = n_ff ≤ 2048: Q4_K folds twice per group (main sum and min term),
-	n ≤ 128: γ₁₂₈ = 7.630e-6, plus 2⁻²⁴ (NVIDIA core): 7.690e-6: bound 7.7e-6.`}
+	n ≤ 128: γ₁₂₈ = 7.630e-6: bound 7.7e-6.`}
 
 var mpOut = Bound{Name: "out", MaxRowRel: 4.8e-7, Why: `
 	Per element, |out − ref| / (|out₀| + Σ_s |w_s·y_s|) (float64 of the exact inputs): a chain

@@ -878,82 +878,53 @@ STRATA_DEVICE void strata_mmq_run(strata_mmq_lds_t<QT, NW, BM, BN, MMA>& s, cons
 // down once per BN of its tokens), activations T·k·(H + F)/32·36, yp written and read 2·4·T·k·H,
 // out 8·T·H; int8 ops 2·T·k·(2·F·H + H·F) = 6·T·k·F·H.
 
-// Route scratch. The pairs are cut into one contiguous range per wave (a multiple of 32
-// long); pos[w][e] first counts wave w's pairs of expert e, then holds the next list
-// position for them: offset(e) + the pairs of e in the ranges of waves before w.
+// Route scratch: counts and running positions per expert, one chunk of ids.
 struct strata_moe_route_smem {
-  i32 pos[128 / 32][1024];  // n_expert ≤ 1024
-  i32 part[2][128];         // per thread: pairs and tiles of its experts → their prefixes
+  i32 cnt[128 * 8];  // n_expert ≤ 1024
+  i32 pos[128 * 8];
+  i32 chunk[128];
 };
 
-// Phase 0. Counts (shared atomics per wave), per-expert offsets and the tile schedule (each
-// thread owns a run of ≤ 8 consecutive experts; one serial scan over the threads' sums),
-// then the stable placement: each wave walks its range in chunks of 32 pairs; a pair's rank
-// among the earlier lanes with the same expert comes from 32 shuffles, and the chunk's last
-// lane of each expert advances pos. The next chunk's ids are loaded before the current one
-// is ranked. List order: by expert, within an expert by pair index (deterministic).
 template <int BN>
 STRATA_DEVICE void strata_moe_route(const struct strata_moe_prefill_args& p, strata_moe_route_smem& s) {
-  constexpr int NT = 128, NWV = NT / 32;
-  const int tid = (int)strata_thread_x(), lane = tid & 31, wv = tid >> 5;
+  const int tid = (int)strata_thread_x(), nt = 128;
   const int E = p.n_expert, np = p.tokens * p.k_used;
-  const int q = (np + 32 * NWV - 1) / (32 * NWV) * 32;  // pairs per wave
-  const int lo = wv * q, hi = lo + q < np ? lo + q : np;
-  for (int i = tid; i < NWV * E; i += NT) s.pos[i / E][i % E] = 0;
+  for (int e = tid; e < E; e += nt) s.cnt[e] = 0;
   strata_barrier();
-#pragma unroll 8
-  for (int i = lo + lane; i < hi; i += 32) __atomic_fetch_add(&s.pos[wv][p.ids[i]], 1, __ATOMIC_RELAXED);
+  for (int i = tid; i < np; i += nt) __atomic_fetch_add(&s.cnt[p.ids[i]], 1, __ATOMIC_RELAXED);
   strata_barrier();
-  const int ep = (E + NT - 1) / NT, e0 = tid * ep, e1 = e0 + ep < E ? e0 + ep : E;
-  i32 cs = 0, ts = 0;
-  for (int e = e0; e < e1; ++e) {
-    i32 c = 0;
-    for (int w = 0; w < NWV; ++w) c += s.pos[w][e];
-    cs += c, ts += (c + BN - 1) / BN;
-  }
-  s.part[0][tid] = cs, s.part[1][tid] = ts;
-  strata_barrier();
+  // Offsets and the tile schedule: serial over experts (E ≤ 1024 steps).
   if (tid == 0) {
-    i32 c = 0, t = 0;
-    for (int j = 0; j < NT; ++j) {
-      const i32 cj = s.part[0][j], tj = s.part[1][j];
-      s.part[0][j] = c, s.part[1][j] = t;
-      c += cj, t += tj;
-    }
-    p.sched[2 * E] = t;
-  }
-  strata_barrier();
-  {
-    i32 off = s.part[0][tid], toff = s.part[1][tid];
+    i32 off = 0, nt2 = 0;
+    i32* offs = p.sched + E;
     i32* tiles = p.sched + 2 * E + 1;
-    for (int e = e0; e < e1; ++e) {
-      i32 c = 0;
-      for (int w = 0; w < NWV; ++w) {
-        const i32 cw = s.pos[w][e];
-        s.pos[w][e] = off + c;
-        c += cw;
-      }
-      p.sched[e] = c, p.sched[E + e] = off;
-      for (i32 t0 = 0; t0 < c; t0 += BN) tiles[2 * toff] = e, tiles[2 * toff + 1] = t0, ++toff;
+    for (int e = 0; e < E; ++e) {
+      const i32 c = s.cnt[e];
+      p.sched[e] = c, offs[e] = off, s.pos[e] = off;
+      for (i32 t0 = 0; t0 < c; t0 += BN) tiles[2 * nt2] = e, tiles[2 * nt2 + 1] = t0, ++nt2;
       off += c;
     }
+    p.sched[2 * E] = nt2;
   }
   strata_barrier();
-  i32 nxt = lo + lane < hi ? p.ids[lo + lane] : -1;
-  for (int c0 = 0; c0 < q; c0 += 32) {  // the same number of steps in every wave
-    const int i = lo + c0 + lane;
-    const i32 e = nxt;
-    nxt = i + 32 < hi ? p.ids[i + 32] : -1;
+  // Stable placement, one chunk of nt pairs at a time: a pair's rank among the earlier pairs
+  // of its chunk with the same expert, plus the expert's running position.
+  for (int c0 = 0; c0 < np; c0 += nt) {
+    const int i = c0 + tid;
+    const i32 e = i < np ? p.ids[i] : -1;
+    s.chunk[tid] = e;
+    strata_barrier();
     int rank = 0, later = 0;
-#pragma unroll 8
-    for (int j = 0; j < 32; ++j) {
-      const i32 f = strata_shfl_i32(e, (u32)j);
-      rank += (j < lane && f == e) ? 1 : 0;
-      later += (j > lane && f == e) ? 1 : 0;
+    if (e >= 0) {
+      for (int j = 0; j < nt; ++j) {
+        const i32 f = s.chunk[j];
+        rank += (j < tid && f == e) ? 1 : 0;
+        later += (j > tid && f == e) ? 1 : 0;
+      }
+      p.list[s.pos[e] + rank] = i;
     }
-    if (e >= 0) p.list[s.pos[wv][e] + rank] = i;
-    strata_barrier();  // every lane has read pos[wv][e] before it moves
-    if (e >= 0 && later == 0) s.pos[wv][e] += rank + 1;
+    strata_barrier();
+    if (e >= 0 && later == 0) s.pos[e] += rank + 1;  // the chunk's last pair of expert e
     strata_barrier();
   }
 }

@@ -679,18 +679,15 @@ STRATA_DEVICE void strata_mmq_fold(const strata_mmq_smem<QT, NW, BM, BN>& s, int
 // The fold without int→float conversions (I2F issues at a quarter of the FP32 rate on
 // sm_80..sm_90): the mma's C input is the bit pattern of 1.5·2²³ (0x4B400000), so its int32
 // result D = 0x4B400000 + s is, read as f32, exactly 1.5·2²³ + s for |s| < 2²² (every group
-// sum: |s| ≤ 32·128·128 = 2¹⁹). Per output and group then (STRATA_MMQ_FOLD2, the default):
-//   w    = fma(D, base·m, −1.5·2²³·base·m)  (base·m ≤ 19 bits and 1.5·2²³·base·m ≤ 21 bits
-//          are exact, staged per row; the result is base·m·s rounded once)   1 FFMA
-//   acc  = fma(d_x, w, acc)                                                 1 FFMA
-// one rounding more per group than the AMD core's fma(base·d_x, m·s, acc); it adds at most
-// 2⁻²⁴·S to the error (parity/mmq.go's derivation). 16-split types (m0 ≠ m1 per half): two
-// m16n8k16, t_h = fma(D_h, m_h, −1.5·2²³·m_h) exact, main = t0 + t1 exact (< 2²⁴), then
-// acc = fma(base·d_x, main, acc): 5 FP32. Q4_K adds fma(offb·offm, d_x·Σq_x, acc) (both
-// factors exact: the same real product as the AMD core's fma(offb·d_x, offm·Σq_x, acc)).
-// Per m16n8k32 (4 outputs per lane): 8 FP32 instructions (non-split), 20 (split), 12
-// (Q4_K); no I2F and no integer ALU in the fold. With STRATA_MMQ_FOLD2=0 the non-split fold
-// is the AMD core's (main = fma(D, m, −1.5·2²³·m) exact, then FMUL + FFMA: 12 per mma).
+// sum: |s| ≤ 32·128·128 = 2¹⁹). Per output and group then, all exact but the last:
+//   main = fma(D, m, −1.5·2²³·m)   (= m·s: 1.5·2²³·m is exact, m·s < 2²⁴)   1 FFMA
+//   acc  = fma(base·d_x, main, acc)                                          FMUL + FFMA
+// 16-split types (m0 ≠ m1 per half): two m16n8k16 per call, main = t0 + t1 (both exact,
+// sum < 2²⁴): 3 FFMA/FADD + FMUL + FFMA. Q4_K adds fma(offb·offm, d_x·Σq_x, acc) (both
+// factors exact, the same real product as fma(offb·d_x, offm·Σq_x) in the AMD core).
+// Cost per m16n8k32 (4 outputs per lane): 12 FP32 instructions (non-split), 20 (split),
+// 16 (Q4_K); no I2F and no integer ALU in the fold. The result is bit-identical to the AMD
+// core's fold (same roundings: one per fold).
 //
 // Staging per K step of KT = 4 groups: every thread's weight jobs (NW·BM·KT/128) and
 // activation jobs (BN·KT/128) issue all their global loads before any store (edges load a
@@ -698,81 +695,15 @@ STRATA_DEVICE void strata_mmq_fold(const strata_mmq_smem<QT, NW, BM, BN>& s, int
 // store int8 rows and per-(row, group) scales {base, m0, m1, offb·offm} and per-(token,
 // group) {d_x, d_x·Σq_x}; barrier; mma and fold; barrier. Several blocks per SM overlap
 // one block's staging with another's matrix work.
-// Occupancy: the 32-accumulator mma kernels (r64t64, r128t32) ask ptxas for 4 blocks per SM
-// (launch_bounds' second argument caps registers at 65536 / (128·4) = 128); measured on the
-// H200 that beat ptxas's own choice (145 registers, 3 blocks). The 64-accumulator tiles take
-// up to 255 registers (2 blocks per SM): capped at 168 (3 blocks) they spilled 150–560
-// bytes per thread and ran 10–30 % slower (bench/results/2026-11-29-prefill-h200).
-// STRATA_MMQ_OCC(b) can be redefined when compiling (a measurement knob).
-#ifndef STRATA_MMQ_OCC
-#define STRATA_MMQ_OCC(b) b
-#endif
-#ifdef __NVPTX__
-#define STRATA_MMQ3_BOUNDS(t) __attribute__((launch_bounds(t, STRATA_MMQ_OCC(3))))
-#define STRATA_MMQ4_BOUNDS(t) __attribute__((launch_bounds(t, STRATA_MMQ_OCC(4))))
-#else
-#define STRATA_MMQ3_BOUNDS(t)
-#define STRATA_MMQ4_BOUNDS(t)
-#endif
-// Prefetch of the next K step's bytes while this one computes (a hint; no-op elsewhere):
-// into L2, or with STRATA_MMQ_PREFETCH_L1=1 (a measurement knob) into L1.
-#ifndef STRATA_MMQ_PREFETCH
-#define STRATA_MMQ_PREFETCH 1
-#endif
-#ifndef STRATA_MMQ_PREFETCH_L1
-#define STRATA_MMQ_PREFETCH_L1 0
-#endif
-STRATA_DEVICE void strata_mmq_prefetch_l2(const void* p) {
-#ifdef __NVPTX__
-  if (STRATA_MMQ_PREFETCH_L1) {
-    asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
-  } else {
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-  }
-#else
-  (void)p;
-#endif
-}
-#ifndef STRATA_MMQ_FOLD2
-#define STRATA_MMQ_FOLD2 1
-#endif
 constexpr f32 STRATA_MMQ_MAGIC = 12582912.0f;  // 1.5·2²³
 constexpr i32 STRATA_MMQ_MAGIC_BITS = 0x4B400000;
 
-// Raw weight bytes of one row that one K step may touch: the blocks holding its KT groups
-// (a whole 256-element block for the K-quants and IQ types), as 16-byte chunks from the
-// chunk holding the first byte (blocks are ≥ 2-byte aligned: ≤ 14 bytes before it).
-template <class QT>
-struct strata_mmq_rawc {
-  static constexpr int span = QT::QK >= 32 * STRATA_MMQ_KT ? QT::BYTES : STRATA_MMQ_KT * 32 / QT::QK * QT::BYTES;
-  static constexpr int v = (span + 29) / 16;
-};
-// The tile part of the LDS (decoded rows, activations, their scales, the type's tables).
-template <class QT, int NW, int BM, int BN>
-constexpr unsigned long strata_mmq_nv_tile_bytes() {
-  return (unsigned long)(NW * BM + BN) * STRATA_MMQ_KS + STRATA_MMQ_KT * NW * BM * 16 + STRATA_MMQ_KT * BN * 8 +
-         sizeof(typename QT::lds) + 64;
-}
-// RAW: the raw rows fit beside the tile in the target's LDS; then the weights are staged
-// as coalesced 16-byte copies one K step ahead (see strata_mmq_nv_run), else decoded from
-// global memory in the step itself.
-#ifndef STRATA_MMQ_RAW
-#define STRATA_MMQ_RAW 1  // 0: never stage raw rows (a measurement knob)
-#endif
-template <class QT, int NW, int BM, int BN>
-struct strata_mmq_nv_raw {
-  static constexpr bool v = STRATA_MMQ_RAW && strata_mmq_nv_tile_bytes<QT, NW, BM, BN>() + (unsigned long)NW * BM * 16 * strata_mmq_rawc<QT>::v <= STRATA_LDS_BYTES;
-};
-
 template <class QT, int NW, int BM, int BN>
 struct strata_mmq_nv_smem {
-  static constexpr bool RAW = strata_mmq_nv_raw<QT, NW, BM, BN>::v;
   alignas(16) i8 w[NW * BM][STRATA_MMQ_KS];      // decoded weight rows, matrix m at rows m·BM
   alignas(16) i8 x[BN][STRATA_MMQ_KS];           // activation quants
-  alignas(16) f32 ws[STRATA_MMQ_KT][NW * BM][4];  // non-split with FOLD2: base·m0, −1.5·2²³·base·m0, m0,
-                                                  // offb·offm; else base, m0, m1, offb·offm (all exact)
+  alignas(16) f32 ws[STRATA_MMQ_KT][NW * BM][4];  // base, m0, m1, offb·offm (all exact)
   alignas(16) f32 xs[STRATA_MMQ_KT][BN][2];      // d_x, d_x·Σq_x (exact)
-  alignas(16) u8 raw[RAW ? NW * BM : 1][RAW ? 16 * strata_mmq_rawc<QT>::v : 16];  // raw weight rows
   typename QT::lds tab;
 };
 
@@ -817,12 +748,33 @@ STRATA_DEVICE strata_mma_b32 strata_mmq_ld_b(const i8* p) {
 #endif
 }
 
-// One thread's decoded weight groups (jobs tid + u·128: matrix, row, group with the group
-// fastest) into the tile: int8 rows (IQ1_M's piece constant folded in) and the scales.
-template <class QT, int NW, int BM, int BN, int JW>
-STRATA_DEVICE void strata_mmq_nv_put_w(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const strata_g32 (&G)[JW], const bool (&okw)[JW]) {
-  constexpr int KT = STRATA_MMQ_KT, T = STRATA_MMQ_THREADS;
+template <class QT, int NW, int BM, int BN, class Src>
+STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Src& src, int g0, int ng) {
+  constexpr int KT = STRATA_MMQ_KT, GPB = QT::QK / 32, T = STRATA_MMQ_THREADS;
+  constexpr int JW = NW * BM * KT / T, JX = BN * KT / T;
+  static_assert(JW * T == NW * BM * KT && JX * T == BN * KT, "tile not a multiple of the block's jobs");
   const int tid = (int)strata_thread_x();
+  const u8* const wsafe = src.wrow(0, 0);    // row 0 of the tile exists (the block does)
+  const u8* const xsafe = src.xblk(0, 0);    // so does token 0
+  strata_g32 G[JW];
+  bool okw[JW];
+#pragma unroll
+  for (int u = 0; u < JW; ++u) {
+    const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, g = g0 + j % KT;
+    const u8* row = src.wrow(m, r);
+    okw[u] = row != nullptr && g < ng;
+    QT::load(okw[u] ? row + (i64)(g / GPB) * QT::BYTES : wsafe, okw[u] ? g % GPB : 0, G[u], &s.tab);
+  }
+  u32 a[JX][9];
+  bool okx[JX];
+#pragma unroll
+  for (int u = 0; u < JX; ++u) {
+    const int j = tid + u * T, c = j / KT, g = g0 + j % KT;
+    const u8* xb = g < ng ? src.xblk(c, g) : nullptr;
+    okx[u] = xb != nullptr;
+#pragma unroll
+    for (int w = 0; w < 9; ++w) a[u][w] = strata_load_u32((okx[u] ? xb : xsafe) + 4 * w);
+  }
 #pragma unroll
   for (int u = 0; u < JW; ++u) {
     const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, kg = j % KT;
@@ -836,160 +788,26 @@ STRATA_DEVICE void strata_mmq_nv_put_w(strata_mmq_nv_smem<QT, NW, BM, BN>& s, co
     __builtin_memcpy(__builtin_assume_aligned(&s.w[m * BM + r][32 * kg], 16), &lo, 16);
     __builtin_memcpy(__builtin_assume_aligned(&s.w[m * BM + r][32 * kg + 16], 16), &hi, 16);
     typedef f32 strata_f32x4 __attribute__((__vector_size__(16)));
-    const f32 base = okw[u] ? G[u].base : 0.0f, m0 = (f32)G[u].m0, wo = QT::MIN ? G[u].offb * (f32)G[u].offm : 0.0f;
-    strata_f32x4 sc = {base, m0, (f32)G[u].m1, wo};
-    if (STRATA_MMQ_FOLD2 && !strata_mmq_split<QT>::v) sc[0] = base * m0, sc[1] = -STRATA_MMQ_MAGIC * (base * m0), sc[2] = m0;
+    strata_f32x4 sc = {okw[u] ? G[u].base : 0.0f, (f32)G[u].m0, (f32)G[u].m1, QT::MIN ? G[u].offb * (f32)G[u].offm : 0.0f};
     __builtin_memcpy(__builtin_assume_aligned(&s.ws[kg][m * BM + r][0], 16), &sc, 16);
   }
-}
-
-// Registers in flight between a K step's global loads and its stores to LDS. Activations:
-// for the types without a min term, the tile's 36-byte Q8_1 blocks as consecutive words,
-// word q = tid + u·128 of the step (token q/36, word q%36: block (q%36)/9, word (q%36)%9 —
-// coalesced: a warp reads 128 contiguous bytes of one token); for Q4_K (which needs Σq per
-// block) one block per job, 9 words. RAW tiles also carry the weight rows' raw 16-byte chunks
-// (chunk q = tid + u·128: row q/C, chunk q%C).
-template <class QT, int NW, int BM, int BN>
-struct strata_mmq_nv_regs {
-  static constexpr int T = STRATA_MMQ_THREADS, C = strata_mmq_rawc<QT>::v;
-  static constexpr bool XC = !QT::MIN;
-  static constexpr int NX = XC ? BN * 9 * STRATA_MMQ_KT / T : BN * STRATA_MMQ_KT / T * 9;
-  static constexpr int NR = strata_mmq_nv_raw<QT, NW, BM, BN>::v ? (NW * BM * C + T - 1) / T : 0;
-  u32 x[NX];
-  u32 r[NR > 0 ? NR : 1][4];
-};
-
-// The byte range of row rp's blocks for groups g0 .. min(g0 + KT, ng) − 1, as the 16-byte
-// aligned address a0 of its first chunk and the chunk count.
-template <class QT>
-STRATA_DEVICE void strata_mmq_nv_span(const u8* rp, int g0, int ng, const u8** a0, int* nch) {
-  constexpr int GPB = QT::QK / 32;
-  const int gl = g0 + STRATA_MMQ_KT < ng ? g0 + STRATA_MMQ_KT - 1 : ng - 1;
-  const u64 st = (u64)(rp + (i64)(g0 / GPB) * QT::BYTES), en = (u64)(rp + (i64)(gl / GPB + 1) * QT::BYTES);
-  *a0 = (const u8*)(st & ~(u64)15);
-  *nch = (int)((((en + 15) & ~(u64)15) - (st & ~(u64)15)) >> 4);
-}
-
-// Issue step g0's global loads into rg (no use of the loaded values here, so nothing waits).
-template <class QT, int NW, int BM, int BN, class Src>
-STRATA_DEVICE void strata_mmq_nv_load(const Src& src, strata_mmq_nv_regs<QT, NW, BM, BN>& rg, int g0, int ng) {
-  typedef strata_mmq_nv_regs<QT, NW, BM, BN> R;
-  constexpr int KT = STRATA_MMQ_KT, T = STRATA_MMQ_THREADS;
-  const int tid = (int)strata_thread_x();
-  const u8* const xsafe = src.xblk(0, 0);  // token 0 of the tile exists (the block does)
-  if constexpr (R::XC) {
 #pragma unroll
-    for (int u = 0; u < R::NX; ++u) {
-      const int q = tid + u * T, c = q / 36, w = q % 36;
-      const u8* xb = src.xblk(c, g0);
-      const bool ok = xb != nullptr && g0 + w / 9 < ng;
-      rg.x[u] = strata_load_u32(ok ? xb + 4 * w : xsafe);
-    }
-  } else {
+  for (int u = 0; u < JX; ++u) {
+    const int j = tid + u * T, c = j / KT, kg = j % KT;
+    u32 q[8];
 #pragma unroll
-    for (int u = 0; u < R::NX / 9; ++u) {
-      const int j = tid + u * T, c = j / KT, g = g0 + j % KT;
-      const u8* xb = g < ng ? src.xblk(c, g) : nullptr;
-#pragma unroll
-      for (int w = 0; w < 9; ++w) rg.x[9 * u + w] = strata_load_u32((xb ? xb : xsafe) + 4 * w);
-    }
-  }
-  if constexpr (R::NR > 0) {
-    const u8* const wsafe = (const u8*)((u64)src.wrow(0, 0) & ~(u64)15);
-#pragma unroll
-    for (int u = 0; u < R::NR; ++u) {
-      const int q0 = tid + u * T, q = q0 < NW * BM * R::C ? q0 : NW * BM * R::C - 1;
-      const int r = q / R::C, ch = q % R::C;
-      const u8* rp = src.wrow(r / BM, r % BM);
-      const u8* a0 = wsafe;
-      int nch = 0;
-      if (rp) strata_mmq_nv_span<QT>(rp, g0, ng, &a0, &nch);
-      strata_ld_x4(ch < nch ? a0 + 16 * ch : wsafe, rg.r[u]);
-    }
-  }
-}
-
-// Store step g0's activations from rg into the tile (zeros past the edges).
-template <class QT, int NW, int BM, int BN, class Src>
-STRATA_DEVICE void strata_mmq_nv_store_x(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Src& src, const strata_mmq_nv_regs<QT, NW, BM, BN>& rg, int g0, int ng) {
-  typedef strata_mmq_nv_regs<QT, NW, BM, BN> R;
-  constexpr int KT = STRATA_MMQ_KT, T = STRATA_MMQ_THREADS;
-  const int tid = (int)strata_thread_x();
-  if constexpr (R::XC) {
-#pragma unroll
-    for (int u = 0; u < R::NX; ++u) {
-      const int q = tid + u * T, c = q / 36, w = q % 36, kg = w / 9, wb = w % 9;
-      const bool ok = src.xblk(c, g0) != nullptr && g0 + kg < ng;
-      const u32 v = ok ? rg.x[u] : 0u;
-      if (wb == 0) {
-        s.xs[kg][c][0] = strata_f16_to_f32((u16)v), s.xs[kg][c][1] = 0.0f;
-      } else {
-        __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg + 4 * (wb - 1)], 4), &v, 4);
-      }
-    }
-  } else {
-#pragma unroll
-    for (int u = 0; u < R::NX / 9; ++u) {
-      const int j = tid + u * T, c = j / KT, kg = j % KT, g = g0 + kg;
-      const bool ok = g < ng && src.xblk(c, g) != nullptr;
-      u32 q[8];
-#pragma unroll
-      for (int w = 0; w < 8; ++w) q[w] = ok ? rg.x[9 * u + w + 1] : 0u;
-      const f32 d = ok ? strata_f16_to_f32((u16)rg.x[9 * u]) : 0.0f;
-      i32 sq = 0;
+    for (int w = 0; w < 8; ++w) q[w] = okx[u] ? a[u][w + 1] : 0u;
+    const f32 d = okx[u] ? strata_f16_to_f32((u16)a[u][0]) : 0.0f;
+    i32 sq = 0;
+    if (QT::MIN) {
 #pragma unroll
       for (int w = 0; w < 8; ++w) sq = strata_dot4_ss(0x01010101, (i32)q[w], sq);
-      strata_mmq_u32x4 lo = {q[0], q[1], q[2], q[3]}, hi = {q[4], q[5], q[6], q[7]};
-      __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg], 16), &lo, 16);
-      __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg + 16], 16), &hi, 16);
-      s.xs[kg][c][0] = d, s.xs[kg][c][1] = d * (f32)sq;
     }
+    strata_mmq_u32x4 lo = {q[0], q[1], q[2], q[3]}, hi = {q[4], q[5], q[6], q[7]};
+    __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg], 16), &lo, 16);
+    __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg + 16], 16), &hi, 16);
+    s.xs[kg][c][0] = d, s.xs[kg][c][1] = d * (f32)sq;
   }
-}
-
-// RAW tiles: store the raw chunks (the duplicate loads of the last round store the same
-// bytes twice; chunks past a row's span are never read).
-template <class QT, int NW, int BM, int BN>
-STRATA_DEVICE void strata_mmq_nv_store_raw(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const strata_mmq_nv_regs<QT, NW, BM, BN>& rg) {
-  typedef strata_mmq_nv_regs<QT, NW, BM, BN> R;
-  const int tid = (int)strata_thread_x();
-#pragma unroll
-  for (int u = 0; u < R::NR; ++u) {
-    const int q0 = tid + u * STRATA_MMQ_THREADS, q = q0 < NW * BM * R::C ? q0 : NW * BM * R::C - 1;
-    strata_mmq_u32x4 v = {rg.r[u][0], rg.r[u][1], rg.r[u][2], rg.r[u][3]};
-    __builtin_memcpy(__builtin_assume_aligned(&s.raw[q / R::C][16 * (q % R::C)], 16), &v, 16);
-  }
-}
-
-// Decode step g0's weight groups into the tile: from the raw rows in LDS (RAW; the copy
-// keeps each byte's address modulo 16, so the per-type loads see their usual alignment) or
-// from global memory (all of a thread's loads issued before its first store; edge jobs load
-// a valid in-tile address and store zeros, so the jobs have no branches).
-template <class QT, int NW, int BM, int BN, class Src>
-STRATA_DEVICE void strata_mmq_nv_decode(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Src& src, int g0, int ng) {
-  constexpr int KT = STRATA_MMQ_KT, GPB = QT::QK / 32, T = STRATA_MMQ_THREADS;
-  constexpr int JW = NW * BM * KT / T;
-  static_assert(JW * T == NW * BM * KT && (BN * KT) % T == 0, "tile not a multiple of the block's jobs");
-  const int tid = (int)strata_thread_x();
-  const u8* const wsafe = src.wrow(0, 0);  // row 0 of the tile exists (the block does)
-  strata_g32 G[JW];
-  bool okw[JW];
-#pragma unroll
-  for (int u = 0; u < JW; ++u) {
-    const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, g = g0 + j % KT;
-    const u8* row = src.wrow(m, r);
-    okw[u] = row != nullptr && g < ng;
-    if constexpr (strata_mmq_nv_raw<QT, NW, BM, BN>::v) {
-      const u8* a0 = wsafe;
-      int nch = 0;
-      if (row) strata_mmq_nv_span<QT>(row, g0, ng, &a0, &nch);
-      const u8* b = &s.raw[m * BM + r][0] + ((row + (i64)(g / GPB) * QT::BYTES) - a0);
-      QT::load(okw[u] ? b : &s.raw[0][0], okw[u] ? g % GPB : 0, G[u], &s.tab);
-    } else {
-      QT::load(okw[u] ? row + (i64)(g / GPB) * QT::BYTES : wsafe, okw[u] ? g % GPB : 0, G[u], &s.tab);
-    }
-  }
-  strata_mmq_nv_put_w<QT, NW, BM, BN, JW>(s, G, okw);
 }
 
 // The K loop of one tile on NVIDIA (see the section comment). hook and Ep as strata_mmq_run;
@@ -1015,30 +833,9 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
       for (int j = 0; j < FN; ++j)
 #pragma unroll
         for (int e = 0; e < 8; ++e) acc[m][i][j][e] = 0.0f;
-  // L2 prefetch of step g1's bytes: the first and last byte of each weight row's and
-  // token's blocks.
-  auto prefetch = [&](int g1) __attribute__((always_inline)) {
-    if (!STRATA_MMQ_PREFETCH || g1 >= ng) return;
-    constexpr int GPB = QT::QK / 32;
-    const int gl = g1 + KT - 1 < ng - 1 ? g1 + KT - 1 : ng - 1;
-    for (int j = tid; j < NW * BM + BN; j += STRATA_MMQ_THREADS) {
-      if (j < NW * BM) {
-        const u8* row = src.wrow(j / BM, j % BM);
-        if (row) {
-          strata_mmq_prefetch_l2(row + (i64)(g1 / GPB) * QT::BYTES);
-          strata_mmq_prefetch_l2(row + (i64)(gl / GPB + 1) * QT::BYTES - 1);
-        }
-      } else {
-        const u8* xb = src.xblk(j - NW * BM, g1);
-        if (xb) {
-          strata_mmq_prefetch_l2(xb);
-          strata_mmq_prefetch_l2(xb + 36 * (gl - g1) + 35);
-        }
-      }
-    }
-  };
-  // The matrix work of step g0 on the staged tile.
-  auto compute = [&](int g0) __attribute__((always_inline)) {
+  for (int g0 = 0; g0 < ng; g0 += KT) {
+    strata_mmq_nv_stage<QT, NW, BM, BN>(s, src, g0, ng);
+    strata_barrier();
     const int hk = hook < 0 ? -1 : (hook >= g0 && hook < g0 + KT ? hook - g0 : KT);
     const int nk = ng - g0 < KT ? ng - g0 : KT;
 #pragma unroll
@@ -1092,64 +889,20 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
 #pragma unroll
             for (int e = 0; e < 8; ++e) {
               const int h = e >> 2, y = (e >> 1) & 1, z = e & 1;
+              f32 mn = __builtin_fmaf(__builtin_bit_cast(f32, d0.v[e]), m0[y], n0[y]);
+              if (SPLIT) mn += __builtin_fmaf(__builtin_bit_cast(f32, d1.v[e]), m1[y], n1[y]);
               f32& ac = acc[m][i][j][e];
-              if constexpr (STRATA_MMQ_FOLD2 && !SPLIT) {
-                // base[y], m0[y], m1[y] hold base·m0, −1.5·2²³·base·m0, m0 (see the staging).
-                if constexpr (HOOK) {
-                  if (kg == hk) ac = __builtin_bit_cast(f32, (i32)__builtin_fmaf(__builtin_bit_cast(f32, d0.v[e]), m1[y], -STRATA_MMQ_MAGIC * m1[y]));
-                } else {
-                  ac = __builtin_fmaf(dx[j][h][z], __builtin_fmaf(__builtin_bit_cast(f32, d0.v[e]), base[y], m0[y]), ac);
-                  if (QT::MIN) ac = __builtin_fmaf(om[y], sx[j][h][z], ac);
-                }
+              if constexpr (HOOK) {
+                if (kg == hk) ac = __builtin_bit_cast(f32, (i32)mn);
               } else {
-                f32 mn = __builtin_fmaf(__builtin_bit_cast(f32, d0.v[e]), m0[y], n0[y]);
-                if (SPLIT) mn += __builtin_fmaf(__builtin_bit_cast(f32, d1.v[e]), m1[y], n1[y]);
-                if constexpr (HOOK) {
-                  if (kg == hk) ac = __builtin_bit_cast(f32, (i32)mn);
-                } else {
-                  ac = __builtin_fmaf(base[y] * dx[j][h][z], mn, ac);
-                  if (QT::MIN) ac = __builtin_fmaf(om[y], sx[j][h][z], ac);
-                }
+                ac = __builtin_fmaf(base[y] * dx[j][h][z], mn, ac);
+                if (QT::MIN) ac = __builtin_fmaf(om[y], sx[j][h][z], ac);
               }
             }
           }
         }
     }
-  };
-  strata_mmq_nv_regs<QT, NW, BM, BN> rg;
-  if constexpr (strata_mmq_nv_raw<QT, NW, BM, BN>::v) {
-    // Step g0 + KT's loads are issued before step g0's matrix work and stored after it:
-    // raw weight chunks straight away (the raw rows are not read by the matrix work), the
-    // activations and the decode after the barrier that ends it.
-    strata_mmq_nv_load<QT, NW, BM, BN>(src, rg, 0, ng);
-    strata_mmq_nv_store_raw<QT, NW, BM, BN>(s, rg);
-    strata_mmq_nv_store_x<QT, NW, BM, BN>(s, src, rg, 0, ng);
     strata_barrier();
-    strata_mmq_nv_decode<QT, NW, BM, BN>(s, src, 0, ng);
-    strata_barrier();
-    for (int g0 = 0; g0 < ng; g0 += KT) {
-      const bool more = g0 + KT < ng;
-      if (more) strata_mmq_nv_load<QT, NW, BM, BN>(src, rg, g0 + KT, ng);
-      prefetch(g0 + 2 * KT);
-      compute(g0);
-      if (more) strata_mmq_nv_store_raw<QT, NW, BM, BN>(s, rg);
-      strata_barrier();
-      if (more) {
-        strata_mmq_nv_store_x<QT, NW, BM, BN>(s, src, rg, g0 + KT, ng);
-        strata_mmq_nv_decode<QT, NW, BM, BN>(s, src, g0 + KT, ng);
-      }
-      strata_barrier();
-    }
-  } else {
-    for (int g0 = 0; g0 < ng; g0 += KT) {
-      strata_mmq_nv_load<QT, NW, BM, BN>(src, rg, g0, ng);
-      strata_mmq_nv_decode<QT, NW, BM, BN>(s, src, g0, ng);
-      strata_mmq_nv_store_x<QT, NW, BM, BN>(s, src, rg, g0, ng);
-      strata_barrier();
-      prefetch(g0 + KT);
-      compute(g0);
-      strata_barrier();
-    }
   }
 #pragma unroll
   for (int i = 0; i < FM; ++i)
@@ -1436,7 +1189,7 @@ constexpr unsigned long strata_mmq_sizes[] = {
 };
 __shared__ __attribute__((aligned(16))) u8 strata_mmq_lds[strata_mmq_cmax(strata_mmq_sizes, sizeof(strata_mmq_sizes) / sizeof(strata_mmq_sizes[0]))];
 
-STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1514,7 +1267,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_dp4
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1592,7 +1345,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_dp4
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1670,7 +1423,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_dp4
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q6k QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1748,7 +1501,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_dp4
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1826,7 +1579,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_d
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1904,7 +1657,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1982,7 +1735,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_dp
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq1m QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
