@@ -15,10 +15,10 @@ func TestTargetInstructions(t *testing.T) {
 		"gfx1102": {"v_wmma_i32_16x16x16_iu8", "v_dot4_i32_iu8"},
 		"gfx1200": {"v_wmma_i32_16x16x16_iu8", "v_dot4_i32_iu8"},
 		"gfx1201": {"v_wmma_i32_16x16x16_iu8", "v_dot4_i32_iu8"},
-		"sm_80":   {"mma.sync.aligned.m16n8k32", "dp4a."},
-		"sm_86":   {"mma.sync.aligned.m16n8k32", "dp4a."},
-		"sm_89":   {"mma.sync.aligned.m16n8k32", "dp4a."},
-		"sm_90":   {"mma.sync.aligned.m16n8k32", "dp4a."},
+		"sm_80":   {"mma.sync.aligned.m16n8k,.s32.s8.s8.s32", "dp4a."},
+		"sm_86":   {"mma.sync.aligned.m16n8k,.s32.s8.s8.s32", "dp4a."},
+		"sm_89":   {"mma.sync.aligned.m16n8k,.s32.s8.s8.s32", "dp4a."},
+		"sm_90":   {"mma.sync.aligned.m16n8k,.s32.s8.s8.s32", "dp4a."},
 	}
 	if len(Targets) != len(want) {
 		t.Errorf("%d targets, want %d", len(Targets), len(want))

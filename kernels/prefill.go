@@ -27,9 +27,18 @@ var mmqTableBytes = map[string]int{
 // mmqTiles maps each tile value to (weight rows BM, tokens BN).
 var mmqTiles = map[string][2]int{
 	"r32t64":  {32, 64},
+	"r64t32":  {64, 32},
 	"r64t64":  {64, 64},
+	"r128t32": {128, 32},
 	"r128t64": {128, 64},
+	"r64t128": {64, 128},
 }
+
+// mmqNVIDIAOnly are the tiles built only for NVIDIA targets. The AMD cores were sized at
+// r64t64 under the 128-VGPR budget; these shapes were added for the mma.sync core's warp
+// tiles and chosen by measurement on the H200 (bench/results/2026-11-29-prefill-*); the
+// dp4a variants of them exist on NVIDIA as the same-shape comparison.
+var mmqNVIDIAOnly = map[string]bool{"r128t32": true, "r64t128": true}
 
 // mmqLDS is the static LDS of one block: struct strata_mmq_smem<QT, nw, BM, BN> plus
 // extra bytes the kernel declares beside it.
@@ -65,6 +74,10 @@ func mmqFits(nw, extra func(bm, bn int) int) func(Target, Variant) (bool, string
 		tile, ok := mmqTiles[v.Values["tile"]]
 		if !ok {
 			return false, "unknown tile " + v.Values["tile"]
+		}
+		if mmqNVIDIAOnly[v.Values["tile"]] && !t.IsNVIDIA() {
+			return false, "tile " + v.Values["tile"] + " is an NVIDIA mma.sync warp-tile shape; the AMD cores " +
+				"keep r64t64, sized under the 128-VGPR budget"
 		}
 		n := nw(tile[0], tile[1])
 		if lds := mmqLDS(v.Values["type"], n, tile[0], tile[1], extra(tile[0], tile[1])); lds > t.LDSBytes {

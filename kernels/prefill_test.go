@@ -2,9 +2,9 @@ package kernels
 
 import "testing"
 
-// The prefill tiles each target gets: r64t64 everywhere (mma only with a matrix unit),
-// r128t64 only where 64 accumulators per lane fit (NVIDIA); every kept variant's LDS model
-// within the target's LDS.
+// The prefill tiles each target gets: r64t64 everywhere (mma only with a matrix unit); on
+// NVIDIA also r128t64 (64 accumulators per lane fit only there) and the NVIDIA-only shapes
+// (mmq r64t128, moe_prefill r128t32); every kept variant's LDS model within the target's LDS.
 func TestPrefillTiles(t *testing.T) {
 	for _, fam := range []string{"mmq", "moe_prefill"} {
 		s, ok := LookupSpec(fam)
@@ -25,8 +25,11 @@ func TestPrefillTiles(t *testing.T) {
 			if tg.HasInt8Matrix() {
 				want["mma/r64t64"] = true
 			}
-			if fam == "mmq" && tg.IsNVIDIA() {
-				want["dp4a/r128t64"], want["mma/r128t64"] = true, true
+			if tg.IsNVIDIA() {
+				extra := map[string]string{"mmq": "r64t128", "moe_prefill": "r128t32"}[fam]
+				for _, tile := range []string{"r128t64", extra} {
+					want["dp4a/"+tile], want["mma/"+tile] = true, true
+				}
 			}
 			for k := range want {
 				if !got[k] {

@@ -185,7 +185,7 @@ var Specs = []Spec{
 			{Name: "ldy", Type: ArgI32, Doc: "f32 elements between output tokens, ≥ rows"},
 			{Name: "hook_group", Type: ArgI32, Doc: "−1; test hook: g in [0, k/32) makes y[t·ldy + r] the int32 bits of group g's exact integer sum"},
 		},
-		Axes: []Axis{axisPrefillType, axisOp, {Name: "tile", Values: []Value{{Name: "r64t64"}, {Name: "r128t64"}}}},
+		Axes: []Axis{axisPrefillType, axisOp, {Name: "tile", Values: []Value{{Name: "r64t64"}, {Name: "r128t64"}, {Name: "r64t128"}}}},
 		Fits: mmqFits(func(int, int) int { return 1 }, func(int, int) int { return 0 }),
 	},
 	{
@@ -248,7 +248,7 @@ var Specs = []Spec{
 		Family:   "moe_prefill",
 		Template: "moe_prefill",
 		Doc: "one MoE FFN layer for many tokens in four launches (phase 0 route: grid (1, 1, 1); phase 1 gate/up + SwiGLU + " +
-			"Q8_1 requant: grid (n_ff/(BM/2), max_tiles, 1); phase 2 down: grid (ceil(hidden/BM), max_tiles, 1); phase 3 " +
+			"Q8_1 requant: grid (ceil(n_ff/(BM/2)), max_tiles, 1); phase 2 down: grid (ceil(hidden/BM), max_tiles, 1); phase 3 " +
 			"weighted combine: grid (ceil(hidden/128), min(tokens, 65535), 1)), block (128, 1, 1), tile r<BM>t<BN>, " +
 			"max_tiles = ceil(tokens·k_used/BN) + n_expert; experts are dense stacks.",
 		Threads: 128,
@@ -276,7 +276,7 @@ var Specs = []Spec{
 			{Name: "x_row_blocks", Type: ArgI32, Doc: "Q8_1 blocks between tokens of x, ≥ hidden/32"},
 			{Name: "ldo", Type: ArgI32, Doc: "f32 elements between tokens of out, ≥ hidden"},
 		},
-		Axes: []Axis{axisPrefillType, axisOp, {Name: "tile", Values: []Value{{Name: "r64t64"}}}},
+		Axes: []Axis{axisPrefillType, axisOp, {Name: "tile", Values: []Value{{Name: "r64t64"}, {Name: "r128t64"}, {Name: "r128t32"}}}},
 		// Gate/up holds two matrices of BM/2 rows (the LDS and accumulators of one BM-row tile);
 		// the route scratch and the h tile share the LDS union and are smaller.
 		Fits: mmqFits(func(int, int) int { return 1 }, func(int, int) int { return 0 }),

@@ -140,13 +140,15 @@ func (t Target) PTXVersion() string {
 }
 
 // MatrixInstr is the text the disassembly (AMD) or PTX (NVIDIA) of an "mma" variant must
-// contain; "" when t has no matrix op.
+// contain (comma-separated parts must all appear); "" when t has no matrix op.
 func (t Target) MatrixInstr() string {
 	switch t.Matrix {
 	case MatrixWMMAGfx11, MatrixWMMAGfx12:
 		return "v_wmma_i32_16x16x16_iu8"
 	case MatrixMMASync:
-		return "mma.sync.aligned.m16n8k32"
+		// An int8 mma.sync of either K (m16n8k32, or m16n8k16 where a group's two 16-element
+		// halves need separate sums): both parts must appear.
+		return "mma.sync.aligned.m16n8k,.s32.s8.s8.s32"
 	}
 	return ""
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"testing"
 	"time"
@@ -29,9 +30,11 @@ import (
 //
 // TOPS counts 2 ops (multiply, add) per weight·activation product: mmq 2·rows·K·tokens, one MoE
 // layer 6·tokens·k·n_ff·hidden (gate, up and down). Weights are random bytes (timing does
-// not depend on their values). Timing: 3 warm-up launches, then 10 timed, an event between
-// consecutive launches, the median reported. STRATA_BENCH_OUT=DIR also writes
-// DIR/bench_prefill.txt.
+// not depend on their values), in as many copies as make ≥ 128 MiB (more than twice the
+// 60 MB L2), used in turn, so no launch finds its weights in L2 from the previous one.
+// Timing: 5 warm-up launches, then 50 timed, an event between consecutive launches, the
+// median reported. STRATA_BENCH_OUT=DIR also writes DIR/bench_prefill.txt;
+// STRATA_BENCH_FILTER=REGEXP measures only the variants whose names match.
 func TestBenchPrefill(t *testing.T) {
 	if os.Getenv("STRATA_BENCH") != "1" {
 		t.Skip("set STRATA_BENCH=1 to measure (GPU machine)")
@@ -51,7 +54,8 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 	var blog benchLog
 	logf := blog.printf
 	logf("prefill benchmarks on %s (%s, %s), %s", dev.Info().Name, target, dev.Info().PCIBusID, time.Now().UTC().Format(time.RFC3339))
-	const warm, reps = 3, 10
+	const warm, reps = 5, 50
+	filter := regexp.MustCompile(os.Getenv("STRATA_BENCH_FILTER"))
 	// timeIt runs f warm+reps times with events between launches and returns the median
 	// seconds of the timed ones.
 	timeIt := func(f func() error) float64 {
@@ -64,6 +68,8 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 	for i := range noise {
 		noise[i] = byte(rng.Uint32())
 	}
+	// copies is how many weight copies of n bytes make ≥ 128 MiB (rotated per launch).
+	copies := func(n int) int { return max(1, (128<<20+n-1)/n) }
 	alloc := func(n int, fill bool) *gpu.Buffer {
 		b, err := dev.Alloc(uintptr(n))
 		benchMust(t, err)
@@ -126,24 +132,36 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 		logf("%-26s %6s %10s %8s %8s", "mmq 4096x14336", "tokens", "median µs", "TOPS", "of mma")
 		spec, _ := kernels.LookupSpec("mmq")
 		for _, v := range co.Variants {
+			if !filter.MatchString(v.Name) {
+				continue
+			}
 			vals := variantValues(spec, v.Name)
 			qt := mmqTypes[vals["type"]]
 			bm, bn, err := mmqTile(vals["tile"])
 			benchMust(t, err)
 			rb, err := qt.RowBytes(k)
 			benchMust(t, err)
-			w := alloc(rows*rb, true)
+			ws := make([]*gpu.Buffer, copies(rows*rb))
+			for i := range ws {
+				ws[i] = alloc(rows*rb, true)
+			}
 			fn, err := mod.Func(v.Symbol)
 			benchMust(t, err)
 			for _, tokens := range []int{512, 2048} {
-				a := abi.MmqArgs{W: uint64(w.Ptr), X: uint64(x.Ptr), Y: uint64(y.Ptr), Rows: rows, K: k, Tokens: int32(tokens),
-					XRowBlocks: k / 32, Ldy: rows, HookGroup: -1}
 				grid := gpu.Dim3{X: uint32((rows + bm - 1) / bm), Y: uint32((tokens + bn - 1) / bn), Z: 1}
-				sec := timeIt(func() error { return fn.Launch(s, grid, gpu.Dim3{X: abi.MmqThreads, Y: 1, Z: 1}, 0, a.Bytes()) })
+				n := 0
+				sec := timeIt(func() error {
+					a := abi.MmqArgs{W: uint64(ws[n%len(ws)].Ptr), X: uint64(x.Ptr), Y: uint64(y.Ptr), Rows: rows, K: k, Tokens: int32(tokens),
+						XRowBlocks: k / 32, Ldy: rows, HookGroup: -1}
+					n++
+					return fn.Launch(s, grid, gpu.Dim3{X: abi.MmqThreads, Y: 1, Z: 1}, 0, a.Bytes())
+				})
 				tops := 2 * float64(rows) * k * float64(tokens) / sec / 1e12
 				logf("%-26s %6d %10.1f %8.1f %8s", v.Name, tokens, sec*1e6, tops, ratio(tops))
 			}
-			benchMust(t, w.Free())
+			for _, w := range ws {
+				benchMust(t, w.Free())
+			}
 		}
 	}
 
@@ -168,7 +186,7 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 		benchMust(t, dev.Upload(dids.Ptr, int32Bytes(ids)))
 		dwts := alloc(4*len(wts), false)
 		benchMust(t, dev.Upload(dwts.Ptr, mmvqF32Bytes(wts)))
-		maxTiles := maxT*kUsed/64 + experts
+		maxTiles := maxT*kUsed/16 + experts // any tile of ≥ 16 tokens
 		sched := alloc(4*(2*experts+1+2*maxTiles), false)
 		list := alloc(4*maxT*kUsed, false)
 		hq := alloc(maxT*kUsed*ff/32*36, false)
@@ -177,6 +195,9 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 		logf("%-26s %6s %9s %9s %9s %9s %10s %8s %8s", "moe_prefill 2048/768 128x8", "tokens", "route µs", "gate/up", "down", "combine", "layer µs", "TOPS", "of mma")
 		spec, _ := kernels.LookupSpec("moe_prefill")
 		for _, v := range co.Variants {
+			if !filter.MatchString(v.Name) {
+				continue
+			}
 			vals := variantValues(spec, v.Name)
 			qt := mmqTypes[vals["type"]]
 			bm, bn, err := mmqTile(vals["tile"])
@@ -186,16 +207,21 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 			drb, err := qt.RowBytes(ff)
 			benchMust(t, err)
 			guBytes, dBytes := (ff*grb+255)/256*256, (hidden*drb+255)/256*256
-			wg, wu, wd := alloc(experts*guBytes, true), alloc(experts*guBytes, true), alloc(experts*dBytes, true)
+			// Weight sets in rotation: the smallest matrix (down) in ≥ 128 MiB of copies.
+			nset := copies(experts * dBytes)
+			wg, wu, wd := make([]*gpu.Buffer, nset), make([]*gpu.Buffer, nset), make([]*gpu.Buffer, nset)
+			for i := 0; i < nset; i++ {
+				wg[i], wu[i], wd[i] = alloc(experts*guBytes, true), alloc(experts*guBytes, true), alloc(experts*dBytes, true)
+			}
 			fn, err := mod.Func(v.Symbol)
 			benchMust(t, err)
 			for _, tokens := range []int{512, 2048} {
 				tiles := (tokens*kUsed+bn-1)/bn + experts
-				a := abi.MoePrefillArgs{X: uint64(x.Ptr), Ids: uint64(dids.Ptr), Wts: uint64(dwts.Ptr), Wg: uint64(wg.Ptr), Wu: uint64(wu.Ptr),
-					Wd: uint64(wd.Ptr), Sched: uint64(sched.Ptr), List: uint64(list.Ptr), Hq: uint64(hq.Ptr), Yp: uint64(yp.Ptr), Out: uint64(out.Ptr),
+				a := abi.MoePrefillArgs{X: uint64(x.Ptr), Ids: uint64(dids.Ptr), Wts: uint64(dwts.Ptr), Wg: uint64(wg[0].Ptr), Wu: uint64(wu[0].Ptr),
+					Wd: uint64(wd[0].Ptr), Sched: uint64(sched.Ptr), List: uint64(list.Ptr), Hq: uint64(hq.Ptr), Yp: uint64(yp.Ptr), Out: uint64(out.Ptr),
 					GuMatBytes: int64(guBytes), DMatBytes: int64(dBytes), Tokens: int32(tokens), KUsed: kUsed, NExpert: experts,
 					Hidden: hidden, NFf: ff, XRowBlocks: hidden / 32, Ldo: hidden}
-				grids := []gpu.Dim3{{X: 1, Y: 1, Z: 1}, {X: uint32(ff / (bm / 2)), Y: uint32(tiles), Z: 1},
+				grids := []gpu.Dim3{{X: 1, Y: 1, Z: 1}, {X: uint32((ff + bm/2 - 1) / (bm / 2)), Y: uint32(tiles), Z: 1},
 					{X: uint32((hidden + bm - 1) / bm), Y: uint32(tiles), Z: 1}, {X: uint32((hidden + abi.MoePrefillThreads - 1) / abi.MoePrefillThreads), Y: uint32(tokens), Z: 1}}
 				var secs [4]float64
 				for ph := 0; ph < 4; ph++ {
@@ -205,9 +231,12 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 						a0.Phase = 0
 						benchMust(t, fn.Launch(s, grids[0], gpu.Dim3{X: abi.MoePrefillThreads, Y: 1, Z: 1}, 0, a0.Bytes()))
 					}
-					ap := a
-					ap.Phase = int32(ph)
+					n := 0
 					secs[ph] = timeIt(func() error {
+						ap := a
+						ap.Phase = int32(ph)
+						ap.Wg, ap.Wu, ap.Wd = uint64(wg[n%nset].Ptr), uint64(wu[n%nset].Ptr), uint64(wd[n%nset].Ptr)
+						n++
 						return fn.Launch(s, grids[ph], gpu.Dim3{X: abi.MoePrefillThreads, Y: 1, Z: 1}, 0, ap.Bytes())
 					})
 				}
@@ -215,9 +244,11 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 				tops := 6 * float64(tokens) * kUsed * ff * hidden / total / 1e12
 				logf("%-26s %6d %9.1f %9.1f %9.1f %9.1f %10.1f %8.1f %8s", v.Name, tokens, secs[0]*1e6, secs[1]*1e6, secs[2]*1e6, secs[3]*1e6, total*1e6, tops, ratio(tops))
 			}
-			benchMust(t, wg.Free())
-			benchMust(t, wu.Free())
-			benchMust(t, wd.Free())
+			for i := 0; i < nset; i++ {
+				benchMust(t, wg[i].Free())
+				benchMust(t, wu[i].Free())
+				benchMust(t, wd[i].Free())
+			}
 		}
 	}
 	blog.write(t, "bench_prefill.txt")

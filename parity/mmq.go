@@ -53,8 +53,9 @@ var mmqY2 = Bound{Name: "y", MaxRowRel: 5.4e-5, Why: `
 var mmqISum = Bound{Name: "isum", Exact: true, Why: `
 	Integers only: the hooked group's Σ mult(i)·q_w(i)·q_x(i) is at most 2²⁴ in magnitude (Q6_K,
 	the largest: 32·32·128·128) and int32 addition is exact in any order, so the matrix-unit
-	and dot4 sums (on NVIDIA the low half of a 16-split group is the K=32 sum minus the high
-	half's K=16 sum, still exact) must equal the reference exactly.`}
+	and dot4 sums must equal the reference exactly. On NVIDIA the sums leave the mma seeded
+	with 1.5·2²³ and are read back through f32: exact for |s| < 2²² (group sums ≤ 2¹⁹), and
+	m·s or m0·s0 + m1·s1 < 2²⁴ is exact in f32, so the hook still sees the exact integer.`}
 
 // mmqTypes maps the "type" axis values of the int8 prefill families to quant types.
 var mmqTypes = map[string]quant.Type{

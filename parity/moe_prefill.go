@@ -375,7 +375,7 @@ func runMoePrefill(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.
 
 	// Phase 1: gate/up + SwiGLU + requant, from the checked schedule.
 	sched, list := r0["sched"], r0["list"]
-	r1, us, err := in.phase(h, fn, 1, gpu.Dim3{X: uint32(in.ff / (bm / 2)), Y: uint32(in.maxTiles), Z: 1}, func(a *abi.MoePrefillArgs, b map[string]Buf) {
+	r1, us, err := in.phase(h, fn, 1, gpu.Dim3{X: uint32((in.ff + bm/2 - 1) / (bm / 2)), Y: uint32(in.maxTiles), Z: 1}, func(a *abi.MoePrefillArgs, b map[string]Buf) {
 		a.X, a.Wg, a.Wu, a.Sched, a.List, a.Hq, a.Hf = ptr(b, "x"), ptr(b, "wg"), ptr(b, "wu"), ptr(b, "sched"), ptr(b, "list"), ptr(b, "hq"), ptr(b, "hf")
 	}, map[string][]byte{"x": in.x, "wg": in.wg, "wu": in.wu, "sched": sched, "list": list}, nil,
 		map[string]int{"hq": np * in.ff / 32 * 36, "hf": 4 * np * in.ff}, []string{"hq", "hf"})

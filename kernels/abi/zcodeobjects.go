@@ -2453,11 +2453,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r128t64",
 		Symbol: "strata_mmq_q80_mma_r128t64",
 	}, {
+		Name:   "q80_mma_r64t128",
+		Symbol: "strata_mmq_q80_mma_r64t128",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_mmq_q80_dp4a_r64t64",
 	}, {
 		Name:   "q80_dp4a_r128t64",
 		Symbol: "strata_mmq_q80_dp4a_r128t64",
+	}, {
+		Name:   "q80_dp4a_r64t128",
+		Symbol: "strata_mmq_q80_dp4a_r64t128",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_mmq_q20_mma_r64t64",
@@ -2465,11 +2471,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r128t64",
 		Symbol: "strata_mmq_q20_mma_r128t64",
 	}, {
+		Name:   "q20_mma_r64t128",
+		Symbol: "strata_mmq_q20_mma_r64t128",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_mmq_q20_dp4a_r64t64",
 	}, {
 		Name:   "q20_dp4a_r128t64",
 		Symbol: "strata_mmq_q20_dp4a_r128t64",
+	}, {
+		Name:   "q20_dp4a_r64t128",
+		Symbol: "strata_mmq_q20_dp4a_r64t128",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_mmq_q4k_mma_r64t64",
@@ -2477,11 +2489,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r128t64",
 		Symbol: "strata_mmq_q4k_mma_r128t64",
 	}, {
+		Name:   "q4k_mma_r64t128",
+		Symbol: "strata_mmq_q4k_mma_r64t128",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_mmq_q4k_dp4a_r64t64",
 	}, {
 		Name:   "q4k_dp4a_r128t64",
 		Symbol: "strata_mmq_q4k_dp4a_r128t64",
+	}, {
+		Name:   "q4k_dp4a_r64t128",
+		Symbol: "strata_mmq_q4k_dp4a_r64t128",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_mmq_q6k_mma_r64t64",
@@ -2489,11 +2507,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r128t64",
 		Symbol: "strata_mmq_q6k_mma_r128t64",
 	}, {
+		Name:   "q6k_mma_r64t128",
+		Symbol: "strata_mmq_q6k_mma_r64t128",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_mmq_q6k_dp4a_r64t64",
 	}, {
 		Name:   "q6k_dp4a_r128t64",
 		Symbol: "strata_mmq_q6k_dp4a_r128t64",
+	}, {
+		Name:   "q6k_dp4a_r64t128",
+		Symbol: "strata_mmq_q6k_dp4a_r64t128",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_mmq_iq2xs_mma_r64t64",
@@ -2501,11 +2525,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r128t64",
 		Symbol: "strata_mmq_iq2xs_mma_r128t64",
 	}, {
+		Name:   "iq2xs_mma_r64t128",
+		Symbol: "strata_mmq_iq2xs_mma_r64t128",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq2xs_dp4a_r64t64",
 	}, {
 		Name:   "iq2xs_dp4a_r128t64",
 		Symbol: "strata_mmq_iq2xs_dp4a_r128t64",
+	}, {
+		Name:   "iq2xs_dp4a_r64t128",
+		Symbol: "strata_mmq_iq2xs_dp4a_r64t128",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_mmq_iq3xxs_mma_r64t64",
@@ -2513,11 +2543,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r128t64",
 		Symbol: "strata_mmq_iq3xxs_mma_r128t64",
 	}, {
+		Name:   "iq3xxs_mma_r64t128",
+		Symbol: "strata_mmq_iq3xxs_mma_r64t128",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3xxs_dp4a_r64t64",
 	}, {
 		Name:   "iq3xxs_dp4a_r128t64",
 		Symbol: "strata_mmq_iq3xxs_dp4a_r128t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t128",
+		Symbol: "strata_mmq_iq3xxs_dp4a_r64t128",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_mmq_iq3s_mma_r64t64",
@@ -2525,11 +2561,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r128t64",
 		Symbol: "strata_mmq_iq3s_mma_r128t64",
 	}, {
+		Name:   "iq3s_mma_r64t128",
+		Symbol: "strata_mmq_iq3s_mma_r64t128",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3s_dp4a_r64t64",
 	}, {
 		Name:   "iq3s_dp4a_r128t64",
 		Symbol: "strata_mmq_iq3s_dp4a_r128t64",
+	}, {
+		Name:   "iq3s_dp4a_r64t128",
+		Symbol: "strata_mmq_iq3s_dp4a_r64t128",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_mmq_iq1m_mma_r64t64",
@@ -2537,11 +2579,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r128t64",
 		Symbol: "strata_mmq_iq1m_mma_r128t64",
 	}, {
+		Name:   "iq1m_mma_r64t128",
+		Symbol: "strata_mmq_iq1m_mma_r64t128",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_mmq_iq1m_dp4a_r64t64",
 	}, {
 		Name:   "iq1m_dp4a_r128t64",
 		Symbol: "strata_mmq_iq1m_dp4a_r128t64",
+	}, {
+		Name:   "iq1m_dp4a_r64t128",
+		Symbol: "strata_mmq_iq1m_dp4a_r64t128",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -2618,50 +2666,146 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t64",
 		Symbol: "strata_moe_prefill_q80_mma_r64t64",
 	}, {
+		Name:   "q80_mma_r128t64",
+		Symbol: "strata_moe_prefill_q80_mma_r128t64",
+	}, {
+		Name:   "q80_mma_r128t32",
+		Symbol: "strata_moe_prefill_q80_mma_r128t32",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
+	}, {
+		Name:   "q80_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q80_dp4a_r128t64",
+	}, {
+		Name:   "q80_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q80_dp4a_r128t32",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
 	}, {
+		Name:   "q20_mma_r128t64",
+		Symbol: "strata_moe_prefill_q20_mma_r128t64",
+	}, {
+		Name:   "q20_mma_r128t32",
+		Symbol: "strata_moe_prefill_q20_mma_r128t32",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
+	}, {
+		Name:   "q20_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q20_dp4a_r128t64",
+	}, {
+		Name:   "q20_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q20_dp4a_r128t32",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
 	}, {
+		Name:   "q4k_mma_r128t64",
+		Symbol: "strata_moe_prefill_q4k_mma_r128t64",
+	}, {
+		Name:   "q4k_mma_r128t32",
+		Symbol: "strata_moe_prefill_q4k_mma_r128t32",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
+	}, {
+		Name:   "q4k_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r128t64",
+	}, {
+		Name:   "q4k_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r128t32",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
 	}, {
+		Name:   "q6k_mma_r128t64",
+		Symbol: "strata_moe_prefill_q6k_mma_r128t64",
+	}, {
+		Name:   "q6k_mma_r128t32",
+		Symbol: "strata_moe_prefill_q6k_mma_r128t32",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
+	}, {
+		Name:   "q6k_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r128t64",
+	}, {
+		Name:   "q6k_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r128t32",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
 	}, {
+		Name:   "iq2xs_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r128t64",
+	}, {
+		Name:   "iq2xs_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r128t32",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
+	}, {
+		Name:   "iq2xs_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r128t64",
+	}, {
+		Name:   "iq2xs_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r128t32",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
 	}, {
+		Name:   "iq3xxs_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t64",
+	}, {
+		Name:   "iq3xxs_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t32",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r128t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r128t32",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
 	}, {
+		Name:   "iq3s_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq3s_mma_r128t64",
+	}, {
+		Name:   "iq3s_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq3s_mma_r128t32",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
+	}, {
+		Name:   "iq3s_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r128t64",
+	}, {
+		Name:   "iq3s_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r128t32",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
 	}, {
+		Name:   "iq1m_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq1m_mma_r128t64",
+	}, {
+		Name:   "iq1m_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq1m_mma_r128t32",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
+	}, {
+		Name:   "iq1m_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r128t64",
+	}, {
+		Name:   "iq1m_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r128t32",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -2891,11 +3035,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r128t64",
 		Symbol: "strata_mmq_q80_mma_r128t64",
 	}, {
+		Name:   "q80_mma_r64t128",
+		Symbol: "strata_mmq_q80_mma_r64t128",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_mmq_q80_dp4a_r64t64",
 	}, {
 		Name:   "q80_dp4a_r128t64",
 		Symbol: "strata_mmq_q80_dp4a_r128t64",
+	}, {
+		Name:   "q80_dp4a_r64t128",
+		Symbol: "strata_mmq_q80_dp4a_r64t128",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_mmq_q20_mma_r64t64",
@@ -2903,11 +3053,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r128t64",
 		Symbol: "strata_mmq_q20_mma_r128t64",
 	}, {
+		Name:   "q20_mma_r64t128",
+		Symbol: "strata_mmq_q20_mma_r64t128",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_mmq_q20_dp4a_r64t64",
 	}, {
 		Name:   "q20_dp4a_r128t64",
 		Symbol: "strata_mmq_q20_dp4a_r128t64",
+	}, {
+		Name:   "q20_dp4a_r64t128",
+		Symbol: "strata_mmq_q20_dp4a_r64t128",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_mmq_q4k_mma_r64t64",
@@ -2915,11 +3071,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r128t64",
 		Symbol: "strata_mmq_q4k_mma_r128t64",
 	}, {
+		Name:   "q4k_mma_r64t128",
+		Symbol: "strata_mmq_q4k_mma_r64t128",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_mmq_q4k_dp4a_r64t64",
 	}, {
 		Name:   "q4k_dp4a_r128t64",
 		Symbol: "strata_mmq_q4k_dp4a_r128t64",
+	}, {
+		Name:   "q4k_dp4a_r64t128",
+		Symbol: "strata_mmq_q4k_dp4a_r64t128",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_mmq_q6k_mma_r64t64",
@@ -2927,11 +3089,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r128t64",
 		Symbol: "strata_mmq_q6k_mma_r128t64",
 	}, {
+		Name:   "q6k_mma_r64t128",
+		Symbol: "strata_mmq_q6k_mma_r64t128",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_mmq_q6k_dp4a_r64t64",
 	}, {
 		Name:   "q6k_dp4a_r128t64",
 		Symbol: "strata_mmq_q6k_dp4a_r128t64",
+	}, {
+		Name:   "q6k_dp4a_r64t128",
+		Symbol: "strata_mmq_q6k_dp4a_r64t128",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_mmq_iq2xs_mma_r64t64",
@@ -2939,11 +3107,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r128t64",
 		Symbol: "strata_mmq_iq2xs_mma_r128t64",
 	}, {
+		Name:   "iq2xs_mma_r64t128",
+		Symbol: "strata_mmq_iq2xs_mma_r64t128",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq2xs_dp4a_r64t64",
 	}, {
 		Name:   "iq2xs_dp4a_r128t64",
 		Symbol: "strata_mmq_iq2xs_dp4a_r128t64",
+	}, {
+		Name:   "iq2xs_dp4a_r64t128",
+		Symbol: "strata_mmq_iq2xs_dp4a_r64t128",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_mmq_iq3xxs_mma_r64t64",
@@ -2951,11 +3125,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r128t64",
 		Symbol: "strata_mmq_iq3xxs_mma_r128t64",
 	}, {
+		Name:   "iq3xxs_mma_r64t128",
+		Symbol: "strata_mmq_iq3xxs_mma_r64t128",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3xxs_dp4a_r64t64",
 	}, {
 		Name:   "iq3xxs_dp4a_r128t64",
 		Symbol: "strata_mmq_iq3xxs_dp4a_r128t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t128",
+		Symbol: "strata_mmq_iq3xxs_dp4a_r64t128",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_mmq_iq3s_mma_r64t64",
@@ -2963,11 +3143,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r128t64",
 		Symbol: "strata_mmq_iq3s_mma_r128t64",
 	}, {
+		Name:   "iq3s_mma_r64t128",
+		Symbol: "strata_mmq_iq3s_mma_r64t128",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3s_dp4a_r64t64",
 	}, {
 		Name:   "iq3s_dp4a_r128t64",
 		Symbol: "strata_mmq_iq3s_dp4a_r128t64",
+	}, {
+		Name:   "iq3s_dp4a_r64t128",
+		Symbol: "strata_mmq_iq3s_dp4a_r64t128",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_mmq_iq1m_mma_r64t64",
@@ -2975,11 +3161,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r128t64",
 		Symbol: "strata_mmq_iq1m_mma_r128t64",
 	}, {
+		Name:   "iq1m_mma_r64t128",
+		Symbol: "strata_mmq_iq1m_mma_r64t128",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_mmq_iq1m_dp4a_r64t64",
 	}, {
 		Name:   "iq1m_dp4a_r128t64",
 		Symbol: "strata_mmq_iq1m_dp4a_r128t64",
+	}, {
+		Name:   "iq1m_dp4a_r64t128",
+		Symbol: "strata_mmq_iq1m_dp4a_r64t128",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3056,50 +3248,146 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t64",
 		Symbol: "strata_moe_prefill_q80_mma_r64t64",
 	}, {
+		Name:   "q80_mma_r128t64",
+		Symbol: "strata_moe_prefill_q80_mma_r128t64",
+	}, {
+		Name:   "q80_mma_r128t32",
+		Symbol: "strata_moe_prefill_q80_mma_r128t32",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
+	}, {
+		Name:   "q80_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q80_dp4a_r128t64",
+	}, {
+		Name:   "q80_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q80_dp4a_r128t32",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
 	}, {
+		Name:   "q20_mma_r128t64",
+		Symbol: "strata_moe_prefill_q20_mma_r128t64",
+	}, {
+		Name:   "q20_mma_r128t32",
+		Symbol: "strata_moe_prefill_q20_mma_r128t32",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
+	}, {
+		Name:   "q20_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q20_dp4a_r128t64",
+	}, {
+		Name:   "q20_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q20_dp4a_r128t32",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
 	}, {
+		Name:   "q4k_mma_r128t64",
+		Symbol: "strata_moe_prefill_q4k_mma_r128t64",
+	}, {
+		Name:   "q4k_mma_r128t32",
+		Symbol: "strata_moe_prefill_q4k_mma_r128t32",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
+	}, {
+		Name:   "q4k_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r128t64",
+	}, {
+		Name:   "q4k_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r128t32",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
 	}, {
+		Name:   "q6k_mma_r128t64",
+		Symbol: "strata_moe_prefill_q6k_mma_r128t64",
+	}, {
+		Name:   "q6k_mma_r128t32",
+		Symbol: "strata_moe_prefill_q6k_mma_r128t32",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
+	}, {
+		Name:   "q6k_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r128t64",
+	}, {
+		Name:   "q6k_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r128t32",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
 	}, {
+		Name:   "iq2xs_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r128t64",
+	}, {
+		Name:   "iq2xs_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r128t32",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
+	}, {
+		Name:   "iq2xs_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r128t64",
+	}, {
+		Name:   "iq2xs_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r128t32",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
 	}, {
+		Name:   "iq3xxs_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t64",
+	}, {
+		Name:   "iq3xxs_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t32",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r128t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r128t32",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
 	}, {
+		Name:   "iq3s_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq3s_mma_r128t64",
+	}, {
+		Name:   "iq3s_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq3s_mma_r128t32",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
+	}, {
+		Name:   "iq3s_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r128t64",
+	}, {
+		Name:   "iq3s_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r128t32",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
 	}, {
+		Name:   "iq1m_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq1m_mma_r128t64",
+	}, {
+		Name:   "iq1m_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq1m_mma_r128t32",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
+	}, {
+		Name:   "iq1m_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r128t64",
+	}, {
+		Name:   "iq1m_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r128t32",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3329,11 +3617,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r128t64",
 		Symbol: "strata_mmq_q80_mma_r128t64",
 	}, {
+		Name:   "q80_mma_r64t128",
+		Symbol: "strata_mmq_q80_mma_r64t128",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_mmq_q80_dp4a_r64t64",
 	}, {
 		Name:   "q80_dp4a_r128t64",
 		Symbol: "strata_mmq_q80_dp4a_r128t64",
+	}, {
+		Name:   "q80_dp4a_r64t128",
+		Symbol: "strata_mmq_q80_dp4a_r64t128",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_mmq_q20_mma_r64t64",
@@ -3341,11 +3635,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r128t64",
 		Symbol: "strata_mmq_q20_mma_r128t64",
 	}, {
+		Name:   "q20_mma_r64t128",
+		Symbol: "strata_mmq_q20_mma_r64t128",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_mmq_q20_dp4a_r64t64",
 	}, {
 		Name:   "q20_dp4a_r128t64",
 		Symbol: "strata_mmq_q20_dp4a_r128t64",
+	}, {
+		Name:   "q20_dp4a_r64t128",
+		Symbol: "strata_mmq_q20_dp4a_r64t128",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_mmq_q4k_mma_r64t64",
@@ -3353,11 +3653,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r128t64",
 		Symbol: "strata_mmq_q4k_mma_r128t64",
 	}, {
+		Name:   "q4k_mma_r64t128",
+		Symbol: "strata_mmq_q4k_mma_r64t128",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_mmq_q4k_dp4a_r64t64",
 	}, {
 		Name:   "q4k_dp4a_r128t64",
 		Symbol: "strata_mmq_q4k_dp4a_r128t64",
+	}, {
+		Name:   "q4k_dp4a_r64t128",
+		Symbol: "strata_mmq_q4k_dp4a_r64t128",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_mmq_q6k_mma_r64t64",
@@ -3365,11 +3671,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r128t64",
 		Symbol: "strata_mmq_q6k_mma_r128t64",
 	}, {
+		Name:   "q6k_mma_r64t128",
+		Symbol: "strata_mmq_q6k_mma_r64t128",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_mmq_q6k_dp4a_r64t64",
 	}, {
 		Name:   "q6k_dp4a_r128t64",
 		Symbol: "strata_mmq_q6k_dp4a_r128t64",
+	}, {
+		Name:   "q6k_dp4a_r64t128",
+		Symbol: "strata_mmq_q6k_dp4a_r64t128",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_mmq_iq2xs_mma_r64t64",
@@ -3377,11 +3689,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r128t64",
 		Symbol: "strata_mmq_iq2xs_mma_r128t64",
 	}, {
+		Name:   "iq2xs_mma_r64t128",
+		Symbol: "strata_mmq_iq2xs_mma_r64t128",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq2xs_dp4a_r64t64",
 	}, {
 		Name:   "iq2xs_dp4a_r128t64",
 		Symbol: "strata_mmq_iq2xs_dp4a_r128t64",
+	}, {
+		Name:   "iq2xs_dp4a_r64t128",
+		Symbol: "strata_mmq_iq2xs_dp4a_r64t128",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_mmq_iq3xxs_mma_r64t64",
@@ -3389,11 +3707,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r128t64",
 		Symbol: "strata_mmq_iq3xxs_mma_r128t64",
 	}, {
+		Name:   "iq3xxs_mma_r64t128",
+		Symbol: "strata_mmq_iq3xxs_mma_r64t128",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3xxs_dp4a_r64t64",
 	}, {
 		Name:   "iq3xxs_dp4a_r128t64",
 		Symbol: "strata_mmq_iq3xxs_dp4a_r128t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t128",
+		Symbol: "strata_mmq_iq3xxs_dp4a_r64t128",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_mmq_iq3s_mma_r64t64",
@@ -3401,11 +3725,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r128t64",
 		Symbol: "strata_mmq_iq3s_mma_r128t64",
 	}, {
+		Name:   "iq3s_mma_r64t128",
+		Symbol: "strata_mmq_iq3s_mma_r64t128",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3s_dp4a_r64t64",
 	}, {
 		Name:   "iq3s_dp4a_r128t64",
 		Symbol: "strata_mmq_iq3s_dp4a_r128t64",
+	}, {
+		Name:   "iq3s_dp4a_r64t128",
+		Symbol: "strata_mmq_iq3s_dp4a_r64t128",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_mmq_iq1m_mma_r64t64",
@@ -3413,11 +3743,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r128t64",
 		Symbol: "strata_mmq_iq1m_mma_r128t64",
 	}, {
+		Name:   "iq1m_mma_r64t128",
+		Symbol: "strata_mmq_iq1m_mma_r64t128",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_mmq_iq1m_dp4a_r64t64",
 	}, {
 		Name:   "iq1m_dp4a_r128t64",
 		Symbol: "strata_mmq_iq1m_dp4a_r128t64",
+	}, {
+		Name:   "iq1m_dp4a_r64t128",
+		Symbol: "strata_mmq_iq1m_dp4a_r64t128",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3494,50 +3830,146 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t64",
 		Symbol: "strata_moe_prefill_q80_mma_r64t64",
 	}, {
+		Name:   "q80_mma_r128t64",
+		Symbol: "strata_moe_prefill_q80_mma_r128t64",
+	}, {
+		Name:   "q80_mma_r128t32",
+		Symbol: "strata_moe_prefill_q80_mma_r128t32",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
+	}, {
+		Name:   "q80_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q80_dp4a_r128t64",
+	}, {
+		Name:   "q80_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q80_dp4a_r128t32",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
 	}, {
+		Name:   "q20_mma_r128t64",
+		Symbol: "strata_moe_prefill_q20_mma_r128t64",
+	}, {
+		Name:   "q20_mma_r128t32",
+		Symbol: "strata_moe_prefill_q20_mma_r128t32",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
+	}, {
+		Name:   "q20_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q20_dp4a_r128t64",
+	}, {
+		Name:   "q20_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q20_dp4a_r128t32",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
 	}, {
+		Name:   "q4k_mma_r128t64",
+		Symbol: "strata_moe_prefill_q4k_mma_r128t64",
+	}, {
+		Name:   "q4k_mma_r128t32",
+		Symbol: "strata_moe_prefill_q4k_mma_r128t32",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
+	}, {
+		Name:   "q4k_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r128t64",
+	}, {
+		Name:   "q4k_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r128t32",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
 	}, {
+		Name:   "q6k_mma_r128t64",
+		Symbol: "strata_moe_prefill_q6k_mma_r128t64",
+	}, {
+		Name:   "q6k_mma_r128t32",
+		Symbol: "strata_moe_prefill_q6k_mma_r128t32",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
+	}, {
+		Name:   "q6k_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r128t64",
+	}, {
+		Name:   "q6k_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r128t32",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
 	}, {
+		Name:   "iq2xs_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r128t64",
+	}, {
+		Name:   "iq2xs_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r128t32",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
+	}, {
+		Name:   "iq2xs_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r128t64",
+	}, {
+		Name:   "iq2xs_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r128t32",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
 	}, {
+		Name:   "iq3xxs_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t64",
+	}, {
+		Name:   "iq3xxs_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t32",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r128t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r128t32",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
 	}, {
+		Name:   "iq3s_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq3s_mma_r128t64",
+	}, {
+		Name:   "iq3s_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq3s_mma_r128t32",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
+	}, {
+		Name:   "iq3s_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r128t64",
+	}, {
+		Name:   "iq3s_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r128t32",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
 	}, {
+		Name:   "iq1m_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq1m_mma_r128t64",
+	}, {
+		Name:   "iq1m_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq1m_mma_r128t32",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
+	}, {
+		Name:   "iq1m_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r128t64",
+	}, {
+		Name:   "iq1m_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r128t32",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3767,11 +4199,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r128t64",
 		Symbol: "strata_mmq_q80_mma_r128t64",
 	}, {
+		Name:   "q80_mma_r64t128",
+		Symbol: "strata_mmq_q80_mma_r64t128",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_mmq_q80_dp4a_r64t64",
 	}, {
 		Name:   "q80_dp4a_r128t64",
 		Symbol: "strata_mmq_q80_dp4a_r128t64",
+	}, {
+		Name:   "q80_dp4a_r64t128",
+		Symbol: "strata_mmq_q80_dp4a_r64t128",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_mmq_q20_mma_r64t64",
@@ -3779,11 +4217,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r128t64",
 		Symbol: "strata_mmq_q20_mma_r128t64",
 	}, {
+		Name:   "q20_mma_r64t128",
+		Symbol: "strata_mmq_q20_mma_r64t128",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_mmq_q20_dp4a_r64t64",
 	}, {
 		Name:   "q20_dp4a_r128t64",
 		Symbol: "strata_mmq_q20_dp4a_r128t64",
+	}, {
+		Name:   "q20_dp4a_r64t128",
+		Symbol: "strata_mmq_q20_dp4a_r64t128",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_mmq_q4k_mma_r64t64",
@@ -3791,11 +4235,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r128t64",
 		Symbol: "strata_mmq_q4k_mma_r128t64",
 	}, {
+		Name:   "q4k_mma_r64t128",
+		Symbol: "strata_mmq_q4k_mma_r64t128",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_mmq_q4k_dp4a_r64t64",
 	}, {
 		Name:   "q4k_dp4a_r128t64",
 		Symbol: "strata_mmq_q4k_dp4a_r128t64",
+	}, {
+		Name:   "q4k_dp4a_r64t128",
+		Symbol: "strata_mmq_q4k_dp4a_r64t128",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_mmq_q6k_mma_r64t64",
@@ -3803,11 +4253,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r128t64",
 		Symbol: "strata_mmq_q6k_mma_r128t64",
 	}, {
+		Name:   "q6k_mma_r64t128",
+		Symbol: "strata_mmq_q6k_mma_r64t128",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_mmq_q6k_dp4a_r64t64",
 	}, {
 		Name:   "q6k_dp4a_r128t64",
 		Symbol: "strata_mmq_q6k_dp4a_r128t64",
+	}, {
+		Name:   "q6k_dp4a_r64t128",
+		Symbol: "strata_mmq_q6k_dp4a_r64t128",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_mmq_iq2xs_mma_r64t64",
@@ -3815,11 +4271,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r128t64",
 		Symbol: "strata_mmq_iq2xs_mma_r128t64",
 	}, {
+		Name:   "iq2xs_mma_r64t128",
+		Symbol: "strata_mmq_iq2xs_mma_r64t128",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq2xs_dp4a_r64t64",
 	}, {
 		Name:   "iq2xs_dp4a_r128t64",
 		Symbol: "strata_mmq_iq2xs_dp4a_r128t64",
+	}, {
+		Name:   "iq2xs_dp4a_r64t128",
+		Symbol: "strata_mmq_iq2xs_dp4a_r64t128",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_mmq_iq3xxs_mma_r64t64",
@@ -3827,11 +4289,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r128t64",
 		Symbol: "strata_mmq_iq3xxs_mma_r128t64",
 	}, {
+		Name:   "iq3xxs_mma_r64t128",
+		Symbol: "strata_mmq_iq3xxs_mma_r64t128",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3xxs_dp4a_r64t64",
 	}, {
 		Name:   "iq3xxs_dp4a_r128t64",
 		Symbol: "strata_mmq_iq3xxs_dp4a_r128t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t128",
+		Symbol: "strata_mmq_iq3xxs_dp4a_r64t128",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_mmq_iq3s_mma_r64t64",
@@ -3839,11 +4307,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r128t64",
 		Symbol: "strata_mmq_iq3s_mma_r128t64",
 	}, {
+		Name:   "iq3s_mma_r64t128",
+		Symbol: "strata_mmq_iq3s_mma_r64t128",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3s_dp4a_r64t64",
 	}, {
 		Name:   "iq3s_dp4a_r128t64",
 		Symbol: "strata_mmq_iq3s_dp4a_r128t64",
+	}, {
+		Name:   "iq3s_dp4a_r64t128",
+		Symbol: "strata_mmq_iq3s_dp4a_r64t128",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_mmq_iq1m_mma_r64t64",
@@ -3851,11 +4325,17 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r128t64",
 		Symbol: "strata_mmq_iq1m_mma_r128t64",
 	}, {
+		Name:   "iq1m_mma_r64t128",
+		Symbol: "strata_mmq_iq1m_mma_r64t128",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_mmq_iq1m_dp4a_r64t64",
 	}, {
 		Name:   "iq1m_dp4a_r128t64",
 		Symbol: "strata_mmq_iq1m_dp4a_r128t64",
+	}, {
+		Name:   "iq1m_dp4a_r64t128",
+		Symbol: "strata_mmq_iq1m_dp4a_r64t128",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3932,50 +4412,146 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t64",
 		Symbol: "strata_moe_prefill_q80_mma_r64t64",
 	}, {
+		Name:   "q80_mma_r128t64",
+		Symbol: "strata_moe_prefill_q80_mma_r128t64",
+	}, {
+		Name:   "q80_mma_r128t32",
+		Symbol: "strata_moe_prefill_q80_mma_r128t32",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
+	}, {
+		Name:   "q80_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q80_dp4a_r128t64",
+	}, {
+		Name:   "q80_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q80_dp4a_r128t32",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
 	}, {
+		Name:   "q20_mma_r128t64",
+		Symbol: "strata_moe_prefill_q20_mma_r128t64",
+	}, {
+		Name:   "q20_mma_r128t32",
+		Symbol: "strata_moe_prefill_q20_mma_r128t32",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
+	}, {
+		Name:   "q20_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q20_dp4a_r128t64",
+	}, {
+		Name:   "q20_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q20_dp4a_r128t32",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
 	}, {
+		Name:   "q4k_mma_r128t64",
+		Symbol: "strata_moe_prefill_q4k_mma_r128t64",
+	}, {
+		Name:   "q4k_mma_r128t32",
+		Symbol: "strata_moe_prefill_q4k_mma_r128t32",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
+	}, {
+		Name:   "q4k_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r128t64",
+	}, {
+		Name:   "q4k_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r128t32",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
 	}, {
+		Name:   "q6k_mma_r128t64",
+		Symbol: "strata_moe_prefill_q6k_mma_r128t64",
+	}, {
+		Name:   "q6k_mma_r128t32",
+		Symbol: "strata_moe_prefill_q6k_mma_r128t32",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
+	}, {
+		Name:   "q6k_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r128t64",
+	}, {
+		Name:   "q6k_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r128t32",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
 	}, {
+		Name:   "iq2xs_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r128t64",
+	}, {
+		Name:   "iq2xs_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r128t32",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
+	}, {
+		Name:   "iq2xs_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r128t64",
+	}, {
+		Name:   "iq2xs_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r128t32",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
 	}, {
+		Name:   "iq3xxs_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t64",
+	}, {
+		Name:   "iq3xxs_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t32",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r128t64",
+	}, {
+		Name:   "iq3xxs_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r128t32",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
 	}, {
+		Name:   "iq3s_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq3s_mma_r128t64",
+	}, {
+		Name:   "iq3s_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq3s_mma_r128t32",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
+	}, {
+		Name:   "iq3s_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r128t64",
+	}, {
+		Name:   "iq3s_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r128t32",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
 	}, {
+		Name:   "iq1m_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq1m_mma_r128t64",
+	}, {
+		Name:   "iq1m_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq1m_mma_r128t32",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
+	}, {
+		Name:   "iq1m_dp4a_r128t64",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r128t64",
+	}, {
+		Name:   "iq1m_dp4a_r128t32",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r128t32",
 	}},
 	Vendor: "nvidia",
 }, {

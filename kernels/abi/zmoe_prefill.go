@@ -9,7 +9,7 @@ import (
 
 /*
 MoePrefillArgs is the launch-argument struct of every strata_moe_prefill_* kernel (C: struct strata_moe_prefill_args).
-one MoE FFN layer for many tokens in four launches (phase 0 route: grid (1, 1, 1); phase 1 gate/up + SwiGLU + Q8_1 requant: grid (n_ff/(BM/2), max_tiles, 1); phase 2 down: grid (ceil(hidden/BM), max_tiles, 1); phase 3 weighted combine: grid (ceil(hidden/128), min(tokens, 65535), 1)), block (128, 1, 1), tile r<BM>t<BN>, max_tiles = ceil(tokens·k_used/BN) + n_expert; experts are dense stacks.
+one MoE FFN layer for many tokens in four launches (phase 0 route: grid (1, 1, 1); phase 1 gate/up + SwiGLU + Q8_1 requant: grid (ceil(n_ff/(BM/2)), max_tiles, 1); phase 2 down: grid (ceil(hidden/BM), max_tiles, 1); phase 3 weighted combine: grid (ceil(hidden/128), min(tokens, 65535), 1)), block (128, 1, 1), tile r<BM>t<BN>, max_tiles = ceil(tokens·k_used/BN) + n_expert; experts are dense stacks.
 */
 type MoePrefillArgs struct {
 	X          uint64 // offset 0: device address of const u8[]; hidden state as Q8_1 [tokens][x_row_blocks] (phase 1); 4-byte aligned
@@ -44,22 +44,54 @@ const MoePrefillThreads = 128
 
 // Kernel symbols of every moe_prefill variant; CodeObject.Symbol says which a target has.
 const (
-	SymMoePrefillQ80MmaR64t64     = "strata_moe_prefill_q80_mma_r64t64"     // variant q80_mma_r64t64
-	SymMoePrefillQ80Dp4aR64t64    = "strata_moe_prefill_q80_dp4a_r64t64"    // variant q80_dp4a_r64t64
-	SymMoePrefillQ20MmaR64t64     = "strata_moe_prefill_q20_mma_r64t64"     // variant q20_mma_r64t64
-	SymMoePrefillQ20Dp4aR64t64    = "strata_moe_prefill_q20_dp4a_r64t64"    // variant q20_dp4a_r64t64
-	SymMoePrefillQ4kMmaR64t64     = "strata_moe_prefill_q4k_mma_r64t64"     // variant q4k_mma_r64t64
-	SymMoePrefillQ4kDp4aR64t64    = "strata_moe_prefill_q4k_dp4a_r64t64"    // variant q4k_dp4a_r64t64
-	SymMoePrefillQ6kMmaR64t64     = "strata_moe_prefill_q6k_mma_r64t64"     // variant q6k_mma_r64t64
-	SymMoePrefillQ6kDp4aR64t64    = "strata_moe_prefill_q6k_dp4a_r64t64"    // variant q6k_dp4a_r64t64
-	SymMoePrefillIq2xsMmaR64t64   = "strata_moe_prefill_iq2xs_mma_r64t64"   // variant iq2xs_mma_r64t64
-	SymMoePrefillIq2xsDp4aR64t64  = "strata_moe_prefill_iq2xs_dp4a_r64t64"  // variant iq2xs_dp4a_r64t64
-	SymMoePrefillIq3xxsMmaR64t64  = "strata_moe_prefill_iq3xxs_mma_r64t64"  // variant iq3xxs_mma_r64t64
-	SymMoePrefillIq3xxsDp4aR64t64 = "strata_moe_prefill_iq3xxs_dp4a_r64t64" // variant iq3xxs_dp4a_r64t64
-	SymMoePrefillIq3sMmaR64t64    = "strata_moe_prefill_iq3s_mma_r64t64"    // variant iq3s_mma_r64t64
-	SymMoePrefillIq3sDp4aR64t64   = "strata_moe_prefill_iq3s_dp4a_r64t64"   // variant iq3s_dp4a_r64t64
-	SymMoePrefillIq1mMmaR64t64    = "strata_moe_prefill_iq1m_mma_r64t64"    // variant iq1m_mma_r64t64
-	SymMoePrefillIq1mDp4aR64t64   = "strata_moe_prefill_iq1m_dp4a_r64t64"   // variant iq1m_dp4a_r64t64
+	SymMoePrefillQ80MmaR64t64      = "strata_moe_prefill_q80_mma_r64t64"      // variant q80_mma_r64t64
+	SymMoePrefillQ80MmaR128t64     = "strata_moe_prefill_q80_mma_r128t64"     // variant q80_mma_r128t64
+	SymMoePrefillQ80MmaR128t32     = "strata_moe_prefill_q80_mma_r128t32"     // variant q80_mma_r128t32
+	SymMoePrefillQ80Dp4aR64t64     = "strata_moe_prefill_q80_dp4a_r64t64"     // variant q80_dp4a_r64t64
+	SymMoePrefillQ80Dp4aR128t64    = "strata_moe_prefill_q80_dp4a_r128t64"    // variant q80_dp4a_r128t64
+	SymMoePrefillQ80Dp4aR128t32    = "strata_moe_prefill_q80_dp4a_r128t32"    // variant q80_dp4a_r128t32
+	SymMoePrefillQ20MmaR64t64      = "strata_moe_prefill_q20_mma_r64t64"      // variant q20_mma_r64t64
+	SymMoePrefillQ20MmaR128t64     = "strata_moe_prefill_q20_mma_r128t64"     // variant q20_mma_r128t64
+	SymMoePrefillQ20MmaR128t32     = "strata_moe_prefill_q20_mma_r128t32"     // variant q20_mma_r128t32
+	SymMoePrefillQ20Dp4aR64t64     = "strata_moe_prefill_q20_dp4a_r64t64"     // variant q20_dp4a_r64t64
+	SymMoePrefillQ20Dp4aR128t64    = "strata_moe_prefill_q20_dp4a_r128t64"    // variant q20_dp4a_r128t64
+	SymMoePrefillQ20Dp4aR128t32    = "strata_moe_prefill_q20_dp4a_r128t32"    // variant q20_dp4a_r128t32
+	SymMoePrefillQ4kMmaR64t64      = "strata_moe_prefill_q4k_mma_r64t64"      // variant q4k_mma_r64t64
+	SymMoePrefillQ4kMmaR128t64     = "strata_moe_prefill_q4k_mma_r128t64"     // variant q4k_mma_r128t64
+	SymMoePrefillQ4kMmaR128t32     = "strata_moe_prefill_q4k_mma_r128t32"     // variant q4k_mma_r128t32
+	SymMoePrefillQ4kDp4aR64t64     = "strata_moe_prefill_q4k_dp4a_r64t64"     // variant q4k_dp4a_r64t64
+	SymMoePrefillQ4kDp4aR128t64    = "strata_moe_prefill_q4k_dp4a_r128t64"    // variant q4k_dp4a_r128t64
+	SymMoePrefillQ4kDp4aR128t32    = "strata_moe_prefill_q4k_dp4a_r128t32"    // variant q4k_dp4a_r128t32
+	SymMoePrefillQ6kMmaR64t64      = "strata_moe_prefill_q6k_mma_r64t64"      // variant q6k_mma_r64t64
+	SymMoePrefillQ6kMmaR128t64     = "strata_moe_prefill_q6k_mma_r128t64"     // variant q6k_mma_r128t64
+	SymMoePrefillQ6kMmaR128t32     = "strata_moe_prefill_q6k_mma_r128t32"     // variant q6k_mma_r128t32
+	SymMoePrefillQ6kDp4aR64t64     = "strata_moe_prefill_q6k_dp4a_r64t64"     // variant q6k_dp4a_r64t64
+	SymMoePrefillQ6kDp4aR128t64    = "strata_moe_prefill_q6k_dp4a_r128t64"    // variant q6k_dp4a_r128t64
+	SymMoePrefillQ6kDp4aR128t32    = "strata_moe_prefill_q6k_dp4a_r128t32"    // variant q6k_dp4a_r128t32
+	SymMoePrefillIq2xsMmaR64t64    = "strata_moe_prefill_iq2xs_mma_r64t64"    // variant iq2xs_mma_r64t64
+	SymMoePrefillIq2xsMmaR128t64   = "strata_moe_prefill_iq2xs_mma_r128t64"   // variant iq2xs_mma_r128t64
+	SymMoePrefillIq2xsMmaR128t32   = "strata_moe_prefill_iq2xs_mma_r128t32"   // variant iq2xs_mma_r128t32
+	SymMoePrefillIq2xsDp4aR64t64   = "strata_moe_prefill_iq2xs_dp4a_r64t64"   // variant iq2xs_dp4a_r64t64
+	SymMoePrefillIq2xsDp4aR128t64  = "strata_moe_prefill_iq2xs_dp4a_r128t64"  // variant iq2xs_dp4a_r128t64
+	SymMoePrefillIq2xsDp4aR128t32  = "strata_moe_prefill_iq2xs_dp4a_r128t32"  // variant iq2xs_dp4a_r128t32
+	SymMoePrefillIq3xxsMmaR64t64   = "strata_moe_prefill_iq3xxs_mma_r64t64"   // variant iq3xxs_mma_r64t64
+	SymMoePrefillIq3xxsMmaR128t64  = "strata_moe_prefill_iq3xxs_mma_r128t64"  // variant iq3xxs_mma_r128t64
+	SymMoePrefillIq3xxsMmaR128t32  = "strata_moe_prefill_iq3xxs_mma_r128t32"  // variant iq3xxs_mma_r128t32
+	SymMoePrefillIq3xxsDp4aR64t64  = "strata_moe_prefill_iq3xxs_dp4a_r64t64"  // variant iq3xxs_dp4a_r64t64
+	SymMoePrefillIq3xxsDp4aR128t64 = "strata_moe_prefill_iq3xxs_dp4a_r128t64" // variant iq3xxs_dp4a_r128t64
+	SymMoePrefillIq3xxsDp4aR128t32 = "strata_moe_prefill_iq3xxs_dp4a_r128t32" // variant iq3xxs_dp4a_r128t32
+	SymMoePrefillIq3sMmaR64t64     = "strata_moe_prefill_iq3s_mma_r64t64"     // variant iq3s_mma_r64t64
+	SymMoePrefillIq3sMmaR128t64    = "strata_moe_prefill_iq3s_mma_r128t64"    // variant iq3s_mma_r128t64
+	SymMoePrefillIq3sMmaR128t32    = "strata_moe_prefill_iq3s_mma_r128t32"    // variant iq3s_mma_r128t32
+	SymMoePrefillIq3sDp4aR64t64    = "strata_moe_prefill_iq3s_dp4a_r64t64"    // variant iq3s_dp4a_r64t64
+	SymMoePrefillIq3sDp4aR128t64   = "strata_moe_prefill_iq3s_dp4a_r128t64"   // variant iq3s_dp4a_r128t64
+	SymMoePrefillIq3sDp4aR128t32   = "strata_moe_prefill_iq3s_dp4a_r128t32"   // variant iq3s_dp4a_r128t32
+	SymMoePrefillIq1mMmaR64t64     = "strata_moe_prefill_iq1m_mma_r64t64"     // variant iq1m_mma_r64t64
+	SymMoePrefillIq1mMmaR128t64    = "strata_moe_prefill_iq1m_mma_r128t64"    // variant iq1m_mma_r128t64
+	SymMoePrefillIq1mMmaR128t32    = "strata_moe_prefill_iq1m_mma_r128t32"    // variant iq1m_mma_r128t32
+	SymMoePrefillIq1mDp4aR64t64    = "strata_moe_prefill_iq1m_dp4a_r64t64"    // variant iq1m_dp4a_r64t64
+	SymMoePrefillIq1mDp4aR128t64   = "strata_moe_prefill_iq1m_dp4a_r128t64"   // variant iq1m_dp4a_r128t64
+	SymMoePrefillIq1mDp4aR128t32   = "strata_moe_prefill_iq1m_dp4a_r128t32"   // variant iq1m_dp4a_r128t32
 )
 
 // Compile-time guards: building fails if the size or an offset drifts from the C static_asserts.

@@ -18,21 +18,37 @@
 // Variant iq1m_mma_r64t64: strata_mmq_iq1m_mma_r64t64
 // Variant iq1m_dp4a_r64t64: strata_mmq_iq1m_dp4a_r64t64
 // Not built for gfx1101: strata_mmq_q80_mma_r128t64 (64 accumulator registers per lane > 32)
+// Not built for gfx1101: strata_mmq_q80_mma_r64t128 (tile r64t128 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_mmq_q80_dp4a_r128t64 (64 accumulator registers per lane > 32)
+// Not built for gfx1101: strata_mmq_q80_dp4a_r64t128 (tile r64t128 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_mmq_q20_mma_r128t64 (64 accumulator registers per lane > 32)
+// Not built for gfx1101: strata_mmq_q20_mma_r64t128 (tile r64t128 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_mmq_q20_dp4a_r128t64 (64 accumulator registers per lane > 32)
+// Not built for gfx1101: strata_mmq_q20_dp4a_r64t128 (tile r64t128 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_mmq_q4k_mma_r128t64 (64 accumulator registers per lane > 32)
+// Not built for gfx1101: strata_mmq_q4k_mma_r64t128 (tile r64t128 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_mmq_q4k_dp4a_r128t64 (64 accumulator registers per lane > 32)
+// Not built for gfx1101: strata_mmq_q4k_dp4a_r64t128 (tile r64t128 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_mmq_q6k_mma_r128t64 (64 accumulator registers per lane > 32)
+// Not built for gfx1101: strata_mmq_q6k_mma_r64t128 (tile r64t128 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_mmq_q6k_dp4a_r128t64 (64 accumulator registers per lane > 32)
+// Not built for gfx1101: strata_mmq_q6k_dp4a_r64t128 (tile r64t128 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_mmq_iq2xs_mma_r128t64 (64 accumulator registers per lane > 32)
+// Not built for gfx1101: strata_mmq_iq2xs_mma_r64t128 (tile r64t128 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_mmq_iq2xs_dp4a_r128t64 (64 accumulator registers per lane > 32)
+// Not built for gfx1101: strata_mmq_iq2xs_dp4a_r64t128 (tile r64t128 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_mmq_iq3xxs_mma_r128t64 (64 accumulator registers per lane > 32)
+// Not built for gfx1101: strata_mmq_iq3xxs_mma_r64t128 (tile r64t128 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_mmq_iq3xxs_dp4a_r128t64 (64 accumulator registers per lane > 32)
+// Not built for gfx1101: strata_mmq_iq3xxs_dp4a_r64t128 (tile r64t128 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_mmq_iq3s_mma_r128t64 (64 accumulator registers per lane > 32)
+// Not built for gfx1101: strata_mmq_iq3s_mma_r64t128 (tile r64t128 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_mmq_iq3s_dp4a_r128t64 (64 accumulator registers per lane > 32)
+// Not built for gfx1101: strata_mmq_iq3s_dp4a_r64t128 (tile r64t128 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_mmq_iq1m_mma_r128t64 (64 accumulator registers per lane > 32)
+// Not built for gfx1101: strata_mmq_iq1m_mma_r64t128 (tile r64t128 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_mmq_iq1m_dp4a_r128t64 (64 accumulator registers per lane > 32)
+// Not built for gfx1101: strata_mmq_iq1m_dp4a_r64t128 (tile r64t128 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 
 #include "strata_prelude.h"
 
@@ -648,15 +664,21 @@ STRATA_DEVICE void strata_mmq_fold(const strata_mmq_smem<QT, NW, BM, BN>& s, int
   if (QT::MIN) acc = __builtin_fmaf(s.wo[m][r][kg] * cx, (f32)(s.wom[m][r][kg] * s.xs[c][kg]), acc);
 }
 
+// The LDS struct of a core: strata_mmq_lds_t<QT, NW, BM, BN, MMA>.
+template <class QT, int NW, int BM, int BN, bool MMA>
+struct strata_mmq_lds_of { typedef strata_mmq_smem<QT, NW, BM, BN> type; };
+template <class QT, int NW, int BM, int BN, bool MMA>
+using strata_mmq_lds_t = typename strata_mmq_lds_of<QT, NW, BM, BN, MMA>::type;
+
 // The whole K loop of one tile. hook: −1, or the group whose exact integer sums replace the
 // outputs (see strata_mmq_fold). Ep: put(c, r, v[NW]) receives each finished output once.
 template <class QT, int NW, int BM, int BN, bool MMA, class Src, class Ep>
-STRATA_DEVICE void strata_mmq_run(strata_mmq_smem<QT, NW, BM, BN>& s, const Src& src, int k, int hook, const Ep& ep) {
+STRATA_DEVICE void strata_mmq_run(strata_mmq_lds_t<QT, NW, BM, BN, MMA>& s, const Src& src, int k, int hook, const Ep& ep) {
   constexpr int KT = STRATA_MMQ_KT;
   constexpr bool SPLIT = strata_mmq_split<QT>::v;
   const int ng = k / 32;
   const int tid = (int)strata_thread_x();
-#ifdef STRATA_HAS_INT8_MATRIX
+#if defined(STRATA_HAS_INT8_MATRIX) && !defined(STRATA_NVIDIA)
   if constexpr (MMA) {
     constexpr int KS = STRATA_MMQ_KS, TT = BN / 2, TR = BM / 2, FM = TT / 16, FN = TR / 16;
     static_assert(FM >= 1 && FN >= 1, "tile too small for 2 × 2 waves of 16 × 16 fragments");
@@ -676,45 +698,23 @@ STRATA_DEVICE void strata_mmq_run(strata_mmq_smem<QT, NW, BM, BN>& s, const Src&
       const int hk = hook < 0 ? -1 : (hook >= g0 && hook < g0 + KT ? hook - g0 : KT);
       for (int kg = 0; kg < KT && g0 + kg < ng; ++kg) {
         if constexpr (SPLIT) {
-          // The two 16-element halves need separate sums. AMD: two K=16 WMMAs (the native
-          // size). NVIDIA: one m16n8k32 over the group and one m16n8k16 over the high half;
-          // the low half is their difference (exact int32).
-#ifdef STRATA_NVIDIA
-          strata_mma_a32 a[FM];
-          strata_mma_a16 ahi[FM];
-#pragma unroll
-          for (int i = 0; i < FM; ++i) {
-            a[i] = strata_mma_load_a32(&s.x[wt + 16 * i][32 * kg], KS);
-            ahi[i] = strata_mma_load_a16(&s.x[wt + 16 * i][32 * kg + 16], KS);
-          }
-#else
+          // The two 16-element halves need separate sums: two K=16 WMMAs (the native size).
           strata_mma_a16 alo[FM], ahi[FM];
 #pragma unroll
           for (int i = 0; i < FM; ++i) {
             alo[i] = strata_mma_load_a16(&s.x[wt + 16 * i][32 * kg], KS);
             ahi[i] = strata_mma_load_a16(&s.x[wt + 16 * i][32 * kg + 16], KS);
           }
-#endif
 #pragma unroll
           for (int m = 0; m < NW; ++m)
 #pragma unroll
             for (int j = 0; j < FN; ++j) {
-#ifdef STRATA_NVIDIA
-              const strata_mma_b32 b = strata_mma_load_b32(&s.w[m][wr + 16 * j][32 * kg], KS);
-#else
               const strata_mma_b16 blo = strata_mma_load_b16(&s.w[m][wr + 16 * j][32 * kg], KS);
-#endif
               const strata_mma_b16 bhi = strata_mma_load_b16(&s.w[m][wr + 16 * j][32 * kg + 16], KS);
 #pragma unroll
               for (int i = 0; i < FM; ++i) {
                 const strata_mma_c s1 = strata_mma16(strata_mma_c_zero(), ahi[i], bhi);
-#ifdef STRATA_NVIDIA
-                strata_mma_c s0 = strata_mma32(strata_mma_c_zero(), a[i], b);
-#pragma unroll
-                for (int e = 0; e < 8; ++e) s0.v[e] -= s1.v[e];
-#else
                 const strata_mma_c s0 = strata_mma16(strata_mma_c_zero(), alo[i], blo);
-#endif
 #pragma unroll
                 for (int e = 0; e < 8; ++e) {
                   int row, col;
@@ -836,8 +836,10 @@ STRATA_DEVICE void strata_mmq_run(strata_mmq_smem<QT, NW, BM, BN>& s, const Src&
 //          quad, replicated in both half-waves (loads index rows by ℓ%16); C: lane ℓ, reg e =
 //          C[2e + ℓ/16][ℓ%16] → token 2e + ℓ/16, weight row ℓ%16 of the fragment.
 //   gfx12: A/B: lane ℓ holds row ℓ%16, k = 8(ℓ/16) + 4·reg + byte; C: reg e = C[8(ℓ/16) + e][ℓ%16].
-//   NVIDIA: two m16n8k32 (m16n8k16 for the 16-split types) per 16×16 fragment; C reg 4h + x =
-//          C[ℓ/4 + 8(x>>1)][8h + 2(ℓ%4) + (x&1)].
+//   NVIDIA: its own core (mmq core, "NVIDIA mma.sync core"): weights are the A operand, tokens
+//          B; two m16n8k32 (four m16n8k16 for the 16-split types) per 16×16 tile, ldmatrix
+//          fragment loads, the fold through the 1.5·2²³ accumulator seed; C reg 4h + x =
+//          C[row ℓ/4 + 8(x>>1)][token 8h + 2(ℓ%4) + (x&1)].
 // Epilogue: each output written once, y[t·ldy + r]. Test hook: hook_group = g ≥ 0 makes
 // every y[t·ldy + r] the bit pattern of the exact int32 group sum Σ mult(i)·q_w(i)·q_x(i) of
 // group g instead (no fold), proving the tile sums are exact integers.
@@ -868,213 +870,229 @@ struct strata_mmq_ep {
   }
 };
 constexpr unsigned long strata_mmq_sizes[] = {
-  sizeof(strata_mmq_smem<strata_qt_q80, 1, 64, 64>),
-  sizeof(strata_mmq_smem<strata_qt_q80, 1, 64, 64>),
-  sizeof(strata_mmq_smem<strata_qt_q20, 1, 64, 64>),
-  sizeof(strata_mmq_smem<strata_qt_q20, 1, 64, 64>),
-  sizeof(strata_mmq_smem<strata_qt_q4k, 1, 64, 64>),
-  sizeof(strata_mmq_smem<strata_qt_q4k, 1, 64, 64>),
-  sizeof(strata_mmq_smem<strata_qt_q6k, 1, 64, 64>),
-  sizeof(strata_mmq_smem<strata_qt_q6k, 1, 64, 64>),
-  sizeof(strata_mmq_smem<strata_qt_iq2xs, 1, 64, 64>),
-  sizeof(strata_mmq_smem<strata_qt_iq2xs, 1, 64, 64>),
-  sizeof(strata_mmq_smem<strata_qt_iq3xxs, 1, 64, 64>),
-  sizeof(strata_mmq_smem<strata_qt_iq3xxs, 1, 64, 64>),
-  sizeof(strata_mmq_smem<strata_qt_iq3s, 1, 64, 64>),
-  sizeof(strata_mmq_smem<strata_qt_iq3s, 1, 64, 64>),
-  sizeof(strata_mmq_smem<strata_qt_iq1m, 1, 64, 64>),
-  sizeof(strata_mmq_smem<strata_qt_iq1m, 1, 64, 64>),
+  sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 64, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 64, 64, false>),
+  sizeof(strata_mmq_lds_t<strata_qt_q20, 1, 64, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_q20, 1, 64, 64, false>),
+  sizeof(strata_mmq_lds_t<strata_qt_q4k, 1, 64, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_q4k, 1, 64, 64, false>),
+  sizeof(strata_mmq_lds_t<strata_qt_q6k, 1, 64, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_q6k, 1, 64, 64, false>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq2xs, 1, 64, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq2xs, 1, 64, 64, false>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq3xxs, 1, 64, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq3xxs, 1, 64, 64, false>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq3s, 1, 64, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq3s, 1, 64, 64, false>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq1m, 1, 64, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq1m, 1, 64, 64, false>),
 };
 __shared__ __attribute__((aligned(16))) u8 strata_mmq_lds[strata_mmq_cmax(strata_mmq_sizes, sizeof(strata_mmq_sizes) / sizeof(strata_mmq_sizes[0]))];
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, true>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, false>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, true>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, false>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, true>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, false>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q6k QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, true>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q6k QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, false>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, true>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, false>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, true>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, false>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, true>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, false>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq1m QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, true>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq1m QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, false>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }

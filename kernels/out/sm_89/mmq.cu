@@ -3,36 +3,52 @@
 // Family mmq: y[t][r] = Σ_k W[r][k]·x[t][k] for many tokens: quantized weights decoded to int8 tiles in LDS, Q8_1 activations, exact int32 group sums (matrix unit or dot4), f32 scale fold; launch grid (ceil(rows/BM), ceil(tokens/BN), 1) for tile r<BM>t<BN>, block (128, 1, 1).
 // Variant q80_mma_r64t64: strata_mmq_q80_mma_r64t64
 // Variant q80_mma_r128t64: strata_mmq_q80_mma_r128t64
+// Variant q80_mma_r64t128: strata_mmq_q80_mma_r64t128
 // Variant q80_dp4a_r64t64: strata_mmq_q80_dp4a_r64t64
 // Variant q80_dp4a_r128t64: strata_mmq_q80_dp4a_r128t64
+// Variant q80_dp4a_r64t128: strata_mmq_q80_dp4a_r64t128
 // Variant q20_mma_r64t64: strata_mmq_q20_mma_r64t64
 // Variant q20_mma_r128t64: strata_mmq_q20_mma_r128t64
+// Variant q20_mma_r64t128: strata_mmq_q20_mma_r64t128
 // Variant q20_dp4a_r64t64: strata_mmq_q20_dp4a_r64t64
 // Variant q20_dp4a_r128t64: strata_mmq_q20_dp4a_r128t64
+// Variant q20_dp4a_r64t128: strata_mmq_q20_dp4a_r64t128
 // Variant q4k_mma_r64t64: strata_mmq_q4k_mma_r64t64
 // Variant q4k_mma_r128t64: strata_mmq_q4k_mma_r128t64
+// Variant q4k_mma_r64t128: strata_mmq_q4k_mma_r64t128
 // Variant q4k_dp4a_r64t64: strata_mmq_q4k_dp4a_r64t64
 // Variant q4k_dp4a_r128t64: strata_mmq_q4k_dp4a_r128t64
+// Variant q4k_dp4a_r64t128: strata_mmq_q4k_dp4a_r64t128
 // Variant q6k_mma_r64t64: strata_mmq_q6k_mma_r64t64
 // Variant q6k_mma_r128t64: strata_mmq_q6k_mma_r128t64
+// Variant q6k_mma_r64t128: strata_mmq_q6k_mma_r64t128
 // Variant q6k_dp4a_r64t64: strata_mmq_q6k_dp4a_r64t64
 // Variant q6k_dp4a_r128t64: strata_mmq_q6k_dp4a_r128t64
+// Variant q6k_dp4a_r64t128: strata_mmq_q6k_dp4a_r64t128
 // Variant iq2xs_mma_r64t64: strata_mmq_iq2xs_mma_r64t64
 // Variant iq2xs_mma_r128t64: strata_mmq_iq2xs_mma_r128t64
+// Variant iq2xs_mma_r64t128: strata_mmq_iq2xs_mma_r64t128
 // Variant iq2xs_dp4a_r64t64: strata_mmq_iq2xs_dp4a_r64t64
 // Variant iq2xs_dp4a_r128t64: strata_mmq_iq2xs_dp4a_r128t64
+// Variant iq2xs_dp4a_r64t128: strata_mmq_iq2xs_dp4a_r64t128
 // Variant iq3xxs_mma_r64t64: strata_mmq_iq3xxs_mma_r64t64
 // Variant iq3xxs_mma_r128t64: strata_mmq_iq3xxs_mma_r128t64
+// Variant iq3xxs_mma_r64t128: strata_mmq_iq3xxs_mma_r64t128
 // Variant iq3xxs_dp4a_r64t64: strata_mmq_iq3xxs_dp4a_r64t64
 // Variant iq3xxs_dp4a_r128t64: strata_mmq_iq3xxs_dp4a_r128t64
+// Variant iq3xxs_dp4a_r64t128: strata_mmq_iq3xxs_dp4a_r64t128
 // Variant iq3s_mma_r64t64: strata_mmq_iq3s_mma_r64t64
 // Variant iq3s_mma_r128t64: strata_mmq_iq3s_mma_r128t64
+// Variant iq3s_mma_r64t128: strata_mmq_iq3s_mma_r64t128
 // Variant iq3s_dp4a_r64t64: strata_mmq_iq3s_dp4a_r64t64
 // Variant iq3s_dp4a_r128t64: strata_mmq_iq3s_dp4a_r128t64
+// Variant iq3s_dp4a_r64t128: strata_mmq_iq3s_dp4a_r64t128
 // Variant iq1m_mma_r64t64: strata_mmq_iq1m_mma_r64t64
 // Variant iq1m_mma_r128t64: strata_mmq_iq1m_mma_r128t64
+// Variant iq1m_mma_r64t128: strata_mmq_iq1m_mma_r64t128
 // Variant iq1m_dp4a_r64t64: strata_mmq_iq1m_dp4a_r64t64
 // Variant iq1m_dp4a_r128t64: strata_mmq_iq1m_dp4a_r128t64
+// Variant iq1m_dp4a_r64t128: strata_mmq_iq1m_dp4a_r64t128
 
 #include "strata_prelude.h"
 
@@ -647,16 +663,290 @@ STRATA_DEVICE void strata_mmq_fold(const strata_mmq_smem<QT, NW, BM, BN>& s, int
   acc = __builtin_fmaf(s.wb[m][r][kg] * cx, (f32)mn, acc);
   if (QT::MIN) acc = __builtin_fmaf(s.wo[m][r][kg] * cx, (f32)(s.wom[m][r][kg] * s.xs[c][kg]), acc);
 }
+// ---- NVIDIA mma.sync core (STRATA_NVIDIA: the generated sources and the host simulation;
+// the PTX-only instructions, ldmatrix and cvta, are behind __NVPTX__ with a plain-load
+// fallback of the same lane layout for the host simulation).
+//
+// Roles are swapped against the AMD core: the weight tile is the A operand (m16: 16 weight
+// rows), the activation tile the B operand (n8: 8 tokens), so one mma32 call (two m16n8k32)
+// gives a lane C[row g, g+8][token 2t, 2t+1, 8+2t, 9+2t] of a 16×16 tile.
+// Block 128 threads = 4 warps as 2 (rows) × 2 (tokens); warp tile WM = BM/2 rows of each of
+// the NW matrices × WN = BN/2 tokens, i.e. FM = WM/16 × FN = WN/16 mma32 calls per group.
+// Per group (K = 32) a warp loads FM + FN ldmatrix.x4 fragments (16-byte rows at the odd
+// multiple of 16 stride KS = 144: the 8 row addresses of each 8×16-byte matrix fall in 8
+// distinct 16-byte bank groups, conflict-free) and issues NW·FM·FN mma32 calls.
+//
+// The fold without int→float conversions (I2F issues at a quarter of the FP32 rate on
+// sm_80..sm_90): the mma's C input is the bit pattern of 1.5·2²³ (0x4B400000), so its int32
+// result D = 0x4B400000 + s is, read as f32, exactly 1.5·2²³ + s for |s| < 2²² (every group
+// sum: |s| ≤ 32·128·128 = 2¹⁹). Per output and group then, all exact but the last:
+//   main = fma(D, m, −1.5·2²³·m)   (= m·s: 1.5·2²³·m is exact, m·s < 2²⁴)   1 FFMA
+//   acc  = fma(base·d_x, main, acc)                                          FMUL + FFMA
+// 16-split types (m0 ≠ m1 per half): two m16n8k16 per call, main = t0 + t1 (both exact,
+// sum < 2²⁴): 3 FFMA/FADD + FMUL + FFMA. Q4_K adds fma(offb·offm, d_x·Σq_x, acc) (both
+// factors exact, the same real product as fma(offb·d_x, offm·Σq_x) in the AMD core).
+// Cost per m16n8k32 (4 outputs per lane): 12 FP32 instructions (non-split), 20 (split),
+// 16 (Q4_K); no I2F and no integer ALU in the fold. The result is bit-identical to the AMD
+// core's fold (same roundings: one per fold).
+//
+// Staging per K step of KT = 4 groups: every thread's weight jobs (NW·BM·KT/128) and
+// activation jobs (BN·KT/128) issue all their global loads before any store (edges load a
+// valid in-tile address and are zeroed afterwards, so the jobs have no branches), then
+// store int8 rows and per-(row, group) scales {base, m0, m1, offb·offm} and per-(token,
+// group) {d_x, d_x·Σq_x}; barrier; mma and fold; barrier. Several blocks per SM overlap
+// one block's staging with another's matrix work.
+constexpr f32 STRATA_MMQ_MAGIC = 12582912.0f;  // 1.5·2²³
+constexpr i32 STRATA_MMQ_MAGIC_BITS = 0x4B400000;
+
+template <class QT, int NW, int BM, int BN>
+struct strata_mmq_nv_smem {
+  alignas(16) i8 w[NW * BM][STRATA_MMQ_KS];      // decoded weight rows, matrix m at rows m·BM
+  alignas(16) i8 x[BN][STRATA_MMQ_KS];           // activation quants
+  alignas(16) f32 ws[STRATA_MMQ_KT][NW * BM][4];  // base, m0, m1, offb·offm (all exact)
+  alignas(16) f32 xs[STRATA_MMQ_KT][BN][2];      // d_x, d_x·Σq_x (exact)
+  typename QT::lds tab;
+};
+
+// Shared-memory address of a generic pointer into shared memory.
+STRATA_DEVICE u32 strata_mmq_smem_addr(const void* p) {
+#ifdef __NVPTX__
+  u32 a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+#else
+  return (u32)(u64)p;
+#endif
+}
+// A operand (16 rows × 32 k) of the row-major int8 tile at p (row stride KS): ldmatrix.x4,
+// lane ℓ addressing row ℓ%8 + 8·((ℓ/8)%2), bytes 16·(ℓ/16): matrices (rows 0–7, k 0–15),
+// (8–15, 0–15), (0–7, 16–31), (8–15, 16–31) = registers 0..3 of strata_mma_a32.
+STRATA_DEVICE strata_mma_a32 strata_mmq_ld_a(const i8* p) {
+#ifdef __NVPTX__
+  const u32 l = strata_lane();
+  strata_mma_a32 a;
+  const u32 ad = strata_mmq_smem_addr(p + ((l & 7) + (l & 8)) * STRATA_MMQ_KS + 16 * (l >> 4));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(a.r[0]), "=r"(a.r[1]), "=r"(a.r[2]), "=r"(a.r[3]) : "r"(ad) : "memory");
+  return a;
+#else
+  return strata_mma_load_a32(p, STRATA_MMQ_KS);
+#endif
+}
+// B operand of two n8 halves (16 rows of Bᵀ × 32 k): lane ℓ addresses row ℓ%8 + 8·(ℓ/16),
+// bytes 16·((ℓ/8)%2): matrices (0–7, 0–15), (0–7, 16–31), (8–15, 0–15), (8–15, 16–31) =
+// r[0][0], r[0][1], r[1][0], r[1][1] of strata_mma_b32.
+STRATA_DEVICE strata_mma_b32 strata_mmq_ld_b(const i8* p) {
+#ifdef __NVPTX__
+  const u32 l = strata_lane();
+  strata_mma_b32 b;
+  const u32 ad = strata_mmq_smem_addr(p + ((l & 7) + 8 * (l >> 4)) * STRATA_MMQ_KS + 2 * (l & 8));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(b.r[0][0]), "=r"(b.r[0][1]), "=r"(b.r[1][0]), "=r"(b.r[1][1]) : "r"(ad) : "memory");
+  return b;
+#else
+  return strata_mma_load_b32(p, STRATA_MMQ_KS);
+#endif
+}
+
+template <class QT, int NW, int BM, int BN, class Src>
+STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Src& src, int g0, int ng) {
+  constexpr int KT = STRATA_MMQ_KT, GPB = QT::QK / 32, T = STRATA_MMQ_THREADS;
+  constexpr int JW = NW * BM * KT / T, JX = BN * KT / T;
+  static_assert(JW * T == NW * BM * KT && JX * T == BN * KT, "tile not a multiple of the block's jobs");
+  const int tid = (int)strata_thread_x();
+  const u8* const wsafe = src.wrow(0, 0);    // row 0 of the tile exists (the block does)
+  const u8* const xsafe = src.xblk(0, 0);    // so does token 0
+  strata_g32 G[JW];
+  bool okw[JW];
+#pragma unroll
+  for (int u = 0; u < JW; ++u) {
+    const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, g = g0 + j % KT;
+    const u8* row = src.wrow(m, r);
+    okw[u] = row != nullptr && g < ng;
+    QT::load(okw[u] ? row + (i64)(g / GPB) * QT::BYTES : wsafe, okw[u] ? g % GPB : 0, G[u], &s.tab);
+  }
+  u32 a[JX][9];
+  bool okx[JX];
+#pragma unroll
+  for (int u = 0; u < JX; ++u) {
+    const int j = tid + u * T, c = j / KT, g = g0 + j % KT;
+    const u8* xb = g < ng ? src.xblk(c, g) : nullptr;
+    okx[u] = xb != nullptr;
+#pragma unroll
+    for (int w = 0; w < 9; ++w) a[u][w] = strata_load_u32((okx[u] ? xb : xsafe) + 4 * w);
+  }
+#pragma unroll
+  for (int u = 0; u < JW; ++u) {
+    const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, kg = j % KT;
+    u32 q[8];
+#pragma unroll
+    for (int w = 0; w < 8; ++w) {
+      const u32 v = QT::PIECE ? strata_sub_bytes(G[u].q[w], (u32)(-G[u].c[w >> 1]) * 0x01010101u) : G[u].q[w];
+      q[w] = okw[u] ? v : 0u;
+    }
+    strata_mmq_u32x4 lo = {q[0], q[1], q[2], q[3]}, hi = {q[4], q[5], q[6], q[7]};
+    __builtin_memcpy(__builtin_assume_aligned(&s.w[m * BM + r][32 * kg], 16), &lo, 16);
+    __builtin_memcpy(__builtin_assume_aligned(&s.w[m * BM + r][32 * kg + 16], 16), &hi, 16);
+    typedef f32 strata_f32x4 __attribute__((__vector_size__(16)));
+    strata_f32x4 sc = {okw[u] ? G[u].base : 0.0f, (f32)G[u].m0, (f32)G[u].m1, QT::MIN ? G[u].offb * (f32)G[u].offm : 0.0f};
+    __builtin_memcpy(__builtin_assume_aligned(&s.ws[kg][m * BM + r][0], 16), &sc, 16);
+  }
+#pragma unroll
+  for (int u = 0; u < JX; ++u) {
+    const int j = tid + u * T, c = j / KT, kg = j % KT;
+    u32 q[8];
+#pragma unroll
+    for (int w = 0; w < 8; ++w) q[w] = okx[u] ? a[u][w + 1] : 0u;
+    const f32 d = okx[u] ? strata_f16_to_f32((u16)a[u][0]) : 0.0f;
+    i32 sq = 0;
+    if (QT::MIN) {
+#pragma unroll
+      for (int w = 0; w < 8; ++w) sq = strata_dot4_ss(0x01010101, (i32)q[w], sq);
+    }
+    strata_mmq_u32x4 lo = {q[0], q[1], q[2], q[3]}, hi = {q[4], q[5], q[6], q[7]};
+    __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg], 16), &lo, 16);
+    __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg + 16], 16), &hi, 16);
+    s.xs[kg][c][0] = d, s.xs[kg][c][1] = d * (f32)sq;
+  }
+}
+
+// The K loop of one tile on NVIDIA (see the section comment). hook and Ep as strata_mmq_run;
+// HOOK = (hook ≥ 0) is a template parameter so that the fold loop carries no test for it.
+template <class QT, int NW, int BM, int BN, bool HOOK, class Src, class Ep>
+STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Src& src, int k, int hook, const Ep& ep) {
+  constexpr int KT = STRATA_MMQ_KT, WM = BM / 2, WN = BN / 2, FM = WM / 16, FN = WN / 16;
+  static_assert(FM >= 1 && FN >= 1 && FM * 16 == WM && FN * 16 == WN, "tile: BM and BN multiples of 32");
+  constexpr bool SPLIT = strata_mmq_split<QT>::v;
+  const int ng = k / 32;
+  const int tid = (int)strata_thread_x(), wv = tid >> 5;
+  const int g = (tid & 31) >> 2, t = tid & 3;
+  const int wr = (wv & 1) * WM, wt = (wv >> 1) * WN;
+  strata_mma_c cm;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) cm.v[e] = STRATA_MMQ_MAGIC_BITS;
+  f32 acc[NW][FM][FN][8];
+#pragma unroll
+  for (int m = 0; m < NW; ++m)
+#pragma unroll
+    for (int i = 0; i < FM; ++i)
+#pragma unroll
+      for (int j = 0; j < FN; ++j)
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[m][i][j][e] = 0.0f;
+  for (int g0 = 0; g0 < ng; g0 += KT) {
+    strata_mmq_nv_stage<QT, NW, BM, BN>(s, src, g0, ng);
+    strata_barrier();
+    const int hk = hook < 0 ? -1 : (hook >= g0 && hook < g0 + KT ? hook - g0 : KT);
+    const int nk = ng - g0 < KT ? ng - g0 : KT;
+#pragma unroll
+    for (int kg = 0; kg < KT; ++kg) {
+      if (kg >= nk) break;
+      // Token operands and scales of the warp's WN tokens: for call j, half h, x&1: token
+      // wt + 16j + 8h + 2t + (x&1).
+      strata_mma_b32 b[FN];
+      f32 dx[FN][2][2], sx[FN][2][2];
+#pragma unroll
+      for (int j = 0; j < FN; ++j) {
+        b[j] = strata_mmq_ld_b(&s.x[wt + 16 * j][32 * kg]);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          typedef f32 strata_f32x4 __attribute__((__vector_size__(16)));
+          strata_f32x4 v;
+          __builtin_memcpy(&v, __builtin_assume_aligned(&s.xs[kg][wt + 16 * j + 8 * h + 2 * t][0], 16), 16);
+          dx[j][h][0] = v[0], sx[j][h][0] = v[1], dx[j][h][1] = v[2], sx[j][h][1] = v[3];
+        }
+      }
+#pragma unroll
+      for (int m = 0; m < NW; ++m)
+#pragma unroll
+        for (int i = 0; i < FM; ++i) {
+          const int r0 = m * BM + wr + 16 * i;
+          const strata_mma_a32 a = strata_mmq_ld_a(&s.w[r0][32 * kg]);
+          // Scales of rows r0 + g (y = 0) and r0 + g + 8 (y = 1).
+          f32 base[2], m0[2], m1[2], om[2], n0[2], n1[2];
+#pragma unroll
+          for (int y = 0; y < 2; ++y) {
+            typedef f32 strata_f32x4 __attribute__((__vector_size__(16)));
+            strata_f32x4 v;
+            __builtin_memcpy(&v, __builtin_assume_aligned(&s.ws[kg][r0 + g + 8 * y][0], 16), 16);
+            base[y] = v[0], m0[y] = v[1], m1[y] = v[2], om[y] = v[3];
+            n0[y] = -STRATA_MMQ_MAGIC * m0[y], n1[y] = -STRATA_MMQ_MAGIC * m1[y];
+          }
+#pragma unroll
+          for (int j = 0; j < FN; ++j) {
+            strata_mma_c d0, d1;
+            if constexpr (SPLIT) {
+              strata_mma_a16 alo, ahi;
+              strata_mma_b16 blo, bhi;
+              alo.r[0] = a.r[0], alo.r[1] = a.r[1], ahi.r[0] = a.r[2], ahi.r[1] = a.r[3];
+              blo.r[0] = b[j].r[0][0], blo.r[1] = b[j].r[1][0], bhi.r[0] = b[j].r[0][1], bhi.r[1] = b[j].r[1][1];
+              d0 = strata_mma16(cm, alo, blo);
+              d1 = strata_mma16(cm, ahi, bhi);
+            } else {
+              d0 = strata_mma32(cm, a, b[j]);
+              d1 = d0;
+            }
+#pragma unroll
+            for (int e = 0; e < 8; ++e) {
+              const int h = e >> 2, y = (e >> 1) & 1, z = e & 1;
+              f32 mn = __builtin_fmaf(__builtin_bit_cast(f32, d0.v[e]), m0[y], n0[y]);
+              if (SPLIT) mn += __builtin_fmaf(__builtin_bit_cast(f32, d1.v[e]), m1[y], n1[y]);
+              f32& ac = acc[m][i][j][e];
+              if constexpr (HOOK) {
+                if (kg == hk) ac = __builtin_bit_cast(f32, (i32)mn);
+              } else {
+                ac = __builtin_fmaf(base[y] * dx[j][h][z], mn, ac);
+                if (QT::MIN) ac = __builtin_fmaf(om[y], sx[j][h][z], ac);
+              }
+            }
+          }
+        }
+    }
+    strata_barrier();
+  }
+#pragma unroll
+  for (int i = 0; i < FM; ++i)
+#pragma unroll
+    for (int j = 0; j < FN; ++j)
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        const int h = e >> 2, y = (e >> 1) & 1, z = e & 1;
+        f32 v[NW];
+#pragma unroll
+        for (int m = 0; m < NW; ++m) v[m] = acc[m][i][j][e];
+        ep.put(wt + 16 * j + 8 * h + 2 * t + z, wr + 16 * i + g + 8 * y, v);
+      }
+}
+
+// The LDS struct of a core: strata_mmq_lds_t<QT, NW, BM, BN, MMA>.
+template <class QT, int NW, int BM, int BN, bool MMA>
+struct strata_mmq_lds_of { typedef strata_mmq_smem<QT, NW, BM, BN> type; };
+#ifdef STRATA_NVIDIA
+template <class QT, int NW, int BM, int BN>
+struct strata_mmq_lds_of<QT, NW, BM, BN, true> { typedef strata_mmq_nv_smem<QT, NW, BM, BN> type; };
+#endif
+template <class QT, int NW, int BM, int BN, bool MMA>
+using strata_mmq_lds_t = typename strata_mmq_lds_of<QT, NW, BM, BN, MMA>::type;
 
 // The whole K loop of one tile. hook: −1, or the group whose exact integer sums replace the
 // outputs (see strata_mmq_fold). Ep: put(c, r, v[NW]) receives each finished output once.
 template <class QT, int NW, int BM, int BN, bool MMA, class Src, class Ep>
-STRATA_DEVICE void strata_mmq_run(strata_mmq_smem<QT, NW, BM, BN>& s, const Src& src, int k, int hook, const Ep& ep) {
+STRATA_DEVICE void strata_mmq_run(strata_mmq_lds_t<QT, NW, BM, BN, MMA>& s, const Src& src, int k, int hook, const Ep& ep) {
   constexpr int KT = STRATA_MMQ_KT;
   constexpr bool SPLIT = strata_mmq_split<QT>::v;
   const int ng = k / 32;
   const int tid = (int)strata_thread_x();
-#ifdef STRATA_HAS_INT8_MATRIX
+#ifdef STRATA_NVIDIA
+  if constexpr (MMA) {
+    if (hook >= 0) {
+      strata_mmq_nv_run<QT, NW, BM, BN, true>(s, src, k, hook, ep);
+    } else {
+      strata_mmq_nv_run<QT, NW, BM, BN, false>(s, src, k, hook, ep);
+    }
+    return;
+  }
+#endif
+#if defined(STRATA_HAS_INT8_MATRIX) && !defined(STRATA_NVIDIA)
   if constexpr (MMA) {
     constexpr int KS = STRATA_MMQ_KS, TT = BN / 2, TR = BM / 2, FM = TT / 16, FN = TR / 16;
     static_assert(FM >= 1 && FN >= 1, "tile too small for 2 × 2 waves of 16 × 16 fragments");
@@ -676,45 +966,23 @@ STRATA_DEVICE void strata_mmq_run(strata_mmq_smem<QT, NW, BM, BN>& s, const Src&
       const int hk = hook < 0 ? -1 : (hook >= g0 && hook < g0 + KT ? hook - g0 : KT);
       for (int kg = 0; kg < KT && g0 + kg < ng; ++kg) {
         if constexpr (SPLIT) {
-          // The two 16-element halves need separate sums. AMD: two K=16 WMMAs (the native
-          // size). NVIDIA: one m16n8k32 over the group and one m16n8k16 over the high half;
-          // the low half is their difference (exact int32).
-#ifdef STRATA_NVIDIA
-          strata_mma_a32 a[FM];
-          strata_mma_a16 ahi[FM];
-#pragma unroll
-          for (int i = 0; i < FM; ++i) {
-            a[i] = strata_mma_load_a32(&s.x[wt + 16 * i][32 * kg], KS);
-            ahi[i] = strata_mma_load_a16(&s.x[wt + 16 * i][32 * kg + 16], KS);
-          }
-#else
+          // The two 16-element halves need separate sums: two K=16 WMMAs (the native size).
           strata_mma_a16 alo[FM], ahi[FM];
 #pragma unroll
           for (int i = 0; i < FM; ++i) {
             alo[i] = strata_mma_load_a16(&s.x[wt + 16 * i][32 * kg], KS);
             ahi[i] = strata_mma_load_a16(&s.x[wt + 16 * i][32 * kg + 16], KS);
           }
-#endif
 #pragma unroll
           for (int m = 0; m < NW; ++m)
 #pragma unroll
             for (int j = 0; j < FN; ++j) {
-#ifdef STRATA_NVIDIA
-              const strata_mma_b32 b = strata_mma_load_b32(&s.w[m][wr + 16 * j][32 * kg], KS);
-#else
               const strata_mma_b16 blo = strata_mma_load_b16(&s.w[m][wr + 16 * j][32 * kg], KS);
-#endif
               const strata_mma_b16 bhi = strata_mma_load_b16(&s.w[m][wr + 16 * j][32 * kg + 16], KS);
 #pragma unroll
               for (int i = 0; i < FM; ++i) {
                 const strata_mma_c s1 = strata_mma16(strata_mma_c_zero(), ahi[i], bhi);
-#ifdef STRATA_NVIDIA
-                strata_mma_c s0 = strata_mma32(strata_mma_c_zero(), a[i], b);
-#pragma unroll
-                for (int e = 0; e < 8; ++e) s0.v[e] -= s1.v[e];
-#else
                 const strata_mma_c s0 = strata_mma16(strata_mma_c_zero(), alo[i], blo);
-#endif
 #pragma unroll
                 for (int e = 0; e < 8; ++e) {
                   int row, col;
@@ -836,8 +1104,10 @@ STRATA_DEVICE void strata_mmq_run(strata_mmq_smem<QT, NW, BM, BN>& s, const Src&
 //          quad, replicated in both half-waves (loads index rows by ℓ%16); C: lane ℓ, reg e =
 //          C[2e + ℓ/16][ℓ%16] → token 2e + ℓ/16, weight row ℓ%16 of the fragment.
 //   gfx12: A/B: lane ℓ holds row ℓ%16, k = 8(ℓ/16) + 4·reg + byte; C: reg e = C[8(ℓ/16) + e][ℓ%16].
-//   NVIDIA: two m16n8k32 (m16n8k16 for the 16-split types) per 16×16 fragment; C reg 4h + x =
-//          C[ℓ/4 + 8(x>>1)][8h + 2(ℓ%4) + (x&1)].
+//   NVIDIA: its own core (mmq core, "NVIDIA mma.sync core"): weights are the A operand, tokens
+//          B; two m16n8k32 (four m16n8k16 for the 16-split types) per 16×16 tile, ldmatrix
+//          fragment loads, the fold through the 1.5·2²³ accumulator seed; C reg 4h + x =
+//          C[row ℓ/4 + 8(x>>1)][token 8h + 2(ℓ%4) + (x&1)].
 // Epilogue: each output written once, y[t·ldy + r]. Test hook: hook_group = g ≥ 0 makes
 // every y[t·ldy + r] the bit pattern of the exact int32 group sum Σ mult(i)·q_w(i)·q_x(i) of
 // group g instead (no fold), proving the tile sums are exact integers.
@@ -868,421 +1138,677 @@ struct strata_mmq_ep {
   }
 };
 constexpr unsigned long strata_mmq_sizes[] = {
-  sizeof(strata_mmq_smem<strata_qt_q80, 1, 64, 64>),
-  sizeof(strata_mmq_smem<strata_qt_q80, 1, 128, 64>),
-  sizeof(strata_mmq_smem<strata_qt_q80, 1, 64, 64>),
-  sizeof(strata_mmq_smem<strata_qt_q80, 1, 128, 64>),
-  sizeof(strata_mmq_smem<strata_qt_q20, 1, 64, 64>),
-  sizeof(strata_mmq_smem<strata_qt_q20, 1, 128, 64>),
-  sizeof(strata_mmq_smem<strata_qt_q20, 1, 64, 64>),
-  sizeof(strata_mmq_smem<strata_qt_q20, 1, 128, 64>),
-  sizeof(strata_mmq_smem<strata_qt_q4k, 1, 64, 64>),
-  sizeof(strata_mmq_smem<strata_qt_q4k, 1, 128, 64>),
-  sizeof(strata_mmq_smem<strata_qt_q4k, 1, 64, 64>),
-  sizeof(strata_mmq_smem<strata_qt_q4k, 1, 128, 64>),
-  sizeof(strata_mmq_smem<strata_qt_q6k, 1, 64, 64>),
-  sizeof(strata_mmq_smem<strata_qt_q6k, 1, 128, 64>),
-  sizeof(strata_mmq_smem<strata_qt_q6k, 1, 64, 64>),
-  sizeof(strata_mmq_smem<strata_qt_q6k, 1, 128, 64>),
-  sizeof(strata_mmq_smem<strata_qt_iq2xs, 1, 64, 64>),
-  sizeof(strata_mmq_smem<strata_qt_iq2xs, 1, 128, 64>),
-  sizeof(strata_mmq_smem<strata_qt_iq2xs, 1, 64, 64>),
-  sizeof(strata_mmq_smem<strata_qt_iq2xs, 1, 128, 64>),
-  sizeof(strata_mmq_smem<strata_qt_iq3xxs, 1, 64, 64>),
-  sizeof(strata_mmq_smem<strata_qt_iq3xxs, 1, 128, 64>),
-  sizeof(strata_mmq_smem<strata_qt_iq3xxs, 1, 64, 64>),
-  sizeof(strata_mmq_smem<strata_qt_iq3xxs, 1, 128, 64>),
-  sizeof(strata_mmq_smem<strata_qt_iq3s, 1, 64, 64>),
-  sizeof(strata_mmq_smem<strata_qt_iq3s, 1, 128, 64>),
-  sizeof(strata_mmq_smem<strata_qt_iq3s, 1, 64, 64>),
-  sizeof(strata_mmq_smem<strata_qt_iq3s, 1, 128, 64>),
-  sizeof(strata_mmq_smem<strata_qt_iq1m, 1, 64, 64>),
-  sizeof(strata_mmq_smem<strata_qt_iq1m, 1, 128, 64>),
-  sizeof(strata_mmq_smem<strata_qt_iq1m, 1, 64, 64>),
-  sizeof(strata_mmq_smem<strata_qt_iq1m, 1, 128, 64>),
+  sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 64, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 128, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 64, 128, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 64, 64, false>),
+  sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 128, 64, false>),
+  sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 64, 128, false>),
+  sizeof(strata_mmq_lds_t<strata_qt_q20, 1, 64, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_q20, 1, 128, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_q20, 1, 64, 128, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_q20, 1, 64, 64, false>),
+  sizeof(strata_mmq_lds_t<strata_qt_q20, 1, 128, 64, false>),
+  sizeof(strata_mmq_lds_t<strata_qt_q20, 1, 64, 128, false>),
+  sizeof(strata_mmq_lds_t<strata_qt_q4k, 1, 64, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_q4k, 1, 128, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_q4k, 1, 64, 128, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_q4k, 1, 64, 64, false>),
+  sizeof(strata_mmq_lds_t<strata_qt_q4k, 1, 128, 64, false>),
+  sizeof(strata_mmq_lds_t<strata_qt_q4k, 1, 64, 128, false>),
+  sizeof(strata_mmq_lds_t<strata_qt_q6k, 1, 64, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_q6k, 1, 128, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_q6k, 1, 64, 128, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_q6k, 1, 64, 64, false>),
+  sizeof(strata_mmq_lds_t<strata_qt_q6k, 1, 128, 64, false>),
+  sizeof(strata_mmq_lds_t<strata_qt_q6k, 1, 64, 128, false>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq2xs, 1, 64, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq2xs, 1, 128, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq2xs, 1, 64, 128, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq2xs, 1, 64, 64, false>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq2xs, 1, 128, 64, false>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq2xs, 1, 64, 128, false>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq3xxs, 1, 64, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq3xxs, 1, 128, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq3xxs, 1, 64, 128, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq3xxs, 1, 64, 64, false>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq3xxs, 1, 128, 64, false>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq3xxs, 1, 64, 128, false>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq3s, 1, 64, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq3s, 1, 128, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq3s, 1, 64, 128, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq3s, 1, 64, 64, false>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq3s, 1, 128, 64, false>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq3s, 1, 64, 128, false>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq1m, 1, 64, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq1m, 1, 128, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq1m, 1, 64, 128, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq1m, 1, 64, 64, false>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq1m, 1, 128, 64, false>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq1m, 1, 64, 128, false>),
 };
 __shared__ __attribute__((aligned(16))) u8 strata_mmq_lds[strata_mmq_cmax(strata_mmq_sizes, sizeof(strata_mmq_sizes) / sizeof(strata_mmq_sizes[0]))];
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, true>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
   constexpr int BM = 128, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, true>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r64t128(const struct strata_mmq_args p) {
+  typedef strata_qt_q80 QT;
+  constexpr int BM = 64, BN = 128;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
+  strata_barrier();
+  const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
+  const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
+  const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, false>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_dp4a_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
   constexpr int BM = 128, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, false>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_dp4a_r64t128(const struct strata_mmq_args p) {
+  typedef strata_qt_q80 QT;
+  constexpr int BM = 64, BN = 128;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
+  strata_barrier();
+  const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
+  const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
+  const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, true>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
   constexpr int BM = 128, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, true>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r64t128(const struct strata_mmq_args p) {
+  typedef strata_qt_q20 QT;
+  constexpr int BM = 64, BN = 128;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
+  strata_barrier();
+  const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
+  const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
+  const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, false>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_dp4a_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
   constexpr int BM = 128, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, false>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_dp4a_r64t128(const struct strata_mmq_args p) {
+  typedef strata_qt_q20 QT;
+  constexpr int BM = 64, BN = 128;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
+  strata_barrier();
+  const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
+  const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
+  const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, true>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
   constexpr int BM = 128, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, true>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r64t128(const struct strata_mmq_args p) {
+  typedef strata_qt_q4k QT;
+  constexpr int BM = 64, BN = 128;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
+  strata_barrier();
+  const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
+  const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
+  const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, false>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_dp4a_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
   constexpr int BM = 128, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, false>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_dp4a_r64t128(const struct strata_mmq_args p) {
+  typedef strata_qt_q4k QT;
+  constexpr int BM = 64, BN = 128;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
+  strata_barrier();
+  const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
+  const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
+  const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q6k QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, true>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q6k QT;
   constexpr int BM = 128, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, true>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r64t128(const struct strata_mmq_args p) {
+  typedef strata_qt_q6k QT;
+  constexpr int BM = 64, BN = 128;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
+  strata_barrier();
+  const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
+  const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
+  const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q6k QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, false>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_dp4a_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q6k QT;
   constexpr int BM = 128, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, false>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_dp4a_r64t128(const struct strata_mmq_args p) {
+  typedef strata_qt_q6k QT;
+  constexpr int BM = 64, BN = 128;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
+  strata_barrier();
+  const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
+  const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
+  const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, true>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
   constexpr int BM = 128, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, true>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r64t128(const struct strata_mmq_args p) {
+  typedef strata_qt_iq2xs QT;
+  constexpr int BM = 64, BN = 128;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
+  strata_barrier();
+  const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
+  const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
+  const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, false>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_dp4a_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
   constexpr int BM = 128, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, false>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_dp4a_r64t128(const struct strata_mmq_args p) {
+  typedef strata_qt_iq2xs QT;
+  constexpr int BM = 64, BN = 128;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
+  strata_barrier();
+  const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
+  const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
+  const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, true>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
   constexpr int BM = 128, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, true>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r64t128(const struct strata_mmq_args p) {
+  typedef strata_qt_iq3xxs QT;
+  constexpr int BM = 64, BN = 128;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
+  strata_barrier();
+  const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
+  const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
+  const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, false>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_dp4a_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
   constexpr int BM = 128, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, false>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_dp4a_r64t128(const struct strata_mmq_args p) {
+  typedef strata_qt_iq3xxs QT;
+  constexpr int BM = 64, BN = 128;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
+  strata_barrier();
+  const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
+  const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
+  const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, true>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
   constexpr int BM = 128, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, true>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r64t128(const struct strata_mmq_args p) {
+  typedef strata_qt_iq3s QT;
+  constexpr int BM = 64, BN = 128;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
+  strata_barrier();
+  const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
+  const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
+  const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, false>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_dp4a_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
   constexpr int BM = 128, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, false>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_dp4a_r64t128(const struct strata_mmq_args p) {
+  typedef strata_qt_iq3s QT;
+  constexpr int BM = 64, BN = 128;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
+  strata_barrier();
+  const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
+  const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
+  const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq1m QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, true>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq1m QT;
   constexpr int BM = 128, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, true>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r64t128(const struct strata_mmq_args p) {
+  typedef strata_qt_iq1m QT;
+  constexpr int BM = 64, BN = 128;
+  constexpr bool MMA = true;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
+  strata_barrier();
+  const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
+  const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
+  const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq1m QT;
   constexpr int BM = 64, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, false>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_dp4a_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq1m QT;
   constexpr int BM = 128, BN = 64;
-  strata_mmq_smem<QT, 1, BM, BN>& s = *(strata_mmq_smem<QT, 1, BM, BN>*)strata_mmq_lds;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
   QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, false>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_dp4a_r64t128(const struct strata_mmq_args p) {
+  typedef strata_qt_iq1m QT;
+  constexpr int BM = 64, BN = 128;
+  constexpr bool MMA = false;
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
+  strata_barrier();
+  const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
+  const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
+  const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }

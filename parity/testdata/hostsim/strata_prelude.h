@@ -13,6 +13,7 @@
 
 #define STRATA_TARGET "hostsim"
 #define STRATA_WAVE 32
+#define STRATA_LDS_BYTES 49152  // the NVIDIA targets' static shared memory per block
 // HOSTSIM_OTHER_PATHS: leave STRATA_NVIDIA undefined, so that template code written for
 // the other vendors' side of an #ifdef STRATA_NVIDIA (e.g. mmq's two K=16 products for the
 // 16-split types) runs on the same fragment API.
