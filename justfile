@@ -49,4 +49,5 @@ parity: co
 [group('test')]
 ci: lint gen-check
     STRATA_REQUIRE_HIP_LIBRARY=1 go test ./...
+    go test -tags strata_nodemo -run NoDemo ./models/demo ./cmd/strata-run
     just ctest

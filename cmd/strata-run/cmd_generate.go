@@ -242,6 +242,9 @@ func openModel(path string, stderr io.Writer) (*model.GGUFSource, error) {
 	if path != "" {
 		return model.OpenGGUF(path)
 	}
+	if !demo.Embedded {
+		return nil, fmt.Errorf("no -m given, and this strata-run was built with the tag strata_nodemo (no embedded demo model): pass -m <model.gguf>, or rebuild without that tag")
+	}
 	name, data := demo.Default()
 	f, err := gguf.ParseBytes(name, data)
 	if err != nil {

@@ -5,18 +5,18 @@
 // The bytes are embedded with go:embed, so a binary that imports this package runs without
 // a download. Callers get the file's bytes as a shared, read-only slice: they must not
 // modify it (gguf.ParseBytes aliases it, which is what makes this free).
+//
+// Built with the tag strata_nodemo the package embeds nothing (nodemo.go): Default and
+// Q8_0 return an empty slice and Embedded reports false. That is for binaries that only
+// ever run a model named on the command line, and for test binaries carried to a GPU
+// machine whose transfer is size-limited.
 package demo
-
-import _ "embed" // for go:embed
 
 // FileName is the embedded GGUF's file name, for messages (it is not on disk).
 const FileName = "strata-demo-go-18m-q8_0.gguf"
 
 // MaxBytes bounds the embedded file's size: every strata-run binary carries it.
 const MaxBytes = 25_000_000
-
-//go:embed strata-demo-go-18m-q8_0.gguf
-var q8_0 []byte
 
 // Q8_0 returns the embedded Q8_0 GGUF. The slice is shared; do not modify it.
 func Q8_0() []byte { return q8_0 }

@@ -1,3 +1,5 @@
+//go:build !strata_nodemo
+
 package demo
 
 import (
