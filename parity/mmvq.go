@@ -115,13 +115,18 @@ func init() {
 			// 2-column shapes) is partial; odd rows leave a wave's second row empty.
 			{"rows=5,k=3072,cols=1", []int{5, 3072, 1, 1, 0}},
 			{"rows=9,k=3072,cols=2", []int{9, 3072, 2, 1, 0}},
-			// K = 40960: 1280 groups per row, more than one LDS segment (1024 groups) of sm_90's
-			// one-column path: two segments, the second partial; 7 rows leave waves that only
-			// stage. Checked by "y-long".
-			{"rows=7,k=40960,cols=1", []int{7, 40960, 1, 1, 0}},
+			// K > 32768: more than one LDS segment (1024 Q8_1 groups) of sm_90's one-column
+			// path. K = 33024: 1032 groups, the second segment 8 groups (one pass, its lanes
+			// 8..31 and second group dead; F16/BF16: a partial 1024-element step); 7 rows leave
+			// waves that only stage. K = 40960: 1280 groups, segments of 1024 and 256, every
+			// row of 4096 (256 blocks). Checked by "y-long".
+			{"rows=7,k=33024,cols=1", []int{7, 33024, 1, 1, 0}},
 			{"rows=4096,k=40960,cols=1", []int{4096, 40960, 1, 1, 0}},
 			{"experts=8,rows=64,k=512,cols=1,shared-x", []int{64, 512, 1, 8, 1}},
 			{"experts=8,rows=40,k=768,cols=2,own-x", []int{40, 768, 2, 8, 2}},
+			// One column with each expert's own x: sm_90's one-column path (its own activation
+			// addressing, x_mat_stride ≠ 0) — the MoE down projection's shape.
+			{"experts=8,rows=40,k=768,cols=1,own-x", []int{40, 768, 1, 8, 2}},
 			{"experts=4,rows=16,k=256,cols=1,missing", []int{16, 256, 1, 4, 3}},
 		},
 		Run:       runMmvq,
