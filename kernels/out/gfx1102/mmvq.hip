@@ -923,6 +923,10 @@ STRATA_DEVICE void strata_mmvq_rows_f(const struct strata_mmvq_args& p, const u8
 #pragma unroll
       for (int c = 0; c < NC; ++c) {
         if constexpr (!HA) {
+          // Column c's x loads stay after column c-1's chain (clang otherwise hoists every
+          // column's loads to the step's start; ptxas then spilled 12 bytes at the 128-register
+          // cap, BF16). Placement only: no value or order of any sum changes.
+          if constexpr (NC >= 3) asm volatile("" ::: "memory");
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
             const int ec = ok[i] ? e0 + 256 * i + 8 * lane : p.k - 8;
