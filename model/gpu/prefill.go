@@ -1,0 +1,517 @@
+package gpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/strata-hip/strata/kernels/abi"
+	"github.com/strata-hip/strata/model"
+	"github.com/strata-hip/strata/quant"
+	rt "github.com/strata-hip/strata/runtime/gpu"
+)
+
+// The batched prompt path (Options.Chunk > 0, qwen3moe): a prompt runs in chunks of up to
+// Chunk tokens, each layer over the whole chunk at once —
+//
+//	rmsnorm_row over T rows (Q8_1 fused) → mmq for q, k and v (their rows of the fused
+//	q|k|v matrix, three launches: attention_prefill and the store stage want q, k and v
+//	each contiguous) → per-head norms and RoPE over T·heads rows (per-token positions) →
+//	store stage with kv_rows = T → attention_prefill (causal, after the cached positions)
+//	→ quantize_q8_1 over T rows → mmq output projection → rmsnorm_row add over T rows →
+//	router → moe_decode phase 0 over T tokens (top-k) → moe_prefill phases 0–3, whose
+//	combine accumulates straight into the residual stream.
+//
+// Dense matrices whose type mmq has no variant for (F16/BF16, f32 stored as F16: the
+// tiny models' router) go through mmvq, 8 columns per launch (its most).
+//
+// moe_prefill reads expert e at wg + e·gu_mat_bytes (dense stacks, e < 1024), not through
+// slot tables: the engine passes the address of a slot as the stack's base and, as ids,
+// slot indices relative to it (slots are SlotBytes apart inside a slab). When every
+// expert was placed at load with a layer's experts in consecutive slots of one slab
+// ("direct" layers) the ids phase 0 writes are already those indices and nothing comes
+// back to the host. Otherwise, per layer, the chunk's ids come back once (one sync), the
+// cache looks them up (per use, as token by token would), the misses are copied through
+// the copier, and the pairs are remapped to slot indices; tokens whose experts do not fit
+// one window (one slab, < 1024 slots) run as separate moe_prefill launches, and a token
+// whose own experts do not, one launch per expert. When the chunk's distinct experts of a
+// layer exceed the cache, the layer runs in token ranges that fit, with a sync between them.
+//
+// Not batched (token by token through the decode path): qwen3next (its delta-net chunked
+// form and gated attention are not wired here), the staging-ring mode (pinning failed),
+// Options.HostKV.
+
+// DefaultChunk is the prompt chunk strata-run uses.
+const DefaultChunk = 512
+
+// bnTile is the token tile of the mmq and moe_prefill variants the engine launches (t64).
+const bnTile = 64
+
+// maxStack is moe_prefill's most experts per launch (a variable: the emulator tests lower it
+// to reach the split launches).
+var maxStack = 1024
+
+const (
+	bufPX      = "p_x"      // residual stream, f32 [N][H]
+	bufPXN     = "p_xn"     // normed, f32 [N][H]
+	bufPXQ     = "p_xq"     // Q8_1 [N][H/32]
+	bufPQ      = "p_q"      // queries, f32 [N][nh·hd]
+	bufPK      = "p_k"      // keys, f32 [N][nkv·hd]
+	bufPV      = "p_v"      // values, f32 [N][nkv·hd]
+	bufPO      = "p_o"      // attention output, f32 [N][nh·hd]
+	bufPOQ     = "p_oq"     // its Q8_1 blocks
+	bufPProj   = "p_proj"   // output projection, f32 [N][H]
+	bufPRouter = "p_router" // router logits, f32 [N][E]
+	bufPIDs    = "p_ids"    // top-k, i32 [N][K]
+	bufPWts    = "p_wts"    // f32 [N][K]
+	bufPErr    = "p_err"    // u32 [N][K] (slot flags of moe_decode phase 0; unused)
+	bufPIdx    = "p_idx"    // slot indices relative to a launch's base, i32 [N][K]
+	bufPSched  = "p_sched"  // moe_prefill schedule
+	bufPList   = "p_list"   // its pair lists, i32 [N·K]
+	bufPHq     = "p_hq"     // SwiGLU output, Q8_1 [N·K][F/32]
+	bufPYp     = "p_yp"     // down output per pair, f32 [N·K][H]
+	bufPPos    = "p_pos"    // positions, i32 [N]
+)
+
+func maxTiles(pairs, experts int) int { return (pairs+bnTile-1)/bnTile + experts }
+
+// prefillNeeds is the scratch of a chunk of n tokens.
+func prefillNeeds(c *model.Config, n int) []Need {
+	H, E, K, F := c.Embd, c.Experts, c.ExpertsUsed, c.ExpertFF
+	qd, kvd := c.Heads*c.HeadDim, c.HeadsKV*c.HeadDim
+	f32 := func(x int) uint64 { return 4 * uint64(n) * uint64(x) }
+	st := min(E, maxStack)
+	return []Need{
+		{bufPX, KindScratch, f32(H)}, {bufPXN, KindScratch, f32(H)}, {bufPXQ, KindScratch, uint64(n) * q81Bytes(H)},
+		{bufPQ, KindScratch, f32(qd)}, {bufPK, KindScratch, f32(kvd)}, {bufPV, KindScratch, f32(kvd)},
+		{bufPO, KindScratch, f32(qd)}, {bufPOQ, KindScratch, uint64(n) * q81Bytes(qd)}, {bufPProj, KindScratch, f32(H)},
+		{bufPRouter, KindScratch, f32(E)}, {bufPIDs, KindScratch, f32(K)}, {bufPWts, KindScratch, f32(K)},
+		{bufPErr, KindScratch, f32(K)}, {bufPIdx, KindScratch, f32(K)},
+		{bufPSched, KindScratch, 4 * uint64(2*st+1+2*maxTiles(n*K, st))}, {bufPList, KindScratch, f32(K)},
+		{bufPHq, KindScratch, uint64(n*K) * q81Bytes(F)}, {bufPYp, KindScratch, f32(K * H)}, {bufPPos, KindStaging, f32(1)},
+	}
+}
+
+// prefillVariant picks the mma variant of family for type t at the t64 tile, or dp4a.
+func (e *Engine) prefillVariant(family string, t quant.Type) (string, bool) {
+	tv, ok := typeVariant[t]
+	if !ok || t == quant.F16 || t == quant.BF16 {
+		return "", false
+	}
+	co, _ := abi.Find(e.ks.target, family)
+	for _, core := range []string{"mma", "dp4a"} {
+		v := tv + "_" + core + "_r64t64"
+		if _, ok := co.Symbol(v); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// preparePrefill loads the batched path's kernels and finds the direct layers.
+func (e *Engine) preparePrefill() error {
+	c := &e.cfg
+	keys := []struct{ fam, variant string }{{"attention_prefill", "f16"}}
+	add := func(fam string, t quant.Type) {
+		if v, ok := e.prefillVariant(fam, t); ok {
+			keys = append(keys, struct{ fam, variant string }{fam, v})
+		}
+	}
+	for _, l := range append([]gLayer{{wq: e.head}}, e.layers...) {
+		for _, d := range []dmat{l.wq, l.wk, l.wv, l.wo, l.router} {
+			if d.variant != "" {
+				add("mmq", d.typ)
+			}
+		}
+	}
+	v, ok := e.prefillVariant("moe_prefill", e.expType)
+	if !ok {
+		return fmt.Errorf("%w: moe_prefill has no t64 variant for %s experts", ErrMissingKernel, e.expType)
+	}
+	e.moeVar = v
+	keys = append(keys, struct{ fam, variant string }{"moe_prefill", v})
+	for _, k := range keys {
+		f, err := e.ks.fn(k.fam, k.variant)
+		if err != nil {
+			return err
+		}
+		e.fns[k.fam+"/"+k.variant] = f
+	}
+	e.direct = make([]int, c.Layers)
+	for l := range e.direct {
+		e.direct[l] = -1
+		if !e.resident || c.Experts > maxStack {
+			continue
+		}
+		s0, ok := e.cache.Resident(Key{int32(l), 0})
+		if !ok || s0/e.plan.SlabSlots != (s0+c.Experts-1)/e.plan.SlabSlots {
+			continue
+		}
+		good := true
+		for x := 1; x < c.Experts && good; x++ {
+			s, ok := e.cache.Resident(Key{int32(l), int32(x)})
+			good = ok && s == s0+x
+		}
+		if good {
+			e.direct[l] = s0
+		}
+	}
+	return nil
+}
+
+// batched reports whether Forward runs a prompt of n tokens through the batched path.
+func (e *Engine) batched(n int) bool {
+	return n > 1 && e.chunk > 0 && e.cfg.Arch == model.ArchQwen3MoE && e.ring == 0 && !e.hostKV
+}
+
+// gemm is y[t][r] = W[r]·x[t] for T tokens: mmq when the type has a variant, else mmvq in
+// launches of 8 columns. xq is Q8_1 [T][k/32], xf f32 [T][k]; y rows ldy apart.
+func (e *Engine) gemm(w dmat, xq, xf rt.DevPtr, T int, y rt.DevPtr, ldy int) error {
+	if v, ok := e.prefillVariant("mmq", w.typ); ok {
+		a := abi.MmqArgs{W: uint64(w.ptr), X: uint64(xq), Y: uint64(y), Rows: int32(w.rows), K: int32(w.k), Tokens: int32(T),
+			XRowBlocks: int32(w.k / 32), Ldy: int32(ldy), HookGroup: -1}
+		return e.launch("mmq/"+v, rt.Dim3{X: blocks(w.rows, 64), Y: blocks(T, bnTile), Z: 1}, abi.MmqThreads, a.Bytes())
+	}
+	for c0 := 0; c0 < T; c0 += 8 {
+		a := abi.MmvqArgs{W: uint64(w.ptr), Xq: uint64(xq.Add(uintptr(c0 * w.k / 32 * q81Block))), Xf: uint64(xf.Add(uintptr(4 * c0 * w.k))),
+			Y: uint64(y.Add(uintptr(4 * c0 * ldy))), Rows: int32(w.rows), K: int32(w.k), Ncols: int32(min(8, T-c0)),
+			XColStride: int32(w.k), YColStride: int32(ldy)}
+		if err := e.launch("mmvq/"+w.variant, dim(blocks(w.rows, 8)), abi.MmvqThreads, a.Bytes()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rowNorm is an RMSNorm over T whole rows of H (rmsnorm_row, a block per row).
+func (e *Engine) rowNorm(variant string, a abi.RmsnormArgs) error {
+	a.Eps = e.cfg.Eps
+	if e.noRowNorm {
+		return e.launch("rmsnorm/"+variant, dim(blocks(int(a.Rows), 8)), abi.RmsnormThreads, a.Bytes())
+	}
+	r := abi.RmsnormRowArgs{X: a.X, R: a.R, W: a.W, Xo: a.Xo, Y: a.Y, Q: a.Q, N: a.N, Rows: a.Rows, Heads: a.Heads,
+		TokStride: a.TokStride, HeadStride: a.HeadStride, Eps: a.Eps}
+	return e.launch("rmsnorm_row/"+variant, dim(uint32(a.Rows)), abi.RmsnormRowThreads, r.Bytes())
+}
+
+// chunkForward runs T prompt tokens at positions e.pos.. through every layer at once; with
+// wantLogits the last token's logits land in the staging window.
+func (e *Engine) chunkForward(tokens []int32, wantLogits bool) error {
+	c := &e.cfg
+	T := len(tokens)
+	H, E, K := c.Embd, c.Experts, c.ExpertsUsed
+	st := e.stage()
+	hb := e.staging.Bytes()
+	m := e.mem
+	px, pxn, pxq := m.Ptr(bufPX), m.Ptr(bufPXN), m.Ptr(bufPXQ)
+	row := make([]float32, e.emb.Cols())
+	for i, id := range tokens {
+		e.emb.Row(row, int(id))
+		for j, v := range row {
+			binary.LittleEndian.PutUint32(hb[st.pemb+4*(i*H+j):], math.Float32bits(v))
+		}
+		binary.LittleEndian.PutUint32(hb[st.ppos+4*i:], uint32(e.pos+i))
+	}
+	if err := e.compute.Upload(px, e.staging, st.pemb, 4*T*H); err != nil {
+		return err
+	}
+	if err := e.compute.Upload(m.Ptr(bufPPos), e.staging, st.ppos, 4*T); err != nil {
+		return err
+	}
+	whole := func(x, r, xo, w, y, q rt.DevPtr) abi.RmsnormArgs {
+		return abi.RmsnormArgs{X: uint64(x), R: uint64(r), Xo: uint64(xo), W: uint64(w), Y: uint64(y), Q: uint64(q),
+			N: int32(H), Rows: int32(T), Heads: 1, TokStride: int32(H), HeadStride: int32(H)}
+	}
+	for li := range e.layers {
+		l := &e.layers[li]
+		// The MoE combine of the previous layer accumulated into px: a plain norm.
+		if err := e.rowNorm("q81", whole(px, 0, 0, l.attnNorm, pxn, pxq)); err != nil {
+			return err
+		}
+		if err := e.attentionChunk(l, T); err != nil {
+			return err
+		}
+		if err := e.rowNorm("addq81", whole(px, m.Ptr(bufPProj), px, l.ffnNorm, pxn, pxq)); err != nil {
+			return err
+		}
+		if err := e.gemm(l.router, pxq, pxn, T, m.Ptr(bufPRouter), E); err != nil {
+			return err
+		}
+		tab := m.Ptr(bufTables).Add(uintptr(li * 3 * E * 8))
+		ma := abi.MoeDecodeArgs{Logits: uint64(m.Ptr(bufPRouter)), Ids: uint64(m.Ptr(bufPIDs)), Wts: uint64(m.Ptr(bufPWts)), Err: uint64(m.Ptr(bufPErr)),
+			SlotsGate: uint64(tab), SlotsUp: uint64(tab.Add(uintptr(E * 8))), SlotsDown: uint64(tab.Add(uintptr(2 * E * 8))),
+			Tokens: int32(T), NExpert: int32(E), KUsed: int32(K), NEmbd: int32(H), NFf: int32(c.ExpertFF)}
+		if c.NormTopK {
+			ma.Renorm = 1
+		}
+		if err := e.launch("moe_decode/"+typeVariant[e.expType], dim(uint32(T)), abi.MoeDecodeThreads, ma.Bytes()); err != nil {
+			return err
+		}
+		if err := e.moeChunk(li, T); err != nil {
+			return err
+		}
+	}
+	e.pos += T
+	if wantLogits {
+		last := px.Add(uintptr(4 * (T - 1) * H))
+		xn, xq := m.Ptr(bufXN), m.Ptr(bufXQ)
+		if err := e.rmsnorm("q81", abi.RmsnormArgs{X: uint64(last), W: uint64(e.outNrm), Y: uint64(xn), Q: uint64(xq),
+			N: int32(H), Rows: 1, Heads: 1, TokStride: int32(H), HeadStride: int32(H)}); err != nil {
+			return err
+		}
+		if err := e.mmvq(e.head, xq, xn, m.Ptr(bufLogits)); err != nil {
+			return err
+		}
+		if err := e.compute.Download(e.staging, st.logits, m.Ptr(bufLogits), 4*e.vocab); err != nil {
+			return err
+		}
+	}
+	if err := e.sync(); err != nil {
+		return err
+	}
+	for i := 0; i < T; i++ {
+		e.cache.Step()
+	}
+	return e.finishCopies()
+}
+
+// attentionChunk is the attention of T tokens: pxn/pxq in, the output projection in p_proj.
+func (e *Engine) attentionChunk(l *gLayer, T int) error {
+	c := &e.cfg
+	m := e.mem
+	hd, nh, nkv, H := c.HeadDim, c.Heads, c.HeadsKV, c.Embd
+	pxn, pxq := m.Ptr(bufPXN), m.Ptr(bufPXQ)
+	q, k, v, o := m.Ptr(bufPQ), m.Ptr(bufPK), m.Ptr(bufPV), m.Ptr(bufPO)
+	for _, p := range []struct {
+		w   dmat
+		dst rt.DevPtr
+		ld  int
+	}{{l.wq, q, e.qd}, {l.wk, k, e.kvd}, {l.wv, v, e.kvd}} {
+		if err := e.gemm(p.w, pxq, pxn, T, p.dst, p.ld); err != nil {
+			return err
+		}
+	}
+	for _, p := range []struct {
+		buf   rt.DevPtr
+		w     rt.DevPtr
+		heads int
+	}{{q, l.qNorm, nh}, {k, l.kNorm, nkv}} {
+		a := abi.RmsnormArgs{X: uint64(p.buf), W: uint64(p.w), Y: uint64(p.buf), N: int32(hd), Rows: int32(T * p.heads), Heads: int32(p.heads),
+			TokStride: int32(p.heads * hd), HeadStride: int32(hd), Eps: c.Eps}
+		if err := e.launch("rmsnorm/f32", dim(blocks(T*p.heads, 8)), abi.RmsnormThreads, a.Bytes()); err != nil {
+			return err
+		}
+		ra := abi.RopeArgs{X: uint64(p.buf), Pos: uint64(m.Ptr(bufPPos)), Freq: uint64(m.Ptr(bufFreq)), Rows: int32(T * p.heads), Heads: int32(p.heads),
+			TokStride: int32(p.heads * hd), HeadStride: int32(hd), RotDims: int32(c.RopeDim)}
+		if err := e.launch("rope/neox", dim(blocks(T*p.heads*c.RopeDim/2, abi.RopeThreads)), abi.RopeThreads, ra.Bytes()); err != nil {
+			return err
+		}
+	}
+	vcache := l.kv.Add(uintptr(e.ctx * e.kvd * 2))
+	sa := abi.AttentionDecodeArgs{K: uint64(l.kv), V: uint64(vcache), Kn: uint64(k), Vn: uint64(v), Nkv: int32(nkv), Hd: int32(hd),
+		KvPos: int32(e.pos), KvRows: int32(T)}
+	if err := e.launch("attention_decode/store_f16", dim(blocks(T*nkv*hd, 64)), abi.AttentionDecodeThreads, sa.Bytes()); err != nil {
+		return err
+	}
+	aa := abi.AttentionPrefillArgs{Q: uint64(q), K: uint64(l.kv), V: uint64(vcache), Out: uint64(o), T: int32(T), N: int32(e.pos + T),
+		Nh: int32(nh), Nkv: int32(nkv), Hd: int32(hd), Scale: float32(1 / math.Sqrt(float64(hd)))}
+	if err := e.launch("attention_prefill/f16", rt.Dim3{X: blocks(T, 8), Y: uint32(nh), Z: 1}, abi.AttentionPrefillThreads, aa.Bytes()); err != nil {
+		return err
+	}
+	oq := m.Ptr(bufPOQ)
+	qa := abi.QuantizeQ81Args{X: uint64(o), Y: uint64(oq), Ncols: int32(e.qd), NcolsPadded: int32(e.qd), Nrows: int32(T), XStride: int32(e.qd)}
+	if err := e.launch("quantize_q8_1/f32", rt.Dim3{X: blocks(e.qd, 256), Y: uint32(min(T, 65535)), Z: 1}, abi.QuantizeQ81Threads, qa.Bytes()); err != nil {
+		return err
+	}
+	return e.gemm(l.wo, oq, o, T, m.Ptr(bufPProj), H)
+}
+
+// stackRun is one moe_prefill launch set: tokens [t0, t1) with kUsed experts each (or one
+// token's expert slot j alone: kUsed 1), slot indices relative to base, span slots.
+type stackRun struct {
+	t0, t1, j, kUsed int
+	base, span       int
+}
+
+// moeChunk runs the routed experts of layer li for the T tokens of the chunk; the combine
+// accumulates into p_x.
+func (e *Engine) moeChunk(li, T int) error {
+	c := &e.cfg
+	K := c.ExpertsUsed
+	if s0 := e.direct[li]; s0 >= 0 {
+		e.stats.Hits += int64(T * K)
+		return e.moeRuns([]stackRun{{t0: 0, t1: T, kUsed: K, base: s0, span: c.Experts}}, bufPIDs)
+	}
+	st := e.stage()
+	if err := e.compute.Download(e.staging, st.pids, e.mem.Ptr(bufPIDs), 4*T*K); err != nil {
+		return err
+	}
+	if err := e.sync(); err != nil {
+		return err
+	}
+	if err := e.finishCopies(); err != nil {
+		return err
+	}
+	hb := e.staging.Bytes()
+	ids := make([]int, T*K)
+	for i := range ids {
+		ids[i] = int(int32(binary.LittleEndian.Uint32(hb[st.pids+4*i:])))
+		if ids[i] < 0 || ids[i] >= c.Experts {
+			return fmt.Errorf("model/gpu: layer %d: router picked expert %d of %d (a kernel fault?)", li, ids[i], c.Experts)
+		}
+	}
+	slots := e.cache.Slots()
+	for a := 0; a < T; {
+		// the longest token range from a whose distinct experts fit the cache
+		seen := map[int]bool{}
+		b := a
+		for b < T {
+			add := 0
+			for _, x := range ids[b*K : (b+1)*K] {
+				if !seen[x] {
+					add++
+				}
+			}
+			if len(seen)+add > slots {
+				break
+			}
+			for _, x := range ids[b*K : (b+1)*K] {
+				seen[x] = true
+			}
+			b++
+		}
+		if b == a {
+			return fmt.Errorf("model/gpu: layer %d: a token needs %d experts, the cache has %d slots", li, K, slots)
+		}
+		if a > 0 { // the previous range's kernels must be done with the slots about to be reused
+			if err := e.sync(); err != nil {
+				return err
+			}
+			if err := e.finishCopies(); err != nil {
+				return err
+			}
+		}
+		if err := e.moeRange(li, ids, a, b); err != nil {
+			return err
+		}
+		a = b
+	}
+	return nil
+}
+
+// moeRange looks up and copies in the experts of tokens [a, b) of layer li and launches them.
+func (e *Engine) moeRange(li int, ids []int, a, b int) error {
+	c := &e.cfg
+	K := c.ExpertsUsed
+	sl, misses, err := e.cache.Lookup(li, ids[a*K:b*K], nil, nil)
+	if err != nil {
+		return err
+	}
+	e.stats.Hits += int64(len(sl) - len(misses))
+	e.stats.Misses += int64(len(misses))
+	if len(misses) > 0 {
+		tables := e.staging.Bytes()[e.stage().tables:]
+		cps := make([]Copy, len(misses))
+		for i, ms := range misses {
+			if ms.Evicted.Layer >= 0 {
+				e.setSlot(tables, int(ms.Evicted.Layer), int(ms.Evicted.Expert), 0)
+				e.dirty[ms.Evicted.Layer] = true
+				delete(e.predicted, ms.Evicted)
+			}
+			e.setSlot(tables, li, int(ms.Key.Expert), e.mem.Slot(ms.Slot))
+			cps[i] = e.expertCopy(li, int(ms.Key.Expert), e.mem.Slot(ms.Slot))
+			e.stats.CopiedBytes += int64(e.slot.total)
+		}
+		e.dirty[li] = true
+		groups, err := e.copier.Issue(cps)
+		if err != nil {
+			return err
+		}
+		e.stats.Groups += int64(len(groups))
+		if err := e.copier.Wait(e.compute, groups); err != nil {
+			return err
+		}
+	}
+	// The decode path reads the slot tables: keep the device copy current.
+	E := c.Experts
+	st := e.stage()
+	for l := range e.dirty {
+		if e.dirty[l] {
+			base := l * 3 * E * 8
+			if err := e.compute.Upload(e.mem.Ptr(bufTables).Add(uintptr(base)), e.staging, st.tables+base, 3*E*8); err != nil {
+				return err
+			}
+			e.dirty[l] = false
+		}
+	}
+	ss := e.plan.SlabSlots
+	fits := func(lo, hi int) bool { return hi-lo < maxStack && lo/ss == hi/ss }
+	var runs []stackRun
+	idx := make([]int, len(sl))
+	for t := a; t < b; {
+		lo, hi := math.MaxInt, -1
+		u := t
+		for u < b {
+			nlo, nhi := lo, hi
+			for _, s := range sl[(u-a)*K : (u-a+1)*K] {
+				nlo, nhi = min(nlo, s), max(nhi, s)
+			}
+			if !fits(nlo, nhi) {
+				break
+			}
+			lo, hi = nlo, nhi
+			u++
+		}
+		if u == t { // this token's own experts span slabs: one launch per expert
+			for j := 0; j < K; j++ {
+				s := sl[(t-a)*K+j]
+				idx[(t-a)*K+j] = 0
+				runs = append(runs, stackRun{t0: t, t1: t + 1, j: j, kUsed: 1, base: s, span: 1})
+			}
+			t++
+			continue
+		}
+		for i := (t - a) * K; i < (u-a)*K; i++ {
+			idx[i] = sl[i] - lo
+		}
+		runs = append(runs, stackRun{t0: t, t1: u, kUsed: K, base: lo, span: hi - lo + 1})
+		t = u
+	}
+	hb := e.staging.Bytes()
+	for i, v := range idx {
+		binary.LittleEndian.PutUint32(hb[st.pidx+4*(a*K+i):], uint32(v))
+	}
+	if err := e.compute.Upload(e.mem.Ptr(bufPIdx).Add(uintptr(4*a*K)), e.staging, st.pidx+4*a*K, 4*(b-a)*K); err != nil {
+		return err
+	}
+	return e.moeRuns(runs, bufPIdx)
+}
+
+// moeRuns launches moe_prefill's four phases for each run; ids (relative slot indices) in
+// the buffer idsBuf, [T][K].
+func (e *Engine) moeRuns(runs []stackRun, idsBuf string) error {
+	c := &e.cfg
+	m := e.mem
+	H, K, F := c.Embd, c.ExpertsUsed, c.ExpertFF
+	key := "moe_prefill/" + e.moeVar
+	stride := int64(e.plan.SlotBytes)
+	for _, r := range runs {
+		tok := r.t1 - r.t0
+		first := r.t0*K + r.j // first pair of the run in [T][K]
+		base := e.mem.Slot(r.base)
+		a := abi.MoePrefillArgs{X: uint64(m.Ptr(bufPXQ).Add(uintptr(r.t0 * H / 32 * q81Block))), Ids: uint64(m.Ptr(idsBuf).Add(uintptr(4 * first))),
+			Wts: uint64(m.Ptr(bufPWts).Add(uintptr(4 * first))), Wg: uint64(base.Add(uintptr(e.slot.gate))), Wu: uint64(base.Add(uintptr(e.slot.up))),
+			Wd: uint64(base.Add(uintptr(e.slot.down))), Sched: uint64(m.Ptr(bufPSched)), List: uint64(m.Ptr(bufPList)), Hq: uint64(m.Ptr(bufPHq)),
+			Yp: uint64(m.Ptr(bufPYp)), Out: uint64(m.Ptr(bufPX).Add(uintptr(4 * r.t0 * H))), GuMatBytes: stride, DMatBytes: stride,
+			Tokens: int32(tok), KUsed: int32(r.kUsed), NExpert: int32(r.span), Hidden: int32(H), NFf: int32(F), XRowBlocks: int32(H / 32), Ldo: int32(H)}
+		mt := maxTiles(tok*r.kUsed, r.span)
+		for phase, g := range []rt.Dim3{dim(1), {X: blocks(F, 32), Y: uint32(mt), Z: 1}, {X: blocks(H, 64), Y: uint32(mt), Z: 1},
+			{X: blocks(H, 128), Y: uint32(min(tok, 65535)), Z: 1}} {
+			a.Phase = int32(phase)
+			if err := e.launch(key, g, abi.MoePrefillThreads, a.Bytes()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
