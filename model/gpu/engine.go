@@ -126,9 +126,10 @@ type Engine struct {
 	// lookups (hit counts, the policy's use counts) happen after the token's one sync.
 	resident bool
 
-	chunk  int    // batched prompt chunk (0: off)
-	moeVar string // moe_prefill variant
-	direct []int  // per layer: slot of expert 0 when its experts sit in consecutive slots of one slab (resident), else −1
+	chunk        int    // batched prompt chunk (0: off)
+	tokenByToken bool   // SetTokenByToken: prompts through the decode path
+	moeVar       string // moe_prefill variant
+	direct       []int  // per layer: slot of expert 0 when its experts sit in consecutive slots of one slab (resident), else −1
 
 	ktimes  bool
 	kevPool []*rt.Event

@@ -80,7 +80,7 @@ func prefillNeeds(c *model.Config, n int) []Need {
 	H, E, K, F := c.Embd, c.Experts, c.ExpertsUsed, c.ExpertFF
 	qd, kvd := c.Heads*c.HeadDim, c.HeadsKV*c.HeadDim
 	f32 := func(x int) uint64 { return 4 * uint64(n) * uint64(x) }
-	st := min(E, maxStack)
+	st := maxStack // a launch's window spans up to maxStack slot indices, whatever E is
 	return []Need{
 		{bufPX, KindScratch, f32(H)}, {bufPXN, KindScratch, f32(H)}, {bufPXQ, KindScratch, uint64(n) * q81Bytes(H)},
 		{bufPQ, KindScratch, f32(qd)}, {bufPK, KindScratch, f32(kvd)}, {bufPV, KindScratch, f32(kvd)},
@@ -159,9 +159,16 @@ func (e *Engine) preparePrefill() error {
 	return nil
 }
 
+// SetTokenByToken forces prompts through the decode path (on) or lets them take the
+// batched path when the engine has one (off): a switch for comparisons and a fallback.
+func (e *Engine) SetTokenByToken(on bool) { e.tokenByToken = on }
+
+// Batched reports whether a prompt of n tokens would take the batched path.
+func (e *Engine) Batched(n int) bool { return e.batched(n) }
+
 // batched reports whether Forward runs a prompt of n tokens through the batched path.
 func (e *Engine) batched(n int) bool {
-	return n > 1 && e.chunk > 0 && e.cfg.Arch == model.ArchQwen3MoE && e.ring == 0 && !e.hostKV
+	return n > 1 && e.chunk > 0 && !e.tokenByToken && e.cfg.Arch == model.ArchQwen3MoE && e.ring == 0 && !e.hostKV
 }
 
 // gemm is y[t][r] = W[r]·x[t] for T tokens: mmq when the type has a variant, else mmvq in
