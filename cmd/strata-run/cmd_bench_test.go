@@ -192,8 +192,10 @@ func TestGPUBench(t *testing.T) {
 				lpt := float64(s.Launches) / float64(s.Tokens)
 				usl := s.LaunchTime.Seconds() * 1e6 / float64(max(1, s.Launches))
 				spt := s.SyncTime.Seconds() * 1e3 / float64(s.Tokens)
-				fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %.3f | %.1f | %.1f | %.0f | %.2f | %.2f | %.2f | %.1f | %.3f | %.3f | %.1f |\n",
+				line := fmt.Sprintf("| %s | %s | %s | %d | %d | %.3f | %.1f | %.1f | %.0f | %.2f | %.2f | %.2f | %.1f | %.3f | %.3f | %.1f |\n",
 					bname, pol, phase, eng.Plan().Slots, c.Layers*c.Experts, hit, perTok/1e6, copyBW, lpt, usl, spt, ms, 1e3/ms, bound, bound/ms, load.Seconds())
+				b.WriteString(line)
+				fmt.Print("ROW " + line) // at once, so that a run cut short by its time limit keeps its rows
 				fmt.Fprintf(&tsv, "%s\t%d\t%s\t%s\t%.4f\t%.3f\t%.2f\t%.3f\t%.2f\t%.4f\t%.4f\t%.1f\t%.2f\n",
 					label, mibs, pol, phase, hit, perTok/1e6, copyBW, ms, 1e3/ms, bound, bound/ms, d2d, h2d)
 			}
