@@ -360,46 +360,51 @@ func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 			}
 		case 1:
 			want(rt.Dim3{X: uint32(F / 32), Y: uint32(K), Z: uint32(a.Tokens)})
-			x := m.q81(a.X, H)
-			if xe, ok := m.q81x[a.X]; m.exactMoE && ok {
-				x = xe[:H]
-			}
 			rb, _ := t.RowBytes(H)
-			for j := 0; j < K; j++ {
-				hv := make([]float32, F)
-				if !errAt(j) {
-					g, u := slot(a.SlotsGate, id(j)), slot(a.SlotsUp, id(j))
-					for r := 0; r < F; r++ {
-						gv := m.rowDot(t, g+uint64(r*rb), x)
-						uv := m.rowDot(t, u+uint64(r*rb), x)
-						hv[r] = gv / (1 + float32(math.Exp(float64(-gv)))) * uv
-					}
+			for tk := 0; tk < int(a.Tokens); tk++ {
+				xp := a.X + uint64(tk*H/32*36)
+				x := m.q81(xp, H)
+				if xe, ok := m.q81x[xp]; m.exactMoE && ok {
+					x = xe[:H]
 				}
-				m.putQ81(a.H+uint64(j*F/32*36), hv)
+				for j := tk * K; j < (tk+1)*K; j++ {
+					hv := make([]float32, F)
+					if !errAt(j) {
+						g, u := slot(a.SlotsGate, id(j)), slot(a.SlotsUp, id(j))
+						for r := 0; r < F; r++ {
+							gv := m.rowDot(t, g+uint64(r*rb), x)
+							uv := m.rowDot(t, u+uint64(r*rb), x)
+							hv[r] = gv / (1 + float32(math.Exp(float64(-gv)))) * uv
+						}
+					}
+					m.putQ81(a.H+uint64(j*F/32*36), hv)
+				}
 			}
 		case 2:
 			want(rt.Dim3{X: ceil(H, 8), Y: 1, Z: uint32(a.Tokens)})
 			rb, _ := t.RowBytes(F)
-			y := make([]float32, H)
-			for j := 0; j < K; j++ {
-				if errAt(j) {
-					if slot(a.SlotsGate, id(j)) != 0 {
-						m.fail("moe_decode phase 2: expert %d is resident but err is set: phase 0 ran before its slot table", id(j))
+			for tk := 0; tk < int(a.Tokens); tk++ {
+				y := make([]float32, H)
+				for j := tk * K; j < (tk+1)*K; j++ {
+					if errAt(j) {
+						if slot(a.SlotsGate, id(j)) != 0 {
+							m.fail("moe_decode phase 2: expert %d is resident but err is set: phase 0 ran before its slot table", id(j))
+						}
+						continue
 					}
-					continue
+					hv := m.q81(a.H+uint64(j*F/32*36), F)
+					if xe, ok := m.q81x[a.H+uint64(j*F/32*36)]; m.exactMoE && ok {
+						hv = xe[:F]
+					}
+					d := slot(a.SlotsDown, id(j))
+					wj := m.f32(a.Wts, j)
+					for r := 0; r < H; r++ {
+						y[r] += wj * m.rowDot(t, d+uint64(r*rb), hv)
+					}
 				}
-				hv := m.q81(a.H+uint64(j*F/32*36), F)
-				if xe, ok := m.q81x[a.H+uint64(j*F/32*36)]; m.exactMoE && ok {
-					hv = xe[:F]
+				for r := range y {
+					m.setF32(a.Y, tk*H+r, y[r])
 				}
-				d := slot(a.SlotsDown, id(j))
-				wj := m.f32(a.Wts, j)
-				for r := 0; r < H; r++ {
-					y[r] += wj * m.rowDot(t, d+uint64(r*rb), hv)
-				}
-			}
-			for r := range y {
-				m.setF32(a.Y, r, y[r])
 			}
 		}
 	case "mmq":

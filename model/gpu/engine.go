@@ -187,6 +187,10 @@ type Stats struct {
 	LaunchTime time.Duration
 	Syncs      int64
 	SyncTime   time.Duration
+	// batched prompt path: layer-chunks whose routed experts ran through moe_prefill, and
+	// through the moe_decode fallback (slots outside one stack window, or more experts than
+	// the cache holds)
+	StackLayers, FallbackLayers int64
 	// with Options.KernelTimes: device milliseconds and launches per kernel ("family/variant")
 	Kernels map[string]KernelTime
 }

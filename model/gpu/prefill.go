@@ -32,10 +32,13 @@ import (
 // ("direct" layers) the ids phase 0 writes are already those indices and nothing comes
 // back to the host. Otherwise, per layer, the chunk's ids come back once (one sync), the
 // cache looks them up (per use, as token by token would), the misses are copied through
-// the copier, and the pairs are remapped to slot indices; tokens whose experts do not fit
-// one window (one slab, < 1024 slots) run as separate moe_prefill launches, and a token
-// whose own experts do not, one launch per expert. When the chunk's distinct experts of a
-// layer exceed the cache, the layer runs in token ranges that fit, with a sync between them.
+// the copier, and when the slots in use lie in one window (one slab, < 1024 slots) the
+// pairs are remapped to indices in it and moe_prefill runs. When they do not (the cache's
+// slots are scattered over slabs), or the chunk needs more of the layer's experts than the
+// cache holds (then the layer runs in token ranges that fit, a sync between them), the
+// layer's experts run through moe_decode over the range's tokens (slot tables; it reads
+// each token's experts on its own — slower, but one launch set per range), and the next
+// norm adds its output.
 //
 // Not batched (token by token through the decode path): qwen3next (its delta-net chunked
 // form and gated attention are not wired here), the staging-ring mode (pinning failed),
@@ -229,10 +232,16 @@ func (e *Engine) chunkForward(tokens []int32, wantLogits bool) error {
 		return abi.RmsnormArgs{X: uint64(x), R: uint64(r), Xo: uint64(xo), W: uint64(w), Y: uint64(y), Q: uint64(q),
 			N: int32(H), Rows: int32(T), Heads: 1, TokStride: int32(H), HeadStride: int32(H)}
 	}
+	pending := false // the previous layer's MoE output waits in p_proj (moe_decode fallback)
 	for li := range e.layers {
 		l := &e.layers[li]
-		// The MoE combine of the previous layer accumulated into px: a plain norm.
-		if err := e.rowNorm("q81", whole(px, 0, 0, l.attnNorm, pxn, pxq)); err != nil {
+		// The MoE combine of the previous layer accumulated into px (a plain norm), or its
+		// output waits in p_proj (the norm adds it).
+		norm := e.rowNorm("q81", whole(px, 0, 0, l.attnNorm, pxn, pxq))
+		if pending {
+			norm = e.rowNorm("addq81", whole(px, m.Ptr(bufPProj), px, l.attnNorm, pxn, pxq))
+		}
+		if err := norm; err != nil {
 			return err
 		}
 		if err := e.attentionChunk(l, T); err != nil {
@@ -254,7 +263,8 @@ func (e *Engine) chunkForward(tokens []int32, wantLogits bool) error {
 		if err := e.launch("moe_decode/"+typeVariant[e.expType], dim(uint32(T)), abi.MoeDecodeThreads, ma.Bytes()); err != nil {
 			return err
 		}
-		if err := e.moeChunk(li, T); err != nil {
+		var err error
+		if pending, err = e.moeChunk(li, T); err != nil {
 			return err
 		}
 	}
@@ -262,8 +272,13 @@ func (e *Engine) chunkForward(tokens []int32, wantLogits bool) error {
 	if wantLogits {
 		last := px.Add(uintptr(4 * (T - 1) * H))
 		xn, xq := m.Ptr(bufXN), m.Ptr(bufXQ)
-		if err := e.rmsnorm("q81", abi.RmsnormArgs{X: uint64(last), W: uint64(e.outNrm), Y: uint64(xn), Q: uint64(xq),
-			N: int32(H), Rows: 1, Heads: 1, TokStride: int32(H), HeadStride: int32(H)}); err != nil {
+		a := abi.RmsnormArgs{X: uint64(last), W: uint64(e.outNrm), Y: uint64(xn), Q: uint64(xq),
+			N: int32(H), Rows: 1, Heads: 1, TokStride: int32(H), HeadStride: int32(H)}
+		variant := "q81"
+		if pending {
+			variant, a.R, a.Xo = "addq81", uint64(m.Ptr(bufPProj).Add(uintptr(4*(T-1)*H))), uint64(last)
+		}
+		if err := e.rmsnorm(variant, a); err != nil {
 			return err
 		}
 		if err := e.mmvq(e.head, xq, xn, m.Ptr(bufLogits)); err != nil {
@@ -333,86 +348,128 @@ func (e *Engine) attentionChunk(l *gLayer, T int) error {
 	return e.gemm(l.wo, oq, o, T, m.Ptr(bufPProj), H)
 }
 
-// stackRun is one moe_prefill launch set: tokens [t0, t1) with kUsed experts each (or one
-// token's expert slot j alone: kUsed 1), slot indices relative to base, span slots.
+// stackRun is one moe_prefill launch set: tokens [t0, t1) with kUsed experts each, slot
+// indices relative to the slot base, span slots.
 type stackRun struct {
-	t0, t1, j, kUsed int
-	base, span       int
+	t0, t1, kUsed int
+	base, span    int
 }
 
-// moeChunk runs the routed experts of layer li for the T tokens of the chunk; the combine
-// accumulates into p_x.
-func (e *Engine) moeChunk(li, T int) error {
+// moeChunk runs the routed experts of layer li for the T tokens of the chunk. Through
+// moe_prefill the combine accumulates into p_x (pending false); through moe_decode (the
+// fallback) the output lands in p_proj and the next norm adds it (pending true).
+func (e *Engine) moeChunk(li, T int) (pending bool, err error) {
 	c := &e.cfg
-	K := c.ExpertsUsed
+	K, E, H := c.ExpertsUsed, c.Experts, c.Embd
 	if s0 := e.direct[li]; s0 >= 0 {
 		e.stats.Hits += int64(T * K)
-		return e.moeRuns([]stackRun{{t0: 0, t1: T, kUsed: K, base: s0, span: c.Experts}}, bufPIDs)
+		e.stats.StackLayers++
+		return false, e.moeRuns([]stackRun{{t0: 0, t1: T, kUsed: K, base: s0, span: E}}, bufPIDs)
 	}
 	st := e.stage()
 	if err := e.compute.Download(e.staging, st.pids, e.mem.Ptr(bufPIDs), 4*T*K); err != nil {
-		return err
+		return false, err
 	}
 	if err := e.sync(); err != nil {
-		return err
+		return false, err
 	}
 	if err := e.finishCopies(); err != nil {
-		return err
+		return false, err
 	}
 	hb := e.staging.Bytes()
 	ids := make([]int, T*K)
 	for i := range ids {
 		ids[i] = int(int32(binary.LittleEndian.Uint32(hb[st.pids+4*i:])))
-		if ids[i] < 0 || ids[i] >= c.Experts {
-			return fmt.Errorf("model/gpu: layer %d: router picked expert %d of %d (a kernel fault?)", li, ids[i], c.Experts)
+		if ids[i] < 0 || ids[i] >= E {
+			return false, fmt.Errorf("model/gpu: layer %d: router picked expert %d of %d (a kernel fault?)", li, ids[i], E)
 		}
 	}
+	// Token ranges whose distinct experts fit the cache (one range unless the chunk needs
+	// more experts of this layer than there are slots).
+	var ranges [][2]int
 	slots := e.cache.Slots()
 	for a := 0; a < T; {
-		// the longest token range from a whose distinct experts fit the cache
 		seen := map[int]bool{}
 		b := a
-		for b < T {
+		for ; b < T; b++ {
 			add := 0
 			for _, x := range ids[b*K : (b+1)*K] {
 				if !seen[x] {
 					add++
+					seen[x] = true
 				}
 			}
-			if len(seen)+add > slots {
+			if len(seen) > slots {
 				break
 			}
-			for _, x := range ids[b*K : (b+1)*K] {
-				seen[x] = true
-			}
-			b++
 		}
 		if b == a {
-			return fmt.Errorf("model/gpu: layer %d: a token needs %d experts, the cache has %d slots", li, K, slots)
+			return false, fmt.Errorf("model/gpu: layer %d: a token needs %d experts, the cache has %d slots", li, K, slots)
 		}
-		if a > 0 { // the previous range's kernels must be done with the slots about to be reused
-			if err := e.sync(); err != nil {
-				return err
-			}
-			if err := e.finishCopies(); err != nil {
-				return err
-			}
-		}
-		if err := e.moeRange(li, ids, a, b); err != nil {
-			return err
-		}
+		ranges = append(ranges, [2]int{a, b})
 		a = b
 	}
-	return nil
+	m := e.mem
+	tab := m.Ptr(bufTables).Add(uintptr(li * 3 * E * 8))
+	for ri, r := range ranges {
+		a, b := r[0], r[1]
+		if ri > 0 { // the previous range's kernels must be done with the slots about to be reused
+			if err := e.sync(); err != nil {
+				return false, err
+			}
+			if err := e.finishCopies(); err != nil {
+				return false, err
+			}
+		}
+		sl, err := e.bringIn(li, ids[a*K:b*K])
+		if err != nil {
+			return false, err
+		}
+		if len(ranges) == 1 {
+			lo, hi := math.MaxInt, -1
+			for _, s := range sl {
+				lo, hi = min(lo, s), max(hi, s)
+			}
+			if hi-lo < maxStack && lo/e.plan.SlabSlots == hi/e.plan.SlabSlots {
+				for i, s := range sl {
+					binary.LittleEndian.PutUint32(hb[st.pidx+4*i:], uint32(s-lo))
+				}
+				if err := e.compute.Upload(m.Ptr(bufPIdx), e.staging, st.pidx, 4*T*K); err != nil {
+					return false, err
+				}
+				e.stats.StackLayers++
+				return false, e.moeRuns([]stackRun{{t0: 0, t1: T, kUsed: K, base: lo, span: hi - lo + 1}}, bufPIdx)
+			}
+		}
+		// The experts span more than one stack window: moe_decode over the range's tokens,
+		// through the slot tables (phase 0 again first: its err flags against the tables
+		// just updated; the same ids).
+		ma := abi.MoeDecodeArgs{Logits: uint64(m.Ptr(bufPRouter).Add(uintptr(4 * a * E))), Ids: uint64(m.Ptr(bufPIDs).Add(uintptr(4 * a * K))),
+			Wts: uint64(m.Ptr(bufPWts).Add(uintptr(4 * a * K))), Err: uint64(m.Ptr(bufPErr).Add(uintptr(4 * a * K))),
+			SlotsGate: uint64(tab), SlotsUp: uint64(tab.Add(uintptr(E * 8))), SlotsDown: uint64(tab.Add(uintptr(2 * E * 8))),
+			X: uint64(m.Ptr(bufPXQ).Add(uintptr(a * H / 32 * q81Block))), H: uint64(m.Ptr(bufPHq)), Y: uint64(m.Ptr(bufPProj).Add(uintptr(4 * a * H))),
+			Tokens: int32(b - a), NExpert: int32(E), KUsed: int32(K), NEmbd: int32(H), NFf: int32(c.ExpertFF)}
+		if c.NormTopK {
+			ma.Renorm = 1
+		}
+		key := "moe_decode/" + typeVariant[e.expType]
+		for phase, g := range []rt.Dim3{dim(uint32(b - a)), {X: uint32(c.ExpertFF / 32), Y: uint32(K), Z: uint32(b - a)}, {X: blocks(H, 8), Y: 1, Z: uint32(b - a)}} {
+			ma.Phase = int32(phase)
+			if err := e.launch(key, g, abi.MoeDecodeThreads, ma.Bytes()); err != nil {
+				return false, err
+			}
+		}
+	}
+	e.stats.FallbackLayers++
+	return true, nil
 }
 
-// moeRange looks up and copies in the experts of tokens [a, b) of layer li and launches them.
-func (e *Engine) moeRange(li int, ids []int, a, b int) error {
-	c := &e.cfg
-	K := c.ExpertsUsed
-	sl, misses, err := e.cache.Lookup(li, ids[a*K:b*K], nil, nil)
+// bringIn looks up experts (per use) of layer li, copies the misses in (the compute stream
+// waits for them), updates the slot tables, and returns each use's slot.
+func (e *Engine) bringIn(li int, experts []int) ([]int, error) {
+	sl, misses, err := e.cache.Lookup(li, experts, nil, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	e.stats.Hits += int64(len(sl) - len(misses))
 	e.stats.Misses += int64(len(misses))
@@ -432,66 +489,26 @@ func (e *Engine) moeRange(li int, ids []int, a, b int) error {
 		e.dirty[li] = true
 		groups, err := e.copier.Issue(cps)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		e.stats.Groups += int64(len(groups))
 		if err := e.copier.Wait(e.compute, groups); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	// The decode path reads the slot tables: keep the device copy current.
-	E := c.Experts
+	// moe_decode and the decode path read the slot tables: keep the device copy current.
+	E := e.cfg.Experts
 	st := e.stage()
 	for l := range e.dirty {
 		if e.dirty[l] {
 			base := l * 3 * E * 8
 			if err := e.compute.Upload(e.mem.Ptr(bufTables).Add(uintptr(base)), e.staging, st.tables+base, 3*E*8); err != nil {
-				return err
+				return nil, err
 			}
 			e.dirty[l] = false
 		}
 	}
-	ss := e.plan.SlabSlots
-	fits := func(lo, hi int) bool { return hi-lo < maxStack && lo/ss == hi/ss }
-	var runs []stackRun
-	idx := make([]int, len(sl))
-	for t := a; t < b; {
-		lo, hi := math.MaxInt, -1
-		u := t
-		for u < b {
-			nlo, nhi := lo, hi
-			for _, s := range sl[(u-a)*K : (u-a+1)*K] {
-				nlo, nhi = min(nlo, s), max(nhi, s)
-			}
-			if !fits(nlo, nhi) {
-				break
-			}
-			lo, hi = nlo, nhi
-			u++
-		}
-		if u == t { // this token's own experts span slabs: one launch per expert
-			for j := 0; j < K; j++ {
-				s := sl[(t-a)*K+j]
-				idx[(t-a)*K+j] = 0
-				runs = append(runs, stackRun{t0: t, t1: t + 1, j: j, kUsed: 1, base: s, span: 1})
-			}
-			t++
-			continue
-		}
-		for i := (t - a) * K; i < (u-a)*K; i++ {
-			idx[i] = sl[i] - lo
-		}
-		runs = append(runs, stackRun{t0: t, t1: u, kUsed: K, base: lo, span: hi - lo + 1})
-		t = u
-	}
-	hb := e.staging.Bytes()
-	for i, v := range idx {
-		binary.LittleEndian.PutUint32(hb[st.pidx+4*(a*K+i):], uint32(v))
-	}
-	if err := e.compute.Upload(e.mem.Ptr(bufPIdx).Add(uintptr(4*a*K)), e.staging, st.pidx+4*a*K, 4*(b-a)*K); err != nil {
-		return err
-	}
-	return e.moeRuns(runs, bufPIdx)
+	return sl, nil
 }
 
 // moeRuns launches moe_prefill's four phases for each run; ids (relative slot indices) in
@@ -504,7 +521,7 @@ func (e *Engine) moeRuns(runs []stackRun, idsBuf string) error {
 	stride := int64(e.plan.SlotBytes)
 	for _, r := range runs {
 		tok := r.t1 - r.t0
-		first := r.t0*K + r.j // first pair of the run in [T][K]
+		first := r.t0 * K // first pair of the run in [T][K]
 		base := e.mem.Slot(r.base)
 		a := abi.MoePrefillArgs{X: uint64(m.Ptr(bufPXQ).Add(uintptr(r.t0 * H / 32 * q81Block))), Ids: uint64(m.Ptr(idsBuf).Add(uintptr(4 * first))),
 			Wts: uint64(m.Ptr(bufPWts).Add(uintptr(4 * first))), Wg: uint64(base.Add(uintptr(e.slot.gate))), Wu: uint64(base.Add(uintptr(e.slot.up))),
