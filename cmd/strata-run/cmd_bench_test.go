@@ -260,6 +260,10 @@ func TestGPUBench(t *testing.T) {
 					if len(paths) > 1 || chunk > 0 {
 						phase += " " + path
 					}
+					if s := eng.Stats(); path == "batched" {
+						// layer-chunks whose experts ran through moe_prefill / the moe_decode fallback
+						phase += fmt.Sprintf(" (moe_prefill %d, fallback %d)", s.StackLayers, s.FallbackLayers)
+					}
 					row(phase, eng.Stats())
 				}
 				eng.SetTokenByToken(false)
