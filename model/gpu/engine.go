@@ -279,6 +279,7 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	in.Reserve = o.Reserve
 	if e.chunk > 0 {
 		in.Resident = append(in.Resident, prefillNeeds(&c, e.chunk)...)
+		in.SlabGroup = c.Experts
 	}
 	budget := o.Budget
 	if budget == 0 {
