@@ -228,6 +228,7 @@ func TestGPUBench(t *testing.T) {
 				}
 			}
 			rng := rand.New(rand.NewPCG(3, uint64(mibs)))
+		prompts:
 			for _, n := range prefills {
 				if n > ctx {
 					t.Fatalf("prefill %d > ctx %d", n, ctx)
@@ -254,7 +255,13 @@ func TestGPUBench(t *testing.T) {
 					}
 					eng.ResetStats()
 					if _, err := eng.Forward(p); err != nil {
-						t.Fatal(err)
+						// the engine refuses further use after a failure: record it, go on
+						// with the next budget
+						line := fmt.Sprintf("| %s | %s | prefill %d %s | failed: %v |\n", bname, pol, n, path, err)
+						b.WriteString(line)
+						fmt.Print("ROW " + line)
+						t.Errorf("budget %s, prompt %d, %s: %v", bname, n, path, err)
+						break prompts
 					}
 					phase := fmt.Sprintf("prefill %d", n)
 					if len(paths) > 1 || chunk > 0 {

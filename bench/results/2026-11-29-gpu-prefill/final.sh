@@ -101,10 +101,11 @@ run() {
 		env STRATA_RUN_ARGS="synth --arch qwen3moe --preset qwen3-30b-a3b --type q2_0 -o $m" "$t" -test.run '^TestCLI$' -test.v -test.timeout 300s
 	grep -E "^wrote" "$out/synth.log" | sed 's/^/    /' >>"$sum"
 	# 4. prompt tok/s: one load per budget, both paths on the same engine (token by token
-	# only up to 512 tokens: 4096 that way is ~33 s), decode 8 tokens (warm-up and a check)
+	# first, so that a failure of the new path cannot cost its baseline; only up to 512
+	# tokens: 4096 that way is ~33 s), decode 8 tokens (warm-up and a check)
 	step "bench 30B-A3B Q2_0: prompt 512/4096, batched and token by token, unlimited and 4096 MiB" "$(lim 200 3)" "$out/bench.log" \
 		env STRATA_GPU_BENCH=1 STRATA_BENCH_MODEL="$m" STRATA_BENCH_OUT="$out" STRATA_BENCH_LABEL=prefill- \
-		STRATA_BENCH_CHUNK=512 STRATA_BENCH_PATHS=batched,token STRATA_BENCH_TOKEN_MAX=512 STRATA_BENCH_PREFILL=512,4096 \
+		STRATA_BENCH_CHUNK=512 STRATA_BENCH_PATHS=token,batched STRATA_BENCH_TOKEN_MAX=512 STRATA_BENCH_PREFILL=512,4096 \
 		STRATA_BENCH_BUDGETS_MIB=0,4096 STRATA_BENCH_POLICIES=decayed STRATA_BENCH_TOKENS=8 STRATA_BENCH_CTX=4608 \
 		"$t" -test.run '^TestGPUBench$' -test.v -test.timeout 300s
 	{
