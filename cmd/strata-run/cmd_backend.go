@@ -22,6 +22,7 @@ type backendFlags struct {
 	group    int
 	device   string
 	prefetch bool
+	chunk    int
 	stats    bool // --stats (declared in cmd_generate.go)
 }
 
@@ -34,6 +35,7 @@ func addBackendFlags(fs *flag.FlagSet) *backendFlags {
 	fs.IntVar(&b.group, "copy-group", mgpu.DefaultGroup, "GPU: expert copies per completion event")
 	fs.StringVar(&b.device, "device", "", "GPU: which device (see list-devices)")
 	fs.BoolVar(&b.prefetch, "expert-prefetch", false, "GPU: copy the experts the next layer's router predicts from the current hidden state, while this layer computes")
+	fs.IntVar(&b.chunk, "prefill-chunk", 0, "GPU: run prompts through the batched path in chunks of this many tokens (qwen3moe; 0: token by token)")
 	return b
 }
 
@@ -83,7 +85,7 @@ func openGPU(b *backendFlags, src *model.GGUFSource, ctx int, stderr io.Writer) 
 	if err != nil {
 		return nil, err
 	}
-	o := mgpu.Options{CODir: dir, Ctx: ctx, Budget: uint64(b.vramMiB) << 20, Policy: b.policy, Group: b.group, Prefetch: b.prefetch, Progress: stderr}
+	o := mgpu.Options{CODir: dir, Ctx: ctx, Budget: uint64(b.vramMiB) << 20, Policy: b.policy, Group: b.group, Prefetch: b.prefetch, Progress: stderr, Chunk: min(max(b.chunk, 0), ctx)}
 	if b.profile != "" {
 		if fh, err := os.Open(b.profile); err == nil {
 			cfg, _ := model.ParseConfig(src.Meta(), src.Path())

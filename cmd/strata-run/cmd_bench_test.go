@@ -100,7 +100,10 @@ func benchCeilings(t *testing.T, dev *gpu.Device) (d2d, h2d float64) {
 // STRATA_BENCH_HOSTKV=1, STRATA_BENCH_NORESIDENT=1, STRATA_BENCH_NOFUSE=1 and
 // STRATA_BENCH_NOROWNORM=1 select the engine's measurement baselines (mgpu.Options.HostKV,
 // NoResident, NoFuse, NoRowNorm); all four together are the first engine's kernels, launch
-// and sync structure.
+// and sync structure. STRATA_BENCH_CHUNK=N loads the engine with the batched prompt path
+// (mgpu.Options.Chunk); STRATA_BENCH_PATHS (comma-separated: batched, token; default the
+// loaded engine's) times every prompt on each path, the token path only up to
+// STRATA_BENCH_TOKEN_MAX tokens (0: no limit).
 func TestGPUBench(t *testing.T) {
 	if os.Getenv("STRATA_GPU_BENCH") != "1" {
 		t.Skip("set STRATA_GPU_BENCH=1 and STRATA_BENCH_MODEL")
@@ -136,11 +139,20 @@ func TestGPUBench(t *testing.T) {
 	noRow := os.Getenv("STRATA_BENCH_NOROWNORM") == "1"
 	ktimes := os.Getenv("STRATA_BENCH_KTIMES") == "1"
 	label := os.Getenv("STRATA_BENCH_LABEL")
+	chunk := env("STRATA_BENCH_CHUNK", 0)
+	tokenMax := env("STRATA_BENCH_TOKEN_MAX", 1<<30)
+	paths := []string{"token"}
+	if chunk > 0 {
+		paths = []string{"batched"}
+	}
+	if v := os.Getenv("STRATA_BENCH_PATHS"); v != "" {
+		paths = strings.Split(v, ",")
+	}
 	d2d, h2d := benchCeilings(t, dev)
 	t.Logf("ceilings: device-to-device %.0f GB/s (read + written), pinned host-to-device %.1f GB/s", d2d, h2d)
 	var b strings.Builder
-	fmt.Fprintf(&b, "model %s on %s (%s); decode: %d greedy tokens after an 8-token prompt; ctx %d; host KV %v, resident mode off %v, fusion off %v, row norm off %v\n",
-		filepath.Base(path), dev.Info().Name, dev.Info().Arch, tokens, ctx, hostKV, noRes, noFuse, noRow)
+	fmt.Fprintf(&b, "model %s on %s (%s); decode: %d greedy tokens after an 8-token prompt; ctx %d; host KV %v, resident mode off %v, fusion off %v, row norm off %v; prompt chunk %d, prompt paths %v\n",
+		filepath.Base(path), dev.Info().Name, dev.Info().Arch, tokens, ctx, hostKV, noRes, noFuse, noRow, chunk, paths)
 	fmt.Fprintf(&b, "ceilings measured in this run: device-to-device copy %.0f GB/s (read + written), pinned host-to-device %.1f GB/s\n\n", d2d, h2d)
 	fmt.Fprintf(&b, "| budget MiB | policy | phase | cache slots | of experts | hit rate | MB copied/token | copy GB/s | launches/token | host µs/launch | sync ms/token | ms/token | tok/s | bound ms | bound/achieved | load s |\n|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	var tsv, kt strings.Builder
@@ -153,7 +165,7 @@ func TestGPUBench(t *testing.T) {
 		for _, pol := range policies {
 			t0 := time.Now()
 			eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: ctx, Budget: uint64(mibs) << 20, Policy: strings.TrimSpace(pol),
-				Group: group, Prefetch: prefetch, HostKV: hostKV, NoResident: noRes, NoFuse: noFuse, NoRowNorm: noRow, KernelTimes: ktimes})
+				Group: group, Prefetch: prefetch, HostKV: hostKV, NoResident: noRes, NoFuse: noFuse, NoRowNorm: noRow, KernelTimes: ktimes, Chunk: chunk})
 			if err != nil {
 				fmt.Fprintf(&b, "| %s | %s | load failed: %v |\n", bname, pol, err)
 				t.Logf("budget %s: %v", bname, err)
@@ -180,8 +192,10 @@ func TestGPUBench(t *testing.T) {
 				lpt := float64(s.Launches) / float64(s.Tokens)
 				usl := s.LaunchTime.Seconds() * 1e6 / float64(max(1, s.Launches))
 				spt := s.SyncTime.Seconds() * 1e3 / float64(s.Tokens)
-				fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %.3f | %.1f | %.1f | %.0f | %.2f | %.2f | %.2f | %.1f | %.3f | %.3f | %.1f |\n",
+				line := fmt.Sprintf("| %s | %s | %s | %d | %d | %.3f | %.1f | %.1f | %.0f | %.2f | %.2f | %.2f | %.1f | %.3f | %.3f | %.1f |\n",
 					bname, pol, phase, eng.Plan().Slots, c.Layers*c.Experts, hit, perTok/1e6, copyBW, lpt, usl, spt, ms, 1e3/ms, bound, bound/ms, load.Seconds())
+				b.WriteString(line)
+				fmt.Print("ROW " + line) // at once, so that a run cut short by its time limit keeps its rows
 				fmt.Fprintf(&tsv, "%s\t%d\t%s\t%s\t%.4f\t%.3f\t%.2f\t%.3f\t%.2f\t%.4f\t%.4f\t%.1f\t%.2f\n",
 					label, mibs, pol, phase, hit, perTok/1e6, copyBW, ms, 1e3/ms, bound, bound/ms, d2d, h2d)
 			}
@@ -214,6 +228,7 @@ func TestGPUBench(t *testing.T) {
 				}
 			}
 			rng := rand.New(rand.NewPCG(3, uint64(mibs)))
+		prompts:
 			for _, n := range prefills {
 				if n > ctx {
 					t.Fatalf("prefill %d > ctx %d", n, ctx)
@@ -222,14 +237,43 @@ func TestGPUBench(t *testing.T) {
 				for i := range p {
 					p[i] = int32(rng.IntN(eng.Vocab()))
 				}
-				if err := eng.Reset(); err != nil {
-					t.Fatal(err)
+				for _, path := range paths {
+					path = strings.TrimSpace(path)
+					if path != "batched" && path != "token" {
+						t.Fatalf("STRATA_BENCH_PATHS: %q is neither batched nor token", path)
+					}
+					if path == "token" && n > tokenMax {
+						continue
+					}
+					eng.SetTokenByToken(path == "token")
+					if path == "batched" && !eng.Batched(n) {
+						fmt.Fprintf(&b, "| %s | %s | prefill %d batched | not available for this engine (no chunk, or the model's architecture) |\n", bname, pol, n)
+						continue
+					}
+					if err := eng.Reset(); err != nil {
+						t.Fatal(err)
+					}
+					eng.ResetStats()
+					if _, err := eng.Forward(p); err != nil {
+						// the engine refuses further use after a failure: record it, go on
+						// with the next budget
+						line := fmt.Sprintf("| %s | %s | prefill %d %s | failed: %v |\n", bname, pol, n, path, err)
+						b.WriteString(line)
+						fmt.Print("ROW " + line)
+						t.Errorf("budget %s, prompt %d, %s: %v", bname, n, path, err)
+						break prompts
+					}
+					phase := fmt.Sprintf("prefill %d", n)
+					if len(paths) > 1 || chunk > 0 {
+						phase += " " + path
+					}
+					if s := eng.Stats(); path == "batched" {
+						// layer-chunks whose experts ran through moe_prefill / the moe_decode fallback
+						phase += fmt.Sprintf(" (moe_prefill %d, fallback %d)", s.StackLayers, s.FallbackLayers)
+					}
+					row(phase, eng.Stats())
 				}
-				eng.ResetStats()
-				if _, err := eng.Forward(p); err != nil {
-					t.Fatal(err)
-				}
-				row(fmt.Sprintf("prefill %d", n), eng.Stats())
+				eng.SetTokenByToken(false)
 			}
 			if err := eng.Close(); err != nil {
 				t.Fatal(err)

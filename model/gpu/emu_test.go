@@ -164,7 +164,7 @@ func (m *emu) rowDot(t quant.Type, p uint64, x []float32) float32 {
 
 func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 	fam, variant, _ := strings.Cut(strings.TrimPrefix(sym, "strata_"), "_")
-	for _, f := range []string{"quantize_q8_1", "moe_decode", "attention_decode", "rmsnorm_row"} {
+	for _, f := range []string{"quantize_q8_1", "moe_decode", "attention_decode", "rmsnorm_row", "moe_prefill", "attention_prefill"} {
 		if strings.HasPrefix(strings.TrimPrefix(sym, "strata_"), f+"_") {
 			fam, variant = f, strings.TrimPrefix(sym, "strata_"+f+"_")
 		}
@@ -247,23 +247,29 @@ func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 		a := args[abi.MmvqArgs](b)
 		want(rt.Dim3{X: ceil(int(a.Rows), 8), Y: 1, Z: grid.Z})
 		t := variantType[variant]
-		if a.Slots != 0 || a.Ncols != 1 || (grid.Z > 1 && a.XMatStride != 0) {
-			m.fail("mmvq: the emulator covers dense single-column products on a shared x only")
+		if a.Slots != 0 || a.Ncols < 1 || a.Ncols > 8 || (grid.Z > 1 && a.XMatStride != 0) || (a.Ncols > 1 && grid.Z > 1) {
+			m.fail("mmvq: the emulator covers dense products on a shared x (1..8 columns, or one column of several matrices)")
+		}
+		if a.XColStride%32 != 0 || int(a.XColStride) < int(a.K) || (a.Ncols > 1 && int(a.YColStride) < int(a.Rows)) {
+			m.fail("mmvq: column strides %d/%d break the contract (k %d, rows %d)", a.XColStride, a.YColStride, a.K, a.Rows)
 		}
 		k := int(a.K)
-		var x []float32
-		if t == quant.F16 || t == quant.BF16 {
-			x = m.f32s(a.Xf, k)
-		} else if xe, ok := m.q81x[a.Xq]; m.exactW[a.W] && ok {
-			x = xe[:k]
-		} else {
-			x = m.q81(a.Xq, k)
-		}
-		rb, _ := t.RowBytes(k)
-		for z := 0; z < int(grid.Z); z++ {
-			w := a.W + uint64(int64(z)*a.WMatBytes)
-			for r := 0; r < int(a.Rows); r++ {
-				m.setF32(a.Y, z*int(a.YMatStride)+r, m.rowDot(t, w+uint64(r*rb), x))
+		for col := 0; col < int(a.Ncols); col++ {
+			xo := col * int(a.XColStride)
+			var x []float32
+			if t == quant.F16 || t == quant.BF16 {
+				x = m.f32s(a.Xf+uint64(4*xo), k)
+			} else if xe, ok := m.q81x[a.Xq]; m.exactW[a.W] && ok && col == 0 {
+				x = xe[:k]
+			} else {
+				x = m.q81(a.Xq+uint64(xo/32*36), k)
+			}
+			rb, _ := t.RowBytes(k)
+			for z := 0; z < int(grid.Z); z++ {
+				w := a.W + uint64(int64(z)*a.WMatBytes)
+				for r := 0; r < int(a.Rows); r++ {
+					m.setF32(a.Y, z*int(a.YMatStride)+col*int(a.YColStride)+r, m.rowDot(t, w+uint64(r*rb), x))
+				}
 			}
 		}
 	case "quantize_q8_1":
@@ -346,86 +352,286 @@ func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 		switch a.Phase {
 		case 0:
 			want(rt.Dim3{X: uint32(a.Tokens), Y: 1, Z: 1})
-			l := m.f32s(a.Logits, E)
-			mx := float32(math.Inf(-1))
-			for _, v := range l {
-				mx = max(mx, v)
-			}
-			var sum float32
-			for _, v := range l {
-				sum += float32(math.Exp(float64(v - mx)))
-			}
-			taken := map[int]bool{}
-			var sel float32
-			w := make([]float32, K)
-			for j := 0; j < K; j++ {
-				best := -1
-				for e := 0; e < E; e++ {
-					if !taken[e] && (best < 0 || l[e] > l[best]) {
-						best = e
-					}
-				}
-				taken[best] = true
-				w[j] = float32(math.Exp(float64(l[best]-mx))) / sum
-				sel += w[j]
-				binary.LittleEndian.PutUint32(m.at(a.Ids+uint64(4*j), 4), uint32(best))
-				ok := slot(a.SlotsGate, best) != 0 && slot(a.SlotsUp, best) != 0 && slot(a.SlotsDown, best) != 0
-				binary.LittleEndian.PutUint32(m.at(a.Err+uint64(4*j), 4), map[bool]uint32{true: 0, false: 1}[ok])
-			}
-			for j := range w {
-				if a.Renorm != 0 {
-					w[j] /= sel
-				}
-				m.setF32(a.Wts, j, w[j])
+			for tk := 0; tk < int(a.Tokens); tk++ {
+				o := uint64(4 * tk * K)
+				m.topK(a.Logits+uint64(4*tk*E), a.Ids+o, a.Wts+o, a.Err+o, E, K, a.Renorm != 0, func(e int) bool {
+					return slot(a.SlotsGate, e) != 0 && slot(a.SlotsUp, e) != 0 && slot(a.SlotsDown, e) != 0
+				})
 			}
 		case 1:
 			want(rt.Dim3{X: uint32(F / 32), Y: uint32(K), Z: uint32(a.Tokens)})
-			x := m.q81(a.X, H)
-			if xe, ok := m.q81x[a.X]; m.exactMoE && ok {
-				x = xe[:H]
-			}
 			rb, _ := t.RowBytes(H)
-			for j := 0; j < K; j++ {
-				hv := make([]float32, F)
-				if !errAt(j) {
-					g, u := slot(a.SlotsGate, id(j)), slot(a.SlotsUp, id(j))
-					for r := 0; r < F; r++ {
-						gv := m.rowDot(t, g+uint64(r*rb), x)
-						uv := m.rowDot(t, u+uint64(r*rb), x)
-						hv[r] = gv / (1 + float32(math.Exp(float64(-gv)))) * uv
-					}
+			for tk := 0; tk < int(a.Tokens); tk++ {
+				xp := a.X + uint64(tk*H/32*36)
+				x := m.q81(xp, H)
+				if xe, ok := m.q81x[xp]; m.exactMoE && ok {
+					x = xe[:H]
 				}
-				m.putQ81(a.H+uint64(j*F/32*36), hv)
+				for j := tk * K; j < (tk+1)*K; j++ {
+					hv := make([]float32, F)
+					if !errAt(j) {
+						g, u := slot(a.SlotsGate, id(j)), slot(a.SlotsUp, id(j))
+						for r := 0; r < F; r++ {
+							gv := m.rowDot(t, g+uint64(r*rb), x)
+							uv := m.rowDot(t, u+uint64(r*rb), x)
+							hv[r] = gv / (1 + float32(math.Exp(float64(-gv)))) * uv
+						}
+					}
+					m.putQ81(a.H+uint64(j*F/32*36), hv)
+				}
 			}
 		case 2:
 			want(rt.Dim3{X: ceil(H, 8), Y: 1, Z: uint32(a.Tokens)})
 			rb, _ := t.RowBytes(F)
-			y := make([]float32, H)
-			for j := 0; j < K; j++ {
-				if errAt(j) {
-					if slot(a.SlotsGate, id(j)) != 0 {
-						m.fail("moe_decode phase 2: expert %d is resident but err is set: phase 0 ran before its slot table", id(j))
+			for tk := 0; tk < int(a.Tokens); tk++ {
+				y := make([]float32, H)
+				for j := tk * K; j < (tk+1)*K; j++ {
+					if errAt(j) {
+						if slot(a.SlotsGate, id(j)) != 0 {
+							m.fail("moe_decode phase 2: expert %d is resident but err is set: phase 0 ran before its slot table", id(j))
+						}
+						continue
 					}
-					continue
+					hv := m.q81(a.H+uint64(j*F/32*36), F)
+					if xe, ok := m.q81x[a.H+uint64(j*F/32*36)]; m.exactMoE && ok {
+						hv = xe[:F]
+					}
+					d := slot(a.SlotsDown, id(j))
+					wj := m.f32(a.Wts, j)
+					for r := 0; r < H; r++ {
+						y[r] += wj * m.rowDot(t, d+uint64(r*rb), hv)
+					}
 				}
-				hv := m.q81(a.H+uint64(j*F/32*36), F)
-				if xe, ok := m.q81x[a.H+uint64(j*F/32*36)]; m.exactMoE && ok {
-					hv = xe[:F]
+				for r := range y {
+					m.setF32(a.Y, tk*H+r, y[r])
 				}
-				d := slot(a.SlotsDown, id(j))
-				wj := m.f32(a.Wts, j)
-				for r := 0; r < H; r++ {
-					y[r] += wj * m.rowDot(t, d+uint64(r*rb), hv)
-				}
-			}
-			for r := range y {
-				m.setF32(a.Y, r, y[r])
 			}
 		}
+	case "mmq":
+		m.mmq(variant, grid, args[abi.MmqArgs](b))
+	case "moe_prefill":
+		m.moePrefill(variant, grid, args[abi.MoePrefillArgs](b))
+	case "attention_prefill":
+		m.attentionPrefill(variant, grid, args[abi.AttentionPrefillArgs](b))
 	case "gated":
 		m.deltaNet(strings.TrimPrefix(sym, "strata_gated_delta_net_"), grid, args[abi.GatedDeltaNetArgs](b))
 	default:
 		m.fail("no emulation of %s", sym)
+	}
+}
+
+// topK is moe_decode phase 0 for one token: softmax over the E logits at lp, the K largest
+// (ties to the lower id) into ids, their probabilities (renormalised over the K when renorm)
+// into wts, and err 1 where resident(id) is false.
+func (m *emu) topK(lp, ids, wts, errs uint64, E, K int, renorm bool, resident func(int) bool) {
+	l := m.f32s(lp, E)
+	mx := float32(math.Inf(-1))
+	for _, v := range l {
+		mx = max(mx, v)
+	}
+	var sum float32
+	for _, v := range l {
+		sum += float32(math.Exp(float64(v - mx)))
+	}
+	taken := map[int]bool{}
+	var sel float32
+	w := make([]float32, K)
+	for j := 0; j < K; j++ {
+		best := -1
+		for e := 0; e < E; e++ {
+			if !taken[e] && (best < 0 || l[e] > l[best]) {
+				best = e
+			}
+		}
+		taken[best] = true
+		w[j] = float32(math.Exp(float64(l[best]-mx))) / sum
+		sel += w[j]
+		binary.LittleEndian.PutUint32(m.at(ids+uint64(4*j), 4), uint32(best))
+		binary.LittleEndian.PutUint32(m.at(errs+uint64(4*j), 4), map[bool]uint32{true: 0, false: 1}[resident(best)])
+	}
+	for j := range w {
+		if renorm {
+			w[j] /= sel
+		}
+		m.setF32(wts, j, w[j])
+	}
+}
+
+// tile is the BM and BN of a prefill variant's name (…_r<BM>t<BN>).
+func tile(variant string) (bm, bn int) {
+	i := strings.LastIndex(variant, "_r")
+	fmt.Sscanf(variant[i+2:], "%dt%d", &bm, &bn)
+	return bm, bn
+}
+
+// mmq: y[t·ldy + r] = Σ_k W[r][k]·x[t][k], x the Q8_1 rows (parity/mmq.go's reference: the
+// exact integer group sums times the two scales; rendered here in float64).
+func (m *emu) mmq(variant string, grid rt.Dim3, a abi.MmqArgs) {
+	bm, bn := tile(variant)
+	t := variantType[variant[:strings.Index(variant, "_")]]
+	if g := (rt.Dim3{X: uint32((int(a.Rows) + bm - 1) / bm), Y: uint32((int(a.Tokens) + bn - 1) / bn), Z: 1}); g != grid {
+		m.fail("mmq launched with grid %v, its contract says %v", grid, g)
+	}
+	if a.HookGroup != -1 || int(a.XRowBlocks) < int(a.K)/32 || a.Ldy < a.Rows {
+		m.fail("mmq: hook %d, x_row_blocks %d, ldy %d break the contract", a.HookGroup, a.XRowBlocks, a.Ldy)
+	}
+	k := int(a.K)
+	rb, _ := t.RowBytes(k)
+	for tk := 0; tk < int(a.Tokens); tk++ {
+		x := m.q81(a.X+uint64(tk*int(a.XRowBlocks)*36), k)
+		for r := 0; r < int(a.Rows); r++ {
+			m.setF32(a.Y, tk*int(a.Ldy)+r, m.rowDot(t, a.W+uint64(r*rb), x))
+		}
+	}
+}
+
+// moePrefill renders moe_prefill's four phases (parity/moe_prefill.go: mpRouteRef, mpHRef,
+// mpYRef, mpOutRef): 0 the schedule and pair lists, 1 h = SiLU(gate·x)·(up·x) requantised to
+// Q8_1 per pair, 2 the down projection per pair, 3 out[t] += Σ_s wts[t][s]·yp[t·k+s].
+func (m *emu) moePrefill(variant string, grid rt.Dim3, a abi.MoePrefillArgs) {
+	bm, bn := tile(variant)
+	t := variantType[variant[:strings.Index(variant, "_")]]
+	T, K, E, H, F := int(a.Tokens), int(a.KUsed), int(a.NExpert), int(a.Hidden), int(a.NFf)
+	np := T * K
+	mt := (np+bn-1)/bn + E
+	if E < 1 || E > 1024 || int(a.XRowBlocks) < H/32 || int(a.Ldo) < H {
+		m.fail("moe_prefill: n_expert %d, x_row_blocks %d, ldo %d break the contract", E, a.XRowBlocks, a.Ldo)
+	}
+	id := func(p int) int { return int(int32(binary.LittleEndian.Uint32(m.at(a.Ids+uint64(4*p), 4)))) }
+	want := func(g rt.Dim3) {
+		if g != grid {
+			m.fail("moe_prefill phase %d launched with grid %v, its contract says %v", a.Phase, grid, g)
+		}
+	}
+	switch a.Phase {
+	case 0:
+		want(rt.Dim3{X: 1, Y: 1, Z: 1})
+		ids := make([]int32, np)
+		seen := map[[2]int]bool{}
+		for p := range ids {
+			ids[p] = int32(id(p))
+			if ids[p] < 0 || int(ids[p]) >= E || seen[[2]int{p / K, int(ids[p])}] {
+				m.fail("moe_prefill: pair %d has expert %d: outside [0, %d) or repeated in its token", p, ids[p], E)
+				return
+			}
+			seen[[2]int{p / K, int(ids[p])}] = true
+		}
+		sched := make([]int32, 2*E+1+2*mt)
+		for _, e := range ids {
+			sched[e]++
+		}
+		var off int32
+		nt := 0
+		for e := 0; e < E; e++ {
+			sched[E+e] = off
+			for t0 := int32(0); t0 < sched[e]; t0 += int32(bn) {
+				sched[2*E+1+2*nt], sched[2*E+2+2*nt] = int32(e), t0
+				nt++
+			}
+			off += sched[e]
+		}
+		sched[2*E] = int32(nt)
+		pos := append([]int32(nil), sched[E:2*E]...)
+		list := make([]int32, np)
+		for p, e := range ids {
+			list[pos[e]] = int32(p)
+			pos[e]++
+		}
+		for i, v := range sched {
+			binary.LittleEndian.PutUint32(m.at(a.Sched+uint64(4*i), 4), uint32(v))
+		}
+		for i, v := range list {
+			binary.LittleEndian.PutUint32(m.at(a.List+uint64(4*i), 4), uint32(v))
+		}
+	case 1:
+		want(rt.Dim3{X: uint32((F + bm/2 - 1) / (bm / 2)), Y: uint32(mt), Z: 1})
+		rb, _ := t.RowBytes(H)
+		for p := 0; p < np; p++ {
+			x := m.q81(a.X+uint64((p/K)*int(a.XRowBlocks)*36), H)
+			g := a.Wg + uint64(int64(id(p))*a.GuMatBytes)
+			u := a.Wu + uint64(int64(id(p))*a.GuMatBytes)
+			hv := make([]float32, F)
+			for r := 0; r < F; r++ {
+				gv := m.rowDot(t, g+uint64(r*rb), x)
+				uv := m.rowDot(t, u+uint64(r*rb), x)
+				hv[r] = gv / (1 + float32(math.Exp(float64(-gv)))) * uv
+			}
+			m.putQ81(a.Hq+uint64(p*F/32*36), hv)
+		}
+	case 2:
+		want(rt.Dim3{X: uint32((H + bm - 1) / bm), Y: uint32(mt), Z: 1})
+		rb, _ := t.RowBytes(F)
+		for p := 0; p < np; p++ {
+			hv := m.q81(a.Hq+uint64(p*F/32*36), F)
+			d := a.Wd + uint64(int64(id(p))*a.DMatBytes)
+			for r := 0; r < H; r++ {
+				m.setF32(a.Yp, p*H+r, m.rowDot(t, d+uint64(r*rb), hv))
+			}
+		}
+	case 3:
+		want(rt.Dim3{X: uint32((H + 127) / 128), Y: uint32(min(T, 65535)), Z: 1})
+		for tk := 0; tk < T; tk++ {
+			for c := 0; c < H; c++ {
+				v := m.f32(a.Out, tk*int(a.Ldo)+c)
+				for s := 0; s < K; s++ {
+					v += m.f32(a.Wts, tk*K+s) * m.f32(a.Yp, (tk*K+s)*H+c)
+				}
+				m.setF32(a.Out, tk*int(a.Ldo)+c, v)
+			}
+		}
+	default:
+		m.fail("moe_prefill: phase %d", a.Phase)
+	}
+}
+
+// attentionPrefill renders attention_prefill (f16 cache): query i of t attends causally to
+// positions 0..n−t+i with the decode emulation's float64 softmax.
+func (m *emu) attentionPrefill(variant string, grid rt.Dim3, a abi.AttentionPrefillArgs) {
+	T, n, nh, nkv, hd := int(a.T), int(a.N), int(a.Nh), int(a.Nkv), int(a.Hd)
+	if variant != "f16" || T < 1 || T > n || nh%nkv != 0 {
+		m.fail("attention_prefill: variant %s, t %d, n %d, heads %d/%d break the contract (or the emulator: f16 only)", variant, T, n, nh, nkv)
+		return
+	}
+	if g := (rt.Dim3{X: uint32((T + 7) / 8), Y: uint32(nh), Z: 1}); g != grid {
+		m.fail("attention_prefill launched with grid %v, its contract says %v", grid, g)
+	}
+	kvd := nkv * hd
+	h16 := func(base uint64, j, g, i int) float32 {
+		return quant.F16ToF32(binary.LittleEndian.Uint16(m.at(base+uint64(2*(j*kvd+g*hd+i)), 2)))
+	}
+	for tk := 0; tk < T; tk++ {
+		np := n - T + tk + 1
+		for h := 0; h < nh; h++ {
+			g := h / (nh / nkv)
+			q := m.f32s(a.Q+uint64(4*(tk*nh+h)*hd), hd)
+			sc := make([]float64, np)
+			mx := math.Inf(-1)
+			for j := 0; j < np; j++ {
+				var d float64
+				for i := 0; i < hd; i++ {
+					d += float64(q[i]) * float64(h16(a.K, j, g, i))
+				}
+				sc[j] = d * float64(a.Scale)
+				mx = math.Max(mx, sc[j])
+			}
+			var sum float64
+			for j := range sc {
+				sc[j] = math.Exp(sc[j] - mx)
+				sum += sc[j]
+			}
+			for i := 0; i < hd; i++ {
+				var acc float64
+				for j := 0; j < np; j++ {
+					acc += sc[j] / sum * float64(h16(a.V, j, g, i))
+				}
+				out := float32(acc)
+				if a.Gate != 0 {
+					gv := m.f32(a.Gate, (tk*nh+h)*hd+i)
+					out *= float32(1 / (1 + math.Exp(-float64(gv))))
+				}
+				m.setF32(a.Out, (tk*nh+h)*hd+i, out)
+			}
+		}
 	}
 }
 

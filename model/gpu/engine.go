@@ -15,8 +15,9 @@
 // load and a token has one synchronisation: each layer's ids land in their own row and come
 // back together after the last layer, for the hit counts and the policy. The embedding
 // row is gathered on the host (it is one row per token and keeps the table out of VRAM).
-// Prompt tokens go through the same decode path one at a time: the prefill families (mmq,
-// moe_prefill) are not used yet.
+// Prompt tokens go through the same decode path one at a time unless Options.Chunk is set:
+// then a qwen3moe prompt runs in chunks through the batched path (prefill.go: mmq,
+// attention_prefill, moe_prefill, every layer over the whole chunk).
 //
 // qwen3next adds, per delta-net layer, the q|k|v, gate and b|a projections (one mmvq
 // when fused), the conv and the recurrence (gated_delta_net, conv states double-buffered
@@ -73,6 +74,11 @@ type Options struct {
 	// KernelTimes: time every launch on the device between two events and sum the times per
 	// kernel (Stats.Kernels). Costs host time per launch: a profile, not a benchmark.
 	KernelTimes bool
+	// Chunk > 0: Forward runs a prompt of more than one token through the batched path
+	// (prefill.go) in chunks of up to Chunk tokens; 0: token by token through the decode
+	// path (which also stays the path of single tokens, and of models the batched path
+	// does not cover).
+	Chunk int
 }
 
 // Engine is a model loaded on one device.
@@ -119,6 +125,11 @@ type Engine struct {
 	// its own row of bufIDs, one download after the last layer brings them all back, and the
 	// lookups (hit counts, the policy's use counts) happen after the token's one sync.
 	resident bool
+
+	chunk        int    // batched prompt chunk (0: off)
+	tokenByToken bool   // SetTokenByToken: prompts through the decode path
+	moeVar       string // moe_prefill variant
+	direct       []int  // per layer: slot of expert 0 when its experts sit in consecutive slots of one slab (resident), else −1
 
 	ktimes  bool
 	kevPool []*rt.Event
@@ -176,6 +187,10 @@ type Stats struct {
 	LaunchTime time.Duration
 	Syncs      int64
 	SyncTime   time.Duration
+	// batched prompt path: layer-chunks whose routed experts ran through moe_prefill, and
+	// through the moe_decode fallback (slots outside one stack window, or more experts than
+	// the cache holds)
+	StackLayers, FallbackLayers int64
 	// with Options.KernelTimes: device milliseconds and launches per kernel ("family/variant")
 	Kernels map[string]KernelTime
 }
@@ -243,6 +258,13 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	if c.Arch == model.ArchQwen3Next {
 		fams = append(fams[:len(fams):len(fams)], "gated_delta_net")
 	}
+	if o.Chunk < 0 || o.Chunk > o.Ctx {
+		return nil, fmt.Errorf("model/gpu: prompt chunk %d must be in 0..%d (the context)", o.Chunk, o.Ctx)
+	}
+	if o.Chunk > 0 && c.Arch == model.ArchQwen3MoE && !o.HostKV {
+		e.chunk = o.Chunk
+		fams = append(fams[:len(fams):len(fams)], "mmq", "moe_prefill", "attention_prefill")
+	}
 	if e.ks, err = loadKernels(dev, o.CODir, fams); err != nil {
 		return nil, err
 	}
@@ -255,6 +277,10 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 		return nil, err
 	}
 	in.Reserve = o.Reserve
+	if e.chunk > 0 {
+		in.Resident = append(in.Resident, prefillNeeds(&c, e.chunk)...)
+		in.SlabGroup = c.Experts
+	}
 	budget := o.Budget
 	if budget == 0 {
 		dev.SetBudget(0) // no cap from an earlier engine on this device
@@ -713,7 +739,11 @@ func (e *Engine) pinExperts(prog func(string, ...any)) error {
 }
 
 // staging layout: small windows in one pinned host buffer.
-type stageLayout struct{ x, pos, kvf, kvh, ids, idsP, tables, logits, size int }
+type stageLayout struct {
+	x, pos, kvf, kvh, ids, idsP, tables, logits int
+	pemb, ppos, pids, pidx                      int // batched path: embeddings [N][H], positions, ids, slot indices [N][K]
+	size                                        int
+}
 
 // ids is where layer li's expert ids land in the staging window.
 func (s stageLayout) idsOf(li, k int) int { return s.ids + 4*k*li }
@@ -731,6 +761,12 @@ func (e *Engine) stage() stageLayout {
 	s.idsP = take(4 * c.ExpertsUsed)
 	s.tables = take(8 * 3 * c.Experts * c.Layers)
 	s.logits = take(4 * e.vocab)
+	if n := e.chunk; n > 0 {
+		s.pemb = take(4 * n * c.Embd)
+		s.ppos = take(4 * n)
+		s.pids = take(4 * n * c.ExpertsUsed)
+		s.pidx = take(4 * n * c.ExpertsUsed)
+	}
 	s.size = off
 	return s
 }
@@ -893,6 +929,9 @@ func (e *Engine) prepare(o Options) error {
 		}
 	}
 	e.ctx = o.Ctx
+	if e.chunk > 0 {
+		return e.preparePrefill()
+	}
 	return nil
 }
 

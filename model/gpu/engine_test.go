@@ -21,7 +21,7 @@ import (
 // leaving out the families in skip.
 func fakeCODir(t *testing.T, target string, skip ...string) string {
 	dir := t.TempDir()
-	for _, f := range append(families, "gated_delta_net") {
+	for _, f := range append(families, "gated_delta_net", "mmq", "moe_prefill", "attention_prefill") {
 		if strings.Contains(strings.Join(skip, ","), f) {
 			continue
 		}
@@ -380,3 +380,103 @@ func TestProfileWarmStart(t *testing.T) {
 // fakeTarget is the target the fake device reports as its arch: the last one with code
 // objects (the engine only needs abi to map the arch to a target with every family).
 var fakeTarget = abi.CodeObjects[len(abi.CodeObjects)-1].Target
+
+// batchedNMSE bounds the NMSE between the batched prompt path's logits and the token-by-
+// token path's in the kernel-contract emulator. There the two compute the same float64
+// products (mmq and mmvq render the same row dot; attention_prefill and attention_decode
+// the same softmax) and differ in one place: the MoE output reaches the residual as
+// ((x + w₀y₀) + w₁y₁) + … (moe_prefill's combine accumulates into the stream) instead of
+// x + (w₀y₀ + w₁y₁ + …) (moe_decode's sum, added by the next norm): |Δx| ≤ (K+1)·u·Σ|terms|,
+// u = 2⁻²⁴, a relative change ≈ 5·u·K·... ≤ 1e-6. Directly that is an NMSE ≈ 1e-12; it
+// matters where a later Q8_1 quantization rounds a value on the other side of a half-step:
+// probability ≈ 2|Δ|/d per value, error d (d = amax/127 ≈ 4σ/127), an NMSE of about
+// 2·(K+1)·u·4/127 ≈ 4e-8 per quantization (K = 4 in tiny). Four quantizations per layer,
+// three layers, the measured amplification to the logits ≤ 3 (TestEmuAmplification on
+// qwen3moe tiny), and the same again for every later token reading the prompt's K/V
+// (f16 rounding flips are 2⁻¹¹ smaller, negligible): ≈ 4·3·3·4e-8 ≈ 1.5e-6 expected.
+// Declared 1e-5: the expectation ×7 for the tail of a sum of few flips. A composition
+// error (a wrong row, stride, position or slot) moves whole values: NMSE ≫ 1e-3.
+const batchedNMSE = 1e-5
+
+// TestEngineEmulatedBatched: the batched prompt path (Options.Chunk) on the emulator
+// against the token-by-token path of the same engine, resident and streamed (the cache at
+// 2·K and 3·K slots: ranges that fit the cache, misses copied in between), in chunks of 3
+// (a 7-token prompt: 3, 3 and a chunk of 1), with moe_prefill's expert stack lowered so
+// that the per-window and per-expert launches run; then decode steps read the prompt's
+// K/V. The cache configurations take moe_prefill (slots in one window) or the moe_decode
+// fallback (more experts than slots, or a window too small): each within the bound.
+func TestEngineEmulatedBatched(t *testing.T) {
+	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_K} {
+		t.Run(typ.String(), func(t *testing.T) {
+			src := tinySource(t, typ)
+			const ctx, steps = 64, 6
+			prompt := []int32{104, 101, 108, 108, 111, 32, 119}
+			K := synth.Presets["tiny"].ExpertsUsed
+			run := func(chunk, slots, stack int) ([][]float32, Stats, *Engine) {
+				old := maxStack
+				maxStack = stack
+				defer func() { maxStack = old }()
+				dev, fake := newFakeDeviceArch(1<<30, fakeTarget)
+				fake.emu = newEmu()
+				eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: ctx, Budget: 256 << 20, Reserve: 1 << 20, MaxExpert: slots, Group: 2, Chunk: chunk})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer eng.Close()
+				var logs [][]float32
+				l, err := eng.Forward(prompt)
+				tok := int32(7)
+				for i := 0; i < steps && err == nil; i++ {
+					logs = append(logs, l)
+					l, err = eng.Forward([]int32{tok})
+					tok = (tok*31 + 5) % 512
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fake.emu.err != nil {
+					t.Fatal(fake.emu.err)
+				}
+				return logs, eng.Stats(), eng
+			}
+			ref, rs, _ := run(0, 0, 1024)
+			t.Logf("token by token: %.1f launches and %.1f syncs per token", float64(rs.Launches)/float64(rs.Tokens), float64(rs.Syncs)/float64(rs.Tokens))
+			for _, r := range []struct{ chunk, slots, stack int }{{3, 0, 1024}, {16, 0, 1024}, {3, 2 * K, 1024}, {3, 3 * K, 6}, {3, 0, 3}} {
+				logs, s, eng := run(r.chunk, r.slots, r.stack)
+				direct := 0
+				for _, d := range eng.direct {
+					if d >= 0 {
+						direct++
+					}
+				}
+				if want := r.slots == 0 && r.stack >= 16; (direct == len(eng.direct)) != want {
+					t.Errorf("%+v: %d of %d layers direct", r, direct, len(eng.direct))
+				}
+				worst := 0.0
+				for i := range ref {
+					var num, den float64
+					for j, c := range ref[i] {
+						d := float64(logs[i][j]) - float64(c)
+						num += d * d
+						den += float64(c) * float64(c)
+					}
+					if nmse := num / den; !(nmse <= batchedNMSE) {
+						t.Errorf("%+v step %d: NMSE %.3g against token by token (bound %g)", r, i, nmse, batchedNMSE)
+					} else {
+						worst = max(worst, nmse)
+					}
+				}
+				t.Logf("%+v: worst NMSE %.3g; hits %d misses %d; %.1f launches and %.1f syncs per token", r, worst, s.Hits, s.Misses,
+					float64(s.Launches)/float64(s.Tokens), float64(s.Syncs)/float64(s.Tokens))
+				// which expert path ran: resident with the full stack, moe_prefill in every
+				// layer; with a stack of 3 (< K), the moe_decode fallback in every layer
+				switch {
+				case r.slots == 0 && r.stack >= 16 && (s.FallbackLayers != 0 || s.StackLayers == 0),
+					r.stack < K && (s.StackLayers != 0 || s.FallbackLayers == 0):
+					t.Errorf("%+v: %d layer-chunks through moe_prefill, %d through moe_decode", r, s.StackLayers, s.FallbackLayers)
+				}
+				t.Logf("%+v: %d layer-chunks through moe_prefill, %d through moe_decode", r, s.StackLayers, s.FallbackLayers)
+			}
+		})
+	}
+}

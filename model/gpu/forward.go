@@ -37,10 +37,26 @@ func (e *Engine) Forward(tokens []int32) (logits []float32, err error) {
 			logits, err = nil, e.fault
 		}
 	}()
-	for i, id := range tokens {
+	for _, id := range tokens {
 		if id < 0 || int(id) >= e.vocab {
 			return nil, fmt.Errorf("model/gpu: token id %d is outside the vocabulary of %d", id, e.vocab)
 		}
+	}
+	for done := 0; e.batched(len(tokens)) && done < len(tokens); {
+		n := min(e.chunk, len(tokens)-done)
+		t0 := time.Now()
+		if err := e.chunkForward(tokens[done:done+n], done+n == len(tokens)); err != nil {
+			e.fault = err
+			return nil, err
+		}
+		e.stats.Wall += time.Since(t0)
+		e.stats.Tokens += n
+		done += n
+		if done == len(tokens) {
+			tokens = nil
+		}
+	}
+	for i, id := range tokens {
 		t0 := time.Now()
 		if err := e.step(id, i == len(tokens)-1); err != nil {
 			// A failure mid-token leaves the KV cache and state partial: refuse further use.

@@ -56,6 +56,10 @@ type PlanInput struct {
 	SlotBytes uint64 // one expert slot: gate, up and down of one expert, aligned
 	MinSlots  int    // fewest slots a step can run with (2·experts used: one layer in use, the next arriving)
 	MaxSlots  int    // every expert of every layer; more slots would be idle
+	// SlabGroup > 0: slots per slab a multiple of it (when a slab holds more), so that
+	// groups of SlabGroup consecutive slots never straddle two slabs (the batched prompt
+	// path: a layer's experts, all resident, form one moe_prefill stack).
+	SlabGroup int
 	// Reserve overrides the documented reserve (DefaultReserve) when nonzero.
 	Reserve uint64
 	// Hint names the context and budget flags for the error ("-c/--ctx-size", "--vram-budget-mib").
@@ -135,6 +139,9 @@ func NewPlan(in PlanInput, budget uint64) (*Plan, error) {
 	slots := (budget - fixed) / p.SlotBytes
 	p.Slots = int(min(slots, uint64(in.MaxSlots)))
 	p.SlabSlots = int(max(1, min(uint64(p.Slots), MaxSlab/p.SlotBytes)))
+	if g := in.SlabGroup; g > 0 && p.SlabSlots > g && p.Slots > p.SlabSlots {
+		p.SlabSlots -= p.SlabSlots % g
+	}
 	return p, nil
 }
 

@@ -155,3 +155,21 @@ func TestPlanRealOOM(t *testing.T) {
 		t.Fatalf("failed allocation left %d bytes", dev.Used())
 	}
 }
+
+// TestPlanSlabGroup: with SlabGroup, a slab holds a whole number of groups, so resident
+// layers (groups of consecutive slots) never straddle two slabs; the slots are unchanged.
+func TestPlanSlabGroup(t *testing.T) {
+	in := PlanInput{Resident: []Need{{"w", KindWeights, 1 << 20}}, SlotBytes: 1300 << 10, MinSlots: 16, MaxSlots: 48 * 128}
+	p0, err := NewPlan(in, 16<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.SlabGroup = 128
+	p, err := NewPlan(in, 16<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Slots != p0.Slots || p.SlabSlots%128 != 0 || p.SlabSlots > p0.SlabSlots || p0.SlabSlots%128 == 0 {
+		t.Fatalf("slots %d/%d, slab slots %d (ungrouped %d)", p.Slots, p0.Slots, p.SlabSlots, p0.SlabSlots)
+	}
+}

@@ -9,6 +9,8 @@
 #       tiny GPU-vs-CPU tests, 30B-A3B Q2_0 decode before/after, 80B-A3B synth time and disk,
 #       a first 80B bench, strata-run --stats with its progress output
 #   run.sh matrix        GPU machine: the benchmark matrix of issue 11 item 4
+#   (the batched prompt path: set STRATA_BENCH_CHUNK=512 and STRATA_BENCH_PATHS=batched,token
+#   in a bench line; ../2026-11-29-gpu-prefill/final.sh is its one-call form)
 # Logs go to /tmp/ge-out, and one archive of them plus the tables to $OUT.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,12 +27,18 @@ build() {
 	xz -9e -T2 "$d/parity.test"
 	local flags
 	flags=$(awk -F'\t' -v t="$target" '$1 == "target" && $2 == t { print $6 }' kernels/out/objects.txt)
-	for fam in rmsnorm rmsnorm_row mmvq rope attention_decode quantize_q8_1 moe_decode gated_delta_net; do
+	for fam in rmsnorm rmsnorm_row mmvq rope attention_decode quantize_q8_1 moe_decode gated_delta_net mmq moe_prefill attention_prefill; do
 		awk -F'\t' -v t="$target" -v f="$fam" '$1 == "object" && $2 == t && $3 == f { print $4 "\t" $5 }' kernels/out/objects.txt |
 			while IFS=$'\t' read -r src obj; do
 				mkdir -p "$d/co/$(dirname "$obj")"
 				# shellcheck disable=SC2086 # flags are a list
 				clang-19 $flags -I "$(dirname "$src")" -I kernels/out/include "$src" -o "$d/co/$obj"
+				case $fam in # the r64t64 mma variants the batched path launches (JIT time: ../2026-11-29-gpu-prefill)
+				mmq | moe_prefill)
+					python3 "$here/../2026-11-29-gpu-prefill/strip_ptx.py" "$d/co/$obj" "$d/co/$obj.s" '_mma_r64t64$'
+					mv "$d/co/$obj.s" "$d/co/$obj"
+					;;
+				esac
 			done
 	done
 	tar -C "$d" -czf "$d/co.tar.gz" co && rm -r "$d/co"
