@@ -25,12 +25,12 @@ build() {
 	local d=${DEV:-/work/main/.dev-eprefill} target=sm_90
 	rm -rf "$d" && mkdir -p "$d/co"
 	export CGO_ENABLED=0
-	go test -c -trimpath -ldflags=-s -o "$d/strata-run.test" ./cmd/strata-run
+	go test -c -trimpath -ldflags=-s -tags strata_nodemo -o "$d/strata-run.test" ./cmd/strata-run # no demo model: 20 MB less to carry
 	go test -c -trimpath -ldflags=-s -o "$d/parity.test" ./parity
 	xz -9e -T2 "$d/strata-run.test" "$d/parity.test"
 	local flags
 	flags=$(awk -F'\t' -v t="$target" '$1 == "target" && $2 == t { print $6 }' kernels/out/objects.txt)
-	for fam in rmsnorm rmsnorm_row mmvq rope attention_decode quantize_q8_1 moe_decode gated_delta_net mmq moe_prefill attention_prefill; do
+	for fam in dequant rmsnorm rmsnorm_row mmvq rope attention_decode quantize_q8_1 moe_decode gated_delta_net mmq moe_prefill attention_prefill; do
 		awk -F'\t' -v t="$target" -v f="$fam" '$1 == "object" && $2 == t && $3 == f { print $4 "\t" $5 }' kernels/out/objects.txt |
 			while IFS=$'\t' read -r src obj; do
 				mkdir -p "$d/co/$(dirname "$obj")"
