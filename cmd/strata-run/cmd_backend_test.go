@@ -195,6 +195,38 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 		}
 		return toks, logs, eng.Stats()
 	}
+	// check compares one GPU run's logits and greedy tokens with the CPU's: NMSE within
+	// bound at every step, and a differing greedy token only at a near tie.
+	check := func(what string, gpuTok []int32, gpuLog [][]float32) (worst float64, ties int) {
+		for i := range cpuLog {
+			var num, den float64
+			for j, c := range cpuLog[i] {
+				d := float64(gpuLog[i][j]) - float64(c)
+				num += d * d
+				den += float64(c) * float64(c)
+				if math.IsNaN(float64(gpuLog[i][j])) || math.IsInf(float64(gpuLog[i][j]), 0) {
+					t.Fatalf("%s step %d: GPU logit %d is %v", what, i, j, gpuLog[i][j])
+				}
+			}
+			nmse := num / den
+			worst = max(worst, nmse)
+			if nmse > bound {
+				t.Errorf("%s step %d: logits NMSE %.3g > %.3g", what, i, nmse, bound)
+			}
+			if gpuTok[i] != cpuTok[i] {
+				rms := math.Sqrt(num / float64(len(cpuLog[i])))
+				margin, pair, ok := nearTie(gpuLog[i], cpuLog[i], gpuTok[i], cpuTok[i], rms)
+				if ok {
+					ties++
+					t.Logf("%s step %d: greedy token GPU %d, CPU %d at a near tie (CPU top-2 margin %.4g < 4σ, pair error %.4g ≤ 4√2σ, σ = RMS difference %.4g)", what, i, gpuTok[i], cpuTok[i], margin, pair, rms)
+					continue
+				}
+				t.Errorf("%s step %d: greedy token GPU %d, CPU %d (CPU top-2 margin %.4g, pair error %.4g, RMS difference σ %.4g; GPU logit of CPU's token %.4g, of its own %.4g)",
+					what, i, gpuTok[i], cpuTok[i], margin, pair, rms, gpuLog[i][cpuTok[i]], gpuLog[i][gpuTok[i]])
+			}
+		}
+		return worst, ties
+	}
 	// Both prompt paths: token by token (Chunk 0) and batched (Chunk 16: the 40-token
 	// prompt in chunks of 16, 16 and 8; qwen3next has no batched path and runs token by
 	// token either way). Each against the CPU within the same bound: the batched path's
@@ -203,42 +235,34 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 	// the bound was derived for.
 	for _, chunk := range []int{0, 16} {
 		gpuTok, gpuLog, full := runGPU(0, chunk)
-		worst := 0.0
-		ties := 0
-		for i := range cpuLog {
-			var num, den float64
-			for j, c := range cpuLog[i] {
-				d := float64(gpuLog[i][j]) - float64(c)
-				num += d * d
-				den += float64(c) * float64(c)
-				if math.IsNaN(float64(gpuLog[i][j])) || math.IsInf(float64(gpuLog[i][j]), 0) {
-					t.Fatalf("chunk %d step %d: GPU logit %d is %v", chunk, i, j, gpuLog[i][j])
+		worst, ties := check(fmt.Sprintf("chunk %d resident", chunk), gpuTok, gpuLog)
+		// The smallest cache: where its layer-chunks took the same expert kernels as the
+		// resident run (always token by token), the logits must be bitwise equal — the cache
+		// changes where the bytes sit, nothing else. The batched path sends a layer-chunk whose
+		// experts do not fit the cache through moe_decode instead of moe_prefill; the two
+		// kernels fold the same exact group sums in different f32 orders (moe_decode: lane-
+		// strided partials and a butterfly; mmq/moe_prefill: groups in K order), so a run
+		// whose routes differ is held to the CPU bound like any other run, not to bits. (The
+		// H200 run of 2026-11-29, bench/results/2026-11-29-gpu-prefill, had Q2_0 differ
+		// across routes while three types matched bitwise.)
+		streamTok, streamLog, small := runGPU(2*shp.ExpertsUsed, chunk)
+		sameRoute := small.StackLayers == full.StackLayers && small.FallbackLayers == full.FallbackLayers
+		t.Logf("chunk %d: expert layer-chunks through moe_prefill/moe_decode: resident %d/%d, smallest cache %d/%d",
+			chunk, full.StackLayers, full.FallbackLayers, small.StackLayers, small.FallbackLayers)
+		if sameRoute {
+			for i := range gpuLog {
+				for j := range gpuLog[i] {
+					if math.Float32bits(gpuLog[i][j]) != math.Float32bits(streamLog[i][j]) {
+						t.Fatalf("chunk %d step %d logit %d: streamed %v, resident %v: not bitwise equal", chunk, i, j, streamLog[i][j], gpuLog[i][j])
+					}
 				}
 			}
-			nmse := num / den
-			worst = max(worst, nmse)
-			if nmse > bound {
-				t.Errorf("chunk %d step %d: logits NMSE %.3g > %.3g", chunk, i, nmse, bound)
-			}
-			if gpuTok[i] != cpuTok[i] {
-				rms := math.Sqrt(num / float64(len(cpuLog[i])))
-				margin, pair, ok := nearTie(gpuLog[i], cpuLog[i], gpuTok[i], cpuTok[i], rms)
-				if ok {
-					ties++
-					t.Logf("chunk %d step %d: greedy token GPU %d, CPU %d at a near tie (CPU top-2 margin %.4g < 4σ, pair error %.4g ≤ 4√2σ, σ = RMS difference %.4g)", chunk, i, gpuTok[i], cpuTok[i], margin, pair, rms)
-					continue
-				}
-				t.Errorf("chunk %d step %d: greedy token GPU %d, CPU %d (CPU top-2 margin %.4g, pair error %.4g, RMS difference σ %.4g; GPU logit of CPU's token %.4g, of its own %.4g)",
-					chunk, i, gpuTok[i], cpuTok[i], margin, pair, rms, gpuLog[i][cpuTok[i]], gpuLog[i][gpuTok[i]])
-			}
+		} else {
+			w, tt := check(fmt.Sprintf("chunk %d smallest cache", chunk), streamTok, streamLog)
+			t.Logf("chunk %d smallest cache (other expert route): worst logits NMSE %.3g, near-tie flips %d", chunk, w, tt)
 		}
-		_, streamLog, small := runGPU(2*shp.ExpertsUsed, chunk)
-		for i := range gpuLog {
-			for j := range gpuLog[i] {
-				if math.Float32bits(gpuLog[i][j]) != math.Float32bits(streamLog[i][j]) {
-					t.Fatalf("chunk %d step %d logit %d: streamed %v, resident %v: not bitwise equal", chunk, i, j, streamLog[i][j], gpuLog[i][j])
-				}
-			}
+		if chunk == 0 && !sameRoute {
+			t.Errorf("token by token: the smallest cache took other expert kernels than the resident run")
 		}
 		t.Logf("%s chunk %d: %d steps, worst logits NMSE %.3g (bound %.0e); greedy tokens equal: %v (near-tie flips %d); full cache hits %d misses %d, smallest cache hits %d misses %d (%.1f MB copied); %.1f launches per token",
 			typ, chunk, steps, worst, bound, fmt.Sprint(gpuTok) == fmt.Sprint(cpuTok), ties, full.Hits, full.Misses, small.Hits, small.Misses, float64(small.CopiedBytes)/1e6,

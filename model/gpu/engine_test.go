@@ -406,7 +406,7 @@ const batchedNMSE = 1e-5
 // K/V. The cache configurations take moe_prefill (slots in one window) or the moe_decode
 // fallback (more experts than slots, or a window too small): each within the bound.
 func TestEngineEmulatedBatched(t *testing.T) {
-	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_K} {
+	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_K, quant.Q2_0, quant.IQ2_XS} {
 		t.Run(typ.String(), func(t *testing.T) {
 			src := tinySource(t, typ)
 			const ctx, steps = 64, 6
@@ -441,7 +441,7 @@ func TestEngineEmulatedBatched(t *testing.T) {
 			}
 			ref, rs, _ := run(0, 0, 1024)
 			t.Logf("token by token: %.1f launches and %.1f syncs per token", float64(rs.Launches)/float64(rs.Tokens), float64(rs.Syncs)/float64(rs.Tokens))
-			for _, r := range []struct{ chunk, slots, stack int }{{3, 0, 1024}, {16, 0, 1024}, {3, 2 * K, 1024}, {3, 3 * K, 6}, {3, 0, 3}} {
+			for _, r := range []struct{ chunk, slots, stack int }{{3, 0, 1024}, {16, 0, 1024}, {16, 2 * K, 1024}, {3, 2 * K, 1024}, {3, 3 * K, 6}, {3, 0, 3}} {
 				logs, s, eng := run(r.chunk, r.slots, r.stack)
 				direct := 0
 				for _, d := range eng.direct {
