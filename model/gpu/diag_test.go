@@ -31,26 +31,8 @@ func TestEmuDiag(t *testing.T) {
 	}
 	for _, preset := range []string{"tiny-next", "tiny"} {
 		for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_K} {
-			shp := synth.Presets[preset]
-			path := filepath.Join(t.TempDir(), "m.gguf")
-			if err := synth.Write(path, shp, synth.Options{ExpertType: typ, Seed: 11}); err != nil {
-				t.Fatal(err)
-			}
-			src, err := model.OpenGGUF(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := model.Load(src)
-			if err != nil {
-				t.Fatal(err)
-			}
 			const ctx, steps = 128, 32
-			rng := rand.New(rand.NewPCG(5, 6))
-			prompt := make([]int32, 40)
-			for i := range prompt {
-				prompt[i] = int32(rng.IntN(256))
-			}
-			st, _ := m.NewState(ctx)
+			src, st, prompt := diagModel(t, preset, typ, ctx)
 			var cpuLog [][]float32
 			var cpuTr []*model.Trace
 			l, err := st.Forward(prompt, false, nil)
@@ -117,7 +99,7 @@ func TestEmuDiag(t *testing.T) {
 					t.Fatal(err)
 				}
 				cf.set(fake.emu, eng)
-				L := shp.Layers
+				L := synth.Presets[preset].Layers
 				per := 2
 				if preset == "tiny-next" {
 					per = 3
@@ -156,7 +138,6 @@ func TestEmuDiag(t *testing.T) {
 				}())
 				eng.Close()
 			}
-			src.Close()
 		}
 	}
 	_ = math.Abs
@@ -176,26 +157,8 @@ func TestEmuAmplification(t *testing.T) {
 	const nu = 1e-6
 	for _, preset := range []string{"tiny", "tiny-next"} {
 		for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_K} {
-			shp := synth.Presets[preset]
-			path := filepath.Join(t.TempDir(), "m.gguf")
-			if err := synth.Write(path, shp, synth.Options{ExpertType: typ, Seed: 11}); err != nil {
-				t.Fatal(err)
-			}
-			src, err := model.OpenGGUF(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := model.Load(src)
-			if err != nil {
-				t.Fatal(err)
-			}
 			const ctx, steps = 128, 32
-			rng := rand.New(rand.NewPCG(5, 6))
-			prompt := make([]int32, 40)
-			for i := range prompt {
-				prompt[i] = int32(rng.IntN(256))
-			}
-			st, _ := m.NewState(ctx)
+			src, st, prompt := diagModel(t, preset, typ, ctx)
 			var cpuLog [][]float32
 			l, err := st.Forward(prompt, false, nil)
 			for i := 0; i < steps && err == nil; i++ {
@@ -210,7 +173,7 @@ func TestEmuAmplification(t *testing.T) {
 				per = 3
 			}
 			var line []string
-			for li := 0; li < shp.Layers; li++ {
+			for li := 0; li < synth.Presets[preset].Layers; li++ {
 				dev, fake := newFakeDeviceArch(1<<30, fakeTarget)
 				fake.emu = newEmu()
 				eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: ctx, Budget: 256 << 20, Reserve: 1 << 20})
@@ -244,7 +207,36 @@ func TestEmuAmplification(t *testing.T) {
 				line = append(line, fmt.Sprintf("layer %d (recurrent %v): mean %.0f worst %.0f", li, eng.cfg.IsRecurrent(li), sum/steps/nu, worst/nu))
 			}
 			t.Logf("%s %s: amplification of a residual NMSE to the logits NMSE: %s", preset, typ, strings.Join(line, "; "))
-			src.Close()
 		}
 	}
+}
+
+// diagModel writes the synthetic model of the GPU-vs-CPU tests (preset, expert type, seed 11),
+// opens it, and returns its source, a CPU state of ctx positions and the tests' 40-token
+// prompt.
+func diagModel(t *testing.T, preset string, typ quant.Type, ctx int) (*model.GGUFSource, *model.State, []int32) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	if err := synth.Write(path, synth.Presets[preset], synth.Options{ExpertType: typ, Seed: 11}); err != nil {
+		t.Fatal(err)
+	}
+	src, err := model.OpenGGUF(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	m, err := model.Load(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := m.NewState(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	prompt := make([]int32, 40)
+	for i := range prompt {
+		prompt[i] = int32(rng.IntN(256))
+	}
+	return src, st, prompt
 }
