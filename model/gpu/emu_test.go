@@ -312,35 +312,7 @@ func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 			return quant.F16ToF32(binary.LittleEndian.Uint16(m.at(base+uint64(2*(j*kvd+g*hd+i)), 2)))
 		}
 		for h := 0; h < nh; h++ {
-			g := h / (nh / nkv)
-			q := m.f32s(a.Q+uint64(4*h*hd), hd)
-			sc := make([]float64, n)
-			mx := math.Inf(-1)
-			for j := 0; j < n; j++ {
-				var d float64
-				for i := 0; i < hd; i++ {
-					d += float64(q[i]) * float64(h16(a.K, j, g, i))
-				}
-				sc[j] = d * float64(a.Scale)
-				mx = math.Max(mx, sc[j])
-			}
-			var sum float64
-			for j := range sc {
-				sc[j] = math.Exp(sc[j] - mx)
-				sum += sc[j]
-			}
-			for i := 0; i < hd; i++ {
-				var acc float64
-				for j := 0; j < n; j++ {
-					acc += sc[j] / sum * float64(h16(a.V, j, g, i))
-				}
-				out := float32(acc)
-				if a.Gate != 0 {
-					g := m.f32(a.Gate, h*hd+i)
-					out *= float32(1 / (1 + math.Exp(-float64(g))))
-				}
-				m.setF32(a.Out, h*hd+i, out)
-			}
+			attendHead(m, m.f32s(a.Q+uint64(4*h*hd), hd), n, h/(nh/nkv), h16, a.K, a.V, a.Scale, a.Gate, a.Out, h*hd)
 		}
 	case "moe_decode":
 		a := args[abi.MoeDecodeArgs](b)
@@ -584,6 +556,39 @@ func (m *emu) moePrefill(variant string, grid rt.Dim3, a abi.MoePrefillArgs) {
 	}
 }
 
+// attendHead renders one query head q against cache positions 0..n−1 of kv head g (h16 reads
+// element i of position j from the K or V cache at base) in float64: scaled dot products,
+// softmax, the weighted V sum, times sigmoid(gate) where gate ≠ 0; the head's hd outputs go
+// to out from element off (the gate is read at the same elements).
+func attendHead(m *emu, q []float32, n, g int, h16 func(base uint64, j, g, i int) float32, k, v uint64, scale float32, gate, out uint64, off int) {
+	sc := make([]float64, n)
+	mx := math.Inf(-1)
+	for j := 0; j < n; j++ {
+		var d float64
+		for i := range q {
+			d += float64(q[i]) * float64(h16(k, j, g, i))
+		}
+		sc[j] = d * float64(scale)
+		mx = math.Max(mx, sc[j])
+	}
+	var sum float64
+	for j := range sc {
+		sc[j] = math.Exp(sc[j] - mx)
+		sum += sc[j]
+	}
+	for i := range q {
+		var acc float64
+		for j := 0; j < n; j++ {
+			acc += sc[j] / sum * float64(h16(v, j, g, i))
+		}
+		o := float32(acc)
+		if gate != 0 {
+			o *= float32(1 / (1 + math.Exp(-float64(m.f32(gate, off+i)))))
+		}
+		m.setF32(out, off+i, o)
+	}
+}
+
 // attentionPrefill renders attention_prefill (f16 cache): query i of t attends causally to
 // positions 0..n−t+i with the decode emulation's float64 softmax.
 func (m *emu) attentionPrefill(variant string, grid rt.Dim3, a abi.AttentionPrefillArgs) {
@@ -602,35 +607,7 @@ func (m *emu) attentionPrefill(variant string, grid rt.Dim3, a abi.AttentionPref
 	for tk := 0; tk < T; tk++ {
 		np := n - T + tk + 1
 		for h := 0; h < nh; h++ {
-			g := h / (nh / nkv)
-			q := m.f32s(a.Q+uint64(4*(tk*nh+h)*hd), hd)
-			sc := make([]float64, np)
-			mx := math.Inf(-1)
-			for j := 0; j < np; j++ {
-				var d float64
-				for i := 0; i < hd; i++ {
-					d += float64(q[i]) * float64(h16(a.K, j, g, i))
-				}
-				sc[j] = d * float64(a.Scale)
-				mx = math.Max(mx, sc[j])
-			}
-			var sum float64
-			for j := range sc {
-				sc[j] = math.Exp(sc[j] - mx)
-				sum += sc[j]
-			}
-			for i := 0; i < hd; i++ {
-				var acc float64
-				for j := 0; j < np; j++ {
-					acc += sc[j] / sum * float64(h16(a.V, j, g, i))
-				}
-				out := float32(acc)
-				if a.Gate != 0 {
-					gv := m.f32(a.Gate, (tk*nh+h)*hd+i)
-					out *= float32(1 / (1 + math.Exp(-float64(gv))))
-				}
-				m.setF32(a.Out, (tk*nh+h)*hd+i, out)
-			}
+			attendHead(m, m.f32s(a.Q+uint64(4*(tk*nh+h)*hd), hd), np, h/(nh/nkv), h16, a.K, a.V, a.Scale, a.Gate, a.Out, (tk*nh+h)*hd)
 		}
 	}
 }
