@@ -63,6 +63,9 @@ func openForward(b *backendFlags, src *model.GGUFSource, st *model.State, ctx in
 	if b.vramMiB < 0 {
 		return nil, fmt.Errorf("%w: --vram-budget-mib %d must not be negative", errUsage, b.vramMiB)
 	}
+	if b.chunk < 0 {
+		return nil, fmt.Errorf("%w: --prefill-chunk %d must not be negative (0 runs prompts token by token)", errUsage, b.chunk)
+	}
 	f, err := openGPU(b, src, ctx, stderr)
 	if err == nil {
 		return f, nil
@@ -85,7 +88,7 @@ func openGPU(b *backendFlags, src *model.GGUFSource, ctx int, stderr io.Writer) 
 	if err != nil {
 		return nil, err
 	}
-	o := mgpu.Options{CODir: dir, Ctx: ctx, Budget: uint64(b.vramMiB) << 20, Policy: b.policy, Group: b.group, Prefetch: b.prefetch, Progress: stderr, Chunk: min(max(b.chunk, 0), ctx)}
+	o := mgpu.Options{CODir: dir, Ctx: ctx, Budget: uint64(b.vramMiB) << 20, Policy: b.policy, Group: b.group, Prefetch: b.prefetch, Progress: stderr, Chunk: min(b.chunk, ctx)} // a chunk longer than the context is the context
 	if b.profile != "" {
 		if fh, err := os.Open(b.profile); err == nil {
 			cfg, _ := model.ParseConfig(src.Meta(), src.Path())

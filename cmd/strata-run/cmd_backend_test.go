@@ -34,6 +34,10 @@ func TestBackendFlags(t *testing.T) {
 	if code := run(append(gen, "--backend", "gpu", "--vram-budget-mib", "-5"), &so, &se); code != 2 || !strings.Contains(se.String(), "--vram-budget-mib -5") {
 		t.Errorf("negative budget: exit %d, %q", code, se.String())
 	}
+	se.Reset()
+	if code := run(append(gen, "--prefill-chunk", "-1"), &so, &se); code != 2 || !strings.Contains(se.String(), "--prefill-chunk -1 must not be negative") {
+		t.Errorf("negative prefill chunk: exit %d, %q", code, se.String())
+	}
 	if _, err := gpu.Open(gpu.Request{Have: targetsWithCodeObjects(defaultCODir())}); err != nil {
 		se.Reset()
 		if code := run(append(gen, "--backend", "gpu"), &so, &se); code != 1 || !strings.Contains(se.String(), "gpu:") {
