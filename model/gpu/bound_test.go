@@ -2,7 +2,6 @@ package gpu
 
 import (
 	"math/rand/v2"
-	"path/filepath"
 	"testing"
 
 	"github.com/strata-hip/strata/model"
@@ -24,29 +23,8 @@ type boundCase struct {
 }
 
 func newBoundCase(t *testing.T, preset string, typ quant.Type) *boundCase {
-	shp := synth.Presets[preset]
-	path := filepath.Join(t.TempDir(), preset+".gguf")
-	if err := synth.Write(path, shp, synth.Options{ExpertType: typ, Seed: 11}); err != nil {
-		t.Fatal(err)
-	}
-	src, err := model.OpenGGUF(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { src.Close() })
-	m, err := model.Load(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(5, 6))
-	c := &boundCase{src: src, prompt: make([]int32, 40), layers: shp.Layers}
-	for i := range c.prompt {
-		c.prompt[i] = int32(rng.IntN(256))
-	}
-	st, err := m.NewState(128)
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, st, prompt := diagModel(t, preset, typ, 128)
+	c := &boundCase{src: src, prompt: prompt, layers: synth.Presets[preset].Layers}
 	l, err := st.Forward(c.prompt, false, nil)
 	for i := 0; i < 32 && err == nil; i++ {
 		c.cpu = append(c.cpu, l)

@@ -153,14 +153,8 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 		// Keep the stream short: the next token's host work needs nothing from this one.
 		return e.finishCopies()
 	}
-	if err := e.rmsnorm("addq81", abi.RmsnormArgs{X: uint64(x), R: uint64(proj), Xo: uint64(x), W: uint64(e.outNrm), Y: uint64(xn), Q: uint64(xq),
+	if err := e.logits("addq81", abi.RmsnormArgs{X: uint64(x), R: uint64(proj), Xo: uint64(x), W: uint64(e.outNrm), Y: uint64(xn), Q: uint64(xq),
 		N: int32(H), Rows: 1, Heads: 1, TokStride: int32(H), HeadStride: int32(H)}); err != nil {
-		return err
-	}
-	if err := e.mmvq(e.head, xq, xn, m.Ptr(bufLogits)); err != nil {
-		return err
-	}
-	if err := e.compute.Download(e.staging, st.logits, m.Ptr(bufLogits), 4*e.vocab); err != nil {
 		return err
 	}
 	if err := e.sync(); err != nil {
@@ -215,6 +209,19 @@ func (e *Engine) finishCopies() error {
 	e.ringNext = 0
 	e.stats.CopyMs += ms
 	return err
+}
+
+// logits runs the output norm (variant, a: its Y and Q are the bufXN and bufXQ rows the head
+// reads), the output head, and the logits' download into the staging window.
+func (e *Engine) logits(variant string, a abi.RmsnormArgs) error {
+	if err := e.rmsnorm(variant, a); err != nil {
+		return err
+	}
+	m := e.mem
+	if err := e.mmvq(e.head, m.Ptr(bufXQ), m.Ptr(bufXN), m.Ptr(bufLogits)); err != nil {
+		return err
+	}
+	return e.compute.Download(e.staging, e.stage().logits, m.Ptr(bufLogits), 4*e.vocab)
 }
 
 // appendKV writes this token's key and value into the layer's f16 cache at e.pos: the

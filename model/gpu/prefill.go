@@ -278,13 +278,7 @@ func (e *Engine) chunkForward(tokens []int32, wantLogits bool) error {
 		if pending {
 			variant, a.R, a.Xo = "addq81", uint64(m.Ptr(bufPProj).Add(uintptr(4*(T-1)*H))), uint64(last)
 		}
-		if err := e.rmsnorm(variant, a); err != nil {
-			return err
-		}
-		if err := e.mmvq(e.head, xq, xn, m.Ptr(bufLogits)); err != nil {
-			return err
-		}
-		if err := e.compute.Download(e.staging, st.logits, m.Ptr(bufLogits), 4*e.vocab); err != nil {
+		if err := e.logits(variant, a); err != nil {
 			return err
 		}
 	}
