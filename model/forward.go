@@ -130,13 +130,19 @@ func (s *State) Forward(tokens []int32, all bool, tr *Trace) (logits []float32, 
 // marked full: it must not be used further.
 func (s *State) faultGuard(err *error) {
 	if r := recover(); r != nil {
-		f, ok := r.(interface{ Addr() uintptr })
-		if !ok {
-			panic(r)
-		}
+		*err = faultError(s.m.src.Path(), r)
 		s.pos = s.MaxCtx
-		*err = fmt.Errorf("%s: memory fault reading the model at %#x (was the file truncated or replaced while in use?): %v", s.m.src.Path(), f.Addr(), r)
 	}
+}
+
+// faultError turns r, recovered under debug.SetPanicOnFault, into an error naming the
+// model file path; a panic other than a memory fault is re-raised.
+func faultError(path string, r any) error {
+	f, ok := r.(interface{ Addr() uintptr })
+	if !ok {
+		panic(r)
+	}
+	return fmt.Errorf("%s: memory fault reading the model at %#x (was the file truncated or replaced while in use?): %v", path, f.Addr(), r)
 }
 
 func addTo(x, y []float32) {

@@ -54,11 +54,7 @@ func Load(src Source) (m *Model, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			f, ok := r.(interface{ Addr() uintptr })
-			if !ok {
-				panic(r)
-			}
-			m, err = nil, fmt.Errorf("%s: memory fault reading the model at %#x (file truncated or replaced?): %v", src.Path(), f.Addr(), r)
+			m, err = nil, faultError(src.Path(), r)
 		}
 	}()
 	if arch, _ := src.Meta().String("general.architecture"); arch == ArchQwen4Exp {
