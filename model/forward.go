@@ -60,11 +60,11 @@ func (s *State) Model() *Model { return s.m }
 // Forward processes tokens after those already in the state and returns logits: for
 // every new position ([T][Vocab]) when all is set, else for the last one only.
 func (s *State) Forward(tokens []int32, all bool, tr *Trace) (logits []float32, err error) {
+	if s.m.q4 != nil {
+		return s.forwardQ4Generic(tokens, all, tr) // ForwardQ4 sets up its own fault guard
+	}
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer s.faultGuard(&err)
-	if s.m.q4 != nil {
-		return s.forwardQ4Generic(tokens, all, tr)
-	}
 	m, c := s.m, &s.m.Cfg
 	T, H := len(tokens), c.Embd
 	if T == 0 {
