@@ -281,7 +281,7 @@ func runAttentionStore(h *Harness, symbol string, c Case, bounds []Bound, rng *r
 	if err != nil {
 		return Outcome{}, err
 	}
-	in, err := h.moInputs(moF32Bytes(kn), moF32Bytes(vn))
+	in, err := h.moInputs(f32Bytes(kn), f32Bytes(vn))
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -347,12 +347,12 @@ func runAttentionDecode(h *Harness, symbol string, c Case, bounds []Bound, rng *
 	if err != nil {
 		return Outcome{}, err
 	}
-	data := [][]byte{moF32Bytes(a.q), a.k, a.v}
+	data := [][]byte{f32Bytes(a.q), a.k, a.v}
 	if q8 {
 		data = append(data, a.ks, a.vs)
 	}
 	if a.gate != nil {
-		data = append(data, moF32Bytes(a.gate))
+		data = append(data, f32Bytes(a.gate))
 	}
 	in, err := h.moInputs(data...)
 	if err != nil {
@@ -388,7 +388,7 @@ func runAttentionDecode(h *Harness, symbol string, c Case, bounds []Bound, rng *
 	if err != nil {
 		return Outcome{}, err
 	}
-	reports := map[string]Report{"out": CompareRows(moF64s(moBytesF32(got[0])), want, s.hd, func(r int) float64 { return scale[r] })}
+	reports := map[string]Report{"out": CompareRows(moF64s(bytesF32(got[0])), want, s.hd, func(r int) float64 { return scale[r] })}
 	// Bytes: the cache read once (K and V, scales), q, gate and out.
 	kv := int64(len(a.k) + len(a.v) + len(a.ks) + len(a.vs))
 	o := Outcome{Reports: reports, Kernel: el.Seconds() * 1e6, Bytes: kv + int64(4*s.nh*s.hd*(2+s.gate))}

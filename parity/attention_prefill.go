@@ -138,12 +138,12 @@ func runAttentionPrefill(h *Harness, symbol string, c Case, bounds []Bound, rng 
 	if err != nil {
 		return Outcome{}, err
 	}
-	data := [][]byte{moF32Bytes(q), a.k, a.v}
+	data := [][]byte{f32Bytes(q), a.k, a.v}
 	if q8 {
 		data = append(data, a.ks, a.vs)
 	}
 	if gate != nil {
-		data = append(data, moF32Bytes(gate))
+		data = append(data, f32Bytes(gate))
 	}
 	in, err := h.moInputs(data...)
 	if err != nil {
@@ -168,7 +168,7 @@ func runAttentionPrefill(h *Harness, symbol string, c Case, bounds []Bound, rng 
 	if err != nil {
 		return Outcome{}, err
 	}
-	reports := map[string]Report{"out": CompareRows(moF64s(moBytesF32(got[0])), want, s.hd, func(r int) float64 { return scale[r] })}
+	reports := map[string]Report{"out": CompareRows(moF64s(bytesF32(got[0])), want, s.hd, func(r int) float64 { return scale[r] })}
 	o := Outcome{Reports: reports, Kernel: el.Seconds() * 1e6, Bytes: int64(len(a.k)+len(a.v)+len(a.ks)+len(a.vs)) + int64(4*len(q)*(2+s.gate))}
 	return o, checkAll(bounds, reports)
 }

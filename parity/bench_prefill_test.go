@@ -185,7 +185,7 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 		dids := alloc(4*len(ids), false)
 		benchMust(t, dev.Upload(dids.Ptr, int32Bytes(ids)))
 		dwts := alloc(4*len(wts), false)
-		benchMust(t, dev.Upload(dwts.Ptr, mmvqF32Bytes(wts)))
+		benchMust(t, dev.Upload(dwts.Ptr, f32Bytes(wts)))
 		maxTiles := maxT*kUsed/16 + experts // any tile of ≥ 16 tokens
 		sched := alloc(4*(2*experts+1+2*maxTiles), false)
 		list := alloc(4*maxT*kUsed, false)

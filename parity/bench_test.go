@@ -108,7 +108,7 @@ func TestBenchDecode(t *testing.T) {
 	dxf, err := dev.Alloc(uintptr(4 * len(xf)))
 	benchMust(t, err)
 	defer dxf.Free()
-	benchMust(t, dev.Upload(dxf.Ptr, mmvqF32Bytes(xf)))
+	benchMust(t, dev.Upload(dxf.Ptr, f32Bytes(xf)))
 	dy, err := dev.Alloc(4 * 8 * 14336)
 	benchMust(t, err)
 	defer dy.Free()

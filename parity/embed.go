@@ -128,7 +128,7 @@ func runEmbed(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand)
 	if stride == n {
 		ob, err = h.Output(4 * tokens * stride)
 	} else {
-		ob, err = h.InOut(moF32Bytes(out0))
+		ob, err = h.InOut(f32Bytes(out0))
 	}
 	if err != nil {
 		return Outcome{}, err
@@ -140,7 +140,7 @@ func runEmbed(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand)
 	if err != nil {
 		return Outcome{}, err
 	}
-	g := moBytesF32(got[0])
+	g := bytesF32(got[0])
 	gb, wb := make([]uint32, len(g)), make([]uint32, len(want))
 	for i := range g {
 		gb[i], wb[i] = math.Float32bits(g[i]), math.Float32bits(want[i])

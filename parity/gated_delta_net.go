@@ -442,7 +442,7 @@ func runGatedDeltaNet(h *Harness, symbol string, c Case, bounds []Bound, rng *ra
 		if m := moMaxOf(scale); m > 16 {
 			return Outcome{}, fmt.Errorf("inputs break the bound's precondition: Σ|w·in| = %g > 16", m)
 		}
-		b, err := h.moInputs(moF32Bytes(in.x), moF32Bytes(in.convW), moF32Bytes(in.conv0))
+		b, err := h.moInputs(f32Bytes(in.x), f32Bytes(in.convW), f32Bytes(in.conv0))
 		if err != nil {
 			return Outcome{}, err
 		}
@@ -472,19 +472,19 @@ func runGatedDeltaNet(h *Harness, symbol string, c Case, bounds []Bound, rng *ra
 			return Outcome{}, err
 		}
 		reports := map[string]Report{
-			"xc":         CompareRows(moF64s(moBytesF32(h.payload(outs, got, xc))), xcWant, C, func(r int) float64 { return scale[r] }),
-			"conv_state": CompareExact(moBytesF32(h.payload(outs, got, final)), stWant),
+			"xc":         CompareRows(moF64s(bytesF32(h.payload(outs, got, xc))), xcWant, C, func(r int) float64 { return scale[r] }),
+			"conv_state": CompareExact(bytesF32(h.payload(outs, got, final)), stWant),
 		}
 		o := Outcome{Reports: reports, Kernel: el.Seconds() * 1e6, Bytes: int64(4 * C * (2*s.T + 4 + 6))}
 		return o, checkAll(bounds, reports)
 	}
 	chunked := symbol == abi.SymGatedDeltaNetChunk || symbol == abi.SymGatedDeltaNetScan
 	yWant, stWant, yScale, sScale := gdnRef(in, s, symbol == abi.SymGatedDeltaNetRecurrentsig, chunked)
-	b, err := h.moInputs(moF32Bytes(in.xc), moF32Bytes(in.z), moF32Bytes(in.ba), moF32Bytes(in.ssmA), moF32Bytes(in.dtBias), moF32Bytes(in.normW))
+	b, err := h.moInputs(f32Bytes(in.xc), f32Bytes(in.z), f32Bytes(in.ba), f32Bytes(in.ssmA), f32Bytes(in.dtBias), f32Bytes(in.normW))
 	if err != nil {
 		return Outcome{}, err
 	}
-	st, err := h.InOut(moF32Bytes(in.state0))
+	st, err := h.InOut(f32Bytes(in.state0))
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -532,8 +532,8 @@ func runGatedDeltaNet(h *Harness, symbol string, c Case, bounds []Bound, rng *ra
 		return Outcome{}, err
 	}
 	reports := map[string]Report{
-		"state": CompareRows(moF64s(moBytesF32(h.payload(outs, got, st))), stWant, s.dk*s.dv, func(r int) float64 { return sScale[r] }),
-		"out":   CompareRows(moF64s(moBytesF32(h.payload(outs, got, ob))), yWant, s.dv, func(r int) float64 { return yScale[r] }),
+		"state": CompareRows(moF64s(bytesF32(h.payload(outs, got, st))), stWant, s.dk*s.dv, func(r int) float64 { return sScale[r] }),
+		"out":   CompareRows(moF64s(bytesF32(h.payload(outs, got, ob))), yWant, s.dv, func(r int) float64 { return yScale[r] }),
 	}
 	// Bytes: the activations a call must read (q, k of its key heads, v, z, b, a), the
 	// output, and the state read and written once per call.

@@ -250,7 +250,7 @@ func runMmq(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (
 	}
 	want, s := mmqRef(in)
 	y := make([]float64, len(want))
-	for i, v := range mmvqBytesF32(yb) {
+	for i, v := range bytesF32(yb) {
 		y[i] = float64(v)
 	}
 	reports := map[string]Report{"y": CompareRows(y, want, 1, func(i int) float64 { return s[i] })}

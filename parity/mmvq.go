@@ -350,7 +350,7 @@ func (in *mmvqInputs) launch(h *Harness, fn *gpu.Func) ([]float64, []uint32, flo
 		args.XMatStride = int32(in.ncols * in.k)
 	}
 	if in.xf != nil {
-		b, err := h.Input(mmvqF32Bytes(in.xf))
+		b, err := h.Input(f32Bytes(in.xf))
 		if err != nil {
 			return nil, nil, 0, err
 		}
@@ -397,7 +397,7 @@ func (in *mmvqInputs) launch(h *Harness, fn *gpu.Func) ([]float64, []uint32, flo
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	ys := mmvqBytesF32(got[0])
+	ys := bytesF32(got[0])
 	y := make([]float64, len(ys))
 	for i, v := range ys {
 		y[i] = float64(v)
@@ -550,22 +550,6 @@ func variantOf(symbol, family string) string {
 		return symbol[len(p):]
 	}
 	return ""
-}
-
-func mmvqF32Bytes(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-	return b
-}
-
-func mmvqBytesF32(b []byte) []float32 {
-	v := make([]float32, len(b)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return v
 }
 
 // q81RowDot is the exact dot of one weight row (k elements, an integer type) with one row of

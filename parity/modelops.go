@@ -28,7 +28,7 @@ func (h *Harness) runSeq(ls []seqLaunch, outs ...Buf) ([][]byte, time.Duration, 
 	return h.runLaunches(ls, 120*time.Second, outs...)
 }
 
-func moF32Bytes(v []float32) []byte {
+func f32Bytes(v []float32) []byte {
 	b := make([]byte, 4*len(v))
 	for i, x := range v {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
@@ -36,7 +36,7 @@ func moF32Bytes(v []float32) []byte {
 	return b
 }
 
-func moBytesF32(b []byte) []float32 {
+func bytesF32(b []byte) []float32 {
 	if len(b)%4 != 0 {
 		panic(fmt.Sprintf("parity: %d bytes is not f32 data", len(b)))
 	}

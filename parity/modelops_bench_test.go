@@ -84,7 +84,7 @@ func TestBenchModelOps(t *testing.T) {
 		for i := range v {
 			v[i] = float32(rng.NormFloat64() * sd)
 		}
-		return moF32Bytes(v)
+		return f32Bytes(v)
 	}
 	f16Pattern := make([]byte, 16<<20)
 	for i := 0; i < len(f16Pattern); i += 2 {
@@ -199,7 +199,7 @@ func TestBenchModelOps(t *testing.T) {
 		blk := gpu.Dim3{X: abi.GatedDeltaNetThreads, Y: 1, Z: 1}
 		a := abi.GatedDeltaNetArgs{X: uint64(alloc(4*T*C, gaussian)), ConvW: uint64(alloc(4*4*C, f32Pattern(0.5))),
 			ConvIn: uint64(alloc(4*3*C, gaussian)), ConvOut: uint64(alloc(4*3*C, gaussian)), Xc: uint64(alloc(4*T*C, gaussian)),
-			Z: uint64(alloc(4*T*nv*dv, gaussian)), Ba: uint64(alloc(4*T*2*nv, gaussian)), SsmA: uint64(alloc(4*nv, moF32Bytes(ssmA))),
+			Z: uint64(alloc(4*T*nv*dv, gaussian)), Ba: uint64(alloc(4*T*2*nv, gaussian)), SsmA: uint64(alloc(4*nv, f32Bytes(ssmA))),
 			DtBias: uint64(alloc(4*nv, gaussian)), State: uint64(alloc(4*nv*dk*dv, f32Pattern(0.3))), NormW: uint64(alloc(4*dv, gaussian)),
 			O: uint64(alloc(4*T*nv*dv, gaussian)), T: int32(T), C: int32(C), Nk: nk, Nv: nv, Dk: dk, Dv: dv, Eps: 1e-6}
 		ab := a.Bytes()

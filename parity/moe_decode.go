@@ -338,7 +338,7 @@ func runMoeDecode(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.R
 	// Phase 0: router. Its own harness, so later phases' buffers are not refilled by it.
 	h0 := &Harness{Dev: h.Dev, Mod: h.Mod}
 	defer h0.Close()
-	dl, err := h0.Input(mmvqF32Bytes(in.logits))
+	dl, err := h0.Input(f32Bytes(in.logits))
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -373,7 +373,7 @@ func runMoeDecode(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.R
 	wantIds, wantW := moeRouter(in)
 	kIds := bytesInt32(got[0])
 	reports["ids"] = CompareExact(kIds, wantIds)
-	kw := mmvqBytesF32(got[1])
+	kw := bytesF32(got[1])
 	kw64 := make([]float64, nk)
 	for i, v := range kw {
 		kw64[i] = float64(v)
@@ -488,7 +488,7 @@ func runMoeDecode(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.R
 			}
 		}
 	}
-	ys := mmvqBytesF32(got2[0])
+	ys := bytesF32(got2[0])
 	yGot := make([]float64, len(ys))
 	for i, v := range ys {
 		yGot[i] = float64(v)

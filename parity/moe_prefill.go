@@ -294,8 +294,6 @@ func mpOutRef(in *mpInputs, yp []float32) (out, scale []float64) {
 	return out, scale
 }
 
-func mpF32Bytes(v []float32) []byte { return mmvqF32Bytes(v) }
-
 // phase runs one phase in a fresh harness: ins are inputs, inouts restored before each
 // launch, outs poisoned outputs; it returns the in-out and output payloads in that order.
 func (in *mpInputs) phase(h0 *Harness, fn *gpu.Func, phase int, grid gpu.Dim3, set func(a *abi.MoePrefillArgs, bufs map[string]Buf),
@@ -384,7 +382,7 @@ func runMoePrefill(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.
 	}
 	total += us
 	hRef, hScale := mpHRef(in, np)
-	hf := mmvqBytesF32(r1["hf"])
+	hf := bytesF32(r1["hf"])
 	h64 := make([]float64, len(hf))
 	for i, v := range hf {
 		h64[i] = float64(v)
@@ -408,7 +406,7 @@ func runMoePrefill(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.
 	}
 	total += us
 	yRef, yS := mpYRef(in, r1["hq"], np)
-	yp := mmvqBytesF32(r2["yp"])
+	yp := bytesF32(r2["yp"])
 	y64 := make([]float64, len(yp))
 	for i, v := range yp {
 		y64[i] = float64(v)
@@ -419,13 +417,13 @@ func runMoePrefill(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.
 	r3, us, err := in.phase(h, fn, 3, gpu.Dim3{X: uint32((in.hidden + abi.MoePrefillThreads - 1) / abi.MoePrefillThreads), Y: uint32(min(in.tokens, 65535)), Z: 1},
 		func(a *abi.MoePrefillArgs, b map[string]Buf) {
 			a.Wts, a.Yp, a.Out = ptr(b, "wts"), ptr(b, "yp"), ptr(b, "out")
-		}, map[string][]byte{"wts": mpF32Bytes(in.wts), "yp": r2["yp"]}, map[string][]byte{"out": mpF32Bytes(in.out0)}, nil, []string{"out"})
+		}, map[string][]byte{"wts": f32Bytes(in.wts), "yp": r2["yp"]}, map[string][]byte{"out": f32Bytes(in.out0)}, nil, []string{"out"})
 	if err != nil {
 		return Outcome{}, err
 	}
 	total += us
 	oRef, oScale := mpOutRef(in, yp)
-	o := mmvqBytesF32(r3["out"])
+	o := bytesF32(r3["out"])
 	o64 := make([]float64, len(o))
 	for i, v := range o {
 		o64[i] = float64(v)

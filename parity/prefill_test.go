@@ -207,15 +207,15 @@ func emuMoe(t quant.Type, spoil int) func(*memDriver, []byte) {
 					if spoil == 2 && p == 0 {
 						hf[0] = -hf[0] + 1
 					}
-					copy(d.mem(le64u(a, 72)+uint64(4*p*F), 4*F), mpF32Bytes(hf))
+					copy(d.mem(le64u(a, 72)+uint64(4*p*F), 4*F), f32Bytes(hf))
 					if err := quant.QuantizeQ8_1GPU(hf, d.mem(le64u(a, 64)+uint64(p*F/32*36), F/32*36)); err != nil {
 						panic(err)
 					}
 				}
 			}
 		case 3:
-			wts := mmvqBytesF32(d.mem(le64u(a, 16), 4*np))
-			yp := mmvqBytesF32(d.mem(le64u(a, 80), 4*np*H))
+			wts := bytesF32(d.mem(le64u(a, 16), 4*np))
+			yp := bytesF32(d.mem(le64u(a, 80), 4*np*H))
 			out := d.mem(le64u(a, 88), 4*((tokens-1)*ldo+H))
 			for tk := 0; tk < tokens; tk++ {
 				for c := 0; c < H; c++ {

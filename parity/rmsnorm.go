@@ -154,26 +154,26 @@ func runRMSNorm(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Ran
 	if err != nil {
 		return Outcome{}, err
 	}
-	in, err := h.moInputs(moF32Bytes(r), moF32Bytes(w))
+	in, err := h.moInputs(f32Bytes(r), f32Bytes(w))
 	if err != nil {
 		return Outcome{}, err
 	}
 	// Outputs in the rows' layout start as a copy of x, so gaps between rows (which the
 	// kernel must not touch) read back as x; in place, y and xo are x itself.
 	var xb, yb, xob, qb Buf
-	if xb, err = h.InOut(moF32Bytes(x)); err != nil {
+	if xb, err = h.InOut(f32Bytes(x)); err != nil {
 		return Outcome{}, err
 	}
 	// In place: the residual stream is updated where it lies (xo = x) and, without the
 	// add, y overwrites x.
 	yb, xob = xb, xb
 	if !inplace || add {
-		if yb, err = h.InOut(moF32Bytes(x)); err != nil {
+		if yb, err = h.InOut(f32Bytes(x)); err != nil {
 			return Outcome{}, err
 		}
 	}
 	if add && !inplace {
-		if xob, err = h.InOut(moF32Bytes(x)); err != nil {
+		if xob, err = h.InOut(f32Bytes(x)); err != nil {
 			return Outcome{}, err
 		}
 	}
@@ -199,7 +199,7 @@ func runRMSNorm(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Ran
 	if err != nil {
 		return Outcome{}, err
 	}
-	yAll := moBytesF32(h.payload(outs, got, yb))
+	yAll := bytesF32(h.payload(outs, got, yb))
 	y := make([]float64, rows*n)
 	yRows := make([]float32, rows*n)
 	for row := 0; row < rows; row++ {
@@ -217,7 +217,7 @@ func runRMSNorm(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Ran
 		}
 	}
 	if add {
-		reports["xo"] = CompareExact(moBytesF32(h.payload(outs, got, xob)), xoWant)
+		reports["xo"] = CompareExact(bytesF32(h.payload(outs, got, xob)), xoWant)
 	}
 	if q81 {
 		want := make([]byte, rows*n/32*36)

@@ -127,11 +127,11 @@ func runRoPE(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) 
 	if err != nil {
 		return Outcome{}, err
 	}
-	in, err := h.moInputs(int32Bytes(pos), moF32Bytes(freq))
+	in, err := h.moInputs(int32Bytes(pos), f32Bytes(freq))
 	if err != nil {
 		return Outcome{}, err
 	}
-	xb, err := h.InOut(moF32Bytes(x))
+	xb, err := h.InOut(f32Bytes(x))
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -143,7 +143,7 @@ func runRoPE(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) 
 	if err != nil {
 		return Outcome{}, err
 	}
-	rep, err := ropeCompare(moBytesF32(got[0]), x, want, c)
+	rep, err := ropeCompare(bytesF32(got[0]), x, want, c)
 	if err != nil {
 		return Outcome{}, err
 	}

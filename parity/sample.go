@@ -194,7 +194,7 @@ func runSample(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand
 	if err != nil {
 		return Outcome{}, err
 	}
-	in, err := h.Input(moF32Bytes(x))
+	in, err := h.Input(f32Bytes(x))
 	if err != nil {
 		return Outcome{}, err
 	}
