@@ -26,8 +26,6 @@ var mmqTableBytes = map[string]int{
 
 // mmqTiles maps each tile value to (weight rows BM, tokens BN).
 var mmqTiles = map[string][2]int{
-	"r32t64":  {32, 64},
-	"r64t32":  {64, 32},
 	"r64t64":  {64, 64},
 	"r128t32": {128, 32},
 	"r128t64": {128, 64},
@@ -40,17 +38,19 @@ var mmqTiles = map[string][2]int{
 // dp4a variants of them exist on NVIDIA as the same-shape comparison.
 var mmqNVIDIAOnly = map[string]bool{"r128t32": true, "r64t128": true}
 
-// mmqLDS is the static LDS of one block: struct strata_mmq_smem<QT, nw, BM, BN> plus
-// extra bytes the kernel declares beside it.
-func mmqLDS(typ string, nw, bm, bn, extra int) int {
-	return nw*bm*mmqKS + bn*mmqKS + // int8 weight and activation tiles
-		nw*bm*mmqKT*(4+8+4+4) + // base, m0/m1, offb, offm per (row, group)
+// mmqLDS is the static LDS of one block: struct strata_mmq_smem<QT, 1, BM, BN>. Both
+// prefill families hold one BM-row weight tile (moe_prefill's gate/up is two matrices of
+// BM/2 rows, the same LDS and accumulators; its route scratch and h tile share the LDS
+// union and are smaller).
+func mmqLDS(typ string, bm, bn int) int {
+	return bm*mmqKS + bn*mmqKS + // int8 weight and activation tiles
+		bm*mmqKT*(4+8+4+4) + // base, m0/m1, offb, offm per (row, group)
 		bn*mmqKT*(4+4) + // d and Σq per (token, group)
-		mmqTableBytes[typ] + extra
+		mmqTableBytes[typ]
 }
 
 // mmqAccRegs is the f32 accumulators one lane holds for the whole K loop.
-func mmqAccRegs(nw, bm, bn int) int { return nw * bm * bn / mmqThreads }
+func mmqAccRegs(bm, bn int) int { return bm * bn / mmqThreads }
 
 // mmqAccBudget is the most accumulator registers a lane may hold on t: a quarter of the
 // register budget (AMD: the VGPR budget of the Target row, 128 → 32), leaving the rest to
@@ -67,27 +67,23 @@ func mmqAccBudget(t Target) int {
 	return t.VGPRs / 4
 }
 
-// mmqFits is the Fits of a prefill family with nw weight matrices per tile and extra
-// LDS bytes beside the mmq core's.
-func mmqFits(nw, extra func(bm, bn int) int) func(Target, Variant) (bool, string) {
-	return func(t Target, v Variant) (bool, string) {
-		tile, ok := mmqTiles[v.Values["tile"]]
-		if !ok {
-			return false, "unknown tile " + v.Values["tile"]
-		}
-		if mmqNVIDIAOnly[v.Values["tile"]] && !t.IsNVIDIA() {
-			return false, "tile " + v.Values["tile"] + " is an NVIDIA mma.sync warp-tile shape; the AMD cores " +
-				"keep r64t64, sized under the 128-VGPR budget"
-		}
-		n := nw(tile[0], tile[1])
-		if lds := mmqLDS(v.Values["type"], n, tile[0], tile[1], extra(tile[0], tile[1])); lds > t.LDSBytes {
-			return false, fmt.Sprintf("LDS %d bytes > %d", lds, t.LDSBytes)
-		}
-		if acc, b := mmqAccRegs(n, tile[0], tile[1]), mmqAccBudget(t); acc > b {
-			return false, fmt.Sprintf("%d accumulator registers per lane > %d", acc, b)
-		}
-		return true, ""
+// mmqFits is the Fits of both prefill families (mmq, moe_prefill).
+func mmqFits(t Target, v Variant) (bool, string) {
+	tile, ok := mmqTiles[v.Values["tile"]]
+	if !ok {
+		return false, "unknown tile " + v.Values["tile"]
 	}
+	if mmqNVIDIAOnly[v.Values["tile"]] && !t.IsNVIDIA() {
+		return false, "tile " + v.Values["tile"] + " is an NVIDIA mma.sync warp-tile shape; the AMD cores " +
+			"keep r64t64, sized under the 128-VGPR budget"
+	}
+	if lds := mmqLDS(v.Values["type"], tile[0], tile[1]); lds > t.LDSBytes {
+		return false, fmt.Sprintf("LDS %d bytes > %d", lds, t.LDSBytes)
+	}
+	if acc, b := mmqAccRegs(tile[0], tile[1]), mmqAccBudget(t); acc > b {
+		return false, fmt.Sprintf("%d accumulator registers per lane > %d", acc, b)
+	}
+	return true, ""
 }
 
 // axisPrefillType is every weight type the int8 prefill families take: the quantized ones.

@@ -17,7 +17,7 @@ func TestPrefillTiles(t *testing.T) {
 			for _, v := range kept {
 				got[v.Values["op"]+"/"+v.Values["tile"]] = true
 				bm, bn := mmqTiles[v.Values["tile"]][0], mmqTiles[v.Values["tile"]][1]
-				if lds := mmqLDS(v.Values["type"], 1, bm, bn, 0); lds > tg.LDSBytes {
+				if lds := mmqLDS(v.Values["type"], bm, bn); lds > tg.LDSBytes {
 					t.Errorf("%s %s/%s: LDS %d > %d kept", fam, tg.Name, v.Name, lds, tg.LDSBytes)
 				}
 			}

@@ -186,7 +186,7 @@ var Specs = []Spec{
 			{Name: "hook_group", Type: ArgI32, Doc: "−1; test hook: g in [0, k/32) makes y[t·ldy + r] the int32 bits of group g's exact integer sum"},
 		},
 		Axes: []Axis{axisPrefillType, axisOp, {Name: "tile", Values: []Value{{Name: "r64t64"}, {Name: "r128t64"}, {Name: "r64t128"}}}},
-		Fits: mmqFits(func(int, int) int { return 1 }, func(int, int) int { return 0 }),
+		Fits: mmqFits,
 	},
 	{
 		Family:   "mmvq",
@@ -277,9 +277,7 @@ var Specs = []Spec{
 			{Name: "ldo", Type: ArgI32, Doc: "f32 elements between tokens of out, ≥ hidden"},
 		},
 		Axes: []Axis{axisPrefillType, axisOp, {Name: "tile", Values: []Value{{Name: "r64t64"}, {Name: "r128t64"}, {Name: "r128t32"}}}},
-		// Gate/up holds two matrices of BM/2 rows (the LDS and accumulators of one BM-row tile);
-		// the route scratch and the h tile share the LDS union and are smaller.
-		Fits: mmqFits(func(int, int) int { return 1 }, func(int, int) int { return 0 }),
+		Fits: mmqFits, // gate/up: two matrices of BM/2 rows, one BM-row tile (see mmqLDS)
 	},
 	{
 		Family:   "quantize_q8_1",
