@@ -25,6 +25,25 @@ func axisWeightType(dot4 ISA) Axis {
 	}}
 }
 
+// rmsnormArgs and axisRMSNormMode are shared by rmsnorm and rmsnorm_row (the same function,
+// layout and variants; only the lane layout differs).
+var rmsnormArgs = []Arg{
+	{Name: "x", Type: ArgPtr, CType: "const float", Doc: "input rows (layout: see tok_stride, head_stride)"},
+	{Name: "r", Type: ArgPtr, CType: "const float", Doc: "add variants: residual added to x, same layout; else unused"},
+	{Name: "w", Type: ArgPtr, CType: "const float", Doc: "weight, n f32"},
+	{Name: "xo", Type: ArgPtr, CType: "float", Doc: "add variants: x + r, same layout (may be x); else unused"},
+	{Name: "y", Type: ArgPtr, CType: "float", Doc: "normalised rows, same layout (may be x); q8_1 variants: 0 = not written"},
+	{Name: "q", Type: ArgPtr, CType: "u8", Doc: "q8_1 variants: rows × n/32 Q8_1 blocks (36 bytes), rows contiguous; 4-byte aligned"},
+	{Name: "n", Type: ArgI32, Doc: "row length (a multiple of 32 for q8_1 variants)"},
+	{Name: "rows", Type: ArgI32, Doc: "number of rows: tokens × heads"},
+	{Name: "heads", Type: ArgI32, Doc: "rows per token (1 = whole rows)"},
+	{Name: "tok_stride", Type: ArgI32, Doc: "f32 elements between tokens"},
+	{Name: "head_stride", Type: ArgI32, Doc: "f32 elements between the heads of a token"},
+	{Name: "eps", Type: ArgF32, Doc: "epsilon inside the root"},
+}
+
+var axisRMSNormMode = Axis{Name: "mode", Values: []Value{{Name: "f32"}, {Name: "add"}, {Name: "q81"}, {Name: "addq81"}}}
+
 // Specs is the table of kernel families, sorted by Family. A new family is one row here,
 // one template kernels/templates/<Template>.tmpl, and `go generate ./...`.
 var Specs = []Spec{
@@ -301,21 +320,8 @@ var Specs = []Spec{
 		Doc: "RMSNorm of f32 rows (or of every head of a row), optionally after the residual add and fused with the " +
 			"Q8_1 quantization of its output; one wave per row, launch grid (ceil(rows/8), 1, 1), block (256, 1, 1).",
 		Threads: 256,
-		Args: []Arg{
-			{Name: "x", Type: ArgPtr, CType: "const float", Doc: "input rows (layout: see tok_stride, head_stride)"},
-			{Name: "r", Type: ArgPtr, CType: "const float", Doc: "add variants: residual added to x, same layout; else unused"},
-			{Name: "w", Type: ArgPtr, CType: "const float", Doc: "weight, n f32"},
-			{Name: "xo", Type: ArgPtr, CType: "float", Doc: "add variants: x + r, same layout (may be x); else unused"},
-			{Name: "y", Type: ArgPtr, CType: "float", Doc: "normalised rows, same layout (may be x); q8_1 variants: 0 = not written"},
-			{Name: "q", Type: ArgPtr, CType: "u8", Doc: "q8_1 variants: rows × n/32 Q8_1 blocks (36 bytes), rows contiguous; 4-byte aligned"},
-			{Name: "n", Type: ArgI32, Doc: "row length (a multiple of 32 for q8_1 variants)"},
-			{Name: "rows", Type: ArgI32, Doc: "number of rows: tokens × heads"},
-			{Name: "heads", Type: ArgI32, Doc: "rows per token (1 = whole rows)"},
-			{Name: "tok_stride", Type: ArgI32, Doc: "f32 elements between tokens"},
-			{Name: "head_stride", Type: ArgI32, Doc: "f32 elements between the heads of a token"},
-			{Name: "eps", Type: ArgF32, Doc: "epsilon inside the root"},
-		},
-		Axes: []Axis{{Name: "mode", Values: []Value{{Name: "f32"}, {Name: "add"}, {Name: "q81"}, {Name: "addq81"}}}},
+		Args:    rmsnormArgs,
+		Axes:    []Axis{axisRMSNormMode},
 	},
 	{
 		Family:   "rmsnorm_row",
@@ -323,21 +329,8 @@ var Specs = []Spec{
 		Doc: "rmsnorm's function, variants, layout and Q8_1 bytes with one 256-thread block per row instead of one wave " +
 			"(decode: one row per launch); launch grid (rows, 1, 1), block (256, 1, 1).",
 		Threads: 256,
-		Args: []Arg{
-			{Name: "x", Type: ArgPtr, CType: "const float", Doc: "input rows (layout: see tok_stride, head_stride)"},
-			{Name: "r", Type: ArgPtr, CType: "const float", Doc: "add variants: residual added to x, same layout; else unused"},
-			{Name: "w", Type: ArgPtr, CType: "const float", Doc: "weight, n f32"},
-			{Name: "xo", Type: ArgPtr, CType: "float", Doc: "add variants: x + r, same layout (may be x); else unused"},
-			{Name: "y", Type: ArgPtr, CType: "float", Doc: "normalised rows, same layout (may be x); q8_1 variants: 0 = not written"},
-			{Name: "q", Type: ArgPtr, CType: "u8", Doc: "q8_1 variants: rows × n/32 Q8_1 blocks (36 bytes), rows contiguous; 4-byte aligned"},
-			{Name: "n", Type: ArgI32, Doc: "row length (a multiple of 32 for q8_1 variants)"},
-			{Name: "rows", Type: ArgI32, Doc: "number of rows: tokens × heads"},
-			{Name: "heads", Type: ArgI32, Doc: "rows per token (1 = whole rows)"},
-			{Name: "tok_stride", Type: ArgI32, Doc: "f32 elements between tokens"},
-			{Name: "head_stride", Type: ArgI32, Doc: "f32 elements between the heads of a token"},
-			{Name: "eps", Type: ArgF32, Doc: "epsilon inside the root"},
-		},
-		Axes: []Axis{{Name: "mode", Values: []Value{{Name: "f32"}, {Name: "add"}, {Name: "q81"}, {Name: "addq81"}}}},
+		Args:    rmsnormArgs,
+		Axes:    []Axis{axisRMSNormMode},
 	},
 	{
 		Family:   "rope",
