@@ -32,7 +32,7 @@ func CheckPath(modelPath, oracleDir, outType string, w io.Writer) (Result, error
 		}
 		qt, ok := convert.OutputTypes[outType]
 		if !ok {
-			return Result{}, fmt.Errorf("check-logits: --type %q is not one of f32, f16, bf16, q8_0, q4_k, q6_k", outType)
+			return Result{}, fmt.Errorf("check-logits: --type %q is not one of f32, f16, bf16, q8_0, q2_0, q4_k, q6_k", outType)
 		}
 		if files, _ := filepath.Glob(filepath.Join(modelPath, "*.safetensors")); len(files) == 0 {
 			dir, cleanup, err := rebuildTiny(modelPath, oracleDir, w)
