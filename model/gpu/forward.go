@@ -279,7 +279,6 @@ func (e *Engine) experts(li int) (rerun bool, err error) {
 	if err := e.finishCopies(); err != nil {
 		return false, err
 	}
-	hb := e.staging.Bytes()
 	read := func(off int) ([]int, error) { return e.readIDs(li, off) }
 	ids, err := read(st.idsOf(li, K))
 	if err != nil {
@@ -298,24 +297,8 @@ func (e *Engine) experts(li int) (rerun bool, err error) {
 			delete(e.predicted, k)
 		}
 	}
-	tables := hb[st.tables:]
-	place := func(layer int, ms []Miss) []Copy {
-		cps := make([]Copy, len(ms))
-		for i, m := range ms {
-			if m.Evicted.Layer >= 0 {
-				e.setSlot(tables, int(m.Evicted.Layer), int(m.Evicted.Expert), 0)
-				e.dirty[m.Evicted.Layer] = true
-				delete(e.predicted, m.Evicted)
-			}
-			e.setSlot(tables, layer, int(m.Key.Expert), e.mem.Slot(m.Slot))
-			cps[i] = e.expertCopy(layer, int(m.Key.Expert), e.mem.Slot(m.Slot))
-			e.stats.CopiedBytes += int64(e.slot.total)
-		}
-		e.dirty[layer] = e.dirty[layer] || len(ms) > 0
-		return cps
-	}
 	if len(misses) > 0 {
-		groups, err := e.copier.Issue(place(li, misses))
+		groups, err := e.copier.Issue(e.place(li, misses))
 		if err != nil {
 			return false, err
 		}
@@ -349,7 +332,7 @@ func (e *Engine) experts(li int) (rerun bool, err error) {
 			e.predicted[m.Key] = true
 		}
 		e.stats.Prefetched += int64(len(fetched))
-		groups, err := e.copier.Issue(place(li+1, fetched)) // not waited for: layer li+1 uploads its tables after Finish
+		groups, err := e.copier.Issue(e.place(li+1, fetched)) // not waited for: layer li+1 uploads its tables after Finish
 		if err != nil {
 			return false, err
 		}
@@ -604,6 +587,26 @@ func (e *Engine) moe(li int, l *gLayer) error {
 	}
 	ma.Phase = 2
 	return e.launch(key, dim(blocks(H, 8)), abi.MoeDecodeThreads, ma.Bytes())
+}
+
+// place points layer's slot tables (host mirror) at the slots ms were given, clears the
+// entries of the experts they evicted, marks the tables that changed dirty, and returns
+// the copies that bring the experts in.
+func (e *Engine) place(layer int, ms []Miss) []Copy {
+	tables := e.staging.Bytes()[e.stage().tables:]
+	cps := make([]Copy, len(ms))
+	for i, m := range ms {
+		if m.Evicted.Layer >= 0 {
+			e.setSlot(tables, int(m.Evicted.Layer), int(m.Evicted.Expert), 0)
+			e.dirty[m.Evicted.Layer] = true
+			delete(e.predicted, m.Evicted)
+		}
+		e.setSlot(tables, layer, int(m.Key.Expert), e.mem.Slot(m.Slot))
+		cps[i] = e.expertCopy(layer, int(m.Key.Expert), e.mem.Slot(m.Slot))
+		e.stats.CopiedBytes += int64(e.slot.total)
+	}
+	e.dirty[layer] = e.dirty[layer] || len(ms) > 0
+	return cps
 }
 
 // setSlot writes expert's gate, up and down addresses in slot (0: not resident) into the

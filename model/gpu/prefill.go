@@ -468,20 +468,7 @@ func (e *Engine) bringIn(li int, experts []int) ([]int, error) {
 	e.stats.Hits += int64(len(sl) - len(misses))
 	e.stats.Misses += int64(len(misses))
 	if len(misses) > 0 {
-		tables := e.staging.Bytes()[e.stage().tables:]
-		cps := make([]Copy, len(misses))
-		for i, ms := range misses {
-			if ms.Evicted.Layer >= 0 {
-				e.setSlot(tables, int(ms.Evicted.Layer), int(ms.Evicted.Expert), 0)
-				e.dirty[ms.Evicted.Layer] = true
-				delete(e.predicted, ms.Evicted)
-			}
-			e.setSlot(tables, li, int(ms.Key.Expert), e.mem.Slot(ms.Slot))
-			cps[i] = e.expertCopy(li, int(ms.Key.Expert), e.mem.Slot(ms.Slot))
-			e.stats.CopiedBytes += int64(e.slot.total)
-		}
-		e.dirty[li] = true
-		groups, err := e.copier.Issue(cps)
+		groups, err := e.copier.Issue(e.place(li, misses))
 		if err != nil {
 			return nil, err
 		}
