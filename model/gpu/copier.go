@@ -9,10 +9,10 @@ import (
 
 // DefaultGroup is the default number of expert copies per completion event. One event
 // per expert costs a record (and a wait on the compute stream) per copy; one per layer
-// gives the compute stream nothing to start on until the last copy lands. Eight (a
-// qwen3moe layer's top-k, so one event per layer in the worst case) is where the
-// per-event cost stops mattering; the benchmark in bench/results/2026-11-29-gpu-engine
-// is the place to change it.
+// gives the compute stream nothing to start on until the last copy lands. Eight is a
+// qwen3moe layer's top-k, so one event per layer in the worst case; it was chosen from that
+// structure, not measured: bench/results/2026-11-29-gpu-engine/run.sh compares groups of
+// 1, 8 and 32, and no result of that comparison is recorded yet.
 const DefaultGroup = 8
 
 // Copy is one expert's host-to-device copy: bytes [Off, Off+N) of the pinned host buffer

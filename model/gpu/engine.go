@@ -1101,8 +1101,9 @@ func (e *Engine) mmvqMats(w dmat, z int, wMatBytes int64, yMatStride int, xq, xf
 
 // rmsnorm launches one RMSNorm variant over rows·heads rows of n: a single row (the
 // residual stream's norms) through rmsnorm_row, a block per row — rmsnorm's one wave per
-// row walks 2048 values in 64 dependent steps, ~30 µs on an H200, the longest kernel of a
-// decode layer — and the per-head q/k norms (many short rows) through rmsnorm.
+// row walks 2048 values in 64 dependent steps; swapping it for rmsnorm_row cut the host's
+// sync wait from 6.85 to 2.36 ms per token (30B Q2_0, bench/results/2026-11-29-gpu-engine-2)
+// — and the per-head q/k norms (many short rows) through rmsnorm.
 func (e *Engine) rmsnorm(variant string, a abi.RmsnormArgs) error {
 	a.Eps = e.cfg.Eps
 	if a.Rows == 1 && !e.noRowNorm {
