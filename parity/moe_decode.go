@@ -254,16 +254,6 @@ func moeH(in *moeInputs, tk, e int) (h, allow []float64) {
 	return h, allow
 }
 
-// dequantQ81 decodes Q8_1 blocks (d·q, float64).
-func dequantQ81(b []byte, n int) []float64 {
-	y := make([]float64, n)
-	for i := range y {
-		blk := b[(i/32)*36:]
-		y[i] = float64(quant.F16ToF32(binary.LittleEndian.Uint16(blk))) * float64(int8(blk[4+i%32]))
-	}
-	return y
-}
-
 func runMoeDecode(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
 	t, ok := moeTypes[variantOf(symbol, "moe_decode")]
 	if !ok {
@@ -426,7 +416,10 @@ func runMoeDecode(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.R
 	}
 	total += el1.Seconds() * 1e6
 	hq := got1[0]
-	hGot := dequantQ81(hq, nk*in.ff)
+	hGot := make([]float64, nk*in.ff)
+	if err := quant.DecodeRow64(quant.Q8_1, hq, hGot); err != nil {
+		return Outcome{}, fmt.Errorf("phase 1: %w", err)
+	}
 	hWant, allow := make([]float64, nk*in.ff), make([]float64, nk*in.ff)
 	for o := 0; o < nk; o++ {
 		tk, e := o/in.k, int(kIds[o])
