@@ -112,7 +112,7 @@ func TestSourcesDefineTheirSymbols(t *testing.T) {
 			src := byPath["kernels/out/"+tg.Name+"/"+s.Family+tg.SourceExt()]
 			kept, pruned := s.Variants(tg)
 			for _, v := range kept {
-				def := regexp.MustCompile(`(?m)^STRATA_KERNEL void STRATA_(LAUNCH|[A-Z0-9]+)_BOUNDS\(` + strconv.Itoa(s.Threads) + `\)( [A-Z0-9_]+)* ` +
+				def := regexp.MustCompile(`(?m)^STRATA_KERNEL void STRATA_[A-Z0-9]+_BOUNDS\(` + strconv.Itoa(s.Threads) + `\)( [A-Z0-9_]+)* ` +
 					regexp.QuoteMeta(s.Symbol(v)) + `\(const struct strata_` + s.Family + `_args p\)`)
 				if !def.MatchString(src) {
 					t.Errorf("%s/%s: no kernel STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(%d) %s(const struct strata_%s_args p)",
