@@ -2,6 +2,7 @@ package parity
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 
@@ -33,11 +34,17 @@ func init() {
 	})
 }
 
+// embedTypes is each variant's table type.
+var embedTypes = map[string]quant.Type{abi.SymEmbedQ80: quant.Q8_0, abi.SymEmbedF16: quant.F16, abi.SymEmbedBf16: quant.BF16}
+
+// embedRowBytes is the bytes of an n-element table row (n a multiple of 32, as the
+// cases keep).
 func embedRowBytes(symbol string, n int) int {
-	if symbol == abi.SymEmbedQ80 {
-		return n / 32 * 34
+	rb, err := embedTypes[symbol].RowBytes(n)
+	if err != nil {
+		panic(err)
 	}
-	return 2 * n
+	return rb
 }
 
 // embedTable draws a vocab-row table: Q8_0 with scales over ±2⁻¹⁰..2⁴ (some zero, some
@@ -83,20 +90,12 @@ func embedTable(rng *rand.Rand, symbol string, vocab, n int) []byte {
 	return t
 }
 
-// embedRow decodes element i of a table row.
-func embedElem(symbol string, row []byte, i int) float32 {
-	switch symbol {
-	case abi.SymEmbedQ80:
-		d := quant.F16ToF32(binary.LittleEndian.Uint16(row[34*(i/32):]))
-		return d * float32(int8(row[34*(i/32)+2+i%32]))
-	case abi.SymEmbedF16:
-		return quant.F16ToF32(binary.LittleEndian.Uint16(row[2*i:]))
-	}
-	return quant.BF16ToF32(binary.LittleEndian.Uint16(row[2*i:]))
-}
-
 func runEmbed(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
 	vocab, n, tokens, stride := c.Dims[0], c.Dims[1], c.Dims[2], c.Dims[3]
+	typ, ok := embedTypes[symbol]
+	if !ok {
+		return Outcome{}, fmt.Errorf("no table type for %s", symbol)
+	}
 	table := embedTable(rng, symbol, vocab, n)
 	rb := embedRowBytes(symbol, n)
 	ids := make([]int32, tokens)
@@ -111,9 +110,8 @@ func runEmbed(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand)
 	}
 	want := append([]float32(nil), out0...)
 	for t, id := range ids {
-		row := table[int(id)*rb : (int(id)+1)*rb]
-		for i := 0; i < n; i++ {
-			want[t*stride+i] = embedElem(symbol, row, i)
+		if err := quant.DecodeRow(typ, table[int(id)*rb:(int(id)+1)*rb], want[t*stride:t*stride+n]); err != nil {
+			return Outcome{}, err
 		}
 	}
 	fn, err := h.Mod.Func(symbol)
