@@ -32,6 +32,10 @@ var mmqTiles = map[string][2]int{
 	"r64t128": {64, 128},
 }
 
+// Tile is a prefill variant's (BM, BN), from its "tile" value; the mmq and moe_prefill
+// templates read it as {{index .Tile 0}} and {{index .Tile 1}}.
+func (v Variant) Tile() [2]int { return mmqTiles[v.Values["tile"]] }
+
 // mmqNVIDIAOnly are the tiles built only for NVIDIA targets. The AMD cores were sized at
 // r64t64 under the 128-VGPR budget; these shapes were added for the mma.sync core's warp
 // tiles and chosen by measurement on the H200 (bench/results/2026-11-29-prefill-*); the
