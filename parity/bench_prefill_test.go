@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"testing"
 	"time"
 
@@ -59,9 +58,7 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 	// timeIt runs f warm+reps times with events between launches and returns the median
 	// seconds of the timed ones.
 	timeIt := func(f func() error) float64 {
-		ts := eventTimes(t, dev, s, warm+reps, 300*time.Second, func(int) error { return f() })[warm:]
-		sort.Float64s(ts)
-		return ts[len(ts)/2]
+		return median(eventTimes(t, dev, s, warm+reps, 300*time.Second, func(int) error { return f() })[warm:])
 	}
 	// Random bytes for weights (timing does not depend on their values), made once.
 	noise := make([]byte, 64<<20)

@@ -79,12 +79,6 @@ func TestBenchDecode(t *testing.T) {
 		}
 		return eventTimes(t, dev, s, n, 120*time.Second, f)
 	}
-	median := func(v []float64) float64 {
-		c := append([]float64(nil), v...)
-		sort.Float64s(c)
-		return c[len(c)/2]
-	}
-
 	// Ceiling: device-to-device copy, 1 GiB, read + written bytes.
 	copies := timeLaunches(21, func(int) error { return s.Copy(pool2.Ptr, pool.Ptr, poolBytes) })
 	d2d := 2 * float64(poolBytes) / median(copies[1:]) / 1e9
@@ -293,6 +287,14 @@ func eventTimes(t *testing.T, dev *gpu.Device, s *gpu.Stream, n int, wait time.D
 		out[i] = el.Seconds()
 	}
 	return out
+}
+
+// median is the middle value of v (the upper of the two middle ones for even lengths);
+// v is not changed.
+func median(v []float64) float64 {
+	c := append([]float64(nil), v...)
+	sort.Float64s(c)
+	return c[len(c)/2]
 }
 
 // benchLog collects a benchmark's report lines, printing each as it comes.

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sort"
 	"testing"
 	"time"
 
@@ -110,9 +109,7 @@ func TestBenchModelOps(t *testing.T) {
 		for i := 0; i < warm; i++ {
 			benchMust(t, f())
 		}
-		per := eventTimes(t, dev, s, n, 300*time.Second, func(int) error { return f() })
-		sort.Float64s(per)
-		return per[n/2]
+		return median(eventTimes(t, dev, s, n, 300*time.Second, func(int) error { return f() }))
 	}
 	var blog benchLog
 	logf := blog.printf
