@@ -261,7 +261,7 @@ func (e *Engine) appendKV(l *gLayer, k, v rt.DevPtr, ctx int) error {
 // rerun reports that the tables changed, so phase 0 must run again for its err flags.
 func (e *Engine) experts(li int) (rerun bool, err error) {
 	c := &e.cfg
-	K, E := c.ExpertsUsed, c.Experts
+	K := c.ExpertsUsed
 	st := e.stage()
 	predict := e.prefetch && li+1 < c.Layers
 	if err := e.compute.Download(e.staging, st.idsOf(li, K), e.mem.Ptr(bufIDs).Add(uintptr(4*K*li)), 4*K); err != nil {
@@ -308,12 +308,8 @@ func (e *Engine) experts(li int) (rerun bool, err error) {
 		}
 	}
 	rerun = e.dirty[li]
-	if e.dirty[li] {
-		base := li * 3 * E * 8
-		if err := e.compute.Upload(e.mem.Ptr(bufTables).Add(uintptr(base)), e.staging, st.tables+base, 3*E*8); err != nil {
-			return false, err
-		}
-		e.dirty[li] = false
+	if err := e.uploadTables(li); err != nil {
+		return false, err
 	}
 	if predict {
 		pred, err := read(st.idsP)
@@ -607,6 +603,20 @@ func (e *Engine) place(layer int, ms []Miss) []Copy {
 	}
 	e.dirty[layer] = e.dirty[layer] || len(ms) > 0
 	return cps
+}
+
+// uploadTables copies layer l's slot tables from the host mirror to the device, on the
+// compute stream, when they changed since the last upload.
+func (e *Engine) uploadTables(l int) error {
+	if !e.dirty[l] {
+		return nil
+	}
+	n := 3 * e.cfg.Experts * 8
+	if err := e.compute.Upload(e.mem.Ptr(bufTables).Add(uintptr(l*n)), e.staging, e.stage().tables+l*n, n); err != nil {
+		return err
+	}
+	e.dirty[l] = false
+	return nil
 }
 
 // setSlot writes expert's gate, up and down addresses in slot (0: not resident) into the

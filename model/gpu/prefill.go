@@ -478,15 +478,9 @@ func (e *Engine) bringIn(li int, experts []int) ([]int, error) {
 		}
 	}
 	// moe_decode and the decode path read the slot tables: keep the device copy current.
-	E := e.cfg.Experts
-	st := e.stage()
 	for l := range e.dirty {
-		if e.dirty[l] {
-			base := l * 3 * E * 8
-			if err := e.compute.Upload(e.mem.Ptr(bufTables).Add(uintptr(base)), e.staging, st.tables+base, 3*E*8); err != nil {
-				return nil, err
-			}
-			e.dirty[l] = false
+		if err := e.uploadTables(l); err != nil {
+			return nil, err
 		}
 	}
 	return sl, nil
