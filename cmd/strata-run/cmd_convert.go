@@ -43,9 +43,9 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 	if dir == "" || *out == "" {
 		return fmt.Errorf("%w: convert needs a Hugging Face model directory and -o OUT.gguf", errUsage)
 	}
-	qt, ok := convert.OutputTypes[strings.ToLower(*typ)]
-	if !ok {
-		return fmt.Errorf("%w: --type %q is not one of f32, f16, bf16, q8_0, q2_0, q4_k, q6_k", errUsage, *typ)
+	qt, err := outputType(*typ)
+	if err != nil {
+		return err
 	}
 	tokPath := *tok
 	if tokPath == "" {
@@ -62,6 +62,15 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return writePlan("convert", p, *out, qt, *typ, *split, *verbose, stdout, stderr)
+}
+
+// outputType is the weight type --type names (convert and synth take the same names).
+func outputType(typ string) (quant.Type, error) {
+	qt, ok := convert.OutputTypes[strings.ToLower(typ)]
+	if !ok {
+		return 0, fmt.Errorf("%w: --type %q is not one of f32, f16, bf16, q8_0, q2_0, q4_k, q6_k", errUsage, typ)
+	}
+	return qt, nil
 }
 
 // writePlan writes p as the GGUF out (or, with split > 0, as llama.cpp-style shards of at

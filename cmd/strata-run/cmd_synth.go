@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/strata-hip/strata/model/convert"
 )
@@ -26,7 +25,7 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	out := fs.String("o", "", "output GGUF path (required)")
 	layers := fs.Int("layers", 0, "decoder layers (0: the config's, 48 for Flash-Next); one MTP block is added")
-	typ := fs.String("type", "q4_k", "weight type of the matrices: f32, f16, bf16, q8_0, q4_k, q6_k (rows a type cannot block fall back to q8_0; 1-D tensors, routers and conv stay f32)")
+	typ := fs.String("type", "q4_k", "weight type of the matrices: f32, f16, bf16, q8_0, q2_0, q4_k, q6_k (rows a type cannot block fall back to q8_0; 1-D tensors, routers and conv stay f32)")
 	pleRows := fs.Int64("ple-rows", 0, "approximate rows of the PLE n-gram table (0: the config's, 320,001,536 for Flash-Next)")
 	zipf := fs.Float64("zipf", 1.0, "router skew: expert usage ∝ (rank+1)^-S at every layer (0: even)")
 	seed := fs.Uint64("seed", 1, "seed of the random weights")
@@ -40,9 +39,9 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	if *out == "" || fs.NArg() > 0 {
 		return fmt.Errorf("%w: synth needs -o OUT.gguf and no positional arguments", errUsage)
 	}
-	qt, ok := convert.OutputTypes[strings.ToLower(*typ)]
-	if !ok {
-		return fmt.Errorf("%w: --type %q is not one of f32, f16, bf16, q8_0, q4_k, q6_k", errUsage, *typ)
+	qt, err := outputType(*typ)
+	if err != nil {
+		return err
 	}
 	if *layers < 0 || *pleRows < 0 || *zipf < 0 {
 		return fmt.Errorf("%w: --layers, --ple-rows and --zipf must not be negative", errUsage)
