@@ -439,7 +439,7 @@ func runGatedDeltaNet(h *Harness, symbol string, c Case, bounds []Bound, rng *ra
 	block := moBlock(abi.GatedDeltaNetThreads)
 	if symbol == abi.SymGatedDeltaNetConv {
 		xcWant, stWant, scale := gdnConvRef(in.x, in.convW, in.conv0, s.T, C)
-		if m := moMaxOf(scale); m > 16 {
+		if m := maxAbs(scale); m > 16 {
 			return Outcome{}, fmt.Errorf("inputs break the bound's precondition: Σ|w·in| = %g > 16", m)
 		}
 		b, err := h.moInputs(f32Bytes(in.x), f32Bytes(in.convW), f32Bytes(in.conv0))
@@ -542,14 +542,6 @@ func runGatedDeltaNet(h *Harness, symbol string, c Case, bounds []Bound, rng *ra
 	return o, checkAll(bounds, reports)
 }
 
-func moMaxOf(v []float64) float64 {
-	var m float64
-	for _, x := range v {
-		m = max(m, x)
-	}
-	return m
-}
-
 // selfCheckGatedDeltaNet: for the small cases, the chunked form equals the recurrent one
 // (every token's o and the final state, to 1e-9 relative), and the conv inputs keep the
 // bound's precondition.
@@ -560,7 +552,7 @@ func selfCheckGatedDeltaNet(c Case, rng *rand.Rand) error {
 	}
 	in := gdnDraw(rng, s)
 	_, _, scale := gdnConvRef(in.x, in.convW, in.conv0, s.T, s.channels())
-	if m := moMaxOf(scale); m > 16 {
+	if m := maxAbs(scale); m > 16 {
 		return fmt.Errorf("conv inputs: Σ|w·in| = %g > 16", m)
 	}
 	for h := 0; h < s.nv; h++ {

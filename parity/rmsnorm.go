@@ -127,13 +127,7 @@ func rmsnormInputs(rng *rand.Rand, tokens, n, ts int) (x, r, w []float32) {
 }
 
 func rowMaxScale(y []float64, n int) func(int) float64 {
-	return func(row int) float64 {
-		var m float64
-		for _, v := range y[row*n : (row+1)*n] {
-			m = max(m, math.Abs(v))
-		}
-		return m
-	}
+	return func(row int) float64 { return maxAbs(y[row*n : (row+1)*n]) }
 }
 
 func runRMSNorm(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
