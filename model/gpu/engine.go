@@ -821,22 +821,8 @@ func (e *Engine) prepare(o Options) error {
 			return a > b || (a == b && less(keys[i], keys[j]))
 		})
 		placed := e.cache.Preload(keys)
-		chunk := len(placed)
-		if e.ring > 0 {
-			chunk = e.ring
-		}
-		for lo := 0; lo < len(placed); lo += chunk {
-			var cps []Copy
-			for _, p := range placed[lo:min(lo+chunk, len(placed))] {
-				e.setSlot(st, int(p.Key.Layer), int(p.Key.Expert), e.mem.Slot(p.Slot))
-				cps = append(cps, e.expertCopy(int(p.Key.Layer), int(p.Key.Expert), e.mem.Slot(p.Slot)))
-			}
-			if _, err := e.copier.Issue(cps); err != nil {
-				return err
-			}
-			if err := e.finishCopies(); err != nil {
-				return err
-			}
+		if _, err := e.loadExperts(st, placed); err != nil {
+			return err
 		}
 		e.stats = Stats{}
 		if o.Progress != nil {
@@ -853,15 +839,7 @@ func (e *Engine) prepare(o Options) error {
 		}
 		t0 := time.Now()
 		placed := e.cache.Preload(keys)
-		var cps []Copy
-		for _, p := range placed {
-			e.setSlot(st, int(p.Key.Layer), int(p.Key.Expert), e.mem.Slot(p.Slot))
-			cps = append(cps, e.expertCopy(int(p.Key.Layer), int(p.Key.Expert), e.mem.Slot(p.Slot)))
-		}
-		if _, err := e.copier.Issue(cps); err != nil {
-			return err
-		}
-		ms, err := e.copier.Finish()
+		ms, err := e.loadExperts(st, placed)
 		if err != nil {
 			return err
 		}
@@ -933,6 +911,34 @@ func (e *Engine) prepare(o Options) error {
 		return e.preparePrefill()
 	}
 	return nil
+}
+
+// loadExperts copies the experts Preload placed into their slots, in batches the staging
+// ring can hold (one batch without a ring), and points the host mirror of the slot tables
+// (st) at them; it returns the copies' device time.
+func (e *Engine) loadExperts(st []byte, placed []Miss) (ms float64, err error) {
+	batch := len(placed)
+	if e.ring > 0 {
+		batch = e.ring
+	}
+	for lo := 0; lo < len(placed); lo += batch {
+		var cps []Copy
+		for _, p := range placed[lo:min(lo+batch, len(placed))] {
+			slot := e.mem.Slot(p.Slot)
+			e.setSlot(st, int(p.Key.Layer), int(p.Key.Expert), slot)
+			cps = append(cps, e.expertCopy(int(p.Key.Layer), int(p.Key.Expert), slot))
+		}
+		if _, err := e.copier.Issue(cps); err != nil {
+			return 0, err
+		}
+		d, err := e.copier.Finish()
+		e.ringNext = 0
+		if err != nil {
+			return 0, err
+		}
+		ms += d
+	}
+	return ms, nil
 }
 
 // Plan is the engine's memory plan.
