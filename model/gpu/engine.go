@@ -622,17 +622,12 @@ func (e *Engine) zeroState() error {
 	if c.Arch != model.ArchQwen3Next {
 		return nil
 	}
-	for i, l := range e.layers {
+	zero := make([]byte, stateBytes(c))
+	for _, l := range e.layers {
 		if !l.recurrent {
 			continue
 		}
-		var n uint64
-		for _, r := range e.plan.Resident {
-			if r.Name == fmt.Sprintf("blk.%d.state", i) {
-				n = r.Bytes
-			}
-		}
-		if err := e.dev.Upload(l.state, make([]byte, n)); err != nil {
+		if err := e.dev.Upload(l.state, zero); err != nil {
 			return err
 		}
 	}

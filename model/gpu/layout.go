@@ -65,6 +65,13 @@ func kvBytes(c *model.Config, ctx int) uint64 {
 	return 2 * uint64(ctx) * uint64(c.HeadsKV*c.HeadDim) * 2
 }
 
+// stateBytes is one delta-net layer's state: two conv states (the kernel reads one and
+// writes the other) and the recurrent state, f32.
+func stateBytes(c *model.Config) uint64 {
+	ch := 2*c.LinKHeads*c.LinKDim + c.LinVHeads*c.LinVDim
+	return 4 * uint64(2*(c.ConvKernel-1)*ch+c.LinVHeads*c.LinKDim*c.LinVDim)
+}
+
 func q81Bytes(n int) uint64 { return uint64((n+31)/32) * q81Block }
 
 // PlanInput lists every allocation of the decode engine for a context of ctx tokens.
@@ -81,10 +88,7 @@ func (s *Shape) PlanInput(ctx int) (PlanInput, error) {
 		if !c.IsRecurrent(i) {
 			in.Resident = append(in.Resident, Need{Name: fmt.Sprintf("blk.%d.kv", i), Kind: KindKVCache, Bytes: kvBytes(c, ctx)})
 		} else {
-			ch := 2*c.LinKHeads*c.LinKDim + c.LinVHeads*c.LinVDim
-			// two conv states (the kernel reads one and writes the other) and the recurrent state
-			st := 4 * uint64(2*(c.ConvKernel-1)*ch+c.LinVHeads*c.LinKDim*c.LinVDim)
-			in.Resident = append(in.Resident, Need{Name: fmt.Sprintf("blk.%d.state", i), Kind: KindState, Bytes: st})
+			in.Resident = append(in.Resident, Need{Name: fmt.Sprintf("blk.%d.state", i), Kind: KindState, Bytes: stateBytes(c)})
 		}
 	}
 	H, E, K, F := c.Embd, c.Experts, c.ExpertsUsed, c.ExpertFF
