@@ -135,16 +135,17 @@ func firstDiff(a, b []byte) int {
 }
 
 // Run launches fn twice, once under each poison, with every buffer refilled before
-// each launch, and returns the payloads of outs (and in-out buffers) from the second
-// launch after checking that both launches wrote the same bytes. The second launch is
-// timed with events.
+// each launch, and returns the payloads of outs (and in-out buffers), in the order of
+// outs, from the second launch after checking that both launches wrote the same bytes.
+// The second launch is timed with events.
 func (h *Harness) Run(fn *gpu.Func, grid, block gpu.Dim3, args []byte, outs ...Buf) ([][]byte, time.Duration, error) {
 	return h.runLaunches([]seqLaunch{{fn, grid, block, args}}, 30*time.Second, outs...)
 }
 
 // runLaunches runs ls in order on the default stream under each poison, every buffer
 // refilled before each run, waiting at most wait for a run to finish, and returns the
-// payloads of outs from the second run after checking both runs wrote the same bytes.
+// payloads of outs, in their order, from the second run after checking both runs wrote
+// the same bytes.
 // The time is the second run's, from events around it.
 func (h *Harness) runLaunches(ls []seqLaunch, wait time.Duration, outs ...Buf) ([][]byte, time.Duration, error) {
 	var first [][]byte
@@ -185,16 +186,21 @@ func (h *Harness) runLaunches(ls []seqLaunch, wait time.Duration, outs ...Buf) (
 		if err != nil {
 			return nil, 0, err
 		}
-		var got [][]byte
+		got := make([][]byte, len(outs))
 		for _, g := range h.bufs {
 			p, err := h.read(g)
 			if err != nil {
 				return nil, 0, fmt.Errorf("after the launches under poison %#x: %w", poison, err)
 			}
-			for _, o := range outs {
+			for i, o := range outs {
 				if o.g == g {
-					got = append(got, p)
+					got[i] = p
 				}
+			}
+		}
+		for i, p := range got {
+			if p == nil {
+				return nil, 0, fmt.Errorf("output %d is not a buffer of this harness", i)
 			}
 		}
 		if run == 0 {
