@@ -47,14 +47,6 @@ func bytesF32(b []byte) []float32 {
 	return v
 }
 
-func moU16Bytes(v []uint16) []byte {
-	b := make([]byte, 2*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint16(b[2*i:], x)
-	}
-	return b
-}
-
 func moF64s(v []float32) []float64 {
 	out := make([]float64, len(v))
 	for i, x := range v {
