@@ -265,9 +265,6 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 			w, tt := check(fmt.Sprintf("chunk %d smallest cache", chunk), streamTok, streamLog)
 			t.Logf("chunk %d smallest cache (other expert route): worst logits NMSE %.3g, near-tie flips %d", chunk, w, tt)
 		}
-		if chunk == 0 && !sameRoute {
-			t.Errorf("token by token: the smallest cache took other expert kernels than the resident run")
-		}
 		t.Logf("%s chunk %d: %d steps, worst logits NMSE %.3g (bound %.0e); greedy tokens equal: %v (near-tie flips %d); full cache hits %d misses %d, smallest cache hits %d misses %d (%.1f MB copied); %.1f launches per token",
 			typ, chunk, steps, worst, bound, fmt.Sprint(gpuTok) == fmt.Sprint(cpuTok), ties, full.Hits, full.Misses, small.Hits, small.Misses, float64(small.CopiedBytes)/1e6,
 			float64(full.Launches)/float64(full.Tokens))
