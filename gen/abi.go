@@ -130,10 +130,14 @@ func renderCodeObjectsABI() (File, error) {
 			kept, _ := s.Variants(t)
 			var vs []jen.Code
 			for _, v := range kept {
-				vs = append(vs, jen.Values(jen.Dict{
+				d := jen.Dict{
 					jen.Id("Name"):   jen.Lit(v.Name),
 					jen.Id("Symbol"): jen.Lit(s.Symbol(v)),
-				}))
+				}
+				if s.RowsPerBlock != nil {
+					d[jen.Id("RowsPerBlock")] = jen.Lit(s.RowsPerBlock(t, v))
+				}
+				vs = append(vs, jen.Values(d))
 			}
 			objs = append(objs, jen.Values(jen.Dict{
 				jen.Id("Target"):   jen.Lit(t.Name),

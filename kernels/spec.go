@@ -81,6 +81,10 @@ type Spec struct {
 	// returns false and the reason when the variant's resources (LDS, registers) exceed
 	// the target's. nil = every allowed variant fits.
 	Fits func(t Target, v Variant) (ok bool, why string)
+	// RowsPerBlock, when set, is the weight rows one block of variant v covers on t (a
+	// row-blocked family: its launch grid's x is ceil(rows/RowsPerBlock)); kernels/abi
+	// carries it per variant (Variant.RowsPerBlock), so launchers take it from there.
+	RowsPerBlock func(t Target, v Variant) int
 }
 
 // Variant is one kernel of a family: one value of each axis.

@@ -234,6 +234,15 @@ var Specs = []Spec{
 			{Name: "y_mat_stride", Type: ArgI32, Doc: "output elements between matrices"},
 		},
 		Axes: []Axis{axisWeightType(ISADot4)},
+		// 8 waves per block; a wave owns R rows (strata_mmvq_shape / strata_mmvq_nv_shape,
+		// and strata_mmvq_rows_f's one row per wave): quantized types R = 2 on every target
+		// and column count, F16/BF16 one row per wave.
+		RowsPerBlock: func(_ Target, v Variant) int {
+			if t := v.Values["type"]; t == "f16" || t == "bf16" {
+				return 8
+			}
+			return 16
+		},
 	},
 	{
 		Family:   "moe_decode",

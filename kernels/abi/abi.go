@@ -9,6 +9,9 @@ import (
 type Variant struct {
 	Name   string // variant name, e.g. "mma" or "dp4a"
 	Symbol string // exported kernel name: strata_<family>_<variant>
+	// RowsPerBlock is the weight rows one block covers in a row-blocked family (mmvq: the
+	// launch grid's x is ceil(rows/RowsPerBlock)); 0 in the other families.
+	RowsPerBlock int
 }
 
 // CodeObject is one compiled file: every variant of one family for one target.

@@ -245,7 +245,7 @@ func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 		}
 	case "mmvq":
 		a := args[abi.MmvqArgs](b)
-		want(rt.Dim3{X: ceil(int(a.Rows), 8), Y: 1, Z: grid.Z})
+		want(rt.Dim3{X: ceil(int(a.Rows), m.rowsPerBlock("mmvq", variant)), Y: 1, Z: grid.Z})
 		t := variantType[variant]
 		if a.Slots != 0 || a.Ncols < 1 || a.Ncols > 8 || (grid.Z > 1 && a.XMatStride != 0) || (a.Ncols > 1 && grid.Z > 1) {
 			m.fail("mmvq: the emulator covers dense products on a shared x (1..8 columns, or one column of several matrices)")
@@ -390,6 +390,19 @@ func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 	default:
 		m.fail("no emulation of %s", sym)
 	}
+}
+
+// rowsPerBlock is the rows one block of family's variant covers, as kernels/abi declares it
+// for the emulated target (fakeTarget); a variant without the declaration is a failure.
+func (m *emu) rowsPerBlock(family, variant string) int {
+	co, _ := abi.Find(fakeTarget, family)
+	for _, v := range co.Variants {
+		if v.Name == variant && v.RowsPerBlock > 0 {
+			return v.RowsPerBlock
+		}
+	}
+	m.fail("%s/%s: kernels/abi declares no rows per block for %s", family, variant, fakeTarget)
+	return 1
 }
 
 // topK is moe_decode phase 0 for one token: softmax over the E logits at lp, the K largest

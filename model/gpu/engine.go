@@ -74,6 +74,10 @@ type Options struct {
 	// KernelTimes: time every launch on the device between two events and sum the times per
 	// kernel (Stats.Kernels). Costs host time per launch: a profile, not a benchmark.
 	KernelTimes bool
+	// MmvqRows8: launch mmvq with ceil(rows/8) blocks whatever the variant covers (the
+	// engine's grid before it read rows per block from kernels/abi; measurement baseline,
+	// also Engine.SetMmvqRows8).
+	MmvqRows8 bool
 	// Chunk > 0: Forward runs a prompt of more than one token through the batched path
 	// (prefill.go) in chunks of up to Chunk tokens; 0: token by token through the decode
 	// path (which also stays the path of single tokens, and of models the batched path
@@ -130,6 +134,9 @@ type Engine struct {
 	tokenByToken bool   // SetTokenByToken: prompts through the decode path
 	moeVar       string // moe_prefill variant
 	direct       []int  // per layer: slot of expert 0 when its experts sit in consecutive slots of one slab (resident), else −1
+
+	mmvqRows  map[string]int // mmvq variant → rows per block (kernels/abi)
+	mmvqRows8 bool           // Options.MmvqRows8
 
 	ktimes  bool
 	kevPool []*rt.Event
@@ -889,6 +896,7 @@ func (e *Engine) prepare(o Options) error {
 			e.fns["moe_decode/"+l.shGate.variant] = f
 		}
 	}
+	e.mmvqRows, e.mmvqRows8 = map[string]int{}, o.MmvqRows8
 	for _, l := range append([]gLayer{{wq: e.head}}, e.layers...) {
 		for _, d := range []dmat{l.wq, l.wk, l.wv, l.wo, l.router, l.wqkv, l.wz, l.wba, l.wout, l.shInp} {
 			if d.variant == "" {
@@ -899,6 +907,9 @@ func (e *Engine) prepare(o Options) error {
 				return err
 			}
 			e.fns["mmvq/"+d.variant] = f
+			if e.mmvqRows[d.variant], err = e.ks.rowsPerBlock("mmvq", d.variant); err != nil {
+				return err
+			}
 		}
 	}
 	e.ctx = o.Ctx
@@ -1086,18 +1097,29 @@ func (e *Engine) sync() error {
 func (e *Engine) mmvq(w dmat, xq, xf, y rt.DevPtr) error {
 	a := abi.MmvqArgs{W: uint64(w.ptr), Xq: uint64(xq), Xf: uint64(xf), Y: uint64(y), Rows: int32(w.rows), K: int32(w.k),
 		Ncols: 1, XColStride: int32(w.k), YColStride: int32(w.rows)}
-	// ceil(rows/8) blocks: what every revision of mmvq's contract accepts (8 rows per
-	// block; the grid-strided revision with 16 rows per block leaves the extra blocks idle).
-	per := 8
-	return e.launch("mmvq/"+w.variant, dim(blocks(w.rows, per)), abi.MmvqThreads, a.Bytes())
+	return e.launch("mmvq/"+w.variant, dim(e.mmvqBlocks(w)), abi.MmvqThreads, a.Bytes())
 }
+
+// mmvqBlocks is mmvq's grid x for w: ceil(rows / the rows one block of w's variant covers)
+// — mmvq is grid-strided, so any count covers every row, but blocks past the rows still
+// stage their activations before they exit (quantized variants cover 16 rows per block).
+func (e *Engine) mmvqBlocks(w dmat) uint32 {
+	if e.mmvqRows8 {
+		return blocks(w.rows, 8)
+	}
+	return blocks(w.rows, e.mmvqRows[w.variant])
+}
+
+// SetMmvqRows8 switches mmvq's grid to ceil(rows/8) blocks (on) or to the kernel's rows per
+// block (off): Options.MmvqRows8 on a loaded engine, for a comparison on one engine.
+func (e *Engine) SetMmvqRows8(on bool) { e.mmvqRows8 = on }
 
 // mmvqMats runs z dense matrices of w.rows rows, matrix i at w.ptr + i·wMatBytes, all on
 // the same x, into y + i·yMatStride.
 func (e *Engine) mmvqMats(w dmat, z int, wMatBytes int64, yMatStride int, xq, xf, y rt.DevPtr) error {
 	a := abi.MmvqArgs{W: uint64(w.ptr), Xq: uint64(xq), Xf: uint64(xf), Y: uint64(y), WMatBytes: wMatBytes, Rows: int32(w.rows), K: int32(w.k),
 		Ncols: 1, XColStride: int32(w.k), YColStride: int32(w.rows), YMatStride: int32(yMatStride)}
-	return e.launch("mmvq/"+w.variant, rt.Dim3{X: blocks(w.rows, 8), Y: 1, Z: uint32(z)}, abi.MmvqThreads, a.Bytes())
+	return e.launch("mmvq/"+w.variant, rt.Dim3{X: e.mmvqBlocks(w), Y: 1, Z: uint32(z)}, abi.MmvqThreads, a.Bytes())
 }
 
 // rmsnorm launches one RMSNorm variant over rows·heads rows of n: a single row (the

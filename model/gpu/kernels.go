@@ -66,6 +66,18 @@ func (ks *kernelSet) fn(family, variant string) (*rt.Func, error) {
 	return ks.mods[family].Func(sym)
 }
 
+// rowsPerBlock is the weight rows one block of family's variant covers (kernels/abi's
+// Variant.RowsPerBlock: the row-blocked families' launch grid is ceil(rows/it)).
+func (ks *kernelSet) rowsPerBlock(family, variant string) (int, error) {
+	co, _ := abi.Find(ks.target, family)
+	for _, v := range co.Variants {
+		if v.Name == variant && v.RowsPerBlock > 0 {
+			return v.RowsPerBlock, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: kernel family %s variant %s for %s declares no rows per block (kernels/abi)", ErrMissingKernel, family, variant, ks.target)
+}
+
 func (ks *kernelSet) close() error {
 	var errs []error
 	for _, m := range ks.mods {
