@@ -625,34 +625,41 @@ func (m *emu) attentionPrefill(variant string, grid rt.Dim3, a abi.AttentionPref
 	}
 }
 
-// deltaNet emulates gated_delta_net for one token (t = 1), as model/forward.go computes it.
+// deltaNet emulates gated_delta_net for t tokens, as model/forward.go computes it token by
+// token: the conv over the t rows of x (each window reaching back into conv_in), the
+// recurrence over the t rows of xc in order, S carried from token to token.
 func (m *emu) deltaNet(stage string, grid rt.Dim3, a abi.GatedDeltaNetArgs) {
-	C, nk, nv, dk, dv := int(a.C), int(a.Nk), int(a.Nv), int(a.Dk), int(a.Dv)
-	if a.T != 1 {
-		m.fail("gated_delta_net: the emulator covers one token")
+	C, nk, nv, dk, dv, T := int(a.C), int(a.Nk), int(a.Nv), int(a.Dk), int(a.Dv), int(a.T)
+	if T < 1 {
+		m.fail("gated_delta_net: t %d", T)
+		return
 	}
 	sig := func(x float32) float32 { return float32(1 / (1 + math.Exp(-float64(x)))) }
 	if stage == "conv" {
-		if want := (rt.Dim3{X: uint32((C + 511) / 512), Y: 1, Z: 1}); grid != want {
+		if want := (rt.Dim3{X: uint32((C + 511) / 512), Y: uint32(min(T, 65535)), Z: 1}); grid != want {
 			m.fail("gated_delta_net conv launched with grid %v, want %v", grid, want)
 		}
-		x := m.f32s(a.X, C)
+		x := m.f32s(a.X, T*C)
 		w := m.f32s(a.ConvW, 4*C)
 		st := m.f32s(a.ConvIn, 3*C)
-		for ch := 0; ch < C; ch++ {
-			in := func(t int) float32 { // t relative to this token: −3..0
-				if t == 0 {
-					return x[ch]
+		in := func(t, ch int) float32 { // input t of this call, −3..T−1
+			if t >= 0 {
+				return x[t*C+ch]
+			}
+			return st[(3+t)*C+ch]
+		}
+		for tk := 0; tk < T; tk++ {
+			for ch := 0; ch < C; ch++ {
+				var sum float32
+				for j := 0; j < 4; j++ {
+					sum += w[ch*4+j] * in(tk+j-3, ch)
 				}
-				return st[(3+t)*C+ch]
+				m.setF32(a.Xc, tk*C+ch, sum*sig(sum))
 			}
-			var sum float32
-			for j := 0; j < 4; j++ {
-				sum += w[ch*4+j] * in(j-3)
-			}
-			m.setF32(a.Xc, ch, sum*sig(sum))
+		}
+		for ch := 0; ch < C; ch++ {
 			for r := 0; r < 3; r++ {
-				m.setF32(a.ConvOut, r*C+ch, in(r-2))
+				m.setF32(a.ConvOut, r*C+ch, in(T-3+r, ch))
 			}
 		}
 		return
@@ -660,8 +667,16 @@ func (m *emu) deltaNet(stage string, grid rt.Dim3, a abi.GatedDeltaNetArgs) {
 	if want := (rt.Dim3{X: uint32(nv), Y: 1, Z: 1}); grid != want {
 		m.fail("gated_delta_net recurrent launched with grid %v, want %v", grid, want)
 	}
+	for tk := 0; tk < T; tk++ {
+		m.deltaStep(a, tk, C, nk, nv, dk, dv, sig)
+	}
+}
+
+// deltaStep is the recurrence for token tk of a gated_delta_net call (rows tk of xc, z, ba
+// and o; S read from and written back to state).
+func (m *emu) deltaStep(a abi.GatedDeltaNetArgs, tk, C, nk, nv, dk, dv int, sig func(float32) float32) {
 	kd := nk * dk
-	cv := m.f32s(a.Xc, C)
+	cv := m.f32s(a.Xc+uint64(4*tk*C), C)
 	for h := 0; h < 2*nk; h++ {
 		v := cv[h*dk : (h+1)*dk]
 		var ss float64
@@ -677,9 +692,9 @@ func (m *emu) deltaNet(stage string, grid rt.Dim3, a abi.GatedDeltaNetArgs) {
 		}
 	}
 	r := nv / nk
-	ba := m.f32s(a.Ba, 2*nv)
+	ba := m.f32s(a.Ba+uint64(4*tk*2*nv), 2*nv)
 	ssmA, dt, nw := m.f32s(a.SsmA, nv), m.f32s(a.DtBias, nv), m.f32s(a.NormW, dv)
-	z := m.f32s(a.Z, nv*dv)
+	z := m.f32s(a.Z+uint64(4*tk*nv*dv), nv*dv)
 	for h := 0; h < nv; h++ {
 		kh, grp, idx := h/r, h/r, h%r
 		b, av := ba[grp*2*r+idx], ba[grp*2*r+r+idx]
@@ -730,7 +745,7 @@ func (m *emu) deltaNet(stage string, grid rt.Dim3, a abi.GatedDeltaNetArgs) {
 		inv := float32(1 / math.Sqrt(ss/float64(dv)+float64(a.Eps)))
 		for j := range out {
 			zz := z[h*dv+j]
-			m.setF32(a.O, h*dv+j, out[j]*inv*nw[j]*(zz*sig(zz)))
+			m.setF32(a.O, tk*nv*dv+h*dv+j, out[j]*inv*nw[j]*(zz*sig(zz)))
 		}
 	}
 }

@@ -114,6 +114,7 @@ type Engine struct {
 	dirty    []bool // layer's device slot table differs from the host mirror
 	fns      map[string]*rt.Func
 	pos      int
+	convPar  int // which delta-net conv state the next conv call reads (convStates)
 	stats    Stats
 	fault    error
 	kvd, qd  int
@@ -268,7 +269,7 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	if o.Chunk < 0 || o.Chunk > o.Ctx {
 		return nil, fmt.Errorf("model/gpu: prompt chunk %d must be in 0..%d (the context)", o.Chunk, o.Ctx)
 	}
-	if o.Chunk > 0 && c.Arch == model.ArchQwen3MoE && !o.HostKV {
+	if o.Chunk > 0 && (c.Arch == model.ArchQwen3MoE || c.Arch == model.ArchQwen3Next) && !o.HostKV {
 		e.chunk = o.Chunk
 		fams = append(fams[:len(fams):len(fams)], "mmq", "moe_prefill", "attention_prefill")
 	}
@@ -968,7 +969,7 @@ func (e *Engine) Pos() int { return e.pos }
 // Reset starts a new sequence (the KV cache is overwritten from position 0, the delta-net
 // states are cleared; the expert cache keeps its contents).
 func (e *Engine) Reset() error {
-	e.pos = 0
+	e.pos, e.convPar = 0, 0
 	return e.zeroState()
 }
 

@@ -405,13 +405,22 @@ const batchedNMSE = 1e-5
 // that the per-window and per-expert launches run; then decode steps read the prompt's
 // K/V. The cache configurations take moe_prefill (slots in one window) or the moe_decode
 // fallback (more experts than slots, or a window too small): each within the bound.
+//
+// qwen3next (tiny-next: three delta-net layers, one gated attention layer, a shared
+// expert) the same way: its batched path keeps the decode path's order of additions (the
+// routed output in p_proj, added after the shared expert), so the bound and its derivation
+// hold unchanged (the combine's difference is gone there).
 func TestEngineEmulatedBatched(t *testing.T) {
-	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_K, quant.Q2_0, quant.IQ2_XS} {
-		t.Run(typ.String(), func(t *testing.T) {
-			src := tinySource(t, typ)
+	for _, cs := range []struct {
+		preset string
+		typ    quant.Type
+	}{{"tiny", quant.Q8_0}, {"tiny", quant.Q4_K}, {"tiny", quant.Q2_0}, {"tiny", quant.IQ2_XS}, {"tiny-next", quant.Q8_0}, {"tiny-next", quant.Q4_K}} {
+		typ := cs.typ
+		t.Run(cs.preset+"/"+typ.String(), func(t *testing.T) {
+			src := presetSource(t, cs.preset, typ)
 			const ctx, steps = 64, 6
 			prompt := []int32{104, 101, 108, 108, 111, 32, 119}
-			K := synth.Presets["tiny"].ExpertsUsed
+			K := synth.Presets[cs.preset].ExpertsUsed
 			run := func(chunk, slots, stack int) ([][]float32, Stats, *Engine) {
 				old := maxStack
 				maxStack = stack

@@ -121,7 +121,15 @@ func (f *fakeDriver) CopyAsync(kind rt.CopyKind, dst, src, n, s uintptr) error {
 	}
 	return nil
 }
-func (f *fakeDriver) MemsetAsync(rt.DevPtr, byte, uintptr, uintptr) error { return nil }
+func (f *fakeDriver) MemsetAsync(dst rt.DevPtr, v byte, n, _ uintptr) error {
+	if f.emu != nil {
+		b := f.emu.at(uint64(dst), int(n))
+		for i := range b {
+			b[i] = v
+		}
+	}
+	return nil
+}
 func (f *fakeDriver) HostAlloc(n uintptr, mapped bool) (unsafe.Pointer, error) {
 	if f.hostLimit > 0 && n > f.hostLimit {
 		return nil, &rt.Error{Backend: "fake", Call: "hostalloc", Object: fmt.Sprint(n), Code: 2, Name: "OutOfMemory"}

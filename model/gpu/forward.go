@@ -134,6 +134,7 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 		}
 	}
 	e.pos++
+	e.convPar ^= 1
 	if e.resident {
 		// Every layer's ids in one download; looked up after this token's sync.
 		if err := e.compute.Download(e.staging, st.ids, m.Ptr(bufIDs), 4*c.ExpertsUsed*c.Layers); err != nil {
@@ -479,10 +480,7 @@ func (e *Engine) deltaNet(l *gLayer) error {
 		}
 	}
 	cs := uintptr(4 * (c.ConvKernel - 1) * C)
-	in, out := l.state, l.state.Add(cs) // the two conv states alternate by position
-	if e.pos%2 == 1 {
-		in, out = out, in
-	}
+	in, out := e.convStates(l)
 	a := abi.GatedDeltaNetArgs{X: uint64(qkv), ConvW: uint64(l.conv), ConvIn: uint64(in), ConvOut: uint64(out), Xc: uint64(xc),
 		Z: uint64(z), Ba: uint64(ba), SsmA: uint64(l.ssmA), DtBias: uint64(l.dtBias), State: uint64(l.state.Add(2 * cs)),
 		NormW: uint64(l.ssmNorm), O: uint64(o), T: 1, C: int32(C), Nk: int32(c.LinKHeads), Nv: int32(c.LinVHeads),
@@ -494,6 +492,19 @@ func (e *Engine) deltaNet(l *gLayer) error {
 		return err
 	}
 	return e.project(l.wout, o, vd, m.Ptr(bufProj))
+}
+
+// convStates are the conv state a delta-net conv call reads and the one it writes: the two
+// alternate by call (a decode step or a prompt chunk: every delta-net layer makes one
+// call per step or chunk), so the next call reads what this one wrote.
+func (e *Engine) convStates(l *gLayer) (in, out rt.DevPtr) {
+	c := &e.cfg
+	cs := uintptr(4 * (c.ConvKernel - 1) * (2*c.LinKHeads*c.LinKDim + c.LinVHeads*c.LinVDim))
+	in, out = l.state, l.state.Add(cs)
+	if e.convPar == 1 {
+		in, out = out, in
+	}
+	return in, out
 }
 
 // shared runs qwen3next's gated shared expert on xn/xq and adds it to the residual.

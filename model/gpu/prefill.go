@@ -40,9 +40,20 @@ import (
 // each token's experts on its own — slower, but one launch set per range), and the next
 // norm adds its output.
 //
-// Not batched (token by token through the decode path): qwen3next (its delta-net chunked
-// form and gated attention are not wired here), the staging-ring mode (pinning failed),
-// Options.HostKV.
+// qwen3next: the full-attention layers take the same path with the gated query (attn_q
+// interleaves per head hd query rows and hd gate rows: one mmq per head and half makes the
+// query and the gate each contiguous; attention_prefill applies sigmoid(gate)); a delta-net
+// layer runs mmq for q|k|v, z and b|a, then gated_delta_net's conv over the chunk (carried
+// conv state, the two states alternating by call) and its recurrent stage over the chunk's
+// tokens in order (the recurrence is sequential: one launch walks the T tokens with S in
+// registers), quantize_q8_1 and mmq for ssm_out. The routed experts' output goes to p_proj
+// (zeroed first when moe_prefill combines into it), the gated shared expert runs as
+// moe_decode over the T tokens (logits [g, 0] per token, as in decode) and is added to the
+// residual by rmsnorm_row add, and the next norm adds p_proj: the decode path's order of
+// additions.
+//
+// Not batched (token by token through the decode path): the staging-ring mode (pinning
+// failed), Options.HostKV.
 
 // DefaultChunk is the prompt chunk strata-run uses.
 const DefaultChunk = 512
@@ -74,6 +85,18 @@ const (
 	bufPHq     = "p_hq"     // SwiGLU output, Q8_1 [N·K][F/32]
 	bufPYp     = "p_yp"     // down output per pair, f32 [N·K][H]
 	bufPPos    = "p_pos"    // positions, i32 [N]
+	// qwen3next
+	bufPGate  = "p_gate"  // attention output gate, f32 [N][nh·hd]
+	bufPQKV   = "p_qkv"   // delta-net q|k|v projection, f32 [N][C]
+	bufPXC    = "p_xc"    // after the conv, f32 [N][C]
+	bufPZ     = "p_z"     // output gate projection, f32 [N][vd]
+	bufPBA    = "p_ba"    // f32 [N][2·nv]
+	bufPR2    = "p_r2"    // shared-expert logits [g, 0], f32 [N][2]
+	bufPIDs2  = "p_ids2"  // i32 [N][2]
+	bufPWts2  = "p_wts2"  // f32 [N][2]
+	bufPErr2  = "p_err2"  // u32 [N][2]
+	bufPHSh   = "p_hsh"   // shared SwiGLU output, Q8_1 [N][2][SF/32]
+	bufPShOut = "p_shout" // shared expert output, f32 [N][H]
 )
 
 func maxTiles(pairs, experts int) int { return (pairs+bnTile-1)/bnTile + experts }
@@ -84,15 +107,28 @@ func prefillNeeds(c *model.Config, n int) []Need {
 	qd, kvd := c.Heads*c.HeadDim, c.HeadsKV*c.HeadDim
 	f32 := func(x int) uint64 { return 4 * uint64(n) * uint64(x) }
 	st := maxStack // a launch's window spans up to maxStack slot indices, whatever E is
-	return []Need{
+	next := c.Arch == model.ArchQwen3Next
+	od := qd // attention output, or the delta-net's
+	if next {
+		od = max(od, c.LinVHeads*c.LinVDim)
+	}
+	needs := []Need{
 		{bufPX, KindScratch, f32(H)}, {bufPXN, KindScratch, f32(H)}, {bufPXQ, KindScratch, uint64(n) * q81Bytes(H)},
 		{bufPQ, KindScratch, f32(qd)}, {bufPK, KindScratch, f32(kvd)}, {bufPV, KindScratch, f32(kvd)},
-		{bufPO, KindScratch, f32(qd)}, {bufPOQ, KindScratch, uint64(n) * q81Bytes(qd)}, {bufPProj, KindScratch, f32(H)},
+		{bufPO, KindScratch, f32(od)}, {bufPOQ, KindScratch, uint64(n) * q81Bytes(od)}, {bufPProj, KindScratch, f32(H)},
 		{bufPRouter, KindScratch, f32(E)}, {bufPIDs, KindScratch, f32(K)}, {bufPWts, KindScratch, f32(K)},
 		{bufPErr, KindScratch, f32(K)}, {bufPIdx, KindScratch, f32(K)},
 		{bufPSched, KindScratch, 4 * uint64(2*st+1+2*maxTiles(n*K, st))}, {bufPList, KindScratch, f32(K)},
 		{bufPHq, KindScratch, uint64(n*K) * q81Bytes(F)}, {bufPYp, KindScratch, f32(K * H)}, {bufPPos, KindStaging, f32(1)},
 	}
+	if next {
+		C, vd := 2*c.LinKHeads*c.LinKDim+c.LinVHeads*c.LinVDim, c.LinVHeads*c.LinVDim
+		needs = append(needs, Need{bufPGate, KindScratch, f32(qd)}, Need{bufPQKV, KindScratch, f32(C)}, Need{bufPXC, KindScratch, f32(C)},
+			Need{bufPZ, KindScratch, f32(vd)}, Need{bufPBA, KindScratch, f32(2 * c.LinVHeads)},
+			Need{bufPR2, KindScratch, f32(2)}, Need{bufPIDs2, KindScratch, f32(2)}, Need{bufPWts2, KindScratch, f32(2)}, Need{bufPErr2, KindScratch, f32(2)},
+			Need{bufPHSh, KindScratch, 2 * uint64(n) * q81Bytes(c.SharedFF)}, Need{bufPShOut, KindScratch, f32(H)})
+	}
+	return needs
 }
 
 // prefillVariant picks the mma variant of family for type t at the t64 tile, or dp4a.
@@ -121,7 +157,7 @@ func (e *Engine) preparePrefill() error {
 		}
 	}
 	for _, l := range append([]gLayer{{wq: e.head}}, e.layers...) {
-		for _, d := range []dmat{l.wq, l.wk, l.wv, l.wo, l.router} {
+		for _, d := range []dmat{l.wq, l.wk, l.wv, l.wo, l.router, l.wqkv, l.wz, l.wba, l.wout, l.shInp} {
 			if d.variant != "" {
 				add("mmq", d.typ)
 			}
@@ -171,7 +207,8 @@ func (e *Engine) Batched(n int) bool { return e.batched(n) }
 
 // batched reports whether Forward runs a prompt of n tokens through the batched path.
 func (e *Engine) batched(n int) bool {
-	return n > 1 && e.chunk > 0 && !e.tokenByToken && e.cfg.Arch == model.ArchQwen3MoE && e.ring == 0 && !e.hostKV
+	arch := e.cfg.Arch == model.ArchQwen3MoE || e.cfg.Arch == model.ArchQwen3Next
+	return n > 1 && e.chunk > 0 && !e.tokenByToken && arch && e.ring == 0 && !e.hostKV
 }
 
 // gemm is y[t][r] = W[r]·x[t] for T tokens: mmq when the type has a variant, else mmvq in
@@ -244,7 +281,11 @@ func (e *Engine) chunkForward(tokens []int32, wantLogits bool) error {
 		if err := norm; err != nil {
 			return err
 		}
-		if err := e.attentionChunk(l, T); err != nil {
+		mixer := e.attentionChunk
+		if l.recurrent {
+			mixer = e.deltaNetChunk
+		}
+		if err := mixer(l, T); err != nil {
 			return err
 		}
 		if err := e.rowNorm("addq81", whole(px, m.Ptr(bufPProj), px, l.ffnNorm, pxn, pxq)); err != nil {
@@ -264,11 +305,17 @@ func (e *Engine) chunkForward(tokens []int32, wantLogits bool) error {
 			return err
 		}
 		var err error
-		if pending, err = e.moeChunk(li, T); err != nil {
+		if pending, err = e.moeChunk(li, T, l.shGate.variant != ""); err != nil {
 			return err
+		}
+		if l.shGate.variant != "" {
+			if err := e.sharedChunk(l, T); err != nil {
+				return err
+			}
 		}
 	}
 	e.pos += T
+	e.convPar ^= 1
 	if wantLogits {
 		last := px.Add(uintptr(4 * (T - 1) * H))
 		xn, xq := m.Ptr(bufXN), m.Ptr(bufXQ)
@@ -298,11 +345,30 @@ func (e *Engine) attentionChunk(l *gLayer, T int) error {
 	hd, nh, nkv, H := c.HeadDim, c.Heads, c.HeadsKV, c.Embd
 	pxn, pxq := m.Ptr(bufPXN), m.Ptr(bufPXQ)
 	q, k, v, o := m.Ptr(bufPQ), m.Ptr(bufPK), m.Ptr(bufPV), m.Ptr(bufPO)
-	for _, p := range []struct {
+	ps := []struct {
 		w   dmat
 		dst rt.DevPtr
 		ld  int
-	}{{l.wq, q, e.qd}, {l.wk, k, e.kvd}, {l.wv, v, e.kvd}} {
+	}{{l.wq, q, e.qd}, {l.wk, k, e.kvd}, {l.wv, v, e.kvd}}
+	var gate rt.DevPtr
+	if c.Arch == model.ArchQwen3Next {
+		// attn_q interleaves per head hd query rows and hd gate rows: a launch per head and
+		// half puts the queries and the gates each in [T][nh·hd].
+		gate, ps = m.Ptr(bufPGate), ps[1:]
+		rb, err := l.wq.typ.RowBytes(H)
+		if err != nil {
+			return err
+		}
+		for h := 0; h < nh; h++ {
+			for i, dst := range []rt.DevPtr{q, gate} {
+				w := dmat{ptr: l.wq.ptr.Add(uintptr((2*h + i) * hd * rb)), typ: l.wq.typ, variant: l.wq.variant, rows: hd, k: H}
+				if err := e.gemm(w, pxq, pxn, T, dst.Add(uintptr(4*h*hd)), e.qd); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for _, p := range ps {
 		if err := e.gemm(p.w, pxq, pxn, T, p.dst, p.ld); err != nil {
 			return err
 		}
@@ -329,17 +395,88 @@ func (e *Engine) attentionChunk(l *gLayer, T int) error {
 	if err := e.launch("attention_decode/store_f16", dim(blocks(T*nkv*hd, 64)), abi.AttentionDecodeThreads, sa.Bytes()); err != nil {
 		return err
 	}
-	aa := abi.AttentionPrefillArgs{Q: uint64(q), K: uint64(l.kv), V: uint64(vcache), Out: uint64(o), T: int32(T), N: int32(e.pos + T),
+	aa := abi.AttentionPrefillArgs{Q: uint64(q), K: uint64(l.kv), V: uint64(vcache), Gate: uint64(gate), Out: uint64(o), T: int32(T), N: int32(e.pos + T),
 		Nh: int32(nh), Nkv: int32(nkv), Hd: int32(hd), Scale: float32(1 / math.Sqrt(float64(hd)))}
 	if err := e.launch("attention_prefill/f16", rt.Dim3{X: blocks(T, 8), Y: uint32(nh), Z: 1}, abi.AttentionPrefillThreads, aa.Bytes()); err != nil {
 		return err
 	}
+	return e.projectChunk(l.wo, o, e.qd, T)
+}
+
+// projectChunk quantizes T rows of n f32 values at o to Q8_1 and multiplies them by w into
+// p_proj.
+func (e *Engine) projectChunk(w dmat, o rt.DevPtr, n, T int) error {
+	m := e.mem
 	oq := m.Ptr(bufPOQ)
-	qa := abi.QuantizeQ81Args{X: uint64(o), Y: uint64(oq), Ncols: int32(e.qd), NcolsPadded: int32(e.qd), Nrows: int32(T), XStride: int32(e.qd)}
-	if err := e.launch("quantize_q8_1/f32", rt.Dim3{X: blocks(e.qd, 256), Y: uint32(min(T, 65535)), Z: 1}, abi.QuantizeQ81Threads, qa.Bytes()); err != nil {
+	qa := abi.QuantizeQ81Args{X: uint64(o), Y: uint64(oq), Ncols: int32(n), NcolsPadded: int32(n), Nrows: int32(T), XStride: int32(n)}
+	if err := e.launch("quantize_q8_1/f32", rt.Dim3{X: blocks(n, 256), Y: uint32(min(T, 65535)), Z: 1}, abi.QuantizeQ81Threads, qa.Bytes()); err != nil {
 		return err
 	}
-	return e.gemm(l.wo, oq, o, T, m.Ptr(bufPProj), H)
+	return e.gemm(w, oq, o, T, m.Ptr(bufPProj), e.cfg.Embd)
+}
+
+// deltaNetChunk is the gated delta-net mixer of one qwen3next layer for T tokens: p_xn/p_xq
+// in, ssm_out's projection in p_proj. The conv runs over the chunk in one launch (each
+// token's window reaches back into the carried state); the recurrent stage walks the
+// chunk's tokens in order in one launch per layer.
+func (e *Engine) deltaNetChunk(l *gLayer, T int) error {
+	c := &e.cfg
+	m := e.mem
+	pxn, pxq := m.Ptr(bufPXN), m.Ptr(bufPXQ)
+	kd, vd, nv := c.LinKHeads*c.LinKDim, c.LinVHeads*c.LinVDim, c.LinVHeads
+	C := 2*kd + vd
+	qkv, xc, z, ba, o := m.Ptr(bufPQKV), m.Ptr(bufPXC), m.Ptr(bufPZ), m.Ptr(bufPBA), m.Ptr(bufPO)
+	for _, p := range []struct {
+		w   dmat
+		dst rt.DevPtr
+		ld  int
+	}{{l.wqkv, qkv, C}, {l.wz, z, vd}, {l.wba, ba, 2 * nv}} {
+		if err := e.gemm(p.w, pxq, pxn, T, p.dst, p.ld); err != nil {
+			return err
+		}
+	}
+	in, out := e.convStates(l)
+	cs := uintptr(4 * (c.ConvKernel - 1) * C)
+	a := abi.GatedDeltaNetArgs{X: uint64(qkv), ConvW: uint64(l.conv), ConvIn: uint64(in), ConvOut: uint64(out), Xc: uint64(xc),
+		Z: uint64(z), Ba: uint64(ba), SsmA: uint64(l.ssmA), DtBias: uint64(l.dtBias), State: uint64(l.state.Add(2 * cs)),
+		NormW: uint64(l.ssmNorm), O: uint64(o), T: int32(T), C: int32(C), Nk: int32(c.LinKHeads), Nv: int32(nv),
+		Dk: int32(c.LinKDim), Dv: int32(c.LinVDim), Eps: c.Eps}
+	if err := e.launch("gated_delta_net/conv", rt.Dim3{X: blocks(C, abi.GatedDeltaNetThreads), Y: uint32(min(T, 65535)), Z: 1}, abi.GatedDeltaNetThreads, a.Bytes()); err != nil {
+		return err
+	}
+	if err := e.launch("gated_delta_net/recurrent", dim(uint32(nv)), abi.GatedDeltaNetThreads, a.Bytes()); err != nil {
+		return err
+	}
+	return e.projectChunk(l.wout, o, vd, T)
+}
+
+// sharedChunk runs qwen3next's gated shared expert for T tokens on p_xq and adds it to the
+// residual: per token moe_decode over two experts with logits [g, 0] (the second without a
+// slot), as the decode path does, over the chunk's tokens in one launch set.
+func (e *Engine) sharedChunk(l *gLayer, T int) error {
+	c := &e.cfg
+	m := e.mem
+	H := c.Embd
+	px, pxn, pxq, r2 := m.Ptr(bufPX), m.Ptr(bufPXN), m.Ptr(bufPXQ), m.Ptr(bufPR2)
+	if err := e.compute.Memset(r2, 0, 8*T); err != nil { // the constant 0 logits
+		return err
+	}
+	if err := e.gemm(l.shInp, pxq, pxn, T, r2, 2); err != nil {
+		return err
+	}
+	ma := abi.MoeDecodeArgs{Logits: uint64(r2), Ids: uint64(m.Ptr(bufPIDs2)), Wts: uint64(m.Ptr(bufPWts2)), Err: uint64(m.Ptr(bufPErr2)),
+		SlotsGate: uint64(l.shTab), SlotsUp: uint64(l.shTab.Add(16)), SlotsDown: uint64(l.shTab.Add(32)),
+		X: uint64(pxq), H: uint64(m.Ptr(bufPHSh)), Y: uint64(m.Ptr(bufPShOut)), Tokens: int32(T), NExpert: 2, KUsed: 2, NEmbd: int32(H), NFf: int32(c.SharedFF)}
+	key := "moe_decode/" + l.shGate.variant
+	for phase, g := range []rt.Dim3{dim(uint32(T)), {X: uint32(c.SharedFF / 32), Y: 2, Z: uint32(T)}, {X: blocks(H, 8), Y: 1, Z: uint32(T)}} {
+		ma.Phase = int32(phase)
+		if err := e.launch(key, g, abi.MoeDecodeThreads, ma.Bytes()); err != nil {
+			return err
+		}
+	}
+	// px += shared; the normed rows go to p_xn, which the next norm rewrites before a read.
+	return e.rowNorm("add", abi.RmsnormArgs{X: uint64(px), R: uint64(m.Ptr(bufPShOut)), Xo: uint64(px), W: uint64(l.ffnNorm), Y: uint64(pxn),
+		N: int32(H), Rows: int32(T), Heads: 1, TokStride: int32(H), HeadStride: int32(H)})
 }
 
 // stackRun is one moe_prefill launch set: tokens [t0, t1) with kUsed experts each, slot
@@ -350,15 +487,28 @@ type stackRun struct {
 }
 
 // moeChunk runs the routed experts of layer li for the T tokens of the chunk. Through
-// moe_prefill the combine accumulates into p_x (pending false); through moe_decode (the
-// fallback) the output lands in p_proj and the next norm adds it (pending true).
-func (e *Engine) moeChunk(li, T int) (pending bool, err error) {
+// moe_prefill the combine accumulates into p_x (pending false) — or, with toProj, into
+// p_proj zeroed first (pending true); through moe_decode (the fallback) the output lands in
+// p_proj (pending true). The next norm adds p_proj.
+func (e *Engine) moeChunk(li, T int, toProj bool) (pending bool, err error) {
 	c := &e.cfg
 	K, E, H := c.ExpertsUsed, c.Experts, c.Embd
+	out := e.mem.Ptr(bufPX)
+	if toProj {
+		out = e.mem.Ptr(bufPProj)
+	}
+	stack := func(runs []stackRun, idsBuf string) (bool, error) {
+		if toProj {
+			if err := e.compute.Memset(out, 0, 4*T*H); err != nil {
+				return false, err
+			}
+		}
+		e.stats.StackLayers++
+		return toProj, e.moeRuns(runs, idsBuf, out)
+	}
 	if s0 := e.direct[li]; s0 >= 0 {
 		e.stats.Hits += int64(T * K)
-		e.stats.StackLayers++
-		return false, e.moeRuns([]stackRun{{t0: 0, t1: T, kUsed: K, base: s0, span: E}}, bufPIDs)
+		return stack([]stackRun{{t0: 0, t1: T, kUsed: K, base: s0, span: E}}, bufPIDs)
 	}
 	st := e.stage()
 	if err := e.compute.Download(e.staging, st.pids, e.mem.Ptr(bufPIDs), 4*T*K); err != nil {
@@ -431,8 +581,7 @@ func (e *Engine) moeChunk(li, T int) (pending bool, err error) {
 				if err := e.compute.Upload(m.Ptr(bufPIdx), e.staging, st.pidx, 4*T*K); err != nil {
 					return false, err
 				}
-				e.stats.StackLayers++
-				return false, e.moeRuns([]stackRun{{t0: 0, t1: T, kUsed: K, base: lo, span: hi - lo + 1}}, bufPIdx)
+				return stack([]stackRun{{t0: 0, t1: T, kUsed: K, base: lo, span: hi - lo + 1}}, bufPIdx)
 			}
 		}
 		// The experts span more than one stack window: moe_decode over the range's tokens,
@@ -487,8 +636,8 @@ func (e *Engine) bringIn(li int, experts []int) ([]int, error) {
 }
 
 // moeRuns launches moe_prefill's four phases for each run; ids (relative slot indices) in
-// the buffer idsBuf, [T][K].
-func (e *Engine) moeRuns(runs []stackRun, idsBuf string) error {
+// the buffer idsBuf, [T][K]; the combine accumulates into out, [T][H].
+func (e *Engine) moeRuns(runs []stackRun, idsBuf string, out rt.DevPtr) error {
 	c := &e.cfg
 	m := e.mem
 	H, K, F := c.Embd, c.ExpertsUsed, c.ExpertFF
@@ -501,7 +650,7 @@ func (e *Engine) moeRuns(runs []stackRun, idsBuf string) error {
 		a := abi.MoePrefillArgs{X: uint64(m.Ptr(bufPXQ).Add(uintptr(r.t0 * H / 32 * q81Block))), Ids: uint64(m.Ptr(idsBuf).Add(uintptr(4 * first))),
 			Wts: uint64(m.Ptr(bufPWts).Add(uintptr(4 * first))), Wg: uint64(base.Add(uintptr(e.slot.gate))), Wu: uint64(base.Add(uintptr(e.slot.up))),
 			Wd: uint64(base.Add(uintptr(e.slot.down))), Sched: uint64(m.Ptr(bufPSched)), List: uint64(m.Ptr(bufPList)), Hq: uint64(m.Ptr(bufPHq)),
-			Yp: uint64(m.Ptr(bufPYp)), Out: uint64(m.Ptr(bufPX).Add(uintptr(4 * r.t0 * H))), GuMatBytes: stride, DMatBytes: stride,
+			Yp: uint64(m.Ptr(bufPYp)), Out: uint64(out.Add(uintptr(4 * r.t0 * H))), GuMatBytes: stride, DMatBytes: stride,
 			Tokens: int32(tok), KUsed: int32(r.kUsed), NExpert: int32(r.span), Hidden: int32(H), NFf: int32(F), XRowBlocks: int32(H / 32), Ldo: int32(H)}
 		mt := maxTiles(tok*r.kUsed, r.span)
 		for phase, g := range []rt.Dim3{dim(1), {X: blocks(F, 32), Y: uint32(mt), Z: 1}, {X: blocks(H, 64), Y: uint32(mt), Z: 1},
