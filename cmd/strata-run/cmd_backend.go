@@ -35,7 +35,7 @@ func addBackendFlags(fs *flag.FlagSet) *backendFlags {
 	fs.IntVar(&b.group, "copy-group", mgpu.DefaultGroup, "GPU: expert copies per completion event")
 	fs.StringVar(&b.device, "device", "", "GPU: which device (see list-devices)")
 	fs.BoolVar(&b.prefetch, "expert-prefetch", false, "GPU: copy the experts the next layer's router predicts from the current hidden state, while this layer computes")
-	fs.IntVar(&b.chunk, "prefill-chunk", 0, "GPU: run prompts through the batched path in chunks of this many tokens (qwen3moe; 0: token by token)")
+	fs.IntVar(&b.chunk, "prefill-chunk", 0, "GPU: run prompts through the batched path in chunks of this many tokens (qwen3moe, qwen3next; 0: token by token)")
 	return b
 }
 

@@ -232,11 +232,12 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 		return worst, ties
 	}
 	// Both prompt paths: token by token (Chunk 0) and batched (Chunk 16: the 40-token
-	// prompt in chunks of 16, 16 and 8; qwen3next has no batched path and runs token by
-	// token either way). Each against the CPU within the same bound: the batched path's
-	// kernels (mmq, attention_prefill, moe_prefill) compute the same products from the
-	// same Q8_1 activations, in another f32 order, as the decode kernels whose rounding
-	// the bound was derived for.
+	// prompt in chunks of 16, 16 and 8; qwen3next too since its batched path exists, the
+	// delta-net's recurrent stage walking each chunk's tokens in one launch). Each against
+	// the CPU within the same bound: the batched path's kernels (mmq, attention_prefill,
+	// moe_prefill; gated_delta_net is the decode kernel with t > 1, the same per-token
+	// arithmetic) compute the same products from the same Q8_1 activations, in another f32
+	// order, as the decode kernels whose rounding the bound was derived for.
 	for _, chunk := range []int{0, 16} {
 		gpuTok, gpuLog, full := runGPU(0, chunk)
 		worst, ties := check(fmt.Sprintf("chunk %d resident", chunk), gpuTok, gpuLog)

@@ -103,7 +103,9 @@ func benchCeilings(t *testing.T, dev *gpu.Device) (d2d, h2d float64) {
 // and sync structure. STRATA_BENCH_CHUNK=N loads the engine with the batched prompt path
 // (mgpu.Options.Chunk); STRATA_BENCH_PATHS (comma-separated: batched, token; default the
 // loaded engine's) times every prompt on each path, the token path only up to
-// STRATA_BENCH_TOKEN_MAX tokens (0: no limit).
+// STRATA_BENCH_TOKEN_MAX tokens (0: no limit). STRATA_BENCH_MMVQ_AB=1 decodes four times on
+// the same engine, alternating mmvq's old grid (ceil(rows/8) blocks, Engine.SetMmvqRows8)
+// and the kernel's rows per block, a row each ("decode rows8" / "decode rows16").
 func TestGPUBench(t *testing.T) {
 	if os.Getenv("STRATA_GPU_BENCH") != "1" {
 		t.Skip("set STRATA_GPU_BENCH=1 and STRATA_BENCH_MODEL")
@@ -204,14 +206,22 @@ func TestGPUBench(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			eng.ResetStats()
-			for i := 0; i < tokens && err == nil; i++ {
-				l, err = eng.Forward([]int32{argmax(l)})
+			rounds := []string{""}
+			if os.Getenv("STRATA_BENCH_MMVQ_AB") == "1" {
+				rounds = []string{" rows8", " rows16", " rows8", " rows16"}
 			}
-			if err != nil {
-				t.Fatal(err)
+			for _, r := range rounds {
+				eng.SetMmvqRows8(r == " rows8")
+				eng.ResetStats()
+				for i := 0; i < tokens && err == nil; i++ {
+					l, err = eng.Forward([]int32{argmax(l)})
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				row("decode"+r, eng.Stats())
 			}
-			row("decode", eng.Stats())
+			eng.SetMmvqRows8(false)
 			if ktimes {
 				s := eng.Stats()
 				var keys []string

@@ -16,12 +16,12 @@
 // back together after the last layer, for the hit counts and the policy. The embedding
 // row is gathered on the host (it is one row per token and keeps the table out of VRAM).
 // Prompt tokens go through the same decode path one at a time unless Options.Chunk is set:
-// then a qwen3moe prompt runs in chunks through the batched path (prefill.go: mmq,
+// then a qwen3moe or qwen3next prompt runs in chunks through the batched path (prefill.go: mmq,
 // attention_prefill, moe_prefill, every layer over the whole chunk).
 //
 // qwen3next adds, per delta-net layer, the q|k|v, gate and b|a projections (one mmvq
 // when fused), the conv and the recurrence (gated_delta_net, conv states double-buffered
-// by position) and ssm_out; its attention splits the interleaved query/gate rows with a strided
+// by call: convStates) and ssm_out; its attention splits the interleaved query/gate rows with a strided
 // multi-matrix mmvq and applies the gate in attention_decode's reduce; its shared expert
 // runs as moe_decode over two experts, itself and one without a slot, with router logits
 // [g, 0], whose softmax gives it exactly sigmoid(g).
