@@ -245,6 +245,9 @@ func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 		}
 	case "mmvq":
 		a := args[abi.MmvqArgs](b)
+		// mmvq is grid-strided: any x ≥ 1 computes every row; ceil(rows/RowsPerBlock) (kernels/abi)
+		// covers each row once, with no block that only stages its activations and exits —
+		// the grid the engine must launch.
 		want(rt.Dim3{X: ceil(int(a.Rows), m.rowsPerBlock("mmvq", variant)), Y: 1, Z: grid.Z})
 		t := variantType[variant]
 		if a.Slots != 0 || a.Ncols < 1 || a.Ncols > 8 || (grid.Z > 1 && a.XMatStride != 0) || (a.Ncols > 1 && grid.Z > 1) {
