@@ -537,21 +537,27 @@ STRATA_DEVICE f32 strata_row_partial_q81(const u8* wr, const u8* x, int k, const
 // AMDGPU scheduler hoists every load and would exceed the 128-VGPR budget).
 
 // Per type (NVIDIA): RP gate and up rows per phase-1 pass (of the wave's 4), U groups per
-// lane and row per pass, KU experts per phase-2 pass; the largest that ptxas fits in 128
-// registers without spilling (ptxas -v, 2026-11-29). IQ3_S (grid, qh, sign and scale loads
-// per group) and Q6_K (two 9-word loads per group) take 2 rows per pass.
+// lane and row per pass, KU experts per phase-2 pass. Chosen by measurement on the H200
+// (bench/results/2026-11-29-decode-moe: builds "new", "small"): 2 rows, 1 group, 4 experts
+// per pass; Q8_0 and Q4_K take 4 rows (Q4_K 0.4 µs faster a layer, Q8_0 a tie), IQ3_S 2
+// groups (0.3–0.8 µs). More per pass was slower for Q2_0 and IQ2_XS/IQ3_XXS/IQ1_M (by
+// 1.2–4.3 µs a layer: their decode is instruction-heavy, and the device's ptxas spilled
+// IQ2_XS and IQ1_M at 4 rows, 2 groups, 8 experts).
 template <class QT>
 struct strata_moe_tune {
-  static constexpr int GB = QT::BYTES / (QT::QK / 32);  // weight bytes per 32-element group
-  static constexpr int RP = 4, U = GB <= 10 ? 2 : 1, KU = GB <= 16 ? 8 : 4;
+  static constexpr int RP = 2, U = 1, KU = 4;
+};
+template <>
+struct strata_moe_tune<strata_qt_q80> {
+  static constexpr int RP = 4, U = 1, KU = 4;
+};
+template <>
+struct strata_moe_tune<strata_qt_q4k> {
+  static constexpr int RP = 4, U = 1, KU = 4;
 };
 template <>
 struct strata_moe_tune<strata_qt_iq3s> {
   static constexpr int RP = 2, U = 2, KU = 4;
-};
-template <>
-struct strata_moe_tune<strata_qt_q6k> {
-  static constexpr int RP = 2, U = 1, KU = 4;
 };
 template <class QT>
 struct strata_moe_shape {
