@@ -13,7 +13,8 @@ import (
 )
 
 // moe_decode: router top-k → gate/up + SwiGLU + Q8_1 requant → down + weighted sum, three
-// launches of one kernel. Each phase is checked against the float64 reference given the
+// launches of one kernel (or two: phase 3 = router + gate/up, checked byte for byte against
+// phases 0 and 1). Each phase is checked against the float64 reference given the
 // inputs it actually consumed (the previous phase's kernel outputs, once those passed), so a
 // failure names the phase:
 //
