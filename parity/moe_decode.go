@@ -13,7 +13,8 @@ import (
 )
 
 // moe_decode: router top-k → gate/up + SwiGLU + Q8_1 requant → down + weighted sum, three
-// launches of one kernel. Each phase is checked against the float64 reference given the
+// launches of one kernel (or two: phase 3 = router + gate/up, checked byte for byte against
+// phases 0 and 1). Each phase is checked against the float64 reference given the
 // inputs it actually consumed (the previous phase's kernel outputs, once those passed), so a
 // failure names the phase:
 //
@@ -52,6 +53,9 @@ var moeBounds = []Bound{
 		division), with the kernel's amax ≤ amax_ref + E_b (E_b = the block's largest E_i):
 		allowance_i = 5e-3·max(amax_ref + E_b, 127·2⁻¹⁴) + E_i. A missing expert's block must be
 		exactly zero (allowance 1e-30).`},
+	{Name: "fused", Exact: true, Why: `
+		Phase 3 (router and gate/up in one launch, phase 1's grid) runs phase 0's and phase 1's
+		arithmetic: its ids, wts, err and h bytes must equal those of phases 0 and 1.`},
 	{Name: "y", MaxRowRel: 1.2e-5, Why: `
 		Per output, |y − ref| / T with T = Σ_j |w_j|·S_j, S_j = Σ|group terms| of down_j[r]·h_j
 		(the kernel's own h bytes, float64). Each down dot: one fma per group (two for Q4_K,
@@ -434,6 +438,46 @@ func runMoeDecode(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.R
 		copy(allow[o*in.ff:], al)
 	}
 	reports["h"] = CompareRows(hGot, hWant, 1, func(i int) float64 { return allow[i] })
+
+	// Phase 3: router + gate/up in one launch; its own harness (fresh, poisoned outputs).
+	h3 := &Harness{Dev: h.Dev, Mod: h.Mod}
+	defer h3.Close()
+	a3 := base
+	a3.Phase = 3
+	for i, tb := range [][]byte{slots(ga, in.gateOK), slots(ua, in.upOK), slots(da, in.downOK)} {
+		b, err := h3.Input(tb)
+		if err != nil {
+			return Outcome{}, err
+		}
+		*[]*uint64{&a3.SlotsGate, &a3.SlotsUp, &a3.SlotsDown}[i] = b.Ptr()
+	}
+	var outs3 []Buf
+	for i, n := range []int{4 * nk, 4 * nk, 4 * nk, nk * in.ff / 32 * 36} {
+		b, err := h3.Output(n)
+		if err != nil {
+			return Outcome{}, err
+		}
+		outs3 = append(outs3, b)
+		*[]*uint64{&a3.Ids, &a3.Wts, &a3.Err, &a3.H}[i] = b.Ptr()
+	}
+	dl3, err := h3.Input(f32Bytes(in.logits))
+	if err != nil {
+		return Outcome{}, err
+	}
+	dx3, err := h3.Input(in.x)
+	if err != nil {
+		return Outcome{}, err
+	}
+	a3.Logits, a3.X = dl3.Ptr(), dx3.Ptr()
+	got3, _, err := h3.Run(fn, gpu.Dim3{X: uint32(in.ff / 32), Y: uint32(in.k), Z: uint32(in.tokens)}, block, a3.Bytes(), outs3...)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("phase 3: %w", err)
+	}
+	var want3, have3 []byte
+	for i, w := range [][]byte{got[0], got[1], got[2], hq} {
+		want3, have3 = append(want3, w...), append(have3, got3[i]...)
+	}
+	reports["fused"] = CompareExact(have3, want3)
 
 	// Phase 2: down + weighted sum, from the kernel's ids, err, weights and h.
 	h2 := &Harness{Dev: h.Dev, Mod: h.Mod}

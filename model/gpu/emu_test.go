@@ -324,6 +324,15 @@ func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 		slot := func(tab uint64, e int) uint64 { return binary.LittleEndian.Uint64(m.at(tab+uint64(8*e), 8)) }
 		id := func(j int) int { return int(int32(binary.LittleEndian.Uint32(m.at(a.Ids+uint64(4*j), 4)))) }
 		errAt := func(j int) bool { return binary.LittleEndian.Uint32(m.at(a.Err+uint64(4*j), 4)) != 0 }
+		if a.Phase == 3 { // router + gate/up in one launch (phase 1's grid): phase 0, then 1
+			for tk := 0; tk < int(a.Tokens); tk++ {
+				o := uint64(4 * tk * K)
+				m.topK(a.Logits+uint64(4*tk*E), a.Ids+o, a.Wts+o, a.Err+o, E, K, a.Renorm != 0, func(e int) bool {
+					return slot(a.SlotsGate, e) != 0 && slot(a.SlotsUp, e) != 0 && slot(a.SlotsDown, e) != 0
+				})
+			}
+			a.Phase = 1
+		}
 		switch a.Phase {
 		case 0:
 			want(rt.Dim3{X: uint32(a.Tokens), Y: 1, Z: 1})

@@ -523,9 +523,13 @@ func (e *Engine) shared(l *gLayer) error {
 		SlotsGate: uint64(l.shTab), SlotsUp: uint64(l.shTab.Add(16)), SlotsDown: uint64(l.shTab.Add(32)),
 		X: uint64(xq), H: uint64(m.Ptr(bufHSh)), Y: uint64(out), Tokens: 1, NExpert: 2, KUsed: 2, NEmbd: int32(H), NFf: int32(c.SharedFF)}
 	key := "moe_decode/" + l.shGate.variant
-	for phase, grid := range []rt.Dim3{dim(1), {X: uint32(c.SharedFF / 32), Y: 2, Z: 1}, dim(blocks(H, 8))} {
-		ma.Phase = int32(phase)
-		if err := e.launch(key, grid, abi.MoeDecodeThreads, ma.Bytes()); err != nil {
+	// Phase 3 (router + gate/up in one launch), then 2: the shared expert's table never changes.
+	for _, ph := range []struct {
+		phase int32
+		grid  rt.Dim3
+	}{{3, rt.Dim3{X: uint32(c.SharedFF / 32), Y: 2, Z: 1}}, {2, dim(blocks(H, 8))}} {
+		ma.Phase = ph.phase
+		if err := e.launch(key, ph.grid, abi.MoeDecodeThreads, ma.Bytes()); err != nil {
 			return err
 		}
 	}
@@ -559,8 +563,12 @@ func (e *Engine) moe(li int, l *gLayer) error {
 	}
 	key := "moe_decode/" + typeVariant[e.expType]
 	ma.Phase = 0
-	if err := e.launch(key, dim(1), abi.MoeDecodeThreads, ma.Bytes()); err != nil {
-		return err
+	// Every expert resident: no host look-up between top-k and the experts, so phase 3
+	// (router + gate/up in one launch) replaces phases 0 and 1.
+	if !e.resident {
+		if err := e.launch(key, dim(1), abi.MoeDecodeThreads, ma.Bytes()); err != nil {
+			return err
+		}
 	}
 	if e.prefetch && li+1 < c.Layers {
 		// The next layer's router on this layer's hidden state: a guess at its experts.
@@ -589,6 +597,9 @@ func (e *Engine) moe(li int, l *gLayer) error {
 		}
 	}
 	ma.Phase = 1
+	if e.resident {
+		ma.Phase = 3
+	}
 	if err := e.launch(key, rt.Dim3{X: uint32(F / 32), Y: uint32(K), Z: 1}, abi.MoeDecodeThreads, ma.Bytes()); err != nil {
 		return err
 	}
