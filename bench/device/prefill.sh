@@ -64,7 +64,7 @@ gpu() {
 		-test.run TestBenchPrefill >"$work/bench-prefill.log" 2>&1
 	echo "bench: exit $? in $((SECONDS - s)) s"
 	s=$SECONDS
-	PYTHONUNBUFFERED=1 timeout "${ILIMIT:-60}" python3 "$dev/intmm.py" "$work/intmm.txt" >"$work/intmm.log" 2>&1
+	PYTHONUNBUFFERED=1 timeout "${ILIMIT:-60}" python3 "$dev/intmm.py" "$work/intmm.txt" >"$work/intmm.log" 2>&1 </dev/null
 	echo "intmm: exit $? in $((SECONDS - s)) s"
 	cat "$work/gpu.txt"
 	for l in "$work"/parity-*.log; do
@@ -94,9 +94,12 @@ gpu() {
 #                                  intmm.py; the tables to stdout, logs to $OUT
 #   STRATA_DRY=1 prefill.sh agpu   the same flow with stubs (no GPU): checks the script
 agroups() {
-	# name  source(new|old)  mmq tile  moe_prefill tile
+	# name  source  mmq tile  moe_prefill tile; sources: new = this tree, old = OLDREV's
+	# committed sources, nb1 = this tree with one raw buffer everywhere (mmqDynLimit 0).
+	# AGROUPS=B,C,... keeps only the groups named.
 	printf '%s\n' "A new r64t64 r64t64" "B new r128t64 r128t64" "C new r64t128 r128t32" \
-		"OB old r128t64 r128t64" "OC old r64t128 r128t32"
+		"OB old r128t64 r128t64" "OC old r64t128 r128t32" "D nb1 r128t64 r128t64" |
+		awk -v keep="${AGROUPS:-}" 'BEGIN { n = split(keep, k, ","); for (i = 1; i <= n; i++) want[k[i]] = 1 } n == 0 || ($1 in want)'
 }
 
 abuild() {
@@ -109,16 +112,25 @@ abuild() {
 	xz -T2 "$dev/parity.test"
 	local flags
 	flags=$(awk -F'\t' '$1 == "target" && $2 == "sm_90" { print $6 }' kernels/out/objects.txt)
-	mkdir -p "$tmp/new" "$tmp/old"
+	mkdir -p "$tmp/new" "$tmp/old" "$tmp/nb1"
 	git archive "$old" kernels/out | tar -x -C "$tmp/old"
+	cp -r go.mod go.sum gen kernels "$tmp/nb1/"
+	sed -i 's/^\(\tmmqDynLimit *= \).*/\10/' "$tmp/nb1/kernels/prefill.go"
+	(cd "$tmp/nb1" && go run ./gen)
+	local v
 	for f in mmq moe_prefill; do
-		# shellcheck disable=SC2086 # flags are a list
-		clang-19 $flags -I kernels/out/sm_90 -I kernels/out/include "kernels/out/sm_90/$f.cu" -o "$tmp/new/$f.ptx" &
-		# shellcheck disable=SC2086
-		(cd "$tmp/old" && clang-19 $flags -I kernels/out/sm_90 -I kernels/out/include "kernels/out/sm_90/$f.cu" -o "$tmp/old/$f.ptx") &
+		for v in new old nb1; do
+			# shellcheck disable=SC2086 # flags are a list
+			if [ $v = new ]; then
+				clang-19 $flags -I kernels/out/sm_90 -I kernels/out/include "kernels/out/sm_90/$f.cu" -o "$tmp/new/$f.ptx" &
+			else
+				(cd "$tmp/$v" && clang-19 $flags -I kernels/out/sm_90 -I kernels/out/include "kernels/out/sm_90/$f.cu" -o "$tmp/$v/$f.ptx") &
+			fi
+		done
 	done
 	wait
-	local strip=bench/results/2026-11-29-gpu-prefill/strip_ptx.py g src tm tp
+	grep -c "NB = 1" "$tmp/nb1/kernels/out/sm_90/mmq.cu"
+	local strip=bench/results/2026-11-29-prefill-async/strip_ptx.py g src tm tp
 	while read -r g src tm tp; do
 		mkdir -p "$dev/g/$g/sm_90"
 		python3 "$strip" "$tmp/$src/mmq.ptx" "$dev/g/$g/sm_90/mmq.ptx" "_mma_${tm}\$"
@@ -181,17 +193,21 @@ agpu() {
 		s=$SECONDS
 		mkdir -p "$work/bench-$g"
 		STRATA_CO_DIR=$PWD/$dev/g/$g STRATA_BENCH=1 STRATA_BENCH_OUT="$work/bench-$g" STRATA_BENCH_FILTER="_mma_(${tm}|${tp})\$" \
-			timeout "$bl" "$dev/parity.test" -test.v -test.timeout "${bl}s" -test.run TestBenchPrefill >"$work/bench-$g.log" 2>&1
+			timeout "$bl" "$dev/parity.test" -test.v -test.timeout "${bl}s" -test.run TestBenchPrefill >"$work/bench-$g.log" 2>&1 </dev/null
 		echo "bench $g: exit $? in $((SECONDS - s)) s (limit $bl)"
 	}
-	bench A r64t64 r64t64 70
-	bench B r128t64 r128t64 50
-	bench C r64t128 r128t32 30
-	s=$SECONDS
-	PYTHONUNBUFFERED=1 timeout "$(lim "${ILIMIT:-25}" 8)" python3 "$dev/intmm.py" "$work/intmm.txt" >"$work/intmm.log" 2>&1
-	echo "intmm: exit $? in $((SECONDS - s)) s"
-	bench OB r128t64 r128t64 4
-	bench OC r64t128 r128t32 0
+	local n=0 left
+	left=$(agroups | wc -l)
+	while read -r g src tm tp; do
+		left=$((left - 1))
+		bench "$g" "$tm" "$tp" $((12 * left + 10))
+		n=$((n + 1))
+		if [ $n = "${INTMM_AFTER:-2}" ]; then
+			s=$SECONDS
+			PYTHONUNBUFFERED=1 timeout "$(lim "${ILIMIT:-25}" $((12 * left)))" python3 "$dev/intmm.py" "$work/intmm.txt" >"$work/intmm.log" 2>&1 </dev/null
+			echo "intmm: exit $? in $((SECONDS - s)) s"
+		fi
+	done < <(agroups)
 	echo "total $((SECONDS - t0)) s"
 	cat "$work/gpu.txt"
 	for l in "$work"/parity-*.log; do
@@ -200,7 +216,7 @@ agpu() {
 		grep -E "^\s*--- FAIL|panic:|timed out" "$l" | head -6
 	done
 	for l in "$work"/ptxas-*.txt; do echo "== $(basename "$l" .txt)"; cat "$l"; done
-	for g in A B C OB OC; do
+	for g in $(agroups | cut -d' ' -f1); do
 		echo "== bench $g"
 		cat "$work/bench-$g/bench_prefill.txt" 2>/dev/null || tail -15 "$work/bench-$g.log"
 	done
