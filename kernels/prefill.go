@@ -139,18 +139,26 @@ func mmqAsyncBytes(family, typ string, bm, bn, nb int) int {
 	return round16(n)
 }
 
+// mmqAsyncTileBufs is the raw buffers each asynchronously staged tile asks for, chosen by
+// measurement (bench/results/2026-11-29-prefill-async, H200, same run): at r128t64 one
+// buffer (the copy overlaps the matrix work only) was faster than two for every type
+// (mmq at 512 tokens: Q8_0 110.1 vs 101.2 TOPS, IQ3_S 107.0 vs 91.8, the rest 0–7 % apart;
+// moe_prefill 1–4 %); r64t128 and r128t32 were measured with two only.
+var mmqAsyncTileBufs = map[string]int{"r128t64": 1, "r64t128": 2, "r128t32": 2}
+
 // MmqAsyncBufs is the number of raw K-step buffers of variant v of a prefill family on t:
-// 0 = synchronous staging in static LDS (every AMD variant, dp4a, r64t64); 2 when two
-// fit under mmqDynLimit, else 1 (the copy then overlaps only the matrix work).
+// 0 = synchronous staging in static LDS (every AMD variant, dp4a, r64t64); else the
+// tile's mmqAsyncTileBufs, cut to 1 when two do not fit under mmqDynLimit.
 func (t Target) MmqAsyncBufs(family string, v Variant) int {
-	if !t.IsNVIDIA() || v.Values["op"] != "mma" || v.Values["tile"] == "r64t64" {
+	nb := mmqAsyncTileBufs[v.Values["tile"]]
+	if !t.IsNVIDIA() || v.Values["op"] != "mma" || nb == 0 {
 		return 0
 	}
 	tile := v.Tile()
-	if mmqAsyncBytes(family, v.Values["type"], tile[0], tile[1], 2) <= mmqDynLimit {
-		return 2
+	if nb == 2 && mmqAsyncBytes(family, v.Values["type"], tile[0], tile[1], 2) > mmqDynLimit {
+		return 1
 	}
-	return 1
+	return nb
 }
 
 // MmqDynShared is the dynamic shared memory in bytes a launch of variant v must pass on t

@@ -841,9 +841,10 @@ STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, co
 // simulation copies exactly the span. Rows and tokens past the edge copy nothing.
 // Pipeline, NB = 2: issue step s+1 into buffer (s+1)%2; wait for step s; barrier; decode
 // step s into the int8 tiles (strata_mmq_nv_stage reading shared memory); barrier; mma.
-// NB = 1 (a larger raw row, see kernels.MmqAsyncBufs): wait; barrier; decode; barrier; issue
-// step s+1 into the one buffer; mma. Either way one step's copy is in flight during the
-// matrix work; the copies need no registers.
+// NB = 1: wait; barrier; decode; barrier; issue step s+1 into the one buffer; mma. Either
+// way one step's copy is in flight during the matrix work; the copies need no registers.
+// kernels.Target.MmqAsyncBufs picks NB per tile (measured: one buffer was the faster at
+// r128t64, where the NB = 2 issue competes with the decode's shared-memory reads).
 constexpr int STRATA_MMQ_RX = 160;
 
 template <class QT>
@@ -1356,11 +1357,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
-  constexpr int BM = 128, BN = 64, NB = 2;
+  constexpr int BM = 128, BN = 64, NB = 1;
   constexpr bool MMA = true;
   typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
 #ifdef STRATA_NVIDIA
-  static_assert(sizeof(S) == 99344, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
+  static_assert(sizeof(S) == 68624, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
 #endif
   S& s = *(S*)strata_mmq_dyn;
   QT::fill(&strata_mmq_tab(s));
@@ -1446,11 +1447,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
-  constexpr int BM = 128, BN = 64, NB = 2;
+  constexpr int BM = 128, BN = 64, NB = 1;
   constexpr bool MMA = true;
   typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
 #ifdef STRATA_NVIDIA
-  static_assert(sizeof(S) == 74768, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
+  static_assert(sizeof(S) == 56336, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
 #endif
   S& s = *(S*)strata_mmq_dyn;
   QT::fill(&strata_mmq_tab(s));
@@ -1536,11 +1537,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
-  constexpr int BM = 128, BN = 64, NB = 2;
+  constexpr int BM = 128, BN = 64, NB = 1;
   constexpr bool MMA = true;
   typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
 #ifdef STRATA_NVIDIA
-  static_assert(sizeof(S) == 99344, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
+  static_assert(sizeof(S) == 68624, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
 #endif
   S& s = *(S*)strata_mmq_dyn;
   QT::fill(&strata_mmq_tab(s));
@@ -1716,11 +1717,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_m
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
-  constexpr int BM = 128, BN = 64, NB = 2;
+  constexpr int BM = 128, BN = 64, NB = 1;
   constexpr bool MMA = true;
   typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
 #ifdef STRATA_NVIDIA
-  static_assert(sizeof(S) == 87040, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
+  static_assert(sizeof(S) == 64512, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
 #endif
   S& s = *(S*)strata_mmq_dyn;
   QT::fill(&strata_mmq_tab(s));
@@ -1806,11 +1807,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
-  constexpr int BM = 128, BN = 64, NB = 2;
+  constexpr int BM = 128, BN = 64, NB = 1;
   constexpr bool MMA = true;
   typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
 #ifdef STRATA_NVIDIA
-  static_assert(sizeof(S) == 92160, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
+  static_assert(sizeof(S) == 65536, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
 #endif
   S& s = *(S*)strata_mmq_dyn;
   QT::fill(&strata_mmq_tab(s));
@@ -1896,11 +1897,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mm
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
-  constexpr int BM = 128, BN = 64, NB = 2;
+  constexpr int BM = 128, BN = 64, NB = 1;
   constexpr bool MMA = true;
   typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
 #ifdef STRATA_NVIDIA
-  static_assert(sizeof(S) == 93184, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
+  static_assert(sizeof(S) == 66560, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
 #endif
   S& s = *(S*)strata_mmq_dyn;
   QT::fill(&strata_mmq_tab(s));
@@ -1986,11 +1987,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mm
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq1m QT;
-  constexpr int BM = 128, BN = 64, NB = 2;
+  constexpr int BM = 128, BN = 64, NB = 1;
   constexpr bool MMA = true;
   typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
 #ifdef STRATA_NVIDIA
-  static_assert(sizeof(S) == 87040, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
+  static_assert(sizeof(S) == 66560, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
 #endif
   S& s = *(S*)strata_mmq_dyn;
   QT::fill(&strata_mmq_tab(s));
