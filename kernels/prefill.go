@@ -18,10 +18,10 @@ const (
 // (struct strata_qt_<type>::lds).
 var mmqTableBytes = map[string]int{
 	"q80": 4, "q20": 4, "q4k": 4, "q6k": 4,
-	"iq2xs":  512*8 + 128*8, // grid u64[512], signs u64[128]
-	"iq3xxs": 256*4 + 128*8, // grid u32[256], signs u64[128]
-	"iq3s":   512 * 4,       // grid u32[512]
-	"iq1m":   2048 * 4,      // grid u32[2048]
+	"iq2xs":  512 * 8,  // grid u64[512] (the signs are computed, strata_ksigns)
+	"iq3xxs": 256 * 4,  // grid u32[256]
+	"iq3s":   512 * 4,  // grid u32[512]
+	"iq1m":   2048 * 4, // grid u32[2048]
 }
 
 // mmqTiles maps each tile value to (weight rows BM, tokens BN).
@@ -95,3 +95,79 @@ func mmqFits(t Target, v Variant) (bool, string) {
 // block scale), so turning them into int8 tiles would change the weights; their prefill is a
 // float GEMM, not mmq.
 var axisPrefillType = Axis{Name: "type", Values: axisWeightType(ISANone).Values[2:]}
+
+// Asynchronous staging (NVIDIA mma variants except r64t64, which the engine launches and
+// which keeps the module's static LDS): each K step's raw weight bytes and Q8_1 activation
+// blocks are copied by cp.async into one of NB raw buffers in dynamic shared memory while the
+// previous step's matrix work runs, then decoded from shared memory into the int8 tiles.
+// The numbers mirror struct strata_mmq_nv_asmem in kernels/templates/mmq_core.tmpl, whose
+// static_assert checks MmqDynShared exactly.
+const (
+	mmqRawX     = 160               // bytes per token: 4 Q8_1 blocks (144) from a 4-byte aligned start, in 16-byte chunks
+	mmqDynLimit = 110 * 1024        // two blocks per SM (H100/H200: 228 KiB, 1 KiB reserved per block)
+	mmqRouteLDS = 128*8*4*2 + 128*4 // strata_moe_route_smem
+)
+
+// mmqTypeBytes is (elements, bytes) of one block of each prefill type (quant_blocks QK, BYTES).
+var mmqTypeBytes = map[string][2]int{
+	"q80": {32, 34}, "q20": {64, 18}, "q4k": {256, 144}, "q6k": {256, 210},
+	"iq2xs": {256, 74}, "iq3xxs": {256, 98}, "iq3s": {256, 110}, "iq1m": {256, 56},
+}
+
+// mmqRawRow is the raw bytes per weight row of one K step: the whole blocks the step's
+// 32·KT elements touch (a superblock of 256 for the K and IQ types, read in both of its
+// steps), plus up to 15 bytes of misalignment, rounded to 16-byte chunks.
+func mmqRawRow(typ string) int {
+	qb := mmqTypeBytes[typ]
+	span := qb[1]
+	if qb[0] <= 32*mmqKT {
+		span = 32 * mmqKT / qb[0] * qb[1]
+	}
+	return (span + 15 + 15) / 16 * 16
+}
+
+func round16(n int) int { return (n + 15) / 16 * 16 }
+
+// mmqAsyncBytes is sizeof(strata_mmq_nv_asmem<QT, NW, BM/NW, BN, nb>) of a tile of bm weight
+// rows (all matrices) and bn tokens; moe_prefill's union adds its h tile and route scratch.
+func mmqAsyncBytes(family, typ string, bm, bn, nb int) int {
+	tiles := round16(bm*mmqKS + bn*mmqKS + mmqKT*bm*16 + mmqKT*bn*8 + mmqTableBytes[typ])
+	n := tiles + nb*bm*mmqRawRow(typ) + nb*bn*mmqRawX
+	if family == "moe_prefill" {
+		n = max(n, bn*bm/2*4, mmqRouteLDS)
+	}
+	return round16(n)
+}
+
+// mmqAsyncTileBufs is the raw buffers each asynchronously staged tile asks for, chosen by
+// measurement (bench/results/2026-11-29-prefill-async, H200, same run): at r128t64 one
+// buffer (the copy overlaps the matrix work only) was faster than two for every type
+// (mmq at 512 tokens: Q8_0 110.1 vs 101.2 TOPS, IQ3_S 107.0 vs 91.8, the rest 0–7 % apart;
+// moe_prefill 1–4 %); r64t128 and r128t32 were measured with two only.
+var mmqAsyncTileBufs = map[string]int{"r128t64": 1, "r64t128": 2, "r128t32": 2}
+
+// MmqAsyncBufs is the number of raw K-step buffers of variant v of a prefill family on t:
+// 0 = synchronous staging in static LDS (every AMD variant, dp4a, r64t64); else the
+// tile's mmqAsyncTileBufs, cut to 1 when two do not fit under mmqDynLimit.
+func (t Target) MmqAsyncBufs(family string, v Variant) int {
+	nb := mmqAsyncTileBufs[v.Values["tile"]]
+	if !t.IsNVIDIA() || v.Values["op"] != "mma" || nb == 0 {
+		return 0
+	}
+	tile := v.Tile()
+	if nb == 2 && mmqAsyncBytes(family, v.Values["type"], tile[0], tile[1], 2) > mmqDynLimit {
+		return 1
+	}
+	return nb
+}
+
+// MmqDynShared is the dynamic shared memory in bytes a launch of variant v must pass on t
+// (0: v uses the static LDS).
+func (t Target) MmqDynShared(family string, v Variant) int {
+	nb := t.MmqAsyncBufs(family, v)
+	if nb == 0 {
+		return 0
+	}
+	tile := v.Tile()
+	return mmqAsyncBytes(family, v.Values["type"], tile[0], tile[1], nb)
+}

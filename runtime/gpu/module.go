@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -30,6 +31,7 @@ type Func struct {
 	mod    *Module
 	symbol string
 	h      uintptr
+	shmem  atomic.Uint32 // dynamic shared memory every launch passes at least (SetDynamicShared)
 }
 
 // LoadModule checks that co was built for this device's arch, then loads it. A target
@@ -100,13 +102,22 @@ func (m *Module) Unload() error {
 // Symbol is the kernel's name.
 func (f *Func) Symbol() string { return f.symbol }
 
+// SetDynamicShared makes every later launch of f pass at least n bytes of dynamic shared
+// memory: for kernels whose shared memory size is a property of the kernel (kernels with
+// extern __shared__ storage, e.g. the asynchronous prefill variants: kernels.Target.MmqDynShared),
+// so that callers launching many kernels alike need not know which. The CUDA backend allows
+// sizes beyond 48 KiB on first use.
+func (f *Func) SetDynamicShared(n uint32) { f.shmem.Store(n) }
+
 // Launch runs the kernel on stream s (nil: the default stream) with grid blocks of
-// block threads and shmem bytes of dynamic shared memory. args is the packed argument
-// struct (see Args); the launch copies it, so the caller may reuse it at once.
+// block threads and max(shmem, SetDynamicShared's n) bytes of dynamic shared memory. args
+// is the packed argument struct (see Args); the launch copies it, so the caller may reuse
+// it at once.
 func (f *Func) Launch(s *Stream, grid, block Dim3, shmem uint32, args []byte) error {
 	if grid.X == 0 || grid.Y == 0 || grid.Z == 0 || block.X == 0 || block.Y == 0 || block.Z == 0 {
 		return fmt.Errorf("gpu: launch %s: grid %v and block %v must have no zero dimension", f.symbol, grid, block)
 	}
+	shmem = max(shmem, f.shmem.Load())
 	d := f.mod.dev
 	return d.do(func() error { return d.drv.Launch(f.h, grid, block, shmem, s.handle(), args, f.symbol) })
 }

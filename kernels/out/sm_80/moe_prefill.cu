@@ -774,32 +774,49 @@ STRATA_DEVICE strata_mma_b32 strata_mmq_ld_b(const i8* p) {
 #endif
 }
 
-template <class QT, int NW, int BM, int BN, class Src>
-STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Src& src, int g0, int ng) {
+// Where the staging reads a K step from: the global source (synchronous staging) or the raw
+// copy of the step in shared memory (asynchronous staging, below). wblk: the block holding
+// group g of row r of matrix m (ok false past an edge: any readable block, zeroed later);
+// xblk: token c's Q8_1 block of group g.
+template <class QT, class Src>
+struct strata_mmq_loc_global {
+  const Src& src;
+  const u8* wsafe;  // row 0 of the tile exists (the block does)
+  const u8* xsafe;  // so does token 0
+  STRATA_DEVICE_MEMBER const u8* wblk(int m, int r, int g, int, int ng, bool& ok) const {
+    const u8* row = src.wrow(m, r);
+    ok = row != nullptr && g < ng;
+    return ok ? row + (i64)(g / (QT::QK / 32)) * QT::BYTES : wsafe;
+  }
+  STRATA_DEVICE_MEMBER const u8* xblk(int c, int g, int, int ng, bool& ok) const {
+    const u8* xb = g < ng ? src.xblk(c, g) : nullptr;
+    ok = xb != nullptr;
+    return ok ? xb : xsafe;
+  }
+};
+
+template <class QT, int NW, int BM, int BN, class Loc>
+STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Loc& loc, int g0, int ng) {
   constexpr int KT = STRATA_MMQ_KT, GPB = QT::QK / 32, T = STRATA_MMQ_THREADS;
   constexpr int JW = NW * BM * KT / T, JX = BN * KT / T;
   static_assert(JW * T == NW * BM * KT && JX * T == BN * KT, "tile not a multiple of the block's jobs");
   const int tid = (int)strata_thread_x();
-  const u8* const wsafe = src.wrow(0, 0);    // row 0 of the tile exists (the block does)
-  const u8* const xsafe = src.xblk(0, 0);    // so does token 0
   strata_g32 G[JW];
   bool okw[JW];
 #pragma unroll
   for (int u = 0; u < JW; ++u) {
     const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, g = g0 + j % KT;
-    const u8* row = src.wrow(m, r);
-    okw[u] = row != nullptr && g < ng;
-    QT::load(okw[u] ? row + (i64)(g / GPB) * QT::BYTES : wsafe, okw[u] ? g % GPB : 0, G[u], &s.tab);
+    const u8* b = loc.wblk(m, r, g, g0, ng, okw[u]);
+    QT::load(b, okw[u] ? g % GPB : 0, G[u], &s.tab);
   }
   u32 a[JX][9];
   bool okx[JX];
 #pragma unroll
   for (int u = 0; u < JX; ++u) {
     const int j = tid + u * T, c = j / KT, g = g0 + j % KT;
-    const u8* xb = g < ng ? src.xblk(c, g) : nullptr;
-    okx[u] = xb != nullptr;
+    const u8* xb = loc.xblk(c, g, g0, ng, okx[u]);
 #pragma unroll
-    for (int w = 0; w < 9; ++w) a[u][w] = strata_load_u32((okx[u] ? xb : xsafe) + 4 * w);
+    for (int w = 0; w < 9; ++w) a[u][w] = strata_load_u32(xb + 4 * w);
   }
 #pragma unroll
   for (int u = 0; u < JW; ++u) {
@@ -836,10 +853,126 @@ STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, co
   }
 }
 
+// ---- Asynchronous staging (NB ≥ 1 raw buffers; the variants kernels.Target.MmqAsyncBufs
+// names, in dynamic shared memory). A K step's raw bytes are copied with cp.async in 16-byte
+// chunks, coalesced (consecutive lanes, consecutive chunks of one row):
+//   weights  per row the whole blocks the step touches (Q8_0: 4 blocks = 136 bytes; Q2_0: 2;
+//            the 256-element types: the superblock, in both of its steps), from the 16-byte
+//            boundary at or below the span's start to the one at or above its end: RS bytes
+//            per row, so the copy keeps every address's value mod 16 and QT::load's aligned
+//            loads stay aligned when they read the copy;
+//   tokens   the step's ≤ 4 Q8_1 blocks (36 bytes each, contiguous in a token's row), RX bytes.
+// Chunks of the cover that reach outside the span lie in the same aligned 16-byte unit as a
+// byte of the span (of the same allocation, mapped); their bytes are never read. The host
+// simulation copies exactly the span. Rows and tokens past the edge copy nothing.
+// Pipeline, NB = 2: issue step s+1 into buffer (s+1)%2; wait for step s; barrier; decode
+// step s into the int8 tiles (strata_mmq_nv_stage reading shared memory); barrier; mma.
+// NB = 1: wait; barrier; decode; barrier; issue step s+1 into the one buffer; mma. Either
+// way one step's copy is in flight during the matrix work; the copies need no registers.
+// kernels.Target.MmqAsyncBufs picks NB per tile (measured: one buffer was the faster at
+// r128t64, where the NB = 2 issue competes with the decode's shared-memory reads).
+constexpr int STRATA_MMQ_RX = 160;
+
+template <class QT>
+struct strata_mmq_raw {
+  static constexpr int NBLK = QT::QK <= 32 * STRATA_MMQ_KT ? 32 * STRATA_MMQ_KT / QT::QK : 1;
+  static constexpr int SPAN = NBLK * QT::BYTES;
+  static constexpr int RS = (SPAN + 15 + 15) / 16 * 16;
+};
+
+template <class QT, int NW, int BM, int BN, int NB>
+struct strata_mmq_nv_asmem {
+  strata_mmq_nv_smem<QT, NW, BM, BN> t;
+  alignas(16) u8 rw[NB][NW * BM][strata_mmq_raw<QT>::RS];
+  alignas(16) u8 rx[NB][BN][STRATA_MMQ_RX];
+};
+
+// Chunk i of the 16-byte cover of [lo, hi) (global) into dst (shared; dst ↔ lo & ~15).
+STRATA_DEVICE void strata_mmq_cp16(u8* dst, const u8* lo, const u8* hi, int i) {
+  const u8* base = (const u8*)((u64)lo & ~(u64)15);
+  const u8* a = base + 16 * i;
+#ifdef __NVPTX__
+  (void)hi;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(strata_mmq_smem_addr(dst + 16 * i)), "l"(a) : "memory");
+#else
+  for (const u8* q = a < lo ? lo : a; q < a + 16 && q < hi; ++q) dst[q - base] = *q;
+#endif
+}
+STRATA_DEVICE void strata_mmq_cp_commit() {
+#ifdef __NVPTX__
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+template <int N>
+STRATA_DEVICE void strata_mmq_cp_wait() {
+#ifdef __NVPTX__
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+#endif
+}
+
+// Issue the copies of step g0 into raw buffer buf (one commit group per call).
+template <class QT, int NW, int BM, int BN, int NB, class Src>
+STRATA_DEVICE void strata_mmq_nv_issue(strata_mmq_nv_asmem<QT, NW, BM, BN, NB>& s, const Src& src, int g0, int ng, int buf) {
+  constexpr int KT = STRATA_MMQ_KT, GPB = QT::QK / 32, T = STRATA_MMQ_THREADS;
+  constexpr int CW = strata_mmq_raw<QT>::RS / 16, CX = STRATA_MMQ_RX / 16;
+  const int tid = (int)strata_thread_x();
+  const i64 off = (i64)(g0 / GPB) * QT::BYTES;
+  const i64 len = src.rowb - off < strata_mmq_raw<QT>::SPAN ? src.rowb - off : strata_mmq_raw<QT>::SPAN;
+#pragma unroll 1
+  for (int j = tid; j < NW * BM * CW; j += T) {
+    const int rr = j / CW, i = j % CW;
+    const u8* row = src.wrow(rr / BM, rr % BM);
+    if (row == nullptr) continue;
+    const u8* lo = row + off;
+    if ((((u64)lo + len + 15) & ~(u64)15) - ((u64)lo & ~(u64)15) <= (u64)(16 * i)) continue;  // past the cover
+    strata_mmq_cp16(&s.rw[buf][rr][0], lo, lo + len, i);
+  }
+  const int nk = ng - g0 < KT ? ng - g0 : KT;
+#pragma unroll 1
+  for (int j = tid; j < BN * CX; j += T) {
+    const int c = j / CX, i = j % CX;
+    const u8* lo = src.xblk(c, g0);
+    if (lo == nullptr) continue;
+    if ((((u64)lo + 36 * nk + 15) & ~(u64)15) - ((u64)lo & ~(u64)15) <= (u64)(16 * i)) continue;
+    strata_mmq_cp16(&s.rx[buf][c][0], lo, lo + 36 * nk, i);
+  }
+  strata_mmq_cp_commit();
+}
+
+// The raw copy of step g0 in buffer buf as strata_mmq_nv_stage's source.
+template <class QT, int NW, int BM, int BN, int NB, class Src>
+struct strata_mmq_loc_raw {
+  const strata_mmq_nv_asmem<QT, NW, BM, BN, NB>& s;
+  const Src& src;
+  int buf;
+  STRATA_DEVICE_MEMBER const u8* wblk(int m, int r, int g, int g0, int ng, bool& ok) const {
+    constexpr int GPB = QT::QK / 32;
+    const u8* row = src.wrow(m, r);
+    ok = row != nullptr && g < ng;
+    const u8* rb = &s.rw[buf][m * BM + r][0];
+    if (!ok) return rb;
+    return rb + (((u64)row + (u64)(g0 / GPB) * QT::BYTES) & 15) + (g / GPB - g0 / GPB) * QT::BYTES;
+  }
+  STRATA_DEVICE_MEMBER const u8* xblk(int c, int g, int g0, int ng, bool& ok) const {
+    const u8* xb = src.xblk(c, g0);
+    ok = xb != nullptr && g < ng;
+    return &s.rx[buf][c][0] + (ok ? ((u64)xb & 15) + 36 * (g - g0) : 0);
+  }
+};
+
+// Tiles of either staging's shared memory.
+template <class QT, int NW, int BM, int BN>
+STRATA_DEVICE strata_mmq_nv_smem<QT, NW, BM, BN>& strata_mmq_nv_tiles(strata_mmq_nv_smem<QT, NW, BM, BN>& s) { return s; }
+template <class QT, int NW, int BM, int BN, int NB>
+STRATA_DEVICE strata_mmq_nv_smem<QT, NW, BM, BN>& strata_mmq_nv_tiles(strata_mmq_nv_asmem<QT, NW, BM, BN, NB>& s) { return s.t; }
+
 // The K loop of one tile on NVIDIA (see the section comment). hook and Ep as strata_mmq_run;
 // HOOK = (hook ≥ 0) is a template parameter so that the fold loop carries no test for it.
-template <class QT, int NW, int BM, int BN, bool HOOK, class Src, class Ep>
-STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Src& src, int k, int hook, const Ep& ep) {
+// NB: 0 = synchronous staging (Sm = strata_mmq_nv_smem), else the raw buffers of the
+// asynchronous staging (Sm = strata_mmq_nv_asmem).
+template <class QT, int NW, int BM, int BN, bool HOOK, int NB, class Sm, class Src, class Ep>
+STRATA_DEVICE void strata_mmq_nv_run(Sm& sm, const Src& src, int k, int hook, const Ep& ep) {
+  strata_mmq_nv_smem<QT, NW, BM, BN>& s = strata_mmq_nv_tiles(sm);
   constexpr int KT = STRATA_MMQ_KT, WM = BM / 2, WN = BN / 2, FM = WM / 16, FN = WN / 16;
   static_assert(FM >= 1 && FN >= 1 && FM * 16 == WM && FN * 16 == WN, "tile: BM and BN multiples of 32");
   constexpr bool SPLIT = strata_mmq_split<QT>::v;
@@ -859,9 +992,25 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
       for (int j = 0; j < FN; ++j)
 #pragma unroll
         for (int e = 0; e < 8; ++e) acc[m][i][j][e] = 0.0f;
-  for (int g0 = 0; g0 < ng; g0 += KT) {
-    strata_mmq_nv_stage<QT, NW, BM, BN>(s, src, g0, ng);
+  if constexpr (NB > 0) strata_mmq_nv_issue<QT, NW, BM, BN, NB>(sm, src, 0, ng, 0);
+  for (int g0 = 0, st = 0; g0 < ng; g0 += KT, ++st) {
+    if constexpr (NB == 0) {
+      strata_mmq_nv_stage<QT, NW, BM, BN>(s, strata_mmq_loc_global<QT, Src>{src, src.wrow(0, 0), src.xblk(0, 0)}, g0, ng);
+    } else {
+      const int buf = NB == 2 ? (st & 1) : 0;
+      if (NB == 2 && g0 + KT < ng) {
+        strata_mmq_nv_issue<QT, NW, BM, BN, NB>(sm, src, g0 + KT, ng, buf ^ 1);
+        strata_mmq_cp_wait<1>();
+      } else {
+        strata_mmq_cp_wait<0>();
+      }
+      strata_barrier();  // step g0's copies visible; the previous step's mma done with the tiles
+      strata_mmq_nv_stage<QT, NW, BM, BN>(s, strata_mmq_loc_raw<QT, NW, BM, BN, NB, Src>{sm, src, buf}, g0, ng);
+    }
     strata_barrier();
+    if constexpr (NB == 1) {
+      if (g0 + KT < ng) strata_mmq_nv_issue<QT, NW, BM, BN, NB>(sm, src, g0 + KT, ng, 0);
+    }
     const int hk = hook < 0 ? -1 : (hook >= g0 && hook < g0 + KT ? hook - g0 : KT);
     const int nk = ng - g0 < KT ? ng - g0 : KT;
 #pragma unroll
@@ -928,8 +1077,10 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
           }
         }
     }
-    strata_barrier();
+    if constexpr (NB == 0) strata_barrier();  // (asynchronous: the next step's first barrier)
   }
+  // Every warp is done with the tiles before the epilogue (moe_prefill's h tile aliases them).
+  if constexpr (NB > 0) strata_barrier();
 #pragma unroll
   for (int i = 0; i < FM; ++i)
 #pragma unroll
@@ -944,20 +1095,33 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
       }
 }
 
-// The LDS struct of a core: strata_mmq_lds_t<QT, NW, BM, BN, MMA>.
-template <class QT, int NW, int BM, int BN, bool MMA>
+// The LDS struct of a core: strata_mmq_lds_t<QT, NW, BM, BN, MMA, NB> (NB: raw buffers of
+// the NVIDIA asynchronous staging, 0 = none; the other cores ignore it).
+template <class QT, int NW, int BM, int BN, bool MMA, int NB>
 struct strata_mmq_lds_of { typedef strata_mmq_smem<QT, NW, BM, BN> type; };
 #ifdef STRATA_NVIDIA
 template <class QT, int NW, int BM, int BN>
-struct strata_mmq_lds_of<QT, NW, BM, BN, true> { typedef strata_mmq_nv_smem<QT, NW, BM, BN> type; };
+struct strata_mmq_lds_of<QT, NW, BM, BN, true, 0> { typedef strata_mmq_nv_smem<QT, NW, BM, BN> type; };
+template <class QT, int NW, int BM, int BN>
+struct strata_mmq_lds_of<QT, NW, BM, BN, true, 1> { typedef strata_mmq_nv_asmem<QT, NW, BM, BN, 1> type; };
+template <class QT, int NW, int BM, int BN>
+struct strata_mmq_lds_of<QT, NW, BM, BN, true, 2> { typedef strata_mmq_nv_asmem<QT, NW, BM, BN, 2> type; };
 #endif
-template <class QT, int NW, int BM, int BN, bool MMA>
-using strata_mmq_lds_t = typename strata_mmq_lds_of<QT, NW, BM, BN, MMA>::type;
+template <class QT, int NW, int BM, int BN, bool MMA, int NB = 0>
+using strata_mmq_lds_t = typename strata_mmq_lds_of<QT, NW, BM, BN, MMA, NB>::type;
+
+// The lookup-table LDS of any core's struct.
+template <class S>
+STRATA_DEVICE auto& strata_mmq_tab(S& s) { return s.tab; }
+#ifdef STRATA_NVIDIA
+template <class QT, int NW, int BM, int BN, int NB>
+STRATA_DEVICE auto& strata_mmq_tab(strata_mmq_nv_asmem<QT, NW, BM, BN, NB>& s) { return s.t.tab; }
+#endif
 
 // The whole K loop of one tile. hook: −1, or the group whose exact integer sums replace the
 // outputs (see strata_mmq_fold). Ep: put(c, r, v[NW]) receives each finished output once.
-template <class QT, int NW, int BM, int BN, bool MMA, class Src, class Ep>
-STRATA_DEVICE void strata_mmq_run(strata_mmq_lds_t<QT, NW, BM, BN, MMA>& s, const Src& src, int k, int hook, const Ep& ep) {
+template <class QT, int NW, int BM, int BN, bool MMA, int NB = 0, class Src, class Ep>
+STRATA_DEVICE void strata_mmq_run(strata_mmq_lds_t<QT, NW, BM, BN, MMA, NB>& s, const Src& src, int k, int hook, const Ep& ep) {
   constexpr int KT = STRATA_MMQ_KT;
   constexpr bool SPLIT = strata_mmq_split<QT>::v;
   const int ng = k / 32;
@@ -965,9 +1129,9 @@ STRATA_DEVICE void strata_mmq_run(strata_mmq_lds_t<QT, NW, BM, BN, MMA>& s, cons
 #ifdef STRATA_NVIDIA
   if constexpr (MMA) {
     if (hook >= 0) {
-      strata_mmq_nv_run<QT, NW, BM, BN, true>(s, src, k, hook, ep);
+      strata_mmq_nv_run<QT, NW, BM, BN, true, NB>(s, src, k, hook, ep);
     } else {
-      strata_mmq_nv_run<QT, NW, BM, BN, false>(s, src, k, hook, ep);
+      strata_mmq_nv_run<QT, NW, BM, BN, false, NB>(s, src, k, hook, ep);
     }
     return;
   }
@@ -1234,70 +1398,59 @@ struct strata_moe_ep_down {
   }
 };
 // The LDS of one variant: the phases' views of it.
-template <class QT, int BM, int BN, bool MMA>
+// NB: raw buffers of the NVIDIA asynchronous staging (0 = none), as mmq.
+template <class QT, int BM, int BN, bool MMA, int NB>
 union strata_moe_smem {
-  strata_mmq_lds_t<QT, 2, BM / 2, BN, MMA> gu;  // phase 1: gate and up tiles
-  strata_mmq_lds_t<QT, 1, BM, BN, MMA> dn;      // phase 2
+  strata_mmq_lds_t<QT, 2, BM / 2, BN, MMA, NB> gu;  // phase 1: gate and up tiles
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> dn;      // phase 2
   f32 hs[BN][BM / 2];                     // phase 1 epilogue (the tiles are dead by then)
   strata_moe_route_smem rt;               // phase 0
 };
+// Static LDS for the synchronous variants, dynamic shared memory (kernels.Target.MmqDynShared
+// bytes, passed by the launch) for the asynchronous ones, as mmq.
 constexpr unsigned long strata_mmq_sizes[] = {
-  sizeof(strata_moe_smem<strata_qt_q80, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_q80, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_q80, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_qt_q80, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_q80, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_q80, 128, 32, false>),
-  sizeof(strata_moe_smem<strata_qt_q20, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_q20, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_q20, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_qt_q20, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_q20, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_q20, 128, 32, false>),
-  sizeof(strata_moe_smem<strata_qt_q4k, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_q4k, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_q4k, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_qt_q4k, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_q4k, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_q4k, 128, 32, false>),
-  sizeof(strata_moe_smem<strata_qt_q6k, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_q6k, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_q6k, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_qt_q6k, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_q6k, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_q6k, 128, 32, false>),
-  sizeof(strata_moe_smem<strata_qt_iq2xs, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_iq2xs, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_iq2xs, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_qt_iq2xs, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_iq2xs, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_iq2xs, 128, 32, false>),
-  sizeof(strata_moe_smem<strata_qt_iq3xxs, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_iq3xxs, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_iq3xxs, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_qt_iq3xxs, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_iq3xxs, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_iq3xxs, 128, 32, false>),
-  sizeof(strata_moe_smem<strata_qt_iq3s, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_iq3s, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_iq3s, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_qt_iq3s, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_iq3s, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_iq3s, 128, 32, false>),
-  sizeof(strata_moe_smem<strata_qt_iq1m, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_iq1m, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_iq1m, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_qt_iq1m, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_iq1m, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_iq1m, 128, 32, false>),
+  sizeof(strata_moe_smem<strata_qt_q80, 64, 64, true, 0>),
+  sizeof(strata_moe_smem<strata_qt_q80, 64, 64, false, 0>),
+  sizeof(strata_moe_smem<strata_qt_q80, 128, 64, false, 0>),
+  sizeof(strata_moe_smem<strata_qt_q80, 128, 32, false, 0>),
+  sizeof(strata_moe_smem<strata_qt_q20, 64, 64, true, 0>),
+  sizeof(strata_moe_smem<strata_qt_q20, 64, 64, false, 0>),
+  sizeof(strata_moe_smem<strata_qt_q20, 128, 64, false, 0>),
+  sizeof(strata_moe_smem<strata_qt_q20, 128, 32, false, 0>),
+  sizeof(strata_moe_smem<strata_qt_q4k, 64, 64, true, 0>),
+  sizeof(strata_moe_smem<strata_qt_q4k, 64, 64, false, 0>),
+  sizeof(strata_moe_smem<strata_qt_q4k, 128, 64, false, 0>),
+  sizeof(strata_moe_smem<strata_qt_q4k, 128, 32, false, 0>),
+  sizeof(strata_moe_smem<strata_qt_q6k, 64, 64, true, 0>),
+  sizeof(strata_moe_smem<strata_qt_q6k, 64, 64, false, 0>),
+  sizeof(strata_moe_smem<strata_qt_q6k, 128, 64, false, 0>),
+  sizeof(strata_moe_smem<strata_qt_q6k, 128, 32, false, 0>),
+  sizeof(strata_moe_smem<strata_qt_iq2xs, 64, 64, true, 0>),
+  sizeof(strata_moe_smem<strata_qt_iq2xs, 64, 64, false, 0>),
+  sizeof(strata_moe_smem<strata_qt_iq2xs, 128, 64, false, 0>),
+  sizeof(strata_moe_smem<strata_qt_iq2xs, 128, 32, false, 0>),
+  sizeof(strata_moe_smem<strata_qt_iq3xxs, 64, 64, true, 0>),
+  sizeof(strata_moe_smem<strata_qt_iq3xxs, 64, 64, false, 0>),
+  sizeof(strata_moe_smem<strata_qt_iq3xxs, 128, 64, false, 0>),
+  sizeof(strata_moe_smem<strata_qt_iq3xxs, 128, 32, false, 0>),
+  sizeof(strata_moe_smem<strata_qt_iq3s, 64, 64, true, 0>),
+  sizeof(strata_moe_smem<strata_qt_iq3s, 64, 64, false, 0>),
+  sizeof(strata_moe_smem<strata_qt_iq3s, 128, 64, false, 0>),
+  sizeof(strata_moe_smem<strata_qt_iq3s, 128, 32, false, 0>),
+  sizeof(strata_moe_smem<strata_qt_iq1m, 64, 64, true, 0>),
+  sizeof(strata_moe_smem<strata_qt_iq1m, 64, 64, false, 0>),
+  sizeof(strata_moe_smem<strata_qt_iq1m, 128, 64, false, 0>),
+  sizeof(strata_moe_smem<strata_qt_iq1m, 128, 32, false, 0>),
 };
 __shared__ __attribute__((aligned(16))) u8 strata_mmq_lds[strata_mmq_cmax(strata_mmq_sizes, sizeof(strata_mmq_sizes) / sizeof(strata_mmq_sizes[0]))];
+extern __shared__ __attribute__((aligned(16))) u8 strata_mmq_dyn[];
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q80 QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2;
+  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
   constexpr bool MMA = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1320,13 +1473,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -1352,21 +1505,25 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q80 QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2;
+  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 1;
   constexpr bool MMA = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+#ifdef STRATA_NVIDIA
+  static_assert(sizeof(S) == 68624, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
+#endif
+  S& s = *(S*)strata_mmq_dyn;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1389,13 +1546,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -1421,21 +1578,25 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q80 QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2;
+  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 2;
   constexpr bool MMA = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+#ifdef STRATA_NVIDIA
+  static_assert(sizeof(S) == 83472, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
+#endif
+  S& s = *(S*)strata_mmq_dyn;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1458,13 +1619,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -1490,21 +1651,22 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_dp4a_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q80 QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2;
+  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
   constexpr bool MMA = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1527,13 +1689,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -1559,21 +1721,22 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_dp4a_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q80 QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2;
+  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 0;
   constexpr bool MMA = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1596,13 +1759,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -1628,21 +1791,22 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_dp4a_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q80 QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2;
+  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 0;
   constexpr bool MMA = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1665,13 +1829,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -1697,21 +1861,22 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q20 QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2;
+  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
   constexpr bool MMA = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1734,13 +1899,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -1766,21 +1931,25 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q20 QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2;
+  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 1;
   constexpr bool MMA = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+#ifdef STRATA_NVIDIA
+  static_assert(sizeof(S) == 56336, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
+#endif
+  S& s = *(S*)strata_mmq_dyn;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1803,13 +1972,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -1835,21 +2004,25 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q20 QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2;
+  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 2;
   constexpr bool MMA = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+#ifdef STRATA_NVIDIA
+  static_assert(sizeof(S) == 58896, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
+#endif
+  S& s = *(S*)strata_mmq_dyn;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1872,13 +2045,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -1904,21 +2077,22 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_dp4a_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q20 QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2;
+  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
   constexpr bool MMA = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1941,13 +2115,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -1973,21 +2147,22 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_dp4a_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q20 QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2;
+  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 0;
   constexpr bool MMA = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2010,13 +2185,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -2042,21 +2217,22 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_dp4a_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q20 QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2;
+  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 0;
   constexpr bool MMA = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2079,13 +2255,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -2111,21 +2287,22 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q4k QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2;
+  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
   constexpr bool MMA = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2148,13 +2325,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -2180,21 +2357,25 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q4k QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2;
+  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 1;
   constexpr bool MMA = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+#ifdef STRATA_NVIDIA
+  static_assert(sizeof(S) == 68624, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
+#endif
+  S& s = *(S*)strata_mmq_dyn;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2217,13 +2398,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -2249,21 +2430,25 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q4k QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2;
+  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 2;
   constexpr bool MMA = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+#ifdef STRATA_NVIDIA
+  static_assert(sizeof(S) == 83472, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
+#endif
+  S& s = *(S*)strata_mmq_dyn;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2286,13 +2471,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -2318,21 +2503,22 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_dp4a_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q4k QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2;
+  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
   constexpr bool MMA = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2355,13 +2541,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -2387,21 +2573,22 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_dp4a_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q4k QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2;
+  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 0;
   constexpr bool MMA = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2424,13 +2611,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -2456,21 +2643,22 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_dp4a_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q4k QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2;
+  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 0;
   constexpr bool MMA = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2493,13 +2681,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -2525,21 +2713,22 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q6k QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2;
+  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
   constexpr bool MMA = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2562,13 +2751,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -2594,21 +2783,25 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q6k QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2;
+  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 1;
   constexpr bool MMA = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+#ifdef STRATA_NVIDIA
+  static_assert(sizeof(S) == 78864, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
+#endif
+  S& s = *(S*)strata_mmq_dyn;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2631,13 +2824,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -2663,21 +2856,25 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q6k QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2;
+  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 2;
   constexpr bool MMA = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+#ifdef STRATA_NVIDIA
+  static_assert(sizeof(S) == 103952, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
+#endif
+  S& s = *(S*)strata_mmq_dyn;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2700,13 +2897,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -2732,21 +2929,22 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_dp4a_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q6k QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2;
+  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
   constexpr bool MMA = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2769,13 +2967,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -2801,21 +2999,22 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_dp4a_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q6k QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2;
+  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 0;
   constexpr bool MMA = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2838,13 +3037,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -2870,21 +3069,22 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_dp4a_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q6k QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2;
+  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 0;
   constexpr bool MMA = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2907,13 +3107,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -2939,21 +3139,22 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq2xs QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2;
+  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
   constexpr bool MMA = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2976,13 +3177,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -3008,21 +3209,25 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq2xs QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2;
+  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 1;
   constexpr bool MMA = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+#ifdef STRATA_NVIDIA
+  static_assert(sizeof(S) == 64512, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
+#endif
+  S& s = *(S*)strata_mmq_dyn;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3045,13 +3250,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -3077,21 +3282,25 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq2xs QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2;
+  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 2;
   constexpr bool MMA = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+#ifdef STRATA_NVIDIA
+  static_assert(sizeof(S) == 71168, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
+#endif
+  S& s = *(S*)strata_mmq_dyn;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3114,13 +3323,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -3146,21 +3355,22 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_dp4a_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq2xs QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2;
+  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
   constexpr bool MMA = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3183,13 +3393,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -3215,21 +3425,22 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_dp4a_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq2xs QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2;
+  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 0;
   constexpr bool MMA = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3252,13 +3463,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -3284,21 +3495,22 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_dp4a_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq2xs QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2;
+  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 0;
   constexpr bool MMA = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3321,13 +3533,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -3353,21 +3565,22 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3xxs QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2;
+  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
   constexpr bool MMA = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3390,13 +3603,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -3422,21 +3635,25 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3xxs QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2;
+  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 1;
   constexpr bool MMA = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+#ifdef STRATA_NVIDIA
+  static_assert(sizeof(S) == 65536, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
+#endif
+  S& s = *(S*)strata_mmq_dyn;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3459,13 +3676,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -3491,21 +3708,25 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3xxs QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2;
+  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 2;
   constexpr bool MMA = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+#ifdef STRATA_NVIDIA
+  static_assert(sizeof(S) == 76288, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
+#endif
+  S& s = *(S*)strata_mmq_dyn;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3528,13 +3749,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -3560,21 +3781,22 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_dp4a_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3xxs QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2;
+  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
   constexpr bool MMA = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3597,13 +3819,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -3629,21 +3851,22 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_dp4a_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3xxs QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2;
+  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 0;
   constexpr bool MMA = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3666,13 +3889,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -3698,21 +3921,22 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_dp4a_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3xxs QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2;
+  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 0;
   constexpr bool MMA = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3735,13 +3959,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -3767,21 +3991,22 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3s QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2;
+  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
   constexpr bool MMA = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3804,13 +4029,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -3836,21 +4061,25 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3s QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2;
+  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 1;
   constexpr bool MMA = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+#ifdef STRATA_NVIDIA
+  static_assert(sizeof(S) == 66560, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
+#endif
+  S& s = *(S*)strata_mmq_dyn;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3873,13 +4102,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -3905,21 +4134,25 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3s QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2;
+  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 2;
   constexpr bool MMA = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+#ifdef STRATA_NVIDIA
+  static_assert(sizeof(S) == 77312, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
+#endif
+  S& s = *(S*)strata_mmq_dyn;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3942,13 +4175,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -3974,21 +4207,22 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_dp4a_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3s QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2;
+  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
   constexpr bool MMA = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4011,13 +4245,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -4043,21 +4277,22 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_dp4a_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3s QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2;
+  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 0;
   constexpr bool MMA = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4080,13 +4315,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -4112,21 +4347,22 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_dp4a_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3s QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2;
+  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 0;
   constexpr bool MMA = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4149,13 +4385,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -4181,21 +4417,22 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq1m QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2;
+  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
   constexpr bool MMA = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4218,13 +4455,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -4250,21 +4487,25 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq1m QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2;
+  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 1;
   constexpr bool MMA = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+#ifdef STRATA_NVIDIA
+  static_assert(sizeof(S) == 66560, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
+#endif
+  S& s = *(S*)strata_mmq_dyn;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4287,13 +4528,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -4319,21 +4560,25 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq1m QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2;
+  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 2;
   constexpr bool MMA = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+#ifdef STRATA_NVIDIA
+  static_assert(sizeof(S) == 71168, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
+#endif
+  S& s = *(S*)strata_mmq_dyn;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4356,13 +4601,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -4388,21 +4633,22 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_dp4a_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq1m QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2;
+  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
   constexpr bool MMA = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4425,13 +4671,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -4457,21 +4703,22 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_dp4a_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq1m QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2;
+  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 0;
   constexpr bool MMA = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4494,13 +4741,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -4526,21 +4773,22 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_dp4a_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq1m QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2;
+  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 0;
   constexpr bool MMA = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
+  S& s = *(S*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4563,13 +4811,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
+    QT::fill(&strata_mmq_tab(s.gu));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -4595,12 +4843,12 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
+    QT::fill(&strata_mmq_tab(s.dn));
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
   }
 }
