@@ -7,13 +7,15 @@
 // One token runs as: per layer, rmsnorm_row (+ residual, fused Q8_1) → one mmvq for q|k|v
 // (stored fused when they share a type) → q/k head norms → RoPE of q and k → the new key
 // and value into the f16 KV cache (attention_decode's store stage) → attention_decode
-// split + reduce → Q8_1 → output mmvq → rmsnorm_row + residual → router mmvq → moe_decode
-// phase 0 (top-k) → moe_decode phases 1 and 2. When the cache cannot hold every expert,
-// the selected ids come back to the host after phase 0 (one stream synchronisation per
-// layer: the cache lives on the host), which looks them up, copies the misses and updates
-// the layer's slot tables before phases 1 and 2. When it can, every expert is copied in at
-// load and a token has one synchronisation: each layer's ids land in their own row and come
-// back together after the last layer, for the hit counts and the policy. The embedding
+// split (about √(n/2) positions per split: splitLen) + reduce → Q8_1 → output mmvq →
+// rmsnorm_row + residual → router mmvq → the routed experts through moe_decode. When the
+// cache cannot hold every expert: phase 0 (top-k), then the selected ids come back to the
+// host (one stream synchronisation per layer: the cache lives on the host), which looks
+// them up, copies the misses and updates the layer's slot tables, then phases 1 (gate/up)
+// and 2 (down). When it can (resident), every expert is copied in at load, phase 3 (top-k
+// and gate/up in one launch) then phase 2 run without the host, and a token has one
+// synchronisation: each layer's ids land in their own row and come back together after
+// the last layer, for the hit counts and the policy. The embedding
 // row is gathered on the host (it is one row per token and keeps the table out of VRAM).
 // Prompt tokens go through the same decode path one at a time unless Options.Chunk is set:
 // then a qwen3moe or qwen3next prompt runs in chunks through the batched path (prefill.go: mmq,
@@ -23,8 +25,9 @@
 // when fused), the conv and the recurrence (gated_delta_net, conv states double-buffered
 // by call: convStates) and ssm_out; its attention splits the interleaved query/gate rows with a strided
 // multi-matrix mmvq and applies the gate in attention_decode's reduce; its shared expert
-// runs as moe_decode over two experts, itself and one without a slot, with router logits
-// [g, 0], whose softmax gives it exactly sigmoid(g).
+// runs as moe_decode (phase 3 + 2 on every path: its table never changes) over two
+// experts, itself and one without a slot, with router logits [g, 0], whose softmax gives it
+// exactly sigmoid(g).
 package gpu
 
 import (
@@ -78,6 +81,10 @@ type Options struct {
 	// engine's grid before it read rows per block from kernels/abi; measurement baseline,
 	// also Engine.SetMmvqRows8).
 	MmvqRows8 bool
+	// AttnSplit > 0: attention_decode splits of this many positions (raised where the
+	// limits of splitLen need more) instead of the policy's √(n/2) (measurement setting;
+	// 64 is the policy before, for n ≤ 16384; also Engine.SetAttnSplit).
+	AttnSplit int
 	// Chunk > 0: Forward runs a prompt of more than one token through the batched path
 	// (prefill.go) in chunks of up to Chunk tokens; 0: token by token through the decode
 	// path (which also stays the path of single tokens, and of models the batched path
@@ -138,6 +145,7 @@ type Engine struct {
 
 	mmvqRows  map[string]int // mmvq variant → rows per block (kernels/abi)
 	mmvqRows8 bool           // Options.MmvqRows8
+	attnSplit int            // Options.AttnSplit
 
 	ktimes  bool
 	kevPool []*rt.Event
@@ -914,6 +922,10 @@ func (e *Engine) prepare(o Options) error {
 		}
 	}
 	e.ctx = o.Ctx
+	if o.AttnSplit < 0 {
+		return fmt.Errorf("model/gpu: attention split of %d positions", o.AttnSplit)
+	}
+	e.attnSplit = o.AttnSplit
 	if e.chunk > 0 {
 		return e.preparePrefill()
 	}
@@ -1114,6 +1126,23 @@ func (e *Engine) mmvqBlocks(w dmat) uint32 {
 // SetMmvqRows8 switches mmvq's grid to ceil(rows/8) blocks (on) or to the kernel's rows per
 // block (off): Options.MmvqRows8 on a loaded engine, for a comparison on one engine.
 func (e *Engine) SetMmvqRows8(on bool) { e.mmvqRows8 = on }
+
+// SetKernelTimes switches Options.KernelTimes on a loaded engine, between tokens (to
+// profile chosen positions of one sequence). Switching it off first reads back the launches
+// still pending (a sync of the compute stream).
+func (e *Engine) SetKernelTimes(on bool) error {
+	if !on && len(e.kevs) > 0 {
+		if err := e.sync(); err != nil {
+			return err
+		}
+	}
+	e.ktimes = on
+	return nil
+}
+
+// SetAttnSplit sets Options.AttnSplit on a loaded engine (0: the policy; n > 0: splits of
+// n positions), for a comparison on one engine.
+func (e *Engine) SetAttnSplit(n int) { e.attnSplit = max(n, 0) }
 
 // mmvqMats runs z dense matrices of w.rows rows, matrix i at w.ptr + i·wMatBytes, all on
 // the same x, into y + i·yMatStride.

@@ -430,7 +430,7 @@ func (e *Engine) attention(l *gLayer) error {
 		}
 	}
 	n := e.pos + 1
-	sl := splitLen(n)
+	sl := splitLen(n, e.attnSplit)
 	nsplit := (n + sl - 1) / sl
 	o := m.Ptr(bufO)
 	a := abi.AttentionDecodeArgs{Q: uint64(q), K: uint64(l.kv), V: uint64(vcache), Gate: uint64(gate),
