@@ -107,7 +107,8 @@ func benchCeilings(t *testing.T, dev *gpu.Device) (d2d, h2d float64) {
 // the same engine, alternating mmvq's old grid (ceil(rows/8) blocks, Engine.SetMmvqRows8)
 // and the kernel's rows per block, a row each ("decode rows8" / "decode rows16").
 // STRATA_BENCH_SPLITS (comma-separated attention split settings, mgpu.Options.AttnSplit: 0
-// the policy, n positions per split; 64 is the policy before) replaces the decode row: for
+// the policy, n positions per split; 64 is the policy before; a suffix "sync" adds
+// mgpu.Options.SyncLookup, the resident lookup's place before) replaces the decode row: for
 // each setting in order, Reset, the 8-token prompt, STRATA_BENCH_TOKENS tokens, a row
 // "decode split=S", and each token's wall time averaged over bins of STRATA_BENCH_BIN
 // tokens (default 32) by position. STRATA_BENCH_KT_SPLITS (the same form): afterwards, per
@@ -217,17 +218,18 @@ func TestGPUBench(t *testing.T) {
 			if os.Getenv("STRATA_BENCH_MMVQ_AB") == "1" {
 				rounds = []string{" rows8", " rows16", " rows8", " rows16"}
 			}
-			if splits := intList(t, "STRATA_BENCH_SPLITS"); len(splits) > 0 {
+			if splits := splitList(t, "STRATA_BENCH_SPLITS"); len(splits) > 0 {
 				rounds = nil
 				bin := env("STRATA_BENCH_BIN", 32)
 				for _, sp := range splits {
-					eng.SetAttnSplit(sp)
+					eng.SetAttnSplit(sp.n)
+					eng.SetSyncLookup(sp.sync)
 					ms, err := decodeTimed(eng, prompt, tokens)
 					if err != nil {
 						t.Fatal(err)
 					}
-					row(fmt.Sprintf("decode split=%d", sp), eng.Stats())
-					line := fmt.Sprintf("split=%d: ms/token by position:", sp)
+					row("decode split="+sp.name, eng.Stats())
+					line := fmt.Sprintf("split=%s: ms/token by position:", sp.name)
 					for lo := 0; lo < len(ms); lo += bin {
 						hi := min(lo+bin, len(ms))
 						var sum float64
@@ -240,6 +242,7 @@ func TestGPUBench(t *testing.T) {
 					fmt.Println("BINS " + line)
 				}
 				eng.SetAttnSplit(0)
+				eng.SetSyncLookup(false)
 			}
 			for _, r := range rounds {
 				eng.SetMmvqRows8(r == " rows8")
@@ -359,15 +362,36 @@ func TestGPUBench(t *testing.T) {
 // intList parses the comma-separated integers of environment variable k (empty: none).
 func intList(t *testing.T, k string) []int {
 	var out []int
+	for _, sp := range splitList(t, k) {
+		if sp.sync {
+			t.Fatalf("%s: %q: no sync suffix here", k, sp.name)
+		}
+		out = append(out, sp.n)
+	}
+	return out
+}
+
+// benchSplit is one STRATA_BENCH_SPLITS setting: positions per split (0: the policy) and
+// whether the resident lookup runs right after the sync ("sync" suffix).
+type benchSplit struct {
+	name string
+	n    int
+	sync bool
+}
+
+// splitList parses environment variable k's comma-separated settings (empty: none).
+func splitList(t *testing.T, k string) []benchSplit {
+	var out []benchSplit
 	for _, f := range strings.Split(os.Getenv(k), ",") {
 		if f = strings.TrimSpace(f); f == "" {
 			continue
 		}
-		n, err := strconv.Atoi(f)
+		num, sync := strings.CutSuffix(f, "sync")
+		n, err := strconv.Atoi(num)
 		if err != nil || n < 0 {
-			t.Fatalf("%s: %q is not a count", k, f)
+			t.Fatalf("%s: %q is not a count (with an optional sync suffix)", k, f)
 		}
-		out = append(out, n)
+		out = append(out, benchSplit{f, n, sync})
 	}
 	return out
 }

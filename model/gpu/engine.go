@@ -15,7 +15,8 @@
 // and 2 (down). When it can (resident), every expert is copied in at load, phase 3 (top-k
 // and gate/up in one launch) then phase 2 run without the host, and a token has one
 // synchronisation: each layer's ids land in their own row and come back together after
-// the last layer, for the hit counts and the policy. The embedding
+// the last layer, for the hit counts and the policy, counted while the next token's kernels
+// are submitted (Options.SyncLookup: at once). The embedding
 // row is gathered on the host (it is one row per token and keeps the table out of VRAM).
 // Prompt tokens go through the same decode path one at a time unless Options.Chunk is set:
 // then a qwen3moe or qwen3next prompt runs in chunks through the batched path (prefill.go: mmq,
@@ -85,6 +86,10 @@ type Options struct {
 	// limits of splitLen need more) instead of the policy's √(n/2) (measurement setting;
 	// 64 is the policy before, for n ≤ 16384; also Engine.SetAttnSplit).
 	AttnSplit int
+	// SyncLookup: in resident mode, count a token's expert uses (Engine.lookupResident)
+	// right after its sync, while the GPU idles, instead of while the next token's kernels
+	// are submitted (measurement baseline; also Engine.SetSyncLookup).
+	SyncLookup bool
 	// Chunk > 0: Forward runs a prompt of more than one token through the batched path
 	// (prefill.go) in chunks of up to Chunk tokens; 0: token by token through the decode
 	// path (which also stays the path of single tokens, and of models the batched path
@@ -137,6 +142,12 @@ type Engine struct {
 	// its own row of bufIDs, one download after the last layer brings them all back, and the
 	// lookups (hit counts, the policy's use counts) happen after the token's one sync.
 	resident bool
+	// resident mode: a token's ids come back to one of two staging rows (idsPar), and
+	// its lookup waits (pendingIDs ≥ 0: the row's offset) until the next token's kernels
+	// are submitted, or until the counts are read (flushLookup); syncLookup: at once.
+	idsPar     int
+	pendingIDs int
+	syncLookup bool
 
 	chunk        int    // batched prompt chunk (0: off)
 	tokenByToken bool   // SetTokenByToken: prompts through the decode path
@@ -751,9 +762,9 @@ func (e *Engine) pinExperts(prog func(string, ...any)) error {
 
 // staging layout: small windows in one pinned host buffer.
 type stageLayout struct {
-	x, pos, kvf, kvh, ids, idsP, tables, logits int
-	pemb, ppos, pids, pidx                      int // batched path: embeddings [N][H], positions, ids, slot indices [N][K]
-	size                                        int
+	x, pos, kvf, kvh, ids, ids2, idsP, tables, logits int // ids2: resident mode's second ids row (Engine.idsPar)
+	pemb, ppos, pids, pidx                            int // batched path: embeddings [N][H], positions, ids, slot indices [N][K]
+	size                                              int
 }
 
 // ids is where layer li's expert ids land in the staging window.
@@ -769,6 +780,7 @@ func (e *Engine) stage() stageLayout {
 	s.kvf = take(4 * 2 * e.kvd)
 	s.kvh = take(2 * 2 * e.kvd)
 	s.ids = take(4 * c.ExpertsUsed * c.Layers)
+	s.ids2 = take(4 * c.ExpertsUsed * c.Layers)
 	s.idsP = take(4 * c.ExpertsUsed)
 	s.tables = take(8 * 3 * c.Experts * c.Layers)
 	s.logits = take(4 * e.vocab)
@@ -818,6 +830,7 @@ func (e *Engine) prepare(o Options) error {
 	e.dirty = make([]bool, c.Layers)
 	e.prefetch, e.predicted = o.Prefetch, map[Key]bool{}
 	e.hostKV = o.HostKV
+	e.pendingIDs, e.syncLookup = -1, o.SyncLookup
 	// Slot tables start all zero (nothing resident) — unless a profile warms the cache:
 	// its most used experts are copied in now, as many as there are slots.
 	st := e.staging.Bytes()[e.stage().tables:]
@@ -969,11 +982,37 @@ func (e *Engine) Config() model.Config { return e.cfg }
 // Vocab is the number of logits per token.
 func (e *Engine) Vocab() int { return e.vocab }
 
-// Stats returns the counters.
-func (e *Engine) Stats() Stats { return e.stats }
+// Stats returns the counters, the last token's expert uses included (a lookup still
+// pending is made now; a failure there is kept as the engine's fault, which the next
+// Forward returns).
+func (e *Engine) Stats() Stats {
+	e.flushLookup()
+	return e.stats
+}
 
-// ResetStats zeroes the counters (the cache contents stay).
-func (e *Engine) ResetStats() { e.stats = Stats{} }
+// ResetStats zeroes the counters (the cache contents stay); the uses of tokens before
+// are counted first, so they stay out of the new counts.
+func (e *Engine) ResetStats() {
+	e.flushLookup()
+	e.stats = Stats{}
+}
+
+// SetSyncLookup sets Options.SyncLookup on a loaded engine, for a comparison on one engine.
+func (e *Engine) SetSyncLookup(on bool) {
+	e.flushLookup()
+	e.syncLookup = on
+}
+
+// flushLookup makes a pending resident lookup (see Engine.pendingIDs); a failure becomes
+// the engine's fault.
+func (e *Engine) flushLookup() {
+	if e.pendingIDs < 0 {
+		return
+	}
+	if err := e.lookupPending(); err != nil && e.fault == nil {
+		e.fault = err
+	}
+}
 
 // Pos is the number of tokens processed.
 func (e *Engine) Pos() int { return e.pos }
@@ -987,6 +1026,7 @@ func (e *Engine) Reset() error {
 
 // ExpertProfile returns the decayed use counts as a profile (nil for LRU).
 func (e *Engine) ExpertProfile() *Profile {
+	e.flushLookup()
 	if e.decayed == nil {
 		return nil
 	}
