@@ -7,7 +7,7 @@
 // One token runs as: per layer, rmsnorm_row (+ residual, fused Q8_1) → one mmvq for q|k|v
 // (stored fused when they share a type) → q/k head norms → RoPE of q and k → the new key
 // and value into the f16 KV cache (attention_decode's store stage) → attention_decode
-// split (about √(n/2) positions per split: splitLen) + reduce → Q8_1 → output mmvq →
+// split (about √(n/6) positions per split: splitLen) + reduce → Q8_1 → output mmvq →
 // rmsnorm_row + residual → router mmvq → the routed experts through moe_decode. When the
 // cache cannot hold every expert: phase 0 (top-k), then the selected ids come back to the
 // host (one stream synchronisation per layer: the cache lives on the host), which looks
@@ -83,7 +83,7 @@ type Options struct {
 	// also Engine.SetMmvqRows8).
 	MmvqRows8 bool
 	// AttnSplit > 0: attention_decode splits of this many positions (raised where the
-	// limits of splitLen need more) instead of the policy's √(n/2) (measurement setting;
+	// limits of splitLen need more) instead of the policy's √(n/6) (measurement setting;
 	// 64 is the policy before, for n ≤ 16384; also Engine.SetAttnSplit).
 	AttnSplit int
 	// SyncLookup: in resident mode, count a token's expert uses (Engine.lookupResident)

@@ -159,25 +159,27 @@ const (
 func splitCap(ctx int) int { return min(maxSplits, (ctx+minSplitLen-1)/minSplitLen) }
 
 // splitLen is the attention split policy for n cached positions: positions per split,
-// √(n/2) rounded up to a multiple of 8, at least 8 and ceil(n/256) (≤ 256 splits), at most
+// √(n/6) rounded up to a multiple of 8, at least 8 and ceil(n/256) (≤ 256 splits), at most
 // 1024 (attention_decode's contract: split_len > 0, nsplit = ceil(n/split_len); the parity
-// bound's limits). fixed > 0
-// asks for that many positions per split instead (a measurement setting, Options.AttnSplit),
-// raised where it would give more splits than the limits allow.
+// bound's limits). fixed > 0 asks for that many positions per split instead (a
+// measurement setting, Options.AttnSplit), raised where the limits need more.
 //
-// Why about √(n/2): the split stage runs nkv·⌈G/8⌉ blocks per split (4 for Qwen3-30B-A3B),
-// and each wave walks its split's positions one after another — a dependent chain per
-// position of a cache row load (one row ahead), a wave sum and two exp2 — so a split costs
-// about len·t_pos; the reduce walks the nsplit partials in each thread, about
-// nsplit·t_part. With t_part ≈ t_pos/2, len·t_pos + (n/len)·t_part is least at len ≈
-// √(n/2). The policy before (at least 64 positions per split) ran one split, 16 waves on
-// the whole GPU, up to position 64: decode slowed from 6.2 to 7.9 ms per token between
-// positions 8 and 136 (30B-A3B Q2_0, bench/results/2026-11-29-gpu-engine-3), and the
-// chain at 64 positions was ~35 µs per layer.
+// Why: the split stage runs nkv·⌈G/8⌉ blocks per split (4 for Qwen3-30B-A3B), and each
+// wave walks its split's positions one after another — per position a dependent chain of
+// a cache row load (one row ahead), a wave sum and two exp2 — so a split costs about
+// len·t_pos; the reduce walks the nsplit partials in each thread, about nsplit·t_part.
+// len·t_pos + (n/len)·t_part is least at len = √(n·t_part/t_pos). Measured on the H200
+// (30B-A3B Q2_0, bench/results/2026-11-29-gpu-engine-4, events around each launch):
+// split 20.2 µs a launch at 16 positions a split, 59.7 µs at 64, t_pos ≈ 0.82 µs; reduce
+// 5.4 µs at 2–3 splits, 7.2 µs at 16–17, t_part ≈ 0.13 µs; t_part/t_pos ≈ 1/6. Up to n =
+// 384 the policy is 8 positions a split, the fastest of 8, 16, 32 and 64 there (5.2–5.4 ms
+// a token at every position to 263, flat; 64, the policy before, which ran one split and
+// 16 waves on the whole GPU up to position 64: 5.9 ms at positions 8–39 rising to 7.5 ms).
+// Longer contexts follow the same model, not measured.
 func splitLen(n, fixed int) int {
 	s := fixed
 	if s <= 0 {
-		s = int(math.Ceil(math.Sqrt(float64(n) / 2)))
+		s = int(math.Ceil(math.Sqrt(float64(n) / 6)))
 		s = (s + minSplitLen - 1) / minSplitLen * minSplitLen
 	}
 	s = max(s, minSplitLen, (n+maxSplits-1)/maxSplits)
