@@ -106,6 +106,14 @@ func benchCeilings(t *testing.T, dev *gpu.Device) (d2d, h2d float64) {
 // STRATA_BENCH_TOKEN_MAX tokens (0: no limit). STRATA_BENCH_MMVQ_AB=1 decodes four times on
 // the same engine, alternating mmvq's old grid (ceil(rows/8) blocks, Engine.SetMmvqRows8)
 // and the kernel's rows per block, a row each ("decode rows8" / "decode rows16").
+// STRATA_BENCH_SPLITS (comma-separated attention split settings, mgpu.Options.AttnSplit: 0
+// the policy, n positions per split; 64 is the policy before; a suffix "sync" adds
+// mgpu.Options.SyncLookup, the resident lookup's place before) replaces the decode row: for
+// each setting in order, Reset, the 8-token prompt, STRATA_BENCH_TOKENS tokens, a row
+// "decode split=S", and each token's wall time averaged over bins of STRATA_BENCH_BIN
+// tokens (default 32) by position. STRATA_BENCH_KT_SPLITS (the same form): afterwards, per
+// setting, a sequence of STRATA_BENCH_TOKENS tokens with the device time per kernel
+// (mgpu.Engine.SetKernelTimes) over its first and its last 16 tokens.
 func TestGPUBench(t *testing.T) {
 	if os.Getenv("STRATA_GPU_BENCH") != "1" {
 		t.Skip("set STRATA_GPU_BENCH=1 and STRATA_BENCH_MODEL")
@@ -157,7 +165,7 @@ func TestGPUBench(t *testing.T) {
 		filepath.Base(path), dev.Info().Name, dev.Info().Arch, tokens, ctx, hostKV, noRes, noFuse, noRow, chunk, paths)
 	fmt.Fprintf(&b, "ceilings measured in this run: device-to-device copy %.0f GB/s (read + written), pinned host-to-device %.1f GB/s\n\n", d2d, h2d)
 	fmt.Fprintf(&b, "| budget MiB | policy | phase | cache slots | of experts | hit rate | MB copied/token | copy GB/s | launches/token | host µs/launch | sync ms/token | ms/token | tok/s | bound ms | bound/achieved | load s |\n|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	var tsv, kt strings.Builder
+	var tsv, kt, bins strings.Builder
 	for _, bs := range budgets {
 		mibs, err := strconv.Atoi(strings.TrimSpace(bs))
 		if err != nil {
@@ -210,6 +218,32 @@ func TestGPUBench(t *testing.T) {
 			if os.Getenv("STRATA_BENCH_MMVQ_AB") == "1" {
 				rounds = []string{" rows8", " rows16", " rows8", " rows16"}
 			}
+			if splits := splitList(t, "STRATA_BENCH_SPLITS"); len(splits) > 0 {
+				rounds = nil
+				bin := env("STRATA_BENCH_BIN", 32)
+				for _, sp := range splits {
+					eng.SetAttnSplit(sp.n)
+					eng.SetSyncLookup(sp.sync)
+					ms, err := decodeTimed(eng, prompt, tokens)
+					if err != nil {
+						t.Fatal(err)
+					}
+					row("decode split="+sp.name, eng.Stats())
+					line := fmt.Sprintf("split=%s: ms/token by position:", sp.name)
+					for lo := 0; lo < len(ms); lo += bin {
+						hi := min(lo+bin, len(ms))
+						var sum float64
+						for _, v := range ms[lo:hi] {
+							sum += v
+						}
+						line += fmt.Sprintf(" %d–%d %.3f;", len(prompt)+lo, len(prompt)+hi-1, sum/float64(hi-lo))
+					}
+					fmt.Fprintf(&bins, "%s\n", line)
+					fmt.Println("BINS " + line)
+				}
+				eng.SetAttnSplit(0)
+				eng.SetSyncLookup(false)
+			}
 			for _, r := range rounds {
 				eng.SetMmvqRows8(r == " rows8")
 				eng.ResetStats()
@@ -223,19 +257,33 @@ func TestGPUBench(t *testing.T) {
 			}
 			eng.SetMmvqRows8(false)
 			if ktimes {
-				s := eng.Stats()
-				var keys []string
-				var total float64
-				for k, v := range s.Kernels {
-					keys = append(keys, k)
-					total += v.Ms
+				kernelTable(&kt, fmt.Sprintf("%s, budget %s, decode", filepath.Base(path), bname), eng.Stats())
+			}
+			for _, sp := range intList(t, "STRATA_BENCH_KT_SPLITS") {
+				const win = 16
+				eng.SetAttnSplit(sp)
+				if err := eng.Reset(); err != nil {
+					t.Fatal(err)
 				}
-				slices.SortFunc(keys, func(a, b string) int { return cmp.Compare(s.Kernels[b].Ms, s.Kernels[a].Ms) })
-				fmt.Fprintf(&kt, "\n%s, budget %s, decode: device time per token by kernel (events around each launch), %.3f ms in all\n\n| kernel | launches/token | µs/token | µs/launch | share |\n|---|---:|---:|---:|---:|\n", filepath.Base(path), bname, total/float64(s.Tokens))
-				for _, k := range keys {
-					v := s.Kernels[k]
-					fmt.Fprintf(&kt, "| %s | %.1f | %.1f | %.2f | %.1f%% |\n", k, float64(v.Launches)/float64(s.Tokens), v.Ms*1e3/float64(s.Tokens), v.Ms*1e3/float64(v.Launches), 100*v.Ms/total)
+				l, err := eng.Forward(prompt)
+				for i := 0; i < tokens && err == nil; i++ {
+					if i == 0 || i == tokens-win {
+						eng.ResetStats()
+						err = eng.SetKernelTimes(true)
+					}
+					if err == nil {
+						l, err = eng.Forward([]int32{argmax(l)})
+					}
+					if err == nil && (i == win-1 || i == tokens-1) {
+						if err = eng.SetKernelTimes(false); err == nil {
+							kernelTable(&kt, fmt.Sprintf("%s, budget %s, split=%d, decode positions %d–%d", filepath.Base(path), bname, sp, eng.Pos()-win, eng.Pos()-1), eng.Stats())
+						}
+					}
 				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				eng.SetAttnSplit(0)
 			}
 			rng := rand.New(rand.NewPCG(3, uint64(mibs)))
 		prompts:
@@ -290,6 +338,9 @@ func TestGPUBench(t *testing.T) {
 			}
 		}
 	}
+	if bins.Len() > 0 {
+		b.WriteString("\nper-token wall time by position (mean over each bin):\n\n" + bins.String())
+	}
 	b.WriteString(kt.String())
 	t.Log("\n" + b.String())
 	if out := os.Getenv("STRATA_BENCH_OUT"); out != "" {
@@ -306,4 +357,81 @@ func TestGPUBench(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// intList parses the comma-separated integers of environment variable k (empty: none).
+func intList(t *testing.T, k string) []int {
+	var out []int
+	for _, sp := range splitList(t, k) {
+		if sp.sync {
+			t.Fatalf("%s: %q: no sync suffix here", k, sp.name)
+		}
+		out = append(out, sp.n)
+	}
+	return out
+}
+
+// benchSplit is one STRATA_BENCH_SPLITS setting: positions per split (0: the policy) and
+// whether the resident lookup runs right after the sync ("sync" suffix).
+type benchSplit struct {
+	name string
+	n    int
+	sync bool
+}
+
+// splitList parses environment variable k's comma-separated settings (empty: none).
+func splitList(t *testing.T, k string) []benchSplit {
+	var out []benchSplit
+	for _, f := range strings.Split(os.Getenv(k), ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		num, sync := strings.CutSuffix(f, "sync")
+		n, err := strconv.Atoi(num)
+		if err != nil || n < 0 {
+			t.Fatalf("%s: %q is not a count (with an optional sync suffix)", k, f)
+		}
+		out = append(out, benchSplit{f, n, sync})
+	}
+	return out
+}
+
+// decodeTimed restarts the sequence, feeds prompt, then decodes n greedy tokens (stats
+// reset after the prompt) and returns each token's wall time in ms.
+func decodeTimed(eng *mgpu.Engine, prompt []int32, n int) ([]float64, error) {
+	if err := eng.Reset(); err != nil {
+		return nil, err
+	}
+	l, err := eng.Forward(prompt)
+	if err != nil {
+		return nil, err
+	}
+	eng.ResetStats()
+	ms := make([]float64, 0, n)
+	for i := 0; i < n; i++ {
+		t0 := time.Now()
+		if l, err = eng.Forward([]int32{argmax(l)}); err != nil {
+			return nil, err
+		}
+		ms = append(ms, time.Since(t0).Seconds()*1e3)
+	}
+	return ms, nil
+}
+
+// kernelTable writes the device time per token by kernel of s (Options.KernelTimes) as a
+// Markdown table under title.
+func kernelTable(w *strings.Builder, title string, s mgpu.Stats) {
+	var keys []string
+	var total float64
+	for k, v := range s.Kernels {
+		keys = append(keys, k)
+		total += v.Ms
+	}
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Compare(s.Kernels[b].Ms, s.Kernels[a].Ms) })
+	fmt.Fprintf(w, "\n%s: device time per token by kernel (events around each launch), %.3f ms in all\n\n| kernel | launches/token | µs/token | µs/launch | share |\n|---|---:|---:|---:|---:|\n", title, total/float64(max(1, s.Tokens)))
+	for _, k := range keys {
+		v := s.Kernels[k]
+		fmt.Fprintf(w, "| %s | %.1f | %.1f | %.2f | %.1f%% |\n", k, float64(v.Launches)/float64(max(1, s.Tokens)), v.Ms*1e3/float64(max(1, s.Tokens)), v.Ms*1e3/float64(v.Launches), 100*v.Ms/total)
+	}
+	fmt.Print(w.String()[strings.LastIndex(w.String(), "\n"+title):])
 }

@@ -301,7 +301,9 @@ func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 			}
 			return
 		}
-		if a.SplitLen%64 != 0 || a.SplitLen > 1024 || int(a.Nsplit) != (n+int(a.SplitLen)-1)/int(a.SplitLen) || a.Nsplit > 256 {
+		// the kernel's contract (split_len > 0, nsplit = ceil(n/split_len)) within the
+		// parity bound's limits (≤ 1024 positions per split, ≤ 256 splits)
+		if a.SplitLen <= 0 || a.SplitLen > 1024 || int(a.Nsplit) != (n+int(a.SplitLen)-1)/int(a.SplitLen) || a.Nsplit > 256 {
 			m.fail("attention_decode: split_len %d, nsplit %d for n %d break the contract", a.SplitLen, a.Nsplit, n)
 		}
 		if strings.HasPrefix(variant, "split") {

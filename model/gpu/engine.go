@@ -7,13 +7,16 @@
 // One token runs as: per layer, rmsnorm_row (+ residual, fused Q8_1) → one mmvq for q|k|v
 // (stored fused when they share a type) → q/k head norms → RoPE of q and k → the new key
 // and value into the f16 KV cache (attention_decode's store stage) → attention_decode
-// split + reduce → Q8_1 → output mmvq → rmsnorm_row + residual → router mmvq → moe_decode
-// phase 0 (top-k) → moe_decode phases 1 and 2. When the cache cannot hold every expert,
-// the selected ids come back to the host after phase 0 (one stream synchronisation per
-// layer: the cache lives on the host), which looks them up, copies the misses and updates
-// the layer's slot tables before phases 1 and 2. When it can, every expert is copied in at
-// load and a token has one synchronisation: each layer's ids land in their own row and come
-// back together after the last layer, for the hit counts and the policy. The embedding
+// split (about √(n/6) positions per split: splitLen) + reduce → Q8_1 → output mmvq →
+// rmsnorm_row + residual → router mmvq → the routed experts through moe_decode. When the
+// cache cannot hold every expert: phase 0 (top-k), then the selected ids come back to the
+// host (one stream synchronisation per layer: the cache lives on the host), which looks
+// them up, copies the misses and updates the layer's slot tables, then phases 1 (gate/up)
+// and 2 (down). When it can (resident), every expert is copied in at load, phase 3 (top-k
+// and gate/up in one launch) then phase 2 run without the host, and a token has one
+// synchronisation: each layer's ids land in their own row and come back together after
+// the last layer, for the hit counts and the policy, counted while the next token's kernels
+// are submitted (Options.SyncLookup: at once). The embedding
 // row is gathered on the host (it is one row per token and keeps the table out of VRAM).
 // Prompt tokens go through the same decode path one at a time unless Options.Chunk is set:
 // then a qwen3moe or qwen3next prompt runs in chunks through the batched path (prefill.go: mmq,
@@ -23,8 +26,9 @@
 // when fused), the conv and the recurrence (gated_delta_net, conv states double-buffered
 // by call: convStates) and ssm_out; its attention splits the interleaved query/gate rows with a strided
 // multi-matrix mmvq and applies the gate in attention_decode's reduce; its shared expert
-// runs as moe_decode over two experts, itself and one without a slot, with router logits
-// [g, 0], whose softmax gives it exactly sigmoid(g).
+// runs as moe_decode (phase 3 + 2 on every path: its table never changes) over two
+// experts, itself and one without a slot, with router logits [g, 0], whose softmax gives it
+// exactly sigmoid(g).
 package gpu
 
 import (
@@ -78,6 +82,14 @@ type Options struct {
 	// engine's grid before it read rows per block from kernels/abi; measurement baseline,
 	// also Engine.SetMmvqRows8).
 	MmvqRows8 bool
+	// AttnSplit > 0: attention_decode splits of this many positions (raised where the
+	// limits of splitLen need more) instead of the policy's √(n/6) (measurement setting;
+	// 64 is the policy before, for n ≤ 16384; also Engine.SetAttnSplit).
+	AttnSplit int
+	// SyncLookup: in resident mode, count a token's expert uses (Engine.lookupResident)
+	// right after its sync, while the GPU idles, instead of while the next token's kernels
+	// are submitted (measurement baseline; also Engine.SetSyncLookup).
+	SyncLookup bool
 	// Chunk > 0: Forward runs a prompt of more than one token through the batched path
 	// (prefill.go) in chunks of up to Chunk tokens; 0: token by token through the decode
 	// path (which also stays the path of single tokens, and of models the batched path
@@ -130,6 +142,12 @@ type Engine struct {
 	// its own row of bufIDs, one download after the last layer brings them all back, and the
 	// lookups (hit counts, the policy's use counts) happen after the token's one sync.
 	resident bool
+	// resident mode: a token's ids come back to one of two staging rows (idsPar), and
+	// its lookup waits (pendingIDs ≥ 0: the row's offset) until the next token's kernels
+	// are submitted, or until the counts are read (flushLookup); syncLookup: at once.
+	idsPar     int
+	pendingIDs int
+	syncLookup bool
 
 	chunk        int    // batched prompt chunk (0: off)
 	tokenByToken bool   // SetTokenByToken: prompts through the decode path
@@ -138,6 +156,7 @@ type Engine struct {
 
 	mmvqRows  map[string]int // mmvq variant → rows per block (kernels/abi)
 	mmvqRows8 bool           // Options.MmvqRows8
+	attnSplit int            // Options.AttnSplit
 
 	ktimes  bool
 	kevPool []*rt.Event
@@ -743,9 +762,9 @@ func (e *Engine) pinExperts(prog func(string, ...any)) error {
 
 // staging layout: small windows in one pinned host buffer.
 type stageLayout struct {
-	x, pos, kvf, kvh, ids, idsP, tables, logits int
-	pemb, ppos, pids, pidx                      int // batched path: embeddings [N][H], positions, ids, slot indices [N][K]
-	size                                        int
+	x, pos, kvf, kvh, ids, ids2, idsP, tables, logits int // ids2: resident mode's second ids row (Engine.idsPar)
+	pemb, ppos, pids, pidx                            int // batched path: embeddings [N][H], positions, ids, slot indices [N][K]
+	size                                              int
 }
 
 // ids is where layer li's expert ids land in the staging window.
@@ -761,6 +780,7 @@ func (e *Engine) stage() stageLayout {
 	s.kvf = take(4 * 2 * e.kvd)
 	s.kvh = take(2 * 2 * e.kvd)
 	s.ids = take(4 * c.ExpertsUsed * c.Layers)
+	s.ids2 = take(4 * c.ExpertsUsed * c.Layers)
 	s.idsP = take(4 * c.ExpertsUsed)
 	s.tables = take(8 * 3 * c.Experts * c.Layers)
 	s.logits = take(4 * e.vocab)
@@ -810,6 +830,7 @@ func (e *Engine) prepare(o Options) error {
 	e.dirty = make([]bool, c.Layers)
 	e.prefetch, e.predicted = o.Prefetch, map[Key]bool{}
 	e.hostKV = o.HostKV
+	e.pendingIDs, e.syncLookup = -1, o.SyncLookup
 	// Slot tables start all zero (nothing resident) — unless a profile warms the cache:
 	// its most used experts are copied in now, as many as there are slots.
 	st := e.staging.Bytes()[e.stage().tables:]
@@ -914,6 +935,10 @@ func (e *Engine) prepare(o Options) error {
 		}
 	}
 	e.ctx = o.Ctx
+	if o.AttnSplit < 0 {
+		return fmt.Errorf("model/gpu: attention split of %d positions", o.AttnSplit)
+	}
+	e.attnSplit = o.AttnSplit
 	if e.chunk > 0 {
 		return e.preparePrefill()
 	}
@@ -957,11 +982,37 @@ func (e *Engine) Config() model.Config { return e.cfg }
 // Vocab is the number of logits per token.
 func (e *Engine) Vocab() int { return e.vocab }
 
-// Stats returns the counters.
-func (e *Engine) Stats() Stats { return e.stats }
+// Stats returns the counters, the last token's expert uses included (a lookup still
+// pending is made now; a failure there is kept as the engine's fault, which the next
+// Forward returns).
+func (e *Engine) Stats() Stats {
+	e.flushLookup()
+	return e.stats
+}
 
-// ResetStats zeroes the counters (the cache contents stay).
-func (e *Engine) ResetStats() { e.stats = Stats{} }
+// ResetStats zeroes the counters (the cache contents stay); the uses of tokens before
+// are counted first, so they stay out of the new counts.
+func (e *Engine) ResetStats() {
+	e.flushLookup()
+	e.stats = Stats{}
+}
+
+// SetSyncLookup sets Options.SyncLookup on a loaded engine, for a comparison on one engine.
+func (e *Engine) SetSyncLookup(on bool) {
+	e.flushLookup()
+	e.syncLookup = on
+}
+
+// flushLookup makes a pending resident lookup (see Engine.pendingIDs); a failure becomes
+// the engine's fault.
+func (e *Engine) flushLookup() {
+	if e.pendingIDs < 0 {
+		return
+	}
+	if err := e.lookupPending(); err != nil && e.fault == nil {
+		e.fault = err
+	}
+}
 
 // Pos is the number of tokens processed.
 func (e *Engine) Pos() int { return e.pos }
@@ -975,6 +1026,7 @@ func (e *Engine) Reset() error {
 
 // ExpertProfile returns the decayed use counts as a profile (nil for LRU).
 func (e *Engine) ExpertProfile() *Profile {
+	e.flushLookup()
 	if e.decayed == nil {
 		return nil
 	}
@@ -1114,6 +1166,23 @@ func (e *Engine) mmvqBlocks(w dmat) uint32 {
 // SetMmvqRows8 switches mmvq's grid to ceil(rows/8) blocks (on) or to the kernel's rows per
 // block (off): Options.MmvqRows8 on a loaded engine, for a comparison on one engine.
 func (e *Engine) SetMmvqRows8(on bool) { e.mmvqRows8 = on }
+
+// SetKernelTimes switches Options.KernelTimes on a loaded engine, between tokens (to
+// profile chosen positions of one sequence). Switching it off first reads back the launches
+// still pending (a sync of the compute stream).
+func (e *Engine) SetKernelTimes(on bool) error {
+	if !on && len(e.kevs) > 0 {
+		if err := e.sync(); err != nil {
+			return err
+		}
+	}
+	e.ktimes = on
+	return nil
+}
+
+// SetAttnSplit sets Options.AttnSplit on a loaded engine (0: the policy; n > 0: splits of
+// n positions), for a comparison on one engine.
+func (e *Engine) SetAttnSplit(n int) { e.attnSplit = max(n, 0) }
 
 // mmvqMats runs z dense matrices of w.rows rows, matrix i at w.ptr + i·wMatBytes, all on
 // the same x, into y + i·yMatStride.

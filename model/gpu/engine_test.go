@@ -489,3 +489,83 @@ func TestEngineEmulatedBatched(t *testing.T) {
 		})
 	}
 }
+
+// TestResidentLookupDeferred: in resident mode a token's expert uses are counted while the
+// next token's kernels are submitted (Engine.pendingIDs). On the emulated device, the
+// counts and the policy's scores after a prompt and decode steps — read between tokens,
+// after ResetStats, and at the end — equal those of the immediate lookup
+// (Options.SyncLookup) and of the per-layer path (NoResident), which looks experts up
+// before they run. The prompt's uses stay out of the counts after ResetStats.
+func TestResidentLookupDeferred(t *testing.T) {
+	src := tinySource(t, quant.Q8_0)
+	shp := synth.Presets["tiny"]
+	type result struct {
+		hits    []int64 // Hits + Misses after each read
+		profile map[Key]float64
+	}
+	run := func(o Options) result {
+		dev, fake := newFakeDeviceArch(1<<30, fakeTarget)
+		fake.emu = newEmu()
+		o.CODir, o.Ctx, o.Budget, o.Reserve = fakeCODir(t, fakeTarget), 64, 256<<20, 1<<20
+		eng, err := Load(dev, src, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer eng.Close()
+		var r result
+		read := func() { s := eng.Stats(); r.hits = append(r.hits, s.Hits+s.Misses) }
+		l, err := eng.Forward([]int32{104, 101, 108, 108, 111})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eng.ResetStats()
+		for i := 0; i < 6; i++ {
+			if l, err = eng.Forward([]int32{argmaxF(l)}); err != nil {
+				t.Fatal(err)
+			}
+			if i == 2 {
+				read()
+			}
+		}
+		read()
+		if fake.emu.err != nil {
+			t.Fatal(fake.emu.err)
+		}
+		if want := !o.NoResident; eng.resident != want {
+			t.Fatalf("%+v: resident %v", o, eng.resident)
+		}
+		r.profile = eng.ExpertProfile().Count
+		return r
+	}
+	deferred := run(Options{})
+	perTok := int64(shp.Layers * shp.ExpertsUsed)
+	if want := []int64{3 * perTok, 6 * perTok}; !equalInts(deferred.hits, want) {
+		t.Fatalf("deferred lookup: uses %v, want %v", deferred.hits, want)
+	}
+	for _, o := range []Options{{SyncLookup: true}, {NoResident: true}} {
+		r := run(o)
+		if !equalInts(r.hits, deferred.hits) {
+			t.Errorf("%+v: uses %v, deferred %v", o, r.hits, deferred.hits)
+		}
+		if len(r.profile) != len(deferred.profile) {
+			t.Errorf("%+v: %d experts scored, deferred %d", o, len(r.profile), len(deferred.profile))
+		}
+		for k, v := range deferred.profile {
+			if r.profile[k] != v {
+				t.Errorf("%+v: expert %v score %v, deferred %v", o, k, r.profile[k], v)
+			}
+		}
+	}
+}
+
+func equalInts(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

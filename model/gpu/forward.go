@@ -42,6 +42,12 @@ func (e *Engine) Forward(tokens []int32) (logits []float32, err error) {
 			return nil, fmt.Errorf("model/gpu: token id %d is outside the vocabulary of %d", id, e.vocab)
 		}
 	}
+	if e.pendingIDs >= 0 && e.batched(len(tokens)) { // the batched path looks experts up itself: keep the order of uses
+		if err := e.lookupPending(); err != nil {
+			e.fault = err
+			return nil, err
+		}
+	}
 	for done := 0; e.batched(len(tokens)) && done < len(tokens); {
 		n := min(e.chunk, len(tokens)-done)
 		t0 := time.Now()
@@ -135,47 +141,72 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 	}
 	e.pos++
 	e.convPar ^= 1
+	idsOff := st.ids
 	if e.resident {
-		// Every layer's ids in one download; looked up after this token's sync.
-		if err := e.compute.Download(e.staging, st.ids, m.Ptr(bufIDs), 4*c.ExpertsUsed*c.Layers); err != nil {
+		// Every layer's ids in one download, into the staging row the previous token's
+		// pending lookup does not read.
+		if e.idsPar == 1 {
+			idsOff = st.ids2
+		}
+		e.idsPar ^= 1
+		if err := e.compute.Download(e.staging, idsOff, m.Ptr(bufIDs), 4*c.ExpertsUsed*c.Layers); err != nil {
 			return err
 		}
 	}
-	if !wantLogits {
-		if e.resident {
+	if wantLogits {
+		if err := e.logits("addq81", abi.RmsnormArgs{X: uint64(x), R: uint64(proj), Xo: uint64(x), W: uint64(e.outNrm), Y: uint64(xn), Q: uint64(xq),
+			N: int32(H), Rows: 1, Heads: 1, TokStride: int32(H), HeadStride: int32(H)}); err != nil {
+			return err
+		}
+	}
+	if !e.resident {
+		if wantLogits {
 			if err := e.sync(); err != nil {
-				return err
-			}
-			if err := e.lookupResident(); err != nil {
 				return err
 			}
 		}
 		e.cache.Step()
-		// Keep the stream short: the next token's host work needs nothing from this one.
+		// Without logits, keep the stream short: the next token's host work needs nothing
+		// from this one.
 		return e.finishCopies()
 	}
-	if err := e.logits("addq81", abi.RmsnormArgs{X: uint64(x), R: uint64(proj), Xo: uint64(x), W: uint64(e.outNrm), Y: uint64(xn), Q: uint64(xq),
-		N: int32(H), Rows: 1, Heads: 1, TokStride: int32(H), HeadStride: int32(H)}); err != nil {
-		return err
+	// The previous token's lookup while this token's kernels run (the GPU is busy; after
+	// the sync it would wait for the host).
+	if e.pendingIDs >= 0 {
+		if err := e.lookupPending(); err != nil {
+			return err
+		}
 	}
 	if err := e.sync(); err != nil {
 		return err
 	}
-	if e.resident {
-		if err := e.lookupResident(); err != nil {
+	e.pendingIDs = idsOff
+	if e.syncLookup {
+		if err := e.lookupPending(); err != nil {
 			return err
 		}
 	}
-	e.cache.Step()
 	return e.finishCopies()
 }
 
-// lookupResident counts the token's expert uses (every one a hit) once its ids are on
-// the host: the policy's use counts stay what the per-layer path would make them.
-func (e *Engine) lookupResident() error {
-	st := e.stage()
+// lookupPending makes the pending resident lookup and advances the cache's step, as the
+// per-layer path does after a token.
+func (e *Engine) lookupPending() error {
+	off := e.pendingIDs
+	e.pendingIDs = -1
+	if err := e.lookupResident(off); err != nil {
+		return err
+	}
+	e.cache.Step()
+	return nil
+}
+
+// lookupResident counts a token's expert uses (every one a hit) from its ids in the
+// staging window at off, once they are on the host: the policy's use counts stay what
+// the per-layer path would make them.
+func (e *Engine) lookupResident(off int) error {
 	for li := range e.layers {
-		ids, err := e.readIDs(li, st.idsOf(li, e.cfg.ExpertsUsed))
+		ids, err := e.readIDs(li, off+4*e.cfg.ExpertsUsed*li)
 		if err != nil {
 			return err
 		}
@@ -430,7 +461,7 @@ func (e *Engine) attention(l *gLayer) error {
 		}
 	}
 	n := e.pos + 1
-	sl := splitLen(n)
+	sl := splitLen(n, e.attnSplit)
 	nsplit := (n + sl - 1) / sl
 	o := m.Ptr(bufO)
 	a := abi.AttentionDecodeArgs{Q: uint64(q), K: uint64(l.kv), V: uint64(vcache), Gate: uint64(gate),

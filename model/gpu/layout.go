@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/strata-hip/strata/model"
 )
@@ -97,8 +98,7 @@ func (s *Shape) PlanInput(ctx int) (PlanInput, error) {
 	if c.Arch == model.ArchQwen3Next {
 		od = max(od, c.LinVHeads*c.LinVDim)
 	}
-	nsplit := (ctx + 63) / 64 // the most splits splitLen gives at any length ≤ ctx
-	nsplit = min(nsplit, 256)
+	nsplit := splitCap(ctx) // the most splits any split length gives at any length ≤ ctx
 	f32 := func(n int) uint64 { return 4 * uint64(n) }
 	for _, n := range []Need{
 		{bufX, KindScratch, f32(H)}, {bufXN, KindScratch, f32(H)}, {bufXQ, KindScratch, q81Bytes(H)},
@@ -147,10 +147,41 @@ func slotLayout(e [3]uint64) slotOffsets {
 	return o
 }
 
-// splitLen is the attention split policy for n cached positions (attention_decode's
-// contract): a multiple of 64, at most 1024 positions, at most 256 splits.
-func splitLen(n int) int {
-	s := (n + 255) / 256
-	s = (s + 63) / 64 * 64
-	return min(max(s, 64), 1024)
+// Attention split limits: a split holds at least minSplitLen positions (so at most
+// ceil(ctx/minSplitLen) splits), and there are at most maxSplits splits (parity's bound for
+// attention_decode counts ≤ 256 splits of ≤ 1024 positions).
+const (
+	minSplitLen = 8
+	maxSplits   = 256
+)
+
+// splitCap is the most attention splits at any length ≤ ctx: what the part workspace holds.
+func splitCap(ctx int) int { return min(maxSplits, (ctx+minSplitLen-1)/minSplitLen) }
+
+// splitLen is the attention split policy for n cached positions: positions per split,
+// √(n/6) rounded up to a multiple of 8, at least 8 and ceil(n/256) (≤ 256 splits), at most
+// 1024 (attention_decode's contract: split_len > 0, nsplit = ceil(n/split_len); the parity
+// bound's limits). fixed > 0 asks for that many positions per split instead (a
+// measurement setting, Options.AttnSplit), raised where the limits need more.
+//
+// Why: the split stage runs nkv·⌈G/8⌉ blocks per split (4 for Qwen3-30B-A3B), and each
+// wave walks its split's positions one after another — per position a dependent chain of
+// a cache row load (one row ahead), a wave sum and two exp2 — so a split costs about
+// len·t_pos; the reduce walks the nsplit partials in each thread, about nsplit·t_part.
+// len·t_pos + (n/len)·t_part is least at len = √(n·t_part/t_pos). Measured on the H200
+// (30B-A3B Q2_0, bench/results/2026-11-29-gpu-engine-4, events around each launch):
+// split 20.2 µs a launch at 16 positions a split, 59.7 µs at 64, t_pos ≈ 0.82 µs; reduce
+// 5.4 µs at 2–3 splits, 7.2 µs at 16–17, t_part ≈ 0.13 µs; t_part/t_pos ≈ 1/6. Up to n =
+// 384 the policy is 8 positions a split, the fastest of 8, 16, 32 and 64 there (5.2–5.4 ms
+// a token at every position to 263, flat; 64, the policy before, which ran one split and
+// 16 waves on the whole GPU up to position 64: 5.9 ms at positions 8–39 rising to 7.5 ms).
+// Longer contexts follow the same model, not measured.
+func splitLen(n, fixed int) int {
+	s := fixed
+	if s <= 0 {
+		s = int(math.Ceil(math.Sqrt(float64(n) / 6)))
+		s = (s + minSplitLen - 1) / minSplitLen * minSplitLen
+	}
+	s = max(s, minSplitLen, (n+maxSplits-1)/maxSplits)
+	return min(s, 1024)
 }

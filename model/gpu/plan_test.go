@@ -173,3 +173,33 @@ func TestPlanSlabGroup(t *testing.T) {
 		t.Fatalf("slots %d/%d, slab slots %d (ungrouped %d)", p.Slots, p0.Slots, p.SlabSlots, p0.SlabSlots)
 	}
 }
+
+// TestSplitLen: at every length up to the largest context, the split policy (and every
+// fixed setting) keeps attention_decode's contract within the parity bound's limits (1 ≤
+// split_len ≤ 1024, ≤ 256 splits) and gives no more splits than the part workspace the
+// plan sizes for that context holds; the policy's lengths at a few points.
+func TestSplitLen(t *testing.T) {
+	const ctx = 256 * 1024
+	for _, fixed := range []int{0, 1, 8, 64, 5000} {
+		most := 0
+		for n := 1; n <= ctx; n++ {
+			sl := splitLen(n, fixed)
+			ns := (n + sl - 1) / sl
+			if sl < 1 || sl > 1024 || ns > 256 {
+				t.Fatalf("fixed %d, n %d: split_len %d, %d splits", fixed, n, sl, ns)
+			}
+			most = max(most, ns)
+			if c := splitCap(n); most > c {
+				t.Fatalf("fixed %d: %d splits by n %d, the workspace for ctx %d holds %d", fixed, most, n, n, c)
+			}
+		}
+	}
+	for _, c := range []struct{ n, fixed, want int }{
+		{1, 0, 8}, {384, 0, 8}, {385, 0, 16}, {1536, 0, 16}, {1537, 0, 24}, {4096, 0, 32}, {16384, 0, 64}, {ctx, 0, 1024},
+		{100, 64, 64}, {20000, 64, 79}, {100, 1, 8},
+	} {
+		if got := splitLen(c.n, c.fixed); got != c.want {
+			t.Errorf("splitLen(%d, %d) = %d, want %d", c.n, c.fixed, got, c.want)
+		}
+	}
+}
