@@ -2510,11 +2510,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t64",
 		Symbol: "strata_mmq_q80_mma_r64t64",
 	}, {
-		Name:   "q80_mma_r128t64",
-		Symbol: "strata_mmq_q80_mma_r128t64",
+		DynShared: 68624,
+		Name:      "q80_mma_r128t64",
+		Symbol:    "strata_mmq_q80_mma_r128t64",
 	}, {
-		Name:   "q80_mma_r64t128",
-		Symbol: "strata_mmq_q80_mma_r64t128",
+		DynShared: 97296,
+		Name:      "q80_mma_r64t128",
+		Symbol:    "strata_mmq_q80_mma_r64t128",
 	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_mmq_q80_dp4a_r64t64",
@@ -2528,11 +2530,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_mmq_q20_mma_r64t64",
 	}, {
-		Name:   "q20_mma_r128t64",
-		Symbol: "strata_mmq_q20_mma_r128t64",
+		DynShared: 56336,
+		Name:      "q20_mma_r128t64",
+		Symbol:    "strata_mmq_q20_mma_r128t64",
 	}, {
-		Name:   "q20_mma_r64t128",
-		Symbol: "strata_mmq_q20_mma_r64t128",
+		DynShared: 85008,
+		Name:      "q20_mma_r64t128",
+		Symbol:    "strata_mmq_q20_mma_r64t128",
 	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_mmq_q20_dp4a_r64t64",
@@ -2546,11 +2550,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_mmq_q4k_mma_r64t64",
 	}, {
-		Name:   "q4k_mma_r128t64",
-		Symbol: "strata_mmq_q4k_mma_r128t64",
+		DynShared: 68624,
+		Name:      "q4k_mma_r128t64",
+		Symbol:    "strata_mmq_q4k_mma_r128t64",
 	}, {
-		Name:   "q4k_mma_r64t128",
-		Symbol: "strata_mmq_q4k_mma_r64t128",
+		DynShared: 97296,
+		Name:      "q4k_mma_r64t128",
+		Symbol:    "strata_mmq_q4k_mma_r64t128",
 	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_mmq_q4k_dp4a_r64t64",
@@ -2564,11 +2570,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_mmq_q6k_mma_r64t64",
 	}, {
-		Name:   "q6k_mma_r128t64",
-		Symbol: "strata_mmq_q6k_mma_r128t64",
+		DynShared: 78864,
+		Name:      "q6k_mma_r128t64",
+		Symbol:    "strata_mmq_q6k_mma_r128t64",
 	}, {
-		Name:   "q6k_mma_r64t128",
-		Symbol: "strata_mmq_q6k_mma_r64t128",
+		DynShared: 107536,
+		Name:      "q6k_mma_r64t128",
+		Symbol:    "strata_mmq_q6k_mma_r64t128",
 	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_mmq_q6k_dp4a_r64t64",
@@ -2582,11 +2590,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_mmq_iq2xs_mma_r64t64",
 	}, {
-		Name:   "iq2xs_mma_r128t64",
-		Symbol: "strata_mmq_iq2xs_mma_r128t64",
+		DynShared: 64512,
+		Name:      "iq2xs_mma_r128t64",
+		Symbol:    "strata_mmq_iq2xs_mma_r128t64",
 	}, {
-		Name:   "iq2xs_mma_r64t128",
-		Symbol: "strata_mmq_iq2xs_mma_r64t128",
+		DynShared: 93184,
+		Name:      "iq2xs_mma_r64t128",
+		Symbol:    "strata_mmq_iq2xs_mma_r64t128",
 	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq2xs_dp4a_r64t64",
@@ -2600,11 +2610,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_mmq_iq3xxs_mma_r64t64",
 	}, {
-		Name:   "iq3xxs_mma_r128t64",
-		Symbol: "strata_mmq_iq3xxs_mma_r128t64",
+		DynShared: 65536,
+		Name:      "iq3xxs_mma_r128t64",
+		Symbol:    "strata_mmq_iq3xxs_mma_r128t64",
 	}, {
-		Name:   "iq3xxs_mma_r64t128",
-		Symbol: "strata_mmq_iq3xxs_mma_r64t128",
+		DynShared: 94208,
+		Name:      "iq3xxs_mma_r64t128",
+		Symbol:    "strata_mmq_iq3xxs_mma_r64t128",
 	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3xxs_dp4a_r64t64",
@@ -2618,11 +2630,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_mmq_iq3s_mma_r64t64",
 	}, {
-		Name:   "iq3s_mma_r128t64",
-		Symbol: "strata_mmq_iq3s_mma_r128t64",
+		DynShared: 66560,
+		Name:      "iq3s_mma_r128t64",
+		Symbol:    "strata_mmq_iq3s_mma_r128t64",
 	}, {
-		Name:   "iq3s_mma_r64t128",
-		Symbol: "strata_mmq_iq3s_mma_r64t128",
+		DynShared: 95232,
+		Name:      "iq3s_mma_r64t128",
+		Symbol:    "strata_mmq_iq3s_mma_r64t128",
 	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3s_dp4a_r64t64",
@@ -2636,11 +2650,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_mmq_iq1m_mma_r64t64",
 	}, {
-		Name:   "iq1m_mma_r128t64",
-		Symbol: "strata_mmq_iq1m_mma_r128t64",
+		DynShared: 66560,
+		Name:      "iq1m_mma_r128t64",
+		Symbol:    "strata_mmq_iq1m_mma_r128t64",
 	}, {
-		Name:   "iq1m_mma_r64t128",
-		Symbol: "strata_mmq_iq1m_mma_r64t128",
+		DynShared: 95232,
+		Name:      "iq1m_mma_r64t128",
+		Symbol:    "strata_mmq_iq1m_mma_r64t128",
 	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_mmq_iq1m_dp4a_r64t64",
@@ -2736,11 +2752,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t64",
 		Symbol: "strata_moe_prefill_q80_mma_r64t64",
 	}, {
-		Name:   "q80_mma_r128t64",
-		Symbol: "strata_moe_prefill_q80_mma_r128t64",
+		DynShared: 68624,
+		Name:      "q80_mma_r128t64",
+		Symbol:    "strata_moe_prefill_q80_mma_r128t64",
 	}, {
-		Name:   "q80_mma_r128t32",
-		Symbol: "strata_moe_prefill_q80_mma_r128t32",
+		DynShared: 83472,
+		Name:      "q80_mma_r128t32",
+		Symbol:    "strata_moe_prefill_q80_mma_r128t32",
 	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
@@ -2754,11 +2772,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
 	}, {
-		Name:   "q20_mma_r128t64",
-		Symbol: "strata_moe_prefill_q20_mma_r128t64",
+		DynShared: 56336,
+		Name:      "q20_mma_r128t64",
+		Symbol:    "strata_moe_prefill_q20_mma_r128t64",
 	}, {
-		Name:   "q20_mma_r128t32",
-		Symbol: "strata_moe_prefill_q20_mma_r128t32",
+		DynShared: 58896,
+		Name:      "q20_mma_r128t32",
+		Symbol:    "strata_moe_prefill_q20_mma_r128t32",
 	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
@@ -2772,11 +2792,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
 	}, {
-		Name:   "q4k_mma_r128t64",
-		Symbol: "strata_moe_prefill_q4k_mma_r128t64",
+		DynShared: 68624,
+		Name:      "q4k_mma_r128t64",
+		Symbol:    "strata_moe_prefill_q4k_mma_r128t64",
 	}, {
-		Name:   "q4k_mma_r128t32",
-		Symbol: "strata_moe_prefill_q4k_mma_r128t32",
+		DynShared: 83472,
+		Name:      "q4k_mma_r128t32",
+		Symbol:    "strata_moe_prefill_q4k_mma_r128t32",
 	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
@@ -2790,11 +2812,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
 	}, {
-		Name:   "q6k_mma_r128t64",
-		Symbol: "strata_moe_prefill_q6k_mma_r128t64",
+		DynShared: 78864,
+		Name:      "q6k_mma_r128t64",
+		Symbol:    "strata_moe_prefill_q6k_mma_r128t64",
 	}, {
-		Name:   "q6k_mma_r128t32",
-		Symbol: "strata_moe_prefill_q6k_mma_r128t32",
+		DynShared: 103952,
+		Name:      "q6k_mma_r128t32",
+		Symbol:    "strata_moe_prefill_q6k_mma_r128t32",
 	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
@@ -2808,11 +2832,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
 	}, {
-		Name:   "iq2xs_mma_r128t64",
-		Symbol: "strata_moe_prefill_iq2xs_mma_r128t64",
+		DynShared: 64512,
+		Name:      "iq2xs_mma_r128t64",
+		Symbol:    "strata_moe_prefill_iq2xs_mma_r128t64",
 	}, {
-		Name:   "iq2xs_mma_r128t32",
-		Symbol: "strata_moe_prefill_iq2xs_mma_r128t32",
+		DynShared: 71168,
+		Name:      "iq2xs_mma_r128t32",
+		Symbol:    "strata_moe_prefill_iq2xs_mma_r128t32",
 	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
@@ -2826,11 +2852,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
 	}, {
-		Name:   "iq3xxs_mma_r128t64",
-		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t64",
+		DynShared: 65536,
+		Name:      "iq3xxs_mma_r128t64",
+		Symbol:    "strata_moe_prefill_iq3xxs_mma_r128t64",
 	}, {
-		Name:   "iq3xxs_mma_r128t32",
-		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t32",
+		DynShared: 76288,
+		Name:      "iq3xxs_mma_r128t32",
+		Symbol:    "strata_moe_prefill_iq3xxs_mma_r128t32",
 	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
@@ -2844,11 +2872,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
 	}, {
-		Name:   "iq3s_mma_r128t64",
-		Symbol: "strata_moe_prefill_iq3s_mma_r128t64",
+		DynShared: 66560,
+		Name:      "iq3s_mma_r128t64",
+		Symbol:    "strata_moe_prefill_iq3s_mma_r128t64",
 	}, {
-		Name:   "iq3s_mma_r128t32",
-		Symbol: "strata_moe_prefill_iq3s_mma_r128t32",
+		DynShared: 77312,
+		Name:      "iq3s_mma_r128t32",
+		Symbol:    "strata_moe_prefill_iq3s_mma_r128t32",
 	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
@@ -2862,11 +2892,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
 	}, {
-		Name:   "iq1m_mma_r128t64",
-		Symbol: "strata_moe_prefill_iq1m_mma_r128t64",
+		DynShared: 66560,
+		Name:      "iq1m_mma_r128t64",
+		Symbol:    "strata_moe_prefill_iq1m_mma_r128t64",
 	}, {
-		Name:   "iq1m_mma_r128t32",
-		Symbol: "strata_moe_prefill_iq1m_mma_r128t32",
+		DynShared: 71168,
+		Name:      "iq1m_mma_r128t32",
+		Symbol:    "strata_moe_prefill_iq1m_mma_r128t32",
 	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
@@ -3102,11 +3134,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t64",
 		Symbol: "strata_mmq_q80_mma_r64t64",
 	}, {
-		Name:   "q80_mma_r128t64",
-		Symbol: "strata_mmq_q80_mma_r128t64",
+		DynShared: 68624,
+		Name:      "q80_mma_r128t64",
+		Symbol:    "strata_mmq_q80_mma_r128t64",
 	}, {
-		Name:   "q80_mma_r64t128",
-		Symbol: "strata_mmq_q80_mma_r64t128",
+		DynShared: 97296,
+		Name:      "q80_mma_r64t128",
+		Symbol:    "strata_mmq_q80_mma_r64t128",
 	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_mmq_q80_dp4a_r64t64",
@@ -3120,11 +3154,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_mmq_q20_mma_r64t64",
 	}, {
-		Name:   "q20_mma_r128t64",
-		Symbol: "strata_mmq_q20_mma_r128t64",
+		DynShared: 56336,
+		Name:      "q20_mma_r128t64",
+		Symbol:    "strata_mmq_q20_mma_r128t64",
 	}, {
-		Name:   "q20_mma_r64t128",
-		Symbol: "strata_mmq_q20_mma_r64t128",
+		DynShared: 85008,
+		Name:      "q20_mma_r64t128",
+		Symbol:    "strata_mmq_q20_mma_r64t128",
 	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_mmq_q20_dp4a_r64t64",
@@ -3138,11 +3174,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_mmq_q4k_mma_r64t64",
 	}, {
-		Name:   "q4k_mma_r128t64",
-		Symbol: "strata_mmq_q4k_mma_r128t64",
+		DynShared: 68624,
+		Name:      "q4k_mma_r128t64",
+		Symbol:    "strata_mmq_q4k_mma_r128t64",
 	}, {
-		Name:   "q4k_mma_r64t128",
-		Symbol: "strata_mmq_q4k_mma_r64t128",
+		DynShared: 97296,
+		Name:      "q4k_mma_r64t128",
+		Symbol:    "strata_mmq_q4k_mma_r64t128",
 	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_mmq_q4k_dp4a_r64t64",
@@ -3156,11 +3194,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_mmq_q6k_mma_r64t64",
 	}, {
-		Name:   "q6k_mma_r128t64",
-		Symbol: "strata_mmq_q6k_mma_r128t64",
+		DynShared: 78864,
+		Name:      "q6k_mma_r128t64",
+		Symbol:    "strata_mmq_q6k_mma_r128t64",
 	}, {
-		Name:   "q6k_mma_r64t128",
-		Symbol: "strata_mmq_q6k_mma_r64t128",
+		DynShared: 107536,
+		Name:      "q6k_mma_r64t128",
+		Symbol:    "strata_mmq_q6k_mma_r64t128",
 	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_mmq_q6k_dp4a_r64t64",
@@ -3174,11 +3214,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_mmq_iq2xs_mma_r64t64",
 	}, {
-		Name:   "iq2xs_mma_r128t64",
-		Symbol: "strata_mmq_iq2xs_mma_r128t64",
+		DynShared: 64512,
+		Name:      "iq2xs_mma_r128t64",
+		Symbol:    "strata_mmq_iq2xs_mma_r128t64",
 	}, {
-		Name:   "iq2xs_mma_r64t128",
-		Symbol: "strata_mmq_iq2xs_mma_r64t128",
+		DynShared: 93184,
+		Name:      "iq2xs_mma_r64t128",
+		Symbol:    "strata_mmq_iq2xs_mma_r64t128",
 	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq2xs_dp4a_r64t64",
@@ -3192,11 +3234,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_mmq_iq3xxs_mma_r64t64",
 	}, {
-		Name:   "iq3xxs_mma_r128t64",
-		Symbol: "strata_mmq_iq3xxs_mma_r128t64",
+		DynShared: 65536,
+		Name:      "iq3xxs_mma_r128t64",
+		Symbol:    "strata_mmq_iq3xxs_mma_r128t64",
 	}, {
-		Name:   "iq3xxs_mma_r64t128",
-		Symbol: "strata_mmq_iq3xxs_mma_r64t128",
+		DynShared: 94208,
+		Name:      "iq3xxs_mma_r64t128",
+		Symbol:    "strata_mmq_iq3xxs_mma_r64t128",
 	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3xxs_dp4a_r64t64",
@@ -3210,11 +3254,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_mmq_iq3s_mma_r64t64",
 	}, {
-		Name:   "iq3s_mma_r128t64",
-		Symbol: "strata_mmq_iq3s_mma_r128t64",
+		DynShared: 66560,
+		Name:      "iq3s_mma_r128t64",
+		Symbol:    "strata_mmq_iq3s_mma_r128t64",
 	}, {
-		Name:   "iq3s_mma_r64t128",
-		Symbol: "strata_mmq_iq3s_mma_r64t128",
+		DynShared: 95232,
+		Name:      "iq3s_mma_r64t128",
+		Symbol:    "strata_mmq_iq3s_mma_r64t128",
 	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3s_dp4a_r64t64",
@@ -3228,11 +3274,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_mmq_iq1m_mma_r64t64",
 	}, {
-		Name:   "iq1m_mma_r128t64",
-		Symbol: "strata_mmq_iq1m_mma_r128t64",
+		DynShared: 66560,
+		Name:      "iq1m_mma_r128t64",
+		Symbol:    "strata_mmq_iq1m_mma_r128t64",
 	}, {
-		Name:   "iq1m_mma_r64t128",
-		Symbol: "strata_mmq_iq1m_mma_r64t128",
+		DynShared: 95232,
+		Name:      "iq1m_mma_r64t128",
+		Symbol:    "strata_mmq_iq1m_mma_r64t128",
 	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_mmq_iq1m_dp4a_r64t64",
@@ -3328,11 +3376,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t64",
 		Symbol: "strata_moe_prefill_q80_mma_r64t64",
 	}, {
-		Name:   "q80_mma_r128t64",
-		Symbol: "strata_moe_prefill_q80_mma_r128t64",
+		DynShared: 68624,
+		Name:      "q80_mma_r128t64",
+		Symbol:    "strata_moe_prefill_q80_mma_r128t64",
 	}, {
-		Name:   "q80_mma_r128t32",
-		Symbol: "strata_moe_prefill_q80_mma_r128t32",
+		DynShared: 83472,
+		Name:      "q80_mma_r128t32",
+		Symbol:    "strata_moe_prefill_q80_mma_r128t32",
 	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
@@ -3346,11 +3396,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
 	}, {
-		Name:   "q20_mma_r128t64",
-		Symbol: "strata_moe_prefill_q20_mma_r128t64",
+		DynShared: 56336,
+		Name:      "q20_mma_r128t64",
+		Symbol:    "strata_moe_prefill_q20_mma_r128t64",
 	}, {
-		Name:   "q20_mma_r128t32",
-		Symbol: "strata_moe_prefill_q20_mma_r128t32",
+		DynShared: 58896,
+		Name:      "q20_mma_r128t32",
+		Symbol:    "strata_moe_prefill_q20_mma_r128t32",
 	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
@@ -3364,11 +3416,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
 	}, {
-		Name:   "q4k_mma_r128t64",
-		Symbol: "strata_moe_prefill_q4k_mma_r128t64",
+		DynShared: 68624,
+		Name:      "q4k_mma_r128t64",
+		Symbol:    "strata_moe_prefill_q4k_mma_r128t64",
 	}, {
-		Name:   "q4k_mma_r128t32",
-		Symbol: "strata_moe_prefill_q4k_mma_r128t32",
+		DynShared: 83472,
+		Name:      "q4k_mma_r128t32",
+		Symbol:    "strata_moe_prefill_q4k_mma_r128t32",
 	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
@@ -3382,11 +3436,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
 	}, {
-		Name:   "q6k_mma_r128t64",
-		Symbol: "strata_moe_prefill_q6k_mma_r128t64",
+		DynShared: 78864,
+		Name:      "q6k_mma_r128t64",
+		Symbol:    "strata_moe_prefill_q6k_mma_r128t64",
 	}, {
-		Name:   "q6k_mma_r128t32",
-		Symbol: "strata_moe_prefill_q6k_mma_r128t32",
+		DynShared: 103952,
+		Name:      "q6k_mma_r128t32",
+		Symbol:    "strata_moe_prefill_q6k_mma_r128t32",
 	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
@@ -3400,11 +3456,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
 	}, {
-		Name:   "iq2xs_mma_r128t64",
-		Symbol: "strata_moe_prefill_iq2xs_mma_r128t64",
+		DynShared: 64512,
+		Name:      "iq2xs_mma_r128t64",
+		Symbol:    "strata_moe_prefill_iq2xs_mma_r128t64",
 	}, {
-		Name:   "iq2xs_mma_r128t32",
-		Symbol: "strata_moe_prefill_iq2xs_mma_r128t32",
+		DynShared: 71168,
+		Name:      "iq2xs_mma_r128t32",
+		Symbol:    "strata_moe_prefill_iq2xs_mma_r128t32",
 	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
@@ -3418,11 +3476,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
 	}, {
-		Name:   "iq3xxs_mma_r128t64",
-		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t64",
+		DynShared: 65536,
+		Name:      "iq3xxs_mma_r128t64",
+		Symbol:    "strata_moe_prefill_iq3xxs_mma_r128t64",
 	}, {
-		Name:   "iq3xxs_mma_r128t32",
-		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t32",
+		DynShared: 76288,
+		Name:      "iq3xxs_mma_r128t32",
+		Symbol:    "strata_moe_prefill_iq3xxs_mma_r128t32",
 	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
@@ -3436,11 +3496,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
 	}, {
-		Name:   "iq3s_mma_r128t64",
-		Symbol: "strata_moe_prefill_iq3s_mma_r128t64",
+		DynShared: 66560,
+		Name:      "iq3s_mma_r128t64",
+		Symbol:    "strata_moe_prefill_iq3s_mma_r128t64",
 	}, {
-		Name:   "iq3s_mma_r128t32",
-		Symbol: "strata_moe_prefill_iq3s_mma_r128t32",
+		DynShared: 77312,
+		Name:      "iq3s_mma_r128t32",
+		Symbol:    "strata_moe_prefill_iq3s_mma_r128t32",
 	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
@@ -3454,11 +3516,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
 	}, {
-		Name:   "iq1m_mma_r128t64",
-		Symbol: "strata_moe_prefill_iq1m_mma_r128t64",
+		DynShared: 66560,
+		Name:      "iq1m_mma_r128t64",
+		Symbol:    "strata_moe_prefill_iq1m_mma_r128t64",
 	}, {
-		Name:   "iq1m_mma_r128t32",
-		Symbol: "strata_moe_prefill_iq1m_mma_r128t32",
+		DynShared: 71168,
+		Name:      "iq1m_mma_r128t32",
+		Symbol:    "strata_moe_prefill_iq1m_mma_r128t32",
 	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
@@ -3694,11 +3758,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t64",
 		Symbol: "strata_mmq_q80_mma_r64t64",
 	}, {
-		Name:   "q80_mma_r128t64",
-		Symbol: "strata_mmq_q80_mma_r128t64",
+		DynShared: 68624,
+		Name:      "q80_mma_r128t64",
+		Symbol:    "strata_mmq_q80_mma_r128t64",
 	}, {
-		Name:   "q80_mma_r64t128",
-		Symbol: "strata_mmq_q80_mma_r64t128",
+		DynShared: 97296,
+		Name:      "q80_mma_r64t128",
+		Symbol:    "strata_mmq_q80_mma_r64t128",
 	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_mmq_q80_dp4a_r64t64",
@@ -3712,11 +3778,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_mmq_q20_mma_r64t64",
 	}, {
-		Name:   "q20_mma_r128t64",
-		Symbol: "strata_mmq_q20_mma_r128t64",
+		DynShared: 56336,
+		Name:      "q20_mma_r128t64",
+		Symbol:    "strata_mmq_q20_mma_r128t64",
 	}, {
-		Name:   "q20_mma_r64t128",
-		Symbol: "strata_mmq_q20_mma_r64t128",
+		DynShared: 85008,
+		Name:      "q20_mma_r64t128",
+		Symbol:    "strata_mmq_q20_mma_r64t128",
 	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_mmq_q20_dp4a_r64t64",
@@ -3730,11 +3798,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_mmq_q4k_mma_r64t64",
 	}, {
-		Name:   "q4k_mma_r128t64",
-		Symbol: "strata_mmq_q4k_mma_r128t64",
+		DynShared: 68624,
+		Name:      "q4k_mma_r128t64",
+		Symbol:    "strata_mmq_q4k_mma_r128t64",
 	}, {
-		Name:   "q4k_mma_r64t128",
-		Symbol: "strata_mmq_q4k_mma_r64t128",
+		DynShared: 97296,
+		Name:      "q4k_mma_r64t128",
+		Symbol:    "strata_mmq_q4k_mma_r64t128",
 	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_mmq_q4k_dp4a_r64t64",
@@ -3748,11 +3818,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_mmq_q6k_mma_r64t64",
 	}, {
-		Name:   "q6k_mma_r128t64",
-		Symbol: "strata_mmq_q6k_mma_r128t64",
+		DynShared: 78864,
+		Name:      "q6k_mma_r128t64",
+		Symbol:    "strata_mmq_q6k_mma_r128t64",
 	}, {
-		Name:   "q6k_mma_r64t128",
-		Symbol: "strata_mmq_q6k_mma_r64t128",
+		DynShared: 107536,
+		Name:      "q6k_mma_r64t128",
+		Symbol:    "strata_mmq_q6k_mma_r64t128",
 	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_mmq_q6k_dp4a_r64t64",
@@ -3766,11 +3838,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_mmq_iq2xs_mma_r64t64",
 	}, {
-		Name:   "iq2xs_mma_r128t64",
-		Symbol: "strata_mmq_iq2xs_mma_r128t64",
+		DynShared: 64512,
+		Name:      "iq2xs_mma_r128t64",
+		Symbol:    "strata_mmq_iq2xs_mma_r128t64",
 	}, {
-		Name:   "iq2xs_mma_r64t128",
-		Symbol: "strata_mmq_iq2xs_mma_r64t128",
+		DynShared: 93184,
+		Name:      "iq2xs_mma_r64t128",
+		Symbol:    "strata_mmq_iq2xs_mma_r64t128",
 	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq2xs_dp4a_r64t64",
@@ -3784,11 +3858,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_mmq_iq3xxs_mma_r64t64",
 	}, {
-		Name:   "iq3xxs_mma_r128t64",
-		Symbol: "strata_mmq_iq3xxs_mma_r128t64",
+		DynShared: 65536,
+		Name:      "iq3xxs_mma_r128t64",
+		Symbol:    "strata_mmq_iq3xxs_mma_r128t64",
 	}, {
-		Name:   "iq3xxs_mma_r64t128",
-		Symbol: "strata_mmq_iq3xxs_mma_r64t128",
+		DynShared: 94208,
+		Name:      "iq3xxs_mma_r64t128",
+		Symbol:    "strata_mmq_iq3xxs_mma_r64t128",
 	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3xxs_dp4a_r64t64",
@@ -3802,11 +3878,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_mmq_iq3s_mma_r64t64",
 	}, {
-		Name:   "iq3s_mma_r128t64",
-		Symbol: "strata_mmq_iq3s_mma_r128t64",
+		DynShared: 66560,
+		Name:      "iq3s_mma_r128t64",
+		Symbol:    "strata_mmq_iq3s_mma_r128t64",
 	}, {
-		Name:   "iq3s_mma_r64t128",
-		Symbol: "strata_mmq_iq3s_mma_r64t128",
+		DynShared: 95232,
+		Name:      "iq3s_mma_r64t128",
+		Symbol:    "strata_mmq_iq3s_mma_r64t128",
 	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3s_dp4a_r64t64",
@@ -3820,11 +3898,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_mmq_iq1m_mma_r64t64",
 	}, {
-		Name:   "iq1m_mma_r128t64",
-		Symbol: "strata_mmq_iq1m_mma_r128t64",
+		DynShared: 66560,
+		Name:      "iq1m_mma_r128t64",
+		Symbol:    "strata_mmq_iq1m_mma_r128t64",
 	}, {
-		Name:   "iq1m_mma_r64t128",
-		Symbol: "strata_mmq_iq1m_mma_r64t128",
+		DynShared: 95232,
+		Name:      "iq1m_mma_r64t128",
+		Symbol:    "strata_mmq_iq1m_mma_r64t128",
 	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_mmq_iq1m_dp4a_r64t64",
@@ -3920,11 +4000,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t64",
 		Symbol: "strata_moe_prefill_q80_mma_r64t64",
 	}, {
-		Name:   "q80_mma_r128t64",
-		Symbol: "strata_moe_prefill_q80_mma_r128t64",
+		DynShared: 68624,
+		Name:      "q80_mma_r128t64",
+		Symbol:    "strata_moe_prefill_q80_mma_r128t64",
 	}, {
-		Name:   "q80_mma_r128t32",
-		Symbol: "strata_moe_prefill_q80_mma_r128t32",
+		DynShared: 83472,
+		Name:      "q80_mma_r128t32",
+		Symbol:    "strata_moe_prefill_q80_mma_r128t32",
 	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
@@ -3938,11 +4020,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
 	}, {
-		Name:   "q20_mma_r128t64",
-		Symbol: "strata_moe_prefill_q20_mma_r128t64",
+		DynShared: 56336,
+		Name:      "q20_mma_r128t64",
+		Symbol:    "strata_moe_prefill_q20_mma_r128t64",
 	}, {
-		Name:   "q20_mma_r128t32",
-		Symbol: "strata_moe_prefill_q20_mma_r128t32",
+		DynShared: 58896,
+		Name:      "q20_mma_r128t32",
+		Symbol:    "strata_moe_prefill_q20_mma_r128t32",
 	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
@@ -3956,11 +4040,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
 	}, {
-		Name:   "q4k_mma_r128t64",
-		Symbol: "strata_moe_prefill_q4k_mma_r128t64",
+		DynShared: 68624,
+		Name:      "q4k_mma_r128t64",
+		Symbol:    "strata_moe_prefill_q4k_mma_r128t64",
 	}, {
-		Name:   "q4k_mma_r128t32",
-		Symbol: "strata_moe_prefill_q4k_mma_r128t32",
+		DynShared: 83472,
+		Name:      "q4k_mma_r128t32",
+		Symbol:    "strata_moe_prefill_q4k_mma_r128t32",
 	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
@@ -3974,11 +4060,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
 	}, {
-		Name:   "q6k_mma_r128t64",
-		Symbol: "strata_moe_prefill_q6k_mma_r128t64",
+		DynShared: 78864,
+		Name:      "q6k_mma_r128t64",
+		Symbol:    "strata_moe_prefill_q6k_mma_r128t64",
 	}, {
-		Name:   "q6k_mma_r128t32",
-		Symbol: "strata_moe_prefill_q6k_mma_r128t32",
+		DynShared: 103952,
+		Name:      "q6k_mma_r128t32",
+		Symbol:    "strata_moe_prefill_q6k_mma_r128t32",
 	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
@@ -3992,11 +4080,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
 	}, {
-		Name:   "iq2xs_mma_r128t64",
-		Symbol: "strata_moe_prefill_iq2xs_mma_r128t64",
+		DynShared: 64512,
+		Name:      "iq2xs_mma_r128t64",
+		Symbol:    "strata_moe_prefill_iq2xs_mma_r128t64",
 	}, {
-		Name:   "iq2xs_mma_r128t32",
-		Symbol: "strata_moe_prefill_iq2xs_mma_r128t32",
+		DynShared: 71168,
+		Name:      "iq2xs_mma_r128t32",
+		Symbol:    "strata_moe_prefill_iq2xs_mma_r128t32",
 	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
@@ -4010,11 +4100,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
 	}, {
-		Name:   "iq3xxs_mma_r128t64",
-		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t64",
+		DynShared: 65536,
+		Name:      "iq3xxs_mma_r128t64",
+		Symbol:    "strata_moe_prefill_iq3xxs_mma_r128t64",
 	}, {
-		Name:   "iq3xxs_mma_r128t32",
-		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t32",
+		DynShared: 76288,
+		Name:      "iq3xxs_mma_r128t32",
+		Symbol:    "strata_moe_prefill_iq3xxs_mma_r128t32",
 	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
@@ -4028,11 +4120,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
 	}, {
-		Name:   "iq3s_mma_r128t64",
-		Symbol: "strata_moe_prefill_iq3s_mma_r128t64",
+		DynShared: 66560,
+		Name:      "iq3s_mma_r128t64",
+		Symbol:    "strata_moe_prefill_iq3s_mma_r128t64",
 	}, {
-		Name:   "iq3s_mma_r128t32",
-		Symbol: "strata_moe_prefill_iq3s_mma_r128t32",
+		DynShared: 77312,
+		Name:      "iq3s_mma_r128t32",
+		Symbol:    "strata_moe_prefill_iq3s_mma_r128t32",
 	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
@@ -4046,11 +4140,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
 	}, {
-		Name:   "iq1m_mma_r128t64",
-		Symbol: "strata_moe_prefill_iq1m_mma_r128t64",
+		DynShared: 66560,
+		Name:      "iq1m_mma_r128t64",
+		Symbol:    "strata_moe_prefill_iq1m_mma_r128t64",
 	}, {
-		Name:   "iq1m_mma_r128t32",
-		Symbol: "strata_moe_prefill_iq1m_mma_r128t32",
+		DynShared: 71168,
+		Name:      "iq1m_mma_r128t32",
+		Symbol:    "strata_moe_prefill_iq1m_mma_r128t32",
 	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
@@ -4286,11 +4382,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t64",
 		Symbol: "strata_mmq_q80_mma_r64t64",
 	}, {
-		Name:   "q80_mma_r128t64",
-		Symbol: "strata_mmq_q80_mma_r128t64",
+		DynShared: 68624,
+		Name:      "q80_mma_r128t64",
+		Symbol:    "strata_mmq_q80_mma_r128t64",
 	}, {
-		Name:   "q80_mma_r64t128",
-		Symbol: "strata_mmq_q80_mma_r64t128",
+		DynShared: 97296,
+		Name:      "q80_mma_r64t128",
+		Symbol:    "strata_mmq_q80_mma_r64t128",
 	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_mmq_q80_dp4a_r64t64",
@@ -4304,11 +4402,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_mmq_q20_mma_r64t64",
 	}, {
-		Name:   "q20_mma_r128t64",
-		Symbol: "strata_mmq_q20_mma_r128t64",
+		DynShared: 56336,
+		Name:      "q20_mma_r128t64",
+		Symbol:    "strata_mmq_q20_mma_r128t64",
 	}, {
-		Name:   "q20_mma_r64t128",
-		Symbol: "strata_mmq_q20_mma_r64t128",
+		DynShared: 85008,
+		Name:      "q20_mma_r64t128",
+		Symbol:    "strata_mmq_q20_mma_r64t128",
 	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_mmq_q20_dp4a_r64t64",
@@ -4322,11 +4422,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_mmq_q4k_mma_r64t64",
 	}, {
-		Name:   "q4k_mma_r128t64",
-		Symbol: "strata_mmq_q4k_mma_r128t64",
+		DynShared: 68624,
+		Name:      "q4k_mma_r128t64",
+		Symbol:    "strata_mmq_q4k_mma_r128t64",
 	}, {
-		Name:   "q4k_mma_r64t128",
-		Symbol: "strata_mmq_q4k_mma_r64t128",
+		DynShared: 97296,
+		Name:      "q4k_mma_r64t128",
+		Symbol:    "strata_mmq_q4k_mma_r64t128",
 	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_mmq_q4k_dp4a_r64t64",
@@ -4340,11 +4442,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_mmq_q6k_mma_r64t64",
 	}, {
-		Name:   "q6k_mma_r128t64",
-		Symbol: "strata_mmq_q6k_mma_r128t64",
+		DynShared: 78864,
+		Name:      "q6k_mma_r128t64",
+		Symbol:    "strata_mmq_q6k_mma_r128t64",
 	}, {
-		Name:   "q6k_mma_r64t128",
-		Symbol: "strata_mmq_q6k_mma_r64t128",
+		DynShared: 107536,
+		Name:      "q6k_mma_r64t128",
+		Symbol:    "strata_mmq_q6k_mma_r64t128",
 	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_mmq_q6k_dp4a_r64t64",
@@ -4358,11 +4462,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_mmq_iq2xs_mma_r64t64",
 	}, {
-		Name:   "iq2xs_mma_r128t64",
-		Symbol: "strata_mmq_iq2xs_mma_r128t64",
+		DynShared: 64512,
+		Name:      "iq2xs_mma_r128t64",
+		Symbol:    "strata_mmq_iq2xs_mma_r128t64",
 	}, {
-		Name:   "iq2xs_mma_r64t128",
-		Symbol: "strata_mmq_iq2xs_mma_r64t128",
+		DynShared: 93184,
+		Name:      "iq2xs_mma_r64t128",
+		Symbol:    "strata_mmq_iq2xs_mma_r64t128",
 	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq2xs_dp4a_r64t64",
@@ -4376,11 +4482,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_mmq_iq3xxs_mma_r64t64",
 	}, {
-		Name:   "iq3xxs_mma_r128t64",
-		Symbol: "strata_mmq_iq3xxs_mma_r128t64",
+		DynShared: 65536,
+		Name:      "iq3xxs_mma_r128t64",
+		Symbol:    "strata_mmq_iq3xxs_mma_r128t64",
 	}, {
-		Name:   "iq3xxs_mma_r64t128",
-		Symbol: "strata_mmq_iq3xxs_mma_r64t128",
+		DynShared: 94208,
+		Name:      "iq3xxs_mma_r64t128",
+		Symbol:    "strata_mmq_iq3xxs_mma_r64t128",
 	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3xxs_dp4a_r64t64",
@@ -4394,11 +4502,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_mmq_iq3s_mma_r64t64",
 	}, {
-		Name:   "iq3s_mma_r128t64",
-		Symbol: "strata_mmq_iq3s_mma_r128t64",
+		DynShared: 66560,
+		Name:      "iq3s_mma_r128t64",
+		Symbol:    "strata_mmq_iq3s_mma_r128t64",
 	}, {
-		Name:   "iq3s_mma_r64t128",
-		Symbol: "strata_mmq_iq3s_mma_r64t128",
+		DynShared: 95232,
+		Name:      "iq3s_mma_r64t128",
+		Symbol:    "strata_mmq_iq3s_mma_r64t128",
 	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3s_dp4a_r64t64",
@@ -4412,11 +4522,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_mmq_iq1m_mma_r64t64",
 	}, {
-		Name:   "iq1m_mma_r128t64",
-		Symbol: "strata_mmq_iq1m_mma_r128t64",
+		DynShared: 66560,
+		Name:      "iq1m_mma_r128t64",
+		Symbol:    "strata_mmq_iq1m_mma_r128t64",
 	}, {
-		Name:   "iq1m_mma_r64t128",
-		Symbol: "strata_mmq_iq1m_mma_r64t128",
+		DynShared: 95232,
+		Name:      "iq1m_mma_r64t128",
+		Symbol:    "strata_mmq_iq1m_mma_r64t128",
 	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_mmq_iq1m_dp4a_r64t64",
@@ -4512,11 +4624,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t64",
 		Symbol: "strata_moe_prefill_q80_mma_r64t64",
 	}, {
-		Name:   "q80_mma_r128t64",
-		Symbol: "strata_moe_prefill_q80_mma_r128t64",
+		DynShared: 68624,
+		Name:      "q80_mma_r128t64",
+		Symbol:    "strata_moe_prefill_q80_mma_r128t64",
 	}, {
-		Name:   "q80_mma_r128t32",
-		Symbol: "strata_moe_prefill_q80_mma_r128t32",
+		DynShared: 83472,
+		Name:      "q80_mma_r128t32",
+		Symbol:    "strata_moe_prefill_q80_mma_r128t32",
 	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
@@ -4530,11 +4644,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
 	}, {
-		Name:   "q20_mma_r128t64",
-		Symbol: "strata_moe_prefill_q20_mma_r128t64",
+		DynShared: 56336,
+		Name:      "q20_mma_r128t64",
+		Symbol:    "strata_moe_prefill_q20_mma_r128t64",
 	}, {
-		Name:   "q20_mma_r128t32",
-		Symbol: "strata_moe_prefill_q20_mma_r128t32",
+		DynShared: 58896,
+		Name:      "q20_mma_r128t32",
+		Symbol:    "strata_moe_prefill_q20_mma_r128t32",
 	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
@@ -4548,11 +4664,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
 	}, {
-		Name:   "q4k_mma_r128t64",
-		Symbol: "strata_moe_prefill_q4k_mma_r128t64",
+		DynShared: 68624,
+		Name:      "q4k_mma_r128t64",
+		Symbol:    "strata_moe_prefill_q4k_mma_r128t64",
 	}, {
-		Name:   "q4k_mma_r128t32",
-		Symbol: "strata_moe_prefill_q4k_mma_r128t32",
+		DynShared: 83472,
+		Name:      "q4k_mma_r128t32",
+		Symbol:    "strata_moe_prefill_q4k_mma_r128t32",
 	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
@@ -4566,11 +4684,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
 	}, {
-		Name:   "q6k_mma_r128t64",
-		Symbol: "strata_moe_prefill_q6k_mma_r128t64",
+		DynShared: 78864,
+		Name:      "q6k_mma_r128t64",
+		Symbol:    "strata_moe_prefill_q6k_mma_r128t64",
 	}, {
-		Name:   "q6k_mma_r128t32",
-		Symbol: "strata_moe_prefill_q6k_mma_r128t32",
+		DynShared: 103952,
+		Name:      "q6k_mma_r128t32",
+		Symbol:    "strata_moe_prefill_q6k_mma_r128t32",
 	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
@@ -4584,11 +4704,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
 	}, {
-		Name:   "iq2xs_mma_r128t64",
-		Symbol: "strata_moe_prefill_iq2xs_mma_r128t64",
+		DynShared: 64512,
+		Name:      "iq2xs_mma_r128t64",
+		Symbol:    "strata_moe_prefill_iq2xs_mma_r128t64",
 	}, {
-		Name:   "iq2xs_mma_r128t32",
-		Symbol: "strata_moe_prefill_iq2xs_mma_r128t32",
+		DynShared: 71168,
+		Name:      "iq2xs_mma_r128t32",
+		Symbol:    "strata_moe_prefill_iq2xs_mma_r128t32",
 	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
@@ -4602,11 +4724,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
 	}, {
-		Name:   "iq3xxs_mma_r128t64",
-		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t64",
+		DynShared: 65536,
+		Name:      "iq3xxs_mma_r128t64",
+		Symbol:    "strata_moe_prefill_iq3xxs_mma_r128t64",
 	}, {
-		Name:   "iq3xxs_mma_r128t32",
-		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t32",
+		DynShared: 76288,
+		Name:      "iq3xxs_mma_r128t32",
+		Symbol:    "strata_moe_prefill_iq3xxs_mma_r128t32",
 	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
@@ -4620,11 +4744,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
 	}, {
-		Name:   "iq3s_mma_r128t64",
-		Symbol: "strata_moe_prefill_iq3s_mma_r128t64",
+		DynShared: 66560,
+		Name:      "iq3s_mma_r128t64",
+		Symbol:    "strata_moe_prefill_iq3s_mma_r128t64",
 	}, {
-		Name:   "iq3s_mma_r128t32",
-		Symbol: "strata_moe_prefill_iq3s_mma_r128t32",
+		DynShared: 77312,
+		Name:      "iq3s_mma_r128t32",
+		Symbol:    "strata_moe_prefill_iq3s_mma_r128t32",
 	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
@@ -4638,11 +4764,13 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
 	}, {
-		Name:   "iq1m_mma_r128t64",
-		Symbol: "strata_moe_prefill_iq1m_mma_r128t64",
+		DynShared: 66560,
+		Name:      "iq1m_mma_r128t64",
+		Symbol:    "strata_moe_prefill_iq1m_mma_r128t64",
 	}, {
-		Name:   "iq1m_mma_r128t32",
-		Symbol: "strata_moe_prefill_iq1m_mma_r128t32",
+		DynShared: 71168,
+		Name:      "iq1m_mma_r128t32",
+		Symbol:    "strata_moe_prefill_iq1m_mma_r128t32",
 	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
