@@ -10,17 +10,20 @@ res, ceil = {}, {}
 for g in groups:
     p = os.path.join(d, f"bench-{g}", "bench_prefill.txt")
     if not os.path.exists(p):
-        continue
+        # a bench that ran out of time wrote no table; its log holds the rows it printed
+        p = os.path.join(d, f"bench-{g}.log")
+        if not os.path.exists(p):
+            continue
     fam = None
     for line in open(p):
         m = re.search(r"ceiling\): ([0-9.]+) TOPS", line)
         if m:
             ceil[g] = float(m.group(1))
-        if line.startswith("mmq "):
+        if line.strip().startswith("mmq "):
             fam = "mmq"
-        elif line.startswith("moe_prefill "):
+        elif line.strip().startswith("moe_prefill "):
             fam = "moe"
-        f = line.split()
+        f = line.strip().split()
         if fam and len(f) >= 5 and re.match(r"[a-z0-9]+_mma_r\d+t\d+$", f[0]):
             typ, _, tile = f[0].split("_")
             res[(g, fam, typ, int(f[1]), tile)] = (float(f[-3]), float(f[-2])) if fam == "mmq" else (float(f[-3]), float(f[-2]))
