@@ -2510,13 +2510,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t64",
 		Symbol: "strata_mmq_q80_mma_r64t64",
 	}, {
-		DynShared: 68624,
-		Name:      "q80_mma_r128t64",
-		Symbol:    "strata_mmq_q80_mma_r128t64",
+		Name:   "q80_mma_r128t64",
+		Symbol: "strata_mmq_q80_mma_r128t64",
 	}, {
-		DynShared: 97296,
-		Name:      "q80_mma_r64t128",
-		Symbol:    "strata_mmq_q80_mma_r64t128",
+		Name:   "q80_mma_r64t128",
+		Symbol: "strata_mmq_q80_mma_r64t128",
 	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_mmq_q80_dp4a_r64t64",
@@ -2530,13 +2528,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_mmq_q20_mma_r64t64",
 	}, {
-		DynShared: 56336,
-		Name:      "q20_mma_r128t64",
-		Symbol:    "strata_mmq_q20_mma_r128t64",
+		Name:   "q20_mma_r128t64",
+		Symbol: "strata_mmq_q20_mma_r128t64",
 	}, {
-		DynShared: 85008,
-		Name:      "q20_mma_r64t128",
-		Symbol:    "strata_mmq_q20_mma_r64t128",
+		Name:   "q20_mma_r64t128",
+		Symbol: "strata_mmq_q20_mma_r64t128",
 	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_mmq_q20_dp4a_r64t64",
@@ -2550,13 +2546,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_mmq_q4k_mma_r64t64",
 	}, {
-		DynShared: 68624,
-		Name:      "q4k_mma_r128t64",
-		Symbol:    "strata_mmq_q4k_mma_r128t64",
+		Name:   "q4k_mma_r128t64",
+		Symbol: "strata_mmq_q4k_mma_r128t64",
 	}, {
-		DynShared: 97296,
-		Name:      "q4k_mma_r64t128",
-		Symbol:    "strata_mmq_q4k_mma_r64t128",
+		Name:   "q4k_mma_r64t128",
+		Symbol: "strata_mmq_q4k_mma_r64t128",
 	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_mmq_q4k_dp4a_r64t64",
@@ -2570,13 +2564,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_mmq_q6k_mma_r64t64",
 	}, {
-		DynShared: 78864,
-		Name:      "q6k_mma_r128t64",
-		Symbol:    "strata_mmq_q6k_mma_r128t64",
+		Name:   "q6k_mma_r128t64",
+		Symbol: "strata_mmq_q6k_mma_r128t64",
 	}, {
-		DynShared: 107536,
-		Name:      "q6k_mma_r64t128",
-		Symbol:    "strata_mmq_q6k_mma_r64t128",
+		Name:   "q6k_mma_r64t128",
+		Symbol: "strata_mmq_q6k_mma_r64t128",
 	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_mmq_q6k_dp4a_r64t64",
@@ -2590,13 +2582,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_mmq_iq2xs_mma_r64t64",
 	}, {
-		DynShared: 64512,
-		Name:      "iq2xs_mma_r128t64",
-		Symbol:    "strata_mmq_iq2xs_mma_r128t64",
+		Name:   "iq2xs_mma_r128t64",
+		Symbol: "strata_mmq_iq2xs_mma_r128t64",
 	}, {
-		DynShared: 93184,
-		Name:      "iq2xs_mma_r64t128",
-		Symbol:    "strata_mmq_iq2xs_mma_r64t128",
+		Name:   "iq2xs_mma_r64t128",
+		Symbol: "strata_mmq_iq2xs_mma_r64t128",
 	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq2xs_dp4a_r64t64",
@@ -2610,13 +2600,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_mmq_iq3xxs_mma_r64t64",
 	}, {
-		DynShared: 65536,
-		Name:      "iq3xxs_mma_r128t64",
-		Symbol:    "strata_mmq_iq3xxs_mma_r128t64",
+		Name:   "iq3xxs_mma_r128t64",
+		Symbol: "strata_mmq_iq3xxs_mma_r128t64",
 	}, {
-		DynShared: 94208,
-		Name:      "iq3xxs_mma_r64t128",
-		Symbol:    "strata_mmq_iq3xxs_mma_r64t128",
+		Name:   "iq3xxs_mma_r64t128",
+		Symbol: "strata_mmq_iq3xxs_mma_r64t128",
 	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3xxs_dp4a_r64t64",
@@ -2630,13 +2618,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_mmq_iq3s_mma_r64t64",
 	}, {
-		DynShared: 66560,
-		Name:      "iq3s_mma_r128t64",
-		Symbol:    "strata_mmq_iq3s_mma_r128t64",
+		Name:   "iq3s_mma_r128t64",
+		Symbol: "strata_mmq_iq3s_mma_r128t64",
 	}, {
-		DynShared: 95232,
-		Name:      "iq3s_mma_r64t128",
-		Symbol:    "strata_mmq_iq3s_mma_r64t128",
+		Name:   "iq3s_mma_r64t128",
+		Symbol: "strata_mmq_iq3s_mma_r64t128",
 	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3s_dp4a_r64t64",
@@ -2650,13 +2636,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_mmq_iq1m_mma_r64t64",
 	}, {
-		DynShared: 66560,
-		Name:      "iq1m_mma_r128t64",
-		Symbol:    "strata_mmq_iq1m_mma_r128t64",
+		Name:   "iq1m_mma_r128t64",
+		Symbol: "strata_mmq_iq1m_mma_r128t64",
 	}, {
-		DynShared: 95232,
-		Name:      "iq1m_mma_r64t128",
-		Symbol:    "strata_mmq_iq1m_mma_r64t128",
+		Name:   "iq1m_mma_r64t128",
+		Symbol: "strata_mmq_iq1m_mma_r64t128",
 	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_mmq_iq1m_dp4a_r64t64",
@@ -2752,13 +2736,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t64",
 		Symbol: "strata_moe_prefill_q80_mma_r64t64",
 	}, {
-		DynShared: 68624,
-		Name:      "q80_mma_r128t64",
-		Symbol:    "strata_moe_prefill_q80_mma_r128t64",
+		Name:   "q80_mma_r128t64",
+		Symbol: "strata_moe_prefill_q80_mma_r128t64",
 	}, {
-		DynShared: 83472,
-		Name:      "q80_mma_r128t32",
-		Symbol:    "strata_moe_prefill_q80_mma_r128t32",
+		Name:   "q80_mma_r128t32",
+		Symbol: "strata_moe_prefill_q80_mma_r128t32",
 	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
@@ -2772,13 +2754,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
 	}, {
-		DynShared: 56336,
-		Name:      "q20_mma_r128t64",
-		Symbol:    "strata_moe_prefill_q20_mma_r128t64",
+		Name:   "q20_mma_r128t64",
+		Symbol: "strata_moe_prefill_q20_mma_r128t64",
 	}, {
-		DynShared: 58896,
-		Name:      "q20_mma_r128t32",
-		Symbol:    "strata_moe_prefill_q20_mma_r128t32",
+		Name:   "q20_mma_r128t32",
+		Symbol: "strata_moe_prefill_q20_mma_r128t32",
 	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
@@ -2792,13 +2772,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
 	}, {
-		DynShared: 68624,
-		Name:      "q4k_mma_r128t64",
-		Symbol:    "strata_moe_prefill_q4k_mma_r128t64",
+		Name:   "q4k_mma_r128t64",
+		Symbol: "strata_moe_prefill_q4k_mma_r128t64",
 	}, {
-		DynShared: 83472,
-		Name:      "q4k_mma_r128t32",
-		Symbol:    "strata_moe_prefill_q4k_mma_r128t32",
+		Name:   "q4k_mma_r128t32",
+		Symbol: "strata_moe_prefill_q4k_mma_r128t32",
 	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
@@ -2812,13 +2790,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
 	}, {
-		DynShared: 78864,
-		Name:      "q6k_mma_r128t64",
-		Symbol:    "strata_moe_prefill_q6k_mma_r128t64",
+		Name:   "q6k_mma_r128t64",
+		Symbol: "strata_moe_prefill_q6k_mma_r128t64",
 	}, {
-		DynShared: 103952,
-		Name:      "q6k_mma_r128t32",
-		Symbol:    "strata_moe_prefill_q6k_mma_r128t32",
+		Name:   "q6k_mma_r128t32",
+		Symbol: "strata_moe_prefill_q6k_mma_r128t32",
 	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
@@ -2832,13 +2808,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
 	}, {
-		DynShared: 64512,
-		Name:      "iq2xs_mma_r128t64",
-		Symbol:    "strata_moe_prefill_iq2xs_mma_r128t64",
+		Name:   "iq2xs_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r128t64",
 	}, {
-		DynShared: 71168,
-		Name:      "iq2xs_mma_r128t32",
-		Symbol:    "strata_moe_prefill_iq2xs_mma_r128t32",
+		Name:   "iq2xs_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r128t32",
 	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
@@ -2852,13 +2826,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
 	}, {
-		DynShared: 65536,
-		Name:      "iq3xxs_mma_r128t64",
-		Symbol:    "strata_moe_prefill_iq3xxs_mma_r128t64",
+		Name:   "iq3xxs_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t64",
 	}, {
-		DynShared: 76288,
-		Name:      "iq3xxs_mma_r128t32",
-		Symbol:    "strata_moe_prefill_iq3xxs_mma_r128t32",
+		Name:   "iq3xxs_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t32",
 	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
@@ -2872,13 +2844,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
 	}, {
-		DynShared: 66560,
-		Name:      "iq3s_mma_r128t64",
-		Symbol:    "strata_moe_prefill_iq3s_mma_r128t64",
+		Name:   "iq3s_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq3s_mma_r128t64",
 	}, {
-		DynShared: 77312,
-		Name:      "iq3s_mma_r128t32",
-		Symbol:    "strata_moe_prefill_iq3s_mma_r128t32",
+		Name:   "iq3s_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq3s_mma_r128t32",
 	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
@@ -2892,13 +2862,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
 	}, {
-		DynShared: 66560,
-		Name:      "iq1m_mma_r128t64",
-		Symbol:    "strata_moe_prefill_iq1m_mma_r128t64",
+		Name:   "iq1m_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq1m_mma_r128t64",
 	}, {
-		DynShared: 71168,
-		Name:      "iq1m_mma_r128t32",
-		Symbol:    "strata_moe_prefill_iq1m_mma_r128t32",
+		Name:   "iq1m_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq1m_mma_r128t32",
 	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
@@ -3134,13 +3102,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t64",
 		Symbol: "strata_mmq_q80_mma_r64t64",
 	}, {
-		DynShared: 68624,
-		Name:      "q80_mma_r128t64",
-		Symbol:    "strata_mmq_q80_mma_r128t64",
+		Name:   "q80_mma_r128t64",
+		Symbol: "strata_mmq_q80_mma_r128t64",
 	}, {
-		DynShared: 97296,
-		Name:      "q80_mma_r64t128",
-		Symbol:    "strata_mmq_q80_mma_r64t128",
+		Name:   "q80_mma_r64t128",
+		Symbol: "strata_mmq_q80_mma_r64t128",
 	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_mmq_q80_dp4a_r64t64",
@@ -3154,13 +3120,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_mmq_q20_mma_r64t64",
 	}, {
-		DynShared: 56336,
-		Name:      "q20_mma_r128t64",
-		Symbol:    "strata_mmq_q20_mma_r128t64",
+		Name:   "q20_mma_r128t64",
+		Symbol: "strata_mmq_q20_mma_r128t64",
 	}, {
-		DynShared: 85008,
-		Name:      "q20_mma_r64t128",
-		Symbol:    "strata_mmq_q20_mma_r64t128",
+		Name:   "q20_mma_r64t128",
+		Symbol: "strata_mmq_q20_mma_r64t128",
 	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_mmq_q20_dp4a_r64t64",
@@ -3174,13 +3138,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_mmq_q4k_mma_r64t64",
 	}, {
-		DynShared: 68624,
-		Name:      "q4k_mma_r128t64",
-		Symbol:    "strata_mmq_q4k_mma_r128t64",
+		Name:   "q4k_mma_r128t64",
+		Symbol: "strata_mmq_q4k_mma_r128t64",
 	}, {
-		DynShared: 97296,
-		Name:      "q4k_mma_r64t128",
-		Symbol:    "strata_mmq_q4k_mma_r64t128",
+		Name:   "q4k_mma_r64t128",
+		Symbol: "strata_mmq_q4k_mma_r64t128",
 	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_mmq_q4k_dp4a_r64t64",
@@ -3194,13 +3156,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_mmq_q6k_mma_r64t64",
 	}, {
-		DynShared: 78864,
-		Name:      "q6k_mma_r128t64",
-		Symbol:    "strata_mmq_q6k_mma_r128t64",
+		Name:   "q6k_mma_r128t64",
+		Symbol: "strata_mmq_q6k_mma_r128t64",
 	}, {
-		DynShared: 107536,
-		Name:      "q6k_mma_r64t128",
-		Symbol:    "strata_mmq_q6k_mma_r64t128",
+		Name:   "q6k_mma_r64t128",
+		Symbol: "strata_mmq_q6k_mma_r64t128",
 	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_mmq_q6k_dp4a_r64t64",
@@ -3214,13 +3174,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_mmq_iq2xs_mma_r64t64",
 	}, {
-		DynShared: 64512,
-		Name:      "iq2xs_mma_r128t64",
-		Symbol:    "strata_mmq_iq2xs_mma_r128t64",
+		Name:   "iq2xs_mma_r128t64",
+		Symbol: "strata_mmq_iq2xs_mma_r128t64",
 	}, {
-		DynShared: 93184,
-		Name:      "iq2xs_mma_r64t128",
-		Symbol:    "strata_mmq_iq2xs_mma_r64t128",
+		Name:   "iq2xs_mma_r64t128",
+		Symbol: "strata_mmq_iq2xs_mma_r64t128",
 	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq2xs_dp4a_r64t64",
@@ -3234,13 +3192,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_mmq_iq3xxs_mma_r64t64",
 	}, {
-		DynShared: 65536,
-		Name:      "iq3xxs_mma_r128t64",
-		Symbol:    "strata_mmq_iq3xxs_mma_r128t64",
+		Name:   "iq3xxs_mma_r128t64",
+		Symbol: "strata_mmq_iq3xxs_mma_r128t64",
 	}, {
-		DynShared: 94208,
-		Name:      "iq3xxs_mma_r64t128",
-		Symbol:    "strata_mmq_iq3xxs_mma_r64t128",
+		Name:   "iq3xxs_mma_r64t128",
+		Symbol: "strata_mmq_iq3xxs_mma_r64t128",
 	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3xxs_dp4a_r64t64",
@@ -3254,13 +3210,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_mmq_iq3s_mma_r64t64",
 	}, {
-		DynShared: 66560,
-		Name:      "iq3s_mma_r128t64",
-		Symbol:    "strata_mmq_iq3s_mma_r128t64",
+		Name:   "iq3s_mma_r128t64",
+		Symbol: "strata_mmq_iq3s_mma_r128t64",
 	}, {
-		DynShared: 95232,
-		Name:      "iq3s_mma_r64t128",
-		Symbol:    "strata_mmq_iq3s_mma_r64t128",
+		Name:   "iq3s_mma_r64t128",
+		Symbol: "strata_mmq_iq3s_mma_r64t128",
 	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3s_dp4a_r64t64",
@@ -3274,13 +3228,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_mmq_iq1m_mma_r64t64",
 	}, {
-		DynShared: 66560,
-		Name:      "iq1m_mma_r128t64",
-		Symbol:    "strata_mmq_iq1m_mma_r128t64",
+		Name:   "iq1m_mma_r128t64",
+		Symbol: "strata_mmq_iq1m_mma_r128t64",
 	}, {
-		DynShared: 95232,
-		Name:      "iq1m_mma_r64t128",
-		Symbol:    "strata_mmq_iq1m_mma_r64t128",
+		Name:   "iq1m_mma_r64t128",
+		Symbol: "strata_mmq_iq1m_mma_r64t128",
 	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_mmq_iq1m_dp4a_r64t64",
@@ -3376,13 +3328,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t64",
 		Symbol: "strata_moe_prefill_q80_mma_r64t64",
 	}, {
-		DynShared: 68624,
-		Name:      "q80_mma_r128t64",
-		Symbol:    "strata_moe_prefill_q80_mma_r128t64",
+		Name:   "q80_mma_r128t64",
+		Symbol: "strata_moe_prefill_q80_mma_r128t64",
 	}, {
-		DynShared: 83472,
-		Name:      "q80_mma_r128t32",
-		Symbol:    "strata_moe_prefill_q80_mma_r128t32",
+		Name:   "q80_mma_r128t32",
+		Symbol: "strata_moe_prefill_q80_mma_r128t32",
 	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
@@ -3396,13 +3346,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
 	}, {
-		DynShared: 56336,
-		Name:      "q20_mma_r128t64",
-		Symbol:    "strata_moe_prefill_q20_mma_r128t64",
+		Name:   "q20_mma_r128t64",
+		Symbol: "strata_moe_prefill_q20_mma_r128t64",
 	}, {
-		DynShared: 58896,
-		Name:      "q20_mma_r128t32",
-		Symbol:    "strata_moe_prefill_q20_mma_r128t32",
+		Name:   "q20_mma_r128t32",
+		Symbol: "strata_moe_prefill_q20_mma_r128t32",
 	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
@@ -3416,13 +3364,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
 	}, {
-		DynShared: 68624,
-		Name:      "q4k_mma_r128t64",
-		Symbol:    "strata_moe_prefill_q4k_mma_r128t64",
+		Name:   "q4k_mma_r128t64",
+		Symbol: "strata_moe_prefill_q4k_mma_r128t64",
 	}, {
-		DynShared: 83472,
-		Name:      "q4k_mma_r128t32",
-		Symbol:    "strata_moe_prefill_q4k_mma_r128t32",
+		Name:   "q4k_mma_r128t32",
+		Symbol: "strata_moe_prefill_q4k_mma_r128t32",
 	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
@@ -3436,13 +3382,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
 	}, {
-		DynShared: 78864,
-		Name:      "q6k_mma_r128t64",
-		Symbol:    "strata_moe_prefill_q6k_mma_r128t64",
+		Name:   "q6k_mma_r128t64",
+		Symbol: "strata_moe_prefill_q6k_mma_r128t64",
 	}, {
-		DynShared: 103952,
-		Name:      "q6k_mma_r128t32",
-		Symbol:    "strata_moe_prefill_q6k_mma_r128t32",
+		Name:   "q6k_mma_r128t32",
+		Symbol: "strata_moe_prefill_q6k_mma_r128t32",
 	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
@@ -3456,13 +3400,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
 	}, {
-		DynShared: 64512,
-		Name:      "iq2xs_mma_r128t64",
-		Symbol:    "strata_moe_prefill_iq2xs_mma_r128t64",
+		Name:   "iq2xs_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r128t64",
 	}, {
-		DynShared: 71168,
-		Name:      "iq2xs_mma_r128t32",
-		Symbol:    "strata_moe_prefill_iq2xs_mma_r128t32",
+		Name:   "iq2xs_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r128t32",
 	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
@@ -3476,13 +3418,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
 	}, {
-		DynShared: 65536,
-		Name:      "iq3xxs_mma_r128t64",
-		Symbol:    "strata_moe_prefill_iq3xxs_mma_r128t64",
+		Name:   "iq3xxs_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t64",
 	}, {
-		DynShared: 76288,
-		Name:      "iq3xxs_mma_r128t32",
-		Symbol:    "strata_moe_prefill_iq3xxs_mma_r128t32",
+		Name:   "iq3xxs_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t32",
 	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
@@ -3496,13 +3436,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
 	}, {
-		DynShared: 66560,
-		Name:      "iq3s_mma_r128t64",
-		Symbol:    "strata_moe_prefill_iq3s_mma_r128t64",
+		Name:   "iq3s_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq3s_mma_r128t64",
 	}, {
-		DynShared: 77312,
-		Name:      "iq3s_mma_r128t32",
-		Symbol:    "strata_moe_prefill_iq3s_mma_r128t32",
+		Name:   "iq3s_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq3s_mma_r128t32",
 	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
@@ -3516,13 +3454,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
 	}, {
-		DynShared: 66560,
-		Name:      "iq1m_mma_r128t64",
-		Symbol:    "strata_moe_prefill_iq1m_mma_r128t64",
+		Name:   "iq1m_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq1m_mma_r128t64",
 	}, {
-		DynShared: 71168,
-		Name:      "iq1m_mma_r128t32",
-		Symbol:    "strata_moe_prefill_iq1m_mma_r128t32",
+		Name:   "iq1m_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq1m_mma_r128t32",
 	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
@@ -3758,13 +3694,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t64",
 		Symbol: "strata_mmq_q80_mma_r64t64",
 	}, {
-		DynShared: 68624,
-		Name:      "q80_mma_r128t64",
-		Symbol:    "strata_mmq_q80_mma_r128t64",
+		Name:   "q80_mma_r128t64",
+		Symbol: "strata_mmq_q80_mma_r128t64",
 	}, {
-		DynShared: 97296,
-		Name:      "q80_mma_r64t128",
-		Symbol:    "strata_mmq_q80_mma_r64t128",
+		Name:   "q80_mma_r64t128",
+		Symbol: "strata_mmq_q80_mma_r64t128",
 	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_mmq_q80_dp4a_r64t64",
@@ -3778,13 +3712,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_mmq_q20_mma_r64t64",
 	}, {
-		DynShared: 56336,
-		Name:      "q20_mma_r128t64",
-		Symbol:    "strata_mmq_q20_mma_r128t64",
+		Name:   "q20_mma_r128t64",
+		Symbol: "strata_mmq_q20_mma_r128t64",
 	}, {
-		DynShared: 85008,
-		Name:      "q20_mma_r64t128",
-		Symbol:    "strata_mmq_q20_mma_r64t128",
+		Name:   "q20_mma_r64t128",
+		Symbol: "strata_mmq_q20_mma_r64t128",
 	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_mmq_q20_dp4a_r64t64",
@@ -3798,13 +3730,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_mmq_q4k_mma_r64t64",
 	}, {
-		DynShared: 68624,
-		Name:      "q4k_mma_r128t64",
-		Symbol:    "strata_mmq_q4k_mma_r128t64",
+		Name:   "q4k_mma_r128t64",
+		Symbol: "strata_mmq_q4k_mma_r128t64",
 	}, {
-		DynShared: 97296,
-		Name:      "q4k_mma_r64t128",
-		Symbol:    "strata_mmq_q4k_mma_r64t128",
+		Name:   "q4k_mma_r64t128",
+		Symbol: "strata_mmq_q4k_mma_r64t128",
 	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_mmq_q4k_dp4a_r64t64",
@@ -3818,13 +3748,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_mmq_q6k_mma_r64t64",
 	}, {
-		DynShared: 78864,
-		Name:      "q6k_mma_r128t64",
-		Symbol:    "strata_mmq_q6k_mma_r128t64",
+		Name:   "q6k_mma_r128t64",
+		Symbol: "strata_mmq_q6k_mma_r128t64",
 	}, {
-		DynShared: 107536,
-		Name:      "q6k_mma_r64t128",
-		Symbol:    "strata_mmq_q6k_mma_r64t128",
+		Name:   "q6k_mma_r64t128",
+		Symbol: "strata_mmq_q6k_mma_r64t128",
 	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_mmq_q6k_dp4a_r64t64",
@@ -3838,13 +3766,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_mmq_iq2xs_mma_r64t64",
 	}, {
-		DynShared: 64512,
-		Name:      "iq2xs_mma_r128t64",
-		Symbol:    "strata_mmq_iq2xs_mma_r128t64",
+		Name:   "iq2xs_mma_r128t64",
+		Symbol: "strata_mmq_iq2xs_mma_r128t64",
 	}, {
-		DynShared: 93184,
-		Name:      "iq2xs_mma_r64t128",
-		Symbol:    "strata_mmq_iq2xs_mma_r64t128",
+		Name:   "iq2xs_mma_r64t128",
+		Symbol: "strata_mmq_iq2xs_mma_r64t128",
 	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq2xs_dp4a_r64t64",
@@ -3858,13 +3784,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_mmq_iq3xxs_mma_r64t64",
 	}, {
-		DynShared: 65536,
-		Name:      "iq3xxs_mma_r128t64",
-		Symbol:    "strata_mmq_iq3xxs_mma_r128t64",
+		Name:   "iq3xxs_mma_r128t64",
+		Symbol: "strata_mmq_iq3xxs_mma_r128t64",
 	}, {
-		DynShared: 94208,
-		Name:      "iq3xxs_mma_r64t128",
-		Symbol:    "strata_mmq_iq3xxs_mma_r64t128",
+		Name:   "iq3xxs_mma_r64t128",
+		Symbol: "strata_mmq_iq3xxs_mma_r64t128",
 	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3xxs_dp4a_r64t64",
@@ -3878,13 +3802,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_mmq_iq3s_mma_r64t64",
 	}, {
-		DynShared: 66560,
-		Name:      "iq3s_mma_r128t64",
-		Symbol:    "strata_mmq_iq3s_mma_r128t64",
+		Name:   "iq3s_mma_r128t64",
+		Symbol: "strata_mmq_iq3s_mma_r128t64",
 	}, {
-		DynShared: 95232,
-		Name:      "iq3s_mma_r64t128",
-		Symbol:    "strata_mmq_iq3s_mma_r64t128",
+		Name:   "iq3s_mma_r64t128",
+		Symbol: "strata_mmq_iq3s_mma_r64t128",
 	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3s_dp4a_r64t64",
@@ -3898,13 +3820,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_mmq_iq1m_mma_r64t64",
 	}, {
-		DynShared: 66560,
-		Name:      "iq1m_mma_r128t64",
-		Symbol:    "strata_mmq_iq1m_mma_r128t64",
+		Name:   "iq1m_mma_r128t64",
+		Symbol: "strata_mmq_iq1m_mma_r128t64",
 	}, {
-		DynShared: 95232,
-		Name:      "iq1m_mma_r64t128",
-		Symbol:    "strata_mmq_iq1m_mma_r64t128",
+		Name:   "iq1m_mma_r64t128",
+		Symbol: "strata_mmq_iq1m_mma_r64t128",
 	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_mmq_iq1m_dp4a_r64t64",
@@ -4000,13 +3920,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t64",
 		Symbol: "strata_moe_prefill_q80_mma_r64t64",
 	}, {
-		DynShared: 68624,
-		Name:      "q80_mma_r128t64",
-		Symbol:    "strata_moe_prefill_q80_mma_r128t64",
+		Name:   "q80_mma_r128t64",
+		Symbol: "strata_moe_prefill_q80_mma_r128t64",
 	}, {
-		DynShared: 83472,
-		Name:      "q80_mma_r128t32",
-		Symbol:    "strata_moe_prefill_q80_mma_r128t32",
+		Name:   "q80_mma_r128t32",
+		Symbol: "strata_moe_prefill_q80_mma_r128t32",
 	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
@@ -4020,13 +3938,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
 	}, {
-		DynShared: 56336,
-		Name:      "q20_mma_r128t64",
-		Symbol:    "strata_moe_prefill_q20_mma_r128t64",
+		Name:   "q20_mma_r128t64",
+		Symbol: "strata_moe_prefill_q20_mma_r128t64",
 	}, {
-		DynShared: 58896,
-		Name:      "q20_mma_r128t32",
-		Symbol:    "strata_moe_prefill_q20_mma_r128t32",
+		Name:   "q20_mma_r128t32",
+		Symbol: "strata_moe_prefill_q20_mma_r128t32",
 	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
@@ -4040,13 +3956,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
 	}, {
-		DynShared: 68624,
-		Name:      "q4k_mma_r128t64",
-		Symbol:    "strata_moe_prefill_q4k_mma_r128t64",
+		Name:   "q4k_mma_r128t64",
+		Symbol: "strata_moe_prefill_q4k_mma_r128t64",
 	}, {
-		DynShared: 83472,
-		Name:      "q4k_mma_r128t32",
-		Symbol:    "strata_moe_prefill_q4k_mma_r128t32",
+		Name:   "q4k_mma_r128t32",
+		Symbol: "strata_moe_prefill_q4k_mma_r128t32",
 	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
@@ -4060,13 +3974,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
 	}, {
-		DynShared: 78864,
-		Name:      "q6k_mma_r128t64",
-		Symbol:    "strata_moe_prefill_q6k_mma_r128t64",
+		Name:   "q6k_mma_r128t64",
+		Symbol: "strata_moe_prefill_q6k_mma_r128t64",
 	}, {
-		DynShared: 103952,
-		Name:      "q6k_mma_r128t32",
-		Symbol:    "strata_moe_prefill_q6k_mma_r128t32",
+		Name:   "q6k_mma_r128t32",
+		Symbol: "strata_moe_prefill_q6k_mma_r128t32",
 	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
@@ -4080,13 +3992,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
 	}, {
-		DynShared: 64512,
-		Name:      "iq2xs_mma_r128t64",
-		Symbol:    "strata_moe_prefill_iq2xs_mma_r128t64",
+		Name:   "iq2xs_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r128t64",
 	}, {
-		DynShared: 71168,
-		Name:      "iq2xs_mma_r128t32",
-		Symbol:    "strata_moe_prefill_iq2xs_mma_r128t32",
+		Name:   "iq2xs_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r128t32",
 	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
@@ -4100,13 +4010,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
 	}, {
-		DynShared: 65536,
-		Name:      "iq3xxs_mma_r128t64",
-		Symbol:    "strata_moe_prefill_iq3xxs_mma_r128t64",
+		Name:   "iq3xxs_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t64",
 	}, {
-		DynShared: 76288,
-		Name:      "iq3xxs_mma_r128t32",
-		Symbol:    "strata_moe_prefill_iq3xxs_mma_r128t32",
+		Name:   "iq3xxs_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t32",
 	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
@@ -4120,13 +4028,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
 	}, {
-		DynShared: 66560,
-		Name:      "iq3s_mma_r128t64",
-		Symbol:    "strata_moe_prefill_iq3s_mma_r128t64",
+		Name:   "iq3s_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq3s_mma_r128t64",
 	}, {
-		DynShared: 77312,
-		Name:      "iq3s_mma_r128t32",
-		Symbol:    "strata_moe_prefill_iq3s_mma_r128t32",
+		Name:   "iq3s_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq3s_mma_r128t32",
 	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
@@ -4140,13 +4046,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
 	}, {
-		DynShared: 66560,
-		Name:      "iq1m_mma_r128t64",
-		Symbol:    "strata_moe_prefill_iq1m_mma_r128t64",
+		Name:   "iq1m_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq1m_mma_r128t64",
 	}, {
-		DynShared: 71168,
-		Name:      "iq1m_mma_r128t32",
-		Symbol:    "strata_moe_prefill_iq1m_mma_r128t32",
+		Name:   "iq1m_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq1m_mma_r128t32",
 	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
@@ -4382,13 +4286,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t64",
 		Symbol: "strata_mmq_q80_mma_r64t64",
 	}, {
-		DynShared: 68624,
-		Name:      "q80_mma_r128t64",
-		Symbol:    "strata_mmq_q80_mma_r128t64",
+		Name:   "q80_mma_r128t64",
+		Symbol: "strata_mmq_q80_mma_r128t64",
 	}, {
-		DynShared: 97296,
-		Name:      "q80_mma_r64t128",
-		Symbol:    "strata_mmq_q80_mma_r64t128",
+		Name:   "q80_mma_r64t128",
+		Symbol: "strata_mmq_q80_mma_r64t128",
 	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_mmq_q80_dp4a_r64t64",
@@ -4402,13 +4304,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_mmq_q20_mma_r64t64",
 	}, {
-		DynShared: 56336,
-		Name:      "q20_mma_r128t64",
-		Symbol:    "strata_mmq_q20_mma_r128t64",
+		Name:   "q20_mma_r128t64",
+		Symbol: "strata_mmq_q20_mma_r128t64",
 	}, {
-		DynShared: 85008,
-		Name:      "q20_mma_r64t128",
-		Symbol:    "strata_mmq_q20_mma_r64t128",
+		Name:   "q20_mma_r64t128",
+		Symbol: "strata_mmq_q20_mma_r64t128",
 	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_mmq_q20_dp4a_r64t64",
@@ -4422,13 +4322,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_mmq_q4k_mma_r64t64",
 	}, {
-		DynShared: 68624,
-		Name:      "q4k_mma_r128t64",
-		Symbol:    "strata_mmq_q4k_mma_r128t64",
+		Name:   "q4k_mma_r128t64",
+		Symbol: "strata_mmq_q4k_mma_r128t64",
 	}, {
-		DynShared: 97296,
-		Name:      "q4k_mma_r64t128",
-		Symbol:    "strata_mmq_q4k_mma_r64t128",
+		Name:   "q4k_mma_r64t128",
+		Symbol: "strata_mmq_q4k_mma_r64t128",
 	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_mmq_q4k_dp4a_r64t64",
@@ -4442,13 +4340,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_mmq_q6k_mma_r64t64",
 	}, {
-		DynShared: 78864,
-		Name:      "q6k_mma_r128t64",
-		Symbol:    "strata_mmq_q6k_mma_r128t64",
+		Name:   "q6k_mma_r128t64",
+		Symbol: "strata_mmq_q6k_mma_r128t64",
 	}, {
-		DynShared: 107536,
-		Name:      "q6k_mma_r64t128",
-		Symbol:    "strata_mmq_q6k_mma_r64t128",
+		Name:   "q6k_mma_r64t128",
+		Symbol: "strata_mmq_q6k_mma_r64t128",
 	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_mmq_q6k_dp4a_r64t64",
@@ -4462,13 +4358,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_mmq_iq2xs_mma_r64t64",
 	}, {
-		DynShared: 64512,
-		Name:      "iq2xs_mma_r128t64",
-		Symbol:    "strata_mmq_iq2xs_mma_r128t64",
+		Name:   "iq2xs_mma_r128t64",
+		Symbol: "strata_mmq_iq2xs_mma_r128t64",
 	}, {
-		DynShared: 93184,
-		Name:      "iq2xs_mma_r64t128",
-		Symbol:    "strata_mmq_iq2xs_mma_r64t128",
+		Name:   "iq2xs_mma_r64t128",
+		Symbol: "strata_mmq_iq2xs_mma_r64t128",
 	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq2xs_dp4a_r64t64",
@@ -4482,13 +4376,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_mmq_iq3xxs_mma_r64t64",
 	}, {
-		DynShared: 65536,
-		Name:      "iq3xxs_mma_r128t64",
-		Symbol:    "strata_mmq_iq3xxs_mma_r128t64",
+		Name:   "iq3xxs_mma_r128t64",
+		Symbol: "strata_mmq_iq3xxs_mma_r128t64",
 	}, {
-		DynShared: 94208,
-		Name:      "iq3xxs_mma_r64t128",
-		Symbol:    "strata_mmq_iq3xxs_mma_r64t128",
+		Name:   "iq3xxs_mma_r64t128",
+		Symbol: "strata_mmq_iq3xxs_mma_r64t128",
 	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3xxs_dp4a_r64t64",
@@ -4502,13 +4394,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_mmq_iq3s_mma_r64t64",
 	}, {
-		DynShared: 66560,
-		Name:      "iq3s_mma_r128t64",
-		Symbol:    "strata_mmq_iq3s_mma_r128t64",
+		Name:   "iq3s_mma_r128t64",
+		Symbol: "strata_mmq_iq3s_mma_r128t64",
 	}, {
-		DynShared: 95232,
-		Name:      "iq3s_mma_r64t128",
-		Symbol:    "strata_mmq_iq3s_mma_r64t128",
+		Name:   "iq3s_mma_r64t128",
+		Symbol: "strata_mmq_iq3s_mma_r64t128",
 	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_mmq_iq3s_dp4a_r64t64",
@@ -4522,13 +4412,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_mmq_iq1m_mma_r64t64",
 	}, {
-		DynShared: 66560,
-		Name:      "iq1m_mma_r128t64",
-		Symbol:    "strata_mmq_iq1m_mma_r128t64",
+		Name:   "iq1m_mma_r128t64",
+		Symbol: "strata_mmq_iq1m_mma_r128t64",
 	}, {
-		DynShared: 95232,
-		Name:      "iq1m_mma_r64t128",
-		Symbol:    "strata_mmq_iq1m_mma_r64t128",
+		Name:   "iq1m_mma_r64t128",
+		Symbol: "strata_mmq_iq1m_mma_r64t128",
 	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_mmq_iq1m_dp4a_r64t64",
@@ -4624,13 +4512,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t64",
 		Symbol: "strata_moe_prefill_q80_mma_r64t64",
 	}, {
-		DynShared: 68624,
-		Name:      "q80_mma_r128t64",
-		Symbol:    "strata_moe_prefill_q80_mma_r128t64",
+		Name:   "q80_mma_r128t64",
+		Symbol: "strata_moe_prefill_q80_mma_r128t64",
 	}, {
-		DynShared: 83472,
-		Name:      "q80_mma_r128t32",
-		Symbol:    "strata_moe_prefill_q80_mma_r128t32",
+		Name:   "q80_mma_r128t32",
+		Symbol: "strata_moe_prefill_q80_mma_r128t32",
 	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
@@ -4644,13 +4530,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
 	}, {
-		DynShared: 56336,
-		Name:      "q20_mma_r128t64",
-		Symbol:    "strata_moe_prefill_q20_mma_r128t64",
+		Name:   "q20_mma_r128t64",
+		Symbol: "strata_moe_prefill_q20_mma_r128t64",
 	}, {
-		DynShared: 58896,
-		Name:      "q20_mma_r128t32",
-		Symbol:    "strata_moe_prefill_q20_mma_r128t32",
+		Name:   "q20_mma_r128t32",
+		Symbol: "strata_moe_prefill_q20_mma_r128t32",
 	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
@@ -4664,13 +4548,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
 	}, {
-		DynShared: 68624,
-		Name:      "q4k_mma_r128t64",
-		Symbol:    "strata_moe_prefill_q4k_mma_r128t64",
+		Name:   "q4k_mma_r128t64",
+		Symbol: "strata_moe_prefill_q4k_mma_r128t64",
 	}, {
-		DynShared: 83472,
-		Name:      "q4k_mma_r128t32",
-		Symbol:    "strata_moe_prefill_q4k_mma_r128t32",
+		Name:   "q4k_mma_r128t32",
+		Symbol: "strata_moe_prefill_q4k_mma_r128t32",
 	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
@@ -4684,13 +4566,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
 	}, {
-		DynShared: 78864,
-		Name:      "q6k_mma_r128t64",
-		Symbol:    "strata_moe_prefill_q6k_mma_r128t64",
+		Name:   "q6k_mma_r128t64",
+		Symbol: "strata_moe_prefill_q6k_mma_r128t64",
 	}, {
-		DynShared: 103952,
-		Name:      "q6k_mma_r128t32",
-		Symbol:    "strata_moe_prefill_q6k_mma_r128t32",
+		Name:   "q6k_mma_r128t32",
+		Symbol: "strata_moe_prefill_q6k_mma_r128t32",
 	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
@@ -4704,13 +4584,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
 	}, {
-		DynShared: 64512,
-		Name:      "iq2xs_mma_r128t64",
-		Symbol:    "strata_moe_prefill_iq2xs_mma_r128t64",
+		Name:   "iq2xs_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r128t64",
 	}, {
-		DynShared: 71168,
-		Name:      "iq2xs_mma_r128t32",
-		Symbol:    "strata_moe_prefill_iq2xs_mma_r128t32",
+		Name:   "iq2xs_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r128t32",
 	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
@@ -4724,13 +4602,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
 	}, {
-		DynShared: 65536,
-		Name:      "iq3xxs_mma_r128t64",
-		Symbol:    "strata_moe_prefill_iq3xxs_mma_r128t64",
+		Name:   "iq3xxs_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t64",
 	}, {
-		DynShared: 76288,
-		Name:      "iq3xxs_mma_r128t32",
-		Symbol:    "strata_moe_prefill_iq3xxs_mma_r128t32",
+		Name:   "iq3xxs_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t32",
 	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
@@ -4744,13 +4620,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
 	}, {
-		DynShared: 66560,
-		Name:      "iq3s_mma_r128t64",
-		Symbol:    "strata_moe_prefill_iq3s_mma_r128t64",
+		Name:   "iq3s_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq3s_mma_r128t64",
 	}, {
-		DynShared: 77312,
-		Name:      "iq3s_mma_r128t32",
-		Symbol:    "strata_moe_prefill_iq3s_mma_r128t32",
+		Name:   "iq3s_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq3s_mma_r128t32",
 	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
@@ -4764,13 +4638,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
 	}, {
-		DynShared: 66560,
-		Name:      "iq1m_mma_r128t64",
-		Symbol:    "strata_moe_prefill_iq1m_mma_r128t64",
+		Name:   "iq1m_mma_r128t64",
+		Symbol: "strata_moe_prefill_iq1m_mma_r128t64",
 	}, {
-		DynShared: 71168,
-		Name:      "iq1m_mma_r128t32",
-		Symbol:    "strata_moe_prefill_iq1m_mma_r128t32",
+		Name:   "iq1m_mma_r128t32",
+		Symbol: "strata_moe_prefill_iq1m_mma_r128t32",
 	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
