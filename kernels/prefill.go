@@ -96,8 +96,8 @@ func mmqFits(t Target, v Variant) (bool, string) {
 // float GEMM, not mmq.
 var axisPrefillType = Axis{Name: "type", Values: axisWeightType(ISANone).Values[2:]}
 
-// Asynchronous staging (NVIDIA mma variants except r64t64, which the engine launches and
-// which keeps the module's static LDS): each K step's raw weight bytes and Q8_1 activation
+// Asynchronous staging (NVIDIA mma variants whose tile mmqAsyncTileBufs names: none now,
+// see there): each K step's raw weight bytes and Q8_1 activation
 // blocks are copied by cp.async into one of NB raw buffers in dynamic shared memory while the
 // previous step's matrix work runs, then decoded from shared memory into the int8 tiles.
 // The numbers mirror struct strata_mmq_nv_asmem in kernels/templates/mmq_core.tmpl, whose
@@ -139,16 +139,24 @@ func mmqAsyncBytes(family, typ string, bm, bn, nb int) int {
 	return round16(n)
 }
 
-// mmqAsyncTileBufs is the raw buffers each asynchronously staged tile asks for, chosen by
-// measurement (bench/results/2026-11-29-prefill-async, H200, same run): at r128t64 one
-// buffer (the copy overlaps the matrix work only) was faster than two for every type
-// (mmq at 512 tokens: Q8_0 110.1 vs 101.2 TOPS, IQ3_S 107.0 vs 91.8, the rest 0–7 % apart;
-// moe_prefill 1–4 %); r64t128 and r128t32 were measured with two only.
-var mmqAsyncTileBufs = map[string]int{"r128t64": 1, "r64t128": 2, "r128t32": 2}
+// mmqAsyncTileBufs is the raw buffers each asynchronously staged tile asks for: none, by
+// measurement. bench/results/2026-11-29-prefill-async compared the asynchronous tiles with
+// the synchronous ones while launching the synchronous kernels with the asynchronous
+// variants' dynamic shared memory as well (one binary for both), which cost them occupancy
+// or L1 and made them look 20–30 % slower. Measured fairly (bench/results/2026-11-29-prefill-jit:
+// each kernel with its own launch setup, same run, JIT and ptxas cubins alike), the
+// synchronous core is faster at every tile and type: mmq at 512 tokens Q8_0 r128t64 115.7 vs
+// 111.9 TOPS (one buffer), Q4_K 128.5 vs 100.7, IQ3_XXS 155.3 vs 108.8, Q6_K r64t128 118.5
+// vs 80.7 (two); moe_prefill r128t64 / r128t32 likewise; at r64t64 one buffer won only for
+// mmq Q8_0 / Q4_K and lost in every moe_prefill type, two buffers lost more. The
+// asynchronous path stays in the template, generated into no kernel; a tile named here
+// with 1 or 2 turns it on (then run the host simulation and GPU parity on it again).
+var mmqAsyncTileBufs = map[string]int{}
 
 // MmqAsyncBufs is the number of raw K-step buffers of variant v of a prefill family on t:
-// 0 = synchronous staging in static LDS (every AMD variant, dp4a, r64t64); else the
-// tile's mmqAsyncTileBufs, cut to 1 when two do not fit under mmqDynLimit.
+// 0 = synchronous staging in static LDS (every AMD variant, dp4a, and every tile
+// mmqAsyncTileBufs does not name: all, now); else the tile's mmqAsyncTileBufs, cut to 1 when
+// two do not fit under mmqDynLimit.
 func (t Target) MmqAsyncBufs(family string, v Variant) int {
 	nb := mmqAsyncTileBufs[v.Values["tile"]]
 	if !t.IsNVIDIA() || v.Values["op"] != "mma" || nb == 0 {

@@ -215,7 +215,10 @@ func prefillFunc(h *Harness, family, symbol string) (*gpu.Func, error) {
 }
 
 // prefillDynShared is the dynamic shared memory of kernel symbol of family on the target
-// arch matches, 0 when none does.
+// arch matches, 0 when none does. It is this binary's table: kernels built from another
+// tree (an old/new comparison) must run with that tree's binary, or they get the wrong
+// bytes under the same symbol (bench/results/2026-11-29-prefill-jit: synchronous kernels
+// given the asynchronous variants' bytes ran 20–30 % slower).
 func prefillDynShared(arch, family, symbol string) uint32 {
 	spec, _ := kernels.LookupSpec(family)
 	for _, t := range kernels.Targets {

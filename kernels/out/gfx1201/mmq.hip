@@ -875,7 +875,8 @@ struct strata_mmq_ep {
   }
 };
 // The static LDS array serves the synchronous variants; the asynchronous ones (NVIDIA mma
-// except r64t64: kernels.Target.MmqAsyncBufs) take dynamic shared memory, exactly
+// tiles kernels.Target.MmqAsyncBufs gives buffers: none since the H200 measurement of
+// bench/results/2026-11-29-prefill-jit) take dynamic shared memory, exactly
 // kernels.Target.MmqDynShared bytes, which the launch passes.
 constexpr unsigned long strata_mmq_sizes[] = {
   sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 64, 64, true>),

@@ -748,27 +748,75 @@ STRATA_DEVICE strata_mma_b32 strata_mmq_ld_b(const i8* p) {
 #endif
 }
 
-// Where the staging reads a K step from: the global source (synchronous staging) or the raw
-// copy of the step in shared memory (asynchronous staging, below). wblk: the block holding
-// group g of row r of matrix m (ok false past an edge: any readable block, zeroed later);
-// xblk: token c's Q8_1 block of group g.
-template <class QT, class Src>
-struct strata_mmq_loc_global {
-  const Src& src;
-  const u8* wsafe;  // row 0 of the tile exists (the block does)
-  const u8* xsafe;  // so does token 0
-  STRATA_DEVICE_MEMBER const u8* wblk(int m, int r, int g, int, int ng, bool& ok) const {
+// Synchronous staging of K step g0: each job loads its group from global memory (QT::load)
+// and writes the int8 tile and scales. (Unchanged from the core measured in
+// bench/results/2026-11-29-prefill-h200; the asynchronous staging below decodes through a
+// location object instead, whose global form generated different code.)
+template <class QT, int NW, int BM, int BN, class Src>
+STRATA_DEVICE void strata_mmq_nv_stage_sync(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Src& src, int g0, int ng) {
+  constexpr int KT = STRATA_MMQ_KT, GPB = QT::QK / 32, T = STRATA_MMQ_THREADS;
+  constexpr int JW = NW * BM * KT / T, JX = BN * KT / T;
+  static_assert(JW * T == NW * BM * KT && JX * T == BN * KT, "tile not a multiple of the block's jobs");
+  const int tid = (int)strata_thread_x();
+  const u8* const wsafe = src.wrow(0, 0);    // row 0 of the tile exists (the block does)
+  const u8* const xsafe = src.xblk(0, 0);    // so does token 0
+  strata_g32 G[JW];
+  bool okw[JW];
+#pragma unroll
+  for (int u = 0; u < JW; ++u) {
+    const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, g = g0 + j % KT;
     const u8* row = src.wrow(m, r);
-    ok = row != nullptr && g < ng;
-    return ok ? row + (i64)(g / (QT::QK / 32)) * QT::BYTES : wsafe;
+    okw[u] = row != nullptr && g < ng;
+    QT::load(okw[u] ? row + (i64)(g / GPB) * QT::BYTES : wsafe, okw[u] ? g % GPB : 0, G[u], &s.tab);
   }
-  STRATA_DEVICE_MEMBER const u8* xblk(int c, int g, int, int ng, bool& ok) const {
+  u32 a[JX][9];
+  bool okx[JX];
+#pragma unroll
+  for (int u = 0; u < JX; ++u) {
+    const int j = tid + u * T, c = j / KT, g = g0 + j % KT;
     const u8* xb = g < ng ? src.xblk(c, g) : nullptr;
-    ok = xb != nullptr;
-    return ok ? xb : xsafe;
+    okx[u] = xb != nullptr;
+#pragma unroll
+    for (int w = 0; w < 9; ++w) a[u][w] = strata_load_u32((okx[u] ? xb : xsafe) + 4 * w);
   }
-};
+#pragma unroll
+  for (int u = 0; u < JW; ++u) {
+    const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, kg = j % KT;
+    u32 q[8];
+#pragma unroll
+    for (int w = 0; w < 8; ++w) {
+      const u32 v = QT::PIECE ? strata_sub_bytes(G[u].q[w], (u32)(-G[u].c[w >> 1]) * 0x01010101u) : G[u].q[w];
+      q[w] = okw[u] ? v : 0u;
+    }
+    strata_mmq_u32x4 lo = {q[0], q[1], q[2], q[3]}, hi = {q[4], q[5], q[6], q[7]};
+    __builtin_memcpy(__builtin_assume_aligned(&s.w[m * BM + r][32 * kg], 16), &lo, 16);
+    __builtin_memcpy(__builtin_assume_aligned(&s.w[m * BM + r][32 * kg + 16], 16), &hi, 16);
+    typedef f32 strata_f32x4 __attribute__((__vector_size__(16)));
+    strata_f32x4 sc = {okw[u] ? G[u].base : 0.0f, (f32)G[u].m0, (f32)G[u].m1, QT::MIN ? G[u].offb * (f32)G[u].offm : 0.0f};
+    __builtin_memcpy(__builtin_assume_aligned(&s.ws[kg][m * BM + r][0], 16), &sc, 16);
+  }
+#pragma unroll
+  for (int u = 0; u < JX; ++u) {
+    const int j = tid + u * T, c = j / KT, kg = j % KT;
+    u32 q[8];
+#pragma unroll
+    for (int w = 0; w < 8; ++w) q[w] = okx[u] ? a[u][w + 1] : 0u;
+    const f32 d = okx[u] ? strata_f16_to_f32((u16)a[u][0]) : 0.0f;
+    i32 sq = 0;
+    if (QT::MIN) {
+#pragma unroll
+      for (int w = 0; w < 8; ++w) sq = strata_dot4_ss(0x01010101, (i32)q[w], sq);
+    }
+    strata_mmq_u32x4 lo = {q[0], q[1], q[2], q[3]}, hi = {q[4], q[5], q[6], q[7]};
+    __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg], 16), &lo, 16);
+    __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg + 16], 16), &hi, 16);
+    s.xs[kg][c][0] = d, s.xs[kg][c][1] = d * (f32)sq;
+  }
+}
 
+// The asynchronous staging's decode of step g0 from its raw copy: Loc (strata_mmq_loc_raw)
+// gives wblk, the block holding group g of row r of matrix m (ok false past an edge: any
+// readable block, zeroed later), and xblk, token c's Q8_1 block of group g.
 template <class QT, int NW, int BM, int BN, class Loc>
 STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Loc& loc, int g0, int ng) {
   constexpr int KT = STRATA_MMQ_KT, GPB = QT::QK / 32, T = STRATA_MMQ_THREADS;
@@ -862,6 +910,9 @@ struct strata_mmq_nv_asmem {
 };
 
 // Chunk i of the 16-byte cover of [lo, hi) (global) into dst (shared; dst ↔ lo & ~15).
+// (Templates, like the rest of the asynchronous path, so that a source whose variants are
+// all synchronous compiles without unused-function errors.)
+template <int = 0>
 STRATA_DEVICE void strata_mmq_cp16(u8* dst, const u8* lo, const u8* hi, int i) {
   const u8* base = (const u8*)((u64)lo & ~(u64)15);
   const u8* a = base + 16 * i;
@@ -872,6 +923,7 @@ STRATA_DEVICE void strata_mmq_cp16(u8* dst, const u8* lo, const u8* hi, int i) {
   for (const u8* q = a < lo ? lo : a; q < a + 16 && q < hi; ++q) dst[q - base] = *q;
 #endif
 }
+template <int = 0>
 STRATA_DEVICE void strata_mmq_cp_commit() {
 #ifdef __NVPTX__
   asm volatile("cp.async.commit_group;" ::: "memory");
@@ -969,7 +1021,7 @@ STRATA_DEVICE void strata_mmq_nv_run(Sm& sm, const Src& src, int k, int hook, co
   if constexpr (NB > 0) strata_mmq_nv_issue<QT, NW, BM, BN, NB>(sm, src, 0, ng, 0);
   for (int g0 = 0, st = 0; g0 < ng; g0 += KT, ++st) {
     if constexpr (NB == 0) {
-      strata_mmq_nv_stage<QT, NW, BM, BN>(s, strata_mmq_loc_global<QT, Src>{src, src.wrow(0, 0), src.xblk(0, 0)}, g0, ng);
+      strata_mmq_nv_stage_sync<QT, NW, BM, BN>(s, src, g0, ng);
     } else {
       const int buf = NB == 2 ? (st & 1) : 0;
       if (NB == 2 && g0 + KT < ng) {
@@ -1302,38 +1354,55 @@ struct strata_mmq_ep {
   }
 };
 // The static LDS array serves the synchronous variants; the asynchronous ones (NVIDIA mma
-// except r64t64: kernels.Target.MmqAsyncBufs) take dynamic shared memory, exactly
+// tiles kernels.Target.MmqAsyncBufs gives buffers: none since the H200 measurement of
+// bench/results/2026-11-29-prefill-jit) take dynamic shared memory, exactly
 // kernels.Target.MmqDynShared bytes, which the launch passes.
 constexpr unsigned long strata_mmq_sizes[] = {
   sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 64, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 128, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 64, 128, true>),
   sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 64, 64, false>),
   sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 128, 64, false>),
   sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 64, 128, false>),
   sizeof(strata_mmq_lds_t<strata_qt_q20, 1, 64, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_q20, 1, 128, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_q20, 1, 64, 128, true>),
   sizeof(strata_mmq_lds_t<strata_qt_q20, 1, 64, 64, false>),
   sizeof(strata_mmq_lds_t<strata_qt_q20, 1, 128, 64, false>),
   sizeof(strata_mmq_lds_t<strata_qt_q20, 1, 64, 128, false>),
   sizeof(strata_mmq_lds_t<strata_qt_q4k, 1, 64, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_q4k, 1, 128, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_q4k, 1, 64, 128, true>),
   sizeof(strata_mmq_lds_t<strata_qt_q4k, 1, 64, 64, false>),
   sizeof(strata_mmq_lds_t<strata_qt_q4k, 1, 128, 64, false>),
   sizeof(strata_mmq_lds_t<strata_qt_q4k, 1, 64, 128, false>),
   sizeof(strata_mmq_lds_t<strata_qt_q6k, 1, 64, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_q6k, 1, 128, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_q6k, 1, 64, 128, true>),
   sizeof(strata_mmq_lds_t<strata_qt_q6k, 1, 64, 64, false>),
   sizeof(strata_mmq_lds_t<strata_qt_q6k, 1, 128, 64, false>),
   sizeof(strata_mmq_lds_t<strata_qt_q6k, 1, 64, 128, false>),
   sizeof(strata_mmq_lds_t<strata_qt_iq2xs, 1, 64, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq2xs, 1, 128, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq2xs, 1, 64, 128, true>),
   sizeof(strata_mmq_lds_t<strata_qt_iq2xs, 1, 64, 64, false>),
   sizeof(strata_mmq_lds_t<strata_qt_iq2xs, 1, 128, 64, false>),
   sizeof(strata_mmq_lds_t<strata_qt_iq2xs, 1, 64, 128, false>),
   sizeof(strata_mmq_lds_t<strata_qt_iq3xxs, 1, 64, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq3xxs, 1, 128, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq3xxs, 1, 64, 128, true>),
   sizeof(strata_mmq_lds_t<strata_qt_iq3xxs, 1, 64, 64, false>),
   sizeof(strata_mmq_lds_t<strata_qt_iq3xxs, 1, 128, 64, false>),
   sizeof(strata_mmq_lds_t<strata_qt_iq3xxs, 1, 64, 128, false>),
   sizeof(strata_mmq_lds_t<strata_qt_iq3s, 1, 64, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq3s, 1, 128, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq3s, 1, 64, 128, true>),
   sizeof(strata_mmq_lds_t<strata_qt_iq3s, 1, 64, 64, false>),
   sizeof(strata_mmq_lds_t<strata_qt_iq3s, 1, 128, 64, false>),
   sizeof(strata_mmq_lds_t<strata_qt_iq3s, 1, 64, 128, false>),
   sizeof(strata_mmq_lds_t<strata_qt_iq1m, 1, 64, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq1m, 1, 128, 64, true>),
+  sizeof(strata_mmq_lds_t<strata_qt_iq1m, 1, 64, 128, true>),
   sizeof(strata_mmq_lds_t<strata_qt_iq1m, 1, 64, 64, false>),
   sizeof(strata_mmq_lds_t<strata_qt_iq1m, 1, 128, 64, false>),
   sizeof(strata_mmq_lds_t<strata_qt_iq1m, 1, 64, 128, false>),
@@ -1357,13 +1426,10 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
-  constexpr int BM = 128, BN = 64, NB = 1;
+  constexpr int BM = 128, BN = 64, NB = 0;
   constexpr bool MMA = true;
   typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-#ifdef STRATA_NVIDIA
-  static_assert(sizeof(S) == 68624, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
-#endif
-  S& s = *(S*)strata_mmq_dyn;
+  S& s = *(S*)strata_mmq_lds;
   QT::fill(&strata_mmq_tab(s));
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
@@ -1374,13 +1440,10 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
-  constexpr int BM = 64, BN = 128, NB = 2;
+  constexpr int BM = 64, BN = 128, NB = 0;
   constexpr bool MMA = true;
   typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-#ifdef STRATA_NVIDIA
-  static_assert(sizeof(S) == 97296, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
-#endif
-  S& s = *(S*)strata_mmq_dyn;
+  S& s = *(S*)strata_mmq_lds;
   QT::fill(&strata_mmq_tab(s));
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
@@ -1447,13 +1510,10 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
-  constexpr int BM = 128, BN = 64, NB = 1;
+  constexpr int BM = 128, BN = 64, NB = 0;
   constexpr bool MMA = true;
   typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-#ifdef STRATA_NVIDIA
-  static_assert(sizeof(S) == 56336, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
-#endif
-  S& s = *(S*)strata_mmq_dyn;
+  S& s = *(S*)strata_mmq_lds;
   QT::fill(&strata_mmq_tab(s));
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
@@ -1464,13 +1524,10 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
-  constexpr int BM = 64, BN = 128, NB = 2;
+  constexpr int BM = 64, BN = 128, NB = 0;
   constexpr bool MMA = true;
   typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-#ifdef STRATA_NVIDIA
-  static_assert(sizeof(S) == 85008, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
-#endif
-  S& s = *(S*)strata_mmq_dyn;
+  S& s = *(S*)strata_mmq_lds;
   QT::fill(&strata_mmq_tab(s));
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
@@ -1537,13 +1594,10 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
-  constexpr int BM = 128, BN = 64, NB = 1;
+  constexpr int BM = 128, BN = 64, NB = 0;
   constexpr bool MMA = true;
   typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-#ifdef STRATA_NVIDIA
-  static_assert(sizeof(S) == 68624, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
-#endif
-  S& s = *(S*)strata_mmq_dyn;
+  S& s = *(S*)strata_mmq_lds;
   QT::fill(&strata_mmq_tab(s));
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
@@ -1554,13 +1608,10 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
-  constexpr int BM = 64, BN = 128, NB = 2;
+  constexpr int BM = 64, BN = 128, NB = 0;
   constexpr bool MMA = true;
   typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-#ifdef STRATA_NVIDIA
-  static_assert(sizeof(S) == 97296, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
-#endif
-  S& s = *(S*)strata_mmq_dyn;
+  S& s = *(S*)strata_mmq_lds;
   QT::fill(&strata_mmq_tab(s));
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
@@ -1627,13 +1678,10 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q6k QT;
-  constexpr int BM = 128, BN = 64, NB = 1;
+  constexpr int BM = 128, BN = 64, NB = 0;
   constexpr bool MMA = true;
   typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-#ifdef STRATA_NVIDIA
-  static_assert(sizeof(S) == 78864, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
-#endif
-  S& s = *(S*)strata_mmq_dyn;
+  S& s = *(S*)strata_mmq_lds;
   QT::fill(&strata_mmq_tab(s));
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
@@ -1644,13 +1692,10 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_q6k QT;
-  constexpr int BM = 64, BN = 128, NB = 2;
+  constexpr int BM = 64, BN = 128, NB = 0;
   constexpr bool MMA = true;
   typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-#ifdef STRATA_NVIDIA
-  static_assert(sizeof(S) == 107536, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
-#endif
-  S& s = *(S*)strata_mmq_dyn;
+  S& s = *(S*)strata_mmq_lds;
   QT::fill(&strata_mmq_tab(s));
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
@@ -1717,13 +1762,10 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_m
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
-  constexpr int BM = 128, BN = 64, NB = 1;
+  constexpr int BM = 128, BN = 64, NB = 0;
   constexpr bool MMA = true;
   typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-#ifdef STRATA_NVIDIA
-  static_assert(sizeof(S) == 64512, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
-#endif
-  S& s = *(S*)strata_mmq_dyn;
+  S& s = *(S*)strata_mmq_lds;
   QT::fill(&strata_mmq_tab(s));
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
@@ -1734,13 +1776,10 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_m
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
-  constexpr int BM = 64, BN = 128, NB = 2;
+  constexpr int BM = 64, BN = 128, NB = 0;
   constexpr bool MMA = true;
   typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-#ifdef STRATA_NVIDIA
-  static_assert(sizeof(S) == 93184, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
-#endif
-  S& s = *(S*)strata_mmq_dyn;
+  S& s = *(S*)strata_mmq_lds;
   QT::fill(&strata_mmq_tab(s));
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
@@ -1807,13 +1846,10 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
-  constexpr int BM = 128, BN = 64, NB = 1;
+  constexpr int BM = 128, BN = 64, NB = 0;
   constexpr bool MMA = true;
   typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-#ifdef STRATA_NVIDIA
-  static_assert(sizeof(S) == 65536, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
-#endif
-  S& s = *(S*)strata_mmq_dyn;
+  S& s = *(S*)strata_mmq_lds;
   QT::fill(&strata_mmq_tab(s));
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
@@ -1824,13 +1860,10 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
-  constexpr int BM = 64, BN = 128, NB = 2;
+  constexpr int BM = 64, BN = 128, NB = 0;
   constexpr bool MMA = true;
   typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-#ifdef STRATA_NVIDIA
-  static_assert(sizeof(S) == 94208, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
-#endif
-  S& s = *(S*)strata_mmq_dyn;
+  S& s = *(S*)strata_mmq_lds;
   QT::fill(&strata_mmq_tab(s));
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
@@ -1897,13 +1930,10 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mm
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
-  constexpr int BM = 128, BN = 64, NB = 1;
+  constexpr int BM = 128, BN = 64, NB = 0;
   constexpr bool MMA = true;
   typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-#ifdef STRATA_NVIDIA
-  static_assert(sizeof(S) == 66560, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
-#endif
-  S& s = *(S*)strata_mmq_dyn;
+  S& s = *(S*)strata_mmq_lds;
   QT::fill(&strata_mmq_tab(s));
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
@@ -1914,13 +1944,10 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mm
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
-  constexpr int BM = 64, BN = 128, NB = 2;
+  constexpr int BM = 64, BN = 128, NB = 0;
   constexpr bool MMA = true;
   typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-#ifdef STRATA_NVIDIA
-  static_assert(sizeof(S) == 95232, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
-#endif
-  S& s = *(S*)strata_mmq_dyn;
+  S& s = *(S*)strata_mmq_lds;
   QT::fill(&strata_mmq_tab(s));
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
@@ -1987,13 +2014,10 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mm
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq1m QT;
-  constexpr int BM = 128, BN = 64, NB = 1;
+  constexpr int BM = 128, BN = 64, NB = 0;
   constexpr bool MMA = true;
   typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-#ifdef STRATA_NVIDIA
-  static_assert(sizeof(S) == 66560, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
-#endif
-  S& s = *(S*)strata_mmq_dyn;
+  S& s = *(S*)strata_mmq_lds;
   QT::fill(&strata_mmq_tab(s));
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
@@ -2004,13 +2028,10 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mm
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_iq1m QT;
-  constexpr int BM = 64, BN = 128, NB = 2;
+  constexpr int BM = 64, BN = 128, NB = 0;
   constexpr bool MMA = true;
   typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-#ifdef STRATA_NVIDIA
-  static_assert(sizeof(S) == 95232, "dynamic shared bytes differ from kernels.Target.MmqDynShared");
-#endif
-  S& s = *(S*)strata_mmq_dyn;
+  S& s = *(S*)strata_mmq_lds;
   QT::fill(&strata_mmq_tab(s));
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
