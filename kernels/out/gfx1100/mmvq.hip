@@ -720,10 +720,31 @@ STRATA_DEVICE void strata_mmvq_rows(const struct strata_mmvq_args& p, const u8* 
 #define STRATA_MMVQ_NOLOAD 0  // measurement only: every group of a row decodes the row's first block
 #endif
 
+#ifndef STRATA_MMVQ_PFALL
+#define STRATA_MMVQ_PFALL 0  // prefetch the first pass's weights into L2 for every type (default: IQ types)
+#endif
+// Groups per lane per pass at one column, per type (Q8_0 and Q6_K: their own macros, for sweeps).
+template <class QT>
+struct strata_mmvq_u1 {
+  static constexpr int U = STRATA_MMVQ_U1;
+};
+#ifdef STRATA_MMVQ_U1_Q80
+template <>
+struct strata_mmvq_u1<strata_qt_q80> {
+  static constexpr int U = STRATA_MMVQ_U1_Q80;
+};
+#endif
+#ifdef STRATA_MMVQ_U1_Q6K
+template <>
+struct strata_mmvq_u1<strata_qt_q6k> {
+  static constexpr int U = STRATA_MMVQ_U1_Q6K;
+};
+#endif
+
 template <class QT, int NC>
 struct strata_mmvq_nv_shape {
   static constexpr int R = NC <= STRATA_MMVQ_R2MAX ? 2 : 1;
-  static constexpr int U = NC == 1 ? STRATA_MMVQ_U1 : NC == 2 ? 2 : 1;
+  static constexpr int U = NC == 1 ? strata_mmvq_u1<QT>::U : NC == 2 ? 2 : 1;
   // Groups per LDS segment: a multiple of a pass (32·U groups) whose NC columns fit in xs.
   static constexpr int SEG = (STRATA_MMVQ_XS_WORDS / (9 * NC)) / (32 * U) * (32 * U);
   static_assert(SEG >= 32 * U, "xs too small for one pass");
@@ -787,7 +808,7 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
   const u8* x = p.xq + (i64)(p.x_mat_stride / 32) * z * 36;
   const i64 colb = p.x_col_stride / 32;
   const bool single = ng <= SEG;  // one segment: staged once for all of the block's rows
-  if constexpr (sizeof(typename QT::lds) > sizeof(strata_lds_none)) {
+  if constexpr (STRATA_MMVQ_PFALL || sizeof(typename QT::lds) > sizeof(strata_lds_none)) {
     const i64 r0 = ((i64)strata_block_x() * 8 + warp) * R;
 #pragma unroll
     for (int r = 0; r < R; ++r) {
