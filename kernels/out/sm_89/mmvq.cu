@@ -697,6 +697,11 @@ STRATA_DEVICE void strata_mmvq_rows(const struct strata_mmvq_args& p, const u8* 
 //   Measured and not kept: one kernel per column count (the one-column kernel alone: 80–128
 //   registers, same times), 64 registers with 4 blocks per SM and one row per wave (slower),
 //   weights streamed through per-wave LDS stages by cp.async (0.2–5.5 µs slower).
+//   Also not kept (bench/results/2026-11-29-decode-topk; the code is in mmvq.tmpl at 5bcb9f4),
+//   Q8_0 / Q6_K at n = 1 on 4096×14336, default 21.7–22.0 / 24.0–24.4 µs: 3 or 4 groups per
+//   lane per pass (22.1–22.5 / 25.5–26.4), an L2 prefetch of the first pass for every type
+//   (22.2–22.5 / 24.4–24.7; Q4_K 15.0 → 19.3), Q8_0 by 4-byte-aligned block pairs (17 word
+//   loads per 2 blocks; 23.0–23.4) and Q6_K by half-blocks (each byte loaded once; 24.5–24.7).
 // The macros below are the defaults; a sweep overrides them on the compiler command line.
 #ifndef STRATA_MMVQ_XLDS
 #define STRATA_MMVQ_XLDS 1  // quantized types: strata_mmvq_rows_x for ≤ STRATA_MMVQ_XMAX columns
@@ -720,31 +725,10 @@ STRATA_DEVICE void strata_mmvq_rows(const struct strata_mmvq_args& p, const u8* 
 #define STRATA_MMVQ_NOLOAD 0  // measurement only: every group of a row decodes the row's first block
 #endif
 
-#ifndef STRATA_MMVQ_PFALL
-#define STRATA_MMVQ_PFALL 0  // prefetch the first pass's weights into L2 for every type (default: IQ types)
-#endif
-// Groups per lane per pass at one column, per type (Q8_0 and Q6_K: their own macros, for sweeps).
-template <class QT>
-struct strata_mmvq_u1 {
-  static constexpr int U = STRATA_MMVQ_U1;
-};
-#ifdef STRATA_MMVQ_U1_Q80
-template <>
-struct strata_mmvq_u1<strata_qt_q80> {
-  static constexpr int U = STRATA_MMVQ_U1_Q80;
-};
-#endif
-#ifdef STRATA_MMVQ_U1_Q6K
-template <>
-struct strata_mmvq_u1<strata_qt_q6k> {
-  static constexpr int U = STRATA_MMVQ_U1_Q6K;
-};
-#endif
-
 template <class QT, int NC>
 struct strata_mmvq_nv_shape {
   static constexpr int R = NC <= STRATA_MMVQ_R2MAX ? 2 : 1;
-  static constexpr int U = NC == 1 ? strata_mmvq_u1<QT>::U : NC == 2 ? 2 : 1;
+  static constexpr int U = NC == 1 ? STRATA_MMVQ_U1 : NC == 2 ? 2 : 1;
   // Groups per LDS segment: a multiple of a pass (32·U groups) whose NC columns fit in xs.
   static constexpr int SEG = (STRATA_MMVQ_XS_WORDS / (9 * NC)) / (32 * U) * (32 * U);
   static_assert(SEG >= 32 * U, "xs too small for one pass");
@@ -808,7 +792,7 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
   const u8* x = p.xq + (i64)(p.x_mat_stride / 32) * z * 36;
   const i64 colb = p.x_col_stride / 32;
   const bool single = ng <= SEG;  // one segment: staged once for all of the block's rows
-  if constexpr (STRATA_MMVQ_PFALL || sizeof(typename QT::lds) > sizeof(strata_lds_none)) {
+  if constexpr (sizeof(typename QT::lds) > sizeof(strata_lds_none)) {
     const i64 r0 = ((i64)strata_block_x() * 8 + warp) * R;
 #pragma unroll
     for (int r = 0; r < R; ++r) {
@@ -889,158 +873,6 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
 #pragma unroll
           for (int c = 0; c < NC; ++c) p.y[(i64)z * p.y_mat_stride + (i64)c * p.y_col_stride + row0 + r] = acc[r][c];
         }
-      }
-    }
-  }
-}
-
-// Q6_K at one column by half-blocks (STRATA_MMVQ_Q6KH): lane ℓ takes half-blocks h = ℓ,
-// ℓ + 32, … of its wave's two rows (groups 4h … 4h + 3: 128 elements). The four groups of a
-// half-block share their 32 high-bit bytes and pairwise their 64 low-nibble bytes, which
-// the group-per-lane path loads once per group (8 lanes a block, each ql/qh span loaded by
-// 2 and 4 lanes): here one lane loads each byte once (64 + 32 + 8 scale bytes + d, 2-byte
-// aligned words). Each group is unpacked and folded exactly as strata_qt_q6k::load and
-// strata_g32_fold_a do; a lane adds its groups in the order 4h, 4h + 1, … (other sums than
-// the group-per-lane order, same count per row). Activations: the block's LDS copy.
-#ifndef STRATA_MMVQ_Q6KH
-#define STRATA_MMVQ_Q6KH 0
-#endif
-template <class = void>
-STRATA_DEVICE void strata_mmvq_rows_q6kh(const struct strata_mmvq_args& p, const u8* w, u32* xs, int z) {
-  typedef strata_qt_q6k QT;
-  constexpr int R = 2;
-  const int lane = (int)strata_lane(), warp = (int)(strata_thread_x() >> 5);
-  const int ng = p.k / 32, nh = ng / 4;
-  const i64 rowb = (i64)(p.k / QT::QK) * QT::BYTES;
-  const i64 step = (i64)strata_grid_dim_x() * 8 * R;
-  strata_mmvq_stage<1>(xs, p.xq + (i64)(p.x_mat_stride / 32) * z * 36, p.x_col_stride / 32, 0, ng);
-  strata_barrier();
-  for (i64 row0 = ((i64)strata_block_x() * 8 + warp) * R; row0 < p.rows; row0 += step) {
-    const int nr = p.rows - row0 >= R ? R : (int)(p.rows - row0);
-    const u8* wr = w + row0 * rowb;
-    f32 acc[R] = {0.0f, 0.0f};
-    for (int h = lane; h < nh; h += 32) {
-      u32 ql[R][16], qh[R][8], sc[R][2];
-      f32 d[R];
-#pragma unroll
-      for (int r = 0; r < R; ++r) {
-        const u8* b = wr + (r < nr ? r : 0) * rowb + (i64)(h >> 1) * QT::BYTES;
-        const int n = h & 1;
-        strata_ldw_a2<16>(b + 64 * n, ql[r]);
-        strata_ldw_a2<8>(b + 128 + 32 * n, qh[r]);
-        strata_ldw_a2<2>(b + 192 + 8 * n, sc[r]);
-        d[r] = strata_ld_f16(b + 208);
-      }
-#pragma unroll
-      for (int m = 0; m < 4; ++m) {
-        const u32* xb = xs + (4 * h + m) * 9;
-        u32 a[8];
-#pragma unroll
-        for (int i = 0; i < 8; ++i) a[i] = xb[1 + i];
-        const f32 da = strata_f16_to_f32((u16)(xb[0] & 0xffffu));
-#pragma unroll
-        for (int r = 0; r < R; ++r) {
-          strata_g32 g;
-          strata_g32_clear<QT>(g);
-          const u32 lsh = 4 * (m >> 1), hsh = 2 * m;
-#pragma unroll
-          for (int i = 0; i < 8; ++i) {
-            const u32 u = ((ql[r][8 * (m & 1) + i] >> lsh) & 0x0f0f0f0fu) | (((qh[r][i] >> hsh) & 0x03030303u) << 4);
-            g.q[i] = strata_sub_bytes(u, 0x20202020u);
-          }
-          const u32 s2 = sc[r][m >> 1] >> (16 * (m & 1));  // scale bytes 2m, 2m + 1 of the half
-          g.m0 = (i32)(i8)(u8)(s2 & 0xffu), g.m1 = (i32)(i8)(u8)((s2 >> 8) & 0xffu);
-          g.base = d[r];
-          const f32 t = strata_g32_fold_a<QT>(acc[r], g, a, da);
-          acc[r] = r < nr ? t : acc[r];
-        }
-      }
-    }
-#pragma unroll
-    for (int r = 0; r < R; ++r) acc[r] = strata_wave_sum_f32(acc[r]);
-    if (lane == 0) {
-#pragma unroll
-      for (int r = 0; r < R; ++r) {
-        if (r < nr) p.y[(i64)z * p.y_mat_stride + row0 + r] = acc[r];
-      }
-    }
-  }
-}
-
-// Q8_0 at one column by block pairs (STRATA_MMVQ_Q80P = pairs per lane per pass): lane ℓ
-// takes pairs P = ℓ, ℓ + 32, … (groups 2P, 2P + 1: 68 bytes, 4-byte aligned when a row holds
-// an even number of blocks) of its wave's two rows as 17 aligned words: the second block's
-// quants are whole words, the first's one funnel shift each (the group-per-lane path loads
-// 9 words plus the scale per block, 10–11 loads, and shifts both). Folds as
-// strata_g32_fold_a; a lane adds its groups in the order 2P, 2P + 1, 2P + 64, ….
-#ifndef STRATA_MMVQ_Q80P
-#define STRATA_MMVQ_Q80P 0
-#endif
-template <int UP>
-STRATA_DEVICE void strata_mmvq_rows_q80p(const struct strata_mmvq_args& p, const u8* w, u32* xs, int z) {
-  typedef strata_qt_q80 QT;
-  constexpr int R = 2;
-  const int lane = (int)strata_lane(), warp = (int)(strata_thread_x() >> 5);
-  const int ng = p.k / 32, np = ng / 2;
-  const i64 rowb = (i64)ng * QT::BYTES;
-  const i64 step = (i64)strata_grid_dim_x() * 8 * R;
-  strata_mmvq_stage<1>(xs, p.xq + (i64)(p.x_mat_stride / 32) * z * 36, p.x_col_stride / 32, 0, ng);
-  strata_barrier();
-  for (i64 row0 = ((i64)strata_block_x() * 8 + warp) * R; row0 < p.rows; row0 += step) {
-    const int nr = p.rows - row0 >= R ? R : (int)(p.rows - row0);
-    const u8* wr = w + row0 * rowb;
-    f32 acc[R] = {0.0f, 0.0f};
-    // Branch-free passes as in strata_mmvq_rows: a pair past the row's end reads the last
-    // pair again and its folds are discarded.
-    for (int p0 = lane; p0 < np; p0 += 32 * UP) {
-      u32 t[UP][R][17];
-#pragma unroll
-      for (int u = 0; u < UP; ++u) {
-        const int q = p0 + 32 * u < np ? p0 + 32 * u : np - 1;
-#pragma unroll
-        for (int r = 0; r < R; ++r) {
-          const u32* b = (const u32*)__builtin_assume_aligned(wr + (r < nr ? r : 0) * rowb + (i64)q * 68, 4);
-#pragma unroll
-          for (int i = 0; i < 17; ++i) t[u][r][i] = strata_load_u32((const u8*)(b + i));
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < UP; ++u) {
-        const bool live = p0 + 32 * u < np;
-        const int q = live ? p0 + 32 * u : np - 1;
-#pragma unroll
-        for (int m = 0; m < 2; ++m) {
-          const u32* xb = xs + (2 * q + m) * 9;
-          u32 a[8];
-#pragma unroll
-          for (int i = 0; i < 8; ++i) a[i] = xb[1 + i];
-          const f32 da = strata_f16_to_f32((u16)(xb[0] & 0xffffu));
-#pragma unroll
-          for (int r = 0; r < R; ++r) {
-            strata_g32 g;
-            strata_g32_clear<QT>(g);
-            g.m0 = g.m1 = 1;
-            if (m == 0) {
-              g.base = strata_f16_to_f32((u16)(t[u][r][0] & 0xffffu));
-#pragma unroll
-              for (int i = 0; i < 8; ++i) g.q[i] = (u32)((((u64)t[u][r][i + 1] << 32) | t[u][r][i]) >> 16);
-            } else {
-              g.base = strata_f16_to_f32((u16)(t[u][r][8] >> 16));
-#pragma unroll
-              for (int i = 0; i < 8; ++i) g.q[i] = t[u][r][9 + i];
-            }
-            const f32 v = strata_g32_fold_a<QT>(acc[r], g, a, da);
-            acc[r] = live && r < nr ? v : acc[r];
-          }
-        }
-      }
-    }
-#pragma unroll
-    for (int r = 0; r < R; ++r) acc[r] = strata_wave_sum_f32(acc[r]);
-    if (lane == 0) {
-#pragma unroll
-      for (int r = 0; r < R; ++r) {
-        if (r < nr) p.y[(i64)z * p.y_mat_stride + row0 + r] = acc[r];
       }
     }
   }
@@ -1179,14 +1011,8 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_f16(const struct strata_m
     p.err[z] = 0u;
   }
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
-#define STRATA_MMVQ_Q(n)                                                                                       \
-  if constexpr (n == 1 && STRATA_MMVQ_Q6KH && QT::QK == 256 && QT::BYTES == 210) {                               \
-    if (p.k / 32 * 9 <= STRATA_MMVQ_XS_WORDS) strata_mmvq_rows_q6kh(p, w, xs, z); else strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); \
-  } else if constexpr (n == 1 && STRATA_MMVQ_Q80P > 0 && QT::QK == 32 && QT::BYTES == 34) {                    \
-    if (p.k / 32 * 9 <= STRATA_MMVQ_XS_WORDS && p.k % 64 == 0 && ((u64)w & 3u) == 0)                              \
-      strata_mmvq_rows_q80p<STRATA_MMVQ_Q80P>(p, w, xs, z);                                                       \
-    else strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z);                                                            \
-  } else if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#define STRATA_MMVQ_Q(n) \
+  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #else
 #define STRATA_MMVQ_Q(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #endif
@@ -1238,14 +1064,8 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_bf16(const struct strata_
     p.err[z] = 0u;
   }
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
-#define STRATA_MMVQ_Q(n)                                                                                       \
-  if constexpr (n == 1 && STRATA_MMVQ_Q6KH && QT::QK == 256 && QT::BYTES == 210) {                               \
-    if (p.k / 32 * 9 <= STRATA_MMVQ_XS_WORDS) strata_mmvq_rows_q6kh(p, w, xs, z); else strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); \
-  } else if constexpr (n == 1 && STRATA_MMVQ_Q80P > 0 && QT::QK == 32 && QT::BYTES == 34) {                    \
-    if (p.k / 32 * 9 <= STRATA_MMVQ_XS_WORDS && p.k % 64 == 0 && ((u64)w & 3u) == 0)                              \
-      strata_mmvq_rows_q80p<STRATA_MMVQ_Q80P>(p, w, xs, z);                                                       \
-    else strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z);                                                            \
-  } else if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#define STRATA_MMVQ_Q(n) \
+  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #else
 #define STRATA_MMVQ_Q(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #endif
@@ -1297,14 +1117,8 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80(const struct strata_m
     p.err[z] = 0u;
   }
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
-#define STRATA_MMVQ_Q(n)                                                                                       \
-  if constexpr (n == 1 && STRATA_MMVQ_Q6KH && QT::QK == 256 && QT::BYTES == 210) {                               \
-    if (p.k / 32 * 9 <= STRATA_MMVQ_XS_WORDS) strata_mmvq_rows_q6kh(p, w, xs, z); else strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); \
-  } else if constexpr (n == 1 && STRATA_MMVQ_Q80P > 0 && QT::QK == 32 && QT::BYTES == 34) {                    \
-    if (p.k / 32 * 9 <= STRATA_MMVQ_XS_WORDS && p.k % 64 == 0 && ((u64)w & 3u) == 0)                              \
-      strata_mmvq_rows_q80p<STRATA_MMVQ_Q80P>(p, w, xs, z);                                                       \
-    else strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z);                                                            \
-  } else if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#define STRATA_MMVQ_Q(n) \
+  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #else
 #define STRATA_MMVQ_Q(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #endif
@@ -1356,14 +1170,8 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20(const struct strata_m
     p.err[z] = 0u;
   }
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
-#define STRATA_MMVQ_Q(n)                                                                                       \
-  if constexpr (n == 1 && STRATA_MMVQ_Q6KH && QT::QK == 256 && QT::BYTES == 210) {                               \
-    if (p.k / 32 * 9 <= STRATA_MMVQ_XS_WORDS) strata_mmvq_rows_q6kh(p, w, xs, z); else strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); \
-  } else if constexpr (n == 1 && STRATA_MMVQ_Q80P > 0 && QT::QK == 32 && QT::BYTES == 34) {                    \
-    if (p.k / 32 * 9 <= STRATA_MMVQ_XS_WORDS && p.k % 64 == 0 && ((u64)w & 3u) == 0)                              \
-      strata_mmvq_rows_q80p<STRATA_MMVQ_Q80P>(p, w, xs, z);                                                       \
-    else strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z);                                                            \
-  } else if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#define STRATA_MMVQ_Q(n) \
+  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #else
 #define STRATA_MMVQ_Q(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #endif
@@ -1415,14 +1223,8 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k(const struct strata_m
     p.err[z] = 0u;
   }
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
-#define STRATA_MMVQ_Q(n)                                                                                       \
-  if constexpr (n == 1 && STRATA_MMVQ_Q6KH && QT::QK == 256 && QT::BYTES == 210) {                               \
-    if (p.k / 32 * 9 <= STRATA_MMVQ_XS_WORDS) strata_mmvq_rows_q6kh(p, w, xs, z); else strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); \
-  } else if constexpr (n == 1 && STRATA_MMVQ_Q80P > 0 && QT::QK == 32 && QT::BYTES == 34) {                    \
-    if (p.k / 32 * 9 <= STRATA_MMVQ_XS_WORDS && p.k % 64 == 0 && ((u64)w & 3u) == 0)                              \
-      strata_mmvq_rows_q80p<STRATA_MMVQ_Q80P>(p, w, xs, z);                                                       \
-    else strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z);                                                            \
-  } else if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#define STRATA_MMVQ_Q(n) \
+  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #else
 #define STRATA_MMVQ_Q(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #endif
@@ -1474,14 +1276,8 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k(const struct strata_m
     p.err[z] = 0u;
   }
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
-#define STRATA_MMVQ_Q(n)                                                                                       \
-  if constexpr (n == 1 && STRATA_MMVQ_Q6KH && QT::QK == 256 && QT::BYTES == 210) {                               \
-    if (p.k / 32 * 9 <= STRATA_MMVQ_XS_WORDS) strata_mmvq_rows_q6kh(p, w, xs, z); else strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); \
-  } else if constexpr (n == 1 && STRATA_MMVQ_Q80P > 0 && QT::QK == 32 && QT::BYTES == 34) {                    \
-    if (p.k / 32 * 9 <= STRATA_MMVQ_XS_WORDS && p.k % 64 == 0 && ((u64)w & 3u) == 0)                              \
-      strata_mmvq_rows_q80p<STRATA_MMVQ_Q80P>(p, w, xs, z);                                                       \
-    else strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z);                                                            \
-  } else if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#define STRATA_MMVQ_Q(n) \
+  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #else
 #define STRATA_MMVQ_Q(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #endif
@@ -1533,14 +1329,8 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs(const struct strata
     p.err[z] = 0u;
   }
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
-#define STRATA_MMVQ_Q(n)                                                                                       \
-  if constexpr (n == 1 && STRATA_MMVQ_Q6KH && QT::QK == 256 && QT::BYTES == 210) {                               \
-    if (p.k / 32 * 9 <= STRATA_MMVQ_XS_WORDS) strata_mmvq_rows_q6kh(p, w, xs, z); else strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); \
-  } else if constexpr (n == 1 && STRATA_MMVQ_Q80P > 0 && QT::QK == 32 && QT::BYTES == 34) {                    \
-    if (p.k / 32 * 9 <= STRATA_MMVQ_XS_WORDS && p.k % 64 == 0 && ((u64)w & 3u) == 0)                              \
-      strata_mmvq_rows_q80p<STRATA_MMVQ_Q80P>(p, w, xs, z);                                                       \
-    else strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z);                                                            \
-  } else if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#define STRATA_MMVQ_Q(n) \
+  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #else
 #define STRATA_MMVQ_Q(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #endif
@@ -1592,14 +1382,8 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs(const struct strat
     p.err[z] = 0u;
   }
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
-#define STRATA_MMVQ_Q(n)                                                                                       \
-  if constexpr (n == 1 && STRATA_MMVQ_Q6KH && QT::QK == 256 && QT::BYTES == 210) {                               \
-    if (p.k / 32 * 9 <= STRATA_MMVQ_XS_WORDS) strata_mmvq_rows_q6kh(p, w, xs, z); else strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); \
-  } else if constexpr (n == 1 && STRATA_MMVQ_Q80P > 0 && QT::QK == 32 && QT::BYTES == 34) {                    \
-    if (p.k / 32 * 9 <= STRATA_MMVQ_XS_WORDS && p.k % 64 == 0 && ((u64)w & 3u) == 0)                              \
-      strata_mmvq_rows_q80p<STRATA_MMVQ_Q80P>(p, w, xs, z);                                                       \
-    else strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z);                                                            \
-  } else if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#define STRATA_MMVQ_Q(n) \
+  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #else
 #define STRATA_MMVQ_Q(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #endif
@@ -1651,14 +1435,8 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s(const struct strata_
     p.err[z] = 0u;
   }
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
-#define STRATA_MMVQ_Q(n)                                                                                       \
-  if constexpr (n == 1 && STRATA_MMVQ_Q6KH && QT::QK == 256 && QT::BYTES == 210) {                               \
-    if (p.k / 32 * 9 <= STRATA_MMVQ_XS_WORDS) strata_mmvq_rows_q6kh(p, w, xs, z); else strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); \
-  } else if constexpr (n == 1 && STRATA_MMVQ_Q80P > 0 && QT::QK == 32 && QT::BYTES == 34) {                    \
-    if (p.k / 32 * 9 <= STRATA_MMVQ_XS_WORDS && p.k % 64 == 0 && ((u64)w & 3u) == 0)                              \
-      strata_mmvq_rows_q80p<STRATA_MMVQ_Q80P>(p, w, xs, z);                                                       \
-    else strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z);                                                            \
-  } else if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#define STRATA_MMVQ_Q(n) \
+  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #else
 #define STRATA_MMVQ_Q(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #endif
@@ -1710,14 +1488,8 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m(const struct strata_
     p.err[z] = 0u;
   }
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
-#define STRATA_MMVQ_Q(n)                                                                                       \
-  if constexpr (n == 1 && STRATA_MMVQ_Q6KH && QT::QK == 256 && QT::BYTES == 210) {                               \
-    if (p.k / 32 * 9 <= STRATA_MMVQ_XS_WORDS) strata_mmvq_rows_q6kh(p, w, xs, z); else strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); \
-  } else if constexpr (n == 1 && STRATA_MMVQ_Q80P > 0 && QT::QK == 32 && QT::BYTES == 34) {                    \
-    if (p.k / 32 * 9 <= STRATA_MMVQ_XS_WORDS && p.k % 64 == 0 && ((u64)w & 3u) == 0)                              \
-      strata_mmvq_rows_q80p<STRATA_MMVQ_Q80P>(p, w, xs, z);                                                       \
-    else strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z);                                                            \
-  } else if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
+#define STRATA_MMVQ_Q(n) \
+  if constexpr (n <= STRATA_MMVQ_XMAX) strata_mmvq_rows_x<QT, n>(p, w, &tab, xs, z); else strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #else
 #define STRATA_MMVQ_Q(n) strata_mmvq_rows<QT, n>(p, w, &tab, z)
 #endif
