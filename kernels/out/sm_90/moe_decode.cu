@@ -535,9 +535,10 @@ STRATA_DEVICE f32 strata_row_partial_q81(const u8* wr, const u8* x, int k, const
 // and fma is the one of the one-at-a-time walk: results are bit-identical to it (checked
 // on the H200 for every type and shape of the benchmark).
 // H200, one layer, 3 launches back to back: 30B-A3B Q2_0 37.7 → 26.2 µs, 80B IQ2_XS 50.6 →
-// 37.1 µs; phase 3 + 2 instead: 24.3 and 35.3 µs. What is left is mostly per-launch cost
-// (an empty launch: 4.2 µs) and the top-k: phase 0 takes 9 µs at 128 experts and 14 µs at
-// 512 (its selection loop reads each logit from L1 in a loop of run-time length).
+// 37.1 µs; phase 3 + 2 instead: 24.3 and 35.3 µs. With the top-k in registers
+// (bench/results/2026-11-29-decode-topk) phase 0 takes 8.5 µs at 128 experts and 10.0 µs at
+// 512 (previously 9.3 and 14.5 in the same run; an empty launch 4.3 µs), and phase 3 + 2
+// 23.0 (Q2_0, 30B-A3B) and 30.2 µs (IQ2_XS, 80B). What is left is mostly per-launch cost.
 // NVIDIA only: ptxas fits these passes under the 128-register cap (2 blocks per
 // multiprocessor); AMD keeps one row dot and one expert per pass, and no LDS copy (clang's
 // AMDGPU scheduler hoists every load and would exceed the 128-VGPR budget).
@@ -603,6 +604,7 @@ struct strata_moe_shape {
 // loop's: the same max, the same sum order (lane's logits in i order, then the butterfly),
 // the same comparisons, so ids and weights are bit-identical to it. n_expert > 1024 is
 // outside the contract (Spec: 1..1024); experts past 1024 would be ignored, never read.
+// H200, phase 0 alone: 9.3 → 8.5 µs at 128 experts, 14.5 → 10.0 µs at 512.
 template <int NI>
 STRATA_DEVICE u64 strata_moe_topk_r(const f32* l, int ne, int k, int renorm) {
   const int lane = (int)strata_lane();
