@@ -130,11 +130,13 @@ func TestBenchDecode(t *testing.T) {
 
 	// Floors, timed like every case: an mmvq launch that does no work (ncols = 0 returns
 	// before any load: the launch and event cost of one kernel with the dense grid), and
-	// device-to-device copies of 8.5 and 31 MB (the read+write bytes of the IQ2_XS and
+	// device-to-device copies of 8.5 and 31 MB (the bytes, read + written, of the IQ2_XS and
 	// Q8_0 4096×14336 matrices: what the copy engine reaches at these sizes).
 	if fn, err := mod.Func("strata_mmvq_q80"); err == nil {
 		args := abi.MmvqArgs{Xq: uint64(dxq.Ptr), Y: uint64(dy.Ptr), W: uint64(pool.Ptr), Rows: 4096, K: 14336, XColStride: 14336, YColStride: 4096}
-		for _, nb := range []int{mmvqBlocks(quant.Q8_0, 4096), 1} {
+		gx, err := mmvqGridX(target, "strata_mmvq_q80", 4096)
+		benchMust(t, err)
+		for _, nb := range []int{gx, 1} {
 			grid := gpu.Dim3{X: uint32(nb), Y: 1, Z: 1}
 			ts := timeLaunches(warm+reps, func(int) error {
 				return fn.Launch(s, grid, gpu.Dim3{X: abi.MmvqThreads, Y: 1, Z: 1}, 0, args.Bytes())
@@ -142,7 +144,15 @@ func TestBenchDecode(t *testing.T) {
 			logf("floor: empty mmvq launch (ncols 0, %d blocks): %.2f µs median", grid.X, median(ts)*1e6)
 		}
 	}
-	for _, half := range []int{16969728 / 2, 62390272 / 2} {
+	// The byte counts come from the formats (the IQ2_XS one was a constant 4096 bytes short,
+	// 16969728, before 2026-11-29-decode-topk).
+	var copyHalves []int
+	for _, qt := range []quant.Type{quant.IQ2_XS, quant.Q8_0} {
+		rb, err := qt.RowBytes(14336)
+		benchMust(t, err)
+		copyHalves = append(copyHalves, 4096*rb/2)
+	}
+	for _, half := range copyHalves {
 		half = half / 256 * 256
 		nrot := poolBytes / 2 / half
 		ts := timeLaunches(warm+reps, func(i int) error {
@@ -173,7 +183,9 @@ func TestBenchDecode(t *testing.T) {
 		for _, n := range ncols {
 			args := abi.MmvqArgs{Xq: uint64(dxq.Ptr), Xf: uint64(dxf.Ptr), Y: uint64(dy.Ptr), Rows: int32(rows), K: int32(k),
 				Ncols: int32(n), XColStride: int32(k), YColStride: int32(rows)}
-			grid := gpu.Dim3{X: uint32(mmvqBlocks(qt, rows)), Y: 1, Z: 1}
+			gx, err := mmvqGridX(target, "strata_mmvq_"+v, rows)
+			benchMust(t, err)
+			grid := gpu.Dim3{X: uint32(gx), Y: 1, Z: 1}
 			if v := os.Getenv("STRATA_BENCH_ROWS_PER_BLOCK"); v != "" { // sweeps: kernels built with other row counts per block
 				rpb, err := strconv.Atoi(v)
 				if err != nil || rpb < 1 {
@@ -237,7 +249,9 @@ func TestBenchDecode(t *testing.T) {
 			}
 			// Fewer blocks than rows need for the expert shapes: each block copies the IQ
 			// tables into LDS once, and small experts would otherwise pay that per 16 rows.
-			grid := gpu.Dim3{X: uint32(min(mmvqBlocks(qt, sh.rows), max(1, 4*dev.Info().Units/sh.nSel))), Y: 1, Z: uint32(sh.nSel)}
+			gx, err := mmvqGridX(target, "strata_mmvq_"+v, sh.rows)
+			benchMust(t, err)
+			grid := gpu.Dim3{X: uint32(min(gx, max(1, 4*dev.Info().Units/sh.nSel))), Y: 1, Z: uint32(sh.nSel)}
 			launch := func(i int) error {
 				a := args
 				a.Slots = uint64(dslots.Ptr) + uint64(8*sh.nExp*((i/groups)%ntab))

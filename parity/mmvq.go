@@ -392,7 +392,11 @@ func (in *mmvqInputs) launch(h *Harness, fn *gpu.Func) ([]float64, []uint32, flo
 		return nil, nil, 0, err
 	}
 	args.Y, args.Err = dy.Ptr(), de.Ptr()
-	grid := gpu.Dim3{X: uint32(mmvqBlocks(in.t, in.rows)), Y: 1, Z: uint32(in.nmat)}
+	gx, err := mmvqGridX("", fn.Symbol(), in.rows)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	grid := gpu.Dim3{X: uint32(gx), Y: 1, Z: uint32(in.nmat)}
 	got, el, err := h.Run(fn, grid, gpu.Dim3{X: abi.MmvqThreads, Y: 1, Z: 1}, args.Bytes(), dy, de)
 	if err != nil {
 		return nil, nil, 0, err
@@ -579,12 +583,29 @@ func q81RowDot(t quant.Type, row, act []byte, k int, ib *quant.IntBlock) (sum, a
 	return sum, abs
 }
 
-// mmvqBlocks is the grid x that covers rows once: 8 waves per block, each taking a pair of
-// rows (F16/BF16: one row, except sm_90 at ≤ 2 columns, where a pair — then the second
-// half of the blocks finds no rows and exits).
-func mmvqBlocks(t quant.Type, rows int) int {
-	if t == quant.F16 || t == quant.BF16 {
-		return (rows + 7) / 8
+// mmvqGridX is the launch grid's x that covers rows once: ceil(rows / RowsPerBlock) of the
+// variant with this symbol, as kernels/abi declares it (the engine launches from the same
+// field). target "" takes the symbol's entry of every target, which must all agree (the
+// Spec's rows per block depends on the type alone; the error says when that stops holding):
+// the harness knows the module, not its target.
+func mmvqGridX(target, symbol string, rows int) (int, error) {
+	rpb := 0
+	for _, co := range abi.CodeObjects {
+		if co.Family != "mmvq" || (target != "" && co.Target != target) {
+			continue
+		}
+		for _, v := range co.Variants {
+			if v.Symbol != symbol {
+				continue
+			}
+			if v.RowsPerBlock <= 0 || (rpb != 0 && v.RowsPerBlock != rpb) {
+				return 0, fmt.Errorf("mmvq %s: rows per block %d on %s, %d elsewhere (kernels/abi)", symbol, v.RowsPerBlock, co.Target, rpb)
+			}
+			rpb = v.RowsPerBlock
+		}
 	}
-	return (rows + 15) / 16
+	if rpb == 0 {
+		return 0, fmt.Errorf("mmvq %s: no rows per block in kernels/abi for target %q", symbol, target)
+	}
+	return (rows + rpb - 1) / rpb, nil
 }

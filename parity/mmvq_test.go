@@ -35,3 +35,27 @@ func TestMmvqCaseBounds(t *testing.T) {
 		t.Error("no one-column case with K > 32768: the segmented staging path is not reached")
 	}
 }
+
+// TestMmvqGridX: the parity and benchmark grids come from kernels/abi's rows per block
+// (quantized types 16 rows a block, F16/BF16 8), and an unknown symbol or target is an error.
+func TestMmvqGridX(t *testing.T) {
+	for _, c := range []struct {
+		target, symbol string
+		rows, want     int
+	}{
+		{"", "strata_mmvq_q80", 4096, 256},
+		{"sm_90", "strata_mmvq_iq2xs", 7, 1},
+		{"gfx1100", "strata_mmvq_q6k", 4097, 257},
+		{"", "strata_mmvq_f16", 4096, 512},
+	} {
+		got, err := mmvqGridX(c.target, c.symbol, c.rows)
+		if err != nil || got != c.want {
+			t.Errorf("mmvqGridX(%q, %s, %d) = %d, %v; want %d", c.target, c.symbol, c.rows, got, err, c.want)
+		}
+	}
+	for _, c := range [][2]string{{"", "strata_mmvq_nope"}, {"sm_1", "strata_mmvq_q80"}} {
+		if _, err := mmvqGridX(c[0], c[1], 16); err == nil {
+			t.Errorf("mmvqGridX(%q, %s): no error", c[0], c[1])
+		}
+	}
+}

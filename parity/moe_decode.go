@@ -79,6 +79,11 @@ func init() {
 			{"tokens=3,experts=64,k=4,embd=512,ff=256,softmax", []int{3, 64, 4, 512, 256, 0, 0}},
 			{"tokens=4,experts=128,k=8,embd=1024,ff=2048,renorm", []int{4, 128, 8, 1024, 2048, 1, 0}},
 			{"tokens=2,experts=32,k=8,embd=256,ff=512,renorm,missing", []int{2, 32, 8, 256, 512, 1, 1}},
+			// The router holds a lane's ≤ 32 logits in registers, in arrays of 4, 8, 16 or 32 by
+			// n_expert: one case per size, ragged counts included (200, 1000), 512 = Qwen3-Next.
+			{"tokens=1,experts=200,k=6,embd=256,ff=256,softmax", []int{1, 200, 6, 256, 256, 0, 0}},
+			{"tokens=2,experts=512,k=10,embd=512,ff=256,renorm", []int{2, 512, 10, 512, 256, 1, 0}},
+			{"tokens=2,experts=1000,k=8,embd=256,ff=256,renorm", []int{2, 1000, 8, 256, 256, 1, 0}},
 		},
 		Run:       runMoeDecode,
 		SelfCheck: selfCheckMoe,
@@ -112,6 +117,18 @@ func newMoeInputs(t quant.Type, d []int, rng *rand.Rand) (*moeInputs, error) {
 	in.logits = make([]float32, in.tokens*in.ne)
 	for i := range in.logits {
 		in.logits[i] = float32(2 * rng.NormFloat64())
+	}
+	// Ties: per token, three pairs of experts share a logit high enough to be chosen (the
+	// lower id must come first), the pairs at random distances (same lane or not).
+	for tk := 0; tk < in.tokens; tk++ {
+		for j := 0; j < 3 && in.ne >= 2; j++ {
+			a, b := rng.IntN(in.ne), rng.IntN(in.ne)
+			if a == b {
+				b = (a + 1) % in.ne
+			}
+			v := float32(6 + 0.25*float64(j))
+			in.logits[tk*in.ne+a], in.logits[tk*in.ne+b] = v, v
+		}
 	}
 	mat := func(rows, k int) ([]byte, error) {
 		var m []byte

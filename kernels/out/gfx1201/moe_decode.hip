@@ -535,9 +535,10 @@ STRATA_DEVICE f32 strata_row_partial_q81(const u8* wr, const u8* x, int k, const
 // and fma is the one of the one-at-a-time walk: results are bit-identical to it (checked
 // on the H200 for every type and shape of the benchmark).
 // H200, one layer, 3 launches back to back: 30B-A3B Q2_0 37.7 → 26.2 µs, 80B IQ2_XS 50.6 →
-// 37.1 µs; phase 3 + 2 instead: 24.3 and 35.3 µs. What is left is mostly per-launch cost
-// (an empty launch: 4.2 µs) and the top-k: phase 0 takes 9 µs at 128 experts and 14 µs at
-// 512 (its selection loop reads each logit from L1 in a loop of run-time length).
+// 37.1 µs; phase 3 + 2 instead: 24.3 and 35.3 µs. With the top-k in registers
+// (bench/results/2026-11-29-decode-topk) phase 0 takes 8.5 µs at 128 experts and 10.0 µs at
+// 512 (previously 9.3 and 14.5 in the same run; an empty launch 4.3 µs), and phase 3 + 2
+// 23.0 (Q2_0, 30B-A3B) and 30.2 µs (IQ2_XS, 80B). What is left is mostly per-launch cost.
 // NVIDIA only: ptxas fits these passes under the 128-register cap (2 blocks per
 // multiprocessor); AMD keeps one row dot and one expert per pass, and no LDS copy (clang's
 // AMDGPU scheduler hoists every load and would exceed the 128-VGPR budget).
@@ -595,37 +596,89 @@ struct strata_moe_shape {
 
 // Top-k of token t's logits by wave 0 (all 32 lanes call it): lane j < k gets the j-th
 // choice's id and weight (renormalised when asked), the other lanes (0, 0).
-template <class = void>
-STRATA_DEVICE void strata_moe_topk(const struct strata_moe_decode_args& p, int t, i32* id, f32* w) {
-  const int lane = (int)strata_lane(), ne = p.n_expert;
-  const f32* l = p.logits + (i64)t * ne;
+// Lane ℓ holds logits e = ℓ + 32i, i < NI (32·NI ≥ n_expert), in registers: NI loads in flight
+// at once, and each choice is a butterfly over the lanes' current bests; only the lane that
+// owned the winner rescans (the others' bests are unchanged). The previous loop re-read every
+// logit from L1 for every choice (k · E/32 dependent loads per lane): 9.1 µs at 128 experts
+// and 14.2 µs at 512 for phase 0 on the H200 (empty launch 4.2 µs). The arithmetic is that
+// loop's: the same max, the same sum order (lane's logits in i order, then the butterfly),
+// the same comparisons, so ids and weights are bit-identical to it. n_expert > 1024 is
+// outside the contract (Spec: 1..1024); experts past 1024 would be ignored, never read.
+// H200, phase 0 alone: 9.3 → 8.5 µs at 128 experts, 14.5 → 10.0 µs at 512.
+template <int NI>
+STRATA_DEVICE u64 strata_moe_topk_r(const f32* l, int ne, int k, int renorm) {
+  const int lane = (int)strata_lane();
+  f32 v[NI];
+#pragma unroll
+  for (int i = 0; i < NI; ++i) v[i] = lane + 32 * i < ne ? l[lane + 32 * i] : -__builtin_inff();
   f32 m = -__builtin_inff();
-  for (int e = lane; e < ne; e += 32) m = __builtin_fmaxf(m, l[e]);
+#pragma unroll
+  for (int i = 0; i < NI; ++i) m = __builtin_fmaxf(m, v[i]);  // absent: −inf, no change
   m = strata_wave_max_f32(m);
   f32 sum = 0.0f;
-  for (int e = lane; e < ne; e += 32) sum += strata_expf(l[e] - m);
+#pragma unroll
+  for (int i = 0; i < NI; ++i) {
+    if (lane + 32 * i < ne) sum += strata_expf(v[i] - m);
+  }
   sum = strata_wave_sum_f32(sum);
-  u32 taken = 0;  // bit i: expert lane + 32i already chosen
+  u32 left = 0;  // bit i: expert lane + 32i present and not yet chosen
+#pragma unroll
+  for (int i = 0; i < NI; ++i) left |= lane + 32 * i < ne ? 1u << i : 0u;
+  // This lane's best among those left: the highest logit, the lowest id among equals (and
+  // the first one left when none compares greater, as the loop did: −inf, NaN).
+  f32 bv = -__builtin_inff();
+  i32 bi = 0x7fffffff;
+#pragma unroll
+  for (int i = 0; i < NI; ++i) {
+    if (((left >> i) & 1u) && (v[i] > bv || bi == 0x7fffffff)) bv = v[i], bi = lane + 32 * i;
+  }
   f32 sel = 0.0f, mine = 0.0f;
   i32 myid = 0;
-  for (int j = 0; j < p.k_used; ++j) {
-    f32 bv = -__builtin_inff();
-    i32 bi = 0x7fffffff;
-    for (int e = lane, i = 0; e < ne; e += 32, ++i) {
-      if (!((taken >> i) & 1u) && (l[e] > bv || bi == 0x7fffffff)) bv = l[e], bi = e;
-    }
+  for (int j = 0; j < k; ++j) {
+    f32 cv = bv;
+    i32 ci = bi;
+#pragma unroll
     for (int s = 16; s > 0; s >>= 1) {
-      const f32 ov = strata_shfl_xor_f32(bv, (u32)s);
-      const i32 oi = strata_shfl_xor_i32(bi, (u32)s);
-      if (ov > bv || (ov == bv && oi < bi)) bv = ov, bi = oi;
+      const f32 ov = strata_shfl_xor_f32(cv, (u32)s);
+      const i32 oi = strata_shfl_xor_i32(ci, (u32)s);
+      if (ov > cv || (ov == cv && oi < ci)) cv = ov, ci = oi;
     }
-    if ((bi & 31) == lane) taken |= 1u << (bi >> 5);
-    const f32 pj = strata_expf(bv - m) / sum;
+    if (ci < ne && (ci & 31) == lane) {  // the owner takes it out and rescans
+      left &= ~(1u << (ci >> 5));
+      bv = -__builtin_inff(), bi = 0x7fffffff;
+#pragma unroll
+      for (int i = 0; i < NI; ++i) {
+        if (((left >> i) & 1u) && (v[i] > bv || bi == 0x7fffffff)) bv = v[i], bi = lane + 32 * i;
+      }
+    }
+    const f32 pj = strata_expf(cv - m) / sum;
     sel += pj;
-    if (lane == j) myid = bi, mine = pj;
+    if (lane == j) myid = ci, mine = pj;
   }
-  *id = myid;
-  *w = p.renorm ? mine / sel : mine;
+  const f32 wt = renorm ? mine / sel : mine;
+  return (u64)(u32)myid | (u64)__builtin_bit_cast(u32, wt) << 32;
+}
+
+// Not inlined on NVIDIA: inlined into phase 3, the selection's registers made ptxas spill
+// IQ3_S's gate/up passes (108 bytes at the 128-register cap); as a call with scalar
+// arguments it costs a call and no stack.
+#ifdef __NVPTX__
+__device__ static __attribute__((noinline))
+#else
+STRATA_DEVICE
+#endif
+u64 strata_moe_topk_any(const f32* l, int ne, int k, int renorm) {
+  if (ne <= 128) return strata_moe_topk_r<4>(l, ne, k, renorm);
+  if (ne <= 256) return strata_moe_topk_r<8>(l, ne, k, renorm);
+  if (ne <= 512) return strata_moe_topk_r<16>(l, ne, k, renorm);
+  return strata_moe_topk_r<32>(l, ne < 1024 ? ne : 1024, k, renorm);
+}
+
+template <class = void>
+STRATA_DEVICE void strata_moe_topk(const struct strata_moe_decode_args& p, int t, i32* id, f32* w) {
+  const u64 r = strata_moe_topk_any(p.logits + (i64)t * p.n_expert, p.n_expert, p.k_used, p.renorm);
+  *id = (i32)(u32)r;
+  *w = __builtin_bit_cast(f32, (u32)(r >> 32));
 }
 
 // 1 when expert id lacks a gate, up or down slot.

@@ -697,6 +697,11 @@ STRATA_DEVICE void strata_mmvq_rows(const struct strata_mmvq_args& p, const u8* 
 //   Measured and not kept: one kernel per column count (the one-column kernel alone: 80–128
 //   registers, same times), 64 registers with 4 blocks per SM and one row per wave (slower),
 //   weights streamed through per-wave LDS stages by cp.async (0.2–5.5 µs slower).
+//   Also not kept (bench/results/2026-11-29-decode-topk; the code is in mmvq.tmpl at 5bcb9f4),
+//   Q8_0 / Q6_K at n = 1 on 4096×14336, default 21.7–22.0 / 24.0–24.4 µs: 3 or 4 groups per
+//   lane per pass (22.1–22.5 / 25.5–26.4), an L2 prefetch of the first pass for every type
+//   (22.2–22.5 / 24.4–24.7; Q4_K 15.0 → 19.3), Q8_0 by 4-byte-aligned block pairs (17 word
+//   loads per 2 blocks; 23.0–23.4) and Q6_K by half-blocks (each byte loaded once; 24.5–24.7).
 // The macros below are the defaults; a sweep overrides them on the compiler command line.
 #ifndef STRATA_MMVQ_XLDS
 #define STRATA_MMVQ_XLDS 1  // quantized types: strata_mmvq_rows_x for ≤ STRATA_MMVQ_XMAX columns
