@@ -19,7 +19,7 @@ import (
 
 // fakeCODir writes placeholder code objects for target (the fake device loads any bytes),
 // leaving out the families in skip.
-func fakeCODir(t *testing.T, target string, skip ...string) string {
+func fakeCODir(t testing.TB, target string, skip ...string) string {
 	dir := t.TempDir()
 	for _, f := range append(families, "gated_delta_net", "mmq", "moe_prefill", "attention_prefill") {
 		if strings.Contains(strings.Join(skip, ","), f) {
