@@ -20,9 +20,11 @@ var hostShape = synth.Shape{Arch: model.ArchQwen3MoE, Layers: 48, Embd: 256, Hea
 // BenchmarkTokenHost is the engine's host cost of one resident decode token on the fake
 // device (no kernels run, launches and copies return at once): what the host spends per
 // token besides the driver's own work. One op is one token (Forward of one id, then the
-// caller's argmax over the logits), at positions 8 onwards of a 1024-token context
+// caller's argmax over the logits; argmax: ForwardArgmax), at positions 8 onwards of a 1024-token context
 // (restarted when full). Reported: ns/op and allocs/op (the host's per-token cost and
-// allocations) and launches/token.
+// allocations) and launches/token. logits/plain launches as before Engine's Launcher
+// (Options.PlainLaunch); on the fake device binding costs nothing, so the difference to
+// logits is the driver's share on a GPU only (runtime/cuda's BenchmarkLaunchBound).
 func BenchmarkTokenHost(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "host.gguf")
 	if err := synth.Write(path, hostShape, synth.Options{ExpertType: quant.Q2_0, Seed: 3}); err != nil {
@@ -54,24 +56,42 @@ func BenchmarkTokenHost(b *testing.B) {
 		}
 		return l
 	}
-	b.Run("logits", func(b *testing.B) {
-		l := restart()
-		eng.ResetStats()
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			if eng.Pos() == ctx {
-				b.StopTimer()
-				l = restart()
-				b.StartTimer()
+	for _, c := range []struct {
+		name   string
+		plain  bool
+		argmax bool
+	}{{"logits/plain", true, false}, {"logits", false, false}, {"argmax", false, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			eng.SetPlainLaunch(c.plain)
+			defer eng.SetPlainLaunch(false)
+			l := restart()
+			tok := argmaxF(l)
+			bound := fake.boundLaunches
+			eng.ResetStats()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if eng.Pos() == ctx {
+					b.StopTimer()
+					tok = argmaxF(restart())
+					b.StartTimer()
+				}
+				var err error
+				if c.argmax {
+					tok, err = eng.ForwardArgmax([]int32{tok % 256}, hostShape.Vocab)
+				} else if l, err = eng.Forward([]int32{tok % 256}); err == nil {
+					tok = argmaxF(l)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
 			}
-			var err error
-			if l, err = eng.Forward([]int32{argmaxF(l) % 256}); err != nil {
-				b.Fatal(err)
+			b.StopTimer()
+			s := eng.Stats()
+			b.ReportMetric(float64(s.Launches)/float64(max(1, s.Tokens)), "launches/token")
+			if got := fake.boundLaunches > bound; got == c.plain {
+				b.Fatalf("bound launches made: %v, plain launch: %v", got, c.plain)
 			}
-		}
-		s := eng.Stats()
-		b.ReportMetric(float64(s.Launches)/float64(max(1, s.Tokens)), "launches/token")
-	})
-	_ = fake
+		})
+	}
 }
