@@ -43,8 +43,12 @@ func addBackendFlags(fs *flag.FlagSet) *backendFlags {
 type forwarder struct {
 	name    string
 	forward func([]int32) ([]float32, error)
-	pos     func() int
-	close   func(stderr io.Writer) // prints --stats, writes the profile, releases the device; errors go to stderr
+	// argmax, when the backend has it, is forward for greedy decoding: the index of the
+	// largest of the first n logits after the tokens (model.Sampler's greedy choice), made
+	// where the logits are, without bringing them back.
+	argmax func(tokens []int32, n int) (int32, error)
+	pos    func() int
+	close  func(stderr io.Writer) // prints --stats, writes the profile, releases the device; errors go to stderr
 }
 
 // openForward returns the CPU state's forward, or the GPU engine's when the flags ask for
@@ -108,7 +112,7 @@ func openGPU(b *backendFlags, src *model.GGUFSource, ctx int, stderr io.Writer) 
 	}
 	fmt.Fprintf(stderr, "backend gpu: %s (%s)\n", dev.Info().Name, dev.Info().Arch)
 	closed := false
-	return &forwarder{name: "gpu", forward: eng.Forward, pos: eng.Pos, close: func(stderr io.Writer) {
+	return &forwarder{name: "gpu", forward: eng.Forward, argmax: eng.ForwardArgmax, pos: eng.Pos, close: func(stderr io.Writer) {
 		if closed {
 			return
 		}

@@ -266,6 +266,38 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 			w, tt := check(fmt.Sprintf("chunk %d smallest cache", chunk), streamTok, streamLog)
 			t.Logf("chunk %d smallest cache (other expert route): worst logits NMSE %.3g, near-tie flips %d", chunk, w, tt)
 		}
+		// The greedy path (ForwardArgmax: sample/argmax on the GPU, 4 bytes back) on a
+		// resident engine fed the same tokens: its token must be the host's argmax of the
+		// resident run's logits at every step (same kernels, same bits: LastLogits must
+		// equal them bitwise), over the whole vocabulary and over its first half.
+		greedy := func(n int) {
+			eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: ctx, Chunk: chunk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer eng.Close()
+			id, err := eng.ForwardArgmax(prompt, n)
+			for i := 0; i < steps && err == nil; i++ {
+				if want := argmax(gpuLog[i][:n]); id != want {
+					t.Errorf("chunk %d step %d: ForwardArgmax over %d logits gave %d, the host's argmax of the logits %d", chunk, i, n, id, want)
+				}
+				var l []float32
+				if l, err = eng.LastLogits(); err != nil {
+					break
+				}
+				for j := range l {
+					if math.Float32bits(l[j]) != math.Float32bits(gpuLog[i][j]) {
+						t.Fatalf("chunk %d step %d logit %d: LastLogits %v, Forward %v: not bitwise equal", chunk, i, j, l[j], gpuLog[i][j])
+					}
+				}
+				id, err = eng.ForwardArgmax([]int32{cpuTok[i]}, n)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		greedy(m.Vocab)
+		greedy(m.Vocab / 2)
 		t.Logf("%s chunk %d: %d steps, worst logits NMSE %.3g (bound %.0e); greedy tokens equal: %v (near-tie flips %d); full cache hits %d misses %d, smallest cache hits %d misses %d (%.1f MB copied); %.1f launches per token",
 			typ, chunk, steps, worst, bound, fmt.Sprint(gpuTok) == fmt.Sprint(cpuTok), ties, full.Hits, full.Misses, small.Hits, small.Misses, float64(small.CopiedBytes)/1e6,
 			float64(full.Launches)/float64(full.Tokens))

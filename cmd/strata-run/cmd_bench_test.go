@@ -114,6 +114,12 @@ func benchCeilings(t *testing.T, dev *gpu.Device) (d2d, h2d float64) {
 // tokens (default 32) by position. STRATA_BENCH_KT_SPLITS (the same form): afterwards, per
 // setting, a sequence of STRATA_BENCH_TOKENS tokens with the device time per kernel
 // (mgpu.Engine.SetKernelTimes) over its first and its last 16 tokens.
+// STRATA_BENCH_DECODE (comma-separated modes LAUNCH-OUT, LAUNCH plain or bound, OUT logits
+// or argmax) also replaces the decode row: for each mode in order, the sequence as for
+// STRATA_BENCH_SPLITS, launches bound per call (plain: mgpu.Options.PlainLaunch) or once
+// per Forward (bound), the greedy token from the logits on the host (logits: Forward and
+// argmax) or on the GPU (argmax: Engine.ForwardArgmax); a row "decode MODE" and a BINS
+// line with the caller's mean ms/token and tok/s.
 func TestGPUBench(t *testing.T) {
 	if os.Getenv("STRATA_GPU_BENCH") != "1" {
 		t.Skip("set STRATA_GPU_BENCH=1 and STRATA_BENCH_MODEL")
@@ -243,6 +249,39 @@ func TestGPUBench(t *testing.T) {
 				}
 				eng.SetAttnSplit(0)
 				eng.SetSyncLookup(false)
+			}
+			if modes := os.Getenv("STRATA_BENCH_DECODE"); modes != "" {
+				rounds = nil
+				bin := env("STRATA_BENCH_BIN", 32)
+				for _, md := range strings.Split(modes, ",") {
+					md = strings.TrimSpace(md)
+					launch, out, _ := strings.Cut(md, "-")
+					if (launch != "plain" && launch != "bound") || (out != "logits" && out != "argmax") {
+						t.Fatalf("STRATA_BENCH_DECODE: %q is not plain|bound-logits|argmax", md)
+					}
+					eng.SetPlainLaunch(launch == "plain")
+					ms, err := decodeMode(eng, prompt, tokens, out == "argmax")
+					if err != nil {
+						t.Fatal(err)
+					}
+					row("decode "+md, eng.Stats())
+					var all float64
+					for _, v := range ms {
+						all += v
+					}
+					line := fmt.Sprintf("%s: caller ms/token %.3f (tok/s %.1f); by position:", md, all/float64(len(ms)), 1e3*float64(len(ms))/all)
+					for lo := 0; lo < len(ms); lo += bin {
+						hi := min(lo+bin, len(ms))
+						var sum float64
+						for _, v := range ms[lo:hi] {
+							sum += v
+						}
+						line += fmt.Sprintf(" %d–%d %.3f;", len(prompt)+lo, len(prompt)+hi-1, sum/float64(hi-lo))
+					}
+					fmt.Fprintf(&bins, "%s\n", line)
+					fmt.Println("BINS " + line)
+				}
+				eng.SetPlainLaunch(false)
 			}
 			for _, r := range rounds {
 				eng.SetMmvqRows8(r == " rows8")
@@ -411,6 +450,32 @@ func decodeTimed(eng *mgpu.Engine, prompt []int32, n int) ([]float64, error) {
 	for i := 0; i < n; i++ {
 		t0 := time.Now()
 		if l, err = eng.Forward([]int32{argmax(l)}); err != nil {
+			return nil, err
+		}
+		ms = append(ms, time.Since(t0).Seconds()*1e3)
+	}
+	return ms, nil
+}
+
+// decodeMode is decodeTimed with the greedy token taken either from the logits (Forward
+// and the host's argmax, as decodeTimed) or on the GPU (argmax: ForwardArgmax over the
+// whole vocabulary); the times are the caller's, around the call and its argmax.
+func decodeMode(eng *mgpu.Engine, prompt []int32, n int, gpuArgmax bool) ([]float64, error) {
+	if !gpuArgmax {
+		return decodeTimed(eng, prompt, n)
+	}
+	if err := eng.Reset(); err != nil {
+		return nil, err
+	}
+	id, err := eng.ForwardArgmax(prompt, eng.Vocab())
+	if err != nil {
+		return nil, err
+	}
+	eng.ResetStats()
+	ms := make([]float64, 0, n)
+	for i := 0; i < n; i++ {
+		t0 := time.Now()
+		if id, err = eng.ForwardArgmax([]int32{id}, eng.Vocab()); err != nil {
 			return nil, err
 		}
 		ms = append(ms, time.Since(t0).Seconds()*1e3)

@@ -173,8 +173,28 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer fwd.close(stderr)
+	mask := unusedMask(tok)
+	// next is the token after in: sampled from the logits, or — greedy without a repeat
+	// penalty, on a backend that can — the argmax the backend computes where the logits
+	// are, over the ids before the vocabulary's unused tail (the same choice: mask sets
+	// exactly that tail to −Inf).
+	greedyN := 0
+	if fwd.argmax != nil && g.temp <= 0 && (g.repeat == 1 || g.lastN == 0) {
+		greedyN = usedPrefix(tok, m.Vocab)
+	}
+	next := func(in []int32) (int32, error) {
+		if greedyN > 0 {
+			return fwd.argmax(in, greedyN)
+		}
+		logits, err := fwd.forward(in)
+		if err != nil {
+			return 0, err
+		}
+		mask(logits)
+		return samp.Sample(logits), nil
+	}
 	t0 := time.Now()
-	logits, err := fwd.forward(ids)
+	id, err := next(ids)
 	if err != nil {
 		return err
 	}
@@ -183,10 +203,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	dec.SkipControl = true
 	t1 := time.Now()
 	n := 0
-	mask := unusedMask(tok)
 	for g.n < 0 || n < g.n {
-		mask(logits)
-		id := samp.Sample(logits)
 		samp.Accept(id)
 		n++
 		if stop[id] {
@@ -202,7 +219,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "\n[context of %d tokens is full]\n", ctx)
 			break
 		}
-		if logits, err = fwd.forward([]int32{id}); err != nil {
+		if id, err = next([]int32{id}); err != nil {
 			return err
 		}
 	}
@@ -235,6 +252,21 @@ func unusedMask(tok *tokenizer.Tokenizer) func([]float32) {
 			l[id] = float32(math.Inf(-1))
 		}
 	}
+}
+
+// usedPrefix is the number of ids before the vocabulary's unused tail when every id the
+// tokenizer types unused (see unusedMask) lies in that tail, else 0 (no such prefix).
+func usedPrefix(tok *tokenizer.Tokenizer, vocab int) int {
+	u := vocab
+	for u > 0 && tok.Type(int32(u-1)) == tokenizer.TypeUnused {
+		u--
+	}
+	for id := range int32(u) {
+		if tok.Type(id) == tokenizer.TypeUnused {
+			return 0
+		}
+	}
+	return u
 }
 
 // openModel maps a GGUF file, or with no path the embedded demo model.

@@ -197,5 +197,25 @@ func TestUnusedMask(t *testing.T) {
 		if id := model.NewSampler(model.SamplerConfig{Temp: 0}).Sample(logits); int(id) != best {
 			t.Errorf("n=%d: greedy sampling picked id %d; want %d, the best used id", n, id, best)
 		}
+		// The GPU's greedy path takes the argmax of the first usedPrefix logits: every
+		// unused id lies past them (else there is no prefix, 0), and the best used id is
+		// among them.
+		u := usedPrefix(tok, n)
+		for id := 0; id < n; id++ {
+			if unused(id) && id < u || !unused(id) && id >= u {
+				t.Fatalf("n=%d: used prefix %d, id %d unused %v", n, u, id, unused(id))
+			}
+		}
+		if u <= best {
+			t.Errorf("n=%d: used prefix %d leaves out the best used id %d", n, u, best)
+		}
+	}
+	d.PadTo(V + 3)
+	d.Types[V-10] = tokenizer.TypeUnused // an unused id inside: no prefix without it
+	if tok, err = tokenizer.New(d); err != nil {
+		t.Fatal(err)
+	}
+	if u := usedPrefix(tok, V+3); u != 0 {
+		t.Errorf("an unused id V-10 inside the vocabulary: used prefix %d, want 0", u)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -65,12 +66,16 @@ type Miss struct {
 // by it; more distinct experts than slots is an error.
 func (c *Cache) Lookup(layer int, experts []int, slots []int, misses []Miss) ([]int, []Miss, error) {
 	slots, misses = slots[:0], misses[:0]
-	need := make(map[Key]bool, len(experts))
-	for _, e := range experts {
-		need[Key{int32(layer), int32(e)}] = true
+	// The experts of this call, distinct: a scan, not a map (k is small, and a lookup per
+	// layer and token must not allocate).
+	distinct := 0
+	for i, e := range experts {
+		if !slices.Contains(experts[:i], e) {
+			distinct++
+		}
 	}
-	if len(need) > len(c.owner) {
-		return nil, nil, fmt.Errorf("model/gpu: layer %d needs %d experts at once, the cache has %d slots", layer, len(need), len(c.owner))
+	if distinct > len(c.owner) {
+		return nil, nil, fmt.Errorf("model/gpu: layer %d needs %d experts at once, the cache has %d slots", layer, distinct, len(c.owner))
 	}
 	for _, e := range experts {
 		k := Key{int32(layer), int32(e)}
@@ -86,7 +91,8 @@ func (c *Cache) Lookup(layer int, experts []int, slots []int, misses []Miss) ([]
 		if n := len(c.free); n > 0 {
 			s, c.free = c.free[n-1], c.free[:n-1]
 		} else {
-			v, ok := c.pol.Victim(c.where, func(k Key) bool { return !need[k] }, c.step)
+			// evictable: any key but the experts of this call
+			v, ok := c.pol.Victim(c.where, func(k Key) bool { return int(k.Layer) != layer || !slices.Contains(experts, int(k.Expert)) }, c.step)
 			if !ok {
 				return nil, nil, fmt.Errorf("model/gpu: policy %s found no expert to evict for layer %d", c.pol.Name(), layer)
 			}

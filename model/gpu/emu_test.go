@@ -227,6 +227,22 @@ func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 				m.putQ81(a.Q+uint64(i*n/32*36), y)
 			}
 		}
+	case "sample":
+		// argmax only (the engine's greedy token): model/sample.go's choice
+		a := args[abi.SampleArgs](b)
+		if variant != "argmax" {
+			m.fail("%s: the engine launches sample/argmax only", sym)
+			return
+		}
+		want(rt.Dim3{X: 1, Y: 1, Z: 1})
+		x := m.f32s(a.Logits, int(a.N))
+		best, bv := 0, float32(math.Inf(-1))
+		for i, v := range x {
+			if v > bv {
+				best, bv = i, v
+			}
+		}
+		binary.LittleEndian.PutUint32(m.at(a.Out, 4), uint32(best))
 	case "rope":
 		a := args[abi.RopeArgs](b)
 		half := int(a.RotDims) / 2

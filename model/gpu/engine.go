@@ -43,6 +43,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/strata-hip/strata/kernels/abi"
 	"github.com/strata-hip/strata/model"
@@ -90,6 +91,10 @@ type Options struct {
 	// right after its sync, while the GPU idles, instead of while the next token's kernels
 	// are submitted (measurement baseline; also Engine.SetSyncLookup).
 	SyncLookup bool
+	// PlainLaunch: every launch binds the device itself (gpu.Func.Launch: thread lock and
+	// context per call) instead of once per Forward through a gpu.Launcher (measurement
+	// baseline; also Engine.SetPlainLaunch).
+	PlainLaunch bool
 	// Chunk > 0: Forward runs a prompt of more than one token through the batched path
 	// (prefill.go) in chunks of up to Chunk tokens; 0: token by token through the decode
 	// path (which also stays the path of single tokens, and of models the batched path
@@ -125,6 +130,24 @@ type Engine struct {
 	decayed  *Decayed
 	dirty    []bool // layer's device slot table differs from the host mirror
 	fns      map[string]*rt.Func
+	kern     map[string]*kernel // every prepared kernel by "family/variant" (fns' launch records)
+	ln       *rt.Launcher       // the compute stream's launches, bound once per Forward
+	plain    bool               // Options.PlainLaunch
+	// argBuf holds the packed arguments of the launch being made: launches copy their
+	// argument struct here, so it stays on the caller's stack (no allocation per launch).
+	argBuf [512]byte
+	// hot launch records (kern's entries), so a token makes no map lookup per launch
+	kRow, kRms                     map[string]*kernel // rmsnorm_row / rmsnorm by variant
+	kRope, kStore, kSplit, kReduce *kernel
+	kQuant, kMoe, kArgmax          *kernel
+	kConv, kRec                    *kernel // qwen3next
+	// per-token host buffers reused across tokens
+	idsBuf, slotBuf []int
+	// outMode: what the last step leaves for the caller: the logits in the staging window
+	// (Forward) or the greedy token (ForwardArgmax, over the first argmaxN logits)
+	outMode  int
+	argmaxN  int
+	logitBuf []float32 // LastLogits' conversion buffer
 	pos      int
 	convPar  int // which delta-net conv state the next conv call reads (convStates)
 	stats    Stats
@@ -163,6 +186,22 @@ type Engine struct {
 	kevs    []kernelEvents // launches of this token not yet read back
 }
 
+// clockBase is the origin of the launch timings' monotonic clock reads.
+var clockBase = time.Now()
+
+// kernel is a prepared launch record: the function and its "family/variant" name (for
+// errors and Stats.Kernels).
+type kernel struct {
+	key string
+	fn  *rt.Func
+}
+
+// Output modes of a step with logits (Engine.outMode).
+const (
+	outLogits = iota // the logits come back to the staging window
+	outArgmax        // sample/argmax runs on the GPU; 4 bytes come back
+)
+
 type kernelEvents struct {
 	key        string
 	start, end *rt.Event
@@ -174,6 +213,7 @@ type dmat struct {
 	typ     quant.Type
 	variant string
 	rows, k int
+	kern    *kernel // mmvq/variant, set by prepare
 }
 
 type gLayer struct {
@@ -189,6 +229,7 @@ type gLayer struct {
 	state                       rt.DevPtr
 	shInp, shGate, shUp, shDown dmat      // qwen3next shared expert (shInp: its gate, one f16 row)
 	shTab                       rt.DevPtr // its slot tables: [gate|up|down][2]
+	shKern                      *kernel   // moe_decode of the shared expert's type
 
 	// in: the layer's input projections stored back to back, one launch for all — q|k|v
 	// (qwen3moe attention), k|v (qwen3next attention), q|k|v / z / b|a (delta-net) — when
@@ -240,6 +281,11 @@ func tensorType(t *model.Tensor) (quant.Type, error) {
 // Load validates the model with the CPU loader, plans VRAM, allocates, uploads the dense
 // weights, pins every expert in host memory and prepares the kernels.
 func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
+	if !littleEndian {
+		// kernels/abi's structs go to the kernels as the host stores them (rt.Args), and the
+		// staging rows are read in place (f32View): both need the GPU's byte order.
+		return nil, fmt.Errorf("model/gpu: the GPU engine needs a little-endian host")
+	}
 	m, err := model.Load(src) // the same validation the CPU engine applies
 	if err != nil {
 		return nil, err
@@ -664,6 +710,19 @@ func (e *Engine) zeroState() error {
 	return e.dev.Upload(e.mem.Ptr(bufRouter2), make([]byte, 8))
 }
 
+// littleEndian: the host stores a float32 as its little-endian bytes, so the staging
+// window's f32 rows can be read and written in place (f32View).
+var littleEndian = binary.NativeEndian.Uint32([]byte{1, 0, 0, 0}) == 1
+
+// f32View is b (4-byte aligned, in host memory outside the Go heap or Go memory that
+// outlives the view) as n float32 values, on a little-endian host; nil elsewhere.
+func f32View(b []byte, n int) []float32 {
+	if !littleEndian || len(b) < 4*n || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%4 != 0 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), n)
+}
+
 func f32Bytes(v []float32) []byte {
 	b := make([]byte, 4*len(v))
 	for i, x := range v {
@@ -763,6 +822,7 @@ func (e *Engine) pinExperts(prog func(string, ...any)) error {
 // staging layout: small windows in one pinned host buffer.
 type stageLayout struct {
 	x, pos, kvf, kvh, ids, ids2, idsP, tables, logits int // ids2: resident mode's second ids row (Engine.idsPar)
+	tok                                               int // ForwardArgmax's token id (i32)
 	pemb, ppos, pids, pidx                            int // batched path: embeddings [N][H], positions, ids, slot indices [N][K]
 	size                                              int
 }
@@ -784,6 +844,7 @@ func (e *Engine) stage() stageLayout {
 	s.idsP = take(4 * c.ExpertsUsed)
 	s.tables = take(8 * 3 * c.Experts * c.Layers)
 	s.logits = take(4 * e.vocab)
+	s.tok = take(4)
 	if n := e.chunk; n > 0 {
 		s.pemb = take(4 * n * c.Embd)
 		s.ppos = take(4 * n)
@@ -890,7 +951,8 @@ func (e *Engine) prepare(o Options) error {
 		{"rmsnorm", "f32"}, {"rmsnorm", "q81"}, {"rmsnorm", "addq81"}, {"rope", "neox"},
 		{"attention_decode", "split_f16"}, {"attention_decode", "reduce_f16"}, {"attention_decode", "store_f16"}, {"quantize_q8_1", "f32"},
 		{"moe_decode", typeVariant[e.expType]}, {"rmsnorm", "add"},
-		{"rmsnorm_row", "q81"}, {"rmsnorm_row", "addq81"}, {"rmsnorm_row", "add"},
+		{"rmsnorm_row", "q81"}, {"rmsnorm_row", "addq81"}, {"rmsnorm_row", "add"}, {"rmsnorm_row", "f32"},
+		{"sample", "argmax"},
 	} {
 		f, err := e.ks.fn(k.fam, k.variant)
 		if err != nil {
@@ -939,10 +1001,50 @@ func (e *Engine) prepare(o Options) error {
 		return fmt.Errorf("model/gpu: attention split of %d positions", o.AttnSplit)
 	}
 	e.attnSplit = o.AttnSplit
+	e.plain = o.PlainLaunch
 	if e.chunk > 0 {
-		return e.preparePrefill()
+		if err := e.preparePrefill(); err != nil {
+			return err
+		}
 	}
+	e.records()
 	return nil
+}
+
+// records makes the launch records of every prepared kernel, the hot ones' fields, each
+// dense matrix's mmvq record, the Launcher and the per-token host buffers.
+func (e *Engine) records() {
+	c := &e.cfg
+	e.kern = make(map[string]*kernel, len(e.fns))
+	for key, f := range e.fns {
+		e.kern[key] = &kernel{key: key, fn: f}
+	}
+	e.kRow, e.kRms = map[string]*kernel{}, map[string]*kernel{}
+	for _, v := range []string{"f32", "add", "q81", "addq81"} {
+		e.kRow[v], e.kRms[v] = e.kern["rmsnorm_row/"+v], e.kern["rmsnorm/"+v]
+	}
+	e.kRope, e.kStore = e.kern["rope/neox"], e.kern["attention_decode/store_f16"]
+	e.kSplit, e.kReduce = e.kern["attention_decode/split_f16"], e.kern["attention_decode/reduce_f16"]
+	e.kQuant, e.kMoe, e.kArgmax = e.kern["quantize_q8_1/f32"], e.kern["moe_decode/"+typeVariant[e.expType]], e.kern["sample/argmax"]
+	e.kConv, e.kRec = e.kern["gated_delta_net/conv"], e.kern["gated_delta_net/recurrent"]
+	mats := func(l *gLayer) []*dmat {
+		return []*dmat{&l.wq, &l.wk, &l.wv, &l.wo, &l.router, &l.wqkv, &l.wz, &l.wba, &l.wout, &l.shInp, &l.in, &l.routerSh}
+	}
+	e.head.kern = e.kern["mmvq/"+e.head.variant]
+	for i := range e.layers {
+		l := &e.layers[i]
+		for _, d := range mats(l) {
+			if d.variant != "" {
+				d.kern = e.kern["mmvq/"+d.variant]
+			}
+		}
+		if l.shGate.variant != "" {
+			l.shKern = e.kern["moe_decode/"+l.shGate.variant]
+		}
+	}
+	e.ln = e.dev.NewLauncher(e.compute)
+	e.idsBuf = make([]int, c.ExpertsUsed)
+	e.slotBuf = make([]int, 0, c.ExpertsUsed)
 }
 
 // loadExperts copies the experts Preload placed into their slots, in batches the staging
@@ -1070,14 +1172,25 @@ func blocks(n, per int) uint32 { return uint32((n + per - 1) / per) }
 func dim(x uint32) rt.Dim3 { return rt.Dim3{X: x, Y: 1, Z: 1} }
 
 func (e *Engine) launch(key string, grid rt.Dim3, threads int, args []byte) error {
-	f := e.fns[key]
-	if f == nil {
+	k := e.kern[key]
+	if k == nil {
 		panic("model/gpu: kernel " + key + " not prepared")
 	}
+	return e.launchK(k, grid, threads, args)
+}
+
+// launchK launches k on the compute stream (through the Launcher: bound during Forward
+// unless Options.PlainLaunch). args is copied into argBuf first and only argBuf goes on,
+// so the caller's argument struct does not escape to the heap.
+func (e *Engine) launchK(k *kernel, grid rt.Dim3, threads int, args []byte) error {
+	if len(args) > len(e.argBuf) {
+		panic("model/gpu: launch arguments larger than argBuf")
+	}
+	a := e.argBuf[:copy(e.argBuf[:], args)]
 	var ke kernelEvents
 	if e.ktimes {
 		var err error
-		ke.key = key
+		ke.key = k.key
 		if ke.start, err = e.kevent(); err != nil {
 			return err
 		}
@@ -1088,12 +1201,13 @@ func (e *Engine) launch(key string, grid rt.Dim3, threads int, args []byte) erro
 			return err
 		}
 	}
-	t0 := time.Now()
-	err := f.Launch(e.compute, grid, rt.Dim3{X: uint32(threads), Y: 1, Z: 1}, 0, args)
-	e.stats.LaunchTime += time.Since(t0)
+	// Two monotonic clock reads against a base (time.Now would read the wall clock too).
+	t0 := time.Since(clockBase)
+	err := e.ln.Launch(k.fn, grid, rt.Dim3{X: uint32(threads), Y: 1, Z: 1}, a)
+	e.stats.LaunchTime += time.Since(clockBase) - t0
 	e.stats.Launches++
 	if err != nil {
-		return fmt.Errorf("model/gpu: %s: %w", key, err)
+		return fmt.Errorf("model/gpu: %s: %w", k.key, err)
 	}
 	if e.ktimes {
 		if err := ke.end.Record(e.compute); err != nil {
@@ -1150,7 +1264,15 @@ func (e *Engine) sync() error {
 func (e *Engine) mmvq(w dmat, xq, xf, y rt.DevPtr) error {
 	a := abi.MmvqArgs{W: uint64(w.ptr), Xq: uint64(xq), Xf: uint64(xf), Y: uint64(y), Rows: int32(w.rows), K: int32(w.k),
 		Ncols: 1, XColStride: int32(w.k), YColStride: int32(w.rows)}
-	return e.launch("mmvq/"+w.variant, dim(e.mmvqBlocks(w)), abi.MmvqThreads, a.Bytes())
+	return e.launchK(e.mmvqKern(w), dim(e.mmvqBlocks(w)), abi.MmvqThreads, rt.Args(&a))
+}
+
+// mmvqKern is w's mmvq launch record (prepared with w, or by its variant).
+func (e *Engine) mmvqKern(w dmat) *kernel {
+	if w.kern != nil {
+		return w.kern
+	}
+	return e.kern["mmvq/"+w.variant]
 }
 
 // mmvqBlocks is mmvq's grid x for w: ceil(rows / the rows one block of w's variant covers)
@@ -1180,6 +1302,9 @@ func (e *Engine) SetKernelTimes(on bool) error {
 	return nil
 }
 
+// SetPlainLaunch sets Options.PlainLaunch on a loaded engine, for a comparison on one engine.
+func (e *Engine) SetPlainLaunch(on bool) { e.plain = on }
+
 // SetAttnSplit sets Options.AttnSplit on a loaded engine (0: the policy; n > 0: splits of
 // n positions), for a comparison on one engine.
 func (e *Engine) SetAttnSplit(n int) { e.attnSplit = max(n, 0) }
@@ -1189,7 +1314,7 @@ func (e *Engine) SetAttnSplit(n int) { e.attnSplit = max(n, 0) }
 func (e *Engine) mmvqMats(w dmat, z int, wMatBytes int64, yMatStride int, xq, xf, y rt.DevPtr) error {
 	a := abi.MmvqArgs{W: uint64(w.ptr), Xq: uint64(xq), Xf: uint64(xf), Y: uint64(y), WMatBytes: wMatBytes, Rows: int32(w.rows), K: int32(w.k),
 		Ncols: 1, XColStride: int32(w.k), YColStride: int32(w.rows), YMatStride: int32(yMatStride)}
-	return e.launch("mmvq/"+w.variant, rt.Dim3{X: e.mmvqBlocks(w), Y: 1, Z: uint32(z)}, abi.MmvqThreads, a.Bytes())
+	return e.launchK(e.mmvqKern(w), rt.Dim3{X: e.mmvqBlocks(w), Y: 1, Z: uint32(z)}, abi.MmvqThreads, rt.Args(&a))
 }
 
 // rmsnorm launches one RMSNorm variant over rows·heads rows of n: a single row (the
@@ -1202,7 +1327,7 @@ func (e *Engine) rmsnorm(variant string, a abi.RmsnormArgs) error {
 	if a.Rows == 1 && !e.noRowNorm {
 		r := abi.RmsnormRowArgs{X: a.X, R: a.R, W: a.W, Xo: a.Xo, Y: a.Y, Q: a.Q, N: a.N, Rows: a.Rows, Heads: a.Heads,
 			TokStride: a.TokStride, HeadStride: a.HeadStride, Eps: a.Eps}
-		return e.launch("rmsnorm_row/"+variant, dim(uint32(a.Rows)), abi.RmsnormRowThreads, r.Bytes())
+		return e.launchK(e.kRow[variant], dim(uint32(a.Rows)), abi.RmsnormRowThreads, rt.Args(&r))
 	}
-	return e.launch("rmsnorm/"+variant, dim(blocks(int(a.Rows), 8)), abi.RmsnormThreads, a.Bytes())
+	return e.launchK(e.kRms[variant], dim(blocks(int(a.Rows), 8)), abi.RmsnormThreads, rt.Args(&a))
 }

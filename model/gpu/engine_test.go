@@ -19,7 +19,7 @@ import (
 
 // fakeCODir writes placeholder code objects for target (the fake device loads any bytes),
 // leaving out the families in skip.
-func fakeCODir(t *testing.T, target string, skip ...string) string {
+func fakeCODir(t testing.TB, target string, skip ...string) string {
 	dir := t.TempDir()
 	for _, f := range append(families, "gated_delta_net", "mmq", "moe_prefill", "attention_prefill") {
 		if strings.Contains(strings.Join(skip, ","), f) {
@@ -219,24 +219,49 @@ func TestEngineEmulatedMatchesCPU(t *testing.T) {
 				t.Fatal(err)
 			}
 			// baseline: the first engine's structure (Options.HostKV, NoResident, NoFuse,
-			// NoRowNorm), which must compute the same bits.
-			run := func(slots int, prefetch bool, hostLimit uintptr, baseline bool) [][]float32 {
+			// NoRowNorm) with launches bound per call (PlainLaunch), which must compute the
+			// same bits. greedy: every step through ForwardArgmax (over the whole vocabulary
+			// at even steps, its first half at odd ones), whose token must be the argmax of
+			// the step's logits (LastLogits), which are what the run returns.
+			run := func(slots int, prefetch bool, hostLimit uintptr, baseline, greedy bool) [][]float32 {
 				dev, fake := newFakeDeviceArch(1<<30, fakeTarget)
 				fake.emu, fake.hostLimit = newEmu(), hostLimit
 				eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: ctx, Budget: 256 << 20, Reserve: 1 << 20, MaxExpert: slots, Group: 2, Prefetch: prefetch, KernelTimes: prefetch,
-					HostKV: baseline, NoResident: baseline, NoFuse: baseline, NoRowNorm: baseline})
+					HostKV: baseline, NoResident: baseline, NoFuse: baseline, NoRowNorm: baseline, PlainLaunch: baseline})
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer eng.Close()
 				var logs [][]float32
-				l, err := eng.Forward(prompt)
-				for i := 0; i < steps && err == nil; i++ {
-					logs = append(logs, l)
-					l, err = eng.Forward([]int32{argmaxF(cpuLog[i])})
+				if greedy {
+					n := func(i int) int { return eng.Vocab() / (1 + i%2) }
+					id, err := eng.ForwardArgmax(prompt, n(0))
+					for i := 0; i < steps && err == nil; i++ {
+						var l []float32
+						if l, err = eng.LastLogits(); err != nil {
+							break
+						}
+						if want := argmaxF(l[:n(i)]); id != want {
+							t.Errorf("step %d: ForwardArgmax over %d logits gave %d, the logits' argmax is %d", i, n(i), id, want)
+						}
+						logs = append(logs, append([]float32(nil), l...))
+						id, err = eng.ForwardArgmax([]int32{argmaxF(cpuLog[i])}, n(i+1))
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					l, err := eng.Forward(prompt)
+					for i := 0; i < steps && err == nil; i++ {
+						logs = append(logs, l)
+						l, err = eng.Forward([]int32{argmaxF(cpuLog[i])})
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
 				}
-				if err != nil {
-					t.Fatal(err)
+				if (fake.boundLaunches > 0) == baseline {
+					t.Errorf("%d launches bound, plain launch %v", fake.boundLaunches, baseline)
 				}
 				if fake.emu.err != nil {
 					t.Fatal(fake.emu.err)
@@ -272,7 +297,7 @@ func TestEngineEmulatedMatchesCPU(t *testing.T) {
 				}
 				return logs
 			}
-			full := run(0, false, 0, false)
+			full := run(0, false, 0, false, false)
 			ties := 0
 			for i := range cpuLog {
 				var num, den float64
@@ -313,8 +338,10 @@ func TestEngineEmulatedMatchesCPU(t *testing.T) {
 				prefetch  bool
 				hostLimit uintptr
 				baseline  bool
-			}{{2 * K, false, 0, false}, {3 * K, true, 0, false}, {3 * K, true, 4 << 20, false}, {0, false, 0, true}} {
-				small := run(r.slots, r.prefetch, r.hostLimit, r.baseline)
+				greedy    bool
+			}{{2 * K, false, 0, false, false}, {3 * K, true, 0, false, false}, {3 * K, true, 4 << 20, false, false}, {0, false, 0, true, false},
+				{0, false, 0, false, true}, {2 * K, false, 0, false, true}} {
+				small := run(r.slots, r.prefetch, r.hostLimit, r.baseline, r.greedy)
 				for i := range full {
 					for j := range full[i] {
 						if math.Float32bits(full[i][j]) != math.Float32bits(small[i][j]) {

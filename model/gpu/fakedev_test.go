@@ -28,6 +28,20 @@ type fakeDriver struct {
 	emu   *emu // memory and kernels (emu_test.go); nil: allocations hold nothing
 	// hostLimit > 0: pinned host allocations above it fail as out of memory
 	hostLimit uintptr
+	// rt.BoundDriver: bound is true between Bind and Unbind; boundLaunches counts the
+	// launches made through LaunchBound (which fail when not bound).
+	bound         bool
+	boundLaunches int
+}
+
+func (f *fakeDriver) Bind() error { f.bound = true; return nil }
+func (f *fakeDriver) Unbind()     { f.bound = false }
+func (f *fakeDriver) LaunchBound(fn uintptr, grid, block rt.Dim3, shmem uint32, s uintptr, args []byte, sym string) error {
+	if !f.bound {
+		return fmt.Errorf("fake: bound launch of %s on an unbound thread", sym)
+	}
+	f.boundLaunches++
+	return f.Launch(fn, grid, block, shmem, s, args, sym)
 }
 
 // hostAt is the fake's pinned host memory at address p, n bytes.

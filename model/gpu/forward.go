@@ -16,14 +16,93 @@ import (
 // Forward feeds tokens after those already processed, one at a time through the decode
 // path, and returns the logits after the last one (a fresh slice).
 func (e *Engine) Forward(tokens []int32) (logits []float32, err error) {
+	if err := e.forward(tokens, outLogits); err != nil {
+		return nil, err
+	}
+	out := make([]float32, e.vocab)
+	e.readLogits(out)
+	return out, nil
+}
+
+// ForwardArgmax is Forward for greedy decoding: it feeds tokens and returns the index of
+// the largest of the first n logits after the last one — the lowest index among equal
+// maxima; NaN never wins; 0 when all are −Inf or NaN: model.Sampler's greedy choice. The
+// choice is made on the GPU (sample/argmax), so 4 bytes come back instead of the whole
+// vocabulary; LastLogits still gives the logits when the caller needs them after all.
+// n < vocab leaves out a tail of ids (a padded vocabulary's unused rows).
+func (e *Engine) ForwardArgmax(tokens []int32, n int) (int32, error) {
+	if n <= 0 || n > e.vocab {
+		return 0, fmt.Errorf("model/gpu: argmax over %d logits of a vocabulary of %d", n, e.vocab)
+	}
+	e.argmaxN = n
+	if err := e.forward(tokens, outArgmax); err != nil {
+		return 0, err
+	}
+	b := e.staging.Bytes()[e.stage().tok:]
+	id := int32(binary.LittleEndian.Uint32(b))
+	if id < 0 || int(id) >= n {
+		e.fault = fmt.Errorf("model/gpu: sample/argmax returned token %d of %d (a kernel fault?)", id, n)
+		return 0, e.fault
+	}
+	return id, nil
+}
+
+// LastLogits returns the logits after the last token processed (by Forward or
+// ForwardArgmax), copied from the device now, in a buffer the engine reuses (valid until
+// the next call).
+func (e *Engine) LastLogits() ([]float32, error) {
 	if e.fault != nil {
 		return nil, e.fault
 	}
+	if e.pos == 0 {
+		return nil, fmt.Errorf("model/gpu: no token processed yet")
+	}
+	st := e.stage()
+	if err := e.compute.Download(e.staging, st.logits, e.mem.Ptr(bufLogits), 4*e.vocab); err != nil {
+		e.fault = err
+		return nil, err
+	}
+	if err := e.sync(); err != nil {
+		e.fault = err
+		return nil, err
+	}
+	if len(e.logitBuf) != e.vocab {
+		e.logitBuf = make([]float32, e.vocab)
+	}
+	e.readLogits(e.logitBuf)
+	return e.logitBuf, nil
+}
+
+// readLogits converts the logits in the staging window into out.
+func (e *Engine) readLogits(out []float32) {
+	b := e.staging.Bytes()[e.stage().logits:]
+	if v := f32View(b, len(out)); v != nil {
+		copy(out, v)
+		return
+	}
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+}
+
+// forward runs tokens; the last one's output goes where mode says (Engine.outMode).
+func (e *Engine) forward(tokens []int32, mode int) (err error) {
+	if e.fault != nil {
+		return e.fault
+	}
+	e.outMode = mode
 	if len(tokens) == 0 {
-		return nil, fmt.Errorf("model/gpu: no tokens to process")
+		return fmt.Errorf("model/gpu: no tokens to process")
+	}
+	if !e.plain {
+		// One binding of the device for every launch of these tokens.
+		if err := e.ln.Begin(); err != nil {
+			return err
+		}
+		defer e.ln.End()
 	}
 	if e.pos+len(tokens) > e.ctx {
-		return nil, fmt.Errorf("model/gpu: %d tokens after %d would exceed the context of %d (raise -c/--ctx-size)", len(tokens), e.pos, e.ctx)
+		return fmt.Errorf("model/gpu: %d tokens after %d would exceed the context of %d (raise -c/--ctx-size)", len(tokens), e.pos, e.ctx)
 	}
 	// Embedding rows are read from the model's mapping: a fault there is an error.
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
@@ -34,18 +113,18 @@ func (e *Engine) Forward(tokens []int32) (logits []float32, err error) {
 				panic(r)
 			}
 			e.fault = fmt.Errorf("%s: memory fault reading the model at %#x (file truncated or replaced?): %v", e.src.Path(), f.Addr(), r)
-			logits, err = nil, e.fault
+			err = e.fault
 		}
 	}()
 	for _, id := range tokens {
 		if id < 0 || int(id) >= e.vocab {
-			return nil, fmt.Errorf("model/gpu: token id %d is outside the vocabulary of %d", id, e.vocab)
+			return fmt.Errorf("model/gpu: token id %d is outside the vocabulary of %d", id, e.vocab)
 		}
 	}
 	if e.pendingIDs >= 0 && e.batched(len(tokens)) { // the batched path looks experts up itself: keep the order of uses
 		if err := e.lookupPending(); err != nil {
 			e.fault = err
-			return nil, err
+			return err
 		}
 	}
 	for done := 0; e.batched(len(tokens)) && done < len(tokens); {
@@ -53,7 +132,7 @@ func (e *Engine) Forward(tokens []int32) (logits []float32, err error) {
 		t0 := time.Now()
 		if err := e.chunkForward(tokens[done:done+n], done+n == len(tokens)); err != nil {
 			e.fault = err
-			return nil, err
+			return err
 		}
 		e.stats.Wall += time.Since(t0)
 		e.stats.Tokens += n
@@ -67,18 +146,12 @@ func (e *Engine) Forward(tokens []int32) (logits []float32, err error) {
 		if err := e.step(id, i == len(tokens)-1); err != nil {
 			// A failure mid-token leaves the KV cache and state partial: refuse further use.
 			e.fault = err
-			return nil, err
+			return err
 		}
 		e.stats.Wall += time.Since(t0)
 		e.stats.Tokens++
 	}
-	st := e.stage()
-	out := make([]float32, e.vocab)
-	b := e.staging.Bytes()[st.logits:]
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return out, nil
+	return nil
 }
 
 // step runs one token; with wantLogits the logits land in the staging window.
@@ -90,9 +163,13 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 	m := e.mem
 	x, xn, xq, proj := m.Ptr(bufX), m.Ptr(bufXN), m.Ptr(bufXQ), m.Ptr(bufProj)
 	// Embedding row (host gather) and position.
-	row := make([]float32, e.emb.Cols())
-	e.emb.Row(row, int(id))
-	copy(hb[st.x:], f32Bytes(row))
+	if row := f32View(hb[st.x:], e.emb.Cols()); row != nil {
+		e.emb.Row(row, int(id))
+	} else {
+		row := make([]float32, e.emb.Cols())
+		e.emb.Row(row, int(id))
+		copy(hb[st.x:], f32Bytes(row))
+	}
 	binary.LittleEndian.PutUint32(hb[st.pos:], uint32(e.pos))
 	if err := e.compute.Upload(x, e.staging, st.x, 4*H); err != nil {
 		return err
@@ -206,11 +283,12 @@ func (e *Engine) lookupPending() error {
 // the per-layer path would make them.
 func (e *Engine) lookupResident(off int) error {
 	for li := range e.layers {
-		ids, err := e.readIDs(li, off+4*e.cfg.ExpertsUsed*li)
+		ids, err := e.readIDs(li, off+4*e.cfg.ExpertsUsed*li, e.idsBuf)
 		if err != nil {
 			return err
 		}
-		_, misses, err := e.cache.Lookup(li, ids, nil, nil)
+		var misses []Miss
+		e.slotBuf, misses, err = e.cache.Lookup(li, ids, e.slotBuf, nil)
 		if err != nil {
 			return err
 		}
@@ -222,11 +300,15 @@ func (e *Engine) lookupResident(off int) error {
 	return nil
 }
 
-// readIDs reads K expert ids of layer li from the staging window at off, checked.
-func (e *Engine) readIDs(li, off int) ([]int, error) {
+// readIDs reads K expert ids of layer li from the staging window at off, checked, into
+// dst (len K) or, when dst is nil, a new slice.
+func (e *Engine) readIDs(li, off int, dst []int) ([]int, error) {
 	K, E := e.cfg.ExpertsUsed, e.cfg.Experts
 	hb := e.staging.Bytes()
-	ids := make([]int, K)
+	ids := dst
+	if ids == nil {
+		ids = make([]int, K)
+	}
 	for j := range ids {
 		ids[j] = int(int32(binary.LittleEndian.Uint32(hb[off+4*j:])))
 		if ids[j] < 0 || ids[j] >= E {
@@ -252,6 +334,13 @@ func (e *Engine) logits(variant string, a abi.RmsnormArgs) error {
 	m := e.mem
 	if err := e.mmvq(e.head, m.Ptr(bufXQ), m.Ptr(bufXN), m.Ptr(bufLogits)); err != nil {
 		return err
+	}
+	if e.outMode == outArgmax {
+		a := abi.SampleArgs{Logits: uint64(m.Ptr(bufLogits)), Out: uint64(m.Ptr(bufToken)), N: int32(e.argmaxN), Stride: int32(e.vocab)}
+		if err := e.launchK(e.kArgmax, dim(1), abi.SampleThreads, rt.Args(&a)); err != nil {
+			return err
+		}
+		return e.compute.Download(e.staging, e.stage().tok, m.Ptr(bufToken), 4)
 	}
 	return e.compute.Download(e.staging, e.stage().logits, m.Ptr(bufLogits), 4*e.vocab)
 }
@@ -311,7 +400,7 @@ func (e *Engine) experts(li int) (rerun bool, err error) {
 	if err := e.finishCopies(); err != nil {
 		return false, err
 	}
-	read := func(off int) ([]int, error) { return e.readIDs(li, off) }
+	read := func(off int) ([]int, error) { return e.readIDs(li, off, nil) }
 	ids, err := read(st.idsOf(li, K))
 	if err != nil {
 		return false, err
@@ -432,7 +521,7 @@ func (e *Engine) attention(l *gLayer) error {
 	rope := func(buf rt.DevPtr, heads int) error {
 		a := abi.RopeArgs{X: uint64(buf), Pos: uint64(m.Ptr(bufPos)), Freq: uint64(m.Ptr(bufFreq)), Rows: int32(heads), Heads: int32(heads),
 			TokStride: int32(heads * hd), HeadStride: int32(hd), RotDims: int32(c.RopeDim)}
-		return e.launch("rope/neox", dim(blocks(heads*c.RopeDim/2, abi.RopeThreads)), abi.RopeThreads, a.Bytes())
+		return e.launchK(e.kRope, dim(blocks(heads*c.RopeDim/2, abi.RopeThreads)), abi.RopeThreads, rt.Args(&a))
 	}
 	if k == q.Add(uintptr(4*e.qd)) { // q and k adjacent: one rotation over both
 		if err := rope(q, nh+nkv); err != nil {
@@ -456,7 +545,7 @@ func (e *Engine) attention(l *gLayer) error {
 	} else {
 		sa := abi.AttentionDecodeArgs{K: uint64(l.kv), V: uint64(vcache), Kn: uint64(k), Vn: uint64(v), Nkv: int32(nkv), Hd: int32(hd),
 			KvPos: int32(e.pos), KvRows: 1}
-		if err := e.launch("attention_decode/store_f16", dim(blocks(nkv*hd, 64)), abi.AttentionDecodeThreads, sa.Bytes()); err != nil {
+		if err := e.launchK(e.kStore, dim(blocks(nkv*hd, 64)), abi.AttentionDecodeThreads, rt.Args(&sa)); err != nil {
 			return err
 		}
 	}
@@ -468,10 +557,10 @@ func (e *Engine) attention(l *gLayer) error {
 		Part: uint64(m.Ptr(bufPart)), Out: uint64(o), N: int32(n), Nh: int32(nh), Nkv: int32(nkv), Hd: int32(hd),
 		SplitLen: int32(sl), Nsplit: int32(nsplit), Scale: float32(1 / math.Sqrt(float64(hd)))}
 	// split: one block per (kv group, split) serving every q head of the group.
-	if err := e.launch("attention_decode/split_f16", rt.Dim3{X: uint32(nkv), Y: uint32(nsplit), Z: 1}, abi.AttentionDecodeThreads, a.Bytes()); err != nil {
+	if err := e.launchK(e.kSplit, rt.Dim3{X: uint32(nkv), Y: uint32(nsplit), Z: 1}, abi.AttentionDecodeThreads, rt.Args(&a)); err != nil {
 		return err
 	}
-	if err := e.launch("attention_decode/reduce_f16", dim(uint32(nh)), abi.AttentionDecodeThreads, a.Bytes()); err != nil {
+	if err := e.launchK(e.kReduce, dim(uint32(nh)), abi.AttentionDecodeThreads, rt.Args(&a)); err != nil {
 		return err
 	}
 	return e.project(l.wo, o, e.qd, proj)
@@ -481,7 +570,7 @@ func (e *Engine) attention(l *gLayer) error {
 func (e *Engine) project(w dmat, o rt.DevPtr, n int, dst rt.DevPtr) error {
 	oq := e.mem.Ptr(bufOQ)
 	qa := abi.QuantizeQ81Args{X: uint64(o), Y: uint64(oq), Ncols: int32(n), NcolsPadded: int32(n), Nrows: 1, XStride: int32(n)}
-	if err := e.launch("quantize_q8_1/f32", dim(blocks(n, 256)), abi.QuantizeQ81Threads, qa.Bytes()); err != nil {
+	if err := e.launchK(e.kQuant, dim(blocks(n, 256)), abi.QuantizeQ81Threads, rt.Args(&qa)); err != nil {
 		return err
 	}
 	return e.mmvq(w, oq, o, dst)
@@ -516,10 +605,10 @@ func (e *Engine) deltaNet(l *gLayer) error {
 		Z: uint64(z), Ba: uint64(ba), SsmA: uint64(l.ssmA), DtBias: uint64(l.dtBias), State: uint64(l.state.Add(2 * cs)),
 		NormW: uint64(l.ssmNorm), O: uint64(o), T: 1, C: int32(C), Nk: int32(c.LinKHeads), Nv: int32(c.LinVHeads),
 		Dk: int32(c.LinKDim), Dv: int32(c.LinVDim), Eps: c.Eps}
-	if err := e.launch("gated_delta_net/conv", dim(blocks(C, abi.GatedDeltaNetThreads)), abi.GatedDeltaNetThreads, a.Bytes()); err != nil {
+	if err := e.launchK(e.kConv, dim(blocks(C, abi.GatedDeltaNetThreads)), abi.GatedDeltaNetThreads, rt.Args(&a)); err != nil {
 		return err
 	}
-	if err := e.launch("gated_delta_net/recurrent", dim(uint32(c.LinVHeads)), abi.GatedDeltaNetThreads, a.Bytes()); err != nil {
+	if err := e.launchK(e.kRec, dim(uint32(c.LinVHeads)), abi.GatedDeltaNetThreads, rt.Args(&a)); err != nil {
 		return err
 	}
 	return e.project(l.wout, o, vd, m.Ptr(bufProj))
@@ -553,14 +642,14 @@ func (e *Engine) shared(l *gLayer) error {
 	ma := abi.MoeDecodeArgs{Logits: uint64(r2), Ids: uint64(m.Ptr(bufIDs2)), Wts: uint64(m.Ptr(bufWts2)), Err: uint64(m.Ptr(bufErr2)),
 		SlotsGate: uint64(l.shTab), SlotsUp: uint64(l.shTab.Add(16)), SlotsDown: uint64(l.shTab.Add(32)),
 		X: uint64(xq), H: uint64(m.Ptr(bufHSh)), Y: uint64(out), Tokens: 1, NExpert: 2, KUsed: 2, NEmbd: int32(H), NFf: int32(c.SharedFF)}
-	key := "moe_decode/" + l.shGate.variant
+	key := l.shKern
 	// Phase 3 (router + gate/up in one launch), then 2: the shared expert's table never changes.
 	for _, ph := range []struct {
 		phase int32
 		grid  rt.Dim3
 	}{{3, rt.Dim3{X: uint32(c.SharedFF / 32), Y: 2, Z: 1}}, {2, dim(blocks(H, 8))}} {
 		ma.Phase = ph.phase
-		if err := e.launch(key, ph.grid, abi.MoeDecodeThreads, ma.Bytes()); err != nil {
+		if err := e.launchK(key, ph.grid, abi.MoeDecodeThreads, rt.Args(&ma)); err != nil {
 			return err
 		}
 	}
@@ -592,12 +681,12 @@ func (e *Engine) moe(li int, l *gLayer) error {
 	if c.NormTopK {
 		ma.Renorm = 1
 	}
-	key := "moe_decode/" + typeVariant[e.expType]
+	key := e.kMoe
 	ma.Phase = 0
 	// Every expert resident: no host look-up between top-k and the experts, so phase 3
 	// (router + gate/up in one launch) replaces phases 0 and 1.
 	if !e.resident {
-		if err := e.launch(key, dim(1), abi.MoeDecodeThreads, ma.Bytes()); err != nil {
+		if err := e.launchK(key, dim(1), abi.MoeDecodeThreads, rt.Args(&ma)); err != nil {
 			return err
 		}
 	}
@@ -611,7 +700,7 @@ func (e *Engine) moe(li int, l *gLayer) error {
 		pa := ma
 		pa.Logits, pa.Ids, pa.Wts, pa.Err = uint64(m.Ptr(bufRouterP)), uint64(m.Ptr(bufIDsP)), uint64(m.Ptr(bufWtsP)), uint64(m.Ptr(bufErrP))
 		pa.SlotsGate, pa.SlotsUp, pa.SlotsDown = uint64(ntab), uint64(ntab.Add(uintptr(E*8))), uint64(ntab.Add(uintptr(2*E*8)))
-		if err := e.launch(key, dim(1), abi.MoeDecodeThreads, pa.Bytes()); err != nil {
+		if err := e.launchK(key, dim(1), abi.MoeDecodeThreads, rt.Args(&pa)); err != nil {
 			return err
 		}
 	}
@@ -623,7 +712,7 @@ func (e *Engine) moe(li int, l *gLayer) error {
 		}
 	}
 	if rerun { // phase 0 again: err flags against the updated tables (same ids)
-		if err := e.launch(key, dim(1), abi.MoeDecodeThreads, ma.Bytes()); err != nil {
+		if err := e.launchK(key, dim(1), abi.MoeDecodeThreads, rt.Args(&ma)); err != nil {
 			return err
 		}
 	}
@@ -631,11 +720,11 @@ func (e *Engine) moe(li int, l *gLayer) error {
 	if e.resident {
 		ma.Phase = 3
 	}
-	if err := e.launch(key, rt.Dim3{X: uint32(F / 32), Y: uint32(K), Z: 1}, abi.MoeDecodeThreads, ma.Bytes()); err != nil {
+	if err := e.launchK(key, rt.Dim3{X: uint32(F / 32), Y: uint32(K), Z: 1}, abi.MoeDecodeThreads, rt.Args(&ma)); err != nil {
 		return err
 	}
 	ma.Phase = 2
-	return e.launch(key, dim(blocks(H, 8)), abi.MoeDecodeThreads, ma.Bytes())
+	return e.launchK(key, dim(blocks(H, 8)), abi.MoeDecodeThreads, rt.Args(&ma))
 }
 
 // place points layer's slot tables (host mirror) at the slots ms were given, clears the

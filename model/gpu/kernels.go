@@ -17,8 +17,9 @@ import (
 // type); strata-run --backend auto then falls back to the CPU.
 var ErrMissingKernel = errors.New("model/gpu: missing kernel")
 
-// families the decode engine launches (qwen3next adds gated_delta_net).
-var families = []string{"rmsnorm", "rmsnorm_row", "mmvq", "rope", "attention_decode", "quantize_q8_1", "moe_decode"}
+// families the decode engine launches (qwen3next adds gated_delta_net); sample is the
+// greedy token of ForwardArgmax.
+var families = []string{"rmsnorm", "rmsnorm_row", "mmvq", "rope", "attention_decode", "quantize_q8_1", "moe_decode", "sample"}
 
 // kernelSet is the loaded code objects of one device.
 type kernelSet struct {

@@ -37,6 +37,7 @@ const (
 	bufErr     = "err"    // missing-slot flags, u32 [K]
 	bufH       = "h"      // SwiGLU output, Q8_1 [K][F/32]
 	bufLogits  = "logits" // f32 [V]
+	bufToken   = "token"  // ForwardArgmax's token id, i32 [1]
 	bufPos     = "pos"    // i32 [1]
 	bufFreq    = "freq"   // rope frequencies, f32 [rd/2]
 	bufTables  = "slot_tables"
@@ -109,7 +110,7 @@ func (s *Shape) PlanInput(ctx int) (PlanInput, error) {
 		{bufRouter, KindScratch, f32(E + 2)}, {bufIDs, KindScratch, 4 * uint64(K) * uint64(c.Layers)}, {bufWts, KindScratch, f32(K)},
 		{bufErr, KindScratch, 4 * uint64(K)}, {bufH, KindScratch, uint64(K) * q81Bytes(F)},
 		{bufRouterP, KindScratch, f32(E)}, {bufIDsP, KindScratch, 4 * uint64(K)}, {bufWtsP, KindScratch, f32(K)}, {bufErrP, KindScratch, 4 * uint64(K)},
-		{bufLogits, KindScratch, f32(s.Vocab)},
+		{bufLogits, KindScratch, f32(s.Vocab)}, {bufToken, KindScratch, 4},
 		{bufPos, KindStaging, 4}, {bufFreq, KindStaging, f32(c.RopeDim / 2)},
 		{bufTables, KindSlotTables, uint64(c.Layers) * 3 * uint64(E) * 8},
 	} {

@@ -1,0 +1,50 @@
+package cuda
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/ebitengine/purego"
+	"github.com/strata-hip/strata/runtime/gpu"
+)
+
+// device implements gpu.BoundDriver: a run of launches binds the context once.
+var _ gpu.BoundDriver = (*device)(nil)
+
+// Bind locks the goroutine to its OS thread and makes the device's context current there
+// until Unbind.
+func (d *device) Bind() error {
+	runtime.LockOSThread()
+	r, _, _ := purego.SyscallN(d.l.cuCtxSetCurrent, d.ctx)
+	if err := d.l.check(r, "cuCtxSetCurrent", d.info.ID()); err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	return nil
+}
+
+// Unbind releases the thread lock Bind took (the context stays current on that thread,
+// as after every other call here).
+func (d *device) Unbind() { runtime.UnlockOSThread() }
+
+// LaunchBound is Launch on a thread Bind prepared: the arena and one cuLaunchKernel, no
+// thread lock or cuCtxSetCurrent of its own.
+func (d *device) LaunchBound(fn uintptr, grid, block gpu.Dim3, shmem uint32, stream uintptr, args []byte, symbol string) error {
+	if shmem > dynSharedDefault {
+		if err := d.allowShared(fn, shmem, symbol); err != nil {
+			return err
+		}
+	}
+	extra, err := d.arena.Pack(args)
+	if err != nil { // Pack left the arena unlocked
+		return fmt.Errorf("cuda: launch %s: %w", symbol, err)
+	}
+	r, _, _ := purego.SyscallN(d.l.cuLaunchKernel, fn,
+		uintptr(grid.X), uintptr(grid.Y), uintptr(grid.Z), uintptr(block.X), uintptr(block.Y), uintptr(block.Z),
+		uintptr(shmem), stream, 0, extra)
+	d.arena.Unlock()
+	if r != 0 {
+		return d.l.check(r, "cuLaunchKernel", symbol)
+	}
+	return nil
+}
