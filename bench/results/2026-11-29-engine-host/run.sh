@@ -56,7 +56,7 @@ build() {
 }
 
 run() {
-	local d=$here w=/tmp/eng5 t0=$SECONDS budget=${STRATA_RUN_BUDGET:-170} dry=${STRATA_RUN_DRY:-0}
+	local d=$here w=/tmp/eng5 t0=$SECONDS budget=${STRATA_RUN_BUDGET:-200} dry=${STRATA_RUN_DRY:-0}
 	: "${OUT:?set OUT}"
 	rm -rf "$w" && mkdir -p "$w/logs" "$w/models"
 	local out=$w/logs t=$w/sr.test rt=$w/rc.test
@@ -127,7 +127,10 @@ run() {
 	}
 	# 2. 30B Q2_0 resident: each mode a 256-token sequence, the first pair repeated last
 	if waitfor q30-q2_0 45; then
-		bench q30-q2_0 "$w/models/q30-q2_0.gguf" 60 3 STRATA_BENCH_DECODE=plain-logits,bound-logits,plain-argmax,bound-argmax,plain-logits,bound-argmax
+		bench q30-q2_0 "$w/models/q30-q2_0.gguf" 60 28 STRATA_BENCH_DECODE=plain-logits,bound-logits,plain-argmax,bound-argmax,plain-logits,bound-argmax
+		# (lead) batched prompts with mmq's 128-row tile (commit cdc2a0d), every expert resident
+		bench q30-q2_0-prompt "$w/models/q30-q2_0.gguf" 25 3 STRATA_BENCH_TOKENS=8 STRATA_BENCH_CHUNK=512 STRATA_BENCH_PATHS=batched \
+			STRATA_BENCH_PREFILL=512,4096 STRATA_BENCH_CTX=4608
 	fi
 	# a synthesis still running (its wait ran out of time): stop it and its subshell, by id
 	kill "$synth" 2>/dev/null
@@ -139,7 +142,7 @@ run() {
 		echo
 		echo "| budget MiB | policy | phase | cache slots | of experts | hit rate | MB copied/token | copy GB/s | launches/token | host µs/launch | sync ms/token | ms/token | tok/s | bound ms | bound/achieved | load s |"
 		echo "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-		for f in q30-q2_0; do
+		for f in q30-q2_0 q30-q2_0-prompt; do
 			[ -e "$out/bench-$f.log" ] || continue
 			echo "| **$f** |"
 			grep -E "^ROW " "$out/bench-$f.log" | sed 's/^ROW //'

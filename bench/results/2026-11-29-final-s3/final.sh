@@ -13,6 +13,7 @@
 #       row (30B Q2_0, every expert resident). Every step has its own time limit inside
 #       STRATA_FINAL_BUDGET seconds (default 300). Writes $OUT/summary.md and $OUT/logs.tgz
 #       plus the benchmark tables.
+#   STRATA_FINAL_ENGINE=0: no engine tests, synth or engine row (another script runs them).
 #   STRATA_FINAL_DRY=1 final.sh run   the same flow with a stub binary (no GPU).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -79,17 +80,22 @@ run() {
 		pids+=($!)
 		i=$((i + 1))
 	done
-	timeout "$p1" "$st" -test.run '^(TestGPUEngineMatchesCPU|TestGPUEngineNextMatchesCPU)$' -test.v -test.timeout 300s >"$out/engine-tests.log" 2>&1 &
-	local eng=$!
-	STRATA_RUN_ARGS="synth --arch qwen3moe --preset qwen3-30b-a3b --type q2_0 -o $w/models/q30-q2_0.gguf" \
-		timeout "$p1" "$st" -test.run '^TestCLI$' -test.v -test.timeout 300s >"$out/synth.log" 2>&1 &
-	local syn=$!
+	local engine=${STRATA_FINAL_ENGINE:-1} eng syn
+	if [ "$engine" = 1 ]; then
+		timeout "$p1" "$st" -test.run '^(TestGPUEngineMatchesCPU|TestGPUEngineNextMatchesCPU)$' -test.v -test.timeout 300s >"$out/engine-tests.log" 2>&1 &
+		eng=$!
+		STRATA_RUN_ARGS="synth --arch qwen3moe --preset qwen3-30b-a3b --type q2_0 -o $w/models/q30-q2_0.gguf" \
+			timeout "$p1" "$st" -test.run '^TestCLI$' -test.v -test.timeout 300s >"$out/synth.log" 2>&1 &
+		syn=$!
+	fi
 	wait "${pids[@]}"
 	echo "- phase 1 parity: done at $((SECONDS - t0)) s (limit $p1 s)" | tee -a "$sum"
-	wait "$eng"
-	echo "- engine tests: exit $? at $((SECONDS - t0)) s" | tee -a "$sum"
-	wait "$syn"
-	echo "- synth: exit $? at $((SECONDS - t0)) s" | tee -a "$sum"
+	if [ "$engine" = 1 ]; then
+		wait "$eng"
+		echo "- engine tests: exit $? at $((SECONDS - t0)) s" | tee -a "$sum"
+		wait "$syn"
+		echo "- synth: exit $? at $((SECONDS - t0)) s" | tee -a "$sum"
+	fi
 	# Phase 2: benchmarks, one at a time.
 	step() { # step NAME SECONDS-LIMIT CMD...
 		local name=$1 secs=$2 s=$SECONDS
@@ -99,7 +105,7 @@ run() {
 	}
 	step bench-decode "$(lim 45 75)" env STRATA_BENCH=1 STRATA_BENCH_OUT="$out" "$pt" -test.v -test.timeout 120s -test.run '^TestBenchDecode$'
 	step bench-moe "$(lim 35 40)" env STRATA_BENCH=1 STRATA_BENCH_OUT="$out" "$pt" -test.v -test.timeout 120s -test.run '^TestBenchMoeDecode$'
-	if [ -s "$w/models/q30-q2_0.gguf" ] || [ "$dry" = 1 ]; then
+	if [ -s "$w/models/q30-q2_0.gguf" ] || { [ "$dry" = 1 ] && [ "$engine" = 1 ]; }; then
 		step bench-engine "$(lim 40 0)" env STRATA_GPU_BENCH=1 STRATA_BENCH_MODEL="$w/models/q30-q2_0.gguf" STRATA_BENCH_OUT="$out" \
 			STRATA_BENCH_LABEL=q30-q2_0 STRATA_BENCH_POLICIES=decayed STRATA_BENCH_CTX=4608 STRATA_BENCH_TOKENS=64 STRATA_BENCH_BUDGETS_MIB=0 \
 			"$st" -test.run '^TestGPUBench$' -test.v -test.timeout 300s
