@@ -145,14 +145,19 @@ var prefillTiles = map[string][]struct {
 
 // prefillVariant picks the variant of family for type t: the mma core before dp4a, at the
 // first tile of prefillTiles the target has (all of them t64); bm is its weight rows per block.
+// SetMmqTile64 restricts mmq to its last (64-row) tile.
 func (e *Engine) prefillVariant(family string, t quant.Type) (v string, bm int, ok bool) {
 	tv, ok := typeVariant[t]
 	if !ok || t == quant.F16 || t == quant.BF16 {
 		return "", 0, false
 	}
 	co, _ := abi.Find(e.ks.target, family)
+	tiles := prefillTiles[family]
+	if e.mmqTile64 && family == "mmq" {
+		tiles = tiles[len(tiles)-1:]
+	}
 	for _, core := range []string{"mma", "dp4a"} {
-		for _, tile := range prefillTiles[family] {
+		for _, tile := range tiles {
 			v := tv + "_" + core + "_" + tile.name
 			if _, ok := co.Symbol(v); ok {
 				return v, tile.bm, true
@@ -167,8 +172,14 @@ func (e *Engine) preparePrefill() error {
 	c := &e.cfg
 	keys := []struct{ fam, variant string }{{"attention_prefill", "f16"}}
 	add := func(fam string, t quant.Type) {
-		if v, _, ok := e.prefillVariant(fam, t); ok {
-			keys = append(keys, struct{ fam, variant string }{fam, v})
+		for _, t64 := range []bool{false, true} { // both mmq tiles: SetMmqTile64 may switch
+			on := e.mmqTile64
+			e.mmqTile64 = t64
+			v, _, ok := e.prefillVariant(fam, t)
+			e.mmqTile64 = on
+			if ok {
+				keys = append(keys, struct{ fam, variant string }{fam, v})
+			}
 		}
 	}
 	for _, l := range append([]gLayer{{wq: e.head}}, e.layers...) {
@@ -212,6 +223,10 @@ func (e *Engine) preparePrefill() error {
 	}
 	return nil
 }
+
+// SetMmqTile64 makes the batched path launch mmq at its 64-row tile (on) or at the first
+// tile of prefillTiles the target has (off, the default): a switch for comparisons.
+func (e *Engine) SetMmqTile64(on bool) { e.mmqTile64 = on }
 
 // SetTokenByToken forces prompts through the decode path (on) or lets them take the
 // batched path when the engine has one (off): a switch for comparisons and a fallback.

@@ -4,7 +4,7 @@
 #   run.sh build    build machine (Go + clang-19), from this worktree: strata-run.test and
 #       runtime-cuda.test (CGO_ENABLED=0, stripped, xz), the sm_90 code objects of every
 #       family the engine launches, sample included (mmq and moe_prefill reduced to the
-#       r64t64 mma variants the engine picks, ../2026-11-29-gpu-prefill/strip_ptx.py),
+#       r64t64 and r128t64 mma variants (the engine picks r128t64 for mmq where it exists), ../2026-11-29-prefill-async/strip_ptx.py),
 #       into $DEV (default /work/main/.dev-engine3)
 #   run.sh run      GPU machine, repository root of the device copy (carry .dev-engine3), $OUT
 #       set. A background job synthesizes 30B-A3B Q2_0 while the foreground runs: the
@@ -41,7 +41,7 @@ build() {
 				clang-19 $flags -I "$(dirname "$src")" -I kernels/out/include "$src" -o "$d/co/$obj"
 				case $fam in
 				mmq | moe_prefill)
-					python3 "$here/../2026-11-29-gpu-prefill/strip_ptx.py" "$d/co/$obj" "$d/co/$obj.s" '_mma_r64t64$'
+					python3 "$here/../2026-11-29-prefill-async/strip_ptx.py" "$d/co/$obj" "$d/co/$obj.s" '_mma_r(64|128)t64$'
 					mv "$d/co/$obj.s" "$d/co/$obj"
 					;;
 				esac
