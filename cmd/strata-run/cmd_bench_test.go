@@ -334,9 +334,8 @@ func TestGPUBench(t *testing.T) {
 				for i := range p {
 					p[i] = int32(rng.IntN(eng.Vocab()))
 				}
-				for _, path := range expandMmqAB(paths) {
-					path, tile64 := strings.CutSuffix(strings.TrimSpace(path), " r64t64")
-					eng.SetMmqTile64(tile64)
+				for _, path := range paths {
+					path = strings.TrimSpace(path)
 					if path != "batched" && path != "token" {
 						t.Fatalf("STRATA_BENCH_PATHS: %q is neither batched nor token", path)
 					}
@@ -365,9 +364,6 @@ func TestGPUBench(t *testing.T) {
 					if len(paths) > 1 || chunk > 0 {
 						phase += " " + path
 					}
-					if os.Getenv("STRATA_BENCH_MMQ_AB") == "1" && path == "batched" {
-						phase += map[bool]string{false: " mmq-first-tile", true: " mmq-r64t64"}[tile64]
-					}
 					if s := eng.Stats(); path == "batched" {
 						// layer-chunks whose experts ran through moe_prefill / the moe_decode fallback
 						phase += fmt.Sprintf(" (moe_prefill %d, fallback %d)", s.StackLayers, s.FallbackLayers)
@@ -375,7 +371,6 @@ func TestGPUBench(t *testing.T) {
 					row(phase, eng.Stats())
 				}
 				eng.SetTokenByToken(false)
-				eng.SetMmqTile64(false)
 			}
 			if err := eng.Close(); err != nil {
 				t.Fatal(err)
@@ -504,21 +499,4 @@ func kernelTable(w *strings.Builder, title string, s mgpu.Stats) {
 		fmt.Fprintf(w, "| %s | %.1f | %.1f | %.2f | %.1f%% |\n", k, float64(v.Launches)/float64(max(1, s.Tokens)), v.Ms*1e3/float64(max(1, s.Tokens)), v.Ms*1e3/float64(v.Launches), 100*v.Ms/total)
 	}
 	fmt.Print(w.String()[strings.LastIndex(w.String(), "\n"+title):])
-}
-
-// expandMmqAB: with STRATA_BENCH_MMQ_AB=1 every batched path runs twice, mmq at the engine's
-// first tile and then at r64t64 (Engine.SetMmqTile64), then both again in the other order.
-func expandMmqAB(paths []string) []string {
-	if os.Getenv("STRATA_BENCH_MMQ_AB") != "1" {
-		return paths
-	}
-	var out []string
-	for _, p := range paths {
-		if strings.TrimSpace(p) == "batched" {
-			out = append(out, "batched", "batched r64t64", "batched r64t64", "batched")
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
 }

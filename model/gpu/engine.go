@@ -179,7 +179,6 @@ type Engine struct {
 
 	mmvqRows  map[string]int // mmvq variant → rows per block (kernels/abi)
 	mmvqRows8 bool           // Options.MmvqRows8
-	mmqTile64 bool           // SetMmqTile64
 	attnSplit int            // Options.AttnSplit
 
 	ktimes  bool

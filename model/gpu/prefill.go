@@ -131,40 +131,20 @@ func prefillNeeds(c *model.Config, n int) []Need {
 	return needs
 }
 
-// prefillTiles are the tiles the engine launches, best first, with their weight rows per
-// block: for mmq the 128-row tile where the target has it (NVIDIA mma: 1.2-2.0x the 64-row
-// tile at 4096 x 14336, 512 tokens, bench/results/2026-11-29-prefill-jit), else 64 rows;
-// moe_prefill keeps r64t64 (the best tile there or within 8 % of it, same results).
-var prefillTiles = map[string][]struct {
-	name string
-	bm   int
-}{
-	"mmq":         {{"r128t64", 128}, {"r64t64", 64}},
-	"moe_prefill": {{"r64t64", 64}},
-}
-
-// prefillVariant picks the variant of family for type t: the mma core before dp4a, at the
-// first tile of prefillTiles the target has (all of them t64); bm is its weight rows per block.
-// SetMmqTile64 restricts mmq to its last (64-row) tile.
-func (e *Engine) prefillVariant(family string, t quant.Type) (v string, bm int, ok bool) {
+// prefillVariant picks the mma variant of family for type t at the t64 tile, or dp4a.
+func (e *Engine) prefillVariant(family string, t quant.Type) (string, bool) {
 	tv, ok := typeVariant[t]
 	if !ok || t == quant.F16 || t == quant.BF16 {
-		return "", 0, false
+		return "", false
 	}
 	co, _ := abi.Find(e.ks.target, family)
-	tiles := prefillTiles[family]
-	if e.mmqTile64 && family == "mmq" {
-		tiles = tiles[len(tiles)-1:]
-	}
 	for _, core := range []string{"mma", "dp4a"} {
-		for _, tile := range tiles {
-			v := tv + "_" + core + "_" + tile.name
-			if _, ok := co.Symbol(v); ok {
-				return v, tile.bm, true
-			}
+		v := tv + "_" + core + "_r64t64"
+		if _, ok := co.Symbol(v); ok {
+			return v, true
 		}
 	}
-	return "", 0, false
+	return "", false
 }
 
 // preparePrefill loads the batched path's kernels and finds the direct layers.
@@ -172,14 +152,8 @@ func (e *Engine) preparePrefill() error {
 	c := &e.cfg
 	keys := []struct{ fam, variant string }{{"attention_prefill", "f16"}}
 	add := func(fam string, t quant.Type) {
-		for _, t64 := range []bool{false, true} { // both mmq tiles: SetMmqTile64 may switch
-			on := e.mmqTile64
-			e.mmqTile64 = t64
-			v, _, ok := e.prefillVariant(fam, t)
-			e.mmqTile64 = on
-			if ok {
-				keys = append(keys, struct{ fam, variant string }{fam, v})
-			}
+		if v, ok := e.prefillVariant(fam, t); ok {
+			keys = append(keys, struct{ fam, variant string }{fam, v})
 		}
 	}
 	for _, l := range append([]gLayer{{wq: e.head}}, e.layers...) {
@@ -189,7 +163,7 @@ func (e *Engine) preparePrefill() error {
 			}
 		}
 	}
-	v, _, ok := e.prefillVariant("moe_prefill", e.expType)
+	v, ok := e.prefillVariant("moe_prefill", e.expType)
 	if !ok {
 		return fmt.Errorf("%w: moe_prefill has no t64 variant for %s experts", ErrMissingKernel, e.expType)
 	}
@@ -224,10 +198,6 @@ func (e *Engine) preparePrefill() error {
 	return nil
 }
 
-// SetMmqTile64 makes the batched path launch mmq at its 64-row tile (on) or at the first
-// tile of prefillTiles the target has (off, the default): a switch for comparisons.
-func (e *Engine) SetMmqTile64(on bool) { e.mmqTile64 = on }
-
 // SetTokenByToken forces prompts through the decode path (on) or lets them take the
 // batched path when the engine has one (off): a switch for comparisons and a fallback.
 func (e *Engine) SetTokenByToken(on bool) { e.tokenByToken = on }
@@ -244,10 +214,10 @@ func (e *Engine) batched(n int) bool {
 // gemm is y[t][r] = W[r]·x[t] for T tokens: mmq when the type has a variant, else mmvq in
 // launches of 8 columns. xq is Q8_1 [T][k/32], xf f32 [T][k]; y rows ldy apart.
 func (e *Engine) gemm(w dmat, xq, xf rt.DevPtr, T int, y rt.DevPtr, ldy int) error {
-	if v, bm, ok := e.prefillVariant("mmq", w.typ); ok {
+	if v, ok := e.prefillVariant("mmq", w.typ); ok {
 		a := abi.MmqArgs{W: uint64(w.ptr), X: uint64(xq), Y: uint64(y), Rows: int32(w.rows), K: int32(w.k), Tokens: int32(T),
 			XRowBlocks: int32(w.k / 32), Ldy: int32(ldy), HookGroup: -1}
-		return e.launch("mmq/"+v, rt.Dim3{X: blocks(w.rows, bm), Y: blocks(T, bnTile), Z: 1}, abi.MmqThreads, a.Bytes())
+		return e.launch("mmq/"+v, rt.Dim3{X: blocks(w.rows, 64), Y: blocks(T, bnTile), Z: 1}, abi.MmqThreads, a.Bytes())
 	}
 	for c0 := 0; c0 < T; c0 += 8 {
 		a := abi.MmvqArgs{W: uint64(w.ptr), Xq: uint64(xq.Add(uintptr(c0 * w.k / 32 * q81Block))), Xf: uint64(xf.Add(uintptr(4 * c0 * w.k))),
