@@ -236,14 +236,7 @@ func TestGPUBench(t *testing.T) {
 					}
 					row("decode split="+sp.name, eng.Stats())
 					line := fmt.Sprintf("split=%s: ms/token by position:", sp.name)
-					for lo := 0; lo < len(ms); lo += bin {
-						hi := min(lo+bin, len(ms))
-						var sum float64
-						for _, v := range ms[lo:hi] {
-							sum += v
-						}
-						line += fmt.Sprintf(" %d–%d %.3f;", len(prompt)+lo, len(prompt)+hi-1, sum/float64(hi-lo))
-					}
+					line += positionBins(ms, bin, len(prompt))
 					fmt.Fprintf(&bins, "%s\n", line)
 					fmt.Println("BINS " + line)
 				}
@@ -270,14 +263,7 @@ func TestGPUBench(t *testing.T) {
 						all += v
 					}
 					line := fmt.Sprintf("%s: caller ms/token %.3f (tok/s %.1f); by position:", md, all/float64(len(ms)), 1e3*float64(len(ms))/all)
-					for lo := 0; lo < len(ms); lo += bin {
-						hi := min(lo+bin, len(ms))
-						var sum float64
-						for _, v := range ms[lo:hi] {
-							sum += v
-						}
-						line += fmt.Sprintf(" %d–%d %.3f;", len(prompt)+lo, len(prompt)+hi-1, sum/float64(hi-lo))
-					}
+					line += positionBins(ms, bin, len(prompt))
 					fmt.Fprintf(&bins, "%s\n", line)
 					fmt.Println("BINS " + line)
 				}
@@ -499,4 +485,19 @@ func kernelTable(w *strings.Builder, title string, s mgpu.Stats) {
 		fmt.Fprintf(w, "| %s | %.1f | %.1f | %.2f | %.1f%% |\n", k, float64(v.Launches)/float64(max(1, s.Tokens)), v.Ms*1e3/float64(max(1, s.Tokens)), v.Ms*1e3/float64(v.Launches), 100*v.Ms/total)
 	}
 	fmt.Print(w.String()[strings.LastIndex(w.String(), "\n"+title):])
+}
+
+// positionBins renders per-token times ms (token i at position first+i) as the mean of
+// each run of bin tokens: " lo–hi mean;" per bin.
+func positionBins(ms []float64, bin, first int) string {
+	var line string
+	for lo := 0; lo < len(ms); lo += bin {
+		hi := min(lo+bin, len(ms))
+		var sum float64
+		for _, v := range ms[lo:hi] {
+			sum += v
+		}
+		line += fmt.Sprintf(" %d–%d %.3f;", first+lo, first+hi-1, sum/float64(hi-lo))
+	}
+	return line
 }
