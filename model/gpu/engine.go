@@ -311,6 +311,11 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	if c.Heads > 8*c.HeadsKV {
 		return nil, fmt.Errorf("%w: attention_decode handles at most 8 query heads per KV head, the model has %d/%d", ErrMissingKernel, c.Heads, c.HeadsKV)
 	}
+	if c.Experts > 1024 || c.ExpertsUsed > 32 {
+		// moe_decode's top-k holds a wave's ≤ 32 logits per lane and hands choice j to lane j
+		return nil, fmt.Errorf("%w: moe_decode routes at most 1024 experts with at most 32 chosen per token, the model has %d with %d",
+			ErrMissingKernel, c.Experts, c.ExpertsUsed)
+	}
 	if c.Embd%32 != 0 || (c.Heads*c.HeadDim)%32 != 0 || c.ExpertFF%32 != 0 {
 		return nil, fmt.Errorf("%w: the Q8_1 kernels need hidden, attention and expert widths that are multiples of 32", ErrMissingKernel)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -182,6 +183,32 @@ func TestEngineMissingKernel(t *testing.T) {
 	}
 	if dev.Used() != 0 {
 		t.Fatalf("%d bytes left allocated", dev.Used())
+	}
+}
+
+// TestEngineTooManyExperts: a model past moe_decode's routing contract (1024 experts, 32
+// chosen) is refused at load with ErrMissingKernel saying what does not fit.
+func TestEngineTooManyExperts(t *testing.T) {
+	for _, c := range []struct{ experts, used int }{{1025, 4}, {64, 33}} {
+		shp := synth.Presets["tiny"]
+		shp.Layers, shp.Experts, shp.ExpertsUsed, shp.ExpertFF = 1, c.experts, c.used, 32
+		path := filepath.Join(t.TempDir(), "many.gguf")
+		if err := synth.Write(path, shp, synth.Options{ExpertType: quant.Q8_0, Seed: 7}); err != nil {
+			t.Fatal(err)
+		}
+		src, err := model.OpenGGUF(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dev, _ := newFakeDeviceArch(1<<30, fakeTarget)
+		_, err = Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20})
+		src.Close()
+		if !errors.Is(err, ErrMissingKernel) || !strings.Contains(err.Error(), fmt.Sprintf("the model has %d with %d", c.experts, c.used)) {
+			t.Fatalf("%d experts, %d used: got %v", c.experts, c.used, err)
+		}
+		if dev.Used() != 0 {
+			t.Fatalf("%d bytes left allocated", dev.Used())
+		}
 	}
 }
 
