@@ -243,20 +243,14 @@ func (d *device) Function(m uintptr, symbol string) (uintptr, error) {
 	return f, d.l.check(r, "cuModuleGetFunction", symbol)
 }
 
-// Launch packs args into the arena and passes them through extra. More than 48 KiB of
-// dynamic shared memory is first allowed for fn (once per function and size).
+// Launch is LaunchBound with the context bound for this one call.
 func (d *device) Launch(fn uintptr, grid, block gpu.Dim3, shmem uint32, stream uintptr, args []byte, symbol string) error {
-	if err := d.allowShared(fn, shmem, symbol); err != nil {
+	unlock, err := d.bind()
+	if err != nil {
 		return err
 	}
-	extra, err := d.arena.Pack(args)
-	if err != nil {
-		return fmt.Errorf("cuda: launch %s: %w", symbol, err)
-	}
-	defer d.arena.Unlock()
-	return d.call("cuLaunchKernel", symbol, d.l.cuLaunchKernel, fn,
-		uintptr(grid.X), uintptr(grid.Y), uintptr(grid.Z), uintptr(block.X), uintptr(block.Y), uintptr(block.Z),
-		uintptr(shmem), stream, 0, extra)
+	defer unlock()
+	return d.LaunchBound(fn, grid, block, shmem, stream, args, symbol)
 }
 
 func (d *device) StreamCreate() (uintptr, error) {

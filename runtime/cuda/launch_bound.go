@@ -14,21 +14,17 @@ var _ gpu.BoundDriver = (*device)(nil)
 // Bind locks the goroutine to its OS thread and makes the device's context current there
 // until Unbind.
 func (d *device) Bind() error {
-	runtime.LockOSThread()
-	r, _, _ := purego.SyscallN(d.l.cuCtxSetCurrent, d.ctx)
-	if err := d.l.check(r, "cuCtxSetCurrent", d.info.ID()); err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	return nil
+	_, err := d.bind() // its unlock is Unbind
+	return err
 }
 
 // Unbind releases the thread lock Bind took (the context stays current on that thread,
 // as after every other call here).
 func (d *device) Unbind() { runtime.UnlockOSThread() }
 
-// LaunchBound is Launch on a thread Bind prepared: the arena and one cuLaunchKernel, no
-// thread lock or cuCtxSetCurrent of its own.
+// LaunchBound packs args into the arena and passes them through extra, on a thread Bind
+// prepared: one cuLaunchKernel, no thread lock or cuCtxSetCurrent of its own. More than
+// 48 KiB of dynamic shared memory is first allowed for fn (once per function and size).
 func (d *device) LaunchBound(fn uintptr, grid, block gpu.Dim3, shmem uint32, stream uintptr, args []byte, symbol string) error {
 	if shmem > dynSharedDefault {
 		if err := d.allowShared(fn, shmem, symbol); err != nil {
