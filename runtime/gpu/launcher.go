@@ -1,9 +1,6 @@
 package gpu
 
-import (
-	"errors"
-	"fmt"
-)
+import "errors"
 
 // BoundDriver is what a backend implements to submit runs of launches from one OS
 // thread bound once: Bind locks the calling goroutine to its OS thread and makes the
@@ -71,8 +68,8 @@ func (l *Launcher) Launch(f *Func, grid, block Dim3, args []byte) error {
 	if !l.bound {
 		return f.Launch(l.s, grid, block, 0, args)
 	}
-	if grid.X == 0 || grid.Y == 0 || grid.Z == 0 || block.X == 0 || block.Y == 0 || block.Z == 0 {
-		return fmt.Errorf("gpu: launch %s: grid %v and block %v must have no zero dimension", f.symbol, grid, block)
+	if err := f.checkDims(grid, block); err != nil {
+		return err
 	}
 	if f.mod.dev != l.dev {
 		return errors.New("gpu: launch " + f.symbol + ": the function belongs to another device")

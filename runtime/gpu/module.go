@@ -109,13 +109,21 @@ func (f *Func) Symbol() string { return f.symbol }
 // sizes beyond 48 KiB on first use.
 func (f *Func) SetDynamicShared(n uint32) { f.shmem.Store(n) }
 
+// checkDims refuses a grid or block with a zero dimension.
+func (f *Func) checkDims(grid, block Dim3) error {
+	if grid.X == 0 || grid.Y == 0 || grid.Z == 0 || block.X == 0 || block.Y == 0 || block.Z == 0 {
+		return fmt.Errorf("gpu: launch %s: grid %v and block %v must have no zero dimension", f.symbol, grid, block)
+	}
+	return nil
+}
+
 // Launch runs the kernel on stream s (nil: the default stream) with grid blocks of
 // block threads and max(shmem, SetDynamicShared's n) bytes of dynamic shared memory. args
 // is the packed argument struct (see Args); the launch copies it, so the caller may reuse
 // it at once.
 func (f *Func) Launch(s *Stream, grid, block Dim3, shmem uint32, args []byte) error {
-	if grid.X == 0 || grid.Y == 0 || grid.Z == 0 || block.X == 0 || block.Y == 0 || block.Z == 0 {
-		return fmt.Errorf("gpu: launch %s: grid %v and block %v must have no zero dimension", f.symbol, grid, block)
+	if err := f.checkDims(grid, block); err != nil {
+		return err
 	}
 	shmem = max(shmem, f.shmem.Load())
 	d := f.mod.dev
