@@ -177,9 +177,8 @@ type Engine struct {
 	moeVar       string // moe_prefill variant
 	direct       []int  // per layer: slot of expert 0 when its experts sit in consecutive slots of one slab (resident), else −1
 
-	mmvqRows  map[string]int // mmvq variant → rows per block (kernels/abi)
-	mmvqRows8 bool           // Options.MmvqRows8
-	attnSplit int            // Options.AttnSplit
+	mmvqRows8 bool // Options.MmvqRows8
+	attnSplit int  // Options.AttnSplit
 
 	ktimes  bool
 	kevPool []*rt.Event
@@ -192,8 +191,9 @@ var clockBase = time.Now()
 // kernel is a prepared launch record: the function and its "family/variant" name (for
 // errors and Stats.Kernels).
 type kernel struct {
-	key string
-	fn  *rt.Func
+	key  string
+	fn   *rt.Func
+	rows int // mmvq: the weight rows one block covers (kernels/abi; the grid is ceil(rows/it))
 }
 
 // Output modes of a step with logits (Engine.outMode).
@@ -985,7 +985,8 @@ func (e *Engine) prepare(o Options) error {
 			e.fns["moe_decode/"+l.shGate.variant] = f
 		}
 	}
-	e.mmvqRows, e.mmvqRows8 = map[string]int{}, o.MmvqRows8
+	e.mmvqRows8 = o.MmvqRows8
+	mmvqRows := map[string]int{} // "mmvq/variant" → rows per block
 	for _, l := range append([]gLayer{{wq: e.head}}, e.layers...) {
 		for _, d := range []dmat{l.wq, l.wk, l.wv, l.wo, l.router, l.wqkv, l.wz, l.wba, l.wout, l.shInp} {
 			if d.variant == "" {
@@ -996,7 +997,7 @@ func (e *Engine) prepare(o Options) error {
 				return err
 			}
 			e.fns["mmvq/"+d.variant] = f
-			if e.mmvqRows[d.variant], err = e.ks.rowsPerBlock("mmvq", d.variant); err != nil {
+			if mmvqRows["mmvq/"+d.variant], err = e.ks.rowsPerBlock("mmvq", d.variant); err != nil {
 				return err
 			}
 		}
@@ -1012,17 +1013,18 @@ func (e *Engine) prepare(o Options) error {
 			return err
 		}
 	}
-	e.records()
+	e.records(mmvqRows)
 	return nil
 }
 
-// records makes the launch records of every prepared kernel, the hot ones' fields, each
-// dense matrix's mmvq record, the Launcher and the per-token host buffers.
-func (e *Engine) records() {
+// records makes the launch records of every prepared kernel (mmvq's with its rows per
+// block, by "mmvq/variant"), the hot ones' fields, each dense matrix's mmvq record, the
+// Launcher and the per-token host buffers.
+func (e *Engine) records(mmvqRows map[string]int) {
 	c := &e.cfg
 	e.kern = make(map[string]*kernel, len(e.fns))
 	for key, f := range e.fns {
-		e.kern[key] = &kernel{key: key, fn: f}
+		e.kern[key] = &kernel{key: key, fn: f, rows: mmvqRows[key]}
 	}
 	e.kRow, e.kRms = map[string]*kernel{}, map[string]*kernel{}
 	for _, v := range []string{"f32", "add", "q81", "addq81"} {
@@ -1269,7 +1271,8 @@ func (e *Engine) sync() error {
 func (e *Engine) mmvq(w dmat, xq, xf, y rt.DevPtr) error {
 	a := abi.MmvqArgs{W: uint64(w.ptr), Xq: uint64(xq), Xf: uint64(xf), Y: uint64(y), Rows: int32(w.rows), K: int32(w.k),
 		Ncols: 1, XColStride: int32(w.k), YColStride: int32(w.rows)}
-	return e.launchK(e.mmvqKern(w), dim(e.mmvqBlocks(w)), abi.MmvqThreads, rt.Args(&a))
+	k := e.mmvqKern(w)
+	return e.launchK(k, dim(e.mmvqBlocks(w.rows, k)), abi.MmvqThreads, rt.Args(&a))
 }
 
 // mmvqKern is w's mmvq launch record (prepared with w, or by its variant).
@@ -1280,14 +1283,15 @@ func (e *Engine) mmvqKern(w dmat) *kernel {
 	return e.kern["mmvq/"+w.variant]
 }
 
-// mmvqBlocks is mmvq's grid x for w: ceil(rows / the rows one block of w's variant covers)
-// — mmvq is grid-strided, so any count covers every row, but blocks past the rows still
-// stage their activations before they exit (quantized variants cover 16 rows per block).
-func (e *Engine) mmvqBlocks(w dmat) uint32 {
+// mmvqBlocks is mmvq's grid x for rows weight rows through k: ceil(rows / the rows one
+// block of k's variant covers) — mmvq is grid-strided, so any count covers every row, but
+// blocks past the rows still stage their activations before they exit (quantized variants
+// cover 16 rows per block).
+func (e *Engine) mmvqBlocks(rows int, k *kernel) uint32 {
 	if e.mmvqRows8 {
-		return blocks(w.rows, 8)
+		return blocks(rows, 8)
 	}
-	return blocks(w.rows, e.mmvqRows[w.variant])
+	return blocks(rows, k.rows)
 }
 
 // SetMmvqRows8 switches mmvq's grid to ceil(rows/8) blocks (on) or to the kernel's rows per
@@ -1319,7 +1323,8 @@ func (e *Engine) SetAttnSplit(n int) { e.attnSplit = max(n, 0) }
 func (e *Engine) mmvqMats(w dmat, z int, wMatBytes int64, yMatStride int, xq, xf, y rt.DevPtr) error {
 	a := abi.MmvqArgs{W: uint64(w.ptr), Xq: uint64(xq), Xf: uint64(xf), Y: uint64(y), WMatBytes: wMatBytes, Rows: int32(w.rows), K: int32(w.k),
 		Ncols: 1, XColStride: int32(w.k), YColStride: int32(w.rows), YMatStride: int32(yMatStride)}
-	return e.launchK(e.mmvqKern(w), rt.Dim3{X: e.mmvqBlocks(w), Y: 1, Z: uint32(z)}, abi.MmvqThreads, rt.Args(&a))
+	k := e.mmvqKern(w)
+	return e.launchK(k, rt.Dim3{X: e.mmvqBlocks(w.rows, k), Y: 1, Z: uint32(z)}, abi.MmvqThreads, rt.Args(&a))
 }
 
 // rmsnorm launches one RMSNorm variant over rows·heads rows of n: a single row (the

@@ -223,7 +223,8 @@ func (e *Engine) gemm(w dmat, xq, xf rt.DevPtr, T int, y rt.DevPtr, ldy int) err
 		a := abi.MmvqArgs{W: uint64(w.ptr), Xq: uint64(xq.Add(uintptr(c0 * w.k / 32 * q81Block))), Xf: uint64(xf.Add(uintptr(4 * c0 * w.k))),
 			Y: uint64(y.Add(uintptr(4 * c0 * ldy))), Rows: int32(w.rows), K: int32(w.k), Ncols: int32(min(8, T-c0)),
 			XColStride: int32(w.k), YColStride: int32(ldy)}
-		if err := e.launch("mmvq/"+w.variant, dim(e.mmvqBlocks(w)), abi.MmvqThreads, a.Bytes()); err != nil {
+		k := e.mmvqKern(w)
+		if err := e.launchK(k, dim(e.mmvqBlocks(w.rows, k)), abi.MmvqThreads, a.Bytes()); err != nil {
 			return err
 		}
 	}
