@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -593,12 +594,12 @@ func TestResidentLookupDeferred(t *testing.T) {
 	}
 	deferred := run(Options{})
 	perTok := int64(shp.Layers * shp.ExpertsUsed)
-	if want := []int64{3 * perTok, 6 * perTok}; !equalInts(deferred.hits, want) {
+	if want := []int64{3 * perTok, 6 * perTok}; !slices.Equal(deferred.hits, want) {
 		t.Fatalf("deferred lookup: uses %v, want %v", deferred.hits, want)
 	}
 	for _, o := range []Options{{SyncLookup: true}, {NoResident: true}} {
 		r := run(o)
-		if !equalInts(r.hits, deferred.hits) {
+		if !slices.Equal(r.hits, deferred.hits) {
 			t.Errorf("%+v: uses %v, deferred %v", o, r.hits, deferred.hits)
 		}
 		if len(r.profile) != len(deferred.profile) {
@@ -610,16 +611,4 @@ func TestResidentLookupDeferred(t *testing.T) {
 			}
 		}
 	}
-}
-
-func equalInts(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
