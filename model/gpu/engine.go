@@ -24,7 +24,7 @@
 //
 // qwen3next adds, per delta-net layer, the q|k|v, gate and b|a projections (one mmvq
 // when fused), the conv and the recurrence (gated_delta_net, conv states double-buffered
-// by call: convStates) and ssm_out; its attention splits the interleaved query/gate rows with a strided
+// by call: gatedDeltaNet) and ssm_out; its attention splits the interleaved query/gate rows with a strided
 // multi-matrix mmvq and applies the gate in attention_decode's reduce; its shared expert
 // runs as moe_decode (phase 3 + 2 on every path: its table never changes) over two
 // experts, itself and one without a slot, with router logits [g, 0], whose softmax gives it
@@ -149,7 +149,7 @@ type Engine struct {
 	argmaxN  int
 	logitBuf []float32 // LastLogits' conversion buffer
 	pos      int
-	convPar  int // which delta-net conv state the next conv call reads (convStates)
+	convPar  int // which delta-net conv state the next conv call reads (gatedDeltaNet)
 	stats    Stats
 	fault    error
 	kvd, qd  int

@@ -599,32 +599,33 @@ func (e *Engine) deltaNet(l *gLayer) error {
 			}
 		}
 	}
-	cs := uintptr(4 * (c.ConvKernel - 1) * C)
-	in, out := e.convStates(l)
-	a := abi.GatedDeltaNetArgs{X: uint64(qkv), ConvW: uint64(l.conv), ConvIn: uint64(in), ConvOut: uint64(out), Xc: uint64(xc),
-		Z: uint64(z), Ba: uint64(ba), SsmA: uint64(l.ssmA), DtBias: uint64(l.dtBias), State: uint64(l.state.Add(2 * cs)),
-		NormW: uint64(l.ssmNorm), O: uint64(o), T: 1, C: int32(C), Nk: int32(c.LinKHeads), Nv: int32(c.LinVHeads),
-		Dk: int32(c.LinKDim), Dv: int32(c.LinVDim), Eps: c.Eps}
-	if err := e.launchK(e.kConv, dim(blocks(C, abi.GatedDeltaNetThreads)), abi.GatedDeltaNetThreads, rt.Args(&a)); err != nil {
-		return err
-	}
-	if err := e.launchK(e.kRec, dim(uint32(c.LinVHeads)), abi.GatedDeltaNetThreads, rt.Args(&a)); err != nil {
+	if err := e.gatedDeltaNet(l, qkv, xc, z, ba, o, 1); err != nil {
 		return err
 	}
 	return e.project(l.wout, o, vd, m.Ptr(bufProj))
 }
 
-// convStates are the conv state a delta-net conv call reads and the one it writes: the two
-// alternate by call (a decode step or a prompt chunk: every delta-net layer makes one
-// call per step or chunk), so the next call reads what this one wrote.
-func (e *Engine) convStates(l *gLayer) (in, out rt.DevPtr) {
+// gatedDeltaNet runs layer l's conv and recurrent stage over T tokens (the decode step's
+// one, or a prompt chunk's in order): q|k|v rows at qkv, z and b|a in, the conv output to
+// xc, the gated output to o. The conv reads one of the layer's two conv states and writes
+// the other: they alternate by call (convPar; every delta-net layer makes one call per
+// step or chunk), so the next call reads what this one wrote.
+func (e *Engine) gatedDeltaNet(l *gLayer, qkv, xc, z, ba, o rt.DevPtr, T int) error {
 	c := &e.cfg
-	cs := uintptr(4 * (c.ConvKernel - 1) * (2*c.LinKHeads*c.LinKDim + c.LinVHeads*c.LinVDim))
-	in, out = l.state, l.state.Add(cs)
+	C := 2*c.LinKHeads*c.LinKDim + c.LinVHeads*c.LinVDim
+	cs := uintptr(4 * (c.ConvKernel - 1) * C)
+	in, out := l.state, l.state.Add(cs)
 	if e.convPar == 1 {
 		in, out = out, in
 	}
-	return in, out
+	a := abi.GatedDeltaNetArgs{X: uint64(qkv), ConvW: uint64(l.conv), ConvIn: uint64(in), ConvOut: uint64(out), Xc: uint64(xc),
+		Z: uint64(z), Ba: uint64(ba), SsmA: uint64(l.ssmA), DtBias: uint64(l.dtBias), State: uint64(l.state.Add(2 * cs)),
+		NormW: uint64(l.ssmNorm), O: uint64(o), T: int32(T), C: int32(C), Nk: int32(c.LinKHeads), Nv: int32(c.LinVHeads),
+		Dk: int32(c.LinKDim), Dv: int32(c.LinVDim), Eps: c.Eps}
+	if err := e.launchK(e.kConv, rt.Dim3{X: blocks(C, abi.GatedDeltaNetThreads), Y: uint32(min(T, 65535)), Z: 1}, abi.GatedDeltaNetThreads, rt.Args(&a)); err != nil {
+		return err
+	}
+	return e.launchK(e.kRec, dim(uint32(c.LinVHeads)), abi.GatedDeltaNetThreads, rt.Args(&a))
 }
 
 // shared runs qwen3next's gated shared expert on xn/xq and adds it to the residual.

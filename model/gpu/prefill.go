@@ -436,16 +436,7 @@ func (e *Engine) deltaNetChunk(l *gLayer, T int) error {
 			return err
 		}
 	}
-	in, out := e.convStates(l)
-	cs := uintptr(4 * (c.ConvKernel - 1) * C)
-	a := abi.GatedDeltaNetArgs{X: uint64(qkv), ConvW: uint64(l.conv), ConvIn: uint64(in), ConvOut: uint64(out), Xc: uint64(xc),
-		Z: uint64(z), Ba: uint64(ba), SsmA: uint64(l.ssmA), DtBias: uint64(l.dtBias), State: uint64(l.state.Add(2 * cs)),
-		NormW: uint64(l.ssmNorm), O: uint64(o), T: int32(T), C: int32(C), Nk: int32(c.LinKHeads), Nv: int32(nv),
-		Dk: int32(c.LinKDim), Dv: int32(c.LinVDim), Eps: c.Eps}
-	if err := e.launch("gated_delta_net/conv", rt.Dim3{X: blocks(C, abi.GatedDeltaNetThreads), Y: uint32(min(T, 65535)), Z: 1}, abi.GatedDeltaNetThreads, a.Bytes()); err != nil {
-		return err
-	}
-	if err := e.launch("gated_delta_net/recurrent", dim(uint32(nv)), abi.GatedDeltaNetThreads, a.Bytes()); err != nil {
+	if err := e.gatedDeltaNet(l, qkv, xc, z, ba, o, T); err != nil {
 		return err
 	}
 	return e.projectChunk(l.wout, o, vd, T)
