@@ -137,11 +137,6 @@ func renderCodeObjectsABI() (File, error) {
 				if s.RowsPerBlock != nil {
 					d[jen.Id("RowsPerBlock")] = jen.Lit(s.RowsPerBlock(t, v))
 				}
-				if s.DynShared != nil {
-					if n := s.DynShared(t, v); n > 0 {
-						d[jen.Id("DynShared")] = jen.Lit(n)
-					}
-				}
 				vs = append(vs, jen.Values(d))
 			}
 			objs = append(objs, jen.Values(jen.Dict{

@@ -49,26 +49,3 @@ func TestPrefillTiles(t *testing.T) {
 		}
 	}
 }
-
-// Asynchronous staging: exactly the NVIDIA mma variants whose tile mmqAsyncTileBufs names
-// take dynamic shared memory, at most mmqDynLimit (two blocks per SM); two raw buffers only
-// where the tile asks for them and they fit. (The bytes themselves are checked exactly by
-// the generated sources' static_assert.)
-func TestPrefillAsync(t *testing.T) {
-	for _, fam := range []string{"mmq", "moe_prefill"} {
-		s, _ := LookupSpec(fam)
-		for _, tg := range Targets {
-			kept, _ := s.Variants(tg)
-			for _, v := range kept {
-				nb, dyn := tg.MmqAsyncBufs(fam, v), tg.MmqDynShared(fam, v)
-				async := tg.IsNVIDIA() && v.Values["op"] == "mma" && mmqAsyncTileBufs[v.Values["tile"]] > 0
-				switch {
-				case !async && (nb != 0 || dyn != 0):
-					t.Errorf("%s %s/%s: %d buffers, %d bytes; want synchronous", fam, tg.Name, v.Name, nb, dyn)
-				case async && (nb < 1 || nb > mmqAsyncTileBufs[v.Values["tile"]] || dyn <= 0 || dyn > mmqDynLimit):
-					t.Errorf("%s %s/%s: %d buffers, %d bytes", fam, tg.Name, v.Name, nb, dyn)
-				}
-			}
-		}
-	}
-}

@@ -85,11 +85,6 @@ type Spec struct {
 	// row-blocked family: its launch grid's x is ceil(rows/RowsPerBlock)); kernels/abi
 	// carries it per variant (Variant.RowsPerBlock), so launchers take it from there.
 	RowsPerBlock func(t Target, v Variant) int
-	// DynShared, when set, is the dynamic shared memory in bytes every launch of variant v
-	// on t must pass (kernels whose shared memory is an extern array, e.g. the NVIDIA
-	// asynchronous prefill tiles: Target.MmqDynShared; 0 = none); kernels/abi carries it
-	// per variant (Variant.DynShared) when it is not 0.
-	DynShared func(t Target, v Variant) int
 }
 
 // Variant is one kernel of a family: one value of each axis.

@@ -204,9 +204,8 @@ var Specs = []Spec{
 			{Name: "ldy", Type: ArgI32, Doc: "f32 elements between output tokens, ≥ rows"},
 			{Name: "hook_group", Type: ArgI32, Doc: "−1; test hook: g in [0, k/32) makes y[t·ldy + r] the int32 bits of group g's exact integer sum"},
 		},
-		Axes:      []Axis{axisPrefillType, axisOp, {Name: "tile", Values: []Value{{Name: "r64t64"}, {Name: "r128t64"}, {Name: "r64t128"}}}},
-		Fits:      mmqFits,
-		DynShared: func(t Target, v Variant) int { return t.MmqDynShared("mmq", v) },
+		Axes: []Axis{axisPrefillType, axisOp, {Name: "tile", Values: []Value{{Name: "r64t64"}, {Name: "r128t64"}, {Name: "r64t128"}}}},
+		Fits: mmqFits,
 	},
 	{
 		Family:   "mmvq",
@@ -306,9 +305,8 @@ var Specs = []Spec{
 			{Name: "x_row_blocks", Type: ArgI32, Doc: "Q8_1 blocks between tokens of x, ≥ hidden/32"},
 			{Name: "ldo", Type: ArgI32, Doc: "f32 elements between tokens of out, ≥ hidden"},
 		},
-		Axes:      []Axis{axisPrefillType, axisOp, {Name: "tile", Values: []Value{{Name: "r64t64"}, {Name: "r128t64"}, {Name: "r128t32"}}}},
-		Fits:      mmqFits, // gate/up: two matrices of BM/2 rows, one BM-row tile (see mmqLDS)
-		DynShared: func(t Target, v Variant) int { return t.MmqDynShared("moe_prefill", v) },
+		Axes: []Axis{axisPrefillType, axisOp, {Name: "tile", Values: []Value{{Name: "r64t64"}, {Name: "r128t64"}, {Name: "r128t32"}}}},
+		Fits: mmqFits, // gate/up: two matrices of BM/2 rows, one BM-row tile (see mmqLDS)
 	},
 	{
 		Family:   "quantize_q8_1",

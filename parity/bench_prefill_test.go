@@ -144,7 +144,6 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 			}
 			fn, err := mod.Func(v.Symbol)
 			benchMust(t, err)
-			fn.SetDynamicShared(prefillDynShared(dev.Info().Arch, "mmq", v.Symbol))
 			for _, tokens := range []int{512, 2048} {
 				grid := gpu.Dim3{X: uint32((rows + bm - 1) / bm), Y: uint32((tokens + bn - 1) / bn), Z: 1}
 				n := 0
@@ -213,7 +212,6 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 			}
 			fn, err := mod.Func(v.Symbol)
 			benchMust(t, err)
-			fn.SetDynamicShared(prefillDynShared(dev.Info().Arch, "moe_prefill", v.Symbol))
 			for _, tokens := range []int{512, 2048} {
 				tiles := (tokens*kUsed+bn-1)/bn + experts
 				a := abi.MoePrefillArgs{X: uint64(x.Ptr), Ids: uint64(dids.Ptr), Wts: uint64(dwts.Ptr), Wg: uint64(wg[0].Ptr), Wu: uint64(wu[0].Ptr),

@@ -201,39 +201,6 @@ func mmqTile(v string) (bm, bn int, err error) {
 	return bm, bn, err
 }
 
-// prefillFunc is kernel symbol of a prefill family (mmq, moe_prefill) with its dynamic
-// shared memory set for the device's target (kernels.Target.MmqDynShared: the NVIDIA
-// asynchronous variants; 0 for the others and on a device no target matches, e.g. the host
-// simulation, which has its own array).
-func prefillFunc(h *Harness, family, symbol string) (*gpu.Func, error) {
-	fn, err := h.Mod.Func(symbol)
-	if err != nil {
-		return nil, err
-	}
-	fn.SetDynamicShared(prefillDynShared(h.Dev.Info().Arch, family, symbol))
-	return fn, nil
-}
-
-// prefillDynShared is the dynamic shared memory of kernel symbol of family on the target
-// arch matches, 0 when none does. It is this binary's table: kernels built from another
-// tree (an old/new comparison) must run with that tree's binary, or they get the wrong
-// bytes under the same symbol (bench/results/2026-11-29-prefill-jit: synchronous kernels
-// given the asynchronous variants' bytes ran 20–30 % slower).
-func prefillDynShared(arch, family, symbol string) uint32 {
-	spec, _ := kernels.LookupSpec(family)
-	for _, t := range kernels.Targets {
-		if !gpu.TargetMatches(t.Name, arch) {
-			continue
-		}
-		for _, v := range spec.AllVariants() {
-			if spec.Symbol(v) == symbol {
-				return uint32(t.MmqDynShared(family, v))
-			}
-		}
-	}
-	return 0
-}
-
 // launch runs one mmq launch; hook < 0 is the normal mode. The padding columns of y
 // (ldy > rows) are not written by the kernel, so y is an in-out buffer holding zeros there.
 func (in *mmqInputs) launch(h *Harness, fn *gpu.Func, bm, bn, hook int) ([]byte, float64, error) {
@@ -269,7 +236,7 @@ func runMmq(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (
 	if err != nil {
 		return Outcome{}, err
 	}
-	fn, err := prefillFunc(h, "mmq", symbol)
+	fn, err := h.Mod.Func(symbol)
 	if err != nil {
 		return Outcome{}, err
 	}

@@ -343,7 +343,7 @@ func runMoePrefill(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.
 	if err != nil {
 		return Outcome{}, err
 	}
-	fn, err := prefillFunc(h, "moe_prefill", symbol)
+	fn, err := h.Mod.Func(symbol)
 	if err != nil {
 		return Outcome{}, err
 	}

@@ -12,10 +12,6 @@ type Variant struct {
 	// RowsPerBlock is the weight rows one block covers in a row-blocked family (mmvq: the
 	// launch grid's x is ceil(rows/RowsPerBlock)); 0 in the other families.
 	RowsPerBlock int
-	// DynShared is the dynamic shared memory in bytes every launch of the variant must pass
-	// (kernels with an extern shared array, e.g. the NVIDIA asynchronous mmq / moe_prefill
-	// tiles); 0 for the others.
-	DynShared int
 }
 
 // CodeObject is one compiled file: every variant of one family for one target.

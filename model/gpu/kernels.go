@@ -64,16 +64,7 @@ func (ks *kernelSet) fn(family, variant string) (*rt.Func, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: kernel family %s has no variant %s for %s", ErrMissingKernel, family, variant, ks.target)
 	}
-	f, err := ks.mods[family].Func(sym)
-	if err != nil {
-		return nil, err
-	}
-	for _, v := range co.Variants {
-		if v.Name == variant && v.DynShared > 0 {
-			f.SetDynamicShared(uint32(v.DynShared)) // the kernel's extern shared array (kernels/abi)
-		}
-	}
-	return f, nil
+	return ks.mods[family].Func(sym)
 }
 
 // rowsPerBlock is the weight rows one block of family's variant covers (kernels/abi's

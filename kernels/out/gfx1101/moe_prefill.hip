@@ -690,21 +690,16 @@ STRATA_DEVICE void strata_mmq_fold(const strata_mmq_smem<QT, NW, BM, BN>& s, int
   if (QT::MIN) acc = __builtin_fmaf(s.wo[m][r][kg] * cx, (f32)(s.wom[m][r][kg] * s.xs[c][kg]), acc);
 }
 
-// The LDS struct of a core: strata_mmq_lds_t<QT, NW, BM, BN, MMA, NB> (NB: raw buffers of
-// the NVIDIA asynchronous staging, 0 = none; the other cores ignore it).
-template <class QT, int NW, int BM, int BN, bool MMA, int NB>
+// The LDS struct of a core: strata_mmq_lds_t<QT, NW, BM, BN, MMA>.
+template <class QT, int NW, int BM, int BN, bool MMA>
 struct strata_mmq_lds_of { typedef strata_mmq_smem<QT, NW, BM, BN> type; };
-template <class QT, int NW, int BM, int BN, bool MMA, int NB = 0>
-using strata_mmq_lds_t = typename strata_mmq_lds_of<QT, NW, BM, BN, MMA, NB>::type;
-
-// The lookup-table LDS of any core's struct.
-template <class S>
-STRATA_DEVICE auto& strata_mmq_tab(S& s) { return s.tab; }
+template <class QT, int NW, int BM, int BN, bool MMA>
+using strata_mmq_lds_t = typename strata_mmq_lds_of<QT, NW, BM, BN, MMA>::type;
 
 // The whole K loop of one tile. hook: −1, or the group whose exact integer sums replace the
 // outputs (see strata_mmq_fold). Ep: put(c, r, v[NW]) receives each finished output once.
-template <class QT, int NW, int BM, int BN, bool MMA, int NB = 0, class Src, class Ep>
-STRATA_DEVICE void strata_mmq_run(strata_mmq_lds_t<QT, NW, BM, BN, MMA, NB>& s, const Src& src, int k, int hook, const Ep& ep) {
+template <class QT, int NW, int BM, int BN, bool MMA, class Src, class Ep>
+STRATA_DEVICE void strata_mmq_run(strata_mmq_lds_t<QT, NW, BM, BN, MMA>& s, const Src& src, int k, int hook, const Ep& ep) {
   constexpr int KT = STRATA_MMQ_KT;
   constexpr bool SPLIT = strata_mmq_split<QT>::v;
   const int ng = k / 32;
@@ -971,42 +966,38 @@ struct strata_moe_ep_down {
   }
 };
 // The LDS of one variant: the phases' views of it.
-// NB: raw buffers of the NVIDIA asynchronous staging (0 = none), as mmq.
-template <class QT, int BM, int BN, bool MMA, int NB>
+template <class QT, int BM, int BN, bool MMA>
 union strata_moe_smem {
-  strata_mmq_lds_t<QT, 2, BM / 2, BN, MMA, NB> gu;  // phase 1: gate and up tiles
-  strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> dn;      // phase 2
+  strata_mmq_lds_t<QT, 2, BM / 2, BN, MMA> gu;  // phase 1: gate and up tiles
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA> dn;      // phase 2
   f32 hs[BN][BM / 2];                     // phase 1 epilogue (the tiles are dead by then)
   strata_moe_route_smem rt;               // phase 0
 };
-// Static LDS for the synchronous variants, dynamic shared memory (kernels.Target.MmqDynShared
-// bytes, passed by the launch) for the asynchronous ones, as mmq.
 constexpr unsigned long strata_mmq_sizes[] = {
-  sizeof(strata_moe_smem<strata_qt_q80, 64, 64, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_q80, 64, 64, false, 0>),
-  sizeof(strata_moe_smem<strata_qt_q20, 64, 64, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_q20, 64, 64, false, 0>),
-  sizeof(strata_moe_smem<strata_qt_q4k, 64, 64, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_q4k, 64, 64, false, 0>),
-  sizeof(strata_moe_smem<strata_qt_q6k, 64, 64, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_q6k, 64, 64, false, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq2xs, 64, 64, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq2xs, 64, 64, false, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq3xxs, 64, 64, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq3xxs, 64, 64, false, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq3s, 64, 64, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq3s, 64, 64, false, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq1m, 64, 64, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq1m, 64, 64, false, 0>),
+  sizeof(strata_moe_smem<strata_qt_q80, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_qt_q80, 64, 64, false>),
+  sizeof(strata_moe_smem<strata_qt_q20, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_qt_q20, 64, 64, false>),
+  sizeof(strata_moe_smem<strata_qt_q4k, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_qt_q4k, 64, 64, false>),
+  sizeof(strata_moe_smem<strata_qt_q6k, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_qt_q6k, 64, 64, false>),
+  sizeof(strata_moe_smem<strata_qt_iq2xs, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_qt_iq2xs, 64, 64, false>),
+  sizeof(strata_moe_smem<strata_qt_iq3xxs, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_qt_iq3xxs, 64, 64, false>),
+  sizeof(strata_moe_smem<strata_qt_iq3s, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_qt_iq3s, 64, 64, false>),
+  sizeof(strata_moe_smem<strata_qt_iq1m, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_qt_iq1m, 64, 64, false>),
 };
 __shared__ __attribute__((aligned(16))) u8 strata_mmq_lds[strata_mmq_cmax(strata_mmq_sizes, sizeof(strata_mmq_sizes) / sizeof(strata_mmq_sizes[0]))];
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q80 QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1029,13 +1020,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -1061,22 +1052,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_dp4a_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q80 QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1099,13 +1089,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -1131,22 +1121,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q20 QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1169,13 +1158,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -1201,22 +1190,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_dp4a_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q20 QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1239,13 +1227,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -1271,22 +1259,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q4k QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1309,13 +1296,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -1341,22 +1328,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_dp4a_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q4k QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1379,13 +1365,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -1411,22 +1397,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q6k QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1449,13 +1434,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -1481,22 +1466,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_dp4a_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q6k QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1519,13 +1503,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -1551,22 +1535,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq2xs QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1589,13 +1572,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -1621,22 +1604,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_dp4a_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq2xs QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1659,13 +1641,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -1691,22 +1673,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3xxs QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1729,13 +1710,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -1761,22 +1742,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_dp4a_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3xxs QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1799,13 +1779,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -1831,22 +1811,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3s QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1869,13 +1848,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -1901,22 +1880,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_dp4a_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3s QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1939,13 +1917,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -1971,22 +1949,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq1m QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2009,13 +1986,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -2041,22 +2018,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_dp4a_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq1m QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2079,13 +2055,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -2111,12 +2087,12 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }

@@ -664,21 +664,16 @@ STRATA_DEVICE void strata_mmq_fold(const strata_mmq_smem<QT, NW, BM, BN>& s, int
   if (QT::MIN) acc = __builtin_fmaf(s.wo[m][r][kg] * cx, (f32)(s.wom[m][r][kg] * s.xs[c][kg]), acc);
 }
 
-// The LDS struct of a core: strata_mmq_lds_t<QT, NW, BM, BN, MMA, NB> (NB: raw buffers of
-// the NVIDIA asynchronous staging, 0 = none; the other cores ignore it).
-template <class QT, int NW, int BM, int BN, bool MMA, int NB>
+// The LDS struct of a core: strata_mmq_lds_t<QT, NW, BM, BN, MMA>.
+template <class QT, int NW, int BM, int BN, bool MMA>
 struct strata_mmq_lds_of { typedef strata_mmq_smem<QT, NW, BM, BN> type; };
-template <class QT, int NW, int BM, int BN, bool MMA, int NB = 0>
-using strata_mmq_lds_t = typename strata_mmq_lds_of<QT, NW, BM, BN, MMA, NB>::type;
-
-// The lookup-table LDS of any core's struct.
-template <class S>
-STRATA_DEVICE auto& strata_mmq_tab(S& s) { return s.tab; }
+template <class QT, int NW, int BM, int BN, bool MMA>
+using strata_mmq_lds_t = typename strata_mmq_lds_of<QT, NW, BM, BN, MMA>::type;
 
 // The whole K loop of one tile. hook: −1, or the group whose exact integer sums replace the
 // outputs (see strata_mmq_fold). Ep: put(c, r, v[NW]) receives each finished output once.
-template <class QT, int NW, int BM, int BN, bool MMA, int NB = 0, class Src, class Ep>
-STRATA_DEVICE void strata_mmq_run(strata_mmq_lds_t<QT, NW, BM, BN, MMA, NB>& s, const Src& src, int k, int hook, const Ep& ep) {
+template <class QT, int NW, int BM, int BN, bool MMA, class Src, class Ep>
+STRATA_DEVICE void strata_mmq_run(strata_mmq_lds_t<QT, NW, BM, BN, MMA>& s, const Src& src, int k, int hook, const Ep& ep) {
   constexpr int KT = STRATA_MMQ_KT;
   constexpr bool SPLIT = strata_mmq_split<QT>::v;
   const int ng = k / 32;
@@ -874,10 +869,6 @@ struct strata_mmq_ep {
     if (t0 + c < tokens && r0 + r < rows) y[(t0 + c) * ldy + r0 + r] = v[0];
   }
 };
-// The static LDS array serves the synchronous variants; the asynchronous ones (NVIDIA mma
-// tiles kernels.Target.MmqAsyncBufs gives buffers: none since the H200 measurement of
-// bench/results/2026-11-29-prefill-jit) take dynamic shared memory, exactly
-// kernels.Target.MmqDynShared bytes, which the launch passes.
 constexpr unsigned long strata_mmq_sizes[] = {
   sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 64, 64, true>),
   sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 64, 64, false>),
@@ -900,224 +891,208 @@ __shared__ __attribute__((aligned(16))) u8 strata_mmq_lds[strata_mmq_cmax(strata
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q6k QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q6k QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq1m QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq1m QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }

@@ -774,12 +774,8 @@ STRATA_DEVICE strata_mma_b32 strata_mmq_ld_b(const i8* p) {
 #endif
 }
 
-// Synchronous staging of K step g0: each job loads its group from global memory (QT::load)
-// and writes the int8 tile and scales. (Unchanged from the core measured in
-// bench/results/2026-11-29-prefill-h200; the asynchronous staging below decodes through a
-// location object instead, whose global form generated different code.)
 template <class QT, int NW, int BM, int BN, class Src>
-STRATA_DEVICE void strata_mmq_nv_stage_sync(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Src& src, int g0, int ng) {
+STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Src& src, int g0, int ng) {
   constexpr int KT = STRATA_MMQ_KT, GPB = QT::QK / 32, T = STRATA_MMQ_THREADS;
   constexpr int JW = NW * BM * KT / T, JX = BN * KT / T;
   static_assert(JW * T == NW * BM * KT && JX * T == BN * KT, "tile not a multiple of the block's jobs");
@@ -840,191 +836,10 @@ STRATA_DEVICE void strata_mmq_nv_stage_sync(strata_mmq_nv_smem<QT, NW, BM, BN>& 
   }
 }
 
-// The asynchronous staging's decode of step g0 from its raw copy: Loc (strata_mmq_loc_raw)
-// gives wblk, the block holding group g of row r of matrix m (ok false past an edge: any
-// readable block, zeroed later), and xblk, token c's Q8_1 block of group g.
-template <class QT, int NW, int BM, int BN, class Loc>
-STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Loc& loc, int g0, int ng) {
-  constexpr int KT = STRATA_MMQ_KT, GPB = QT::QK / 32, T = STRATA_MMQ_THREADS;
-  constexpr int JW = NW * BM * KT / T, JX = BN * KT / T;
-  static_assert(JW * T == NW * BM * KT && JX * T == BN * KT, "tile not a multiple of the block's jobs");
-  const int tid = (int)strata_thread_x();
-  strata_g32 G[JW];
-  bool okw[JW];
-#pragma unroll
-  for (int u = 0; u < JW; ++u) {
-    const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, g = g0 + j % KT;
-    const u8* b = loc.wblk(m, r, g, g0, ng, okw[u]);
-    QT::load(b, okw[u] ? g % GPB : 0, G[u], &s.tab);
-  }
-  u32 a[JX][9];
-  bool okx[JX];
-#pragma unroll
-  for (int u = 0; u < JX; ++u) {
-    const int j = tid + u * T, c = j / KT, g = g0 + j % KT;
-    const u8* xb = loc.xblk(c, g, g0, ng, okx[u]);
-#pragma unroll
-    for (int w = 0; w < 9; ++w) a[u][w] = strata_load_u32(xb + 4 * w);
-  }
-#pragma unroll
-  for (int u = 0; u < JW; ++u) {
-    const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, kg = j % KT;
-    u32 q[8];
-#pragma unroll
-    for (int w = 0; w < 8; ++w) {
-      const u32 v = QT::PIECE ? strata_sub_bytes(G[u].q[w], (u32)(-G[u].c[w >> 1]) * 0x01010101u) : G[u].q[w];
-      q[w] = okw[u] ? v : 0u;
-    }
-    strata_mmq_u32x4 lo = {q[0], q[1], q[2], q[3]}, hi = {q[4], q[5], q[6], q[7]};
-    __builtin_memcpy(__builtin_assume_aligned(&s.w[m * BM + r][32 * kg], 16), &lo, 16);
-    __builtin_memcpy(__builtin_assume_aligned(&s.w[m * BM + r][32 * kg + 16], 16), &hi, 16);
-    typedef f32 strata_f32x4 __attribute__((__vector_size__(16)));
-    strata_f32x4 sc = {okw[u] ? G[u].base : 0.0f, (f32)G[u].m0, (f32)G[u].m1, QT::MIN ? G[u].offb * (f32)G[u].offm : 0.0f};
-    __builtin_memcpy(__builtin_assume_aligned(&s.ws[kg][m * BM + r][0], 16), &sc, 16);
-  }
-#pragma unroll
-  for (int u = 0; u < JX; ++u) {
-    const int j = tid + u * T, c = j / KT, kg = j % KT;
-    u32 q[8];
-#pragma unroll
-    for (int w = 0; w < 8; ++w) q[w] = okx[u] ? a[u][w + 1] : 0u;
-    const f32 d = okx[u] ? strata_f16_to_f32((u16)a[u][0]) : 0.0f;
-    i32 sq = 0;
-    if (QT::MIN) {
-#pragma unroll
-      for (int w = 0; w < 8; ++w) sq = strata_dot4_ss(0x01010101, (i32)q[w], sq);
-    }
-    strata_mmq_u32x4 lo = {q[0], q[1], q[2], q[3]}, hi = {q[4], q[5], q[6], q[7]};
-    __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg], 16), &lo, 16);
-    __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg + 16], 16), &hi, 16);
-    s.xs[kg][c][0] = d, s.xs[kg][c][1] = d * (f32)sq;
-  }
-}
-
-// ---- Asynchronous staging (NB ≥ 1 raw buffers; the variants kernels.Target.MmqAsyncBufs
-// names, in dynamic shared memory). A K step's raw bytes are copied with cp.async in 16-byte
-// chunks, coalesced (consecutive lanes, consecutive chunks of one row):
-//   weights  per row the whole blocks the step touches (Q8_0: 4 blocks = 136 bytes; Q2_0: 2;
-//            the 256-element types: the superblock, in both of its steps), from the 16-byte
-//            boundary at or below the span's start to the one at or above its end: RS bytes
-//            per row, so the copy keeps every address's value mod 16 and QT::load's aligned
-//            loads stay aligned when they read the copy;
-//   tokens   the step's ≤ 4 Q8_1 blocks (36 bytes each, contiguous in a token's row), RX bytes.
-// Chunks of the cover that reach outside the span lie in the same aligned 16-byte unit as a
-// byte of the span (of the same allocation, mapped); their bytes are never read. The host
-// simulation copies exactly the span. Rows and tokens past the edge copy nothing.
-// Pipeline, NB = 2: issue step s+1 into buffer (s+1)%2; wait for step s; barrier; decode
-// step s into the int8 tiles (strata_mmq_nv_stage reading shared memory); barrier; mma.
-// NB = 1: wait; barrier; decode; barrier; issue step s+1 into the one buffer; mma. Either
-// way one step's copy is in flight during the matrix work; the copies need no registers.
-// kernels.Target.MmqAsyncBufs picks NB per tile (measured: one buffer was the faster at
-// r128t64, where the NB = 2 issue competes with the decode's shared-memory reads).
-constexpr int STRATA_MMQ_RX = 160;
-
-template <class QT>
-struct strata_mmq_raw {
-  static constexpr int NBLK = QT::QK <= 32 * STRATA_MMQ_KT ? 32 * STRATA_MMQ_KT / QT::QK : 1;
-  static constexpr int SPAN = NBLK * QT::BYTES;
-  static constexpr int RS = (SPAN + 15 + 15) / 16 * 16;
-};
-
-template <class QT, int NW, int BM, int BN, int NB>
-struct strata_mmq_nv_asmem {
-  strata_mmq_nv_smem<QT, NW, BM, BN> t;
-  alignas(16) u8 rw[NB][NW * BM][strata_mmq_raw<QT>::RS];
-  alignas(16) u8 rx[NB][BN][STRATA_MMQ_RX];
-};
-
-// Chunk i of the 16-byte cover of [lo, hi) (global) into dst (shared; dst ↔ lo & ~15).
-// (Templates, like the rest of the asynchronous path, so that a source whose variants are
-// all synchronous compiles without unused-function errors.)
-template <int = 0>
-STRATA_DEVICE void strata_mmq_cp16(u8* dst, const u8* lo, const u8* hi, int i) {
-  const u8* base = (const u8*)((u64)lo & ~(u64)15);
-  const u8* a = base + 16 * i;
-#ifdef __NVPTX__
-  (void)hi;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(strata_mmq_smem_addr(dst + 16 * i)), "l"(a) : "memory");
-#else
-  for (const u8* q = a < lo ? lo : a; q < a + 16 && q < hi; ++q) dst[q - base] = *q;
-#endif
-}
-template <int = 0>
-STRATA_DEVICE void strata_mmq_cp_commit() {
-#ifdef __NVPTX__
-  asm volatile("cp.async.commit_group;" ::: "memory");
-#endif
-}
-template <int N>
-STRATA_DEVICE void strata_mmq_cp_wait() {
-#ifdef __NVPTX__
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-#endif
-}
-
-// Issue the copies of step g0 into raw buffer buf (one commit group per call).
-template <class QT, int NW, int BM, int BN, int NB, class Src>
-STRATA_DEVICE void strata_mmq_nv_issue(strata_mmq_nv_asmem<QT, NW, BM, BN, NB>& s, const Src& src, int g0, int ng, int buf) {
-  constexpr int KT = STRATA_MMQ_KT, GPB = QT::QK / 32, T = STRATA_MMQ_THREADS;
-  constexpr int CW = strata_mmq_raw<QT>::RS / 16, CX = STRATA_MMQ_RX / 16;
-  const int tid = (int)strata_thread_x();
-  const i64 off = (i64)(g0 / GPB) * QT::BYTES;
-  const i64 len = src.rowb - off < strata_mmq_raw<QT>::SPAN ? src.rowb - off : strata_mmq_raw<QT>::SPAN;
-#pragma unroll 1
-  for (int j = tid; j < NW * BM * CW; j += T) {
-    const int rr = j / CW, i = j % CW;
-    const u8* row = src.wrow(rr / BM, rr % BM);
-    if (row == nullptr) continue;
-    const u8* lo = row + off;
-    if ((((u64)lo + len + 15) & ~(u64)15) - ((u64)lo & ~(u64)15) <= (u64)(16 * i)) continue;  // past the cover
-    strata_mmq_cp16(&s.rw[buf][rr][0], lo, lo + len, i);
-  }
-  const int nk = ng - g0 < KT ? ng - g0 : KT;
-#pragma unroll 1
-  for (int j = tid; j < BN * CX; j += T) {
-    const int c = j / CX, i = j % CX;
-    const u8* lo = src.xblk(c, g0);
-    if (lo == nullptr) continue;
-    if ((((u64)lo + 36 * nk + 15) & ~(u64)15) - ((u64)lo & ~(u64)15) <= (u64)(16 * i)) continue;
-    strata_mmq_cp16(&s.rx[buf][c][0], lo, lo + 36 * nk, i);
-  }
-  strata_mmq_cp_commit();
-}
-
-// The raw copy of step g0 in buffer buf as strata_mmq_nv_stage's source.
-template <class QT, int NW, int BM, int BN, int NB, class Src>
-struct strata_mmq_loc_raw {
-  const strata_mmq_nv_asmem<QT, NW, BM, BN, NB>& s;
-  const Src& src;
-  int buf;
-  STRATA_DEVICE_MEMBER const u8* wblk(int m, int r, int g, int g0, int ng, bool& ok) const {
-    constexpr int GPB = QT::QK / 32;
-    const u8* row = src.wrow(m, r);
-    ok = row != nullptr && g < ng;
-    const u8* rb = &s.rw[buf][m * BM + r][0];
-    if (!ok) return rb;
-    return rb + (((u64)row + (u64)(g0 / GPB) * QT::BYTES) & 15) + (g / GPB - g0 / GPB) * QT::BYTES;
-  }
-  STRATA_DEVICE_MEMBER const u8* xblk(int c, int g, int g0, int ng, bool& ok) const {
-    const u8* xb = src.xblk(c, g0);
-    ok = xb != nullptr && g < ng;
-    return &s.rx[buf][c][0] + (ok ? ((u64)xb & 15) + 36 * (g - g0) : 0);
-  }
-};
-
-// Tiles of either staging's shared memory.
-template <class QT, int NW, int BM, int BN>
-STRATA_DEVICE strata_mmq_nv_smem<QT, NW, BM, BN>& strata_mmq_nv_tiles(strata_mmq_nv_smem<QT, NW, BM, BN>& s) { return s; }
-template <class QT, int NW, int BM, int BN, int NB>
-STRATA_DEVICE strata_mmq_nv_smem<QT, NW, BM, BN>& strata_mmq_nv_tiles(strata_mmq_nv_asmem<QT, NW, BM, BN, NB>& s) { return s.t; }
-
 // The K loop of one tile on NVIDIA (see the section comment). hook and Ep as strata_mmq_run;
 // HOOK = (hook ≥ 0) is a template parameter so that the fold loop carries no test for it.
-// NB: 0 = synchronous staging (Sm = strata_mmq_nv_smem), else the raw buffers of the
-// asynchronous staging (Sm = strata_mmq_nv_asmem).
-template <class QT, int NW, int BM, int BN, bool HOOK, int NB, class Sm, class Src, class Ep>
-STRATA_DEVICE void strata_mmq_nv_run(Sm& sm, const Src& src, int k, int hook, const Ep& ep) {
-  strata_mmq_nv_smem<QT, NW, BM, BN>& s = strata_mmq_nv_tiles(sm);
+template <class QT, int NW, int BM, int BN, bool HOOK, class Src, class Ep>
+STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Src& src, int k, int hook, const Ep& ep) {
   constexpr int KT = STRATA_MMQ_KT, WM = BM / 2, WN = BN / 2, FM = WM / 16, FN = WN / 16;
   static_assert(FM >= 1 && FN >= 1 && FM * 16 == WM && FN * 16 == WN, "tile: BM and BN multiples of 32");
   constexpr bool SPLIT = strata_mmq_split<QT>::v;
@@ -1044,25 +859,9 @@ STRATA_DEVICE void strata_mmq_nv_run(Sm& sm, const Src& src, int k, int hook, co
       for (int j = 0; j < FN; ++j)
 #pragma unroll
         for (int e = 0; e < 8; ++e) acc[m][i][j][e] = 0.0f;
-  if constexpr (NB > 0) strata_mmq_nv_issue<QT, NW, BM, BN, NB>(sm, src, 0, ng, 0);
-  for (int g0 = 0, st = 0; g0 < ng; g0 += KT, ++st) {
-    if constexpr (NB == 0) {
-      strata_mmq_nv_stage_sync<QT, NW, BM, BN>(s, src, g0, ng);
-    } else {
-      const int buf = NB == 2 ? (st & 1) : 0;
-      if (NB == 2 && g0 + KT < ng) {
-        strata_mmq_nv_issue<QT, NW, BM, BN, NB>(sm, src, g0 + KT, ng, buf ^ 1);
-        strata_mmq_cp_wait<1>();
-      } else {
-        strata_mmq_cp_wait<0>();
-      }
-      strata_barrier();  // step g0's copies visible; the previous step's mma done with the tiles
-      strata_mmq_nv_stage<QT, NW, BM, BN>(s, strata_mmq_loc_raw<QT, NW, BM, BN, NB, Src>{sm, src, buf}, g0, ng);
-    }
+  for (int g0 = 0; g0 < ng; g0 += KT) {
+    strata_mmq_nv_stage<QT, NW, BM, BN>(s, src, g0, ng);
     strata_barrier();
-    if constexpr (NB == 1) {
-      if (g0 + KT < ng) strata_mmq_nv_issue<QT, NW, BM, BN, NB>(sm, src, g0 + KT, ng, 0);
-    }
     const int hk = hook < 0 ? -1 : (hook >= g0 && hook < g0 + KT ? hook - g0 : KT);
     const int nk = ng - g0 < KT ? ng - g0 : KT;
 #pragma unroll
@@ -1129,10 +928,8 @@ STRATA_DEVICE void strata_mmq_nv_run(Sm& sm, const Src& src, int k, int hook, co
           }
         }
     }
-    if constexpr (NB == 0) strata_barrier();  // (asynchronous: the next step's first barrier)
+    strata_barrier();
   }
-  // Every warp is done with the tiles before the epilogue (moe_prefill's h tile aliases them).
-  if constexpr (NB > 0) strata_barrier();
 #pragma unroll
   for (int i = 0; i < FM; ++i)
 #pragma unroll
@@ -1147,33 +944,20 @@ STRATA_DEVICE void strata_mmq_nv_run(Sm& sm, const Src& src, int k, int hook, co
       }
 }
 
-// The LDS struct of a core: strata_mmq_lds_t<QT, NW, BM, BN, MMA, NB> (NB: raw buffers of
-// the NVIDIA asynchronous staging, 0 = none; the other cores ignore it).
-template <class QT, int NW, int BM, int BN, bool MMA, int NB>
+// The LDS struct of a core: strata_mmq_lds_t<QT, NW, BM, BN, MMA>.
+template <class QT, int NW, int BM, int BN, bool MMA>
 struct strata_mmq_lds_of { typedef strata_mmq_smem<QT, NW, BM, BN> type; };
 #ifdef STRATA_NVIDIA
 template <class QT, int NW, int BM, int BN>
-struct strata_mmq_lds_of<QT, NW, BM, BN, true, 0> { typedef strata_mmq_nv_smem<QT, NW, BM, BN> type; };
-template <class QT, int NW, int BM, int BN>
-struct strata_mmq_lds_of<QT, NW, BM, BN, true, 1> { typedef strata_mmq_nv_asmem<QT, NW, BM, BN, 1> type; };
-template <class QT, int NW, int BM, int BN>
-struct strata_mmq_lds_of<QT, NW, BM, BN, true, 2> { typedef strata_mmq_nv_asmem<QT, NW, BM, BN, 2> type; };
+struct strata_mmq_lds_of<QT, NW, BM, BN, true> { typedef strata_mmq_nv_smem<QT, NW, BM, BN> type; };
 #endif
-template <class QT, int NW, int BM, int BN, bool MMA, int NB = 0>
-using strata_mmq_lds_t = typename strata_mmq_lds_of<QT, NW, BM, BN, MMA, NB>::type;
-
-// The lookup-table LDS of any core's struct.
-template <class S>
-STRATA_DEVICE auto& strata_mmq_tab(S& s) { return s.tab; }
-#ifdef STRATA_NVIDIA
-template <class QT, int NW, int BM, int BN, int NB>
-STRATA_DEVICE auto& strata_mmq_tab(strata_mmq_nv_asmem<QT, NW, BM, BN, NB>& s) { return s.t.tab; }
-#endif
+template <class QT, int NW, int BM, int BN, bool MMA>
+using strata_mmq_lds_t = typename strata_mmq_lds_of<QT, NW, BM, BN, MMA>::type;
 
 // The whole K loop of one tile. hook: −1, or the group whose exact integer sums replace the
 // outputs (see strata_mmq_fold). Ep: put(c, r, v[NW]) receives each finished output once.
-template <class QT, int NW, int BM, int BN, bool MMA, int NB = 0, class Src, class Ep>
-STRATA_DEVICE void strata_mmq_run(strata_mmq_lds_t<QT, NW, BM, BN, MMA, NB>& s, const Src& src, int k, int hook, const Ep& ep) {
+template <class QT, int NW, int BM, int BN, bool MMA, class Src, class Ep>
+STRATA_DEVICE void strata_mmq_run(strata_mmq_lds_t<QT, NW, BM, BN, MMA>& s, const Src& src, int k, int hook, const Ep& ep) {
   constexpr int KT = STRATA_MMQ_KT;
   constexpr bool SPLIT = strata_mmq_split<QT>::v;
   const int ng = k / 32;
@@ -1181,9 +965,9 @@ STRATA_DEVICE void strata_mmq_run(strata_mmq_lds_t<QT, NW, BM, BN, MMA, NB>& s, 
 #ifdef STRATA_NVIDIA
   if constexpr (MMA) {
     if (hook >= 0) {
-      strata_mmq_nv_run<QT, NW, BM, BN, true, NB>(s, src, k, hook, ep);
+      strata_mmq_nv_run<QT, NW, BM, BN, true>(s, src, k, hook, ep);
     } else {
-      strata_mmq_nv_run<QT, NW, BM, BN, false, NB>(s, src, k, hook, ep);
+      strata_mmq_nv_run<QT, NW, BM, BN, false>(s, src, k, hook, ep);
     }
     return;
   }
@@ -1450,75 +1234,70 @@ struct strata_moe_ep_down {
   }
 };
 // The LDS of one variant: the phases' views of it.
-// NB: raw buffers of the NVIDIA asynchronous staging (0 = none), as mmq.
-template <class QT, int BM, int BN, bool MMA, int NB>
+template <class QT, int BM, int BN, bool MMA>
 union strata_moe_smem {
-  strata_mmq_lds_t<QT, 2, BM / 2, BN, MMA, NB> gu;  // phase 1: gate and up tiles
-  strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> dn;      // phase 2
+  strata_mmq_lds_t<QT, 2, BM / 2, BN, MMA> gu;  // phase 1: gate and up tiles
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA> dn;      // phase 2
   f32 hs[BN][BM / 2];                     // phase 1 epilogue (the tiles are dead by then)
   strata_moe_route_smem rt;               // phase 0
 };
-// Static LDS for the synchronous variants, dynamic shared memory (kernels.Target.MmqDynShared
-// bytes, passed by the launch) for the asynchronous ones, as mmq.
 constexpr unsigned long strata_mmq_sizes[] = {
-  sizeof(strata_moe_smem<strata_qt_q80, 64, 64, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_q80, 128, 64, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_q80, 128, 32, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_q80, 64, 64, false, 0>),
-  sizeof(strata_moe_smem<strata_qt_q80, 128, 64, false, 0>),
-  sizeof(strata_moe_smem<strata_qt_q80, 128, 32, false, 0>),
-  sizeof(strata_moe_smem<strata_qt_q20, 64, 64, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_q20, 128, 64, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_q20, 128, 32, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_q20, 64, 64, false, 0>),
-  sizeof(strata_moe_smem<strata_qt_q20, 128, 64, false, 0>),
-  sizeof(strata_moe_smem<strata_qt_q20, 128, 32, false, 0>),
-  sizeof(strata_moe_smem<strata_qt_q4k, 64, 64, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_q4k, 128, 64, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_q4k, 128, 32, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_q4k, 64, 64, false, 0>),
-  sizeof(strata_moe_smem<strata_qt_q4k, 128, 64, false, 0>),
-  sizeof(strata_moe_smem<strata_qt_q4k, 128, 32, false, 0>),
-  sizeof(strata_moe_smem<strata_qt_q6k, 64, 64, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_q6k, 128, 64, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_q6k, 128, 32, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_q6k, 64, 64, false, 0>),
-  sizeof(strata_moe_smem<strata_qt_q6k, 128, 64, false, 0>),
-  sizeof(strata_moe_smem<strata_qt_q6k, 128, 32, false, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq2xs, 64, 64, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq2xs, 128, 64, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq2xs, 128, 32, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq2xs, 64, 64, false, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq2xs, 128, 64, false, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq2xs, 128, 32, false, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq3xxs, 64, 64, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq3xxs, 128, 64, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq3xxs, 128, 32, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq3xxs, 64, 64, false, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq3xxs, 128, 64, false, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq3xxs, 128, 32, false, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq3s, 64, 64, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq3s, 128, 64, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq3s, 128, 32, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq3s, 64, 64, false, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq3s, 128, 64, false, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq3s, 128, 32, false, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq1m, 64, 64, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq1m, 128, 64, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq1m, 128, 32, true, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq1m, 64, 64, false, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq1m, 128, 64, false, 0>),
-  sizeof(strata_moe_smem<strata_qt_iq1m, 128, 32, false, 0>),
+  sizeof(strata_moe_smem<strata_qt_q80, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_qt_q80, 128, 64, true>),
+  sizeof(strata_moe_smem<strata_qt_q80, 128, 32, true>),
+  sizeof(strata_moe_smem<strata_qt_q80, 64, 64, false>),
+  sizeof(strata_moe_smem<strata_qt_q80, 128, 64, false>),
+  sizeof(strata_moe_smem<strata_qt_q80, 128, 32, false>),
+  sizeof(strata_moe_smem<strata_qt_q20, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_qt_q20, 128, 64, true>),
+  sizeof(strata_moe_smem<strata_qt_q20, 128, 32, true>),
+  sizeof(strata_moe_smem<strata_qt_q20, 64, 64, false>),
+  sizeof(strata_moe_smem<strata_qt_q20, 128, 64, false>),
+  sizeof(strata_moe_smem<strata_qt_q20, 128, 32, false>),
+  sizeof(strata_moe_smem<strata_qt_q4k, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_qt_q4k, 128, 64, true>),
+  sizeof(strata_moe_smem<strata_qt_q4k, 128, 32, true>),
+  sizeof(strata_moe_smem<strata_qt_q4k, 64, 64, false>),
+  sizeof(strata_moe_smem<strata_qt_q4k, 128, 64, false>),
+  sizeof(strata_moe_smem<strata_qt_q4k, 128, 32, false>),
+  sizeof(strata_moe_smem<strata_qt_q6k, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_qt_q6k, 128, 64, true>),
+  sizeof(strata_moe_smem<strata_qt_q6k, 128, 32, true>),
+  sizeof(strata_moe_smem<strata_qt_q6k, 64, 64, false>),
+  sizeof(strata_moe_smem<strata_qt_q6k, 128, 64, false>),
+  sizeof(strata_moe_smem<strata_qt_q6k, 128, 32, false>),
+  sizeof(strata_moe_smem<strata_qt_iq2xs, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_qt_iq2xs, 128, 64, true>),
+  sizeof(strata_moe_smem<strata_qt_iq2xs, 128, 32, true>),
+  sizeof(strata_moe_smem<strata_qt_iq2xs, 64, 64, false>),
+  sizeof(strata_moe_smem<strata_qt_iq2xs, 128, 64, false>),
+  sizeof(strata_moe_smem<strata_qt_iq2xs, 128, 32, false>),
+  sizeof(strata_moe_smem<strata_qt_iq3xxs, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_qt_iq3xxs, 128, 64, true>),
+  sizeof(strata_moe_smem<strata_qt_iq3xxs, 128, 32, true>),
+  sizeof(strata_moe_smem<strata_qt_iq3xxs, 64, 64, false>),
+  sizeof(strata_moe_smem<strata_qt_iq3xxs, 128, 64, false>),
+  sizeof(strata_moe_smem<strata_qt_iq3xxs, 128, 32, false>),
+  sizeof(strata_moe_smem<strata_qt_iq3s, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_qt_iq3s, 128, 64, true>),
+  sizeof(strata_moe_smem<strata_qt_iq3s, 128, 32, true>),
+  sizeof(strata_moe_smem<strata_qt_iq3s, 64, 64, false>),
+  sizeof(strata_moe_smem<strata_qt_iq3s, 128, 64, false>),
+  sizeof(strata_moe_smem<strata_qt_iq3s, 128, 32, false>),
+  sizeof(strata_moe_smem<strata_qt_iq1m, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_qt_iq1m, 128, 64, true>),
+  sizeof(strata_moe_smem<strata_qt_iq1m, 128, 32, true>),
+  sizeof(strata_moe_smem<strata_qt_iq1m, 64, 64, false>),
+  sizeof(strata_moe_smem<strata_qt_iq1m, 128, 64, false>),
+  sizeof(strata_moe_smem<strata_qt_iq1m, 128, 32, false>),
 };
 __shared__ __attribute__((aligned(16))) u8 strata_mmq_lds[strata_mmq_cmax(strata_mmq_sizes, sizeof(strata_mmq_sizes) / sizeof(strata_mmq_sizes[0]))];
-extern __shared__ __attribute__((aligned(16))) u8 strata_mmq_dyn[];
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q80 QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1541,13 +1320,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -1573,22 +1352,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q80 QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1611,13 +1389,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -1643,22 +1421,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q80 QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1681,13 +1458,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -1713,22 +1490,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_dp4a_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q80 QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1751,13 +1527,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -1783,22 +1559,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_dp4a_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q80 QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1821,13 +1596,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -1853,22 +1628,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_dp4a_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q80 QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1891,13 +1665,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -1923,22 +1697,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q20 QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1961,13 +1734,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -1993,22 +1766,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q20 QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2031,13 +1803,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -2063,22 +1835,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q20 QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2101,13 +1872,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -2133,22 +1904,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_dp4a_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q20 QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2171,13 +1941,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -2203,22 +1973,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_dp4a_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q20 QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2241,13 +2010,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -2273,22 +2042,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_dp4a_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q20 QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2311,13 +2079,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -2343,22 +2111,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q4k QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2381,13 +2148,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -2413,22 +2180,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q4k QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2451,13 +2217,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -2483,22 +2249,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q4k QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2521,13 +2286,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -2553,22 +2318,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_dp4a_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q4k QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2591,13 +2355,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -2623,22 +2387,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_dp4a_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q4k QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2661,13 +2424,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -2693,22 +2456,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_dp4a_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q4k QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2731,13 +2493,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -2763,22 +2525,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q6k QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2801,13 +2562,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -2833,22 +2594,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q6k QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2871,13 +2631,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -2903,22 +2663,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q6k QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2941,13 +2700,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -2973,22 +2732,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_dp4a_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q6k QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3011,13 +2769,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -3043,22 +2801,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_dp4a_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q6k QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3081,13 +2838,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -3113,22 +2870,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_dp4a_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q6k QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3151,13 +2907,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -3183,22 +2939,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq2xs QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3221,13 +2976,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -3253,22 +3008,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq2xs QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3291,13 +3045,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -3323,22 +3077,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq2xs QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3361,13 +3114,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -3393,22 +3146,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_dp4a_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq2xs QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3431,13 +3183,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -3463,22 +3215,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_dp4a_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq2xs QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3501,13 +3252,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -3533,22 +3284,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_dp4a_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq2xs QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3571,13 +3321,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -3603,22 +3353,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3xxs QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3641,13 +3390,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -3673,22 +3422,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3xxs QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3711,13 +3459,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -3743,22 +3491,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3xxs QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3781,13 +3528,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -3813,22 +3560,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_dp4a_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3xxs QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3851,13 +3597,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -3883,22 +3629,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_dp4a_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3xxs QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3921,13 +3666,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -3953,22 +3698,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_dp4a_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3xxs QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3991,13 +3735,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -4023,22 +3767,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3s QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4061,13 +3804,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -4093,22 +3836,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3s QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4131,13 +3873,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -4163,22 +3905,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3s QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4201,13 +3942,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -4233,22 +3974,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_dp4a_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3s QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4271,13 +4011,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -4303,22 +4043,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_dp4a_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3s QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4341,13 +4080,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -4373,22 +4112,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_dp4a_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq3s QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4411,13 +4149,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -4443,22 +4181,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq1m QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4481,13 +4218,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -4513,22 +4250,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_mma_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq1m QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4551,13 +4287,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -4583,22 +4319,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_mma_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq1m QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4621,13 +4356,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -4653,22 +4388,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_dp4a_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq1m QT;
-  constexpr int BM = 64, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4691,13 +4425,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -4723,22 +4457,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_dp4a_r128t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq1m QT;
-  constexpr int BM = 128, BN = 64, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4761,13 +4494,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -4793,22 +4526,21 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_dp4a_r128t32(const struct strata_moe_prefill_args p) {
   typedef strata_qt_iq1m QT;
-  constexpr int BM = 128, BN = 32, HM = BM / 2, NB = 0;
+  constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
-  typedef strata_moe_smem<QT, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_x() == 0 && strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4831,13 +4563,13 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
   const i32* lst = p.list + p.sched[E + e] + t0;
   if (p.phase == 1) {
-    QT::fill(&strata_mmq_tab(s.gu));
+    QT::fill(&s.gu.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA, NB>(s.gu, src, p.hidden, -1, ep);
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
     // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
     const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
@@ -4863,12 +4595,12 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     return;
   }
   if (p.phase == 2) {
-    QT::fill(&strata_mmq_tab(s.dn));
+    QT::fill(&s.dn.tab);
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s.dn, src, p.n_ff, -1, ep);
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
 }

@@ -748,12 +748,8 @@ STRATA_DEVICE strata_mma_b32 strata_mmq_ld_b(const i8* p) {
 #endif
 }
 
-// Synchronous staging of K step g0: each job loads its group from global memory (QT::load)
-// and writes the int8 tile and scales. (Unchanged from the core measured in
-// bench/results/2026-11-29-prefill-h200; the asynchronous staging below decodes through a
-// location object instead, whose global form generated different code.)
 template <class QT, int NW, int BM, int BN, class Src>
-STRATA_DEVICE void strata_mmq_nv_stage_sync(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Src& src, int g0, int ng) {
+STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Src& src, int g0, int ng) {
   constexpr int KT = STRATA_MMQ_KT, GPB = QT::QK / 32, T = STRATA_MMQ_THREADS;
   constexpr int JW = NW * BM * KT / T, JX = BN * KT / T;
   static_assert(JW * T == NW * BM * KT && JX * T == BN * KT, "tile not a multiple of the block's jobs");
@@ -814,191 +810,10 @@ STRATA_DEVICE void strata_mmq_nv_stage_sync(strata_mmq_nv_smem<QT, NW, BM, BN>& 
   }
 }
 
-// The asynchronous staging's decode of step g0 from its raw copy: Loc (strata_mmq_loc_raw)
-// gives wblk, the block holding group g of row r of matrix m (ok false past an edge: any
-// readable block, zeroed later), and xblk, token c's Q8_1 block of group g.
-template <class QT, int NW, int BM, int BN, class Loc>
-STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Loc& loc, int g0, int ng) {
-  constexpr int KT = STRATA_MMQ_KT, GPB = QT::QK / 32, T = STRATA_MMQ_THREADS;
-  constexpr int JW = NW * BM * KT / T, JX = BN * KT / T;
-  static_assert(JW * T == NW * BM * KT && JX * T == BN * KT, "tile not a multiple of the block's jobs");
-  const int tid = (int)strata_thread_x();
-  strata_g32 G[JW];
-  bool okw[JW];
-#pragma unroll
-  for (int u = 0; u < JW; ++u) {
-    const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, g = g0 + j % KT;
-    const u8* b = loc.wblk(m, r, g, g0, ng, okw[u]);
-    QT::load(b, okw[u] ? g % GPB : 0, G[u], &s.tab);
-  }
-  u32 a[JX][9];
-  bool okx[JX];
-#pragma unroll
-  for (int u = 0; u < JX; ++u) {
-    const int j = tid + u * T, c = j / KT, g = g0 + j % KT;
-    const u8* xb = loc.xblk(c, g, g0, ng, okx[u]);
-#pragma unroll
-    for (int w = 0; w < 9; ++w) a[u][w] = strata_load_u32(xb + 4 * w);
-  }
-#pragma unroll
-  for (int u = 0; u < JW; ++u) {
-    const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, kg = j % KT;
-    u32 q[8];
-#pragma unroll
-    for (int w = 0; w < 8; ++w) {
-      const u32 v = QT::PIECE ? strata_sub_bytes(G[u].q[w], (u32)(-G[u].c[w >> 1]) * 0x01010101u) : G[u].q[w];
-      q[w] = okw[u] ? v : 0u;
-    }
-    strata_mmq_u32x4 lo = {q[0], q[1], q[2], q[3]}, hi = {q[4], q[5], q[6], q[7]};
-    __builtin_memcpy(__builtin_assume_aligned(&s.w[m * BM + r][32 * kg], 16), &lo, 16);
-    __builtin_memcpy(__builtin_assume_aligned(&s.w[m * BM + r][32 * kg + 16], 16), &hi, 16);
-    typedef f32 strata_f32x4 __attribute__((__vector_size__(16)));
-    strata_f32x4 sc = {okw[u] ? G[u].base : 0.0f, (f32)G[u].m0, (f32)G[u].m1, QT::MIN ? G[u].offb * (f32)G[u].offm : 0.0f};
-    __builtin_memcpy(__builtin_assume_aligned(&s.ws[kg][m * BM + r][0], 16), &sc, 16);
-  }
-#pragma unroll
-  for (int u = 0; u < JX; ++u) {
-    const int j = tid + u * T, c = j / KT, kg = j % KT;
-    u32 q[8];
-#pragma unroll
-    for (int w = 0; w < 8; ++w) q[w] = okx[u] ? a[u][w + 1] : 0u;
-    const f32 d = okx[u] ? strata_f16_to_f32((u16)a[u][0]) : 0.0f;
-    i32 sq = 0;
-    if (QT::MIN) {
-#pragma unroll
-      for (int w = 0; w < 8; ++w) sq = strata_dot4_ss(0x01010101, (i32)q[w], sq);
-    }
-    strata_mmq_u32x4 lo = {q[0], q[1], q[2], q[3]}, hi = {q[4], q[5], q[6], q[7]};
-    __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg], 16), &lo, 16);
-    __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg + 16], 16), &hi, 16);
-    s.xs[kg][c][0] = d, s.xs[kg][c][1] = d * (f32)sq;
-  }
-}
-
-// ---- Asynchronous staging (NB ≥ 1 raw buffers; the variants kernels.Target.MmqAsyncBufs
-// names, in dynamic shared memory). A K step's raw bytes are copied with cp.async in 16-byte
-// chunks, coalesced (consecutive lanes, consecutive chunks of one row):
-//   weights  per row the whole blocks the step touches (Q8_0: 4 blocks = 136 bytes; Q2_0: 2;
-//            the 256-element types: the superblock, in both of its steps), from the 16-byte
-//            boundary at or below the span's start to the one at or above its end: RS bytes
-//            per row, so the copy keeps every address's value mod 16 and QT::load's aligned
-//            loads stay aligned when they read the copy;
-//   tokens   the step's ≤ 4 Q8_1 blocks (36 bytes each, contiguous in a token's row), RX bytes.
-// Chunks of the cover that reach outside the span lie in the same aligned 16-byte unit as a
-// byte of the span (of the same allocation, mapped); their bytes are never read. The host
-// simulation copies exactly the span. Rows and tokens past the edge copy nothing.
-// Pipeline, NB = 2: issue step s+1 into buffer (s+1)%2; wait for step s; barrier; decode
-// step s into the int8 tiles (strata_mmq_nv_stage reading shared memory); barrier; mma.
-// NB = 1: wait; barrier; decode; barrier; issue step s+1 into the one buffer; mma. Either
-// way one step's copy is in flight during the matrix work; the copies need no registers.
-// kernels.Target.MmqAsyncBufs picks NB per tile (measured: one buffer was the faster at
-// r128t64, where the NB = 2 issue competes with the decode's shared-memory reads).
-constexpr int STRATA_MMQ_RX = 160;
-
-template <class QT>
-struct strata_mmq_raw {
-  static constexpr int NBLK = QT::QK <= 32 * STRATA_MMQ_KT ? 32 * STRATA_MMQ_KT / QT::QK : 1;
-  static constexpr int SPAN = NBLK * QT::BYTES;
-  static constexpr int RS = (SPAN + 15 + 15) / 16 * 16;
-};
-
-template <class QT, int NW, int BM, int BN, int NB>
-struct strata_mmq_nv_asmem {
-  strata_mmq_nv_smem<QT, NW, BM, BN> t;
-  alignas(16) u8 rw[NB][NW * BM][strata_mmq_raw<QT>::RS];
-  alignas(16) u8 rx[NB][BN][STRATA_MMQ_RX];
-};
-
-// Chunk i of the 16-byte cover of [lo, hi) (global) into dst (shared; dst ↔ lo & ~15).
-// (Templates, like the rest of the asynchronous path, so that a source whose variants are
-// all synchronous compiles without unused-function errors.)
-template <int = 0>
-STRATA_DEVICE void strata_mmq_cp16(u8* dst, const u8* lo, const u8* hi, int i) {
-  const u8* base = (const u8*)((u64)lo & ~(u64)15);
-  const u8* a = base + 16 * i;
-#ifdef __NVPTX__
-  (void)hi;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(strata_mmq_smem_addr(dst + 16 * i)), "l"(a) : "memory");
-#else
-  for (const u8* q = a < lo ? lo : a; q < a + 16 && q < hi; ++q) dst[q - base] = *q;
-#endif
-}
-template <int = 0>
-STRATA_DEVICE void strata_mmq_cp_commit() {
-#ifdef __NVPTX__
-  asm volatile("cp.async.commit_group;" ::: "memory");
-#endif
-}
-template <int N>
-STRATA_DEVICE void strata_mmq_cp_wait() {
-#ifdef __NVPTX__
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-#endif
-}
-
-// Issue the copies of step g0 into raw buffer buf (one commit group per call).
-template <class QT, int NW, int BM, int BN, int NB, class Src>
-STRATA_DEVICE void strata_mmq_nv_issue(strata_mmq_nv_asmem<QT, NW, BM, BN, NB>& s, const Src& src, int g0, int ng, int buf) {
-  constexpr int KT = STRATA_MMQ_KT, GPB = QT::QK / 32, T = STRATA_MMQ_THREADS;
-  constexpr int CW = strata_mmq_raw<QT>::RS / 16, CX = STRATA_MMQ_RX / 16;
-  const int tid = (int)strata_thread_x();
-  const i64 off = (i64)(g0 / GPB) * QT::BYTES;
-  const i64 len = src.rowb - off < strata_mmq_raw<QT>::SPAN ? src.rowb - off : strata_mmq_raw<QT>::SPAN;
-#pragma unroll 1
-  for (int j = tid; j < NW * BM * CW; j += T) {
-    const int rr = j / CW, i = j % CW;
-    const u8* row = src.wrow(rr / BM, rr % BM);
-    if (row == nullptr) continue;
-    const u8* lo = row + off;
-    if ((((u64)lo + len + 15) & ~(u64)15) - ((u64)lo & ~(u64)15) <= (u64)(16 * i)) continue;  // past the cover
-    strata_mmq_cp16(&s.rw[buf][rr][0], lo, lo + len, i);
-  }
-  const int nk = ng - g0 < KT ? ng - g0 : KT;
-#pragma unroll 1
-  for (int j = tid; j < BN * CX; j += T) {
-    const int c = j / CX, i = j % CX;
-    const u8* lo = src.xblk(c, g0);
-    if (lo == nullptr) continue;
-    if ((((u64)lo + 36 * nk + 15) & ~(u64)15) - ((u64)lo & ~(u64)15) <= (u64)(16 * i)) continue;
-    strata_mmq_cp16(&s.rx[buf][c][0], lo, lo + 36 * nk, i);
-  }
-  strata_mmq_cp_commit();
-}
-
-// The raw copy of step g0 in buffer buf as strata_mmq_nv_stage's source.
-template <class QT, int NW, int BM, int BN, int NB, class Src>
-struct strata_mmq_loc_raw {
-  const strata_mmq_nv_asmem<QT, NW, BM, BN, NB>& s;
-  const Src& src;
-  int buf;
-  STRATA_DEVICE_MEMBER const u8* wblk(int m, int r, int g, int g0, int ng, bool& ok) const {
-    constexpr int GPB = QT::QK / 32;
-    const u8* row = src.wrow(m, r);
-    ok = row != nullptr && g < ng;
-    const u8* rb = &s.rw[buf][m * BM + r][0];
-    if (!ok) return rb;
-    return rb + (((u64)row + (u64)(g0 / GPB) * QT::BYTES) & 15) + (g / GPB - g0 / GPB) * QT::BYTES;
-  }
-  STRATA_DEVICE_MEMBER const u8* xblk(int c, int g, int g0, int ng, bool& ok) const {
-    const u8* xb = src.xblk(c, g0);
-    ok = xb != nullptr && g < ng;
-    return &s.rx[buf][c][0] + (ok ? ((u64)xb & 15) + 36 * (g - g0) : 0);
-  }
-};
-
-// Tiles of either staging's shared memory.
-template <class QT, int NW, int BM, int BN>
-STRATA_DEVICE strata_mmq_nv_smem<QT, NW, BM, BN>& strata_mmq_nv_tiles(strata_mmq_nv_smem<QT, NW, BM, BN>& s) { return s; }
-template <class QT, int NW, int BM, int BN, int NB>
-STRATA_DEVICE strata_mmq_nv_smem<QT, NW, BM, BN>& strata_mmq_nv_tiles(strata_mmq_nv_asmem<QT, NW, BM, BN, NB>& s) { return s.t; }
-
 // The K loop of one tile on NVIDIA (see the section comment). hook and Ep as strata_mmq_run;
 // HOOK = (hook ≥ 0) is a template parameter so that the fold loop carries no test for it.
-// NB: 0 = synchronous staging (Sm = strata_mmq_nv_smem), else the raw buffers of the
-// asynchronous staging (Sm = strata_mmq_nv_asmem).
-template <class QT, int NW, int BM, int BN, bool HOOK, int NB, class Sm, class Src, class Ep>
-STRATA_DEVICE void strata_mmq_nv_run(Sm& sm, const Src& src, int k, int hook, const Ep& ep) {
-  strata_mmq_nv_smem<QT, NW, BM, BN>& s = strata_mmq_nv_tiles(sm);
+template <class QT, int NW, int BM, int BN, bool HOOK, class Src, class Ep>
+STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Src& src, int k, int hook, const Ep& ep) {
   constexpr int KT = STRATA_MMQ_KT, WM = BM / 2, WN = BN / 2, FM = WM / 16, FN = WN / 16;
   static_assert(FM >= 1 && FN >= 1 && FM * 16 == WM && FN * 16 == WN, "tile: BM and BN multiples of 32");
   constexpr bool SPLIT = strata_mmq_split<QT>::v;
@@ -1018,25 +833,9 @@ STRATA_DEVICE void strata_mmq_nv_run(Sm& sm, const Src& src, int k, int hook, co
       for (int j = 0; j < FN; ++j)
 #pragma unroll
         for (int e = 0; e < 8; ++e) acc[m][i][j][e] = 0.0f;
-  if constexpr (NB > 0) strata_mmq_nv_issue<QT, NW, BM, BN, NB>(sm, src, 0, ng, 0);
-  for (int g0 = 0, st = 0; g0 < ng; g0 += KT, ++st) {
-    if constexpr (NB == 0) {
-      strata_mmq_nv_stage_sync<QT, NW, BM, BN>(s, src, g0, ng);
-    } else {
-      const int buf = NB == 2 ? (st & 1) : 0;
-      if (NB == 2 && g0 + KT < ng) {
-        strata_mmq_nv_issue<QT, NW, BM, BN, NB>(sm, src, g0 + KT, ng, buf ^ 1);
-        strata_mmq_cp_wait<1>();
-      } else {
-        strata_mmq_cp_wait<0>();
-      }
-      strata_barrier();  // step g0's copies visible; the previous step's mma done with the tiles
-      strata_mmq_nv_stage<QT, NW, BM, BN>(s, strata_mmq_loc_raw<QT, NW, BM, BN, NB, Src>{sm, src, buf}, g0, ng);
-    }
+  for (int g0 = 0; g0 < ng; g0 += KT) {
+    strata_mmq_nv_stage<QT, NW, BM, BN>(s, src, g0, ng);
     strata_barrier();
-    if constexpr (NB == 1) {
-      if (g0 + KT < ng) strata_mmq_nv_issue<QT, NW, BM, BN, NB>(sm, src, g0 + KT, ng, 0);
-    }
     const int hk = hook < 0 ? -1 : (hook >= g0 && hook < g0 + KT ? hook - g0 : KT);
     const int nk = ng - g0 < KT ? ng - g0 : KT;
 #pragma unroll
@@ -1103,10 +902,8 @@ STRATA_DEVICE void strata_mmq_nv_run(Sm& sm, const Src& src, int k, int hook, co
           }
         }
     }
-    if constexpr (NB == 0) strata_barrier();  // (asynchronous: the next step's first barrier)
+    strata_barrier();
   }
-  // Every warp is done with the tiles before the epilogue (moe_prefill's h tile aliases them).
-  if constexpr (NB > 0) strata_barrier();
 #pragma unroll
   for (int i = 0; i < FM; ++i)
 #pragma unroll
@@ -1121,33 +918,20 @@ STRATA_DEVICE void strata_mmq_nv_run(Sm& sm, const Src& src, int k, int hook, co
       }
 }
 
-// The LDS struct of a core: strata_mmq_lds_t<QT, NW, BM, BN, MMA, NB> (NB: raw buffers of
-// the NVIDIA asynchronous staging, 0 = none; the other cores ignore it).
-template <class QT, int NW, int BM, int BN, bool MMA, int NB>
+// The LDS struct of a core: strata_mmq_lds_t<QT, NW, BM, BN, MMA>.
+template <class QT, int NW, int BM, int BN, bool MMA>
 struct strata_mmq_lds_of { typedef strata_mmq_smem<QT, NW, BM, BN> type; };
 #ifdef STRATA_NVIDIA
 template <class QT, int NW, int BM, int BN>
-struct strata_mmq_lds_of<QT, NW, BM, BN, true, 0> { typedef strata_mmq_nv_smem<QT, NW, BM, BN> type; };
-template <class QT, int NW, int BM, int BN>
-struct strata_mmq_lds_of<QT, NW, BM, BN, true, 1> { typedef strata_mmq_nv_asmem<QT, NW, BM, BN, 1> type; };
-template <class QT, int NW, int BM, int BN>
-struct strata_mmq_lds_of<QT, NW, BM, BN, true, 2> { typedef strata_mmq_nv_asmem<QT, NW, BM, BN, 2> type; };
+struct strata_mmq_lds_of<QT, NW, BM, BN, true> { typedef strata_mmq_nv_smem<QT, NW, BM, BN> type; };
 #endif
-template <class QT, int NW, int BM, int BN, bool MMA, int NB = 0>
-using strata_mmq_lds_t = typename strata_mmq_lds_of<QT, NW, BM, BN, MMA, NB>::type;
-
-// The lookup-table LDS of any core's struct.
-template <class S>
-STRATA_DEVICE auto& strata_mmq_tab(S& s) { return s.tab; }
-#ifdef STRATA_NVIDIA
-template <class QT, int NW, int BM, int BN, int NB>
-STRATA_DEVICE auto& strata_mmq_tab(strata_mmq_nv_asmem<QT, NW, BM, BN, NB>& s) { return s.t.tab; }
-#endif
+template <class QT, int NW, int BM, int BN, bool MMA>
+using strata_mmq_lds_t = typename strata_mmq_lds_of<QT, NW, BM, BN, MMA>::type;
 
 // The whole K loop of one tile. hook: −1, or the group whose exact integer sums replace the
 // outputs (see strata_mmq_fold). Ep: put(c, r, v[NW]) receives each finished output once.
-template <class QT, int NW, int BM, int BN, bool MMA, int NB = 0, class Src, class Ep>
-STRATA_DEVICE void strata_mmq_run(strata_mmq_lds_t<QT, NW, BM, BN, MMA, NB>& s, const Src& src, int k, int hook, const Ep& ep) {
+template <class QT, int NW, int BM, int BN, bool MMA, class Src, class Ep>
+STRATA_DEVICE void strata_mmq_run(strata_mmq_lds_t<QT, NW, BM, BN, MMA>& s, const Src& src, int k, int hook, const Ep& ep) {
   constexpr int KT = STRATA_MMQ_KT;
   constexpr bool SPLIT = strata_mmq_split<QT>::v;
   const int ng = k / 32;
@@ -1155,9 +939,9 @@ STRATA_DEVICE void strata_mmq_run(strata_mmq_lds_t<QT, NW, BM, BN, MMA, NB>& s, 
 #ifdef STRATA_NVIDIA
   if constexpr (MMA) {
     if (hook >= 0) {
-      strata_mmq_nv_run<QT, NW, BM, BN, true, NB>(s, src, k, hook, ep);
+      strata_mmq_nv_run<QT, NW, BM, BN, true>(s, src, k, hook, ep);
     } else {
-      strata_mmq_nv_run<QT, NW, BM, BN, false, NB>(s, src, k, hook, ep);
+      strata_mmq_nv_run<QT, NW, BM, BN, false>(s, src, k, hook, ep);
     }
     return;
   }
@@ -1353,10 +1137,6 @@ struct strata_mmq_ep {
     if (t0 + c < tokens && r0 + r < rows) y[(t0 + c) * ldy + r0 + r] = v[0];
   }
 };
-// The static LDS array serves the synchronous variants; the asynchronous ones (NVIDIA mma
-// tiles kernels.Target.MmqAsyncBufs gives buffers: none since the H200 measurement of
-// bench/results/2026-11-29-prefill-jit) take dynamic shared memory, exactly
-// kernels.Target.MmqDynShared bytes, which the launch passes.
 constexpr unsigned long strata_mmq_sizes[] = {
   sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 64, 64, true>),
   sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 128, 64, true>),
@@ -1408,676 +1188,627 @@ constexpr unsigned long strata_mmq_sizes[] = {
   sizeof(strata_mmq_lds_t<strata_qt_iq1m, 1, 64, 128, false>),
 };
 __shared__ __attribute__((aligned(16))) u8 strata_mmq_lds[strata_mmq_cmax(strata_mmq_sizes, sizeof(strata_mmq_sizes) / sizeof(strata_mmq_sizes[0]))];
-extern __shared__ __attribute__((aligned(16))) u8 strata_mmq_dyn[];
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
-  constexpr int BM = 128, BN = 64, NB = 0;
+  constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
-  constexpr int BM = 64, BN = 128, NB = 0;
+  constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_dp4a_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
-  constexpr int BM = 128, BN = 64, NB = 0;
+  constexpr int BM = 128, BN = 64;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_dp4a_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
-  constexpr int BM = 64, BN = 128, NB = 0;
+  constexpr int BM = 64, BN = 128;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
-  constexpr int BM = 128, BN = 64, NB = 0;
+  constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
-  constexpr int BM = 64, BN = 128, NB = 0;
+  constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_dp4a_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
-  constexpr int BM = 128, BN = 64, NB = 0;
+  constexpr int BM = 128, BN = 64;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_dp4a_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
-  constexpr int BM = 64, BN = 128, NB = 0;
+  constexpr int BM = 64, BN = 128;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
-  constexpr int BM = 128, BN = 64, NB = 0;
+  constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
-  constexpr int BM = 64, BN = 128, NB = 0;
+  constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_dp4a_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
-  constexpr int BM = 128, BN = 64, NB = 0;
+  constexpr int BM = 128, BN = 64;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_dp4a_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
-  constexpr int BM = 64, BN = 128, NB = 0;
+  constexpr int BM = 64, BN = 128;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q6k QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q6k QT;
-  constexpr int BM = 128, BN = 64, NB = 0;
+  constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_q6k QT;
-  constexpr int BM = 64, BN = 128, NB = 0;
+  constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q6k QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_dp4a_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q6k QT;
-  constexpr int BM = 128, BN = 64, NB = 0;
+  constexpr int BM = 128, BN = 64;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_dp4a_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_q6k QT;
-  constexpr int BM = 64, BN = 128, NB = 0;
+  constexpr int BM = 64, BN = 128;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
-  constexpr int BM = 128, BN = 64, NB = 0;
+  constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
-  constexpr int BM = 64, BN = 128, NB = 0;
+  constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_dp4a_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
-  constexpr int BM = 128, BN = 64, NB = 0;
+  constexpr int BM = 128, BN = 64;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_dp4a_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
-  constexpr int BM = 64, BN = 128, NB = 0;
+  constexpr int BM = 64, BN = 128;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
-  constexpr int BM = 128, BN = 64, NB = 0;
+  constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
-  constexpr int BM = 64, BN = 128, NB = 0;
+  constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_dp4a_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
-  constexpr int BM = 128, BN = 64, NB = 0;
+  constexpr int BM = 128, BN = 64;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_dp4a_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
-  constexpr int BM = 64, BN = 128, NB = 0;
+  constexpr int BM = 64, BN = 128;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
-  constexpr int BM = 128, BN = 64, NB = 0;
+  constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
-  constexpr int BM = 64, BN = 128, NB = 0;
+  constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_dp4a_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
-  constexpr int BM = 128, BN = 64, NB = 0;
+  constexpr int BM = 128, BN = 64;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_dp4a_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
-  constexpr int BM = 64, BN = 128, NB = 0;
+  constexpr int BM = 64, BN = 128;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq1m QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq1m QT;
-  constexpr int BM = 128, BN = 64, NB = 0;
+  constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_iq1m QT;
-  constexpr int BM = 64, BN = 128, NB = 0;
+  constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_dp4a_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq1m QT;
-  constexpr int BM = 64, BN = 64, NB = 0;
+  constexpr int BM = 64, BN = 64;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_dp4a_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq1m QT;
-  constexpr int BM = 128, BN = 64, NB = 0;
+  constexpr int BM = 128, BN = 64;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_dp4a_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_iq1m QT;
-  constexpr int BM = 64, BN = 128, NB = 0;
+  constexpr int BM = 64, BN = 128;
   constexpr bool MMA = false;
-  typedef strata_mmq_lds_t<QT, 1, BM, BN, MMA, NB> S;
-  S& s = *(S*)strata_mmq_lds;
-  QT::fill(&strata_mmq_tab(s));
+  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
+  QT::fill(&s.tab);
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA, NB>(s, src, p.k, p.hook_group, ep);
+  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }

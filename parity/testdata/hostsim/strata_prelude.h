@@ -38,11 +38,6 @@ typedef long long i64;
 typedef unsigned long long u64;
 typedef float f32;
 
-// Dynamic shared memory of the prefill kernels' asynchronous variants (extern __shared__ in
-// the generated source): one array, as the blocks run one at a time; large enough for any
-// launch (the GPU's limit per block is 227 KiB).
-alignas(16) u8 strata_mmq_dyn[232448];
-
 namespace hostsim {
 constexpr int kMaxThreads = 1024;
 struct Warp {
