@@ -74,11 +74,7 @@ func (l *Launcher) Launch(f *Func, grid, block Dim3, args []byte) error {
 	if f.mod.dev != l.dev {
 		return errors.New("gpu: launch " + f.symbol + ": the function belongs to another device")
 	}
-	if err := l.dev.check(); err != nil {
-		return err
-	}
-	if err := l.bd.LaunchBound(f.h, grid, block, f.shmem.Load(), l.s.handle(), args, f.symbol); err != nil {
-		return l.dev.note(err)
-	}
-	return nil
+	return l.dev.do(func() error {
+		return l.bd.LaunchBound(f.h, grid, block, f.shmem.Load(), l.s.handle(), args, f.symbol)
+	})
 }
