@@ -599,12 +599,11 @@ struct strata_moe_shape {
 // Lane ℓ holds logits e = ℓ + 32i, i < NI (32·NI ≥ n_expert), in registers: NI loads in flight
 // at once, and each choice is a butterfly over the lanes' current bests; only the lane that
 // owned the winner rescans (the others' bests are unchanged). The previous loop re-read every
-// logit from L1 for every choice (k · E/32 dependent loads per lane): 9.1 µs at 128 experts
-// and 14.2 µs at 512 for phase 0 on the H200 (empty launch 4.2 µs). The arithmetic is that
+// logit from L1 for every choice (k · E/32 dependent loads per lane); times in the comment at
+// the top (bench/results/2026-11-29-decode-topk). The arithmetic is that
 // loop's: the same max, the same sum order (lane's logits in i order, then the butterfly),
 // the same comparisons, so ids and weights are bit-identical to it. n_expert > 1024 is
 // outside the contract (Spec: 1..1024); experts past 1024 would be ignored, never read.
-// H200, phase 0 alone: 9.3 → 8.5 µs at 128 experts, 14.5 → 10.0 µs at 512.
 template <int NI>
 STRATA_DEVICE u64 strata_moe_topk_r(const f32* l, int ne, int k, int renorm) {
   const int lane = (int)strata_lane();
