@@ -165,10 +165,10 @@ type Engine struct {
 	// its own row of bufIDs, one download after the last layer brings them all back, and the
 	// lookups (hit counts, the policy's use counts) happen after the token's one sync.
 	resident bool
-	// resident mode: a token's ids come back to one of two staging rows (idsPar), and
-	// its lookup waits (pendingIDs ≥ 0: the row's offset) until the next token's kernels
-	// are submitted, or until the counts are read (flushLookup); syncLookup: at once.
-	idsPar     int
+	// resident mode: a token's ids come back to one of two staging rows (the one a pending
+	// lookup does not read), and its lookup waits (pendingIDs ≥ 0: the row's offset) until
+	// the next token's kernels are submitted, or until the counts are read (flushLookup);
+	// syncLookup: at once.
 	pendingIDs int
 	syncLookup bool
 
@@ -826,7 +826,7 @@ func (e *Engine) pinExperts(prog func(string, ...any)) error {
 
 // staging layout: small windows in one pinned host buffer.
 type stageLayout struct {
-	x, pos, kvf, kvh, ids, ids2, idsP, tables, logits int // ids2: resident mode's second ids row (Engine.idsPar)
+	x, pos, kvf, kvh, ids, ids2, idsP, tables, logits int // ids2: resident mode's second ids row (Engine.pendingIDs)
 	tok                                               int // ForwardArgmax's token id (i32)
 	pemb, ppos, pids, pidx                            int // batched path: embeddings [N][H], positions, ids, slot indices [N][K]
 	size                                              int

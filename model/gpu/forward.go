@@ -222,10 +222,9 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 	if e.resident {
 		// Every layer's ids in one download, into the staging row the previous token's
 		// pending lookup does not read.
-		if e.idsPar == 1 {
+		if e.pendingIDs == st.ids {
 			idsOff = st.ids2
 		}
-		e.idsPar ^= 1
 		if err := e.compute.Download(e.staging, idsOff, m.Ptr(bufIDs), 4*c.ExpertsUsed*c.Layers); err != nil {
 			return err
 		}
