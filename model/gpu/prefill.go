@@ -206,9 +206,9 @@ func (e *Engine) SetTokenByToken(on bool) { e.tokenByToken = on }
 func (e *Engine) Batched(n int) bool { return e.batched(n) }
 
 // batched reports whether Forward runs a prompt of n tokens through the batched path.
+// (Load sets chunk only for the architectures and the KV placement the path covers.)
 func (e *Engine) batched(n int) bool {
-	arch := e.cfg.Arch == model.ArchQwen3MoE || e.cfg.Arch == model.ArchQwen3Next
-	return n > 1 && e.chunk > 0 && !e.tokenByToken && arch && e.ring == 0 && !e.hostKV
+	return n > 1 && e.chunk > 0 && !e.tokenByToken && e.ring == 0
 }
 
 // gemm is y[t][r] = W[r]·x[t] for T tokens: mmq when the type has a variant, else mmvq in
