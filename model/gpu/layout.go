@@ -173,7 +173,7 @@ func splitCap(ctx int) int { return min(maxSplits, (ctx+minSplitLen-1)/minSplitL
 // (30B-A3B Q2_0, bench/results/2026-11-29-gpu-engine-4, events around each launch):
 // split 20.2 µs a launch at 16 positions a split, 59.7 µs at 64, t_pos ≈ 0.82 µs; reduce
 // 5.4 µs at 2–3 splits, 7.2 µs at 16–17, t_part ≈ 0.13 µs; t_part/t_pos ≈ 1/6. Up to n =
-// 384 the policy is 8 positions a split, the fastest of 8, 16, 32 and 64 there (5.2–5.4 ms
+// 384 the policy is 8 positions a split, the fastest of 8, 16, 32 and 64 there (5.1–5.4 ms
 // a token at every position to 263, flat; 64, the policy before, which ran one split and
 // 16 waves on the whole GPU up to position 64: 5.9 ms at positions 8–39 rising to 7.5 ms).
 // Longer contexts follow the same model, not measured.
