@@ -42,36 +42,6 @@ type device struct {
 	selftestMod  uintptr
 	selftestFn   uintptr
 	selftestErr  error
-
-	dynMu  sync.Mutex
-	dynMax map[uintptr]uint32 // per function: the dynamic shared memory cuFuncSetAttribute allowed
-}
-
-// Dynamic shared memory: up to 48 KiB needs nothing; beyond it a function must first be
-// allowed the size (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), else the launch fails.
-const (
-	funcAttrMaxDynamicShared = 8 // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-	dynSharedDefault         = 48 << 10
-)
-
-// allowShared raises fn's dynamic shared memory limit to at least shmem once (per size).
-func (d *device) allowShared(fn uintptr, shmem uint32, symbol string) error {
-	if shmem <= dynSharedDefault {
-		return nil
-	}
-	d.dynMu.Lock()
-	defer d.dynMu.Unlock()
-	if d.dynMax[fn] >= shmem {
-		return nil
-	}
-	if err := d.call("cuFuncSetAttribute", symbol, d.l.cuFuncSetAttribute, fn, funcAttrMaxDynamicShared, uintptr(shmem)); err != nil {
-		return err
-	}
-	if d.dynMax == nil {
-		d.dynMax = map[uintptr]uint32{}
-	}
-	d.dynMax[fn] = shmem
-	return nil
 }
 
 // bind locks the goroutine to its OS thread and makes the device's context current

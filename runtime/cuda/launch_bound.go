@@ -23,14 +23,8 @@ func (d *device) Bind() error {
 func (d *device) Unbind() { runtime.UnlockOSThread() }
 
 // LaunchBound packs args into the arena and passes them through extra, on a thread Bind
-// prepared: one cuLaunchKernel, no thread lock or cuCtxSetCurrent of its own. More than
-// 48 KiB of dynamic shared memory is first allowed for fn (once per function and size).
+// prepared: one cuLaunchKernel, no thread lock or cuCtxSetCurrent of its own.
 func (d *device) LaunchBound(fn uintptr, grid, block gpu.Dim3, shmem uint32, stream uintptr, args []byte, symbol string) error {
-	if shmem > dynSharedDefault {
-		if err := d.allowShared(fn, shmem, symbol); err != nil {
-			return err
-		}
-	}
 	extra, err := d.arena.Pack(args)
 	if err != nil { // Pack left the arena unlocked
 		return fmt.Errorf("cuda: launch %s: %w", symbol, err)

@@ -10,11 +10,10 @@ import (
 // fakeDriver is an in-memory Driver: enough to test the policy package gpu adds on
 // top of a backend (budget, poisoning, argument checks, the mapping proof).
 type fakeDriver struct {
-	next      DevPtr
-	free      uint64
-	calls     int
-	failWith  error  // returned by the next Launch
-	lastShmem uint32 // dynamic shared bytes of the last Launch
+	next     DevPtr
+	free     uint64
+	calls    int
+	failWith error // returned by the next Launch
 	// alias behaviour for the mapping proof
 	aliasOffset uintptr // 0: alias equals host address
 	fillWorks   bool
@@ -76,9 +75,8 @@ func (f *fakeDriver) FillWords(dst DevPtr, words int, v uint32) error {
 func (f *fakeDriver) LoadModule([]byte, string) (uintptr, error) { f.calls++; return 1, nil }
 func (f *fakeDriver) UnloadModule(uintptr) error                 { f.calls++; return nil }
 func (f *fakeDriver) Function(uintptr, string) (uintptr, error)  { f.calls++; return 2, nil }
-func (f *fakeDriver) Launch(_ uintptr, _, _ Dim3, shmem uint32, _ uintptr, args []byte, sym string) error {
+func (f *fakeDriver) Launch(_ uintptr, _, _ Dim3, _ uint32, _ uintptr, args []byte, sym string) error {
 	f.calls++
-	f.lastShmem = shmem
 	if sym == "probe" { // a mapping-probe kernel: struct { u64 p; u32 n; u32 v }
 		p := DevPtr(binary.LittleEndian.Uint64(args))
 		n, v := binary.LittleEndian.Uint32(args[8:]), binary.LittleEndian.Uint32(args[12:])
@@ -171,21 +169,6 @@ func TestLaunchRejectsZeroDims(t *testing.T) {
 	m, _ := d.LoadModule(CodeObject{Name: "fk_1/x", Target: "fk_1", Image: []byte("x")})
 	fn, _ := m.Func("strata_x")
 	require.ErrorContains(t, fn.Launch(nil, Dim3{0, 1, 1}, Dim3{32, 1, 1}, 0, nil), "no zero dimension")
-}
-
-func TestLaunchDynamicShared(t *testing.T) {
-	f := newFake()
-	d := NewDevice(f)
-	m, _ := d.LoadModule(CodeObject{Name: "fk_1/x", Target: "fk_1", Image: []byte("x")})
-	fn, _ := m.Func("strata_x")
-	one := Dim3{1, 1, 1}
-	require.NoError(t, fn.Launch(nil, one, one, 100, nil))
-	require.Equal(t, uint32(100), f.lastShmem, "no floor: the caller's bytes")
-	fn.SetDynamicShared(90 << 10)
-	require.NoError(t, fn.Launch(nil, one, one, 0, nil))
-	require.Equal(t, uint32(90<<10), f.lastShmem, "the floor")
-	require.NoError(t, fn.Launch(nil, one, one, 100<<10, nil))
-	require.Equal(t, uint32(100<<10), f.lastShmem, "more than the floor")
 }
 
 func TestMappingProof(t *testing.T) {

@@ -62,8 +62,8 @@ func (l *Launcher) End() {
 	}
 }
 
-// Launch runs f on the Launcher's stream with grid blocks of block threads (dynamic
-// shared memory: what SetDynamicShared set). args is copied during the call.
+// Launch runs f on the Launcher's stream with grid blocks of block threads and no dynamic
+// shared memory. args is copied during the call.
 func (l *Launcher) Launch(f *Func, grid, block Dim3, args []byte) error {
 	if !l.bound {
 		return f.Launch(l.s, grid, block, 0, args)
@@ -75,6 +75,6 @@ func (l *Launcher) Launch(f *Func, grid, block Dim3, args []byte) error {
 		return errors.New("gpu: launch " + f.symbol + ": the function belongs to another device")
 	}
 	return l.dev.do(func() error {
-		return l.bd.LaunchBound(f.h, grid, block, f.shmem.Load(), l.s.handle(), args, f.symbol)
+		return l.bd.LaunchBound(f.h, grid, block, 0, l.s.handle(), args, f.symbol)
 	})
 }

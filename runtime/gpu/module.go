@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 )
 
@@ -31,7 +30,6 @@ type Func struct {
 	mod    *Module
 	symbol string
 	h      uintptr
-	shmem  atomic.Uint32 // dynamic shared memory every launch passes at least (SetDynamicShared)
 }
 
 // LoadModule checks that co was built for this device's arch, then loads it. A target
@@ -102,13 +100,6 @@ func (m *Module) Unload() error {
 // Symbol is the kernel's name.
 func (f *Func) Symbol() string { return f.symbol }
 
-// SetDynamicShared makes every later launch of f pass at least n bytes of dynamic shared
-// memory: for kernels whose shared memory size is a property of the kernel (kernels with
-// extern __shared__ storage, e.g. the asynchronous prefill variants: kernels.Target.MmqDynShared),
-// so that callers launching many kernels alike need not know which. The CUDA backend allows
-// sizes beyond 48 KiB on first use.
-func (f *Func) SetDynamicShared(n uint32) { f.shmem.Store(n) }
-
 // checkDims refuses a grid or block with a zero dimension.
 func (f *Func) checkDims(grid, block Dim3) error {
 	if grid.X == 0 || grid.Y == 0 || grid.Z == 0 || block.X == 0 || block.Y == 0 || block.Z == 0 {
@@ -118,14 +109,12 @@ func (f *Func) checkDims(grid, block Dim3) error {
 }
 
 // Launch runs the kernel on stream s (nil: the default stream) with grid blocks of
-// block threads and max(shmem, SetDynamicShared's n) bytes of dynamic shared memory. args
-// is the packed argument struct (see Args); the launch copies it, so the caller may reuse
-// it at once.
+// block threads and shmem bytes of dynamic shared memory. args is the packed argument
+// struct (see Args); the launch copies it, so the caller may reuse it at once.
 func (f *Func) Launch(s *Stream, grid, block Dim3, shmem uint32, args []byte) error {
 	if err := f.checkDims(grid, block); err != nil {
 		return err
 	}
-	shmem = max(shmem, f.shmem.Load())
 	d := f.mod.dev
 	return d.do(func() error { return d.drv.Launch(f.h, grid, block, shmem, s.handle(), args, f.symbol) })
 }
