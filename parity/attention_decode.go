@@ -37,19 +37,34 @@ var attentionDecodeOut = Bound{Name: "out", MaxRowRel: 2e-4, Why: `
 	via expf, ≤ 2⁻²¹ + |g|·2⁻²⁴, |g| ≤ 8) and a/L (2⁻²⁴): ≤ max|v|·(1.6e-4 + 1.3e-6·Λ) ≤
 	2e-4·max|v|·(1 + Λ/64) (1.3e-6·64 = 8.3e-5).`}
 
-// attentionCase is one case's shape; Dims: n, nh, nkv, hd, gate (0/1), q magnitude.
-type attentionCase struct{ n, nh, nkv, hd, gate, qmag int }
+// attentionCase is one case's shape; Dims: n, nh, nkv, hd, gate (0/1), q magnitude, and
+// optionally the split length (absent or 0: attentionSplitLen's).
+type attentionCase struct{ n, nh, nkv, hd, gate, qmag, split int }
 
 func attentionShape(c Case) attentionCase {
-	return attentionCase{c.Dims[0], c.Dims[1], c.Dims[2], c.Dims[3], c.Dims[4], c.Dims[5]}
+	s := attentionCase{c.Dims[0], c.Dims[1], c.Dims[2], c.Dims[3], c.Dims[4], c.Dims[5], 0}
+	if len(c.Dims) > 6 {
+		s.split = c.Dims[6]
+	}
+	return s
+}
+
+// splitLen is the case's split length: its own, or attentionSplitLen's.
+func (s attentionCase) splitLen() int {
+	if s.split > 0 {
+		return s.split
+	}
+	return attentionSplitLen(s.n)
 }
 
 // attentionHeadChunks is how many split blocks share a kv group's G q heads (≤ 8 each):
 // the split grid's x is nkv·attentionHeadChunks(G).
 func attentionHeadChunks(G int) int { return (G + 7) / 8 }
 
-// attentionSplitLen is the split policy the tests (and a launcher) use: at most 256
-// splits, at most 1024 positions each, a multiple of 64.
+// attentionSplitLen is the split policy of the cases that name none: at most 256 splits,
+// at most 1024 positions each, a multiple of 64. The cases with ",split=" give the GPU
+// engine's lengths instead (model/gpu's splitLen: ⌈√(n/6)⌉ rounded up to 8, at least 8 and
+// n/256), inside the same limits the bound assumes.
 func attentionSplitLen(n int) int {
 	s := (n + 255) / 256
 	s = (s + 63) / 64 * 64
@@ -82,6 +97,12 @@ func init() {
 			{"n=262144,nh=16,nkv=2,hd=256,gate", []int{262144, 16, 2, 256, 1, 1}},
 			{"n=32768,nh=32,nkv=4,hd=128", []int{32768, 32, 4, 128, 0, 1}},
 			{"n=2049,nh=24,nkv=2,hd=256,gate,12_per_group", []int{2049, 24, 2, 256, 1, 1}},
+			// The engine's split lengths: 8 from 1 to 384 positions, then ⌈√(n/6)⌉ to 8.
+			{"n=9,nh=4,nkv=4,hd=128,split=8", []int{9, 4, 4, 128, 0, 1, 8}},
+			{"n=263,nh=32,nkv=4,hd=128,split=8", []int{263, 32, 4, 128, 0, 1, 8}},
+			{"n=1000,nh=16,nkv=2,hd=256,gate,split=16", []int{1000, 16, 2, 256, 1, 1, 16}},
+			{"n=2049,nh=32,nkv=4,hd=128,split=24", []int{2049, 32, 4, 128, 0, 1, 24}},
+			{"n=4096,nh=16,nkv=2,hd=256,gate,split=32", []int{4096, 16, 2, 256, 1, 1, 32}},
 		},
 		Run:       runAttentionDecode,
 		SelfCheck: selfCheckAttentionDecode,
@@ -358,7 +379,7 @@ func runAttentionDecode(h *Harness, symbol string, c Case, bounds []Bound, rng *
 	if err != nil {
 		return Outcome{}, err
 	}
-	sl := attentionSplitLen(s.n)
+	sl := s.splitLen()
 	ns := (s.n + sl - 1) / sl
 	part, err := h.Output(4 * s.nh * ns * (s.hd + 2))
 	if err != nil {
@@ -407,12 +428,12 @@ func selfCheckAttentionDecode(c Case, rng *rand.Rand) error {
 	for _, q8 := range []bool{false, true} {
 		a := attentionInputs(rng, s, q8)
 		want, scale := attentionRef(a, s)
-		online := attentionOnline(a, s, attentionSplitLen(s.n), false)
+		online := attentionOnline(a, s, s.splitLen(), false)
 		naive := CompareRows(online, want, s.hd, func(r int) float64 { return scale[r] })
 		if naive.MaxRowRel > 1e-12 {
 			return fmt.Errorf("q8=%v: float64 online softmax differs from the naive softmax: %s", q8, naive.Worst)
 		}
-		f32 := attentionOnline(a, s, attentionSplitLen(s.n), true)
+		f32 := attentionOnline(a, s, s.splitLen(), true)
 		if err := attentionDecodeOut.Verify(CompareRows(f32, want, s.hd, func(r int) float64 { return scale[r] })); err != nil {
 			return fmt.Errorf("q8=%v: f32 emulation of the kernels: %w", q8, err)
 		}
