@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -118,52 +119,74 @@ type attentionKV struct {
 	maxV    []float64 // per kv head: max |v|
 }
 
+// attentionChunk is how many cache values one generator draws (a multiple of 32).
+const attentionChunk = 1 << 16
+
 // attentionInputs draws q (N(0,1)·qmag), a cache of N(0,1) keys and values (1% ×8
 // outliers; for q8, 3% of blocks zero) and gate logits N(0, 2²) clipped to ±8.
 func attentionInputs(rng *rand.Rand, s attentionCase, q8 bool) attentionKV {
 	var a attentionKV
 	rowVals := s.n * s.nkv * s.hd
+	// The cache is drawn in chunks of attentionChunk values (whole q8 blocks), each from
+	// its own generator seeded in order from rng, on every core: a 262,144-position case
+	// holds 134M values a matrix, which one generator took seconds to draw.
 	draw := func() ([]byte, []byte, []float32) {
 		vals := make([]float32, rowVals)
-		for i := range vals {
-			v := rng.NormFloat64()
-			if rng.IntN(100) == 0 {
-				v *= 8
-			}
-			vals[i] = float32(v)
+		raw, sc := make([]byte, 2*rowVals), []byte(nil)
+		if q8 {
+			raw, sc = make([]byte, rowVals), make([]byte, 2*(rowVals/32))
 		}
-		if !q8 {
-			raw := make([]byte, 2*rowVals)
-			for i, v := range vals {
-				h := quant.F32ToF16(v)
-				binary.LittleEndian.PutUint16(raw[2*i:], h)
-				vals[i] = quant.F16ToF32(h)
-			}
-			return raw, nil, vals
-		}
-		raw := make([]byte, rowVals)
-		sc := make([]byte, 2*(rowVals/32))
-		for b := 0; b < rowVals/32; b++ {
-			blk := vals[32*b : 32*b+32]
-			var amax float32
-			for _, v := range blk {
-				amax = max(amax, float32(math.Abs(float64(v))))
-			}
-			if rng.IntN(33) == 0 {
-				amax = 0
-			}
-			dh := quant.F32ToF16(amax / 127)
-			d := quant.F16ToF32(dh)
-			binary.LittleEndian.PutUint16(sc[2*b:], dh)
-			for i, v := range blk {
-				var q int8
-				if d != 0 {
-					q = int8(max(-127, min(127, math.Round(float64(v/d)))))
+		chunk := func(r *rand.Rand, c0, c1 int) {
+			for i := c0; i < c1; i++ {
+				v := r.NormFloat64()
+				if r.IntN(100) == 0 {
+					v *= 8
 				}
-				raw[32*b+i] = byte(q)
-				blk[i] = d * float32(q)
+				vals[i] = float32(v)
+			}
+			if !q8 {
+				for i := c0; i < c1; i++ {
+					h := quant.F32ToF16(vals[i])
+					binary.LittleEndian.PutUint16(raw[2*i:], h)
+					vals[i] = quant.F16ToF32(h)
+				}
+				return
+			}
+			for b := c0 / 32; b < c1/32; b++ {
+				blk := vals[32*b : 32*b+32]
+				var amax float32
+				for _, v := range blk {
+					amax = max(amax, float32(math.Abs(float64(v))))
+				}
+				if r.IntN(33) == 0 {
+					amax = 0
+				}
+				dh := quant.F32ToF16(amax / 127)
+				d := quant.F16ToF32(dh)
+				binary.LittleEndian.PutUint16(sc[2*b:], dh)
+				for i, v := range blk {
+					var q int8
+					if d != 0 {
+						q = int8(max(-127, min(127, math.Round(float64(v/d)))))
+					}
+					raw[32*b+i] = byte(q)
+					blk[i] = d * float32(q)
+				}
 			}
 		}
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+		for c0 := 0; c0 < rowVals; c0 += attentionChunk {
+			r := rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))
+			wg.Add(1)
+			sem <- struct{}{}
+			go func(c0 int) {
+				defer wg.Done()
+				chunk(r, c0, min(rowVals, c0+attentionChunk))
+				<-sem
+			}(c0)
+		}
+		wg.Wait()
 		return raw, sc, vals
 	}
 	a.k, a.ks, a.kf = draw()
