@@ -81,24 +81,17 @@ static_assert(__builtin_offsetof(struct strata_attention_decode_args, kv_rows) =
 // the positions round robin (phase φ takes j ≡ φ mod W/S); waves past S·(W/S) idle. So each
 // K and V row is read from memory once per block and used by up to 8 heads of the group.
 // Lane ℓ holds the E = hd/32 contiguous values ℓE..ℓE+E−1 of each q, of each k and v row
-// (one E-wide load per row) and of each accumulator. A phase takes its positions in batches
-// of AB (NVIDIA 8, AMD 2, where the VGPR budget ends it): the raw K and V pieces of a batch
-// are loaded together, then used in position order, so a split of the decode engine's
-// lengths (8–32 positions) waits for memory ⌈len/(AB·P)⌉ times, not len/P times (the loop
-// before loaded one position ahead: each position cost a memory latency). Per position and head: E
+// (one E-wide load per row) and of each accumulator. Per position and head: E
 // multiply-adds, a wave sum (5 shuffles), an online-softmax update (two exp2), E more
 // multiply-adds. The waves' states meet in LDS (4·W·2·(hd+2) bytes) at the end.
 // Per launch (split): reads n·nkv·hd·2·(2 bytes f16 | 1 byte + 2/32 q8) of K and V once,
 // writes 4·nh·nsplit·(hd+2); reduce reads that back and writes 4·nh·hd. ~4·nh·n·hd flops.
 
-// Loads the raw piece of E (2, 4 or 8) consecutive cache values at element offset off:
-// f16 as E/2 words; q8 as E bytes in w (E = 2: a u16 in w[0]) and its block's fp16 scale
-// in *sc. ad_cvt turns it into f32 later, so that a batch of rows can be in flight at once
-// in few registers.
-STRATA_DEVICE void ad_raw_f16(u32* w, u16* sc, const u8* base, const u16* scales, i64 off, int E) {
+// Loads E (2, 4 or 8) consecutive cache values at element offset off as f32.
+STRATA_DEVICE void ad_load_f16(f32* dst, const u8* base, const u16* scales, i64 off, int E) {
   (void)scales;
-  *sc = 0;
   const u16* src = (const u16*)base + off;
+  u32 w[4];
   if (E == 8) {
     __builtin_memcpy(w, __builtin_assume_aligned(src, 16), 16);
   } else if (E == 4) {
@@ -106,23 +99,17 @@ STRATA_DEVICE void ad_raw_f16(u32* w, u16* sc, const u8* base, const u16* scales
   } else {
     __builtin_memcpy(w, __builtin_assume_aligned(src, 4), 4);
   }
-}
-// The E values of a raw piece as f32 (q8: scale·q).
-STRATA_DEVICE void ad_cvt_f16(f32* dst, const u32* w, u16 sc, int E) {
-  (void)sc;
   #pragma unroll
   for (int e = 0; e < 8; ++e) {
     if (e < E) dst[e] = strata_f16_to_f32((u16)(w[e / 2] >> (16 * (e & 1))));
   }
 }
 
-// Loads the raw piece of E (2, 4 or 8) consecutive cache values at element offset off:
-// f16 as E/2 words; q8 as E bytes in w (E = 2: a u16 in w[0]) and its block's fp16 scale
-// in *sc. ad_cvt turns it into f32 later, so that a batch of rows can be in flight at once
-// in few registers.
-STRATA_DEVICE void ad_raw_q8(u32* w, u16* sc, const u8* base, const u16* scales, i64 off, int E) {
+// Loads E (2, 4 or 8) consecutive cache values at element offset off as f32.
+STRATA_DEVICE void ad_load_q8(f32* dst, const u8* base, const u16* scales, i64 off, int E) {
   const i8* src = (const i8*)base + off;
-  *sc = scales[off / 32];
+  const f32 d = strata_f16_to_f32(scales[off / 32]);
+  u32 w[2];
   if (E == 8) {
     __builtin_memcpy(w, __builtin_assume_aligned(src, 8), 8);
   } else if (E == 4) {
@@ -132,10 +119,6 @@ STRATA_DEVICE void ad_raw_q8(u32* w, u16* sc, const u8* base, const u16* scales,
     __builtin_memcpy(&h, __builtin_assume_aligned(src, 2), 2);
     w[0] = h;
   }
-}
-// The E values of a raw piece as f32 (q8: scale·q).
-STRATA_DEVICE void ad_cvt_q8(f32* dst, const u32* w, u16 sc, int E) {
-  const f32 d = strata_f16_to_f32(sc);
   #pragma unroll
   for (int e = 0; e < 8; ++e) {
     if (e < E) dst[e] = d * (f32)(i8)(w[e / 4] >> (8 * (e & 3)));
@@ -174,48 +157,44 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_split_f16(c
   const i64 j0 = (i64)s * p.split_len;
   const i64 j1 = j0 + p.split_len < p.n ? j0 + p.split_len : p.n;
   const i64 pos_stride = (i64)p.nkv * p.hd;
-  // A phase walks its positions in batches of AB: the K and V rows of a batch are all
-  // loaded (raw, ad_raw) before the first is used, so a split of split_len ≤ AB·P positions
-  // waits for memory once, not once per position; the positions are then taken in order, as
-  // before, so the results are the same bits.
-  constexpr int AB = 8; // positions per batch (AMD: 2, inside the VGPR budget)
-  for (i64 jb = j0 + phase; active && jb < j1; jb += (i64)AB * P) {
-    u32 kw[AB][4], vw[AB][4];
-    u16 ksc[AB], vsc[AB];
+  // Rows are loaded one position ahead (nk, nv), so a row's latency overlaps the previous
+  // position's dot, butterfly and update.
+  f32 nk[8], nv[8];
+  if (active && j0 + phase < j1) {
+    const i64 off = (j0 + phase) * pos_stride + (i64)g * p.hd + lane * E;
+    ad_load_f16(nk, p.k, p.ks, off, E);
+    ad_load_f16(nv, p.v, p.vs, off, E);
+  }
+  for (i64 j = j0 + phase; active && j < j1; j += P) {
+    f32 kf[8], vf[8];
 #pragma unroll
-    for (int b = 0; b < AB; ++b) {
-      const i64 j = jb + (i64)b * P;
-      if (j < j1) {
-        const i64 off = j * pos_stride + (i64)g * p.hd + lane * E;
-        ad_raw_f16(kw[b], &ksc[b], p.k, p.ks, off, E);
-        ad_raw_f16(vw[b], &vsc[b], p.v, p.vs, off, E);
-      }
+    for (int e = 0; e < 8; ++e) {
+      kf[e] = nk[e];
+      vf[e] = nv[e];
+    }
+    if (j + P < j1) {
+      const i64 off = (j + P) * pos_stride + (i64)g * p.hd + lane * E;
+      ad_load_f16(nk, p.k, p.ks, off, E);
+      ad_load_f16(nv, p.v, p.vs, off, E);
     }
 #pragma unroll
-    for (int b = 0; b < AB; ++b) {
-      if (jb + (i64)b * P >= j1) break; // uniform across the wave
-      f32 kf[8], vf[8];
-      ad_cvt_f16(kf, kw[b], ksc[b], E);
-      ad_cvt_f16(vf, vw[b], vsc[b], E);
+    for (int i = 0; i < 2; ++i) {
+      if (i < nhw && slot + W * i < Gc) { // uniform across the wave
+        f32 dot = 0.0f;
 #pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        if (i < nhw && slot + W * i < Gc) { // uniform across the wave
-          f32 dot = 0.0f;
-#pragma unroll
-          for (int e = 0; e < 8; ++e) {
-            if (e < E) dot += q[i][e] * kf[e];
-          }
-          dot = strata_wave_sum_f32(dot);
-          const f32 mn = __builtin_fmaxf(m[i], dot);
-          const f32 c = strata_exp2f(m[i] - mn); // 0 on the first position (m = −inf)
-          const f32 pj = strata_exp2f(dot - mn);
-          l[i] = l[i] * c + pj;
-#pragma unroll
-          for (int e = 0; e < 8; ++e) {
-            if (e < E) acc[i][e] = acc[i][e] * c + pj * vf[e];
-          }
-          m[i] = mn;
+        for (int e = 0; e < 8; ++e) {
+          if (e < E) dot += q[i][e] * kf[e];
         }
+        dot = strata_wave_sum_f32(dot);
+        const f32 mn = __builtin_fmaxf(m[i], dot);
+        const f32 c = strata_exp2f(m[i] - mn); // 0 on the first position (m = −inf)
+        const f32 pj = strata_exp2f(dot - mn);
+        l[i] = l[i] * c + pj;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          if (e < E) acc[i][e] = acc[i][e] * c + pj * vf[e];
+        }
+        m[i] = mn;
       }
     }
   }
@@ -280,48 +259,44 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_split_q8(co
   const i64 j0 = (i64)s * p.split_len;
   const i64 j1 = j0 + p.split_len < p.n ? j0 + p.split_len : p.n;
   const i64 pos_stride = (i64)p.nkv * p.hd;
-  // A phase walks its positions in batches of AB: the K and V rows of a batch are all
-  // loaded (raw, ad_raw) before the first is used, so a split of split_len ≤ AB·P positions
-  // waits for memory once, not once per position; the positions are then taken in order, as
-  // before, so the results are the same bits.
-  constexpr int AB = 8; // positions per batch (AMD: 2, inside the VGPR budget)
-  for (i64 jb = j0 + phase; active && jb < j1; jb += (i64)AB * P) {
-    u32 kw[AB][4], vw[AB][4];
-    u16 ksc[AB], vsc[AB];
+  // Rows are loaded one position ahead (nk, nv), so a row's latency overlaps the previous
+  // position's dot, butterfly and update.
+  f32 nk[8], nv[8];
+  if (active && j0 + phase < j1) {
+    const i64 off = (j0 + phase) * pos_stride + (i64)g * p.hd + lane * E;
+    ad_load_q8(nk, p.k, p.ks, off, E);
+    ad_load_q8(nv, p.v, p.vs, off, E);
+  }
+  for (i64 j = j0 + phase; active && j < j1; j += P) {
+    f32 kf[8], vf[8];
 #pragma unroll
-    for (int b = 0; b < AB; ++b) {
-      const i64 j = jb + (i64)b * P;
-      if (j < j1) {
-        const i64 off = j * pos_stride + (i64)g * p.hd + lane * E;
-        ad_raw_q8(kw[b], &ksc[b], p.k, p.ks, off, E);
-        ad_raw_q8(vw[b], &vsc[b], p.v, p.vs, off, E);
-      }
+    for (int e = 0; e < 8; ++e) {
+      kf[e] = nk[e];
+      vf[e] = nv[e];
+    }
+    if (j + P < j1) {
+      const i64 off = (j + P) * pos_stride + (i64)g * p.hd + lane * E;
+      ad_load_q8(nk, p.k, p.ks, off, E);
+      ad_load_q8(nv, p.v, p.vs, off, E);
     }
 #pragma unroll
-    for (int b = 0; b < AB; ++b) {
-      if (jb + (i64)b * P >= j1) break; // uniform across the wave
-      f32 kf[8], vf[8];
-      ad_cvt_q8(kf, kw[b], ksc[b], E);
-      ad_cvt_q8(vf, vw[b], vsc[b], E);
+    for (int i = 0; i < 2; ++i) {
+      if (i < nhw && slot + W * i < Gc) { // uniform across the wave
+        f32 dot = 0.0f;
 #pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        if (i < nhw && slot + W * i < Gc) { // uniform across the wave
-          f32 dot = 0.0f;
-#pragma unroll
-          for (int e = 0; e < 8; ++e) {
-            if (e < E) dot += q[i][e] * kf[e];
-          }
-          dot = strata_wave_sum_f32(dot);
-          const f32 mn = __builtin_fmaxf(m[i], dot);
-          const f32 c = strata_exp2f(m[i] - mn); // 0 on the first position (m = −inf)
-          const f32 pj = strata_exp2f(dot - mn);
-          l[i] = l[i] * c + pj;
-#pragma unroll
-          for (int e = 0; e < 8; ++e) {
-            if (e < E) acc[i][e] = acc[i][e] * c + pj * vf[e];
-          }
-          m[i] = mn;
+        for (int e = 0; e < 8; ++e) {
+          if (e < E) dot += q[i][e] * kf[e];
         }
+        dot = strata_wave_sum_f32(dot);
+        const f32 mn = __builtin_fmaxf(m[i], dot);
+        const f32 c = strata_exp2f(m[i] - mn); // 0 on the first position (m = −inf)
+        const f32 pj = strata_exp2f(dot - mn);
+        l[i] = l[i] * c + pj;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          if (e < E) acc[i][e] = acc[i][e] * c + pj * vf[e];
+        }
+        m[i] = mn;
       }
     }
   }
