@@ -46,25 +46,53 @@ static_assert(__builtin_offsetof(struct strata_rmsnorm_row_args, eps) == 68, "st
 //
 // Layout: block b takes row b (grid x = rows); thread t of the 256 owns elements
 // t + 256·j, so wave w, lane ℓ owns the 32-value quant blocks w + 8·j, lane ℓ
-// each. Σx²: per-thread sequential, a xor butterfly per wave, then the 8 wave sums
-// from LDS added in wave order by every thread (one barrier). The Q8_1 quantization of
-// each block is rmsnorm's: amax and Σ by butterfly over the wave, f32 division, roundf,
-// fp16 RNE. Every thread reads back only the xo elements it wrote itself.
+// each. A decode row is a latency problem (one row of 2048 values is 8 KB, 32 bytes a
+// thread): the first RR·256 values of a row (RR = 16: n ≤ 4096, every row of the
+// supported models) are loaded into registers, every load of x, r and w issued before the
+// first use, and kept there for the scale pass, so the block waits for memory once; rows
+// longer than that walk their tail as before (the tail's values are read again in the
+// scale pass, from the xo or x elements the thread itself wrote or read). Σx²: per-thread
+// sequential in element order (j ascending, then the tail), a xor butterfly per wave, then
+// the 8 wave sums from LDS added in wave order by every thread (one barrier): the order of
+// the loop this replaced, so the results are the same bits. The Q8_1 quantization of each
+// block is rmsnorm's: amax and Σ by butterfly over the wave, f32 division, roundf, fp16
+// RNE; the blocks of one thread are independent, so their butterflies overlap.
 // Per launch: reads 4·rows·n (x) [+ 4·rows·n (r)] + 4n (w) per row, writes 4·rows·n (y)
 // [+ 4·rows·n (xo)] [+ 36·rows·n/32 (q)]; LDS 32 bytes.
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(256) strata_rmsnorm_row_f32(const struct strata_rmsnorm_row_args p) {
   static_assert(256 == 8 * 32, "rmsnorm_row: 8 waves per block");
+  enum { T = 256, RR = 16 }; // threads; values per thread held in registers
   __shared__ f32 wsum[8];
   const i64 row = (i64)strata_block_x();
   if (row >= p.rows) return; // the whole block
   const u32 tid = strata_thread_x(), lane = strata_lane(), wv = tid >> 5;
   const i64 off = (row / p.heads) * p.tok_stride + (row % p.heads) * p.head_stride;
   const f32* x = p.x + off;
+  // The register part: all loads first (no store between them), then the sums.
+  f32 v[RR], wr[RR];
+#pragma unroll
+  for (int j = 0; j < RR; ++j) {
+    const int i = (int)tid + j * T;
+    v[j] = 0.0f;
+    wr[j] = 0.0f;
+    if (i < p.n) {
+      v[j] = x[i];
+      wr[j] = p.w[i];
+    }
+  }
   f32 ss = 0.0f;
-  for (int i = (int)tid; i < p.n; i += 256) {
-    const f32 v = x[i];
-    ss += v * v;
+#pragma unroll
+  for (int j = 0; j < RR; ++j) {
+    const int i = (int)tid + j * T;
+    if (i < p.n) {
+      ss += v[j] * v[j];
+    }
+  }
+  // The tail of rows longer than RR·T, as the loop before.
+  for (int i = (int)tid + RR * T; i < p.n; i += T) {
+    const f32 t = x[i];
+    ss += t * t;
   }
   ss = strata_wave_sum_f32(ss);
   if (lane == 0) wsum[wv] = ss;
@@ -72,24 +100,55 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(256) strata_rmsnorm_row_f32(const struct
   ss = 0.0f;
   for (int w = 0; w < 8; ++w) ss += wsum[w];
   const f32 inv = 1.0f / __builtin_sqrtf(ss / (f32)p.n + p.eps);
-  for (int i = (int)tid; i < p.n; i += 256) {
+#pragma unroll
+  for (int j = 0; j < RR; ++j) {
+    const int i = (int)tid + j * T;
+    if (i < p.n) p.y[off + i] = (v[j] * inv) * wr[j];
+  }
+  for (int i = (int)tid + RR * T; i < p.n; i += T) {
     p.y[off + i] = (x[i] * inv) * p.w[i];
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(256) strata_rmsnorm_row_add(const struct strata_rmsnorm_row_args p) {
   static_assert(256 == 8 * 32, "rmsnorm_row: 8 waves per block");
+  enum { T = 256, RR = 16 }; // threads; values per thread held in registers
   __shared__ f32 wsum[8];
   const i64 row = (i64)strata_block_x();
   if (row >= p.rows) return; // the whole block
   const u32 tid = strata_thread_x(), lane = strata_lane(), wv = tid >> 5;
   const i64 off = (row / p.heads) * p.tok_stride + (row % p.heads) * p.head_stride;
   const f32* x = p.x + off;
+  // The register part: all loads first (no store between them), then the sums.
+  f32 v[RR], wr[RR];
+  f32 rr[RR];
+#pragma unroll
+  for (int j = 0; j < RR; ++j) {
+    const int i = (int)tid + j * T;
+    v[j] = 0.0f;
+    wr[j] = 0.0f;
+    rr[j] = 0.0f;
+    if (i < p.n) {
+      v[j] = x[i];
+      rr[j] = p.r[off + i];
+      wr[j] = p.w[i];
+    }
+  }
   f32 ss = 0.0f;
-  for (int i = (int)tid; i < p.n; i += 256) {
-    const f32 v = x[i] + p.r[off + i];
-    p.xo[off + i] = v;
-    ss += v * v;
+#pragma unroll
+  for (int j = 0; j < RR; ++j) {
+    const int i = (int)tid + j * T;
+    if (i < p.n) {
+      v[j] = v[j] + rr[j];
+      p.xo[off + i] = v[j];
+      ss += v[j] * v[j];
+    }
+  }
+  // The tail of rows longer than RR·T, as the loop before.
+  for (int i = (int)tid + RR * T; i < p.n; i += T) {
+    const f32 t = x[i] + p.r[off + i];
+    p.xo[off + i] = t;
+    ss += t * t;
   }
   ss = strata_wave_sum_f32(ss);
   if (lane == 0) wsum[wv] = ss;
@@ -97,23 +156,49 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(256) strata_rmsnorm_row_add(const struct
   ss = 0.0f;
   for (int w = 0; w < 8; ++w) ss += wsum[w];
   const f32 inv = 1.0f / __builtin_sqrtf(ss / (f32)p.n + p.eps);
-  for (int i = (int)tid; i < p.n; i += 256) {
+#pragma unroll
+  for (int j = 0; j < RR; ++j) {
+    const int i = (int)tid + j * T;
+    if (i < p.n) p.y[off + i] = (v[j] * inv) * wr[j];
+  }
+  for (int i = (int)tid + RR * T; i < p.n; i += T) {
     p.y[off + i] = (p.xo[off + i] * inv) * p.w[i];
   }
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(256) strata_rmsnorm_row_q81(const struct strata_rmsnorm_row_args p) {
   static_assert(256 == 8 * 32, "rmsnorm_row: 8 waves per block");
+  enum { T = 256, RR = 16 }; // threads; values per thread held in registers
   __shared__ f32 wsum[8];
   const i64 row = (i64)strata_block_x();
   if (row >= p.rows) return; // the whole block
   const u32 tid = strata_thread_x(), lane = strata_lane(), wv = tid >> 5;
   const i64 off = (row / p.heads) * p.tok_stride + (row % p.heads) * p.head_stride;
   const f32* x = p.x + off;
+  // The register part: all loads first (no store between them), then the sums.
+  f32 v[RR], wr[RR];
+#pragma unroll
+  for (int j = 0; j < RR; ++j) {
+    const int i = (int)tid + j * T;
+    v[j] = 0.0f;
+    wr[j] = 0.0f;
+    if (i < p.n) {
+      v[j] = x[i];
+      wr[j] = p.w[i];
+    }
+  }
   f32 ss = 0.0f;
-  for (int i = (int)tid; i < p.n; i += 256) {
-    const f32 v = x[i];
-    ss += v * v;
+#pragma unroll
+  for (int j = 0; j < RR; ++j) {
+    const int i = (int)tid + j * T;
+    if (i < p.n) {
+      ss += v[j] * v[j];
+    }
+  }
+  // The tail of rows longer than RR·T, as the loop before.
+  for (int i = (int)tid + RR * T; i < p.n; i += T) {
+    const f32 t = x[i];
+    ss += t * t;
   }
   ss = strata_wave_sum_f32(ss);
   if (lane == 0) wsum[wv] = ss;
@@ -121,9 +206,28 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(256) strata_rmsnorm_row_q81(const struct
   ss = 0.0f;
   for (int w = 0; w < 8; ++w) ss += wsum[w];
   const f32 inv = 1.0f / __builtin_sqrtf(ss / (f32)p.n + p.eps);
-  // n is a multiple of 32: every lane of a wave takes part in each of its blocks.
+  // n is a multiple of 32 (and RR·T is): every lane of a wave takes part in each of its
+  // blocks, in the register part and in the tail.
   u8* qrow = p.q + row * (i64)(p.n / 32) * 36;
-  for (int i = (int)tid; i < p.n; i += 256) {
+#pragma unroll
+  for (int j = 0; j < RR; ++j) {
+    const int i = (int)tid + j * T;
+    if (i < p.n) {
+      const f32 y = (v[j] * inv) * wr[j];
+      if (p.y) p.y[off + i] = y;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(y));
+      const f32 sum = strata_wave_sum_f32(y);
+      const f32 d = amax / 127.0f;
+      u8* blk = qrow + (i / 32) * 36;
+      blk[4 + lane] = (u8)(amax == 0.0f ? 0 : (i8)__builtin_roundf(y / d));
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+  }
+  for (int i = (int)tid + RR * T; i < p.n; i += T) {
     const f32 y = (x[i] * inv) * p.w[i];
     if (p.y) p.y[off + i] = y;
     const f32 amax = strata_wave_max_f32(__builtin_fabsf(y));
@@ -141,17 +245,43 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(256) strata_rmsnorm_row_q81(const struct
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(256) strata_rmsnorm_row_addq81(const struct strata_rmsnorm_row_args p) {
   static_assert(256 == 8 * 32, "rmsnorm_row: 8 waves per block");
+  enum { T = 256, RR = 16 }; // threads; values per thread held in registers
   __shared__ f32 wsum[8];
   const i64 row = (i64)strata_block_x();
   if (row >= p.rows) return; // the whole block
   const u32 tid = strata_thread_x(), lane = strata_lane(), wv = tid >> 5;
   const i64 off = (row / p.heads) * p.tok_stride + (row % p.heads) * p.head_stride;
   const f32* x = p.x + off;
+  // The register part: all loads first (no store between them), then the sums.
+  f32 v[RR], wr[RR];
+  f32 rr[RR];
+#pragma unroll
+  for (int j = 0; j < RR; ++j) {
+    const int i = (int)tid + j * T;
+    v[j] = 0.0f;
+    wr[j] = 0.0f;
+    rr[j] = 0.0f;
+    if (i < p.n) {
+      v[j] = x[i];
+      rr[j] = p.r[off + i];
+      wr[j] = p.w[i];
+    }
+  }
   f32 ss = 0.0f;
-  for (int i = (int)tid; i < p.n; i += 256) {
-    const f32 v = x[i] + p.r[off + i];
-    p.xo[off + i] = v;
-    ss += v * v;
+#pragma unroll
+  for (int j = 0; j < RR; ++j) {
+    const int i = (int)tid + j * T;
+    if (i < p.n) {
+      v[j] = v[j] + rr[j];
+      p.xo[off + i] = v[j];
+      ss += v[j] * v[j];
+    }
+  }
+  // The tail of rows longer than RR·T, as the loop before.
+  for (int i = (int)tid + RR * T; i < p.n; i += T) {
+    const f32 t = x[i] + p.r[off + i];
+    p.xo[off + i] = t;
+    ss += t * t;
   }
   ss = strata_wave_sum_f32(ss);
   if (lane == 0) wsum[wv] = ss;
@@ -159,9 +289,28 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(256) strata_rmsnorm_row_addq81(const str
   ss = 0.0f;
   for (int w = 0; w < 8; ++w) ss += wsum[w];
   const f32 inv = 1.0f / __builtin_sqrtf(ss / (f32)p.n + p.eps);
-  // n is a multiple of 32: every lane of a wave takes part in each of its blocks.
+  // n is a multiple of 32 (and RR·T is): every lane of a wave takes part in each of its
+  // blocks, in the register part and in the tail.
   u8* qrow = p.q + row * (i64)(p.n / 32) * 36;
-  for (int i = (int)tid; i < p.n; i += 256) {
+#pragma unroll
+  for (int j = 0; j < RR; ++j) {
+    const int i = (int)tid + j * T;
+    if (i < p.n) {
+      const f32 y = (v[j] * inv) * wr[j];
+      if (p.y) p.y[off + i] = y;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(y));
+      const f32 sum = strata_wave_sum_f32(y);
+      const f32 d = amax / 127.0f;
+      u8* blk = qrow + (i / 32) * 36;
+      blk[4 + lane] = (u8)(amax == 0.0f ? 0 : (i8)__builtin_roundf(y / d));
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+  }
+  for (int i = (int)tid + RR * T; i < p.n; i += T) {
     const f32 y = (p.xo[off + i] * inv) * p.w[i];
     if (p.y) p.y[off + i] = y;
     const f32 amax = strata_wave_max_f32(__builtin_fabsf(y));
