@@ -179,8 +179,8 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 	if err != nil {
 		t.Fatal(err)
 	}
-	runGPU := func(slots, chunk int, noGraph bool) ([]int32, [][]float32, mgpu.Stats) {
-		eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: ctx, MaxExpert: slots, Group: 3, Chunk: chunk, NoGraph: noGraph})
+	runGPU := func(slots, chunk int, noGraph bool, mapped ...bool) ([]int32, [][]float32, mgpu.Stats) {
+		eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: ctx, MaxExpert: slots, Group: 3, Chunk: chunk, NoGraph: noGraph, MapMisses: len(mapped) > 0 && mapped[0]})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -278,6 +278,36 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 		} else {
 			w, tt := check(fmt.Sprintf("chunk %d smallest cache", chunk), streamTok, streamLog)
 			t.Logf("chunk %d smallest cache (other expert route): worst logits NMSE %.3g, near-tie flips %d", chunk, w, tt)
+		}
+		// Mapped misses (Options.MapMisses: the kernels read missing experts from mapped
+		// pinned host memory, model/gpu/mapped.go) at the smallest cache and at half of all
+		// experts: decode runs the resident structure, so token by token the logits must be
+		// the resident run's bits; the batched prompt path looks experts up and copies as
+		// the copy path does, so there the smallest-cache mapped run must be the copy run's
+		// bits where both took the same expert routes, and within the CPU bound always.
+		for _, slots := range []int{2 * shp.ExpertsUsed, shp.Layers * shp.Experts / 2} {
+			mapTok, mapLog, ms := runGPU(slots, chunk, false, true)
+			what := fmt.Sprintf("chunk %d mapped misses, %d slots", chunk, slots)
+			w, tt := check(what, mapTok, mapLog)
+			want, ref := gpuLog, "resident"
+			if chunk > 0 {
+				want, ref = nil, ""
+				if slots == 2*shp.ExpertsUsed && ms.StackLayers == small.StackLayers && ms.FallbackLayers == small.FallbackLayers {
+					want, ref = streamLog, "copy path"
+				}
+			}
+			for i := range want {
+				for j := range want[i] {
+					if math.Float32bits(want[i][j]) != math.Float32bits(mapLog[i][j]) {
+						t.Fatalf("%s: step %d logit %d: %v, %s %v: not bitwise equal", what, i, j, mapLog[i][j], ref, want[i][j])
+					}
+				}
+			}
+			if ms.Misses == 0 || (chunk == 0 && dev.Info().Backend == "cuda" && ms.Graphs == 0) {
+				t.Errorf("%s: %d misses, %d graph launches", what, ms.Misses, ms.Graphs)
+			}
+			t.Logf("%s: worst logits NMSE %.3g, near-tie flips %d, bitwise equal to %q; hits %d misses %d, %.1f MB promoted, %.2f syncs/token, %d graph launches",
+				what, w, tt, ref, ms.Hits, ms.Misses, float64(ms.CopiedBytes)/1e6, float64(ms.Syncs)/float64(max(1, ms.Tokens)), ms.Graphs)
 		}
 		// The greedy path (ForwardArgmax: sample/argmax on the GPU, 4 bytes back) on a
 		// resident engine fed the same tokens: its token must be the host's argmax of the

@@ -107,7 +107,9 @@ func TestEngineMappedMisses(t *testing.T) {
 				for _, r := range []struct{ slots, promote int }{{1, 0}, {2 * K, 0}, {3 * K, 0}, {all / 2, 0}, {3 * K, 1}} {
 					copyRun := runMapped(t, c.preset, c.typ, Options{MaxExpert: r.slots, Chunk: chunk}, nil)
 					mapRun := runMapped(t, c.preset, c.typ, Options{MaxExpert: r.slots, Chunk: chunk, MapMisses: true, MapPromote: r.promote}, nil)
-					what := func(s string) string { return fmt.Sprintf("%s: chunk %d, slots %d, promote %d", s, chunk, r.slots, r.promote) }
+					what := func(s string) string {
+						return fmt.Sprintf("%s: chunk %d, slots %d, promote %d", s, chunk, r.slots, r.promote)
+					}
 					if chunk == 0 {
 						sameBits(t, what("copy vs resident"), copyRun.logs, resident.logs)
 						sameBits(t, what("map vs resident"), mapRun.logs, resident.logs)
