@@ -19,6 +19,10 @@
 // are submitted (Options.SyncLookup: at once); its launches and copies are submitted as one
 // replayed graph where the backend has graphs (graph.go; Options.NoGraph). The embedding
 // row is gathered on the host (it is one row per token and keeps the table out of VRAM).
+// With Options.MapMisses (mapped.go) every expert is also readable by the kernels from mapped
+// pinned host memory, the slot tables point each expert at its slot or its host copy, and
+// a token that misses takes the resident structure too, reading its misses over the bus
+// while the cache promotes hot experts into slots in the background.
 // Prompt tokens go through the same decode path one at a time unless Options.Chunk is set:
 // then a qwen3moe or qwen3next prompt runs in chunks through the batched path (prefill.go: mmq,
 // attention_prefill, moe_prefill, every layer over the whole chunk).
@@ -1232,6 +1236,10 @@ func (e *Engine) Close() error {
 	}
 	e.kevs, e.kevPool = nil, nil
 	errs = append(errs, e.dropGraphs())
+	if e.mapped && e.copier != nil { // promotions may still be copying into the slots freed below
+		_, err := e.copier.Finish()
+		errs = append(errs, err)
+	}
 	if e.tablesEv != nil {
 		errs = append(errs, e.tablesEv.Destroy())
 		e.tablesEv = nil

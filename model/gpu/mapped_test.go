@@ -45,6 +45,7 @@ func runMapped(t *testing.T, preset string, typ quant.Type, o Options, check fun
 	if check != nil {
 		check(eng, fake)
 	}
+	allocs := len(fake.allocs)
 	prompt := []int32{104, 101, 108, 108, 111, 32, 119}
 	const steps = 8
 	var r mappedRun
@@ -63,6 +64,9 @@ func runMapped(t *testing.T, preset string, typ quant.Type, o Options, check fun
 		t.Fatal(err)
 	}
 	r.logs = append(r.logs, l)
+	if n := len(fake.allocs); n != allocs { // the memory plan holds everything (issue 11, item 2)
+		t.Errorf("%d device allocations after loading", n-allocs)
+	}
 	if fake.emu.err != nil {
 		t.Fatal(fake.emu.err)
 	}
