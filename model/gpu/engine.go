@@ -222,6 +222,11 @@ type Engine struct {
 	promoting  map[int]promotion
 	tablesEv   *rt.Event
 	mapPromote int
+	// vram mirrors which experts' table entries point at a slot ([layer·E + expert], kept
+	// by setSlot); vramAt holds it as each token was submitted, by the token's ids row, for
+	// the hit counts of its lookup.
+	vram   []bool
+	vramAt map[int][]bool
 }
 
 // clockBase is the origin of the launch timings' monotonic clock reads.
@@ -968,6 +973,10 @@ func (e *Engine) prepare(o Options) error {
 			return err
 		}
 		e.promoting, e.mapPromote = map[int]promotion{}, o.MapPromote
+		n := c.Layers * c.Experts
+		e.vram = make([]bool, n)
+		st := e.stage()
+		e.vramAt = map[int][]bool{st.ids: make([]bool, n), st.ids2: make([]bool, n)}
 	}
 	e.prefetch, e.predicted = o.Prefetch, map[Key]bool{}
 	e.hostKV = o.HostKV

@@ -179,6 +179,9 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 	if e.deferLookup() && e.pendingIDs == st.ids {
 		idsOff = st.ids2
 	}
+	if e.mapped && !e.resident { // the tables this token reads: every upload so far precedes it
+		copy(e.vramAt[idsOff], e.vram)
+	}
 	var err error
 	graph := e.useGraph()
 	if graph {
@@ -217,14 +220,14 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 	if err := e.sync(); err != nil {
 		return err
 	}
-	if !e.resident { // mapped misses (mapped.go): lookups and promotions, copies left running
-		return e.promote(idsOff)
-	}
 	e.pendingIDs = idsOff
 	if e.syncLookup {
 		if err := e.lookupPending(); err != nil {
 			return err
 		}
+	}
+	if !e.resident { // mapped misses: promotions stay in flight across tokens (mapped.go)
+		return nil
 	}
 	return e.finishCopies()
 }
@@ -300,15 +303,18 @@ func (e *Engine) tokenOps(wantLogits bool, idsOff int) error {
 // and synchronises once, after its last layer.
 func (e *Engine) oneSync() bool { return e.resident || e.mapped }
 
-// deferLookup: a token's lookup waits until the next token's kernels are submitted
-// (resident without SyncLookup; mapped misses look up at once, after the sync).
-func (e *Engine) deferLookup() bool { return e.resident && !e.syncLookup }
+// deferLookup: a token's lookup waits until the next token's kernels are submitted (unless
+// SyncLookup).
+func (e *Engine) deferLookup() bool { return e.oneSync() && !e.syncLookup }
 
 // lookupPending makes the pending resident lookup and advances the cache's step, as the
-// per-layer path does after a token.
+// per-layer path does after a token; with mapped misses it is promote (mapped.go).
 func (e *Engine) lookupPending() error {
 	off := e.pendingIDs
 	e.pendingIDs = -1
+	if !e.resident {
+		return e.promote(off)
+	}
 	if err := e.lookupResident(off); err != nil {
 		return err
 	}
@@ -816,6 +822,9 @@ func (e *Engine) setSlot(tables []byte, layer, expert int, slot rt.DevPtr) {
 			p = e.hostAddr(layer, expert) + off
 		}
 		binary.LittleEndian.PutUint64(tables[base+(j*E+expert)*8:], p)
+	}
+	if e.vram != nil {
+		e.vram[layer*E+expert] = slot != 0
 	}
 }
 

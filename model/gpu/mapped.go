@@ -16,31 +16,33 @@ import (
 // a kernel reads for an expert are the same wherever they sit, so the logits are those of
 // the resident run, bit for bit.
 //
-// The cache still promotes: after a token's sync (the GPU is idle) promote looks the
-// token's ids up, which tells the policy of every use and places (at most MapPromote per
-// token) missed experts into free or evicted slots. The order that keeps every kernel
-// reading valid bytes:
+// The cache still promotes. A token's ids come back with its one download, and its lookup
+// (promote) runs as the resident lookup does: while the next token's kernels run (after
+// that token's graph is launched; at once after the sync with SyncLookup). It tells the
+// policy of every use, counts hits (experts the token read from VRAM: the tables as they
+// stood when it was submitted, vramAt) and misses, and places (at most MapPromote per
+// token) missed experts into free or evicted slots. So when promote(t) runs, token t+1 may
+// be on the GPU reading the tables as they were. The order that keeps every kernel reading
+// the bytes of the expert its table entry names:
 //
 //  1. An evicted expert's entries go back to its host address in the host mirror of the
 //     tables at once; a newly placed expert's entries stay at its host address.
-//  2. The changed tables are uploaded on the compute stream, and an event (tablesEv) is
-//     recorded after the upload; the copy stream waits for that event before the batch's
-//     copies. So a slot is overwritten only after every kernel that could read it through
-//     the evicted expert's old entry has finished (they were queued before the upload on
-//     the same stream) and after the tables no longer point at it. (Today the compute
-//     stream is idle here, so the wait is already satisfied; the event keeps the order
-//     explicit should the lookup move to run while a token is in flight.)
-//  3. A promotion's entries are pointed at its slot only at a later token boundary at which
-//     the host has seen the event of the copy's group complete (Event.Done); that upload
-//     is queued on the compute stream before the next token, so no kernel reads a slot
-//     before its bytes are there.
+//  2. The changed tables are uploaded on the compute stream, after the kernels already
+//     queued there (token t+1's), and an event (tablesEv) is recorded after the upload; the
+//     copy stream waits for that event before the batch's copies. So a slot is overwritten
+//     only after every kernel that could read it through an evicted expert's old entry has
+//     finished, and the kernels queued after the upload read the expert from host memory.
+//  3. A promotion's entries are pointed at its slot only by a later promote that has seen
+//     the event of the copy's group complete (Event.Done); that upload, like every upload,
+//     runs before the kernels queued after it, so no kernel reads a slot before its bytes.
 //
 // In-flight promotions are kept by slot (promoting): placing another expert into a slot
 // replaces its record, so a record commits only when the last copy into its slot is done
 // (copies into one slot run in order on the copy stream). The copier's events go back to
 // its pool (Finish) only when none of its groups is pending, so no record holds a reused
-// event. The host mirror is written only after a sync of the compute stream, by which time
-// the previous uploads from it have run.
+// event. The host mirror is written only by promote (and the batched path, after settle),
+// which runs after the sync of the token before, which waited for the previous upload from
+// the mirror: an upload never reads a mirror being rewritten.
 
 // promotion is an expert being copied into a slot; ev is its copy group's event (nil until
 // the batch is issued).
@@ -54,17 +56,9 @@ func (e *Engine) hostAddr(layer, expert int) uint64 {
 	return uint64(e.hostDev) + (uint64(layer)*uint64(e.cfg.Experts)+uint64(expert))*e.slot.total
 }
 
-// inFlight reports whether k was placed in slot s but its copy is not yet committed (its
-// entries still point at host memory).
-func (e *Engine) inFlight(s int, k Key) bool {
-	r, ok := e.promoting[s]
-	return ok && r.key == k
-}
-
-// promote makes a token's lookups from its ids in the staging window at off (after the
-// token's sync): hit and miss counts (a hit is an expert the token's kernels read from
-// VRAM), the policy's uses, the commits of completed promotions and the next batch of
-// promotions, in the order the comment above gives.
+// promote makes a token's lookups from its ids in the staging window at off (the token
+// has completed): hit and miss counts, the policy's uses, the commits of completed
+// promotions and the next batch of promotions, in the order the comment above gives.
 func (e *Engine) promote(off int) error {
 	c := &e.cfg
 	K := c.ExpertsUsed
@@ -74,15 +68,15 @@ func (e *Engine) promote(off int) error {
 		admit = e.mapPromote
 	}
 	var cps []Copy
-	var placed []int // slot of each copy in cps
+	var placed []int    // slot of each copy in cps
+	at := e.vramAt[off] // the token's tables: which experts it read from VRAM
 	for li := range e.layers {
 		ids, err := e.readIDs(li, off+4*K*li, e.idsBuf)
 		if err != nil {
 			return err
 		}
 		for _, id := range ids {
-			k := Key{int32(li), int32(id)}
-			if s, ok := e.cache.Resident(k); ok && !e.inFlight(s, k) {
+			if at[li*c.Experts+id] {
 				e.stats.Hits++
 			} else {
 				e.stats.Misses++
