@@ -38,6 +38,14 @@ func TestBackendFlags(t *testing.T) {
 	if code := run(append(gen, "--prefill-chunk", "-1"), &so, &se); code != 2 || !strings.Contains(se.String(), "--prefill-chunk -1 must not be negative") {
 		t.Errorf("negative prefill chunk: exit %d, %q", code, se.String())
 	}
+	se.Reset()
+	if code := run(append(gen, "--expert-misses", "stream"), &so, &se); code != 2 || !strings.Contains(se.String(), `--expert-misses "stream": want copy or map`) {
+		t.Errorf("--expert-misses stream: exit %d, %q", code, se.String())
+	}
+	se.Reset()
+	if code := run(append(gen, "--expert-misses", "map", "--map-promote", "-2"), &so, &se); code != 2 || !strings.Contains(se.String(), "--map-promote -2 must not be negative") {
+		t.Errorf("negative promotion cap: exit %d, %q", code, se.String())
+	}
 	if _, err := gpu.Open(gpu.Request{Have: targetsWithCodeObjects(defaultCODir())}); err != nil {
 		se.Reset()
 		if code := run(append(gen, "--backend", "gpu"), &so, &se); code != 1 || !strings.Contains(se.String(), "gpu:") {
