@@ -21,7 +21,8 @@ import (
 // that token's graph is launched; at once after the sync with SyncLookup). It tells the
 // policy of every use, counts hits (experts the token read from VRAM: the tables as they
 // stood when it was submitted, vramAt) and misses, and places (at most MapPromote per
-// token) missed experts into free or evicted slots. So when promote(t) runs, token t+1 may
+// token, and none while the copies of an earlier token are pending) missed experts into
+// free or evicted slots. So when promote(t) runs, token t+1 may
 // be on the GPU reading the tables as they were. The order that keeps every kernel reading
 // the bytes of the expert its table entry names:
 //
@@ -66,6 +67,14 @@ func (e *Engine) promote(off int) error {
 	admit := math.MaxInt
 	if e.mapPromote > 0 {
 		admit = e.mapPromote
+	}
+	// Back-pressure: while copies of an earlier token are still pending, place nothing new
+	// (uses are still counted), so the copy stream never holds more than one token's batch
+	// and the copier's events return to its pool (recycleCopies) between batches.
+	if busy, err := e.copier.Pending(); err != nil {
+		return err
+	} else if busy > 0 {
+		admit = 0
 	}
 	var cps []Copy
 	var placed []int    // slot of each copy in cps

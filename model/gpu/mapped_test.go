@@ -174,8 +174,8 @@ func mapRunSlotBytes(t *testing.T, preset string, typ quant.Type) uint64 {
 // expert copy writes a slot that a slot-table entry on the device points into; at every
 // moe_decode launch every entry that points into a slot finds the bytes of its own expert
 // there, and every other entry points at the expert's own host copy; and while the copy
-// events report not ready, no promotion is committed (no hit, every read from the host),
-// after which they are.
+// events report not ready, no promotion is committed (no hit, every read from the host) and
+// no second batch is issued (back-pressure), while with completed copies promotions commit.
 func TestMappedPromotionOrder(t *testing.T) {
 	for _, preset := range []string{"tiny", "tiny-next"} {
 		t.Run(preset, func(t *testing.T) {
@@ -251,6 +251,9 @@ func TestMappedPromotionOrder(t *testing.T) {
 				}
 				if notReady > 0 && s.Hits != 0 {
 					t.Errorf("copies never reported done, yet %d hits: a promotion was committed early", s.Hits)
+				}
+				if notReady > 0 && copies > p.Layers*p.ExpertsUsed { // back-pressure: one token's batch in flight at most
+					t.Errorf("copies never reported done, yet %d copies issued (one token uses %d experts)", copies, p.Layers*p.ExpertsUsed)
 				}
 				if notReady == 0 && s.Hits == 0 {
 					t.Errorf("copies done, yet no hit")
