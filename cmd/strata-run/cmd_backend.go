@@ -23,6 +23,8 @@ type backendFlags struct {
 	device   string
 	prefetch bool
 	chunk    int
+	misses   string // --expert-misses copy|map
+	promote  int
 	stats    bool // --stats (declared in cmd_generate.go)
 }
 
@@ -36,6 +38,8 @@ func addBackendFlags(fs *flag.FlagSet) *backendFlags {
 	fs.StringVar(&b.device, "device", "", "GPU: which device (see list-devices)")
 	fs.BoolVar(&b.prefetch, "expert-prefetch", false, "GPU: copy the experts the next layer's router predicts from the current hidden state, while this layer computes")
 	fs.IntVar(&b.chunk, "prefill-chunk", 0, "GPU: run prompts through the batched path in chunks of this many tokens (qwen3moe, qwen3next; 0: token by token)")
+	fs.StringVar(&b.misses, "expert-misses", "copy", "GPU: how experts missing from VRAM are read: copy (into a slot before the layer runs) or map (the kernels read them from mapped pinned host memory; hot ones are promoted in the background)")
+	fs.IntVar(&b.promote, "map-promote", 0, "GPU, --expert-misses map: copy at most this many missed experts into VRAM per token (0: every miss)")
 	return b
 }
 
@@ -67,6 +71,12 @@ func openForward(b *backendFlags, src *model.GGUFSource, st *model.State, ctx in
 	if b.vramMiB < 0 {
 		return nil, fmt.Errorf("%w: --vram-budget-mib %d must not be negative", errUsage, b.vramMiB)
 	}
+	if b.misses != "copy" && b.misses != "map" {
+		return nil, fmt.Errorf("%w: --expert-misses %q: want copy or map", errUsage, b.misses)
+	}
+	if b.promote < 0 {
+		return nil, fmt.Errorf("%w: --map-promote %d must not be negative (0: every miss)", errUsage, b.promote)
+	}
 	if b.chunk < 0 {
 		return nil, fmt.Errorf("%w: --prefill-chunk %d must not be negative (0 runs prompts token by token)", errUsage, b.chunk)
 	}
@@ -92,7 +102,8 @@ func openGPU(b *backendFlags, src *model.GGUFSource, ctx int, stderr io.Writer) 
 	if err != nil {
 		return nil, err
 	}
-	o := mgpu.Options{CODir: dir, Ctx: ctx, Budget: uint64(b.vramMiB) << 20, Policy: b.policy, Group: b.group, Prefetch: b.prefetch, Progress: stderr, Chunk: min(b.chunk, ctx)} // a chunk longer than the context is the context
+	o := mgpu.Options{CODir: dir, Ctx: ctx, Budget: uint64(b.vramMiB) << 20, Policy: b.policy, Group: b.group, Prefetch: b.prefetch, Progress: stderr, Chunk: min(b.chunk, ctx), // a chunk longer than the context is the context
+		MapMisses: b.misses == "map", MapPromote: b.promote}
 	if b.profile != "" {
 		if fh, err := os.Open(b.profile); err == nil {
 			cfg, _ := model.ParseConfig(src.Meta(), src.Path())

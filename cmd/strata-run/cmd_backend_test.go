@@ -38,6 +38,14 @@ func TestBackendFlags(t *testing.T) {
 	if code := run(append(gen, "--prefill-chunk", "-1"), &so, &se); code != 2 || !strings.Contains(se.String(), "--prefill-chunk -1 must not be negative") {
 		t.Errorf("negative prefill chunk: exit %d, %q", code, se.String())
 	}
+	se.Reset()
+	if code := run(append(gen, "--expert-misses", "stream"), &so, &se); code != 2 || !strings.Contains(se.String(), `--expert-misses "stream": want copy or map`) {
+		t.Errorf("--expert-misses stream: exit %d, %q", code, se.String())
+	}
+	se.Reset()
+	if code := run(append(gen, "--expert-misses", "map", "--map-promote", "-2"), &so, &se); code != 2 || !strings.Contains(se.String(), "--map-promote -2 must not be negative") {
+		t.Errorf("negative promotion cap: exit %d, %q", code, se.String())
+	}
 	if _, err := gpu.Open(gpu.Request{Have: targetsWithCodeObjects(defaultCODir())}); err != nil {
 		se.Reset()
 		if code := run(append(gen, "--backend", "gpu"), &so, &se); code != 1 || !strings.Contains(se.String(), "gpu:") {
@@ -179,10 +187,12 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 	if err != nil {
 		t.Fatal(err)
 	}
-	runGPU := func(slots, chunk int, noGraph bool) ([]int32, [][]float32, mgpu.Stats) {
-		eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: ctx, MaxExpert: slots, Group: 3, Chunk: chunk, NoGraph: noGraph})
+	// cur is the test the helpers below report to: t, or the mapped-misses subtest.
+	cur := t
+	runGPU := func(slots, chunk int, noGraph bool, mapped ...bool) ([]int32, [][]float32, mgpu.Stats) {
+		eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: ctx, MaxExpert: slots, Group: 3, Chunk: chunk, NoGraph: noGraph, MapMisses: len(mapped) > 0 && mapped[0]})
 		if err != nil {
-			t.Fatal(err)
+			cur.Fatal(err)
 		}
 		defer eng.Close()
 		var toks []int32
@@ -195,7 +205,7 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 			l, err = eng.Forward([]int32{cpuTok[i]})
 		}
 		if err != nil {
-			t.Fatal(err)
+			cur.Fatal(err)
 		}
 		return toks, logs, eng.Stats()
 	}
@@ -209,23 +219,23 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 				num += d * d
 				den += float64(c) * float64(c)
 				if math.IsNaN(float64(gpuLog[i][j])) || math.IsInf(float64(gpuLog[i][j]), 0) {
-					t.Fatalf("%s step %d: GPU logit %d is %v", what, i, j, gpuLog[i][j])
+					cur.Fatalf("%s step %d: GPU logit %d is %v", what, i, j, gpuLog[i][j])
 				}
 			}
 			nmse := num / den
 			worst = max(worst, nmse)
 			if nmse > bound {
-				t.Errorf("%s step %d: logits NMSE %.3g > %.3g", what, i, nmse, bound)
+				cur.Errorf("%s step %d: logits NMSE %.3g > %.3g", what, i, nmse, bound)
 			}
 			if gpuTok[i] != cpuTok[i] {
 				rms := math.Sqrt(num / float64(len(cpuLog[i])))
 				margin, pair, ok := nearTie(gpuLog[i], cpuLog[i], gpuTok[i], cpuTok[i], rms)
 				if ok {
 					ties++
-					t.Logf("%s step %d: greedy token GPU %d, CPU %d at a near tie (CPU top-2 margin %.4g < 4σ, pair error %.4g ≤ 4√2σ, σ = RMS difference %.4g)", what, i, gpuTok[i], cpuTok[i], margin, pair, rms)
+					cur.Logf("%s step %d: greedy token GPU %d, CPU %d at a near tie (CPU top-2 margin %.4g < 4σ, pair error %.4g ≤ 4√2σ, σ = RMS difference %.4g)", what, i, gpuTok[i], cpuTok[i], margin, pair, rms)
 					continue
 				}
-				t.Errorf("%s step %d: greedy token GPU %d, CPU %d (CPU top-2 margin %.4g, pair error %.4g, RMS difference σ %.4g; GPU logit of CPU's token %.4g, of its own %.4g)",
+				cur.Errorf("%s step %d: greedy token GPU %d, CPU %d (CPU top-2 margin %.4g, pair error %.4g, RMS difference σ %.4g; GPU logit of CPU's token %.4g, of its own %.4g)",
 					what, i, gpuTok[i], cpuTok[i], margin, pair, rms, gpuLog[i][cpuTok[i]], gpuLog[i][gpuTok[i]])
 			}
 		}
@@ -278,6 +288,41 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 		} else {
 			w, tt := check(fmt.Sprintf("chunk %d smallest cache", chunk), streamTok, streamLog)
 			t.Logf("chunk %d smallest cache (other expert route): worst logits NMSE %.3g, near-tie flips %d", chunk, w, tt)
+		}
+		// Mapped misses (Options.MapMisses: the kernels read missing experts from mapped
+		// pinned host memory, model/gpu/mapped.go) at the smallest cache and at half of all
+		// experts: decode runs the resident structure, so token by token the logits must be
+		// the resident run's bits; the batched prompt path looks experts up and copies as
+		// the copy path does, so there the smallest-cache mapped run must be the copy run's
+		// bits where both took the same expert routes, and within the CPU bound always.
+		for _, slots := range []int{2 * shp.ExpertsUsed, shp.Layers * shp.Experts / 2} {
+			outer := t
+			t.Run(fmt.Sprintf("mapped/chunk%d/slots%d", chunk, slots), func(t *testing.T) {
+				cur = t
+				defer func() { cur = outer }()
+				mapTok, mapLog, ms := runGPU(slots, chunk, false, true)
+				what := fmt.Sprintf("chunk %d mapped misses, %d slots", chunk, slots)
+				w, tt := check(what, mapTok, mapLog)
+				want, ref := gpuLog, "resident"
+				if chunk > 0 {
+					want, ref = nil, ""
+					if slots == 2*shp.ExpertsUsed && ms.StackLayers == small.StackLayers && ms.FallbackLayers == small.FallbackLayers {
+						want, ref = streamLog, "copy path"
+					}
+				}
+				for i := range want {
+					for j := range want[i] {
+						if math.Float32bits(want[i][j]) != math.Float32bits(mapLog[i][j]) {
+							t.Fatalf("%s: step %d logit %d: %v, %s %v: not bitwise equal", what, i, j, mapLog[i][j], ref, want[i][j])
+						}
+					}
+				}
+				if ms.Misses == 0 || (chunk == 0 && dev.Info().Backend == "cuda" && ms.Graphs == 0) {
+					t.Errorf("%s: %d misses, %d graph launches", what, ms.Misses, ms.Graphs)
+				}
+				t.Logf("%s: worst logits NMSE %.3g, near-tie flips %d, bitwise equal to %q; hits %d misses %d, %.1f MB promoted, %.2f syncs/token, %d graph launches",
+					what, w, tt, ref, ms.Hits, ms.Misses, float64(ms.CopiedBytes)/1e6, float64(ms.Syncs)/float64(max(1, ms.Tokens)), ms.Graphs)
+			})
 		}
 		// The greedy path (ForwardArgmax: sample/argmax on the GPU, 4 bytes back) on a
 		// resident engine fed the same tokens: its token must be the host's argmax of the

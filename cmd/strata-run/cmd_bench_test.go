@@ -97,6 +97,10 @@ func benchCeilings(t *testing.T, dev *gpu.Device) (d2d, h2d float64) {
 // tokens. Reports tok/s, hit rate, bytes copied per token, the copy bandwidth, the host's
 // launch and synchronisation time, and the per-token bound with the ratio, as Markdown in
 // $STRATA_BENCH_OUT/gpu-engine-*.md and tab-separated rows in bench-rows.tsv there.
+// STRATA_BENCH_MISSES (comma-separated: copy, map; default copy) runs each policy once per
+// miss path (mgpu.Options.MapMisses for map; rows labelled POLICY/map), with
+// STRATA_BENCH_MAP_PROMOTE as mgpu.Options.MapPromote; for map rows the bound's bus bytes
+// are the missed experts read through the mapping plus the promotions copied.
 // STRATA_BENCH_HOSTKV=1, STRATA_BENCH_NORESIDENT=1, STRATA_BENCH_NOFUSE=1 and
 // STRATA_BENCH_NOROWNORM=1 select the engine's measurement baselines (mgpu.Options.HostKV,
 // NoResident, NoFuse, NoRowNorm); all four together are the first engine's kernels, launch
@@ -144,6 +148,19 @@ func TestGPUBench(t *testing.T) {
 	}
 	budgets := strings.Split(os.Getenv("STRATA_BENCH_BUDGETS_MIB"), ",")
 	policies := strings.Split(os.Getenv("STRATA_BENCH_POLICIES"), ",")
+	if v := os.Getenv("STRATA_BENCH_MISSES"); v != "" {
+		var pm []string
+		for _, pol := range policies {
+			for _, mode := range strings.Split(v, ",") {
+				if mode = strings.TrimSpace(mode); mode != "copy" && mode != "map" {
+					t.Fatalf("STRATA_BENCH_MISSES: %q is not copy or map", mode)
+				}
+				pm = append(pm, strings.TrimSpace(pol)+"/"+mode)
+			}
+		}
+		policies = pm
+	}
+	mapPromote := env("STRATA_BENCH_MAP_PROMOTE", 0)
 	tokens := env("STRATA_BENCH_TOKENS", 64)
 	ctx := env("STRATA_BENCH_CTX", 1024)
 	group := env("STRATA_BENCH_GROUP", mgpu.DefaultGroup)
@@ -185,8 +202,10 @@ func TestGPUBench(t *testing.T) {
 		bname := map[bool]string{true: "unlimited", false: strconv.Itoa(mibs)}[mibs == 0]
 		for _, pol := range policies {
 			t0 := time.Now()
-			eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: ctx, Budget: uint64(mibs) << 20, Policy: strings.TrimSpace(pol),
-				Group: group, Prefetch: prefetch, HostKV: hostKV, NoResident: noRes, NoFuse: noFuse, NoRowNorm: noRow, KernelTimes: ktimes, Chunk: chunk})
+			polName, miss, _ := strings.Cut(strings.TrimSpace(pol), "/")
+			mapped := miss == "map"
+			eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: ctx, Budget: uint64(mibs) << 20, Policy: polName,
+				MapMisses: mapped, MapPromote: mapPromote, Group: group, Prefetch: prefetch, HostKV: hostKV, NoResident: noRes, NoFuse: noFuse, NoRowNorm: noRow, KernelTimes: ktimes, Chunk: chunk})
 			if err != nil {
 				fmt.Fprintf(&b, "| %s | %s | load failed: %v |\n", bname, pol, err)
 				t.Logf("budget %s: %v", bname, err)
@@ -207,7 +226,11 @@ func TestGPUBench(t *testing.T) {
 			row := func(phase string, s mgpu.Stats) {
 				ms := s.Wall.Seconds() * 1e3 / float64(s.Tokens)
 				perTok := float64(s.CopiedBytes) / float64(s.Tokens)
-				bound := max(touched/(d2d*1e9), perTok/(h2d*1e9)) * 1e3
+				bus := perTok
+				if mapped { // the misses cross the bus as kernel reads, the promotions as copies
+					bus += float64(s.Misses) * float64(eng.Plan().SlotBytes) / float64(s.Tokens)
+				}
+				bound := max(touched/(d2d*1e9), bus/(h2d*1e9)) * 1e3
 				hit := float64(s.Hits) / float64(max(1, s.Hits+s.Misses))
 				copyBW := float64(s.CopiedBytes) / 1e6 / max(s.CopyMs, 1e-9)
 				lpt := float64(s.Launches) / float64(s.Tokens)

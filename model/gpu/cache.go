@@ -65,6 +65,13 @@ type Miss struct {
 // experts[i]), and the misses to copy first. The experts of this call are never evicted
 // by it; more distinct experts than slots is an error.
 func (c *Cache) Lookup(layer int, experts []int, slots []int, misses []Miss) ([]int, []Miss, error) {
+	return c.LookupAdmit(layer, experts, slots, misses, math.MaxInt)
+}
+
+// LookupAdmit is Lookup placing at most admit of the misses (in order); a miss past that
+// is counted and told to the policy like any other but gets no slot (slots[i] = −1): it
+// stays where it is (mapped misses read it from host memory).
+func (c *Cache) LookupAdmit(layer int, experts []int, slots []int, misses []Miss, admit int) ([]int, []Miss, error) {
 	slots, misses = slots[:0], misses[:0]
 	// The experts of this call, distinct: a scan, not a map (k is small, and a lookup per
 	// layer and token must not allocate).
@@ -86,6 +93,10 @@ func (c *Cache) Lookup(layer int, experts []int, slots []int, misses []Miss) ([]
 			continue
 		}
 		c.Misses++
+		if len(misses) >= admit {
+			slots = append(slots, -1)
+			continue
+		}
 		var s int
 		ev := Key{-1, -1}
 		if n := len(c.free); n > 0 {

@@ -109,6 +109,9 @@ func (c *Copier) Issue(copies []Copy) ([]Group, error) {
 	return c.groups[first:], nil
 }
 
+// After makes the copies issued later wait for ev (recorded on another stream).
+func (c *Copier) After(ev *rt.Event) error { return c.stream.Wait(ev) }
+
 // Wait makes work queued later on s wait for groups.
 func (c *Copier) Wait(s *rt.Stream, groups []Group) error {
 	for _, g := range groups {

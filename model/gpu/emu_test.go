@@ -45,6 +45,10 @@ type emu struct {
 	cancel  *[]float64 // per head and delta-net launch: the cancellation of o = Sᵀq
 	// resid, when non-nil, receives every residual an add-norm writes (diagnostics).
 	resid *[][]float32
+	// host, when set, resolves addresses of mapped host memory; hostBytes counts the bytes
+	// read or written through it.
+	host      func(p uint64, n int) []byte
+	hostBytes int64
 }
 
 func newEmu() *emu { return &emu{allocs: map[uintptr][]byte{}} }
@@ -73,6 +77,12 @@ func (m *emu) at(p uint64, n int) []byte {
 		off := uintptr(p) - m.starts[i]
 		if off+uintptr(n) <= uintptr(len(b)) {
 			return b[off : off+uintptr(n)]
+		}
+	}
+	if m.host != nil { // mapped host memory (fakeDriver.mapHost)
+		if h := m.host(p, n); h != nil {
+			m.hostBytes += int64(n)
+			return h
 		}
 	}
 	m.fail("access of %d bytes at %#x outside every allocation", n, p)

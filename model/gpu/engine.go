@@ -19,6 +19,10 @@
 // are submitted (Options.SyncLookup: at once); its launches and copies are submitted as one
 // replayed graph where the backend has graphs (graph.go; Options.NoGraph). The embedding
 // row is gathered on the host (it is one row per token and keeps the table out of VRAM).
+// With Options.MapMisses (mapped.go) every expert is also readable by the kernels from mapped
+// pinned host memory, the slot tables point each expert at its slot or its host copy, and
+// a token that misses takes the resident structure too, reading its misses over the bus
+// while the cache promotes hot experts into slots in the background.
 // Prompt tokens go through the same decode path one at a time unless Options.Chunk is set:
 // then a qwen3moe or qwen3next prompt runs in chunks through the batched path (prefill.go: mmq,
 // attention_prefill, moe_prefill, every layer over the whole chunk).
@@ -104,6 +108,16 @@ type Options struct {
 	// path (which also stays the path of single tokens, and of models the batched path
 	// does not cover).
 	Chunk int
+	// MapMisses: every expert lives in mapped pinned host memory that the kernels can read
+	// directly, and the slot tables point each expert at its VRAM slot or, when it has
+	// none, at its host copy (mapped.go). A token then runs as a resident one does (phase
+	// 3 + 2, one sync, the graph) and the kernels read missing experts over the bus; the
+	// cache still promotes experts into VRAM slots in the background. Needs a device that
+	// maps host memory (rt.DeviceInfo.CanMapHost) and every expert pinned (no staging ring).
+	MapMisses bool
+	// MapPromote > 0: with MapMisses, copy at most this many missed experts into VRAM
+	// slots per token (the rest keep being read from host memory); 0: every miss.
+	MapPromote int
 }
 
 // Engine is a model loaded on one device.
@@ -199,6 +213,20 @@ type Engine struct {
 	gcur         *tokenGraph
 	gi, gc       int
 	gLast        *tokenGraph // the graph launched last (running until the step's sync)
+
+	// mapped misses (Options.MapMisses, mapped.go): the device address of hostExp, the
+	// promotions whose copies are in flight by slot, the event that orders a promotion
+	// batch's copies after its table upload, and the per-token promotion cap.
+	mapped     bool
+	hostDev    rt.DevPtr
+	promoting  map[int]promotion
+	tablesEv   *rt.Event
+	mapPromote int
+	// vram mirrors which experts' table entries point at a slot ([layer·E + expert], kept
+	// by setSlot); vramAt holds it as each token was submitted, by the token's ids row, for
+	// the hit counts of its lookup.
+	vram   []bool
+	vramAt map[int][]bool
 }
 
 // clockBase is the origin of the launch timings' monotonic clock reads.
@@ -344,6 +372,14 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	if c.Embd%32 != 0 || (c.Heads*c.HeadDim)%32 != 0 || c.ExpertFF%32 != 0 {
 		return nil, fmt.Errorf("%w: the Q8_1 kernels need hidden, attention and expert widths that are multiples of 32", ErrMissingKernel)
 	}
+	if o.MapMisses {
+		if info := dev.Info(); !info.CanMapHost {
+			return nil, fmt.Errorf("model/gpu: mapped expert misses (--expert-misses map) need a device that can map pinned host memory into its address space; %s cannot (use --expert-misses copy)", info.ID())
+		}
+	}
+	if o.MapPromote < 0 {
+		return nil, fmt.Errorf("model/gpu: mapped promotion cap %d (0: every miss)", o.MapPromote)
+	}
 	e = &Engine{dev: dev, cfg: c, vocab: m.Vocab, src: src, fns: map[string]*rt.Func{}, noFuse: o.NoFuse, noRowNorm: o.NoRowNorm, ktimes: o.KernelTimes}
 	partial := e
 	defer func() {
@@ -408,7 +444,7 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	if err := e.upload(dense, prog); err != nil {
 		return nil, err
 	}
-	if err := e.pinExperts(prog); err != nil {
+	if err := e.pinExperts(prog, o.MapMisses); err != nil {
 		return nil, err
 	}
 	if err := e.prepare(o); err != nil {
@@ -761,8 +797,9 @@ func f32Bytes(v []float32) []byte {
 	return b
 }
 
-// pinExperts copies every expert into one pinned host buffer, slot-shaped.
-func (e *Engine) pinExperts(prog func(string, ...any)) error {
+// pinExperts copies every expert into one pinned host buffer, slot-shaped; with mapped,
+// one the device can read through an alias (Options.MapMisses; no staging ring then).
+func (e *Engine) pinExperts(prog func(string, ...any), mapped bool) error {
 	c := &e.cfg
 	n := uint64(c.Layers) * uint64(c.Experts) * e.slot.total
 	if n > math.MaxInt {
@@ -786,7 +823,9 @@ func (e *Engine) pinExperts(prog func(string, ...any)) error {
 	}
 	e.expT = tensors
 	var err error
-	if e.hostExp, err = e.dev.HostAlloc(int(n), false); err != nil {
+	if e.hostExp, err = e.dev.HostAlloc(int(n), mapped); err != nil && mapped {
+		return fmt.Errorf("model/gpu: mapped expert misses need every expert in pinned host memory: pinning %s failed: %w (use --expert-misses copy, which can stage through a ring)", mib(n), err)
+	} else if err != nil {
 		// reliability.md §2.6: without enough pinnable memory, stage through a small pinned
 		// ring instead; each miss is then a CPU copy from the mapping first.
 		ring := 2 * c.ExpertsUsed
@@ -797,6 +836,13 @@ func (e *Engine) pinExperts(prog func(string, ...any)) error {
 		e.ring = ring
 		prog("pinning all experts (%s) failed (%v): staging misses through a pinned ring of %d slots instead\n", mib(n), err, ring)
 		return nil
+	}
+	if mapped {
+		p, ok, aerr := e.hostExp.Mapped()
+		if !ok {
+			return fmt.Errorf("model/gpu: mapped expert misses: the device cannot read the pinned experts through a mapping: %w (use --expert-misses copy)", aerr)
+		}
+		e.mapped, e.hostDev = true, p
 	}
 	dst := e.hostExp.Bytes()
 	// Layers are copied by parallel workers; a fault reading the mapping (file truncated
@@ -919,6 +965,19 @@ func (e *Engine) prepare(o Options) error {
 		return fmt.Errorf("model/gpu: unknown cache policy %q (decayed or lru)", o.Policy)
 	}
 	e.dirty = make([]bool, c.Layers)
+	if e.mapped {
+		if o.Prefetch {
+			return fmt.Errorf("model/gpu: look-ahead prefetch and mapped expert misses exclude each other (a mapped token never waits for a copy)")
+		}
+		if e.tablesEv, err = e.dev.NewEvent(); err != nil {
+			return err
+		}
+		e.promoting, e.mapPromote = map[int]promotion{}, o.MapPromote
+		n := c.Layers * c.Experts
+		e.vram = make([]bool, n)
+		st := e.stage()
+		e.vramAt = map[int][]bool{st.ids: make([]bool, n), st.ids2: make([]bool, n)}
+	}
 	e.prefetch, e.predicted = o.Prefetch, map[Key]bool{}
 	e.hostKV = o.HostKV
 	e.pendingIDs, e.syncLookup = -1, o.SyncLookup
@@ -926,6 +985,13 @@ func (e *Engine) prepare(o Options) error {
 	// its most used experts are copied in now, as many as there are slots.
 	st := e.staging.Bytes()[e.stage().tables:]
 	clear(st[:8*3*c.Experts*c.Layers])
+	if e.mapped { // mapped misses: every expert's entries at its host copy
+		for l := 0; l < c.Layers; l++ {
+			for x := 0; x < c.Experts; x++ {
+				e.setSlot(st, l, x, 0)
+			}
+		}
+	}
 	if o.Profile != nil {
 		keys := make([]Key, 0, len(o.Profile.Count))
 		for k := range o.Profile.Count {
@@ -1179,6 +1245,14 @@ func (e *Engine) Close() error {
 	}
 	e.kevs, e.kevPool = nil, nil
 	errs = append(errs, e.dropGraphs())
+	if e.mapped && e.copier != nil { // promotions may still be copying into the slots freed below
+		_, err := e.copier.Finish()
+		errs = append(errs, err)
+	}
+	if e.tablesEv != nil {
+		errs = append(errs, e.tablesEv.Destroy())
+		e.tablesEv = nil
+	}
 	if e.copier != nil {
 		errs = append(errs, e.copier.Close())
 	}

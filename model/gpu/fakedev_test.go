@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sort"
 	"unsafe"
@@ -42,6 +43,14 @@ type fakeDriver struct {
 	graphLaunch  int
 	graphSets    int
 	graphFailing error // returned by the next GraphLaunch
+	// mapHost: the device maps pinned host memory (DeviceInfo.CanMapHost): a host
+	// buffer's alias is its host address, and the emulated kernels read through it.
+	mapHost bool
+	// notReady > 0: event queries report not ready (counting down); beforeH2D and
+	// beforeLaunch, when set, see each host-to-device copy and kernel launch as it runs.
+	notReady     int
+	beforeH2D    func(dst, n uintptr)
+	beforeLaunch func(sym string)
 }
 
 // fakeGraph is a captured stream: its launches and copies in order, and each node's index.
@@ -175,7 +184,13 @@ func newFakeDevice(phys uint64) (*rt.Device, *fakeDriver) {
 }
 
 func newFakeDeviceArch(phys uint64, arch string) (*rt.Device, *fakeDriver) {
-	f := &fakeDriver{phys: phys, next: 1 << 20, live: map[rt.DevPtr]uint64{}, arch: arch}
+	return newFakeDeviceMap(phys, arch, false)
+}
+
+// newFakeDeviceMap is newFakeDeviceArch with fakeDriver.mapHost (read into the device's
+// info when it is made).
+func newFakeDeviceMap(phys uint64, arch string, mapHost bool) (*rt.Device, *fakeDriver) {
+	f := &fakeDriver{phys: phys, next: 1 << 20, live: map[rt.DevPtr]uint64{}, arch: arch, mapHost: mapHost}
 	return rt.NewDevice(f), f
 }
 
@@ -184,7 +199,7 @@ func (f *fakeDriver) Info() rt.DeviceInfo {
 	if arch == "" {
 		arch = "fk_1"
 	}
-	return rt.DeviceInfo{Backend: "fake", Name: "Fake", Arch: arch, TotalMem: f.phys}
+	return rt.DeviceInfo{Backend: "fake", Name: "Fake", Arch: arch, TotalMem: f.phys, CanMapHost: f.mapHost, UnifiedAddressing: f.mapHost}
 }
 func (f *fakeDriver) Close() error                     { return nil }
 func (f *fakeDriver) MemInfo() (uint64, uint64, error) { return f.phys - f.used, f.phys, nil }
@@ -242,6 +257,9 @@ func (f *fakeDriver) CopyAsync(kind rt.CopyKind, dst, src, n, s uintptr) error {
 			}
 		}
 	case kind == rt.HostToDevice && f.emu != nil:
+		if f.beforeH2D != nil {
+			f.beforeH2D(dst, n)
+		}
 		copy(f.emu.at(uint64(dst), int(n)), f.hostAt(src, n))
 	}
 	if kind != rt.DeviceToHost {
@@ -273,9 +291,26 @@ func (f *fakeDriver) HostFree(unsafe.Pointer) error                    { return 
 func (f *fakeDriver) HostRegister(unsafe.Pointer, uintptr, bool) error { return nil }
 func (f *fakeDriver) HostUnregister(unsafe.Pointer) error              { return nil }
 func (f *fakeDriver) HostDevicePtr(p unsafe.Pointer) (rt.DevPtr, error) {
-	return 0, fmt.Errorf("fake: no mapping")
+	if !f.mapHost {
+		return 0, fmt.Errorf("fake: no mapping")
+	}
+	if f.emu != nil {
+		f.emu.host = func(p uint64, n int) []byte { return f.hostAt(uintptr(p), uintptr(n)) }
+	}
+	return rt.DevPtr(uintptr(p)), nil
 }
-func (f *fakeDriver) FillWords(rt.DevPtr, int, uint32) error     { return fmt.Errorf("fake: no kernels") }
+
+// FillWords writes through a host alias (the mapping proof); the fake has no other kernels.
+func (f *fakeDriver) FillWords(p rt.DevPtr, words int, v uint32) error {
+	h := f.hostAt(uintptr(p), uintptr(4*words))
+	if !f.mapHost || h == nil {
+		return fmt.Errorf("fake: no kernels")
+	}
+	for i := 0; i < words; i++ {
+		binary.LittleEndian.PutUint32(h[4*i:], v)
+	}
+	return nil
+}
 func (f *fakeDriver) LoadModule([]byte, string) (uintptr, error) { return 1, nil }
 func (f *fakeDriver) UnloadModule(uintptr) error                 { return nil }
 func (f *fakeDriver) Function(uintptr, string) (uintptr, error)  { return 2, nil }
@@ -284,19 +319,28 @@ func (f *fakeDriver) Launch(_ uintptr, grid, _ rt.Dim3, _ uint32, _ uintptr, arg
 		f.launches = map[string]int{}
 	}
 	f.launches[sym]++
+	if f.beforeLaunch != nil {
+		f.beforeLaunch(sym)
+	}
 	if f.emu != nil {
 		f.emu.launch(sym, grid, args)
 	}
 	return nil
 }
-func (f *fakeDriver) StreamCreate() (uintptr, error)                 { return f.handle(), nil }
-func (f *fakeDriver) StreamSync(uintptr) error                       { return nil }
-func (f *fakeDriver) StreamDestroy(uintptr) error                    { return nil }
-func (f *fakeDriver) StreamWaitEvent(uintptr, uintptr) error         { f.waits++; return nil }
-func (f *fakeDriver) EventCreate() (uintptr, error)                  { return 4, nil }
-func (f *fakeDriver) EventRecord(uintptr, uintptr) error             { f.records++; return nil }
-func (f *fakeDriver) EventSync(uintptr) error                        { return nil }
-func (f *fakeDriver) EventQuery(uintptr) error                       { return nil }
+func (f *fakeDriver) StreamCreate() (uintptr, error)         { return f.handle(), nil }
+func (f *fakeDriver) StreamSync(uintptr) error               { return nil }
+func (f *fakeDriver) StreamDestroy(uintptr) error            { return nil }
+func (f *fakeDriver) StreamWaitEvent(uintptr, uintptr) error { f.waits++; return nil }
+func (f *fakeDriver) EventCreate() (uintptr, error)          { return 4, nil }
+func (f *fakeDriver) EventRecord(uintptr, uintptr) error     { f.records++; return nil }
+func (f *fakeDriver) EventSync(uintptr) error                { return nil }
+func (f *fakeDriver) EventQuery(uintptr) error {
+	if f.notReady > 0 {
+		f.notReady--
+		return fmt.Errorf("fake: %w", rt.ErrNotReady)
+	}
+	return nil
+}
 func (f *fakeDriver) EventElapsed(uintptr, uintptr) (float32, error) { return 0, nil }
 func (f *fakeDriver) EventDestroy(uintptr) error                     { return nil }
 

@@ -127,6 +127,12 @@ func (e *Engine) forward(tokens []int32, mode int) (err error) {
 			return err
 		}
 	}
+	if e.batched(len(tokens)) { // it also copies into slots itself: no promotion in flight
+		if err := e.settle(); err != nil {
+			e.fault = err
+			return err
+		}
+	}
 	for done := 0; e.batched(len(tokens)) && done < len(tokens); {
 		n := min(e.chunk, len(tokens)-done)
 		t0 := time.Now()
@@ -170,8 +176,11 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 	// Resident: every layer's ids in one download after the token, into the staging row
 	// the previous token's pending lookup does not read.
 	idsOff := st.ids
-	if e.resident && e.pendingIDs == st.ids {
+	if e.deferLookup() && e.pendingIDs == st.ids {
 		idsOff = st.ids2
+	}
+	if e.mapped && !e.resident { // the tables this token reads: every upload so far precedes it
+		copy(e.vramAt[idsOff], e.vram)
 	}
 	var err error
 	graph := e.useGraph()
@@ -185,7 +194,7 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 	}
 	e.pos++
 	e.convPar ^= 1
-	if !e.resident {
+	if !e.oneSync() {
 		if wantLogits {
 			if err := e.sync(); err != nil {
 				return err
@@ -216,6 +225,9 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 		if err := e.lookupPending(); err != nil {
 			return err
 		}
+	}
+	if !e.resident { // mapped misses: promotions stay in flight across tokens (mapped.go)
+		return nil
 	}
 	return e.finishCopies()
 }
@@ -275,7 +287,7 @@ func (e *Engine) tokenOps(wantLogits bool, idsOff int) error {
 			}
 		}
 	}
-	if e.resident {
+	if e.oneSync() {
 		if err := e.stageDown(idsOff, m.Ptr(bufIDs), 4*c.ExpertsUsed*c.Layers); err != nil {
 			return err
 		}
@@ -287,11 +299,22 @@ func (e *Engine) tokenOps(wantLogits bool, idsOff int) error {
 	return nil
 }
 
+// oneSync: a token needs no host look-up between its layers (resident, or mapped misses)
+// and synchronises once, after its last layer.
+func (e *Engine) oneSync() bool { return e.resident || e.mapped }
+
+// deferLookup: a token's lookup waits until the next token's kernels are submitted (unless
+// SyncLookup).
+func (e *Engine) deferLookup() bool { return e.oneSync() && !e.syncLookup }
+
 // lookupPending makes the pending resident lookup and advances the cache's step, as the
-// per-layer path does after a token.
+// per-layer path does after a token; with mapped misses it is promote (mapped.go).
 func (e *Engine) lookupPending() error {
 	off := e.pendingIDs
 	e.pendingIDs = -1
+	if !e.resident {
+		return e.promote(off)
+	}
 	if err := e.lookupResident(off); err != nil {
 		return err
 	}
@@ -705,9 +728,10 @@ func (e *Engine) moe(li int, l *gLayer) error {
 	}
 	key := e.kMoe
 	ma.Phase = 0
-	// Every expert resident: no host look-up between top-k and the experts, so phase 3
-	// (router + gate/up in one launch) replaces phases 0 and 1.
-	if !e.resident {
+	// Every expert resident, or every miss readable from mapped host memory: no host
+	// look-up between top-k and the experts, so phase 3 (router + gate/up in one launch)
+	// replaces phases 0 and 1.
+	if !e.oneSync() {
 		if err := e.launchK(key, dim(1), abi.MoeDecodeThreads, rt.Args(&ma)); err != nil {
 			return err
 		}
@@ -727,7 +751,7 @@ func (e *Engine) moe(li int, l *gLayer) error {
 		}
 	}
 	var rerun bool
-	if !e.resident {
+	if !e.oneSync() {
 		var err error
 		if rerun, err = e.experts(li); err != nil {
 			return err
@@ -739,7 +763,7 @@ func (e *Engine) moe(li int, l *gLayer) error {
 		}
 	}
 	ma.Phase = 1
-	if e.resident {
+	if e.oneSync() {
 		ma.Phase = 3
 	}
 	if err := e.launchK(key, rt.Dim3{X: uint32(F / 32), Y: uint32(K), Z: 1}, abi.MoeDecodeThreads, rt.Args(&ma)); err != nil {
@@ -783,17 +807,24 @@ func (e *Engine) uploadTables(l int) error {
 	return nil
 }
 
-// setSlot writes expert's gate, up and down addresses in slot (0: not resident) into the
-// host mirror of layer's slot tables.
+// setSlot writes expert's gate, up and down addresses in slot (0: not resident: null, or
+// with mapped misses its host copy's device address) into the host mirror of layer's slot
+// tables.
 func (e *Engine) setSlot(tables []byte, layer, expert int, slot rt.DevPtr) {
 	E := e.cfg.Experts
 	base := layer * 3 * E * 8
 	for j, off := range []uint64{e.slot.gate, e.slot.up, e.slot.down} {
 		p := uint64(0)
-		if slot != 0 {
+		switch {
+		case slot != 0:
 			p = uint64(slot) + off
+		case e.mapped:
+			p = e.hostAddr(layer, expert) + off
 		}
 		binary.LittleEndian.PutUint64(tables[base+(j*E+expert)*8:], p)
+	}
+	if e.vram != nil {
+		e.vram[layer*E+expert] = slot != 0
 	}
 }
 

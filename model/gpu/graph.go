@@ -86,7 +86,7 @@ func (e *Engine) SetGraphAhead(on bool) { e.graphNoAhead = !on }
 func (e *Engine) graphAhead(wantLogits bool, idsOff int) error {
 	st := e.stage()
 	next := st.ids
-	if !e.syncLookup && idsOff == st.ids {
+	if e.deferLookup() && idsOff == st.ids {
 		next = st.ids2
 	}
 	key := graphKey{logits: wantLogits, outMode: e.outMode, idsOff: next, convPar: e.convPar}
@@ -106,7 +106,7 @@ func (e *Engine) graphAhead(wantLogits bool, idsOff int) error {
 
 // useGraph reports whether this step's device work goes through a graph.
 func (e *Engine) useGraph() bool {
-	return e.graphOn && e.graphErr == nil && e.resident && !e.plain && !e.ktimes && !e.hostKV
+	return e.graphOn && e.graphErr == nil && e.oneSync() && !e.plain && !e.ktimes && !e.hostKV
 }
 
 // SetGraph switches graph replay of resident tokens on or off on a loaded engine (the

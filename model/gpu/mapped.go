@@ -1,0 +1,204 @@
+package gpu
+
+import (
+	"fmt"
+	"math"
+
+	rt "github.com/strata-hip/strata/runtime/gpu"
+)
+
+// Mapped misses (Options.MapMisses). Every expert sits in pinned host memory that the
+// device can read through an alias (hostDev), and the slot tables always hold a readable
+// address for every expert: its VRAM slot when it has one whose copy is known complete,
+// else its place in host memory. So no layer waits for the host: a token runs as a
+// resident one does (phase 3 + 2, its ids downloaded once after the last layer, one sync,
+// the replayed graph), and the kernels read the experts that miss over the bus. The bytes
+// a kernel reads for an expert are the same wherever they sit, so the logits are those of
+// the resident run, bit for bit.
+//
+// The cache still promotes. A token's ids come back with its one download, and its lookup
+// (promote) runs as the resident lookup does: while the next token's kernels run (after
+// that token's graph is launched; at once after the sync with SyncLookup). It tells the
+// policy of every use, counts hits (experts the token read from VRAM: the tables as they
+// stood when it was submitted, vramAt) and misses, and places (at most MapPromote per
+// token, and none while the copies of an earlier token are pending) missed experts into
+// free or evicted slots. So when promote(t) runs, token t+1 may
+// be on the GPU reading the tables as they were. The order that keeps every kernel reading
+// the bytes of the expert its table entry names:
+//
+//  1. An evicted expert's entries go back to its host address in the host mirror of the
+//     tables at once; a newly placed expert's entries stay at its host address.
+//  2. The changed tables are uploaded on the compute stream, after the kernels already
+//     queued there (token t+1's), and an event (tablesEv) is recorded after the upload; the
+//     copy stream waits for that event before the batch's copies. So a slot is overwritten
+//     only after every kernel that could read it through an evicted expert's old entry has
+//     finished, and the kernels queued after the upload read the expert from host memory.
+//  3. A promotion's entries are pointed at its slot only by a later promote that has seen
+//     the event of the copy's group complete (Event.Done); that upload, like every upload,
+//     runs before the kernels queued after it, so no kernel reads a slot before its bytes.
+//
+// In-flight promotions are kept by slot (promoting): placing another expert into a slot
+// replaces its record, so a record commits only when the last copy into its slot is done
+// (copies into one slot run in order on the copy stream). The copier's events go back to
+// its pool (Finish) only when none of its groups is pending, so no record holds a reused
+// event. The host mirror is written only by promote (and the batched path, after settle),
+// which runs after the sync of the token before, which waited for the previous upload from
+// the mirror: an upload never reads a mirror being rewritten.
+
+// promotion is an expert being copied into a slot; ev is its copy group's event (nil until
+// the batch is issued).
+type promotion struct {
+	key Key
+	ev  *rt.Event
+}
+
+// hostAddr is the device address of layer's expert in mapped host memory.
+func (e *Engine) hostAddr(layer, expert int) uint64 {
+	return uint64(e.hostDev) + (uint64(layer)*uint64(e.cfg.Experts)+uint64(expert))*e.slot.total
+}
+
+// promote makes a token's lookups from its ids in the staging window at off (the token
+// has completed): hit and miss counts, the policy's uses, the commits of completed
+// promotions and the next batch of promotions, in the order the comment above gives.
+func (e *Engine) promote(off int) error {
+	c := &e.cfg
+	K := c.ExpertsUsed
+	tables := e.staging.Bytes()[e.stage().tables:]
+	admit := math.MaxInt
+	if e.mapPromote > 0 {
+		admit = e.mapPromote
+	}
+	// Back-pressure: while copies of an earlier token are still pending, place nothing new
+	// (uses are still counted), so the copy stream never holds more than one token's batch
+	// and the copier's events return to its pool (recycleCopies) between batches.
+	if busy, err := e.copier.Pending(); err != nil {
+		return err
+	} else if busy > 0 {
+		admit = 0
+	}
+	var cps []Copy
+	var placed []int    // slot of each copy in cps
+	at := e.vramAt[off] // the token's tables: which experts it read from VRAM
+	for li := range e.layers {
+		ids, err := e.readIDs(li, off+4*K*li, e.idsBuf)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if at[li*c.Experts+id] {
+				e.stats.Hits++
+			} else {
+				e.stats.Misses++
+			}
+		}
+		var misses []Miss
+		e.slotBuf, misses, err = e.cache.LookupAdmit(li, ids, e.slotBuf, nil, admit)
+		if err != nil {
+			return err
+		}
+		admit -= len(misses)
+		for _, m := range misses {
+			if m.Evicted.Layer >= 0 { // (1): back to host memory before the slot is reused
+				e.setSlot(tables, int(m.Evicted.Layer), int(m.Evicted.Expert), 0)
+				e.dirty[m.Evicted.Layer] = true
+			}
+			e.promoting[m.Slot] = promotion{key: m.Key} // replaces a record of the slot's evicted expert
+			cps = append(cps, e.expertCopy(li, int(m.Key.Expert), e.mem.Slot(m.Slot)))
+			placed = append(placed, m.Slot)
+			e.stats.CopiedBytes += int64(e.slot.total)
+		}
+	}
+	e.cache.Step()
+	// (3): commit the promotions whose copies completed (issued at an earlier boundary).
+	for s, r := range e.promoting {
+		if r.ev == nil {
+			continue
+		}
+		done, err := r.ev.Done()
+		if err != nil {
+			return err
+		}
+		if !done {
+			continue
+		}
+		if at, ok := e.cache.Resident(r.key); ok && at == s {
+			e.setSlot(tables, int(r.key.Layer), int(r.key.Expert), e.mem.Slot(s))
+			e.dirty[r.key.Layer] = true
+		}
+		delete(e.promoting, s)
+	}
+	if err := e.recycleCopies(); err != nil {
+		return err
+	}
+	// (2): the tables first, then the copies after them.
+	for l := range e.dirty {
+		if err := e.uploadTables(l); err != nil {
+			return err
+		}
+	}
+	if len(cps) == 0 {
+		return nil
+	}
+	if err := e.tablesEv.Record(e.compute); err != nil {
+		return err
+	}
+	if err := e.copier.After(e.tablesEv); err != nil {
+		return err
+	}
+	groups, err := e.copier.Issue(cps)
+	if err != nil {
+		return err
+	}
+	e.stats.Groups += int64(len(groups))
+	for _, g := range groups {
+		for i := g.First; i < g.First+g.Count; i++ {
+			r := e.promoting[placed[i]]
+			if r.key != e.cache.owner[placed[i]] {
+				return fmt.Errorf("model/gpu: promotion record of slot %d is for %v, the slot holds %v", placed[i], r.key, e.cache.owner[placed[i]])
+			}
+			r.ev = g.ev // a later copy into the same slot (later i) overwrites an earlier one's
+			e.promoting[placed[i]] = r
+		}
+	}
+	return nil
+}
+
+// recycleCopies returns the copier's events to its pool (adding the batch's device time)
+// once none of its groups is pending; before that a record may still hold one.
+func (e *Engine) recycleCopies() error {
+	n, err := e.copier.Pending()
+	if err != nil || n > 0 {
+		return err
+	}
+	for _, r := range e.promoting {
+		if r.ev != nil { // completed after its Done check: committed at the next boundary
+			return nil
+		}
+	}
+	return e.finishCopies()
+}
+
+// settle waits for every promotion in flight and commits it (before the batched prompt
+// path, which looks experts up and copies them itself, synchronously).
+func (e *Engine) settle() error {
+	if !e.mapped || len(e.promoting) == 0 {
+		return nil
+	}
+	if err := e.finishCopies(); err != nil {
+		return err
+	}
+	tables := e.staging.Bytes()[e.stage().tables:]
+	for s, r := range e.promoting {
+		if at, ok := e.cache.Resident(r.key); ok && at == s {
+			e.setSlot(tables, int(r.key.Layer), int(r.key.Expert), e.mem.Slot(s))
+			e.dirty[r.key.Layer] = true
+		}
+		delete(e.promoting, s)
+	}
+	for l := range e.dirty {
+		if err := e.uploadTables(l); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,295 @@
+package gpu
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/strata-hip/strata/model/gpu/synth"
+	"github.com/strata-hip/strata/quant"
+)
+
+// mappedRun is one emulated run for the mapped-miss tests: the logits after the prompt and
+// after each of steps fixed tokens, the engine's stats and the fake's host bytes read.
+type mappedRun struct {
+	logs      [][]float32
+	stats     Stats
+	hostBytes int64
+	mapped    bool
+	resident  bool
+	syncs     float64 // per token
+}
+
+// runMapped runs prompt (through the batched path when chunk > 0, and once more as a
+// second batched prompt halfway) and steps decode tokens on an emulated fake device that
+// maps host memory; check, when set, is called on the loaded engine before the first token.
+func runMapped(t *testing.T, preset string, typ quant.Type, o Options, check func(*Engine, *fakeDriver)) mappedRun {
+	t.Helper()
+	src := presetSource(t, preset, typ)
+	dev, fake := newFakeDeviceMap(1<<30, fakeTarget, true)
+	fake.emu = newEmu()
+	o.CODir, o.Ctx, o.Budget, o.Reserve = fakeCODir(t, fakeTarget), 64, 256<<20, 1<<20
+	if o.Group == 0 {
+		o.Group = 2
+	}
+	eng, err := Load(dev, src, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	if check != nil {
+		check(eng, fake)
+	}
+	allocs := len(fake.allocs)
+	prompt := []int32{104, 101, 108, 108, 111, 32, 119}
+	const steps = 8
+	var r mappedRun
+	l, err := eng.Forward(prompt)
+	tok := int32(7)
+	for i := 0; i < steps && err == nil; i++ {
+		r.logs = append(r.logs, l)
+		if i == steps/2 {
+			l, err = eng.Forward([]int32{tok, (tok + 3) % 512, (tok + 9) % 512})
+		} else {
+			l, err = eng.Forward([]int32{tok})
+		}
+		tok = (tok*31 + 5) % 512
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.logs = append(r.logs, l)
+	if n := len(fake.allocs); n != allocs { // the memory plan holds everything (issue 11, item 2)
+		t.Errorf("%d device allocations after loading", n-allocs)
+	}
+	if fake.emu.err != nil {
+		t.Fatal(fake.emu.err)
+	}
+	r.stats, r.hostBytes, r.mapped, r.resident = eng.Stats(), fake.emu.hostBytes, eng.mapped, eng.resident
+	r.syncs = float64(r.stats.Syncs) / float64(r.stats.Tokens)
+	return r
+}
+
+func sameBits(t *testing.T, what string, a, b [][]float32) {
+	t.Helper()
+	if len(a) != len(b) {
+		t.Fatalf("%s: %d steps, want %d", what, len(a), len(b))
+	}
+	for i := range a {
+		for j := range a[i] {
+			if math.Float32bits(a[i][j]) != math.Float32bits(b[i][j]) {
+				t.Fatalf("%s: step %d logit %d: %v, want %v", what, i, j, a[i][j], b[i][j])
+			}
+		}
+	}
+}
+
+// TestEngineMappedMisses: with Options.MapMisses the logits are bitwise those of the
+// resident run and of the copy path, on qwen3moe and qwen3next, at cache sizes from the
+// smallest the plan allows (MaxExpert 1: the plan's minimum, 2K) to half of all experts, token by token and through the batched
+// prompt path; the mapped run takes the resident structure (one sync per token, graphs),
+// reads missing experts through the host mapping, and still promotes experts into VRAM
+// (hits once promotions commit), also with a promotion cap.
+func TestEngineMappedMisses(t *testing.T) {
+	for _, c := range []struct {
+		preset string
+		typ    quant.Type
+	}{{"tiny", quant.Q8_0}, {"tiny-next", quant.Q4_K}} {
+		t.Run(c.preset+"/"+c.typ.String(), func(t *testing.T) {
+			p := synth.Presets[c.preset]
+			K, all := p.ExpertsUsed, p.Layers*p.Experts
+			resident := runMapped(t, c.preset, c.typ, Options{}, nil)
+			if !resident.resident || resident.mapped {
+				t.Fatalf("baseline: resident %v, mapped %v", resident.resident, resident.mapped)
+			}
+			for _, chunk := range []int{0, 4} {
+				for _, r := range []struct {
+					slots, promote int
+					sync           bool
+				}{{1, 0, false}, {3 * K, 0, false}, {all / 2, 0, false}, {3 * K, 1, false}, {3 * K, 0, true}} {
+					copyRun := runMapped(t, c.preset, c.typ, Options{MaxExpert: r.slots, Chunk: chunk}, nil)
+					mapRun := runMapped(t, c.preset, c.typ, Options{MaxExpert: r.slots, Chunk: chunk, MapMisses: true, MapPromote: r.promote, SyncLookup: r.sync}, nil)
+					what := func(s string) string {
+						return fmt.Sprintf("%s: chunk %d, slots %d, promote %d, sync lookup %v", s, chunk, r.slots, r.promote, r.sync)
+					}
+					if chunk == 0 {
+						sameBits(t, what("copy vs resident"), copyRun.logs, resident.logs)
+						sameBits(t, what("map vs resident"), mapRun.logs, resident.logs)
+					} else { // the batched path's own fallbacks depend on the slots: compare the two paths
+						sameBits(t, what("map vs copy, batched"), mapRun.logs, copyRun.logs)
+					}
+					s := mapRun.stats
+					t.Logf("chunk %d, %d slots, promote %d, sync %v: map hits %d misses %d copied %d B, host reads %d B, %.2f syncs/token, %d graphs; copy hits %d misses %d, %.2f syncs/token",
+						chunk, r.slots, r.promote, r.sync, s.Hits, s.Misses, s.CopiedBytes, mapRun.hostBytes, mapRun.syncs, s.Graphs,
+						copyRun.stats.Hits, copyRun.stats.Misses, copyRun.syncs)
+					if !mapRun.mapped || mapRun.resident {
+						t.Fatalf("%s: mapped %v, resident %v", what("map"), mapRun.mapped, mapRun.resident)
+					}
+					if mapRun.hostBytes == 0 || s.Misses == 0 || s.CopiedBytes == 0 {
+						t.Errorf("%s: %d bytes read through the mapping, %d misses, %d bytes promoted", what("map"), mapRun.hostBytes, s.Misses, s.CopiedBytes)
+					}
+					// At 2K slots and below a token's lookups evict every promotion of the
+					// token before (more experts per token than slots) before it commits.
+					if r.slots >= 3*K && s.Hits == 0 {
+						t.Errorf("%s: no hit: promotions never committed", what("map"))
+					}
+					if chunk == 0 {
+						if mapRun.syncs != 1 || s.Graphs == 0 {
+							t.Errorf("%s: %.2f syncs per token, %d graph launches: want the resident structure", what("map"), mapRun.syncs, s.Graphs)
+						}
+						if copyRun.syncs <= float64(p.Layers) {
+							t.Errorf("%s: copy path %.2f syncs per token, want one per layer", what("copy"), copyRun.syncs)
+						}
+					}
+					if chunk == 0 && r.promote > 0 && s.CopiedBytes > int64(r.promote)*int64(s.Tokens)*int64(mapRunSlotBytes(t, c.preset, c.typ)) {
+						t.Errorf("%s: %d bytes promoted over %d tokens, cap %d experts per token", what("map"), s.CopiedBytes, s.Tokens, r.promote)
+					}
+				}
+			}
+		})
+	}
+}
+
+// mapRunSlotBytes is an expert slot's size for preset at typ.
+func mapRunSlotBytes(t *testing.T, preset string, typ quant.Type) uint64 {
+	p := synth.Presets[preset]
+	rbH, err := typ.RowBytes(p.Embd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rbF, err := typ.RowBytes(p.ExpertFF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slotLayout([3]uint64{uint64(p.ExpertFF * rbH), uint64(p.ExpertFF * rbH), uint64(p.Embd * rbF)}).total
+}
+
+// TestMappedPromotionOrder checks the ordering of promotions and evictions (mapped.go) as
+// the fake device runs the work (in issue order, which is the streams' order here): no
+// expert copy writes a slot that a slot-table entry on the device points into; at every
+// moe_decode launch every entry that points into a slot finds the bytes of its own expert
+// there, and every other entry points at the expert's own host copy; and while the copy
+// events report not ready, no promotion is committed (no hit, every read from the host) and
+// no second batch is issued (back-pressure), while with completed copies promotions commit.
+func TestMappedPromotionOrder(t *testing.T) {
+	for _, preset := range []string{"tiny", "tiny-next"} {
+		t.Run(preset, func(t *testing.T) {
+			p := synth.Presets[preset]
+			E := p.Experts
+			for _, notReady := range []int{0, 1 << 30} {
+				var bad []string
+				var copies, checks int
+				r := runMapped(t, preset, quant.Q8_0, Options{MaxExpert: p.Layers * E / 2, MapMisses: true}, func(eng *Engine, fake *fakeDriver) {
+					fake.notReady = notReady
+					nTab := p.Layers * 3 * E
+					tabAt := uint64(eng.mem.Ptr(bufTables))
+					first, size := uint64(eng.mem.Slot(0)), eng.slot.total
+					slotOf := func(a uint64) int { // −1: not in a slot
+						for s := 0; s < eng.plan.Slots; s++ {
+							if b := uint64(eng.mem.Slot(s)); a >= b && a < b+size {
+								return s
+							}
+						}
+						return -1
+					}
+					entry := func(i int) uint64 { return binary.LittleEndian.Uint64(fake.emu.at(tabAt+uint64(8*i), 8)) }
+					parts := []uint64{eng.slot.gate, eng.slot.up, eng.slot.down}
+					fake.beforeH2D = func(dst, n uintptr) {
+						s := slotOf(uint64(dst))
+						if s < 0 || n != uintptr(size) || uint64(dst) < first {
+							return
+						}
+						copies++
+						for i := 0; i < nTab; i++ {
+							if slotOf(entry(i)) == s {
+								bad = append(bad, "a copy into slot "+strconv.Itoa(s)+" while a table entry points into it")
+								return
+							}
+						}
+					}
+					fake.beforeLaunch = func(sym string) {
+						if !strings.Contains(sym, "moe_decode") {
+							return
+						}
+						checks++
+						for l := 0; l < p.Layers; l++ {
+							for j := 0; j < 3; j++ {
+								for x := 0; x < E; x++ {
+									a := entry((l*3+j)*E + x)
+									host := eng.hostAddr(l, x) + parts[j]
+									if a == host {
+										continue
+									}
+									s := slotOf(a)
+									if s < 0 || a != uint64(eng.mem.Slot(s))+parts[j] {
+										bad = append(bad, "layer "+strconv.Itoa(l)+" expert "+strconv.Itoa(x)+": entry neither its host copy nor a slot")
+										continue
+									}
+									want := eng.hostExp.Bytes()[host-uint64(eng.hostDev):][:size-parts[j]]
+									got := fake.emu.at(a, int(size-parts[j]))
+									n := []uint64{eng.slot.up - eng.slot.gate, eng.slot.down - eng.slot.up, size - eng.slot.down}[j]
+									if !bytes.Equal(got[:n], want[:n]) {
+										bad = append(bad, "layer "+strconv.Itoa(l)+" expert "+strconv.Itoa(x)+": its slot holds other bytes")
+									}
+								}
+							}
+						}
+					}
+				})
+				if len(bad) > 0 {
+					t.Fatalf("not ready %d: %d violations, first: %s", notReady, len(bad), bad[0])
+				}
+				s := r.stats
+				t.Logf("not ready %d: %d slot copies, %d launches checked; hits %d, misses %d", notReady, copies, checks, s.Hits, s.Misses)
+				if copies == 0 || checks == 0 {
+					t.Fatalf("nothing checked: %d copies, %d launches", copies, checks)
+				}
+				if notReady > 0 && s.Hits != 0 {
+					t.Errorf("copies never reported done, yet %d hits: a promotion was committed early", s.Hits)
+				}
+				if notReady > 0 && copies > p.Layers*p.ExpertsUsed { // back-pressure: one token's batch in flight at most
+					t.Errorf("copies never reported done, yet %d copies issued (one token uses %d experts)", copies, p.Layers*p.ExpertsUsed)
+				}
+				if notReady == 0 && s.Hits == 0 {
+					t.Errorf("copies done, yet no hit")
+				}
+			}
+		})
+	}
+}
+
+// TestMappedMissesRefused: a device that cannot map host memory, or a host that cannot
+// pin every expert, refuses MapMisses with a message that names the cause and the way
+// out, and leaves nothing allocated; prefetch with it is refused too.
+func TestMappedMissesRefused(t *testing.T) {
+	src := tinySource(t, quant.Q8_0)
+	for _, c := range []struct {
+		mapHost   bool
+		hostLimit uintptr
+		prefetch  bool
+		want      string
+	}{
+		{false, 0, false, "cannot (use --expert-misses copy)"},
+		{true, 1 << 20, false, "need every expert in pinned host memory"},
+		{true, 0, true, "prefetch and mapped expert misses exclude each other"},
+	} {
+		dev, fake := newFakeDeviceMap(1<<30, fakeTarget, c.mapHost)
+		fake.hostLimit = c.hostLimit
+		_, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20, MaxExpert: 8, MapMisses: true, Prefetch: c.prefetch})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("%+v: got %v, want %q", c, err, c.want)
+		}
+		if errors.Is(err, ErrMissingKernel) {
+			t.Errorf("%+v: %v is not a missing kernel", c, err)
+		}
+		if dev.Used() != 0 {
+			t.Errorf("%+v: %d bytes left allocated", c, dev.Used())
+		}
+		t.Logf("%v", err)
+	}
+}
