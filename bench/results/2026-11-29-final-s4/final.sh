@@ -13,7 +13,7 @@
 #       prefill trees for N and O (trees/), into $DEV (default /work/main/.dev-final4).
 #       O_TREES=path/to/trees.tgz (call 3's bundle) gives the O trees.
 #   final.sh run     GPU machine, repository root of the device copy (carry .dev-final4),
-#       $OUT set. STRATA_FINAL_BUDGET seconds in all (default 420). Writes $OUT/summary.md,
+#       $OUT set. STRATA_FINAL_BUDGET seconds in all (default 500). Writes $OUT/summary.md,
 #       the benchmark tables and $OUT/logs.tgz.
 #   STRATA_FINAL_DRY=1 final.sh run   the same flow with stub binaries (no GPU).
 set -uo pipefail
@@ -64,7 +64,7 @@ build() {
 }
 
 run() {
-	local d=$here w=/tmp/final4 t0=$SECONDS budget=${STRATA_FINAL_BUDGET:-420} dry=${STRATA_FINAL_DRY:-0}
+	local d=$here w=/tmp/final4 t0=$SECONDS budget=${STRATA_FINAL_BUDGET:-500} dry=${STRATA_FINAL_DRY:-0}
 	: "${OUT:?set OUT}"
 	rm -rf "$w" && mkdir -p "$w/logs" "$w/models"
 	local out=$w/logs pt=$w/parity.test st=$w/sr.test
@@ -112,8 +112,12 @@ run() {
 	done
 	STRATA_CO_DIR=$w/eco timeout "$p1" "$st" -test.run '^(TestGPUEngineMatchesCPU|TestGPUEngineNextMatchesCPU)$' -test.v -test.timeout 300s >"$out/engine-tests.log" 2>&1 &
 	local eng=$!
-	STRATA_CO_DIR=$w/eco STRATA_RUN_ARGS="synth --arch qwen3moe --preset qwen3-30b-a3b --type q2_0 -o $w/models/q30-q2_0.gguf" \
-		timeout "$p1" "$st" -test.run '^TestCLI$' -test.v -test.timeout 300s >"$out/synth.log" 2>&1 &
+	(
+		STRATA_CO_DIR=$w/eco STRATA_RUN_ARGS="synth --arch qwen3moe --preset qwen3-30b-a3b --type q2_0 -o $w/models/q30-q2_0.gguf" \
+			timeout "$p1" "$st" -test.run '^TestCLI$' -test.v -test.timeout 300s >"$out/synth.log" 2>&1
+		STRATA_CO_DIR=$w/eco STRATA_RUN_ARGS="synth --arch qwen3next --preset qwen3-next-80b-a3b --type iq2_xs -o $w/models/q80-iq2_xs.gguf" \
+			timeout "$p1" "$st" -test.run '^TestCLI$' -test.v -test.timeout 300s >"$out/synth-80b.log" 2>&1
+	) &
 	local syn=$!
 	wait "${pids[@]}"
 	echo "- phase 1 parity: done at $((SECONDS - t0)) s (limit $p1 s)" | tee -a "$sum"
@@ -135,23 +139,28 @@ run() {
 				STRATA_BENCH_FILTER="_mma_$tt\$" "$pt" -test.run '^TestBenchPrefill$' -test.v -test.timeout 100s
 		done
 	done
-	local m=$w/models/q30-q2_0.gguf
+	local m=$w/models/q30-q2_0.gguf m80=$w/models/q80-iq2_xs.gguf
+	eb() { # eb NAME SECONDS RESERVE MODEL ENV...: TestGPUBench on MODEL with the engine's code objects
+		local name=$1 secs=$2 res=$3 mod=$4
+		shift 4
+		step "$name" "$(lim "$secs" "$res")" env STRATA_CO_DIR="$w/eco" STRATA_GPU_BENCH=1 STRATA_BENCH_MODEL="$mod" STRATA_BENCH_OUT="$out" \
+			STRATA_BENCH_LABEL="$name" STRATA_BENCH_POLICIES=decayed STRATA_BENCH_CTX=1024 "$@" "$st" -test.run '^TestGPUBench$' -test.v -test.timeout 300s
+	}
 	if [ -s "$m" ] || [ "$dry" = 1 ]; then
-		step engine-decode "$(lim 40 20)" env STRATA_CO_DIR="$w/eco" STRATA_GPU_BENCH=1 STRATA_BENCH_MODEL="$m" STRATA_BENCH_OUT="$out" \
-			STRATA_BENCH_LABEL=q30-q2_0 STRATA_BENCH_POLICIES=decayed STRATA_BENCH_CTX=1024 STRATA_BENCH_TOKENS=128 STRATA_BENCH_BIN=32 \
-			STRATA_BENCH_BUDGETS_MIB=0 STRATA_BENCH_DECODE=bound-argmax,graph-argmax,bound-argmax,graph-argmax \
-			"$st" -test.run '^TestGPUBench$' -test.v -test.timeout 300s
-		local gr pf
-		for gr in 1 8 32; do
-			for pf in 0 1; do
-				[ $gr != 8 ] && [ $pf = 1 ] && continue
-				step "engine-copies-g$gr-p$pf" "$(lim 25 0)" env STRATA_CO_DIR="$w/eco" STRATA_GPU_BENCH=1 STRATA_BENCH_MODEL="$m" STRATA_BENCH_OUT="$out" \
-					STRATA_BENCH_LABEL="q30-q2_0-g$gr-p$pf" STRATA_BENCH_POLICIES=decayed STRATA_BENCH_CTX=1024 STRATA_BENCH_TOKENS=64 \
-					STRATA_BENCH_BUDGETS_MIB=4096 STRATA_BENCH_GROUP=$gr STRATA_BENCH_PREFETCH=$pf \
-					"$st" -test.run '^TestGPUBench$' -test.v -test.timeout 300s
-			done
-		done
+		# resident decode: graph against bound launches, alternating on one engine
+		eb engine-decode 40 100 "$m" STRATA_BENCH_TOKENS=128 STRATA_BENCH_BIN=32 STRATA_BENCH_BUDGETS_MIB=0 \
+			STRATA_BENCH_DECODE=bound-argmax,graph-argmax,bound-argmax,graph-argmax
+		# experts missing at 4 GiB: the copy path (group 8) against mapped misses, then mapped
+		# with at most 16 promotions a token, then the copy path's group size and prefetch
+		eb engine-misses 35 70 "$m" STRATA_BENCH_TOKENS=64 STRATA_BENCH_BUDGETS_MIB=4096 STRATA_BENCH_MISSES=copy,map
+		eb engine-map-p16 20 60 "$m" STRATA_BENCH_TOKENS=64 STRATA_BENCH_BUDGETS_MIB=4096 STRATA_BENCH_MISSES=map STRATA_BENCH_MAP_PROMOTE=16
 	fi
+	rm -f "$m"
+	if [ -s "$m80" ] || [ "$dry" = 1 ]; then
+		# the 80B at 16 GiB (issue 11's case): copy against mapped misses
+		eb engine-80b-misses 60 25 "$m80" STRATA_BENCH_TOKENS=64 STRATA_BENCH_BUDGETS_MIB=16384 STRATA_BENCH_MISSES=copy,map
+	fi
+	rm -f "$m80"
 	rm -f "$w"/models/*.gguf
 	# Tables.
 	cnt() { echo "passed $(cat "$@" | grep -cE '^\s*--- PASS: TestParity/.*/.*/.*/'), failed $(cat "$@" | grep -cE '^\s*--- FAIL: TestParity/.*/.*/.*/'), skipped $(cat "$@" | grep -cE '^\s*--- SKIP: TestParity/.*/.*/.*/')"; }
