@@ -154,6 +154,11 @@ run() {
 		# with at most 16 promotions a token, then the copy path's group size and prefetch
 		eb engine-misses 35 70 "$m" STRATA_BENCH_TOKENS=64 STRATA_BENCH_BUDGETS_MIB=4096 STRATA_BENCH_MISSES=copy,map
 		eb engine-map-p16 20 60 "$m" STRATA_BENCH_TOKENS=64 STRATA_BENCH_BUDGETS_MIB=4096 STRATA_BENCH_MISSES=map STRATA_BENCH_MAP_PROMOTE=16
+		# the copy path's completion group (1 and 32 against engine-misses' default 8) and the
+		# look-ahead prefetch (group 8)
+		eb engine-copy-g1 15 50 "$m" STRATA_BENCH_TOKENS=64 STRATA_BENCH_BUDGETS_MIB=4096 STRATA_BENCH_MISSES=copy STRATA_BENCH_GROUP=1
+		eb engine-copy-g32 15 50 "$m" STRATA_BENCH_TOKENS=64 STRATA_BENCH_BUDGETS_MIB=4096 STRATA_BENCH_MISSES=copy STRATA_BENCH_GROUP=32
+		eb engine-copy-prefetch 15 45 "$m" STRATA_BENCH_TOKENS=64 STRATA_BENCH_BUDGETS_MIB=4096 STRATA_BENCH_MISSES=copy STRATA_BENCH_PREFETCH=1
 	fi
 	rm -f "$m"
 	if [ -s "$m80" ] || [ "$dry" = 1 ]; then
