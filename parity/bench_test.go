@@ -35,7 +35,8 @@ import (
 // STRATA_BENCH_OUT=DIR also writes DIR/bench.txt. For sweeps: STRATA_BENCH_TYPES (variants,
 // comma-separated), STRATA_BENCH_NS (column counts), STRATA_BENCH_EXPERTS=0 (no expert
 // shapes), STRATA_BENCH_ROWS_PER_BLOCK (grid of the dense cases, for kernels built with
-// another row count per block).
+// another row count per block), STRATA_BENCH_REPS=WARM,REPS (launches per case; fewer than
+// 50 timed ones is not a measurement: for profilers), STRATA_BENCH_FLOORS=0 (no floors).
 func TestBenchDecode(t *testing.T) {
 	if os.Getenv("STRATA_BENCH") != "1" {
 		t.Skip("set STRATA_BENCH=1 to measure (GPU machine)")
@@ -126,13 +127,19 @@ func TestBenchDecode(t *testing.T) {
 		}
 	}
 	experts := os.Getenv("STRATA_BENCH_EXPERTS") != "0"
-	const warm, reps = 10, 60
+	warm, reps := 10, 60
+	if v := os.Getenv("STRATA_BENCH_REPS"); v != "" { // "WARM,REPS": e.g. "0,1" under a profiler (not a timing)
+		if _, err := fmt.Sscanf(v, "%d,%d", &warm, &reps); err != nil || warm < 0 || reps < 1 {
+			t.Fatalf("STRATA_BENCH_REPS: %q is not WARM,REPS", v)
+		}
+	}
+	floors := os.Getenv("STRATA_BENCH_FLOORS") != "0"
 
 	// Floors, timed like every case: an mmvq launch that does no work (ncols = 0 returns
 	// before any load: the launch and event cost of one kernel with the dense grid), and
 	// device-to-device copies of 8.5 and 31 MB (the bytes, read + written, of the IQ2_XS and
 	// Q8_0 4096×14336 matrices: what the copy engine reaches at these sizes).
-	if fn, err := mod.Func("strata_mmvq_q80"); err == nil {
+	if fn, err := mod.Func("strata_mmvq_q80"); err == nil && floors {
 		args := abi.MmvqArgs{Xq: uint64(dxq.Ptr), Y: uint64(dy.Ptr), W: uint64(pool.Ptr), Rows: 4096, K: 14336, XColStride: 14336, YColStride: 4096}
 		gx, err := mmvqGridX(target, "strata_mmvq_q80", 4096)
 		benchMust(t, err)
@@ -153,6 +160,9 @@ func TestBenchDecode(t *testing.T) {
 		copyHalves = append(copyHalves, 4096*rb/2)
 	}
 	for _, half := range copyHalves {
+		if !floors {
+			break
+		}
 		half = half / 256 * 256
 		nrot := poolBytes / 2 / half
 		ts := timeLaunches(warm+reps, func(i int) error {

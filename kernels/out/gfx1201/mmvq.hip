@@ -724,6 +724,9 @@ STRATA_DEVICE void strata_mmvq_rows(const struct strata_mmvq_args& p, const u8* 
 #ifndef STRATA_MMVQ_NOLOAD
 #define STRATA_MMVQ_NOLOAD 0  // measurement only: every group of a row decodes the row's first block
 #endif
+#ifndef STRATA_MMVQ_PF
+#define STRATA_MMVQ_PF 0  // sweeps: prefetch the next pass's weight lines (1: into L1, 2: into L2)
+#endif
 
 template <class QT, int NC>
 struct strata_mmvq_nv_shape {
@@ -832,6 +835,22 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
       const int np = (sn + 32 * U - 1) / (32 * U);
       for (int q = 0; q < np; ++q) {
         const int g0 = s0 + 32 * U * q + lane;
+        if constexpr (STRATA_MMVQ_PF != 0) {
+          // The next pass's bytes of each row are one contiguous span (its groups' blocks);
+          // lane ℓ prefetches the span's ℓ-th 128-byte line (the last byte for lanes past
+          // its end), so the warp covers every line of the span once.
+          if (q + 1 < np) {
+            const int gs = s0 + 32 * U * (q + 1), ge = (gs + 32 * U < s0 + sn ? gs + 32 * U : s0 + sn) - 1;
+            const i64 b0 = (i64)(gs / GPB) * QT::BYTES, len = (i64)(ge / GPB + 1) * QT::BYTES - b0;
+            const i64 off = b0 + (128 * (i64)lane < len ? 128 * (i64)lane : len - 1);
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+              const u8* a = wr + (r < nr ? r : 0) * rowb + off;
+              if constexpr (STRATA_MMVQ_PF == 1) asm volatile("prefetch.global.L1 [%0];" ::"l"(a));
+              else asm volatile("prefetch.global.L2 [%0];" ::"l"(a));
+            }
+          }
+        }
         strata_g32 wg[U][R];
 #pragma unroll
         for (int u = 0; u < U; ++u) {
