@@ -189,6 +189,17 @@ struct strata_qt_q20 {
       g.q[w] = strata_sub_bytes((x | x << 6 | x << 12 | x << 18) & 0x03030303u, 0x01010101u);
     }
   }
+  // For mmvq's NVIDIA one-column path only (it stages its activations transposed to match,
+  // mmvq.tmpl, strata_mmvq_xt): the codes unsigned (0..3, the −1 is subtracted there as
+  // Σ of the activations), word 4h + k = code k of the four bytes of word h: byte b holds
+  // element 16h + 4b + k. Two instructions a word instead of seven; the same integer dot.
+  STRATA_DEVICE void load_t(const u8* b, int j, strata_g32& g) {
+    g.base = strata_ld_f16(b), g.m0 = g.m1 = 1;
+    u32 c[2];
+    strata_ldw_a2<2>(b + 2 + 8 * j, c);
+#pragma unroll
+    for (int w = 0; w < 8; ++w) g.q[w] = (c[w >> 2] >> (2 * (w & 3))) & 0x03030303u;
+  }
 };
 
 // ---- Q4_K: 256 elements, 144 bytes {fp16 d, fp16 dmin, 12 bytes of 6-bit scales/mins,
@@ -728,6 +739,47 @@ STRATA_DEVICE void strata_mmvq_rows(const struct strata_mmvq_args& p, const u8* 
 #define STRATA_MMVQ_PF 0  // sweeps: prefetch the next pass's weight lines (1: into L1, 2: into L2)
 #endif
 
+// Transposed activations (one-column path): for a type whose decode is cheaper with its
+// codes regrouped (Q2_0: word 4h + k = code k of each byte of code word h, two instructions
+// a word — a shift and a mask — instead of the spread-and-subtract of load), the staged
+// Q8_1 blocks are transposed once per block to the same element order (a 4×4 byte transpose
+// of each half: dot4 then pairs the same elements), and the type's constant code offset
+// (−1) is applied as −Σa, with Σa stored in the high half of the block's scale word (the
+// Q8_1 sum field, unused here). Each group's integer dot, and so every fold, is unchanged.
+#ifndef STRATA_MMVQ_XT
+#define STRATA_MMVQ_XT 1
+#endif
+template <class QT>
+struct strata_mmvq_xt {
+  static constexpr bool on = false;
+};
+#if STRATA_MMVQ_XT
+template <>
+struct strata_mmvq_xt<strata_qt_q20> {
+  static constexpr bool on = true;
+};
+#endif
+
+// xs blocks [0, nb) (9 words each: scale word, 8 quant words) → {d | Σa << 16, transposed
+// words}: word 4h + k of the result holds byte k of words 4h + 0..3 (bytes in that order).
+STRATA_DEVICE void strata_mmvq_xt_stage(u32* xs, int nb) {
+  for (int i = (int)strata_thread_x(); i < nb; i += (int)strata_block_dim_x()) {
+    u32* x = xs + 9 * i;
+    u32 a[8];
+    i32 sa = 0;
+#pragma unroll
+    for (int w = 0; w < 8; ++w) a[w] = x[1 + w], sa = strata_dot4_ss(0x01010101, (i32)a[w], sa);
+    x[0] = (x[0] & 0xffffu) | ((u32)sa << 16);  // |Σa| ≤ 32·127: fits 16 bits
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const u32 p0 = __nvvm_prmt(a[4 * h], a[4 * h + 1], 0x5140), p1 = __nvvm_prmt(a[4 * h], a[4 * h + 1], 0x7362);
+      const u32 p2 = __nvvm_prmt(a[4 * h + 2], a[4 * h + 3], 0x5140), p3 = __nvvm_prmt(a[4 * h + 2], a[4 * h + 3], 0x7362);
+      x[1 + 4 * h] = __nvvm_prmt(p0, p2, 0x5410), x[2 + 4 * h] = __nvvm_prmt(p0, p2, 0x7632);
+      x[3 + 4 * h] = __nvvm_prmt(p1, p3, 0x5410), x[4 + 4 * h] = __nvvm_prmt(p1, p3, 0x7632);
+    }
+  }
+}
+
 template <class QT, int NC>
 struct strata_mmvq_nv_shape {
   static constexpr int R = NC <= STRATA_MMVQ_R2MAX ? 2 : 1;
@@ -794,6 +846,7 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
   const i64 step = (i64)strata_grid_dim_x() * 8 * R;
   const u8* x = p.xq + (i64)(p.x_mat_stride / 32) * z * 36;
   const i64 colb = p.x_col_stride / 32;
+  constexpr bool XT = strata_mmvq_xt<QT>::on;
   const bool single = ng <= SEG;  // one segment: staged once for all of the block's rows
   if constexpr (sizeof(typename QT::lds) > sizeof(strata_lds_none)) {
     const i64 r0 = ((i64)strata_block_x() * 8 + warp) * R;
@@ -809,6 +862,12 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
   QT::fill(tab);
   if (single) strata_mmvq_stage<NC>(xs, x, colb, 0, ng);
   strata_barrier();
+  if constexpr (XT) {
+    if (single) {
+      strata_mmvq_xt_stage(xs, NC * ng);
+      strata_barrier();
+    }
+  }
   // Rows are walked block-uniformly (the segment barriers need every wave): wave w of the
   // block takes rows b0 + w·R … of each block step b0; waves past the rows only stage.
   for (i64 b0 = (i64)strata_block_x() * 8 * R; b0 < p.rows; b0 += step) {
@@ -828,6 +887,10 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
         strata_barrier();
         strata_mmvq_stage<NC>(xs, x, colb, s0, sn);
         strata_barrier();
+        if constexpr (XT) {
+          strata_mmvq_xt_stage(xs, NC * sn);
+          strata_barrier();
+        }
       }
       if (!active) continue;
       // Passes as in strata_mmvq_rows (segments start at multiples of 32·U, so each lane
@@ -856,8 +919,11 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
         for (int u = 0; u < U; ++u) {
           const int g = g0 + 32 * u < s0 + sn ? g0 + 32 * u : s0 + sn - 1;
 #pragma unroll
-          for (int r = 0; r < R; ++r)
-            QT::load(wr + (r < nr ? r : 0) * rowb + (STRATA_MMVQ_NOLOAD ? 0 : (i64)(g / GPB) * QT::BYTES), g % GPB, wg[u][r], tab);
+          for (int r = 0; r < R; ++r) {
+            const u8* b = wr + (r < nr ? r : 0) * rowb + (STRATA_MMVQ_NOLOAD ? 0 : (i64)(g / GPB) * QT::BYTES);
+            if constexpr (XT) QT::load_t(b, g % GPB, wg[u][r]);
+            else QT::load(b, g % GPB, wg[u][r], tab);
+          }
         }
 #pragma unroll
         for (int u = 0; u < U; ++u) {
@@ -872,7 +938,17 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
             const f32 da = strata_f16_to_f32((u16)(xb[0] & 0xffffu));
 #pragma unroll
             for (int r = 0; r < R; ++r) {
-              const f32 t = strata_g32_fold_a<QT>(acc[r][c], wg[u][r], a, da);
+              f32 t;
+              if constexpr (XT) {
+                // strata_g32_fold_a with m0 = m1 = 1 (the XT types'): main = Σ q·a over the
+                // group, here Σ code·a − Σa — the same integer.
+                i32 mn = 0;
+#pragma unroll
+                for (int w = 0; w < 8; ++w) mn = strata_dot4_ss((i32)wg[u][r].q[w], (i32)a[w], mn);
+                t = __builtin_fmaf(wg[u][r].base * da, (f32)(mn - ((i32)xb[0] >> 16)), acc[r][c]);
+              } else {
+                t = strata_g32_fold_a<QT>(acc[r][c], wg[u][r], a, da);
+              }
               acc[r][c] = live && r < nr ? t : acc[r][c];
             }
           }

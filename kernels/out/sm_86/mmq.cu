@@ -213,6 +213,17 @@ struct strata_qt_q20 {
       g.q[w] = strata_sub_bytes((x | x << 6 | x << 12 | x << 18) & 0x03030303u, 0x01010101u);
     }
   }
+  // For mmvq's NVIDIA one-column path only (it stages its activations transposed to match,
+  // mmvq.tmpl, strata_mmvq_xt): the codes unsigned (0..3, the −1 is subtracted there as
+  // Σ of the activations), word 4h + k = code k of the four bytes of word h: byte b holds
+  // element 16h + 4b + k. Two instructions a word instead of seven; the same integer dot.
+  STRATA_DEVICE void load_t(const u8* b, int j, strata_g32& g) {
+    g.base = strata_ld_f16(b), g.m0 = g.m1 = 1;
+    u32 c[2];
+    strata_ldw_a2<2>(b + 2 + 8 * j, c);
+#pragma unroll
+    for (int w = 0; w < 8; ++w) g.q[w] = (c[w >> 2] >> (2 * (w & 3))) & 0x03030303u;
+  }
 };
 
 // ---- Q4_K: 256 elements, 144 bytes {fp16 d, fp16 dmin, 12 bytes of 6-bit scales/mins,
