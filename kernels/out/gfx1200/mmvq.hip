@@ -948,9 +948,11 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
           const int g = g0 + 32 * u < s0 + sn ? g0 + 32 * u : s0 + sn - 1;
 #pragma unroll
           for (int r = 0; r < R; ++r) {
-            const u8* b = wr + (r < nr ? r : 0) * rowb + (STRATA_MMVQ_NOLOAD ? 0 : (i64)(g / GPB) * QT::BYTES);
-            if constexpr (XT) QT::load_t(b, g % GPB, wg[u][r]);
-            else QT::load(b, g % GPB, wg[u][r], tab);
+            // g ≥ 0: unsigned division by the power-of-two GPB is a shift (signed took four
+            // instructions a group), and the block offset one wide multiply-add.
+            const u8* b = wr + (r < nr ? r : 0) * rowb + (STRATA_MMVQ_NOLOAD ? 0 : (u64)((u32)g / GPB) * QT::BYTES);
+            if constexpr (XT) QT::load_t(b, (int)((u32)g % GPB), wg[u][r]);
+            else QT::load(b, (int)((u32)g % GPB), wg[u][r], tab);
           }
         }
 #pragma unroll
