@@ -73,6 +73,10 @@ static_assert(__builtin_offsetof(struct strata_moe_decode_args, n_ff) == 104, "s
 #endif
 #include "strata_tables.h"
 
+#ifndef STRATA_Q80_X4
+#define STRATA_Q80_X4 1  // NVIDIA Q8_0 blocks by three 16-byte loads (0: ten scalar loads)
+#endif
+
 struct strata_g32 {
   u32 q[8];    // int8 quants, element 4w + b in byte b of q[w]
   i32 m0, m1;  // integer multipliers of elements 0..15 and 16..31
@@ -196,8 +200,40 @@ struct strata_qt_q80 {
   STRATA_DEVICE void fill(lds* s) { strata_lds_none_fill(s); }
   STRATA_DEVICE void load(const u8* b, int, strata_g32& g, const lds*) {
     strata_g32_clear<strata_qt_q80>(g);
-    g.base = strata_ld_f16(b), g.m0 = g.m1 = 1;
+    g.m0 = g.m1 = 1;
+#if defined(__NVPTX__) && STRATA_Q80_X4
+    // NVIDIA: the block's 34 bytes lie in the three 16-byte granules from b rounded down to
+    // 16 (each of them holds some of its bytes), read as three vector loads; the words are
+    // then picked by the 2-byte offset (a select tree) and funnel-shifted. Ten scalar loads
+    // a group made mmvq's Q8_0 bound by L1 wavefronts on the H200 (each warp load of
+    // 4-byte words at a 34-byte lane stride touches ~9 lines; bench/results/2026-11-29-mmvq-graph).
+    const u8* a = (const u8*)((u64)b & ~(u64)15);
+    const u32 o = (u32)((u64)b & 15u);  // even: blocks are 2-byte aligned
+    u32 w[12];
+    strata_ld_x4(a, w), strata_ld_x4(a + 16, w + 4), strata_ld_x4(a + 32, w + 8);
+    const u32 hd = (o & 2u) * 8u, hq = hd ^ 16u;  // bit shift of d's word, of the quants' words
+    const u32 qs = (o + 2u) >> 2;                // first quant word, 0..4 (4 only when o = 14, hq = 0)
+    // Selects as masks (x ^ ((x ^ y) & m)): clang turned the ternaries on array elements into
+    // selected addresses and put w in local memory.
+    const u32 m0 = 0u - (qs & 1u), m1 = 0u - (qs >> 1 & 1u), m2 = 0u - (qs >> 2 & 1u);
+    u32 t1[11], t2[9], t[9];
+#pragma unroll
+    for (int i = 0; i < 11; ++i) t1[i] = w[i] ^ ((w[i] ^ w[i + 1]) & m0);
+#pragma unroll
+    for (int i = 0; i < 9; ++i) t2[i] = t1[i] ^ ((t1[i] ^ t1[i + 2]) & m1);
+#pragma unroll
+    for (int i = 0; i < 9; ++i) t[i] = t2[i] ^ ((t2[i] ^ w[i + 4 < 12 ? i + 4 : 11]) & m2);  // w[12]: never used (hq = 0)
+#pragma unroll
+    for (int i = 0; i < 8; ++i) g.q[i] = (u32)((((u64)t[i + 1] << 32) | t[i]) >> hq);
+    const u32 ds = o >> 2;  // d's word, 0..3
+    const u32 n0 = 0u - (ds & 1u), n1 = 0u - (ds >> 1 & 1u);
+    const u32 d01 = w[0] ^ ((w[0] ^ w[1]) & n0), d23 = w[2] ^ ((w[2] ^ w[3]) & n0);
+    const u32 dw = d01 ^ ((d01 ^ d23) & n1);
+    g.base = strata_f16_to_f32((u16)(dw >> hd));
+#else
+    g.base = strata_ld_f16(b);
     strata_ldw_a2<8>(b + 2, g.q);
+#endif
   }
 };
 
@@ -240,15 +276,20 @@ struct strata_qt_q4k {
   STRATA_DEVICE void fill(lds* s) { strata_lds_none_fill(s); }
   STRATA_DEVICE void load(const u8* b, int j, strata_g32& g, const lds*) {
     strata_g32_clear<strata_qt_q4k>(g);
-    const u8* s = b + 4;
+    // The 16-byte head {d, dmin, scales 0–11} in one vector load (5 scalar loads before:
+    // on the H200 mmvq's Q4_K stalled mostly on these, bench/results/2026-11-29-mmvq-graph):
+    // h[1], h[2], h[3] hold scale bytes 0–3, 4–7, 8–11; byte j & 3 of each is this group's.
+    u32 h[4];
+    strata_ld_x4(b, h);
+    const u32 js = 8u * (u32)(j & 3), s1 = h[1] >> js, s2 = h[2] >> js, s3 = h[3] >> js;
     u32 sc, m;
     if (j < 4) {
-      sc = s[j] & 63u, m = s[j + 4] & 63u;
+      sc = s1 & 63u, m = s2 & 63u;  // scales[j], scales[j + 4]
     } else {
-      sc = (s[j + 4] & 15u) | ((u32)(s[j - 4] >> 6) << 4);
-      m = (u32)(s[j + 4] >> 4) | ((u32)(s[j] >> 6) << 4);
+      sc = (s3 & 15u) | ((s1 >> 6 & 3u) << 4);  // scales[j + 4] low nibble, scales[j − 4] top bits
+      m = (s3 >> 4 & 15u) | ((s2 >> 6 & 3u) << 4);  // scales[j + 4] high nibble, scales[j] top bits
     }
-    g.base = strata_ld_f16(b), g.offb = -strata_ld_f16(b + 2);
+    g.base = strata_f16_to_f32((u16)(h[0] & 0xffffu)), g.offb = -strata_f16_to_f32((u16)(h[0] >> 16));
     g.m0 = g.m1 = (i32)sc, g.offm = (i32)m;
     u32 x[8];
     const u8* qs = b + 16 + 32 * (j >> 1);  // 64-element chunk: low nibbles, then high
