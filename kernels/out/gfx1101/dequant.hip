@@ -40,6 +40,8 @@ static_assert(__builtin_offsetof(struct strata_dequant_args, rows) == 16, "strat
 static_assert(__builtin_offsetof(struct strata_dequant_args, k) == 20, "strata_dequant_args.k: offset differs from kernels/abi");
 static_assert(__builtin_offsetof(struct strata_dequant_args, y_stride) == 24, "strata_dequant_args.y_stride: offset differs from kernels/abi");
 
+#define STRATA_QB_DECODE 1  // quant_blocks: the NVIDIA decode-speed forms (STRATA_QB_FAST)
+
 // ---- Per-type weight decode: the one source of truth for each weight type's arithmetic.
 // dequant, mmvq and moe_decode all go through these. Layouts: quant-formats.md §3.
 //
@@ -61,8 +63,20 @@ static_assert(__builtin_offsetof(struct strata_dequant_args, y_stride) == 24, "s
 #endif
 #include "strata_tables.h"
 
+// STRATA_QB_FAST: NVIDIA decode paths written for fewest instructions and loads, for the
+// families whose time is the decode's (mmvq, moe_decode, dequant define STRATA_QB_DECODE before
+// this source; on the H200 mmvq's IQ types are bound by integer-ALU issue and its Q8_0 by L1
+// wavefronts, bench/results/2026-11-29-mmvq-graph). mmq and moe_prefill keep the portable
+// forms: there the decode is amortised over a tile, and ptxas 11.8 spilled two sm_90
+// moe_prefill tiles with the fast forms. Every form gives the same bytes (checked for every
+// input; the portable ones by TestQuantBlocksHost).
+#if defined(__NVPTX__) && defined(STRATA_QB_DECODE)
+#define STRATA_QB_FAST 1
+#else
+#define STRATA_QB_FAST 0
+#endif
 #ifndef STRATA_Q80_X4
-#define STRATA_Q80_X4 1  // NVIDIA Q8_0 blocks by three 16-byte loads (0: ten scalar loads)
+#define STRATA_Q80_X4 1  // with STRATA_QB_FAST: Q8_0 blocks by three 16-byte loads (0: ten scalar loads)
 #endif
 
 struct strata_g32 {
@@ -105,13 +119,12 @@ STRATA_DEVICE void strata_ldw_a2(const u8* p, u32* w) {
 // Byte-wise x − k for bytes x ≥ 0 and k ≤ 0x7f (no borrow between bytes).
 STRATA_DEVICE u32 strata_sub_bytes(u32 x, u32 k) { return ((x | 0x80808080u) - k) ^ 0x80808080u; }
 // Four sign bits → byte mask (0xff where the bit is set).
-// NVIDIA: the IQ types' mmvq is bound by integer-ALU issue (Nsight Compute on the H200,
-// bench/results/2026-11-29-mmvq-graph), so the sign decode is written for fewest
-// instructions there: multiplying the nibble by 0x10204080 puts bit b at bit 8b + 7 (its
+// STRATA_QB_FAST (the IQ types' mmvq is bound by integer-ALU issue on the H200): the
+// sign decode in fewest instructions: multiplying the nibble by 0x10204080 puts bit b at bit 8b + 7 (its
 // copies land at b + 7 + 7k, all distinct, so nothing carries into a byte's top bit), and
 // prmt's sign-replicate selector (0xBA98) turns each byte's top bit into 0x00/0xff: three
 // instructions instead of four. The same masks (checked for every input).
-#ifdef __NVPTX__
+#if STRATA_QB_FAST
 STRATA_DEVICE u32 strata_sign_mask4(u32 s) { return __nvvm_prmt((s & 15u) * 0x10204080u, 0u, 0xBA98u); }
 #else
 STRATA_DEVICE u32 strata_sign_mask4(u32 s) { return ((s & 15u) * 0x00204081u & 0x01010101u) * 0xffu; }
@@ -119,10 +132,10 @@ STRATA_DEVICE u32 strata_sign_mask4(u32 s) { return ((s & 15u) * 0x00204081u & 0
 // ksigns64[i] computed, not looked up (same bits): the 8 sign bits are i's 7 and their parity
 // (ksigns_iq2xs), expanded to byte masks for elements 0..3 (lo) and 4..7 (hi). A lookup was a
 // divergent 64-bit LDS gather per 8 elements (the IQ types' LDS wavefronts, not DRAM, set
-// their mmvq time); this is a few ALU ops. NVIDIA: the high nibble is multiplied in place
+// their mmvq time); this is a few ALU ops. STRATA_QB_FAST: the high nibble is multiplied in place
 // (0x01020408 puts bit b, 4 ≤ b ≤ 7, at 8(b − 4) + 7), with the parity as bit 7.
 STRATA_DEVICE void strata_ksigns(u32 i, u32* lo, u32* hi) {
-#ifdef __NVPTX__
+#if STRATA_QB_FAST
   const u32 p = (u32)__builtin_popcount(i) << 7;  // bit 7: the parity of i
   *lo = __nvvm_prmt((i & 15u) * 0x10204080u, 0u, 0xBA98u);
   *hi = __nvvm_prmt(((p & 0x80u) | (i & 0x70u)) * 0x01020408u, 0u, 0xBA98u);
@@ -131,17 +144,16 @@ STRATA_DEVICE void strata_ksigns(u32 i, u32* lo, u32* hi) {
   *lo = strata_sign_mask4(s), *hi = strata_sign_mask4(s >> 4);
 #endif
 }
-// Negate the bytes of g where mask is 0xff (g's bytes are 1..127): −g bytewise is
-// 0x01010100 − g (~g + 0x01010101: no byte carries), selected by the mask (a sub and a
-// bitwise select, where (g ^ mask) + (mask & 0x01010101) took three). NVIDIA: the select is
-// one lop3 (0xCA: mask ? b : c), which ptxas 11.8 did not form from the C expression.
+// Negate the bytes of g where mask is 0xff (g's bytes are 1..127: no carries).
+// STRATA_QB_FAST: −g bytewise is 0x01010100 − g (~g + 0x01010101), picked by the mask with
+// one lop3 (0xCA: mask ? b : c) — two instructions where the portable form takes three.
 STRATA_DEVICE u32 strata_neg_bytes(u32 g, u32 mask) {
-#ifdef __NVPTX__
+#if STRATA_QB_FAST
   u32 d;
   asm("lop3.b32 %0, %1, %2, %3, 0xCA;" : "=r"(d) : "r"(mask), "r"(0x01010100u - g), "r"(g));
   return d;
 #else
-  return (g & ~mask) | ((0x01010100u - g) & mask);
+  return (g ^ mask) + (mask & 0x01010101u);
 #endif
 }
 
@@ -189,7 +201,7 @@ struct strata_qt_q80 {
   STRATA_DEVICE void load(const u8* b, int, strata_g32& g, const lds*) {
     strata_g32_clear<strata_qt_q80>(g);
     g.m0 = g.m1 = 1;
-#if defined(__NVPTX__) && STRATA_Q80_X4
+#if STRATA_QB_FAST && STRATA_Q80_X4
     // NVIDIA: the block's 34 bytes lie in the three 16-byte granules from b rounded down to
     // 16 (each of them holds some of its bytes), read as three vector loads; the words are
     // then picked by the 2-byte offset (a select tree) and funnel-shifted. Ten scalar loads
