@@ -206,10 +206,9 @@ func TestBenchDecode(t *testing.T) {
 		benchMust(t, err)
 		for _, nb := range []int{gx, 1} {
 			grid := gpu.Dim3{X: uint32(nb), Y: 1, Z: 1}
-			ts := timeLaunches(warm+reps, func(int) error {
-				return fn.Launch(s, grid, gpu.Dim3{X: abi.MmvqThreads, Y: 1, Z: 1}, 0, args.Bytes())
-			})[warm:]
-			logf("floor: empty mmvq launch (ncols 0, %d blocks): %.2f µs median", grid.X, median(ts)*1e6)
+			empty := func(int) error { return ln.Launch(fn, grid, gpu.Dim3{X: abi.MmvqThreads, Y: 1, Z: 1}, args.Bytes()) }
+			ts := timeLaunches(warm+reps, empty)[warm:]
+			logf("floor: empty mmvq launch (ncols 0, %d blocks): %.2f µs median | graph: %s µs a launch", grid.X, median(ts)*1e6, strings.Fields(graphCol(empty, 0))[0])
 		}
 	}
 	// The byte counts come from the formats (the IQ2_XS one was a constant 4096 bytes short,
