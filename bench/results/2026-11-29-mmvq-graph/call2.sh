@@ -8,7 +8,7 @@
 #   STRATA_DRY=1: stub binary and tools (rehearsal on the build machine).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-variants="old new pf1s x4off"
+variants="old new pf1s x4off u4"
 
 build() {
 	set -e
@@ -28,9 +28,9 @@ build() {
 	local w
 	w=$(mktemp -d)
 	git show 39b2b1d:kernels/out/sm_90/mmvq.cu >"$w/old.cu"
-	for v in old pf1s x4off; do
+	for v in old pf1s x4off u4; do
 		local src=kernels/out/sm_90/mmvq.cu def=""
-		case $v in old) src=$w/old.cu ;; pf1s) def="-DSTRATA_MMVQ_PF=1 -DSTRATA_MMVQ_PF_GB=16" ;; x4off) def=-DSTRATA_Q80_X4=0 ;; esac
+		case $v in old) src=$w/old.cu ;; pf1s) def="-DSTRATA_MMVQ_PF=1 -DSTRATA_MMVQ_PF_GB=16" ;; x4off) def=-DSTRATA_Q80_X4=0 ;; u4) def=-DSTRATA_MMVQ_U1=4 ;; esac
 		mkdir -p "$d/co-$v/sm_90"
 		# shellcheck disable=SC2086 # flags are a list
 		clang-19 $flags $def -I kernels/out/sm_90 -I kernels/out/include "$src" -o "$d/co-$v/sm_90/mmvq.ptx"
