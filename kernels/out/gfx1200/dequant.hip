@@ -63,20 +63,16 @@ static_assert(__builtin_offsetof(struct strata_dequant_args, y_stride) == 24, "s
 #endif
 #include "strata_tables.h"
 
-// STRATA_QB_FAST: NVIDIA decode paths written for fewest instructions and loads, for the
-// families whose time is the decode's (mmvq, moe_decode, dequant define STRATA_QB_DECODE before
-// this source; on the H200 mmvq's IQ types are bound by integer-ALU issue and its Q8_0 by L1
-// wavefronts, bench/results/2026-11-29-mmvq-graph). mmq and moe_prefill keep the portable
-// forms: there the decode is amortised over a tile, and ptxas 11.8 spilled two sm_90
-// moe_prefill tiles with the fast forms. Every form gives the same bytes (checked for every
+// STRATA_QB_FAST: NVIDIA sign decode in fewest instructions, for the families whose time is
+// the decode's (mmvq, moe_decode, dequant define STRATA_QB_DECODE before this source; on the
+// H200 mmvq's IQ types are bound by integer-ALU issue, bench/results/2026-11-29-mmvq-graph).
+// mmq and moe_prefill keep the portable forms: there the decode is amortised over a tile,
+// and ptxas 11.8 spilled two sm_90 moe_prefill tiles with the fast forms. Every form gives the same bytes (checked for every
 // input; the portable ones by TestQuantBlocksHost).
 #if defined(__NVPTX__) && defined(STRATA_QB_DECODE)
 #define STRATA_QB_FAST 1
 #else
 #define STRATA_QB_FAST 0
-#endif
-#ifndef STRATA_Q80_X4
-#define STRATA_Q80_X4 1  // with STRATA_QB_FAST: Q8_0 blocks by three 16-byte loads (0: ten scalar loads)
 #endif
 
 struct strata_g32 {
@@ -201,39 +197,11 @@ struct strata_qt_q80 {
   STRATA_DEVICE void load(const u8* b, int, strata_g32& g, const lds*) {
     strata_g32_clear<strata_qt_q80>(g);
     g.m0 = g.m1 = 1;
-#if STRATA_QB_FAST && STRATA_Q80_X4
-    // NVIDIA: the block's 34 bytes lie in the three 16-byte granules from b rounded down to
-    // 16 (each of them holds some of its bytes), read as three vector loads; the words are
-    // then picked by the 2-byte offset (a select tree) and funnel-shifted. Ten scalar loads
-    // a group made mmvq's Q8_0 bound by L1 wavefronts on the H200 (each warp load of
-    // 4-byte words at a 34-byte lane stride touches ~9 lines; bench/results/2026-11-29-mmvq-graph).
-    const u8* a = (const u8*)((u64)b & ~(u64)15);
-    const u32 o = (u32)((u64)b & 15u);  // even: blocks are 2-byte aligned
-    u32 w[12];
-    strata_ld_x4(a, w), strata_ld_x4(a + 16, w + 4), strata_ld_x4(a + 32, w + 8);
-    const u32 hd = (o & 2u) * 8u, hq = hd ^ 16u;  // bit shift of d's word, of the quants' words
-    const u32 qs = (o + 2u) >> 2;                // first quant word, 0..4 (4 only when o = 14, hq = 0)
-    // Selects as masks (x ^ ((x ^ y) & m)): clang turned the ternaries on array elements into
-    // selected addresses and put w in local memory.
-    const u32 m0 = 0u - (qs & 1u), m1 = 0u - (qs >> 1 & 1u), m2 = 0u - (qs >> 2 & 1u);
-    u32 t1[11], t2[9], t[9];
-#pragma unroll
-    for (int i = 0; i < 11; ++i) t1[i] = w[i] ^ ((w[i] ^ w[i + 1]) & m0);
-#pragma unroll
-    for (int i = 0; i < 9; ++i) t2[i] = t1[i] ^ ((t1[i] ^ t1[i + 2]) & m1);
-#pragma unroll
-    for (int i = 0; i < 9; ++i) t[i] = t2[i] ^ ((t2[i] ^ w[i + 4 < 12 ? i + 4 : 11]) & m2);  // w[12]: never used (hq = 0)
-#pragma unroll
-    for (int i = 0; i < 8; ++i) g.q[i] = (u32)((((u64)t[i + 1] << 32) | t[i]) >> hq);
-    const u32 ds = o >> 2;  // d's word, 0..3
-    const u32 n0 = 0u - (ds & 1u), n1 = 0u - (ds >> 1 & 1u);
-    const u32 d01 = w[0] ^ ((w[0] ^ w[1]) & n0), d23 = w[2] ^ ((w[2] ^ w[3]) & n0);
-    const u32 dw = d01 ^ ((d01 ^ d23) & n1);
-    g.base = strata_f16_to_f32((u16)(dw >> hd));
-#else
+    // Measured and not kept (bench/results/2026-11-29-mmvq-graph): the block as three
+    // 16-byte granule loads and a select tree instead of these ten scalar loads — mmvq n = 1
+    // at 4096×14336 took 26.0 µs instead of 21.5 on the H200 (ALU 199 → 325 a pass).
     g.base = strata_ld_f16(b);
     strata_ldw_a2<8>(b + 2, g.q);
-#endif
   }
 };
 
