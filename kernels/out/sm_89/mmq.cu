@@ -100,8 +100,8 @@ static_assert(__builtin_offsetof(struct strata_mmq_args, hook_group) == 44, "str
 // the decode's (mmvq, moe_decode, dequant define STRATA_QB_DECODE before this source; on the
 // H200 mmvq's IQ types are bound by integer-ALU issue, bench/results/2026-11-29-mmvq-graph).
 // mmq and moe_prefill keep the portable forms: there the decode is amortised over a tile,
-// and ptxas 11.8 spilled two sm_90 moe_prefill tiles with the fast forms. Every form gives the same bytes (checked for every
-// input; the portable ones by TestQuantBlocksHost).
+// and ptxas 11.8 spilled two sm_90 moe_prefill tiles with the fast forms. Every form gives
+// the same bytes (checked for every input; the portable ones by TestQuantBlocksHost).
 #if defined(__NVPTX__) && defined(STRATA_QB_DECODE)
 #define STRATA_QB_FAST 1
 #else
@@ -148,10 +148,9 @@ STRATA_DEVICE void strata_ldw_a2(const u8* p, u32* w) {
 // Byte-wise x − k for bytes x ≥ 0 and k ≤ 0x7f (no borrow between bytes).
 STRATA_DEVICE u32 strata_sub_bytes(u32 x, u32 k) { return ((x | 0x80808080u) - k) ^ 0x80808080u; }
 // Four sign bits → byte mask (0xff where the bit is set).
-// STRATA_QB_FAST (the IQ types' mmvq is bound by integer-ALU issue on the H200): the
-// sign decode in fewest instructions: multiplying the nibble by 0x10204080 puts bit b at bit 8b + 7 (its
-// copies land at b + 7 + 7k, all distinct, so nothing carries into a byte's top bit), and
-// prmt's sign-replicate selector (0xBA98) turns each byte's top bit into 0x00/0xff: three
+// STRATA_QB_FAST: multiplying the nibble by 0x10204080 puts bit b at bit 8b + 7 (its copies
+// land at b + 7 + 7k, all distinct, so nothing carries into a byte's top bit), and prmt's
+// sign-replicate selector (0xBA98) turns each byte's top bit into 0x00/0xff: three
 // instructions instead of four. The same masks (checked for every input).
 #if STRATA_QB_FAST
 STRATA_DEVICE u32 strata_sign_mask4(u32 s) { return __nvvm_prmt((s & 15u) * 0x10204080u, 0u, 0xBA98u); }
@@ -161,8 +160,8 @@ STRATA_DEVICE u32 strata_sign_mask4(u32 s) { return ((s & 15u) * 0x00204081u & 0
 // ksigns64[i] computed, not looked up (same bits): the 8 sign bits are i's 7 and their parity
 // (ksigns_iq2xs), expanded to byte masks for elements 0..3 (lo) and 4..7 (hi). A lookup was a
 // divergent 64-bit LDS gather per 8 elements (the IQ types' LDS wavefronts, not DRAM, set
-// their mmvq time); this is a few ALU ops. STRATA_QB_FAST: the high nibble is multiplied in place
-// (0x01020408 puts bit b, 4 ≤ b ≤ 7, at 8(b − 4) + 7), with the parity as bit 7.
+// their mmvq time); this is a few ALU ops. STRATA_QB_FAST: the high nibble is multiplied in
+// place (0x01020408 puts bit b, 4 ≤ b ≤ 7, at 8(b − 4) + 7), with the parity as bit 7.
 STRATA_DEVICE void strata_ksigns(u32 i, u32* lo, u32* hi) {
 #if STRATA_QB_FAST
   const u32 p = (u32)__builtin_popcount(i) << 7;  // bit 7: the parity of i
@@ -232,7 +231,8 @@ struct strata_qt_q80 {
     g.m0 = g.m1 = 1;
     // Measured and not kept (bench/results/2026-11-29-mmvq-graph): the block as three
     // 16-byte granule loads and a select tree instead of these ten scalar loads — mmvq n = 1
-    // at 4096×14336 took 26.0 µs instead of 21.5 on the H200 (ALU 199 → 325 a pass).
+    // at 4096×14336 took 26.0 µs instead of 21.5 on the H200 (per-launch events; its pass
+    // loop 199 → 325 instructions).
     g.base = strata_ld_f16(b);
     strata_ldw_a2<8>(b + 2, g.q);
   }
