@@ -32,10 +32,20 @@ import (
 // median of the 60 per-launch times is reported with effective GB/s = (weight bytes +
 // activation bytes) / time and its ratio to the copy bandwidth. Floors, timed the same way:
 // an mmvq launch that does no work (ncols = 0) and d2d copies of two case-sized byte counts.
+// Graph view (METHOD.md: many small launches are timed as graph replays): each case is also
+// captured as one graph of graphK launches over the same rotation of weights (consecutive
+// launches read different buffers, ≥ 256 MiB apart, so L2 does not serve them), replayed 5
+// times to warm up and 60 timed times with an event between replays; time per launch =
+// median replay / graphK. Per-launch event times include a launch gap (the empty-launch
+// floor); replays shrink it, so both columns are printed side by side, each with its ratio
+// to the copy bandwidth. The same two timings of a d2d copy of each type's weight bytes
+// (read + written) give the copy engine's own figure at that size. STRATA_BENCH_GRAPH=0
+// turns the graph view off (profiler runs); a backend without graphs prints "-".
 // STRATA_BENCH_OUT=DIR also writes DIR/bench.txt. For sweeps: STRATA_BENCH_TYPES (variants,
 // comma-separated), STRATA_BENCH_NS (column counts), STRATA_BENCH_EXPERTS=0 (no expert
 // shapes), STRATA_BENCH_ROWS_PER_BLOCK (grid of the dense cases, for kernels built with
-// another row count per block).
+// another row count per block), STRATA_BENCH_REPS=WARM,REPS (launches per case; fewer than
+// 50 timed ones is not a measurement: for profilers), STRATA_BENCH_FLOORS=0 (no floors).
 func TestBenchDecode(t *testing.T) {
 	if os.Getenv("STRATA_BENCH") != "1" {
 		t.Skip("set STRATA_BENCH=1 to measure (GPU machine)")
@@ -71,6 +81,10 @@ func TestBenchDecode(t *testing.T) {
 		benchMust(t, dev.Upload(pool.Ptr.Add(uintptr(off)), chunk))
 	}
 
+	// Launches go through ln: unbound (outside graphTimes) its Launch is Func.Launch on s, the
+	// per-launch path; graphTimes binds it to capture.
+	ln := dev.NewLauncher(s)
+	useGraph := os.Getenv("STRATA_BENCH_GRAPH") != "0" && ln.CanCapture() == nil
 	// events: n+1 events recorded around n launches of f(i) on s, after a 1 GiB copy that
 	// keeps the GPU busy while the host queues them. Returns per-launch seconds.
 	timeLaunches := func(n int, f func(i int) error) []float64 {
@@ -79,15 +93,61 @@ func TestBenchDecode(t *testing.T) {
 		}
 		return eventTimes(t, dev, s, n, 120*time.Second, f)
 	}
-	// Ceiling: device-to-device copy, 1 GiB, read + written bytes.
-	copies := timeLaunches(21, func(int) error { return s.Copy(pool2.Ptr, pool.Ptr, poolBytes) })
-	d2d := 2 * float64(poolBytes) / median(copies[1:]) / 1e9
-
+	// graphTimes captures f(0), …, f(k−1) on s into one graph and returns the seconds of
+	// each of graphReps replays after graphWarm (events between replays, queued behind two
+	// 1 GiB copies like timeLaunches). f launches through ln. A capture or replay failure is
+	// returned (the graph view is then dropped, the per-launch view goes on).
+	const graphK, graphWarm, graphReps = 32, 5, 60
+	graphTimes := func(f func(i int) error) ([]float64, error) {
+		if err := ln.Begin(); err != nil {
+			return nil, err
+		}
+		defer ln.End()
+		if err := ln.BeginCapture(); err != nil {
+			return nil, err
+		}
+		for i := 0; i < graphK; i++ {
+			if err := f(i); err != nil {
+				if g, err := ln.EndCapture(); err == nil {
+					_ = g.Destroy()
+				}
+				return nil, err
+			}
+		}
+		g, err := ln.EndCapture()
+		if err != nil {
+			return nil, err
+		}
+		defer func() { benchMust(t, g.Destroy()) }()
+		for c := 0; c < 2; c++ {
+			benchMust(t, s.Copy(pool2.Ptr, pool.Ptr, poolBytes))
+		}
+		return eventTimes(t, dev, s, graphWarm+graphReps, 120*time.Second, func(int) error { return g.Launch() })[graphWarm:], nil
+	}
+	// graphCol is the graph view of a case moving bytes per launch: µs per launch, GB/s and
+	// % of d2d, or dashes without graphs.
+	var d2d float64
 	var blog benchLog
 	logf := blog.printf
+	graphCol := func(f func(i int) error, bytes int) string {
+		if useGraph {
+			ts, err := graphTimes(f)
+			if err == nil {
+				m := median(ts) / graphK
+				gbs := float64(bytes) / m / 1e9
+				return fmt.Sprintf("%10.2f %9.1f %7.1f%%", m*1e6, gbs, 100*gbs/d2d)
+			}
+			logf("graph view dropped: %v", err)
+			useGraph = false
+		}
+		return fmt.Sprintf("%10s %9s %8s", "-", "-", "-")
+	}
+	// Ceiling: device-to-device copy, 1 GiB, read + written bytes.
+	copies := timeLaunches(21, func(int) error { return s.Copy(pool2.Ptr, pool.Ptr, poolBytes) })
+	d2d = 2 * float64(poolBytes) / median(copies[1:]) / 1e9
+
 	logf("decode benchmarks on %s (%s, %s), %s", dev.Info().Name, target, dev.Info().PCIBusID, time.Now().UTC().Format(time.RFC3339))
 	logf("d2d copy 1 GiB: %.1f GB/s (bytes read + written, median of 20)", d2d)
-	logf("%-8s %-34s %3s %10s %9s %8s %12s", "type", "shape", "n", "median µs", "GB/s", "of d2d", "bytes/launch")
 
 	// Activation buffers: Q8_1 and f32, large enough for 8 columns of K = 14336 and 8
 	// experts' own x of K = 2048; random quantized activations.
@@ -126,22 +186,29 @@ func TestBenchDecode(t *testing.T) {
 		}
 	}
 	experts := os.Getenv("STRATA_BENCH_EXPERTS") != "0"
-	const warm, reps = 10, 60
+	warm, reps := 10, 60
+	if v := os.Getenv("STRATA_BENCH_REPS"); v != "" { // "WARM,REPS": e.g. "0,1" under a profiler (not a timing)
+		if _, err := fmt.Sscanf(v, "%d,%d", &warm, &reps); err != nil || warm < 0 || reps < 1 {
+			t.Fatalf("STRATA_BENCH_REPS: %q is not WARM,REPS", v)
+		}
+	}
+	floors := os.Getenv("STRATA_BENCH_FLOORS") != "0"
+	logf("per launch: events around each launch, median of %d; graph: one graph of %d launches, median replay of %d / %d", reps, graphK, graphReps, graphK)
+	logf("%-8s %-34s %3s %10s %9s %8s %12s | %10s %9s %8s", "type", "shape", "n", "median µs", "GB/s", "of d2d", "bytes/launch", "graph µs", "GB/s", "of d2d")
 
 	// Floors, timed like every case: an mmvq launch that does no work (ncols = 0 returns
 	// before any load: the launch and event cost of one kernel with the dense grid), and
 	// device-to-device copies of 8.5 and 31 MB (the bytes, read + written, of the IQ2_XS and
 	// Q8_0 4096×14336 matrices: what the copy engine reaches at these sizes).
-	if fn, err := mod.Func("strata_mmvq_q80"); err == nil {
+	if fn, err := mod.Func("strata_mmvq_q80"); err == nil && floors {
 		args := abi.MmvqArgs{Xq: uint64(dxq.Ptr), Y: uint64(dy.Ptr), W: uint64(pool.Ptr), Rows: 4096, K: 14336, XColStride: 14336, YColStride: 4096}
 		gx, err := mmvqGridX(target, "strata_mmvq_q80", 4096)
 		benchMust(t, err)
 		for _, nb := range []int{gx, 1} {
 			grid := gpu.Dim3{X: uint32(nb), Y: 1, Z: 1}
-			ts := timeLaunches(warm+reps, func(int) error {
-				return fn.Launch(s, grid, gpu.Dim3{X: abi.MmvqThreads, Y: 1, Z: 1}, 0, args.Bytes())
-			})[warm:]
-			logf("floor: empty mmvq launch (ncols 0, %d blocks): %.2f µs median", grid.X, median(ts)*1e6)
+			empty := func(int) error { return ln.Launch(fn, grid, gpu.Dim3{X: abi.MmvqThreads, Y: 1, Z: 1}, args.Bytes()) }
+			ts := timeLaunches(warm+reps, empty)[warm:]
+			logf("floor: empty mmvq launch (ncols 0, %d blocks): %.2f µs median | graph: %s µs a launch", grid.X, median(ts)*1e6, strings.Fields(graphCol(empty, 0))[0])
 		}
 	}
 	// The byte counts come from the formats (the IQ2_XS one was a constant 4096 bytes short,
@@ -153,6 +220,9 @@ func TestBenchDecode(t *testing.T) {
 		copyHalves = append(copyHalves, 4096*rb/2)
 	}
 	for _, half := range copyHalves {
+		if !floors {
+			break
+		}
 		half = half / 256 * 256
 		nrot := poolBytes / 2 / half
 		ts := timeLaunches(warm+reps, func(i int) error {
@@ -196,13 +266,26 @@ func TestBenchDecode(t *testing.T) {
 			launch := func(i int) error {
 				a := args
 				a.W = uint64(pool.Ptr) + uint64((i%rot)*mat)
-				return fn.Launch(s, grid, gpu.Dim3{X: abi.MmvqThreads, Y: 1, Z: 1}, 0, a.Bytes())
+				return ln.Launch(fn, grid, gpu.Dim3{X: abi.MmvqThreads, Y: 1, Z: 1}, a.Bytes())
 			}
 			ts := timeLaunches(warm+reps, launch)[warm:]
 			bytes := rows*rb + actBytes(k, n)
 			m := median(ts)
 			gbs := float64(bytes) / m / 1e9
-			logf("%-8s %-34s %3d %10.2f %9.1f %7.1f%% %12d", v, fmt.Sprintf("%dx%d", rows, k), n, m*1e6, gbs, 100*gbs/d2d, bytes)
+			logf("%-8s %-34s %3d %10.2f %9.1f %7.1f%% %12d | %s", v, fmt.Sprintf("%dx%d", rows, k), n, m*1e6, gbs, 100*gbs/d2d, bytes, graphCol(launch, bytes))
+		}
+		// The copy engine at this type's size: a d2d copy of half its 4096×14336 weight bytes
+		// (so read + written = the weight bytes), rotated over the pool, both timings.
+		if floors {
+			half := rows * rb / 2 / 256 * 256
+			nrot := poolBytes / 2 / half
+			cp := func(i int) error {
+				off := uintptr((i % nrot) * half)
+				return s.Copy(pool2.Ptr.Add(off), pool.Ptr.Add(uintptr(poolBytes/2)+off), half)
+			}
+			m := median(timeLaunches(warm+reps, cp)[warm:])
+			gbs := 2 * float64(half) / m / 1e9
+			logf("%-8s %-34s %3s %10.2f %9.1f %7.1f%% %12d | %s", v, "floor: d2d copy of its bytes", "-", m*1e6, gbs, 100*gbs/d2d, 2*half, graphCol(cp, 2*half))
 		}
 		// Expert shapes: 8 of 128 experts, through slot tables rotated over the pool.
 		if !experts {
@@ -256,7 +339,7 @@ func TestBenchDecode(t *testing.T) {
 				a := args
 				a.Slots = uint64(dslots.Ptr) + uint64(8*sh.nExp*((i/groups)%ntab))
 				a.Ids = uint64(dids.Ptr) + uint64(4*sh.nSel*(i%groups))
-				return fn.Launch(s, grid, gpu.Dim3{X: abi.MmvqThreads, Y: 1, Z: 1}, 0, a.Bytes())
+				return ln.Launch(fn, grid, gpu.Dim3{X: abi.MmvqThreads, Y: 1, Z: 1}, a.Bytes())
 			}
 			ts := timeLaunches(warm+reps, launch)[warm:]
 			xsets := 1
@@ -266,7 +349,7 @@ func TestBenchDecode(t *testing.T) {
 			bytes := sh.nSel*sh.rows*rb + actBytes(sh.k, xsets)
 			m := median(ts)
 			gbs := float64(bytes) / m / 1e9
-			logf("%-8s %-34s %3d %10.2f %9.1f %7.1f%% %12d", v, sh.name, 1, m*1e6, gbs, 100*gbs/d2d, bytes)
+			logf("%-8s %-34s %3d %10.2f %9.1f %7.1f%% %12d | %s", v, sh.name, 1, m*1e6, gbs, 100*gbs/d2d, bytes, graphCol(launch, bytes))
 			benchMust(t, dslots.Free())
 			benchMust(t, dids.Free())
 		}

@@ -96,6 +96,18 @@ static_assert(__builtin_offsetof(struct strata_mmq_args, hook_group) == 44, "str
 #endif
 #include "strata_tables.h"
 
+// STRATA_QB_FAST: NVIDIA sign decode in fewest instructions, for the families whose time is
+// the decode's (mmvq, moe_decode, dequant define STRATA_QB_DECODE before this source; on the
+// H200 mmvq's IQ types are bound by integer-ALU issue, bench/results/2026-11-29-mmvq-graph).
+// mmq and moe_prefill keep the portable forms: there the decode is amortised over a tile,
+// and ptxas 11.8 spilled two sm_90 moe_prefill tiles with the fast forms. Every form gives
+// the same bytes (checked for every input; the portable ones by TestQuantBlocksHost).
+#if defined(__NVPTX__) && defined(STRATA_QB_DECODE)
+#define STRATA_QB_FAST 1
+#else
+#define STRATA_QB_FAST 0
+#endif
+
 struct strata_g32 {
   u32 q[8];    // int8 quants, element 4w + b in byte b of q[w]
   i32 m0, m1;  // integer multipliers of elements 0..15 and 16..31
@@ -136,17 +148,42 @@ STRATA_DEVICE void strata_ldw_a2(const u8* p, u32* w) {
 // Byte-wise x − k for bytes x ≥ 0 and k ≤ 0x7f (no borrow between bytes).
 STRATA_DEVICE u32 strata_sub_bytes(u32 x, u32 k) { return ((x | 0x80808080u) - k) ^ 0x80808080u; }
 // Four sign bits → byte mask (0xff where the bit is set).
+// STRATA_QB_FAST: multiplying the nibble by 0x10204080 puts bit b at bit 8b + 7 (its copies
+// land at b + 7 + 7k, all distinct, so nothing carries into a byte's top bit), and prmt's
+// sign-replicate selector (0xBA98) turns each byte's top bit into 0x00/0xff: three
+// instructions instead of four. The same masks (checked for every input).
+#if STRATA_QB_FAST
+STRATA_DEVICE u32 strata_sign_mask4(u32 s) { return __nvvm_prmt((s & 15u) * 0x10204080u, 0u, 0xBA98u); }
+#else
 STRATA_DEVICE u32 strata_sign_mask4(u32 s) { return ((s & 15u) * 0x00204081u & 0x01010101u) * 0xffu; }
+#endif
 // ksigns64[i] computed, not looked up (same bits): the 8 sign bits are i's 7 and their parity
 // (ksigns_iq2xs), expanded to byte masks for elements 0..3 (lo) and 4..7 (hi). A lookup was a
 // divergent 64-bit LDS gather per 8 elements (the IQ types' LDS wavefronts, not DRAM, set
-// their mmvq time); this is a few ALU ops.
+// their mmvq time); this is a few ALU ops. STRATA_QB_FAST: the high nibble is multiplied in
+// place (0x01020408 puts bit b, 4 ≤ b ≤ 7, at 8(b − 4) + 7), with the parity as bit 7.
 STRATA_DEVICE void strata_ksigns(u32 i, u32* lo, u32* hi) {
+#if STRATA_QB_FAST
+  const u32 p = (u32)__builtin_popcount(i) << 7;  // bit 7: the parity of i
+  *lo = __nvvm_prmt((i & 15u) * 0x10204080u, 0u, 0xBA98u);
+  *hi = __nvvm_prmt(((p & 0x80u) | (i & 0x70u)) * 0x01020408u, 0u, 0xBA98u);
+#else
   const u32 s = i | ((u32)__builtin_parity(i) << 7);
   *lo = strata_sign_mask4(s), *hi = strata_sign_mask4(s >> 4);
+#endif
 }
 // Negate the bytes of g where mask is 0xff (g's bytes are 1..127: no carries).
-STRATA_DEVICE u32 strata_neg_bytes(u32 g, u32 mask) { return (g ^ mask) + (mask & 0x01010101u); }
+// STRATA_QB_FAST: −g bytewise is 0x01010100 − g (~g + 0x01010101), picked by the mask with
+// one lop3 (0xCA: mask ? b : c) — two instructions where the portable form takes three.
+STRATA_DEVICE u32 strata_neg_bytes(u32 g, u32 mask) {
+#if STRATA_QB_FAST
+  u32 d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xCA;" : "=r"(d) : "r"(mask), "r"(0x01010100u - g), "r"(g));
+  return d;
+#else
+  return (g ^ mask) + (mask & 0x01010101u);
+#endif
+}
 
 // Copy of an N-entry lookup table into LDS by the whole block: up to 8 loads per thread
 // issued before their stores (one round trip for the largest table at 256 threads, not one
@@ -191,7 +228,12 @@ struct strata_qt_q80 {
   STRATA_DEVICE void fill(lds* s) { strata_lds_none_fill(s); }
   STRATA_DEVICE void load(const u8* b, int, strata_g32& g, const lds*) {
     strata_g32_clear<strata_qt_q80>(g);
-    g.base = strata_ld_f16(b), g.m0 = g.m1 = 1;
+    g.m0 = g.m1 = 1;
+    // Measured and not kept (bench/results/2026-11-29-mmvq-graph): the block as three
+    // 16-byte granule loads and a select tree instead of these ten scalar loads — mmvq n = 1
+    // at 4096×14336 took 26.0 µs instead of 21.5 on the H200 (per-launch events; its pass
+    // loop 199 → 325 instructions).
+    g.base = strata_ld_f16(b);
     strata_ldw_a2<8>(b + 2, g.q);
   }
 };
@@ -213,6 +255,17 @@ struct strata_qt_q20 {
       g.q[w] = strata_sub_bytes((x | x << 6 | x << 12 | x << 18) & 0x03030303u, 0x01010101u);
     }
   }
+  // For mmvq's NVIDIA one-column path only (it stages its activations transposed to match,
+  // mmvq.tmpl, strata_mmvq_xt): the codes unsigned (0..3, the −1 is subtracted there as
+  // Σ of the activations), word 4h + k = code k of the four bytes of word h: byte b holds
+  // element 16h + 4b + k. Two instructions a word instead of seven; the same integer dot.
+  STRATA_DEVICE void load_t(const u8* b, int j, strata_g32& g) {
+    g.base = strata_ld_f16(b), g.m0 = g.m1 = 1;
+    u32 c[2];
+    strata_ldw_a2<2>(b + 2 + 8 * j, c);
+#pragma unroll
+    for (int w = 0; w < 8; ++w) g.q[w] = (c[w >> 2] >> (2 * (w & 3))) & 0x03030303u;
+  }
 };
 
 // ---- Q4_K: 256 elements, 144 bytes {fp16 d, fp16 dmin, 12 bytes of 6-bit scales/mins,
@@ -224,15 +277,20 @@ struct strata_qt_q4k {
   STRATA_DEVICE void fill(lds* s) { strata_lds_none_fill(s); }
   STRATA_DEVICE void load(const u8* b, int j, strata_g32& g, const lds*) {
     strata_g32_clear<strata_qt_q4k>(g);
-    const u8* s = b + 4;
+    // The 16-byte head {d, dmin, scales 0–11} in one vector load (5 scalar loads before:
+    // on the H200 mmvq's Q4_K stalled mostly on these, bench/results/2026-11-29-mmvq-graph):
+    // h[1], h[2], h[3] hold scale bytes 0–3, 4–7, 8–11; byte j & 3 of each is this group's.
+    u32 h[4];
+    strata_ld_x4(b, h);
+    const u32 js = 8u * (u32)(j & 3), s1 = h[1] >> js, s2 = h[2] >> js, s3 = h[3] >> js;
     u32 sc, m;
     if (j < 4) {
-      sc = s[j] & 63u, m = s[j + 4] & 63u;
+      sc = s1 & 63u, m = s2 & 63u;  // scales[j], scales[j + 4]
     } else {
-      sc = (s[j + 4] & 15u) | ((u32)(s[j - 4] >> 6) << 4);
-      m = (u32)(s[j + 4] >> 4) | ((u32)(s[j] >> 6) << 4);
+      sc = (s3 & 15u) | ((s1 >> 6 & 3u) << 4);  // scales[j + 4] low nibble, scales[j − 4] top bits
+      m = (s3 >> 4 & 15u) | ((s2 >> 6 & 3u) << 4);  // scales[j + 4] high nibble, scales[j] top bits
     }
-    g.base = strata_ld_f16(b), g.offb = -strata_ld_f16(b + 2);
+    g.base = strata_f16_to_f32((u16)(h[0] & 0xffffu)), g.offb = -strata_f16_to_f32((u16)(h[0] >> 16));
     g.m0 = g.m1 = (i32)sc, g.offm = (i32)m;
     u32 x[8];
     const u8* qs = b + 16 + 32 * (j >> 1);  // 64-element chunk: low nibbles, then high

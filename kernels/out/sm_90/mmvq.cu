@@ -51,6 +51,8 @@ static_assert(__builtin_offsetof(struct strata_mmvq_args, x_mat_stride) == 84, "
 static_assert(__builtin_offsetof(struct strata_mmvq_args, y_col_stride) == 88, "strata_mmvq_args.y_col_stride: offset differs from kernels/abi");
 static_assert(__builtin_offsetof(struct strata_mmvq_args, y_mat_stride) == 92, "strata_mmvq_args.y_mat_stride: offset differs from kernels/abi");
 
+#define STRATA_QB_DECODE 1  // quant_blocks: the NVIDIA decode-speed forms (STRATA_QB_FAST)
+
 // ---- Per-type weight decode: the one source of truth for each weight type's arithmetic.
 // dequant, mmvq and moe_decode all go through these. Layouts: quant-formats.md §3.
 //
@@ -71,6 +73,18 @@ static_assert(__builtin_offsetof(struct strata_mmvq_args, y_mat_stride) == 92, "
 #define STRATA_CONSTANT __device__
 #endif
 #include "strata_tables.h"
+
+// STRATA_QB_FAST: NVIDIA sign decode in fewest instructions, for the families whose time is
+// the decode's (mmvq, moe_decode, dequant define STRATA_QB_DECODE before this source; on the
+// H200 mmvq's IQ types are bound by integer-ALU issue, bench/results/2026-11-29-mmvq-graph).
+// mmq and moe_prefill keep the portable forms: there the decode is amortised over a tile,
+// and ptxas 11.8 spilled two sm_90 moe_prefill tiles with the fast forms. Every form gives
+// the same bytes (checked for every input; the portable ones by TestQuantBlocksHost).
+#if defined(__NVPTX__) && defined(STRATA_QB_DECODE)
+#define STRATA_QB_FAST 1
+#else
+#define STRATA_QB_FAST 0
+#endif
 
 struct strata_g32 {
   u32 q[8];    // int8 quants, element 4w + b in byte b of q[w]
@@ -112,17 +126,42 @@ STRATA_DEVICE void strata_ldw_a2(const u8* p, u32* w) {
 // Byte-wise x − k for bytes x ≥ 0 and k ≤ 0x7f (no borrow between bytes).
 STRATA_DEVICE u32 strata_sub_bytes(u32 x, u32 k) { return ((x | 0x80808080u) - k) ^ 0x80808080u; }
 // Four sign bits → byte mask (0xff where the bit is set).
+// STRATA_QB_FAST: multiplying the nibble by 0x10204080 puts bit b at bit 8b + 7 (its copies
+// land at b + 7 + 7k, all distinct, so nothing carries into a byte's top bit), and prmt's
+// sign-replicate selector (0xBA98) turns each byte's top bit into 0x00/0xff: three
+// instructions instead of four. The same masks (checked for every input).
+#if STRATA_QB_FAST
+STRATA_DEVICE u32 strata_sign_mask4(u32 s) { return __nvvm_prmt((s & 15u) * 0x10204080u, 0u, 0xBA98u); }
+#else
 STRATA_DEVICE u32 strata_sign_mask4(u32 s) { return ((s & 15u) * 0x00204081u & 0x01010101u) * 0xffu; }
+#endif
 // ksigns64[i] computed, not looked up (same bits): the 8 sign bits are i's 7 and their parity
 // (ksigns_iq2xs), expanded to byte masks for elements 0..3 (lo) and 4..7 (hi). A lookup was a
 // divergent 64-bit LDS gather per 8 elements (the IQ types' LDS wavefronts, not DRAM, set
-// their mmvq time); this is a few ALU ops.
+// their mmvq time); this is a few ALU ops. STRATA_QB_FAST: the high nibble is multiplied in
+// place (0x01020408 puts bit b, 4 ≤ b ≤ 7, at 8(b − 4) + 7), with the parity as bit 7.
 STRATA_DEVICE void strata_ksigns(u32 i, u32* lo, u32* hi) {
+#if STRATA_QB_FAST
+  const u32 p = (u32)__builtin_popcount(i) << 7;  // bit 7: the parity of i
+  *lo = __nvvm_prmt((i & 15u) * 0x10204080u, 0u, 0xBA98u);
+  *hi = __nvvm_prmt(((p & 0x80u) | (i & 0x70u)) * 0x01020408u, 0u, 0xBA98u);
+#else
   const u32 s = i | ((u32)__builtin_parity(i) << 7);
   *lo = strata_sign_mask4(s), *hi = strata_sign_mask4(s >> 4);
+#endif
 }
 // Negate the bytes of g where mask is 0xff (g's bytes are 1..127: no carries).
-STRATA_DEVICE u32 strata_neg_bytes(u32 g, u32 mask) { return (g ^ mask) + (mask & 0x01010101u); }
+// STRATA_QB_FAST: −g bytewise is 0x01010100 − g (~g + 0x01010101), picked by the mask with
+// one lop3 (0xCA: mask ? b : c) — two instructions where the portable form takes three.
+STRATA_DEVICE u32 strata_neg_bytes(u32 g, u32 mask) {
+#if STRATA_QB_FAST
+  u32 d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xCA;" : "=r"(d) : "r"(mask), "r"(0x01010100u - g), "r"(g));
+  return d;
+#else
+  return (g ^ mask) + (mask & 0x01010101u);
+#endif
+}
 
 // Copy of an N-entry lookup table into LDS by the whole block: up to 8 loads per thread
 // issued before their stores (one round trip for the largest table at 256 threads, not one
@@ -167,7 +206,12 @@ struct strata_qt_q80 {
   STRATA_DEVICE void fill(lds* s) { strata_lds_none_fill(s); }
   STRATA_DEVICE void load(const u8* b, int, strata_g32& g, const lds*) {
     strata_g32_clear<strata_qt_q80>(g);
-    g.base = strata_ld_f16(b), g.m0 = g.m1 = 1;
+    g.m0 = g.m1 = 1;
+    // Measured and not kept (bench/results/2026-11-29-mmvq-graph): the block as three
+    // 16-byte granule loads and a select tree instead of these ten scalar loads — mmvq n = 1
+    // at 4096×14336 took 26.0 µs instead of 21.5 on the H200 (per-launch events; its pass
+    // loop 199 → 325 instructions).
+    g.base = strata_ld_f16(b);
     strata_ldw_a2<8>(b + 2, g.q);
   }
 };
@@ -189,6 +233,17 @@ struct strata_qt_q20 {
       g.q[w] = strata_sub_bytes((x | x << 6 | x << 12 | x << 18) & 0x03030303u, 0x01010101u);
     }
   }
+  // For mmvq's NVIDIA one-column path only (it stages its activations transposed to match,
+  // mmvq.tmpl, strata_mmvq_xt): the codes unsigned (0..3, the −1 is subtracted there as
+  // Σ of the activations), word 4h + k = code k of the four bytes of word h: byte b holds
+  // element 16h + 4b + k. Two instructions a word instead of seven; the same integer dot.
+  STRATA_DEVICE void load_t(const u8* b, int j, strata_g32& g) {
+    g.base = strata_ld_f16(b), g.m0 = g.m1 = 1;
+    u32 c[2];
+    strata_ldw_a2<2>(b + 2 + 8 * j, c);
+#pragma unroll
+    for (int w = 0; w < 8; ++w) g.q[w] = (c[w >> 2] >> (2 * (w & 3))) & 0x03030303u;
+  }
 };
 
 // ---- Q4_K: 256 elements, 144 bytes {fp16 d, fp16 dmin, 12 bytes of 6-bit scales/mins,
@@ -200,15 +255,20 @@ struct strata_qt_q4k {
   STRATA_DEVICE void fill(lds* s) { strata_lds_none_fill(s); }
   STRATA_DEVICE void load(const u8* b, int j, strata_g32& g, const lds*) {
     strata_g32_clear<strata_qt_q4k>(g);
-    const u8* s = b + 4;
+    // The 16-byte head {d, dmin, scales 0–11} in one vector load (5 scalar loads before:
+    // on the H200 mmvq's Q4_K stalled mostly on these, bench/results/2026-11-29-mmvq-graph):
+    // h[1], h[2], h[3] hold scale bytes 0–3, 4–7, 8–11; byte j & 3 of each is this group's.
+    u32 h[4];
+    strata_ld_x4(b, h);
+    const u32 js = 8u * (u32)(j & 3), s1 = h[1] >> js, s2 = h[2] >> js, s3 = h[3] >> js;
     u32 sc, m;
     if (j < 4) {
-      sc = s[j] & 63u, m = s[j + 4] & 63u;
+      sc = s1 & 63u, m = s2 & 63u;  // scales[j], scales[j + 4]
     } else {
-      sc = (s[j + 4] & 15u) | ((u32)(s[j - 4] >> 6) << 4);
-      m = (u32)(s[j + 4] >> 4) | ((u32)(s[j] >> 6) << 4);
+      sc = (s3 & 15u) | ((s1 >> 6 & 3u) << 4);  // scales[j + 4] low nibble, scales[j − 4] top bits
+      m = (s3 >> 4 & 15u) | ((s2 >> 6 & 3u) << 4);  // scales[j + 4] high nibble, scales[j] top bits
     }
-    g.base = strata_ld_f16(b), g.offb = -strata_ld_f16(b + 2);
+    g.base = strata_f16_to_f32((u16)(h[0] & 0xffffu)), g.offb = -strata_f16_to_f32((u16)(h[0] >> 16));
     g.m0 = g.m1 = (i32)sc, g.offm = (i32)m;
     u32 x[8];
     const u8* qs = b + 16 + 32 * (j >> 1);  // 64-element chunk: low nibbles, then high
@@ -724,6 +784,59 @@ STRATA_DEVICE void strata_mmvq_rows(const struct strata_mmvq_args& p, const u8* 
 #ifndef STRATA_MMVQ_NOLOAD
 #define STRATA_MMVQ_NOLOAD 0  // measurement only: every group of a row decodes the row's first block
 #endif
+// Prefetch of the next pass's weight lines (1: into L1, 2: into L2, 0: none) for types with
+// at most STRATA_MMVQ_PF_GB weight bytes per 32-element group. Measured on the H200
+// (bench/results/2026-11-29-mmvq-graph, n = 1, 4096×14336, graph view): into L1 for the
+// ≤ 16-byte types, IQ1_M 14.2 → 12.9 µs, IQ3_XXS 16.9 → 16.3, IQ2_XS 15.1 → 14.9, Q2_0 and
+// IQ3_S ±0.1; for every type (call 1 there, per-launch events, before the decode changes)
+// Q8_0 and Q4_K lost 1.1–1.5 µs, so the larger types take none.
+#ifndef STRATA_MMVQ_PF
+#define STRATA_MMVQ_PF 1
+#endif
+#ifndef STRATA_MMVQ_PF_GB
+#define STRATA_MMVQ_PF_GB 16
+#endif
+
+// Transposed activations (one-column path): for a type whose decode is cheaper with its
+// codes regrouped (Q2_0: word 4h + k = code k of each byte of code word h, two instructions
+// a word — a shift and a mask — instead of the spread-and-subtract of load), the staged
+// Q8_1 blocks are transposed once per block to the same element order (a 4×4 byte transpose
+// of each half: dot4 then pairs the same elements), and the type's constant code offset
+// (−1) is applied as −Σa, with Σa stored in the high half of the block's scale word (the
+// Q8_1 sum field, unused here). Each group's integer dot, and so every fold, is unchanged.
+#ifndef STRATA_MMVQ_XT
+#define STRATA_MMVQ_XT 1
+#endif
+template <class QT>
+struct strata_mmvq_xt {
+  static constexpr bool on = false;
+};
+#if STRATA_MMVQ_XT
+template <>
+struct strata_mmvq_xt<strata_qt_q20> {
+  static constexpr bool on = true;
+};
+#endif
+
+// xs blocks [0, nb) (9 words each: scale word, 8 quant words) → {d | Σa << 16, transposed
+// words}: word 4h + k of the result holds byte k of words 4h + 0..3 (bytes in that order).
+STRATA_DEVICE void strata_mmvq_xt_stage(u32* xs, int nb) {
+  for (int i = (int)strata_thread_x(); i < nb; i += (int)strata_block_dim_x()) {
+    u32* x = xs + 9 * i;
+    u32 a[8];
+    i32 sa = 0;
+#pragma unroll
+    for (int w = 0; w < 8; ++w) a[w] = x[1 + w], sa = strata_dot4_ss(0x01010101, (i32)a[w], sa);
+    x[0] = (x[0] & 0xffffu) | ((u32)sa << 16);  // |Σa| ≤ 32·127: fits 16 bits
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const u32 p0 = __nvvm_prmt(a[4 * h], a[4 * h + 1], 0x5140), p1 = __nvvm_prmt(a[4 * h], a[4 * h + 1], 0x7362);
+      const u32 p2 = __nvvm_prmt(a[4 * h + 2], a[4 * h + 3], 0x5140), p3 = __nvvm_prmt(a[4 * h + 2], a[4 * h + 3], 0x7362);
+      x[1 + 4 * h] = __nvvm_prmt(p0, p2, 0x5410), x[2 + 4 * h] = __nvvm_prmt(p0, p2, 0x7632);
+      x[3 + 4 * h] = __nvvm_prmt(p1, p3, 0x5410), x[4 + 4 * h] = __nvvm_prmt(p1, p3, 0x7632);
+    }
+  }
+}
 
 template <class QT, int NC>
 struct strata_mmvq_nv_shape {
@@ -791,6 +904,7 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
   const i64 step = (i64)strata_grid_dim_x() * 8 * R;
   const u8* x = p.xq + (i64)(p.x_mat_stride / 32) * z * 36;
   const i64 colb = p.x_col_stride / 32;
+  constexpr bool XT = strata_mmvq_xt<QT>::on;
   const bool single = ng <= SEG;  // one segment: staged once for all of the block's rows
   if constexpr (sizeof(typename QT::lds) > sizeof(strata_lds_none)) {
     const i64 r0 = ((i64)strata_block_x() * 8 + warp) * R;
@@ -806,6 +920,12 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
   QT::fill(tab);
   if (single) strata_mmvq_stage<NC>(xs, x, colb, 0, ng);
   strata_barrier();
+  if constexpr (XT) {
+    if (single) {
+      strata_mmvq_xt_stage(xs, NC * ng);
+      strata_barrier();
+    }
+  }
   // Rows are walked block-uniformly (the segment barriers need every wave): wave w of the
   // block takes rows b0 + w·R … of each block step b0; waves past the rows only stage.
   for (i64 b0 = (i64)strata_block_x() * 8 * R; b0 < p.rows; b0 += step) {
@@ -825,6 +945,10 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
         strata_barrier();
         strata_mmvq_stage<NC>(xs, x, colb, s0, sn);
         strata_barrier();
+        if constexpr (XT) {
+          strata_mmvq_xt_stage(xs, NC * sn);
+          strata_barrier();
+        }
       }
       if (!active) continue;
       // Passes as in strata_mmvq_rows (segments start at multiples of 32·U, so each lane
@@ -832,13 +956,34 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
       const int np = (sn + 32 * U - 1) / (32 * U);
       for (int q = 0; q < np; ++q) {
         const int g0 = s0 + 32 * U * q + lane;
+        if constexpr (STRATA_MMVQ_PF != 0 && QT::BYTES / GPB <= STRATA_MMVQ_PF_GB) {
+          // The next pass's bytes of each row are one contiguous span (its groups' blocks);
+          // lane ℓ prefetches the span's ℓ-th 128-byte line (the last byte for lanes past
+          // its end), so the warp covers every line of the span once.
+          if (q + 1 < np) {
+            const int gs = s0 + 32 * U * (q + 1), ge = (gs + 32 * U < s0 + sn ? gs + 32 * U : s0 + sn) - 1;
+            const i64 b0 = (i64)(gs / GPB) * QT::BYTES, len = (i64)(ge / GPB + 1) * QT::BYTES - b0;
+            const i64 off = b0 + (128 * (i64)lane < len ? 128 * (i64)lane : len - 1);
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+              const u8* a = wr + (r < nr ? r : 0) * rowb + off;
+              if constexpr (STRATA_MMVQ_PF == 1) asm volatile("prefetch.global.L1 [%0];" ::"l"(a));
+              else asm volatile("prefetch.global.L2 [%0];" ::"l"(a));
+            }
+          }
+        }
         strata_g32 wg[U][R];
 #pragma unroll
         for (int u = 0; u < U; ++u) {
           const int g = g0 + 32 * u < s0 + sn ? g0 + 32 * u : s0 + sn - 1;
 #pragma unroll
-          for (int r = 0; r < R; ++r)
-            QT::load(wr + (r < nr ? r : 0) * rowb + (STRATA_MMVQ_NOLOAD ? 0 : (i64)(g / GPB) * QT::BYTES), g % GPB, wg[u][r], tab);
+          for (int r = 0; r < R; ++r) {
+            // g ≥ 0: unsigned division by the power-of-two GPB is a shift (signed took four
+            // instructions a group), and the block offset one wide multiply-add.
+            const u8* b = wr + (r < nr ? r : 0) * rowb + (STRATA_MMVQ_NOLOAD ? 0 : (u64)((u32)g / GPB) * QT::BYTES);
+            if constexpr (XT) QT::load_t(b, (int)((u32)g % GPB), wg[u][r]);
+            else QT::load(b, (int)((u32)g % GPB), wg[u][r], tab);
+          }
         }
 #pragma unroll
         for (int u = 0; u < U; ++u) {
@@ -853,7 +998,17 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
             const f32 da = strata_f16_to_f32((u16)(xb[0] & 0xffffu));
 #pragma unroll
             for (int r = 0; r < R; ++r) {
-              const f32 t = strata_g32_fold_a<QT>(acc[r][c], wg[u][r], a, da);
+              f32 t;
+              if constexpr (XT) {
+                // strata_g32_fold_a with m0 = m1 = 1 (the XT types'): main = Σ q·a over the
+                // group, here Σ code·a − Σa — the same integer.
+                i32 mn = 0;
+#pragma unroll
+                for (int w = 0; w < 8; ++w) mn = strata_dot4_ss((i32)wg[u][r].q[w], (i32)a[w], mn);
+                t = __builtin_fmaf(wg[u][r].base * da, (f32)(mn - ((i32)xb[0] >> 16)), acc[r][c]);
+              } else {
+                t = strata_g32_fold_a<QT>(acc[r][c], wg[u][r], a, da);
+              }
               acc[r][c] = live && r < nr ? t : acc[r][c];
             }
           }
