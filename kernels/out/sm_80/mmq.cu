@@ -711,12 +711,13 @@ template <class QT, int NW, int BM, int BN>
 struct strata_mmq_nv_smem {
   alignas(16) i8 w[NW * BM][STRATA_MMQ_KS];      // decoded weight rows, matrix m at rows m·BM
   alignas(16) i8 x[BN][STRATA_MMQ_KS];           // activation quants
-  // base, m0, m1, offb·offm (all exact); d_x, d_x·Σq_x (exact). One spare entry per group
-  // (row stride ≡ 16 mod 128 bytes between groups): the four groups of one row or token,
-  // written by four neighbouring lanes, fall in different banks (without it the stores were
-  // 4-way conflicts: bench/results/2026-11-29-mmq-ncu).
-  alignas(16) f32 ws[STRATA_MMQ_KT][NW * BM + 1][4];
-  alignas(16) f32 xs[STRATA_MMQ_KT][BN + 2][2];
+  // base, m0, m1, offb·offm (all exact); d_x, d_x·Σq_x (exact). Spare entries per group so
+  // that a group's block starts 32 bytes (mod 128) after the previous group's: the lanes of
+  // one store wavefront (2 rows × 4 groups of 16 bytes, or 4 tokens × 4 groups of 8 bytes)
+  // then hit distinct banks. Unpadded, the four groups of a row were 4-way conflicts (call
+  // 1 of bench/results/2026-11-29-mmq-ncu); one spare entry left 2-way ones (call 2).
+  alignas(16) f32 ws[STRATA_MMQ_KT][NW * BM + 2][4];
+  alignas(16) f32 xs[STRATA_MMQ_KT][BN + 4][2];
   typename QT::lds tab;
 };
 
@@ -765,56 +766,98 @@ STRATA_DEVICE strata_mma_b32 strata_mmq_ld_b(const i8* p) {
 template <class QT> struct strata_mmq_wide { static constexpr bool v = false; };
 template <> struct strata_mmq_wide<strata_qt_q80> { static constexpr bool v = true; };
 
+// Types whose staging is software-pipelined (see strata_mmq_nv_run): those with wide weights.
+template <class QT> struct strata_mmq_pipe { static constexpr bool v = strata_mmq_wide<QT>::v; };
+
 // The 12 words of the 48-byte window at the 16-byte boundary at or below p.
 STRATA_DEVICE void strata_mmq_ld_win(const u8* p, u32* t) {
   const u8* b = (const u8*)((u64)p & ~(u64)15);
 #pragma unroll
   for (int i = 0; i < 3; ++i) strata_ld_x4(b + 16 * i, t + 4 * i);
 }
+// c ? b : a on values already in registers. On NVPTX an opaque selp: written as a plain
+// select, LLVM turns "t[i + 1] or t[i]" into one load at a computed index, which puts the
+// window arrays in local memory (call 2 of bench/results/2026-11-29-mmq-ncu: a 336-byte
+// stack frame, 29 M local requests per launch, the Q8_0 tile 3× slower).
+STRATA_DEVICE u32 strata_mmq_sel(u32 c, u32 b, u32 a) {
+#ifdef __NVPTX__
+  u32 r;
+  asm("{ .reg .pred p; setp.ne.u32 p, %1, 0; selp.b32 %0, %2, %3, p; }" : "=r"(r) : "r"(c), "r"(b), "r"(a));
+  return r;
+#else
+  return c ? b : a;
+#endif
+}
 // w[i] = t[k + i] for i < 9, k = 0..3 (t has 12 words): two levels of selects.
 STRATA_DEVICE void strata_mmq_pick9(const u32* t, u32 k, u32* w) {
   u32 a[11];
 #pragma unroll
-  for (int i = 0; i < 11; ++i) a[i] = (k & 1u) ? t[i + 1] : t[i];
+  for (int i = 0; i < 11; ++i) a[i] = strata_mmq_sel(k & 1u, t[i + 1], t[i]);
 #pragma unroll
-  for (int i = 0; i < 9; ++i) w[i] = (k & 2u) ? a[i + 2] : a[i];
+  for (int i = 0; i < 9; ++i) w[i] = strata_mmq_sel(k & 2u, a[i + 2], a[i]);
 }
 
-template <class QT, int NW, int BM, int BN, class Src>
-STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Src& src, int g0, int ng) {
-  constexpr int KT = STRATA_MMQ_KT, GPB = QT::QK / 32, T = STRATA_MMQ_THREADS;
-  constexpr int JW = NW * BM * KT / T, JX = BN * KT / T;
+// The registers of one K step between its wide global loads and its shared-memory stores.
+template <class QT, int NW, int BM, int BN>
+struct strata_mmq_nv_raw {
+  static constexpr int KT = STRATA_MMQ_KT, T = STRATA_MMQ_THREADS;
+  static constexpr int JW = NW * BM * KT / T, JX = BN * KT / T;
+  static constexpr bool WIDE = strata_mmq_wide<QT>::v;
   static_assert(JW * T == NW * BM * KT && JX * T == BN * KT, "tile not a multiple of the block's jobs");
+  u32 wt[WIDE ? JW : 1][12];  // Q8_0: each weight job's 48-byte window
+  u32 wo[WIDE ? JW : 1];      // and its block's byte offset in it
+  u32 xt[JX][12], xo[JX];     // each activation job's window and word offset
+  bool okw[JW], okx[JX];      // the job is inside the tile (else its values stage as zeros)
+};
+
+// Issue step g0's wide loads (activations; Q8_0 weights) into R. Edges load a valid in-tile
+// address and are zeroed at the store, so the jobs have no branches.
+template <class QT, int NW, int BM, int BN, class Src>
+STRATA_DEVICE void strata_mmq_nv_fetch(strata_mmq_nv_raw<QT, NW, BM, BN>& R, const Src& src, int g0, int ng) {
+  typedef strata_mmq_nv_raw<QT, NW, BM, BN> RT;
+  constexpr int KT = RT::KT, T = RT::T, GPB = QT::QK / 32;
   const int tid = (int)strata_thread_x();
-  const u8* const wsafe = src.wrow(0, 0);    // row 0 of the tile exists (the block does)
-  const u8* const xsafe = src.xblk(0, 0);    // so does token 0
-  constexpr bool WIDE = strata_mmq_wide<QT>::v;
-  strata_g32 G[WIDE ? 1 : JW];
-  u32 wt[WIDE ? JW : 1][12];
-  u32 wo[JW];
-  bool okw[JW];
+  const u8* const wsafe = src.wrow(0, 0);  // row 0 of the tile exists (the block does)
+  const u8* const xsafe = src.xblk(0, 0);  // so does token 0
 #pragma unroll
-  for (int u = 0; u < JW; ++u) {
+  for (int u = 0; u < RT::JW; ++u) {
     const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, g = g0 + j % KT;
     const u8* row = src.wrow(m, r);
-    okw[u] = row != nullptr && g < ng;
-    const u8* b = okw[u] ? row + (i64)(g / GPB) * QT::BYTES : wsafe;
-    if constexpr (WIDE) {
-      wo[u] = (u32)((u64)b & 15);
-      strata_mmq_ld_win(b, wt[u]);
-    } else {
-      QT::load(b, okw[u] ? g % GPB : 0, G[u], &s.tab);
+    R.okw[u] = row != nullptr && g < ng;
+    if constexpr (RT::WIDE) {
+      const u8* b = R.okw[u] ? row + (i64)(g / GPB) * QT::BYTES : wsafe;
+      R.wo[u] = (u32)((u64)b & 15);
+      strata_mmq_ld_win(b, R.wt[u]);
     }
   }
-  u32 xt[JX][12], xo[JX];
-  bool okx[JX];
 #pragma unroll
-  for (int u = 0; u < JX; ++u) {
+  for (int u = 0; u < RT::JX; ++u) {
     const int j = tid + u * T, c = j / KT, g = g0 + j % KT;
     const u8* xb = g < ng ? src.xblk(c, g) : nullptr;
-    okx[u] = xb != nullptr;
-    xo[u] = (u32)((u64)(okx[u] ? xb : xsafe) & 15) >> 2;
-    strata_mmq_ld_win(okx[u] ? xb : xsafe, xt[u]);
+    R.okx[u] = xb != nullptr;
+    R.xo[u] = (u32)((u64)(R.okx[u] ? xb : xsafe) & 15) >> 2;
+    strata_mmq_ld_win(R.okx[u] ? xb : xsafe, R.xt[u]);
+  }
+}
+
+// Decode step g0 from R into shared memory: int8 rows and per-(row, group) scales {base, m0,
+// m1, offb·offm}, per-(token, group) {d_x, d_x·Σq_x}. Types without wide loads decode their
+// weights here straight from global memory (QT::load), all jobs' loads before any store.
+template <class QT, int NW, int BM, int BN, class Src>
+STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const strata_mmq_nv_raw<QT, NW, BM, BN>& R, const Src& src, int g0) {
+  typedef strata_mmq_nv_raw<QT, NW, BM, BN> RT;
+  constexpr int KT = RT::KT, T = RT::T, GPB = QT::QK / 32, JW = RT::JW, JX = RT::JX;
+  constexpr bool WIDE = RT::WIDE;
+  const int tid = (int)strata_thread_x();
+  strata_g32 G[WIDE ? 1 : JW];
+  if constexpr (!WIDE) {
+    const u8* const wsafe = src.wrow(0, 0);
+#pragma unroll
+    for (int u = 0; u < JW; ++u) {
+      const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, g = g0 + j % KT;
+      const u8* row = src.wrow(m, r);
+      QT::load(R.okw[u] ? row + (i64)(g / GPB) * QT::BYTES : wsafe, R.okw[u] ? g % GPB : 0, G[u], &s.tab);
+    }
   }
 #pragma unroll
   for (int u = 0; u < JW; ++u) {
@@ -825,8 +868,8 @@ STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, co
       // are d, the 32 quants follow; b = its 9 words from word o/4, whose byte o%4 (0 or 2)
       // starts the block.
       u32 b[9];
-      strata_mmq_pick9(wt[u], wo[u] >> 2, b);
-      const bool hi16 = (wo[u] & 2u) != 0;
+      strata_mmq_pick9(R.wt[u], R.wo[u] >> 2, b);
+      const bool hi16 = (R.wo[u] & 2u) != 0;
       Gu.base = strata_f16_to_f32((u16)(hi16 ? b[0] >> 16 : b[0]));
       Gu.m0 = Gu.m1 = 1, Gu.offb = 0.0f, Gu.offm = 0;
 #pragma unroll
@@ -836,24 +879,24 @@ STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, co
 #pragma unroll
     for (int w = 0; w < 8; ++w) {
       const u32 v = QT::PIECE ? strata_sub_bytes(Gu.q[w], (u32)(-Gu.c[w >> 1]) * 0x01010101u) : Gu.q[w];
-      q[w] = okw[u] ? v : 0u;
+      q[w] = R.okw[u] ? v : 0u;
     }
     strata_mmq_u32x4 lo = {q[0], q[1], q[2], q[3]}, hi = {q[4], q[5], q[6], q[7]};
     __builtin_memcpy(__builtin_assume_aligned(&s.w[m * BM + r][32 * kg], 16), &lo, 16);
     __builtin_memcpy(__builtin_assume_aligned(&s.w[m * BM + r][32 * kg + 16], 16), &hi, 16);
     typedef f32 strata_f32x4 __attribute__((__vector_size__(16)));
-    strata_f32x4 sc = {okw[u] ? Gu.base : 0.0f, (f32)Gu.m0, (f32)Gu.m1, QT::MIN ? Gu.offb * (f32)Gu.offm : 0.0f};
+    strata_f32x4 sc = {R.okw[u] ? Gu.base : 0.0f, (f32)Gu.m0, (f32)Gu.m1, QT::MIN ? Gu.offb * (f32)Gu.offm : 0.0f};
     __builtin_memcpy(__builtin_assume_aligned(&s.ws[kg][m * BM + r][0], 16), &sc, 16);
   }
 #pragma unroll
   for (int u = 0; u < JX; ++u) {
     const int j = tid + u * T, c = j / KT, kg = j % KT;
     u32 a[9];
-    strata_mmq_pick9(xt[u], xo[u], a);
+    strata_mmq_pick9(R.xt[u], R.xo[u], a);
     u32 q[8];
 #pragma unroll
-    for (int w = 0; w < 8; ++w) q[w] = okx[u] ? a[w + 1] : 0u;
-    const f32 d = okx[u] ? strata_f16_to_f32((u16)a[0]) : 0.0f;
+    for (int w = 0; w < 8; ++w) q[w] = R.okx[u] ? a[w + 1] : 0u;
+    const f32 d = R.okx[u] ? strata_f16_to_f32((u16)a[0]) : 0.0f;
     i32 sq = 0;
     if (QT::MIN) {
 #pragma unroll
@@ -891,9 +934,18 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
       for (int j = 0; j < FN; ++j)
 #pragma unroll
         for (int e = 0; e < 8; ++e) acc[m][i][j][e] = 0.0f;
+  // PIPE (types whose whole step is wide loads: Q8_0): step s+1's loads are issued right
+  // after step s is in shared memory and land in registers while step s's matrix work runs.
+  constexpr bool PIPE = strata_mmq_pipe<QT>::v;
+  strata_mmq_nv_raw<QT, NW, BM, BN> R;
+  if constexpr (PIPE) strata_mmq_nv_fetch<QT, NW, BM, BN>(R, src, 0, ng);
   for (int g0 = 0; g0 < ng; g0 += KT) {
-    strata_mmq_nv_stage<QT, NW, BM, BN>(s, src, g0, ng);
+    if constexpr (!PIPE) strata_mmq_nv_fetch<QT, NW, BM, BN>(R, src, g0, ng);
+    strata_mmq_nv_put<QT, NW, BM, BN>(s, R, src, g0);
     strata_barrier();
+    if constexpr (PIPE) {
+      if (g0 + KT < ng) strata_mmq_nv_fetch<QT, NW, BM, BN>(R, src, g0 + KT, ng);
+    }
     const int hk = hook < 0 ? -1 : (hook >= g0 && hook < g0 + KT ? hook - g0 : KT);
     const int nk = ng - g0 < KT ? ng - g0 : KT;
 #pragma unroll
