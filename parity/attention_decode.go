@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -37,19 +38,34 @@ var attentionDecodeOut = Bound{Name: "out", MaxRowRel: 2e-4, Why: `
 	via expf, ≤ 2⁻²¹ + |g|·2⁻²⁴, |g| ≤ 8) and a/L (2⁻²⁴): ≤ max|v|·(1.6e-4 + 1.3e-6·Λ) ≤
 	2e-4·max|v|·(1 + Λ/64) (1.3e-6·64 = 8.3e-5).`}
 
-// attentionCase is one case's shape; Dims: n, nh, nkv, hd, gate (0/1), q magnitude.
-type attentionCase struct{ n, nh, nkv, hd, gate, qmag int }
+// attentionCase is one case's shape; Dims: n, nh, nkv, hd, gate (0/1), q magnitude, and
+// optionally the split length (absent or 0: attentionSplitLen's).
+type attentionCase struct{ n, nh, nkv, hd, gate, qmag, split int }
 
 func attentionShape(c Case) attentionCase {
-	return attentionCase{c.Dims[0], c.Dims[1], c.Dims[2], c.Dims[3], c.Dims[4], c.Dims[5]}
+	s := attentionCase{c.Dims[0], c.Dims[1], c.Dims[2], c.Dims[3], c.Dims[4], c.Dims[5], 0}
+	if len(c.Dims) > 6 {
+		s.split = c.Dims[6]
+	}
+	return s
+}
+
+// splitLen is the case's split length: its own, or attentionSplitLen's.
+func (s attentionCase) splitLen() int {
+	if s.split > 0 {
+		return s.split
+	}
+	return attentionSplitLen(s.n)
 }
 
 // attentionHeadChunks is how many split blocks share a kv group's G q heads (≤ 8 each):
 // the split grid's x is nkv·attentionHeadChunks(G).
 func attentionHeadChunks(G int) int { return (G + 7) / 8 }
 
-// attentionSplitLen is the split policy the tests (and a launcher) use: at most 256
-// splits, at most 1024 positions each, a multiple of 64.
+// attentionSplitLen is the split policy of the cases that name none: at most 256 splits,
+// at most 1024 positions each, a multiple of 64. The cases with ",split=" give the GPU
+// engine's lengths instead (model/gpu's splitLen: ⌈√(n/6)⌉ rounded up to 8, at least 8 and
+// n/256), inside the same limits the bound assumes.
 func attentionSplitLen(n int) int {
 	s := (n + 255) / 256
 	s = (s + 63) / 64 * 64
@@ -82,6 +98,12 @@ func init() {
 			{"n=262144,nh=16,nkv=2,hd=256,gate", []int{262144, 16, 2, 256, 1, 1}},
 			{"n=32768,nh=32,nkv=4,hd=128", []int{32768, 32, 4, 128, 0, 1}},
 			{"n=2049,nh=24,nkv=2,hd=256,gate,12_per_group", []int{2049, 24, 2, 256, 1, 1}},
+			// The engine's split lengths: 8 from 1 to 384 positions, then ⌈√(n/6)⌉ to 8.
+			{"n=9,nh=4,nkv=4,hd=128,split=8", []int{9, 4, 4, 128, 0, 1, 8}},
+			{"n=263,nh=32,nkv=4,hd=128,split=8", []int{263, 32, 4, 128, 0, 1, 8}},
+			{"n=1000,nh=16,nkv=2,hd=256,gate,split=16", []int{1000, 16, 2, 256, 1, 1, 16}},
+			{"n=2049,nh=32,nkv=4,hd=128,split=24", []int{2049, 32, 4, 128, 0, 1, 24}},
+			{"n=4096,nh=16,nkv=2,hd=256,gate,split=32", []int{4096, 16, 2, 256, 1, 1, 32}},
 		},
 		Run:       runAttentionDecode,
 		SelfCheck: selfCheckAttentionDecode,
@@ -97,52 +119,74 @@ type attentionKV struct {
 	maxV    []float64 // per kv head: max |v|
 }
 
+// attentionChunk is how many cache values one generator draws (a multiple of 32).
+const attentionChunk = 1 << 16
+
 // attentionInputs draws q (N(0,1)·qmag), a cache of N(0,1) keys and values (1% ×8
 // outliers; for q8, 3% of blocks zero) and gate logits N(0, 2²) clipped to ±8.
 func attentionInputs(rng *rand.Rand, s attentionCase, q8 bool) attentionKV {
 	var a attentionKV
 	rowVals := s.n * s.nkv * s.hd
+	// The cache is drawn in chunks of attentionChunk values (whole q8 blocks), each from
+	// its own generator seeded in order from rng, on every core: a 262,144-position case
+	// holds 134M values a matrix, which one generator took seconds to draw.
 	draw := func() ([]byte, []byte, []float32) {
 		vals := make([]float32, rowVals)
-		for i := range vals {
-			v := rng.NormFloat64()
-			if rng.IntN(100) == 0 {
-				v *= 8
-			}
-			vals[i] = float32(v)
+		raw, sc := make([]byte, 2*rowVals), []byte(nil)
+		if q8 {
+			raw, sc = make([]byte, rowVals), make([]byte, 2*(rowVals/32))
 		}
-		if !q8 {
-			raw := make([]byte, 2*rowVals)
-			for i, v := range vals {
-				h := quant.F32ToF16(v)
-				binary.LittleEndian.PutUint16(raw[2*i:], h)
-				vals[i] = quant.F16ToF32(h)
-			}
-			return raw, nil, vals
-		}
-		raw := make([]byte, rowVals)
-		sc := make([]byte, 2*(rowVals/32))
-		for b := 0; b < rowVals/32; b++ {
-			blk := vals[32*b : 32*b+32]
-			var amax float32
-			for _, v := range blk {
-				amax = max(amax, float32(math.Abs(float64(v))))
-			}
-			if rng.IntN(33) == 0 {
-				amax = 0
-			}
-			dh := quant.F32ToF16(amax / 127)
-			d := quant.F16ToF32(dh)
-			binary.LittleEndian.PutUint16(sc[2*b:], dh)
-			for i, v := range blk {
-				var q int8
-				if d != 0 {
-					q = int8(max(-127, min(127, math.Round(float64(v/d)))))
+		chunk := func(r *rand.Rand, c0, c1 int) {
+			for i := c0; i < c1; i++ {
+				v := r.NormFloat64()
+				if r.IntN(100) == 0 {
+					v *= 8
 				}
-				raw[32*b+i] = byte(q)
-				blk[i] = d * float32(q)
+				vals[i] = float32(v)
+			}
+			if !q8 {
+				for i := c0; i < c1; i++ {
+					h := quant.F32ToF16(vals[i])
+					binary.LittleEndian.PutUint16(raw[2*i:], h)
+					vals[i] = quant.F16ToF32(h)
+				}
+				return
+			}
+			for b := c0 / 32; b < c1/32; b++ {
+				blk := vals[32*b : 32*b+32]
+				var amax float32
+				for _, v := range blk {
+					amax = max(amax, float32(math.Abs(float64(v))))
+				}
+				if r.IntN(33) == 0 {
+					amax = 0
+				}
+				dh := quant.F32ToF16(amax / 127)
+				d := quant.F16ToF32(dh)
+				binary.LittleEndian.PutUint16(sc[2*b:], dh)
+				for i, v := range blk {
+					var q int8
+					if d != 0 {
+						q = int8(max(-127, min(127, math.Round(float64(v/d)))))
+					}
+					raw[32*b+i] = byte(q)
+					blk[i] = d * float32(q)
+				}
 			}
 		}
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+		for c0 := 0; c0 < rowVals; c0 += attentionChunk {
+			r := rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))
+			wg.Add(1)
+			sem <- struct{}{}
+			go func(c0 int) {
+				defer wg.Done()
+				chunk(r, c0, min(rowVals, c0+attentionChunk))
+				<-sem
+			}(c0)
+		}
+		wg.Wait()
 		return raw, sc, vals
 	}
 	a.k, a.ks, a.kf = draw()
@@ -358,7 +402,7 @@ func runAttentionDecode(h *Harness, symbol string, c Case, bounds []Bound, rng *
 	if err != nil {
 		return Outcome{}, err
 	}
-	sl := attentionSplitLen(s.n)
+	sl := s.splitLen()
 	ns := (s.n + sl - 1) / sl
 	part, err := h.Output(4 * s.nh * ns * (s.hd + 2))
 	if err != nil {
@@ -407,12 +451,12 @@ func selfCheckAttentionDecode(c Case, rng *rand.Rand) error {
 	for _, q8 := range []bool{false, true} {
 		a := attentionInputs(rng, s, q8)
 		want, scale := attentionRef(a, s)
-		online := attentionOnline(a, s, attentionSplitLen(s.n), false)
+		online := attentionOnline(a, s, s.splitLen(), false)
 		naive := CompareRows(online, want, s.hd, func(r int) float64 { return scale[r] })
 		if naive.MaxRowRel > 1e-12 {
 			return fmt.Errorf("q8=%v: float64 online softmax differs from the naive softmax: %s", q8, naive.Worst)
 		}
-		f32 := attentionOnline(a, s, attentionSplitLen(s.n), true)
+		f32 := attentionOnline(a, s, s.splitLen(), true)
 		if err := attentionDecodeOut.Verify(CompareRows(f32, want, s.hd, func(r int) float64 { return scale[r] })); err != nil {
 			return fmt.Errorf("q8=%v: f32 emulation of the kernels: %w", q8, err)
 		}

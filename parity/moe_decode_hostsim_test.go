@@ -43,7 +43,7 @@ func TestMoeDecodeHostSim(t *testing.T) {
 			t.Run(v.Name+"/"+c.Name, func(t *testing.T) {
 				h := simHarness(t, bin, "moe_decode", v.Symbol)
 				defer h.Close()
-				seed := rand.Uint64()
+				seed := runSeed(t)
 				if _, err := runMoeDecode(h, v.Symbol, c, fam.Bounds[v.Name], rand.New(rand.NewPCG(seed, 7))); err != nil {
 					t.Fatalf("seed %d: %v", seed, err)
 				}

@@ -127,6 +127,10 @@ func openGPU(b *backendFlags, src *model.GGUFSource, ctx int, stderr io.Writer) 
 			fmt.Fprintf(stderr, "gpu: per token %.1f kernel launches (%.2f ms submitting), %.1f stream syncs (%.2f ms waiting)\n",
 				float64(s.Launches)/float64(max(1, s.Tokens)), s.LaunchTime.Seconds()*1e3/float64(max(1, s.Tokens)),
 				float64(s.Syncs)/float64(max(1, s.Tokens)), s.SyncTime.Seconds()*1e3/float64(max(1, s.Tokens)))
+			if s.Graphs > 0 || eng.GraphErr() != nil {
+				fmt.Fprintf(stderr, "gpu: %d tokens as one graph launch each (%d captured variants, %.1f node updates/token, %.2f ms/token submitting); graph error: %v\n",
+					s.Graphs, s.Captures, float64(s.GraphUpdates)/float64(max(1, s.Graphs)), s.GraphTime.Seconds()*1e3/float64(max(1, s.Graphs)), eng.GraphErr())
+			}
 		}
 		if b.profile != "" {
 			if p := eng.ExpertProfile(); p != nil {

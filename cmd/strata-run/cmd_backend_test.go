@@ -179,8 +179,8 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 	if err != nil {
 		t.Fatal(err)
 	}
-	runGPU := func(slots, chunk int) ([]int32, [][]float32, mgpu.Stats) {
-		eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: ctx, MaxExpert: slots, Group: 3, Chunk: chunk})
+	runGPU := func(slots, chunk int, noGraph bool) ([]int32, [][]float32, mgpu.Stats) {
+		eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: ctx, MaxExpert: slots, Group: 3, Chunk: chunk, NoGraph: noGraph})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -239,8 +239,21 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 	// arithmetic) compute the same products from the same Q8_1 activations, in another f32
 	// order, as the decode kernels whose rounding the bound was derived for.
 	for _, chunk := range []int{0, 16} {
-		gpuTok, gpuLog, full := runGPU(0, chunk)
+		gpuTok, gpuLog, full := runGPU(0, chunk, false)
 		worst, ties := check(fmt.Sprintf("chunk %d resident", chunk), gpuTok, gpuLog)
+		// Resident decode runs each token as one replayed graph on CUDA (model/gpu/graph.go);
+		// launched kernel by kernel (Options.NoGraph) the logits must be the same bits.
+		if dev.Info().Backend == "cuda" && full.Graphs == 0 {
+			t.Errorf("chunk %d: the resident run made no graph launch", chunk)
+		}
+		_, plainLog, _ := runGPU(0, chunk, true)
+		for i := range gpuLog {
+			for j := range gpuLog[i] {
+				if math.Float32bits(gpuLog[i][j]) != math.Float32bits(plainLog[i][j]) {
+					t.Fatalf("chunk %d step %d logit %d: graph %v, launches %v: not bitwise equal", chunk, i, j, gpuLog[i][j], plainLog[i][j])
+				}
+			}
+		}
 		// The smallest cache: where its layer-chunks took the same expert kernels as the
 		// resident run (always token by token), the logits must be bitwise equal — the cache
 		// changes where the bytes sit, nothing else. The batched path sends a layer-chunk whose
@@ -250,7 +263,7 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 		// whose routes differ is held to the CPU bound like any other run, not to bits. (The
 		// H200 run of 2026-11-29, bench/results/2026-11-29-gpu-prefill, had Q2_0 differ
 		// across routes while three types matched bitwise.)
-		streamTok, streamLog, small := runGPU(2*shp.ExpertsUsed, chunk)
+		streamTok, streamLog, small := runGPU(2*shp.ExpertsUsed, chunk, false)
 		sameRoute := small.StackLayers == full.StackLayers && small.FallbackLayers == full.FallbackLayers
 		t.Logf("chunk %d: expert layer-chunks through moe_prefill/moe_decode: resident %d/%d, smallest cache %d/%d",
 			chunk, full.StackLayers, full.FallbackLayers, small.StackLayers, small.FallbackLayers)
@@ -298,9 +311,9 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 		}
 		greedy(m.Vocab)
 		greedy(m.Vocab / 2)
-		t.Logf("%s chunk %d: %d steps, worst logits NMSE %.3g (bound %.0e); greedy tokens equal: %v (near-tie flips %d); full cache hits %d misses %d, smallest cache hits %d misses %d (%.1f MB copied); %.1f launches per token",
+		t.Logf("%s chunk %d: %d steps, worst logits NMSE %.3g (bound %.0e); greedy tokens equal: %v (near-tie flips %d); full cache hits %d misses %d, smallest cache hits %d misses %d (%.1f MB copied); %.1f launches per token; resident: %d graph launches, %d captures, %d node updates",
 			typ, chunk, steps, worst, bound, fmt.Sprint(gpuTok) == fmt.Sprint(cpuTok), ties, full.Hits, full.Misses, small.Hits, small.Misses, float64(small.CopiedBytes)/1e6,
-			float64(full.Launches)/float64(full.Tokens))
+			float64(full.Launches)/float64(full.Tokens), full.Graphs, full.Captures, full.GraphUpdates)
 	}
 }
 

@@ -114,12 +114,17 @@ func benchCeilings(t *testing.T, dev *gpu.Device) (d2d, h2d float64) {
 // tokens (default 32) by position. STRATA_BENCH_KT_SPLITS (the same form): afterwards, per
 // setting, a sequence of STRATA_BENCH_TOKENS tokens with the device time per kernel
 // (mgpu.Engine.SetKernelTimes) over its first and its last 16 tokens.
-// STRATA_BENCH_DECODE (comma-separated modes LAUNCH-OUT, LAUNCH plain or bound, OUT logits
-// or argmax) also replaces the decode row: for each mode in order, the sequence as for
-// STRATA_BENCH_SPLITS, launches bound per call (plain: mgpu.Options.PlainLaunch) or once
-// per Forward (bound), the greedy token from the logits on the host (logits: Forward and
-// argmax) or on the GPU (argmax: Engine.ForwardArgmax); a row "decode MODE" and a BINS
-// line with the caller's mean ms/token and tok/s.
+// STRATA_BENCH_DECODE (comma-separated modes LAUNCH-OUT, LAUNCH plain, bound, graph or
+// graphlate, OUT logits or argmax) also replaces the decode row: for each mode in order, the
+// sequence as for STRATA_BENCH_SPLITS, launches bound per call (plain:
+// mgpu.Options.PlainLaunch), once per Forward (bound), or a resident token as one replayed
+// graph (graph: the engine's default, its node updates made while the token before runs;
+// graphlate: made just before its launch, Engine.SetGraphAhead(false); plain and bound turn
+// graphs off, mgpu.Options.NoGraph), the greedy token from the
+// logits on the host (logits: Forward and argmax) or on the GPU (argmax:
+// Engine.ForwardArgmax); a row "decode MODE" and a BINS line with the caller's mean
+// ms/token and tok/s, and for graph modes the graph launches, captures and node updates per
+// token and the host's µs per token submitting them.
 func TestGPUBench(t *testing.T) {
 	if os.Getenv("STRATA_GPU_BENCH") != "1" {
 		t.Skip("set STRATA_GPU_BENCH=1 and STRATA_BENCH_MODEL")
@@ -249,10 +254,15 @@ func TestGPUBench(t *testing.T) {
 				for _, md := range strings.Split(modes, ",") {
 					md = strings.TrimSpace(md)
 					launch, out, _ := strings.Cut(md, "-")
-					if (launch != "plain" && launch != "bound") || (out != "logits" && out != "argmax") {
-						t.Fatalf("STRATA_BENCH_DECODE: %q is not plain|bound-logits|argmax", md)
+					graph := launch == "graph" || launch == "graphlate"
+					if (launch != "plain" && launch != "bound" && !graph) || (out != "logits" && out != "argmax") {
+						t.Fatalf("STRATA_BENCH_DECODE: %q is not plain|bound|graph|graphlate-logits|argmax", md)
 					}
 					eng.SetPlainLaunch(launch == "plain")
+					if err := eng.SetGraph(graph); err != nil {
+						t.Fatal(err)
+					}
+					eng.SetGraphAhead(launch == "graph")
 					ms, err := decodeMode(eng, prompt, tokens, out == "argmax")
 					if err != nil {
 						t.Fatal(err)
@@ -263,11 +273,21 @@ func TestGPUBench(t *testing.T) {
 						all += v
 					}
 					line := fmt.Sprintf("%s: caller ms/token %.3f (tok/s %.1f); by position:", md, all/float64(len(ms)), 1e3*float64(len(ms))/all)
+					if s := eng.Stats(); graph {
+						tk := float64(s.Tokens)
+						line = fmt.Sprintf("%s: graph launches/token %.2f, captures %d, node updates/token %.1f (%.1f ahead), host µs/token submitting graphs %.1f, walking ahead %.1f (error: %v); %s",
+							md, float64(s.Graphs)/tk, s.Captures, float64(s.GraphUpdates)/tk, float64(s.AheadUpdates)/tk, s.GraphTime.Seconds()*1e6/tk,
+							s.AheadTime.Seconds()*1e6/tk, eng.GraphErr(), line[len(md)+2:])
+					}
 					line += positionBins(ms, bin, len(prompt))
 					fmt.Fprintf(&bins, "%s\n", line)
 					fmt.Println("BINS " + line)
 				}
 				eng.SetPlainLaunch(false)
+				if err := eng.SetGraph(true); err != nil {
+					t.Fatal(err)
+				}
+				eng.SetGraphAhead(true)
 			}
 			for _, r := range rounds {
 				eng.SetMmvqRows8(r == " rows8")

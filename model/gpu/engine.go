@@ -16,7 +16,8 @@
 // and gate/up in one launch) then phase 2 run without the host, and a token has one
 // synchronisation: each layer's ids land in their own row and come back together after
 // the last layer, for the hit counts and the policy, counted while the next token's kernels
-// are submitted (Options.SyncLookup: at once). The embedding
+// are submitted (Options.SyncLookup: at once); its launches and copies are submitted as one
+// replayed graph where the backend has graphs (graph.go; Options.NoGraph). The embedding
 // row is gathered on the host (it is one row per token and keeps the table out of VRAM).
 // Prompt tokens go through the same decode path one at a time unless Options.Chunk is set:
 // then a qwen3moe or qwen3next prompt runs in chunks through the batched path (prefill.go: mmq,
@@ -95,6 +96,9 @@ type Options struct {
 	// context per call) instead of once per Forward through a gpu.Launcher (measurement
 	// baseline; also Engine.SetPlainLaunch).
 	PlainLaunch bool
+	// NoGraph: submit a resident token launch by launch instead of as one replayed graph
+	// (graph.go; measurement baseline, also Engine.SetGraph).
+	NoGraph bool
 	// Chunk > 0: Forward runs a prompt of more than one token through the batched path
 	// (prefill.go) in chunks of up to Chunk tokens; 0: token by token through the decode
 	// path (which also stays the path of single tokens, and of models the batched path
@@ -183,6 +187,18 @@ type Engine struct {
 	ktimes  bool
 	kevPool []*rt.Event
 	kevs    []kernelEvents // launches of this token not yet read back
+
+	// graph replay of resident tokens (graph.go): on unless Options.NoGraph; graphErr stops
+	// it for good; the captured variants; the mode of the token being submitted, its graph
+	// and the launch and copy it is at.
+	graphOn      bool
+	graphNoAhead bool // SetGraphAhead(false)
+	graphErr     error
+	graphs       map[graphKey]*tokenGraph
+	gmode        int
+	gcur         *tokenGraph
+	gi, gc       int
+	gLast        *tokenGraph // the graph launched last (running until the step's sync)
 }
 
 // clockBase is the origin of the launch timings' monotonic clock reads.
@@ -259,6 +275,15 @@ type Stats struct {
 	// through the moe_decode fallback (slots outside one stack window, or more experts than
 	// the cache holds)
 	StackLayers, FallbackLayers int64
+	// resident tokens through graphs (graph.go): graph launches, captures, kernel nodes
+	// updated, and the host time of submitting those tokens (capture or the replay's walk,
+	// its node updates and the graph launch; their launches are not in LaunchTime)
+	Graphs, Captures, GraphUpdates int64
+	GraphTime                      time.Duration
+	// of those, the updates made and the host time spent walking the next token's graph
+	// while the GPU runs this one (graph.go, "Ahead")
+	AheadUpdates int64
+	AheadTime    time.Duration
 	// with Options.KernelTimes: device milliseconds and launches per kernel ("family/variant")
 	Kernels map[string]KernelTime
 }
@@ -1008,6 +1033,7 @@ func (e *Engine) prepare(o Options) error {
 	}
 	e.attnSplit = o.AttnSplit
 	e.plain = o.PlainLaunch
+	e.graphOn, e.graphs = !o.NoGraph, map[graphKey]*tokenGraph{}
 	if e.chunk > 0 {
 		if err := e.preparePrefill(); err != nil {
 			return err
@@ -1152,6 +1178,7 @@ func (e *Engine) Close() error {
 		errs = append(errs, ev.Destroy())
 	}
 	e.kevs, e.kevPool = nil, nil
+	errs = append(errs, e.dropGraphs())
 	if e.copier != nil {
 		errs = append(errs, e.copier.Close())
 	}
@@ -1194,6 +1221,17 @@ func (e *Engine) launchK(k *kernel, grid rt.Dim3, threads int, args []byte) erro
 		panic("model/gpu: launch arguments larger than argBuf")
 	}
 	a := e.argBuf[:copy(e.argBuf[:], args)]
+	if e.gmode == gReplay {
+		changed, err := e.gcur.g.Set(e.gi, k.fn, grid, rt.Dim3{X: uint32(threads), Y: 1, Z: 1}, a)
+		e.gi++
+		if err != nil {
+			return fmt.Errorf("model/gpu: %s: %w", k.key, err)
+		}
+		if changed {
+			e.stats.GraphUpdates++
+		}
+		return nil
+	}
 	var ke kernelEvents
 	if e.ktimes {
 		var err error

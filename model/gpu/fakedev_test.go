@@ -32,7 +32,113 @@ type fakeDriver struct {
 	// launches made through LaunchBound (which fail when not bound).
 	bound         bool
 	boundLaunches int
+	// rt.GraphDriver: work queued on a capturing stream is recorded, not run; a graph
+	// launch runs its recorded work with the node parameters set since. noGraphs: the
+	// backend has none (as HIP).
+	noGraphs     bool
+	capturing    map[uintptr]*fakeGraph
+	graphs       map[uintptr]*fakeGraph // captured and instantiated, by handle
+	nextHandle   uintptr
+	graphLaunch  int
+	graphSets    int
+	graphFailing error // returned by the next GraphLaunch
 }
+
+// fakeGraph is a captured stream: its launches and copies in order, and each node's index.
+type fakeGraph struct {
+	ops   []fakeOp
+	index map[uintptr]int
+}
+
+type fakeOp struct {
+	node           uintptr
+	launch         bool
+	fn             uintptr
+	grid, block    rt.Dim3
+	args           []byte
+	sym            string
+	kind           rt.CopyKind
+	dst, src, n, s uintptr
+}
+
+func (f *fakeDriver) handle() uintptr { f.nextHandle++; return 1000 + f.nextHandle }
+
+func (f *fakeDriver) GraphSupport() error {
+	if f.noGraphs {
+		return fmt.Errorf("fake: %w", rt.ErrNoGraphs)
+	}
+	return nil
+}
+func (f *fakeDriver) CaptureBegin(s uintptr) error {
+	if !f.bound {
+		return fmt.Errorf("fake: capture on an unbound thread")
+	}
+	if f.capturing == nil {
+		f.capturing, f.graphs = map[uintptr]*fakeGraph{}, map[uintptr]*fakeGraph{}
+	}
+	f.capturing[s] = &fakeGraph{}
+	return nil
+}
+func (f *fakeDriver) CaptureLast(s uintptr) (uintptr, error) {
+	g := f.capturing[s]
+	if g == nil || len(g.ops) == 0 {
+		return 0, fmt.Errorf("fake: nothing captured")
+	}
+	return g.ops[len(g.ops)-1].node, nil
+}
+func (f *fakeDriver) CaptureEnd(s uintptr) (uintptr, error) {
+	g := f.capturing[s]
+	delete(f.capturing, s)
+	h := f.handle()
+	f.graphs[h] = g
+	return h, nil
+}
+func (f *fakeDriver) GraphInstantiate(graph uintptr) (uintptr, error) {
+	h := f.handle()
+	g := &fakeGraph{ops: append([]fakeOp(nil), f.graphs[graph].ops...), index: map[uintptr]int{}}
+	for i, op := range g.ops {
+		g.index[op.node] = i
+	}
+	f.graphs[h] = g
+	return h, nil
+}
+func (f *fakeDriver) GraphSetKernel(exec, node, fn uintptr, grid, block rt.Dim3, _ uint32, args []byte, sym string) error {
+	if !f.bound {
+		return fmt.Errorf("fake: graph update on an unbound thread")
+	}
+	f.graphSets++
+	g := f.graphs[exec]
+	i, ok := g.index[node]
+	if op := &g.ops[i]; ok && op.launch && op.fn == fn {
+		op.grid, op.block, op.args = grid, block, append(op.args[:0], args...)
+		return nil
+	}
+	return fmt.Errorf("fake: graph has no kernel node %d of %s", node, sym)
+}
+func (f *fakeDriver) GraphLaunch(exec, s uintptr) error {
+	if !f.bound {
+		return fmt.Errorf("fake: graph launch on an unbound thread")
+	}
+	if err := f.graphFailing; err != nil {
+		f.graphFailing = nil
+		return err
+	}
+	f.graphLaunch++
+	for _, op := range f.graphs[exec].ops {
+		var err error
+		if op.launch {
+			err = f.Launch(op.fn, op.grid, op.block, 0, s, op.args, op.sym)
+		} else {
+			err = f.CopyAsync(op.kind, op.dst, op.src, op.n, s)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+func (f *fakeDriver) GraphExecDestroy(exec uintptr) error { delete(f.graphs, exec); return nil }
+func (f *fakeDriver) GraphDestroy(g uintptr) error        { delete(f.graphs, g); return nil }
 
 func (f *fakeDriver) Bind() error { f.bound = true; return nil }
 func (f *fakeDriver) Unbind()     { f.bound = false }
@@ -41,6 +147,10 @@ func (f *fakeDriver) LaunchBound(fn uintptr, grid, block rt.Dim3, shmem uint32, 
 		return fmt.Errorf("fake: bound launch of %s on an unbound thread", sym)
 	}
 	f.boundLaunches++
+	if g := f.capturing[s]; g != nil {
+		g.ops = append(g.ops, fakeOp{node: f.handle(), launch: true, fn: fn, grid: grid, block: block, args: append([]byte(nil), args...), sym: sym})
+		return nil
+	}
 	return f.Launch(fn, grid, block, shmem, s, args, sym)
 }
 
@@ -118,6 +228,10 @@ func (f *fakeDriver) Download(dst []byte, src rt.DevPtr) error {
 	return nil
 }
 func (f *fakeDriver) CopyAsync(kind rt.CopyKind, dst, src, n, s uintptr) error {
+	if g := f.capturing[s]; g != nil {
+		g.ops = append(g.ops, fakeOp{node: f.handle(), kind: kind, dst: dst, src: src, n: n, s: s})
+		return nil
+	}
 	switch {
 	case kind == rt.DeviceToHost && f.emu != nil:
 		copy(f.hostAt(dst, n), f.emu.at(uint64(src), int(n)))
@@ -175,7 +289,7 @@ func (f *fakeDriver) Launch(_ uintptr, grid, _ rt.Dim3, _ uint32, _ uintptr, arg
 	}
 	return nil
 }
-func (f *fakeDriver) StreamCreate() (uintptr, error)                 { return 3, nil }
+func (f *fakeDriver) StreamCreate() (uintptr, error)                 { return f.handle(), nil }
 func (f *fakeDriver) StreamSync(uintptr) error                       { return nil }
 func (f *fakeDriver) StreamDestroy(uintptr) error                    { return nil }
 func (f *fakeDriver) StreamWaitEvent(uintptr, uintptr) error         { f.waits++; return nil }

@@ -156,12 +156,8 @@ func (e *Engine) forward(tokens []int32, mode int) (err error) {
 
 // step runs one token; with wantLogits the logits land in the staging window.
 func (e *Engine) step(id int32, wantLogits bool) error {
-	c := &e.cfg
-	H := c.Embd
 	st := e.stage()
 	hb := e.staging.Bytes()
-	m := e.mem
-	x, xn, xq, proj := m.Ptr(bufX), m.Ptr(bufXN), m.Ptr(bufXQ), m.Ptr(bufProj)
 	// Embedding row (host gather) and position.
 	if row := f32View(hb[st.x:], e.emb.Cols()); row != nil {
 		e.emb.Row(row, int(id))
@@ -171,10 +167,73 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 		copy(hb[st.x:], f32Bytes(row))
 	}
 	binary.LittleEndian.PutUint32(hb[st.pos:], uint32(e.pos))
-	if err := e.compute.Upload(x, e.staging, st.x, 4*H); err != nil {
+	// Resident: every layer's ids in one download after the token, into the staging row
+	// the previous token's pending lookup does not read.
+	idsOff := st.ids
+	if e.resident && e.pendingIDs == st.ids {
+		idsOff = st.ids2
+	}
+	var err error
+	graph := e.useGraph()
+	if graph {
+		err = e.graphToken(wantLogits, idsOff)
+	} else {
+		err = e.tokenOps(wantLogits, idsOff)
+	}
+	if err != nil {
 		return err
 	}
-	if err := e.compute.Upload(m.Ptr(bufPos), e.staging, st.pos, 4); err != nil {
+	e.pos++
+	e.convPar ^= 1
+	if !e.resident {
+		if wantLogits {
+			if err := e.sync(); err != nil {
+				return err
+			}
+		}
+		e.cache.Step()
+		// Without logits, keep the stream short: the next token's host work needs nothing
+		// from this one.
+		return e.finishCopies()
+	}
+	// The previous token's lookup while this token's kernels run (the GPU is busy; after
+	// the sync it would wait for the host).
+	if e.pendingIDs >= 0 {
+		if err := e.lookupPending(); err != nil {
+			return err
+		}
+	}
+	if graph && !e.graphNoAhead && e.graphErr == nil {
+		if err := e.graphAhead(wantLogits, idsOff); err != nil {
+			return err
+		}
+	}
+	if err := e.sync(); err != nil {
+		return err
+	}
+	e.pendingIDs = idsOff
+	if e.syncLookup {
+		if err := e.lookupPending(); err != nil {
+			return err
+		}
+	}
+	return e.finishCopies()
+}
+
+// tokenOps queues one token's device work on the compute stream, from the embedding row
+// and position in the staging window (step wrote them) to the ids download (resident,
+// to idsOff) and, with wantLogits, the output. Resident, it is the same sequence for every
+// token but for launch arguments and grids (graph.go replays it).
+func (e *Engine) tokenOps(wantLogits bool, idsOff int) error {
+	c := &e.cfg
+	H := c.Embd
+	st := e.stage()
+	m := e.mem
+	x, xn, xq, proj := m.Ptr(bufX), m.Ptr(bufXN), m.Ptr(bufXQ), m.Ptr(bufProj)
+	if err := e.stageUp(x, st.x, 4*H); err != nil {
+		return err
+	}
+	if err := e.stageUp(m.Ptr(bufPos), st.pos, 4); err != nil {
 		return err
 	}
 	for li := range e.layers {
@@ -216,53 +275,16 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 			}
 		}
 	}
-	e.pos++
-	e.convPar ^= 1
-	idsOff := st.ids
 	if e.resident {
-		// Every layer's ids in one download, into the staging row the previous token's
-		// pending lookup does not read.
-		if e.pendingIDs == st.ids {
-			idsOff = st.ids2
-		}
-		if err := e.compute.Download(e.staging, idsOff, m.Ptr(bufIDs), 4*c.ExpertsUsed*c.Layers); err != nil {
+		if err := e.stageDown(idsOff, m.Ptr(bufIDs), 4*c.ExpertsUsed*c.Layers); err != nil {
 			return err
 		}
 	}
 	if wantLogits {
-		if err := e.logits("addq81", abi.RmsnormArgs{X: uint64(x), R: uint64(proj), Xo: uint64(x), W: uint64(e.outNrm), Y: uint64(xn), Q: uint64(xq),
-			N: int32(H), Rows: 1, Heads: 1, TokStride: int32(H), HeadStride: int32(H)}); err != nil {
-			return err
-		}
+		return e.logits("addq81", abi.RmsnormArgs{X: uint64(x), R: uint64(proj), Xo: uint64(x), W: uint64(e.outNrm), Y: uint64(xn), Q: uint64(xq),
+			N: int32(H), Rows: 1, Heads: 1, TokStride: int32(H), HeadStride: int32(H)})
 	}
-	if !e.resident {
-		if wantLogits {
-			if err := e.sync(); err != nil {
-				return err
-			}
-		}
-		e.cache.Step()
-		// Without logits, keep the stream short: the next token's host work needs nothing
-		// from this one.
-		return e.finishCopies()
-	}
-	// The previous token's lookup while this token's kernels run (the GPU is busy; after
-	// the sync it would wait for the host).
-	if e.pendingIDs >= 0 {
-		if err := e.lookupPending(); err != nil {
-			return err
-		}
-	}
-	if err := e.sync(); err != nil {
-		return err
-	}
-	e.pendingIDs = idsOff
-	if e.syncLookup {
-		if err := e.lookupPending(); err != nil {
-			return err
-		}
-	}
-	return e.finishCopies()
+	return nil
 }
 
 // lookupPending makes the pending resident lookup and advances the cache's step, as the
@@ -339,9 +361,9 @@ func (e *Engine) logits(variant string, a abi.RmsnormArgs) error {
 		if err := e.launchK(e.kArgmax, dim(1), abi.SampleThreads, rt.Args(&a)); err != nil {
 			return err
 		}
-		return e.compute.Download(e.staging, e.stage().tok, m.Ptr(bufToken), 4)
+		return e.stageDown(e.stage().tok, m.Ptr(bufToken), 4)
 	}
-	return e.compute.Download(e.staging, e.stage().logits, m.Ptr(bufLogits), 4*e.vocab)
+	return e.stageDown(e.stage().logits, m.Ptr(bufLogits), 4*e.vocab)
 }
 
 // appendKV writes this token's key and value into the layer's f16 cache at e.pos: the

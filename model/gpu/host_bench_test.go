@@ -24,7 +24,10 @@ var hostShape = synth.Shape{Arch: model.ArchQwen3MoE, Layers: 48, Embd: 256, Hea
 // (restarted when full). Reported: ns/op and allocs/op (the host's per-token cost and
 // allocations) and launches/token. logits/plain launches as before Engine's Launcher
 // (Options.PlainLaunch); on the fake device binding costs nothing, so the difference to
-// logits is the driver's share on a GPU only (runtime/cuda's BenchmarkLaunchBound).
+// logits is the driver's share on a GPU only (runtime/cuda's BenchmarkLaunchBound). The
+// /graph rows submit each token as one replayed graph (graph.go): the host's walk of the
+// token, the node updates and the graph launch (here the fake runs the graph's launches
+// in Go, which counts in: a few ns each).
 func BenchmarkTokenHost(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "host.gguf")
 	if err := synth.Write(path, hostShape, synth.Options{ExpertType: quant.Q2_0, Seed: 3}); err != nil {
@@ -57,13 +60,17 @@ func BenchmarkTokenHost(b *testing.B) {
 		return l
 	}
 	for _, c := range []struct {
-		name   string
-		plain  bool
-		argmax bool
-	}{{"logits/plain", true, false}, {"logits", false, false}, {"argmax", false, true}} {
+		name         string
+		plain, graph bool
+		argmax       bool
+	}{{"logits/plain", true, false, false}, {"logits", false, false, false}, {"argmax", false, false, true},
+		{"logits/graph", false, true, false}, {"argmax/graph", false, true, true}} {
 		b.Run(c.name, func(b *testing.B) {
 			eng.SetPlainLaunch(c.plain)
 			defer eng.SetPlainLaunch(false)
+			if err := eng.SetGraph(c.graph); err != nil {
+				b.Fatal(err)
+			}
 			l := restart()
 			tok := argmaxF(l)
 			bound := fake.boundLaunches
@@ -89,7 +96,12 @@ func BenchmarkTokenHost(b *testing.B) {
 			b.StopTimer()
 			s := eng.Stats()
 			b.ReportMetric(float64(s.Launches)/float64(max(1, s.Tokens)), "launches/token")
-			if got := fake.boundLaunches > bound; got == c.plain {
+			b.ReportMetric(float64(s.GraphUpdates)/float64(max(1, s.Tokens)), "updates/token")
+			if c.graph {
+				if s.Graphs != int64(s.Tokens) {
+					b.Fatalf("%d graph launches for %d tokens", s.Graphs, s.Tokens)
+				}
+			} else if got := fake.boundLaunches > bound; got == c.plain {
 				b.Fatalf("bound launches made: %v, plain launch: %v", got, c.plain)
 			}
 		})

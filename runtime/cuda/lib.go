@@ -58,6 +58,8 @@ type lib struct {
 	cuEventQuery        uintptr // CUresult cuEventQuery(CUevent e)
 	cuEventElapsedTime  uintptr // CUresult cuEventElapsedTime(float* ms, CUevent start, CUevent end) — plain name: every driver has it
 	cuEventDestroy      uintptr // cuEventDestroy_v2: CUresult (CUevent e)
+
+	graph graphLib // stream capture and graph replay (graph.go): optional
 }
 
 // symbols lists every binding: the exported name and where its address goes. All are
@@ -136,5 +138,6 @@ func openLib(candidates []string) (*lib, error) {
 			return nil, fmt.Errorf("cuda: %s has no symbol %s: the driver is too old or not NVIDIA's", path, s.name)
 		}
 	}
+	l.graph.resolve(h)
 	return l, nil
 }

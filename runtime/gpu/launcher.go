@@ -27,6 +27,8 @@ type Launcher struct {
 	s     *Stream
 	bd    BoundDriver // nil: the backend binds per call
 	bound bool
+
+	capture *Graph // open capture (graph.go), nil when none
 }
 
 // NewLauncher returns a Launcher for stream s of d (nil: the default stream).
@@ -54,8 +56,14 @@ func (l *Launcher) Begin() error {
 	return nil
 }
 
-// End releases what Begin bound; without a Begin it does nothing.
+// End releases what Begin bound; without a Begin it does nothing. A capture still open
+// is ended and its graph discarded.
 func (l *Launcher) End() {
+	if l.capture != nil {
+		if g, err := l.EndCapture(); err == nil {
+			_ = g.Destroy()
+		}
+	}
 	if l.bound {
 		l.bound = false
 		l.bd.Unbind()
@@ -74,7 +82,13 @@ func (l *Launcher) Launch(f *Func, grid, block Dim3, args []byte) error {
 	if f.mod.dev != l.dev {
 		return errors.New("gpu: launch " + f.symbol + ": the function belongs to another device")
 	}
-	return l.dev.do(func() error {
+	if err := l.dev.do(func() error {
 		return l.bd.LaunchBound(f.h, grid, block, 0, l.s.handle(), args, f.symbol)
-	})
+	}); err != nil {
+		return err
+	}
+	if l.capture != nil {
+		return l.capturedLaunch(f, grid, block, args)
+	}
+	return nil
 }

@@ -1,0 +1,227 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	rt "github.com/strata-hip/strata/runtime/gpu"
+)
+
+// A resident token as one graph launch. With every expert resident a token's device work
+// is a fixed sequence on the compute stream: two uploads from fixed staging rows (the
+// embedding row and the position), ~675 launches (30B-A3B), the ids download and the
+// output's download. Submitting it launch by launch costs the host ~4 µs a launch on the
+// H200, more than the GPU needs for most of them; one captured graph replaces that with
+// one launch and an update of the kernel nodes whose grid or arguments changed since
+// (attention_decode's store, split and reduce, whose position, length and split count
+// follow the token; sample/argmax's n).
+//
+// The token's code runs unchanged in three modes. Plain: launches and copies go to the
+// stream. Capture: the first token of each variant (graphKey) runs inside a stream capture:
+// the same calls build the graph, which is instantiated and launched once the token is
+// captured. Replay: launchK hands each launch to Graph.Set (by capture index: a launch
+// whose grid and arguments are unchanged costs a comparison), copies are checked against
+// the capture (they must be the captured ones: same addresses and sizes; the host rows are
+// pinned and read or written when the graph runs), and one Graph.Launch submits it all.
+// A replay that does not walk the captured sequence exactly is an error, not a silent
+// divergence.
+//
+// Ahead (on unless SetGraphAhead(false)): a token's node updates do not depend on its
+// token id (the embedding row is a copy from staging), only on its position and the
+// engine's settings, so right after launching token t's graph the engine walks token t+1's
+// graph (the other variant: the ids row and conv state alternate) as a replay for position
+// t+1 while the GPU runs token t. Token t+1's own walk then finds its nodes current and
+// makes no driver call unless something changed in between (the caller's argmax n, a
+// setting): the walk's comparison keeps it exact either way.
+//
+// What changes the sequence's shape is the key: whether the step makes logits, what it
+// leaves for the caller (logits or the argmax token), the staging row its ids go to (two
+// alternate by token) and the delta-net conv state it reads (two alternate by token).
+// Graphs are off with KernelTimes (events between launches), PlainLaunch (captures need
+// the bound Launcher), HostKV (a sync per attention layer), on the non-resident path (the
+// host looks experts up between phases) and the batched prompt path; and after a capture
+// fails for a reason other than a device fault (a backend without graphs: HIP), with the
+// reason in Engine.GraphErr.
+
+// graphKey says which captured token a step can replay.
+type graphKey struct {
+	logits  bool // the step makes logits
+	outMode int
+	idsOff  int // the staging row of the ids download
+	convPar int
+}
+
+// tokenGraph is one captured resident token.
+type tokenGraph struct {
+	g      *rt.Graph
+	copies []graphCopy
+}
+
+// graphCopy is one stream copy of a captured token.
+type graphCopy struct {
+	kind rt.CopyKind
+	dev  rt.DevPtr
+	off  int // staging window offset
+	n    int
+}
+
+// Graph modes of the token being submitted (Engine.gmode).
+const (
+	gPlain = iota
+	gCapture
+	gReplay
+)
+
+// maxGraphs bounds the captured variants kept (a decode loop needs two).
+const maxGraphs = 8
+
+// SetGraphAhead switches the ahead walk (above) on or off, for a comparison on one engine.
+func (e *Engine) SetGraphAhead(on bool) { e.graphNoAhead = !on }
+
+// graphAhead walks the next token's graph (its likely variant: the same output, the other
+// ids row unless SyncLookup, the conv state this token's left) as a replay at the next
+// position, updating its nodes while this token's graph runs. Nothing if that variant
+// was not captured yet.
+func (e *Engine) graphAhead(wantLogits bool, idsOff int) error {
+	st := e.stage()
+	next := st.ids
+	if !e.syncLookup && idsOff == st.ids {
+		next = st.ids2
+	}
+	key := graphKey{logits: wantLogits, outMode: e.outMode, idsOff: next, convPar: e.convPar}
+	tg := e.graphs[key]
+	if tg == nil || tg == e.gLast {
+		return nil
+	}
+	t0 := time.Since(clockBase)
+	before := e.stats.GraphUpdates
+	e.gmode, e.gcur, e.gi, e.gc = gReplay, tg, 0, 0
+	err := e.tokenOps(wantLogits, next)
+	e.gmode, e.gcur = gPlain, nil
+	e.stats.AheadUpdates += e.stats.GraphUpdates - before
+	e.stats.AheadTime += time.Since(clockBase) - t0
+	return err
+}
+
+// useGraph reports whether this step's device work goes through a graph.
+func (e *Engine) useGraph() bool {
+	return e.graphOn && e.graphErr == nil && e.resident && !e.plain && !e.ktimes && !e.hostKV
+}
+
+// SetGraph switches graph replay of resident tokens on or off on a loaded engine (the
+// inverse of Options.NoGraph), for a comparison on one engine; off releases the graphs.
+func (e *Engine) SetGraph(on bool) error {
+	e.graphOn = on
+	if !on {
+		return e.dropGraphs()
+	}
+	return nil
+}
+
+// GraphErr is why graph replay stopped (nil while it runs or was never tried).
+func (e *Engine) GraphErr() error { return e.graphErr }
+
+func (e *Engine) dropGraphs() error {
+	var errs []error
+	for k, tg := range e.graphs {
+		errs = append(errs, tg.g.Destroy())
+		delete(e.graphs, k)
+	}
+	return errors.Join(errs...)
+}
+
+// graphToken submits the token's device work (tokenOps) as a graph: replayed when this
+// variant was captured, else captured now and launched. A capture that fails without a
+// device fault turns graphs off and submits the token plainly (nothing of it ran).
+func (e *Engine) graphToken(wantLogits bool, idsOff int) error {
+	key := graphKey{logits: wantLogits, outMode: e.outMode, idsOff: idsOff, convPar: e.convPar}
+	t0 := time.Since(clockBase)
+	defer func() { e.stats.GraphTime += time.Since(clockBase) - t0 }()
+	tg := e.graphs[key]
+	if tg == nil {
+		var err error
+		if tg, err = e.captureToken(wantLogits, idsOff); err != nil {
+			if errors.Is(err, rt.ErrDeviceFault) {
+				return err
+			}
+			e.graphErr = fmt.Errorf("model/gpu: graph capture: %w", err)
+			return e.tokenOps(wantLogits, idsOff)
+		}
+		if len(e.graphs) >= maxGraphs {
+			if err := e.dropGraphs(); err != nil {
+				return err
+			}
+		}
+		e.graphs[key] = tg
+		e.stats.Captures++
+	} else {
+		e.gmode, e.gcur, e.gi, e.gc = gReplay, tg, 0, 0
+		err := e.tokenOps(wantLogits, idsOff)
+		e.gmode, e.gcur = gPlain, nil
+		if err != nil {
+			return err
+		}
+		if e.gi != tg.g.Kernels() || e.gc != len(tg.copies) {
+			return fmt.Errorf("model/gpu: graph replay made %d launches and %d copies, the capture %d and %d", e.gi, e.gc, tg.g.Kernels(), len(tg.copies))
+		}
+	}
+	e.stats.Graphs++
+	e.gLast = tg
+	return tg.g.Launch()
+}
+
+// captureToken captures tokenOps into a graph (nothing runs).
+func (e *Engine) captureToken(wantLogits bool, idsOff int) (*tokenGraph, error) {
+	if err := e.ln.BeginCapture(); err != nil {
+		return nil, err
+	}
+	tg := &tokenGraph{}
+	e.gmode, e.gcur = gCapture, tg
+	err := e.tokenOps(wantLogits, idsOff)
+	e.gmode, e.gcur = gPlain, nil
+	g, cerr := e.ln.EndCapture()
+	if err = errors.Join(err, cerr); err != nil {
+		if g != nil {
+			err = errors.Join(err, g.Destroy())
+		}
+		return nil, err
+	}
+	tg.g = g
+	return tg, nil
+}
+
+// graphCopy records (capture) or checks (replay) a copy of the token; replay reports
+// true when the copy must not be queued.
+func (e *Engine) graphCopy(kind rt.CopyKind, dev rt.DevPtr, off, n int) (skip bool, err error) {
+	c := graphCopy{kind: kind, dev: dev, off: off, n: n}
+	switch e.gmode {
+	case gCapture:
+		e.gcur.copies = append(e.gcur.copies, c)
+	case gReplay:
+		if e.gc >= len(e.gcur.copies) || e.gcur.copies[e.gc] != c {
+			return true, fmt.Errorf("model/gpu: graph replay: copy %d (%+v) is not the captured one", e.gc, c)
+		}
+		e.gc++
+		return true, nil
+	}
+	return false, nil
+}
+
+// stageUp queues n bytes of the staging window at off to dst on the compute stream
+// (through the token's graph when one is being captured or replayed).
+func (e *Engine) stageUp(dst rt.DevPtr, off, n int) error {
+	if skip, err := e.graphCopy(rt.HostToDevice, dst, off, n); skip || err != nil {
+		return err
+	}
+	return e.compute.Upload(dst, e.staging, off, n)
+}
+
+// stageDown queues n bytes from src to the staging window at off on the compute stream
+// (through the token's graph when one is being captured or replayed).
+func (e *Engine) stageDown(off int, src rt.DevPtr, n int) error {
+	if skip, err := e.graphCopy(rt.DeviceToHost, src, off, n); skip || err != nil {
+		return err
+	}
+	return e.compute.Download(e.staging, off, src, n)
+}
