@@ -95,3 +95,45 @@ func mmqFits(t Target, v Variant) (bool, string) {
 // block scale), so turning them into int8 tiles would change the weights; their prefill is a
 // float GEMM, not mmq.
 var axisPrefillType = Axis{Name: "type", Values: axisWeightType(ISANone).Values[2:]}
+
+// mmqWideStaging names the NVIDIA mma kernels ("family/type/tile") that stage their K steps
+// with the wide form of the mma.sync core (kernels/templates/mmq_core.tmpl, "Staging
+// forms"): three aligned 16-byte loads per Q8_1 activation block (and per Q8_0 weight block)
+// picked apart by register selects, and scale tiles padded against bank conflicts. Every
+// other NVIDIA mma kernel keeps the 4-byte form, whose PTX is that of main before the wide
+// form existed; the AMD and dp4a cores have one form.
+//
+// The choice is per kernel because neither form wins everywhere: H200 call 3 of
+// bench/results/2026-11-29-mmq-ncu (call3/mmq-call3-OvsD.txt, TOPS at 512 and 2048 tokens:
+// O = 4-byte form, D = wide form; C, the wide form with Q8_0 steps software-pipelined, was
+// slower than or equal to D almost everywhere and is gone). Wide loads win at r64t64 for
+// nearly every type and for Q8_0 at every tile (mmq Q8_0 r64t128 115.6 → 175.6 TOPS at 512
+// tokens) but lose at r128t64/r64t128 for Q4_K, Q6_K, IQ3_XXS and IQ3_S (mmq IQ3_XXS r128t64
+// 155.2 → 137.1) and for moe_prefill Q6_K r64t64 (41.5 → 34.0), kernels at ptxas's
+// 255-register limit where the windows add register pressure. Rule: wide where D512 + D2048 >
+// O512 + O2048 in that file. Measured on sm_90 only; sm_80/86/89 take the same choice.
+var mmqWideStaging = map[string]bool{
+	"mmq/iq1m/r64t128": true, "mmq/iq1m/r64t64": true,
+	"mmq/iq2xs/r64t128": true, "mmq/iq2xs/r64t64": true,
+	"mmq/iq3s/r64t64":   true,
+	"mmq/iq3xxs/r64t64": true,
+	"mmq/q20/r128t64":   true, "mmq/q20/r64t128": true, "mmq/q20/r64t64": true,
+	"mmq/q4k/r64t64":  true,
+	"mmq/q6k/r64t64":  true,
+	"mmq/q80/r128t64": true, "mmq/q80/r64t128": true, "mmq/q80/r64t64": true,
+	"moe_prefill/iq1m/r128t32": true, "moe_prefill/iq1m/r64t64": true,
+	"moe_prefill/iq2xs/r64t64":  true,
+	"moe_prefill/iq3s/r64t64":   true,
+	"moe_prefill/iq3xxs/r64t64": true,
+	"moe_prefill/q20/r64t64":    true,
+	"moe_prefill/q4k/r128t32":   true, "moe_prefill/q4k/r64t64": true,
+	"moe_prefill/q6k/r128t32": true,
+	"moe_prefill/q80/r128t32": true, "moe_prefill/q80/r128t64": true, "moe_prefill/q80/r64t64": true,
+}
+
+// WideStaging reports whether variant v of family (mmq or moe_prefill) on t is an NVIDIA
+// mma kernel staged in the wide form (mmqWideStaging); the mmq and moe_prefill templates
+// render a strata_mmq_nv_wide_stage specialisation for each such kernel.
+func (v Variant) WideStaging(family string, t Target) bool {
+	return t.IsNVIDIA() && v.Values["op"] == "mma" && mmqWideStaging[family+"/"+v.Values["type"]+"/"+v.Values["tile"]]
+}

@@ -49,3 +49,36 @@ func TestPrefillTiles(t *testing.T) {
 		}
 	}
 }
+
+// Every mmqWideStaging entry names a kernel that an NVIDIA target builds (a misspelt entry
+// would silently leave its kernel in the 4-byte form), and no AMD or dp4a variant reports the
+// wide form.
+func TestMMQWideStaging(t *testing.T) {
+	seen := map[string]bool{}
+	for _, fam := range []string{"mmq", "moe_prefill"} {
+		s, ok := LookupSpec(fam)
+		if !ok {
+			t.Fatalf("no %s spec", fam)
+		}
+		for _, tg := range Targets {
+			kept, _ := s.Variants(tg)
+			for _, v := range kept {
+				if !v.WideStaging(fam, tg) {
+					continue
+				}
+				if !tg.IsNVIDIA() || v.Values["op"] != "mma" {
+					t.Errorf("%s %s/%s: wide staging outside the NVIDIA mma core", fam, tg.Name, v.Name)
+				}
+				seen[fam+"/"+v.Values["type"]+"/"+v.Values["tile"]] = true
+			}
+		}
+	}
+	for k := range mmqWideStaging {
+		if !seen[k] {
+			t.Errorf("mmqWideStaging %q: no NVIDIA mma kernel of that family/type/tile", k)
+		}
+	}
+	if len(seen) == 0 {
+		t.Error("no kernel in the wide form")
+	}
+}

@@ -23,8 +23,10 @@ import (
 // kernels' logic where there is no GPU: staging, ragged edges, the folds, the integer hook,
 // the four MoE phases. Needs clang++-19 (skips without it). CPU threads make it slow, so
 // by default it runs one small shape on a representative subset (the 16-split, min and piece
-// types; both ops; both tiles; one MoE variant); STRATA_HOSTSIM_ALL=1 runs every variant on
-// two shapes each (minutes).
+// types; both ops; both tiles; both NVIDIA staging forms: mmq Q6_K r64t64 and the moe_prefill
+// Q8_0 variants are wide, mmq IQ1_M r128t64 and moe_prefill Q6_K r64t64 4-byte, see
+// kernels/prefill.go mmqWideStaging); STRATA_HOSTSIM_ALL=1 runs every variant on two shapes
+// each (minutes).
 func TestPrefillHostSim(t *testing.T) {
 	cxx, target, root := hostSimTools(t)
 	all := os.Getenv("STRATA_HOSTSIM_ALL") == "1"
@@ -51,7 +53,10 @@ func TestPrefillHostSim(t *testing.T) {
 		{"moe_prefill", false, runMoePrefill, []Case{
 			{"tokens=9,k=2,experts=6,hidden=256,ff=256,all-to-0", []int{9, 2, 6, 256, 256, 1}},
 			{"tokens=20,k=3,experts=5,hidden=288,ff=288", []int{20, 3, 5, 288, 288, 0}},
-		}, func(v kernels.Variant) bool { return v.Values["type"]+"/"+v.Values["op"] == "q80/mma" }},
+		}, func(v kernels.Variant) bool {
+			// Q8_0 stages in the wide form at every tile, Q6_K r64t64 in the 4-byte form.
+			return v.Values["type"]+"/"+v.Values["op"] == "q80/mma" || v.Values["type"]+"/"+v.Values["op"]+"/"+v.Values["tile"] == "q6k/mma/r64t64"
+		}},
 	} {
 		name := fc.family
 		if fc.other {

@@ -747,21 +747,50 @@ STRATA_DEVICE void strata_mmq_fold(const strata_mmq_smem<QT, NW, BM, BN>& s, int
 // 16 (Q4_K); no I2F and no integer ALU in the fold. The result is bit-identical to the AMD
 // core's fold (same roundings: one per fold).
 //
-// Staging per K step of KT = 4 groups: every thread's weight jobs (NW·BM·KT/128) and
-// activation jobs (BN·KT/128) issue all their global loads before any store (edges load a
-// valid in-tile address and are zeroed afterwards, so the jobs have no branches), then
+// Staging forms, chosen per kernel (strata_mmq_nv_wide_stage, specialised by the mmq and
+// moe_prefill templates from kernels/prefill.go's mmqWideStaging, which cites the H200
+// measurement that picked them: bench/results/2026-11-29-mmq-ncu/call3):
+//   4-byte form (strata_mmq_nv_stage): activations read as nine 4-byte words per Q8_1 block,
+//     weights through QT::load; scale tiles unpadded.
+//   wide form (strata_mmq_nv_fetch + strata_mmq_nv_put): a Q8_1 block (36 bytes, 4-byte
+//     aligned) and a Q8_0 block (34 bytes, 2-byte aligned) both lie in the 48 bytes from the
+//     16-byte boundary at or below their address, so three aligned 16-byte loads fetch one;
+//     the block's words are then picked out by register selects on the word offset (two
+//     select levels) and, for Q8_0, one funnel shift by 16 bits. The window never leaves the
+//     16-byte chunks that hold the block's bytes. Against one 4-byte load per word (9 and 10
+//     per block) that is 3.3× fewer load instructions and L1 wavefronts for the same sectors
+//     (bench/results/2026-11-29-mmq-ncu: the 4-byte loads set the L1 data pipe at 84 % and
+//     bound the Q8_0 tile). Scale tiles padded (strata_mmq_nv_smem). The windows cost
+//     registers: kernels already at 255 (r128t64/r64t128 of Q4_K, Q6_K, IQ3_XXS, IQ3_S) ran
+//     slower with it, so they keep the 4-byte form.
+//
+// Staging per K step of KT = 4 groups (both forms): every thread's weight jobs (NW·BM·KT/128)
+// and activation jobs (BN·KT/128) issue all their global loads before any store (edges load
+// a valid in-tile address and are zeroed afterwards, so the jobs have no branches), then
 // store int8 rows and per-(row, group) scales {base, m0, m1, offb·offm} and per-(token,
 // group) {d_x, d_x·Σq_x}; barrier; mma and fold; barrier. Several blocks per SM overlap
 // one block's staging with another's matrix work.
 constexpr f32 STRATA_MMQ_MAGIC = 12582912.0f;  // 1.5·2²³
 constexpr i32 STRATA_MMQ_MAGIC_BITS = 0x4B400000;
 
+// The staging form of the core instantiation <QT, NW, BM, BN> (one per kernel of a family's
+// source: mmq <QT, 1, BM, BN>; moe_prefill <QT, 2, BM/2, BN> and <QT, 1, BM, BN>): v = the
+// wide form. The 4-byte form unless the family template specialises it.
+template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_wide_stage { static constexpr bool v = false; };
+
 template <class QT, int NW, int BM, int BN>
 struct strata_mmq_nv_smem {
+  static constexpr bool WIDE = strata_mmq_nv_wide_stage<QT, NW, BM, BN>::v;
   alignas(16) i8 w[NW * BM][STRATA_MMQ_KS];      // decoded weight rows, matrix m at rows m·BM
   alignas(16) i8 x[BN][STRATA_MMQ_KS];           // activation quants
-  alignas(16) f32 ws[STRATA_MMQ_KT][NW * BM][4];  // base, m0, m1, offb·offm (all exact)
-  alignas(16) f32 xs[STRATA_MMQ_KT][BN][2];      // d_x, d_x·Σq_x (exact)
+  // base, m0, m1, offb·offm (all exact); d_x, d_x·Σq_x (exact). Wide form: spare entries
+  // per group so that a group's block starts 32 bytes (mod 128) after the previous group's:
+  // the lanes of one store wavefront (2 rows × 4 groups of 16 bytes, or 4 tokens × 4 groups
+  // of 8 bytes) then hit distinct banks. Unpadded (the 4-byte form), the four groups of a
+  // row are 4-way conflicts (call 1 of bench/results/2026-11-29-mmq-ncu); one spare entry
+  // left 2-way ones (call 2).
+  alignas(16) f32 ws[STRATA_MMQ_KT][NW * BM + (WIDE ? 2 : 0)][4];
+  alignas(16) f32 xs[STRATA_MMQ_KT][BN + (WIDE ? 4 : 0)][2];
   typename QT::lds tab;
 };
 
@@ -806,6 +835,39 @@ STRATA_DEVICE strata_mma_b32 strata_mmq_ld_b(const i8* p) {
 #endif
 }
 
+// Types whose weight blocks the wide staging form reads with wide loads (see above).
+template <class QT> struct strata_mmq_wide { static constexpr bool v = false; };
+template <> struct strata_mmq_wide<strata_qt_q80> { static constexpr bool v = true; };
+
+// The 12 words of the 48-byte window at the 16-byte boundary at or below p.
+STRATA_DEVICE void strata_mmq_ld_win(const u8* p, u32* t) {
+  const u8* b = (const u8*)((u64)p & ~(u64)15);
+#pragma unroll
+  for (int i = 0; i < 3; ++i) strata_ld_x4(b + 16 * i, t + 4 * i);
+}
+// c ? b : a on values already in registers. On NVPTX an opaque selp: written as a plain
+// select, LLVM turns "t[i + 1] or t[i]" into one load at a computed index, which puts the
+// window arrays in local memory (call 2 of bench/results/2026-11-29-mmq-ncu: a 336-byte
+// stack frame, 29 M local requests per launch, the Q8_0 tile 3× slower).
+STRATA_DEVICE u32 strata_mmq_sel(u32 c, u32 b, u32 a) {
+#ifdef __NVPTX__
+  u32 r;
+  asm("{ .reg .pred p; setp.ne.u32 p, %1, 0; selp.b32 %0, %2, %3, p; }" : "=r"(r) : "r"(c), "r"(b), "r"(a));
+  return r;
+#else
+  return c ? b : a;
+#endif
+}
+// w[i] = t[k + i] for i < 9, k = 0..3 (t has 12 words): two levels of selects.
+STRATA_DEVICE void strata_mmq_pick9(const u32* t, u32 k, u32* w) {
+  u32 a[11];
+#pragma unroll
+  for (int i = 0; i < 11; ++i) a[i] = strata_mmq_sel(k & 1u, t[i + 1], t[i]);
+#pragma unroll
+  for (int i = 0; i < 9; ++i) w[i] = strata_mmq_sel(k & 2u, a[i + 2], a[i]);
+}
+
+// The 4-byte form: one K step, every job's global loads, then its shared-memory stores.
 template <class QT, int NW, int BM, int BN, class Src>
 STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Src& src, int g0, int ng) {
   constexpr int KT = STRATA_MMQ_KT, GPB = QT::QK / 32, T = STRATA_MMQ_THREADS;
@@ -868,6 +930,121 @@ STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, co
   }
 }
 
+// The wide form. The registers of one K step between its wide global loads and its
+// shared-memory stores.
+template <class QT, int NW, int BM, int BN>
+struct strata_mmq_nv_raw {
+  static constexpr int KT = STRATA_MMQ_KT, T = STRATA_MMQ_THREADS;
+  static constexpr int JW = NW * BM * KT / T, JX = BN * KT / T;
+  static constexpr bool WIDE = strata_mmq_wide<QT>::v;
+  static_assert(JW * T == NW * BM * KT && JX * T == BN * KT, "tile not a multiple of the block's jobs");
+  u32 wt[WIDE ? JW : 1][12];  // Q8_0: each weight job's 48-byte window
+  u32 wo[WIDE ? JW : 1];      // and its block's byte offset in it
+  u32 xt[JX][12], xo[JX];     // each activation job's window and word offset
+  bool okw[JW], okx[JX];      // the job is inside the tile (else its values stage as zeros)
+};
+
+// Issue step g0's wide loads (activations; Q8_0 weights) into R. Edges load a valid in-tile
+// address and are zeroed at the store, so the jobs have no branches.
+template <class QT, int NW, int BM, int BN, class Src>
+STRATA_DEVICE void strata_mmq_nv_fetch(strata_mmq_nv_raw<QT, NW, BM, BN>& R, const Src& src, int g0, int ng) {
+  typedef strata_mmq_nv_raw<QT, NW, BM, BN> RT;
+  constexpr int KT = RT::KT, T = RT::T, GPB = QT::QK / 32;
+  const int tid = (int)strata_thread_x();
+  const u8* const wsafe = src.wrow(0, 0);  // row 0 of the tile exists (the block does)
+  const u8* const xsafe = src.xblk(0, 0);  // so does token 0
+#pragma unroll
+  for (int u = 0; u < RT::JW; ++u) {
+    const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, g = g0 + j % KT;
+    const u8* row = src.wrow(m, r);
+    R.okw[u] = row != nullptr && g < ng;
+    if constexpr (RT::WIDE) {
+      const u8* b = R.okw[u] ? row + (i64)(g / GPB) * QT::BYTES : wsafe;
+      R.wo[u] = (u32)((u64)b & 15);
+      strata_mmq_ld_win(b, R.wt[u]);
+    }
+  }
+#pragma unroll
+  for (int u = 0; u < RT::JX; ++u) {
+    const int j = tid + u * T, c = j / KT, g = g0 + j % KT;
+    const u8* xb = g < ng ? src.xblk(c, g) : nullptr;
+    R.okx[u] = xb != nullptr;
+    R.xo[u] = (u32)((u64)(R.okx[u] ? xb : xsafe) & 15) >> 2;
+    strata_mmq_ld_win(R.okx[u] ? xb : xsafe, R.xt[u]);
+  }
+}
+
+// Decode step g0 from R into shared memory: int8 rows and per-(row, group) scales {base, m0,
+// m1, offb·offm}, per-(token, group) {d_x, d_x·Σq_x}. Types without wide loads decode their
+// weights here straight from global memory (QT::load), all jobs' loads before any store.
+template <class QT, int NW, int BM, int BN, class Src>
+STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const strata_mmq_nv_raw<QT, NW, BM, BN>& R, const Src& src, int g0) {
+  typedef strata_mmq_nv_raw<QT, NW, BM, BN> RT;
+  constexpr int KT = RT::KT, T = RT::T, GPB = QT::QK / 32, JW = RT::JW, JX = RT::JX;
+  constexpr bool WIDE = RT::WIDE;
+  const int tid = (int)strata_thread_x();
+  strata_g32 G[WIDE ? 1 : JW];
+  if constexpr (!WIDE) {
+    const u8* const wsafe = src.wrow(0, 0);
+#pragma unroll
+    for (int u = 0; u < JW; ++u) {
+      const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, g = g0 + j % KT;
+      const u8* row = src.wrow(m, r);
+      QT::load(R.okw[u] ? row + (i64)(g / GPB) * QT::BYTES : wsafe, R.okw[u] ? g % GPB : 0, G[u], &s.tab);
+    }
+  }
+#pragma unroll
+  for (int u = 0; u < JW; ++u) {
+    const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, kg = j % KT;
+    strata_g32& Gu = G[WIDE ? 0 : u];
+    if constexpr (WIDE) {
+      // Q8_0 from the window (strata_qt_q80::load's result): bytes o, o+1 of the window
+      // are d, the 32 quants follow; b = its 9 words from word o/4, whose byte o%4 (0 or 2)
+      // starts the block.
+      u32 b[9];
+      strata_mmq_pick9(R.wt[u], R.wo[u] >> 2, b);
+      const bool hi16 = (R.wo[u] & 2u) != 0;
+      Gu.base = strata_f16_to_f32((u16)(hi16 ? b[0] >> 16 : b[0]));
+      Gu.m0 = Gu.m1 = 1, Gu.offb = 0.0f, Gu.offm = 0;
+#pragma unroll
+      for (int w = 0; w < 8; ++w) Gu.q[w] = hi16 ? b[w + 1] : (u32)((((u64)b[w + 1] << 32) | b[w]) >> 16);
+    }
+    u32 q[8];
+#pragma unroll
+    for (int w = 0; w < 8; ++w) {
+      const u32 v = QT::PIECE ? strata_sub_bytes(Gu.q[w], (u32)(-Gu.c[w >> 1]) * 0x01010101u) : Gu.q[w];
+      q[w] = R.okw[u] ? v : 0u;
+    }
+    strata_mmq_u32x4 lo = {q[0], q[1], q[2], q[3]}, hi = {q[4], q[5], q[6], q[7]};
+    __builtin_memcpy(__builtin_assume_aligned(&s.w[m * BM + r][32 * kg], 16), &lo, 16);
+    __builtin_memcpy(__builtin_assume_aligned(&s.w[m * BM + r][32 * kg + 16], 16), &hi, 16);
+    typedef f32 strata_f32x4 __attribute__((__vector_size__(16)));
+    strata_f32x4 sc = {R.okw[u] ? Gu.base : 0.0f, (f32)Gu.m0, (f32)Gu.m1, QT::MIN ? Gu.offb * (f32)Gu.offm : 0.0f};
+    __builtin_memcpy(__builtin_assume_aligned(&s.ws[kg][m * BM + r][0], 16), &sc, 16);
+  }
+#pragma unroll
+  for (int u = 0; u < JX; ++u) {
+    const int j = tid + u * T, c = j / KT, kg = j % KT;
+    u32 a[9];
+    strata_mmq_pick9(R.xt[u], R.xo[u], a);
+    u32 q[8];
+#pragma unroll
+    for (int w = 0; w < 8; ++w) q[w] = R.okx[u] ? a[w + 1] : 0u;
+    const f32 d = R.okx[u] ? strata_f16_to_f32((u16)a[0]) : 0.0f;
+    i32 sq = 0;
+    if (QT::MIN) {
+#pragma unroll
+      for (int w = 0; w < 8; ++w) sq = strata_dot4_ss(0x01010101, (i32)q[w], sq);
+    }
+    strata_mmq_u32x4 lo = {q[0], q[1], q[2], q[3]}, hi = {q[4], q[5], q[6], q[7]};
+    __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg], 16), &lo, 16);
+    __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg + 16], 16), &hi, 16);
+    typedef f32 strata_f32x2 __attribute__((__vector_size__(8)));
+    const strata_f32x2 dv = {d, d * (f32)sq};
+    __builtin_memcpy(__builtin_assume_aligned(&s.xs[kg][c][0], 8), &dv, 8);
+  }
+}
+
 // The K loop of one tile on NVIDIA (see the section comment). hook and Ep as strata_mmq_run;
 // HOOK = (hook ≥ 0) is a template parameter so that the fold loop carries no test for it.
 template <class QT, int NW, int BM, int BN, bool HOOK, class Src, class Ep>
@@ -891,8 +1068,19 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
       for (int j = 0; j < FN; ++j)
 #pragma unroll
         for (int e = 0; e < 8; ++e) acc[m][i][j][e] = 0.0f;
+  // The staging form (see the section comment). The wide form's Q8_0 loads were also tried
+  // software-pipelined one step ahead (819c315; call 3 of bench/results/2026-11-29-mmq-ncu):
+  // slower at every Q8_0 kernel but mmq r64t64, faster there at 512 tokens (148.0 against
+  // 124.0 TOPS) and slower at 2048 (149.6 against 159.5). Not kept.
+  constexpr bool WIDE = strata_mmq_nv_smem<QT, NW, BM, BN>::WIDE;
+  strata_mmq_nv_raw<QT, NW, BM, BN> R;  // wide form: one step between its loads and stores
   for (int g0 = 0; g0 < ng; g0 += KT) {
-    strata_mmq_nv_stage<QT, NW, BM, BN>(s, src, g0, ng);
+    if constexpr (WIDE) {
+      strata_mmq_nv_fetch<QT, NW, BM, BN>(R, src, g0, ng);
+      strata_mmq_nv_put<QT, NW, BM, BN>(s, R, src, g0);
+    } else {
+      strata_mmq_nv_stage<QT, NW, BM, BN>(s, src, g0, ng);
+    }
     strata_barrier();
     const int hk = hook < 0 ? -1 : (hook >= g0 && hook < g0 + KT ? hook - g0 : KT);
     const int nk = ng - g0 < KT ? ng - g0 : KT;
@@ -1195,6 +1383,23 @@ struct strata_mmq_ep {
     if (t0 + c < tokens && r0 + r < rows) y[(t0 + c) * ldy + r0 + r] = v[0];
   }
 };
+// The kernels whose NVIDIA mma core stages in the wide form (mmq core, "Staging forms"); the
+// choice per kernel and the measurement behind it: kernels/prefill.go, mmqWideStaging. The
+// other mma kernels stage in the 4-byte form.
+template <> struct strata_mmq_nv_wide_stage<strata_qt_q80, 1, 64, 64> { static constexpr bool v = true; };  // strata_mmq_q80_mma_r64t64
+template <> struct strata_mmq_nv_wide_stage<strata_qt_q80, 1, 128, 64> { static constexpr bool v = true; };  // strata_mmq_q80_mma_r128t64
+template <> struct strata_mmq_nv_wide_stage<strata_qt_q80, 1, 64, 128> { static constexpr bool v = true; };  // strata_mmq_q80_mma_r64t128
+template <> struct strata_mmq_nv_wide_stage<strata_qt_q20, 1, 64, 64> { static constexpr bool v = true; };  // strata_mmq_q20_mma_r64t64
+template <> struct strata_mmq_nv_wide_stage<strata_qt_q20, 1, 128, 64> { static constexpr bool v = true; };  // strata_mmq_q20_mma_r128t64
+template <> struct strata_mmq_nv_wide_stage<strata_qt_q20, 1, 64, 128> { static constexpr bool v = true; };  // strata_mmq_q20_mma_r64t128
+template <> struct strata_mmq_nv_wide_stage<strata_qt_q4k, 1, 64, 64> { static constexpr bool v = true; };  // strata_mmq_q4k_mma_r64t64
+template <> struct strata_mmq_nv_wide_stage<strata_qt_q6k, 1, 64, 64> { static constexpr bool v = true; };  // strata_mmq_q6k_mma_r64t64
+template <> struct strata_mmq_nv_wide_stage<strata_qt_iq2xs, 1, 64, 64> { static constexpr bool v = true; };  // strata_mmq_iq2xs_mma_r64t64
+template <> struct strata_mmq_nv_wide_stage<strata_qt_iq2xs, 1, 64, 128> { static constexpr bool v = true; };  // strata_mmq_iq2xs_mma_r64t128
+template <> struct strata_mmq_nv_wide_stage<strata_qt_iq3xxs, 1, 64, 64> { static constexpr bool v = true; };  // strata_mmq_iq3xxs_mma_r64t64
+template <> struct strata_mmq_nv_wide_stage<strata_qt_iq3s, 1, 64, 64> { static constexpr bool v = true; };  // strata_mmq_iq3s_mma_r64t64
+template <> struct strata_mmq_nv_wide_stage<strata_qt_iq1m, 1, 64, 64> { static constexpr bool v = true; };  // strata_mmq_iq1m_mma_r64t64
+template <> struct strata_mmq_nv_wide_stage<strata_qt_iq1m, 1, 64, 128> { static constexpr bool v = true; };  // strata_mmq_iq1m_mma_r64t128
 constexpr unsigned long strata_mmq_sizes[] = {
   sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 64, 64, true>),
   sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 128, 64, true>),
