@@ -715,15 +715,6 @@ STRATA_DEVICE void strata_mmq_fold(const strata_mmq_smem<QT, NW, BM, BN>& s, int
 // 16 (Q4_K); no I2F and no integer ALU in the fold. The result is bit-identical to the AMD
 // core's fold (same roundings: one per fold).
 //
-// Wide loads (strata_mmq_wide): a Q8_1 block (36 bytes, 4-byte aligned) and a Q8_0 block
-// (34 bytes, 2-byte aligned) both lie in the 48 bytes from the 16-byte boundary at or below
-// their address, so three aligned 16-byte loads fetch one; the block's words are then picked
-// out by register selects on the word offset (two select levels) and, for Q8_0, one funnel
-// shift by 16 bits. The window never leaves the 16-byte chunks that hold the block's bytes.
-// Against one 4-byte load per word (9 and 10 per block) that is 3.3× fewer load
-// instructions and L1 wavefronts for the same sectors (bench/results/2026-11-29-mmq-ncu:
-// the 4-byte loads set the L1 data pipe at 84 % and bound the Q8_0 tile).
-//
 // Staging per K step of KT = 4 groups: every thread's weight jobs (NW·BM·KT/128) and
 // activation jobs (BN·KT/128) issue all their global loads before any store (edges load a
 // valid in-tile address and are zeroed afterwards, so the jobs have no branches), then
@@ -737,12 +728,8 @@ template <class QT, int NW, int BM, int BN>
 struct strata_mmq_nv_smem {
   alignas(16) i8 w[NW * BM][STRATA_MMQ_KS];      // decoded weight rows, matrix m at rows m·BM
   alignas(16) i8 x[BN][STRATA_MMQ_KS];           // activation quants
-  // base, m0, m1, offb·offm (all exact); d_x, d_x·Σq_x (exact). One spare entry per group
-  // (row stride ≡ 16 mod 128 bytes between groups): the four groups of one row or token,
-  // written by four neighbouring lanes, fall in different banks (without it the stores were
-  // 4-way conflicts: bench/results/2026-11-29-mmq-ncu).
-  alignas(16) f32 ws[STRATA_MMQ_KT][NW * BM + 1][4];
-  alignas(16) f32 xs[STRATA_MMQ_KT][BN + 2][2];
+  alignas(16) f32 ws[STRATA_MMQ_KT][NW * BM][4];  // base, m0, m1, offb·offm (all exact)
+  alignas(16) f32 xs[STRATA_MMQ_KT][BN][2];      // d_x, d_x·Σq_x (exact)
   typename QT::lds tab;
 };
 
@@ -787,25 +774,6 @@ STRATA_DEVICE strata_mma_b32 strata_mmq_ld_b(const i8* p) {
 #endif
 }
 
-// Types whose weight blocks the NVIDIA staging reads with wide loads (see above).
-template <class QT> struct strata_mmq_wide { static constexpr bool v = false; };
-template <> struct strata_mmq_wide<strata_qt_q80> { static constexpr bool v = true; };
-
-// The 12 words of the 48-byte window at the 16-byte boundary at or below p.
-STRATA_DEVICE void strata_mmq_ld_win(const u8* p, u32* t) {
-  const u8* b = (const u8*)((u64)p & ~(u64)15);
-#pragma unroll
-  for (int i = 0; i < 3; ++i) strata_ld_x4(b + 16 * i, t + 4 * i);
-}
-// w[i] = t[k + i] for i < 9, k = 0..3 (t has 12 words): two levels of selects.
-STRATA_DEVICE void strata_mmq_pick9(const u32* t, u32 k, u32* w) {
-  u32 a[11];
-#pragma unroll
-  for (int i = 0; i < 11; ++i) a[i] = (k & 1u) ? t[i + 1] : t[i];
-#pragma unroll
-  for (int i = 0; i < 9; ++i) w[i] = (k & 2u) ? a[i + 2] : a[i];
-}
-
 template <class QT, int NW, int BM, int BN, class Src>
 STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Src& src, int g0, int ng) {
   constexpr int KT = STRATA_MMQ_KT, GPB = QT::QK / 32, T = STRATA_MMQ_THREADS;
@@ -814,72 +782,48 @@ STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, co
   const int tid = (int)strata_thread_x();
   const u8* const wsafe = src.wrow(0, 0);    // row 0 of the tile exists (the block does)
   const u8* const xsafe = src.xblk(0, 0);    // so does token 0
-  constexpr bool WIDE = strata_mmq_wide<QT>::v;
-  strata_g32 G[WIDE ? 1 : JW];
-  u32 wt[WIDE ? JW : 1][12];
-  u32 wo[JW];
+  strata_g32 G[JW];
   bool okw[JW];
 #pragma unroll
   for (int u = 0; u < JW; ++u) {
     const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, g = g0 + j % KT;
     const u8* row = src.wrow(m, r);
     okw[u] = row != nullptr && g < ng;
-    const u8* b = okw[u] ? row + (i64)(g / GPB) * QT::BYTES : wsafe;
-    if constexpr (WIDE) {
-      wo[u] = (u32)((u64)b & 15);
-      strata_mmq_ld_win(b, wt[u]);
-    } else {
-      QT::load(b, okw[u] ? g % GPB : 0, G[u], &s.tab);
-    }
+    QT::load(okw[u] ? row + (i64)(g / GPB) * QT::BYTES : wsafe, okw[u] ? g % GPB : 0, G[u], &s.tab);
   }
-  u32 xt[JX][12], xo[JX];
+  u32 a[JX][9];
   bool okx[JX];
 #pragma unroll
   for (int u = 0; u < JX; ++u) {
     const int j = tid + u * T, c = j / KT, g = g0 + j % KT;
     const u8* xb = g < ng ? src.xblk(c, g) : nullptr;
     okx[u] = xb != nullptr;
-    xo[u] = (u32)((u64)(okx[u] ? xb : xsafe) & 15) >> 2;
-    strata_mmq_ld_win(okx[u] ? xb : xsafe, xt[u]);
+#pragma unroll
+    for (int w = 0; w < 9; ++w) a[u][w] = strata_load_u32((okx[u] ? xb : xsafe) + 4 * w);
   }
 #pragma unroll
   for (int u = 0; u < JW; ++u) {
     const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, kg = j % KT;
-    strata_g32& Gu = G[WIDE ? 0 : u];
-    if constexpr (WIDE) {
-      // Q8_0 from the window (strata_qt_q80::load's result): bytes o, o+1 of the window
-      // are d, the 32 quants follow; b = its 9 words from word o/4, whose byte o%4 (0 or 2)
-      // starts the block.
-      u32 b[9];
-      strata_mmq_pick9(wt[u], wo[u] >> 2, b);
-      const bool hi16 = (wo[u] & 2u) != 0;
-      Gu.base = strata_f16_to_f32((u16)(hi16 ? b[0] >> 16 : b[0]));
-      Gu.m0 = Gu.m1 = 1, Gu.offb = 0.0f, Gu.offm = 0;
-#pragma unroll
-      for (int w = 0; w < 8; ++w) Gu.q[w] = hi16 ? b[w + 1] : (u32)((((u64)b[w + 1] << 32) | b[w]) >> 16);
-    }
     u32 q[8];
 #pragma unroll
     for (int w = 0; w < 8; ++w) {
-      const u32 v = QT::PIECE ? strata_sub_bytes(Gu.q[w], (u32)(-Gu.c[w >> 1]) * 0x01010101u) : Gu.q[w];
+      const u32 v = QT::PIECE ? strata_sub_bytes(G[u].q[w], (u32)(-G[u].c[w >> 1]) * 0x01010101u) : G[u].q[w];
       q[w] = okw[u] ? v : 0u;
     }
     strata_mmq_u32x4 lo = {q[0], q[1], q[2], q[3]}, hi = {q[4], q[5], q[6], q[7]};
     __builtin_memcpy(__builtin_assume_aligned(&s.w[m * BM + r][32 * kg], 16), &lo, 16);
     __builtin_memcpy(__builtin_assume_aligned(&s.w[m * BM + r][32 * kg + 16], 16), &hi, 16);
     typedef f32 strata_f32x4 __attribute__((__vector_size__(16)));
-    strata_f32x4 sc = {okw[u] ? Gu.base : 0.0f, (f32)Gu.m0, (f32)Gu.m1, QT::MIN ? Gu.offb * (f32)Gu.offm : 0.0f};
+    strata_f32x4 sc = {okw[u] ? G[u].base : 0.0f, (f32)G[u].m0, (f32)G[u].m1, QT::MIN ? G[u].offb * (f32)G[u].offm : 0.0f};
     __builtin_memcpy(__builtin_assume_aligned(&s.ws[kg][m * BM + r][0], 16), &sc, 16);
   }
 #pragma unroll
   for (int u = 0; u < JX; ++u) {
     const int j = tid + u * T, c = j / KT, kg = j % KT;
-    u32 a[9];
-    strata_mmq_pick9(xt[u], xo[u], a);
     u32 q[8];
 #pragma unroll
-    for (int w = 0; w < 8; ++w) q[w] = okx[u] ? a[w + 1] : 0u;
-    const f32 d = okx[u] ? strata_f16_to_f32((u16)a[0]) : 0.0f;
+    for (int w = 0; w < 8; ++w) q[w] = okx[u] ? a[u][w + 1] : 0u;
+    const f32 d = okx[u] ? strata_f16_to_f32((u16)a[u][0]) : 0.0f;
     i32 sq = 0;
     if (QT::MIN) {
 #pragma unroll
@@ -888,9 +832,7 @@ STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, co
     strata_mmq_u32x4 lo = {q[0], q[1], q[2], q[3]}, hi = {q[4], q[5], q[6], q[7]};
     __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg], 16), &lo, 16);
     __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg + 16], 16), &hi, 16);
-    typedef f32 strata_f32x2 __attribute__((__vector_size__(8)));
-    const strata_f32x2 dv = {d, d * (f32)sq};
-    __builtin_memcpy(__builtin_assume_aligned(&s.xs[kg][c][0], 8), &dv, 8);
+    s.xs[kg][c][0] = d, s.xs[kg][c][1] = d * (f32)sq;
   }
 }
 
