@@ -412,7 +412,8 @@ func TestGPUBench(t *testing.T) {
 	b.WriteString(kt.String())
 	t.Log("\n" + b.String())
 	if out := os.Getenv("STRATA_BENCH_OUT"); out != "" {
-		name := fmt.Sprintf("gpu-engine-%s%s-g%d-prefetch%v.md", label, strings.Join(policies, "+"), group, prefetch)
+		// policies may read "decayed/copy" (STRATA_BENCH_MISSES): no path separators in the name
+		name := fmt.Sprintf("gpu-engine-%s%s-g%d-prefetch%v.md", label, strings.ReplaceAll(strings.Join(policies, "+"), "/", "-"), group, prefetch)
 		if err := os.WriteFile(filepath.Join(out, name), []byte(b.String()), 0o644); err != nil {
 			t.Fatal(err)
 		}
