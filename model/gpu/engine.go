@@ -67,7 +67,7 @@ type Options struct {
 	Group     int      // expert copies per completion event (0: DefaultGroup)
 	Decay     float64  // decayed policy: per-step decay (0: 0.98)
 	Rerank    int      // decayed policy: steps between re-rankings (0: 8)
-	Prefetch  bool     // look-ahead: copy the experts the next layer's router predicts from this layer's state
+	Prefetch  bool     // look-ahead: copy the experts the next layer's router predicts from this layer's state (off by default: measured slower, 149.9 against 166.6 tok/s, bench/results/2026-11-29-final-s4)
 	Progress  io.Writer
 	MaxExpert int // testing: cap the cache at this many slots (0: what the plan gives)
 	// HostKV: append keys and values through the host (the first engine's path, kept to
