@@ -109,8 +109,8 @@ var axisPrefillType = Axis{Name: "type", Values: axisWeightType(ISANone).Values[
 // slower than or equal to D almost everywhere and is gone). Wide loads win at r64t64 for
 // nearly every type and for Q8_0 at every tile (mmq Q8_0 r64t128 115.6 → 175.6 TOPS at 512
 // tokens) but lose at r128t64/r64t128 for Q4_K, Q6_K, IQ3_XXS and IQ3_S (mmq IQ3_XXS r128t64
-// 155.2 → 137.1) and for moe_prefill Q6_K r64t64 (41.5 → 34.0), kernels at ptxas's
-// 255-register limit where the windows add register pressure. Rule: wide where D512 + D2048 >
+// 155.2 → 137.1) and for moe_prefill Q6_K r64t64 (41.5 → 34.0); why was not profiled (the
+// r128t64/r64t128 kernels are at 246–255 registers in both forms). Rule: wide where D512 + D2048 >
 // O512 + O2048 in that file. Measured on sm_90 only; sm_80/86/89 take the same choice.
 var mmqWideStaging = map[string]bool{
 	"mmq/iq1m/r64t128": true, "mmq/iq1m/r64t64": true,
