@@ -64,6 +64,27 @@ func openDriver(t testing.TB) (*device, *gpu.Device) {
 	return drv.(*device), d
 }
 
+// loadOnStream loads ptx on d as module name and returns its function sym and a new
+// stream; both are released when the test or benchmark ends (before the device).
+func loadOnStream(t testing.TB, d *gpu.Device, name, ptx, sym string) (*gpu.Func, *gpu.Stream) {
+	t.Helper()
+	mod, err := d.LoadModule(gpu.CodeObject{Name: name, Target: d.Info().Arch, Image: []byte(ptx)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mod.Unload() })
+	fn, err := mod.Func(sym)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := d.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Destroy() })
+	return fn, s
+}
+
 // TestDevice runs the runtime end to end on a real device: copies both ways, a
 // launch through extra, streams, events, and the mapped-memory proof.
 func TestDevice(t *testing.T) {

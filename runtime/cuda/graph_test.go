@@ -13,20 +13,7 @@ import (
 // grid leaves the words past it as the previous replay wrote them).
 func TestGraphReplay(t *testing.T) {
 	_, d := openDriver(t)
-	mod, err := d.LoadModule(gpu.CodeObject{Name: "test/fill", Target: d.Info().Arch, Image: []byte(selftestPTX)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mod.Unload()
-	fn, err := mod.Func("strata_selftest_fill_u32")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := d.NewStream()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Destroy()
+	fn, s := loadOnStream(t, d, "test/fill", selftestPTX, "strata_selftest_fill_u32")
 	const words = 1000
 	buf, err := d.Alloc(4 * words)
 	if err != nil {
@@ -101,18 +88,7 @@ func TestGraphReplay(t *testing.T) {
 // graphOfEmpty captures n launches of the empty kernel (a resident token's launch count).
 func graphOfEmpty(b *testing.B, n int) (*gpu.Launcher, *gpu.Graph, *gpu.Func, *gpu.Stream, func()) {
 	_, d := openDriver(b)
-	mod, err := d.LoadModule(gpu.CodeObject{Name: "bench/empty", Target: d.Info().Arch, Image: []byte(emptyArgs40PTX)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	fn, err := mod.Func("strata_empty_args40")
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := d.NewStream()
-	if err != nil {
-		b.Fatal(err)
-	}
+	fn, s := loadOnStream(b, d, "bench/empty", emptyArgs40PTX, "strata_empty_args40")
 	ln := d.NewLauncher(s)
 	if err := ln.Begin(); err != nil {
 		b.Fatal(err)
@@ -130,7 +106,7 @@ func graphOfEmpty(b *testing.B, n int) (*gpu.Launcher, *gpu.Graph, *gpu.Func, *g
 	if err != nil {
 		b.Fatal(err)
 	}
-	return ln, g, fn, s, func() { g.Destroy(); ln.End(); s.Destroy(); mod.Unload() }
+	return ln, g, fn, s, func() { g.Destroy(); ln.End() } // then loadOnStream's cleanups
 }
 
 // BenchmarkGraphLaunch675: one op is a graph of 675 empty launches, launched and waited

@@ -13,20 +13,7 @@ import (
 // back), a launch outside Begin/End still works, and a zero grid is refused.
 func TestLauncherBound(t *testing.T) {
 	_, d := openDriver(t)
-	mod, err := d.LoadModule(gpu.CodeObject{Name: "test/fill", Target: d.Info().Arch, Image: []byte(selftestPTX)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mod.Unload()
-	fn, err := mod.Func("strata_selftest_fill_u32")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := d.NewStream()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Destroy()
+	fn, s := loadOnStream(t, d, "test/fill", selftestPTX, "strata_selftest_fill_u32")
 	const words = 1000
 	buf, err := d.Alloc(4 * words)
 	if err != nil {
@@ -77,20 +64,7 @@ func TestLauncherBound(t *testing.T) {
 // gpu.Launcher: the launch call without the per-call thread lock and cuCtxSetCurrent.
 func BenchmarkLaunchBound(b *testing.B) {
 	_, d := openDriver(b)
-	mod, err := d.LoadModule(gpu.CodeObject{Name: "bench/empty", Target: d.Info().Arch, Image: []byte(emptyArgs40PTX)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer mod.Unload()
-	fn, err := mod.Func("strata_empty_args40")
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := d.NewStream()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Destroy()
+	fn, s := loadOnStream(b, d, "bench/empty", emptyArgs40PTX, "strata_empty_args40")
 	args := make([]byte, 40)
 	one, warp := gpu.Dim3{X: 1, Y: 1, Z: 1}, gpu.Dim3{X: 32, Y: 1, Z: 1}
 	ln := d.NewLauncher(s)

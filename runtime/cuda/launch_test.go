@@ -29,20 +29,7 @@ const emptyArgs40PTX = `.version 4.2
 // launches so the driver's queue never fills and the numbers stay host costs.
 func BenchmarkLaunch(b *testing.B) {
 	drv, d := openDriver(b)
-	mod, err := d.LoadModule(gpu.CodeObject{Name: "bench/empty", Target: d.Info().Arch, Image: []byte(emptyArgs40PTX)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer mod.Unload()
-	fn, err := mod.Func("strata_empty_args40")
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := d.NewStream()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Destroy()
+	fn, s := loadOnStream(b, d, "bench/empty", emptyArgs40PTX, "strata_empty_args40")
 	// The same kernel and a stream again, as the backend's own handles.
 	img := append([]byte(emptyArgs40PTX), 0)
 	rawMod, err := drv.LoadModule(img, "bench/empty")
@@ -108,20 +95,7 @@ func BenchmarkLaunch(b *testing.B) {
 // what Go and purego cost around a blocking driver call.
 func BenchmarkRoundTrip(b *testing.B) {
 	drv, d := openDriver(b)
-	mod, err := d.LoadModule(gpu.CodeObject{Name: "bench/empty", Target: d.Info().Arch, Image: []byte(emptyArgs40PTX)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer mod.Unload()
-	fn, err := mod.Func("strata_empty_args40")
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := d.NewStream()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Destroy()
+	fn, s := loadOnStream(b, d, "bench/empty", emptyArgs40PTX, "strata_empty_args40")
 	img := append([]byte(emptyArgs40PTX), 0)
 	rawMod, err := drv.LoadModule(img, "bench/empty")
 	if err != nil {
