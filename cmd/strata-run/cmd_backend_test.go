@@ -189,8 +189,8 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 	}
 	// cur is the test the helpers below report to: t, or the mapped-misses subtest.
 	cur := t
-	runGPU := func(slots, chunk int, noGraph bool, mapped ...bool) ([]int32, [][]float32, mgpu.Stats) {
-		eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: ctx, MaxExpert: slots, Group: 3, Chunk: chunk, NoGraph: noGraph, MapMisses: len(mapped) > 0 && mapped[0]})
+	runGPU := func(slots, chunk int, noGraph, mapped bool) ([]int32, [][]float32, mgpu.Stats) {
+		eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: ctx, MaxExpert: slots, Group: 3, Chunk: chunk, NoGraph: noGraph, MapMisses: mapped})
 		if err != nil {
 			cur.Fatal(err)
 		}
@@ -249,14 +249,14 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 	// arithmetic) compute the same products from the same Q8_1 activations, in another f32
 	// order, as the decode kernels whose rounding the bound was derived for.
 	for _, chunk := range []int{0, 16} {
-		gpuTok, gpuLog, full := runGPU(0, chunk, false)
+		gpuTok, gpuLog, full := runGPU(0, chunk, false, false)
 		worst, ties := check(fmt.Sprintf("chunk %d resident", chunk), gpuTok, gpuLog)
 		// Resident decode runs each token as one replayed graph on CUDA (model/gpu/graph.go);
 		// launched kernel by kernel (Options.NoGraph) the logits must be the same bits.
 		if dev.Info().Backend == "cuda" && full.Graphs == 0 {
 			t.Errorf("chunk %d: the resident run made no graph launch", chunk)
 		}
-		_, plainLog, _ := runGPU(0, chunk, true)
+		_, plainLog, _ := runGPU(0, chunk, true, false)
 		for i := range gpuLog {
 			for j := range gpuLog[i] {
 				if math.Float32bits(gpuLog[i][j]) != math.Float32bits(plainLog[i][j]) {
@@ -273,7 +273,7 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 		// whose routes differ is held to the CPU bound like any other run, not to bits. (The
 		// H200 run of 2026-11-29, bench/results/2026-11-29-gpu-prefill, had Q2_0 differ
 		// across routes while three types matched bitwise.)
-		streamTok, streamLog, small := runGPU(2*shp.ExpertsUsed, chunk, false)
+		streamTok, streamLog, small := runGPU(2*shp.ExpertsUsed, chunk, false, false)
 		sameRoute := small.StackLayers == full.StackLayers && small.FallbackLayers == full.FallbackLayers
 		t.Logf("chunk %d: expert layer-chunks through moe_prefill/moe_decode: resident %d/%d, smallest cache %d/%d",
 			chunk, full.StackLayers, full.FallbackLayers, small.StackLayers, small.FallbackLayers)
