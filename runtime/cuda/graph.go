@@ -30,10 +30,7 @@ type graphLib struct {
 
 // resolve fills g from library h; it never fails, it records what is missing.
 func (g *graphLib) resolve(h uintptr) {
-	for _, s := range []struct {
-		name string
-		addr *uintptr
-	}{
+	for _, s := range []binding{
 		{"cuStreamBeginCapture_v2", &g.cuStreamBeginCapture},
 		{"cuStreamEndCapture", &g.cuStreamEndCapture},
 		{"cuGraphInstantiateWithFlags", &g.cuGraphInstantiate},

@@ -62,16 +62,16 @@ type lib struct {
 	graph graphLib // stream capture and graph replay (graph.go): optional
 }
 
-// symbols lists every binding: the exported name and where its address goes. All are
-// required: the CUDA driver has exported each of them since CUDA 4 (gpu-abi.md §9).
-func (l *lib) symbols() []struct {
+// binding is one exported name and where its address goes.
+type binding struct {
 	name string
 	addr *uintptr
-} {
-	return []struct {
-		name string
-		addr *uintptr
-	}{
+}
+
+// symbols lists every binding. All are required: the CUDA driver has exported each of
+// them since CUDA 4 (gpu-abi.md §9).
+func (l *lib) symbols() []binding {
+	return []binding{
 		{"cuInit", &l.cuInit},
 		{"cuDriverGetVersion", &l.cuDriverGetVersion},
 		{"cuGetErrorName", &l.cuGetErrorName},
