@@ -2,7 +2,8 @@
 // purego, with no cgo, and registers it as the "cuda" backend of package gpu.
 //
 // One symbol table (lib) is resolved once with Dlsym; every binding is required and a
-// missing one is an error naming the symbol and the library. Calls go through
+// missing one is an error naming the symbol and the library, except the graph calls
+// (graph.go): without them the device runs without graphs. Calls go through
 // purego.SyscallN (about 0.2 µs, no reflection). Sizes and device pointers always use
 // the _v2 exports, whose ABI is 64-bit.
 //
