@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -75,20 +74,6 @@ func runMapped(t *testing.T, preset string, typ quant.Type, o Options, check fun
 	return r
 }
 
-func sameBits(t *testing.T, what string, a, b [][]float32) {
-	t.Helper()
-	if len(a) != len(b) {
-		t.Fatalf("%s: %d steps, want %d", what, len(a), len(b))
-	}
-	for i := range a {
-		for j := range a[i] {
-			if math.Float32bits(a[i][j]) != math.Float32bits(b[i][j]) {
-				t.Fatalf("%s: step %d logit %d: %v, want %v", what, i, j, a[i][j], b[i][j])
-			}
-		}
-	}
-}
-
 // TestEngineMappedMisses: with Options.MapMisses the logits are bitwise those of the
 // resident run and of the copy path, on qwen3moe and qwen3next, at cache sizes from the
 // smallest the plan allows (MaxExpert 1: the plan's minimum, 2K) to half of all experts, token by token and through the batched
@@ -118,10 +103,10 @@ func TestEngineMappedMisses(t *testing.T) {
 						return fmt.Sprintf("%s: chunk %d, slots %d, promote %d, sync lookup %v", s, chunk, r.slots, r.promote, r.sync)
 					}
 					if chunk == 0 {
-						sameBits(t, what("copy vs resident"), copyRun.logs, resident.logs)
-						sameBits(t, what("map vs resident"), mapRun.logs, resident.logs)
+						sameLogits(t, what("copy vs resident"), copyRun.logs, resident.logs)
+						sameLogits(t, what("map vs resident"), mapRun.logs, resident.logs)
 					} else { // the batched path's own fallbacks depend on the slots: compare the two paths
-						sameBits(t, what("map vs copy, batched"), mapRun.logs, copyRun.logs)
+						sameLogits(t, what("map vs copy, batched"), mapRun.logs, copyRun.logs)
 					}
 					s := mapRun.stats
 					t.Logf("chunk %d, %d slots, promote %d, sync %v: map hits %d misses %d copied %d B, host reads %d B, %.2f syncs/token, %d graphs; copy hits %d misses %d, %.2f syncs/token",
