@@ -90,7 +90,7 @@ func TestPrefillHostSim(t *testing.T) {
 					t.Run(v.Name+"/"+c.Name, func(t *testing.T) {
 						h := simHarness(t, bin, fc.family, v.Symbol)
 						defer h.Close()
-						seed := rand.Uint64()
+						seed := runSeed(t)
 						if _, err := fc.run(h, v.Symbol, c, fam.Bounds[v.Name], rand.New(rand.NewPCG(seed, 7))); err != nil {
 							t.Fatalf("seed %d: %v", seed, err)
 						}

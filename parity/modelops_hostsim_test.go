@@ -69,7 +69,7 @@ func TestModelOpsHostSim(t *testing.T) {
 						}
 						h := simHarness(t, bin, fc.family, syms...)
 						defer h.Close()
-						seed := rand.Uint64()
+						seed := runSeed(t)
 						o, err := fam.Run(h, v.Symbol, cs, fam.Bounds[v.Name], rand.New(rand.NewPCG(seed, 7)))
 						if err != nil {
 							t.Fatalf("seed %d: %v", seed, err)
