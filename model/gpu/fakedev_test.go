@@ -47,10 +47,13 @@ type fakeDriver struct {
 	// buffer's alias is its host address, and the emulated kernels read through it.
 	mapHost bool
 	// notReady > 0: event queries report not ready (counting down); beforeH2D and
-	// beforeLaunch, when set, see each host-to-device copy and kernel launch as it runs.
+	// beforeLaunch, when set, see each host-to-device copy and kernel launch as it runs,
+	// onRecord and onWait each event record and stream wait (by stream).
 	notReady     int
-	beforeH2D    func(dst, n uintptr)
+	beforeH2D    func(dst, n, s uintptr)
 	beforeLaunch func(sym string)
+	onRecord     func(s uintptr)
+	onWait       func(s uintptr)
 }
 
 // fakeGraph is a captured stream: its launches and copies in order, and each node's index.
@@ -258,7 +261,7 @@ func (f *fakeDriver) CopyAsync(kind rt.CopyKind, dst, src, n, s uintptr) error {
 		}
 	case kind == rt.HostToDevice && f.emu != nil:
 		if f.beforeH2D != nil {
-			f.beforeH2D(dst, n)
+			f.beforeH2D(dst, n, s)
 		}
 		copy(f.emu.at(uint64(dst), int(n)), f.hostAt(src, n))
 	}
@@ -327,13 +330,25 @@ func (f *fakeDriver) Launch(_ uintptr, grid, _ rt.Dim3, _ uint32, _ uintptr, arg
 	}
 	return nil
 }
-func (f *fakeDriver) StreamCreate() (uintptr, error)         { return f.handle(), nil }
-func (f *fakeDriver) StreamSync(uintptr) error               { return nil }
-func (f *fakeDriver) StreamDestroy(uintptr) error            { return nil }
-func (f *fakeDriver) StreamWaitEvent(uintptr, uintptr) error { f.waits++; return nil }
-func (f *fakeDriver) EventCreate() (uintptr, error)          { return 4, nil }
-func (f *fakeDriver) EventRecord(uintptr, uintptr) error     { f.records++; return nil }
-func (f *fakeDriver) EventSync(uintptr) error                { return nil }
+func (f *fakeDriver) StreamCreate() (uintptr, error) { return f.handle(), nil }
+func (f *fakeDriver) StreamSync(uintptr) error       { return nil }
+func (f *fakeDriver) StreamDestroy(uintptr) error    { return nil }
+func (f *fakeDriver) StreamWaitEvent(s, _ uintptr) error {
+	f.waits++
+	if f.onWait != nil {
+		f.onWait(s)
+	}
+	return nil
+}
+func (f *fakeDriver) EventCreate() (uintptr, error) { return 4, nil }
+func (f *fakeDriver) EventRecord(_, s uintptr) error {
+	f.records++
+	if f.onRecord != nil {
+		f.onRecord(s)
+	}
+	return nil
+}
+func (f *fakeDriver) EventSync(uintptr) error { return nil }
 func (f *fakeDriver) EventQuery(uintptr) error {
 	if f.notReady > 0 {
 		f.notReady--

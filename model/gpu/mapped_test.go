@@ -161,6 +161,8 @@ func mapRunSlotBytes(t *testing.T, preset string, typ quant.Type) uint64 {
 // there, and every other entry points at the expert's own host copy; and while the copy
 // events report not ready, no promotion is committed (no hit, every read from the host) and
 // no second batch is issued (back-pressure), while with completed copies promotions commit.
+// The fake runs work as it is issued, so the copy stream's wait for the table upload (2) is
+// checked as the record and wait calls between the upload and the copies.
 func TestMappedPromotionOrder(t *testing.T) {
 	for _, preset := range []string{"tiny", "tiny-next"} {
 		t.Run(preset, func(t *testing.T) {
@@ -184,12 +186,31 @@ func TestMappedPromotionOrder(t *testing.T) {
 					}
 					entry := func(i int) uint64 { return binary.LittleEndian.Uint64(fake.emu.at(tabAt+uint64(8*i), 8)) }
 					parts := []uint64{eng.slot.gate, eng.slot.up, eng.slot.down}
-					fake.beforeH2D = func(dst, n uintptr) {
+					// The fake runs each stream's work as it is issued, so the cross-stream
+					// order (2) is checked as the calls that make it: after a table upload, an
+					// event recorded on the upload's stream and a wait for it on another
+					// stream come before the next copy into a slot.
+					var due, recorded bool // a table upload not yet waited for, on tabStream
+					var tabStream uintptr
+					fake.onRecord = func(s uintptr) { recorded = recorded || (due && s == tabStream) }
+					fake.onWait = func(s uintptr) {
+						if recorded && s != tabStream {
+							due, recorded = false, false
+						}
+					}
+					fake.beforeH2D = func(dst, n, stream uintptr) {
+						if uint64(dst) >= tabAt && uint64(dst) < tabAt+uint64(8*nTab) {
+							due, recorded, tabStream = true, false, stream
+							return
+						}
 						s := slotOf(uint64(dst))
 						if s < 0 || n != uintptr(size) || uint64(dst) < first {
 							return
 						}
 						copies++
+						if due {
+							bad = append(bad, "a copy into slot "+strconv.Itoa(s)+" not ordered after the table upload before it")
+						}
 						for i := 0; i < nTab; i++ {
 							if slotOf(entry(i)) == s {
 								bad = append(bad, "a copy into slot "+strconv.Itoa(s)+" while a table entry points into it")
