@@ -760,9 +760,10 @@ STRATA_DEVICE void strata_mmq_fold(const strata_mmq_smem<QT, NW, BM, BN>& s, int
 //     16-byte chunks that hold the block's bytes. Against one 4-byte load per word (9 and 10
 //     per block) that is 3.3× fewer load instructions and L1 wavefronts for the same sectors
 //     (bench/results/2026-11-29-mmq-ncu: the 4-byte loads set the L1 data pipe at 84 % and
-//     bound the Q8_0 tile). Scale tiles padded (strata_mmq_nv_smem). The windows cost
-//     registers: kernels already at 255 (r128t64/r64t128 of Q4_K, Q6_K, IQ3_XXS, IQ3_S) ran
-//     slower with it, so they keep the 4-byte form.
+//     bound the Q8_0 tile). Scale tiles padded (strata_mmq_nv_smem). Not faster everywhere:
+//     r128t64/r64t128 of Q4_K, Q6_K, IQ3_XXS, IQ3_S (246–255 registers in both forms) and
+//     several moe_prefill kernels ran slower with it (not profiled why), so they keep the
+//     4-byte form.
 //
 // Staging per K step of KT = 4 groups (both forms): every thread's weight jobs (NW·BM·KT/128)
 // and activation jobs (BN·KT/128) issue all their global loads before any store (edges load
