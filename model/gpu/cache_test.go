@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -123,6 +124,35 @@ func TestLookupProtectsCurrentLayer(t *testing.T) {
 		if _, _, err := c.Lookup(2, []int{0, 1, 2, 3, 4}, slots, misses); err == nil || !strings.Contains(err.Error(), "5 experts at once") {
 			t.Fatalf("%s: %v", pol.Name(), err)
 		}
+	}
+}
+
+// TestLookupAdmit: LookupAdmit places at most admit misses, in order; the misses past that
+// get slot −1, stay not resident, and are counted as misses (mapped.go's promotion cap).
+func TestLookupAdmit(t *testing.T) {
+	c := NewCache(8, NewLRU())
+	slots, misses, err := c.LookupAdmit(0, []int{1, 2, 3, 4}, nil, nil, 2)
+	if err != nil || !slices.Equal(slots[2:], []int{-1, -1}) || slots[0] < 0 || slots[1] < 0 || len(misses) != 2 {
+		t.Fatalf("admit 2 of 4: %v, slots %v, %d misses", err, slots, len(misses))
+	}
+	for i, m := range misses {
+		if m.Key != (Key{0, int32(i + 1)}) || m.Slot != slots[i] {
+			t.Fatalf("miss %d: %+v, slots %v", i, m, slots)
+		}
+	}
+	if c.Misses != 4 || c.Hits != 0 {
+		t.Fatalf("%d hits, %d misses, want 0 and 4", c.Hits, c.Misses)
+	}
+	c.Step()
+	slots, misses, err = c.LookupAdmit(0, []int{1, 2, 3, 4}, slots, misses, 0)
+	if err != nil || !slices.Equal(slots[2:], []int{-1, -1}) || slots[0] < 0 || slots[1] < 0 || len(misses) != 0 {
+		t.Fatalf("admit 0: %v, slots %v, %d misses", err, slots, len(misses))
+	}
+	if c.Misses != 6 || c.Hits != 2 {
+		t.Fatalf("%d hits, %d misses, want 2 and 6", c.Hits, c.Misses)
+	}
+	if _, ok := c.Resident(Key{0, 3}); ok {
+		t.Fatal("a miss past admit became resident")
 	}
 }
 
