@@ -32,7 +32,7 @@ import (
 // median of the 60 per-launch times is reported with effective GB/s = (weight bytes +
 // activation bytes) / time and its ratio to the copy bandwidth. Floors, timed the same way:
 // an mmvq launch that does no work (ncols = 0) and d2d copies of two case-sized byte counts.
-// Graph view (METHOD.md: many small launches are timed as graph replays): each case is also
+// Graph view (short launches timed as graph replays, without each launch's gap): each case is also
 // captured as one graph of graphK launches over the same rotation of weights (consecutive
 // launches read different buffers, ≥ 256 MiB apart, so L2 does not serve them), replayed 5
 // times to warm up and 60 timed times with an event between replays; time per launch =
