@@ -807,6 +807,16 @@ func (e *Engine) uploadTables(l int) error {
 	return nil
 }
 
+// uploadDirty uploads the slot tables of every layer whose host mirror changed.
+func (e *Engine) uploadDirty() error {
+	for l := range e.dirty {
+		if err := e.uploadTables(l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // setSlot writes expert's gate, up and down addresses in slot (0: not resident: null, or
 // with mapped misses its host copy's device address) into the host mirror of layer's slot
 // tables.

@@ -118,23 +118,16 @@ func (e *Engine) promote(off int) error {
 		if err != nil {
 			return err
 		}
-		if !done {
-			continue
+		if done {
+			e.commit(tables, s, r)
 		}
-		if at, ok := e.cache.Resident(r.key); ok && at == s {
-			e.setSlot(tables, int(r.key.Layer), int(r.key.Expert), e.mem.Slot(s))
-			e.dirty[r.key.Layer] = true
-		}
-		delete(e.promoting, s)
 	}
 	if err := e.recycleCopies(); err != nil {
 		return err
 	}
 	// (2): the tables first, then the copies after them.
-	for l := range e.dirty {
-		if err := e.uploadTables(l); err != nil {
-			return err
-		}
+	if err := e.uploadDirty(); err != nil {
+		return err
 	}
 	if len(cps) == 0 {
 		return nil
@@ -189,16 +182,17 @@ func (e *Engine) settle() error {
 	}
 	tables := e.staging.Bytes()[e.stage().tables:]
 	for s, r := range e.promoting {
-		if at, ok := e.cache.Resident(r.key); ok && at == s {
-			e.setSlot(tables, int(r.key.Layer), int(r.key.Expert), e.mem.Slot(s))
-			e.dirty[r.key.Layer] = true
-		}
-		delete(e.promoting, s)
+		e.commit(tables, s, r)
 	}
-	for l := range e.dirty {
-		if err := e.uploadTables(l); err != nil {
-			return err
-		}
+	return e.uploadDirty()
+}
+
+// commit ends the promotion r into slot s, whose copy has completed: its expert's entries
+// in the host mirror of the tables point at the slot if the expert still owns it.
+func (e *Engine) commit(tables []byte, s int, r promotion) {
+	if at, ok := e.cache.Resident(r.key); ok && at == s {
+		e.setSlot(tables, int(r.key.Layer), int(r.key.Expert), e.mem.Slot(s))
+		e.dirty[r.key.Layer] = true
 	}
-	return nil
+	delete(e.promoting, s)
 }

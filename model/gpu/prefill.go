@@ -619,10 +619,8 @@ func (e *Engine) bringIn(li int, experts []int) ([]int, error) {
 		}
 	}
 	// moe_decode and the decode path read the slot tables: keep the device copy current.
-	for l := range e.dirty {
-		if err := e.uploadTables(l); err != nil {
-			return nil, err
-		}
+	if err := e.uploadDirty(); err != nil {
+		return nil, err
 	}
 	return sl, nil
 }
