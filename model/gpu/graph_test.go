@@ -131,9 +131,9 @@ func TestEngineGraph(t *testing.T) {
 						attn++
 					}
 				}
-				// Every replay updates 3 nodes per attention layer; ForwardArgmax's n
-				// alternates, so each replay with logits after the first two updates argmax too
-				// (the capture of the other variant saw the other n... only when they differ).
+				// Every replay updates 3 nodes per attention layer; ForwardArgmax's n alternates
+				// by step (runGraph), so a replay with logits may update argmax's node too: at
+				// most one update more a step.
 				replays := tokens - gs.Captures
 				want := 3 * int64(attn) * replays
 				if greedy {
