@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/strata-hip/strata/model"
 	rt "github.com/strata-hip/strata/runtime/gpu"
 )
 
@@ -52,6 +53,22 @@ type graphKey struct {
 	convPar int
 }
 
+// graphKeyOf is the key of a step: the output mode counts only when the step makes
+// logits (a step without them launches neither the head nor the argmax), and the conv
+// state only when the model has delta-net layers (qwen3next); otherwise a prompt token
+// of Forward and one of ForwardArgmax, or two qwen3moe tokens, would capture separate
+// graphs of the same launches and fill maxGraphs twice as fast.
+func (e *Engine) graphKeyOf(wantLogits bool, idsOff int) graphKey {
+	k := graphKey{logits: wantLogits, idsOff: idsOff}
+	if wantLogits {
+		k.outMode = e.outMode
+	}
+	if e.cfg.Arch == model.ArchQwen3Next {
+		k.convPar = e.convPar
+	}
+	return k
+}
+
 // tokenGraph is one captured resident token.
 type tokenGraph struct {
 	g      *rt.Graph
@@ -89,7 +106,7 @@ func (e *Engine) graphAhead(wantLogits bool, idsOff int) error {
 	if e.deferLookup() && idsOff == st.ids {
 		next = st.ids2
 	}
-	key := graphKey{logits: wantLogits, outMode: e.outMode, idsOff: next, convPar: e.convPar}
+	key := e.graphKeyOf(wantLogits, next)
 	tg := e.graphs[key]
 	if tg == nil || tg == e.gLast {
 		return nil
@@ -135,7 +152,7 @@ func (e *Engine) dropGraphs() error {
 // variant was captured, else captured now and launched. A capture that fails without a
 // device fault turns graphs off and submits the token plainly (nothing of it ran).
 func (e *Engine) graphToken(wantLogits bool, idsOff int) error {
-	key := graphKey{logits: wantLogits, outMode: e.outMode, idsOff: idsOff, convPar: e.convPar}
+	key := e.graphKeyOf(wantLogits, idsOff)
 	t0 := time.Since(clockBase)
 	defer func() { e.stats.GraphTime += time.Since(clockBase) - t0 }()
 	tg := e.graphs[key]

@@ -221,3 +221,35 @@ func TestEngineGraphOff(t *testing.T) {
 		t.Fatalf("the device after the fault: %v", err)
 	}
 }
+
+// TestEngineGraphKeys: a prompt's tokens without logits replay the same graphs whether
+// the caller asked for logits (Forward) or the argmax (ForwardArgmax): only steps with
+// logits differ by output mode. A Forward prompt, a ForwardArgmax prompt and a step of
+// each capture 2 (no logits, both ids rows) + 1 + 1 graphs; with the output mode in every
+// key the second prompt captured its own two.
+func TestEngineGraphKeys(t *testing.T) {
+	src := presetSource(t, "tiny", quant.Q4_K)
+	dev, fake := newFakeDeviceArch(1<<30, fakeTarget)
+	fake.emu = newEmu()
+	eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	prompt := []int32{104, 101, 108, 108, 111, 32, 119}
+	if _, err := eng.Forward(prompt); err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.ForwardArgmax(prompt, eng.Vocab()); err != nil {
+		t.Fatal(err)
+	}
+	if s := eng.Stats(); s.Captures != 4 || eng.GraphErr() != nil {
+		t.Fatalf("two prompts, one Forward and one ForwardArgmax: %d captures (want 4), error %v", s.Captures, eng.GraphErr())
+	}
+	if fake.emu.err != nil {
+		t.Fatal(fake.emu.err)
+	}
+}
