@@ -161,6 +161,9 @@ type Engine struct {
 	kConv, kRec                    *kernel // qwen3next
 	// per-token host buffers reused across tokens
 	idsBuf, slotBuf []int
+	missBuf         []Miss // mapped misses: promote's per-layer misses, its copies and their slots
+	mapCps          []Copy
+	mapPlaced       []int
 	// outMode: what the last step leaves for the caller: the logits in the staging window
 	// (Forward) or the greedy token (ForwardArgmax, over the first argmaxN logits)
 	outMode  int

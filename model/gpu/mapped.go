@@ -76,8 +76,8 @@ func (e *Engine) promote(off int) error {
 	} else if busy > 0 {
 		admit = 0
 	}
-	var cps []Copy
-	var placed []int    // slot of each copy in cps
+	cps, placed := e.mapCps[:0], e.mapPlaced[:0] // the copies, and the slot of each
+	defer func() { e.mapCps, e.mapPlaced = cps, placed }()
 	at := e.vramAt[off] // the token's tables: which experts it read from VRAM
 	for li := range e.layers {
 		ids, err := e.readIDs(li, off+4*K*li, e.idsBuf)
@@ -92,10 +92,11 @@ func (e *Engine) promote(off int) error {
 			}
 		}
 		var misses []Miss
-		e.slotBuf, misses, err = e.cache.LookupAdmit(li, ids, e.slotBuf, nil, admit)
+		e.slotBuf, misses, err = e.cache.LookupAdmit(li, ids, e.slotBuf, e.missBuf[:0], admit)
 		if err != nil {
 			return err
 		}
+		e.missBuf = misses
 		admit -= len(misses)
 		for _, m := range misses {
 			if m.Evicted.Layer >= 0 { // (1): back to host memory before the slot is reused
