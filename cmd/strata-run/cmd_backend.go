@@ -77,6 +77,9 @@ func openForward(b *backendFlags, src *model.GGUFSource, st *model.State, ctx in
 	if b.promote < 0 {
 		return nil, fmt.Errorf("%w: --map-promote %d must not be negative (0: every miss)", errUsage, b.promote)
 	}
+	if b.promote > 0 && b.misses != "map" {
+		return nil, fmt.Errorf("%w: --map-promote %d applies only with --expert-misses map (it is %s)", errUsage, b.promote, b.misses)
+	}
 	if b.chunk < 0 {
 		return nil, fmt.Errorf("%w: --prefill-chunk %d must not be negative (0 runs prompts token by token)", errUsage, b.chunk)
 	}

@@ -46,6 +46,10 @@ func TestBackendFlags(t *testing.T) {
 	if code := run(append(gen, "--expert-misses", "map", "--map-promote", "-2"), &so, &se); code != 2 || !strings.Contains(se.String(), "--map-promote -2 must not be negative") {
 		t.Errorf("negative promotion cap: exit %d, %q", code, se.String())
 	}
+	se.Reset()
+	if code := run(append(gen, "--map-promote", "4"), &so, &se); code != 2 || !strings.Contains(se.String(), "--map-promote 4 applies only with --expert-misses map") {
+		t.Errorf("promotion cap with the copy path: exit %d, %q", code, se.String())
+	}
 	if _, err := gpu.Open(gpu.Request{Have: targetsWithCodeObjects(defaultCODir())}); err != nil {
 		se.Reset()
 		if code := run(append(gen, "--backend", "gpu"), &so, &se); code != 1 || !strings.Contains(se.String(), "gpu:") {

@@ -383,6 +383,9 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	if o.MapPromote < 0 {
 		return nil, fmt.Errorf("model/gpu: mapped promotion cap %d (0: every miss)", o.MapPromote)
 	}
+	if o.MapPromote > 0 && !o.MapMisses {
+		return nil, fmt.Errorf("model/gpu: a mapped promotion cap (%d) without mapped misses has no effect (set MapMisses, or leave MapPromote 0)", o.MapPromote)
+	}
 	e = &Engine{dev: dev, cfg: c, vocab: m.Vocab, src: src, fns: map[string]*rt.Func{}, noFuse: o.NoFuse, noRowNorm: o.NoRowNorm, ktimes: o.KernelTimes}
 	partial := e
 	defer func() {

@@ -298,4 +298,9 @@ func TestMappedMissesRefused(t *testing.T) {
 		}
 		t.Logf("%v", err)
 	}
+	dev, _ := newFakeDeviceMap(1<<30, fakeTarget, true)
+	_, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20, MaxExpert: 8, MapPromote: 4})
+	if err == nil || !strings.Contains(err.Error(), "without mapped misses has no effect") {
+		t.Fatalf("a promotion cap on the copy path: got %v", err)
+	}
 }
