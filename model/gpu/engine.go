@@ -19,10 +19,11 @@
 // are submitted (Options.SyncLookup: at once); its launches and copies are submitted as one
 // replayed graph where the backend has graphs (graph.go; Options.NoGraph). The embedding
 // row is gathered on the host (it is one row per token and keeps the table out of VRAM).
-// With Options.MapMisses (mapped.go) every expert is also readable by the kernels from mapped
-// pinned host memory, the slot tables point each expert at its slot or its host copy, and
-// a token that misses takes the resident structure too, reading its misses over the bus
-// while the cache promotes hot experts into slots in the background.
+// With mapped misses (Options.Misses, mapped.go; the default where the device can map host
+// memory) every expert is also readable by the kernels from mapped pinned host memory, the
+// slot tables point each expert at its slot or its host copy, and a token that misses takes
+// the resident structure too, reading its misses over the bus while the cache promotes hot
+// experts into slots in the background.
 // Prompt tokens go through the same decode path one at a time unless Options.Chunk is set:
 // then a qwen3moe or qwen3next prompt runs in chunks through the batched path (prefill.go: mmq,
 // attention_prefill, moe_prefill, every layer over the whole chunk).
@@ -108,15 +109,20 @@ type Options struct {
 	// path (which also stays the path of single tokens, and of models the batched path
 	// does not cover).
 	Chunk int
-	// MapMisses: every expert lives in mapped pinned host memory that the kernels can read
+	// Misses: how the kernels reach an expert that has no VRAM slot. The zero value,
+	// MissAuto, maps where it works and copies elsewhere (the reason: Engine.MissPath);
+	// MissMap: every expert lives in mapped pinned host memory that the kernels can read
 	// directly, and the slot tables point each expert at its VRAM slot or, when it has
 	// none, at its host copy (mapped.go). A token then runs as a resident one does (phase
 	// 3 + 2, one sync, the graph) and the kernels read missing experts over the bus; the
-	// cache still promotes experts into VRAM slots in the background. Needs a device that
-	// maps host memory (rt.DeviceInfo.CanMapHost) and every expert pinned (no staging ring).
-	MapMisses bool
-	// MapPromote > 0: with MapMisses, copy at most this many missed experts into VRAM
-	// slots per token (the rest keep being read from host memory); 0: every miss.
+	// cache still promotes experts into VRAM slots in the background. MissMap needs a
+	// device that maps host memory (rt.DeviceInfo.CanMapHost) and every expert pinned (no
+	// staging ring); Load refuses it elsewhere. MissCopy: misses are copied into a slot
+	// before their layer runs (the path before mapped misses).
+	Misses MissMode
+	// MapPromote > 0: with mapped misses, copy at most this many missed experts into VRAM
+	// slots per token (the rest keep being read from host memory); 0: every miss. Refused
+	// with MissCopy; with MissAuto it applies when the engine maps.
 	MapPromote int
 }
 
@@ -217,10 +223,11 @@ type Engine struct {
 	gi, gc       int
 	gLast        *tokenGraph // the graph launched last (running until the step's sync)
 
-	// mapped misses (Options.MapMisses, mapped.go): the device address of hostExp, the
+	// mapped misses (Options.Misses, mapped.go): the device address of hostExp, the
 	// promotions whose copies are in flight by slot, the event that orders a promotion
 	// batch's copies after its table upload, and the per-token promotion cap.
 	mapped     bool
+	missWhy    string // Options.Misses was MissAuto and the engine copies: why (MissPath)
 	hostDev    rt.DevPtr
 	promoting  map[int]promotion
 	tablesEv   *rt.Event
@@ -375,16 +382,20 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	if c.Embd%32 != 0 || (c.Heads*c.HeadDim)%32 != 0 || c.ExpertFF%32 != 0 {
 		return nil, fmt.Errorf("%w: the Q8_1 kernels need hidden, attention and expert widths that are multiples of 32", ErrMissingKernel)
 	}
-	if o.MapMisses {
+	switch o.Misses {
+	case MissAuto, MissCopy:
+	case MissMap:
 		if info := dev.Info(); !info.CanMapHost {
-			return nil, fmt.Errorf("model/gpu: mapped expert misses (--expert-misses map) need a device that can map pinned host memory into its address space; %s cannot (use --expert-misses copy)", info.ID())
+			return nil, fmt.Errorf("model/gpu: mapped expert misses (--expert-misses map) need a device that can map pinned host memory into its address space; %s cannot (use --expert-misses copy or auto)", info.ID())
 		}
+	default:
+		return nil, fmt.Errorf("model/gpu: expert miss mode %d (want MissAuto, MissCopy or MissMap)", int(o.Misses))
 	}
 	if o.MapPromote < 0 {
 		return nil, fmt.Errorf("model/gpu: mapped promotion cap %d (0: every miss)", o.MapPromote)
 	}
-	if o.MapPromote > 0 && !o.MapMisses {
-		return nil, fmt.Errorf("model/gpu: a mapped promotion cap (%d) without mapped misses has no effect (set MapMisses, or leave MapPromote 0)", o.MapPromote)
+	if o.MapPromote > 0 && o.Misses == MissCopy {
+		return nil, fmt.Errorf("model/gpu: a mapped promotion cap (%d) without mapped misses has no effect (set Misses to MissMap or MissAuto, or leave MapPromote 0)", o.MapPromote)
 	}
 	e = &Engine{dev: dev, cfg: c, vocab: m.Vocab, src: src, fns: map[string]*rt.Func{}, noFuse: o.NoFuse, noRowNorm: o.NoRowNorm, ktimes: o.KernelTimes}
 	partial := e
@@ -450,7 +461,7 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	if err := e.upload(dense, prog); err != nil {
 		return nil, err
 	}
-	if err := e.pinExperts(prog, o.MapMisses); err != nil {
+	if err := e.pinExperts(prog, o); err != nil {
 		return nil, err
 	}
 	if err := e.prepare(o); err != nil {
@@ -803,9 +814,11 @@ func f32Bytes(v []float32) []byte {
 	return b
 }
 
-// pinExperts copies every expert into one pinned host buffer, slot-shaped; with mapped,
-// one the device can read through an alias (Options.MapMisses; no staging ring then).
-func (e *Engine) pinExperts(prog func(string, ...any), mapped bool) error {
+// pinExperts copies every expert into one pinned host buffer, slot-shaped; mapped (one
+// the device can read through an alias; no staging ring then) when the miss path is map
+// (mapMisses), with MissAuto falling back to the copy path when the mapped buffer cannot be
+// pinned or proven.
+func (e *Engine) pinExperts(prog func(string, ...any), o Options) error {
 	c := &e.cfg
 	n := uint64(c.Layers) * uint64(c.Experts) * e.slot.total
 	if n > math.MaxInt {
@@ -828,27 +841,33 @@ func (e *Engine) pinExperts(prog func(string, ...any), mapped bool) error {
 		}
 	}
 	e.expT = tensors
-	var err error
-	if e.hostExp, err = e.dev.HostAlloc(int(n), mapped); err != nil && mapped {
-		return fmt.Errorf("model/gpu: mapped expert misses need every expert in pinned host memory: pinning %s failed: %w (use --expert-misses copy, which can stage through a ring)", mib(n), err)
-	} else if err != nil {
-		// reliability.md §2.6: without enough pinnable memory, stage through a small pinned
-		// ring instead; each miss is then a CPU copy from the mapping first.
-		ring := 2 * c.ExpertsUsed
-		var rerr error
-		if e.hostExp, rerr = e.dev.HostAlloc(ring*int(e.slot.total), false); rerr != nil {
-			return fmt.Errorf("model/gpu: pinning %s of host memory for the experts: %w; and a staging ring of %d slots: %w", mib(n), err, ring, rerr)
+	want, why := e.mapMisses(o)
+	if want {
+		if err := e.pinMapped(int(n)); err != nil {
+			if o.Misses == MissMap {
+				return fmt.Errorf("model/gpu: mapped expert misses (--expert-misses map) need every expert in mapped pinned host memory: %w (use --expert-misses copy, which can stage through a ring, or auto)", err)
+			}
+			why = err.Error()
 		}
-		e.ring = ring
-		prog("pinning all experts (%s) failed (%v): staging misses through a pinned ring of %d slots instead\n", mib(n), err, ring)
-		return nil
 	}
-	if mapped {
-		p, ok, aerr := e.hostExp.Mapped()
-		if !ok {
-			return fmt.Errorf("model/gpu: mapped expert misses: the device cannot read the pinned experts through a mapping: %w (use --expert-misses copy)", aerr)
+	if !e.mapped && o.Misses == MissAuto {
+		e.missWhy = why
+	}
+	if e.hostExp == nil {
+		var err error
+		if e.hostExp, err = e.dev.HostAlloc(int(n), false); err != nil {
+			// reliability.md §2.6: without enough pinnable memory, stage through a small pinned
+			// ring instead; each miss is then a CPU copy from the mapping first.
+			ring := 2 * c.ExpertsUsed
+			var rerr error
+			if e.hostExp, rerr = e.dev.HostAlloc(ring*int(e.slot.total), false); rerr != nil {
+				return fmt.Errorf("model/gpu: pinning %s of host memory for the experts: %w; and a staging ring of %d slots: %w", mib(n), err, ring, rerr)
+			}
+			e.ring = ring
+			prog("pinning all experts (%s) failed (%v): staging misses through a pinned ring of %d slots instead\n", mib(n), err, ring)
+			prog("%s\n", e.missLine())
+			return nil
 		}
-		e.mapped, e.hostDev = true, p
 	}
 	dst := e.hostExp.Bytes()
 	// Layers are copied by parallel workers; a fault reading the mapping (file truncated
@@ -897,7 +916,7 @@ func (e *Engine) pinExperts(prog func(string, ...any), mapped bool) error {
 	if firstErr != nil {
 		return firstErr
 	}
-	prog("\n")
+	prog("\n%s\n", e.missLine())
 	return nil
 }
 

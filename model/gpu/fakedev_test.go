@@ -46,6 +46,12 @@ type fakeDriver struct {
 	// mapHost: the device maps pinned host memory (DeviceInfo.CanMapHost): a host
 	// buffer's alias is its host address, and the emulated kernels read through it.
 	mapHost bool
+	// mapPinFails: pinned host allocations asked for with a device alias fail (a driver
+	// that refuses to map them); proofFails: the mapping proof's device write fails.
+	mapPinFails, proofFails bool
+	// captureEndErr, when set, is returned by the next CaptureEnd (which still ends the
+	// capture, as the driver's does).
+	captureEndErr error
 	// notReady > 0: event queries report not ready (counting down); beforeH2D and
 	// beforeLaunch, when set, see each host-to-device copy and kernel launch as it runs,
 	// onRecord and onWait each event record and stream wait (by stream).
@@ -101,6 +107,10 @@ func (f *fakeDriver) CaptureLast(s uintptr) (uintptr, error) {
 func (f *fakeDriver) CaptureEnd(s uintptr) (uintptr, error) {
 	g := f.capturing[s]
 	delete(f.capturing, s)
+	if err := f.captureEndErr; err != nil {
+		f.captureEndErr = nil
+		return 0, err
+	}
 	h := f.handle()
 	f.graphs[h] = g
 	return h, nil
@@ -280,6 +290,9 @@ func (f *fakeDriver) MemsetAsync(dst rt.DevPtr, v byte, n, _ uintptr) error {
 	return nil
 }
 func (f *fakeDriver) HostAlloc(n uintptr, mapped bool) (unsafe.Pointer, error) {
+	if mapped && f.mapPinFails {
+		return nil, &rt.Error{Backend: "fake", Call: "hostalloc", Object: "mapped", Code: 1, Name: "InvalidValue"}
+	}
 	if f.hostLimit > 0 && n > f.hostLimit {
 		return nil, &rt.Error{Backend: "fake", Call: "hostalloc", Object: fmt.Sprint(n), Code: 2, Name: "OutOfMemory"}
 	}
@@ -306,7 +319,7 @@ func (f *fakeDriver) HostDevicePtr(p unsafe.Pointer) (rt.DevPtr, error) {
 // FillWords writes through a host alias (the mapping proof); the fake has no other kernels.
 func (f *fakeDriver) FillWords(p rt.DevPtr, words int, v uint32) error {
 	h := f.hostAt(uintptr(p), uintptr(4*words))
-	if !f.mapHost || h == nil {
+	if !f.mapHost || h == nil || f.proofFails {
 		return fmt.Errorf("fake: no kernels")
 	}
 	for i := 0; i < words; i++ {

@@ -7,7 +7,7 @@ import (
 	rt "github.com/strata-hip/strata/runtime/gpu"
 )
 
-// Mapped misses (Options.MapMisses). Every expert sits in pinned host memory that the
+// Mapped misses (Options.Misses: MissMap, or MissAuto where it works). Every expert sits in pinned host memory that the
 // device can read through an alias (hostDev), and the slot tables always hold a readable
 // address for every expert: its VRAM slot when it has one whose copy is known complete,
 // else its place in host memory. So no layer waits for the host: a token runs as a
@@ -44,6 +44,110 @@ import (
 // event. The host mirror is written only by promote (and the batched path, after settle),
 // which runs after the sync of the token before, which waited for the previous upload from
 // the mirror: an upload never reads a mirror being rewritten.
+
+// MissMode is how the engine reads an expert that has no VRAM slot (Options.Misses).
+type MissMode int
+
+// Miss modes. The zero value is the default.
+const (
+	// MissAuto maps (MissMap) when something can miss, the device reports that it can map
+	// pinned host memory (rt.DeviceInfo.CanMapHost: CUDA's CAN_MAP_HOST_MEMORY attribute,
+	// HIP's hipDeviceAttributeCanMapHostMemory), look-ahead prefetch is off, and the mapped
+	// pinning of every expert succeeds and its alias is proven (rt.HostBuffer.Mapped); else
+	// it copies (MissCopy), and Engine.MissPath says why.
+	MissAuto MissMode = iota
+	// MissCopy copies each miss into a slot before its layer runs (a sync per layer).
+	MissCopy
+	// MissMap reads misses from mapped pinned host memory (this file's comment); Load
+	// fails, saying why, where it cannot.
+	MissMap
+)
+
+// String is the mode's name as strata-run's --expert-misses takes it.
+func (m MissMode) String() string {
+	switch m {
+	case MissAuto:
+		return "auto"
+	case MissCopy:
+		return "copy"
+	case MissMap:
+		return "map"
+	}
+	return fmt.Sprintf("MissMode(%d)", int(m))
+}
+
+// ParseMissMode reads "auto", "copy" or "map".
+func ParseMissMode(s string) (MissMode, error) {
+	for _, m := range []MissMode{MissAuto, MissCopy, MissMap} {
+		if s == m.String() {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("model/gpu: expert miss mode %q: want auto, copy or map", s)
+}
+
+// mapMisses says whether to pin the experts mapped (before they are pinned, after the
+// plan): always for MissMap (Load has refused a device that cannot), never for MissCopy;
+// for MissAuto when the plan leaves experts without a slot, prefetch is off and the device
+// says it can map host memory; why is the reason MissAuto does not.
+func (e *Engine) mapMisses(o Options) (bool, string) {
+	switch o.Misses {
+	case MissMap:
+		return true, ""
+	case MissCopy:
+		return false, ""
+	}
+	info := e.dev.Info()
+	switch {
+	case e.plan.Slots >= e.cfg.Layers*e.cfg.Experts && !o.NoResident:
+		return false, "every expert has a VRAM slot, so nothing misses"
+	case o.Prefetch:
+		return false, "look-ahead prefetch runs on the copy path only"
+	case !info.CanMapHost:
+		return false, fmt.Sprintf("%s (%s) reports that it cannot map pinned host memory", info.ID(), info.Name)
+	}
+	return true, ""
+}
+
+// pinMapped pins n bytes of host memory for the experts with a device alias and proves
+// the alias. On success the engine maps (e.mapped, e.hostDev); when the buffer was pinned
+// but its alias is not usable, the buffer stays as hostExp for the copy path (it is pinned
+// memory all the same) and the error says why; when pinning failed nothing is kept.
+func (e *Engine) pinMapped(n int) error {
+	h, err := e.dev.HostAlloc(n, true)
+	if err != nil {
+		return fmt.Errorf("pinning every expert (%s) mapped failed: %w", mib(uint64(n)), err)
+	}
+	e.hostExp = h
+	p, ok, aerr := h.Mapped()
+	if !ok {
+		return fmt.Errorf("the device cannot read the pinned experts through their mapping: %w", aerr)
+	}
+	e.mapped, e.hostDev = true, p
+	return nil
+}
+
+// MissPath says how the loaded engine reads an expert that has no VRAM slot: "map" or
+// "copy"; why is set when Options.Misses was MissAuto and the engine copies, and says why
+// it does not map.
+func (e *Engine) MissPath() (path, why string) {
+	if e.mapped {
+		return MissMap.String(), ""
+	}
+	return MissCopy.String(), e.missWhy
+}
+
+// missLine is the load's report of the miss path.
+func (e *Engine) missLine() string {
+	path, why := e.MissPath()
+	switch {
+	case e.mapped:
+		return "expert misses: map (the kernels read experts without a VRAM slot from mapped pinned host memory)"
+	case why != "":
+		return "expert misses: copy (auto: " + why + ")"
+	}
+	return "expert misses: " + path
+}
 
 // promotion is an expert being copied into a slot; ev is its copy group's event (nil until
 // the batch is issued).

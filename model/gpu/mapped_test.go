@@ -29,9 +29,21 @@ type mappedRun struct {
 // maps host memory; check, when set, is called on the loaded engine before the first token.
 func runMapped(t *testing.T, preset string, typ quant.Type, o Options, check func(*Engine, *fakeDriver)) mappedRun {
 	t.Helper()
+	return runMappedOn(t, preset, typ, true, nil, o, check)
+}
+
+// runMappedOn is runMapped on a fake device whose info says mapHost, after setup (when
+// set) has configured the fake. It also checks the memory plan's accounting (issue 11,
+// item 2): after Load the runtime's allocator holds exactly the plan's resident bytes and
+// slots, and nothing is allocated on the device after that.
+func runMappedOn(t *testing.T, preset string, typ quant.Type, mapHost bool, setup func(*fakeDriver), o Options, check func(*Engine, *fakeDriver)) mappedRun {
+	t.Helper()
 	src := presetSource(t, preset, typ)
-	dev, fake := newFakeDeviceMap(1<<30, fakeTarget, true)
+	dev, fake := newFakeDeviceMap(1<<30, fakeTarget, mapHost)
 	fake.emu = newEmu()
+	if setup != nil {
+		setup(fake)
+	}
 	o.CODir, o.Ctx, o.Budget, o.Reserve = fakeCODir(t, fakeTarget), 64, 256<<20, 1<<20
 	if o.Group == 0 {
 		o.Group = 2
@@ -41,6 +53,9 @@ func runMapped(t *testing.T, preset string, typ quant.Type, o Options, check fun
 		t.Fatal(err)
 	}
 	defer eng.Close()
+	if p := eng.Plan(); dev.Used() != p.ResidentBytes+uint64(p.Slots)*p.SlotBytes {
+		t.Errorf("after Load %d bytes allocated, the plan accounts %d resident + %d slots of %d", dev.Used(), p.ResidentBytes, p.Slots, p.SlotBytes)
+	}
 	if check != nil {
 		check(eng, fake)
 	}
@@ -74,7 +89,7 @@ func runMapped(t *testing.T, preset string, typ quant.Type, o Options, check fun
 	return r
 }
 
-// TestEngineMappedMisses: with Options.MapMisses the logits are bitwise those of the
+// TestEngineMappedMisses: with mapped misses (Options.Misses MissMap) the logits are bitwise those of the
 // resident run and of the copy path, on qwen3moe and qwen3next, at cache sizes from the
 // smallest the plan allows (MaxExpert 1: the plan's minimum, 2K) to half of all experts, token by token and through the batched
 // prompt path; the mapped run takes the resident structure (one sync per token, graphs),
@@ -97,8 +112,8 @@ func TestEngineMappedMisses(t *testing.T) {
 					slots, promote int
 					sync           bool
 				}{{1, 0, false}, {3 * K, 0, false}, {all / 2, 0, false}, {3 * K, 1, false}, {3 * K, 0, true}} {
-					copyRun := runMapped(t, c.preset, c.typ, Options{MaxExpert: r.slots, Chunk: chunk}, nil)
-					mapRun := runMapped(t, c.preset, c.typ, Options{MaxExpert: r.slots, Chunk: chunk, MapMisses: true, MapPromote: r.promote, SyncLookup: r.sync}, nil)
+					copyRun := runMapped(t, c.preset, c.typ, Options{MaxExpert: r.slots, Chunk: chunk, Misses: MissCopy}, nil)
+					mapRun := runMapped(t, c.preset, c.typ, Options{MaxExpert: r.slots, Chunk: chunk, Misses: MissMap, MapPromote: r.promote, SyncLookup: r.sync}, nil)
 					what := func(s string) string {
 						return fmt.Sprintf("%s: chunk %d, slots %d, promote %d, sync lookup %v", s, chunk, r.slots, r.promote, r.sync)
 					}
@@ -171,7 +186,7 @@ func TestMappedPromotionOrder(t *testing.T) {
 			for _, notReady := range []int{0, 1 << 30} {
 				var bad []string
 				var copies, checks int
-				r := runMapped(t, preset, quant.Q8_0, Options{MaxExpert: p.Layers * E / 2, MapMisses: true}, func(eng *Engine, fake *fakeDriver) {
+				r := runMapped(t, preset, quant.Q8_0, Options{MaxExpert: p.Layers * E / 2, Misses: MissMap}, func(eng *Engine, fake *fakeDriver) {
 					fake.notReady = notReady
 					nTab := p.Layers * 3 * E
 					tabAt := uint64(eng.mem.Ptr(bufTables))
@@ -270,7 +285,7 @@ func TestMappedPromotionOrder(t *testing.T) {
 }
 
 // TestMappedMissesRefused: a device that cannot map host memory, or a host that cannot
-// pin every expert, refuses MapMisses with a message that names the cause and the way
+// pin every expert, refuses MissMap with a message that names the cause and the way
 // out, and leaves nothing allocated; prefetch with it is refused too.
 func TestMappedMissesRefused(t *testing.T) {
 	src := tinySource(t, quant.Q8_0)
@@ -280,13 +295,13 @@ func TestMappedMissesRefused(t *testing.T) {
 		prefetch  bool
 		want      string
 	}{
-		{false, 0, false, "cannot (use --expert-misses copy)"},
-		{true, 1 << 20, false, "need every expert in pinned host memory"},
+		{false, 0, false, "cannot (use --expert-misses copy or auto)"},
+		{true, 1 << 20, false, "need every expert in mapped pinned host memory: pinning every expert"},
 		{true, 0, true, "prefetch and mapped expert misses exclude each other"},
 	} {
 		dev, fake := newFakeDeviceMap(1<<30, fakeTarget, c.mapHost)
 		fake.hostLimit = c.hostLimit
-		_, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20, MaxExpert: 8, MapMisses: true, Prefetch: c.prefetch})
+		_, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20, MaxExpert: 8, Misses: MissMap, Prefetch: c.prefetch})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Fatalf("%+v: got %v, want %q", c, err, c.want)
 		}
@@ -299,8 +314,81 @@ func TestMappedMissesRefused(t *testing.T) {
 		t.Logf("%v", err)
 	}
 	dev, _ := newFakeDeviceMap(1<<30, fakeTarget, true)
-	_, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20, MaxExpert: 8, MapPromote: 4})
+	_, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20, MaxExpert: 8, Misses: MissCopy, MapPromote: 4})
 	if err == nil || !strings.Contains(err.Error(), "without mapped misses has no effect") {
 		t.Fatalf("a promotion cap on the copy path: got %v", err)
+	}
+}
+
+// TestMissesAuto: Options.Misses MissAuto (the zero value, strata-run's default) maps where
+// the device reports that it can map host memory and the mapped pinning of every expert and
+// its proof succeed, and copies otherwise, saying why once in the load's report and in
+// Engine.MissPath. Either way the logits are the resident run's bits token by token and the
+// device holds exactly the plan's allocations, none made after Load (runMappedOn); where
+// auto copies because mapping cannot work, an explicit MissMap fails saying why and leaves
+// nothing allocated.
+func TestMissesAuto(t *testing.T) {
+	const preset = "tiny"
+	p := synth.Presets[preset]
+	slots := 3 * p.ExpertsUsed
+	resident := runMapped(t, preset, quant.Q8_0, Options{Misses: MissCopy}, nil)
+	for _, c := range []struct {
+		name                 string
+		mapHost              bool
+		pinFails, proofFails bool
+		prefetch             bool
+		slots                int // 0: the plan's (every expert fits)
+		wantMap              bool
+		why, mapErr          string // in the reason auto reports; in MissMap's load error ("": it loads)
+	}{
+		{"supported", true, false, false, false, slots, true, "", ""},
+		{"attribute says no", false, false, false, false, slots, false, "reports that it cannot map pinned host memory", "cannot (use --expert-misses copy or auto)"},
+		{"mapped pinning fails", true, true, false, false, slots, false, "pinning every expert", "mapped failed: fake: hostalloc mapped"},
+		{"proof fails", true, false, true, false, slots, false, "cannot read the pinned experts through their mapping", "cannot read the pinned experts through their mapping"},
+		{"prefetch", true, false, false, true, slots, false, "look-ahead prefetch", "exclude each other"},
+		{"every expert fits", true, false, false, false, 0, false, "every expert has a VRAM slot", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			setup := func(f *fakeDriver) { f.mapPinFails, f.proofFails = c.pinFails, c.proofFails }
+			var log strings.Builder
+			var path, why string
+			r := runMappedOn(t, preset, quant.Q8_0, c.mapHost, setup, Options{MaxExpert: c.slots, Prefetch: c.prefetch, Progress: &log}, func(e *Engine, _ *fakeDriver) {
+				path, why = e.MissPath()
+			})
+			sameLogits(t, c.name+": auto vs resident", r.logs, resident.logs)
+			if r.mapped != c.wantMap || (path == "map") != c.wantMap {
+				t.Fatalf("mapped %v, MissPath %q, want mapped %v", r.mapped, path, c.wantMap)
+			}
+			if c.wantMap && (r.hostBytes == 0 || r.syncs != 1) {
+				t.Errorf("mapped: %d bytes read through the mapping, %.2f syncs per token", r.hostBytes, r.syncs)
+			}
+			if !c.wantMap && (why == "" || !strings.Contains(why, c.why)) {
+				t.Errorf("MissPath's reason %q, want it to contain %q", why, c.why)
+			}
+			if c.wantMap && why != "" {
+				t.Errorf("mapped, yet a reason %q", why)
+			}
+			line := "expert misses: map"
+			if !c.wantMap {
+				line = "expert misses: copy (auto: " + why + ")"
+			}
+			if n := strings.Count(log.String(), "expert misses:"); n != 1 || !strings.Contains(log.String(), line) {
+				t.Errorf("the load's report has %d miss lines, want one with %q:\n%s", n, line, log.String())
+			}
+			t.Logf("%s: %s", c.name, line)
+			if c.mapErr == "" {
+				return
+			}
+			dev, fake := newFakeDeviceMap(1<<30, fakeTarget, c.mapHost)
+			setup(fake)
+			_, err := Load(dev, presetSource(t, preset, quant.Q8_0), Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20,
+				MaxExpert: c.slots, Prefetch: c.prefetch, Misses: MissMap})
+			if err == nil || !strings.Contains(err.Error(), c.mapErr) {
+				t.Fatalf("MissMap: got %v, want %q", err, c.mapErr)
+			}
+			if dev.Used() != 0 {
+				t.Errorf("MissMap refused with %d bytes left allocated", dev.Used())
+			}
+		})
 	}
 }
