@@ -23,7 +23,7 @@ type backendFlags struct {
 	device   string
 	prefetch bool
 	chunk    int
-	misses   string // --expert-misses copy|map
+	misses   string // --expert-misses auto|copy|map
 	promote  int
 	stats    bool // --stats (declared in cmd_generate.go)
 }
@@ -38,8 +38,8 @@ func addBackendFlags(fs *flag.FlagSet) *backendFlags {
 	fs.StringVar(&b.device, "device", "", "GPU: which device (see list-devices)")
 	fs.BoolVar(&b.prefetch, "expert-prefetch", false, "GPU: copy the experts the next layer's router predicts from the current hidden state, while this layer computes")
 	fs.IntVar(&b.chunk, "prefill-chunk", 0, "GPU: run prompts through the batched path in chunks of this many tokens (qwen3moe, qwen3next; 0: token by token)")
-	fs.StringVar(&b.misses, "expert-misses", "copy", "GPU: how experts missing from VRAM are read: copy (into a slot before the layer runs) or map (the kernels read them from mapped pinned host memory; hot ones are promoted in the background)")
-	fs.IntVar(&b.promote, "map-promote", 0, "GPU, --expert-misses map: copy at most this many missed experts into VRAM per token (0: every miss)")
+	fs.StringVar(&b.misses, "expert-misses", "auto", "GPU: how experts missing from VRAM are read: map (the kernels read them from mapped pinned host memory; hot ones are promoted in the background), copy (into a slot before the layer runs), or auto (map where the device can map host memory and every expert pins mapped, else copy, saying why)")
+	fs.IntVar(&b.promote, "map-promote", 0, "GPU, --expert-misses map or auto: copy at most this many missed experts into VRAM per token (0: every miss; no effect when auto copies)")
 	return b
 }
 
@@ -71,19 +71,20 @@ func openForward(b *backendFlags, src *model.GGUFSource, st *model.State, ctx in
 	if b.vramMiB < 0 {
 		return nil, fmt.Errorf("%w: --vram-budget-mib %d must not be negative", errUsage, b.vramMiB)
 	}
-	if b.misses != "copy" && b.misses != "map" {
-		return nil, fmt.Errorf("%w: --expert-misses %q: want copy or map", errUsage, b.misses)
+	misses, err := mgpu.ParseMissMode(b.misses)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --expert-misses %q: want auto, copy or map", errUsage, b.misses)
 	}
 	if b.promote < 0 {
 		return nil, fmt.Errorf("%w: --map-promote %d must not be negative (0: every miss)", errUsage, b.promote)
 	}
-	if b.promote > 0 && b.misses != "map" {
-		return nil, fmt.Errorf("%w: --map-promote %d applies only with --expert-misses map (it is %s)", errUsage, b.promote, b.misses)
+	if b.promote > 0 && misses == mgpu.MissCopy {
+		return nil, fmt.Errorf("%w: --map-promote %d applies only with --expert-misses map or auto (it is %s)", errUsage, b.promote, b.misses)
 	}
 	if b.chunk < 0 {
 		return nil, fmt.Errorf("%w: --prefill-chunk %d must not be negative (0 runs prompts token by token)", errUsage, b.chunk)
 	}
-	f, err := openGPU(b, src, ctx, stderr)
+	f, err := openGPU(b, misses, src, ctx, stderr)
 	if err == nil {
 		return f, nil
 	}
@@ -96,7 +97,7 @@ func openForward(b *backendFlags, src *model.GGUFSource, st *model.State, ctx in
 	return cpu, nil
 }
 
-func openGPU(b *backendFlags, src *model.GGUFSource, ctx int, stderr io.Writer) (*forwarder, error) {
+func openGPU(b *backendFlags, misses mgpu.MissMode, src *model.GGUFSource, ctx int, stderr io.Writer) (*forwarder, error) {
 	if arch, _ := src.Meta().String("general.architecture"); arch != model.ArchQwen3MoE && arch != model.ArchQwen3Next {
 		return nil, fmt.Errorf("%w: the GPU engine runs %s and %s models, %s is %s", mgpu.ErrMissingKernel, model.ArchQwen3MoE, model.ArchQwen3Next, src.Path(), arch)
 	}
@@ -106,7 +107,7 @@ func openGPU(b *backendFlags, src *model.GGUFSource, ctx int, stderr io.Writer) 
 		return nil, err
 	}
 	o := mgpu.Options{CODir: dir, Ctx: ctx, Budget: uint64(b.vramMiB) << 20, Policy: b.policy, Group: b.group, Prefetch: b.prefetch, Progress: stderr, Chunk: min(b.chunk, ctx), // a chunk longer than the context is the context
-		MapMisses: b.misses == "map", MapPromote: b.promote}
+		Misses: misses, MapPromote: b.promote}
 	if b.profile != "" {
 		if fh, err := os.Open(b.profile); err == nil {
 			cfg, _ := model.ParseConfig(src.Meta(), src.Path())
@@ -138,6 +139,11 @@ func openGPU(b *backendFlags, src *model.GGUFSource, ctx int, stderr io.Writer) 
 			fmt.Fprintf(stderr, "gpu: %d tokens, %.2f ms/token; expert cache %d slots, hit rate %.3f (%d/%d); copied %.2f MB/token in %d groups, %.1f GB/s while copying; prefetched %d (%d used)\n",
 				s.Tokens, s.Wall.Seconds()*1e3/float64(max(1, s.Tokens)), eng.Plan().Slots, float64(s.Hits)/float64(max(1, lookups)), s.Hits, lookups,
 				float64(s.CopiedBytes)/1e6/float64(max(1, s.Tokens)), s.Groups, float64(s.CopiedBytes)/1e6/max(s.CopyMs, 1e-9), s.Prefetched, s.PrefetchUsed)
+			if path, why := eng.MissPath(); why != "" {
+				fmt.Fprintf(stderr, "gpu: expert misses %s (auto: %s)\n", path, why)
+			} else {
+				fmt.Fprintf(stderr, "gpu: expert misses %s\n", path)
+			}
 			fmt.Fprintf(stderr, "gpu: per token %.1f kernel launches (%.2f ms submitting), %.1f stream syncs (%.2f ms waiting)\n",
 				float64(s.Launches)/float64(max(1, s.Tokens)), s.LaunchTime.Seconds()*1e3/float64(max(1, s.Tokens)),
 				float64(s.Syncs)/float64(max(1, s.Tokens)), s.SyncTime.Seconds()*1e3/float64(max(1, s.Tokens)))

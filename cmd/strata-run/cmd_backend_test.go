@@ -39,7 +39,7 @@ func TestBackendFlags(t *testing.T) {
 		t.Errorf("negative prefill chunk: exit %d, %q", code, se.String())
 	}
 	se.Reset()
-	if code := run(append(gen, "--expert-misses", "stream"), &so, &se); code != 2 || !strings.Contains(se.String(), `--expert-misses "stream": want copy or map`) {
+	if code := run(append(gen, "--expert-misses", "stream"), &so, &se); code != 2 || !strings.Contains(se.String(), `--expert-misses "stream": want auto, copy or map`) {
 		t.Errorf("--expert-misses stream: exit %d, %q", code, se.String())
 	}
 	se.Reset()
@@ -47,7 +47,7 @@ func TestBackendFlags(t *testing.T) {
 		t.Errorf("negative promotion cap: exit %d, %q", code, se.String())
 	}
 	se.Reset()
-	if code := run(append(gen, "--map-promote", "4"), &so, &se); code != 2 || !strings.Contains(se.String(), "--map-promote 4 applies only with --expert-misses map") {
+	if code := run(append(gen, "--expert-misses", "copy", "--map-promote", "4"), &so, &se); code != 2 || !strings.Contains(se.String(), "--map-promote 4 applies only with --expert-misses map or auto") {
 		t.Errorf("promotion cap with the copy path: exit %d, %q", code, se.String())
 	}
 	if _, err := gpu.Open(gpu.Request{Have: targetsWithCodeObjects(defaultCODir())}); err != nil {
@@ -193,12 +193,14 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 	}
 	// cur is the test the helpers below report to: t, or the mapped-misses subtest.
 	cur := t
-	runGPU := func(slots, chunk int, noGraph, mapped bool) ([]int32, [][]float32, mgpu.Stats) {
-		eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: ctx, MaxExpert: slots, Group: 3, Chunk: chunk, NoGraph: noGraph, MapMisses: mapped})
+	var missPath string // the last run's (Engine.MissPath)
+	runGPUMode := func(slots, chunk int, noGraph bool, misses mgpu.MissMode) ([]int32, [][]float32, mgpu.Stats) {
+		eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: ctx, MaxExpert: slots, Group: 3, Chunk: chunk, NoGraph: noGraph, Misses: misses})
 		if err != nil {
 			cur.Fatal(err)
 		}
 		defer eng.Close()
+		missPath, _ = eng.MissPath()
 		var toks []int32
 		var logs [][]float32
 		l, err := eng.Forward(prompt)
@@ -212,6 +214,9 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 			cur.Fatal(err)
 		}
 		return toks, logs, eng.Stats()
+	}
+	runGPU := func(slots, chunk int, noGraph, mapped bool) ([]int32, [][]float32, mgpu.Stats) {
+		return runGPUMode(slots, chunk, noGraph, map[bool]mgpu.MissMode{false: mgpu.MissCopy, true: mgpu.MissMap}[mapped])
 	}
 	// check compares one GPU run's logits and greedy tokens with the CPU's: NMSE within
 	// bound at every step, and a differing greedy token only at a near tie.
@@ -293,7 +298,7 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 			w, tt := check(fmt.Sprintf("chunk %d smallest cache", chunk), streamTok, streamLog)
 			t.Logf("chunk %d smallest cache (other expert route): worst logits NMSE %.3g, near-tie flips %d", chunk, w, tt)
 		}
-		// Mapped misses (Options.MapMisses: the kernels read missing experts from mapped
+		// Mapped misses (Options.Misses MissMap: the kernels read missing experts from mapped
 		// pinned host memory, model/gpu/mapped.go) at the smallest cache and at half of all
 		// experts: decode runs the resident structure, so token by token the logits must be
 		// the resident run's bits; the batched prompt path looks experts up and copies as
@@ -326,6 +331,20 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 				}
 				t.Logf("%s: worst logits NMSE %.3g, near-tie flips %d, bitwise equal to %q; hits %d misses %d, %.1f MB promoted, %.2f syncs/token, %d graph launches",
 					what, w, tt, ref, ms.Hits, ms.Misses, float64(ms.CopiedBytes)/1e6, float64(ms.Syncs)/float64(max(1, ms.Tokens)), ms.Graphs)
+				// The default (MissAuto) on a device that maps host memory takes the same
+				// path: the same bits. Where the device says it cannot, auto copies.
+				_, autoLog, _ := runGPUMode(slots, chunk, false, mgpu.MissAuto)
+				if wantMap := dev.Info().CanMapHost && dev.Info().Backend == "cuda"; (missPath == "map") != wantMap {
+					t.Errorf("%s: auto took the %s path on %s (can map host memory: %v)", what, missPath, dev.Info().Backend, dev.Info().CanMapHost)
+				} else if wantMap {
+					for i := range mapLog {
+						for j := range mapLog[i] {
+							if math.Float32bits(autoLog[i][j]) != math.Float32bits(mapLog[i][j]) {
+								t.Fatalf("%s: auto: step %d logit %d: %v, map %v: not bitwise equal", what, i, j, autoLog[i][j], mapLog[i][j])
+							}
+						}
+					}
+				}
 			})
 		}
 		// The greedy path (ForwardArgmax: sample/argmax on the GPU, 4 bytes back) on a

@@ -97,10 +97,12 @@ func benchCeilings(t *testing.T, dev *gpu.Device) (d2d, h2d float64) {
 // tokens. Reports tok/s, hit rate, bytes copied per token, the copy bandwidth, the host's
 // launch and synchronisation time, and the per-token bound with the ratio, as Markdown in
 // $STRATA_BENCH_OUT/gpu-engine-*.md and tab-separated rows in bench-rows.tsv there.
-// STRATA_BENCH_MISSES (comma-separated: copy, map; default copy) runs each policy once per
-// miss path (mgpu.Options.MapMisses for map; rows labelled POLICY/map), with
-// STRATA_BENCH_MAP_PROMOTE as mgpu.Options.MapPromote; for map rows the bound's bus bytes
-// are the missed experts read through the mapping plus the promotions copied.
+// STRATA_BENCH_MISSES (comma-separated: auto, copy, map; default the engine's default,
+// auto) runs each policy once per miss mode (mgpu.Options.Misses; rows labelled
+// POLICY/MODE, and for auto POLICY/auto:PATH with the path the engine took), with
+// STRATA_BENCH_MAP_PROMOTE as mgpu.Options.MapPromote (map and auto rows); for rows that
+// read misses through the mapping the bound's bus bytes are the missed experts read
+// through the mapping plus the promotions copied.
 // STRATA_BENCH_HOSTKV=1, STRATA_BENCH_NORESIDENT=1, STRATA_BENCH_NOFUSE=1 and
 // STRATA_BENCH_NOROWNORM=1 select the engine's measurement baselines (mgpu.Options.HostKV,
 // NoResident, NoFuse, NoRowNorm); all four together are the first engine's kernels, launch
@@ -152,8 +154,8 @@ func TestGPUBench(t *testing.T) {
 		var pm []string
 		for _, pol := range policies {
 			for _, mode := range strings.Split(v, ",") {
-				if mode = strings.TrimSpace(mode); mode != "copy" && mode != "map" {
-					t.Fatalf("STRATA_BENCH_MISSES: %q is not copy or map", mode)
+				if _, err := mgpu.ParseMissMode(strings.TrimSpace(mode)); err != nil {
+					t.Fatalf("STRATA_BENCH_MISSES: %v", err)
 				}
 				pm = append(pm, strings.TrimSpace(pol)+"/"+mode)
 			}
@@ -203,17 +205,30 @@ func TestGPUBench(t *testing.T) {
 		for _, pol := range policies {
 			t0 := time.Now()
 			polName, miss, _ := strings.Cut(strings.TrimSpace(pol), "/")
-			mapped, promote := miss == "map", 0
-			if mapped { // the cap applies to mapped rows only (Load refuses it on the copy path)
+			misses := mgpu.MissAuto // the engine's default when STRATA_BENCH_MISSES is unset
+			if miss != "" {
+				if misses, err = mgpu.ParseMissMode(miss); err != nil {
+					t.Fatal(err)
+				}
+			}
+			promote := 0
+			if misses != mgpu.MissCopy { // the cap applies to map and auto rows only (Load refuses it on the copy path)
 				promote = mapPromote
 			}
 			eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: ctx, Budget: uint64(mibs) << 20, Policy: polName,
-				MapMisses: mapped, MapPromote: promote, Group: group, Prefetch: prefetch, HostKV: hostKV, NoResident: noRes, NoFuse: noFuse, NoRowNorm: noRow, KernelTimes: ktimes, Chunk: chunk})
+				Misses: misses, MapPromote: promote, Group: group, Prefetch: prefetch, HostKV: hostKV, NoResident: noRes, NoFuse: noFuse, NoRowNorm: noRow, KernelTimes: ktimes, Chunk: chunk})
 			if err != nil {
 				fmt.Fprintf(&b, "| %s | %s | load failed: %v |\n", bname, pol, err)
 				t.Logf("budget %s: %v", bname, err)
 				continue
 			}
+			path, why := eng.MissPath()
+			mapped := path == "map"
+			pol := pol // the row's label: an auto row says which path the engine took
+			if misses == mgpu.MissAuto && miss != "" {
+				pol += ":" + path
+			}
+			t.Logf("budget %s, %s: expert misses %s %s", bname, pol, path, why)
 			load := time.Since(t0)
 			c := eng.Config()
 			var dense float64
