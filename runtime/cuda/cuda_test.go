@@ -159,7 +159,12 @@ func TestDevice(t *testing.T) {
 		t.Fatalf("elapsed %v, %v", el, err)
 	}
 
-	// Mapped memory, proved by the self-test kernel.
+	// Mapped memory, proved by the self-test kernel. The engine's default miss path
+	// (model/gpu MissAuto) maps only where CAN_MAP_HOST_MEMORY says the device can: a
+	// device that proves a mapping must also report it (gpu-abi.md §9: 1 on the H200).
+	if !info.CanMapHost {
+		t.Errorf("%s reports CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY 0 (info error: %q)", info.Name, info.Err)
+	}
 	m, err := d.HostAlloc(4096, true)
 	if err != nil {
 		t.Fatal(err)
