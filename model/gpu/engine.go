@@ -1348,8 +1348,14 @@ func (e *Engine) launchK(k *kernel, grid rt.Dim3, threads int, args []byte) erro
 	// Two monotonic clock reads against a base (time.Now would read the wall clock too).
 	t0 := time.Since(clockBase)
 	err := e.ln.Launch(k.fn, grid, rt.Dim3{X: uint32(threads), Y: 1, Z: 1}, a)
-	e.stats.LaunchTime += time.Since(clockBase) - t0
-	e.stats.Launches++
+	// A launch made while a token is captured runs only as part of its graph: its host
+	// time is the token's GraphTime, and its run is counted in Graphs. Counted here too, a
+	// capture that fails would count its token's launches twice (graphToken submits the
+	// token again launch by launch).
+	if e.gmode != gCapture {
+		e.stats.LaunchTime += time.Since(clockBase) - t0
+		e.stats.Launches++
+	}
 	if err != nil {
 		return fmt.Errorf("model/gpu: %s: %w", k.key, err)
 	}

@@ -612,3 +612,35 @@ func TestResidentLookupDeferred(t *testing.T) {
 		}
 	}
 }
+
+// TestCaptureFailureStats: a graph capture that fails without a device fault (here the
+// driver refuses to end it) turns graphs off and submits the token launch by launch; the
+// run's logits and host counts are then those of a run without graphs: the launches made
+// into the failed capture never ran and are not counted.
+func TestCaptureFailureStats(t *testing.T) {
+	const steps = 4
+	plain := runGraph(t, "tiny", Options{NoGraph: true}, nil, steps, false, false)
+	failed := runGraph(t, "tiny", Options{}, func(f *fakeDriver) { f.captureEndErr = errors.New("fake: capture invalidated") }, steps, false, false)
+	if plain.err != nil || failed.err != nil {
+		t.Fatalf("plain: %v; failed capture: %v", plain.err, failed.err)
+	}
+	if !failed.eng.resident || failed.eng.GraphErr() == nil || !strings.Contains(failed.eng.GraphErr().Error(), "capture invalidated") {
+		t.Fatalf("resident %v, graph error %v: want the failed capture's", failed.eng.resident, failed.eng.GraphErr())
+	}
+	sameLogits(t, "failed capture vs no graphs", failed.logs, plain.logs)
+	ps, fs := plain.eng.Stats(), failed.eng.Stats()
+	if fs.Launches != ps.Launches || fs.Tokens != ps.Tokens || fs.Graphs != 0 || fs.Captures != 0 {
+		t.Errorf("failed capture: %d launches over %d tokens (%d graph launches, %d captures); without graphs %d over %d",
+			fs.Launches, fs.Tokens, fs.Graphs, fs.Captures, ps.Launches, ps.Tokens)
+	}
+	if n := failed.fake.launches; sum(n) != sum(plain.fake.launches) {
+		t.Errorf("the device ran %d launches, without graphs %d", sum(n), sum(plain.fake.launches))
+	}
+}
+
+func sum(m map[string]int) (n int) {
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
