@@ -115,7 +115,9 @@ func (l *Launcher) capturedLaunch(f *Func, grid, block Dim3, args []byte) error 
 
 // EndCapture ends the capture and instantiates the graph. It always ends the capture, also
 // after a failed launch inside it (then it returns that failure's consequence, an error,
-// and no graph).
+// and no graph), and also on a device poisoned since BeginCapture: ending the capture is
+// the one driver call a poisoned device still makes, so the stream is not left capturing;
+// the graph it returns is destroyed and the fault returned.
 func (l *Launcher) EndCapture() (*Graph, error) {
 	g := l.capture
 	if g == nil {
@@ -123,6 +125,13 @@ func (l *Launcher) EndCapture() (*Graph, error) {
 	}
 	l.capture = nil
 	gd := l.dev.drv.(GraphDriver)
+	if fault := l.dev.check(); fault != nil {
+		graph, err := gd.CaptureEnd(l.s.h)
+		if err == nil && graph != 0 {
+			err = gd.GraphDestroy(graph)
+		}
+		return nil, errors.Join(fault, err)
+	}
 	err := l.dev.do(func() error {
 		var e error
 		g.graph, e = gd.CaptureEnd(l.s.h)

@@ -210,6 +210,30 @@ func TestGraphFaultPoisons(t *testing.T) {
 	require.Equal(t, 0, len(f.ran))
 }
 
+// TestGraphEndCaptureAfterFault: a device poisoned while a capture is open still ends the
+// capture (the stream must not stay capturing), frees the graph it made and returns the
+// fault; End with a capture open does the same.
+func TestGraphEndCaptureAfterFault(t *testing.T) {
+	for _, viaEnd := range []bool{false, true} {
+		f := newGraphFake()
+		_, ln, a, _ := graphSetup(t, f)
+		require.NoError(t, ln.Begin())
+		require.NoError(t, ln.BeginCapture())
+		require.NoError(t, ln.Launch(a, Dim3{1, 1, 1}, Dim3{32, 1, 1}, nil))
+		f.failWith = &Error{Backend: "fake", Call: "launch", Code: 700, Name: "IllegalAddress"}
+		require.True(t, errors.Is(a.Launch(nil, Dim3{1, 1, 1}, Dim3{32, 1, 1}, 0, nil), ErrDeviceFault), "a plain launch faults")
+		if viaEnd {
+			ln.End()
+		} else {
+			g, err := ln.EndCapture()
+			require.True(t, g == nil && errors.Is(err, ErrDeviceFault), "EndCapture on a poisoned device: %v, %v", g, err)
+			ln.End()
+		}
+		require.True(t, !ln.Capturing() && len(f.capturing) == 0, "end %v: the driver's capture ended", viaEnd)
+		require.Equal(t, 0, len(f.execs)+len(f.graphs), "end %v: nothing left", viaEnd)
+	}
+}
+
 // TestGraphEndDiscardsCapture: End with a capture open ends it and frees what it made.
 func TestGraphEndDiscardsCapture(t *testing.T) {
 	f := newGraphFake()
