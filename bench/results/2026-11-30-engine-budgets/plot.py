@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""tok/s and achieved/bound against VRAM budget from run.sh's rows.tsv (issue 11, item 4).
+
+usage: plot.py ROWS.tsv OUT.png
+
+rows.tsv columns (run.sh: a model label, then TestGPUBench's ROW columns): label, budget MiB
+(0 = unlimited), policy/misses (decayed/auto:PATH, decayed/copy), phase, cache slots, of
+experts, hit rate, MB copied/token, copy GB/s, launches/token, host µs/launch, sync
+ms/token, ms/token, tok/s, bound ms, bound/achieved, load s.
+
+One line per model, miss mode (auto: the default, whatever path it took at that budget;
+copy) and phase (decode; the 512-token prompt). A filled marker is a row where auto read
+misses through the mapping (auto:map), an open one a row without (every expert resident, or
+the copy path)."""
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+src, out = sys.argv[1], sys.argv[2]
+series = {}  # (label, mode, phase) -> [(budget GiB, tok/s, ratio, mapped)]
+UNL = 40.0  # where "unlimited" sits on the axis, GiB
+for line in open(src):
+    c = line.rstrip("\n").split("\t")
+    if len(c) < 17:
+        continue
+    label, mib, pol, phase = c[0], int(c[1]), c[2], c[3]
+    misses = pol.split("/", 1)[1] if "/" in pol else "auto"
+    mode, _, path = misses.partition(":")
+    kind = "decode" if phase.startswith("decode") else "prefill " + phase.split()[1]
+    x = UNL if mib == 0 else mib / 1024
+    series.setdefault((label, mode, kind), []).append((x, float(c[13]), float(c[15]), path == "map"))
+
+fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 5.5))
+colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+labels = sorted({k[0] for k in series})
+for (label, mode, kind), pts in sorted(series.items()):
+    pts.sort()
+    col = colors[labels.index(label) % len(colors)]
+    ls = ("-" if mode == "auto" else ":") if kind == "decode" else ("--" if mode == "auto" else "-.")
+    name = f"{label} {kind}, {mode}"
+    for ax, i, scale in ((a1, 1, 1), (a2, 2, 100)):
+        ax.plot([p[0] for p in pts], [scale * p[i] for p in pts], ls, color=col, label=name)
+        for p in pts:
+            ax.plot(p[0], scale * p[i], "o" if kind == "decode" else "s", color=col,
+                    markerfacecolor=col if p[3] else "white", markersize=6)
+ticks = sorted({p[0] for pts in series.values() for p in pts})
+for ax in (a1, a2):
+    ax.set_xlabel("VRAM budget, GiB (rightmost: unlimited)")
+    ax.set_xticks(ticks)
+    ax.set_xticklabels(["unl." if t == UNL else f"{t:g}" for t in ticks])
+    ax.grid(True, alpha=0.3)
+a1.set_yscale("log")
+a1.set_ylabel("tokens/s (log)")
+a1.set_title("Strata GPU engine on one H200: tok/s against budget")
+a2.set_ylabel("% of the per-token bound")
+a2.set_title("achieved / bound (goal 80 %); filled: auto read misses mapped")
+a1.legend(fontsize=7, ncol=2)
+fig.tight_layout()
+fig.savefig(out, dpi=110)
+print("wrote", out)
