@@ -137,3 +137,34 @@ var mmqWideStaging = map[string]bool{
 func (v Variant) WideStaging(family string, t Target) bool {
 	return t.IsNVIDIA() && v.Values["op"] == "mma" && mmqWideStaging[family+"/"+v.Values["type"]+"/"+v.Values["tile"]]
 }
+
+// mmqMinBlocks names the NVIDIA mma kernels ("family/type/tile") compiled with a minimum of
+// resident blocks per SM (launch_bounds(128, n): ptxas then holds the kernel to
+// 65536/(128·n) registers a thread). mmq r64t64 takes 138–154 registers without it (ptxas,
+// call 1 of bench/results/2026-11-29-mmq-ncu), 3 blocks of 128 threads an SM: at 512
+// tokens its 512 blocks on the H200's 132 SMs are 1.29 waves of 396, the tail leaves SMs
+// idle. At 4 blocks an SM (128 registers) they are one wave of 528. The shared array
+// (48128 bytes a block, module-wide) allows 4 blocks on an H200 SM (see MinBlocks).
+var mmqMinBlocks = map[string]int{
+	"mmq/iq1m/r64t64": 4, "mmq/iq2xs/r64t64": 4, "mmq/iq3s/r64t64": 4, "mmq/iq3xxs/r64t64": 4,
+	"mmq/q20/r64t64": 4, "mmq/q4k/r64t64": 4, "mmq/q6k/r64t64": 4, "mmq/q80/r64t64": 4,
+}
+
+// nvSMShared is the shared memory an SM of each NVIDIA target gives its resident blocks, in
+// bytes (each block also costs 1 KiB the runtime reserves). A minimum of blocks per SM is
+// only asked where that many blocks of the target's LDS budget fit: on the others the
+// register cap would buy no occupancy.
+var nvSMShared = map[string]int{"sm_80": 164 << 10, "sm_86": 100 << 10, "sm_89": 100 << 10, "sm_90": 228 << 10}
+
+// MinBlocks is the minimum of resident blocks per SM that variant v of family asks of the
+// NVIDIA compiler (mmqMinBlocks), or 0: none (the kernel carries STRATA_LAUNCH_BOUNDS).
+func (v Variant) MinBlocks(family string, t Target) int {
+	if !t.IsNVIDIA() || v.Values["op"] != "mma" {
+		return 0
+	}
+	n := mmqMinBlocks[family+"/"+v.Values["type"]+"/"+v.Values["tile"]]
+	if n*(t.LDSBytes+1024) > nvSMShared[t.Name] {
+		return 0
+	}
+	return n
+}

@@ -1028,6 +1028,8 @@ struct strata_moe_src {
   const i32* lst;  // the tile's list entries
   i64 rowb, r0;
   int rows, n, xrb, kdiv;  // kdiv: list entry → row of x (k_used for tokens, 1 for pairs)
+  static constexpr bool PARTIAL = true;  // n < BN is common (see the NVIDIA core)
+  STRATA_DEVICE_MEMBER int ncols() const { return n; }
   STRATA_DEVICE_MEMBER const u8* wrow(int m, int r) const {
     return r0 + r < rows ? (m ? w1 : w0) + (r0 + r) * rowb : nullptr;
   }

@@ -1083,6 +1083,11 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
   const int tid = (int)strata_thread_x(), wv = tid >> 5;
   const int g = (tid & 31) >> 2, t = tid & 3;
   const int wr = (wv & 1) * WM, wt = (wv >> 1) * WN;
+  // Tiles that hold fewer than BN tokens (a MoE expert's last or only tile: at 512 tokens
+  // an expert of Qwen3-30B-A3B gets 32 pairs on average) skip the token fragments past the
+  // last token, warp-uniformly: their outputs are never written (Src::PARTIAL, moe_prefill).
+  // The staging still zeroes their activation rows, so nothing else changes.
+  const int nc = Src::PARTIAL ? src.ncols() : BN;
   strata_mma_c cm;
 #pragma unroll
   for (int e = 0; e < 8; ++e) cm.v[e] = STRATA_MMQ_MAGIC_BITS;
@@ -1114,12 +1119,14 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
 #pragma unroll
     for (int kg = 0; kg < KT; ++kg) {
       if (kg >= nk) break;
+      if (Src::PARTIAL && wt >= nc) break;  // the warp's tokens are all past the tile's last
       // Token operands and scales of the warp's WN tokens: for call j, half h, x&1: token
       // wt + 16j + 8h + 2t + (x&1).
       strata_mma_b32 b[FN];
       f32 dx[FN][2][2], sx[FN][2][2];
 #pragma unroll
       for (int j = 0; j < FN; ++j) {
+        if (Src::PARTIAL && wt + 16 * j >= nc) break;
         b[j] = strata_mmq_ld_b(&s.x[wt + 16 * j][32 * kg]);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -1147,6 +1154,7 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
           }
 #pragma unroll
           for (int j = 0; j < FN; ++j) {
+            if (Src::PARTIAL && wt + 16 * j >= nc) break;
             strata_mma_c d0, d1;
             if constexpr (SPLIT) {
               strata_mma_a16 alo, ahi;
@@ -1485,6 +1493,8 @@ struct strata_moe_src {
   const i32* lst;  // the tile's list entries
   i64 rowb, r0;
   int rows, n, xrb, kdiv;  // kdiv: list entry → row of x (k_used for tokens, 1 for pairs)
+  static constexpr bool PARTIAL = true;  // n < BN is common (see the NVIDIA core)
+  STRATA_DEVICE_MEMBER int ncols() const { return n; }
   STRATA_DEVICE_MEMBER const u8* wrow(int m, int r) const {
     return r0 + r < rows ? (m ? w1 : w0) + (r0 + r) * rowb : nullptr;
   }
