@@ -144,7 +144,8 @@ func (v Variant) WideStaging(family string, t Target) bool {
 // call 1 of bench/results/2026-11-29-mmq-ncu), 3 blocks of 128 threads an SM: at 512
 // tokens its 512 blocks on the H200's 132 SMs are 1.29 waves of 396, the tail leaves SMs
 // idle. At 4 blocks an SM (128 registers) they are one wave of 528. The shared array
-// (48128 bytes a block, module-wide) allows 4 blocks on an H200 SM (see MinBlocks).
+// (48128 bytes a block, module-wide) allows 4 blocks on an H200 SM (see MinBlocks). Values
+// are 4 (mmq.tmpl defines STRATA_MMQ4_BOUNDS) or absent.
 var mmqMinBlocks = map[string]int{
 	"mmq/iq1m/r64t64": 4, "mmq/iq2xs/r64t64": 4, "mmq/iq3s/r64t64": 4, "mmq/iq3xxs/r64t64": 4,
 	"mmq/q20/r64t64": 4, "mmq/q4k/r64t64": 4, "mmq/q6k/r64t64": 4, "mmq/q80/r64t64": 4,

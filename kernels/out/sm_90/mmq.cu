@@ -1411,6 +1411,9 @@ template <> struct strata_mmq_nv_wide_stage<strata_qt_iq3xxs, 1, 64, 64> { stati
 template <> struct strata_mmq_nv_wide_stage<strata_qt_iq3s, 1, 64, 64> { static constexpr bool v = true; };  // strata_mmq_iq3s_mma_r64t64
 template <> struct strata_mmq_nv_wide_stage<strata_qt_iq1m, 1, 64, 64> { static constexpr bool v = true; };  // strata_mmq_iq1m_mma_r64t64
 template <> struct strata_mmq_nv_wide_stage<strata_qt_iq1m, 1, 64, 128> { static constexpr bool v = true; };  // strata_mmq_iq1m_mma_r64t128
+// STRATA_MMQ<n>_BOUNDS: the launch bounds of the kernels that ask n resident blocks per SM
+// (kernels/prefill.go, mmqMinBlocks).
+#define STRATA_MMQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
 constexpr unsigned long strata_mmq_sizes[] = {
   sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 64, 64, true>),
   sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 128, 64, true>),
@@ -1463,7 +1466,7 @@ constexpr unsigned long strata_mmq_sizes[] = {
 };
 __shared__ __attribute__((aligned(16))) u8 strata_mmq_lds[strata_mmq_cmax(strata_mmq_sizes, sizeof(strata_mmq_sizes) / sizeof(strata_mmq_sizes[0]))];
 
-STRATA_KERNEL void __attribute__((launch_bounds(128, 4))) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1541,7 +1544,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_dp4
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void __attribute__((launch_bounds(128, 4))) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1619,7 +1622,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_dp4
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void __attribute__((launch_bounds(128, 4))) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1697,7 +1700,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_dp4
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void __attribute__((launch_bounds(128, 4))) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q6k QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1775,7 +1778,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_dp4
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void __attribute__((launch_bounds(128, 4))) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1853,7 +1856,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_d
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void __attribute__((launch_bounds(128, 4))) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1931,7 +1934,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void __attribute__((launch_bounds(128, 4))) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -2009,7 +2012,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_dp
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void __attribute__((launch_bounds(128, 4))) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq1m QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
