@@ -144,11 +144,17 @@ func (v Variant) WideStaging(family string, t Target) bool {
 // call 1 of bench/results/2026-11-29-mmq-ncu), 3 blocks of 128 threads an SM: at 512
 // tokens its 512 blocks on the H200's 132 SMs are 1.29 waves of 396, the tail leaves SMs
 // idle. At 4 blocks an SM (128 registers) they are one wave of 528. The shared array
-// (48128 bytes a block, module-wide) allows 4 blocks on an H200 SM (see MinBlocks). Values
-// are 4 (mmq.tmpl defines STRATA_MMQ4_BOUNDS) or absent.
+// (48128 bytes a block, module-wide) allows 4 blocks on an H200 SM (see MinBlocks).
+// r128t64 and r64t128 (246–255 registers, 2 blocks an SM) are asked for 3 (170 registers):
+// ptxas spilled 172–488 bytes a kernel at that cap in session 4 (call 2 of mmq-ncu, "L"),
+// never timed. Values are 3 or 4 (mmq.tmpl defines STRATA_MMQ3_BOUNDS, STRATA_MMQ4_BOUNDS).
 var mmqMinBlocks = map[string]int{
 	"mmq/iq1m/r64t64": 4, "mmq/iq2xs/r64t64": 4, "mmq/iq3s/r64t64": 4, "mmq/iq3xxs/r64t64": 4,
 	"mmq/q20/r64t64": 4, "mmq/q4k/r64t64": 4, "mmq/q6k/r64t64": 4, "mmq/q80/r64t64": 4,
+	"mmq/iq1m/r128t64": 3, "mmq/iq2xs/r128t64": 3, "mmq/iq3s/r128t64": 3, "mmq/iq3xxs/r128t64": 3,
+	"mmq/q20/r128t64": 3, "mmq/q4k/r128t64": 3, "mmq/q6k/r128t64": 3, "mmq/q80/r128t64": 3,
+	"mmq/iq1m/r64t128": 3, "mmq/iq2xs/r64t128": 3, "mmq/iq3s/r64t128": 3, "mmq/iq3xxs/r64t128": 3,
+	"mmq/q20/r64t128": 3, "mmq/q4k/r64t128": 3, "mmq/q6k/r64t128": 3, "mmq/q80/r64t128": 3,
 }
 
 // nvSMShared is the shared memory an SM of each NVIDIA target gives its resident blocks, in

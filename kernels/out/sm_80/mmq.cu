@@ -1413,6 +1413,7 @@ template <> struct strata_mmq_nv_wide_stage<strata_qt_iq1m, 1, 64, 64> { static 
 template <> struct strata_mmq_nv_wide_stage<strata_qt_iq1m, 1, 64, 128> { static constexpr bool v = true; };  // strata_mmq_iq1m_mma_r64t128
 // STRATA_MMQ<n>_BOUNDS: the launch bounds of the kernels that ask n resident blocks per SM
 // (kernels/prefill.go, mmqMinBlocks).
+#define STRATA_MMQ3_BOUNDS(n) __attribute__((launch_bounds(n, 3)))
 #define STRATA_MMQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
 constexpr unsigned long strata_mmq_sizes[] = {
   sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 64, 64, true>),
@@ -1479,7 +1480,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -1492,7 +1493,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
@@ -1557,7 +1558,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -1570,7 +1571,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
@@ -1635,7 +1636,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -1648,7 +1649,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
@@ -1713,7 +1714,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q6k QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -1726,7 +1727,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_q6k QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
@@ -1791,7 +1792,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_m
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -1804,7 +1805,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_m
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
@@ -1869,7 +1870,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -1882,7 +1883,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
@@ -1947,7 +1948,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mm
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -1960,7 +1961,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mm
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
@@ -2025,7 +2026,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mm
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq1m QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -2038,7 +2039,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mm
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_iq1m QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
