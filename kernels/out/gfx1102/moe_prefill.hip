@@ -979,7 +979,7 @@ STRATA_DEVICE void strata_moe_route(const struct strata_moe_prefill_args& p, str
   const int S = (np + nt - 1) / nt, i0 = tid * S < np ? tid * S : np, i1 = i0 + S < np ? i0 + S : np;
   for (int e = tid; e < E; e += nt) s.cnt[e] = 0;
   strata_barrier();
-  for (int i = i0; i < i1; ++i) __atomic_fetch_add(&s.cnt[p.ids[i]], 1, __ATOMIC_RELAXED);
+  for (int i = tid; i < np; i += nt) __atomic_fetch_add(&s.cnt[p.ids[i]], 1, __ATOMIC_RELAXED);
   strata_barrier();
   // Offsets and first tiles: thread ℓ sums experts 8ℓ .. 8ℓ+7, one scan, then its 8 entries.
   i32 c8 = 0, t8 = 0;
