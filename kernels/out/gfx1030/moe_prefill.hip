@@ -1020,7 +1020,10 @@ STRATA_DEVICE void strata_moe_route(const struct strata_moe_prefill_args& p, str
   }
 }
 
-// Activation source of a tile: pair list entries → rows of a Q8_1 matrix.
+// Activation source of a tile: pair list entries → rows of a Q8_1 matrix. P: the NVIDIA
+// core skips the token fragments past entry n (Src::PARTIAL; per kernel, kernels/prefill.go
+// moePartialSkip).
+template <bool P>
 struct strata_moe_src {
   const u8* w0;
   const u8* w1;
@@ -1028,7 +1031,7 @@ struct strata_moe_src {
   const i32* lst;  // the tile's list entries
   i64 rowb, r0;
   int rows, n, xrb, kdiv;  // kdiv: list entry → row of x (k_used for tokens, 1 for pairs)
-  static constexpr bool PARTIAL = true;  // n < BN is common (see the NVIDIA core)
+  static constexpr bool PARTIAL = P;
   STRATA_DEVICE_MEMBER int ncols() const { return n; }
   STRATA_DEVICE_MEMBER const u8* wrow(int m, int r) const {
     return r0 + r < rows ? (m ? w1 : w0) + (r0 + r) * rowb : nullptr;
@@ -1082,6 +1085,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   typedef strata_qt_q80 QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
+  constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
@@ -1109,7 +1113,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1141,7 +1145,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1151,6 +1155,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   typedef strata_qt_q20 QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
+  constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
@@ -1178,7 +1183,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1210,7 +1215,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1220,6 +1225,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   typedef strata_qt_q4k QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
+  constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
@@ -1247,7 +1253,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1279,7 +1285,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1289,6 +1295,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   typedef strata_qt_q6k QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
+  constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
@@ -1316,7 +1323,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1348,7 +1355,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1358,6 +1365,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   typedef strata_qt_iq2xs QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
+  constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
@@ -1385,7 +1393,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1417,7 +1425,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1427,6 +1435,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   typedef strata_qt_iq3xxs QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
+  constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
@@ -1454,7 +1463,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1486,7 +1495,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1496,6 +1505,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   typedef strata_qt_iq3s QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
+  constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
@@ -1523,7 +1533,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1555,7 +1565,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1565,6 +1575,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   typedef strata_qt_iq1m QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
+  constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
@@ -1592,7 +1603,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1624,7 +1635,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }

@@ -1020,7 +1020,10 @@ STRATA_DEVICE void strata_moe_route(const struct strata_moe_prefill_args& p, str
   }
 }
 
-// Activation source of a tile: pair list entries → rows of a Q8_1 matrix.
+// Activation source of a tile: pair list entries → rows of a Q8_1 matrix. P: the NVIDIA
+// core skips the token fragments past entry n (Src::PARTIAL; per kernel, kernels/prefill.go
+// moePartialSkip).
+template <bool P>
 struct strata_moe_src {
   const u8* w0;
   const u8* w1;
@@ -1028,7 +1031,7 @@ struct strata_moe_src {
   const i32* lst;  // the tile's list entries
   i64 rowb, r0;
   int rows, n, xrb, kdiv;  // kdiv: list entry → row of x (k_used for tokens, 1 for pairs)
-  static constexpr bool PARTIAL = true;  // n < BN is common (see the NVIDIA core)
+  static constexpr bool PARTIAL = P;
   STRATA_DEVICE_MEMBER int ncols() const { return n; }
   STRATA_DEVICE_MEMBER const u8* wrow(int m, int r) const {
     return r0 + r < rows ? (m ? w1 : w0) + (r0 + r) * rowb : nullptr;
@@ -1090,6 +1093,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   typedef strata_qt_q80 QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
+  constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
@@ -1117,7 +1121,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1149,7 +1153,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1159,6 +1163,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   typedef strata_qt_q80 QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
+  constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
@@ -1186,7 +1191,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1218,7 +1223,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1228,6 +1233,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   typedef strata_qt_q20 QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
+  constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
@@ -1255,7 +1261,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1287,7 +1293,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1297,6 +1303,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   typedef strata_qt_q20 QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
+  constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
@@ -1324,7 +1331,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1356,7 +1363,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1366,6 +1373,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   typedef strata_qt_q4k QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
+  constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
@@ -1393,7 +1401,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1425,7 +1433,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1435,6 +1443,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   typedef strata_qt_q4k QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
+  constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
@@ -1462,7 +1471,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1494,7 +1503,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1504,6 +1513,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   typedef strata_qt_q6k QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
+  constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
@@ -1531,7 +1541,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1563,7 +1573,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1573,6 +1583,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   typedef strata_qt_q6k QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
+  constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
@@ -1600,7 +1611,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1632,7 +1643,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1642,6 +1653,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   typedef strata_qt_iq2xs QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
+  constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
@@ -1669,7 +1681,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1701,7 +1713,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1711,6 +1723,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   typedef strata_qt_iq2xs QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
+  constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
@@ -1738,7 +1751,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1770,7 +1783,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1780,6 +1793,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   typedef strata_qt_iq3xxs QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
+  constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
@@ -1807,7 +1821,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1839,7 +1853,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1849,6 +1863,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   typedef strata_qt_iq3xxs QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
+  constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
@@ -1876,7 +1891,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1908,7 +1923,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1918,6 +1933,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   typedef strata_qt_iq3s QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
+  constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
@@ -1945,7 +1961,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1977,7 +1993,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1987,6 +2003,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   typedef strata_qt_iq3s QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
+  constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
@@ -2014,7 +2031,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -2046,7 +2063,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -2056,6 +2073,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   typedef strata_qt_iq1m QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
+  constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
@@ -2083,7 +2101,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -2115,7 +2133,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -2125,6 +2143,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   typedef strata_qt_iq1m QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
+  constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
@@ -2152,7 +2171,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * HM;
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{p.wg + e * p.gu_mat_bytes, p.wu + e * p.gu_mat_bytes, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -2184,7 +2203,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     strata_barrier();
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
-    const strata_moe_src src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{p.wd + e * p.d_mat_bytes, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }

@@ -1413,7 +1413,6 @@ template <> struct strata_mmq_nv_wide_stage<strata_qt_iq1m, 1, 64, 64> { static 
 template <> struct strata_mmq_nv_wide_stage<strata_qt_iq1m, 1, 64, 128> { static constexpr bool v = true; };  // strata_mmq_iq1m_mma_r64t128
 // STRATA_MMQ<n>_BOUNDS: the launch bounds of the kernels that ask n resident blocks per SM
 // (kernels/prefill.go, mmqMinBlocks).
-#define STRATA_MMQ3_BOUNDS(n) __attribute__((launch_bounds(n, 3)))
 #define STRATA_MMQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
 constexpr unsigned long strata_mmq_sizes[] = {
   sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 64, 64, true>),
@@ -1480,7 +1479,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -1493,7 +1492,7 @@ STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
@@ -1558,7 +1557,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -1571,7 +1570,7 @@ STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
@@ -1636,7 +1635,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -1649,7 +1648,7 @@ STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
@@ -1714,7 +1713,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_q6k QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -1727,7 +1726,7 @@ STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_q6k QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
@@ -1792,7 +1791,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_m
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -1805,7 +1804,7 @@ STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
@@ -1870,7 +1869,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -1883,7 +1882,7 @@ STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mm
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
@@ -1948,7 +1947,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mm
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -1961,7 +1960,7 @@ STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
@@ -2026,7 +2025,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mm
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r128t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r128t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq1m QT;
   constexpr int BM = 128, BN = 64;
   constexpr bool MMA = true;
@@ -2039,7 +2038,7 @@ STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ3_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r64t128(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq1m_mma_r64t128(const struct strata_mmq_args p) {
   typedef strata_qt_iq1m QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;

@@ -1413,7 +1413,6 @@ template <> struct strata_mmq_nv_wide_stage<strata_qt_iq1m, 1, 64, 64> { static 
 template <> struct strata_mmq_nv_wide_stage<strata_qt_iq1m, 1, 64, 128> { static constexpr bool v = true; };  // strata_mmq_iq1m_mma_r64t128
 // STRATA_MMQ<n>_BOUNDS: the launch bounds of the kernels that ask n resident blocks per SM
 // (kernels/prefill.go, mmqMinBlocks).
-#define STRATA_MMQ3_BOUNDS(n) __attribute__((launch_bounds(n, 3)))
 #define STRATA_MMQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
 constexpr unsigned long strata_mmq_sizes[] = {
   sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 64, 64, true>),
