@@ -912,7 +912,8 @@ STRATA_DEVICE void strata_mmq_run(strata_mmq_lds_t<QT, NW, BM, BN, MMA>& s, cons
 // moe_prefill: one MoE FFN layer for many tokens, in four launches of the same kernel
 // (argument phase), every expert's weights read once per tile of up to BN of its tokens:
 //
-//   phase 0 route    grid (n_expert, 1, 1) (any x from 1 gives the same result). Counts the
+//   phase 0 route    grid (n_expert, 1, 1) (blocks loop over experts, so a smaller x would
+//                    also be correct; only n_expert is tested and launched). Counts the
 //                    (token, slot) pairs of every expert, lays the experts' pair lists out
 //                    back to back in expert order (within an expert in token order, so the
 //                    schedule is deterministic) and writes the tile schedule: one (expert,
