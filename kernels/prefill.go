@@ -137,3 +137,66 @@ var mmqWideStaging = map[string]bool{
 func (v Variant) WideStaging(family string, t Target) bool {
 	return t.IsNVIDIA() && v.Values["op"] == "mma" && mmqWideStaging[family+"/"+v.Values["type"]+"/"+v.Values["tile"]]
 }
+
+// mmqMinBlocks names the NVIDIA mma kernels ("family/type/tile") compiled with a minimum of
+// resident blocks per SM (launch_bounds(128, n): ptxas then holds the kernel to
+// 65536/(128·n) registers a thread). mmq r64t64 takes 136–192 registers without it (ptxas
+// 13.0), 2–3 blocks of 128 threads an SM: at 512 tokens its 512 blocks on the H200's 132 SMs
+// are more than one wave and the tail leaves SMs idle. At 4 blocks an SM (128 registers,
+// 12–208 bytes of spills) they are one wave of 528. The shared array (48128 bytes a block,
+// module-wide) allows 4 blocks on an H200 SM (see MinBlocks).
+//
+// Chosen by bench/results/2026-11-30-prefill-route (H200, TOPS O → N at 512 / 2048 tokens,
+// N = with the bound): kept where N512 + N2048 > O512 + O2048 — Q8_0 124.5 → 144.6 / 159.3 →
+// 148.5, Q2_0 129.5 → 161.6 / 164.8 → 166.5, Q4_K 109.7 → 136.8 / 138.3 → 142.4, Q6_K 82.7
+// → 107.1 / 105.3 → 111.4, IQ2_XS 105.6 → 109.3 / 109.6 → 113.3, IQ3_XXS 104.2 → 143.8 /
+// 133.3 → 149.0, IQ3_S 104.6 → 138.7 / 133.3 → 142.8; IQ1_M lost (117.6 → 110.4 / 119.6 →
+// 114.9) and keeps none. The same call measured 3 blocks (168 registers, 244–548 bytes of
+// spills) for every r128t64 and r64t128 kernel: slower everywhere (mmq Q8_0 r64t128 176.8 →
+// 121.4 at 512 tokens), so none. Measured on sm_90 only. Values are 4 (mmq.tmpl defines
+// STRATA_MMQ4_BOUNDS) or absent.
+var mmqMinBlocks = map[string]int{
+	"mmq/iq2xs/r64t64": 4, "mmq/iq3s/r64t64": 4, "mmq/iq3xxs/r64t64": 4,
+	"mmq/q20/r64t64": 4, "mmq/q4k/r64t64": 4, "mmq/q6k/r64t64": 4, "mmq/q80/r64t64": 4,
+}
+
+// nvSMShared is the shared memory an SM of each NVIDIA target gives its resident blocks, in
+// bytes (each block also costs 1 KiB the runtime reserves). A minimum of blocks per SM is
+// only asked where that many blocks of the target's LDS budget fit: on the others the
+// register cap would buy no occupancy.
+var nvSMShared = map[string]int{"sm_80": 164 << 10, "sm_86": 100 << 10, "sm_89": 100 << 10, "sm_90": 228 << 10}
+
+// MinBlocks is the minimum of resident blocks per SM that variant v of family asks of the
+// NVIDIA compiler (mmqMinBlocks), or 0: none (the kernel carries STRATA_LAUNCH_BOUNDS).
+func (v Variant) MinBlocks(family string, t Target) int {
+	if !t.IsNVIDIA() || v.Values["op"] != "mma" {
+		return 0
+	}
+	n := mmqMinBlocks[family+"/"+v.Values["type"]+"/"+v.Values["tile"]]
+	if n*(t.LDSBytes+1024) > nvSMShared[t.Name] {
+		return 0
+	}
+	return n
+}
+
+// moePartialSkip names the NVIDIA mma moe_prefill kernels ("type/tile") whose tiles skip
+// the token fragments past the tile's last token (the mmq core's Src::PARTIAL; an expert
+// gets 32 pairs on average at 512 tokens of Qwen3-30B-A3B, so most BN = 64 tiles are half
+// empty). The skip saves matrix and fold instructions but can cost registers (moe_prefill
+// Q8_0 r64t64: 128 → 146, 4 → 3 blocks an SM), so it is chosen per kernel by
+// bench/results/2026-11-30-prefill-route: kept where the gate/up + down + combine time at
+// 512 plus 2048 tokens was lower with it (Q6_K r128t32 gate/up 699 → 580 µs at 512 tokens;
+// Q8_0 r64t64 380 → 444 without this choice). Measured on sm_90 only.
+var moePartialSkip = map[string]bool{
+	"iq1m/r128t32": true, "iq1m/r128t64": true,
+	"iq2xs/r128t32": true, "iq2xs/r128t64": true, "iq2xs/r64t64": true,
+	"iq3s/r128t32": true, "iq3xxs/r128t32": true,
+	"q20/r128t64": true,
+	"q6k/r128t32": true, "q6k/r128t64": true,
+}
+
+// PartialSkip reports whether moe_prefill variant v on t skips empty token fragments
+// (moePartialSkip); the template passes it as strata_moe_src's PARTIAL.
+func (v Variant) PartialSkip(t Target) bool {
+	return t.IsNVIDIA() && v.Values["op"] == "mma" && moePartialSkip[v.Values["type"]+"/"+v.Values["tile"]]
+}

@@ -276,7 +276,7 @@ var Specs = []Spec{
 	{
 		Family:   "moe_prefill",
 		Template: "moe_prefill",
-		Doc: "one MoE FFN layer for many tokens in four launches (phase 0 route: grid (1, 1, 1); phase 1 gate/up + SwiGLU + " +
+		Doc: "one MoE FFN layer for many tokens in four launches (phase 0 route: grid (n_expert, 1, 1); phase 1 gate/up + SwiGLU + " +
 			"Q8_1 requant: grid (ceil(n_ff/(BM/2)), max_tiles, 1); phase 2 down: grid (ceil(hidden/BM), max_tiles, 1); phase 3 " +
 			"weighted combine: grid (ceil(hidden/128), min(tokens, 65535), 1)), block (128, 1, 1), tile r<BM>t<BN>, " +
 			"max_tiles = ceil(tokens·k_used/BN) + n_expert; experts are dense stacks.",

@@ -218,7 +218,7 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 					Wd: uint64(wd[0].Ptr), Sched: uint64(sched.Ptr), List: uint64(list.Ptr), Hq: uint64(hq.Ptr), Yp: uint64(yp.Ptr), Out: uint64(out.Ptr),
 					GuMatBytes: int64(guBytes), DMatBytes: int64(dBytes), Tokens: int32(tokens), KUsed: kUsed, NExpert: experts,
 					Hidden: hidden, NFf: ff, XRowBlocks: hidden / 32, Ldo: hidden}
-				grids := []gpu.Dim3{{X: 1, Y: 1, Z: 1}, {X: uint32((ff + bm/2 - 1) / (bm / 2)), Y: uint32(tiles), Z: 1},
+				grids := []gpu.Dim3{{X: uint32(experts), Y: 1, Z: 1}, {X: uint32((ff + bm/2 - 1) / (bm / 2)), Y: uint32(tiles), Z: 1},
 					{X: uint32((hidden + bm - 1) / bm), Y: uint32(tiles), Z: 1}, {X: uint32((hidden + abi.MoePrefillThreads - 1) / abi.MoePrefillThreads), Y: uint32(tokens), Z: 1}}
 				var secs [4]float64
 				for ph := 0; ph < 4; ph++ {

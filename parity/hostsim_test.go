@@ -25,7 +25,8 @@ import (
 // by default it runs one small shape on a representative subset (the 16-split, min and piece
 // types; both ops; both tiles; both NVIDIA staging forms: mmq Q6_K r64t64 and the moe_prefill
 // Q8_0 variants are wide, mmq IQ1_M r128t64 and moe_prefill Q6_K r64t64 4-byte, see
-// kernels/prefill.go mmqWideStaging); STRATA_HOSTSIM_ALL=1 runs every variant on two shapes
+// kernels/prefill.go mmqWideStaging; moe_prefill Q6_K r128t32 skips empty token fragments,
+// moePartialSkip); STRATA_HOSTSIM_ALL=1 runs every variant on two shapes
 // each (minutes).
 func TestPrefillHostSim(t *testing.T) {
 	cxx, target, root := hostSimTools(t)
@@ -54,8 +55,13 @@ func TestPrefillHostSim(t *testing.T) {
 			{"tokens=9,k=2,experts=6,hidden=256,ff=256,all-to-0", []int{9, 2, 6, 256, 256, 1}},
 			{"tokens=20,k=3,experts=5,hidden=288,ff=288", []int{20, 3, 5, 288, 288, 0}},
 		}, func(v kernels.Variant) bool {
-			// Q8_0 stages in the wide form at every tile, Q6_K r64t64 in the 4-byte form.
-			return v.Values["type"]+"/"+v.Values["op"] == "q80/mma" || v.Values["type"]+"/"+v.Values["op"]+"/"+v.Values["tile"] == "q6k/mma/r64t64"
+			// Q8_0 stages in the wide form at every tile, Q6_K r64t64 in the 4-byte form; Q6_K
+			// r128t32 skips empty token fragments (kernels/prefill.go moePartialSkip).
+			switch v.Values["type"] + "/" + v.Values["op"] + "/" + v.Values["tile"] {
+			case "q6k/mma/r64t64", "q6k/mma/r128t32":
+				return true
+			}
+			return v.Values["type"]+"/"+v.Values["op"] == "q80/mma"
 		}},
 	} {
 		name := fc.family

@@ -357,7 +357,7 @@ func runMoePrefill(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.
 	ptr := func(b map[string]Buf, n string) uint64 { return b[n].Ptr() }
 
 	// Phase 0: route.
-	r0, us, err := in.phase(h, fn, 0, gpu.Dim3{X: 1, Y: 1, Z: 1}, func(a *abi.MoePrefillArgs, b map[string]Buf) {
+	r0, us, err := in.phase(h, fn, 0, gpu.Dim3{X: uint32(in.experts), Y: 1, Z: 1}, func(a *abi.MoePrefillArgs, b map[string]Buf) {
 		a.Ids, a.Sched, a.List = ptr(b, "ids"), ptr(b, "sched"), ptr(b, "list")
 	}, map[string][]byte{"ids": int32Bytes(in.ids)}, map[string][]byte{"sched": make([]byte, 4*len(in.schedRef))},
 		map[string]int{"list": 4 * np}, []string{"sched", "list"})

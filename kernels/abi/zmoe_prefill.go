@@ -9,7 +9,7 @@ import (
 
 /*
 MoePrefillArgs is the launch-argument struct of every strata_moe_prefill_* kernel (C: struct strata_moe_prefill_args).
-one MoE FFN layer for many tokens in four launches (phase 0 route: grid (1, 1, 1); phase 1 gate/up + SwiGLU + Q8_1 requant: grid (ceil(n_ff/(BM/2)), max_tiles, 1); phase 2 down: grid (ceil(hidden/BM), max_tiles, 1); phase 3 weighted combine: grid (ceil(hidden/128), min(tokens, 65535), 1)), block (128, 1, 1), tile r<BM>t<BN>, max_tiles = ceil(tokens·k_used/BN) + n_expert; experts are dense stacks.
+one MoE FFN layer for many tokens in four launches (phase 0 route: grid (n_expert, 1, 1); phase 1 gate/up + SwiGLU + Q8_1 requant: grid (ceil(n_ff/(BM/2)), max_tiles, 1); phase 2 down: grid (ceil(hidden/BM), max_tiles, 1); phase 3 weighted combine: grid (ceil(hidden/128), min(tokens, 65535), 1)), block (128, 1, 1), tile r<BM>t<BN>, max_tiles = ceil(tokens·k_used/BN) + n_expert; experts are dense stacks.
 */
 type MoePrefillArgs struct {
 	X          uint64 // offset 0: device address of const u8[]; hidden state as Q8_1 [tokens][x_row_blocks] (phase 1); 4-byte aligned

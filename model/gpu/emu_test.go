@@ -530,7 +530,7 @@ func (m *emu) moePrefill(variant string, grid rt.Dim3, a abi.MoePrefillArgs) {
 	}
 	switch a.Phase {
 	case 0:
-		want(rt.Dim3{X: 1, Y: 1, Z: 1})
+		want(rt.Dim3{X: uint32(E), Y: 1, Z: 1}) // one block per expert
 		ids := make([]int32, np)
 		seen := map[[2]int]bool{}
 		for p := range ids {

@@ -643,7 +643,7 @@ func (e *Engine) moeRuns(runs []stackRun, idsBuf string, out rt.DevPtr) error {
 			Yp: uint64(m.Ptr(bufPYp)), Out: uint64(out.Add(uintptr(4 * r.t0 * H))), GuMatBytes: stride, DMatBytes: stride,
 			Tokens: int32(tok), KUsed: int32(r.kUsed), NExpert: int32(r.span), Hidden: int32(H), NFf: int32(F), XRowBlocks: int32(H / 32), Ldo: int32(H)}
 		mt := maxTiles(tok*r.kUsed, r.span)
-		for phase, g := range []rt.Dim3{dim(1), {X: blocks(F, 32), Y: uint32(mt), Z: 1}, {X: blocks(H, 64), Y: uint32(mt), Z: 1},
+		for phase, g := range []rt.Dim3{dim(uint32(r.span)), {X: blocks(F, 32), Y: uint32(mt), Z: 1}, {X: blocks(H, 64), Y: uint32(mt), Z: 1},
 			{X: blocks(H, 128), Y: uint32(min(tok, 65535)), Z: 1}} {
 			a.Phase = int32(phase)
 			if err := e.launch(key, g, abi.MoePrefillThreads, a.Bytes()); err != nil {

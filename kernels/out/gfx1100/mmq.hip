@@ -911,6 +911,8 @@ struct strata_mmq_src {
   const u8* x;
   i64 rowb, r0, t0;
   int rows, tokens, xrb;
+  static constexpr bool PARTIAL = false;  // every token tile but the last is full
+  STRATA_DEVICE_MEMBER int ncols() const { return tokens - (int)t0; }
   STRATA_DEVICE_MEMBER const u8* wrow(int, int r) const { return r0 + r < rows ? w + (r0 + r) * rowb : nullptr; }
   STRATA_DEVICE_MEMBER const u8* xblk(int c, int g) const {
     return t0 + c < tokens ? x + ((t0 + c) * xrb + g) * 36 : nullptr;

@@ -1057,6 +1057,11 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
   const int tid = (int)strata_thread_x(), wv = tid >> 5;
   const int g = (tid & 31) >> 2, t = tid & 3;
   const int wr = (wv & 1) * WM, wt = (wv >> 1) * WN;
+  // Tiles that hold fewer than BN tokens (a MoE expert's last or only tile: at 512 tokens
+  // an expert of Qwen3-30B-A3B gets 32 pairs on average) skip the token fragments past the
+  // last token, warp-uniformly: their outputs are never written (Src::PARTIAL, moe_prefill).
+  // The staging still zeroes their activation rows, so nothing else changes.
+  const int nc = Src::PARTIAL ? src.ncols() : BN;
   strata_mma_c cm;
 #pragma unroll
   for (int e = 0; e < 8; ++e) cm.v[e] = STRATA_MMQ_MAGIC_BITS;
@@ -1088,12 +1093,14 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
 #pragma unroll
     for (int kg = 0; kg < KT; ++kg) {
       if (kg >= nk) break;
+      if (Src::PARTIAL && wt >= nc) break;  // the warp's tokens are all past the tile's last
       // Token operands and scales of the warp's WN tokens: for call j, half h, x&1: token
       // wt + 16j + 8h + 2t + (x&1).
       strata_mma_b32 b[FN];
       f32 dx[FN][2][2], sx[FN][2][2];
 #pragma unroll
       for (int j = 0; j < FN; ++j) {
+        if (Src::PARTIAL && wt + 16 * j >= nc) break;
         b[j] = strata_mmq_ld_b(&s.x[wt + 16 * j][32 * kg]);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -1121,6 +1128,7 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
           }
 #pragma unroll
           for (int j = 0; j < FN; ++j) {
+            if (Src::PARTIAL && wt + 16 * j >= nc) break;
             strata_mma_c d0, d1;
             if constexpr (SPLIT) {
               strata_mma_a16 alo, ahi;
@@ -1368,6 +1376,8 @@ struct strata_mmq_src {
   const u8* x;
   i64 rowb, r0, t0;
   int rows, tokens, xrb;
+  static constexpr bool PARTIAL = false;  // every token tile but the last is full
+  STRATA_DEVICE_MEMBER int ncols() const { return tokens - (int)t0; }
   STRATA_DEVICE_MEMBER const u8* wrow(int, int r) const { return r0 + r < rows ? w + (r0 + r) * rowb : nullptr; }
   STRATA_DEVICE_MEMBER const u8* xblk(int c, int g) const {
     return t0 + c < tokens ? x + ((t0 + c) * xrb + g) * 36 : nullptr;
@@ -1401,6 +1411,9 @@ template <> struct strata_mmq_nv_wide_stage<strata_qt_iq3xxs, 1, 64, 64> { stati
 template <> struct strata_mmq_nv_wide_stage<strata_qt_iq3s, 1, 64, 64> { static constexpr bool v = true; };  // strata_mmq_iq3s_mma_r64t64
 template <> struct strata_mmq_nv_wide_stage<strata_qt_iq1m, 1, 64, 64> { static constexpr bool v = true; };  // strata_mmq_iq1m_mma_r64t64
 template <> struct strata_mmq_nv_wide_stage<strata_qt_iq1m, 1, 64, 128> { static constexpr bool v = true; };  // strata_mmq_iq1m_mma_r64t128
+// STRATA_MMQ<n>_BOUNDS: the launch bounds of the kernels that ask n resident blocks per SM
+// (kernels/prefill.go, mmqMinBlocks).
+#define STRATA_MMQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
 constexpr unsigned long strata_mmq_sizes[] = {
   sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 64, 64, true>),
   sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 128, 64, true>),
@@ -1453,7 +1466,7 @@ constexpr unsigned long strata_mmq_sizes[] = {
 };
 __shared__ __attribute__((aligned(16))) u8 strata_mmq_lds[strata_mmq_cmax(strata_mmq_sizes, sizeof(strata_mmq_sizes) / sizeof(strata_mmq_sizes[0]))];
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q80 QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1531,7 +1544,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q80_dp4
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q20 QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1609,7 +1622,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q20_dp4
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q4k QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1687,7 +1700,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q4k_dp4
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_q6k QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1765,7 +1778,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_q6k_dp4
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq2xs QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1843,7 +1856,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq2xs_d
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3xxs QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
@@ -1921,7 +1934,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3xxs_
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r64t64(const struct strata_mmq_args p) {
+STRATA_KERNEL void STRATA_MMQ4_BOUNDS(128) STRATA_MMQ_VGPRS strata_mmq_iq3s_mma_r64t64(const struct strata_mmq_args p) {
   typedef strata_qt_iq3s QT;
   constexpr int BM = 64, BN = 64;
   constexpr bool MMA = true;
