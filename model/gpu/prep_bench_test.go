@@ -13,7 +13,10 @@ import (
 
 	"github.com/strata-hip/strata/kernels/abi"
 	"github.com/strata-hip/strata/model"
+	"github.com/strata-hip/strata/quant"
+	_ "github.com/strata-hip/strata/runtime/cuda" // the backends TestPrepBench opens a device through
 	rt "github.com/strata-hip/strata/runtime/gpu"
+	_ "github.com/strata-hip/strata/runtime/hip"
 )
 
 // TestPrepBench (STRATA_PREP_BENCH=1, STRATA_BENCH_MODEL=path.gguf, STRATA_CO_DIR): on
@@ -57,9 +60,29 @@ func TestPrepBench(t *testing.T) {
 	}
 	defer src.Close()
 	d2d := d2dCeiling(t, dev)
-	tokens, ktTokens := env("STRATA_BENCH_TOKENS", 128), env("STRATA_BENCH_KT_TOKENS", 16)
+	modes := strings.Split(cmp.Or(os.Getenv("STRATA_PREP_MODES"), "old,new,old,new"), ",")
+	prepBench(t, dev, src, Options{CODir: dir, Ctx: env("STRATA_BENCH_CTX", 1024)}, d2d, modes,
+		env("STRATA_BENCH_TOKENS", 128), env("STRATA_BENCH_KT_TOKENS", 16), filepath.Base(os.Getenv("STRATA_BENCH_MODEL")))
+}
+
+// TestPrepBenchFake runs TestPrepBench's sequence on the fake device (the emulator's
+// kernels, tiny models), so that a device call does not find its mistakes.
+func TestPrepBenchFake(t *testing.T) {
+	for _, preset := range []string{"tiny", "tiny-next"} {
+		dev, fake := newFakeDeviceArch(1<<30, fakeTarget)
+		fake.emu = newEmu()
+		o := Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20}
+		prepBench(t, dev, presetSource(t, preset, quant.Q4_K), o, 1, []string{"old", "new"}, 4, 2, preset)
+		if fake.emu.err != nil {
+			t.Fatal(fake.emu.err)
+		}
+	}
+}
+
+// prepBench is TestPrepBench after the device, the model and the d2d ceiling (GB/s).
+func prepBench(t *testing.T, dev *rt.Device, src model.Source, o Options, d2d float64, modes []string, tokens, ktTokens int, name string) {
 	t0 := time.Now()
-	eng, err := Load(dev, src, Options{CODir: dir, Ctx: env("STRATA_BENCH_CTX", 1024)})
+	eng, err := Load(dev, src, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +99,7 @@ func TestPrepBench(t *testing.T) {
 	c := eng.Config()
 	bound := (dense + float64(c.Layers*c.ExpertsUsed)*float64(eng.Plan().SlotBytes)) / (d2d * 1e9) * 1e3
 	fmt.Printf("model %s on %s: loaded in %.1f s; d2d %.0f GB/s (read + written, this run); bound %.3f ms/token\n",
-		filepath.Base(os.Getenv("STRATA_BENCH_MODEL")), dev.Info().Name, time.Since(t0).Seconds(), d2d, bound)
+		name, dev.Info().Name, time.Since(t0).Seconds(), d2d, bound)
 	prompt := []int32{1, 2, 3, 4, 5, 6, 7, 8}
 	setPath := func(mode string) {
 		if mode != "old" && mode != "new" {
@@ -86,7 +109,7 @@ func TestPrepBench(t *testing.T) {
 	}
 	fmt.Println("| path | mean ms/token | median ms/token | tok/s (mean) | host launches/token | node updates/token | graphs/token | bound ms | bound/achieved |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-	for _, mode := range strings.Split(cmp.Or(os.Getenv("STRATA_PREP_MODES"), "old,new,old,new"), ",") {
+	for _, mode := range modes {
 		mode = strings.TrimSpace(mode)
 		setPath(mode)
 		if err := eng.Reset(); err != nil {
