@@ -13,7 +13,7 @@ AttentionDecodeArgs is the launch-argument struct of every strata_attention_deco
 one query token against an f16 or int8 KV cache, grouped-query heads, split along the sequence: split (grid (nkv·ceil(nh/nkv/8), nsplit, 1)) writes per-split softmax partials of up to 8 q heads of a kv group, reduce (grid (nh, 1, 1)) combines them and applies the optional sigmoid output gate; store (grid (ceil(kv_rows·nkv·hd/64), 1, 1)) writes new f32 K/V rows into the cache in its format; prep (grid (ceil((nh+2·nkv)/4), 1, 1)) is one decode token's per-head q and k RMSNorm, NeoX rope of q and k and the store of k and v at the device position pos[0], in one launch (q in place); reduceq is reduce that also writes out as Q8_1 blocks (oq); block (128, 1, 1).
 */
 type AttentionDecodeArgs struct {
-	Q        uint64  // offset 0: device address of const float[]; query, nh × hd f32 (normed and rotated)
+	Q        uint64  // offset 0: device address of const float[]; query, nh × hd f32 (normed and rotated); prep: the projection's q, rewritten in place normed and rotated
 	K        uint64  // offset 8: device address of const u8[]; key cache: n × nkv × hd fp16 (f16) or int8 (q8); 16-byte aligned; store writes it
 	V        uint64  // offset 16: device address of const u8[]; value cache, as k
 	Ks       uint64  // offset 24: device address of const u16[]; q8: key scales, n × nkv × hd/32 fp16; f16: unused (0)
@@ -29,8 +29,8 @@ type AttentionDecodeArgs struct {
 	Nsplit   int32   // offset 84: ceil(n / split_len)
 	Scale    float32 // offset 88: score scale, 1/√hd
 	_        [4]byte // offset 92: explicit padding
-	Kn       uint64  // offset 96: device address of const float[]; store: new keys, kv_rows × nkv × hd f32
-	Vn       uint64  // offset 104: device address of const float[]; store: new values, as kn
+	Kn       uint64  // offset 96: device address of const float[]; store: new keys, kv_rows × nkv × hd f32; prep: the token's projected k (normed and rotated into the cache, left as it is)
+	Vn       uint64  // offset 104: device address of const float[]; store: new values, as kn; prep: the token's v
 	KvPos    int32   // offset 112: store: the cache position of the first new row
 	KvRows   int32   // offset 116: store: rows to write (positions kv_pos.. kv_pos+kv_rows−1)
 	Qw       uint64  // offset 120: device address of const float[]; prep: per-head q norm weight, hd f32

@@ -16,7 +16,7 @@
 
 // Launch arguments, passed by value as the kernel's only parameter (Go: abi.AttentionDecodeArgs).
 struct strata_attention_decode_args {
-  const float* q; // offset 0: query, nh × hd f32 (normed and rotated)
+  const float* q; // offset 0: query, nh × hd f32 (normed and rotated); prep: the projection's q, rewritten in place normed and rotated
   const u8* k; // offset 8: key cache: n × nkv × hd fp16 (f16) or int8 (q8); 16-byte aligned; store writes it
   const u8* v; // offset 16: value cache, as k
   const u16* ks; // offset 24: q8: key scales, n × nkv × hd/32 fp16; f16: unused (0)
@@ -32,8 +32,8 @@ struct strata_attention_decode_args {
   int nsplit; // offset 84: ceil(n / split_len)
   float scale; // offset 88: score scale, 1/√hd
   unsigned char _pad0[4]; // offset 92: explicit padding
-  const float* kn; // offset 96: store: new keys, kv_rows × nkv × hd f32
-  const float* vn; // offset 104: store: new values, as kn
+  const float* kn; // offset 96: store: new keys, kv_rows × nkv × hd f32; prep: the token's projected k (normed and rotated into the cache, left as it is)
+  const float* vn; // offset 104: store: new values, as kn; prep: the token's v
   int kv_pos; // offset 112: store: the cache position of the first new row
   int kv_rows; // offset 116: store: rows to write (positions kv_pos.. kv_pos+kv_rows−1)
   const float* qw; // offset 120: prep: per-head q norm weight, hd f32
