@@ -53,10 +53,12 @@ var Specs = []Spec{
 		Doc: "one query token against an f16 or int8 KV cache, grouped-query heads, split along the sequence: " +
 			"split (grid (nkv·ceil(nh/nkv/8), nsplit, 1)) writes per-split softmax partials of up to 8 q heads of a kv group, reduce (grid (nh, 1, 1)) combines them " +
 			"and applies the optional sigmoid output gate; store (grid (ceil(kv_rows·nkv·hd/64), 1, 1)) writes new f32 K/V " +
-			"rows into the cache in its format; block (128, 1, 1).",
+			"rows into the cache in its format; prep (grid (ceil((nh+2·nkv)/4), 1, 1)) is one decode token's per-head q and k " +
+			"RMSNorm, NeoX rope of q and k and the store of k and v at the device position pos[0], in one launch (q in place); " +
+			"reduceq is reduce that also writes out as Q8_1 blocks (oq); block (128, 1, 1).",
 		Threads: 128,
 		Args: []Arg{
-			{Name: "q", Type: ArgPtr, CType: "const float", Doc: "query, nh × hd f32 (normed and rotated)"},
+			{Name: "q", Type: ArgPtr, CType: "const float", Doc: "query, nh × hd f32 (normed and rotated); prep: the projection's q, rewritten in place normed and rotated"},
 			{Name: "k", Type: ArgPtr, CType: "const u8", Doc: "key cache: n × nkv × hd fp16 (f16) or int8 (q8); 16-byte aligned; store writes it"},
 			{Name: "v", Type: ArgPtr, CType: "const u8", Doc: "value cache, as k"},
 			{Name: "ks", Type: ArgPtr, CType: "const u16", Doc: "q8: key scales, n × nkv × hd/32 fp16; f16: unused (0)"},
@@ -71,13 +73,20 @@ var Specs = []Spec{
 			{Name: "split_len", Type: ArgI32, Doc: "positions per split (> 0)"},
 			{Name: "nsplit", Type: ArgI32, Doc: "ceil(n / split_len)"},
 			{Name: "scale", Type: ArgF32, Doc: "score scale, 1/√hd"},
-			{Name: "kn", Type: ArgPtr, CType: "const float", Doc: "store: new keys, kv_rows × nkv × hd f32"},
-			{Name: "vn", Type: ArgPtr, CType: "const float", Doc: "store: new values, as kn"},
+			{Name: "kn", Type: ArgPtr, CType: "const float", Doc: "store: new keys, kv_rows × nkv × hd f32; prep: the token's projected k (normed and rotated into the cache, left as it is)"},
+			{Name: "vn", Type: ArgPtr, CType: "const float", Doc: "store: new values, as kn; prep: the token's v"},
 			{Name: "kv_pos", Type: ArgI32, Doc: "store: the cache position of the first new row"},
 			{Name: "kv_rows", Type: ArgI32, Doc: "store: rows to write (positions kv_pos.. kv_pos+kv_rows−1)"},
+			{Name: "qw", Type: ArgPtr, CType: "const float", Doc: "prep: per-head q norm weight, hd f32"},
+			{Name: "kw", Type: ArgPtr, CType: "const float", Doc: "prep: per-head k norm weight, hd f32"},
+			{Name: "pos", Type: ArgPtr, CType: "const int", Doc: "prep: the token's position (one int32 on the device, ≥ 0, < 2²⁴): the rope angle's and the cache row written"},
+			{Name: "freq", Type: ArgPtr, CType: "const float", Doc: "prep: rot_dims/2 f32 rope frequencies, float32(1/theta^(float32(2i)/float32(rot_dims)))"},
+			{Name: "oq", Type: ArgPtr, CType: "u8", Doc: "reduceq: out as nh·hd/32 Q8_1 blocks (36 bytes), as quantize_q8_1 makes them; 4-byte aligned"},
+			{Name: "rot_dims", Type: ArgI32, Doc: "prep: rotated values per head (NeoX), even, ≤ hd"},
+			{Name: "eps", Type: ArgF32, Doc: "prep: epsilon inside the norms' root"},
 		},
 		Axes: []Axis{
-			{Name: "stage", Values: []Value{{Name: "split"}, {Name: "reduce"}, {Name: "store"}}},
+			{Name: "stage", Values: []Value{{Name: "split"}, {Name: "reduce"}, {Name: "store"}, {Name: "prep"}, {Name: "reduceq"}}},
 			{Name: "kv", Values: []Value{{Name: "f16"}, {Name: "q8"}}},
 		},
 	},

@@ -82,10 +82,12 @@ var attentionStoreCache = Bound{Name: "cache", Exact: true, Why: `
 func init() {
 	b := []Bound{attentionDecodeOut}
 	st := []Bound{attentionStoreCache}
+	rq := []Bound{attentionDecodeOut, reduceqOQ}
 	register(&Family{
 		Name: "attention_decode",
 		Bounds: map[string][]Bound{"split_f16": b, "split_q8": b, "reduce_f16": b, "reduce_q8": b,
-			"store_f16": st, "store_q8": st},
+			"store_f16": st, "store_q8": st, "reduceq_f16": rq, "reduceq_q8": rq,
+			"prep_f16": {prepQ, prepKF16, prepCache}, "prep_q8": {prepQ, prepKQ8, prepCache}},
 		Cases: []Case{
 			{"n=1,nh=16,nkv=2,hd=256,gate", []int{1, 16, 2, 256, 1, 1}},
 			{"n=7,nh=4,nkv=4,hd=128", []int{7, 4, 4, 128, 0, 1}},
@@ -105,8 +107,13 @@ func init() {
 			{"n=2049,nh=32,nkv=4,hd=128,split=24", []int{2049, 32, 4, 128, 0, 1, 24}},
 			{"n=4096,nh=16,nkv=2,hd=256,gate,split=32", []int{4096, 16, 2, 256, 1, 1, 32}},
 		},
-		Run:       runAttentionDecode,
-		SelfCheck: selfCheckAttentionDecode,
+		Run: runAttentionDecode,
+		SelfCheck: func(c Case, rng *rand.Rand) error {
+			if err := selfCheckAttentionPrep(c, rng); err != nil {
+				return fmt.Errorf("prep: %w", err)
+			}
+			return selfCheckAttentionDecode(c, rng)
+		},
 	})
 }
 
@@ -375,6 +382,9 @@ func runAttentionDecode(h *Harness, symbol string, c Case, bounds []Bound, rng *
 	if strings.Contains(symbol, "_store_") {
 		return runAttentionStore(h, symbol, c, bounds, rng)
 	}
+	if strings.Contains(symbol, "_prep_") {
+		return runAttentionPrep(h, symbol, c, bounds, rng)
+	}
 	s := attentionShape(c)
 	q8 := strings.HasSuffix(symbol, "_q8")
 	a := attentionInputs(rng, s, q8)
@@ -382,6 +392,10 @@ func runAttentionDecode(h *Harness, symbol string, c Case, bounds []Bound, rng *
 	split, reduce := abi.SymAttentionDecodeSplitF16, abi.SymAttentionDecodeReduceF16
 	if q8 {
 		split, reduce = abi.SymAttentionDecodeSplitQ8, abi.SymAttentionDecodeReduceQ8
+	}
+	withQ := strings.Contains(symbol, "_reduceq_") // reduce writing out as Q8_1 too
+	if withQ {
+		reduce = symbol
 	}
 	fs, err := h.Mod.Func(split)
 	if err != nil {
@@ -412,7 +426,15 @@ func runAttentionDecode(h *Harness, symbol string, c Case, bounds []Bound, rng *
 	if err != nil {
 		return Outcome{}, err
 	}
-	args := abi.AttentionDecodeArgs{Q: in[0].Ptr(), K: in[1].Ptr(), V: in[2].Ptr(), Part: part.Ptr(), Out: out.Ptr(),
+	outs := []Buf{out}
+	var oq Buf
+	if withQ {
+		if oq, err = h.Output(s.nh * s.hd / 32 * 36); err != nil {
+			return Outcome{}, err
+		}
+		outs = append(outs, oq)
+	}
+	args := abi.AttentionDecodeArgs{Q: in[0].Ptr(), K: in[1].Ptr(), V: in[2].Ptr(), Part: part.Ptr(), Out: out.Ptr(), Oq: oq.ptrOr0(),
 		N: int32(s.n), Nh: int32(s.nh), Nkv: int32(s.nkv), Hd: int32(s.hd), SplitLen: int32(sl), Nsplit: int32(ns),
 		Scale: float32(1 / math.Sqrt(float64(s.hd)))}
 	next := 3
@@ -428,11 +450,18 @@ func runAttentionDecode(h *Harness, symbol string, c Case, bounds []Bound, rng *
 	got, el, err := h.runSeq([]seqLaunch{
 		{fs, gpu.Dim3{X: uint32(s.nkv * attentionHeadChunks(s.nh/s.nkv)), Y: uint32(ns), Z: 1}, block, ab},
 		{fr, gpu.Dim3{X: uint32(s.nh), Y: 1, Z: 1}, block, ab},
-	}, out)
+	}, outs...)
 	if err != nil {
 		return Outcome{}, err
 	}
 	reports := map[string]Report{"out": CompareRows(moF64s(bytesF32(got[0])), want, s.hd, func(r int) float64 { return scale[r] })}
+	if withQ {
+		wq := make([]byte, len(got[1]))
+		if err := quant.QuantizeQ8_1GPU(bytesF32(got[0]), wq); err != nil {
+			return Outcome{}, err
+		}
+		reports["oq"] = CompareExact(got[1], wq)
+	}
 	// Bytes: the cache read once (K and V, scales), q, gate and out.
 	kv := int64(len(a.k) + len(a.v) + len(a.ks) + len(a.vs))
 	o := Outcome{Reports: reports, Kernel: el.Seconds() * 1e6, Bytes: kv + int64(4*s.nh*s.hd*(2+s.gate))}

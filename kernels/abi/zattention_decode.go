@@ -10,10 +10,10 @@ import (
 
 /*
 AttentionDecodeArgs is the launch-argument struct of every strata_attention_decode_* kernel (C: struct strata_attention_decode_args).
-one query token against an f16 or int8 KV cache, grouped-query heads, split along the sequence: split (grid (nkv·ceil(nh/nkv/8), nsplit, 1)) writes per-split softmax partials of up to 8 q heads of a kv group, reduce (grid (nh, 1, 1)) combines them and applies the optional sigmoid output gate; store (grid (ceil(kv_rows·nkv·hd/64), 1, 1)) writes new f32 K/V rows into the cache in its format; block (128, 1, 1).
+one query token against an f16 or int8 KV cache, grouped-query heads, split along the sequence: split (grid (nkv·ceil(nh/nkv/8), nsplit, 1)) writes per-split softmax partials of up to 8 q heads of a kv group, reduce (grid (nh, 1, 1)) combines them and applies the optional sigmoid output gate; store (grid (ceil(kv_rows·nkv·hd/64), 1, 1)) writes new f32 K/V rows into the cache in its format; prep (grid (ceil((nh+2·nkv)/4), 1, 1)) is one decode token's per-head q and k RMSNorm, NeoX rope of q and k and the store of k and v at the device position pos[0], in one launch (q in place); reduceq is reduce that also writes out as Q8_1 blocks (oq); block (128, 1, 1).
 */
 type AttentionDecodeArgs struct {
-	Q        uint64  // offset 0: device address of const float[]; query, nh × hd f32 (normed and rotated)
+	Q        uint64  // offset 0: device address of const float[]; query, nh × hd f32 (normed and rotated); prep: the projection's q, rewritten in place normed and rotated
 	K        uint64  // offset 8: device address of const u8[]; key cache: n × nkv × hd fp16 (f16) or int8 (q8); 16-byte aligned; store writes it
 	V        uint64  // offset 16: device address of const u8[]; value cache, as k
 	Ks       uint64  // offset 24: device address of const u16[]; q8: key scales, n × nkv × hd/32 fp16; f16: unused (0)
@@ -29,31 +29,42 @@ type AttentionDecodeArgs struct {
 	Nsplit   int32   // offset 84: ceil(n / split_len)
 	Scale    float32 // offset 88: score scale, 1/√hd
 	_        [4]byte // offset 92: explicit padding
-	Kn       uint64  // offset 96: device address of const float[]; store: new keys, kv_rows × nkv × hd f32
-	Vn       uint64  // offset 104: device address of const float[]; store: new values, as kn
+	Kn       uint64  // offset 96: device address of const float[]; store: new keys, kv_rows × nkv × hd f32; prep: the token's projected k (normed and rotated into the cache, left as it is)
+	Vn       uint64  // offset 104: device address of const float[]; store: new values, as kn; prep: the token's v
 	KvPos    int32   // offset 112: store: the cache position of the first new row
 	KvRows   int32   // offset 116: store: rows to write (positions kv_pos.. kv_pos+kv_rows−1)
+	Qw       uint64  // offset 120: device address of const float[]; prep: per-head q norm weight, hd f32
+	Kw       uint64  // offset 128: device address of const float[]; prep: per-head k norm weight, hd f32
+	Pos      uint64  // offset 136: device address of const int[]; prep: the token's position (one int32 on the device, ≥ 0, < 2²⁴): the rope angle's and the cache row written
+	Freq     uint64  // offset 144: device address of const float[]; prep: rot_dims/2 f32 rope frequencies, float32(1/theta^(float32(2i)/float32(rot_dims)))
+	Oq       uint64  // offset 152: device address of u8[]; reduceq: out as nh·hd/32 Q8_1 blocks (36 bytes), as quantize_q8_1 makes them; 4-byte aligned
+	RotDims  int32   // offset 160: prep: rotated values per head (NeoX), even, ≤ hd
+	Eps      float32 // offset 164: prep: epsilon inside the norms' root
 }
 
 // AttentionDecodeArgsSize is sizeof(struct strata_attention_decode_args) in bytes.
-const AttentionDecodeArgsSize = 120
+const AttentionDecodeArgsSize = 168
 
 // AttentionDecodeThreads is the block size (x) every attention_decode kernel is compiled for.
 const AttentionDecodeThreads = 128
 
 // Kernel symbols of every attention_decode variant; CodeObject.Symbol says which a target has.
 const (
-	SymAttentionDecodeSplitF16  = "strata_attention_decode_split_f16"  // variant split_f16
-	SymAttentionDecodeSplitQ8   = "strata_attention_decode_split_q8"   // variant split_q8
-	SymAttentionDecodeReduceF16 = "strata_attention_decode_reduce_f16" // variant reduce_f16
-	SymAttentionDecodeReduceQ8  = "strata_attention_decode_reduce_q8"  // variant reduce_q8
-	SymAttentionDecodeStoreF16  = "strata_attention_decode_store_f16"  // variant store_f16
-	SymAttentionDecodeStoreQ8   = "strata_attention_decode_store_q8"   // variant store_q8
+	SymAttentionDecodeSplitF16   = "strata_attention_decode_split_f16"   // variant split_f16
+	SymAttentionDecodeSplitQ8    = "strata_attention_decode_split_q8"    // variant split_q8
+	SymAttentionDecodeReduceF16  = "strata_attention_decode_reduce_f16"  // variant reduce_f16
+	SymAttentionDecodeReduceQ8   = "strata_attention_decode_reduce_q8"   // variant reduce_q8
+	SymAttentionDecodeStoreF16   = "strata_attention_decode_store_f16"   // variant store_f16
+	SymAttentionDecodeStoreQ8    = "strata_attention_decode_store_q8"    // variant store_q8
+	SymAttentionDecodePrepF16    = "strata_attention_decode_prep_f16"    // variant prep_f16
+	SymAttentionDecodePrepQ8     = "strata_attention_decode_prep_q8"     // variant prep_q8
+	SymAttentionDecodeReduceqF16 = "strata_attention_decode_reduceq_f16" // variant reduceq_f16
+	SymAttentionDecodeReduceqQ8  = "strata_attention_decode_reduceq_q8"  // variant reduceq_q8
 )
 
 // Compile-time guards: building fails if the size or an offset drifts from the C static_asserts.
 var (
-	_ = [1]struct{}{}[unsafe.Sizeof(AttentionDecodeArgs{})-120]
+	_ = [1]struct{}{}[unsafe.Sizeof(AttentionDecodeArgs{})-168]
 	_ = [1]struct{}{}[unsafe.Offsetof(AttentionDecodeArgs{}.Q)-0]
 	_ = [1]struct{}{}[unsafe.Offsetof(AttentionDecodeArgs{}.K)-8]
 	_ = [1]struct{}{}[unsafe.Offsetof(AttentionDecodeArgs{}.V)-16]
@@ -73,6 +84,13 @@ var (
 	_ = [1]struct{}{}[unsafe.Offsetof(AttentionDecodeArgs{}.Vn)-104]
 	_ = [1]struct{}{}[unsafe.Offsetof(AttentionDecodeArgs{}.KvPos)-112]
 	_ = [1]struct{}{}[unsafe.Offsetof(AttentionDecodeArgs{}.KvRows)-116]
+	_ = [1]struct{}{}[unsafe.Offsetof(AttentionDecodeArgs{}.Qw)-120]
+	_ = [1]struct{}{}[unsafe.Offsetof(AttentionDecodeArgs{}.Kw)-128]
+	_ = [1]struct{}{}[unsafe.Offsetof(AttentionDecodeArgs{}.Pos)-136]
+	_ = [1]struct{}{}[unsafe.Offsetof(AttentionDecodeArgs{}.Freq)-144]
+	_ = [1]struct{}{}[unsafe.Offsetof(AttentionDecodeArgs{}.Oq)-152]
+	_ = [1]struct{}{}[unsafe.Offsetof(AttentionDecodeArgs{}.RotDims)-160]
+	_ = [1]struct{}{}[unsafe.Offsetof(AttentionDecodeArgs{}.Eps)-164]
 )
 
 /*
@@ -100,5 +118,12 @@ func (a *AttentionDecodeArgs) Bytes() []byte {
 	binary.LittleEndian.PutUint64(b[104:], a.Vn)
 	binary.LittleEndian.PutUint32(b[112:], uint32(a.KvPos))
 	binary.LittleEndian.PutUint32(b[116:], uint32(a.KvRows))
+	binary.LittleEndian.PutUint64(b[120:], a.Qw)
+	binary.LittleEndian.PutUint64(b[128:], a.Kw)
+	binary.LittleEndian.PutUint64(b[136:], a.Pos)
+	binary.LittleEndian.PutUint64(b[144:], a.Freq)
+	binary.LittleEndian.PutUint64(b[152:], a.Oq)
+	binary.LittleEndian.PutUint32(b[160:], uint32(a.RotDims))
+	binary.LittleEndian.PutUint32(b[164:], math.Float32bits(a.Eps))
 	return b
 }

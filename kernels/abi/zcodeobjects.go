@@ -25,6 +25,18 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "store_q8",
 		Symbol: "strata_attention_decode_store_q8",
+	}, {
+		Name:   "prep_f16",
+		Symbol: "strata_attention_decode_prep_f16",
+	}, {
+		Name:   "prep_q8",
+		Symbol: "strata_attention_decode_prep_q8",
+	}, {
+		Name:   "reduceq_f16",
+		Symbol: "strata_attention_decode_reduceq_f16",
+	}, {
+		Name:   "reduceq_q8",
+		Symbol: "strata_attention_decode_reduceq_q8",
 	}},
 	Vendor: "amd",
 }, {
@@ -374,6 +386,18 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "store_q8",
 		Symbol: "strata_attention_decode_store_q8",
+	}, {
+		Name:   "prep_f16",
+		Symbol: "strata_attention_decode_prep_f16",
+	}, {
+		Name:   "prep_q8",
+		Symbol: "strata_attention_decode_prep_q8",
+	}, {
+		Name:   "reduceq_f16",
+		Symbol: "strata_attention_decode_reduceq_f16",
+	}, {
+		Name:   "reduceq_q8",
+		Symbol: "strata_attention_decode_reduceq_q8",
 	}},
 	Vendor: "amd",
 }, {
@@ -774,6 +798,18 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "store_q8",
 		Symbol: "strata_attention_decode_store_q8",
+	}, {
+		Name:   "prep_f16",
+		Symbol: "strata_attention_decode_prep_f16",
+	}, {
+		Name:   "prep_q8",
+		Symbol: "strata_attention_decode_prep_q8",
+	}, {
+		Name:   "reduceq_f16",
+		Symbol: "strata_attention_decode_reduceq_f16",
+	}, {
+		Name:   "reduceq_q8",
+		Symbol: "strata_attention_decode_reduceq_q8",
 	}},
 	Vendor: "amd",
 }, {
@@ -1174,6 +1210,18 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "store_q8",
 		Symbol: "strata_attention_decode_store_q8",
+	}, {
+		Name:   "prep_f16",
+		Symbol: "strata_attention_decode_prep_f16",
+	}, {
+		Name:   "prep_q8",
+		Symbol: "strata_attention_decode_prep_q8",
+	}, {
+		Name:   "reduceq_f16",
+		Symbol: "strata_attention_decode_reduceq_f16",
+	}, {
+		Name:   "reduceq_q8",
+		Symbol: "strata_attention_decode_reduceq_q8",
 	}},
 	Vendor: "amd",
 }, {
@@ -1574,6 +1622,18 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "store_q8",
 		Symbol: "strata_attention_decode_store_q8",
+	}, {
+		Name:   "prep_f16",
+		Symbol: "strata_attention_decode_prep_f16",
+	}, {
+		Name:   "prep_q8",
+		Symbol: "strata_attention_decode_prep_q8",
+	}, {
+		Name:   "reduceq_f16",
+		Symbol: "strata_attention_decode_reduceq_f16",
+	}, {
+		Name:   "reduceq_q8",
+		Symbol: "strata_attention_decode_reduceq_q8",
 	}},
 	Vendor: "amd",
 }, {
@@ -1974,6 +2034,18 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "store_q8",
 		Symbol: "strata_attention_decode_store_q8",
+	}, {
+		Name:   "prep_f16",
+		Symbol: "strata_attention_decode_prep_f16",
+	}, {
+		Name:   "prep_q8",
+		Symbol: "strata_attention_decode_prep_q8",
+	}, {
+		Name:   "reduceq_f16",
+		Symbol: "strata_attention_decode_reduceq_f16",
+	}, {
+		Name:   "reduceq_q8",
+		Symbol: "strata_attention_decode_reduceq_q8",
 	}},
 	Vendor: "amd",
 }, {
@@ -2374,6 +2446,18 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "store_q8",
 		Symbol: "strata_attention_decode_store_q8",
+	}, {
+		Name:   "prep_f16",
+		Symbol: "strata_attention_decode_prep_f16",
+	}, {
+		Name:   "prep_q8",
+		Symbol: "strata_attention_decode_prep_q8",
+	}, {
+		Name:   "reduceq_f16",
+		Symbol: "strata_attention_decode_reduceq_f16",
+	}, {
+		Name:   "reduceq_q8",
+		Symbol: "strata_attention_decode_reduceq_q8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -2966,6 +3050,18 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "store_q8",
 		Symbol: "strata_attention_decode_store_q8",
+	}, {
+		Name:   "prep_f16",
+		Symbol: "strata_attention_decode_prep_f16",
+	}, {
+		Name:   "prep_q8",
+		Symbol: "strata_attention_decode_prep_q8",
+	}, {
+		Name:   "reduceq_f16",
+		Symbol: "strata_attention_decode_reduceq_f16",
+	}, {
+		Name:   "reduceq_q8",
+		Symbol: "strata_attention_decode_reduceq_q8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3558,6 +3654,18 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "store_q8",
 		Symbol: "strata_attention_decode_store_q8",
+	}, {
+		Name:   "prep_f16",
+		Symbol: "strata_attention_decode_prep_f16",
+	}, {
+		Name:   "prep_q8",
+		Symbol: "strata_attention_decode_prep_q8",
+	}, {
+		Name:   "reduceq_f16",
+		Symbol: "strata_attention_decode_reduceq_f16",
+	}, {
+		Name:   "reduceq_q8",
+		Symbol: "strata_attention_decode_reduceq_q8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4150,6 +4258,18 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "store_q8",
 		Symbol: "strata_attention_decode_store_q8",
+	}, {
+		Name:   "prep_f16",
+		Symbol: "strata_attention_decode_prep_f16",
+	}, {
+		Name:   "prep_q8",
+		Symbol: "strata_attention_decode_prep_q8",
+	}, {
+		Name:   "reduceq_f16",
+		Symbol: "strata_attention_decode_reduceq_f16",
+	}, {
+		Name:   "reduceq_q8",
+		Symbol: "strata_attention_decode_reduceq_q8",
 	}},
 	Vendor: "nvidia",
 }, {

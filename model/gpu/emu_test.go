@@ -312,6 +312,10 @@ func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 	case "attention_decode":
 		a := args[abi.AttentionDecodeArgs](b)
 		nh, nkv, hd, n := int(a.Nh), int(a.Nkv), int(a.Hd), int(a.N)
+		if variant == "prep_f16" {
+			m.attentionPrep(grid, a)
+			return
+		}
 		if strings.HasPrefix(variant, "store") {
 			if variant != "store_f16" {
 				m.fail("attention_decode: the emulator covers the f16 cache only")
@@ -344,6 +348,11 @@ func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 		}
 		for h := 0; h < nh; h++ {
 			attendHead(m, m.f32s(a.Q+uint64(4*h*hd), hd), n, h/(nh/nkv), h16, a.K, a.V, a.Scale, a.Gate, a.Out, h*hd)
+		}
+		if variant == "reduceq_f16" { // out also as Q8_1 blocks
+			m.putQ81(a.Oq, m.f32s(a.Out, nh*hd))
+		} else if variant != "reduce_f16" {
+			m.fail("attention_decode: the emulator has no variant %s", variant)
 		}
 	case "moe_decode":
 		a := args[abi.MoeDecodeArgs](b)
@@ -606,6 +615,56 @@ func (m *emu) moePrefill(variant string, grid rt.Dim3, a abi.MoePrefillArgs) {
 		}
 	default:
 		m.fail("moe_prefill: phase %d", a.Phase)
+	}
+}
+
+// attentionPrep renders attention_decode/prep_f16: each q and k head normed as rmsnorm's
+// f32 rendering does it and rotated as rope's, in place for q; k and v stored into the f16
+// cache at the position pos[0] holds.
+func (m *emu) attentionPrep(grid rt.Dim3, a abi.AttentionDecodeArgs) {
+	nh, nkv, hd, half := int(a.Nh), int(a.Nkv), int(a.Hd), int(a.RotDims)/2
+	if grid != (rt.Dim3{X: uint32((nh + 2*nkv + 3) / 4), Y: 1, Z: 1}) {
+		m.fail("attention_decode/prep_f16 launched with grid %v for %d + 2·%d heads", grid, nh, nkv)
+	}
+	if hd%32 != 0 || hd > 256 || half > hd/2 || half < 0 {
+		m.fail("attention_decode/prep_f16: hd %d, rot_dims %d break the contract", hd, a.RotDims)
+	}
+	pos := int(int32(binary.LittleEndian.Uint32(m.at(a.Pos, 4))))
+	norm := func(x []float32, w uint64) {
+		var ss float64
+		for _, v := range x {
+			ss += float64(v) * float64(v)
+		}
+		inv := float32(1 / math.Sqrt(ss/float64(hd)+float64(a.Eps)))
+		wt := m.f32s(w, hd)
+		for j := range x {
+			x[j] = x[j] * inv * wt[j]
+		}
+		for j := 0; j < half; j++ {
+			ang := float64(float32(pos) * m.f32(a.Freq, j))
+			c, s := float32(math.Cos(ang)), float32(math.Sin(ang))
+			x0, x1 := x[j], x[j+half]
+			x[j], x[j+half] = x0*c-x1*s, x1*c+x0*s
+		}
+	}
+	for h := 0; h < nh; h++ {
+		x := m.f32s(a.Q+uint64(4*h*hd), hd)
+		norm(x, a.Qw)
+		for j, v := range x {
+			m.setF32(a.Q, h*hd+j, v)
+		}
+	}
+	store := func(cache uint64, x []float32, h int) {
+		dst := m.at(cache+uint64(2*(pos*nkv*hd+h*hd)), 2*hd)
+		for i, v := range x {
+			binary.LittleEndian.PutUint16(dst[2*i:], quant.F32ToF16(v))
+		}
+	}
+	for h := 0; h < nkv; h++ {
+		k := m.f32s(a.Kn+uint64(4*h*hd), hd)
+		norm(k, a.Kw)
+		store(a.K, k, h)
+		store(a.V, m.f32s(a.Vn+uint64(4*h*hd), hd), h)
 	}
 }
 

@@ -79,6 +79,10 @@ type Options struct {
 	NoResident bool
 	// NoFuse: store every dense matrix on its own, one launch each (measurement baseline).
 	NoFuse bool
+	// NoAttnPrep: decode attention through the separate q/k norm, rope, store and
+	// quantize_q8_1 launches instead of attention_decode's prep and reduceq (forward.go;
+	// measurement baseline, also Engine.SetAttnPrep).
+	NoAttnPrep bool
 	// NoRowNorm: single-row norms through rmsnorm (one wave) instead of rmsnorm_row
 	// (measurement baseline).
 	NoRowNorm bool
@@ -165,6 +169,7 @@ type Engine struct {
 	kRope, kStore, kSplit, kReduce *kernel
 	kQuant, kMoe, kArgmax          *kernel
 	kConv, kRec                    *kernel // qwen3next
+	kPrep, kReduceQ                *kernel // attention_decode prep and reduceq (forward.go)
 	// per-token host buffers reused across tokens
 	idsBuf, slotBuf []int
 	missBuf         []Miss // mapped misses: promote's per-layer misses, its copies and their slots
@@ -187,6 +192,7 @@ type Engine struct {
 	fused     map[string]fusedPart
 
 	hostKV, noFuse, noRowNorm bool
+	noAttnPrep                bool // Options.NoAttnPrep
 	// resident: the cache holds every expert of every layer (all copied in at load), so no
 	// layer needs its ids on the host before its experts run: each layer's phase 0 writes
 	// its own row of bufIDs, one download after the last layer brings them all back, and the
@@ -397,7 +403,8 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	if o.MapPromote > 0 && o.Misses == MissCopy {
 		return nil, fmt.Errorf("model/gpu: a mapped promotion cap (%d) without mapped misses has no effect (set Misses to MissMap or MissAuto, or leave MapPromote 0)", o.MapPromote)
 	}
-	e = &Engine{dev: dev, cfg: c, vocab: m.Vocab, src: src, fns: map[string]*rt.Func{}, noFuse: o.NoFuse, noRowNorm: o.NoRowNorm, ktimes: o.KernelTimes}
+	e = &Engine{dev: dev, cfg: c, vocab: m.Vocab, src: src, fns: map[string]*rt.Func{}, noFuse: o.NoFuse, noRowNorm: o.NoRowNorm, ktimes: o.KernelTimes,
+		noAttnPrep: o.NoAttnPrep}
 	partial := e
 	defer func() {
 		if err != nil {
@@ -1071,6 +1078,7 @@ func (e *Engine) prepare(o Options) error {
 	for _, k := range []struct{ fam, variant string }{
 		{"rmsnorm", "f32"}, {"rmsnorm", "q81"}, {"rmsnorm", "addq81"}, {"rope", "neox"},
 		{"attention_decode", "split_f16"}, {"attention_decode", "reduce_f16"}, {"attention_decode", "store_f16"}, {"quantize_q8_1", "f32"},
+		{"attention_decode", "prep_f16"}, {"attention_decode", "reduceq_f16"},
 		{"moe_decode", typeVariant[e.expType]}, {"rmsnorm", "add"},
 		{"rmsnorm_row", "q81"}, {"rmsnorm_row", "addq81"}, {"rmsnorm_row", "add"}, {"rmsnorm_row", "f32"},
 		{"sample", "argmax"},
@@ -1151,6 +1159,7 @@ func (e *Engine) records(mmvqRows map[string]int) {
 	e.kSplit, e.kReduce = e.kern["attention_decode/split_f16"], e.kern["attention_decode/reduce_f16"]
 	e.kQuant, e.kMoe, e.kArgmax = e.kern["quantize_q8_1/f32"], e.kern["moe_decode/"+typeVariant[e.expType]], e.kern["sample/argmax"]
 	e.kConv, e.kRec = e.kern["gated_delta_net/conv"], e.kern["gated_delta_net/recurrent"]
+	e.kPrep, e.kReduceQ = e.kern["attention_decode/prep_f16"], e.kern["attention_decode/reduceq_f16"]
 	mats := func(l *gLayer) []*dmat {
 		return []*dmat{&l.wq, &l.wk, &l.wv, &l.wo, &l.router, &l.wqkv, &l.wz, &l.wba, &l.wout, &l.shInp, &l.in, &l.routerSh}
 	}

@@ -552,6 +552,61 @@ func (e *Engine) attention(l *gLayer) error {
 			}
 		}
 	}
+	vcache := l.kv.Add(uintptr(e.ctx * e.kvd * 2))
+	prep := e.attnPrep()
+	if prep {
+		// q and k normed per head and rotated, k and v stored at the position bufPos holds:
+		// one launch for attnInputs' four; its arguments stay the same from token to token.
+		pa := abi.AttentionDecodeArgs{Q: uint64(q), K: uint64(l.kv), V: uint64(vcache), Kn: uint64(k), Vn: uint64(v),
+			Qw: uint64(l.qNorm), Kw: uint64(l.kNorm), Pos: uint64(m.Ptr(bufPos)), Freq: uint64(m.Ptr(bufFreq)),
+			Nh: int32(nh), Nkv: int32(nkv), Hd: int32(hd), RotDims: int32(c.RopeDim), Eps: c.Eps}
+		if err := e.launchK(e.kPrep, dim(blocks(nh+2*nkv, abi.AttentionDecodeThreads/32)), abi.AttentionDecodeThreads, rt.Args(&pa)); err != nil {
+			return err
+		}
+	} else if err := e.attnInputs(l, q, k, v, vcache); err != nil {
+		return err
+	}
+	n := e.pos + 1
+	sl := splitLen(n, e.attnSplit)
+	nsplit := (n + sl - 1) / sl
+	o := m.Ptr(bufO)
+	a := abi.AttentionDecodeArgs{Q: uint64(q), K: uint64(l.kv), V: uint64(vcache), Gate: uint64(gate),
+		Part: uint64(m.Ptr(bufPart)), Out: uint64(o), N: int32(n), Nh: int32(nh), Nkv: int32(nkv), Hd: int32(hd),
+		SplitLen: int32(sl), Nsplit: int32(nsplit), Scale: float32(1 / math.Sqrt(float64(hd)))}
+	// split: one block per (kv group, split) serving every q head of the group.
+	if err := e.launchK(e.kSplit, rt.Dim3{X: uint32(nkv), Y: uint32(nsplit), Z: 1}, abi.AttentionDecodeThreads, rt.Args(&a)); err != nil {
+		return err
+	}
+	if prep { // reduceq: o and its Q8_1 blocks, so wo needs no quantize_q8_1 launch
+		oq := m.Ptr(bufOQ)
+		a.Oq = uint64(oq)
+		if err := e.launchK(e.kReduceQ, dim(uint32(nh)), abi.AttentionDecodeThreads, rt.Args(&a)); err != nil {
+			return err
+		}
+		return e.mmvq(l.wo, oq, o, proj)
+	}
+	if err := e.launchK(e.kReduce, dim(uint32(nh)), abi.AttentionDecodeThreads, rt.Args(&a)); err != nil {
+		return err
+	}
+	return e.project(l.wo, o, e.qd, proj)
+}
+
+// attnPrep: a decode token's attention inputs go through attention_decode's prep and its
+// output through reduceq, unless Options.NoAttnPrep or HostKV (whose host append reads
+// the f32 k that prep does not write back).
+func (e *Engine) attnPrep() bool { return !e.noAttnPrep && !e.hostKV }
+
+// SetAttnPrep sets Options.NoAttnPrep to !on on a loaded engine, between tokens, for a
+// comparison on one engine (each path captures its own graphs: graphKey).
+func (e *Engine) SetAttnPrep(on bool) { e.noAttnPrep = !on }
+
+// attnInputs is the path before prep: per-head q and k norms (rmsnorm f32), rope (one
+// launch when q and k are adjacent, else two) and the store of k and v into the cache
+// at e.pos (attention_decode's store, or the host append with HostKV).
+func (e *Engine) attnInputs(l *gLayer, q, k, v, vcache rt.DevPtr) error {
+	c := &e.cfg
+	m := e.mem
+	hd, nh, nkv := c.HeadDim, c.Heads, c.HeadsKV
 	for _, p := range []struct {
 		buf   rt.DevPtr
 		w     rt.DevPtr
@@ -581,7 +636,6 @@ func (e *Engine) attention(l *gLayer) error {
 			}
 		}
 	}
-	vcache := l.kv.Add(uintptr(e.ctx * e.kvd * 2))
 	if e.hostKV {
 		if err := e.appendKV(l, k, v, e.ctx); err != nil {
 			return err
@@ -593,21 +647,7 @@ func (e *Engine) attention(l *gLayer) error {
 			return err
 		}
 	}
-	n := e.pos + 1
-	sl := splitLen(n, e.attnSplit)
-	nsplit := (n + sl - 1) / sl
-	o := m.Ptr(bufO)
-	a := abi.AttentionDecodeArgs{Q: uint64(q), K: uint64(l.kv), V: uint64(vcache), Gate: uint64(gate),
-		Part: uint64(m.Ptr(bufPart)), Out: uint64(o), N: int32(n), Nh: int32(nh), Nkv: int32(nkv), Hd: int32(hd),
-		SplitLen: int32(sl), Nsplit: int32(nsplit), Scale: float32(1 / math.Sqrt(float64(hd)))}
-	// split: one block per (kv group, split) serving every q head of the group.
-	if err := e.launchK(e.kSplit, rt.Dim3{X: uint32(nkv), Y: uint32(nsplit), Z: 1}, abi.AttentionDecodeThreads, rt.Args(&a)); err != nil {
-		return err
-	}
-	if err := e.launchK(e.kReduce, dim(uint32(nh)), abi.AttentionDecodeThreads, rt.Args(&a)); err != nil {
-		return err
-	}
-	return e.project(l.wo, o, e.qd, proj)
+	return nil
 }
 
 // project quantizes the f32 vector o of n values to Q8_1 and multiplies it by w into dst.

@@ -15,8 +15,10 @@ import (
 // output's download. Submitting it launch by launch costs the host ~4 µs a launch on the
 // H200, more than the GPU needs for most of them; one captured graph replaces that with
 // one launch and an update of the kernel nodes whose grid or arguments changed since
-// (attention_decode's store, split and reduce, whose position, length and split count
-// follow the token; sample/argmax's n).
+// (attention_decode's split and reduce or reduceq, whose length and split count follow the
+// token, and store on the path without prep, whose position does; sample/argmax's n).
+// attention_decode's prep reads the position from the device (bufPos, uploaded from the
+// staging row inside the graph), so its node never changes.
 //
 // The token's code runs unchanged in three modes. Plain: launches and copies go to the
 // stream. Capture: the first token of each variant (graphKey) runs inside a stream capture:
@@ -38,7 +40,8 @@ import (
 //
 // What changes the sequence's shape is the key: whether the step makes logits, what it
 // leaves for the caller (logits or the argmax token), the staging row its ids go to (two
-// alternate by token) and the delta-net conv state it reads (two alternate by token).
+// alternate by token), the delta-net conv state it reads (two alternate by token) and the
+// attention path (prep and reduceq, or the launches before them: Engine.SetAttnPrep).
 // Graphs are off with KernelTimes (events between launches), PlainLaunch (captures need
 // the bound Launcher), HostKV (a sync per attention layer), on the non-resident path (the
 // host looks experts up between phases) and the batched prompt path; and after a capture
@@ -51,6 +54,7 @@ type graphKey struct {
 	outMode int
 	idsOff  int // the staging row of the ids download
 	convPar int
+	prep    bool // attention through attention_decode's prep and reduceq (Engine.attnPrep)
 }
 
 // graphKeyOf is the key of a step: the output mode counts only when the step makes
@@ -59,7 +63,7 @@ type graphKey struct {
 // of Forward and one of ForwardArgmax, or two qwen3moe tokens, would capture separate
 // graphs of the same launches and fill maxGraphs twice as fast.
 func (e *Engine) graphKeyOf(wantLogits bool, idsOff int) graphKey {
-	k := graphKey{logits: wantLogits, idsOff: idsOff}
+	k := graphKey{logits: wantLogits, idsOff: idsOff, prep: e.attnPrep()}
 	if wantLogits {
 		k.outMode = e.outMode
 	}

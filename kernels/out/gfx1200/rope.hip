@@ -43,6 +43,7 @@ static_assert(__builtin_offsetof(struct strata_rope_args, rot_dims) == 40, "stra
 // Layout: one thread per rotated pair (row, i); grid x = ceil(rows·rot_dims/2 / 256).
 // Per launch: reads and writes 8·rows·rot_dims/2 bytes, reads 4 bytes of pos and freq per
 // pair (cached); ~30 flops per pair (one f64 multiply-subtract).
+
 STRATA_DEVICE void rope_sincos(f32 a, f32* s, f32* c) {
   const double ad = (double)a;
   const double k = __builtin_rint(ad * 0.636619772367581343076);
