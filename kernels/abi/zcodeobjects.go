@@ -121,6 +121,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "fill",
+	Path:   "gfx1030/fill.co",
+	Target: "gfx1030",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_fill_u32",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "gated_delta_net",
 	Path:   "gfx1030/gated_delta_net.co",
 	Target: "gfx1030",
@@ -467,6 +476,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "bf16",
 		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "fill",
+	Path:   "gfx1100/fill.co",
+	Target: "gfx1100",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_fill_u32",
 	}},
 	Vendor: "amd",
 }, {
@@ -870,6 +888,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "fill",
+	Path:   "gfx1101/fill.co",
+	Target: "gfx1101",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_fill_u32",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "gated_delta_net",
 	Path:   "gfx1101/gated_delta_net.co",
 	Target: "gfx1101",
@@ -1267,6 +1294,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "bf16",
 		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "fill",
+	Path:   "gfx1102/fill.co",
+	Target: "gfx1102",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_fill_u32",
 	}},
 	Vendor: "amd",
 }, {
@@ -1670,6 +1706,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "fill",
+	Path:   "gfx1200/fill.co",
+	Target: "gfx1200",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_fill_u32",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "gated_delta_net",
 	Path:   "gfx1200/gated_delta_net.co",
 	Target: "gfx1200",
@@ -2070,6 +2115,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "fill",
+	Path:   "gfx1201/fill.co",
+	Target: "gfx1201",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_fill_u32",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "gated_delta_net",
 	Path:   "gfx1201/gated_delta_net.co",
 	Target: "gfx1201",
@@ -2467,6 +2521,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "bf16",
 		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "fill",
+	Path:   "sm_80/fill.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_fill_u32",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3062,6 +3125,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "fill",
+	Path:   "sm_86/fill.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_fill_u32",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "gated_delta_net",
 	Path:   "sm_86/gated_delta_net.ptx",
 	Target: "sm_86",
@@ -3654,6 +3726,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "fill",
+	Path:   "sm_89/fill.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_fill_u32",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "gated_delta_net",
 	Path:   "sm_89/gated_delta_net.ptx",
 	Target: "sm_89",
@@ -4243,6 +4324,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "bf16",
 		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "fill",
+	Path:   "sm_90/fill.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_fill_u32",
 	}},
 	Vendor: "nvidia",
 }, {
