@@ -147,6 +147,23 @@ var Specs = []Spec{
 		Axes: []Axis{{Name: "type", Values: []Value{{Name: "q80"}, {Name: "f16"}, {Name: "bf16"}}}},
 	},
 	{
+		// Its own family because a family has one argument struct (gen's
+		// TestSourcesDefineTheirSymbols): the argument struct must be runtime/gpu's probe layout
+		// exactly (runtime/gpu TestProbeArgsMatchABI), which no other family's is.
+		Family:   "fill",
+		Template: "fill",
+		Doc: "mapping probe: stores v into the n 32-bit words at p, one thread per word; runtime/gpu proves mapped host " +
+			"memory with it (Device.SetProbe) where the runtime has no kernel of its own (HIP); " +
+			"launch grid (ceil(n/64), 1, 1), block (64, 1, 1).",
+		Threads: 64,
+		Args: []Arg{
+			{Name: "p", Type: ArgPtr, CType: "u32", Doc: "n words, 4-byte aligned: device memory or the device alias of mapped host memory"},
+			{Name: "n", Type: ArgU32, Doc: "words to store (> 0)"},
+			{Name: "v", Type: ArgU32, Doc: "the value stored into each"},
+		},
+		Axes: []Axis{{Name: "word", Values: []Value{{Name: "u32"}}}},
+	},
+	{
 		Family:   "gated_delta_net",
 		Template: "gated_delta_net",
 		Doc: "Qwen3-Next gated delta-net after its projections: conv (grid (ceil(c/512), min(t, 65535), 1)) is the causal " +

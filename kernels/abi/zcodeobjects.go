@@ -133,6 +133,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "fill",
+	Path:   "gfx1030/fill.co",
+	Target: "gfx1030",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_fill_u32",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "gated_delta_net",
 	Path:   "gfx1030/gated_delta_net.co",
 	Target: "gfx1030",
@@ -491,6 +500,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "bf16",
 		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "fill",
+	Path:   "gfx1100/fill.co",
+	Target: "gfx1100",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_fill_u32",
 	}},
 	Vendor: "amd",
 }, {
@@ -906,6 +924,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "fill",
+	Path:   "gfx1101/fill.co",
+	Target: "gfx1101",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_fill_u32",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "gated_delta_net",
 	Path:   "gfx1101/gated_delta_net.co",
 	Target: "gfx1101",
@@ -1315,6 +1342,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "bf16",
 		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "fill",
+	Path:   "gfx1102/fill.co",
+	Target: "gfx1102",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_fill_u32",
 	}},
 	Vendor: "amd",
 }, {
@@ -1730,6 +1766,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "fill",
+	Path:   "gfx1200/fill.co",
+	Target: "gfx1200",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_fill_u32",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "gated_delta_net",
 	Path:   "gfx1200/gated_delta_net.co",
 	Target: "gfx1200",
@@ -2142,6 +2187,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "fill",
+	Path:   "gfx1201/fill.co",
+	Target: "gfx1201",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_fill_u32",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "gated_delta_net",
 	Path:   "gfx1201/gated_delta_net.co",
 	Target: "gfx1201",
@@ -2551,6 +2605,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "bf16",
 		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "fill",
+	Path:   "sm_80/fill.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_fill_u32",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3158,6 +3221,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "fill",
+	Path:   "sm_86/fill.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_fill_u32",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "gated_delta_net",
 	Path:   "sm_86/gated_delta_net.ptx",
 	Target: "sm_86",
@@ -3762,6 +3834,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "fill",
+	Path:   "sm_89/fill.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_fill_u32",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "gated_delta_net",
 	Path:   "sm_89/gated_delta_net.ptx",
 	Target: "sm_89",
@@ -4363,6 +4444,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "bf16",
 		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "fill",
+	Path:   "sm_90/fill.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_fill_u32",
 	}},
 	Vendor: "nvidia",
 }, {

@@ -431,6 +431,11 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	if e.ks, err = loadKernels(dev, o.CODir, fams); err != nil {
 		return nil, err
 	}
+	if o.Misses != MissCopy { // a mapping is proven by a kernel; where the runtime has none, ours (kernels.go)
+		if err := e.ks.registerProbe(dev, o.CODir); err != nil && o.Misses == MissMap {
+			return nil, fmt.Errorf("model/gpu: mapped expert misses (--expert-misses map) need a kernel that proves the mapping: %w (build the code objects with `just co`, or use --expert-misses copy or auto)", err)
+		}
+	}
 	shape, dense, err := e.shape()
 	if err != nil {
 		return nil, err
@@ -849,6 +854,9 @@ func (e *Engine) pinExperts(prog func(string, ...any), o Options) error {
 	}
 	e.expT = tensors
 	want, why := e.mapMisses(o)
+	if want && e.ks.probeErr != nil { // nothing can prove the mapping (registerProbe)
+		want, why = false, e.ks.probeErr.Error()
+	}
 	if want {
 		if err := e.pinMapped(int(n)); err != nil {
 			if o.Misses == MissMap {

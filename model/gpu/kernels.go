@@ -21,10 +21,20 @@ var ErrMissingKernel = errors.New("model/gpu: missing kernel")
 // greedy token of ForwardArgmax.
 var families = []string{"rmsnorm", "rmsnorm_row", "mmvq", "rope", "attention_decode", "quantize_q8_1", "moe_decode", "sample"}
 
+// probeFamily is the mapping-probe kernel (kernels/templates/fill.tmpl): where the
+// runtime has no probe of its own (rt.Device.BuiltinProbe: HIP), the engine registers its
+// strata_fill_u32 with the device (registerProbe) so that mapped expert memory can be
+// proven, and Options.Misses MissAuto can map; its arguments are runtime/gpu's probe
+// struct (runtime/gpu TestProbeArgsMatchABI).
+const probeFamily = "fill"
+
 // kernelSet is the loaded code objects of one device.
 type kernelSet struct {
 	target string
 	mods   map[string]*rt.Module
+	// probeErr: why no mapping probe could be registered on a device without a built-in
+	// one (registerProbe); nil when one is, or none is needed.
+	probeErr error
 }
 
 // loadKernels loads every family the engine needs from dir (the `just co` output).
@@ -36,25 +46,61 @@ func loadKernels(dev *rt.Device, dir string, families []string) (*kernelSet, err
 	}
 	ks := &kernelSet{target: target, mods: map[string]*rt.Module{}}
 	for _, f := range families {
-		co, ok := abi.Find(target, f)
-		if !ok {
-			ks.close()
-			return nil, fmt.Errorf("%w: the GPU engine needs kernel family %s, which this build has no code object of for %s (kernels/abi); use --backend cpu",
-				ErrMissingKernel, f, target)
-		}
-		img, err := os.ReadFile(filepath.Join(dir, co.Path))
-		if err != nil {
-			ks.close()
-			return nil, fmt.Errorf("%w: kernel family %s: %v (build the code objects with `just co`, or set STRATA_CO_DIR)", ErrMissingKernel, f, err)
-		}
-		m, err := dev.LoadModule(rt.CodeObject{Name: co.Path, Target: co.Target, Image: img})
-		if err != nil {
+		if err := ks.load(dev, dir, f); err != nil {
 			ks.close()
 			return nil, err
 		}
-		ks.mods[f] = m
 	}
 	return ks, nil
+}
+
+// load loads family's code object from dir.
+func (ks *kernelSet) load(dev *rt.Device, dir, family string) error {
+	co, ok := abi.Find(ks.target, family)
+	if !ok {
+		return fmt.Errorf("%w: the GPU engine needs kernel family %s, which this build has no code object of for %s (kernels/abi); use --backend cpu",
+			ErrMissingKernel, family, ks.target)
+	}
+	img, err := os.ReadFile(filepath.Join(dir, co.Path))
+	if err != nil {
+		return fmt.Errorf("%w: kernel family %s: %v (build the code objects with `just co`, or set STRATA_CO_DIR)", ErrMissingKernel, family, err)
+	}
+	m, err := dev.LoadModule(rt.CodeObject{Name: co.Path, Target: co.Target, Image: img})
+	if err != nil {
+		return err
+	}
+	ks.mods[family] = m
+	return nil
+}
+
+// registerProbe makes the device able to prove mapped host memory before anything is
+// pinned mapped: where its runtime has no probe of its own (rt.Device.BuiltinProbe), it
+// loads the fill family from dir and registers strata_fill_u32 with the device; the
+// registration ends when the set is closed (unloading the module unregisters it). It
+// returns, and keeps as probeErr, why it could not (a missing fill code object): the
+// engine then copies misses under MissAuto, saying so, and refuses MissMap.
+func (ks *kernelSet) registerProbe(dev *rt.Device, dir string) error {
+	if dev.BuiltinProbe() {
+		return nil
+	}
+	ks.probeErr = func() error {
+		if ks.mods[probeFamily] == nil {
+			if err := ks.load(dev, dir, probeFamily); err != nil {
+				return err
+			}
+		}
+		fn, err := ks.fn(probeFamily, "u32")
+		if err != nil {
+			return err
+		}
+		dev.SetProbe(fn)
+		return nil
+	}()
+	if ks.probeErr != nil {
+		info := dev.Info()
+		ks.probeErr = fmt.Errorf("%s (%s) has no built-in mapping probe and the engine could not register its own: %w", info.ID(), info.Name, ks.probeErr)
+	}
+	return ks.probeErr
 }
 
 // fn returns the kernel of family's variant.

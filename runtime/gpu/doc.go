@@ -50,8 +50,9 @@
 //   - Device.Register pins memory the caller owns; it must not be Go-heap memory (use
 //     an anonymous mapping, e.g. from AllocAnon) and must outlive Unregister.
 //   - A HostBuffer's device alias (HostBuffer.Mapped) is used only after a kernel
-//     proved it can write through it (CUDA: a built-in PTX kernel; HIP: a probe
-//     registered with SetProbe); otherwise Mapped says why and callers copy.
+//     proved it can write through it (CUDA: a built-in PTX kernel; HIP, whose driver
+//     reports no built-in one (Device.BuiltinProbe): a probe registered with SetProbe,
+//     the generated strata_fill_u32); otherwise Mapped says why and callers copy.
 //
 // Handles (DevPtr, and the uintptr handles a Driver returns) are integers that never
 // hold Go pointers.

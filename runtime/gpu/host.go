@@ -126,23 +126,57 @@ func (d *Device) proveMapping(p unsafe.Pointer, n int) (DevPtr, error) {
 	return alias, nil
 }
 
-// probeArgs is the argument struct of a mapping-probe kernel (see SetProbe).
+// probeArgs is the argument struct of a mapping-probe kernel (see SetProbe). It is
+// kernels/abi.FillArgs, the generated fill family's, field for field
+// (TestProbeArgsMatchABI), so the engine registers strata_fill_u32 as the probe.
 type probeArgs struct {
 	P uint64 // device address of uint32[N]
 	N uint32 // words to write
 	V uint32 // value to write
 }
 
+// probeThreads is the block size of a probe launch (kernels/abi.FillThreads).
+const probeThreads = 64
+
+// ProbeDriver is implemented by a Driver that says whether FillWords has a kernel of its
+// own. A Driver without it is taken to have one, as FillWords's contract asks.
+type ProbeDriver interface {
+	// BuiltinProbe reports whether FillWords runs a kernel of the backend's own (CUDA: a
+	// built-in PTX kernel) rather than failing for want of one (HIP).
+	BuiltinProbe() bool
+}
+
+// BuiltinProbe reports whether the runtime proves mapped host memory with a kernel of
+// its own. Where it does not (HIP), a mapping is proven only with a probe registered by
+// SetProbe; until then HostBuffer.Mapped reports no alias and callers copy.
+func (d *Device) BuiltinProbe() bool {
+	if p, ok := d.drv.(ProbeDriver); ok {
+		return p.BuiltinProbe()
+	}
+	return true
+}
+
 // SetProbe registers fn as the device's mapping-probe kernel, used to prove mapped
-// host memory instead of the backend's built-in one. fn must take one argument,
-// struct { uint64 p; uint32 n; uint32 v; } (16 bytes), and store v into p[0..n) with
-// one thread per word in blocks of 64 threads. The HIP backend has no built-in probe
-// (it would need a code object per AMD target), so on HIP mapped memory is proven only
-// once a probe is registered, and until then HostBuffer.Mapped reports no alias.
+// host memory instead of the backend's built-in one (nil: the built-in one again). fn
+// must take one argument, struct { uint64 p; uint32 n; uint32 v; } (16 bytes: the
+// generated fill family's, kernels/abi.FillArgs), and store v into p[0..n) with one
+// thread per word in blocks of 64 threads. The HIP backend has no built-in probe (it
+// would need a code object per AMD target; see BuiltinProbe), so on HIP mapped memory
+// is proven only once a probe is registered, and until then HostBuffer.Mapped reports no
+// alias. Unloading fn's module unregisters it.
 func (d *Device) SetProbe(fn *Func) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.probe = fn
+}
+
+// dropProbe unregisters the probe if it is a kernel of m (which is being unloaded).
+func (d *Device) dropProbe(m *Module) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.probe != nil && d.probe.mod == m {
+		d.probe = nil
+	}
 }
 
 // fillWords makes device code write value into words at dst and waits for it.
@@ -154,8 +188,8 @@ func (d *Device) fillWords(dst DevPtr, words int, value uint32) error {
 		return d.do(func() error { return d.drv.FillWords(dst, words, value) })
 	}
 	a := probeArgs{P: uint64(dst), N: uint32(words), V: value}
-	grid := Dim3{X: uint32((words + 63) / 64), Y: 1, Z: 1}
-	if err := probe.Launch(nil, grid, Dim3{X: 64, Y: 1, Z: 1}, 0, Args(&a)); err != nil {
+	grid := Dim3{X: uint32((words + probeThreads - 1) / probeThreads), Y: 1, Z: 1}
+	if err := probe.Launch(nil, grid, Dim3{X: probeThreads, Y: 1, Z: 1}, 0, Args(&a)); err != nil {
 		return err
 	}
 	return d.Synchronize()

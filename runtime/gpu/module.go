@@ -84,7 +84,8 @@ func (m *Module) Func(symbol string) (*Func, error) {
 	return f, nil
 }
 
-// Unload releases the module; its Funcs become unusable.
+// Unload releases the module; its Funcs become unusable (and one registered as the
+// device's mapping probe is unregistered).
 func (m *Module) Unload() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -93,6 +94,7 @@ func (m *Module) Unload() error {
 	}
 	h := m.h
 	m.h = 0
+	m.dev.dropProbe(m) // a registered probe of this module would launch an unloaded kernel
 	err := m.dev.do(func() error { return m.dev.drv.UnloadModule(h) })
 	return errors.Join(err, FreeAnon(m.image))
 }

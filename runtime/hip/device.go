@@ -163,11 +163,17 @@ func (d *device) HostDevicePtr(p unsafe.Pointer) (gpu.DevPtr, error) {
 
 // FillWords has no built-in kernel on HIP: one would need a code object for every AMD
 // target, and a runtime fill (hipMemsetD32) is no proof, since ROCclr may serve a fill
-// of host memory from the host. Until a probe kernel is registered with
-// gpu.Device.SetProbe, mapped memory stays unproven and callers copy instead.
+// of host memory from the host. The proof runs a probe registered with
+// gpu.Device.SetProbe instead (model/gpu registers the generated strata_fill_u32 of the
+// device's target); without one, mapped memory stays unproven and callers copy.
 func (d *device) FillWords(gpu.DevPtr, int, uint32) error {
-	return errors.New("hip: no built-in mapping-probe kernel; register one with gpu.Device.SetProbe (until then mapped host memory is not used)")
+	return errors.New("hip: no built-in mapping-probe kernel, and none is registered (gpu.Device.SetProbe; the GPU engine registers the fill code object's strata_fill_u32): mapped host memory is not used")
 }
+
+// BuiltinProbe is false: FillWords has no kernel of its own (see FillWords).
+func (d *device) BuiltinProbe() bool { return false }
+
+var _ gpu.ProbeDriver = (*device)(nil)
 
 // LoadModule loads a code object for this device (HIP builds only for the current
 // device, so bind selects it first).

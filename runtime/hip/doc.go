@@ -15,8 +15,10 @@
 //
 // Mapped host memory is proved before use (package gpu) by a kernel writing through the
 // device alias; this package has no built-in kernel (it would need a code object per AMD
-// target), so the proof needs a probe registered with gpu.Device.SetProbe, and until
-// then mapped memory is reported unusable and callers copy.
+// target; its driver says so through gpu.ProbeDriver), so the proof needs a probe
+// registered with gpu.Device.SetProbe: the GPU engine registers the generated fill
+// family's strata_fill_u32 from the device's code objects. Until one is registered,
+// mapped memory is reported unusable and callers copy.
 //
 // Not yet run on AMD hardware: what is verified is symbol resolution and the no-device
 // path against Debian's libamdhip64 5.2.3; the layouts and constants come from the
