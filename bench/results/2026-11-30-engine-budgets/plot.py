@@ -4,7 +4,7 @@
 usage: plot.py ROWS.tsv OUT.png
 
 rows.tsv columns (run.sh: a model label, then TestGPUBench's ROW columns): label, budget MiB
-(0 = unlimited), policy/misses (decayed/auto:PATH, decayed/copy), phase, cache slots, of
+(0 or "unlimited" = unlimited), policy/misses (decayed/auto:PATH, decayed/copy), phase, cache slots, of
 experts, hit rate, MB copied/token, copy GB/s, launches/token, host µs/launch, sync
 ms/token, ms/token, tok/s, bound ms, bound/achieved, load s.
 
@@ -26,7 +26,8 @@ for line in open(src):
     c = line.rstrip("\n").split("\t")
     if len(c) < 17:
         continue
-    label, mib, pol, phase = c[0], int(c[1]), c[2], c[3]
+    label, pol, phase = c[0], c[2], c[3]
+    mib = 0 if c[1] == "unlimited" else int(c[1])  # rows.tsv writes the unlimited budget as a word
     misses = pol.split("/", 1)[1] if "/" in pol else "auto"
     mode, _, path = misses.partition(":")
     kind = "decode" if phase.startswith("decode") else "prefill " + phase.split()[1]
