@@ -13,7 +13,7 @@
 #       The engine's set (mmq/moe_prefill cut to r64t64 and r128t64) and the per-tile trees are
 #       cut from co on the GPU machine by strip_ptx.py.
 #   final.sh run     GPU machine, repository root of the device copy (carry .dev-final5),
-#       $OUT set. STRATA_FINAL_BUDGET seconds in all (default 330).
+#       $OUT set. STRATA_FINAL_BUDGET seconds in all (default 420).
 #   STRATA_FINAL_DRY=1 final.sh run   the same flow with stub binaries (no GPU).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -45,7 +45,7 @@ build() {
 }
 
 run() {
-	local d=$here w=/tmp/final5 t0=$SECONDS budget=${STRATA_FINAL_BUDGET:-330} dry=${STRATA_FINAL_DRY:-0}
+	local d=$here w=/tmp/final5 t0=$SECONDS budget=${STRATA_FINAL_BUDGET:-420} dry=${STRATA_FINAL_DRY:-0}
 	: "${OUT:?set OUT}"
 	rm -rf "$w" && mkdir -p "$w/logs" "$w/models"
 	local out=$w/logs pt=$w/parity.test st=$w/sr.test gt=$w/gpu.test ct=$w/cuda.test
@@ -157,11 +157,19 @@ run() {
 	local m
 	for m in q30-q2_0 q80-iq2_xs; do
 		if [ -s "$w/models/$m.gguf" ] || [ "$dry" = 1 ]; then
-			step "prep-$m" "$(lim 45 5)" env STRATA_CO_DIR="$w/eco" STRATA_PREP_BENCH=1 STRATA_BENCH_MODEL="$w/models/$m.gguf" \
+			step "prep-$m" "$(lim 45 60)" env STRATA_CO_DIR="$w/eco" STRATA_PREP_BENCH=1 STRATA_BENCH_MODEL="$w/models/$m.gguf" \
 				STRATA_PREP_MODES=old,new,old,new STRATA_BENCH_TOKENS=128 STRATA_BENCH_KT_TOKENS=16 STRATA_BENCH_CTX=1024 \
 				"$gt" -test.run '^TestPrepBench$' -test.v -test.timeout 300s
 		fi
 	done
+	# the 80B at 12 and 16 GiB past the cold start: 512 tokens, auto (map) against copy, per
+	# 64-token bin (engine-budgets call 1 ran 64 cold tokens, where the budget hardly mattered)
+	if [ -s "$w/models/q80-iq2_xs.gguf" ] || [ "$dry" = 1 ]; then
+		step engine-80b-steady "$(lim 110 0)" env STRATA_CO_DIR="$w/eco" STRATA_GPU_BENCH=1 STRATA_BENCH_MODEL="$w/models/q80-iq2_xs.gguf" \
+			STRATA_BENCH_OUT="$out" STRATA_BENCH_LABEL=engine-80b-steady STRATA_BENCH_POLICIES=decayed STRATA_BENCH_CTX=1024 \
+			STRATA_BENCH_TOKENS=512 STRATA_BENCH_BIN=64 STRATA_BENCH_BUDGETS_MIB=12288,16384 STRATA_BENCH_MISSES=auto,copy \
+			"$st" -test.run '^TestGPUBench$' -test.v -test.timeout 300s
+	fi
 	rm -f "$w"/models/*.gguf
 	# Tables.
 	cnt() { echo "passed $(cat "$@" | grep -cE '^\s*--- PASS: TestParity/.*/.*/.*/'), failed $(cat "$@" | grep -cE '^\s*--- FAIL: TestParity/.*/.*/.*/'), skipped $(cat "$@" | grep -cE '^\s*--- SKIP: TestParity/.*/.*/.*/')"; }
@@ -190,6 +198,9 @@ run() {
 		echo
 		echo "## decode paths (TestPrepBench)"
 		grep -hE "^model |^ROW |^KT " "$out"/prep-*.log 2>/dev/null
+		echo
+		echo "## 80B steady state (TestGPUBench, 512 tokens)"
+		grep -hE "^ROW |^BINS |ceilings|expert misses" "$out"/engine-80b-steady.log 2>/dev/null
 		grep -hE "FAIL|panic" "$out"/bench-*.log "$out"/prefill-*.log "$out"/prep-*.log 2>/dev/null | head
 		echo "total: $((SECONDS - t0)) s"
 	} >>"$sum"
