@@ -200,3 +200,67 @@ var moePartialSkip = map[string]bool{
 func (v Variant) PartialSkip(t Target) bool {
 	return t.IsNVIDIA() && v.Values["op"] == "mma" && moePartialSkip[v.Values["type"]+"/"+v.Values["tile"]]
 }
+
+// mmqL2Prefetch names the NVIDIA mma kernels ("family/type/tile") that ask L2 for the next K
+// step's weight bytes right after each staging barrier (kernels/templates/mmq_core.tmpl,
+// strata_mmq_nv_prefetch). MEASUREMENT STATE: every kernel, to be cut to the winners.
+var mmqL2Prefetch = map[string]int{
+	"mmq/iq1m/r128t64":           1,
+	"mmq/iq1m/r64t128":           1,
+	"mmq/iq1m/r64t64":            1,
+	"mmq/iq2xs/r128t64":          1,
+	"mmq/iq2xs/r64t128":          1,
+	"mmq/iq2xs/r64t64":           1,
+	"mmq/iq3s/r128t64":           1,
+	"mmq/iq3s/r64t128":           1,
+	"mmq/iq3s/r64t64":            1,
+	"mmq/iq3xxs/r128t64":         1,
+	"mmq/iq3xxs/r64t128":         1,
+	"mmq/iq3xxs/r64t64":          1,
+	"mmq/q20/r128t64":            1,
+	"mmq/q20/r64t128":            1,
+	"mmq/q20/r64t64":             1,
+	"mmq/q4k/r128t64":            1,
+	"mmq/q4k/r64t128":            1,
+	"mmq/q4k/r64t64":             1,
+	"mmq/q6k/r128t64":            1,
+	"mmq/q6k/r64t128":            1,
+	"mmq/q6k/r64t64":             1,
+	"mmq/q80/r128t64":            1,
+	"mmq/q80/r64t128":            1,
+	"mmq/q80/r64t64":             1,
+	"moe_prefill/iq1m/r128t32":   1,
+	"moe_prefill/iq1m/r128t64":   1,
+	"moe_prefill/iq1m/r64t64":    1,
+	"moe_prefill/iq2xs/r128t32":  1,
+	"moe_prefill/iq2xs/r128t64":  1,
+	"moe_prefill/iq2xs/r64t64":   1,
+	"moe_prefill/iq3s/r128t32":   1,
+	"moe_prefill/iq3s/r128t64":   1,
+	"moe_prefill/iq3s/r64t64":    1,
+	"moe_prefill/iq3xxs/r128t32": 1,
+	"moe_prefill/iq3xxs/r128t64": 1,
+	"moe_prefill/iq3xxs/r64t64":  1,
+	"moe_prefill/q20/r128t32":    1,
+	"moe_prefill/q20/r128t64":    1,
+	"moe_prefill/q20/r64t64":     1,
+	"moe_prefill/q4k/r128t32":    1,
+	"moe_prefill/q4k/r128t64":    1,
+	"moe_prefill/q4k/r64t64":     1,
+	"moe_prefill/q6k/r128t32":    1,
+	"moe_prefill/q6k/r128t64":    1,
+	"moe_prefill/q6k/r64t64":     1,
+	"moe_prefill/q80/r128t32":    1,
+	"moe_prefill/q80/r128t64":    1,
+	"moe_prefill/q80/r64t64":     1,
+}
+
+// L2Prefetch is how many K steps ahead variant v of family on t prefetches its weights into
+// L2 (mmqL2Prefetch), 0 for none; the mmq and moe_prefill templates render a
+// strata_mmq_nv_pf specialisation for each kernel with a distance.
+func (v Variant) L2Prefetch(family string, t Target) int {
+	if !t.IsNVIDIA() || v.Values["op"] != "mma" {
+		return 0
+	}
+	return mmqL2Prefetch[family+"/"+v.Values["type"]+"/"+v.Values["tile"]]
+}
