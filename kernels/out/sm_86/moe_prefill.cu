@@ -1072,46 +1072,6 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
   }
 }
 
-// L2 prefetch of a later K step's weight bytes (per kernel: strata_mmq_nv_pf<…>::v = D steps
-// ahead, 0 = none, specialised by the mmq and moe_prefill templates from kernels/prefill.go's
-// mmqL2Prefetch). Right after step g0's staging barrier the block asks L2 for the blocks that
-// step g1 = g0 + D·KT will read of every tile row (prefetch.L2: a hint, no registers held, no wait), so that the next
-// staging's loads find them in L2 instead of waiting for device memory: the K steps of a
-// block stage synchronously, and without this the only overlap of their memory latency is
-// other blocks on the SM. One prefetch per 32-byte sector of the span [first byte of the
-// block holding g1, end of the block holding the step's last group), clamped to the row's
-// blocks (ragged K); rows past the edge are skipped. Reads nothing and writes nothing, so
-// the results are those of the kernel without it.
-template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_pf { static constexpr int v = 0; };
-
-template <class QT, int NW, int BM, class Src>
-STRATA_DEVICE void strata_mmq_nv_prefetch(const Src& src, int g1, int ng) {
-  constexpr int KT = STRATA_MMQ_KT, GPB = QT::QK / 32, T = STRATA_MMQ_THREADS;
-  static_assert(GPB % KT == 0 || KT % GPB == 0, "a K step holds whole blocks or lies in one");
-  constexpr int NB = GPB >= KT ? 1 : KT / GPB;             // blocks a step touches per row
-  constexpr int NS = (NB * QT::BYTES + 31) / 32 + 1;        // 32-byte sectors, any alignment
-  constexpr int JP = (NW * BM * NS + T - 1) / T;
-  if (g1 >= ng) return;
-  const int tid = (int)strata_thread_x();
-  const int b0 = g1 / GPB, nbr = (ng + GPB - 1) / GPB;      // first block; blocks in a row
-  const int b1 = b0 + NB < nbr ? b0 + NB : nbr;
-#pragma unroll
-  for (int u = 0; u < JP; ++u) {
-    const int j = tid + u * T, mr = j / NS, sc = j % NS;
-    if (mr >= NW * BM) break;
-    const u8* row = src.wrow(mr / BM, mr % BM);
-    if (!row) continue;
-    const u64 lo = (u64)(row + (i64)b0 * QT::BYTES), hi = (u64)(row + (i64)b1 * QT::BYTES);
-    const u64 a = (lo & ~(u64)31) + 32 * (u64)sc;
-    if (a >= hi) continue;
-#ifdef __NVPTX__
-    asm volatile("prefetch.L2 [%0];" ::"l"(a));
-#else
-    (void)a;
-#endif
-  }
-}
-
 // The K loop of one tile on NVIDIA (see the section comment). hook and Ep as strata_mmq_run;
 // HOOK = (hook ≥ 0) is a template parameter so that the fold loop carries no test for it.
 template <class QT, int NW, int BM, int BN, bool HOOK, class Src, class Ep>
@@ -1154,7 +1114,6 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
       strata_mmq_nv_stage<QT, NW, BM, BN>(s, src, g0, ng);
     }
     strata_barrier();
-    if constexpr (strata_mmq_nv_pf<QT, NW, BM, BN>::v > 0) strata_mmq_nv_prefetch<QT, NW, BM>(src, g0 + strata_mmq_nv_pf<QT, NW, BM, BN>::v * KT, ng);
     const int hk = hook < 0 ? -1 : (hook >= g0 && hook < g0 + KT ? hook - g0 : KT);
     const int nk = ng - g0 < KT ? ng - g0 : KT;
 #pragma unroll
@@ -1595,59 +1554,6 @@ template <> struct strata_mmq_nv_wide_stage<strata_qt_iq1m, 2, 64 / 2, 64> { sta
 template <> struct strata_mmq_nv_wide_stage<strata_qt_iq1m, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t64 down
 template <> struct strata_mmq_nv_wide_stage<strata_qt_iq1m, 2, 128 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r128t32 gate/up
 template <> struct strata_mmq_nv_wide_stage<strata_qt_iq1m, 1, 128, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r128t32 down
-// The kernels that prefetch a later K step's weights into L2, and how many steps ahead (mmq core,
-// strata_mmq_nv_prefetch; kernels/prefill.go, mmqL2Prefetch).
-template <> struct strata_mmq_nv_pf<strata_qt_q80, 2, 64 / 2, 64> { static constexpr int v = 1; };  // strata_moe_prefill_q80_mma_r64t64 gate/up
-template <> struct strata_mmq_nv_pf<strata_qt_q80, 1, 64, 64> { static constexpr int v = 1; };  // strata_moe_prefill_q80_mma_r64t64 down
-template <> struct strata_mmq_nv_pf<strata_qt_q80, 2, 128 / 2, 64> { static constexpr int v = 1; };  // strata_moe_prefill_q80_mma_r128t64 gate/up
-template <> struct strata_mmq_nv_pf<strata_qt_q80, 1, 128, 64> { static constexpr int v = 1; };  // strata_moe_prefill_q80_mma_r128t64 down
-template <> struct strata_mmq_nv_pf<strata_qt_q80, 2, 128 / 2, 32> { static constexpr int v = 1; };  // strata_moe_prefill_q80_mma_r128t32 gate/up
-template <> struct strata_mmq_nv_pf<strata_qt_q80, 1, 128, 32> { static constexpr int v = 1; };  // strata_moe_prefill_q80_mma_r128t32 down
-template <> struct strata_mmq_nv_pf<strata_qt_q20, 2, 64 / 2, 64> { static constexpr int v = 1; };  // strata_moe_prefill_q20_mma_r64t64 gate/up
-template <> struct strata_mmq_nv_pf<strata_qt_q20, 1, 64, 64> { static constexpr int v = 1; };  // strata_moe_prefill_q20_mma_r64t64 down
-template <> struct strata_mmq_nv_pf<strata_qt_q20, 2, 128 / 2, 64> { static constexpr int v = 1; };  // strata_moe_prefill_q20_mma_r128t64 gate/up
-template <> struct strata_mmq_nv_pf<strata_qt_q20, 1, 128, 64> { static constexpr int v = 1; };  // strata_moe_prefill_q20_mma_r128t64 down
-template <> struct strata_mmq_nv_pf<strata_qt_q20, 2, 128 / 2, 32> { static constexpr int v = 1; };  // strata_moe_prefill_q20_mma_r128t32 gate/up
-template <> struct strata_mmq_nv_pf<strata_qt_q20, 1, 128, 32> { static constexpr int v = 1; };  // strata_moe_prefill_q20_mma_r128t32 down
-template <> struct strata_mmq_nv_pf<strata_qt_q4k, 2, 64 / 2, 64> { static constexpr int v = 1; };  // strata_moe_prefill_q4k_mma_r64t64 gate/up
-template <> struct strata_mmq_nv_pf<strata_qt_q4k, 1, 64, 64> { static constexpr int v = 1; };  // strata_moe_prefill_q4k_mma_r64t64 down
-template <> struct strata_mmq_nv_pf<strata_qt_q4k, 2, 128 / 2, 64> { static constexpr int v = 1; };  // strata_moe_prefill_q4k_mma_r128t64 gate/up
-template <> struct strata_mmq_nv_pf<strata_qt_q4k, 1, 128, 64> { static constexpr int v = 1; };  // strata_moe_prefill_q4k_mma_r128t64 down
-template <> struct strata_mmq_nv_pf<strata_qt_q4k, 2, 128 / 2, 32> { static constexpr int v = 1; };  // strata_moe_prefill_q4k_mma_r128t32 gate/up
-template <> struct strata_mmq_nv_pf<strata_qt_q4k, 1, 128, 32> { static constexpr int v = 1; };  // strata_moe_prefill_q4k_mma_r128t32 down
-template <> struct strata_mmq_nv_pf<strata_qt_q6k, 2, 64 / 2, 64> { static constexpr int v = 1; };  // strata_moe_prefill_q6k_mma_r64t64 gate/up
-template <> struct strata_mmq_nv_pf<strata_qt_q6k, 1, 64, 64> { static constexpr int v = 1; };  // strata_moe_prefill_q6k_mma_r64t64 down
-template <> struct strata_mmq_nv_pf<strata_qt_q6k, 2, 128 / 2, 64> { static constexpr int v = 1; };  // strata_moe_prefill_q6k_mma_r128t64 gate/up
-template <> struct strata_mmq_nv_pf<strata_qt_q6k, 1, 128, 64> { static constexpr int v = 1; };  // strata_moe_prefill_q6k_mma_r128t64 down
-template <> struct strata_mmq_nv_pf<strata_qt_q6k, 2, 128 / 2, 32> { static constexpr int v = 1; };  // strata_moe_prefill_q6k_mma_r128t32 gate/up
-template <> struct strata_mmq_nv_pf<strata_qt_q6k, 1, 128, 32> { static constexpr int v = 1; };  // strata_moe_prefill_q6k_mma_r128t32 down
-template <> struct strata_mmq_nv_pf<strata_qt_iq2xs, 2, 64 / 2, 64> { static constexpr int v = 1; };  // strata_moe_prefill_iq2xs_mma_r64t64 gate/up
-template <> struct strata_mmq_nv_pf<strata_qt_iq2xs, 1, 64, 64> { static constexpr int v = 1; };  // strata_moe_prefill_iq2xs_mma_r64t64 down
-template <> struct strata_mmq_nv_pf<strata_qt_iq2xs, 2, 128 / 2, 64> { static constexpr int v = 1; };  // strata_moe_prefill_iq2xs_mma_r128t64 gate/up
-template <> struct strata_mmq_nv_pf<strata_qt_iq2xs, 1, 128, 64> { static constexpr int v = 1; };  // strata_moe_prefill_iq2xs_mma_r128t64 down
-template <> struct strata_mmq_nv_pf<strata_qt_iq2xs, 2, 128 / 2, 32> { static constexpr int v = 1; };  // strata_moe_prefill_iq2xs_mma_r128t32 gate/up
-template <> struct strata_mmq_nv_pf<strata_qt_iq2xs, 1, 128, 32> { static constexpr int v = 1; };  // strata_moe_prefill_iq2xs_mma_r128t32 down
-template <> struct strata_mmq_nv_pf<strata_qt_iq3xxs, 2, 64 / 2, 64> { static constexpr int v = 1; };  // strata_moe_prefill_iq3xxs_mma_r64t64 gate/up
-template <> struct strata_mmq_nv_pf<strata_qt_iq3xxs, 1, 64, 64> { static constexpr int v = 1; };  // strata_moe_prefill_iq3xxs_mma_r64t64 down
-template <> struct strata_mmq_nv_pf<strata_qt_iq3xxs, 2, 128 / 2, 64> { static constexpr int v = 1; };  // strata_moe_prefill_iq3xxs_mma_r128t64 gate/up
-template <> struct strata_mmq_nv_pf<strata_qt_iq3xxs, 1, 128, 64> { static constexpr int v = 1; };  // strata_moe_prefill_iq3xxs_mma_r128t64 down
-template <> struct strata_mmq_nv_pf<strata_qt_iq3xxs, 2, 128 / 2, 32> { static constexpr int v = 1; };  // strata_moe_prefill_iq3xxs_mma_r128t32 gate/up
-template <> struct strata_mmq_nv_pf<strata_qt_iq3xxs, 1, 128, 32> { static constexpr int v = 1; };  // strata_moe_prefill_iq3xxs_mma_r128t32 down
-template <> struct strata_mmq_nv_pf<strata_qt_iq3s, 2, 64 / 2, 64> { static constexpr int v = 1; };  // strata_moe_prefill_iq3s_mma_r64t64 gate/up
-template <> struct strata_mmq_nv_pf<strata_qt_iq3s, 1, 64, 64> { static constexpr int v = 1; };  // strata_moe_prefill_iq3s_mma_r64t64 down
-template <> struct strata_mmq_nv_pf<strata_qt_iq3s, 2, 128 / 2, 64> { static constexpr int v = 1; };  // strata_moe_prefill_iq3s_mma_r128t64 gate/up
-template <> struct strata_mmq_nv_pf<strata_qt_iq3s, 1, 128, 64> { static constexpr int v = 1; };  // strata_moe_prefill_iq3s_mma_r128t64 down
-template <> struct strata_mmq_nv_pf<strata_qt_iq3s, 2, 128 / 2, 32> { static constexpr int v = 1; };  // strata_moe_prefill_iq3s_mma_r128t32 gate/up
-template <> struct strata_mmq_nv_pf<strata_qt_iq3s, 1, 128, 32> { static constexpr int v = 1; };  // strata_moe_prefill_iq3s_mma_r128t32 down
-template <> struct strata_mmq_nv_pf<strata_qt_iq1m, 2, 64 / 2, 64> { static constexpr int v = 1; };  // strata_moe_prefill_iq1m_mma_r64t64 gate/up
-template <> struct strata_mmq_nv_pf<strata_qt_iq1m, 1, 64, 64> { static constexpr int v = 1; };  // strata_moe_prefill_iq1m_mma_r64t64 down
-template <> struct strata_mmq_nv_pf<strata_qt_iq1m, 2, 128 / 2, 64> { static constexpr int v = 1; };  // strata_moe_prefill_iq1m_mma_r128t64 gate/up
-template <> struct strata_mmq_nv_pf<strata_qt_iq1m, 1, 128, 64> { static constexpr int v = 1; };  // strata_moe_prefill_iq1m_mma_r128t64 down
-template <> struct strata_mmq_nv_pf<strata_qt_iq1m, 2, 128 / 2, 32> { static constexpr int v = 1; };  // strata_moe_prefill_iq1m_mma_r128t32 gate/up
-template <> struct strata_mmq_nv_pf<strata_qt_iq1m, 1, 128, 32> { static constexpr int v = 1; };  // strata_moe_prefill_iq1m_mma_r128t32 down
-// STRATA_MMQ<n>_BOUNDS: the launch bounds of the kernels that ask n resident blocks per SM
-// (kernels/prefill.go, mmqMinBlocks).
-#define STRATA_MMQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
 // The LDS of one variant: the phases' views of it.
 template <class QT, int BM, int BN, bool MMA>
 union strata_moe_smem {
