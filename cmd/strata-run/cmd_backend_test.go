@@ -194,7 +194,7 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 	// cur is the test the helpers below report to: t, or the mapped-misses subtest.
 	cur := t
 	var missPath, missWhy string // the last run's (Engine.MissPath)
-	runGPUMode := func(slots, chunk int, noGraph bool, misses mgpu.MissMode) ([]int32, [][]float32, mgpu.Stats) {
+	runGPU := func(slots, chunk int, noGraph bool, misses mgpu.MissMode) ([]int32, [][]float32, mgpu.Stats) {
 		eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: ctx, MaxExpert: slots, Group: 3, Chunk: chunk, NoGraph: noGraph, Misses: misses})
 		if err != nil {
 			cur.Fatal(err)
@@ -214,9 +214,6 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 			cur.Fatal(err)
 		}
 		return toks, logs, eng.Stats()
-	}
-	runGPU := func(slots, chunk int, noGraph, mapped bool) ([]int32, [][]float32, mgpu.Stats) {
-		return runGPUMode(slots, chunk, noGraph, map[bool]mgpu.MissMode{false: mgpu.MissCopy, true: mgpu.MissMap}[mapped])
 	}
 	// check compares one GPU run's logits and greedy tokens with the CPU's: NMSE within
 	// bound at every step, and a differing greedy token only at a near tie.
@@ -258,14 +255,14 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 	// arithmetic) compute the same products from the same Q8_1 activations, in another f32
 	// order, as the decode kernels whose rounding the bound was derived for.
 	for _, chunk := range []int{0, 16} {
-		gpuTok, gpuLog, full := runGPU(0, chunk, false, false)
+		gpuTok, gpuLog, full := runGPU(0, chunk, false, mgpu.MissCopy)
 		worst, ties := check(fmt.Sprintf("chunk %d resident", chunk), gpuTok, gpuLog)
 		// Resident decode runs each token as one replayed graph on CUDA (model/gpu/graph.go);
 		// launched kernel by kernel (Options.NoGraph) the logits must be the same bits.
 		if dev.Info().Backend == "cuda" && full.Graphs == 0 {
 			t.Errorf("chunk %d: the resident run made no graph launch", chunk)
 		}
-		_, plainLog, _ := runGPU(0, chunk, true, false)
+		_, plainLog, _ := runGPU(0, chunk, true, mgpu.MissCopy)
 		for i := range gpuLog {
 			for j := range gpuLog[i] {
 				if math.Float32bits(gpuLog[i][j]) != math.Float32bits(plainLog[i][j]) {
@@ -282,7 +279,7 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 		// whose routes differ is held to the CPU bound like any other run, not to bits. (The
 		// H200 run of 2026-11-29, bench/results/2026-11-29-gpu-prefill, had Q2_0 differ
 		// across routes while three types matched bitwise.)
-		streamTok, streamLog, small := runGPU(2*shp.ExpertsUsed, chunk, false, false)
+		streamTok, streamLog, small := runGPU(2*shp.ExpertsUsed, chunk, false, mgpu.MissCopy)
 		sameRoute := small.StackLayers == full.StackLayers && small.FallbackLayers == full.FallbackLayers
 		t.Logf("chunk %d: expert layer-chunks through moe_prefill/moe_decode: resident %d/%d, smallest cache %d/%d",
 			chunk, full.StackLayers, full.FallbackLayers, small.StackLayers, small.FallbackLayers)
@@ -309,7 +306,7 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 			t.Run(fmt.Sprintf("mapped/chunk%d/slots%d", chunk, slots), func(t *testing.T) {
 				cur = t
 				defer func() { cur = outer }()
-				mapTok, mapLog, ms := runGPU(slots, chunk, false, true)
+				mapTok, mapLog, ms := runGPU(slots, chunk, false, mgpu.MissMap)
 				what := fmt.Sprintf("chunk %d mapped misses, %d slots", chunk, slots)
 				w, tt := check(what, mapTok, mapLog)
 				want, ref := gpuLog, "resident"
@@ -334,7 +331,7 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 				// The default (MissAuto) with the same options takes the path MissMap just
 				// loaded on (a device that cannot map, or has no probe, fails that Load: on
 				// HIP too, where the engine registers its own probe): the same bits.
-				_, autoLog, _ := runGPUMode(slots, chunk, false, mgpu.MissAuto)
+				_, autoLog, _ := runGPU(slots, chunk, false, mgpu.MissAuto)
 				if missPath != "map" {
 					t.Fatalf("%s: auto took the %s path on %s (%s), where map loads", what, missPath, dev.Info().Backend, missWhy)
 				}
