@@ -200,15 +200,6 @@ func prepKRows(k []float32, rowVals int, q8 bool) []float64 {
 	return prepKDecode(cache, sc, 0, rowVals, q8)
 }
 
-// rowMax is each row's max |x| (rows of n values).
-func rowMax(x []float64, n int) []float64 {
-	m := make([]float64, len(x)/n)
-	for i, v := range x {
-		m[i/n] = max(m[i/n], math.Abs(v))
-	}
-	return m
-}
-
 func runAttentionPrep(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
 	s := prepShapeOf(c)
 	q8 := strings.HasSuffix(symbol, "_q8")
@@ -216,7 +207,6 @@ func runAttentionPrep(h *Harness, symbol string, c Case, bounds []Bound, rng *ra
 	freq := ropeFreqs(s.rot, s.theta)
 	wantQ, qmax := prepRef(q, qw, s, freq)
 	wantK, _ := prepRef(k, kw, s, freq)
-	kmax := rowMax(wantK, s.hd)
 	rowVals := s.nkv * s.hd
 	vb := 2
 	if q8 {
@@ -286,7 +276,7 @@ func runAttentionPrep(h *Harness, symbol string, c Case, bounds []Bound, rng *ra
 	}
 	reports := map[string]Report{
 		"q": CompareRows(moF64s(gq), wantQ, s.hd, func(r int) float64 { return qmax[r] }),
-		"k": CompareRows(prepKDecode(gk, gks, last, rowVals, q8), wantK, s.hd, func(r int) float64 { return kmax[r] }),
+		"k": CompareRows(prepKDecode(gk, gks, last, rowVals, q8), wantK, s.hd, rowMaxScale(wantK, s.hd)),
 	}
 	// Exact: the v row as store writes it, and every other byte as it was; the k row (and
 	// its scales) taken from the kernel's output, checked above.
@@ -318,13 +308,12 @@ func selfCheckAttentionPrep(c Case, rng *rand.Rand) error {
 		return err
 	}
 	wantK, _ := prepRef(k, kw, s, freq)
-	kmax := rowMax(wantK, s.hd)
 	kf := prepF32(k, kw, s, freq)
 	for _, b := range []struct {
 		q8 bool
 		b  Bound
 	}{{false, prepKF16}, {true, prepKQ8}} {
-		if err := b.b.Verify(CompareRows(prepKRows(kf, s.nkv*s.hd, b.q8), wantK, s.hd, func(r int) float64 { return kmax[r] })); err != nil {
+		if err := b.b.Verify(CompareRows(prepKRows(kf, s.nkv*s.hd, b.q8), wantK, s.hd, rowMaxScale(wantK, s.hd))); err != nil {
 			return err
 		}
 	}
