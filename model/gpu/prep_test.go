@@ -2,6 +2,8 @@ package gpu
 
 import (
 	"testing"
+
+	"github.com/strata-hip/strata/kernels/abi"
 )
 
 // TestEngineAttnPrep: decode attention through attention_decode's prep and reduceq (the
@@ -70,6 +72,15 @@ func TestEngineAttnPrep(t *testing.T) {
 			}
 			if s := sw.eng.Stats(); s.Graphs != 7+steps-1 || sw.eng.GraphErr() != nil {
 				t.Errorf("switched engine: %d graph launches (want %d), %d captures, error %v", s.Graphs, 7+steps-1, s.Captures, sw.eng.GraphErr())
+			}
+			// The device ran each path where it was set: prep and reduceq for the 7 prompt
+			// tokens and the even steps, store and reduce for the odd ones.
+			newTok, oldTok := 7+(steps-1)/2, steps/2
+			for sym, want := range map[string]int{abi.SymAttentionDecodePrepF16: newTok, abi.SymAttentionDecodeReduceqF16: newTok,
+				abi.SymAttentionDecodeStoreF16: oldTok, abi.SymAttentionDecodeReduceF16: oldTok} {
+				if got := sw.fake.launches[sym]; got != want*attn {
+					t.Errorf("switched engine: %d launches of %s, want %d (%d tokens × %d attention layers)", got, sym, want*attn, want, attn)
+				}
 			}
 			t.Logf("%d attention layers; launches %d → %d over %d tokens", attn, ost.Launches, ps.Launches, tokens)
 		})
