@@ -427,14 +427,15 @@ func runAttentionDecode(h *Harness, symbol string, c Case, bounds []Bound, rng *
 		return Outcome{}, err
 	}
 	outs := []Buf{out}
-	var oq Buf
+	var oqPtr uint64 // reduce: none
 	if withQ {
-		if oq, err = h.Output(s.nh * s.hd / 32 * 36); err != nil {
+		oq, err := h.Output(s.nh * s.hd / 32 * 36)
+		if err != nil {
 			return Outcome{}, err
 		}
-		outs = append(outs, oq)
+		outs, oqPtr = append(outs, oq), oq.Ptr()
 	}
-	args := abi.AttentionDecodeArgs{Q: in[0].Ptr(), K: in[1].Ptr(), V: in[2].Ptr(), Part: part.Ptr(), Out: out.Ptr(), Oq: oq.ptrOr0(),
+	args := abi.AttentionDecodeArgs{Q: in[0].Ptr(), K: in[1].Ptr(), V: in[2].Ptr(), Part: part.Ptr(), Out: out.Ptr(), Oq: oqPtr,
 		N: int32(s.n), Nh: int32(s.nh), Nkv: int32(s.nkv), Hd: int32(s.hd), SplitLen: int32(sl), Nsplit: int32(ns),
 		Scale: float32(1 / math.Sqrt(float64(s.hd)))}
 	next := 3

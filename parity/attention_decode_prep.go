@@ -319,11 +319,3 @@ func selfCheckAttentionPrep(c Case, rng *rand.Rand) error {
 	}
 	return nil
 }
-
-// ptrOr0 is b's device address, or 0 for a Buf never allocated.
-func (b Buf) ptrOr0() uint64 {
-	if b.g == nil {
-		return 0
-	}
-	return b.Ptr()
-}
