@@ -26,12 +26,13 @@ import (
 // order; "old": Options.NoAttnPrep, the separate norm, rope, store and quantize_q8_1
 // launches; "new": attention_decode's prep and reduceq): each mode Reset, an 8-token
 // prompt, STRATA_BENCH_TOKENS (default 128) tokens timed one by one by the caller. A ROW
-// line per mode: mean and median ms/token, tok/s, launches per token without graphs,
-// node updates per token, against the bound (the dense weights and the k experts of
-// every layer read once at the device-to-device copy rate measured first, as TestGPUBench
-// in cmd/strata-run computes it). Then, per path, STRATA_BENCH_KT_TOKENS (default 16)
-// tokens with events around each launch (graphs off), a table of device µs per token by
-// kernel.
+// line per mode: mean and median ms/token, tok/s, host launches per token (those made
+// outside a graph: Stats.Launches counts no captured or replayed launch, so 0 when every
+// token replays one), node updates per token, graph launches per token, against the bound
+// (the dense weights and the k experts of every layer read once at the device-to-device
+// copy rate measured first, as TestGPUBench in cmd/strata-run computes it). Then, per
+// path, STRATA_BENCH_KT_TOKENS (default 16) tokens with events around each launch (graphs
+// off), a table of device µs per token by kernel, headed by the launches per token.
 func TestPrepBench(t *testing.T) {
 	if os.Getenv("STRATA_PREP_BENCH") != "1" {
 		t.Skip("set STRATA_PREP_BENCH=1, STRATA_BENCH_MODEL and STRATA_CO_DIR")
