@@ -154,7 +154,8 @@ func TestGPUBench(t *testing.T) {
 		var pm []string
 		for _, pol := range policies {
 			for _, mode := range strings.Split(v, ",") {
-				if _, err := mgpu.ParseMissMode(strings.TrimSpace(mode)); err != nil {
+				mode = strings.TrimSpace(mode) // checked and kept trimmed: the row's mode is parsed again below
+				if _, err := mgpu.ParseMissMode(mode); err != nil {
 					t.Fatalf("STRATA_BENCH_MISSES: %v", err)
 				}
 				pm = append(pm, strings.TrimSpace(pol)+"/"+mode)
