@@ -7,14 +7,14 @@ import (
 	rt "github.com/strata-hip/strata/runtime/gpu"
 )
 
-// Mapped misses (Options.Misses: MissMap, or MissAuto where it works). Every expert sits in pinned host memory that the
-// device can read through an alias (hostDev), and the slot tables always hold a readable
-// address for every expert: its VRAM slot when it has one whose copy is known complete,
-// else its place in host memory. So no layer waits for the host: a token runs as a
-// resident one does (phase 3 + 2, its ids downloaded once after the last layer, one sync,
-// the replayed graph), and the kernels read the experts that miss over the bus. The bytes
-// a kernel reads for an expert are the same wherever they sit, so the logits are those of
-// the resident run, bit for bit.
+// Mapped misses (Options.Misses: MissMap, or MissAuto where it works). Every expert sits in
+// pinned host memory that the device can read through an alias (hostDev), and the slot
+// tables always hold a readable address for every expert: its VRAM slot when it has one
+// whose copy is known complete, else its place in host memory. So no layer waits for the
+// host: a token runs as a resident one does (phase 3 + 2, its ids downloaded once after the
+// last layer, one sync, the replayed graph), and the kernels read the experts that miss
+// over the bus. The bytes a kernel reads for an expert are the same wherever they sit, so
+// the logits are those of the resident run, bit for bit.
 //
 // The cache still promotes. A token's ids come back with its one download, and its lookup
 // (promote) runs as the resident lookup does: while the next token's kernels run (after

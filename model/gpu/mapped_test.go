@@ -89,12 +89,13 @@ func runMappedOn(t *testing.T, preset string, typ quant.Type, mapHost bool, setu
 	return r
 }
 
-// TestEngineMappedMisses: with mapped misses (Options.Misses MissMap) the logits are bitwise those of the
-// resident run and of the copy path, on qwen3moe and qwen3next, at cache sizes from the
-// smallest the plan allows (MaxExpert 1: the plan's minimum, 2K) to half of all experts, token by token and through the batched
-// prompt path; the mapped run takes the resident structure (one sync per token, graphs),
-// reads missing experts through the host mapping, and still promotes experts into VRAM
-// (hits once promotions commit), also with a promotion cap.
+// TestEngineMappedMisses: with mapped misses (Options.Misses MissMap) the logits are
+// bitwise those of the resident run and of the copy path, on qwen3moe and qwen3next, at
+// cache sizes from the smallest the plan allows (MaxExpert 1: the plan's minimum, 2K) to
+// half of all experts, token by token and through the batched prompt path; the mapped run
+// takes the resident structure (one sync per token, graphs), reads missing experts through
+// the host mapping, and still promotes experts into VRAM (hits once promotions commit),
+// also with a promotion cap.
 func TestEngineMappedMisses(t *testing.T) {
 	for _, c := range []struct {
 		preset string
