@@ -309,8 +309,8 @@ type Stats struct {
 	Groups      int64
 	// look-ahead prefetch: experts copied on a prediction, and those a lookup then hit
 	Prefetched, PrefetchUsed int64
-	// host side: kernel launches and the time spent submitting them; stream
-	// synchronisations of the compute stream and the time the host waited in them
+	// host side: kernel launches made outside graphs and the time spent submitting them;
+	// stream synchronisations of the compute stream and the time the host waited in them
 	Launches   int64
 	LaunchTime time.Duration
 	Syncs      int64
@@ -321,7 +321,8 @@ type Stats struct {
 	StackLayers, FallbackLayers int64
 	// resident tokens through graphs (graph.go): graph launches, captures, kernel nodes
 	// updated, and the host time of submitting those tokens (capture or the replay's walk,
-	// its node updates and the graph launch; their launches are not in LaunchTime)
+	// its node updates and the graph launch; their launches are in neither Launches nor
+	// LaunchTime)
 	Graphs, Captures, GraphUpdates int64
 	GraphTime                      time.Duration
 	// of those, the updates made and the host time spent walking the next token's graph
