@@ -144,7 +144,7 @@ func openGPU(b *backendFlags, misses mgpu.MissMode, src *model.GGUFSource, ctx i
 			} else {
 				fmt.Fprintf(stderr, "gpu: expert misses %s\n", path)
 			}
-			fmt.Fprintf(stderr, "gpu: per token %.1f kernel launches (%.2f ms submitting), %.1f stream syncs (%.2f ms waiting)\n",
+			fmt.Fprintf(stderr, "gpu: per token %.1f kernel launches outside graphs (%.2f ms submitting), %.1f stream syncs (%.2f ms waiting)\n",
 				float64(s.Launches)/float64(max(1, s.Tokens)), s.LaunchTime.Seconds()*1e3/float64(max(1, s.Tokens)),
 				float64(s.Syncs)/float64(max(1, s.Tokens)), s.SyncTime.Seconds()*1e3/float64(max(1, s.Tokens)))
 			if s.Graphs > 0 || eng.GraphErr() != nil {
