@@ -36,16 +36,16 @@ func (h *hipLikeDriver) FillWords(rt.DevPtr, int, uint32) error {
 	return errors.New("fake hip: no built-in mapping-probe kernel")
 }
 
-func (h *hipLikeDriver) Launch(fn uintptr, grid, block rt.Dim3, shmem uint32, s uintptr, args []byte, sym string) error {
+func (h *hipLikeDriver) Launch(fn uintptr, grid, block rt.Dim3, shmem uint32, s uintptr, b []byte, sym string) error {
 	if sym != abi.SymFillU32 {
-		return h.fakeDriver.Launch(fn, grid, block, shmem, s, args, sym)
+		return h.fakeDriver.Launch(fn, grid, block, shmem, s, b, sym)
 	}
 	h.fills++
-	if len(args) != abi.FillArgsSize {
-		h.badLaunch = fmt.Errorf("%s launched with %d argument bytes, want %d", sym, len(args), abi.FillArgsSize)
+	if len(b) != abi.FillArgsSize {
+		h.badLaunch = fmt.Errorf("%s launched with %d argument bytes, want %d", sym, len(b), abi.FillArgsSize)
 		return h.badLaunch
 	}
-	a := abi.FillArgs{P: binary.LittleEndian.Uint64(args), N: binary.LittleEndian.Uint32(args[8:]), V: binary.LittleEndian.Uint32(args[12:])}
+	a := args[abi.FillArgs](b) // the emulator's decoder; the layout is runtime/gpu TestProbeArgsMatchABI's
 	if block != (rt.Dim3{X: abi.FillThreads, Y: 1, Z: 1}) || grid.Y != 1 || grid.Z != 1 || uint64(grid.X)*abi.FillThreads < uint64(a.N) {
 		h.badLaunch = fmt.Errorf("%s launched with grid %v, block %v for %d words", sym, grid, block, a.N)
 		return h.badLaunch
