@@ -556,7 +556,8 @@ func (e *Engine) attention(l *gLayer) error {
 	prep := e.attnPrep()
 	if prep {
 		// q and k normed per head and rotated, k and v stored at the position bufPos holds:
-		// one launch for attnInputs' four; its arguments stay the same from token to token.
+		// one launch for attnInputs' four (five where q and k are not adjacent: two ropes);
+		// its arguments stay the same from token to token.
 		pa := abi.AttentionDecodeArgs{Q: uint64(q), K: uint64(l.kv), V: uint64(vcache), Kn: uint64(k), Vn: uint64(v),
 			Qw: uint64(l.qNorm), Kw: uint64(l.kNorm), Pos: uint64(m.Ptr(bufPos)), Freq: uint64(m.Ptr(bufFreq)),
 			Nh: int32(nh), Nkv: int32(nkv), Hd: int32(hd), RotDims: int32(c.RopeDim), Eps: c.Eps}
