@@ -300,8 +300,9 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 		// Mapped misses (Options.Misses MissMap: the kernels read missing experts from mapped
 		// pinned host memory, model/gpu/mapped.go) at the smallest cache and at half of all
 		// experts: decode runs the resident structure, so token by token the logits must be
-		// the resident run's bits; the batched prompt path runs moe_prefill through the slot
-		// tables (VRAM slots, or host copies for the misses), so there a mapped run must be
+		// the resident run's bits; the batched prompt path copies the chunk's misses into
+		// slots and runs moe_prefill through the slot tables (mgpu.TablesAuto; TablesHost
+		// would read the misses from host memory instead), so there a mapped run must be
 		// the resident run's bits where both took the same expert routes (else the copy
 		// run's, where those two match), and within the CPU bound always.
 		for _, slots := range []int{2 * shp.ExpertsUsed, shp.Layers * shp.Experts / 2} {

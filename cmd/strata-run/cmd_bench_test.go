@@ -189,7 +189,7 @@ func TestGPUBench(t *testing.T) {
 	if v := os.Getenv("STRATA_BENCH_PATHS"); v != "" {
 		paths = strings.Split(v, ",")
 	}
-	// STRATA_BENCH_PTAB (comma-separated mgpu.PrefillTables modes: auto, off, all, copy):
+	// STRATA_BENCH_PTAB (comma-separated mgpu.PrefillTables modes: auto, off, all, host):
 	// the batched prompt runs once per mode, in order, on the same engine (a row each,
 	// labelled "tables=MODE"); unset, once with the engine's default.
 	var ptabs []mgpu.PrefillTables

@@ -458,7 +458,7 @@ const batchedNMSE = 1e-5
 // 2·K and 3·K slots: ranges that fit the cache, misses copied in between), in chunks of 3
 // (a 7-token prompt: 3, 3 and a chunk of 1), with moe_prefill's expert stack lowered so
 // that the per-window and per-expert launches run; then decode steps read the prompt's
-// K/V. With the slot tables (SetPrefillTables: auto, all, copy) every configuration takes
+// K/V. With the slot tables (SetPrefillTables: auto, all, host) every configuration takes
 // moe_prefill, on the copy path and with mapped misses (the fake device maps host memory);
 // with them off, moe_prefill (slots in one window) or the moe_decode fallback (more
 // experts than slots, or a window too small): each within the bound. Every run whose
@@ -526,7 +526,7 @@ func TestEngineEmulatedBatched(t *testing.T) {
 			}{
 				{3, 0, 1024, TablesAuto, false}, {16, 0, 1024, TablesAuto, false}, {16, 2 * K, 1024, TablesAuto, false}, {3, 2 * K, 1024, TablesAuto, false},
 				{3, 3 * K, 6, TablesAuto, false}, {3, 0, 3, TablesAuto, false},
-				{3, 0, 1024, TablesAll, false}, {3, 3 * K, 1024, TablesAuto, true}, {3, 3 * K, 1024, TablesCopy, true}, {16, 3 * K, 1024, TablesAuto, true},
+				{3, 0, 1024, TablesAll, false}, {3, 3 * K, 1024, TablesAuto, true}, {3, 3 * K, 1024, TablesHost, true}, {16, 3 * K, 1024, TablesAuto, true}, {16, 3 * K, 1024, TablesHost, true},
 				{16, 2 * K, 1024, TablesOff, false}, {3, 2 * K, 1024, TablesOff, false}, {3, 3 * K, 6, TablesOff, false}, {3, 0, 3, TablesOff, false},
 				{3, 3 * K, 1024, TablesOff, true},
 			} {

@@ -33,16 +33,18 @@ import (
 // nothing comes back to the host. Otherwise (SetPrefillTables, the default TablesAuto),
 // per layer:
 //
-//   - mapped misses (mapped.go): the tables already point every expert at its VRAM slot
-//     or its mapped host copy, so moe_prefill runs through them at once; the chunk's ids
-//     then come back (one sync per layer) for the cache's lookup, which counts hits and
-//     misses and tells the policy, placing nothing (no copies: the kernels read the
-//     misses over the bus);
-//   - the copy path: the chunk's ids come back once (one sync), the cache looks them up
-//     (per use, as token by token would), the misses are copied through the copier and
-//     the tables uploaded, and moe_prefill runs through the tables wherever the slots lie.
-//     When the chunk needs more of the layer's experts than the cache holds, the layer
-//     runs in token ranges that fit, a sync between them.
+//   - the chunk's ids come back once (one sync), the cache looks them up (per use, as
+//     token by token would), the misses are copied through the copier and the tables
+//     uploaded, and moe_prefill runs through the tables wherever the slots lie. When the
+//     chunk needs more of the layer's experts than the cache holds, the layer runs in
+//     token ranges that fit, a sync between them. With mapped misses (mapped.go) too:
+//     copying the misses first was measured faster than reading them over the bus;
+//   - TablesHost, mapped misses only: the tables already point every expert at its VRAM
+//     slot or its mapped host copy, so moe_prefill runs through them at once; the chunk's
+//     ids then come back (one sync per layer) for the cache's lookup, which counts hits
+//     and misses and tells the policy, placing nothing (no copies);
+//   - resident engines' layers that are not direct take TablesHost's form (nothing
+//     misses).
 //
 // TablesOff is the path before the tables: when the slots in use lie in one window (one
 // slab, < maxStack slots) the pairs are remapped to slot indices in it and the stack form
@@ -86,15 +88,19 @@ type PrefillTables int
 // The modes; the zero value is the default.
 const (
 	// TablesAuto: direct layers as dense stacks, every other layer through the slot
-	// tables (mapped misses: no copies).
+	// tables after the chunk's misses are copied into slots (with mapped misses too: a
+	// 512-token chunk reads each missing expert about once per tile, and moe_prefill
+	// reading it over the bus was slower than copying it first, 410.6 against 778.5 tok/s
+	// on the 80B-A3B at 16 GiB, bench/results/2026-11-30-prefill-tables).
 	TablesAuto PrefillTables = iota
 	// TablesOff: the path before the tables (one-window stacks, else moe_decode).
 	TablesOff
 	// TablesAll: every layer through the tables, direct ones too (a measurement switch).
 	TablesAll
-	// TablesCopy: as TablesAuto, but with mapped misses the chunk's misses are copied into
-	// slots first, as on the copy path (a measurement switch).
-	TablesCopy
+	// TablesHost: as TablesAuto, but with mapped misses nothing is copied: moe_prefill
+	// reads the misses from mapped host memory through the tables (a measurement switch;
+	// faster only when the cache already holds almost every expert the chunk uses).
+	TablesHost
 )
 
 // String is the mode's name.
@@ -106,20 +112,20 @@ func (m PrefillTables) String() string {
 		return "off"
 	case TablesAll:
 		return "all"
-	case TablesCopy:
-		return "copy"
+	case TablesHost:
+		return "host"
 	}
 	return fmt.Sprintf("PrefillTables(%d)", int(m))
 }
 
-// ParsePrefillTables reads "auto", "off", "all" or "copy".
+// ParsePrefillTables reads "auto", "off", "all" or "host".
 func ParsePrefillTables(s string) (PrefillTables, error) {
-	for _, m := range []PrefillTables{TablesAuto, TablesOff, TablesAll, TablesCopy} {
+	for _, m := range []PrefillTables{TablesAuto, TablesOff, TablesAll, TablesHost} {
 		if s == m.String() {
 			return m, nil
 		}
 	}
-	return 0, fmt.Errorf("model/gpu: prefill tables mode %q: want auto, off, all or copy", s)
+	return 0, fmt.Errorf("model/gpu: prefill tables mode %q: want auto, off, all or host", s)
 }
 
 // SetPrefillTables sets how the batched prompt path runs the routed experts (TablesAuto
@@ -571,7 +577,7 @@ func (e *Engine) moeChunk(li, T int, toProj bool) (pending bool, err error) {
 	tables := e.ptab != TablesOff && E <= maxTableExperts
 	m := e.mem
 	tab := m.Ptr(bufTables).Add(uintptr(li * 3 * E * 8))
-	if tables && (e.resident || e.mapped && e.ptab != TablesCopy) {
+	if tables && (e.resident || e.mapped && e.ptab == TablesHost) {
 		// Every expert readable where its table entry points: run first, then count.
 		pend, err := stack([]stackRun{{t0: 0, t1: T, kUsed: K, span: E, tab: tab}}, bufPIDs)
 		if err != nil {

@@ -13,10 +13,12 @@
 #       per tree, every variant and case) and TestGPUEngineMatchesCPU +
 #       TestGPUEngineNextMatchesCPU; then, alone on the GPU, TestGPUBench:
 #         80B IQ2_XS at 16384 MiB, misses auto and copy, the 512-token prompt with
-#           STRATA_BENCH_PTAB=auto,off,copy,auto (new, old, new with copies, new again)
+#           STRATA_BENCH_PTAB=host,off,auto,host (call 1, at 03a836c, named these modes
+#           auto,off,copy,auto: its "auto" was today's "host", its "copy" today's "auto")
 #         30B Q2_0 at 12288 MiB, auto (resident: every layer direct), PTAB=auto,all,auto,all
 #           (dense stacks against the tables), then at 4096 MiB, auto and copy,
-#           PTAB=auto,off,auto, each if the time is left
+#           PTAB=host,off,auto,host (call 1: auto,off,auto, i.e. host,off,host), each if
+#           the time is left
 #       Everything inside STRATA_RUN_BUDGET seconds (default 190). Writes $OUT/summary.md,
 #       $OUT/rows.md (the ROW lines), $OUT/logs.tar.gz.
 #   STRATA_RUN_DRY=1 run.sh run   the same flow with stub binaries (no GPU).
@@ -166,7 +168,7 @@ run() {
 		grep -E "ceilings:|expert misses|load failed|FAIL|panic" "$out/bench-$1.log" | head -8 | sed 's/^/    /' >>"$sum"
 	}
 	if waitfor q80-iq2_xs 30; then
-		bench q80-iq2_xs "$w/models/q80-iq2_xs.gguf" 60 25 16384 auto,copy auto,off,copy,auto
+		bench q80-iq2_xs "$w/models/q80-iq2_xs.gguf" 60 25 16384 auto,copy host,off,auto,host
 	else
 		echo "- bench q80: model not ready ($(left 0) s left)" | tee -a "$sum"
 	fi
@@ -177,7 +179,7 @@ run() {
 		echo "- bench q30-q2_0-res: skipped ($(left 0) s left)" | tee -a "$sum"
 	fi
 	if [ -e "$w/models/q30-q2_0.ready" ] && [ "$(left 0)" -ge 20 ]; then
-		bench q30-q2_0-4g "$w/models/q30-q2_0.gguf" 30 2 4096 auto,copy auto,off,auto
+		bench q30-q2_0-4g "$w/models/q30-q2_0.gguf" 30 2 4096 auto,copy host,off,auto,host
 	else
 		echo "- bench q30-q2_0-4g: skipped ($(left 0) s left)" | tee -a "$sum"
 	fi
