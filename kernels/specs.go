@@ -305,7 +305,7 @@ var Specs = []Spec{
 		Doc: "one MoE FFN layer for many tokens in four launches (phase 0 route: grid (n_expert, 1, 1); phase 1 gate/up + SwiGLU + " +
 			"Q8_1 requant: grid (ceil(n_ff/(BM/2)), max_tiles, 1); phase 2 down: grid (ceil(hidden/BM), max_tiles, 1); phase 3 " +
 			"weighted combine: grid (ceil(hidden/128), min(tokens, 65535), 1)), block (128, 1, 1), tile r<BM>t<BN>, " +
-			"max_tiles = ceil(tokens·k_used/BN) + n_expert; experts are dense stacks.",
+			"max_tiles = ceil(tokens·k_used/BN) + n_expert; experts are dense stacks, or addressed through slot tables (tabs).",
 		Threads: 128,
 		Args: []Arg{
 			{Name: "x", Type: ArgPtr, CType: "const u8", Doc: "hidden state as Q8_1 [tokens][x_row_blocks] (phase 1); 4-byte aligned"},
@@ -314,6 +314,7 @@ var Specs = []Spec{
 			{Name: "wg", Type: ArgPtr, CType: "const u8", Doc: "gate weights: expert e at wg + e·gu_mat_bytes, [n_ff][hidden]; 16-byte aligned"},
 			{Name: "wu", Type: ArgPtr, CType: "const u8", Doc: "up weights, as wg"},
 			{Name: "wd", Type: ArgPtr, CType: "const u8", Doc: "down weights: expert e at wd + e·d_mat_bytes, [hidden][n_ff]; 16-byte aligned"},
+			{Name: "tabs", Type: ArgPtr, CType: "const u64", Doc: "null (dense stacks: wg, wu, wd), or slot tables [3][n_expert]: device addresses of expert e's gate, up and down weights (16-byte aligned, anywhere: VRAM slots or mapped host memory); wg, wu, wd and the strides are then unused"},
 			{Name: "sched", Type: ArgPtr, CType: "i32", Doc: "schedule, written by phase 0: counts[n_expert], offsets[n_expert], ntiles, then ntiles × (expert, first entry); size 2·n_expert + 1 + 2·max_tiles"},
 			{Name: "list", Type: ArgPtr, CType: "i32", Doc: "pair ids t·k_used + slot grouped by expert (tokens·k_used entries), written by phase 0"},
 			{Name: "hq", Type: ArgPtr, CType: "u8", Doc: "SwiGLU output as Q8_1 [tokens·k_used][n_ff/32] per pair: written by phase 1, read by 2"},

@@ -1,6 +1,7 @@
 package parity
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -27,6 +28,12 @@ import (
 // Shapes: tokens 1, 17, 512, 4099; an expert with every token and experts with none; hidden
 // and n_ff rounded down to the type's block (so Q8_0's hidden = 800 leaves a ragged 64-row
 // down tile and a 25-group K).
+//
+// Weights: dense stacks (wg, wu, wd at e·stride), or, in the "tables" cases, slot tables
+// (tabs): every expert's gate|up|down in one slot of a slab, the slots in a random order
+// with empty slots between them, and every third expert (e mod 3 = 1) in a second slab (the
+// engine's mapped host copies stand in a different buffer); wg, wu, wd are then null. The
+// integer sums are the same, so the bounds are the same.
 
 // mpMaxHidden is the largest hidden size (gate/up K) and n_ff (down K) the bounds cover.
 const mpMaxHidden = 2048
@@ -84,13 +91,16 @@ func init() {
 		Name:   "moe_prefill",
 		Bounds: b,
 		// Dims: tokens, k_used, n_expert, hidden, n_ff, mode (0 random routing, 1 expert 0 in
-		// every token's list).
+		// every token's list), optionally tables (1: weights through slot tables).
 		Cases: []Case{
 			{"tokens=1,k=2,experts=8,hidden=256,ff=256", []int{1, 2, 8, 256, 256, 0}},
 			{"tokens=17,k=4,experts=16,hidden=800,ff=288", []int{17, 4, 16, 800, 288, 0}},
 			{"tokens=512,k=2,experts=16,hidden=256,ff=256", []int{512, 2, 16, 256, 256, 0}},
 			{"tokens=70,k=8,experts=12,hidden=512,ff=256,all-to-0", []int{70, 8, 12, 512, 256, 1}},
 			{"tokens=4099,k=1,experts=2,hidden=256,ff=256,all-to-0", []int{4099, 1, 2, 256, 256, 1}},
+			{"tokens=17,k=4,experts=16,hidden=800,ff=288,tables", []int{17, 4, 16, 800, 288, 0, 1}},
+			{"tokens=512,k=2,experts=16,hidden=256,ff=256,tables", []int{512, 2, 16, 256, 256, 0, 1}},
+			{"tokens=70,k=8,experts=12,hidden=512,ff=256,all-to-0,tables", []int{70, 8, 12, 512, 256, 1, 1}},
 		},
 		Run:       runMoePrefill,
 		SelfCheck: selfCheckMoePrefill,
@@ -112,6 +122,24 @@ type mpInputs struct {
 	out0                           []float32
 	schedRef, listRef              []int32
 	ldo                            int
+	// tables cases: two slabs of slots (gate|up|down each, slotBytes), expert e in slab
+	// slab[e] at slot slot[e]
+	tables     bool
+	slabs      [2][]byte
+	slab, slot []int
+	slotBytes  int
+}
+
+// tabs is the slot tables [3][experts] for slabs at the device addresses a0, a1.
+func (in *mpInputs) tabs(a0, a1 uint64) []byte {
+	t := make([]byte, 3*8*in.experts)
+	for e := 0; e < in.experts; e++ {
+		base := []uint64{a0, a1}[in.slab[e]] + uint64(in.slot[e]*in.slotBytes)
+		for m, off := range []int{0, in.guBytes, 2 * in.guBytes} {
+			binary.LittleEndian.PutUint64(t[8*(m*in.experts+e):], base+uint64(off))
+		}
+	}
+	return t
 }
 
 func newMpInputs(t quant.Type, dims []int, bn int, rng *rand.Rand) (*mpInputs, error) {
@@ -214,6 +242,24 @@ func newMpInputs(t quant.Type, dims []int, bn int, rng *rand.Rand) (*mpInputs, e
 		in.out0[i] = float32(rng.NormFloat64())
 	}
 	in.schedRef, in.listRef = mpRouteRef(in.ids, in.experts, in.bn, in.maxTiles)
+	if len(dims) > 6 && dims[6] == 1 {
+		// Slots: experts+3 per slab, in random order, so that slots lie out of expert order
+		// with gaps; every third expert in the second slab.
+		in.tables = true
+		in.slotBytes = 2*in.guBytes + in.dBytes
+		n := in.experts + 3
+		in.slabs = [2][]byte{make([]byte, n*in.slotBytes), make([]byte, n*in.slotBytes)}
+		in.slab, in.slot = make([]int, in.experts), rng.Perm(n)[:in.experts]
+		for e := 0; e < in.experts; e++ {
+			if e%3 == 1 {
+				in.slab[e] = 1
+			}
+			b := in.slabs[in.slab[e]][in.slot[e]*in.slotBytes:]
+			copy(b, in.wg[e*in.guBytes:(e+1)*in.guBytes])
+			copy(b[in.guBytes:], in.wu[e*in.guBytes:(e+1)*in.guBytes])
+			copy(b[2*in.guBytes:], in.wd[e*in.dBytes:(e+1)*in.dBytes])
+		}
+	}
 	return in, nil
 }
 
@@ -308,6 +354,13 @@ func (in *mpInputs) phase(h0 *Harness, fn *gpu.Func, phase int, grid gpu.Dim3, s
 		}
 		bufs[name] = b
 	}
+	if _, ok := bufs["slab0"]; ok { // the tables point into the slabs just placed
+		b, err := h.Input(in.tabs(bufs["slab0"].Ptr(), bufs["slab1"].Ptr()))
+		if err != nil {
+			return nil, 0, err
+		}
+		bufs["tabs"] = b
+	}
 	var ret []Buf
 	for _, name := range order {
 		var b Buf
@@ -373,9 +426,40 @@ func runMoePrefill(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.
 
 	// Phase 1: gate/up + SwiGLU + requant, from the checked schedule.
 	sched, list := r0["sched"], r0["list"]
+	// weights: the dense stacks, or the slabs and their tables (wg, wu, wd null)
+	weights := func(names ...string) map[string][]byte {
+		m := map[string][]byte{}
+		if in.tables {
+			m["slab0"], m["slab1"] = in.slabs[0], in.slabs[1]
+			return m
+		}
+		for _, n := range names {
+			m[n] = map[string][]byte{"wg": in.wg, "wu": in.wu, "wd": in.wd}[n]
+		}
+		return m
+	}
+	with := func(m map[string][]byte, more map[string][]byte) map[string][]byte {
+		for k, v := range more {
+			m[k] = v
+		}
+		return m
+	}
+	wptr := func(b map[string]Buf, n string) uint64 {
+		if in.tables {
+			return 0
+		}
+		return b[n].Ptr()
+	}
+	tptr := func(b map[string]Buf) uint64 {
+		if in.tables {
+			return b["tabs"].Ptr()
+		}
+		return 0
+	}
 	r1, us, err := in.phase(h, fn, 1, gpu.Dim3{X: uint32((in.ff + bm/2 - 1) / (bm / 2)), Y: uint32(in.maxTiles), Z: 1}, func(a *abi.MoePrefillArgs, b map[string]Buf) {
-		a.X, a.Wg, a.Wu, a.Sched, a.List, a.Hq, a.Hf = ptr(b, "x"), ptr(b, "wg"), ptr(b, "wu"), ptr(b, "sched"), ptr(b, "list"), ptr(b, "hq"), ptr(b, "hf")
-	}, map[string][]byte{"x": in.x, "wg": in.wg, "wu": in.wu, "sched": sched, "list": list}, nil,
+		a.X, a.Wg, a.Wu, a.Sched, a.List, a.Hq, a.Hf = ptr(b, "x"), wptr(b, "wg"), wptr(b, "wu"), ptr(b, "sched"), ptr(b, "list"), ptr(b, "hq"), ptr(b, "hf")
+		a.Tabs = tptr(b)
+	}, with(weights("wg", "wu"), map[string][]byte{"x": in.x, "sched": sched, "list": list}), nil,
 		map[string]int{"hq": np * in.ff / 32 * 36, "hf": 4 * np * in.ff}, []string{"hq", "hf"})
 	if err != nil {
 		return Outcome{}, err
@@ -398,8 +482,9 @@ func runMoePrefill(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.
 
 	// Phase 2: down, from the kernel's hq.
 	r2, us, err := in.phase(h, fn, 2, gpu.Dim3{X: uint32((in.hidden + bm - 1) / bm), Y: uint32(in.maxTiles), Z: 1}, func(a *abi.MoePrefillArgs, b map[string]Buf) {
-		a.Wd, a.Sched, a.List, a.Hq, a.Yp = ptr(b, "wd"), ptr(b, "sched"), ptr(b, "list"), ptr(b, "hq"), ptr(b, "yp")
-	}, map[string][]byte{"wd": in.wd, "sched": sched, "list": list, "hq": r1["hq"]}, nil,
+		a.Wd, a.Sched, a.List, a.Hq, a.Yp = wptr(b, "wd"), ptr(b, "sched"), ptr(b, "list"), ptr(b, "hq"), ptr(b, "yp")
+		a.Tabs = tptr(b)
+	}, with(weights("wd"), map[string][]byte{"sched": sched, "list": list, "hq": r1["hq"]}), nil,
 		map[string]int{"yp": 4 * np * in.hidden}, []string{"yp"})
 	if err != nil {
 		return Outcome{}, err

@@ -142,11 +142,12 @@ func containsAny(s, alts string) bool {
 }
 
 // emuMoe emulates strata_moe_prefill_<type>_*: spoil 1 swaps the first two list entries of
-// expert 0, 2 flips the sign of one h, 3 skips a pair's weight in the combine.
+// expert 0, 2 flips the sign of one h, 3 skips a pair's weight in the combine, 4 reads the
+// next expert's slot table entries (tables cases; the dense cases then pass).
 func emuMoe(t quant.Type, spoil int) func(*memDriver, []byte) {
 	return func(d *memDriver, a []byte) {
-		phase, tokens, k, E := le32i(a, 112), le32i(a, 116), le32i(a, 120), le32i(a, 124)
-		H, F, xrb, ldo := le32i(a, 128), le32i(a, 132), le32i(a, 136), le32i(a, 140)
+		phase, tokens, k, E := le32i(a, 120), le32i(a, 124), le32i(a, 128), le32i(a, 132)
+		H, F, xrb, ldo := le32i(a, 136), le32i(a, 140), le32i(a, 144), le32i(a, 148)
 		np := tokens * k
 		switch phase {
 		case 0:
@@ -157,21 +158,21 @@ func emuMoe(t quant.Type, spoil int) func(*memDriver, []byte) {
 				list[o], list[o+1] = list[o+1], list[o]
 			}
 			n := 2*E + 1 + 2*int(sched[2*E]) // the kernel writes nothing past its tiles
-			copy(d.mem(le64u(a, 48), 4*n), int32Bytes(sched[:n]))
-			copy(d.mem(le64u(a, 56), 4*np), int32Bytes(list))
+			copy(d.mem(le64u(a, 56), 4*n), int32Bytes(sched[:n]))
+			copy(d.mem(le64u(a, 64), 4*np), int32Bytes(list))
 		case 1, 2:
-			K, rows, matB := H, F, int(int64(le64u(a, 96)))
+			K, rows, matB := H, F, int(int64(le64u(a, 104)))
 			if phase == 2 {
-				K, rows, matB = F, H, int(int64(le64u(a, 104)))
+				K, rows, matB = F, H, int(int64(le64u(a, 112)))
 			}
 			rb, _ := t.RowBytes(K)
-			sched := bytesInt32(d.mem(le64u(a, 48), 4*(2*E+1)))
-			list := bytesInt32(d.mem(le64u(a, 56), 4*np))
+			sched := bytesInt32(d.mem(le64u(a, 56), 4*(2*E+1)))
+			list := bytesInt32(d.mem(le64u(a, 64), 4*np))
 			var xi *q81Rows
 			if phase == 1 {
 				xi = newQ81Rows(d.mem(le64u(a, 0), tokens*xrb*36), tokens, H, xrb)
 			} else {
-				xi = newQ81Rows(d.mem(le64u(a, 64), np*F/32*36), np, F, F/32)
+				xi = newQ81Rows(d.mem(le64u(a, 72), np*F/32*36), np, F, F/32)
 			}
 			for e := 0; e < E; e++ {
 				if sched[e] == 0 {
@@ -182,8 +183,16 @@ func emuMoe(t quant.Type, spoil int) func(*memDriver, []byte) {
 					mats = []uint64{le64u(a, 40)}
 				}
 				var ws []*intRows
-				for _, base := range mats {
-					w, err := newIntRows(t, d.mem(base+uint64(e*matB), rows*rb), rows, K)
+				for m, base := range mats {
+					addr := base + uint64(e*matB)
+					if tabs := le64u(a, 48); tabs != 0 { // slot tables [3][E]
+						x := e
+						if spoil == 4 { // the next expert's table entry
+							x = (e + 1) % E
+						}
+						addr = le64u(d.mem(tabs+uint64(8*((m+2*(phase-1))*E+x)), 8), 0)
+					}
+					w, err := newIntRows(t, d.mem(addr, rows*rb), rows, K)
 					if err != nil {
 						panic(err)
 					}
@@ -192,7 +201,7 @@ func emuMoe(t quant.Type, spoil int) func(*memDriver, []byte) {
 				for i := sched[E+e]; i < sched[E+e]+sched[e]; i++ {
 					p := int(list[i])
 					if phase == 2 {
-						yp := d.mem(le64u(a, 80)+uint64(4*p*H), 4*H)
+						yp := d.mem(le64u(a, 88)+uint64(4*p*H), 4*H)
 						for r := 0; r < H; r++ {
 							binary.LittleEndian.PutUint32(yp[4*r:], math.Float32bits(emuDot(ws[0], r, xi, p, false)))
 						}
@@ -207,16 +216,16 @@ func emuMoe(t quant.Type, spoil int) func(*memDriver, []byte) {
 					if spoil == 2 && p == 0 {
 						hf[0] = -hf[0] + 1
 					}
-					copy(d.mem(le64u(a, 72)+uint64(4*p*F), 4*F), f32Bytes(hf))
-					if err := quant.QuantizeQ8_1GPU(hf, d.mem(le64u(a, 64)+uint64(p*F/32*36), F/32*36)); err != nil {
+					copy(d.mem(le64u(a, 80)+uint64(4*p*F), 4*F), f32Bytes(hf))
+					if err := quant.QuantizeQ8_1GPU(hf, d.mem(le64u(a, 72)+uint64(p*F/32*36), F/32*36)); err != nil {
 						panic(err)
 					}
 				}
 			}
 		case 3:
 			wts := bytesF32(d.mem(le64u(a, 16), 4*np))
-			yp := bytesF32(d.mem(le64u(a, 80), 4*np*H))
-			out := d.mem(le64u(a, 88), 4*((tokens-1)*ldo+H))
+			yp := bytesF32(d.mem(le64u(a, 88), 4*np*H))
+			out := d.mem(le64u(a, 96), 4*((tokens-1)*ldo+H))
 			for tk := 0; tk < tokens; tk++ {
 				for c := 0; c < H; c++ {
 					acc := math.Float32frombits(binary.LittleEndian.Uint32(out[4*(tk*ldo+c):]))
@@ -243,6 +252,7 @@ func TestMoePrefillEmulated(t *testing.T) {
 	}{
 		{quant.Q8_0, 0, ""}, {quant.Q4_K, 0, ""}, {quant.IQ1_M, 0, ""},
 		{quant.Q8_0, 1, "list: "}, {quant.Q8_0, 2, "h: max row relative error"}, {quant.Q4_K, 3, "out: max row relative error"},
+		{quant.Q4_K, 4, "h: max row relative error"},
 	} {
 		var v kernels.Variant
 		for _, x := range spec.AllVariants() {
@@ -254,6 +264,7 @@ func TestMoePrefillEmulated(t *testing.T) {
 		for _, c := range []Case{
 			{"tokens=9,k=2,experts=6,hidden=256,ff=256,all-to-0", []int{9, 2, 6, 256, 256, 1}},
 			{"tokens=3,k=3,experts=5,hidden=288,ff=288", []int{3, 3, 5, 288, 288, 0}},
+			{"tokens=8,k=3,experts=7,hidden=256,ff=256,tables", []int{8, 3, 7, 256, 256, 0, 1}},
 		} {
 			t.Run(v.Name+"/"+c.Name+"/spoil="+string(rune('0'+tc.spoil)), func(t *testing.T) {
 				drv := newMemDriver(map[string]func(*memDriver, []byte){sym: emuMoe(tc.typ, tc.spoil)})
@@ -265,6 +276,12 @@ func TestMoePrefillEmulated(t *testing.T) {
 				h := &Harness{Dev: dev, Mod: mod}
 				defer h.Close()
 				_, err = runMoePrefill(h, sym, c, fam.Bounds[v.Name], rand.New(rand.NewPCG(5, uint64(tc.typ))))
+				if tc.spoil == 4 && len(c.Dims) < 7 { // no tables: the spoil has nothing to spoil
+					if err != nil {
+						t.Fatalf("faithful emulation rejected: %v", err)
+					}
+					return
+				}
 				switch {
 				case tc.want == "" && err != nil:
 					t.Fatalf("faithful emulation rejected: %v", err)

@@ -272,8 +272,10 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 		}
 		// The smallest cache: where its layer-chunks took the same expert kernels as the
 		// resident run (always token by token), the logits must be bitwise equal — the cache
-		// changes where the bytes sit, nothing else. The batched path sends a layer-chunk whose
-		// experts do not fit the cache through moe_decode instead of moe_prefill; the two
+		// changes where the bytes sit, nothing else. The batched path runs moe_prefill through
+		// the slot tables wherever the slots lie (model/gpu/prefill.go), so at chunk 16 the
+		// routes are the resident run's too; only with the tables off (mgpu.TablesOff) or
+		// past 1024 experts does a layer-chunk go through moe_decode instead; the two
 		// kernels fold the same exact group sums in different f32 orders (moe_decode: lane-
 		// strided partials and a butterfly; mmq/moe_prefill: groups in K order), so a run
 		// whose routes differ is held to the CPU bound like any other run, not to bits. (The
@@ -298,9 +300,11 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 		// Mapped misses (Options.Misses MissMap: the kernels read missing experts from mapped
 		// pinned host memory, model/gpu/mapped.go) at the smallest cache and at half of all
 		// experts: decode runs the resident structure, so token by token the logits must be
-		// the resident run's bits; the batched prompt path looks experts up and copies as
-		// the copy path does, so there the smallest-cache mapped run must be the copy run's
-		// bits where both took the same expert routes, and within the CPU bound always.
+		// the resident run's bits; the batched prompt path copies the chunk's misses into
+		// slots and runs moe_prefill through the slot tables (mgpu.TablesAuto; TablesHost
+		// would read the misses from host memory instead), so there a mapped run must be
+		// the resident run's bits where both took the same expert routes (else the copy
+		// run's, where those two match), and within the CPU bound always.
 		for _, slots := range []int{2 * shp.ExpertsUsed, shp.Layers * shp.Experts / 2} {
 			outer := t
 			t.Run(fmt.Sprintf("mapped/chunk%d/slots%d", chunk, slots), func(t *testing.T) {
@@ -312,7 +316,10 @@ func gpuVsCPU(t *testing.T, dev *gpu.Device, dir, preset string, typ quant.Type,
 				want, ref := gpuLog, "resident"
 				if chunk > 0 {
 					want, ref = nil, ""
-					if slots == 2*shp.ExpertsUsed && ms.StackLayers == small.StackLayers && ms.FallbackLayers == small.FallbackLayers {
+					switch {
+					case ms.StackLayers == full.StackLayers && ms.FallbackLayers == full.FallbackLayers:
+						want, ref = gpuLog, "resident"
+					case slots == 2*shp.ExpertsUsed && ms.StackLayers == small.StackLayers && ms.FallbackLayers == small.FallbackLayers:
 						want, ref = streamLog, "copy path"
 					}
 				}

@@ -189,6 +189,19 @@ func TestGPUBench(t *testing.T) {
 	if v := os.Getenv("STRATA_BENCH_PATHS"); v != "" {
 		paths = strings.Split(v, ",")
 	}
+	// STRATA_BENCH_PTAB (comma-separated mgpu.PrefillTables modes: auto, off, all, host):
+	// the batched prompt runs once per mode, in order, on the same engine (a row each,
+	// labelled "tables=MODE"); unset, once with the engine's default.
+	var ptabs []mgpu.PrefillTables
+	if v := os.Getenv("STRATA_BENCH_PTAB"); v != "" {
+		for _, f := range strings.Split(v, ",") {
+			m, err := mgpu.ParsePrefillTables(strings.TrimSpace(f))
+			if err != nil {
+				t.Fatalf("STRATA_BENCH_PTAB: %v", err)
+			}
+			ptabs = append(ptabs, m)
+		}
+	}
 	d2d, h2d := benchCeilings(t, dev)
 	t.Logf("ceilings: device-to-device %.0f GB/s (read + written), pinned host-to-device %.1f GB/s", d2d, h2d)
 	var b strings.Builder
@@ -395,28 +408,38 @@ func TestGPUBench(t *testing.T) {
 						fmt.Fprintf(&b, "| %s | %s | prefill %d batched | not available for this engine (no chunk, or the model's architecture) |\n", bname, pol, n)
 						continue
 					}
-					if err := eng.Reset(); err != nil {
-						t.Fatal(err)
+					modes := []mgpu.PrefillTables{mgpu.TablesAuto}
+					if path == "batched" && ptabs != nil {
+						modes = ptabs
 					}
-					eng.ResetStats()
-					if _, err := eng.Forward(p); err != nil {
-						// the engine refuses further use after a failure: record it, go on
-						// with the next budget
-						line := fmt.Sprintf("| %s | %s | prefill %d %s | failed: %v |\n", bname, pol, n, path, err)
-						b.WriteString(line)
-						fmt.Print("ROW " + line)
-						t.Errorf("budget %s, prompt %d, %s: %v", bname, n, path, err)
-						break prompts
+					for _, mode := range modes {
+						eng.SetPrefillTables(mode)
+						if err := eng.Reset(); err != nil {
+							t.Fatal(err)
+						}
+						eng.ResetStats()
+						if _, err := eng.Forward(p); err != nil {
+							// the engine refuses further use after a failure: record it, go on
+							// with the next budget
+							line := fmt.Sprintf("| %s | %s | prefill %d %s | failed: %v |\n", bname, pol, n, path, err)
+							b.WriteString(line)
+							fmt.Print("ROW " + line)
+							t.Errorf("budget %s, prompt %d, %s: %v", bname, n, path, err)
+							break prompts
+						}
+						phase := fmt.Sprintf("prefill %d", n)
+						if len(paths) > 1 || chunk > 0 {
+							phase += " " + path
+						}
+						if s := eng.Stats(); path == "batched" {
+							// layer-chunks whose experts ran through moe_prefill / the moe_decode fallback
+							phase += fmt.Sprintf(" (moe_prefill %d, fallback %d)", s.StackLayers, s.FallbackLayers)
+							if ptabs != nil {
+								phase += " tables=" + mode.String()
+							}
+						}
+						row(phase, eng.Stats())
 					}
-					phase := fmt.Sprintf("prefill %d", n)
-					if len(paths) > 1 || chunk > 0 {
-						phase += " " + path
-					}
-					if s := eng.Stats(); path == "batched" {
-						// layer-chunks whose experts ran through moe_prefill / the moe_decode fallback
-						phase += fmt.Sprintf(" (moe_prefill %d, fallback %d)", s.StackLayers, s.FallbackLayers)
-					}
-					row(phase, eng.Stats())
 				}
 				eng.SetTokenByToken(false)
 			}

@@ -9,7 +9,7 @@ import (
 
 /*
 MoePrefillArgs is the launch-argument struct of every strata_moe_prefill_* kernel (C: struct strata_moe_prefill_args).
-one MoE FFN layer for many tokens in four launches (phase 0 route: grid (n_expert, 1, 1); phase 1 gate/up + SwiGLU + Q8_1 requant: grid (ceil(n_ff/(BM/2)), max_tiles, 1); phase 2 down: grid (ceil(hidden/BM), max_tiles, 1); phase 3 weighted combine: grid (ceil(hidden/128), min(tokens, 65535), 1)), block (128, 1, 1), tile r<BM>t<BN>, max_tiles = ceil(tokens·k_used/BN) + n_expert; experts are dense stacks.
+one MoE FFN layer for many tokens in four launches (phase 0 route: grid (n_expert, 1, 1); phase 1 gate/up + SwiGLU + Q8_1 requant: grid (ceil(n_ff/(BM/2)), max_tiles, 1); phase 2 down: grid (ceil(hidden/BM), max_tiles, 1); phase 3 weighted combine: grid (ceil(hidden/128), min(tokens, 65535), 1)), block (128, 1, 1), tile r<BM>t<BN>, max_tiles = ceil(tokens·k_used/BN) + n_expert; experts are dense stacks, or addressed through slot tables (tabs).
 */
 type MoePrefillArgs struct {
 	X          uint64 // offset 0: device address of const u8[]; hidden state as Q8_1 [tokens][x_row_blocks] (phase 1); 4-byte aligned
@@ -18,26 +18,27 @@ type MoePrefillArgs struct {
 	Wg         uint64 // offset 24: device address of const u8[]; gate weights: expert e at wg + e·gu_mat_bytes, [n_ff][hidden]; 16-byte aligned
 	Wu         uint64 // offset 32: device address of const u8[]; up weights, as wg
 	Wd         uint64 // offset 40: device address of const u8[]; down weights: expert e at wd + e·d_mat_bytes, [hidden][n_ff]; 16-byte aligned
-	Sched      uint64 // offset 48: device address of i32[]; schedule, written by phase 0: counts[n_expert], offsets[n_expert], ntiles, then ntiles × (expert, first entry); size 2·n_expert + 1 + 2·max_tiles
-	List       uint64 // offset 56: device address of i32[]; pair ids t·k_used + slot grouped by expert (tokens·k_used entries), written by phase 0
-	Hq         uint64 // offset 64: device address of u8[]; SwiGLU output as Q8_1 [tokens·k_used][n_ff/32] per pair: written by phase 1, read by 2
-	Hf         uint64 // offset 72: device address of f32[]; null, or [tokens·k_used][n_ff] f32: phase 1 also writes h before requantisation (test hook)
-	Yp         uint64 // offset 80: device address of f32[]; down output per pair [tokens·k_used][hidden] f32: written by phase 2, read by 3
-	Out        uint64 // offset 88: device address of f32[]; [tokens][ldo] f32, read and accumulated into by phase 3
-	GuMatBytes int64  // offset 96: bytes between the experts of wg and wu
-	DMatBytes  int64  // offset 104: bytes between the experts of wd
-	Phase      int32  // offset 112: 0 route, 1 gate/up, 2 down, 3 combine
-	Tokens     int32  // offset 116: tokens (> 0)
-	KUsed      int32  // offset 120: experts per token (> 0)
-	NExpert    int32  // offset 124: experts, 1..1024
-	Hidden     int32  // offset 128: hidden size: a multiple of the type's block size
-	NFf        int32  // offset 132: expert width: a multiple of 32 and of the type's block size
-	XRowBlocks int32  // offset 136: Q8_1 blocks between tokens of x, ≥ hidden/32
-	Ldo        int32  // offset 140: f32 elements between tokens of out, ≥ hidden
+	Tabs       uint64 // offset 48: device address of const u64[]; null (dense stacks: wg, wu, wd), or slot tables [3][n_expert]: device addresses of expert e's gate, up and down weights (16-byte aligned, anywhere: VRAM slots or mapped host memory); wg, wu, wd and the strides are then unused
+	Sched      uint64 // offset 56: device address of i32[]; schedule, written by phase 0: counts[n_expert], offsets[n_expert], ntiles, then ntiles × (expert, first entry); size 2·n_expert + 1 + 2·max_tiles
+	List       uint64 // offset 64: device address of i32[]; pair ids t·k_used + slot grouped by expert (tokens·k_used entries), written by phase 0
+	Hq         uint64 // offset 72: device address of u8[]; SwiGLU output as Q8_1 [tokens·k_used][n_ff/32] per pair: written by phase 1, read by 2
+	Hf         uint64 // offset 80: device address of f32[]; null, or [tokens·k_used][n_ff] f32: phase 1 also writes h before requantisation (test hook)
+	Yp         uint64 // offset 88: device address of f32[]; down output per pair [tokens·k_used][hidden] f32: written by phase 2, read by 3
+	Out        uint64 // offset 96: device address of f32[]; [tokens][ldo] f32, read and accumulated into by phase 3
+	GuMatBytes int64  // offset 104: bytes between the experts of wg and wu
+	DMatBytes  int64  // offset 112: bytes between the experts of wd
+	Phase      int32  // offset 120: 0 route, 1 gate/up, 2 down, 3 combine
+	Tokens     int32  // offset 124: tokens (> 0)
+	KUsed      int32  // offset 128: experts per token (> 0)
+	NExpert    int32  // offset 132: experts, 1..1024
+	Hidden     int32  // offset 136: hidden size: a multiple of the type's block size
+	NFf        int32  // offset 140: expert width: a multiple of 32 and of the type's block size
+	XRowBlocks int32  // offset 144: Q8_1 blocks between tokens of x, ≥ hidden/32
+	Ldo        int32  // offset 148: f32 elements between tokens of out, ≥ hidden
 }
 
 // MoePrefillArgsSize is sizeof(struct strata_moe_prefill_args) in bytes.
-const MoePrefillArgsSize = 144
+const MoePrefillArgsSize = 152
 
 // MoePrefillThreads is the block size (x) every moe_prefill kernel is compiled for.
 const MoePrefillThreads = 128
@@ -96,29 +97,30 @@ const (
 
 // Compile-time guards: building fails if the size or an offset drifts from the C static_asserts.
 var (
-	_ = [1]struct{}{}[unsafe.Sizeof(MoePrefillArgs{})-144]
+	_ = [1]struct{}{}[unsafe.Sizeof(MoePrefillArgs{})-152]
 	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.X)-0]
 	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.Ids)-8]
 	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.Wts)-16]
 	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.Wg)-24]
 	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.Wu)-32]
 	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.Wd)-40]
-	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.Sched)-48]
-	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.List)-56]
-	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.Hq)-64]
-	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.Hf)-72]
-	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.Yp)-80]
-	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.Out)-88]
-	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.GuMatBytes)-96]
-	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.DMatBytes)-104]
-	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.Phase)-112]
-	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.Tokens)-116]
-	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.KUsed)-120]
-	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.NExpert)-124]
-	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.Hidden)-128]
-	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.NFf)-132]
-	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.XRowBlocks)-136]
-	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.Ldo)-140]
+	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.Tabs)-48]
+	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.Sched)-56]
+	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.List)-64]
+	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.Hq)-72]
+	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.Hf)-80]
+	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.Yp)-88]
+	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.Out)-96]
+	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.GuMatBytes)-104]
+	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.DMatBytes)-112]
+	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.Phase)-120]
+	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.Tokens)-124]
+	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.KUsed)-128]
+	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.NExpert)-132]
+	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.Hidden)-136]
+	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.NFf)-140]
+	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.XRowBlocks)-144]
+	_ = [1]struct{}{}[unsafe.Offsetof(MoePrefillArgs{}.Ldo)-148]
 )
 
 /*
@@ -133,21 +135,22 @@ func (a *MoePrefillArgs) Bytes() []byte {
 	binary.LittleEndian.PutUint64(b[24:], a.Wg)
 	binary.LittleEndian.PutUint64(b[32:], a.Wu)
 	binary.LittleEndian.PutUint64(b[40:], a.Wd)
-	binary.LittleEndian.PutUint64(b[48:], a.Sched)
-	binary.LittleEndian.PutUint64(b[56:], a.List)
-	binary.LittleEndian.PutUint64(b[64:], a.Hq)
-	binary.LittleEndian.PutUint64(b[72:], a.Hf)
-	binary.LittleEndian.PutUint64(b[80:], a.Yp)
-	binary.LittleEndian.PutUint64(b[88:], a.Out)
-	binary.LittleEndian.PutUint64(b[96:], uint64(a.GuMatBytes))
-	binary.LittleEndian.PutUint64(b[104:], uint64(a.DMatBytes))
-	binary.LittleEndian.PutUint32(b[112:], uint32(a.Phase))
-	binary.LittleEndian.PutUint32(b[116:], uint32(a.Tokens))
-	binary.LittleEndian.PutUint32(b[120:], uint32(a.KUsed))
-	binary.LittleEndian.PutUint32(b[124:], uint32(a.NExpert))
-	binary.LittleEndian.PutUint32(b[128:], uint32(a.Hidden))
-	binary.LittleEndian.PutUint32(b[132:], uint32(a.NFf))
-	binary.LittleEndian.PutUint32(b[136:], uint32(a.XRowBlocks))
-	binary.LittleEndian.PutUint32(b[140:], uint32(a.Ldo))
+	binary.LittleEndian.PutUint64(b[48:], a.Tabs)
+	binary.LittleEndian.PutUint64(b[56:], a.Sched)
+	binary.LittleEndian.PutUint64(b[64:], a.List)
+	binary.LittleEndian.PutUint64(b[72:], a.Hq)
+	binary.LittleEndian.PutUint64(b[80:], a.Hf)
+	binary.LittleEndian.PutUint64(b[88:], a.Yp)
+	binary.LittleEndian.PutUint64(b[96:], a.Out)
+	binary.LittleEndian.PutUint64(b[104:], uint64(a.GuMatBytes))
+	binary.LittleEndian.PutUint64(b[112:], uint64(a.DMatBytes))
+	binary.LittleEndian.PutUint32(b[120:], uint32(a.Phase))
+	binary.LittleEndian.PutUint32(b[124:], uint32(a.Tokens))
+	binary.LittleEndian.PutUint32(b[128:], uint32(a.KUsed))
+	binary.LittleEndian.PutUint32(b[132:], uint32(a.NExpert))
+	binary.LittleEndian.PutUint32(b[136:], uint32(a.Hidden))
+	binary.LittleEndian.PutUint32(b[140:], uint32(a.NFf))
+	binary.LittleEndian.PutUint32(b[144:], uint32(a.XRowBlocks))
+	binary.LittleEndian.PutUint32(b[148:], uint32(a.Ldo))
 	return b
 }

@@ -532,6 +532,25 @@ func (m *emu) moePrefill(variant string, grid rt.Dim3, a abi.MoePrefillArgs) {
 		m.fail("moe_prefill: n_expert %d, x_row_blocks %d, ldo %d break the contract", E, a.XRowBlocks, a.Ldo)
 	}
 	id := func(p int) int { return int(int32(binary.LittleEndian.Uint32(m.at(a.Ids+uint64(4*p), 4)))) }
+	// mat is expert e's matrix j (0 gate, 1 up, 2 down): at its slot table entry when tabs
+	// is set (a null entry breaks the contract: the engine must have placed every expert
+	// the chunk uses), else at its dense stack's base + e·stride.
+	mat := func(j, e int) uint64 {
+		if a.Tabs != 0 {
+			w := binary.LittleEndian.Uint64(m.at(a.Tabs+uint64(8*(j*E+e)), 8))
+			if w == 0 {
+				m.fail("moe_prefill: expert %d's slot table entry %d is null", e, j)
+			}
+			return w
+		}
+		switch j {
+		case 0:
+			return a.Wg + uint64(int64(e)*a.GuMatBytes)
+		case 1:
+			return a.Wu + uint64(int64(e)*a.GuMatBytes)
+		}
+		return a.Wd + uint64(int64(e)*a.DMatBytes)
+	}
 	want := func(g rt.Dim3) {
 		if g != grid {
 			m.fail("moe_prefill phase %d launched with grid %v, its contract says %v", a.Phase, grid, g)
@@ -582,8 +601,7 @@ func (m *emu) moePrefill(variant string, grid rt.Dim3, a abi.MoePrefillArgs) {
 		rb, _ := t.RowBytes(H)
 		for p := 0; p < np; p++ {
 			x := m.q81(a.X+uint64((p/K)*int(a.XRowBlocks)*36), H)
-			g := a.Wg + uint64(int64(id(p))*a.GuMatBytes)
-			u := a.Wu + uint64(int64(id(p))*a.GuMatBytes)
+			g, u := mat(0, id(p)), mat(1, id(p))
 			hv := make([]float32, F)
 			for r := 0; r < F; r++ {
 				gv := m.rowDot(t, g+uint64(r*rb), x)
@@ -597,7 +615,7 @@ func (m *emu) moePrefill(variant string, grid rt.Dim3, a abi.MoePrefillArgs) {
 		rb, _ := t.RowBytes(F)
 		for p := 0; p < np; p++ {
 			hv := m.q81(a.Hq+uint64(p*F/32*36), F)
-			d := a.Wd + uint64(int64(id(p))*a.DMatBytes)
+			d := mat(2, id(p))
 			for r := 0; r < H; r++ {
 				m.setF32(a.Yp, p*H+r, m.rowDot(t, d+uint64(r*rb), hv))
 			}

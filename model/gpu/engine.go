@@ -205,10 +205,11 @@ type Engine struct {
 	pendingIDs int
 	syncLookup bool
 
-	chunk        int    // batched prompt chunk (0: off)
-	tokenByToken bool   // SetTokenByToken: prompts through the decode path
-	moeVar       string // moe_prefill variant
-	direct       []int  // per layer: slot of expert 0 when its experts sit in consecutive slots of one slab (resident), else −1
+	chunk        int           // batched prompt chunk (0: off)
+	tokenByToken bool          // SetTokenByToken: prompts through the decode path
+	moeVar       string        // moe_prefill variant
+	ptab         PrefillTables // how the batched path runs non-direct layers (SetPrefillTables)
+	direct       []int         // per layer: slot of expert 0 when its experts sit in consecutive slots of one slab (resident), else −1
 
 	mmvqRows8 bool // Options.MmvqRows8
 	attnSplit int  // Options.AttnSplit

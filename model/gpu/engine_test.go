@@ -458,8 +458,13 @@ const batchedNMSE = 1e-5
 // 2·K and 3·K slots: ranges that fit the cache, misses copied in between), in chunks of 3
 // (a 7-token prompt: 3, 3 and a chunk of 1), with moe_prefill's expert stack lowered so
 // that the per-window and per-expert launches run; then decode steps read the prompt's
-// K/V. The cache configurations take moe_prefill (slots in one window) or the moe_decode
-// fallback (more experts than slots, or a window too small): each within the bound.
+// K/V. With the slot tables (SetPrefillTables: auto, all, host) every configuration takes
+// moe_prefill, on the copy path and with mapped misses (the fake device maps host memory);
+// with them off, moe_prefill (slots in one window) or the moe_decode fallback (more
+// experts than slots, or a window too small): each within the bound. Every run whose
+// layers all took moe_prefill has the same arithmetic (the same products, the same
+// combine), wherever its weights sat: its logits equal, bit for bit, those of the first
+// such run at its chunk size.
 //
 // qwen3next (tiny-next: three delta-net layers, one gated attention layer, a shared
 // expert) the same way: its batched path keeps the decode path's order of additions (the
@@ -476,17 +481,25 @@ func TestEngineEmulatedBatched(t *testing.T) {
 			const ctx, steps = 64, 6
 			prompt := []int32{104, 101, 108, 108, 111, 32, 119}
 			K := synth.Presets[cs.preset].ExpertsUsed
-			run := func(chunk, slots, stack int) ([][]float32, Stats, *Engine) {
+			run := func(chunk, slots, stack int, mode PrefillTables, mapped bool) ([][]float32, Stats, *Engine) {
 				old := maxStack
 				maxStack = stack
 				defer func() { maxStack = old }()
-				dev, fake := newFakeDeviceArch(1<<30, fakeTarget)
+				dev, fake := newFakeDeviceMap(1<<30, fakeTarget, mapped)
 				fake.emu = newEmu()
-				eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: ctx, Budget: 256 << 20, Reserve: 1 << 20, MaxExpert: slots, Group: 2, Chunk: chunk})
+				misses := MissCopy
+				if mapped {
+					misses = MissMap
+				}
+				eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: ctx, Budget: 256 << 20, Reserve: 1 << 20, MaxExpert: slots, Group: 2, Chunk: chunk, Misses: misses})
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer eng.Close()
+				if p, _ := eng.MissPath(); mapped != (p == "map") {
+					t.Fatalf("mapped %v: the engine's miss path is %s", mapped, p)
+				}
+				eng.SetPrefillTables(mode)
 				var logs [][]float32
 				l, err := eng.Forward(prompt)
 				tok := int32(7)
@@ -503,10 +516,21 @@ func TestEngineEmulatedBatched(t *testing.T) {
 				}
 				return logs, eng.Stats(), eng
 			}
-			ref, rs, _ := run(0, 0, 1024)
+			ref, rs, _ := run(0, 0, 1024, TablesAuto, false)
 			t.Logf("token by token: %.1f launches and %.1f syncs per token", float64(rs.Launches)/float64(rs.Tokens), float64(rs.Syncs)/float64(rs.Tokens))
-			for _, r := range []struct{ chunk, slots, stack int }{{3, 0, 1024}, {16, 0, 1024}, {16, 2 * K, 1024}, {3, 2 * K, 1024}, {3, 3 * K, 6}, {3, 0, 3}} {
-				logs, s, eng := run(r.chunk, r.slots, r.stack)
+			same := map[int][][]float32{} // per chunk: the first all-moe_prefill run's logits
+			for _, r := range []struct {
+				chunk, slots, stack int
+				mode                PrefillTables
+				mapped              bool
+			}{
+				{3, 0, 1024, TablesAuto, false}, {16, 0, 1024, TablesAuto, false}, {16, 2 * K, 1024, TablesAuto, false}, {3, 2 * K, 1024, TablesAuto, false},
+				{3, 3 * K, 6, TablesAuto, false}, {3, 0, 3, TablesAuto, false},
+				{3, 0, 1024, TablesAll, false}, {3, 3 * K, 1024, TablesAuto, true}, {3, 3 * K, 1024, TablesHost, true}, {16, 3 * K, 1024, TablesAuto, true}, {16, 3 * K, 1024, TablesHost, true},
+				{16, 2 * K, 1024, TablesOff, false}, {3, 2 * K, 1024, TablesOff, false}, {3, 3 * K, 6, TablesOff, false}, {3, 0, 3, TablesOff, false},
+				{3, 3 * K, 1024, TablesOff, true},
+			} {
+				logs, s, eng := run(r.chunk, r.slots, r.stack, r.mode, r.mapped)
 				direct := 0
 				for _, d := range eng.direct {
 					if d >= 0 {
@@ -532,14 +556,29 @@ func TestEngineEmulatedBatched(t *testing.T) {
 				}
 				t.Logf("%+v: worst NMSE %.3g; hits %d misses %d; %.1f launches and %.1f syncs per token", r, worst, s.Hits, s.Misses,
 					float64(s.Launches)/float64(s.Tokens), float64(s.Syncs)/float64(s.Tokens))
-				// which expert path ran: resident with the full stack, moe_prefill in every
-				// layer; with a stack of 3 (< K), the moe_decode fallback in every layer
+				// which expert path ran: resident with the full stack, or any configuration
+				// with the tables, moe_prefill in every layer; without the tables and with a
+				// stack of 3 (< K), the moe_decode fallback in every layer
 				switch {
-				case r.slots == 0 && r.stack >= 16 && (s.FallbackLayers != 0 || s.StackLayers == 0),
-					r.stack < K && (s.StackLayers != 0 || s.FallbackLayers == 0):
+				case (r.slots == 0 && r.stack >= 16 || r.mode != TablesOff) && (s.FallbackLayers != 0 || s.StackLayers == 0),
+					r.mode == TablesOff && r.stack < K && (s.StackLayers != 0 || s.FallbackLayers == 0):
 					t.Errorf("%+v: %d layer-chunks through moe_prefill, %d through moe_decode", r, s.StackLayers, s.FallbackLayers)
 				}
 				t.Logf("%+v: %d layer-chunks through moe_prefill, %d through moe_decode", r, s.StackLayers, s.FallbackLayers)
+				if s.FallbackLayers == 0 && s.StackLayers > 0 {
+					if want, ok := same[r.chunk]; !ok {
+						same[r.chunk] = logs
+					} else {
+						for i := range want {
+							for j := range want[i] {
+								if math.Float32bits(logs[i][j]) != math.Float32bits(want[i][j]) {
+									t.Errorf("%+v step %d logit %d: %v, the first moe_prefill run at chunk %d has %v (want bitwise equal)", r, i, j, logs[i][j], r.chunk, want[i][j])
+									break
+								}
+							}
+						}
+					}
+				}
 			}
 		})
 	}

@@ -25,20 +25,32 @@ import (
 // Dense matrices whose type mmq has no variant for (F16/BF16, f32 stored as F16: the
 // tiny models' router) go through mmvq, 8 columns per launch (its most).
 //
-// moe_prefill reads expert e at wg + e·gu_mat_bytes (dense stacks, e < 1024), not through
-// slot tables: the engine passes the address of a slot as the stack's base and, as ids,
-// slot indices relative to it (slots are SlotBytes apart inside a slab). When every
-// expert was placed at load with a layer's experts in consecutive slots of one slab
-// ("direct" layers) the ids phase 0 writes are already those indices and nothing comes
-// back to the host. Otherwise, per layer, the chunk's ids come back once (one sync), the
-// cache looks them up (per use, as token by token would), the misses are copied through
-// the copier, and when the slots in use lie in one window (one slab, < 1024 slots) the
-// pairs are remapped to indices in it and moe_prefill runs. When they do not (the cache's
-// slots are scattered over slabs), or the chunk needs more of the layer's experts than the
-// cache holds (then the layer runs in token ranges that fit, a sync between them), the
-// layer's experts run through moe_decode over the range's tokens (slot tables; it reads
-// each token's experts on its own — slower, but one launch set per range), and the next
-// norm adds its output.
+// moe_prefill reads expert e either from dense stacks (wg + e·gu_mat_bytes, e < 1024) or
+// through the layer's slot tables (tabs: expert id → the device address of its gate, up
+// and down, the tables moe_decode reads). When every expert was placed at load with a
+// layer's experts in consecutive slots of one slab ("direct" layers) the stack form runs
+// with the slot of expert 0 as its base, the ids phase 0 writes are the indices, and
+// nothing comes back to the host. Otherwise (SetPrefillTables, the default TablesAuto),
+// per layer:
+//
+//   - the chunk's ids come back once (one sync), the cache looks them up (per use, as
+//     token by token would), the misses are copied through the copier and the tables
+//     uploaded, and moe_prefill runs through the tables wherever the slots lie. When the
+//     chunk needs more of the layer's experts than the cache holds, the layer runs in
+//     token ranges that fit, a sync between them. With mapped misses (mapped.go) too:
+//     copying the misses first was measured faster than reading them over the bus;
+//   - TablesHost, mapped misses only: the tables already point every expert at its VRAM
+//     slot or its mapped host copy, so moe_prefill runs through them at once; the chunk's
+//     ids then come back (one sync per layer) for the cache's lookup, which counts hits
+//     and misses and tells the policy, placing nothing (no copies);
+//   - resident engines' layers that are not direct take TablesHost's form (nothing
+//     misses).
+//
+// TablesOff is the path before the tables: when the slots in use lie in one window (one
+// slab, < maxStack slots) the pairs are remapped to slot indices in it and the stack form
+// runs; else the layer's experts run through moe_decode over the range's tokens (slot
+// tables; each token's experts on their own — slower), and the next norm adds its output.
+// Models with more than 1024 experts per layer (moe_prefill's limit) take that fallback.
 //
 // qwen3next: the full-attention layers take the same path with the gated query (attn_q
 // interleaves per head hd query rows and hd gate rows: one mmq per head and half makes the
@@ -61,9 +73,64 @@ const DefaultChunk = 512
 // bnTile is the token tile of the mmq and moe_prefill variants the engine launches (t64).
 const bnTile = 64
 
-// maxStack is moe_prefill's most experts per launch (a variable: the emulator tests lower it
-// to reach the split launches).
+// maxStack is moe_prefill's most experts per launch in the stack form (a variable: the
+// emulator tests lower it to reach the split launches).
 var maxStack = 1024
+
+// maxTableExperts is moe_prefill's most experts (n_expert) through the slot tables: its
+// route phase's limit.
+const maxTableExperts = 1024
+
+// PrefillTables is how the batched prompt path runs a layer's routed experts whose slots
+// are not one direct stack (Engine.SetPrefillTables; the comment at the top of this file).
+type PrefillTables int
+
+// The modes; the zero value is the default.
+const (
+	// TablesAuto: direct layers as dense stacks, every other layer through the slot
+	// tables after the chunk's misses are copied into slots (with mapped misses too: a
+	// 512-token chunk reads each missing expert about once per tile, and moe_prefill
+	// reading it over the bus was slower than copying it first, 410.6 against 778.5 tok/s
+	// on the 80B-A3B at 16 GiB, bench/results/2026-11-30-prefill-tables).
+	TablesAuto PrefillTables = iota
+	// TablesOff: the path before the tables (one-window stacks, else moe_decode).
+	TablesOff
+	// TablesAll: every layer through the tables, direct ones too (a measurement switch).
+	TablesAll
+	// TablesHost: as TablesAuto, but with mapped misses nothing is copied: moe_prefill
+	// reads the misses from mapped host memory through the tables (a measurement switch;
+	// faster only when the cache already holds almost every expert the chunk uses).
+	TablesHost
+)
+
+// String is the mode's name.
+func (m PrefillTables) String() string {
+	switch m {
+	case TablesAuto:
+		return "auto"
+	case TablesOff:
+		return "off"
+	case TablesAll:
+		return "all"
+	case TablesHost:
+		return "host"
+	}
+	return fmt.Sprintf("PrefillTables(%d)", int(m))
+}
+
+// ParsePrefillTables reads "auto", "off", "all" or "host".
+func ParsePrefillTables(s string) (PrefillTables, error) {
+	for _, m := range []PrefillTables{TablesAuto, TablesOff, TablesAll, TablesHost} {
+		if s == m.String() {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("model/gpu: prefill tables mode %q: want auto, off, all or host", s)
+}
+
+// SetPrefillTables sets how the batched prompt path runs the routed experts (TablesAuto
+// unless set).
+func (e *Engine) SetPrefillTables(m PrefillTables) { e.ptab = m }
 
 const (
 	bufPX      = "p_x"      // residual stream, f32 [N][H]
@@ -107,6 +174,9 @@ func prefillNeeds(c *model.Config, n int) []Need {
 	qd, kvd := c.Heads*c.HeadDim, c.HeadsKV*c.HeadDim
 	f32 := func(x int) uint64 { return 4 * uint64(n) * uint64(x) }
 	st := maxStack // a launch's window spans up to maxStack slot indices, whatever E is
+	if E <= maxTableExperts {
+		st = max(st, E) // through the tables a launch has E experts
+	}
 	next := c.Arch == model.ArchQwen3Next
 	od := qd // attention output, or the delta-net's
 	if next {
@@ -472,10 +542,12 @@ func (e *Engine) sharedChunk(l *gLayer, T int) error {
 }
 
 // stackRun is one moe_prefill launch set: tokens [t0, t1) with kUsed experts each, slot
-// indices relative to the slot base, span slots.
+// indices relative to the slot base, span slots; or, with tab set, expert ids through the
+// slot tables at tab ([3][span]).
 type stackRun struct {
 	t0, t1, kUsed int
 	base, span    int
+	tab           rt.DevPtr
 }
 
 // moeChunk runs the routed experts of layer li for the T tokens of the chunk. Through
@@ -498,9 +570,20 @@ func (e *Engine) moeChunk(li, T int, toProj bool) (pending bool, err error) {
 		e.stats.StackLayers++
 		return toProj, e.moeRuns(runs, idsBuf, out)
 	}
-	if s0 := e.direct[li]; s0 >= 0 {
+	if s0 := e.direct[li]; s0 >= 0 && e.ptab != TablesAll {
 		e.stats.Hits += int64(T * K)
 		return stack([]stackRun{{t0: 0, t1: T, kUsed: K, base: s0, span: E}}, bufPIDs)
+	}
+	tables := e.ptab != TablesOff && E <= maxTableExperts
+	m := e.mem
+	tab := m.Ptr(bufTables).Add(uintptr(li * 3 * E * 8))
+	if tables && (e.resident || e.mapped && e.ptab == TablesHost) {
+		// Every expert readable where its table entry points: run first, then count.
+		pend, err := stack([]stackRun{{t0: 0, t1: T, kUsed: K, span: E, tab: tab}}, bufPIDs)
+		if err != nil {
+			return false, err
+		}
+		return pend, e.countChunk(li, T)
 	}
 	st := e.stage()
 	if err := e.compute.Download(e.staging, st.pids, e.mem.Ptr(bufPIDs), 4*T*K); err != nil {
@@ -520,33 +603,15 @@ func (e *Engine) moeChunk(li, T int, toProj bool) (pending bool, err error) {
 			return false, fmt.Errorf("model/gpu: layer %d: router picked expert %d of %d (a kernel fault?)", li, ids[i], E)
 		}
 	}
-	// Token ranges whose distinct experts fit the cache (one range unless the chunk needs
-	// more experts of this layer than there are slots).
-	var ranges [][2]int
-	slots := e.cache.Slots()
-	for a := 0; a < T; {
-		seen := map[int]bool{}
-		b := a
-		for ; b < T; b++ {
-			add := 0
-			for _, x := range ids[b*K : (b+1)*K] {
-				if !seen[x] {
-					add++
-					seen[x] = true
-				}
-			}
-			if len(seen) > slots {
-				break
-			}
-		}
-		if b == a {
-			return false, fmt.Errorf("model/gpu: layer %d: a token needs %d experts, the cache has %d slots", li, K, slots)
-		}
-		ranges = append(ranges, [2]int{a, b})
-		a = b
+	ranges, err := e.fitRanges(li, ids, T)
+	if err != nil {
+		return false, err
 	}
-	m := e.mem
-	tab := m.Ptr(bufTables).Add(uintptr(li * 3 * E * 8))
+	if tables && toProj {
+		if err := e.compute.Memset(out, 0, 4*T*H); err != nil {
+			return false, err
+		}
+	}
 	for ri, r := range ranges {
 		a, b := r[0], r[1]
 		if ri > 0 { // the previous range's kernels must be done with the slots about to be reused
@@ -560,6 +625,12 @@ func (e *Engine) moeChunk(li, T int, toProj bool) (pending bool, err error) {
 		sl, err := e.bringIn(li, ids[a*K:b*K])
 		if err != nil {
 			return false, err
+		}
+		if tables { // the range's experts are in slots now, the tables say where
+			if err := e.moeRuns([]stackRun{{t0: a, t1: b, kUsed: K, span: E, tab: tab}}, bufPIDs, out); err != nil {
+				return false, err
+			}
+			continue
 		}
 		if len(ranges) == 1 {
 			lo, hi := math.MaxInt, -1
@@ -595,8 +666,88 @@ func (e *Engine) moeChunk(li, T int, toProj bool) (pending bool, err error) {
 			}
 		}
 	}
+	if tables {
+		e.stats.StackLayers++
+		return toProj, nil
+	}
 	e.stats.FallbackLayers++
 	return true, nil
+}
+
+// fitRanges splits the chunk's T tokens (ids [T][K] of layer li) into token ranges whose
+// distinct experts fit the cache (one range unless the chunk needs more experts of this
+// layer than there are slots).
+func (e *Engine) fitRanges(li int, ids []int, T int) ([][2]int, error) {
+	K := e.cfg.ExpertsUsed
+	var ranges [][2]int
+	slots := e.cache.Slots()
+	for a := 0; a < T; {
+		seen := map[int]bool{}
+		b := a
+		for ; b < T; b++ {
+			for _, x := range ids[b*K : (b+1)*K] {
+				seen[x] = true
+			}
+			if len(seen) > slots {
+				break
+			}
+		}
+		if b == a {
+			return nil, fmt.Errorf("model/gpu: layer %d: a token needs %d experts, the cache has %d slots", li, K, slots)
+		}
+		ranges = append(ranges, [2]int{a, b})
+		a = b
+	}
+	return ranges, nil
+}
+
+// countChunk brings the chunk's ids of layer li back (one sync, after the layer's kernels)
+// and looks them up without placing any: the policy sees every use, and the hits (experts
+// read from a VRAM slot) and misses (read from mapped host memory) are counted.
+func (e *Engine) countChunk(li, T int) error {
+	K, E := e.cfg.ExpertsUsed, e.cfg.Experts
+	if e.resident { // every expert has its slot: the lookup only counts uses
+		e.stats.Hits += int64(T * K)
+	}
+	st := e.stage()
+	if err := e.compute.Download(e.staging, st.pids, e.mem.Ptr(bufPIDs), 4*T*K); err != nil {
+		return err
+	}
+	if err := e.sync(); err != nil {
+		return err
+	}
+	hb := e.staging.Bytes()
+	ids := make([]int, T*K)
+	for i := range ids {
+		ids[i] = int(int32(binary.LittleEndian.Uint32(hb[st.pids+4*i:])))
+		if ids[i] < 0 || ids[i] >= E {
+			return fmt.Errorf("model/gpu: layer %d: router picked expert %d of %d (a kernel fault?)", li, ids[i], E)
+		}
+	}
+	ranges, err := e.fitRanges(li, ids, T) // a lookup takes at most the cache's slots in experts
+	if err != nil {
+		return err
+	}
+	for _, r := range ranges {
+		sl, misses, err := e.cache.LookupAdmit(li, ids[r[0]*K:r[1]*K], e.slotBuf, e.missBuf[:0], 0)
+		if err != nil {
+			return err
+		}
+		e.slotBuf = sl
+		if len(misses) > 0 {
+			return fmt.Errorf("model/gpu: layer %d: a lookup that admits nothing placed %d experts", li, len(misses))
+		}
+		if !e.resident {
+			for _, s := range sl {
+				if s >= 0 {
+					e.stats.Hits++
+				} else {
+					e.stats.Misses++
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // bringIn looks up experts (per use) of layer li, copies the misses in (the compute stream
@@ -637,11 +788,18 @@ func (e *Engine) moeRuns(runs []stackRun, idsBuf string, out rt.DevPtr) error {
 		tok := r.t1 - r.t0
 		first := r.t0 * K // first pair of the run in [T][K]
 		base := e.mem.Slot(r.base)
+		if r.tab != 0 {
+			base = 0
+		}
 		a := abi.MoePrefillArgs{X: uint64(m.Ptr(bufPXQ).Add(uintptr(r.t0 * H / 32 * q81Block))), Ids: uint64(m.Ptr(idsBuf).Add(uintptr(4 * first))),
 			Wts: uint64(m.Ptr(bufPWts).Add(uintptr(4 * first))), Wg: uint64(base.Add(uintptr(e.slot.gate))), Wu: uint64(base.Add(uintptr(e.slot.up))),
 			Wd: uint64(base.Add(uintptr(e.slot.down))), Sched: uint64(m.Ptr(bufPSched)), List: uint64(m.Ptr(bufPList)), Hq: uint64(m.Ptr(bufPHq)),
 			Yp: uint64(m.Ptr(bufPYp)), Out: uint64(out.Add(uintptr(4 * r.t0 * H))), GuMatBytes: stride, DMatBytes: stride,
-			Tokens: int32(tok), KUsed: int32(r.kUsed), NExpert: int32(r.span), Hidden: int32(H), NFf: int32(F), XRowBlocks: int32(H / 32), Ldo: int32(H)}
+			Tokens: int32(tok), KUsed: int32(r.kUsed), NExpert: int32(r.span), Hidden: int32(H), NFf: int32(F), XRowBlocks: int32(H / 32), Ldo: int32(H),
+			Tabs: uint64(r.tab)}
+		if r.tab != 0 { // expert ids through the tables: no stack
+			a.Wg, a.Wu, a.Wd, a.GuMatBytes, a.DMatBytes = 0, 0, 0, 0, 0
+		}
 		mt := maxTiles(tok*r.kUsed, r.span)
 		for phase, g := range []rt.Dim3{dim(uint32(r.span)), {X: blocks(F, 32), Y: uint32(mt), Z: 1}, {X: blocks(H, 64), Y: uint32(mt), Z: 1},
 			{X: blocks(H, 128), Y: uint32(min(tok, 65535)), Z: 1}} {
