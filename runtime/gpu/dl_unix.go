@@ -4,6 +4,7 @@ package gpu
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 
 	"github.com/ebitengine/purego"
@@ -15,13 +16,22 @@ import (
 func OpenLibrary(candidates []string) (handle uintptr, path string, err error) {
 	var msgs []string
 	for _, c := range candidates {
-		h, err := purego.Dlopen(c, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		h, err := dlopen(c)
 		if err == nil {
 			return h, c, nil
 		}
-		msgs = append(msgs, err.Error()) // dlerror names the file
+		msgs = append(msgs, c+": "+err.Error())
 	}
 	return 0, "", fmt.Errorf("%w; tried:\n  %s", ErrNoLibrary, strings.Join(msgs, "\n  "))
+}
+
+// dlopen loads path with the goroutine held on one OS thread: purego reads the loader's
+// message with dlerror after dlopen returns, and dlerror is per thread, so a goroutine
+// moved between the two calls got an empty message (seen once in a parallel go test).
+func dlopen(path string) (uintptr, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
 }
 
 // LookupSymbol returns the address of name in the library, or 0 when it is absent.
