@@ -295,6 +295,15 @@ func attentionStoreRef(cache, scales []byte, rows []float32, pos, rowVals int, q
 	}
 }
 
+// randomBytes returns n bytes from rng: cache contents the store must leave untouched.
+func randomBytes(rng *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	return b
+}
+
 func runAttentionStore(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
 	s := attentionShape(c)
 	q8 := strings.HasSuffix(symbol, "_q8")
@@ -305,13 +314,7 @@ func runAttentionStore(h *Harness, symbol string, c Case, bounds []Bound, rng *r
 	if q8 {
 		vb = 1
 	}
-	draw := func(n int) []byte {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = byte(rng.Uint32())
-		}
-		return b
-	}
+	draw := func(n int) []byte { return randomBytes(rng, n) }
 	k0, v0 := draw(vb*s.n*rowVals), draw(vb*s.n*rowVals)
 	var ks0, vs0 []byte
 	if q8 {

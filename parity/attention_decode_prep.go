@@ -212,13 +212,7 @@ func runAttentionPrep(h *Harness, symbol string, c Case, bounds []Bound, rng *ra
 	if q8 {
 		vb = 1
 	}
-	draw := func(n int) []byte {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = byte(rng.Uint32())
-		}
-		return b
-	}
+	draw := func(n int) []byte { return randomBytes(rng, n) }
 	// The caches hold s.rows rows; the kernel writes row pos, which is the last of them.
 	last := s.rows - 1
 	k0, v0 := draw(vb*s.rows*rowVals), draw(vb*s.rows*rowVals)
