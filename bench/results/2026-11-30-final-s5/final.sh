@@ -162,8 +162,9 @@ run() {
 				"$gt" -test.run '^TestPrepBench$' -test.v -test.timeout 300s
 		fi
 	done
-	# the 80B at 12 and 16 GiB past the cold start: 512 tokens, auto (map) against copy, per
-	# 64-token bin (engine-budgets call 1 ran 64 cold tokens, where the budget hardly mattered)
+	# the 80B at 12 and 16 GiB past the cold start: 512 tokens, auto (map) against copy
+	# (engine-budgets call 1 ran 64 cold tokens, where the budget hardly mattered).
+	# STRATA_BENCH_BIN has no effect here: TestGPUBench bins only STRATA_BENCH_SPLITS runs.
 	if [ -s "$w/models/q80-iq2_xs.gguf" ] || [ "$dry" = 1 ]; then
 		step engine-80b-steady "$(lim 110 0)" env STRATA_CO_DIR="$w/eco" STRATA_GPU_BENCH=1 STRATA_BENCH_MODEL="$w/models/q80-iq2_xs.gguf" \
 			STRATA_BENCH_OUT="$out" STRATA_BENCH_LABEL=engine-80b-steady STRATA_BENCH_POLICIES=decayed STRATA_BENCH_CTX=1024 \
