@@ -585,24 +585,14 @@ func (e *Engine) moeChunk(li, T int, toProj bool) (pending bool, err error) {
 		}
 		return pend, e.countChunk(li, T)
 	}
-	st := e.stage()
-	if err := e.compute.Download(e.staging, st.pids, e.mem.Ptr(bufPIDs), 4*T*K); err != nil {
-		return false, err
-	}
-	if err := e.sync(); err != nil {
+	ids, err := e.chunkIDs(li, T)
+	if err != nil {
 		return false, err
 	}
 	if err := e.finishCopies(); err != nil {
 		return false, err
 	}
-	hb := e.staging.Bytes()
-	ids := make([]int, T*K)
-	for i := range ids {
-		ids[i] = int(int32(binary.LittleEndian.Uint32(hb[st.pids+4*i:])))
-		if ids[i] < 0 || ids[i] >= E {
-			return false, fmt.Errorf("model/gpu: layer %d: router picked expert %d of %d (a kernel fault?)", li, ids[i], E)
-		}
-	}
+	st, hb := e.stage(), e.staging.Bytes()
 	ranges, err := e.fitRanges(li, ids, T)
 	if err != nil {
 		return false, err
@@ -701,28 +691,39 @@ func (e *Engine) fitRanges(li int, ids []int, T int) ([][2]int, error) {
 	return ranges, nil
 }
 
-// countChunk brings the chunk's ids of layer li back (one sync, after the layer's kernels)
-// and looks them up without placing any: the policy sees every use, and the hits (experts
-// read from a VRAM slot) and misses (read from mapped host memory) are counted.
-func (e *Engine) countChunk(li, T int) error {
+// chunkIDs brings the chunk's expert ids of layer li ([T][K], phase 0's output) back to the
+// host (one sync) and checks each against the layer's expert count.
+func (e *Engine) chunkIDs(li, T int) ([]int, error) {
 	K, E := e.cfg.ExpertsUsed, e.cfg.Experts
-	if e.resident { // every expert has its slot: the lookup only counts uses
-		e.stats.Hits += int64(T * K)
-	}
 	st := e.stage()
 	if err := e.compute.Download(e.staging, st.pids, e.mem.Ptr(bufPIDs), 4*T*K); err != nil {
-		return err
+		return nil, err
 	}
 	if err := e.sync(); err != nil {
-		return err
+		return nil, err
 	}
 	hb := e.staging.Bytes()
 	ids := make([]int, T*K)
 	for i := range ids {
 		ids[i] = int(int32(binary.LittleEndian.Uint32(hb[st.pids+4*i:])))
 		if ids[i] < 0 || ids[i] >= E {
-			return fmt.Errorf("model/gpu: layer %d: router picked expert %d of %d (a kernel fault?)", li, ids[i], E)
+			return nil, fmt.Errorf("model/gpu: layer %d: router picked expert %d of %d (a kernel fault?)", li, ids[i], E)
 		}
+	}
+	return ids, nil
+}
+
+// countChunk brings the chunk's ids of layer li back (one sync, after the layer's kernels)
+// and looks them up without placing any: the policy sees every use, and the hits (experts
+// read from a VRAM slot) and misses (read from mapped host memory) are counted.
+func (e *Engine) countChunk(li, T int) error {
+	K := e.cfg.ExpertsUsed
+	if e.resident { // every expert has its slot: the lookup only counts uses
+		e.stats.Hits += int64(T * K)
+	}
+	ids, err := e.chunkIDs(li, T)
+	if err != nil {
+		return err
 	}
 	ranges, err := e.fitRanges(li, ids, T) // a lookup takes at most the cache's slots in experts
 	if err != nil {
