@@ -46,6 +46,11 @@ import (
 // shapes), STRATA_BENCH_ROWS_PER_BLOCK (grid of the dense cases, for kernels built with
 // another row count per block), STRATA_BENCH_REPS=WARM,REPS (launches per case; fewer than
 // 50 timed ones is not a measurement: for profilers), STRATA_BENCH_FLOORS=0 (no floors).
+// STRATA_BENCH_MMVQ_REF=DIR: also load DIR's mmvq code object ("ref", e.g. the previous
+// kernels) and, per type and column count of the dense shape, run both on one matrix of
+// valid random blocks (quant.RandomRow) and the bench's activations, outputs poisoned before
+// each launch, and report how many of the outputs differ bitwise (a check of kernels meant
+// to be bit-identical; not timed).
 func TestBenchDecode(t *testing.T) {
 	if os.Getenv("STRATA_BENCH") != "1" {
 		t.Skip("set STRATA_BENCH=1 to measure (GPU machine)")
@@ -61,6 +66,14 @@ func TestBenchDecode(t *testing.T) {
 	mod, err := dev.LoadModule(gpu.CodeObject{Name: co.Path, Target: co.Target, Image: image})
 	benchMust(t, err)
 	defer mod.Unload()
+	var refMod *gpu.Module
+	if d := os.Getenv("STRATA_BENCH_MMVQ_REF"); d != "" {
+		image, err := os.ReadFile(filepath.Join(d, co.Path))
+		benchMust(t, err)
+		refMod, err = dev.LoadModule(gpu.CodeObject{Name: "ref/" + co.Path, Target: co.Target, Image: image})
+		benchMust(t, err)
+		defer refMod.Unload()
+	}
 	s, err := dev.NewStream()
 	benchMust(t, err)
 	defer s.Destroy()
@@ -274,6 +287,9 @@ func TestBenchDecode(t *testing.T) {
 			gbs := float64(bytes) / m / 1e9
 			logf("%-8s %-34s %3d %10.2f %9.1f %7.1f%% %12d | %s", v, fmt.Sprintf("%dx%d", rows, k), n, m*1e6, gbs, 100*gbs/d2d, bytes, graphCol(launch, bytes))
 		}
+		if refMod != nil {
+			benchMust(t, mmvqRefCheck(t, dev, s, mod, refMod, target, v, qt, rows, k, ncols, dxq.Ptr, dxf.Ptr, dy.Ptr, rng, logf))
+		}
 		// The copy engine at this type's size: a d2d copy of half its 4096×14336 weight bytes
 		// (so read + written = the weight bytes), rotated over the pool, both timings.
 		if floors {
@@ -355,6 +371,73 @@ func TestBenchDecode(t *testing.T) {
 		}
 	}
 	blog.write(t, "bench.txt")
+}
+
+// mmvqRefCheck runs mmvq variant v of mod and of ref on one rows×k matrix of random valid
+// blocks with the activations at xq/xf, for each column count, y poisoned (0xff bytes: NaN)
+// before each launch, and logs how many of the rows·n outputs differ bitwise.
+func mmvqRefCheck(t *testing.T, dev *gpu.Device, s *gpu.Stream, mod, ref *gpu.Module, target, v string, qt quant.Type,
+	rows, k int, ncols []int, xq, xf, y gpu.DevPtr, rng *rand.Rand, logf func(string, ...any)) error {
+	var w []byte
+	for r := 0; r < rows; r++ {
+		row, err := quant.RandomRow(qt, k, rng)
+		if err != nil {
+			return err
+		}
+		w = append(w, row...)
+	}
+	dw, err := dev.Alloc(uintptr(len(w)))
+	if err != nil {
+		return err
+	}
+	defer dw.Free()
+	if err := dev.Upload(dw.Ptr, w); err != nil {
+		return err
+	}
+	gx, err := mmvqGridX(target, "strata_mmvq_"+v, rows)
+	if err != nil {
+		return err
+	}
+	for _, n := range ncols {
+		args := abi.MmvqArgs{Xq: uint64(xq), Xf: uint64(xf), Y: uint64(y), W: uint64(dw.Ptr), Rows: int32(rows), K: int32(k),
+			Ncols: int32(n), XColStride: int32(k), YColStride: int32(rows)}
+		var outs [2][]byte
+		for i, m := range []*gpu.Module{mod, ref} {
+			fn, err := m.Func("strata_mmvq_" + v)
+			if err != nil {
+				return err
+			}
+			poison := make([]byte, 4*rows*n)
+			for j := range poison {
+				poison[j] = 0xff
+			}
+			if err := dev.Upload(y, poison); err != nil {
+				return err
+			}
+			if err := fn.Launch(s, gpu.Dim3{X: uint32(gx), Y: 1, Z: 1}, gpu.Dim3{X: abi.MmvqThreads, Y: 1, Z: 1}, 0, args.Bytes()); err != nil {
+				return err
+			}
+			if err := s.Sync(); err != nil {
+				return err
+			}
+			outs[i] = make([]byte, 4*rows*n)
+			if err := dev.Download(outs[i], y); err != nil {
+				return err
+			}
+		}
+		diff, nan := 0, 0
+		for j := 0; j < rows*n; j++ {
+			a, b := binary.LittleEndian.Uint32(outs[0][4*j:]), binary.LittleEndian.Uint32(outs[1][4*j:])
+			if a != b {
+				diff++
+			}
+			if a&0x7f800000 == 0x7f800000 {
+				nan++
+			}
+		}
+		logf("%-8s bitwise vs ref %dx%d n=%d: %d of %d outputs differ (%d not finite)", v, rows, k, n, diff, rows*n, nan)
+	}
+	return nil
 }
 
 // eventTimes records n+1 events on s around n launches f(0), …, f(n−1), waits at most wait
