@@ -125,6 +125,10 @@ run() {
 	b full-O-1 O TestBenchDecode
 	b full-N-2 N TestBenchDecode
 	b full-O-2 O TestBenchDecode
+	# n = 2–8 and the expert shapes of the types whose kernels D and Q change (XDOT and XQ6
+	# reach the generic path too: spills or a different schedule would show there).
+	b full-D-1 D TestBenchDecode STRATA_BENCH_TYPES=iq2xs,iq3xxs,iq3s,iq1m STRATA_BENCH_FLOORS=0
+	b full-Q-1 Q TestBenchDecode STRATA_BENCH_TYPES=q6k STRATA_BENCH_FLOORS=0
 	for r in 1 2; do b "moe-$r" N TestBenchMoeDecode STRATA_BENCH_MOE_MODS="old=$w/co-O"; done
 	echo "benchmarks done at $((SECONDS - t0)) s"
 	save
