@@ -75,32 +75,14 @@ static_assert(__builtin_offsetof(struct strata_dequant_args, y_stride) == 24, "s
 #define STRATA_QB_FAST 0
 #endif
 // The decode families' own forms (template-selected: mmq and moe_prefill get none of this
-// text). STRATA_QB_SGN (with FAST; bit 1: strata_ksigns, IQ2_XS and IQ3_XXS; bit 2: IQ3_S's
-// high nibbles): the sign masks from the 7-bit index or the sign byte as it is, without
-// isolating each nibble first.
-// STRATA_QB_Q6S (with FAST, default on): Q6_K's two scale bytes of a group by one 16-bit load.
-// STRATA_QB_XDOT (mmvq defines it; with FAST; bits 1, 2, 4, 8: IQ2_XS, IQ3_XXS, IQ3_S, IQ1_M):
-// integer forms whose dot is exact but whose q[] bytes are not the group's int8 values —
-// IQ2_XS/IQ3_XXS/IQ3_S keep q = grid ^ mask and the masks in nm[], IQ1_M keeps q = G + 1
-// (not 8(G + 1)); strata_g32_dot and strata_g32_q undo both, so every integer dot and value
-// is the same (bench/results/2026-11-30-mmvq-mem).
+// text; bench/results/2026-11-30-mmvq-mem). STRATA_QB_SGN (with FAST; bit 1: strata_ksigns,
+// IQ2_XS and IQ3_XXS; bit 2: IQ3_S's high nibbles): the sign masks from the 7-bit index or the
+// sign byte as it is, without isolating each nibble first; mmvq takes both bits, moe_decode
+// and dequant bit 1 (on the H200 bit 2 made moe_decode's IQ3_S layer 1–1.6 % slower).
+// STRATA_QB_Q6S (with FAST; mmvq defines it): Q6_K's two scale bytes of a group by one 16-bit
+// load (moe_decode's Q6_K was 1–2 % faster with it, but ptxas 13.0 spilled 20 bytes there).
 #ifndef STRATA_QB_SGN
-#define STRATA_QB_SGN 3
-#endif
-#ifndef STRATA_QB_Q6S
-#define STRATA_QB_Q6S 1
-#endif
-#if STRATA_QB_FAST && defined(STRATA_QB_XDOT) && STRATA_QB_XDOT
-#define STRATA_QB_XD STRATA_QB_XDOT
-#else
-#define STRATA_QB_XD 0
-#endif
-// STRATA_QB_XQ6 (mmvq defines it; with FAST): Q6_K keeps q = u, its 6-bit code, and
-// strata_g32_dot subtracts 32·Σa a half (the same integer as Σ (u − 32)·a).
-#if STRATA_QB_FAST && defined(STRATA_QB_XQ6) && STRATA_QB_XQ6
-#define STRATA_QB_X6 1
-#else
-#define STRATA_QB_X6 0
+#define STRATA_QB_SGN 1
 #endif
 
 struct strata_g32 {
@@ -110,9 +92,6 @@ struct strata_g32 {
   f32 offb;    // Q4_K: −dmin (exact); 0 otherwise
   i32 offm;    // Q4_K: the group's 6-bit min
   i32 c[4];    // IQ1_M: per 8-element piece, added to q (δ − 8); 0 otherwise
-#if STRATA_QB_XD
-  u32 nm[8];   // strata_signx: byte masks (0xff where negative); q = grid ^ nm, value (i8)q − (i8)nm
-#endif
 };
 
 STRATA_DEVICE u32 strata_ld_u16(const u8* p) {
@@ -155,9 +134,9 @@ STRATA_DEVICE u32 strata_sign_mask4(u32 s) { return __nvvm_prmt((s & 15u) * 0x10
 #else
 STRATA_DEVICE u32 strata_sign_mask4(u32 s) { return ((s & 15u) * 0x00204081u & 0x01010101u) * 0xffu; }
 #endif
-// The mask of bits 4..7 of s (= strata_sign_mask4(s >> 4)). STRATA_QB_FAST && STRATA_QB_SGN:
-// (s & 0xf0)·0x01020408 puts bit b (4..7) at b + 3, b + 10, b + 17, b + 24 — sixteen distinct
-// positions, so no carries —, and bit 8(b − 4) + 7 is bit b's: no shift before the multiply.
+// The mask of bits 4..7 of s (= strata_sign_mask4(s >> 4)). STRATA_QB_FAST && STRATA_QB_SGN
+// bit 2: (s & 0xf0)·0x01020408 puts bit b (4..7) at b + 3, b + 10, b + 17, b + 24 — sixteen
+// distinct positions, so no carries —, and bit 8(b − 4) + 7 is bit b's: no shift first.
 #if STRATA_QB_FAST && (STRATA_QB_SGN & 2)
 STRATA_DEVICE u32 strata_sign_mask4_hi(u32 s) { return __nvvm_prmt((s & 0xf0u) * 0x01020408u, 0u, 0xBA98u); }
 #else
@@ -168,9 +147,9 @@ STRATA_DEVICE u32 strata_sign_mask4_hi(u32 s) { return strata_sign_mask4(s >> 4)
 // divergent 64-bit LDS gather per 8 elements (the IQ types' LDS wavefronts, not DRAM, set
 // their mmvq time); this is a few ALU ops. STRATA_QB_FAST: the high nibble is multiplied in
 // place (0x01020408 puts bit b, 4 ≤ b ≤ 7, at 8(b − 4) + 7), with the parity as bit 7.
-// STRATA_QB_SGN (i < 128, as every caller passes): i·0x10204080 puts bit b (0..6) at b + 7k,
-// k = 1..4 — 28 distinct positions, no carries —, and bit 8b + 7 (b ≤ 3) is bit b's: no
-// i & 15 first. i·0x01020408 puts bit b at b + 3 + 7k, k = 0..3 (distinct again); bit
+// STRATA_QB_SGN bit 1 (i < 128, as every caller passes): i·0x10204080 puts bit b (0..6) at
+// b + 7k, k = 1..4 — 28 distinct positions, no carries —, and bit 8b + 7 (b ≤ 3) is bit b's:
+// no i & 15 first. i·0x01020408 puts bit b at b + 3 + 7k, k = 0..3 (distinct again); bit
 // 8(b − 4) + 7 (b = 4..6) is bit b's and bit 31 is free: the parity goes there in the same
 // multiply-add (popc(i)·2³¹ keeps popc's low bit), with no masks.
 STRATA_DEVICE void strata_ksigns(u32 i, u32* lo, u32* hi) {
@@ -189,7 +168,6 @@ STRATA_DEVICE void strata_ksigns(u32 i, u32* lo, u32* hi) {
 // Negate the bytes of g where mask is 0xff (g's bytes are 1..127: no carries).
 // STRATA_QB_FAST: −g bytewise is 0x01010100 − g (~g + 0x01010101), picked by the mask with
 // one lop3 (0xCA: mask ? b : c) — two instructions where the portable form takes three.
-template <class = void>  // a template: unused under STRATA_QB_XD (mmvq)
 STRATA_DEVICE u32 strata_neg_bytes(u32 g, u32 mask) {
 #if STRATA_QB_FAST
   u32 d;
@@ -199,23 +177,6 @@ STRATA_DEVICE u32 strata_neg_bytes(u32 g, u32 mask) {
   return (g ^ mask) + (mask & 0x01010101u);
 #endif
 }
-// Word w of a strata_signx group: the grid bytes with their signs. STRATA_QB_XD: q = g ^ mask
-// (~g = −g − 1 where negative) and the mask kept; strata_g32_dot adds Σ −mask·a back by dot4 —
-// one logic instruction a word instead of two (the other work goes to the dot4 pipe).
-template <int BIT>  // the type's STRATA_QB_XDOT bit
-STRATA_DEVICE void strata_g32_sign(u32* q, u32* nm, int w, u32 g, u32 mask) {
-  if constexpr ((STRATA_QB_XD & BIT) != 0) {
-    q[w] = g ^ mask, nm[w] = mask;
-  } else {
-    (void)nm;
-    q[w] = strata_neg_bytes(g, mask);
-  }
-}
-#if STRATA_QB_XD
-#define STRATA_QB_NM(g) (g).nm
-#else
-#define STRATA_QB_NM(g) (u32*)nullptr
-#endif
 
 // Copy of an N-entry lookup table into LDS by the whole block: up to 8 loads per thread
 // issued before their stores (one round trip for the largest table at 256 threads, not one
@@ -351,13 +312,9 @@ struct strata_qt_q6k {
 #pragma unroll
     for (int w = 0; w < 8; ++w) {
       const u32 u = ((ql[w] >> lsh) & 0x0f0f0f0fu) | (((qh[w] >> hsh) & 0x03030303u) << 4);
-#if STRATA_QB_X6
-      g.q[w] = u;  // − 32 in strata_g32_dot
-#else
       g.q[w] = strata_sub_bytes(u, 0x20202020u);
-#endif
     }
-#if STRATA_QB_FAST && STRATA_QB_Q6S
+#if STRATA_QB_FAST && defined(STRATA_QB_Q6S) && STRATA_QB_Q6S
     const u32 sc = strata_ld_u16(b + 192 + 2 * j);  // 2-byte aligned: one load for both
     g.m0 = (i32)(i8)(sc & 0xffu), g.m1 = (i32)(i8)(sc >> 8);
 #else
@@ -387,8 +344,8 @@ struct strata_qt_iq2xs {
       const u64 gr = t->grid[code & 511u];
       u32 s0, s1;
       strata_ksigns(code >> 9, &s0, &s1);
-      strata_g32_sign<1>(g.q, STRATA_QB_NM(g), 2 * l, (u32)gr, s0);
-      strata_g32_sign<1>(g.q, STRATA_QB_NM(g), 2 * l + 1, (u32)(gr >> 32), s1);
+      g.q[2 * l] = strata_neg_bytes((u32)gr, s0);
+      g.q[2 * l + 1] = strata_neg_bytes((u32)(gr >> 32), s1);
     }
     const u32 s = b[66 + j];
     g.m0 = 2 * (i32)(s & 15u) + 1, g.m1 = 2 * (i32)(s >> 4) + 1;
@@ -415,8 +372,8 @@ struct strata_qt_iq3xxs {
       u32 s0, s1;
       strata_ksigns((a >> (7 * l)) & 127u, &s0, &s1);
       const u32 i1 = (ix[l >> 1] >> (16 * (l & 1))) & 0xffu, i2 = (ix[l >> 1] >> (16 * (l & 1) + 8)) & 0xffu;
-      strata_g32_sign<2>(g.q, STRATA_QB_NM(g), 2 * l, t->grid[i1], s0);
-      strata_g32_sign<2>(g.q, STRATA_QB_NM(g), 2 * l + 1, t->grid[i2], s1);
+      g.q[2 * l] = strata_neg_bytes(t->grid[i1], s0);
+      g.q[2 * l + 1] = strata_neg_bytes(t->grid[i2], s1);
     }
     g.m0 = g.m1 = 2 * (i32)(a >> 28) + 1;
   }
@@ -444,8 +401,8 @@ struct strata_qt_iq3s {
       const u32 i1 = (w & 0xffu) | ((qh >> (2 * l)) & 1u) << 8;
       const u32 i2 = ((w >> 8) & 0xffu) | ((qh >> (2 * l + 1)) & 1u) << 8;
       const u32 s = sg >> (8 * l);
-      strata_g32_sign<4>(g.q, STRATA_QB_NM(g), 2 * l, t->grid[i1], strata_sign_mask4(s));
-      strata_g32_sign<4>(g.q, STRATA_QB_NM(g), 2 * l + 1, t->grid[i2], strata_sign_mask4_hi(s));
+      g.q[2 * l] = strata_neg_bytes(t->grid[i1], strata_sign_mask4(s));
+      g.q[2 * l + 1] = strata_neg_bytes(t->grid[i2], strata_sign_mask4_hi(s));
     }
     g.m0 = g.m1 = 1 + 2 * (i32)((b[106 + (j >> 1)] >> (4 * (j & 1))) & 15u);
   }
@@ -476,13 +433,8 @@ struct strata_qt_iq1m {
     for (int p = 0; p < 4; ++p) {
       const u32 n = (qh >> (4 * p)) & 15u;
       const u32 e = t->grid[((qs >> (8 * p)) & 0xffu) | (n & 7u) << 8];
-#if STRATA_QB_XD & 8
-      g.q[2 * p] = e & 0x0f0f0f0fu;  // G + 1: strata_g32_dot multiplies by 8 once a half
-      g.q[2 * p + 1] = (e >> 4) & 0x0f0f0f0fu;
-#else
       g.q[2 * p] = (e & 0x0f0f0f0fu) << 3;
       g.q[2 * p + 1] = ((e >> 4) & 0x0f0f0f0fu) << 3;
-#endif
       g.c[p] = (n & 8u) ? -9 : -7;
     }
   }
@@ -526,50 +478,10 @@ struct strata_qt_bf16 {
   }
 };
 
-// QT keeps q = grid ^ mask and the masks (STRATA_QB_XD: IQ2_XS, IQ3_XXS, IQ3_S).
-template <class QT>
-struct strata_signx {
-  static constexpr bool on = false;
-};
-template <>
-struct strata_signx<strata_qt_iq2xs> {
-  static constexpr bool on = (STRATA_QB_XD & 1) != 0;
-};
-template <>
-struct strata_signx<strata_qt_iq3xxs> {
-  static constexpr bool on = (STRATA_QB_XD & 2) != 0;
-};
-template <>
-struct strata_signx<strata_qt_iq3s> {
-  static constexpr bool on = (STRATA_QB_XD & 4) != 0;
-};
-// IQ1_M keeps q = G + 1 (STRATA_QB_XD bit 8).
-template <class QT>
-struct strata_g1 {
-  static constexpr bool on = QT::PIECE && (STRATA_QB_XD & 8) != 0;
-};
-// QT keeps Q6_K's unsigned codes (STRATA_QB_X6).
-template <class QT>
-struct strata_q6u {
-  static constexpr bool on = false;
-};
-#if STRATA_QB_X6
-template <>
-struct strata_q6u<strata_qt_q6k> {
-  static constexpr bool on = true;
-};
-#endif
 // Integer value of element i of a group (dequant).
 template <class QT>
 STRATA_DEVICE i32 strata_g32_q(const strata_g32& g, int i) {
   i32 q = (i32)(i8)(g.q[i >> 2] >> (8 * (i & 3)));
-#if STRATA_QB_XD
-  if constexpr (strata_signx<QT>::on) q -= (i32)(i8)(g.nm[i >> 2] >> (8 * (i & 3)));
-  if constexpr (strata_g1<QT>::on) q *= 8;
-#endif
-#if STRATA_QB_X6
-  if constexpr (strata_q6u<QT>::on) q -= 32;
-#endif
   if (QT::PIECE) q += g.c[i >> 3];
   return q;
 }
@@ -585,27 +497,6 @@ STRATA_DEVICE void strata_g32_dot(const strata_g32& g, const u32* a, i32* main, 
     i32 s = 0;
 #pragma unroll
     for (int w = 4 * k; w < 4 * k + 4; ++w) s = strata_dot4_ss((i32)g.q[w], (i32)a[w], s);
-#if STRATA_QB_XD
-    if constexpr (strata_signx<QT>::on) {
-      // Σ ((i8)q − (i8)nm)·a: the masks' dot apart (−Σ a over the negative elements), then one
-      // subtraction — the same integer as the dot of the negated bytes.
-      i32 t = 0;
-#pragma unroll
-      for (int w = 4 * k; w < 4 * k + 4; ++w) t = strata_dot4_ss((i32)g.nm[w], (i32)a[w], t);
-      s -= t;
-    }
-    if constexpr (strata_g1<QT>::on) s *= 8;  // q = G + 1 here: Σ 8(G + 1)·a = 8·Σ (G + 1)·a
-#endif
-#if STRATA_QB_X6
-    if constexpr (strata_q6u<QT>::on) {
-      // Σ (u − 32)·a = Σ u·a − 32·Σa (Σa of this half by dot4 with ones; the rows of a pass
-      // share it).
-      i32 sa = 0;
-#pragma unroll
-      for (int w = 4 * k; w < 4 * k + 4; ++w) sa = strata_dot4_ss(0x01010101, (i32)a[w], sa);
-      s -= 32 * sa;
-    }
-#endif
     if (QT::PIECE) {
 #pragma unroll
       for (int p = 2 * k; p < 2 * k + 2; ++p) {
