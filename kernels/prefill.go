@@ -26,10 +26,86 @@ var mmqTableBytes = map[string]int{
 
 // mmqTiles maps each tile value to (weight rows BM, tokens BN).
 var mmqTiles = map[string][2]int{
-	"r64t64":  {64, 64},
-	"r128t32": {128, 32},
-	"r128t64": {128, 64},
-	"r64t128": {64, 128},
+	"r64t64":   {64, 64},
+	"r128t32":  {128, 32},
+	"r128t64":  {128, 64},
+	"r64t128":  {64, 128},
+	"r128t128": {128, 128},
+	"r64t256":  {64, 256},
+}
+
+// mmqShape is the block shape of an NVIDIA mma kernel (strata_mmq_nv_shape in
+// kernels/templates/mmq_core.tmpl): wgm × wgn warps (rows × tokens), kt groups of 32 per K
+// step, xd: the token scale tile holds d_x alone (types without mins).
+type mmqShape struct {
+	wgm, wgn, kt int
+	xd           bool
+}
+
+// mmq8Warp are the 8-warp (256-thread) tiles of family mmq8 (mmq's kernels with 8 warps),
+// NVIDIA mma only. Their warps keep the
+// warp tiles of the 4-warp shapes (r128t128: 2 × 4 warps of 64 rows × 32 tokens, as
+// r128t64; r64t256: 2 × 4 of 32 × 64, as r64t128), so a lane still holds 64 accumulators
+// (ptxas: ~250 registers, one 256-thread block an SM), but each staged weight row feeds
+// twice the tokens of the 4-warp tile (r64t256 against r64t128: half the weight decode per
+// product) or each staged token twice the rows (r128t128 against r64t128). The 48 KiB of
+// static shared memory hold (128 + 128) rows of 144 bytes only with the token scales
+// reduced to d_x (xd) and without the IQ2_XS/IQ1_M grids or Q4_K's min scales: those types,
+// and every r64t256 (320 rows), take K steps of 2 groups (rows of 80 bytes).
+var mmq8Warp = map[string]bool{"r128t128": true, "r64t256": true}
+
+// mmqShapeOf is the block shape of variant values (type, op, tile) on an NVIDIA target;
+// ok = false for the default (2 × 2 warps, KT = 4, no xd).
+func mmqShapeOf(typ, tile string) (sh mmqShape, ok bool) {
+	switch tile {
+	case "r128t128":
+		sh = mmqShape{wgm: 2, wgn: 4, kt: mmqKT}
+		if typ == "q4k" || typ == "iq2xs" || typ == "iq1m" {
+			sh.kt = 2
+		}
+	case "r64t256":
+		sh = mmqShape{wgm: 2, wgn: 4, kt: 2}
+	default:
+		return mmqShape{}, false
+	}
+	sh.xd = typ != "q4k"
+	return sh, true
+}
+
+// Shape is the block shape the mmq template specialises strata_mmq_nv_shape with for v on
+// t ("WGM, WGN, KT, XD"), or "" for the core's default.
+func (v Variant) Shape(t Target) string {
+	if !t.IsNVIDIA() || v.Values["op"] != "mma" {
+		return ""
+	}
+	sh, ok := mmqShapeOf(v.Values["type"], v.Values["tile"])
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("%d, %d, %d, %t", sh.wgm, sh.wgn, sh.kt, sh.xd)
+}
+
+// mmqTileThreads is the block size (x) of a prefill kernel of tile: 256 for the 8-warp tiles
+// (family mmq8), else 128.
+func mmqTileThreads(tile string) int {
+	if mmq8Warp[tile] {
+		return 256
+	}
+	return mmqThreads
+}
+
+// mmqNVLDS is the shared memory of an 8-warp NVIDIA mma kernel: struct strata_mmq_nv_smem
+// (int8 rows of 32·kt + 16 bytes, per-(row, group) scales of 16 bytes, per-(token, group)
+// scales of 4 (xd) or 8 bytes; the wide form's spare entries), plus the type's tables.
+func mmqNVLDS(typ string, bm, bn int, sh mmqShape, wide bool) int {
+	padW, padX, xw := 0, 0, 8
+	if sh.xd {
+		xw = 4
+	}
+	if wide {
+		padW, padX = 8/sh.kt, 16*(3-xw/4)/sh.kt
+	}
+	return (bm+bn)*(32*sh.kt+16) + sh.kt*(bm+padW)*16 + sh.kt*(bn+padX)*xw + mmqTableBytes[typ]
 }
 
 // Tile is a prefill variant's (BM, BN), from its "tile" value; the mmq and moe_prefill
@@ -40,7 +116,7 @@ func (v Variant) Tile() [2]int { return mmqTiles[v.Values["tile"]] }
 // r64t64 under the 128-VGPR budget; these shapes were added for the mma.sync core's warp
 // tiles and chosen by measurement on the H200 (bench/results/2026-11-29-prefill-*); the
 // dp4a variants of them exist on NVIDIA as the same-shape comparison.
-var mmqNVIDIAOnly = map[string]bool{"r128t32": true, "r64t128": true}
+var mmqNVIDIAOnly = map[string]bool{"r128t32": true, "r64t128": true, "r128t128": true, "r64t256": true}
 
 // mmqLDS is the static LDS of one block: struct strata_mmq_smem<QT, 1, BM, BN>. Both
 // prefill families hold one BM-row weight tile (moe_prefill's gate/up is two matrices of
@@ -53,8 +129,11 @@ func mmqLDS(typ string, bm, bn int) int {
 		mmqTableBytes[typ]
 }
 
-// mmqAccRegs is the f32 accumulators one lane holds for the whole K loop.
-func mmqAccRegs(bm, bn int) int { return bm * bn / mmqThreads }
+// mmqAccRegs is the f32 accumulators one lane of a tile holds for the whole K loop.
+func mmqAccRegs(tile string) int {
+	bmn := mmqTiles[tile]
+	return bmn[0] * bmn[1] / mmqTileThreads(tile)
+}
 
 // mmqAccBudget is the most accumulator registers a lane may hold on t: a quarter of the
 // register budget (AMD: the VGPR budget of the Target row, 128 → 32), leaving the rest to
@@ -81,10 +160,19 @@ func mmqFits(t Target, v Variant) (bool, string) {
 		return false, "tile " + v.Values["tile"] + " is an NVIDIA mma.sync warp-tile shape; the AMD cores " +
 			"keep r64t64, sized under the 128-VGPR budget"
 	}
-	if lds := mmqLDS(v.Values["type"], tile[0], tile[1]); lds > t.LDSBytes {
+	if mmq8Warp[v.Values["tile"]] {
+		if !t.IsNVIDIA() || v.Values["op"] != "mma" {
+			return false, "tile " + v.Values["tile"] + " is an 8-warp NVIDIA mma.sync shape (kernels/prefill.go, mmq8Warp)"
+		}
+		sh, _ := mmqShapeOf(v.Values["type"], v.Values["tile"])
+		wide := mmqWideStaging["mmq8/"+v.Values["type"]+"/"+v.Values["tile"]]
+		if lds := mmqNVLDS(v.Values["type"], tile[0], tile[1], sh, wide); lds > t.LDSBytes {
+			return false, fmt.Sprintf("LDS %d bytes > %d", lds, t.LDSBytes)
+		}
+	} else if lds := mmqLDS(v.Values["type"], tile[0], tile[1]); lds > t.LDSBytes {
 		return false, fmt.Sprintf("LDS %d bytes > %d", lds, t.LDSBytes)
 	}
-	if acc, b := mmqAccRegs(tile[0], tile[1]), mmqAccBudget(t); acc > b {
+	if acc, b := mmqAccRegs(v.Values["tile"]), mmqAccBudget(t); acc > b {
 		return false, fmt.Sprintf("%d accumulator registers per lane > %d", acc, b)
 	}
 	return true, ""
@@ -121,6 +209,11 @@ var mmqWideStaging = map[string]bool{
 	"mmq/q4k/r64t64":  true,
 	"mmq/q6k/r64t64":  true,
 	"mmq/q80/r128t64": true, "mmq/q80/r64t128": true, "mmq/q80/r64t64": true,
+	// The 8-warp tiles (not measured in the other form): wide where the 4-warp tile with the
+	// same warp tile is (r128t128 ~ r128t64, r64t256 ~ r64t128), and for IQ2_XS/IQ1_M, whose
+	// r128t128 takes 2-group K steps like r64t256.
+	"mmq8/q80/r128t128": true, "mmq8/q20/r128t128": true, "mmq8/iq2xs/r128t128": true, "mmq8/iq1m/r128t128": true,
+	"mmq8/q80/r64t256": true, "mmq8/q20/r64t256": true, "mmq8/iq2xs/r64t256": true, "mmq8/iq1m/r64t256": true,
 	"moe_prefill/iq1m/r128t32": true, "moe_prefill/iq1m/r64t64": true,
 	"moe_prefill/iq2xs/r64t64":  true,
 	"moe_prefill/iq3s/r64t64":   true,

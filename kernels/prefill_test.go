@@ -55,7 +55,7 @@ func TestPrefillTiles(t *testing.T) {
 // wide form.
 func TestMMQWideStaging(t *testing.T) {
 	seen := map[string]bool{}
-	for _, fam := range []string{"mmq", "moe_prefill"} {
+	for _, fam := range []string{"mmq", "mmq8", "moe_prefill"} {
 		s, ok := LookupSpec(fam)
 		if !ok {
 			t.Fatalf("no %s spec", fam)
@@ -80,5 +80,48 @@ func TestMMQWideStaging(t *testing.T) {
 	}
 	if len(seen) == 0 {
 		t.Error("no kernel in the wide form")
+	}
+}
+
+// mmq8 (the 8-warp tiles): every type at r128t128 and r64t256 on every NVIDIA target, mma
+// only, nothing on AMD; the NVIDIA LDS model within the target's LDS, and the types whose
+// 4-group step does not fit (Q4_K's min scales, the IQ2_XS and IQ1_M grids) at 2 groups.
+func TestMmq8Tiles(t *testing.T) {
+	s, ok := LookupSpec("mmq8")
+	if !ok {
+		t.Fatal("no mmq8 spec")
+	}
+	for _, tg := range Targets {
+		kept, _ := s.Variants(tg)
+		if !tg.IsNVIDIA() {
+			if len(kept) != 0 {
+				t.Errorf("%s: %d mmq8 variants on an AMD target", tg.Name, len(kept))
+			}
+			continue
+		}
+		if len(kept) != 16 {
+			t.Errorf("%s: %d mmq8 variants, want 16", tg.Name, len(kept))
+		}
+		for _, v := range kept {
+			sh, ok := mmqShapeOf(v.Values["type"], v.Values["tile"])
+			if !ok || v.Values["op"] != "mma" || v.Shape(tg) == "" {
+				t.Errorf("%s/%s: no 8-warp shape", tg.Name, v.Name)
+				continue
+			}
+			bmn := mmqTiles[v.Values["tile"]]
+			lds := mmqNVLDS(v.Values["type"], bmn[0], bmn[1], sh, v.WideStaging("mmq8", tg))
+			if lds > tg.LDSBytes {
+				t.Errorf("%s/%s: LDS %d > %d", tg.Name, v.Name, lds, tg.LDSBytes)
+			}
+			// At 4 groups a step the one-group-larger model must not fit: the step size is the
+			// largest that does.
+			if sh.kt == 2 && v.Values["tile"] == "r128t128" {
+				sh4 := sh
+				sh4.kt = 4
+				if l4 := mmqNVLDS(v.Values["type"], bmn[0], bmn[1], sh4, v.WideStaging("mmq8", tg)); l4 <= tg.LDSBytes {
+					t.Errorf("%s/%s: 2-group steps, but 4 fit (%d bytes)", tg.Name, v.Name, l4)
+				}
+			}
+		}
 	}
 }

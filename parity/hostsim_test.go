@@ -17,7 +17,7 @@ import (
 	"github.com/strata-hip/strata/runtime/gpu"
 )
 
-// TestPrefillHostSim runs the generated NVIDIA sources of mmq and moe_prefill on the CPU
+// TestPrefillHostSim runs the generated NVIDIA sources of mmq, mmq8 and moe_prefill on the CPU
 // (testdata/hostsim: the prelude's primitives on std::threads, mma.sync fragments by PTX's
 // lane tables) through the ordinary parity Run functions, harness and bounds. It proves the
 // kernels' logic where there is no GPU: staging, ragged edges, the folds, the integer hook,
@@ -47,6 +47,20 @@ func TestPrefillHostSim(t *testing.T) {
 		}, func(v kernels.Variant) bool {
 			switch v.Values["type"] + "/" + v.Values["op"] + "/" + v.Values["tile"] {
 			case "q6k/mma/r64t64", "q4k/dp4a/r64t64", "iq1m/mma/r128t64":
+				return true
+			}
+			return false
+		}},
+		// mmq8 (8 warps, 256 threads): the 2-group K step with the wide form and mins (Q4_K
+		// r128t128: 4-byte form, {d_x, d_x·Σq_x}), the 4-group one with d_x alone (Q8_0
+		// r128t128, wide), and r64t256 (fewer weight jobs than threads) with the 16-split
+		// piece type; k = 1056 (33 groups) ends on a partial K step at either step size.
+		{"mmq8", false, runMmq8, []Case{
+			{"rows=70,tokens=300,k=1056", []int{70, 300, 1056}},
+			{"rows=130,tokens=65,k=512", []int{130, 65, 512}},
+		}, func(v kernels.Variant) bool {
+			switch v.Values["type"] + "/" + v.Values["tile"] {
+			case "q4k/r128t128", "q80/r128t128", "iq1m/r64t256":
 				return true
 			}
 			return false
