@@ -32,6 +32,9 @@ var mmqTiles = map[string][2]int{
 	"r64t128":  {64, 128},
 	"r128t128": {128, 128},
 	"r64t256":  {64, 256},
+	// mmq8's 8-warp tiles of 32 × 32 warp tiles, 2 blocks an SM (mmqMinBlocks).
+	"r64t128w8": {64, 128},
+	"r128t64w8": {128, 64},
 }
 
 // mmqShape is the block shape of an NVIDIA mma kernel (strata_mmq_nv_shape in
@@ -52,7 +55,13 @@ type mmqShape struct {
 // static shared memory hold (128 + 128) rows of 144 bytes only with the token scales
 // reduced to d_x (xd) and without the IQ2_XS/IQ1_M grids or Q4_K's min scales: those types,
 // and every r64t256 (320 rows), take K steps of 2 groups (rows of 80 bytes).
-var mmq8Warp = map[string]bool{"r128t128": true, "r64t256": true}
+//
+// r64t128w8 and r128t64w8 are the other way to 8 warps: the 4-warp tiles r64t128 and r128t64
+// cut into 2 × 4 (4 × 2) warps of 32 × 32 (32 accumulators a lane), held to 128 registers by
+// launch_bounds(256, 2), so that two blocks (16 warps) share an SM: the staging per product
+// of r64t128/r128t64 (a third less than r64t64's) at the occupancy of r64t64 with its
+// 4-block bound (mmqMinBlocks), with two blocks to overlap each other's synchronous staging.
+var mmq8Warp = map[string]bool{"r128t128": true, "r64t256": true, "r64t128w8": true, "r128t64w8": true}
 
 // mmqShapeOf is the block shape of variant values (type, op, tile) on an NVIDIA target;
 // ok = false for the default (2 × 2 warps, KT = 4, no xd).
@@ -65,6 +74,10 @@ func mmqShapeOf(typ, tile string) (sh mmqShape, ok bool) {
 		}
 	case "r64t256":
 		sh = mmqShape{wgm: 2, wgn: 4, kt: 2}
+	case "r64t128w8":
+		sh = mmqShape{wgm: 2, wgn: 4, kt: mmqKT}
+	case "r128t64w8":
+		sh = mmqShape{wgm: 4, wgn: 2, kt: mmqKT}
 	default:
 		return mmqShape{}, false
 	}
@@ -214,6 +227,12 @@ var mmqWideStaging = map[string]bool{
 	// r128t128 takes 2-group K steps like r64t256.
 	"mmq8/q80/r128t128": true, "mmq8/q20/r128t128": true, "mmq8/iq2xs/r128t128": true, "mmq8/iq1m/r128t128": true,
 	"mmq8/q80/r64t256": true, "mmq8/q20/r64t256": true, "mmq8/iq2xs/r64t256": true, "mmq8/iq1m/r64t256": true,
+	// The 32 × 32-warp tiles under a register bound: wide for every type, as r64t64 (the
+	// other 32 × 32-warp tile under a bound).
+	"mmq8/q80/r64t128w8": true, "mmq8/q20/r64t128w8": true, "mmq8/q4k/r64t128w8": true, "mmq8/q6k/r64t128w8": true,
+	"mmq8/iq2xs/r64t128w8": true, "mmq8/iq3xxs/r64t128w8": true, "mmq8/iq3s/r64t128w8": true, "mmq8/iq1m/r64t128w8": true,
+	"mmq8/q80/r128t64w8": true, "mmq8/q20/r128t64w8": true, "mmq8/q4k/r128t64w8": true, "mmq8/q6k/r128t64w8": true,
+	"mmq8/iq2xs/r128t64w8": true, "mmq8/iq3xxs/r128t64w8": true, "mmq8/iq3s/r128t64w8": true, "mmq8/iq1m/r128t64w8": true,
 	"moe_prefill/iq1m/r128t32": true, "moe_prefill/iq1m/r64t64": true,
 	"moe_prefill/iq2xs/r64t64":  true,
 	"moe_prefill/iq3s/r64t64":   true,
@@ -246,11 +265,16 @@ func (v Variant) WideStaging(family string, t Target) bool {
 // 133.3 → 149.0, IQ3_S 104.6 → 138.7 / 133.3 → 142.8; IQ1_M lost (117.6 → 110.4 / 119.6 →
 // 114.9) and keeps none. The same call measured 3 blocks (168 registers, 244–548 bytes of
 // spills) for every r128t64 and r64t128 kernel: slower everywhere (mmq Q8_0 r64t128 176.8 →
-// 121.4 at 512 tokens), so none. Measured on sm_90 only. Values are 4 (mmq.tmpl defines
-// STRATA_MMQ4_BOUNDS) or absent.
+// 121.4 at 512 tokens), so none. Measured on sm_90 only. Values are 4 or 2 (mmq.tmpl defines
+// STRATA_MMQ4_BOUNDS and STRATA_MMQ2_BOUNDS) or absent.
 var mmqMinBlocks = map[string]int{
 	"mmq/iq2xs/r64t64": 4, "mmq/iq3s/r64t64": 4, "mmq/iq3xxs/r64t64": 4,
 	"mmq/q20/r64t64": 4, "mmq/q4k/r64t64": 4, "mmq/q6k/r64t64": 4, "mmq/q80/r64t64": 4,
+	// mmq8's 32 × 32-warp tiles (mmq8Warp): 2 blocks of 256 threads, 128 registers.
+	"mmq8/q80/r64t128w8": 2, "mmq8/q20/r64t128w8": 2, "mmq8/q4k/r64t128w8": 2, "mmq8/q6k/r64t128w8": 2,
+	"mmq8/iq2xs/r64t128w8": 2, "mmq8/iq3xxs/r64t128w8": 2, "mmq8/iq3s/r64t128w8": 2, "mmq8/iq1m/r64t128w8": 2,
+	"mmq8/q80/r128t64w8": 2, "mmq8/q20/r128t64w8": 2, "mmq8/q4k/r128t64w8": 2, "mmq8/q6k/r128t64w8": 2,
+	"mmq8/iq2xs/r128t64w8": 2, "mmq8/iq3xxs/r128t64w8": 2, "mmq8/iq3s/r128t64w8": 2, "mmq8/iq1m/r128t64w8": 2,
 }
 
 // nvSMShared is the shared memory an SM of each NVIDIA target gives its resident blocks, in

@@ -2846,11 +2846,23 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t256",
 		Symbol: "strata_mmq8_q80_mma_r64t256",
 	}, {
+		Name:   "q80_mma_r64t128w8",
+		Symbol: "strata_mmq8_q80_mma_r64t128w8",
+	}, {
+		Name:   "q80_mma_r128t64w8",
+		Symbol: "strata_mmq8_q80_mma_r128t64w8",
+	}, {
 		Name:   "q20_mma_r128t128",
 		Symbol: "strata_mmq8_q20_mma_r128t128",
 	}, {
 		Name:   "q20_mma_r64t256",
 		Symbol: "strata_mmq8_q20_mma_r64t256",
+	}, {
+		Name:   "q20_mma_r64t128w8",
+		Symbol: "strata_mmq8_q20_mma_r64t128w8",
+	}, {
+		Name:   "q20_mma_r128t64w8",
+		Symbol: "strata_mmq8_q20_mma_r128t64w8",
 	}, {
 		Name:   "q4k_mma_r128t128",
 		Symbol: "strata_mmq8_q4k_mma_r128t128",
@@ -2858,11 +2870,23 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r64t256",
 		Symbol: "strata_mmq8_q4k_mma_r64t256",
 	}, {
+		Name:   "q4k_mma_r64t128w8",
+		Symbol: "strata_mmq8_q4k_mma_r64t128w8",
+	}, {
+		Name:   "q4k_mma_r128t64w8",
+		Symbol: "strata_mmq8_q4k_mma_r128t64w8",
+	}, {
 		Name:   "q6k_mma_r128t128",
 		Symbol: "strata_mmq8_q6k_mma_r128t128",
 	}, {
 		Name:   "q6k_mma_r64t256",
 		Symbol: "strata_mmq8_q6k_mma_r64t256",
+	}, {
+		Name:   "q6k_mma_r64t128w8",
+		Symbol: "strata_mmq8_q6k_mma_r64t128w8",
+	}, {
+		Name:   "q6k_mma_r128t64w8",
+		Symbol: "strata_mmq8_q6k_mma_r128t64w8",
 	}, {
 		Name:   "iq2xs_mma_r128t128",
 		Symbol: "strata_mmq8_iq2xs_mma_r128t128",
@@ -2870,11 +2894,23 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r64t256",
 		Symbol: "strata_mmq8_iq2xs_mma_r64t256",
 	}, {
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq2xs_mma_r128t64w8",
+		Symbol: "strata_mmq8_iq2xs_mma_r128t64w8",
+	}, {
 		Name:   "iq3xxs_mma_r128t128",
 		Symbol: "strata_mmq8_iq3xxs_mma_r128t128",
 	}, {
 		Name:   "iq3xxs_mma_r64t256",
 		Symbol: "strata_mmq8_iq3xxs_mma_r64t256",
+	}, {
+		Name:   "iq3xxs_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq3xxs_mma_r64t128w8",
+	}, {
+		Name:   "iq3xxs_mma_r128t64w8",
+		Symbol: "strata_mmq8_iq3xxs_mma_r128t64w8",
 	}, {
 		Name:   "iq3s_mma_r128t128",
 		Symbol: "strata_mmq8_iq3s_mma_r128t128",
@@ -2882,11 +2918,23 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r64t256",
 		Symbol: "strata_mmq8_iq3s_mma_r64t256",
 	}, {
+		Name:   "iq3s_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq3s_mma_r64t128w8",
+	}, {
+		Name:   "iq3s_mma_r128t64w8",
+		Symbol: "strata_mmq8_iq3s_mma_r128t64w8",
+	}, {
 		Name:   "iq1m_mma_r128t128",
 		Symbol: "strata_mmq8_iq1m_mma_r128t128",
 	}, {
 		Name:   "iq1m_mma_r64t256",
 		Symbol: "strata_mmq8_iq1m_mma_r64t256",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq1m_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r128t64w8",
+		Symbol: "strata_mmq8_iq1m_mma_r128t64w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3513,11 +3561,23 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t256",
 		Symbol: "strata_mmq8_q80_mma_r64t256",
 	}, {
+		Name:   "q80_mma_r64t128w8",
+		Symbol: "strata_mmq8_q80_mma_r64t128w8",
+	}, {
+		Name:   "q80_mma_r128t64w8",
+		Symbol: "strata_mmq8_q80_mma_r128t64w8",
+	}, {
 		Name:   "q20_mma_r128t128",
 		Symbol: "strata_mmq8_q20_mma_r128t128",
 	}, {
 		Name:   "q20_mma_r64t256",
 		Symbol: "strata_mmq8_q20_mma_r64t256",
+	}, {
+		Name:   "q20_mma_r64t128w8",
+		Symbol: "strata_mmq8_q20_mma_r64t128w8",
+	}, {
+		Name:   "q20_mma_r128t64w8",
+		Symbol: "strata_mmq8_q20_mma_r128t64w8",
 	}, {
 		Name:   "q4k_mma_r128t128",
 		Symbol: "strata_mmq8_q4k_mma_r128t128",
@@ -3525,11 +3585,23 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r64t256",
 		Symbol: "strata_mmq8_q4k_mma_r64t256",
 	}, {
+		Name:   "q4k_mma_r64t128w8",
+		Symbol: "strata_mmq8_q4k_mma_r64t128w8",
+	}, {
+		Name:   "q4k_mma_r128t64w8",
+		Symbol: "strata_mmq8_q4k_mma_r128t64w8",
+	}, {
 		Name:   "q6k_mma_r128t128",
 		Symbol: "strata_mmq8_q6k_mma_r128t128",
 	}, {
 		Name:   "q6k_mma_r64t256",
 		Symbol: "strata_mmq8_q6k_mma_r64t256",
+	}, {
+		Name:   "q6k_mma_r64t128w8",
+		Symbol: "strata_mmq8_q6k_mma_r64t128w8",
+	}, {
+		Name:   "q6k_mma_r128t64w8",
+		Symbol: "strata_mmq8_q6k_mma_r128t64w8",
 	}, {
 		Name:   "iq2xs_mma_r128t128",
 		Symbol: "strata_mmq8_iq2xs_mma_r128t128",
@@ -3537,11 +3609,23 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r64t256",
 		Symbol: "strata_mmq8_iq2xs_mma_r64t256",
 	}, {
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq2xs_mma_r128t64w8",
+		Symbol: "strata_mmq8_iq2xs_mma_r128t64w8",
+	}, {
 		Name:   "iq3xxs_mma_r128t128",
 		Symbol: "strata_mmq8_iq3xxs_mma_r128t128",
 	}, {
 		Name:   "iq3xxs_mma_r64t256",
 		Symbol: "strata_mmq8_iq3xxs_mma_r64t256",
+	}, {
+		Name:   "iq3xxs_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq3xxs_mma_r64t128w8",
+	}, {
+		Name:   "iq3xxs_mma_r128t64w8",
+		Symbol: "strata_mmq8_iq3xxs_mma_r128t64w8",
 	}, {
 		Name:   "iq3s_mma_r128t128",
 		Symbol: "strata_mmq8_iq3s_mma_r128t128",
@@ -3549,11 +3633,23 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r64t256",
 		Symbol: "strata_mmq8_iq3s_mma_r64t256",
 	}, {
+		Name:   "iq3s_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq3s_mma_r64t128w8",
+	}, {
+		Name:   "iq3s_mma_r128t64w8",
+		Symbol: "strata_mmq8_iq3s_mma_r128t64w8",
+	}, {
 		Name:   "iq1m_mma_r128t128",
 		Symbol: "strata_mmq8_iq1m_mma_r128t128",
 	}, {
 		Name:   "iq1m_mma_r64t256",
 		Symbol: "strata_mmq8_iq1m_mma_r64t256",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq1m_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r128t64w8",
+		Symbol: "strata_mmq8_iq1m_mma_r128t64w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4180,11 +4276,23 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t256",
 		Symbol: "strata_mmq8_q80_mma_r64t256",
 	}, {
+		Name:   "q80_mma_r64t128w8",
+		Symbol: "strata_mmq8_q80_mma_r64t128w8",
+	}, {
+		Name:   "q80_mma_r128t64w8",
+		Symbol: "strata_mmq8_q80_mma_r128t64w8",
+	}, {
 		Name:   "q20_mma_r128t128",
 		Symbol: "strata_mmq8_q20_mma_r128t128",
 	}, {
 		Name:   "q20_mma_r64t256",
 		Symbol: "strata_mmq8_q20_mma_r64t256",
+	}, {
+		Name:   "q20_mma_r64t128w8",
+		Symbol: "strata_mmq8_q20_mma_r64t128w8",
+	}, {
+		Name:   "q20_mma_r128t64w8",
+		Symbol: "strata_mmq8_q20_mma_r128t64w8",
 	}, {
 		Name:   "q4k_mma_r128t128",
 		Symbol: "strata_mmq8_q4k_mma_r128t128",
@@ -4192,11 +4300,23 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r64t256",
 		Symbol: "strata_mmq8_q4k_mma_r64t256",
 	}, {
+		Name:   "q4k_mma_r64t128w8",
+		Symbol: "strata_mmq8_q4k_mma_r64t128w8",
+	}, {
+		Name:   "q4k_mma_r128t64w8",
+		Symbol: "strata_mmq8_q4k_mma_r128t64w8",
+	}, {
 		Name:   "q6k_mma_r128t128",
 		Symbol: "strata_mmq8_q6k_mma_r128t128",
 	}, {
 		Name:   "q6k_mma_r64t256",
 		Symbol: "strata_mmq8_q6k_mma_r64t256",
+	}, {
+		Name:   "q6k_mma_r64t128w8",
+		Symbol: "strata_mmq8_q6k_mma_r64t128w8",
+	}, {
+		Name:   "q6k_mma_r128t64w8",
+		Symbol: "strata_mmq8_q6k_mma_r128t64w8",
 	}, {
 		Name:   "iq2xs_mma_r128t128",
 		Symbol: "strata_mmq8_iq2xs_mma_r128t128",
@@ -4204,11 +4324,23 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r64t256",
 		Symbol: "strata_mmq8_iq2xs_mma_r64t256",
 	}, {
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq2xs_mma_r128t64w8",
+		Symbol: "strata_mmq8_iq2xs_mma_r128t64w8",
+	}, {
 		Name:   "iq3xxs_mma_r128t128",
 		Symbol: "strata_mmq8_iq3xxs_mma_r128t128",
 	}, {
 		Name:   "iq3xxs_mma_r64t256",
 		Symbol: "strata_mmq8_iq3xxs_mma_r64t256",
+	}, {
+		Name:   "iq3xxs_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq3xxs_mma_r64t128w8",
+	}, {
+		Name:   "iq3xxs_mma_r128t64w8",
+		Symbol: "strata_mmq8_iq3xxs_mma_r128t64w8",
 	}, {
 		Name:   "iq3s_mma_r128t128",
 		Symbol: "strata_mmq8_iq3s_mma_r128t128",
@@ -4216,11 +4348,23 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r64t256",
 		Symbol: "strata_mmq8_iq3s_mma_r64t256",
 	}, {
+		Name:   "iq3s_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq3s_mma_r64t128w8",
+	}, {
+		Name:   "iq3s_mma_r128t64w8",
+		Symbol: "strata_mmq8_iq3s_mma_r128t64w8",
+	}, {
 		Name:   "iq1m_mma_r128t128",
 		Symbol: "strata_mmq8_iq1m_mma_r128t128",
 	}, {
 		Name:   "iq1m_mma_r64t256",
 		Symbol: "strata_mmq8_iq1m_mma_r64t256",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq1m_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r128t64w8",
+		Symbol: "strata_mmq8_iq1m_mma_r128t64w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4847,11 +4991,23 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t256",
 		Symbol: "strata_mmq8_q80_mma_r64t256",
 	}, {
+		Name:   "q80_mma_r64t128w8",
+		Symbol: "strata_mmq8_q80_mma_r64t128w8",
+	}, {
+		Name:   "q80_mma_r128t64w8",
+		Symbol: "strata_mmq8_q80_mma_r128t64w8",
+	}, {
 		Name:   "q20_mma_r128t128",
 		Symbol: "strata_mmq8_q20_mma_r128t128",
 	}, {
 		Name:   "q20_mma_r64t256",
 		Symbol: "strata_mmq8_q20_mma_r64t256",
+	}, {
+		Name:   "q20_mma_r64t128w8",
+		Symbol: "strata_mmq8_q20_mma_r64t128w8",
+	}, {
+		Name:   "q20_mma_r128t64w8",
+		Symbol: "strata_mmq8_q20_mma_r128t64w8",
 	}, {
 		Name:   "q4k_mma_r128t128",
 		Symbol: "strata_mmq8_q4k_mma_r128t128",
@@ -4859,11 +5015,23 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r64t256",
 		Symbol: "strata_mmq8_q4k_mma_r64t256",
 	}, {
+		Name:   "q4k_mma_r64t128w8",
+		Symbol: "strata_mmq8_q4k_mma_r64t128w8",
+	}, {
+		Name:   "q4k_mma_r128t64w8",
+		Symbol: "strata_mmq8_q4k_mma_r128t64w8",
+	}, {
 		Name:   "q6k_mma_r128t128",
 		Symbol: "strata_mmq8_q6k_mma_r128t128",
 	}, {
 		Name:   "q6k_mma_r64t256",
 		Symbol: "strata_mmq8_q6k_mma_r64t256",
+	}, {
+		Name:   "q6k_mma_r64t128w8",
+		Symbol: "strata_mmq8_q6k_mma_r64t128w8",
+	}, {
+		Name:   "q6k_mma_r128t64w8",
+		Symbol: "strata_mmq8_q6k_mma_r128t64w8",
 	}, {
 		Name:   "iq2xs_mma_r128t128",
 		Symbol: "strata_mmq8_iq2xs_mma_r128t128",
@@ -4871,11 +5039,23 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r64t256",
 		Symbol: "strata_mmq8_iq2xs_mma_r64t256",
 	}, {
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq2xs_mma_r128t64w8",
+		Symbol: "strata_mmq8_iq2xs_mma_r128t64w8",
+	}, {
 		Name:   "iq3xxs_mma_r128t128",
 		Symbol: "strata_mmq8_iq3xxs_mma_r128t128",
 	}, {
 		Name:   "iq3xxs_mma_r64t256",
 		Symbol: "strata_mmq8_iq3xxs_mma_r64t256",
+	}, {
+		Name:   "iq3xxs_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq3xxs_mma_r64t128w8",
+	}, {
+		Name:   "iq3xxs_mma_r128t64w8",
+		Symbol: "strata_mmq8_iq3xxs_mma_r128t64w8",
 	}, {
 		Name:   "iq3s_mma_r128t128",
 		Symbol: "strata_mmq8_iq3s_mma_r128t128",
@@ -4883,11 +5063,23 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r64t256",
 		Symbol: "strata_mmq8_iq3s_mma_r64t256",
 	}, {
+		Name:   "iq3s_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq3s_mma_r64t128w8",
+	}, {
+		Name:   "iq3s_mma_r128t64w8",
+		Symbol: "strata_mmq8_iq3s_mma_r128t64w8",
+	}, {
 		Name:   "iq1m_mma_r128t128",
 		Symbol: "strata_mmq8_iq1m_mma_r128t128",
 	}, {
 		Name:   "iq1m_mma_r64t256",
 		Symbol: "strata_mmq8_iq1m_mma_r64t256",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq1m_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r128t64w8",
+		Symbol: "strata_mmq8_iq1m_mma_r128t64w8",
 	}},
 	Vendor: "nvidia",
 }, {

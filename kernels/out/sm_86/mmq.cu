@@ -1459,6 +1459,7 @@ template <> struct strata_mmq_nv_wide_stage<strata_qt_iq1m, 1, 64, 128> { static
 // STRATA_MMQ<n>_BOUNDS: the launch bounds of the kernels that ask n resident blocks per SM
 // (kernels/prefill.go, mmqMinBlocks).
 #define STRATA_MMQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#define STRATA_MMQ2_BOUNDS(n) __attribute__((launch_bounds(n, 2)))
 // (A target that gets none of a family's variants — mmq8 on AMD — gets no shared array.)
 constexpr unsigned long strata_mmq_sizes[] = {
   sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 64, 64, true>),
