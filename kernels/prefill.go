@@ -26,67 +26,50 @@ var mmqTableBytes = map[string]int{
 
 // mmqTiles maps each tile value to (weight rows BM, tokens BN).
 var mmqTiles = map[string][2]int{
-	"r64t64":   {64, 64},
-	"r128t32":  {128, 32},
-	"r128t64":  {128, 64},
-	"r64t128":  {64, 128},
-	"r128t128": {128, 128},
-	"r64t256":  {64, 256},
-	// mmq8's 8-warp tiles of 32 × 32 warp tiles, 2 blocks an SM (mmqMinBlocks).
+	"r64t64":  {64, 64},
+	"r128t32": {128, 32},
+	"r128t64": {128, 64},
+	"r64t128": {64, 128},
+	// mmq8's 8-warp tile (mmq8Warp).
 	"r64t128w8": {64, 128},
-	"r128t64w8": {128, 64},
 }
 
 // mmqShape is the block shape of an NVIDIA mma kernel (strata_mmq_nv_shape in
-// kernels/templates/mmq_core.tmpl): wgm × wgn warps (rows × tokens), kt groups of 32 per K
-// step, xd: the token scale tile holds d_x alone (types without mins).
+// kernels/templates/mmq_core.tmpl): wgm × wgn warps (rows × tokens) and xd: the token scale
+// tile holds d_x alone (types without mins).
 type mmqShape struct {
-	wgm, wgn, kt int
-	xd           bool
+	wgm, wgn int
+	xd       bool
 }
 
-// mmq8Warp are the 8-warp (256-thread) tiles of family mmq8 (mmq's kernels with 8 warps),
-// NVIDIA mma only. Their warps keep the
-// warp tiles of the 4-warp shapes (r128t128: 2 × 4 warps of 64 rows × 32 tokens, as
-// r128t64; r64t256: 2 × 4 of 32 × 64, as r64t128), so a lane still holds 64 accumulators
-// (ptxas: ~250 registers, one 256-thread block an SM), but each staged weight row feeds
-// twice the tokens of the 4-warp tile (r64t256 against r64t128: half the weight decode per
-// product) or each staged token twice the rows (r128t128 against r64t128). The 48 KiB of
-// static shared memory hold (128 + 128) rows of 144 bytes only with the token scales
-// reduced to d_x (xd) and without the IQ2_XS/IQ1_M grids or Q4_K's min scales: those types,
-// and every r64t256 (320 rows), take K steps of 2 groups (rows of 80 bytes).
+// mmq8Warp are the tiles of family mmq8: mmq's kernels with 8 warps (256 threads), NVIDIA
+// mma only. r64t128w8 is mmq's r64t128 cut into 2 × 4 warps of 32 × 32 (32 accumulators a
+// lane instead of 64) and held to 128 registers by launch_bounds(256, 2) (mmqMinBlocks), so
+// that two blocks, 16 warps, share an SM where r64t128 has 8: r64t128's staging per product
+// at twice the warps, and two blocks to overlap each other's synchronous staging.
 //
-// r64t128w8 and r128t64w8 are the other way to 8 warps: the 4-warp tiles r64t128 and r128t64
-// cut into 2 × 4 (4 × 2) warps of 32 × 32 (32 accumulators a lane), held to 128 registers by
-// launch_bounds(256, 2), so that two blocks (16 warps) share an SM: the staging per product
-// of r64t128/r128t64 (a third less than r64t64's) at the occupancy of r64t64 with its
-// 4-block bound (mmqMinBlocks), with two blocks to overlap each other's synchronous staging.
-var mmq8Warp = map[string]bool{"r128t128": true, "r64t256": true, "r64t128w8": true, "r128t64w8": true}
+// Chosen by bench/results/2026-11-30-mmq-tiles (H200, 512 / 2048 tokens, TOPS against
+// main's r64t128 in the same run): Q8_0 173.8 → 180.9 / 175.0 → 188.2, Q2_0 162.9 → 191.7,
+// Q4_K 127.2 → 153.7, IQ3_XXS 142.0 → 169.8, IQ3_S 137.2 → 167.2; IQ2_XS level (120.5 →
+// 120.0 / 117.0 → 123.2); Q6_K (118.6 → 113.7) and IQ1_M (134.0 → 123.0) lose, their
+// kernels spilling 96–120 bytes under the bound. The same calls measured and dropped (git
+// history: the mmq8 commits of branch s6-mmq): r128t128 and r64t256 (2 × 4 warps of 64 × 32
+// and 32 × 64, one ~250-register block an SM; K steps of 2 groups where 4 did not fit the
+// 48 KiB) and r128t64w8 (4 × 2 warps of 32 × 32): slower than main's best tile, or than
+// r64t128w8, for every type.
+var mmq8Warp = map[string]bool{"r64t128w8": true}
 
-// mmqShapeOf is the block shape of variant values (type, op, tile) on an NVIDIA target;
-// ok = false for the default (2 × 2 warps, KT = 4, no xd).
+// mmqShapeOf is the block shape of a kernel of type typ and tile on an NVIDIA target;
+// ok = false for the core's default (2 × 2 warps, no xd).
 func mmqShapeOf(typ, tile string) (sh mmqShape, ok bool) {
-	switch tile {
-	case "r128t128":
-		sh = mmqShape{wgm: 2, wgn: 4, kt: mmqKT}
-		if typ == "q4k" || typ == "iq2xs" || typ == "iq1m" {
-			sh.kt = 2
-		}
-	case "r64t256":
-		sh = mmqShape{wgm: 2, wgn: 4, kt: 2}
-	case "r64t128w8":
-		sh = mmqShape{wgm: 2, wgn: 4, kt: mmqKT}
-	case "r128t64w8":
-		sh = mmqShape{wgm: 4, wgn: 2, kt: mmqKT}
-	default:
+	if !mmq8Warp[tile] {
 		return mmqShape{}, false
 	}
-	sh.xd = typ != "q4k"
-	return sh, true
+	return mmqShape{wgm: 2, wgn: 4, xd: typ != "q4k"}, true
 }
 
 // Shape is the block shape the mmq template specialises strata_mmq_nv_shape with for v on
-// t ("WGM, WGN, KT, XD"), or "" for the core's default.
+// t ("WGM, WGN, XD"), or "" for the core's default.
 func (v Variant) Shape(t Target) string {
 	if !t.IsNVIDIA() || v.Values["op"] != "mma" {
 		return ""
@@ -95,7 +78,7 @@ func (v Variant) Shape(t Target) string {
 	if !ok {
 		return ""
 	}
-	return fmt.Sprintf("%d, %d, %d, %t", sh.wgm, sh.wgn, sh.kt, sh.xd)
+	return fmt.Sprintf("%d, %d, %t", sh.wgm, sh.wgn, sh.xd)
 }
 
 // mmqTileThreads is the block size (x) of a prefill kernel of tile: 256 for the 8-warp tiles
@@ -107,18 +90,18 @@ func mmqTileThreads(tile string) int {
 	return mmqThreads
 }
 
-// mmqNVLDS is the shared memory of an 8-warp NVIDIA mma kernel: struct strata_mmq_nv_smem
-// (int8 rows of 32·kt + 16 bytes, per-(row, group) scales of 16 bytes, per-(token, group)
-// scales of 4 (xd) or 8 bytes; the wide form's spare entries), plus the type's tables.
+// mmqNVLDS is the shared memory of an mmq8 kernel: struct strata_mmq_nv_smem (int8 rows of
+// KS bytes, per-(row, group) scales of 16 bytes, per-(token, group) scales of 4 (xd) or 8
+// bytes, the wide form's spare entries) plus the type's tables.
 func mmqNVLDS(typ string, bm, bn int, sh mmqShape, wide bool) int {
 	padW, padX, xw := 0, 0, 8
 	if sh.xd {
 		xw = 4
 	}
 	if wide {
-		padW, padX = 8/sh.kt, 16*(3-xw/4)/sh.kt
+		padW, padX = 2, 4*(3-xw/4)
 	}
-	return (bm+bn)*(32*sh.kt+16) + sh.kt*(bm+padW)*16 + sh.kt*(bn+padX)*xw + mmqTableBytes[typ]
+	return (bm+bn)*mmqKS + mmqKT*(bm+padW)*16 + mmqKT*(bn+padX)*xw + mmqTableBytes[typ]
 }
 
 // Tile is a prefill variant's (BM, BN), from its "tile" value; the mmq and moe_prefill
@@ -129,7 +112,7 @@ func (v Variant) Tile() [2]int { return mmqTiles[v.Values["tile"]] }
 // r64t64 under the 128-VGPR budget; these shapes were added for the mma.sync core's warp
 // tiles and chosen by measurement on the H200 (bench/results/2026-11-29-prefill-*); the
 // dp4a variants of them exist on NVIDIA as the same-shape comparison.
-var mmqNVIDIAOnly = map[string]bool{"r128t32": true, "r64t128": true, "r128t128": true, "r64t256": true}
+var mmqNVIDIAOnly = map[string]bool{"r128t32": true, "r64t128": true, "r64t128w8": true}
 
 // mmqLDS is the static LDS of one block: struct strata_mmq_smem<QT, 1, BM, BN>. Both
 // prefill families hold one BM-row weight tile (moe_prefill's gate/up is two matrices of
@@ -222,17 +205,10 @@ var mmqWideStaging = map[string]bool{
 	"mmq/q4k/r64t64":  true,
 	"mmq/q6k/r64t64":  true,
 	"mmq/q80/r128t64": true, "mmq/q80/r64t128": true, "mmq/q80/r64t64": true,
-	// The 8-warp tiles (not measured in the other form): wide where the 4-warp tile with the
-	// same warp tile is (r128t128 ~ r128t64, r64t256 ~ r64t128), and for IQ2_XS/IQ1_M, whose
-	// r128t128 takes 2-group K steps like r64t256.
-	"mmq8/q80/r128t128": true, "mmq8/q20/r128t128": true, "mmq8/iq2xs/r128t128": true, "mmq8/iq1m/r128t128": true,
-	"mmq8/q80/r64t256": true, "mmq8/q20/r64t256": true, "mmq8/iq2xs/r64t256": true, "mmq8/iq1m/r64t256": true,
-	// The 32 × 32-warp tiles under a register bound: wide for every type, as r64t64 (the
-	// other 32 × 32-warp tile under a bound).
+	// mmq8 (mmq8Warp): wide for every type, as r64t64, the other 32 × 32-warp tile under a
+	// register bound; the 4-byte form was not measured at r64t128w8.
 	"mmq8/q80/r64t128w8": true, "mmq8/q20/r64t128w8": true, "mmq8/q4k/r64t128w8": true, "mmq8/q6k/r64t128w8": true,
 	"mmq8/iq2xs/r64t128w8": true, "mmq8/iq3xxs/r64t128w8": true, "mmq8/iq3s/r64t128w8": true, "mmq8/iq1m/r64t128w8": true,
-	"mmq8/q80/r128t64w8": true, "mmq8/q20/r128t64w8": true, "mmq8/q4k/r128t64w8": true, "mmq8/q6k/r128t64w8": true,
-	"mmq8/iq2xs/r128t64w8": true, "mmq8/iq3xxs/r128t64w8": true, "mmq8/iq3s/r128t64w8": true, "mmq8/iq1m/r128t64w8": true,
 	"moe_prefill/iq1m/r128t32": true, "moe_prefill/iq1m/r64t64": true,
 	"moe_prefill/iq2xs/r64t64":  true,
 	"moe_prefill/iq3s/r64t64":   true,
@@ -270,11 +246,9 @@ func (v Variant) WideStaging(family string, t Target) bool {
 var mmqMinBlocks = map[string]int{
 	"mmq/iq2xs/r64t64": 4, "mmq/iq3s/r64t64": 4, "mmq/iq3xxs/r64t64": 4,
 	"mmq/q20/r64t64": 4, "mmq/q4k/r64t64": 4, "mmq/q6k/r64t64": 4, "mmq/q80/r64t64": 4,
-	// mmq8's 32 × 32-warp tiles (mmq8Warp): 2 blocks of 256 threads, 128 registers.
+	// mmq8 (mmq8Warp): 2 blocks of 256 threads, 128 registers (16–100 bytes of spills).
 	"mmq8/q80/r64t128w8": 2, "mmq8/q20/r64t128w8": 2, "mmq8/q4k/r64t128w8": 2, "mmq8/q6k/r64t128w8": 2,
 	"mmq8/iq2xs/r64t128w8": 2, "mmq8/iq3xxs/r64t128w8": 2, "mmq8/iq3s/r64t128w8": 2, "mmq8/iq1m/r64t128w8": 2,
-	"mmq8/q80/r128t64w8": 2, "mmq8/q20/r128t64w8": 2, "mmq8/q4k/r128t64w8": 2, "mmq8/q6k/r128t64w8": 2,
-	"mmq8/iq2xs/r128t64w8": 2, "mmq8/iq3xxs/r128t64w8": 2, "mmq8/iq3s/r128t64w8": 2, "mmq8/iq1m/r128t64w8": 2,
 }
 
 // nvSMShared is the shared memory an SM of each NVIDIA target gives its resident blocks, in

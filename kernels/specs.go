@@ -226,14 +226,14 @@ var Specs = []Spec{
 	{
 		Family:   "mmq8",
 		Template: "mmq",
-		Doc: "mmq's 8-warp tiles (NVIDIA mma.sync only): y[t][r] = Σ_k W[r][k]·x[t][k] as mmq, one 256-thread block " +
-			"of 2 × 4 warps (r128t64w8: 4 × 2) per BM × BN tile; launch grid (ceil(rows/BM), ceil(tokens/BN), 1) for tile r<BM>t<BN>, block (256, 1, 1).",
+		Doc: "mmq with 8 warps (NVIDIA mma.sync only): y[t][r] = Σ_k W[r][k]·x[t][k] as mmq, one 256-thread block of " +
+			"2 × 4 warps of 32 × 32 per BM × BN tile, two blocks an SM; launch grid (ceil(rows/BM), ceil(tokens/BN), 1) " +
+			"for tile r<BM>t<BN>w8, block (256, 1, 1).",
 		Threads: 256,
 		Args:    mmqArgs,
-		// The 8-warp tiles are their own family: mmq's op axis crosses every tile with dp4a, whose
-		// core holds 128 threads and the AMD LDS layout (51–59 KiB at these tiles).
-		Axes: []Axis{axisPrefillType, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r128t128"}, {Name: "r64t256"},
-			{Name: "r64t128w8"}, {Name: "r128t64w8"}}}},
+		// Its own family: mmq's op axis crosses every tile with dp4a, whose core is 128
+		// threads, and a variant pruned on every target is refused.
+		Axes: []Axis{axisPrefillType, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r64t128w8"}}}},
 		Fits: mmqFits,
 	},
 	{

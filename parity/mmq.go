@@ -98,8 +98,8 @@ func init() {
 	})
 	// mmq8: the same kernels with 8 warps (kernels/prefill.go, mmq8Warp), the same
 	// arithmetic per output (one fold per group in the same order), so the same bounds and
-	// derivations; the cases add a K not a multiple of the 2-group step (k = 1056: 33 groups)
-	// and a token count past one r64t256 tile.
+	// derivations; one more case: 33 groups (a partial K step) and 300 tokens (three tiles,
+	// the last partial) on 190 rows (three row tiles, the last partial).
 	spec8, ok := kernels.LookupSpec("mmq8")
 	if !ok {
 		panic("parity: no mmq8 spec")

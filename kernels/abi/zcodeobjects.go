@@ -2840,101 +2840,29 @@ var CodeObjects = []CodeObject{{
 	Path:   "sm_80/mmq8.ptx",
 	Target: "sm_80",
 	Variants: []Variant{{
-		Name:   "q80_mma_r128t128",
-		Symbol: "strata_mmq8_q80_mma_r128t128",
-	}, {
-		Name:   "q80_mma_r64t256",
-		Symbol: "strata_mmq8_q80_mma_r64t256",
-	}, {
 		Name:   "q80_mma_r64t128w8",
 		Symbol: "strata_mmq8_q80_mma_r64t128w8",
-	}, {
-		Name:   "q80_mma_r128t64w8",
-		Symbol: "strata_mmq8_q80_mma_r128t64w8",
-	}, {
-		Name:   "q20_mma_r128t128",
-		Symbol: "strata_mmq8_q20_mma_r128t128",
-	}, {
-		Name:   "q20_mma_r64t256",
-		Symbol: "strata_mmq8_q20_mma_r64t256",
 	}, {
 		Name:   "q20_mma_r64t128w8",
 		Symbol: "strata_mmq8_q20_mma_r64t128w8",
 	}, {
-		Name:   "q20_mma_r128t64w8",
-		Symbol: "strata_mmq8_q20_mma_r128t64w8",
-	}, {
-		Name:   "q4k_mma_r128t128",
-		Symbol: "strata_mmq8_q4k_mma_r128t128",
-	}, {
-		Name:   "q4k_mma_r64t256",
-		Symbol: "strata_mmq8_q4k_mma_r64t256",
-	}, {
 		Name:   "q4k_mma_r64t128w8",
 		Symbol: "strata_mmq8_q4k_mma_r64t128w8",
-	}, {
-		Name:   "q4k_mma_r128t64w8",
-		Symbol: "strata_mmq8_q4k_mma_r128t64w8",
-	}, {
-		Name:   "q6k_mma_r128t128",
-		Symbol: "strata_mmq8_q6k_mma_r128t128",
-	}, {
-		Name:   "q6k_mma_r64t256",
-		Symbol: "strata_mmq8_q6k_mma_r64t256",
 	}, {
 		Name:   "q6k_mma_r64t128w8",
 		Symbol: "strata_mmq8_q6k_mma_r64t128w8",
 	}, {
-		Name:   "q6k_mma_r128t64w8",
-		Symbol: "strata_mmq8_q6k_mma_r128t64w8",
-	}, {
-		Name:   "iq2xs_mma_r128t128",
-		Symbol: "strata_mmq8_iq2xs_mma_r128t128",
-	}, {
-		Name:   "iq2xs_mma_r64t256",
-		Symbol: "strata_mmq8_iq2xs_mma_r64t256",
-	}, {
 		Name:   "iq2xs_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq2xs_mma_r128t64w8",
-		Symbol: "strata_mmq8_iq2xs_mma_r128t64w8",
-	}, {
-		Name:   "iq3xxs_mma_r128t128",
-		Symbol: "strata_mmq8_iq3xxs_mma_r128t128",
-	}, {
-		Name:   "iq3xxs_mma_r64t256",
-		Symbol: "strata_mmq8_iq3xxs_mma_r64t256",
 	}, {
 		Name:   "iq3xxs_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq3xxs_mma_r64t128w8",
 	}, {
-		Name:   "iq3xxs_mma_r128t64w8",
-		Symbol: "strata_mmq8_iq3xxs_mma_r128t64w8",
-	}, {
-		Name:   "iq3s_mma_r128t128",
-		Symbol: "strata_mmq8_iq3s_mma_r128t128",
-	}, {
-		Name:   "iq3s_mma_r64t256",
-		Symbol: "strata_mmq8_iq3s_mma_r64t256",
-	}, {
 		Name:   "iq3s_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq3s_mma_r64t128w8",
 	}, {
-		Name:   "iq3s_mma_r128t64w8",
-		Symbol: "strata_mmq8_iq3s_mma_r128t64w8",
-	}, {
-		Name:   "iq1m_mma_r128t128",
-		Symbol: "strata_mmq8_iq1m_mma_r128t128",
-	}, {
-		Name:   "iq1m_mma_r64t256",
-		Symbol: "strata_mmq8_iq1m_mma_r64t256",
-	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq1m_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r128t64w8",
-		Symbol: "strata_mmq8_iq1m_mma_r128t64w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3555,101 +3483,29 @@ var CodeObjects = []CodeObject{{
 	Path:   "sm_86/mmq8.ptx",
 	Target: "sm_86",
 	Variants: []Variant{{
-		Name:   "q80_mma_r128t128",
-		Symbol: "strata_mmq8_q80_mma_r128t128",
-	}, {
-		Name:   "q80_mma_r64t256",
-		Symbol: "strata_mmq8_q80_mma_r64t256",
-	}, {
 		Name:   "q80_mma_r64t128w8",
 		Symbol: "strata_mmq8_q80_mma_r64t128w8",
-	}, {
-		Name:   "q80_mma_r128t64w8",
-		Symbol: "strata_mmq8_q80_mma_r128t64w8",
-	}, {
-		Name:   "q20_mma_r128t128",
-		Symbol: "strata_mmq8_q20_mma_r128t128",
-	}, {
-		Name:   "q20_mma_r64t256",
-		Symbol: "strata_mmq8_q20_mma_r64t256",
 	}, {
 		Name:   "q20_mma_r64t128w8",
 		Symbol: "strata_mmq8_q20_mma_r64t128w8",
 	}, {
-		Name:   "q20_mma_r128t64w8",
-		Symbol: "strata_mmq8_q20_mma_r128t64w8",
-	}, {
-		Name:   "q4k_mma_r128t128",
-		Symbol: "strata_mmq8_q4k_mma_r128t128",
-	}, {
-		Name:   "q4k_mma_r64t256",
-		Symbol: "strata_mmq8_q4k_mma_r64t256",
-	}, {
 		Name:   "q4k_mma_r64t128w8",
 		Symbol: "strata_mmq8_q4k_mma_r64t128w8",
-	}, {
-		Name:   "q4k_mma_r128t64w8",
-		Symbol: "strata_mmq8_q4k_mma_r128t64w8",
-	}, {
-		Name:   "q6k_mma_r128t128",
-		Symbol: "strata_mmq8_q6k_mma_r128t128",
-	}, {
-		Name:   "q6k_mma_r64t256",
-		Symbol: "strata_mmq8_q6k_mma_r64t256",
 	}, {
 		Name:   "q6k_mma_r64t128w8",
 		Symbol: "strata_mmq8_q6k_mma_r64t128w8",
 	}, {
-		Name:   "q6k_mma_r128t64w8",
-		Symbol: "strata_mmq8_q6k_mma_r128t64w8",
-	}, {
-		Name:   "iq2xs_mma_r128t128",
-		Symbol: "strata_mmq8_iq2xs_mma_r128t128",
-	}, {
-		Name:   "iq2xs_mma_r64t256",
-		Symbol: "strata_mmq8_iq2xs_mma_r64t256",
-	}, {
 		Name:   "iq2xs_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq2xs_mma_r128t64w8",
-		Symbol: "strata_mmq8_iq2xs_mma_r128t64w8",
-	}, {
-		Name:   "iq3xxs_mma_r128t128",
-		Symbol: "strata_mmq8_iq3xxs_mma_r128t128",
-	}, {
-		Name:   "iq3xxs_mma_r64t256",
-		Symbol: "strata_mmq8_iq3xxs_mma_r64t256",
 	}, {
 		Name:   "iq3xxs_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq3xxs_mma_r64t128w8",
 	}, {
-		Name:   "iq3xxs_mma_r128t64w8",
-		Symbol: "strata_mmq8_iq3xxs_mma_r128t64w8",
-	}, {
-		Name:   "iq3s_mma_r128t128",
-		Symbol: "strata_mmq8_iq3s_mma_r128t128",
-	}, {
-		Name:   "iq3s_mma_r64t256",
-		Symbol: "strata_mmq8_iq3s_mma_r64t256",
-	}, {
 		Name:   "iq3s_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq3s_mma_r64t128w8",
 	}, {
-		Name:   "iq3s_mma_r128t64w8",
-		Symbol: "strata_mmq8_iq3s_mma_r128t64w8",
-	}, {
-		Name:   "iq1m_mma_r128t128",
-		Symbol: "strata_mmq8_iq1m_mma_r128t128",
-	}, {
-		Name:   "iq1m_mma_r64t256",
-		Symbol: "strata_mmq8_iq1m_mma_r64t256",
-	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq1m_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r128t64w8",
-		Symbol: "strata_mmq8_iq1m_mma_r128t64w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4270,101 +4126,29 @@ var CodeObjects = []CodeObject{{
 	Path:   "sm_89/mmq8.ptx",
 	Target: "sm_89",
 	Variants: []Variant{{
-		Name:   "q80_mma_r128t128",
-		Symbol: "strata_mmq8_q80_mma_r128t128",
-	}, {
-		Name:   "q80_mma_r64t256",
-		Symbol: "strata_mmq8_q80_mma_r64t256",
-	}, {
 		Name:   "q80_mma_r64t128w8",
 		Symbol: "strata_mmq8_q80_mma_r64t128w8",
-	}, {
-		Name:   "q80_mma_r128t64w8",
-		Symbol: "strata_mmq8_q80_mma_r128t64w8",
-	}, {
-		Name:   "q20_mma_r128t128",
-		Symbol: "strata_mmq8_q20_mma_r128t128",
-	}, {
-		Name:   "q20_mma_r64t256",
-		Symbol: "strata_mmq8_q20_mma_r64t256",
 	}, {
 		Name:   "q20_mma_r64t128w8",
 		Symbol: "strata_mmq8_q20_mma_r64t128w8",
 	}, {
-		Name:   "q20_mma_r128t64w8",
-		Symbol: "strata_mmq8_q20_mma_r128t64w8",
-	}, {
-		Name:   "q4k_mma_r128t128",
-		Symbol: "strata_mmq8_q4k_mma_r128t128",
-	}, {
-		Name:   "q4k_mma_r64t256",
-		Symbol: "strata_mmq8_q4k_mma_r64t256",
-	}, {
 		Name:   "q4k_mma_r64t128w8",
 		Symbol: "strata_mmq8_q4k_mma_r64t128w8",
-	}, {
-		Name:   "q4k_mma_r128t64w8",
-		Symbol: "strata_mmq8_q4k_mma_r128t64w8",
-	}, {
-		Name:   "q6k_mma_r128t128",
-		Symbol: "strata_mmq8_q6k_mma_r128t128",
-	}, {
-		Name:   "q6k_mma_r64t256",
-		Symbol: "strata_mmq8_q6k_mma_r64t256",
 	}, {
 		Name:   "q6k_mma_r64t128w8",
 		Symbol: "strata_mmq8_q6k_mma_r64t128w8",
 	}, {
-		Name:   "q6k_mma_r128t64w8",
-		Symbol: "strata_mmq8_q6k_mma_r128t64w8",
-	}, {
-		Name:   "iq2xs_mma_r128t128",
-		Symbol: "strata_mmq8_iq2xs_mma_r128t128",
-	}, {
-		Name:   "iq2xs_mma_r64t256",
-		Symbol: "strata_mmq8_iq2xs_mma_r64t256",
-	}, {
 		Name:   "iq2xs_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq2xs_mma_r128t64w8",
-		Symbol: "strata_mmq8_iq2xs_mma_r128t64w8",
-	}, {
-		Name:   "iq3xxs_mma_r128t128",
-		Symbol: "strata_mmq8_iq3xxs_mma_r128t128",
-	}, {
-		Name:   "iq3xxs_mma_r64t256",
-		Symbol: "strata_mmq8_iq3xxs_mma_r64t256",
 	}, {
 		Name:   "iq3xxs_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq3xxs_mma_r64t128w8",
 	}, {
-		Name:   "iq3xxs_mma_r128t64w8",
-		Symbol: "strata_mmq8_iq3xxs_mma_r128t64w8",
-	}, {
-		Name:   "iq3s_mma_r128t128",
-		Symbol: "strata_mmq8_iq3s_mma_r128t128",
-	}, {
-		Name:   "iq3s_mma_r64t256",
-		Symbol: "strata_mmq8_iq3s_mma_r64t256",
-	}, {
 		Name:   "iq3s_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq3s_mma_r64t128w8",
 	}, {
-		Name:   "iq3s_mma_r128t64w8",
-		Symbol: "strata_mmq8_iq3s_mma_r128t64w8",
-	}, {
-		Name:   "iq1m_mma_r128t128",
-		Symbol: "strata_mmq8_iq1m_mma_r128t128",
-	}, {
-		Name:   "iq1m_mma_r64t256",
-		Symbol: "strata_mmq8_iq1m_mma_r64t256",
-	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq1m_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r128t64w8",
-		Symbol: "strata_mmq8_iq1m_mma_r128t64w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4985,101 +4769,29 @@ var CodeObjects = []CodeObject{{
 	Path:   "sm_90/mmq8.ptx",
 	Target: "sm_90",
 	Variants: []Variant{{
-		Name:   "q80_mma_r128t128",
-		Symbol: "strata_mmq8_q80_mma_r128t128",
-	}, {
-		Name:   "q80_mma_r64t256",
-		Symbol: "strata_mmq8_q80_mma_r64t256",
-	}, {
 		Name:   "q80_mma_r64t128w8",
 		Symbol: "strata_mmq8_q80_mma_r64t128w8",
-	}, {
-		Name:   "q80_mma_r128t64w8",
-		Symbol: "strata_mmq8_q80_mma_r128t64w8",
-	}, {
-		Name:   "q20_mma_r128t128",
-		Symbol: "strata_mmq8_q20_mma_r128t128",
-	}, {
-		Name:   "q20_mma_r64t256",
-		Symbol: "strata_mmq8_q20_mma_r64t256",
 	}, {
 		Name:   "q20_mma_r64t128w8",
 		Symbol: "strata_mmq8_q20_mma_r64t128w8",
 	}, {
-		Name:   "q20_mma_r128t64w8",
-		Symbol: "strata_mmq8_q20_mma_r128t64w8",
-	}, {
-		Name:   "q4k_mma_r128t128",
-		Symbol: "strata_mmq8_q4k_mma_r128t128",
-	}, {
-		Name:   "q4k_mma_r64t256",
-		Symbol: "strata_mmq8_q4k_mma_r64t256",
-	}, {
 		Name:   "q4k_mma_r64t128w8",
 		Symbol: "strata_mmq8_q4k_mma_r64t128w8",
-	}, {
-		Name:   "q4k_mma_r128t64w8",
-		Symbol: "strata_mmq8_q4k_mma_r128t64w8",
-	}, {
-		Name:   "q6k_mma_r128t128",
-		Symbol: "strata_mmq8_q6k_mma_r128t128",
-	}, {
-		Name:   "q6k_mma_r64t256",
-		Symbol: "strata_mmq8_q6k_mma_r64t256",
 	}, {
 		Name:   "q6k_mma_r64t128w8",
 		Symbol: "strata_mmq8_q6k_mma_r64t128w8",
 	}, {
-		Name:   "q6k_mma_r128t64w8",
-		Symbol: "strata_mmq8_q6k_mma_r128t64w8",
-	}, {
-		Name:   "iq2xs_mma_r128t128",
-		Symbol: "strata_mmq8_iq2xs_mma_r128t128",
-	}, {
-		Name:   "iq2xs_mma_r64t256",
-		Symbol: "strata_mmq8_iq2xs_mma_r64t256",
-	}, {
 		Name:   "iq2xs_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq2xs_mma_r128t64w8",
-		Symbol: "strata_mmq8_iq2xs_mma_r128t64w8",
-	}, {
-		Name:   "iq3xxs_mma_r128t128",
-		Symbol: "strata_mmq8_iq3xxs_mma_r128t128",
-	}, {
-		Name:   "iq3xxs_mma_r64t256",
-		Symbol: "strata_mmq8_iq3xxs_mma_r64t256",
 	}, {
 		Name:   "iq3xxs_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq3xxs_mma_r64t128w8",
 	}, {
-		Name:   "iq3xxs_mma_r128t64w8",
-		Symbol: "strata_mmq8_iq3xxs_mma_r128t64w8",
-	}, {
-		Name:   "iq3s_mma_r128t128",
-		Symbol: "strata_mmq8_iq3s_mma_r128t128",
-	}, {
-		Name:   "iq3s_mma_r64t256",
-		Symbol: "strata_mmq8_iq3s_mma_r64t256",
-	}, {
 		Name:   "iq3s_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq3s_mma_r64t128w8",
 	}, {
-		Name:   "iq3s_mma_r128t64w8",
-		Symbol: "strata_mmq8_iq3s_mma_r128t64w8",
-	}, {
-		Name:   "iq1m_mma_r128t128",
-		Symbol: "strata_mmq8_iq1m_mma_r128t128",
-	}, {
-		Name:   "iq1m_mma_r64t256",
-		Symbol: "strata_mmq8_iq1m_mma_r64t256",
-	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq1m_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r128t64w8",
-		Symbol: "strata_mmq8_iq1m_mma_r128t64w8",
 	}},
 	Vendor: "nvidia",
 }, {

@@ -9,7 +9,7 @@ import (
 
 /*
 Mmq8Args is the launch-argument struct of every strata_mmq8_* kernel (C: struct strata_mmq8_args).
-mmq's 8-warp tiles (NVIDIA mma.sync only): y[t][r] = Σ_k W[r][k]·x[t][k] as mmq, one 256-thread block of 2 × 4 warps (r128t64w8: 4 × 2) per BM × BN tile; launch grid (ceil(rows/BM), ceil(tokens/BN), 1) for tile r<BM>t<BN>, block (256, 1, 1).
+mmq with 8 warps (NVIDIA mma.sync only): y[t][r] = Σ_k W[r][k]·x[t][k] as mmq, one 256-thread block of 2 × 4 warps of 32 × 32 per BM × BN tile, two blocks an SM; launch grid (ceil(rows/BM), ceil(tokens/BN), 1) for tile r<BM>t<BN>w8, block (256, 1, 1).
 */
 type Mmq8Args struct {
 	W          uint64 // offset 0: device address of const u8[]; weights: rows × k/QK blocks, rows contiguous; 16-byte aligned
@@ -31,38 +31,14 @@ const Mmq8Threads = 256
 
 // Kernel symbols of every mmq8 variant; CodeObject.Symbol says which a target has.
 const (
-	SymMmq8Q80MmaR128t128     = "strata_mmq8_q80_mma_r128t128"     // variant q80_mma_r128t128
-	SymMmq8Q80MmaR64t256      = "strata_mmq8_q80_mma_r64t256"      // variant q80_mma_r64t256
 	SymMmq8Q80MmaR64t128w8    = "strata_mmq8_q80_mma_r64t128w8"    // variant q80_mma_r64t128w8
-	SymMmq8Q80MmaR128t64w8    = "strata_mmq8_q80_mma_r128t64w8"    // variant q80_mma_r128t64w8
-	SymMmq8Q20MmaR128t128     = "strata_mmq8_q20_mma_r128t128"     // variant q20_mma_r128t128
-	SymMmq8Q20MmaR64t256      = "strata_mmq8_q20_mma_r64t256"      // variant q20_mma_r64t256
 	SymMmq8Q20MmaR64t128w8    = "strata_mmq8_q20_mma_r64t128w8"    // variant q20_mma_r64t128w8
-	SymMmq8Q20MmaR128t64w8    = "strata_mmq8_q20_mma_r128t64w8"    // variant q20_mma_r128t64w8
-	SymMmq8Q4kMmaR128t128     = "strata_mmq8_q4k_mma_r128t128"     // variant q4k_mma_r128t128
-	SymMmq8Q4kMmaR64t256      = "strata_mmq8_q4k_mma_r64t256"      // variant q4k_mma_r64t256
 	SymMmq8Q4kMmaR64t128w8    = "strata_mmq8_q4k_mma_r64t128w8"    // variant q4k_mma_r64t128w8
-	SymMmq8Q4kMmaR128t64w8    = "strata_mmq8_q4k_mma_r128t64w8"    // variant q4k_mma_r128t64w8
-	SymMmq8Q6kMmaR128t128     = "strata_mmq8_q6k_mma_r128t128"     // variant q6k_mma_r128t128
-	SymMmq8Q6kMmaR64t256      = "strata_mmq8_q6k_mma_r64t256"      // variant q6k_mma_r64t256
 	SymMmq8Q6kMmaR64t128w8    = "strata_mmq8_q6k_mma_r64t128w8"    // variant q6k_mma_r64t128w8
-	SymMmq8Q6kMmaR128t64w8    = "strata_mmq8_q6k_mma_r128t64w8"    // variant q6k_mma_r128t64w8
-	SymMmq8Iq2xsMmaR128t128   = "strata_mmq8_iq2xs_mma_r128t128"   // variant iq2xs_mma_r128t128
-	SymMmq8Iq2xsMmaR64t256    = "strata_mmq8_iq2xs_mma_r64t256"    // variant iq2xs_mma_r64t256
 	SymMmq8Iq2xsMmaR64t128w8  = "strata_mmq8_iq2xs_mma_r64t128w8"  // variant iq2xs_mma_r64t128w8
-	SymMmq8Iq2xsMmaR128t64w8  = "strata_mmq8_iq2xs_mma_r128t64w8"  // variant iq2xs_mma_r128t64w8
-	SymMmq8Iq3xxsMmaR128t128  = "strata_mmq8_iq3xxs_mma_r128t128"  // variant iq3xxs_mma_r128t128
-	SymMmq8Iq3xxsMmaR64t256   = "strata_mmq8_iq3xxs_mma_r64t256"   // variant iq3xxs_mma_r64t256
 	SymMmq8Iq3xxsMmaR64t128w8 = "strata_mmq8_iq3xxs_mma_r64t128w8" // variant iq3xxs_mma_r64t128w8
-	SymMmq8Iq3xxsMmaR128t64w8 = "strata_mmq8_iq3xxs_mma_r128t64w8" // variant iq3xxs_mma_r128t64w8
-	SymMmq8Iq3sMmaR128t128    = "strata_mmq8_iq3s_mma_r128t128"    // variant iq3s_mma_r128t128
-	SymMmq8Iq3sMmaR64t256     = "strata_mmq8_iq3s_mma_r64t256"     // variant iq3s_mma_r64t256
 	SymMmq8Iq3sMmaR64t128w8   = "strata_mmq8_iq3s_mma_r64t128w8"   // variant iq3s_mma_r64t128w8
-	SymMmq8Iq3sMmaR128t64w8   = "strata_mmq8_iq3s_mma_r128t64w8"   // variant iq3s_mma_r128t64w8
-	SymMmq8Iq1mMmaR128t128    = "strata_mmq8_iq1m_mma_r128t128"    // variant iq1m_mma_r128t128
-	SymMmq8Iq1mMmaR64t256     = "strata_mmq8_iq1m_mma_r64t256"     // variant iq1m_mma_r64t256
 	SymMmq8Iq1mMmaR64t128w8   = "strata_mmq8_iq1m_mma_r64t128w8"   // variant iq1m_mma_r64t128w8
-	SymMmq8Iq1mMmaR128t64w8   = "strata_mmq8_iq1m_mma_r128t64w8"   // variant iq1m_mma_r128t64w8
 )
 
 // Compile-time guards: building fails if the size or an offset drifts from the C static_asserts.

@@ -887,7 +887,7 @@ STRATA_DEVICE void strata_mmq_run(strata_mmq_lds_t<QT, NW, BM, BN, MMA>& s, cons
 // type, activations as Q8_1 blocks (quantize_q8_1's bytes), f32 output, token-major.
 //
 // Tile (Spec axis "tile"): r<BM>t<BN> = BM weight rows × BN tokens per block of 128 threads
-// (family mmq8, NVIDIA mma only: 256 threads, 8 warps, tiles r128t128 and r64t256);
+// (family mmq8, NVIDIA mma only: 256 threads, 2 × 4 warps of 32 × 32, tile r64t128w8);
 // grid (ceil(rows/BM), ceil(tokens/BN), 1). K steps of 4 groups (128 elements) staged in LDS;
 // the arithmetic, fragment use and lane layouts are in the mmq core above and in
 // strata_prelude.h (strata_mma_*):

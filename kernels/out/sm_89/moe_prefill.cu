@@ -757,7 +757,8 @@ STRATA_DEVICE void strata_mmq_fold(const strata_mmq_smem<QT, NW, BM, BN>& s, int
 // rows), the activation tile the B operand (n8: 8 tokens), so one mma32 call (two m16n8k32)
 // gives a lane C[row g, g+8][token 2t, 2t+1, 8+2t, 9+2t] of a 16×16 tile.
 // Block 128 threads = 4 warps as 2 (rows) × 2 (tokens); warp tile WM = BM/2 rows of each of
-// the NW matrices × WN = BN/2 tokens, i.e. FM = WM/16 × FN = WN/16 mma32 calls per group.
+// the NW matrices × WN = BN/2 tokens, i.e. FM = WM/16 × FN = WN/16 mma32 calls per group
+// (other warp grids: strata_mmq_nv_shape below; mmq8 runs 256 threads as 2 × 4 warps).
 // Per group (K = 32) a warp loads FM + FN ldmatrix.x4 fragments (16-byte rows at the odd
 // multiple of 16 stride KS = 144: the 8 row addresses of each 8×16-byte matrix fall in 8
 // distinct 16-byte bank groups, conflict-free) and issues NW·FM·FN mma32 calls.
@@ -808,33 +809,31 @@ constexpr i32 STRATA_MMQ_MAGIC_BITS = 0x4B400000;
 template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_wide_stage { static constexpr bool v = false; };
 
 // The block shape of the core instantiation <QT, NW, BM, BN>: WGM × WGN warps (rows ×
-// tokens, T = 32·WGM·WGN threads a block; warp tile BM/WGM × BN/WGN), KT groups of 32 per K
-// step (LDS row stride KS = 32·KT + 16, an odd multiple of 16: conflict-free ldmatrix rows),
-// XD: the token scale tile holds d_x alone (types without mins, whose d_x·Σq_x is never
-// read). Every tile is 2 × 2 warps, KT = 4, {d_x, d_x·Σq_x} unless the family template
-// specialises it (family mmq8, the 8-warp tiles: kernels/prefill.go, mmq8Warp, mmqShapeOf).
-template <int WGM_, int WGN_, int KT_, bool XD_> struct strata_mmq_nv_shape_of {
-  static constexpr int WGM = WGM_, WGN = WGN_, KT = KT_, T = 32 * WGM_ * WGN_, KS = 32 * KT_ + 16;
+// tokens; T = 32·WGM·WGN threads a block, warp tile BM/WGM × BN/WGN) and XD: the token scale
+// tile holds d_x alone (types without mins, whose d_x·Σq_x is never read). Every tile is
+// 2 × 2 warps with {d_x, d_x·Σq_x} unless the family template specialises it (family mmq8,
+// 8 warps of 32 × 32: kernels/prefill.go, mmq8Warp).
+template <int WGM_, int WGN_, bool XD_> struct strata_mmq_nv_shape_of {
+  static constexpr int WGM = WGM_, WGN = WGN_, T = 32 * WGM_ * WGN_;
   static constexpr bool XD = XD_;
 };
-template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_shape : strata_mmq_nv_shape_of<2, 2, STRATA_MMQ_KT, false> {};
+template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_shape : strata_mmq_nv_shape_of<2, 2, false> {};
 
 template <class QT, int NW, int BM, int BN>
 struct strata_mmq_nv_smem {
   typedef strata_mmq_nv_shape<QT, NW, BM, BN> SH;
   static constexpr bool WIDE = strata_mmq_nv_wide_stage<QT, NW, BM, BN>::v;
-  static constexpr int KT = SH::KT, KS = SH::KS, XW = SH::XD ? 1 : 2;
-  alignas(16) i8 w[NW * BM][KS];                 // decoded weight rows, matrix m at rows m·BM
-  alignas(16) i8 x[BN][KS];                      // activation quants
+  static constexpr int XW = SH::XD ? 1 : 2;  // f32 per (token, group) entry
+  alignas(16) i8 w[NW * BM][STRATA_MMQ_KS];      // decoded weight rows, matrix m at rows m·BM
+  alignas(16) i8 x[BN][STRATA_MMQ_KS];           // activation quants
   // base, m0, m1, offb·offm (all exact); d_x, d_x·Σq_x (exact). Wide form: spare entries
   // per group so that a group's block starts 32 bytes (mod 128) after the previous group's:
   // the lanes of one store wavefront (2 rows × 4 groups of 16 bytes, or 4 tokens × 4 groups
   // of 8 bytes) then hit distinct banks. Unpadded (the 4-byte form), the four groups of a
   // row are 4-way conflicts (call 1 of bench/results/2026-11-29-mmq-ncu); one spare entry
-  // left 2-way ones (call 2). The same 32 bytes at KT = 4 (2 rows, 4 tokens of 8 bytes, 8
-  // tokens of 4 bytes under XD), 64 at KT = 2.
-  alignas(16) f32 ws[KT][NW * BM + (WIDE ? 8 / KT : 0)][4];
-  alignas(16) f32 xs[KT][BN + (WIDE ? 16 * (3 - XW) / KT : 0)][XW];
+  // left 2-way ones (call 2). Under XD the 32 bytes are 8 tokens of 4 bytes.
+  alignas(16) f32 ws[STRATA_MMQ_KT][NW * BM + (WIDE ? 2 : 0)][4];
+  alignas(16) f32 xs[STRATA_MMQ_KT][BN + (WIDE ? 4 * (3 - XW) : 0)][XW];
   typename QT::lds tab;
 };
 
@@ -851,33 +850,31 @@ STRATA_DEVICE u32 strata_mmq_smem_addr(const void* p) {
 // A operand (16 rows × 32 k) of the row-major int8 tile at p (row stride KS): ldmatrix.x4,
 // lane ℓ addressing row ℓ%8 + 8·((ℓ/8)%2), bytes 16·(ℓ/16): matrices (rows 0–7, k 0–15),
 // (8–15, 0–15), (0–7, 16–31), (8–15, 16–31) = registers 0..3 of strata_mma_a32.
-template <int KS = STRATA_MMQ_KS>
 STRATA_DEVICE strata_mma_a32 strata_mmq_ld_a(const i8* p) {
 #ifdef __NVPTX__
   const u32 l = strata_lane();
   strata_mma_a32 a;
-  const u32 ad = strata_mmq_smem_addr(p + ((l & 7) + (l & 8)) * KS + 16 * (l >> 4));
+  const u32 ad = strata_mmq_smem_addr(p + ((l & 7) + (l & 8)) * STRATA_MMQ_KS + 16 * (l >> 4));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(a.r[0]), "=r"(a.r[1]), "=r"(a.r[2]), "=r"(a.r[3]) : "r"(ad) : "memory");
   return a;
 #else
-  return strata_mma_load_a32(p, KS);
+  return strata_mma_load_a32(p, STRATA_MMQ_KS);
 #endif
 }
 // B operand of two n8 halves (16 rows of Bᵀ × 32 k): lane ℓ addresses row ℓ%8 + 8·(ℓ/16),
 // bytes 16·((ℓ/8)%2): matrices (0–7, 0–15), (0–7, 16–31), (8–15, 0–15), (8–15, 16–31) =
 // r[0][0], r[0][1], r[1][0], r[1][1] of strata_mma_b32.
-template <int KS = STRATA_MMQ_KS>
 STRATA_DEVICE strata_mma_b32 strata_mmq_ld_b(const i8* p) {
 #ifdef __NVPTX__
   const u32 l = strata_lane();
   strata_mma_b32 b;
-  const u32 ad = strata_mmq_smem_addr(p + ((l & 7) + 8 * (l >> 4)) * KS + 2 * (l & 8));
+  const u32 ad = strata_mmq_smem_addr(p + ((l & 7) + 8 * (l >> 4)) * STRATA_MMQ_KS + 2 * (l & 8));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(b.r[0][0]), "=r"(b.r[0][1]), "=r"(b.r[1][0]), "=r"(b.r[1][1]) : "r"(ad) : "memory");
   return b;
 #else
-  return strata_mma_load_b32(p, KS);
+  return strata_mma_load_b32(p, STRATA_MMQ_KS);
 #endif
 }
 
@@ -917,12 +914,9 @@ STRATA_DEVICE void strata_mmq_pick9(const u32* t, u32 k, u32* w) {
 template <class QT, int NW, int BM, int BN, class Src>
 STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Src& src, int g0, int ng) {
   typedef strata_mmq_nv_shape<QT, NW, BM, BN> SH;
-  constexpr int KT = SH::KT, GPB = QT::QK / 32, T = SH::T;
-  // GW: fewer weight jobs than threads (mmq r64t256: 128 jobs, 256 threads); the jobs
-  // j ≥ NJW load row 0 and store nothing.
-  constexpr int NJW = NW * BM * KT, JW = (NJW + T - 1) / T, JX = BN * KT / T;
-  constexpr bool GW = JW * T != NJW;
-  static_assert(JX * T == BN * KT, "tile not a multiple of the block's jobs");
+  constexpr int KT = STRATA_MMQ_KT, GPB = QT::QK / 32, T = SH::T;
+  constexpr int JW = NW * BM * KT / T, JX = BN * KT / T;
+  static_assert(JW * T == NW * BM * KT && JX * T == BN * KT, "tile not a multiple of the block's jobs");
   const int tid = (int)strata_thread_x();
   const u8* const wsafe = src.wrow(0, 0);    // row 0 of the tile exists (the block does)
   const u8* const xsafe = src.xblk(0, 0);    // so does token 0
@@ -933,7 +927,6 @@ STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, co
     const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, g = g0 + j % KT;
     const u8* row = src.wrow(m, r);
     okw[u] = row != nullptr && g < ng;
-    if (GW && j >= NJW) okw[u] = false;
     QT::load(okw[u] ? row + (i64)(g / GPB) * QT::BYTES : wsafe, okw[u] ? g % GPB : 0, G[u], &s.tab);
   }
   u32 a[JX][9];
@@ -949,7 +942,6 @@ STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, co
 #pragma unroll
   for (int u = 0; u < JW; ++u) {
     const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, kg = j % KT;
-    if (GW && j >= NJW) continue;
     u32 q[8];
 #pragma unroll
     for (int w = 0; w < 8; ++w) {
@@ -988,12 +980,10 @@ STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, co
 template <class QT, int NW, int BM, int BN>
 struct strata_mmq_nv_raw {
   typedef strata_mmq_nv_shape<QT, NW, BM, BN> SH;
-  static constexpr int KT = SH::KT, T = SH::T;
-  // GW: fewer weight jobs than threads (see strata_mmq_nv_stage).
-  static constexpr int NJW = NW * BM * KT, JW = (NJW + T - 1) / T, JX = BN * KT / T;
-  static constexpr bool GW = JW * T != NJW;
+  static constexpr int KT = STRATA_MMQ_KT, T = SH::T;
+  static constexpr int JW = NW * BM * KT / T, JX = BN * KT / T;
   static constexpr bool WIDE = strata_mmq_wide<QT>::v;
-  static_assert(JX * T == BN * KT, "tile not a multiple of the block's jobs");
+  static_assert(JW * T == NW * BM * KT && JX * T == BN * KT, "tile not a multiple of the block's jobs");
   u32 wt[WIDE ? JW : 1][12];  // Q8_0: each weight job's 48-byte window
   u32 wo[WIDE ? JW : 1];      // and its block's byte offset in it
   u32 xt[JX][12], xo[JX];     // each activation job's window and word offset
@@ -1014,7 +1004,6 @@ STRATA_DEVICE void strata_mmq_nv_fetch(strata_mmq_nv_raw<QT, NW, BM, BN>& R, con
     const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, g = g0 + j % KT;
     const u8* row = src.wrow(m, r);
     R.okw[u] = row != nullptr && g < ng;
-    if (RT::GW && j >= RT::NJW) R.okw[u] = false;
     if constexpr (RT::WIDE) {
       const u8* b = R.okw[u] ? row + (i64)(g / GPB) * QT::BYTES : wsafe;
       R.wo[u] = (u32)((u64)b & 15);
@@ -1053,7 +1042,6 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
 #pragma unroll
   for (int u = 0; u < JW; ++u) {
     const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, kg = j % KT;
-    if (RT::GW && j >= RT::NJW) continue;
     strata_g32& Gu = G[WIDE ? 0 : u];
     if constexpr (WIDE) {
       // Q8_0 from the window (strata_qt_q80::load's result): bytes o, o+1 of the window
@@ -1112,7 +1100,7 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
 template <class QT, int NW, int BM, int BN, bool HOOK, class Src, class Ep>
 STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Src& src, int k, int hook, const Ep& ep) {
   typedef strata_mmq_nv_shape<QT, NW, BM, BN> SH;
-  constexpr int KT = SH::KT, KS = SH::KS, WGM = SH::WGM, WM = BM / WGM, WN = BN / SH::WGN, FM = WM / 16, FN = WN / 16;
+  constexpr int KT = STRATA_MMQ_KT, WGM = SH::WGM, WM = BM / WGM, WN = BN / SH::WGN, FM = WM / 16, FN = WN / 16;
   static_assert(FM >= 1 && FN >= 1 && FM * 16 == WM && FN * 16 == WN, "tile: warp tiles of multiples of 16");
   constexpr bool SPLIT = strata_mmq_split<QT>::v;
   const int ng = k / 32;
@@ -1164,7 +1152,7 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
 #pragma unroll
       for (int j = 0; j < FN; ++j) {
         if (Src::PARTIAL && wt + 16 * j >= nc) break;
-        b[j] = strata_mmq_ld_b<KS>(&s.x[wt + 16 * j][32 * kg]);
+        b[j] = strata_mmq_ld_b(&s.x[wt + 16 * j][32 * kg]);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           if constexpr (SH::XD) {
@@ -1185,7 +1173,7 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
 #pragma unroll
         for (int i = 0; i < FM; ++i) {
           const int r0 = m * BM + wr + 16 * i;
-          const strata_mma_a32 a = strata_mmq_ld_a<KS>(&s.w[r0][32 * kg]);
+          const strata_mma_a32 a = strata_mmq_ld_a(&s.w[r0][32 * kg]);
           // Scales of rows r0 + g (y = 0) and r0 + g + 8 (y = 1).
           f32 base[2], m0[2], m1[2], om[2], n0[2], n1[2];
 #pragma unroll
