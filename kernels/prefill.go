@@ -30,6 +30,78 @@ var mmqTiles = map[string][2]int{
 	"r128t32": {128, 32},
 	"r128t64": {128, 64},
 	"r64t128": {64, 128},
+	// mmq8's 8-warp tile (mmq8Warp).
+	"r64t128w8": {64, 128},
+}
+
+// mmqShape is the block shape of an NVIDIA mma kernel (strata_mmq_nv_shape in
+// kernels/templates/mmq_core.tmpl): wgm × wgn warps (rows × tokens) and xd: the token scale
+// tile holds d_x alone (types without mins).
+type mmqShape struct {
+	wgm, wgn int
+	xd       bool
+}
+
+// mmq8Warp are the tiles of family mmq8: mmq's kernels with 8 warps (256 threads), NVIDIA
+// mma only. r64t128w8 is mmq's r64t128 cut into 2 × 4 warps of 32 × 32 (32 accumulators a
+// lane instead of 64) and held to 128 registers by launch_bounds(256, 2) (mmqMinBlocks), so
+// that two blocks, 16 warps, share an SM where r64t128 has 8: r64t128's staging per product
+// at twice the warps, and two blocks to overlap each other's synchronous staging.
+//
+// Chosen by bench/results/2026-11-30-mmq-tiles (H200, 512 / 2048 tokens, TOPS against
+// main's r64t128 in the same run): Q8_0 173.8 → 180.9 / 175.0 → 188.2, Q2_0 162.9 → 191.7,
+// Q4_K 127.2 → 153.7, IQ3_XXS 142.0 → 169.8, IQ3_S 137.2 → 167.2; IQ2_XS level (120.5 →
+// 120.0 / 117.0 → 123.2); Q6_K (118.6 → 113.7) and IQ1_M (134.0 → 123.0) lose, their
+// kernels spilling 96–120 bytes under the bound. The same calls measured and dropped (git
+// history: the mmq8 commits of branch s6-mmq): r128t128 and r64t256 (2 × 4 warps of 64 × 32
+// and 32 × 64, one ~250-register block an SM; K steps of 2 groups where 4 did not fit the
+// 48 KiB) and r128t64w8 (4 × 2 warps of 32 × 32): slower than main's best tile, or than
+// r64t128w8, for every type.
+var mmq8Warp = map[string]bool{"r64t128w8": true}
+
+// mmqShapeOf is the block shape of a kernel of type typ and tile on an NVIDIA target;
+// ok = false for the core's default (2 × 2 warps, no xd).
+func mmqShapeOf(typ, tile string) (sh mmqShape, ok bool) {
+	if !mmq8Warp[tile] {
+		return mmqShape{}, false
+	}
+	return mmqShape{wgm: 2, wgn: 4, xd: typ != "q4k"}, true
+}
+
+// Shape is the block shape the mmq template specialises strata_mmq_nv_shape with for v on
+// t ("WGM, WGN, XD"), or "" for the core's default.
+func (v Variant) Shape(t Target) string {
+	if !t.IsNVIDIA() || v.Values["op"] != "mma" {
+		return ""
+	}
+	sh, ok := mmqShapeOf(v.Values["type"], v.Values["tile"])
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("%d, %d, %t", sh.wgm, sh.wgn, sh.xd)
+}
+
+// mmqTileThreads is the block size (x) of a prefill kernel of tile: 256 for the 8-warp tiles
+// (family mmq8), else 128.
+func mmqTileThreads(tile string) int {
+	if mmq8Warp[tile] {
+		return 256
+	}
+	return mmqThreads
+}
+
+// mmqNVLDS is the shared memory of an mmq8 kernel: struct strata_mmq_nv_smem (int8 rows of
+// KS bytes, per-(row, group) scales of 16 bytes, per-(token, group) scales of 4 (xd) or 8
+// bytes, the wide form's spare entries) plus the type's tables.
+func mmqNVLDS(typ string, bm, bn int, sh mmqShape, wide bool) int {
+	padW, padX, xw := 0, 0, 8
+	if sh.xd {
+		xw = 4
+	}
+	if wide {
+		padW, padX = 2, 4*(3-xw/4)
+	}
+	return (bm+bn)*mmqKS + mmqKT*(bm+padW)*16 + mmqKT*(bn+padX)*xw + mmqTableBytes[typ]
 }
 
 // Tile is a prefill variant's (BM, BN), from its "tile" value; the mmq and moe_prefill
@@ -40,7 +112,7 @@ func (v Variant) Tile() [2]int { return mmqTiles[v.Values["tile"]] }
 // r64t64 under the 128-VGPR budget; these shapes were added for the mma.sync core's warp
 // tiles and chosen by measurement on the H200 (bench/results/2026-11-29-prefill-*); the
 // dp4a variants of them exist on NVIDIA as the same-shape comparison.
-var mmqNVIDIAOnly = map[string]bool{"r128t32": true, "r64t128": true}
+var mmqNVIDIAOnly = map[string]bool{"r128t32": true, "r64t128": true, "r64t128w8": true}
 
 // mmqLDS is the static LDS of one block: struct strata_mmq_smem<QT, 1, BM, BN>. Both
 // prefill families hold one BM-row weight tile (moe_prefill's gate/up is two matrices of
@@ -53,8 +125,11 @@ func mmqLDS(typ string, bm, bn int) int {
 		mmqTableBytes[typ]
 }
 
-// mmqAccRegs is the f32 accumulators one lane holds for the whole K loop.
-func mmqAccRegs(bm, bn int) int { return bm * bn / mmqThreads }
+// mmqAccRegs is the f32 accumulators one lane of a tile holds for the whole K loop.
+func mmqAccRegs(tile string) int {
+	bmn := mmqTiles[tile]
+	return bmn[0] * bmn[1] / mmqTileThreads(tile)
+}
 
 // mmqAccBudget is the most accumulator registers a lane may hold on t: a quarter of the
 // register budget (AMD: the VGPR budget of the Target row, 128 → 32), leaving the rest to
@@ -81,10 +156,19 @@ func mmqFits(t Target, v Variant) (bool, string) {
 		return false, "tile " + v.Values["tile"] + " is an NVIDIA mma.sync warp-tile shape; the AMD cores " +
 			"keep r64t64, sized under the 128-VGPR budget"
 	}
-	if lds := mmqLDS(v.Values["type"], tile[0], tile[1]); lds > t.LDSBytes {
+	if mmq8Warp[v.Values["tile"]] {
+		if !t.IsNVIDIA() || v.Values["op"] != "mma" {
+			return false, "tile " + v.Values["tile"] + " is an 8-warp NVIDIA mma.sync shape (kernels/prefill.go, mmq8Warp)"
+		}
+		sh, _ := mmqShapeOf(v.Values["type"], v.Values["tile"])
+		wide := mmqWideStaging["mmq8/"+v.Values["type"]+"/"+v.Values["tile"]]
+		if lds := mmqNVLDS(v.Values["type"], tile[0], tile[1], sh, wide); lds > t.LDSBytes {
+			return false, fmt.Sprintf("LDS %d bytes > %d", lds, t.LDSBytes)
+		}
+	} else if lds := mmqLDS(v.Values["type"], tile[0], tile[1]); lds > t.LDSBytes {
 		return false, fmt.Sprintf("LDS %d bytes > %d", lds, t.LDSBytes)
 	}
-	if acc, b := mmqAccRegs(tile[0], tile[1]), mmqAccBudget(t); acc > b {
+	if acc, b := mmqAccRegs(v.Values["tile"]), mmqAccBudget(t); acc > b {
 		return false, fmt.Sprintf("%d accumulator registers per lane > %d", acc, b)
 	}
 	return true, ""
@@ -121,6 +205,10 @@ var mmqWideStaging = map[string]bool{
 	"mmq/q4k/r64t64":  true,
 	"mmq/q6k/r64t64":  true,
 	"mmq/q80/r128t64": true, "mmq/q80/r64t128": true, "mmq/q80/r64t64": true,
+	// mmq8 (mmq8Warp): wide for every type, as r64t64, the other 32 × 32-warp tile under a
+	// register bound; the 4-byte form was not measured at r64t128w8.
+	"mmq8/q80/r64t128w8": true, "mmq8/q20/r64t128w8": true, "mmq8/q4k/r64t128w8": true, "mmq8/q6k/r64t128w8": true,
+	"mmq8/iq2xs/r64t128w8": true, "mmq8/iq3xxs/r64t128w8": true, "mmq8/iq3s/r64t128w8": true, "mmq8/iq1m/r64t128w8": true,
 	"moe_prefill/iq1m/r128t32": true, "moe_prefill/iq1m/r64t64": true,
 	"moe_prefill/iq2xs/r64t64":  true,
 	"moe_prefill/iq3s/r64t64":   true,
@@ -153,11 +241,14 @@ func (v Variant) WideStaging(family string, t Target) bool {
 // 133.3 → 149.0, IQ3_S 104.6 → 138.7 / 133.3 → 142.8; IQ1_M lost (117.6 → 110.4 / 119.6 →
 // 114.9) and keeps none. The same call measured 3 blocks (168 registers, 244–548 bytes of
 // spills) for every r128t64 and r64t128 kernel: slower everywhere (mmq Q8_0 r64t128 176.8 →
-// 121.4 at 512 tokens), so none. Measured on sm_90 only. Values are 4 (mmq.tmpl defines
-// STRATA_MMQ4_BOUNDS) or absent.
+// 121.4 at 512 tokens), so none. Measured on sm_90 only. Values are 4 or 2 (mmq.tmpl defines
+// STRATA_MMQ4_BOUNDS and STRATA_MMQ2_BOUNDS) or absent.
 var mmqMinBlocks = map[string]int{
 	"mmq/iq2xs/r64t64": 4, "mmq/iq3s/r64t64": 4, "mmq/iq3xxs/r64t64": 4,
 	"mmq/q20/r64t64": 4, "mmq/q4k/r64t64": 4, "mmq/q6k/r64t64": 4, "mmq/q80/r64t64": 4,
+	// mmq8 (mmq8Warp): 2 blocks of 256 threads, 128 registers (16–100 bytes of spills).
+	"mmq8/q80/r64t128w8": 2, "mmq8/q20/r64t128w8": 2, "mmq8/q4k/r64t128w8": 2, "mmq8/q6k/r64t128w8": 2,
+	"mmq8/iq2xs/r64t128w8": 2, "mmq8/iq3xxs/r64t128w8": 2, "mmq8/iq3s/r64t128w8": 2, "mmq8/iq1m/r64t128w8": 2,
 }
 
 // nvSMShared is the shared memory an SM of each NVIDIA target gives its resident blocks, in

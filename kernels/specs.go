@@ -219,18 +219,21 @@ var Specs = []Spec{
 			"activations, exact int32 group sums (matrix unit or dot4), f32 scale fold; launch grid (ceil(rows/BM), " +
 			"ceil(tokens/BN), 1) for tile r<BM>t<BN>, block (128, 1, 1).",
 		Threads: 128,
-		Args: []Arg{
-			{Name: "w", Type: ArgPtr, CType: "const u8", Doc: "weights: rows × k/QK blocks, rows contiguous; 16-byte aligned"},
-			{Name: "x", Type: ArgPtr, CType: "const u8", Doc: "activations: tokens × x_row_blocks Q8_1 blocks (36 bytes); 4-byte aligned"},
-			{Name: "y", Type: ArgPtr, CType: "f32", Doc: "output y[t·ldy + r] f32"},
-			{Name: "rows", Type: ArgI32, Doc: "weight rows (> 0)"},
-			{Name: "k", Type: ArgI32, Doc: "elements per row, a positive multiple of the type's block size"},
-			{Name: "tokens", Type: ArgI32, Doc: "tokens (> 0)"},
-			{Name: "x_row_blocks", Type: ArgI32, Doc: "Q8_1 blocks between tokens, ≥ k/32"},
-			{Name: "ldy", Type: ArgI32, Doc: "f32 elements between output tokens, ≥ rows"},
-			{Name: "hook_group", Type: ArgI32, Doc: "−1; test hook: g in [0, k/32) makes y[t·ldy + r] the int32 bits of group g's exact integer sum"},
-		},
-		Axes: []Axis{axisPrefillType, axisOp, {Name: "tile", Values: []Value{{Name: "r64t64"}, {Name: "r128t64"}, {Name: "r64t128"}}}},
+		Args:    mmqArgs,
+		Axes:    []Axis{axisPrefillType, axisOp, {Name: "tile", Values: []Value{{Name: "r64t64"}, {Name: "r128t64"}, {Name: "r64t128"}}}},
+		Fits:    mmqFits,
+	},
+	{
+		Family:   "mmq8",
+		Template: "mmq",
+		Doc: "mmq with 8 warps (NVIDIA mma.sync only): y[t][r] = Σ_k W[r][k]·x[t][k] as mmq, one 256-thread block of " +
+			"2 × 4 warps of 32 × 32 per BM × BN tile, two blocks an SM; launch grid (ceil(rows/BM), ceil(tokens/BN), 1) " +
+			"for tile r<BM>t<BN>w8, block (256, 1, 1).",
+		Threads: 256,
+		Args:    mmqArgs,
+		// Its own family: mmq's op axis crosses every tile with dp4a, whose core is 128
+		// threads, and a variant pruned on every target is refused.
+		Axes: []Axis{axisPrefillType, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r64t128w8"}}}},
 		Fits: mmqFits,
 	},
 	{
@@ -407,4 +410,17 @@ var Specs = []Spec{
 		},
 		Axes: []Axis{{Name: "op", Values: []Value{{Name: "argmax"}, {Name: "topk"}}}},
 	},
+}
+
+// mmqArgs is the launch-argument list of mmq and mmq8 (one C struct layout).
+var mmqArgs = []Arg{
+	{Name: "w", Type: ArgPtr, CType: "const u8", Doc: "weights: rows × k/QK blocks, rows contiguous; 16-byte aligned"},
+	{Name: "x", Type: ArgPtr, CType: "const u8", Doc: "activations: tokens × x_row_blocks Q8_1 blocks (36 bytes); 4-byte aligned"},
+	{Name: "y", Type: ArgPtr, CType: "f32", Doc: "output y[t·ldy + r] f32"},
+	{Name: "rows", Type: ArgI32, Doc: "weight rows (> 0)"},
+	{Name: "k", Type: ArgI32, Doc: "elements per row, a positive multiple of the type's block size"},
+	{Name: "tokens", Type: ArgI32, Doc: "tokens (> 0)"},
+	{Name: "x_row_blocks", Type: ArgI32, Doc: "Q8_1 blocks between tokens, ≥ k/32"},
+	{Name: "ldy", Type: ArgI32, Doc: "f32 elements between output tokens, ≥ rows"},
+	{Name: "hook_group", Type: ArgI32, Doc: "−1; test hook: g in [0, k/32) makes y[t·ldy + r] the int32 bits of group g's exact integer sum"},
 }

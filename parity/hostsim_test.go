@@ -17,7 +17,7 @@ import (
 	"github.com/strata-hip/strata/runtime/gpu"
 )
 
-// TestPrefillHostSim runs the generated NVIDIA sources of mmq and moe_prefill on the CPU
+// TestPrefillHostSim runs the generated NVIDIA sources of mmq, mmq8 and moe_prefill on the CPU
 // (testdata/hostsim: the prelude's primitives on std::threads, mma.sync fragments by PTX's
 // lane tables) through the ordinary parity Run functions, harness and bounds. It proves the
 // kernels' logic where there is no GPU: staging, ragged edges, the folds, the integer hook,
@@ -47,6 +47,19 @@ func TestPrefillHostSim(t *testing.T) {
 		}, func(v kernels.Variant) bool {
 			switch v.Values["type"] + "/" + v.Values["op"] + "/" + v.Values["tile"] {
 			case "q6k/mma/r64t64", "q4k/dp4a/r64t64", "iq1m/mma/r128t64":
+				return true
+			}
+			return false
+		}},
+		// mmq8 (2 × 4 warps, 256 threads): wide with d_x alone (Q8_0), the 16-split type (Q6_K),
+		// the piece type (IQ1_M) and mins with {d_x, d_x·Σq_x} (Q4_K); k = 1056 (33 groups)
+		// ends on a partial K step, 300 tokens span three tiles.
+		{"mmq8", false, runMmq8, []Case{
+			{"rows=70,tokens=300,k=1056", []int{70, 300, 1056}},
+			{"rows=130,tokens=65,k=512", []int{130, 65, 512}},
+		}, func(v kernels.Variant) bool {
+			switch v.Values["type"] {
+			case "q80", "q6k", "iq1m", "q4k":
 				return true
 			}
 			return false

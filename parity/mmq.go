@@ -80,20 +80,39 @@ func init() {
 	for _, v := range spec.AllVariants() {
 		b[v.Name] = []Bound{mmqYBound(mmqTypes[v.Values["type"]]), mmqISum}
 	}
+	// Dims: rows, tokens, k (rounded down to the type's block).
+	cases := []Case{
+		{"rows=64,tokens=1,k=256", []int{64, 1, 256}},
+		{"rows=100,tokens=17,k=1120", []int{100, 17, 1120}},
+		{"rows=130,tokens=70,k=4096", []int{130, 70, 4096}},
+		{"rows=128,tokens=512,k=2048", []int{128, 512, 2048}},
+		{"rows=48,tokens=4099,k=512", []int{48, 4099, 512}},
+		{"rows=33,tokens=65,k=14336", []int{33, 65, 14336}},
+	}
 	register(&Family{
-		Name:   "mmq",
-		Bounds: b,
-		// Dims: rows, tokens, k (rounded down to the type's block).
-		Cases: []Case{
-			{"rows=64,tokens=1,k=256", []int{64, 1, 256}},
-			{"rows=100,tokens=17,k=1120", []int{100, 17, 1120}},
-			{"rows=130,tokens=70,k=4096", []int{130, 70, 4096}},
-			{"rows=128,tokens=512,k=2048", []int{128, 512, 2048}},
-			{"rows=48,tokens=4099,k=512", []int{48, 4099, 512}},
-			{"rows=33,tokens=65,k=14336", []int{33, 65, 14336}},
-		},
+		Name:      "mmq",
+		Bounds:    b,
+		Cases:     cases,
 		Run:       runMmq,
 		SelfCheck: selfCheckMmq,
+	})
+	// mmq8: the same kernels with 8 warps (kernels/prefill.go, mmq8Warp), the same
+	// arithmetic per output (one fold per group in the same order), so the same bounds and
+	// derivations; one more case: 33 groups (a partial K step) and 300 tokens (three tiles,
+	// the last partial) on 190 rows (three row tiles, the last partial).
+	spec8, ok := kernels.LookupSpec("mmq8")
+	if !ok {
+		panic("parity: no mmq8 spec")
+	}
+	b8 := map[string][]Bound{}
+	for _, v := range spec8.AllVariants() {
+		b8[v.Name] = []Bound{mmqYBound(mmqTypes[v.Values["type"]]), mmqISum}
+	}
+	register(&Family{
+		Name:   "mmq8",
+		Bounds: b8,
+		Cases:  append(cases[:len(cases):len(cases)], Case{"rows=190,tokens=300,k=1056", []int{190, 300, 1056}}),
+		Run:    runMmq8,
 	})
 }
 
@@ -203,7 +222,7 @@ func mmqTile(v string) (bm, bn int, err error) {
 
 // launch runs one mmq launch; hook < 0 is the normal mode. The padding columns of y
 // (ldy > rows) are not written by the kernel, so y is an in-out buffer holding zeros there.
-func (in *mmqInputs) launch(h *Harness, fn *gpu.Func, bm, bn, hook int) ([]byte, float64, error) {
+func (in *mmqInputs) launch(h *Harness, fn *gpu.Func, bm, bn, threads, hook int) ([]byte, float64, error) {
 	dw, err := h.Input(in.w)
 	if err != nil {
 		return nil, 0, err
@@ -224,7 +243,7 @@ func (in *mmqInputs) launch(h *Harness, fn *gpu.Func, bm, bn, hook int) ([]byte,
 	args := abi.MmqArgs{W: dw.Ptr(), X: dx.Ptr(), Y: dy.Ptr(), Rows: int32(in.rows), K: int32(in.k), Tokens: int32(in.tokens),
 		XRowBlocks: int32(in.rowBlocks), Ldy: int32(in.ldy), HookGroup: int32(hook)}
 	grid := gpu.Dim3{X: uint32((in.rows + bm - 1) / bm), Y: uint32((in.tokens + bn - 1) / bn), Z: 1}
-	got, el, err := h.Run(fn, grid, gpu.Dim3{X: abi.MmqThreads, Y: 1, Z: 1}, args.Bytes(), dy)
+	got, el, err := h.Run(fn, grid, gpu.Dim3{X: uint32(threads), Y: 1, Z: 1}, args.Bytes(), dy)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -232,7 +251,22 @@ func (in *mmqInputs) launch(h *Harness, fn *gpu.Func, bm, bn, hook int) ([]byte,
 }
 
 func runMmq(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
-	t, bm, bn, err := mmqVariant("mmq", symbol)
+	return runMmqOf("mmq", h, symbol, c, bounds, rng)
+}
+
+// runMmq8 runs family mmq8 (mmq's 8-warp tiles, 256-thread blocks) exactly as runMmq.
+func runMmq8(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
+	return runMmqOf("mmq8", h, symbol, c, bounds, rng)
+}
+
+// mmqFamilyThreads is the block size of family (mmq or mmq8): its Spec's Threads.
+func mmqFamilyThreads(family string) int {
+	spec, _ := kernels.LookupSpec(family)
+	return spec.Threads
+}
+
+func runMmqOf(family string, h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
+	t, bm, bn, err := mmqVariant(family, symbol)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -244,7 +278,8 @@ func runMmq(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (
 	if err != nil {
 		return Outcome{}, err
 	}
-	yb, us, err := in.launch(h, fn, bm, bn, -1)
+	threads := mmqFamilyThreads(family)
+	yb, us, err := in.launch(h, fn, bm, bn, threads, -1)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -255,7 +290,7 @@ func runMmq(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (
 	}
 	reports := map[string]Report{"y": CompareRows(y, want, 1, func(i int) float64 { return s[i] })}
 	h2 := &Harness{Dev: h.Dev, Mod: h.Mod}
-	ib, _, err := in.launch(h2, fn, bm, bn, in.hook)
+	ib, _, err := in.launch(h2, fn, bm, bn, threads, in.hook)
 	if cerr := h2.Close(); err == nil {
 		err = cerr
 	}

@@ -202,6 +202,12 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family:   "mmq8",
+	Path:     "gfx1030/mmq8.co",
+	Target:   "gfx1030",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
 	Family: "mmvq",
 	Path:   "gfx1030/mmvq.co",
 	Target: "gfx1030",
@@ -598,6 +604,12 @@ var CodeObjects = []CodeObject{{
 		Symbol: "strata_mmq_iq1m_dp4a_r64t64",
 	}},
 	Vendor: "amd",
+}, {
+	Family:   "mmq8",
+	Path:     "gfx1100/mmq8.co",
+	Target:   "gfx1100",
+	Variants: []Variant{},
+	Vendor:   "amd",
 }, {
 	Family: "mmvq",
 	Path:   "gfx1100/mmvq.co",
@@ -1020,6 +1032,12 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family:   "mmq8",
+	Path:     "gfx1101/mmq8.co",
+	Target:   "gfx1101",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
 	Family: "mmvq",
 	Path:   "gfx1101/mmvq.co",
 	Target: "gfx1101",
@@ -1440,6 +1458,12 @@ var CodeObjects = []CodeObject{{
 		Symbol: "strata_mmq_iq1m_dp4a_r64t64",
 	}},
 	Vendor: "amd",
+}, {
+	Family:   "mmq8",
+	Path:     "gfx1102/mmq8.co",
+	Target:   "gfx1102",
+	Variants: []Variant{},
+	Vendor:   "amd",
 }, {
 	Family: "mmvq",
 	Path:   "gfx1102/mmvq.co",
@@ -1862,6 +1886,12 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family:   "mmq8",
+	Path:     "gfx1200/mmq8.co",
+	Target:   "gfx1200",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
 	Family: "mmvq",
 	Path:   "gfx1200/mmvq.co",
 	Target: "gfx1200",
@@ -2282,6 +2312,12 @@ var CodeObjects = []CodeObject{{
 		Symbol: "strata_mmq_iq1m_dp4a_r64t64",
 	}},
 	Vendor: "amd",
+}, {
+	Family:   "mmq8",
+	Path:     "gfx1201/mmq8.co",
+	Target:   "gfx1201",
+	Variants: []Variant{},
+	Vendor:   "amd",
 }, {
 	Family: "mmvq",
 	Path:   "gfx1201/mmvq.co",
@@ -2797,6 +2833,36 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_dp4a_r64t128",
 		Symbol: "strata_mmq_iq1m_dp4a_r64t128",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8",
+	Path:   "sm_80/mmq8.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t128w8",
+		Symbol: "strata_mmq8_q80_mma_r64t128w8",
+	}, {
+		Name:   "q20_mma_r64t128w8",
+		Symbol: "strata_mmq8_q20_mma_r64t128w8",
+	}, {
+		Name:   "q4k_mma_r64t128w8",
+		Symbol: "strata_mmq8_q4k_mma_r64t128w8",
+	}, {
+		Name:   "q6k_mma_r64t128w8",
+		Symbol: "strata_mmq8_q6k_mma_r64t128w8",
+	}, {
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq3xxs_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq3xxs_mma_r64t128w8",
+	}, {
+		Name:   "iq3s_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq3s_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3413,6 +3479,36 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "mmq8",
+	Path:   "sm_86/mmq8.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t128w8",
+		Symbol: "strata_mmq8_q80_mma_r64t128w8",
+	}, {
+		Name:   "q20_mma_r64t128w8",
+		Symbol: "strata_mmq8_q20_mma_r64t128w8",
+	}, {
+		Name:   "q4k_mma_r64t128w8",
+		Symbol: "strata_mmq8_q4k_mma_r64t128w8",
+	}, {
+		Name:   "q6k_mma_r64t128w8",
+		Symbol: "strata_mmq8_q6k_mma_r64t128w8",
+	}, {
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq3xxs_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq3xxs_mma_r64t128w8",
+	}, {
+		Name:   "iq3s_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq3s_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "mmvq",
 	Path:   "sm_86/mmvq.ptx",
 	Target: "sm_86",
@@ -4026,6 +4122,36 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "mmq8",
+	Path:   "sm_89/mmq8.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t128w8",
+		Symbol: "strata_mmq8_q80_mma_r64t128w8",
+	}, {
+		Name:   "q20_mma_r64t128w8",
+		Symbol: "strata_mmq8_q20_mma_r64t128w8",
+	}, {
+		Name:   "q4k_mma_r64t128w8",
+		Symbol: "strata_mmq8_q4k_mma_r64t128w8",
+	}, {
+		Name:   "q6k_mma_r64t128w8",
+		Symbol: "strata_mmq8_q6k_mma_r64t128w8",
+	}, {
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq3xxs_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq3xxs_mma_r64t128w8",
+	}, {
+		Name:   "iq3s_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq3s_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "mmvq",
 	Path:   "sm_89/mmvq.ptx",
 	Target: "sm_89",
@@ -4636,6 +4762,36 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_dp4a_r64t128",
 		Symbol: "strata_mmq_iq1m_dp4a_r64t128",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8",
+	Path:   "sm_90/mmq8.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t128w8",
+		Symbol: "strata_mmq8_q80_mma_r64t128w8",
+	}, {
+		Name:   "q20_mma_r64t128w8",
+		Symbol: "strata_mmq8_q20_mma_r64t128w8",
+	}, {
+		Name:   "q4k_mma_r64t128w8",
+		Symbol: "strata_mmq8_q4k_mma_r64t128w8",
+	}, {
+		Name:   "q6k_mma_r64t128w8",
+		Symbol: "strata_mmq8_q6k_mma_r64t128w8",
+	}, {
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq3xxs_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq3xxs_mma_r64t128w8",
+	}, {
+		Name:   "iq3s_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq3s_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {

@@ -886,7 +886,8 @@ STRATA_DEVICE void strata_mmq_run(strata_mmq_lds_t<QT, NW, BM, BN, MMA>& s, cons
 // mmq: y[t][r] = Σ_k W[r][k] · x[t][k] for many tokens t (prefill): weights of any quantized
 // type, activations as Q8_1 blocks (quantize_q8_1's bytes), f32 output, token-major.
 //
-// Tile (Spec axis "tile"): r<BM>t<BN> = BM weight rows × BN tokens per block of 128 threads;
+// Tile (Spec axis "tile"): r<BM>t<BN> = BM weight rows × BN tokens per block of 128 threads
+// (family mmq8, NVIDIA mma only: 256 threads, 2 × 4 warps of 32 × 32, tile r64t128w8);
 // grid (ceil(rows/BM), ceil(tokens/BN), 1). K steps of 4 groups (128 elements) staged in LDS;
 // the arithmetic, fragment use and lane layouts are in the mmq core above and in
 // strata_prelude.h (strata_mma_*):
@@ -929,6 +930,7 @@ struct strata_mmq_ep {
     if (t0 + c < tokens && r0 + r < rows) y[(t0 + c) * ldy + r0 + r] = v[0];
   }
 };
+// (A target that gets none of a family's variants — mmq8 on AMD — gets no shared array.)
 constexpr unsigned long strata_mmq_sizes[] = {
   sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 64, 64, false>),
   sizeof(strata_mmq_lds_t<strata_qt_q20, 1, 64, 64, false>),

@@ -757,7 +757,8 @@ STRATA_DEVICE void strata_mmq_fold(const strata_mmq_smem<QT, NW, BM, BN>& s, int
 // rows), the activation tile the B operand (n8: 8 tokens), so one mma32 call (two m16n8k32)
 // gives a lane C[row g, g+8][token 2t, 2t+1, 8+2t, 9+2t] of a 16×16 tile.
 // Block 128 threads = 4 warps as 2 (rows) × 2 (tokens); warp tile WM = BM/2 rows of each of
-// the NW matrices × WN = BN/2 tokens, i.e. FM = WM/16 × FN = WN/16 mma32 calls per group.
+// the NW matrices × WN = BN/2 tokens, i.e. FM = WM/16 × FN = WN/16 mma32 calls per group
+// (other warp grids: strata_mmq_nv_shape below; mmq8 runs 256 threads as 2 × 4 warps).
 // Per group (K = 32) a warp loads FM + FN ldmatrix.x4 fragments (16-byte rows at the odd
 // multiple of 16 stride KS = 144: the 8 row addresses of each 8×16-byte matrix fall in 8
 // distinct 16-byte bank groups, conflict-free) and issues NW·FM·FN mma32 calls.
@@ -807,9 +808,22 @@ constexpr i32 STRATA_MMQ_MAGIC_BITS = 0x4B400000;
 // wide form. The 4-byte form unless the family template specialises it.
 template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_wide_stage { static constexpr bool v = false; };
 
+// The block shape of the core instantiation <QT, NW, BM, BN>: WGM × WGN warps (rows ×
+// tokens; T = 32·WGM·WGN threads a block, warp tile BM/WGM × BN/WGN) and XD: the token scale
+// tile holds d_x alone (types without mins, whose d_x·Σq_x is never read). Every tile is
+// 2 × 2 warps with {d_x, d_x·Σq_x} unless the family template specialises it (family mmq8,
+// 8 warps of 32 × 32: kernels/prefill.go, mmq8Warp).
+template <int WGM_, int WGN_, bool XD_> struct strata_mmq_nv_shape_of {
+  static constexpr int WGM = WGM_, WGN = WGN_, T = 32 * WGM_ * WGN_;
+  static constexpr bool XD = XD_;
+};
+template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_shape : strata_mmq_nv_shape_of<2, 2, false> {};
+
 template <class QT, int NW, int BM, int BN>
 struct strata_mmq_nv_smem {
+  typedef strata_mmq_nv_shape<QT, NW, BM, BN> SH;
   static constexpr bool WIDE = strata_mmq_nv_wide_stage<QT, NW, BM, BN>::v;
+  static constexpr int XW = SH::XD ? 1 : 2;  // f32 per (token, group) entry
   alignas(16) i8 w[NW * BM][STRATA_MMQ_KS];      // decoded weight rows, matrix m at rows m·BM
   alignas(16) i8 x[BN][STRATA_MMQ_KS];           // activation quants
   // base, m0, m1, offb·offm (all exact); d_x, d_x·Σq_x (exact). Wide form: spare entries
@@ -817,9 +831,9 @@ struct strata_mmq_nv_smem {
   // the lanes of one store wavefront (2 rows × 4 groups of 16 bytes, or 4 tokens × 4 groups
   // of 8 bytes) then hit distinct banks. Unpadded (the 4-byte form), the four groups of a
   // row are 4-way conflicts (call 1 of bench/results/2026-11-29-mmq-ncu); one spare entry
-  // left 2-way ones (call 2).
+  // left 2-way ones (call 2). Under XD the 32 bytes are 8 tokens of 4 bytes.
   alignas(16) f32 ws[STRATA_MMQ_KT][NW * BM + (WIDE ? 2 : 0)][4];
-  alignas(16) f32 xs[STRATA_MMQ_KT][BN + (WIDE ? 4 : 0)][2];
+  alignas(16) f32 xs[STRATA_MMQ_KT][BN + (WIDE ? 4 * (3 - XW) : 0)][XW];
   typename QT::lds tab;
 };
 
@@ -899,7 +913,8 @@ STRATA_DEVICE void strata_mmq_pick9(const u32* t, u32 k, u32* w) {
 // The 4-byte form: one K step, every job's global loads, then its shared-memory stores.
 template <class QT, int NW, int BM, int BN, class Src>
 STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Src& src, int g0, int ng) {
-  constexpr int KT = STRATA_MMQ_KT, GPB = QT::QK / 32, T = STRATA_MMQ_THREADS;
+  typedef strata_mmq_nv_shape<QT, NW, BM, BN> SH;
+  constexpr int KT = STRATA_MMQ_KT, GPB = QT::QK / 32, T = SH::T;
   constexpr int JW = NW * BM * KT / T, JX = BN * KT / T;
   static_assert(JW * T == NW * BM * KT && JX * T == BN * KT, "tile not a multiple of the block's jobs");
   const int tid = (int)strata_thread_x();
@@ -955,7 +970,8 @@ STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, co
     strata_mmq_u32x4 lo = {q[0], q[1], q[2], q[3]}, hi = {q[4], q[5], q[6], q[7]};
     __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg], 16), &lo, 16);
     __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg + 16], 16), &hi, 16);
-    s.xs[kg][c][0] = d, s.xs[kg][c][1] = d * (f32)sq;
+    s.xs[kg][c][0] = d;
+    if constexpr (!SH::XD) s.xs[kg][c][1] = d * (f32)sq;
   }
 }
 
@@ -963,7 +979,8 @@ STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, co
 // shared-memory stores.
 template <class QT, int NW, int BM, int BN>
 struct strata_mmq_nv_raw {
-  static constexpr int KT = STRATA_MMQ_KT, T = STRATA_MMQ_THREADS;
+  typedef strata_mmq_nv_shape<QT, NW, BM, BN> SH;
+  static constexpr int KT = STRATA_MMQ_KT, T = SH::T;
   static constexpr int JW = NW * BM * KT / T, JX = BN * KT / T;
   static constexpr bool WIDE = strata_mmq_wide<QT>::v;
   static_assert(JW * T == NW * BM * KT && JX * T == BN * KT, "tile not a multiple of the block's jobs");
@@ -1068,9 +1085,13 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
     strata_mmq_u32x4 lo = {q[0], q[1], q[2], q[3]}, hi = {q[4], q[5], q[6], q[7]};
     __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg], 16), &lo, 16);
     __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg + 16], 16), &hi, 16);
-    typedef f32 strata_f32x2 __attribute__((__vector_size__(8)));
-    const strata_f32x2 dv = {d, d * (f32)sq};
-    __builtin_memcpy(__builtin_assume_aligned(&s.xs[kg][c][0], 8), &dv, 8);
+    if constexpr (RT::SH::XD) {
+      s.xs[kg][c][0] = d;
+    } else {
+      typedef f32 strata_f32x2 __attribute__((__vector_size__(8)));
+      const strata_f32x2 dv = {d, d * (f32)sq};
+      __builtin_memcpy(__builtin_assume_aligned(&s.xs[kg][c][0], 8), &dv, 8);
+    }
   }
 }
 
@@ -1078,13 +1099,15 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
 // HOOK = (hook ≥ 0) is a template parameter so that the fold loop carries no test for it.
 template <class QT, int NW, int BM, int BN, bool HOOK, class Src, class Ep>
 STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Src& src, int k, int hook, const Ep& ep) {
-  constexpr int KT = STRATA_MMQ_KT, WM = BM / 2, WN = BN / 2, FM = WM / 16, FN = WN / 16;
-  static_assert(FM >= 1 && FN >= 1 && FM * 16 == WM && FN * 16 == WN, "tile: BM and BN multiples of 32");
+  typedef strata_mmq_nv_shape<QT, NW, BM, BN> SH;
+  constexpr int KT = STRATA_MMQ_KT, WGM = SH::WGM, WM = BM / WGM, WN = BN / SH::WGN, FM = WM / 16, FN = WN / 16;
+  static_assert(FM >= 1 && FN >= 1 && FM * 16 == WM && FN * 16 == WN, "tile: warp tiles of multiples of 16");
   constexpr bool SPLIT = strata_mmq_split<QT>::v;
   const int ng = k / 32;
   const int tid = (int)strata_thread_x(), wv = tid >> 5;
   const int g = (tid & 31) >> 2, t = tid & 3;
-  const int wr = (wv & 1) * WM, wt = (wv >> 1) * WN;
+  // Warp wv owns rows (wv mod WGM)·WM and tokens (wv / WGM)·WN of the tile.
+  const int wr = (WGM == 2 ? (wv & 1) : wv % WGM) * WM, wt = (WGM == 2 ? (wv >> 1) : wv / WGM) * WN;
   // Tiles that hold fewer than BN tokens (a MoE expert's last or only tile: at 512 tokens
   // an expert of Qwen3-30B-A3B gets 32 pairs on average) skip the token fragments past the
   // last token, warp-uniformly: their outputs are never written (Src::PARTIAL, moe_prefill).
@@ -1132,10 +1155,17 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
         b[j] = strata_mmq_ld_b(&s.x[wt + 16 * j][32 * kg]);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          typedef f32 strata_f32x4 __attribute__((__vector_size__(16)));
-          strata_f32x4 v;
-          __builtin_memcpy(&v, __builtin_assume_aligned(&s.xs[kg][wt + 16 * j + 8 * h + 2 * t][0], 16), 16);
-          dx[j][h][0] = v[0], sx[j][h][0] = v[1], dx[j][h][1] = v[2], sx[j][h][1] = v[3];
+          if constexpr (SH::XD) {
+            typedef f32 strata_f32x2 __attribute__((__vector_size__(8)));
+            strata_f32x2 v;
+            __builtin_memcpy(&v, __builtin_assume_aligned(&s.xs[kg][wt + 16 * j + 8 * h + 2 * t][0], 8), 8);
+            dx[j][h][0] = v[0], dx[j][h][1] = v[1], sx[j][h][0] = sx[j][h][1] = 0.0f;
+          } else {
+            typedef f32 strata_f32x4 __attribute__((__vector_size__(16)));
+            strata_f32x4 v;
+            __builtin_memcpy(&v, __builtin_assume_aligned(&s.xs[kg][wt + 16 * j + 8 * h + 2 * t][0], 16), 16);
+            dx[j][h][0] = v[0], sx[j][h][0] = v[1], dx[j][h][1] = v[2], sx[j][h][1] = v[3];
+          }
         }
       }
 #pragma unroll
