@@ -60,6 +60,27 @@ type fakeDriver struct {
 	beforeLaunch func(sym string)
 	onRecord     func(s uintptr)
 	onWait       func(s uintptr)
+	// rt.ProfileDriver: profiling is true inside a profiler range, which counted
+	// profiledGraphs graph launches and profiledLaunches kernel launches outside a graph.
+	profiling                        bool
+	inGraph                          bool
+	profiledGraphs, profiledLaunches int
+}
+
+func (f *fakeDriver) ProfilerStart() error {
+	if f.profiling {
+		return fmt.Errorf("fake: profiler range opened twice")
+	}
+	f.profiling = true
+	return nil
+}
+
+func (f *fakeDriver) ProfilerStop() error {
+	if !f.profiling {
+		return fmt.Errorf("fake: profiler range closed while not open")
+	}
+	f.profiling = false
+	return nil
 }
 
 // fakeGraph is a captured stream: its launches and copies in order, and each node's index.
@@ -146,6 +167,11 @@ func (f *fakeDriver) GraphLaunch(exec, s uintptr) error {
 		return err
 	}
 	f.graphLaunch++
+	if f.profiling {
+		f.profiledGraphs++
+	}
+	f.inGraph = true
+	defer func() { f.inGraph = false }()
 	for _, op := range f.graphs[exec].ops {
 		var err error
 		if op.launch {
@@ -335,6 +361,9 @@ func (f *fakeDriver) Launch(_ uintptr, grid, _ rt.Dim3, _ uint32, _ uintptr, arg
 		f.launches = map[string]int{}
 	}
 	f.launches[sym]++
+	if f.profiling && !f.inGraph {
+		f.profiledLaunches++
+	}
 	if f.beforeLaunch != nil {
 		f.beforeLaunch(sym)
 	}
