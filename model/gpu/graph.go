@@ -55,6 +55,7 @@ type graphKey struct {
 	idsOff  int // the staging row of the ids download
 	convPar int
 	prep    bool // attention through attention_decode's prep and reduceq (Engine.attnPrep)
+	pdl     bool // launches with programmatic dependencies (Engine.SetPDL)
 }
 
 // graphKeyOf is the key of a step: the output mode counts only when the step makes
@@ -63,7 +64,7 @@ type graphKey struct {
 // of Forward and one of ForwardArgmax, or two qwen3moe tokens, would capture separate
 // graphs of the same launches and fill maxGraphs twice as fast.
 func (e *Engine) graphKeyOf(wantLogits bool, idsOff int) graphKey {
-	k := graphKey{logits: wantLogits, idsOff: idsOff, prep: e.attnPrep()}
+	k := graphKey{logits: wantLogits, idsOff: idsOff, prep: e.attnPrep(), pdl: !e.noPDL}
 	if wantLogits {
 		k.outMode = e.outMode
 	}

@@ -65,6 +65,8 @@ type lib struct {
 	// (pdl.go).
 	cuProfilerStart uintptr // CUresult cuProfilerStart(void)
 	cuProfilerStop  uintptr // CUresult cuProfilerStop(void)
+	// CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** params, void** extra)
+	cuLaunchKernelEx uintptr
 }
 
 // binding is one exported name and where its address goes.
@@ -146,5 +148,6 @@ func openLib(candidates []string) (*lib, error) {
 	l.graph.resolve(h)
 	l.cuProfilerStart = gpu.LookupSymbol(h, "cuProfilerStart")
 	l.cuProfilerStop = gpu.LookupSymbol(h, "cuProfilerStop")
+	l.cuLaunchKernelEx = gpu.LookupSymbol(h, "cuLaunchKernelEx")
 	return l, nil
 }

@@ -1143,6 +1143,7 @@ STRATA_DEVICE void strata_mmvq_rows_f(const struct strata_mmvq_args& p, const u8
 #endif
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_f16(const struct strata_mmvq_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_f16 QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
@@ -1196,6 +1197,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_f16(const struct strata_m
 }
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_bf16(const struct strata_mmvq_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_bf16 QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
@@ -1249,6 +1251,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_bf16(const struct strata_
 }
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80(const struct strata_mmvq_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_q80 QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
@@ -1302,6 +1305,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80(const struct strata_m
 }
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20(const struct strata_mmvq_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_q20 QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
@@ -1355,6 +1359,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20(const struct strata_m
 }
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k(const struct strata_mmvq_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_q4k QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
@@ -1408,6 +1413,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k(const struct strata_m
 }
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k(const struct strata_mmvq_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_q6k QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
@@ -1461,6 +1467,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k(const struct strata_m
 }
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs(const struct strata_mmvq_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_iq2xs QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
@@ -1514,6 +1521,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs(const struct strata
 }
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs(const struct strata_mmvq_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_iq3xxs QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
@@ -1567,6 +1575,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs(const struct strat
 }
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s(const struct strata_mmvq_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_iq3s QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
@@ -1620,6 +1629,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s(const struct strata_
 }
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m(const struct strata_mmvq_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_iq1m QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS

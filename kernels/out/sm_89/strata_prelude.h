@@ -45,6 +45,18 @@ STRATA_DEVICE u32 strata_load_u32(const void* p) {
 
 #define STRATA_LAUNCH_BOUNDS(n) __attribute__((launch_bounds(n)))
 
+// Programmatic dependent launch: STRATA_GRID_DEP() is the first statement of every kernel
+// the decode path may launch with programmatic stream serialization (rmsnorm_row, mmvq,
+// moe_decode, attention_decode, quantize_q8_1, rope, sample, gated_delta_net; model/gpu
+// pdlFamilies). Such a launch may start before the previous kernel of its stream has
+// finished: griddepcontrol.wait blocks until the grids it depends on have completed and
+// their memory is visible, so nothing of this kernel touches global memory before it;
+// launch_dependents then lets the next kernel of the stream be scheduled while this one
+// runs (its CTAs wait in their own griddepcontrol.wait), so its launch overlaps this one.
+// Without a programmatic dependency both are no-ops. PTX ISA 7.8, sm_90 and later; empty
+// on older targets.
+#define STRATA_GRID_DEP() do { } while (0)
+
 STRATA_DEVICE u32 strata_thread_x() { return (u32)__nvvm_read_ptx_sreg_tid_x(); }
 STRATA_DEVICE u32 strata_thread_y() { return (u32)__nvvm_read_ptx_sreg_tid_y(); }
 STRATA_DEVICE u32 strata_block_x() { return (u32)__nvvm_read_ptx_sreg_ctaid_x(); }
