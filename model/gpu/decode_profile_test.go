@@ -27,7 +27,11 @@ import (
 // captured and replayed), then STRATA_PROFILE_TOKENS (default 2) tokens inside a
 // profiler range (Device.ProfileRange: with `ncu --profile-from-start off` only those
 // tokens' kernels, graph nodes included, are profiled), each line "PROFILED mode
-// launches" saying what the range held. Modes: "base" is the engine's default path.
+// launches" saying what the range held. Modes: "base" and "pdl" are the engine's default
+// path, "nopdl" the same without programmatic dependent launch (Engine.SetPDL). Each timed
+// mode also replays its last token's graph 100 times back to back between two events (the
+// device ms of a token without the host's share), and every timed mode must produce the
+// same greedy tokens as the first.
 func TestDecodeProfile(t *testing.T) {
 	if os.Getenv("STRATA_DECODE_PROFILE") != "1" {
 		t.Skip("set STRATA_DECODE_PROFILE=1, STRATA_BENCH_MODEL and STRATA_CO_DIR")
@@ -87,7 +91,7 @@ func TestDecodeProfileFake(t *testing.T) {
 		dev, fake := newFakeDeviceArch(1<<30, fakeTarget)
 		fake.emu = newEmu()
 		o := Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20}
-		decodeProfile(t, dev, presetSource(t, preset, quant.Q4_K), o, 1, []string{"base"}, []string{"base"}, 4, 2, preset)
+		decodeProfile(t, dev, presetSource(t, preset, quant.Q4_K), o, 1, []string{"nopdl", "pdl"}, []string{"base"}, 4, 2, preset)
 		if fake.emu.err != nil {
 			t.Fatal(fake.emu.err)
 		}
@@ -104,10 +108,52 @@ func TestDecodeProfileFake(t *testing.T) {
 // setDecodeMode sets the engine's decode path for a mode name of TestDecodeProfile.
 func setDecodeMode(t *testing.T, eng *Engine, mode string) {
 	switch mode {
-	case "base":
+	case "base", "pdl": // the engine's defaults
+		eng.SetPDL(true)
+	case "nopdl":
+		eng.SetPDL(false)
 	default:
-		t.Fatalf("decode mode %q: want base", mode)
+		t.Fatalf("decode mode %q: want base, pdl or nopdl", mode)
 	}
+}
+
+// replayGraph launches the engine's last token graph n times back to back between two
+// events on the compute stream and returns the device ms per replay: the token's device
+// time without the host's share (it rewrites the same position's cache row and outputs).
+func replayGraph(eng *Engine, n int) (float64, error) {
+	if eng.gLast == nil {
+		return 0, fmt.Errorf("no graph replayed")
+	}
+	e0, err := eng.dev.NewEvent()
+	if err != nil {
+		return 0, err
+	}
+	defer e0.Destroy()
+	e1, err := eng.dev.NewEvent()
+	if err != nil {
+		return 0, err
+	}
+	defer e1.Destroy()
+	if err := eng.ln.Begin(); err != nil {
+		return 0, err
+	}
+	defer eng.ln.End()
+	if err := e0.Record(eng.compute); err != nil {
+		return 0, err
+	}
+	for i := 0; i < n; i++ {
+		if err := eng.gLast.g.Launch(); err != nil {
+			return 0, err
+		}
+	}
+	if err := e1.Record(eng.compute); err != nil {
+		return 0, err
+	}
+	if err := e1.Sync(); err != nil {
+		return 0, err
+	}
+	d, err := rt.Elapsed(e0, e1)
+	return d.Seconds() * 1e3 / float64(n), err
 }
 
 // decodeProfile is TestDecodeProfile after the device, the model and the d2d ceiling.
@@ -145,19 +191,28 @@ func decodeProfile(t *testing.T, dev *rt.Device, src model.Source, o Options, d2
 		return id
 	}
 	if len(modes) > 0 {
-		fmt.Println("| mode | mean ms/token | median ms/token | tok/s (mean) | host launches/token | node updates/token | graphs/token | bound ms | bound/achieved |")
-		fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+		fmt.Println("| mode | mean ms/token | median ms/token | tok/s (mean) | host launches/token | node updates/token | graphs/token | programmatic launches/capture | graph replay ms (device) | bound ms | bound/achieved |")
+		fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	}
-	for _, mode := range modes {
+	var firstIDs []int32
+	for mi, mode := range modes {
 		id := start(mode)
 		eng.ResetStats()
 		ms := make([]float64, 0, tokens)
+		ids := make([]int32, 0, tokens)
 		for i := 0; i < tokens; i++ {
 			t1 := time.Now()
 			if id, err = eng.ForwardArgmax([]int32{id}, eng.Vocab()); err != nil {
 				t.Fatal(err)
 			}
 			ms = append(ms, time.Since(t1).Seconds()*1e3)
+			ids = append(ids, id)
+		}
+		// Every mode computes the same function: the greedy tokens must be the same.
+		if mi == 0 {
+			firstIDs = ids
+		} else if !slices.Equal(ids, firstIDs) {
+			t.Errorf("%s: greedy tokens differ from %s's: %v against %v", mode, modes[0], ids, firstIDs)
 		}
 		s := eng.Stats()
 		var sum float64
@@ -167,8 +222,13 @@ func decodeProfile(t *testing.T, dev *rt.Device, src model.Source, o Options, d2
 		mean := sum / float64(len(ms))
 		slices.Sort(ms)
 		tk := float64(s.Tokens)
-		fmt.Printf("ROW | %s | %.3f | %.3f | %.1f | %.1f | %.1f | %.2f | %.3f | %.3f |\n", mode, mean, ms[len(ms)/2], 1e3/mean,
-			float64(s.Launches)/tk, float64(s.GraphUpdates)/tk, float64(s.Graphs)/tk, bound, bound/mean)
+		gms, err := replayGraph(eng, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("ROW | %s | %.3f | %.3f | %.1f | %.1f | %.1f | %.2f | %.1f | %.3f | %.3f | %.3f |\n", mode, mean, ms[len(ms)/2], 1e3/mean,
+			float64(s.Launches)/tk, float64(s.GraphUpdates)/tk, float64(s.Graphs)/tk, float64(s.DepLaunches)/float64(max(1, s.Captures)),
+			gms, bound, bound/mean)
 		if err := eng.GraphErr(); err != nil {
 			t.Fatalf("%s: graphs stopped: %v", mode, err)
 		}

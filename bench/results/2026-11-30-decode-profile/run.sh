@@ -20,7 +20,7 @@
 #       over STRATA_PROFILE_TOKENS (default 1) tokens after 4 warm ones, in the modes of
 #       STRATA_RUN_PROFILE (default base). STRATA_RUN_CALL=2 adds, first and in parallel:
 #       the runtime/cuda tests, the GPU-vs-CPU engine tests and the parity families of
-#       STRATA_RUN_PARITY. Everything inside STRATA_RUN_BUDGET seconds (default 180).
+#       STRATA_RUN_PARITY, then runtime/cuda's BenchmarkGraphDep483. Everything inside STRATA_RUN_BUDGET seconds (default 180).
 #       Writes $OUT/summary.md, $OUT/ncu-*.csv, $OUT/logs.tar.gz.
 #   STRATA_RUN_DRY=1 run.sh run   the same flow with stub binaries (no GPU).
 set -uo pipefail
@@ -133,6 +133,7 @@ run() {
 		step engine-tests 100 "$t" -test.run '^(TestGPUEngineMatchesCPU|TestGPUEngineNextMatchesCPU)$' -test.v -test.timeout 95s
 		wait "${pids[@]}"
 		echo "- parity and runtime/cuda done at $((SECONDS - t0)) s" | tee -a "$sum"
+		step bench-graphdep 30 "$c" -test.run '^$' -test.bench 'GraphDep483' -test.benchtime 300x
 	fi
 	waitfor() { # waitfor NAME RESERVE: the model is ready (0) or failed / out of time (1)
 		while [ ! -e "$w/models/$1.ready" ] && [ ! -e "$w/models/$1.failed" ] && [ "$(left "$2")" -gt 5 ]; do sleep 1; done
@@ -171,6 +172,8 @@ run() {
 			grep -E "^\s*--- (FAIL|SKIP|PASS)|^(ok|FAIL|PASS)$|panic" "$out/cuda-tests.log" | head -30
 			echo "## engine tests"
 			grep -E "^\s*--- |^(ok|FAIL|PASS)$|NMSE|panic" "$out/engine-tests.log" | head -40
+			echo "## graph of 483 dependent launches (runtime/cuda BenchmarkGraphDep483)"
+			grep -E "^Benchmark|FAIL|panic" "$out/bench-graphdep.log"
 		fi
 		echo "## decode"
 		grep -hE "^model |^ROW |^PROFILED |FAIL|panic" "$out"/time-*.log "$out"/ncu-*.log 2>/dev/null
