@@ -1143,6 +1143,7 @@ STRATA_DEVICE void strata_mmvq_rows_f(const struct strata_mmvq_args& p, const u8
 #endif
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_f16(const struct strata_mmvq_args p) {
+  if (!p.slots) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_f16::QK) * strata_qt_f16::BYTES); // prelude_nvidia
   STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_f16 QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
@@ -1197,6 +1198,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_f16(const struct strata_m
 }
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_bf16(const struct strata_mmvq_args p) {
+  if (!p.slots) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_bf16::QK) * strata_qt_bf16::BYTES); // prelude_nvidia
   STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_bf16 QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
@@ -1251,6 +1253,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_bf16(const struct strata_
 }
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80(const struct strata_mmvq_args p) {
+  if (!p.slots) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q80::QK) * strata_qt_q80::BYTES); // prelude_nvidia
   STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_q80 QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
@@ -1305,6 +1308,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80(const struct strata_m
 }
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20(const struct strata_mmvq_args p) {
+  if (!p.slots) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q20::QK) * strata_qt_q20::BYTES); // prelude_nvidia
   STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_q20 QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
@@ -1359,6 +1363,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20(const struct strata_m
 }
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k(const struct strata_mmvq_args p) {
+  if (!p.slots) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q4k::QK) * strata_qt_q4k::BYTES); // prelude_nvidia
   STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_q4k QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
@@ -1413,6 +1418,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k(const struct strata_m
 }
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k(const struct strata_mmvq_args p) {
+  if (!p.slots) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q6k::QK) * strata_qt_q6k::BYTES); // prelude_nvidia
   STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_q6k QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
@@ -1467,6 +1473,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k(const struct strata_m
 }
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs(const struct strata_mmvq_args p) {
+  if (!p.slots) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq2xs::QK) * strata_qt_iq2xs::BYTES); // prelude_nvidia
   STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_iq2xs QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
@@ -1521,6 +1528,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs(const struct strata
 }
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs(const struct strata_mmvq_args p) {
+  if (!p.slots) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3xxs::QK) * strata_qt_iq3xxs::BYTES); // prelude_nvidia
   STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_iq3xxs QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
@@ -1575,6 +1583,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs(const struct strat
 }
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s(const struct strata_mmvq_args p) {
+  if (!p.slots) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3s::QK) * strata_qt_iq3s::BYTES); // prelude_nvidia
   STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_iq3s QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
@@ -1629,6 +1638,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s(const struct strata_
 }
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m(const struct strata_mmvq_args p) {
+  if (!p.slots) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq1m::QK) * strata_qt_iq1m::BYTES); // prelude_nvidia
   STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_iq1m QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)

@@ -55,7 +55,27 @@ STRATA_DEVICE u32 strata_load_u32(const void* p) {
 // runs (its CTAs wait in their own griddepcontrol.wait), so its launch overlaps this one.
 // Without a programmatic dependency both are no-ops. PTX ISA 7.8, sm_90 and later; empty
 // on older targets.
+//
+// strata_prefetch_l2_share(base, bytes), before STRATA_GRID_DEP: this block's share of
+// [base, base + bytes) (the grid's x blocks split it evenly, in 128-byte lines) is
+// prefetched into L2 (prefetch.global.L2: no register, no wait). A kernel launched early by
+// a programmatic dependency so pulls its weights, which no kernel writes, while its
+// predecessor still runs. Only for memory no kernel of the stream writes. sm_90 only (it
+// pays only with programmatic launches); -DSTRATA_NO_L2_PREFETCH removes it (measurement).
 #define STRATA_GRID_DEP() asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory")
+#ifndef STRATA_NO_L2_PREFETCH
+STRATA_DEVICE void strata_prefetch_l2_share(const void* base, long long bytes) {
+  const long long nb = (long long)__nvvm_read_ptx_sreg_nctaid_x();
+  const long long share = ((bytes + nb - 1) / nb + 127) & ~127ll;
+  const long long b0 = (long long)__nvvm_read_ptx_sreg_ctaid_x() * share;
+  const long long b1 = b0 + share < bytes ? b0 + share : bytes;
+  for (long long o = b0 + 128ll * __nvvm_read_ptx_sreg_tid_x(); o < b1; o += 128ll * __nvvm_read_ptx_sreg_ntid_x()) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"((const char*)base + o));
+  }
+}
+#else
+STRATA_DEVICE void strata_prefetch_l2_share(const void*, long long) {}
+#endif
 
 STRATA_DEVICE u32 strata_thread_x() { return (u32)__nvvm_read_ptx_sreg_tid_x(); }
 STRATA_DEVICE u32 strata_thread_y() { return (u32)__nvvm_read_ptx_sreg_tid_y(); }
