@@ -20,7 +20,9 @@
 #       over STRATA_PROFILE_TOKENS (default 1) tokens after 4 warm ones, in the modes of
 #       STRATA_RUN_PROFILE (default base). STRATA_RUN_CALL=2 adds, first and in parallel:
 #       the runtime/cuda tests, the GPU-vs-CPU engine tests and the parity families of
-#       STRATA_RUN_PARITY, then runtime/cuda's BenchmarkGraphDep483. Everything inside STRATA_RUN_BUDGET seconds (default 180).
+#       STRATA_RUN_PARITY, then runtime/cuda's BenchmarkGraphDep483. The models of
+#       STRATA_RUN_NOPF_MODELS are timed again (STRATA_RUN_NOPF_MODES) on co-nopf: co with
+#       mmvq built -DSTRATA_NO_L2_PREFETCH. Everything inside STRATA_RUN_BUDGET seconds (default 180).
 #       Writes $OUT/summary.md, $OUT/ncu-*.csv, $OUT/logs.tar.gz.
 #   STRATA_RUN_DRY=1 run.sh run   the same flow with stub binaries (no GPU).
 set -uo pipefail
@@ -54,7 +56,13 @@ build() {
 				esac
 			done
 	done
-	tar -C "$d" -czf "$d/co.tar.gz" co && rm -r "$d/co"
+	# mmvq without the L2 prefetch (measurement): the tree co-nopf is co with this file swapped
+	local mobj msrc
+	IFS=$'\t' read -r msrc mobj < <(awk -F'\t' -v t="$target" '$1 == "object" && $2 == t && $3 == "mmvq" { print $4 "\t" $5 }' kernels/out/objects.txt)
+	mkdir -p "$d/nopf/$(dirname "$mobj")"
+	# shellcheck disable=SC2086 # flags are a list
+	clang-19 $flags -DSTRATA_NO_L2_PREFETCH -I "$(dirname "$msrc")" -I kernels/out/include "$msrc" -o "$d/nopf/$mobj"
+	tar -C "$d" -czf "$d/co.tar.gz" co nopf && rm -r "$d/co" "$d/nopf"
 	cp "$here/run.sh" "$d/"
 	git rev-parse HEAD >"$d/commit"
 	git status --porcelain >>"$d/commit"
@@ -79,7 +87,7 @@ run() {
 		printf '#!/bin/sh\necho "ncu $*"\nwhile [ $# -gt 0 ]; do case $1 in -o) touch "$2.ncu-rep"; shift;; -i) echo "\\"ID\\",\\"Kernel Name\\""; exit 0;; env) break;; esac; shift; done\n[ $# -gt 0 ] && exec "$@"\n' >"$w/ncu"
 		chmod +x "$w/ncu"
 		NCU=$w/ncu
-		mkdir -p "$w/co/sm_90" && echo x >"$w/co/sm_90/a.ptx"
+		mkdir -p "$w/co/sm_90" "$w/nopf/sm_90" && echo x >"$w/co/sm_90/a.ptx" && echo y >"$w/nopf/sm_90/a.ptx"
 	else
 		tar -C "$w" -xzf "$d/co.tar.gz"
 		for b in gpu:gpu strata-run:sr parity:parity cuda:cuda; do
@@ -109,11 +117,15 @@ run() {
 	local s=$SECONDS P
 	P=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
 	if [ "$dry" = 1 ]; then
-		printf '#!/bin/sh\ncp "$2" "$4"\n' >"$w/ptxas" && chmod +x "$w/ptxas"
+		printf '#!/bin/sh\ncp "$3" "$5"\n' >"$w/ptxas" && chmod +x "$w/ptxas"
 		P=$w/ptxas
 	fi
-	find "$w/co" -name '*.ptx' | xargs -P 16 -I{} sh -c '"$1" -arch=sm_90 "$2" -o "$2.cubin" >"$2.ptxas.log" 2>&1 && mv "$2.cubin" "$2" || echo "ptxas failed: $2"' _ "$P" {} >"$out/ptxas.log" 2>&1
-	echo "- ptxas: $(find "$w/co" -name '*.ptx' | wc -l) files in $((SECONDS - s)) s, $(grep -c failed "$out/ptxas.log") failed" | tee -a "$sum"
+	find "$w/co" "$w/nopf" -name '*.ptx' | xargs -P 16 -I{} sh -c '"$1" -v -arch=sm_90 "$2" -o "$2.cubin" >"$2.ptxas.log" 2>&1 && mv "$2.cubin" "$2" || echo "ptxas failed: $2"' _ "$P" {} >"$out/ptxas.log" 2>&1
+	find "$w/co" "$w/nopf" -name '*.ptxas.log' | while read -r f; do echo "== $f"; cat "$f"; done >"$out/ptxas-v.log" 2>&1
+	echo "- ptxas -v: $(grep -cE '[1-9][0-9]* bytes spill' "$out/ptxas-v.log") functions with spills" | tee -a "$sum"
+	# co-nopf: co with nopf's files swapped in
+	mkdir -p "$w/co-nopf" && cp -r "$w/co/." "$w/co-nopf/" && cp -r "$w/nopf/." "$w/co-nopf/"
+	echo "- ptxas: $(find "$w/co" "$w/nopf" -name '*.ptx' | wc -l) files in $((SECONDS - s)) s, $(grep -c failed "$out/ptxas.log") failed" | tee -a "$sum"
 	step() { # step NAME SECONDS-LIMIT CMD...
 		local name=$1 secs=$2 s=$SECONDS
 		shift 2
@@ -146,6 +158,13 @@ run() {
 		step "time-$m" "$(lim 45 30)" env STRATA_DECODE_PROFILE=1 STRATA_BENCH_MODEL="$w/models/$m.gguf" \
 			STRATA_DECODE_MODES="${STRATA_RUN_MODES:-base}" STRATA_BENCH_TOKENS=128 STRATA_BENCH_CTX=1024 \
 			"$g" -test.run '^TestDecodeProfile$' -test.v -test.timeout 300s
+		case " ${STRATA_RUN_NOPF_MODELS:-} " in
+		*" $m "*)
+			step "time-nopf-$m" "$(lim 30 25)" env STRATA_CO_DIR="$w/co-nopf" STRATA_DECODE_PROFILE=1 STRATA_BENCH_MODEL="$w/models/$m.gguf" \
+				STRATA_DECODE_MODES="${STRATA_RUN_NOPF_MODES:-nopdl,pdl}" STRATA_BENCH_TOKENS=128 STRATA_BENCH_CTX=1024 \
+				"$g" -test.run '^TestDecodeProfile$' -test.v -test.timeout 300s
+			;;
+		esac
 		local pm
 		for pm in ${STRATA_RUN_PROFILE-base}; do
 			step "ncu-$m-$pm" "$(lim 75 5)" "$NCU" --clock-control none --cache-control none --profile-from-start off \
@@ -176,7 +195,12 @@ run() {
 			grep -E "^Benchmark|FAIL|panic" "$out/bench-graphdep.log"
 		fi
 		echo "## decode"
-		grep -hE "^model |^ROW |^PROFILED |FAIL|panic" "$out"/time-*.log "$out"/ncu-*.log 2>/dev/null
+		for f in "$out"/time-*.log; do
+			[ -e "$f" ] || continue
+			echo "### $(basename "$f" .log)"
+			grep -hE "^model |^ROW |^PROFILED |FAIL|panic|differ" "$f"
+		done
+		grep -hE "^model |^PROFILED |FAIL|panic" "$out"/ncu-*.log 2>/dev/null
 		grep -hE "^==(PROF|ERROR|WARNING)==" "$out"/ncu-*.log 2>/dev/null | sort | uniq -c | head -20
 		ls -la "$OUT"
 		echo "total: $((SECONDS - t0)) s"
