@@ -133,16 +133,17 @@ run() {
 		echo "- $name: exit $? in $((SECONDS - s)) s (limit $secs s, $((SECONDS - t0)) s so far)" | tee -a "$sum"
 	}
 	if [ "$call" = 2 ]; then
-		local pids=() grp i=0
+		local pids=() grp i=0 p1
+		p1=$(lim 100 65)
 		for grp in ${STRATA_RUN_PARITY:-}; do
 			echo "$grp" >"$out/parity-$i.group"
-			timeout 100 "$p" -test.v -test.timeout 95s -test.run "TestParity/sm_90/$grp/" >"$out/parity-$i.log" 2>&1 &
+			timeout "$p1" "$p" -test.v -test.timeout "$((p1 - 3))s" -test.run "TestParity/sm_90/$grp" >"$out/parity-$i.log" 2>&1 &
 			pids+=($!)
 			i=$((i + 1))
 		done
-		timeout 100 "$c" -test.v -test.timeout 95s >"$out/cuda-tests.log" 2>&1 &
+		timeout "$p1" "$c" -test.v -test.timeout "$((p1 - 3))s" >"$out/cuda-tests.log" 2>&1 &
 		pids+=($!)
-		step engine-tests 100 "$t" -test.run '^(TestGPUEngineMatchesCPU|TestGPUEngineNextMatchesCPU)$' -test.v -test.timeout 95s
+		step engine-tests "$p1" "$t" -test.run '^(TestGPUEngineMatchesCPU|TestGPUEngineNextMatchesCPU)$' -test.v -test.timeout "$((p1 - 3))s"
 		wait "${pids[@]}"
 		echo "- parity and runtime/cuda done at $((SECONDS - t0)) s" | tee -a "$sum"
 		step bench-graphdep 30 "$c" -test.run '^$' -test.bench 'GraphDep483' -test.benchtime 300x
