@@ -41,7 +41,9 @@ import (
 // What changes the sequence's shape is the key: whether the step makes logits, what it
 // leaves for the caller (logits or the argmax token), the staging row its ids go to (two
 // alternate by token), the delta-net conv state it reads (two alternate by token) and the
-// attention path (prep and reduceq, or the launches before them: Engine.SetAttnPrep).
+// attention path (prep and reduceq, or the launches before them: Engine.SetAttnPrep), and
+// whether launches carry programmatic dependencies (Engine.SetPDL: each launch of
+// pdlFamilies that follows a kernel is a kernel node with a programmatic edge).
 // Graphs are off with KernelTimes (events between launches), PlainLaunch (captures need
 // the bound Launcher), HostKV (a sync per attention layer), on the non-resident path (the
 // host looks experts up between phases) and the batched prompt path; and after a capture
