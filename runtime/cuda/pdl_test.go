@@ -231,3 +231,12 @@ func BenchmarkGraphDep483(b *testing.B) {
 		})
 	}
 }
+
+// TestCCMajor: the compute capability major behind DepLaunchSupport's sm_90 gate.
+func TestCCMajor(t *testing.T) {
+	for arch, want := range map[string]int{"sm_90": 9, "sm_89": 8, "sm_80": 8, "sm_100": 10, "sm_120": 12, "gfx1100": 0, "sm_": 0, "": 0} {
+		if got := ccMajor(arch); got != want {
+			t.Errorf("ccMajor(%q) = %d, want %d", arch, got, want)
+		}
+	}
+}
