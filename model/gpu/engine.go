@@ -83,6 +83,13 @@ type Options struct {
 	// quantize_q8_1 launches instead of attention_decode's prep and reduceq (forward.go;
 	// measurement baseline, also Engine.SetAttnPrep).
 	NoAttnPrep bool
+	// NoPDL: every decode launch waits for the previous kernel to finish, as a plain
+	// stream launch does. Without it, a kernel of pdlFamilies that follows a kernel on the
+	// compute stream is launched with a programmatic dependency (runtime/gpu
+	// Launcher.LaunchDep: on NVIDIA sm_90 and later; elsewhere it is a plain launch), so
+	// its launch overlaps the previous kernel's run (measurement baseline, also
+	// Engine.SetPDL).
+	NoPDL bool
 	// NoRowNorm: single-row norms through rmsnorm (one wave) instead of rmsnorm_row
 	// (measurement baseline).
 	NoRowNorm bool
@@ -193,6 +200,7 @@ type Engine struct {
 
 	hostKV, noFuse, noRowNorm bool
 	noAttnPrep                bool // Options.NoAttnPrep
+	noPDL                     bool // Options.NoPDL
 	// resident: the cache holds every expert of every layer (all copied in at load), so no
 	// layer needs its ids on the host before its experts run: each layer's phase 0 writes
 	// its own row of bufIDs, one download after the last layer brings them all back, and the
@@ -254,7 +262,16 @@ var clockBase = time.Now()
 type kernel struct {
 	key  string
 	fn   *rt.Func
-	rows int // mmvq: the weight rows one block covers (kernels/abi; the grid is ceil(rows/it))
+	rows int  // mmvq: the weight rows one block covers (kernels/abi; the grid is ceil(rows/it))
+	pdl  bool // its family begins every kernel with STRATA_GRID_DEP (pdlFamilies)
+}
+
+// pdlFamilies are the kernel families whose every kernel begins with STRATA_GRID_DEP
+// (kernels/templates/prelude_nvidia.tmpl): only their launches may carry a programmatic
+// dependency (Options.NoPDL). TestPDLFamiliesWait checks the generated sources.
+var pdlFamilies = map[string]bool{
+	"rmsnorm_row": true, "mmvq": true, "moe_decode": true, "attention_decode": true,
+	"quantize_q8_1": true, "rope": true, "sample": true, "gated_delta_net": true,
 }
 
 // Output modes of a step with logits (Engine.outMode).
@@ -326,6 +343,9 @@ type Stats struct {
 	// LaunchTime)
 	Graphs, Captures, GraphUpdates int64
 	GraphTime                      time.Duration
+	// launches made (or captured) with a programmatic dependency on the previous kernel
+	// (Options.NoPDL)
+	DepLaunches int64
 	// of those, the updates made and the host time spent walking the next token's graph
 	// while the GPU runs this one (graph.go, "Ahead")
 	AheadUpdates int64
@@ -406,7 +426,7 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 		return nil, fmt.Errorf("model/gpu: a mapped promotion cap (%d) without mapped misses has no effect (set Misses to MissMap or MissAuto, or leave MapPromote 0)", o.MapPromote)
 	}
 	e = &Engine{dev: dev, cfg: c, vocab: m.Vocab, src: src, fns: map[string]*rt.Func{}, noFuse: o.NoFuse, noRowNorm: o.NoRowNorm, ktimes: o.KernelTimes,
-		noAttnPrep: o.NoAttnPrep}
+		noAttnPrep: o.NoAttnPrep, noPDL: o.NoPDL}
 	partial := e
 	defer func() {
 		if err != nil {
@@ -1159,7 +1179,8 @@ func (e *Engine) records(mmvqRows map[string]int) {
 	c := &e.cfg
 	e.kern = make(map[string]*kernel, len(e.fns))
 	for key, f := range e.fns {
-		e.kern[key] = &kernel{key: key, fn: f, rows: mmvqRows[key]}
+		fam, _, _ := strings.Cut(key, "/")
+		e.kern[key] = &kernel{key: key, fn: f, rows: mmvqRows[key], pdl: pdlFamilies[fam]}
 	}
 	e.kRow, e.kRms = map[string]*kernel{}, map[string]*kernel{}
 	for _, v := range []string{"f32", "add", "q81", "addq81"} {
@@ -1366,7 +1387,16 @@ func (e *Engine) launchK(k *kernel, grid rt.Dim3, threads int, args []byte) erro
 	}
 	// Two monotonic clock reads against a base (time.Now would read the wall clock too).
 	t0 := time.Since(clockBase)
-	err := e.ln.Launch(k.fn, grid, rt.Dim3{X: uint32(threads), Y: 1, Z: 1}, a)
+	var err error
+	if k.pdl && !e.noPDL {
+		var dep bool
+		dep, err = e.ln.LaunchDep(k.fn, grid, rt.Dim3{X: uint32(threads), Y: 1, Z: 1}, a)
+		if dep {
+			e.stats.DepLaunches++
+		}
+	} else {
+		err = e.ln.Launch(k.fn, grid, rt.Dim3{X: uint32(threads), Y: 1, Z: 1}, a)
+	}
 	// A launch made while a token is captured runs only as part of its graph: its host
 	// time is the token's GraphTime, and its run is counted in Graphs. Counted here too, a
 	// capture that fails would count its token's launches twice (graphToken submits the

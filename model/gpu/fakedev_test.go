@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
+	"strings"
 	"unsafe"
 
 	rt "github.com/strata-hip/strata/runtime/gpu"
@@ -60,6 +61,84 @@ type fakeDriver struct {
 	beforeLaunch func(sym string)
 	onRecord     func(s uintptr)
 	onWait       func(s uintptr)
+	// rt.ProfileDriver: profiling is true inside a profiler range, which counted
+	// profiledGraphs graph launches and profiledLaunches kernel launches outside a graph.
+	profiling                        bool
+	inGraph                          bool
+	profiledGraphs, profiledLaunches int
+	// rt.DepLaunchDriver: noDep makes DepLaunchSupport refuse (a device before sm_90, or
+	// HIP); depLaunches counts programmatic launches by symbol (captured ones included).
+	// lastKernel tracks, per stream, whether the last work queued was a kernel launch,
+	// independently of package gpu's bookkeeping: a programmatic launch after anything
+	// else (a copy, memset, event record or wait, a graph launch, a capture's start) is
+	// an error, as is one of a kernel outside pdlFamilies.
+	noDep       bool
+	depLaunches map[string]int
+	lastKernel  map[uintptr]bool
+}
+
+// streamOp records the kind of the last work queued on stream s.
+func (f *fakeDriver) streamOp(s uintptr, kernel bool) {
+	if f.lastKernel == nil {
+		f.lastKernel = map[uintptr]bool{}
+	}
+	f.lastKernel[s] = kernel
+}
+
+func (f *fakeDriver) DepLaunchSupport() error {
+	if f.noDep {
+		return fmt.Errorf("fake: %w", rt.ErrNoDepLaunch)
+	}
+	return nil
+}
+
+func (f *fakeDriver) LaunchBoundDep(fn uintptr, grid, block rt.Dim3, shmem uint32, s uintptr, args []byte, sym string) error {
+	if f.noDep {
+		return fmt.Errorf("fake: programmatic launch of %s on a driver without them", sym)
+	}
+	if !f.lastKernel[s] {
+		return fmt.Errorf("fake: programmatic launch of %s after work that is no kernel launch", sym)
+	}
+	if !pdlSymbol(sym) {
+		return fmt.Errorf("fake: programmatic launch of %s, which is of no family in pdlFamilies", sym)
+	}
+	if f.depLaunches == nil {
+		f.depLaunches = map[string]int{}
+	}
+	f.depLaunches[sym]++
+	if err := f.LaunchBound(fn, grid, block, shmem, s, args, sym); err != nil {
+		return err
+	}
+	if g := f.capturing[s]; g != nil {
+		g.ops[len(g.ops)-1].dep = true
+	}
+	return nil
+}
+
+// pdlSymbol reports whether kernel symbol sym belongs to one of pdlFamilies.
+func pdlSymbol(sym string) bool {
+	for fam := range pdlFamilies {
+		if strings.HasPrefix(sym, "strata_"+fam+"_") {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *fakeDriver) ProfilerStart() error {
+	if f.profiling {
+		return fmt.Errorf("fake: profiler range opened twice")
+	}
+	f.profiling = true
+	return nil
+}
+
+func (f *fakeDriver) ProfilerStop() error {
+	if !f.profiling {
+		return fmt.Errorf("fake: profiler range closed while not open")
+	}
+	f.profiling = false
+	return nil
 }
 
 // fakeGraph is a captured stream: its launches and copies in order, and each node's index.
@@ -75,6 +154,7 @@ type fakeOp struct {
 	grid, block    rt.Dim3
 	args           []byte
 	sym            string
+	dep            bool // launched with a programmatic dependency (LaunchBoundDep)
 	kind           rt.CopyKind
 	dst, src, n, s uintptr
 }
@@ -88,6 +168,7 @@ func (f *fakeDriver) GraphSupport() error {
 	return nil
 }
 func (f *fakeDriver) CaptureBegin(s uintptr) error {
+	f.streamOp(s, false)
 	if !f.bound {
 		return fmt.Errorf("fake: capture on an unbound thread")
 	}
@@ -105,6 +186,7 @@ func (f *fakeDriver) CaptureLast(s uintptr) (uintptr, error) {
 	return g.ops[len(g.ops)-1].node, nil
 }
 func (f *fakeDriver) CaptureEnd(s uintptr) (uintptr, error) {
+	f.streamOp(s, false)
 	g := f.capturing[s]
 	delete(f.capturing, s)
 	if err := f.captureEndErr; err != nil {
@@ -146,6 +228,11 @@ func (f *fakeDriver) GraphLaunch(exec, s uintptr) error {
 		return err
 	}
 	f.graphLaunch++
+	if f.profiling {
+		f.profiledGraphs++
+	}
+	f.inGraph = true
+	defer func() { f.inGraph = false; f.streamOp(s, false) }()
 	for _, op := range f.graphs[exec].ops {
 		var err error
 		if op.launch {
@@ -169,6 +256,7 @@ func (f *fakeDriver) LaunchBound(fn uintptr, grid, block rt.Dim3, shmem uint32, 
 		return fmt.Errorf("fake: bound launch of %s on an unbound thread", sym)
 	}
 	f.boundLaunches++
+	f.streamOp(s, true)
 	if g := f.capturing[s]; g != nil {
 		g.ops = append(g.ops, fakeOp{node: f.handle(), launch: true, fn: fn, grid: grid, block: block, args: append([]byte(nil), args...), sym: sym})
 		return nil
@@ -256,6 +344,7 @@ func (f *fakeDriver) Download(dst []byte, src rt.DevPtr) error {
 	return nil
 }
 func (f *fakeDriver) CopyAsync(kind rt.CopyKind, dst, src, n, s uintptr) error {
+	f.streamOp(s, false)
 	if g := f.capturing[s]; g != nil {
 		g.ops = append(g.ops, fakeOp{node: f.handle(), kind: kind, dst: dst, src: src, n: n, s: s})
 		return nil
@@ -280,7 +369,8 @@ func (f *fakeDriver) CopyAsync(kind rt.CopyKind, dst, src, n, s uintptr) error {
 	}
 	return nil
 }
-func (f *fakeDriver) MemsetAsync(dst rt.DevPtr, v byte, n, _ uintptr) error {
+func (f *fakeDriver) MemsetAsync(dst rt.DevPtr, v byte, n, s uintptr) error {
+	f.streamOp(s, false)
 	if f.emu != nil {
 		b := f.emu.at(uint64(dst), int(n))
 		for i := range b {
@@ -330,11 +420,15 @@ func (f *fakeDriver) FillWords(p rt.DevPtr, words int, v uint32) error {
 func (f *fakeDriver) LoadModule([]byte, string) (uintptr, error) { return 1, nil }
 func (f *fakeDriver) UnloadModule(uintptr) error                 { return nil }
 func (f *fakeDriver) Function(uintptr, string) (uintptr, error)  { return 2, nil }
-func (f *fakeDriver) Launch(_ uintptr, grid, _ rt.Dim3, _ uint32, _ uintptr, args []byte, sym string) error {
+func (f *fakeDriver) Launch(_ uintptr, grid, _ rt.Dim3, _ uint32, s uintptr, args []byte, sym string) error {
+	f.streamOp(s, true)
 	if f.launches == nil {
 		f.launches = map[string]int{}
 	}
 	f.launches[sym]++
+	if f.profiling && !f.inGraph {
+		f.profiledLaunches++
+	}
 	if f.beforeLaunch != nil {
 		f.beforeLaunch(sym)
 	}
@@ -347,6 +441,7 @@ func (f *fakeDriver) StreamCreate() (uintptr, error) { return f.handle(), nil }
 func (f *fakeDriver) StreamSync(uintptr) error       { return nil }
 func (f *fakeDriver) StreamDestroy(uintptr) error    { return nil }
 func (f *fakeDriver) StreamWaitEvent(s, _ uintptr) error {
+	f.streamOp(s, false)
 	f.waits++
 	if f.onWait != nil {
 		f.onWait(s)
@@ -355,6 +450,7 @@ func (f *fakeDriver) StreamWaitEvent(s, _ uintptr) error {
 }
 func (f *fakeDriver) EventCreate() (uintptr, error) { return 4, nil }
 func (f *fakeDriver) EventRecord(_, s uintptr) error {
+	f.streamOp(s, false)
 	f.records++
 	if f.onRecord != nil {
 		f.onRecord(s)

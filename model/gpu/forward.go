@@ -601,6 +601,10 @@ func (e *Engine) attnPrep() bool { return !e.noAttnPrep && !e.hostKV }
 // comparison on one engine (each path captures its own graphs: graphKey).
 func (e *Engine) SetAttnPrep(on bool) { e.noAttnPrep = !on }
 
+// SetPDL sets Options.NoPDL to !on on a loaded engine, between tokens, for a comparison on
+// one engine (each setting captures its own graphs: graphKey).
+func (e *Engine) SetPDL(on bool) { e.noPDL = !on }
+
 // attnInputs is the path before prep: per-head q and k norms (rmsnorm f32), rope (one
 // launch when q and k are adjacent, else two) and the store of k and v into the cache
 // at e.pos (attention_decode's store, or the host append with HostKV).

@@ -41,7 +41,9 @@ import (
 // What changes the sequence's shape is the key: whether the step makes logits, what it
 // leaves for the caller (logits or the argmax token), the staging row its ids go to (two
 // alternate by token), the delta-net conv state it reads (two alternate by token) and the
-// attention path (prep and reduceq, or the launches before them: Engine.SetAttnPrep).
+// attention path (prep and reduceq, or the launches before them: Engine.SetAttnPrep), and
+// whether launches carry programmatic dependencies (Engine.SetPDL: each launch of
+// pdlFamilies that follows a kernel is a kernel node with a programmatic edge).
 // Graphs are off with KernelTimes (events between launches), PlainLaunch (captures need
 // the bound Launcher), HostKV (a sync per attention layer), on the non-resident path (the
 // host looks experts up between phases) and the batched prompt path; and after a capture
@@ -55,6 +57,7 @@ type graphKey struct {
 	idsOff  int // the staging row of the ids download
 	convPar int
 	prep    bool // attention through attention_decode's prep and reduceq (Engine.attnPrep)
+	pdl     bool // launches with programmatic dependencies (Engine.SetPDL)
 }
 
 // graphKeyOf is the key of a step: the output mode counts only when the step makes
@@ -63,7 +66,7 @@ type graphKey struct {
 // of Forward and one of ForwardArgmax, or two qwen3moe tokens, would capture separate
 // graphs of the same launches and fill maxGraphs twice as fast.
 func (e *Engine) graphKeyOf(wantLogits bool, idsOff int) graphKey {
-	k := graphKey{logits: wantLogits, idsOff: idsOff, prep: e.attnPrep()}
+	k := graphKey{logits: wantLogits, idsOff: idsOff, prep: e.attnPrep(), pdl: !e.noPDL}
 	if wantLogits {
 		k.outMode = e.outMode
 	}

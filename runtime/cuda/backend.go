@@ -175,7 +175,14 @@ func (b *backend) Open(ord int) (gpu.Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &device{b: b, l: b.lib, info: info, dev: dev, ctx: ctx, arena: arena}, nil
+	d := &device{b: b, l: b.lib, info: info, dev: dev, ctx: ctx, arena: arena}
+	if b.lib.cuLaunchKernelEx != 0 {
+		if d.depPage, err = gpu.AllocAnon(depPageLen); err != nil {
+			_ = arena.Free()
+			return nil, err
+		}
+	}
+	return d, nil
 }
 
 // release drops the primary context of ord (on Close).

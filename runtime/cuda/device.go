@@ -37,6 +37,9 @@ type device struct {
 	ctx  uintptr
 
 	arena *gpu.LaunchArena // the launch's extra array and argument block
+	// depPage holds a programmatic launch's CUlaunchConfig and attribute (pdl.go), used
+	// under the arena's lock; nil without cuLaunchKernelEx.
+	depPage []byte
 
 	selftestOnce sync.Once
 	selftestMod  uintptr
@@ -74,6 +77,9 @@ func (d *device) Close() error {
 		_ = d.call("cuModuleUnload", "selftest", d.l.cuModuleUnload, d.selftestMod)
 	}
 	_ = d.arena.Free()
+	if d.depPage != nil {
+		_ = gpu.FreeAnon(d.depPage)
+	}
 	return d.b.release(d.info.Ordinal, d.dev)
 }
 

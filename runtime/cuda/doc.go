@@ -3,7 +3,9 @@
 //
 // One symbol table (lib) is resolved once with Dlsym; every binding is required and a
 // missing one is an error naming the symbol and the library, except the graph calls
-// (graph.go): without them the device runs without graphs. Calls go through
+// (graph.go): without them the device runs without graphs; and cuLaunchKernelEx
+// (pdl.go: programmatic dependent launch, sm_90 and later) and cuProfilerStart/Stop
+// (profile.go), looked up and used only where present. Calls go through
 // purego.SyscallN (about 0.2 µs, no reflection). Sizes and device pointers always use
 // the _v2 exports, whose ABI is 64-bit.
 //

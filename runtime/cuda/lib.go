@@ -60,6 +60,13 @@ type lib struct {
 	cuEventDestroy      uintptr // cuEventDestroy_v2: CUresult (CUevent e)
 
 	graph graphLib // stream capture and graph replay (graph.go): optional
+
+	// Optional (0 when absent): the profiler range (profile.go) and the extended launch
+	// (pdl.go).
+	cuProfilerStart uintptr // CUresult cuProfilerStart(void)
+	cuProfilerStop  uintptr // CUresult cuProfilerStop(void)
+	// CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** params, void** extra)
+	cuLaunchKernelEx uintptr
 }
 
 // binding is one exported name and where its address goes.
@@ -139,5 +146,8 @@ func openLib(candidates []string) (*lib, error) {
 		}
 	}
 	l.graph.resolve(h)
+	l.cuProfilerStart = gpu.LookupSymbol(h, "cuProfilerStart")
+	l.cuProfilerStop = gpu.LookupSymbol(h, "cuProfilerStop")
+	l.cuLaunchKernelEx = gpu.LookupSymbol(h, "cuLaunchKernelEx")
 	return l, nil
 }

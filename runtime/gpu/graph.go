@@ -87,6 +87,7 @@ func (l *Launcher) BeginCapture() error {
 		return errors.New("gpu: graph capture of the default stream")
 	}
 	gd := l.dev.drv.(GraphDriver)
+	l.s.queued() // a capture's first launch depends on nothing captured
 	if err := l.dev.do(func() error { return gd.CaptureBegin(l.s.h) }); err != nil {
 		return err
 	}
@@ -124,6 +125,7 @@ func (l *Launcher) EndCapture() (*Graph, error) {
 		return nil, errors.New("gpu: EndCapture without BeginCapture")
 	}
 	l.capture = nil
+	l.s.queued() // the work after a capture follows no captured node
 	gd := l.dev.drv.(GraphDriver)
 	if fault := l.dev.check(); fault != nil {
 		graph, err := gd.CaptureEnd(l.s.h)
@@ -196,6 +198,7 @@ func (g *Graph) Launch() error {
 		return errors.New("gpu: graph launch outside Launcher.Begin")
 	}
 	gd := g.l.dev.drv.(GraphDriver)
+	g.l.s.queued()
 	return g.l.dev.do(func() error { return gd.GraphLaunch(g.exec, g.l.s.h) })
 }
 

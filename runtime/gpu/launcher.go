@@ -85,8 +85,10 @@ func (l *Launcher) Launch(f *Func, grid, block Dim3, args []byte) error {
 	if err := l.dev.do(func() error {
 		return l.bd.LaunchBound(f.h, grid, block, 0, l.s.handle(), args, f.symbol)
 	}); err != nil {
+		l.s.queued() // what the stream holds last is unknown
 		return err
 	}
+	l.s.launched()
 	if l.capture != nil {
 		return l.capturedLaunch(f, grid, block, args)
 	}

@@ -118,7 +118,13 @@ func (f *Func) Launch(s *Stream, grid, block Dim3, shmem uint32, args []byte) er
 		return err
 	}
 	d := f.mod.dev
-	return d.do(func() error { return d.drv.Launch(f.h, grid, block, shmem, s.handle(), args, f.symbol) })
+	err := d.do(func() error { return d.drv.Launch(f.h, grid, block, shmem, s.handle(), args, f.symbol) })
+	if err != nil {
+		s.queued() // what the stream holds last is unknown
+		return err
+	}
+	s.launched()
+	return nil
 }
 
 // Args returns the bytes of the packed argument struct *v, without copying. T must

@@ -3,6 +3,7 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -10,6 +11,23 @@ import (
 type Stream struct {
 	dev *Device
 	h   uintptr
+	// lastKernel: the last work queued on the stream through package gpu was a kernel
+	// launch (Launcher.LaunchDep makes a programmatic launch only then).
+	lastKernel atomic.Bool
+}
+
+// queued records that work other than a kernel launch was queued on s (nil: none tracked).
+func (s *Stream) queued() {
+	if s != nil {
+		s.lastKernel.Store(false)
+	}
+}
+
+// launched records that a kernel launch was queued on s.
+func (s *Stream) launched() {
+	if s != nil {
+		s.lastKernel.Store(true)
+	}
 }
 
 func (s *Stream) handle() uintptr {
@@ -52,6 +70,7 @@ func (s *Stream) Upload(dst DevPtr, src *HostBuffer, off, n int) error {
 	if err := src.span(off, n); err != nil {
 		return err
 	}
+	s.queued()
 	return s.dev.do(func() error {
 		return s.dev.drv.CopyAsync(HostToDevice, uintptr(dst), src.Ptr()+uintptr(off), uintptr(n), s.h)
 	})
@@ -62,6 +81,7 @@ func (s *Stream) Download(dst *HostBuffer, off int, src DevPtr, n int) error {
 	if err := dst.span(off, n); err != nil {
 		return err
 	}
+	s.queued()
 	return s.dev.do(func() error {
 		return s.dev.drv.CopyAsync(DeviceToHost, dst.Ptr()+uintptr(off), uintptr(src), uintptr(n), s.h)
 	})
@@ -69,16 +89,19 @@ func (s *Stream) Download(dst *HostBuffer, off int, src DevPtr, n int) error {
 
 // Copy queues a device-to-device copy of n bytes.
 func (s *Stream) Copy(dst, src DevPtr, n int) error {
+	s.queued()
 	return s.dev.do(func() error { return s.dev.drv.CopyAsync(DeviceToDevice, uintptr(dst), uintptr(src), uintptr(n), s.h) })
 }
 
 // Memset queues filling n bytes at dst with value.
 func (s *Stream) Memset(dst DevPtr, value byte, n int) error {
+	s.queued()
 	return s.dev.do(func() error { return s.dev.drv.MemsetAsync(dst, value, uintptr(n), s.h) })
 }
 
 // Wait makes later work on s wait for e.
 func (s *Stream) Wait(e *Event) error {
+	s.queued()
 	return s.dev.do(func() error { return s.dev.drv.StreamWaitEvent(s.h, e.h) })
 }
 
@@ -113,6 +136,7 @@ func (d *Device) NewEvent() (*Event, error) {
 
 // Record marks the current end of stream s (nil: default stream).
 func (e *Event) Record(s *Stream) error {
+	s.queued()
 	return e.dev.do(func() error { return e.dev.drv.EventRecord(e.h, s.handle()) })
 }
 

@@ -60,6 +60,7 @@ STRATA_DEVICE void rope_sincos(f32 a, f32* s, f32* c) {
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(256) strata_rope_neox(const struct strata_rope_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   const int half = p.rot_dims / 2;
   const i64 gid = (i64)strata_block_x() * 256 + strata_thread_x();
   if (gid >= (i64)p.rows * half) return;

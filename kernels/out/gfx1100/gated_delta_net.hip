@@ -207,6 +207,7 @@ STRATA_DEVICE void gdn_recurrent(const struct strata_gated_delta_net_args& p, f3
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(512) strata_gated_delta_net_conv(const struct strata_gated_delta_net_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   const i64 ch = (i64)strata_block_x() * 512 + strata_thread_x();
   if (ch >= p.c) return;
   const f32* w = p.conv_w + ch * 4;
@@ -233,6 +234,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(512) strata_gated_delta_net_conv(const s
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(512) strata_gated_delta_net_recurrent(const struct strata_gated_delta_net_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   __shared__ __attribute__((aligned(16))) f32 sq[128], sk[128];
   __shared__ f32 sg[2], red[4][128], red2[4][128], sn[4];
   if (p.dk == 128) {
@@ -243,6 +245,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(512) strata_gated_delta_net_recurrent(co
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(512) strata_gated_delta_net_recurrentsig(const struct strata_gated_delta_net_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   __shared__ __attribute__((aligned(16))) f32 sq[128], sk[128];
   __shared__ f32 sg[2], red[4][128], red2[4][128], sn[4];
   if (p.dk == 128) {
@@ -253,6 +256,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(512) strata_gated_delta_net_recurrentsig
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(512) strata_gated_delta_net_chunk(const struct strata_gated_delta_net_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   // Chunked prefill, part 1 (grid (nc, nv), nc = ceil(t/16)): per (chunk c, value head h),
   // with q̂, k̂ the normalised q, k of its 16 tokens, g_s = ssm_a·softplus(a_s + dt_bias),
   // β_s, G_t = Σ_{s≤t} g_s, L the chunk's last token, writes ws[h][c] =
@@ -330,6 +334,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(512) strata_gated_delta_net_chunk(const 
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(512) strata_gated_delta_net_scan(const struct strata_gated_delta_net_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   // Chunked prefill, part 2 (grid (nv)): per value head, chunk by chunk, with S₀ the state at
   // the chunk's start (registers, as the recurrent kernel: thread (g, j) holds rows 32g..32g+31
   // of column j): u_t = v_t − (Kg S₀)_t − Σ_{s<t} A[t][s]·u_s (forward substitution in each

@@ -1021,6 +1021,7 @@ STRATA_DEVICE void strata_moe_down(const struct strata_moe_decode_args& p, typen
 #endif
 
 STRATA_KERNEL void STRATA_MOE_BOUNDS(256) strata_moe_decode_q80(const struct strata_moe_decode_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_q80 QT;
   static __shared__ QT::lds tab;
   static __shared__ u32 xs[strata_moe_shape<QT>::STAGE ? STRATA_MOE_XS_WORDS : 1];
@@ -1030,6 +1031,7 @@ STRATA_KERNEL void STRATA_MOE_BOUNDS(256) strata_moe_decode_q80(const struct str
 }
 
 STRATA_KERNEL void STRATA_MOE_BOUNDS(256) strata_moe_decode_q20(const struct strata_moe_decode_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_q20 QT;
   static __shared__ QT::lds tab;
   static __shared__ u32 xs[strata_moe_shape<QT>::STAGE ? STRATA_MOE_XS_WORDS : 1];
@@ -1039,6 +1041,7 @@ STRATA_KERNEL void STRATA_MOE_BOUNDS(256) strata_moe_decode_q20(const struct str
 }
 
 STRATA_KERNEL void STRATA_MOE_BOUNDS(256) strata_moe_decode_q4k(const struct strata_moe_decode_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_q4k QT;
   static __shared__ QT::lds tab;
   static __shared__ u32 xs[strata_moe_shape<QT>::STAGE ? STRATA_MOE_XS_WORDS : 1];
@@ -1048,6 +1051,7 @@ STRATA_KERNEL void STRATA_MOE_BOUNDS(256) strata_moe_decode_q4k(const struct str
 }
 
 STRATA_KERNEL void STRATA_MOE_BOUNDS(256) strata_moe_decode_q6k(const struct strata_moe_decode_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_q6k QT;
   static __shared__ QT::lds tab;
   static __shared__ u32 xs[strata_moe_shape<QT>::STAGE ? STRATA_MOE_XS_WORDS : 1];
@@ -1057,6 +1061,7 @@ STRATA_KERNEL void STRATA_MOE_BOUNDS(256) strata_moe_decode_q6k(const struct str
 }
 
 STRATA_KERNEL void STRATA_MOE_BOUNDS(256) strata_moe_decode_iq2xs(const struct strata_moe_decode_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_iq2xs QT;
   static __shared__ QT::lds tab;
   static __shared__ u32 xs[strata_moe_shape<QT>::STAGE ? STRATA_MOE_XS_WORDS : 1];
@@ -1066,6 +1071,7 @@ STRATA_KERNEL void STRATA_MOE_BOUNDS(256) strata_moe_decode_iq2xs(const struct s
 }
 
 STRATA_KERNEL void STRATA_MOE_BOUNDS(256) strata_moe_decode_iq3xxs(const struct strata_moe_decode_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_iq3xxs QT;
   static __shared__ QT::lds tab;
   static __shared__ u32 xs[strata_moe_shape<QT>::STAGE ? STRATA_MOE_XS_WORDS : 1];
@@ -1075,6 +1081,7 @@ STRATA_KERNEL void STRATA_MOE_BOUNDS(256) strata_moe_decode_iq3xxs(const struct 
 }
 
 STRATA_KERNEL void STRATA_MOE_BOUNDS(256) strata_moe_decode_iq3s(const struct strata_moe_decode_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_iq3s QT;
   static __shared__ QT::lds tab;
   static __shared__ u32 xs[strata_moe_shape<QT>::STAGE ? STRATA_MOE_XS_WORDS : 1];
@@ -1084,6 +1091,7 @@ STRATA_KERNEL void STRATA_MOE_BOUNDS(256) strata_moe_decode_iq3s(const struct st
 }
 
 STRATA_KERNEL void STRATA_MOE_BOUNDS(256) strata_moe_decode_iq1m(const struct strata_moe_decode_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_iq1m QT;
   static __shared__ QT::lds tab;
   static __shared__ u32 xs[strata_moe_shape<QT>::STAGE ? STRATA_MOE_XS_WORDS : 1];

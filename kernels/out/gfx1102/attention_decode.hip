@@ -185,6 +185,7 @@ STRATA_DEVICE void ad_q81(u8* blk, f32 x) {
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_split_f16(const struct strata_attention_decode_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   const int h = (int)strata_block_x();
   const int tid = (int)strata_thread_x();
   constexpr int W = 128 / 32;
@@ -287,6 +288,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_split_f16(c
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_split_q8(const struct strata_attention_decode_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   const int h = (int)strata_block_x();
   const int tid = (int)strata_thread_x();
   constexpr int W = 128 / 32;
@@ -389,6 +391,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_split_q8(co
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_reduce_f16(const struct strata_attention_decode_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   const int h = (int)strata_block_x();
   const int tid = (int)strata_thread_x();
   const f32* part = p.part + (i64)h * p.nsplit * (p.hd + 2);
@@ -407,6 +410,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_reduce_f16(
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_reduce_q8(const struct strata_attention_decode_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   const int h = (int)strata_block_x();
   const int tid = (int)strata_thread_x();
   const f32* part = p.part + (i64)h * p.nsplit * (p.hd + 2);
@@ -425,6 +429,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_reduce_q8(c
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_store_f16(const struct strata_attention_decode_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   const int h = (int)strata_block_x();
   const int tid = (int)strata_thread_x();
   (void)h;
@@ -440,6 +445,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_store_f16(c
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_store_q8(const struct strata_attention_decode_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   const int h = (int)strata_block_x();
   const int tid = (int)strata_thread_x();
   (void)h;
@@ -458,6 +464,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_store_q8(co
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_prep_f16(const struct strata_attention_decode_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   const int h = (int)strata_block_x();
   const int tid = (int)strata_thread_x();
   (void)h;
@@ -520,6 +527,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_prep_f16(co
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_prep_q8(const struct strata_attention_decode_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   const int h = (int)strata_block_x();
   const int tid = (int)strata_thread_x();
   (void)h;
@@ -585,6 +593,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_prep_q8(con
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_reduceq_f16(const struct strata_attention_decode_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   const int h = (int)strata_block_x();
   const int tid = (int)strata_thread_x();
   const f32* part = p.part + (i64)h * p.nsplit * (p.hd + 2);
@@ -604,6 +613,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_reduceq_f16
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_reduceq_q8(const struct strata_attention_decode_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   const int h = (int)strata_block_x();
   const int tid = (int)strata_thread_x();
   const f32* part = p.part + (i64)h * p.nsplit * (p.hd + 2);

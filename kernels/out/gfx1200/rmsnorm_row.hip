@@ -61,6 +61,7 @@ static_assert(__builtin_offsetof(struct strata_rmsnorm_row_args, eps) == 68, "st
 // [+ 4·rows·n (xo)] [+ 36·rows·n/32 (q)]; LDS 32 bytes.
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(256) strata_rmsnorm_row_f32(const struct strata_rmsnorm_row_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   static_assert(256 == 8 * 32, "rmsnorm_row: 8 waves per block");
   enum { T = 256, RR = 16 }; // threads; values per thread held in registers
   __shared__ f32 wsum[8];
@@ -111,6 +112,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(256) strata_rmsnorm_row_f32(const struct
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(256) strata_rmsnorm_row_add(const struct strata_rmsnorm_row_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   static_assert(256 == 8 * 32, "rmsnorm_row: 8 waves per block");
   enum { T = 256, RR = 16 }; // threads; values per thread held in registers
   __shared__ f32 wsum[8];
@@ -167,6 +169,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(256) strata_rmsnorm_row_add(const struct
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(256) strata_rmsnorm_row_q81(const struct strata_rmsnorm_row_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   static_assert(256 == 8 * 32, "rmsnorm_row: 8 waves per block");
   enum { T = 256, RR = 16 }; // threads; values per thread held in registers
   __shared__ f32 wsum[8];
@@ -244,6 +247,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(256) strata_rmsnorm_row_q81(const struct
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(256) strata_rmsnorm_row_addq81(const struct strata_rmsnorm_row_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   static_assert(256 == 8 * 32, "rmsnorm_row: 8 waves per block");
   enum { T = 256, RR = 16 }; // threads; values per thread held in registers
   __shared__ f32 wsum[8];

@@ -1195,6 +1195,8 @@ STRATA_DEVICE void strata_mmvq_rows_f(const struct strata_mmvq_args& p, const u8
 #endif
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_f16(const struct strata_mmvq_args p) {
+  if (!p.slots) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_f16::QK) * strata_qt_f16::BYTES); // prelude_nvidia
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_f16 QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
@@ -1248,6 +1250,8 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_f16(const struct strata_m
 }
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_bf16(const struct strata_mmvq_args p) {
+  if (!p.slots) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_bf16::QK) * strata_qt_bf16::BYTES); // prelude_nvidia
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_bf16 QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
@@ -1301,6 +1305,8 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_bf16(const struct strata_
 }
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80(const struct strata_mmvq_args p) {
+  if (!p.slots) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q80::QK) * strata_qt_q80::BYTES); // prelude_nvidia
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_q80 QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
@@ -1354,6 +1360,8 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80(const struct strata_m
 }
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20(const struct strata_mmvq_args p) {
+  if (!p.slots) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q20::QK) * strata_qt_q20::BYTES); // prelude_nvidia
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_q20 QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
@@ -1407,6 +1415,8 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20(const struct strata_m
 }
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k(const struct strata_mmvq_args p) {
+  if (!p.slots) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q4k::QK) * strata_qt_q4k::BYTES); // prelude_nvidia
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_q4k QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
@@ -1460,6 +1470,8 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k(const struct strata_m
 }
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k(const struct strata_mmvq_args p) {
+  if (!p.slots) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q6k::QK) * strata_qt_q6k::BYTES); // prelude_nvidia
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_q6k QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
@@ -1513,6 +1525,8 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k(const struct strata_m
 }
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs(const struct strata_mmvq_args p) {
+  if (!p.slots) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq2xs::QK) * strata_qt_iq2xs::BYTES); // prelude_nvidia
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_iq2xs QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
@@ -1566,6 +1580,8 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs(const struct strata
 }
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs(const struct strata_mmvq_args p) {
+  if (!p.slots) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3xxs::QK) * strata_qt_iq3xxs::BYTES); // prelude_nvidia
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_iq3xxs QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
@@ -1619,6 +1635,8 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs(const struct strat
 }
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s(const struct strata_mmvq_args p) {
+  if (!p.slots) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3s::QK) * strata_qt_iq3s::BYTES); // prelude_nvidia
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_iq3s QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
@@ -1672,6 +1690,8 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s(const struct strata_
 }
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m(const struct strata_mmvq_args p) {
+  if (!p.slots) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq1m::QK) * strata_qt_iq1m::BYTES); // prelude_nvidia
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_iq1m QT;
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS

@@ -44,6 +44,9 @@ STRATA_DEVICE u32 strata_load_u32(const void* p) {
 // ---- AMD (gfx1201): amdgcn builtins -------------------------------------------
 
 #define STRATA_LAUNCH_BOUNDS(n) __attribute__((amdgpu_flat_work_group_size(1, n)))
+// Programmatic dependent launch is NVIDIA's (prelude_nvidia); HIP launches stay stream-ordered.
+#define STRATA_GRID_DEP() do { } while (0)
+STRATA_DEVICE void strata_prefetch_l2_share(const void*, long long) {}
 
 // Thread and block ids. Block and grid sizes come from the dispatch packet.
 STRATA_DEVICE u32 strata_thread_x() { return __builtin_amdgcn_workitem_id_x(); }

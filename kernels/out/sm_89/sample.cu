@@ -79,6 +79,7 @@ STRATA_DEVICE void sample_block_best(f32* bv, i32* bi, f32* sv, i32* si) {
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(256) strata_sample_argmax(const struct strata_sample_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   __shared__ f32 sv[256 / 32];
   __shared__ i32 si[256 / 32];
   const i64 row = strata_block_x();
@@ -95,6 +96,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(256) strata_sample_argmax(const struct s
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(256) strata_sample_topk(const struct strata_sample_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   __shared__ f32 sv[256 / 32];
   __shared__ i32 si[256 / 32];
   const i64 row = strata_block_x();

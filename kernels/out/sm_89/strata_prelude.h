@@ -45,6 +45,26 @@ STRATA_DEVICE u32 strata_load_u32(const void* p) {
 
 #define STRATA_LAUNCH_BOUNDS(n) __attribute__((launch_bounds(n)))
 
+// Programmatic dependent launch: STRATA_GRID_DEP() is the first statement of every kernel
+// the decode path may launch with programmatic stream serialization (rmsnorm_row, mmvq,
+// moe_decode, attention_decode, quantize_q8_1, rope, sample, gated_delta_net; model/gpu
+// pdlFamilies). Such a launch may start before the previous kernel of its stream has
+// finished: griddepcontrol.wait blocks until the grids it depends on have completed and
+// their memory is visible, so nothing of this kernel touches global memory before it;
+// launch_dependents then lets the next kernel of the stream be scheduled while this one
+// runs (its CTAs wait in their own griddepcontrol.wait), so its launch overlaps this one.
+// Without a programmatic dependency both are no-ops. PTX ISA 7.8, sm_90 and later; empty
+// on older targets.
+//
+// strata_prefetch_l2_share(base, bytes), before STRATA_GRID_DEP: this block's share of
+// [base, base + bytes) (the grid's x blocks split it evenly, in 128-byte lines) is
+// prefetched into L2 (prefetch.global.L2: no register, no wait). A kernel launched early by
+// a programmatic dependency so pulls its weights, which no kernel writes, while its
+// predecessor still runs. Only for memory no kernel of the stream writes. sm_90 only (it
+// pays only with programmatic launches); -DSTRATA_NO_L2_PREFETCH removes it (measurement).
+#define STRATA_GRID_DEP() do { } while (0)
+STRATA_DEVICE void strata_prefetch_l2_share(const void*, long long) {}
+
 STRATA_DEVICE u32 strata_thread_x() { return (u32)__nvvm_read_ptx_sreg_tid_x(); }
 STRATA_DEVICE u32 strata_thread_y() { return (u32)__nvvm_read_ptx_sreg_tid_y(); }
 STRATA_DEVICE u32 strata_block_x() { return (u32)__nvvm_read_ptx_sreg_ctaid_x(); }

@@ -34,6 +34,7 @@ static_assert(__builtin_offsetof(struct strata_quantize_q8_1_args, x_stride) == 
 // Per launch: reads 4·nrows·ncols bytes, writes 36·nrows·ncols_padded/32 bytes.
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(256) strata_quantize_q8_1_f32(const struct strata_quantize_q8_1_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   // ncols_padded is a multiple of 32, so a wave is either wholly in range or wholly out:
   // returning here never leaves a partial wave at the shuffles below.
   const i64 i = (i64)strata_block_x() * 256 + strata_thread_x();

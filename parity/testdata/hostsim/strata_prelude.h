@@ -27,6 +27,9 @@
 #define STRATA_KERNEL extern "C"
 #define STRATA_DEVICE static inline
 #define STRATA_LAUNCH_BOUNDS(n)
+// Programmatic dependent launch (prelude_nvidia.tmpl): one launch at a time here, nothing
+// to wait for or prefetch.
+#define STRATA_GRID_DEP() do { } while (0)
 
 typedef signed char i8;
 typedef unsigned char u8;
@@ -37,6 +40,7 @@ typedef unsigned int u32;
 typedef long long i64;
 typedef unsigned long long u64;
 typedef float f32;
+static inline void strata_prefetch_l2_share(const void*, long long) {}
 
 namespace hostsim {
 constexpr int kMaxThreads = 1024;

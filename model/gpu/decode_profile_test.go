@@ -1,0 +1,269 @@
+package gpu
+
+import (
+	"cmp"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-hip/strata/kernels/abi"
+	"github.com/strata-hip/strata/model"
+	"github.com/strata-hip/strata/quant"
+	rt "github.com/strata-hip/strata/runtime/gpu"
+)
+
+// TestDecodeProfile (STRATA_DECODE_PROFILE=1, STRATA_BENCH_MODEL=path.gguf,
+// STRATA_CO_DIR): on a real GPU, one engine with every expert resident (ctx
+// STRATA_BENCH_CTX, default 1024) decodes greedily (ForwardArgmax, graphs: the engine's
+// defaults) in each mode of STRATA_DECODE_MODES (comma-separated, in order; default
+// "base"; "none": no timed run): Reset, an 8-token prompt, STRATA_BENCH_TOKENS (default 128) tokens timed one
+// by one by the caller, one ROW line per mode as TestPrepBench prints it. Then, for each
+// mode of STRATA_PROFILE_MODES (default none): Reset, the prompt, 4 tokens (the graphs
+// captured and replayed), then STRATA_PROFILE_TOKENS (default 2) tokens inside a
+// profiler range (Device.ProfileRange: with `ncu --profile-from-start off` only those
+// tokens' kernels, graph nodes included, are profiled), each line "PROFILED mode
+// launches" saying what the range held. Modes: "base" and "pdl" are the engine's default
+// path, "nopdl" the same without programmatic dependent launch (Engine.SetPDL). Each timed
+// mode also replays its last token's graph 100 times back to back between two events (the
+// device ms of a token without the host's share), and every timed mode must produce the
+// same greedy tokens as the first.
+func TestDecodeProfile(t *testing.T) {
+	if os.Getenv("STRATA_DECODE_PROFILE") != "1" {
+		t.Skip("set STRATA_DECODE_PROFILE=1, STRATA_BENCH_MODEL and STRATA_CO_DIR")
+	}
+	env := func(k string, def int) int {
+		if v, err := strconv.Atoi(os.Getenv(k)); err == nil && v > 0 {
+			return v
+		}
+		return def
+	}
+	dir := os.Getenv("STRATA_CO_DIR")
+	var have []string
+	for _, c := range abi.CodeObjects {
+		if _, err := os.Stat(filepath.Join(dir, c.Path)); err == nil && !slices.Contains(have, c.Target) {
+			have = append(have, c.Target)
+		}
+	}
+	dev, err := rt.Open(rt.Request{Have: have})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	src, err := model.OpenGGUF(os.Getenv("STRATA_BENCH_MODEL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	modes := splitModes(cmp.Or(os.Getenv("STRATA_DECODE_MODES"), "base"))
+	prof := splitModes(os.Getenv("STRATA_PROFILE_MODES"))
+	d2d := 0.0
+	if len(modes) > 0 {
+		d2d = d2dCeiling(t, dev)
+	}
+	decodeProfile(t, dev, src, Options{CODir: dir, Ctx: env("STRATA_BENCH_CTX", 1024)}, d2d, modes, prof,
+		env("STRATA_BENCH_TOKENS", 128), env("STRATA_PROFILE_TOKENS", 2), filepath.Base(os.Getenv("STRATA_BENCH_MODEL")))
+}
+
+// splitModes splits a comma-separated list of modes; "none" is the empty list.
+func splitModes(s string) []string {
+	if s == "none" {
+		return nil
+	}
+	var out []string
+	for _, m := range strings.Split(s, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// TestDecodeProfileFake runs TestDecodeProfile's sequence on the fake device (the
+// emulator's kernels, tiny models) and checks that the profiler range holds exactly the
+// profiled tokens' kernels: one graph launch per token, as many nodes as a token has.
+func TestDecodeProfileFake(t *testing.T) {
+	for _, preset := range []string{"tiny", "tiny-next"} {
+		dev, fake := newFakeDeviceArch(1<<30, fakeTarget)
+		fake.emu = newEmu()
+		o := Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20}
+		decodeProfile(t, dev, presetSource(t, preset, quant.Q4_K), o, 1, []string{"nopdl", "pdl"}, []string{"base"}, 4, 2, preset)
+		if fake.emu.err != nil {
+			t.Fatal(fake.emu.err)
+		}
+		if fake.profiling {
+			t.Fatalf("%s: the profiler range was left open", preset)
+		}
+		if fake.profiledGraphs != 2 || fake.profiledLaunches != 0 {
+			t.Fatalf("%s: the profiler range held %d graph launches and %d plain launches, want 2 and 0",
+				preset, fake.profiledGraphs, fake.profiledLaunches)
+		}
+	}
+}
+
+// setDecodeMode sets the engine's decode path for a mode name of TestDecodeProfile.
+func setDecodeMode(t *testing.T, eng *Engine, mode string) {
+	switch mode {
+	case "base", "pdl": // the engine's defaults
+		eng.SetPDL(true)
+	case "nopdl":
+		eng.SetPDL(false)
+	default:
+		t.Fatalf("decode mode %q: want base, pdl or nopdl", mode)
+	}
+}
+
+// replayGraph launches the engine's last token graph n times back to back between two
+// events on the compute stream and returns the device ms per replay: the token's device
+// time without the host's share (it rewrites the same position's cache row and outputs).
+func replayGraph(eng *Engine, n int) (float64, error) {
+	if eng.gLast == nil {
+		return 0, fmt.Errorf("no graph replayed")
+	}
+	e0, err := eng.dev.NewEvent()
+	if err != nil {
+		return 0, err
+	}
+	defer e0.Destroy()
+	e1, err := eng.dev.NewEvent()
+	if err != nil {
+		return 0, err
+	}
+	defer e1.Destroy()
+	if err := eng.ln.Begin(); err != nil {
+		return 0, err
+	}
+	defer eng.ln.End()
+	if err := e0.Record(eng.compute); err != nil {
+		return 0, err
+	}
+	for i := 0; i < n; i++ {
+		if err := eng.gLast.g.Launch(); err != nil {
+			return 0, err
+		}
+	}
+	if err := e1.Record(eng.compute); err != nil {
+		return 0, err
+	}
+	if err := e1.Sync(); err != nil {
+		return 0, err
+	}
+	d, err := rt.Elapsed(e0, e1)
+	return d.Seconds() * 1e3 / float64(n), err
+}
+
+// decodeProfile is TestDecodeProfile after the device, the model and the d2d ceiling.
+func decodeProfile(t *testing.T, dev *rt.Device, src model.Source, o Options, d2d float64, modes, prof []string, tokens, profTokens int, name string) {
+	t0 := time.Now()
+	eng, err := Load(dev, src, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	if !eng.resident {
+		t.Fatal("the model's experts do not all fit: the bench is of resident decode")
+	}
+	var dense float64
+	for _, r := range eng.Plan().Resident {
+		if r.Kind == KindWeights {
+			dense += float64(r.Bytes)
+		}
+	}
+	c := eng.Config()
+	weights := dense + float64(c.Layers*c.ExpertsUsed)*float64(eng.Plan().SlotBytes)
+	bound := weights / (d2d * 1e9) * 1e3
+	fmt.Printf("model %s on %s: loaded in %.1f s; d2d %.0f GB/s (read + written, this run); weights read per token %.1f MB; bound %.3f ms/token\n",
+		name, dev.Info().Name, time.Since(t0).Seconds(), d2d, weights/1e6, bound)
+	prompt := []int32{1, 2, 3, 4, 5, 6, 7, 8}
+	start := func(mode string) int32 {
+		setDecodeMode(t, eng, mode)
+		if err := eng.Reset(); err != nil {
+			t.Fatal(err)
+		}
+		id, err := eng.ForwardArgmax(prompt, eng.Vocab())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	if len(modes) > 0 {
+		fmt.Println("| mode | mean ms/token | median ms/token | tok/s (mean) | host launches/token | node updates/token | graphs/token | programmatic launches/capture | graph replay ms (device) | bound ms | bound/achieved |")
+		fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	}
+	var firstIDs []int32
+	for mi, mode := range modes {
+		id := start(mode)
+		eng.ResetStats()
+		ms := make([]float64, 0, tokens)
+		ids := make([]int32, 0, tokens)
+		for i := 0; i < tokens; i++ {
+			t1 := time.Now()
+			if id, err = eng.ForwardArgmax([]int32{id}, eng.Vocab()); err != nil {
+				t.Fatal(err)
+			}
+			ms = append(ms, time.Since(t1).Seconds()*1e3)
+			ids = append(ids, id)
+		}
+		// Every mode computes the same function: the greedy tokens must be the same.
+		if mi == 0 {
+			firstIDs = ids
+		} else if !slices.Equal(ids, firstIDs) {
+			t.Errorf("%s: greedy tokens differ from %s's: %v against %v", mode, modes[0], ids, firstIDs)
+		}
+		s := eng.Stats()
+		var sum float64
+		for _, v := range ms {
+			sum += v
+		}
+		mean := sum / float64(len(ms))
+		slices.Sort(ms)
+		tk := float64(s.Tokens)
+		gms, err := replayGraph(eng, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("ROW | %s | %.3f | %.3f | %.1f | %.1f | %.1f | %.2f | %.1f | %.3f | %.3f | %.3f |\n", mode, mean, ms[len(ms)/2], 1e3/mean,
+			float64(s.Launches)/tk, float64(s.GraphUpdates)/tk, float64(s.Graphs)/tk, float64(s.DepLaunches)/float64(max(1, s.Captures)),
+			gms, bound, bound/mean)
+		if err := eng.GraphErr(); err != nil {
+			t.Fatalf("%s: graphs stopped: %v", mode, err)
+		}
+	}
+	for _, mode := range prof {
+		id := start(mode)
+		for i := 0; i < 4; i++ {
+			if id, err = eng.ForwardArgmax([]int32{id}, eng.Vocab()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := eng.sync(); err != nil {
+			t.Fatal(err)
+		}
+		eng.ResetStats()
+		if err := dev.ProfileRange(true); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < profTokens && err == nil; i++ {
+			id, err = eng.ForwardArgmax([]int32{id}, eng.Vocab())
+		}
+		if err == nil {
+			err = eng.sync()
+		}
+		if e := dev.ProfileRange(false); err == nil {
+			err = e
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := eng.Stats()
+		fmt.Printf("PROFILED %s: %d tokens, %d host launches, %d graph launches, %d node updates\n",
+			mode, s.Tokens, s.Launches, s.Graphs, s.GraphUpdates)
+		if err := eng.GraphErr(); err != nil {
+			t.Fatalf("%s: graphs stopped: %v", mode, err)
+		}
+	}
+}
