@@ -28,6 +28,12 @@ type backendFlags struct {
 	stats    bool // --stats (declared in cmd_generate.go)
 }
 
+// defaultChunk is --prefill-chunk's default: prompts take the GPU engine's batched path in
+// chunks of 512 tokens (a 512-token 30B-A3B prompt on an H200: 3.5–3.7k tok/s there against
+// ~130 token by token, bench/results/2026-11-29-gpu-prefill; its scratch is in the VRAM plan,
+// and a plan that does not fit names it).
+const defaultChunk = 512
+
 func addBackendFlags(fs *flag.FlagSet) *backendFlags {
 	b := &backendFlags{}
 	fs.StringVar(&b.backend, "backend", "auto", "cpu, gpu, or auto (the GPU engine for qwen3moe/qwen3next when a supported GPU and its kernels are present, else the CPU)")
@@ -37,7 +43,7 @@ func addBackendFlags(fs *flag.FlagSet) *backendFlags {
 	fs.IntVar(&b.group, "copy-group", mgpu.DefaultGroup, "GPU: expert copies per completion event")
 	fs.StringVar(&b.device, "device", "", "GPU: which device (see list-devices)")
 	fs.BoolVar(&b.prefetch, "expert-prefetch", false, "GPU: copy the experts the next layer's router predicts from the current hidden state, while this layer computes")
-	fs.IntVar(&b.chunk, "prefill-chunk", 0, "GPU: run prompts through the batched path in chunks of this many tokens (qwen3moe, qwen3next; 0: token by token)")
+	fs.IntVar(&b.chunk, "prefill-chunk", defaultChunk, "GPU: run prompts through the batched path in chunks of this many tokens (qwen3moe, qwen3next; at most the context; 0: token by token)")
 	fs.StringVar(&b.misses, "expert-misses", "auto", "GPU: how experts missing from VRAM are read: map (the kernels read them from mapped pinned host memory; hot ones are promoted in the background), copy (into a slot before the layer runs), or auto (map where the device can map host memory and every expert pins mapped, else copy, saying why)")
 	fs.IntVar(&b.promote, "map-promote", 0, "GPU, --expert-misses map or auto: copy at most this many missed experts into VRAM per token (0: every miss; no effect when auto copies)")
 	return b

@@ -468,8 +468,14 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	}
 	in.Reserve = o.Reserve
 	if e.chunk > 0 {
-		in.Resident = append(in.Resident, prefillNeeds(&c, e.chunk)...)
+		pre := prefillNeeds(&c, e.chunk)
+		var b uint64
+		for _, n := range pre {
+			b += alignUp(n.Bytes)
+		}
+		in.Resident = append(in.Resident, pre...)
 		in.SlabGroup = c.Experts
+		in.Extra = fmt.Sprintf("the batched prompt path's scratch for chunks of %d tokens takes %s: a smaller --prefill-chunk needs less (0 runs prompts token by token, without it)", e.chunk, mib(b))
 	}
 	budget := o.Budget
 	if budget == 0 {

@@ -179,7 +179,13 @@ func TestEngineMissingKernel(t *testing.T) {
 		t.Fatalf("%d bytes left allocated", dev.Used())
 	}
 	_, err = Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 4 << 20, Reserve: 1 << 20})
-	if err == nil || !strings.Contains(err.Error(), "does not fit in 4.0 MiB") {
+	if err == nil || !strings.Contains(err.Error(), "does not fit in 4.0 MiB") || strings.Contains(err.Error(), "prefill-chunk") {
+		t.Fatalf("got %v", err)
+	}
+	// With the batched prompt path, the error also names its chunk's scratch as a way out.
+	_, err = Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Chunk: 32, Budget: 4 << 20, Reserve: 1 << 20})
+	if err == nil || !strings.Contains(err.Error(), "does not fit in 4.0 MiB") || !strings.Contains(err.Error(), "chunks of 32 tokens takes") ||
+		!strings.Contains(err.Error(), "--prefill-chunk") {
 		t.Fatalf("got %v", err)
 	}
 	if dev.Used() != 0 {

@@ -65,6 +65,9 @@ type PlanInput struct {
 	// Hint names the context and budget flags for the error ("-c/--ctx-size", "--vram-budget-mib").
 	CtxHint, BudgetHint string
 	Ctx                 int // tokens the KV cache is sized for (for messages)
+	// Extra is one more way out the error names, after the others (the engine's batched
+	// prompt path: its chunk's scratch).
+	Extra string
 }
 
 // Align is the alignment of every planned allocation inside its region: a multiple of
@@ -178,6 +181,9 @@ func (p *Plan) tooSmall(in PlanInput, minCache uint64) error {
 	}
 	if w := byKind[KindWeights]; w+p.Reserve > p.Budget {
 		msg += fmt.Sprintf("; the dense weights alone (%s) exceed the budget less the reserve: use a smaller quantization or the CPU backend", mib(w))
+	}
+	if in.Extra != "" {
+		msg += "; " + in.Extra
 	}
 	return errors.New(msg)
 }
