@@ -150,38 +150,53 @@ func slotLayout(e [3]uint64) slotOffsets {
 
 // Attention split limits: a split holds at least minSplitLen positions (so at most
 // ceil(ctx/minSplitLen) splits), and there are at most maxSplits splits (parity's bound for
-// attention_decode counts ≤ 256 splits of ≤ 1024 positions).
+// attention_decode counts ≤ 256 splits of ≤ 1024 positions; the reduce keeps one factor a
+// split in LDS for ≤ 256).
 const (
-	minSplitLen = 8
+	minSplitLen = 1
 	maxSplits   = 256
 )
+
+// splitBlocks is the split grid the policy aims for: 4 blocks on each of the H200's 132
+// SMs (more blocks than SMs so that each SM has rows in flight from several blocks).
+const splitBlocks = 4 * 132
+
+// AttnSplitOld is the Options.AttnSplit (and SetAttnSplit) value that selects the split
+// policy before 2026-11-30-attn-decode: ⌈√(n/6)⌉ rounded up to 8, at least 8.
+const AttnSplitOld = -1
 
 // splitCap is the most attention splits at any length ≤ ctx: what the part workspace holds.
 func splitCap(ctx int) int { return min(maxSplits, (ctx+minSplitLen-1)/minSplitLen) }
 
-// splitLen is the attention split policy for n cached positions: positions per split,
-// √(n/6) rounded up to a multiple of 8, at least 8 and ceil(n/256) (≤ 256 splits), at most
-// 1024 (attention_decode's contract: split_len > 0, nsplit = ceil(n/split_len); the parity
-// bound's limits). fixed > 0 asks for that many positions per split instead (a
-// measurement setting, Options.AttnSplit), raised where the limits need more.
+// splitLen is the attention split policy for n cached positions when a split serves
+// groups blocks (nkv·⌈G/8⌉: 4 for Qwen3-30B-A3B, 2 for Qwen3-Next-80B-A3B): positions per
+// split, the smaller of ⌈√(n/6)⌉ and ⌊n/fill⌋, fill = ⌈splitBlocks/groups⌉ splits (so
+// at least splitBlocks blocks), at least 1 and ⌈n/256⌉ (≤ 256 splits), at most 1024 (attention_decode's
+// contract: split_len > 0, nsplit = ceil(n/split_len), nsplit ≤ 256; the parity bound's
+// limits). fixed > 0 asks for that many positions per split instead (a measurement
+// setting, Options.AttnSplit), raised where the limits need more; fixed = AttnSplitOld is
+// the policy before: ⌈√(n/6)⌉ rounded up to a multiple of 8, at least 8.
 //
-// Why: the split stage runs nkv·⌈G/8⌉ blocks per split (4 for Qwen3-30B-A3B), and each
-// wave walks its split's positions one after another — per position a dependent chain of
-// a cache row load (one row ahead), a wave sum and two exp2 — so a split costs about
-// len·t_pos; the reduce walks the nsplit partials in each thread, about nsplit·t_part.
-// len·t_pos + (n/len)·t_part is least at len = √(n·t_part/t_pos). Measured on the H200
-// (30B-A3B Q2_0, bench/results/2026-11-29-gpu-engine-4, events around each launch):
-// split 20.2 µs a launch at 16 positions a split, 59.7 µs at 64, t_pos ≈ 0.82 µs; reduce
-// 5.4 µs at 2–3 splits, 7.2 µs at 16–17, t_part ≈ 0.13 µs; t_part/t_pos ≈ 1/6. Up to n =
-// 384 the policy is 8 positions a split, the fastest of 8, 16, 32 and 64 there (5.1–5.4 ms
-// a token at every position to 263, flat; 64, the policy before, which ran one split and
-// 16 waves on the whole GPU up to position 64: 5.9 ms at positions 8–39 rising to 7.5 ms).
-// Longer contexts follow the same model, not measured.
-func splitLen(n, fixed int) int {
+// Why: each wave of a split block walks its positions one after another — per position a
+// dependent chain of a cache row load (one row ahead), a wave sum and two exp2 — so a split
+// costs about len·t_pos, t_pos ≈ 0.82 µs on the H200 (bench/results/2026-11-29-gpu-engine-4:
+// 20.2 µs a launch at 16 positions a split, 59.7 µs at 64). The policy before balanced that
+// against a reduce that walked the nsplit partials three times in each thread (t_part ≈
+// 0.13 µs a split), ⌈√(n/6)⌉ to 8 and never under 8: 8 blocks (4 kv heads × 2 splits) and
+// 11.5 µs a split launch at position 13 in the 30B (2026-11-30-decode-profile). The
+// reduce now finds M and L with the whole block and issues its loads 16 at a time, so a
+// split costs the reduce about one L2 round trip per 16 splits: short splits win until
+// the GPU is full, and √(n/6) still caps the length at long context.
+// (bench/results/2026-11-30-attn-decode: the counting and the prediction.)
+func splitLen(n, fixed, groups int) int {
 	s := fixed
-	if s <= 0 {
+	switch {
+	case fixed == AttnSplitOld:
 		s = int(math.Ceil(math.Sqrt(float64(n) / 6)))
-		s = (s + minSplitLen - 1) / minSplitLen * minSplitLen
+		s = max((s+7)/8*8, 8)
+	case fixed <= 0:
+		fill := (splitBlocks + groups - 1) / max(groups, 1)      // splits that fill the GPU
+		s = min(int(math.Ceil(math.Sqrt(float64(n)/6))), n/fill) // n/fill: ≥ fill splits
 	}
 	s = max(s, minSplitLen, (n+maxSplits-1)/maxSplits)
 	return min(s, 1024)

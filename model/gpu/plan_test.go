@@ -175,31 +175,44 @@ func TestPlanSlabGroup(t *testing.T) {
 }
 
 // TestSplitLen: at every length up to the largest context, the split policy (and every
-// fixed setting) keeps attention_decode's contract within the parity bound's limits (1 ≤
-// split_len ≤ 1024, ≤ 256 splits) and gives no more splits than the part workspace the
-// plan sizes for that context holds; the policy's lengths at a few points.
+// fixed setting, the policy before included) keeps attention_decode's contract within the
+// parity bound's limits (1 ≤ split_len ≤ 1024, ≤ 256 splits) and gives no more splits than
+// the part workspace the plan sizes for that context holds; the policy's lengths at a few
+// points, and that it
+// gives splitBlocks blocks unless its splits are already as short as the limits allow.
 func TestSplitLen(t *testing.T) {
 	const ctx = 256 * 1024
-	for _, fixed := range []int{0, 1, 8, 64, 5000} {
-		most := 0
-		for n := 1; n <= ctx; n++ {
-			sl := splitLen(n, fixed)
-			ns := (n + sl - 1) / sl
-			if sl < 1 || sl > 1024 || ns > 256 {
-				t.Fatalf("fixed %d, n %d: split_len %d, %d splits", fixed, n, sl, ns)
-			}
-			most = max(most, ns)
-			if c := splitCap(n); most > c {
-				t.Fatalf("fixed %d: %d splits by n %d, the workspace for ctx %d holds %d", fixed, most, n, n, c)
+	for _, groups := range []int{1, 2, 4} {
+		for _, fixed := range []int{0, AttnSplitOld, 1, 8, 64, 5000} {
+			most := 0
+			for n := 1; n <= ctx; n++ {
+				sl := splitLen(n, fixed, groups)
+				ns := (n + sl - 1) / sl
+				if sl < 1 || sl > 1024 || ns > 256 {
+					t.Fatalf("groups %d, fixed %d, n %d: split_len %d, %d splits", groups, fixed, n, sl, ns)
+				}
+				most = max(most, ns)
+				if c := splitCap(n); most > c {
+					t.Fatalf("groups %d, fixed %d: %d splits by n %d, the workspace for ctx %d holds %d", groups, fixed, most, n, n, c)
+				}
+				if fixed == 0 && groups*ns < splitBlocks && sl > max(1, (n+255)/256) {
+					t.Fatalf("groups %d, n %d: split_len %d gives %d blocks", groups, n, sl, groups*ns)
+				}
 			}
 		}
 	}
-	for _, c := range []struct{ n, fixed, want int }{
-		{1, 0, 8}, {384, 0, 8}, {385, 0, 16}, {1536, 0, 16}, {1537, 0, 24}, {4096, 0, 32}, {16384, 0, 64}, {ctx, 0, 1024},
-		{100, 64, 64}, {20000, 64, 79}, {100, 1, 8},
+	for _, c := range []struct{ n, fixed, groups, want int }{
+		// the policy before
+		{1, AttnSplitOld, 4, 8}, {384, AttnSplitOld, 4, 8}, {385, AttnSplitOld, 4, 16}, {1536, AttnSplitOld, 4, 16},
+		{1537, AttnSplitOld, 4, 24}, {4096, AttnSplitOld, 4, 32}, {16384, AttnSplitOld, 4, 64}, {ctx, AttnSplitOld, 4, 1024},
+		// the policy: 30B-A3B (4 groups: 132 splits fill), 80B-A3B (2 groups: 264, so ≤ 256)
+		{1, 0, 4, 1}, {14, 0, 4, 1}, {133, 0, 4, 1}, {263, 0, 4, 2}, {264, 0, 4, 2}, {1024, 0, 4, 7},
+		{4096, 0, 4, 27}, {16384, 0, 4, 64}, {ctx, 0, 4, 1024},
+		{14, 0, 2, 1}, {256, 0, 2, 1}, {257, 0, 2, 2}, {1024, 0, 2, 4}, {4096, 0, 2, 16},
+		{100, 64, 4, 64}, {20000, 64, 4, 79}, {100, 1, 4, 1},
 	} {
-		if got := splitLen(c.n, c.fixed); got != c.want {
-			t.Errorf("splitLen(%d, %d) = %d, want %d", c.n, c.fixed, got, c.want)
+		if got := splitLen(c.n, c.fixed, c.groups); got != c.want {
+			t.Errorf("splitLen(%d, %d, %d) = %d, want %d", c.n, c.fixed, c.groups, got, c.want)
 		}
 	}
 }
