@@ -7,7 +7,7 @@
 // One token runs as: per layer, rmsnorm_row (+ residual, fused Q8_1) → one mmvq for q|k|v
 // (stored fused when they share a type) → q/k head norms → RoPE of q and k → the new key
 // and value into the f16 KV cache (attention_decode's store stage) → attention_decode
-// split (splitLen: enough splits to fill the GPU, at most √(n/6) positions each) + reduce → Q8_1 → output mmvq →
+// split (about √(n/64) positions per split: splitLen) + reduce → Q8_1 → output mmvq →
 // rmsnorm_row + residual → router mmvq → the routed experts through moe_decode. When the
 // cache cannot hold every expert: phase 0 (top-k), then the selected ids come back to the
 // host (one stream synchronisation per layer: the cache lives on the host), which looks

@@ -157,10 +157,6 @@ const (
 	maxSplits   = 256
 )
 
-// splitBlocks is the split grid the policy aims for: 4 blocks on each of the H200's 132
-// SMs (more blocks than SMs so that each SM has rows in flight from several blocks).
-const splitBlocks = 4 * 132
-
 // AttnSplitOld is the Options.AttnSplit (and SetAttnSplit) value that selects the split
 // policy before 2026-11-30-attn-decode: ⌈√(n/6)⌉ rounded up to 8, at least 8.
 const AttnSplitOld = -1
@@ -168,35 +164,36 @@ const AttnSplitOld = -1
 // splitCap is the most attention splits at any length ≤ ctx: what the part workspace holds.
 func splitCap(ctx int) int { return min(maxSplits, (ctx+minSplitLen-1)/minSplitLen) }
 
-// splitLen is the attention split policy for n cached positions when a split serves
-// groups blocks (nkv·⌈G/8⌉: 4 for Qwen3-30B-A3B, 2 for Qwen3-Next-80B-A3B): positions per
-// split, the smaller of ⌈√(n/6)⌉ and ⌊n/fill⌋, fill = ⌈splitBlocks/groups⌉ splits (so
-// at least splitBlocks blocks), at least 1 and ⌈n/256⌉ (≤ 256 splits), at most 1024 (attention_decode's
-// contract: split_len > 0, nsplit = ceil(n/split_len), nsplit ≤ 256; the parity bound's
-// limits). fixed > 0 asks for that many positions per split instead (a measurement
-// setting, Options.AttnSplit), raised where the limits need more; fixed = AttnSplitOld is
-// the policy before: ⌈√(n/6)⌉ rounded up to a multiple of 8, at least 8.
+// splitLen is the attention split policy for n cached positions and head dimension hd:
+// positions per split ⌈√(n/K)⌉, K = 64·128/max(hd, 128) (64 for hd ≤ 128, 32 for 256), at
+// least 1 and ⌈n/256⌉ (≤ 256 splits), at most 1024 (attention_decode's contract: split_len
+// > 0, nsplit = ceil(n/split_len), nsplit ≤ 256; the parity bound's limits). fixed > 0 asks
+// for that many positions per split instead (a measurement setting, Options.AttnSplit),
+// raised where the limits need more; fixed = AttnSplitOld is the policy before:
+// ⌈√(n/6)⌉ rounded up to a multiple of 8, at least 8.
 //
 // Why: each wave of a split block walks its positions one after another — per position a
 // dependent chain of a cache row load (one row ahead), a wave sum and two exp2 — so a split
 // costs about len·t_pos, t_pos ≈ 0.82 µs on the H200 (bench/results/2026-11-29-gpu-engine-4:
-// 20.2 µs a launch at 16 positions a split, 59.7 µs at 64). The policy before balanced that
-// against a reduce that walked the nsplit partials three times in each thread (t_part ≈
-// 0.13 µs a split), ⌈√(n/6)⌉ to 8 and never under 8: 8 blocks (4 kv heads × 2 splits) and
-// 11.5 µs a split launch at position 13 in the 30B (2026-11-30-decode-profile). The
-// reduce now finds M and L with the whole block and issues its loads 16 at a time, so a
-// split costs the reduce about one L2 round trip per 16 splits: short splits win until
-// the GPU is full, and √(n/6) still caps the length at long context.
+// 20.2 µs a launch at 16 positions a split, 59.7 µs at 64). The reduce before walked the
+// nsplit partials three times in each thread, one dependent load after another (t_part ≈
+// 0.13 µs a split), hence √(n/6) and never under 8: 8 blocks (4 kv heads × 2 splits) and
+// 11.5 µs a split launch at position 13 in the 30B (2026-11-30-decode-profile). The reduce
+// now finds M and L with the whole block and issues its element loads 32 at a time: about
+// one L2 round trip (taken as 0.4 µs) per 32 splits and per element a thread holds (hd/128),
+// t_part ≈ 0.0125·hd/128 µs, so len·t_pos + (n/len)·t_part is least near √(n/66): K = 64
+// (32 at hd 256). That gives n splits (4n blocks for Qwen3-30B-A3B) up to n = 64, 2
+// positions a split to 256, 4 at 1024, and 256 splits of n/256 from 4096 on.
 // (bench/results/2026-11-30-attn-decode: the counting and the prediction.)
-func splitLen(n, fixed, groups int) int {
+func splitLen(n, fixed, hd int) int {
 	s := fixed
 	switch {
 	case fixed == AttnSplitOld:
 		s = int(math.Ceil(math.Sqrt(float64(n) / 6)))
 		s = max((s+7)/8*8, 8)
 	case fixed <= 0:
-		fill := (splitBlocks + groups - 1) / max(groups, 1)      // splits that fill the GPU
-		s = min(int(math.Ceil(math.Sqrt(float64(n)/6))), n/fill) // n/fill: ≥ fill splits
+		k := 64 * 128 / max(hd, 128)
+		s = int(math.Ceil(math.Sqrt(float64(n) / float64(k))))
 	}
 	s = max(s, minSplitLen, (n+maxSplits-1)/maxSplits)
 	return min(s, 1024)

@@ -400,8 +400,8 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_reduce_f16(
   // The nsplit ≤ 256 partials of head h: M and L by the block (each thread its splits
   // s ≡ tid mod 128, then the wave's butterfly, then the W waves in order), each
   // split's factor 2^(m_s−M) once into LDS; then per element the sequential sum over s,
-  // its loads issued 16 at a time. So no thread walks the splits three times one dependent
-  // load after another: a reduce over 256 splits costs 2 + 16 round trips, not ~3·256.
+  // its loads issued 32 at a time. So no thread walks the splits three times one dependent
+  // load after another: a reduce over 256 splits costs 2 + 8 round trips (hd = 256: 2 + 16).
   constexpr int W = 128 / 32;
   __shared__ f32 rc[256], rw[W];
   const int lane = (int)strata_lane(), w = tid >> 5;
@@ -429,14 +429,14 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_reduce_f16(
 #pragma unroll
   for (int i = 1; i < W; ++i) L += rw[i];
   for (int d = tid; d < p.hd; d += 128) {
-    // 16 loads in flight, then their sums in order of s.
+    // 32 loads in flight, then their sums in order of s.
     f32 a = 0.0f;
-    for (int s0 = 0; s0 < p.nsplit; s0 += 16) {
-      f32 x[16];
+    for (int s0 = 0; s0 < p.nsplit; s0 += 32) {
+      f32 x[32];
 #pragma unroll
-      for (int u = 0; u < 16; ++u) x[u] = s0 + u < p.nsplit ? part[(s0 + u) * ps + 2 + d] : 0.0f;
+      for (int u = 0; u < 32; ++u) x[u] = s0 + u < p.nsplit ? part[(s0 + u) * ps + 2 + d] : 0.0f;
 #pragma unroll
-      for (int u = 0; u < 16; ++u) {
+      for (int u = 0; u < 32; ++u) {
         if (s0 + u < p.nsplit) a += x[u] * rc[s0 + u];
       }
     }
@@ -453,8 +453,8 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_reduce_q8(c
   // The nsplit ≤ 256 partials of head h: M and L by the block (each thread its splits
   // s ≡ tid mod 128, then the wave's butterfly, then the W waves in order), each
   // split's factor 2^(m_s−M) once into LDS; then per element the sequential sum over s,
-  // its loads issued 16 at a time. So no thread walks the splits three times one dependent
-  // load after another: a reduce over 256 splits costs 2 + 16 round trips, not ~3·256.
+  // its loads issued 32 at a time. So no thread walks the splits three times one dependent
+  // load after another: a reduce over 256 splits costs 2 + 8 round trips (hd = 256: 2 + 16).
   constexpr int W = 128 / 32;
   __shared__ f32 rc[256], rw[W];
   const int lane = (int)strata_lane(), w = tid >> 5;
@@ -482,14 +482,14 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_reduce_q8(c
 #pragma unroll
   for (int i = 1; i < W; ++i) L += rw[i];
   for (int d = tid; d < p.hd; d += 128) {
-    // 16 loads in flight, then their sums in order of s.
+    // 32 loads in flight, then their sums in order of s.
     f32 a = 0.0f;
-    for (int s0 = 0; s0 < p.nsplit; s0 += 16) {
-      f32 x[16];
+    for (int s0 = 0; s0 < p.nsplit; s0 += 32) {
+      f32 x[32];
 #pragma unroll
-      for (int u = 0; u < 16; ++u) x[u] = s0 + u < p.nsplit ? part[(s0 + u) * ps + 2 + d] : 0.0f;
+      for (int u = 0; u < 32; ++u) x[u] = s0 + u < p.nsplit ? part[(s0 + u) * ps + 2 + d] : 0.0f;
 #pragma unroll
-      for (int u = 0; u < 16; ++u) {
+      for (int u = 0; u < 32; ++u) {
         if (s0 + u < p.nsplit) a += x[u] * rc[s0 + u];
       }
     }
@@ -670,8 +670,8 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_reduceq_f16
   // The nsplit ≤ 256 partials of head h: M and L by the block (each thread its splits
   // s ≡ tid mod 128, then the wave's butterfly, then the W waves in order), each
   // split's factor 2^(m_s−M) once into LDS; then per element the sequential sum over s,
-  // its loads issued 16 at a time. So no thread walks the splits three times one dependent
-  // load after another: a reduce over 256 splits costs 2 + 16 round trips, not ~3·256.
+  // its loads issued 32 at a time. So no thread walks the splits three times one dependent
+  // load after another: a reduce over 256 splits costs 2 + 8 round trips (hd = 256: 2 + 16).
   constexpr int W = 128 / 32;
   __shared__ f32 rc[256], rw[W];
   const int lane = (int)strata_lane(), w = tid >> 5;
@@ -699,14 +699,14 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_reduceq_f16
 #pragma unroll
   for (int i = 1; i < W; ++i) L += rw[i];
   for (int d = tid; d < p.hd; d += 128) {
-    // 16 loads in flight, then their sums in order of s.
+    // 32 loads in flight, then their sums in order of s.
     f32 a = 0.0f;
-    for (int s0 = 0; s0 < p.nsplit; s0 += 16) {
-      f32 x[16];
+    for (int s0 = 0; s0 < p.nsplit; s0 += 32) {
+      f32 x[32];
 #pragma unroll
-      for (int u = 0; u < 16; ++u) x[u] = s0 + u < p.nsplit ? part[(s0 + u) * ps + 2 + d] : 0.0f;
+      for (int u = 0; u < 32; ++u) x[u] = s0 + u < p.nsplit ? part[(s0 + u) * ps + 2 + d] : 0.0f;
 #pragma unroll
-      for (int u = 0; u < 16; ++u) {
+      for (int u = 0; u < 32; ++u) {
         if (s0 + u < p.nsplit) a += x[u] * rc[s0 + u];
       }
     }
@@ -724,8 +724,8 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_reduceq_q8(
   // The nsplit ≤ 256 partials of head h: M and L by the block (each thread its splits
   // s ≡ tid mod 128, then the wave's butterfly, then the W waves in order), each
   // split's factor 2^(m_s−M) once into LDS; then per element the sequential sum over s,
-  // its loads issued 16 at a time. So no thread walks the splits three times one dependent
-  // load after another: a reduce over 256 splits costs 2 + 16 round trips, not ~3·256.
+  // its loads issued 32 at a time. So no thread walks the splits three times one dependent
+  // load after another: a reduce over 256 splits costs 2 + 8 round trips (hd = 256: 2 + 16).
   constexpr int W = 128 / 32;
   __shared__ f32 rc[256], rw[W];
   const int lane = (int)strata_lane(), w = tid >> 5;
@@ -753,14 +753,14 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_reduceq_q8(
 #pragma unroll
   for (int i = 1; i < W; ++i) L += rw[i];
   for (int d = tid; d < p.hd; d += 128) {
-    // 16 loads in flight, then their sums in order of s.
+    // 32 loads in flight, then their sums in order of s.
     f32 a = 0.0f;
-    for (int s0 = 0; s0 < p.nsplit; s0 += 16) {
-      f32 x[16];
+    for (int s0 = 0; s0 < p.nsplit; s0 += 32) {
+      f32 x[32];
 #pragma unroll
-      for (int u = 0; u < 16; ++u) x[u] = s0 + u < p.nsplit ? part[(s0 + u) * ps + 2 + d] : 0.0f;
+      for (int u = 0; u < 32; ++u) x[u] = s0 + u < p.nsplit ? part[(s0 + u) * ps + 2 + d] : 0.0f;
 #pragma unroll
-      for (int u = 0; u < 16; ++u) {
+      for (int u = 0; u < 32; ++u) {
         if (s0 + u < p.nsplit) a += x[u] * rc[s0 + u];
       }
     }
