@@ -102,7 +102,7 @@ func init() {
 			{"n=262144,nh=16,nkv=2,hd=256,gate", []int{262144, 16, 2, 256, 1, 1}},
 			{"n=32768,nh=32,nkv=4,hd=128", []int{32768, 32, 4, 128, 0, 1}},
 			{"n=2049,nh=24,nkv=2,hd=256,gate,12_per_group", []int{2049, 24, 2, 256, 1, 1}},
-			// The engine's split lengths: 8 from 1 to 384 positions, then ⌈√(n/6)⌉ to 8.
+			// The engine's split lengths before 2026-11-30 (AttnSplitOld): 8 from 1 to 384 positions, then ⌈√(n/6)⌉ to 8.
 			{"n=9,nh=4,nkv=4,hd=128,split=8", []int{9, 4, 4, 128, 0, 1, 8}},
 			{"n=263,nh=32,nkv=4,hd=128,split=8", []int{263, 32, 4, 128, 0, 1, 8}},
 			{"n=1000,nh=16,nkv=2,hd=256,gate,split=16", []int{1000, 16, 2, 256, 1, 1, 16}},

@@ -33,7 +33,7 @@ func TestModelOpsHostSim(t *testing.T) {
 	c := func(name string, dims ...int) Case { return Case{name, dims} }
 	for _, fc := range []struct {
 		family string
-		cases  []Case // the first runs by default, all with STRATA_HOSTSIM_ALL=1
+		cases  []Case // the first (a variant takes) runs by default, all with STRATA_HOSTSIM_ALL=1
 	}{
 		{"rmsnorm", []Case{c("tokens=3,heads=4,hd=128", 3, 4, 128, 512, 128, 0), c("tokens=5,heads=16,hd=256,gatedq", 5, 16, 256, 16*512, 512, 0),
 			c("rows=9,n=2048,inplace", 9, 1, 2048, 2048, 2048, 1)}},
@@ -58,10 +58,18 @@ func TestModelOpsHostSim(t *testing.T) {
 			}
 			fam := families[fc.family]
 			for _, v := range co.Variants {
-				for i, cs := range fc.cases {
-					if i > 0 && !all {
+				ran := 0
+				for _, cs := range fc.cases {
+					if ran > 0 && !all {
 						break
 					}
+					if strings.HasPrefix(v.Name, "prep") && strings.Contains(cs.Name, "split=") {
+						// prep takes no split, and its cache pointers are moved back by pos rows
+						// (prepShape), which the host simulation, translating each pointer by the
+						// allocation it falls in, cannot follow at these positions.
+						continue
+					}
+					ran++
 					t.Run(v.Name+"/"+cs.Name, func(t *testing.T) {
 						// Every symbol of the module, so a Run that launches two kernels finds both.
 						var syms []string
