@@ -71,7 +71,7 @@ var Specs = []Spec{
 			{Name: "nkv", Type: ArgI32, Doc: "key/value heads"},
 			{Name: "hd", Type: ArgI32, Doc: "head dimension: 64, 128 or 256"},
 			{Name: "split_len", Type: ArgI32, Doc: "positions per split (> 0)"},
-			{Name: "nsplit", Type: ArgI32, Doc: "ceil(n / split_len)"},
+			{Name: "nsplit", Type: ArgI32, Doc: "ceil(n / split_len), ≤ 256 (the reduce keeps one factor per split in LDS)"},
 			{Name: "scale", Type: ArgF32, Doc: "score scale, 1/√hd"},
 			{Name: "kn", Type: ArgPtr, CType: "const float", Doc: "store: new keys, kv_rows × nkv × hd f32; prep: the token's projected k (normed and rotated into the cache, left as it is)"},
 			{Name: "vn", Type: ArgPtr, CType: "const float", Doc: "store: new values, as kn; prep: the token's v"},

@@ -33,7 +33,9 @@ var attentionDecodeOut = Bound{Name: "out", MaxRowRel: 2e-4, Why: `
 	roundings add 2⁻²⁴ each on both, ≤ 14 per wave for exchangeable logits (H_n ≤ 14 new
 	maxima expected at n ≤ 2¹⁸): 14·2⁻²³. acc and l are sequential f32 sums of positive
 	weights: per wave ≤ split_len ≤ 1024 terms (a wave may own every position of its
-	split), + 4 phases, + nsplit ≤ 256 splits, + 3: ≤ 1287·2⁻²⁴ of max|v|·Σp each, both:
+	split), + 4 phases, + nsplit ≤ 256 splits, + 3: ≤ 1287·2⁻²⁴ of max|v|·Σp each, both
+	(L is summed per thread, butterfly and waves since 2026-11-30: a shorter chain, inside
+	the same 256 + 3 terms; the derivation holds for any split_len ≥ 1):
 	1.53e-4·max|v|. The output error is ≤ max|v|·(2·ε_p + 1.53e-4) plus the gate (sigmoid
 	via expf, ≤ 2⁻²¹ + |g|·2⁻²⁴, |g| ≤ 8) and a/L (2⁻²⁴): ≤ max|v|·(1.6e-4 + 1.3e-6·Λ) ≤
 	2e-4·max|v|·(1 + Λ/64) (1.3e-6·64 = 8.3e-5).`}
@@ -100,12 +102,21 @@ func init() {
 			{"n=262144,nh=16,nkv=2,hd=256,gate", []int{262144, 16, 2, 256, 1, 1}},
 			{"n=32768,nh=32,nkv=4,hd=128", []int{32768, 32, 4, 128, 0, 1}},
 			{"n=2049,nh=24,nkv=2,hd=256,gate,12_per_group", []int{2049, 24, 2, 256, 1, 1}},
-			// The engine's split lengths: 8 from 1 to 384 positions, then ⌈√(n/6)⌉ to 8.
+			// The engine's split lengths before 2026-11-30 (AttnSplitOld): 8 from 1 to 384 positions, then ⌈√(n/6)⌉ to 8.
 			{"n=9,nh=4,nkv=4,hd=128,split=8", []int{9, 4, 4, 128, 0, 1, 8}},
 			{"n=263,nh=32,nkv=4,hd=128,split=8", []int{263, 32, 4, 128, 0, 1, 8}},
 			{"n=1000,nh=16,nkv=2,hd=256,gate,split=16", []int{1000, 16, 2, 256, 1, 1, 16}},
 			{"n=2049,nh=32,nkv=4,hd=128,split=24", []int{2049, 32, 4, 128, 0, 1, 24}},
 			{"n=4096,nh=16,nkv=2,hd=256,gate,split=32", []int{4096, 16, 2, 256, 1, 1, 32}},
+			// The engine's lengths since 2026-11-30-attn-decode (model/gpu splitLen: ⌈√(n/64)⌉,
+			// ⌈√(n/32)⌉ at hd 256, down to 1 position a split): 14 splits of 1, 256 splits (the
+			// most) of 1, 4 and 16, 171 of 6, 100 of 2 with large scores.
+			{"n=14,nh=32,nkv=4,hd=128,split=1", []int{14, 32, 4, 128, 0, 1, 1}},
+			{"n=256,nh=16,nkv=2,hd=256,gate,split=1", []int{256, 16, 2, 256, 1, 1, 1}},
+			{"n=1024,nh=16,nkv=2,hd=256,gate,split=6", []int{1024, 16, 2, 256, 1, 1, 6}},
+			{"n=1024,nh=32,nkv=4,hd=128,split=4", []int{1024, 32, 4, 128, 0, 1, 4}},
+			{"n=4096,nh=32,nkv=4,hd=128,split=16", []int{4096, 32, 4, 128, 0, 1, 16}},
+			{"n=200,nh=32,nkv=4,hd=128,large_qk,split=2", []int{200, 32, 4, 128, 0, 12, 2}},
 		},
 		Run: runAttentionDecode,
 		SelfCheck: func(c Case, rng *rand.Rand) error {
@@ -573,9 +584,28 @@ func attentionOnline(a attentionKV, s attentionCase, splitLen int, f32 bool) []f
 		for _, m := range ms[1:] {
 			M = math.Max(M, m)
 		}
-		var L float64
+		// L as the reduce sums it: thread t over the splits sp ≡ t (mod the block), then each
+		// 32-thread wave's xor butterfly, then the waves in order.
+		const threads = abi.AttentionDecodeThreads
+		var lt [threads]float64
 		for sp := 0; sp < ns; sp++ {
-			L = rnd(L + rnd(ls[sp]*rnd(math.Exp2(rnd(ms[sp]-M)))))
+			lt[sp%threads] = rnd(lt[sp%threads] + rnd(ls[sp]*rnd(math.Exp2(rnd(ms[sp]-M)))))
+		}
+		var L float64
+		for w := 0; w < waves; w++ {
+			v := lt[32*w : 32*w+32]
+			for m := 16; m > 0; m >>= 1 {
+				var nv [32]float64
+				for i := range nv {
+					nv[i] = rnd(v[i] + v[i^m])
+				}
+				copy(v, nv[:])
+			}
+			if w == 0 {
+				L = v[0]
+			} else {
+				L = rnd(L + v[0])
+			}
 		}
 		for i := 0; i < s.hd; i++ {
 			var acc float64

@@ -37,7 +37,8 @@ import (
 //
 // STRATA_BENCH_OPS=attention,attention_small,prefill,deltanet,rmsnorm,rmsnorm_row picks
 // sections (default all); attention_small: attention_decode split (and split + reduce) at the
-// engine's split lengths, f16, one launch and 32-launch sequences as for rmsnorm_row.
+// engine's split lengths, the policy before 2026-11-30 and now, f16, one launch and 32-launch
+// sequences as for rmsnorm_row.
 //
 // Each figure is the median over 30 launches (sequences) after 5 warm-up ones, an event
 // between consecutive ones; a 1 GiB copy queued first keeps the GPU busy while the host
@@ -188,37 +189,47 @@ func TestBenchModelOps(t *testing.T) {
 		}
 
 	}
-	// attention_decode split (+ reduce) at the decode engine's split lengths (model/gpu's
-	// splitLen: ⌈√(n/6)⌉ rounded up to 8, at least 8 and n/256), f16 KV, grid x = nkv (G ≤ 8).
+	// attention_decode split (+ reduce) at the decode engine's split lengths, f16 KV, grid x =
+	// nkv (G ≤ 8): "old" is model/gpu's policy before 2026-11-30-attn-decode (⌈√(n/6)⌉
+	// rounded up to 8, at least 8), "new" its splitLen since (⌈√(n/64)⌉, ⌈√(n/32)⌉ at hd
+	// 256, at least 1); both at least n/256.
 	if want("attention_small") {
-		logf("\n%-10s %-30s %10s %14s %14s", "attn small", "shape", "split 1 µs", fmt.Sprintf("split µs of %d", seq), fmt.Sprintf("+reduce of %d", seq))
+		logf("\n%-10s %-36s %10s %14s %14s %12s", "attn small", "shape", "split 1 µs", fmt.Sprintf("split µs of %d", seq),
+			fmt.Sprintf("+reduce of %d", seq), "+reduce 1 µs")
 		for _, sh := range []struct{ nh, nkv, hd, gate int }{{32, 4, 128, 0}, {16, 2, 256, 1}} {
-			for _, n := range []int{16, 263, 1000, 4096} {
-				sl := (int(math.Ceil(math.Sqrt(float64(n)/6))) + 7) / 8 * 8
-				sl = min(max(sl, 8, (n+255)/256), 1024)
-				ns := (n + sl - 1) / sl
-				vals := n * sh.nkv * sh.hd
-				a := abi.AttentionDecodeArgs{Q: uint64(alloc(4*sh.nh*sh.hd, gaussian)), K: uint64(alloc(2*vals, f16Pattern)), V: uint64(alloc(2*vals, f16Pattern)),
-					Part: uint64(alloc(4*sh.nh*ns*(sh.hd+2), gaussian)), Out: uint64(alloc(4*sh.nh*sh.hd, gaussian)),
-					N: int32(n), Nh: int32(sh.nh), Nkv: int32(sh.nkv), Hd: int32(sh.hd), SplitLen: int32(sl), Nsplit: int32(ns),
-					Scale: float32(1 / math.Sqrt(float64(sh.hd)))}
-				if sh.gate == 1 {
-					a.Gate = uint64(alloc(4*sh.nh*sh.hd, gaussian))
-				}
-				split, reduce := fn("attention_decode", "strata_attention_decode_split_f16"), fn("attention_decode", "strata_attention_decode_reduce_f16")
-				ab := a.Bytes()
-				blk := gpu.Dim3{X: abi.AttentionDecodeThreads, Y: 1, Z: 1}
-				sp := func() error {
-					return split.Launch(s, gpu.Dim3{X: uint32(sh.nkv * attentionHeadChunks(sh.nh/sh.nkv)), Y: uint32(ns), Z: 1}, blk, 0, ab)
-				}
-				both := func() error {
-					if err := sp(); err != nil {
-						return err
+			for _, n := range []int{14, 100, 263, 1000, 4096} {
+				for _, pol := range []string{"old", "new"} {
+					sl := (int(math.Ceil(math.Sqrt(float64(n)/6))) + 7) / 8 * 8
+					sl = max(sl, 8)
+					if pol == "new" {
+						sl = int(math.Ceil(math.Sqrt(float64(n) / float64(64*128/max(sh.hd, 128)))))
 					}
-					return reduce.Launch(s, gpu.Dim3{X: uint32(sh.nh), Y: 1, Z: 1}, blk, 0, ab)
+					sl = min(max(sl, 1, (n+255)/256), 1024)
+					ns := (n + sl - 1) / sl
+					vals := n * sh.nkv * sh.hd
+					a := abi.AttentionDecodeArgs{Q: uint64(alloc(4*sh.nh*sh.hd, gaussian)), K: uint64(alloc(2*vals, f16Pattern)), V: uint64(alloc(2*vals, f16Pattern)),
+						Part: uint64(alloc(4*sh.nh*ns*(sh.hd+2), gaussian)), Out: uint64(alloc(4*sh.nh*sh.hd, gaussian)),
+						N: int32(n), Nh: int32(sh.nh), Nkv: int32(sh.nkv), Hd: int32(sh.hd), SplitLen: int32(sl), Nsplit: int32(ns),
+						Scale: float32(1 / math.Sqrt(float64(sh.hd)))}
+					if sh.gate == 1 {
+						a.Gate = uint64(alloc(4*sh.nh*sh.hd, gaussian))
+					}
+					split, reduce := fn("attention_decode", "strata_attention_decode_split_f16"), fn("attention_decode", "strata_attention_decode_reduce_f16")
+					ab := a.Bytes()
+					blk := gpu.Dim3{X: abi.AttentionDecodeThreads, Y: 1, Z: 1}
+					sp := func() error {
+						return split.Launch(s, gpu.Dim3{X: uint32(sh.nkv * attentionHeadChunks(sh.nh/sh.nkv)), Y: uint32(ns), Z: 1}, blk, 0, ab)
+					}
+					both := func() error {
+						if err := sp(); err != nil {
+							return err
+						}
+						return reduce.Launch(s, gpu.Dim3{X: uint32(sh.nh), Y: 1, Z: 1}, blk, 0, ab)
+					}
+					t1, tn, tb, tb1 := timeN(sp, 1), timeN(sp, seq), timeN(both, seq), timeN(both, 1)
+					logf("%-10s %-36s %10.2f %14.2f %14.2f %12.2f", "f16 "+pol, fmt.Sprintf("n=%d,nh=%d,nkv=%d,hd=%d,split=%d(%d)", n, sh.nh, sh.nkv, sh.hd, sl, ns),
+						t1*1e6, tn*1e6, tb*1e6, tb1*1e6)
 				}
-				t1, tn, tb := timeN(sp, 1), timeN(sp, seq), timeN(both, seq)
-				logf("%-10s %-30s %10.2f %14.2f %14.2f", "f16", fmt.Sprintf("n=%d,nh=%d,nkv=%d,hd=%d,split=%d", n, sh.nh, sh.nkv, sh.hd, sl), t1*1e6, tn*1e6, tb*1e6)
 			}
 		}
 	}

@@ -33,7 +33,7 @@ func TestModelOpsHostSim(t *testing.T) {
 	c := func(name string, dims ...int) Case { return Case{name, dims} }
 	for _, fc := range []struct {
 		family string
-		cases  []Case // the first runs by default, all with STRATA_HOSTSIM_ALL=1
+		cases  []Case // the first (a variant takes) runs by default, all with STRATA_HOSTSIM_ALL=1
 	}{
 		{"rmsnorm", []Case{c("tokens=3,heads=4,hd=128", 3, 4, 128, 512, 128, 0), c("tokens=5,heads=16,hd=256,gatedq", 5, 16, 256, 16*512, 512, 0),
 			c("rows=9,n=2048,inplace", 9, 1, 2048, 2048, 2048, 1)}},
@@ -43,7 +43,8 @@ func TestModelOpsHostSim(t *testing.T) {
 		{"embed", []Case{c("vocab=300,n=256,tokens=7,stride=320", 300, 256, 7, 320), c("vocab=50,n=32,tokens=1", 50, 32, 1, 32)}},
 		{"sample", []Case{c("rows=3,n=7,k=7,t=2,minp=0.2", 3, 7, 7, 0, 7, 200, 0, 20), c("rows=4,n=1000,stride=1024,-inf", 4, 1000, 1024, 2, 1, 100, 100, 0),
 			c("rows=2,n=3000,k=20,t=0.7,p=0.5,ties", 2, 3000, 3000, 1, 20, 70, 50, 0)}},
-		{"attention_decode", []Case{c("n=7,nh=4,nkv=4,hd=128", 7, 4, 4, 128, 0, 1), c("n=300,nh=8,nkv=1,hd=64,gate", 300, 8, 1, 64, 1, 1),
+		{"attention_decode", []Case{c("n=200,nh=4,nkv=2,hd=128,gate,split=1", 200, 4, 2, 128, 1, 1, 1), c("n=7,nh=4,nkv=4,hd=128", 7, 4, 4, 128, 0, 1),
+			c("n=14,nh=8,nkv=1,hd=64,split=1", 14, 8, 1, 64, 0, 1, 1), c("n=256,nh=2,nkv=1,hd=256,gate,split=1", 256, 2, 1, 256, 1, 1, 1), c("n=300,nh=8,nkv=1,hd=64,gate", 300, 8, 1, 64, 1, 1),
 			c("n=200,nh=24,nkv=2,hd=256,gate,12_per_group", 200, 24, 2, 256, 1, 1), c("n=129,nh=4,nkv=2,hd=128,large_qk", 129, 4, 2, 128, 0, 12)}},
 		{"attention_prefill", []Case{c("t=7,n=7,nh=4,nkv=4,hd=64", 7, 7, 4, 4, 64, 0, 1), c("t=9,n=40,nh=4,nkv=2,hd=128,gate", 9, 40, 4, 2, 128, 1, 1)}},
 		{"gated_delta_net", []Case{c("t=7,nk=1,nv=2,d=128", 7, 0, 1, 2, 128, 128, 0, 1), c("t=20+3,nk=1,nv=2,d=128", 23, 20, 1, 2, 128, 128, 0, 1),
@@ -57,10 +58,18 @@ func TestModelOpsHostSim(t *testing.T) {
 			}
 			fam := families[fc.family]
 			for _, v := range co.Variants {
-				for i, cs := range fc.cases {
-					if i > 0 && !all {
+				ran := 0
+				for _, cs := range fc.cases {
+					if ran > 0 && !all {
 						break
 					}
+					if strings.HasPrefix(v.Name, "prep") && strings.Contains(cs.Name, "split=") {
+						// prep takes no split, and its cache pointers are moved back by pos rows
+						// (prepShape), which the host simulation, translating each pointer by the
+						// allocation it falls in, cannot follow at these positions.
+						continue
+					}
+					ran++
 					t.Run(v.Name+"/"+cs.Name, func(t *testing.T) {
 						// Every symbol of the module, so a Run that launches two kernels finds both.
 						var syms []string

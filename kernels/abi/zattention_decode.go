@@ -26,7 +26,7 @@ type AttentionDecodeArgs struct {
 	Nkv      int32   // offset 72: key/value heads
 	Hd       int32   // offset 76: head dimension: 64, 128 or 256
 	SplitLen int32   // offset 80: positions per split (> 0)
-	Nsplit   int32   // offset 84: ceil(n / split_len)
+	Nsplit   int32   // offset 84: ceil(n / split_len), ≤ 256 (the reduce keeps one factor per split in LDS)
 	Scale    float32 // offset 88: score scale, 1/√hd
 	_        [4]byte // offset 92: explicit padding
 	Kn       uint64  // offset 96: device address of const float[]; store: new keys, kv_rows × nkv × hd f32; prep: the token's projected k (normed and rotated into the cache, left as it is)

@@ -28,7 +28,8 @@ import (
 // profiler range (Device.ProfileRange: with `ncu --profile-from-start off` only those
 // tokens' kernels, graph nodes included, are profiled), each line "PROFILED mode
 // launches" saying what the range held. Modes: "base" and "pdl" are the engine's default
-// path, "nopdl" the same without programmatic dependent launch (Engine.SetPDL). Each timed
+// path, "nopdl" the same without programmatic dependent launch (Engine.SetPDL), "attnold"
+// the default path with attention_decode's split policy before (AttnSplitOld). Each timed
 // mode also replays its last token's graph 100 times back to back between two events (the
 // device ms of a token without the host's share), and every timed mode must produce the
 // same greedy tokens as the first.
@@ -91,7 +92,7 @@ func TestDecodeProfileFake(t *testing.T) {
 		dev, fake := newFakeDeviceArch(1<<30, fakeTarget)
 		fake.emu = newEmu()
 		o := Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20}
-		decodeProfile(t, dev, presetSource(t, preset, quant.Q4_K), o, 1, []string{"nopdl", "pdl"}, []string{"base"}, 4, 2, preset)
+		decodeProfile(t, dev, presetSource(t, preset, quant.Q4_K), o, 1, []string{"nopdl", "pdl", "attnold"}, []string{"base"}, 4, 2, preset)
 		if fake.emu.err != nil {
 			t.Fatal(fake.emu.err)
 		}
@@ -110,10 +111,15 @@ func setDecodeMode(t *testing.T, eng *Engine, mode string) {
 	switch mode {
 	case "base", "pdl": // the engine's defaults
 		eng.SetPDL(true)
+		eng.SetAttnSplit(0)
 	case "nopdl":
 		eng.SetPDL(false)
+		eng.SetAttnSplit(0)
+	case "attnold": // the defaults with attention_decode's split policy before 2026-11-30
+		eng.SetPDL(true)
+		eng.SetAttnSplit(AttnSplitOld)
 	default:
-		t.Fatalf("decode mode %q: want base, pdl or nopdl", mode)
+		t.Fatalf("decode mode %q: want base, pdl, nopdl or attnold", mode)
 	}
 }
 

@@ -7,7 +7,7 @@
 // One token runs as: per layer, rmsnorm_row (+ residual, fused Q8_1) → one mmvq for q|k|v
 // (stored fused when they share a type) → q/k head norms → RoPE of q and k → the new key
 // and value into the f16 KV cache (attention_decode's store stage) → attention_decode
-// split (about √(n/6) positions per split: splitLen) + reduce → Q8_1 → output mmvq →
+// split (about √(n/64) positions per split: splitLen) + reduce → Q8_1 → output mmvq →
 // rmsnorm_row + residual → router mmvq → the routed experts through moe_decode. When the
 // cache cannot hold every expert: phase 0 (top-k), then the selected ids come back to the
 // host (one stream synchronisation per layer: the cache lives on the host), which looks
@@ -101,8 +101,8 @@ type Options struct {
 	// also Engine.SetMmvqRows8).
 	MmvqRows8 bool
 	// AttnSplit > 0: attention_decode splits of this many positions (raised where the
-	// limits of splitLen need more) instead of the policy's √(n/6) (measurement setting;
-	// 64 is the policy before, for n ≤ 16384; also Engine.SetAttnSplit).
+	// limits of splitLen need more) instead of the policy (measurement setting; also
+	// Engine.SetAttnSplit); AttnSplitOld (−1): the policy before 2026-11-30 (√(n/6) to 8).
 	AttnSplit int
 	// SyncLookup: in resident mode, count a token's expert uses (Engine.lookupResident)
 	// right after its sync, while the GPU idles, instead of while the next token's kernels
@@ -1163,7 +1163,7 @@ func (e *Engine) prepare(o Options) error {
 		}
 	}
 	e.ctx = o.Ctx
-	if o.AttnSplit < 0 {
+	if o.AttnSplit < AttnSplitOld {
 		return fmt.Errorf("model/gpu: attention split of %d positions", o.AttnSplit)
 	}
 	e.attnSplit = o.AttnSplit
@@ -1513,8 +1513,8 @@ func (e *Engine) SetKernelTimes(on bool) error {
 func (e *Engine) SetPlainLaunch(on bool) { e.plain = on }
 
 // SetAttnSplit sets Options.AttnSplit on a loaded engine (0: the policy; n > 0: splits of
-// n positions), for a comparison on one engine.
-func (e *Engine) SetAttnSplit(n int) { e.attnSplit = max(n, 0) }
+// n positions; AttnSplitOld: the policy before), for a comparison on one engine.
+func (e *Engine) SetAttnSplit(n int) { e.attnSplit = max(n, AttnSplitOld) }
 
 // mmvqMats runs z dense matrices of w.rows rows, matrix i at w.ptr + i·wMatBytes, all on
 // the same x, into y + i·yMatStride.

@@ -568,7 +568,7 @@ func (e *Engine) attention(l *gLayer) error {
 		return err
 	}
 	n := e.pos + 1
-	sl := splitLen(n, e.attnSplit)
+	sl := splitLen(n, e.attnSplit, hd)
 	nsplit := (n + sl - 1) / sl
 	o := m.Ptr(bufO)
 	a := abi.AttentionDecodeArgs{Q: uint64(q), K: uint64(l.kv), V: uint64(vcache), Gate: uint64(gate),

@@ -150,38 +150,50 @@ func slotLayout(e [3]uint64) slotOffsets {
 
 // Attention split limits: a split holds at least minSplitLen positions (so at most
 // ceil(ctx/minSplitLen) splits), and there are at most maxSplits splits (parity's bound for
-// attention_decode counts ≤ 256 splits of ≤ 1024 positions).
+// attention_decode counts ≤ 256 splits of ≤ 1024 positions; the reduce keeps one factor a
+// split in LDS for ≤ 256).
 const (
-	minSplitLen = 8
+	minSplitLen = 1
 	maxSplits   = 256
 )
+
+// AttnSplitOld is the Options.AttnSplit (and SetAttnSplit) value that selects the split
+// policy before 2026-11-30-attn-decode: ⌈√(n/6)⌉ rounded up to 8, at least 8.
+const AttnSplitOld = -1
 
 // splitCap is the most attention splits at any length ≤ ctx: what the part workspace holds.
 func splitCap(ctx int) int { return min(maxSplits, (ctx+minSplitLen-1)/minSplitLen) }
 
-// splitLen is the attention split policy for n cached positions: positions per split,
-// √(n/6) rounded up to a multiple of 8, at least 8 and ceil(n/256) (≤ 256 splits), at most
-// 1024 (attention_decode's contract: split_len > 0, nsplit = ceil(n/split_len); the parity
-// bound's limits). fixed > 0 asks for that many positions per split instead (a
-// measurement setting, Options.AttnSplit), raised where the limits need more.
+// splitLen is the attention split policy for n cached positions and head dimension hd:
+// positions per split ⌈√(n/K)⌉, K = 64·128/max(hd, 128) (64 for hd ≤ 128, 32 for 256), at
+// least 1 and ⌈n/256⌉ (≤ 256 splits), at most 1024 (attention_decode's contract: split_len
+// > 0, nsplit = ceil(n/split_len), nsplit ≤ 256; the parity bound's limits). fixed > 0 asks
+// for that many positions per split instead (a measurement setting, Options.AttnSplit),
+// raised where the limits need more; fixed = AttnSplitOld is the policy before:
+// ⌈√(n/6)⌉ rounded up to a multiple of 8, at least 8.
 //
-// Why: the split stage runs nkv·⌈G/8⌉ blocks per split (4 for Qwen3-30B-A3B), and each
-// wave walks its split's positions one after another — per position a dependent chain of
-// a cache row load (one row ahead), a wave sum and two exp2 — so a split costs about
-// len·t_pos; the reduce walks the nsplit partials in each thread, about nsplit·t_part.
-// len·t_pos + (n/len)·t_part is least at len = √(n·t_part/t_pos). Measured on the H200
-// (30B-A3B Q2_0, bench/results/2026-11-29-gpu-engine-4, events around each launch):
-// split 20.2 µs a launch at 16 positions a split, 59.7 µs at 64, t_pos ≈ 0.82 µs; reduce
-// 5.4 µs at 2–3 splits, 7.2 µs at 16–17, t_part ≈ 0.13 µs; t_part/t_pos ≈ 1/6. Up to n =
-// 384 the policy is 8 positions a split, the fastest of 8, 16, 32 and 64 there (5.1–5.4 ms
-// a token at every position to 263, flat; 64, the policy before, which ran one split and
-// 16 waves on the whole GPU up to position 64: 5.9 ms at positions 8–39 rising to 7.5 ms).
-// Longer contexts follow the same model, not measured.
-func splitLen(n, fixed int) int {
+// Why: each wave of a split block walks its positions one after another — per position a
+// dependent chain of a cache row load (one row ahead), a wave sum and two exp2 — so a split
+// costs about len·t_pos, t_pos ≈ 0.82 µs on the H200 (bench/results/2026-11-29-gpu-engine-4:
+// 20.2 µs a launch at 16 positions a split, 59.7 µs at 64). The reduce before walked the
+// nsplit partials three times in each thread, one dependent load after another (t_part ≈
+// 0.13 µs a split), hence √(n/6) and never under 8: 8 blocks (4 kv heads × 2 splits) and
+// 11.5 µs a split launch at position 13 in the 30B (2026-11-30-decode-profile). The reduce
+// now finds M and L with the whole block and issues its element loads 32 at a time: about
+// one L2 round trip (taken as 0.4 µs) per 32 splits and per element a thread holds (hd/128),
+// t_part ≈ 0.0125·hd/128 µs, so len·t_pos + (n/len)·t_part is least near √(n/66): K = 64
+// (32 at hd 256). That gives n splits (4n blocks for Qwen3-30B-A3B) up to n = 64, 2
+// positions a split to 256, 4 at 1024, and 256 splits of n/256 from 4096 on.
+// (bench/results/2026-11-30-attn-decode: the counting and the prediction.)
+func splitLen(n, fixed, hd int) int {
 	s := fixed
-	if s <= 0 {
+	switch {
+	case fixed == AttnSplitOld:
 		s = int(math.Ceil(math.Sqrt(float64(n) / 6)))
-		s = (s + minSplitLen - 1) / minSplitLen * minSplitLen
+		s = max((s+7)/8*8, 8)
+	case fixed <= 0:
+		k := 64 * 128 / max(hd, 128)
+		s = int(math.Ceil(math.Sqrt(float64(n) / float64(k))))
 	}
 	s = max(s, minSplitLen, (n+maxSplits-1)/maxSplits)
 	return min(s, 1024)

@@ -175,31 +175,44 @@ func TestPlanSlabGroup(t *testing.T) {
 }
 
 // TestSplitLen: at every length up to the largest context, the split policy (and every
-// fixed setting) keeps attention_decode's contract within the parity bound's limits (1 ≤
-// split_len ≤ 1024, ≤ 256 splits) and gives no more splits than the part workspace the
-// plan sizes for that context holds; the policy's lengths at a few points.
+// fixed setting, the policy before included) keeps attention_decode's contract within the
+// parity bound's limits (1 ≤ split_len ≤ 1024, ≤ 256 splits) and gives no more splits than
+// the part workspace the plan sizes for that context holds; the policy's lengths at a few
+// points; and at Qwen3-30B-A3B's shape (4 kv heads, hd 128) the split grid has ≥ 132
+// blocks (the H200's SMs) from 33 positions on.
 func TestSplitLen(t *testing.T) {
 	const ctx = 256 * 1024
-	for _, fixed := range []int{0, 1, 8, 64, 5000} {
-		most := 0
-		for n := 1; n <= ctx; n++ {
-			sl := splitLen(n, fixed)
-			ns := (n + sl - 1) / sl
-			if sl < 1 || sl > 1024 || ns > 256 {
-				t.Fatalf("fixed %d, n %d: split_len %d, %d splits", fixed, n, sl, ns)
-			}
-			most = max(most, ns)
-			if c := splitCap(n); most > c {
-				t.Fatalf("fixed %d: %d splits by n %d, the workspace for ctx %d holds %d", fixed, most, n, n, c)
+	for _, hd := range []int{64, 128, 256} {
+		for _, fixed := range []int{0, AttnSplitOld, 1, 8, 64, 5000} {
+			most := 0
+			for n := 1; n <= ctx; n++ {
+				sl := splitLen(n, fixed, hd)
+				ns := (n + sl - 1) / sl
+				if sl < 1 || sl > 1024 || ns > 256 {
+					t.Fatalf("hd %d, fixed %d, n %d: split_len %d, %d splits", hd, fixed, n, sl, ns)
+				}
+				most = max(most, ns)
+				if c := splitCap(n); most > c {
+					t.Fatalf("hd %d, fixed %d: %d splits by n %d, the workspace for ctx %d holds %d", hd, fixed, most, n, n, c)
+				}
+				if fixed == 0 && hd == 128 && n >= 33 && 4*ns < 132 {
+					t.Fatalf("n %d: split_len %d gives %d blocks at 4 kv heads", n, sl, 4*ns)
+				}
 			}
 		}
 	}
-	for _, c := range []struct{ n, fixed, want int }{
-		{1, 0, 8}, {384, 0, 8}, {385, 0, 16}, {1536, 0, 16}, {1537, 0, 24}, {4096, 0, 32}, {16384, 0, 64}, {ctx, 0, 1024},
-		{100, 64, 64}, {20000, 64, 79}, {100, 1, 8},
+	for _, c := range []struct{ n, fixed, hd, want int }{
+		// the policy before
+		{1, AttnSplitOld, 128, 8}, {384, AttnSplitOld, 128, 8}, {385, AttnSplitOld, 128, 16}, {1536, AttnSplitOld, 128, 16},
+		{1537, AttnSplitOld, 128, 24}, {4096, AttnSplitOld, 128, 32}, {16384, AttnSplitOld, 128, 64}, {ctx, AttnSplitOld, 256, 1024},
+		// the policy: hd 128 (Qwen3-30B-A3B), hd 256 (Qwen3-Next-80B-A3B)
+		{1, 0, 128, 1}, {14, 0, 128, 1}, {64, 0, 128, 1}, {65, 0, 128, 2}, {256, 0, 128, 2}, {257, 0, 128, 3},
+		{1024, 0, 128, 4}, {4096, 0, 128, 16}, {16384, 0, 128, 64}, {ctx, 0, 128, 1024},
+		{14, 0, 256, 1}, {32, 0, 256, 1}, {33, 0, 256, 2}, {1024, 0, 256, 6}, {4096, 0, 256, 16}, {14, 0, 64, 1},
+		{100, 64, 128, 64}, {20000, 64, 128, 79}, {100, 1, 128, 1},
 	} {
-		if got := splitLen(c.n, c.fixed); got != c.want {
-			t.Errorf("splitLen(%d, %d) = %d, want %d", c.n, c.fixed, got, c.want)
+		if got := splitLen(c.n, c.fixed, c.hd); got != c.want {
+			t.Errorf("splitLen(%d, %d, %d) = %d, want %d", c.n, c.fixed, c.hd, got, c.want)
 		}
 	}
 }

@@ -29,7 +29,7 @@ struct strata_attention_decode_args {
   int nkv; // offset 72: key/value heads
   int hd; // offset 76: head dimension: 64, 128 or 256
   int split_len; // offset 80: positions per split (> 0)
-  int nsplit; // offset 84: ceil(n / split_len)
+  int nsplit; // offset 84: ceil(n / split_len), ≤ 256 (the reduce keeps one factor per split in LDS)
   float scale; // offset 88: score scale, 1/√hd
   unsigned char _pad0[4]; // offset 92: explicit padding
   const float* kn; // offset 96: store: new keys, kv_rows × nkv × hd f32; prep: the token's projected k (normed and rotated into the cache, left as it is)
@@ -80,7 +80,10 @@ static_assert(__builtin_offsetof(struct strata_attention_decode_args, eps) == 16
 //          part[h][s] = {m, l, acc[hd]} per q head h: m the running max of the scores in log2
 //          units, l = Σ 2^(score−m), acc = Σ 2^(score−m)·v (unnormalised);
 //   reduce (grid (nh, 1)): out[h] = Σ_s acc_s·2^(m_s−M) / Σ_s l_s·2^(m_s−M), M = max m_s, times
-//          sigmoid(gate[h]) elementwise when gate ≠ 0 (Qwen3-Next's output gate).
+//          sigmoid(gate[h]) elementwise when gate ≠ 0 (Qwen3-Next's output gate); nsplit ≤ 256.
+//          The block finds M and L together (L summed per thread over s ≡ tid, then by wave
+//          butterfly, then over the waves in order) and keeps 2^(m_s−M) in LDS; each element's
+//          sum over s runs in order.
 //   store  (grid (ceil(kv_rows·nkv·hd/64))): writes kv_rows new rows (kn, vn: f32 [kv_rows][nkv][hd])
 //          at positions kv_pos.. of the cache in its format: f16 by round-to-nearest-even; q8 per
 //          32-value block as quantize_q8_1 does (one wave a block: amax by butterfly, d = amax/127
@@ -394,15 +397,49 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_reduce_f16(
   STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   const int h = (int)strata_block_x();
   const int tid = (int)strata_thread_x();
+  // The nsplit ≤ 256 partials of head h: M and L by the block (each thread its splits
+  // s ≡ tid mod 128, then the wave's butterfly, then the W waves in order), each
+  // split's factor 2^(m_s−M) once into LDS; then per element the sequential sum over s,
+  // its loads issued 32 at a time. So no thread walks the splits three times one dependent
+  // load after another: a reduce over 256 splits costs 2 + 8 round trips (hd = 256: 2 + 16).
+  constexpr int W = 128 / 32;
+  __shared__ f32 rc[256], rw[W];
+  const int lane = (int)strata_lane(), w = tid >> 5;
   const f32* part = p.part + (i64)h * p.nsplit * (p.hd + 2);
   const i64 ps = p.hd + 2;
-  f32 M = part[0];
-  for (int s = 1; s < p.nsplit; ++s) M = __builtin_fmaxf(M, part[s * ps]);
-  f32 L = 0.0f;
-  for (int s = 0; s < p.nsplit; ++s) L += part[s * ps + 1] * strata_exp2f(part[s * ps] - M);
+  f32 mx = -__builtin_inff();
+  for (int s = tid; s < p.nsplit; s += 128) mx = __builtin_fmaxf(mx, part[s * ps]);
+  mx = strata_wave_max_f32(mx);
+  if (lane == 0) rw[w] = mx;
+  strata_barrier();
+  f32 M = rw[0];
+#pragma unroll
+  for (int i = 1; i < W; ++i) M = __builtin_fmaxf(M, rw[i]);
+  strata_barrier(); // every thread has read rw before it holds the sums
+  f32 ls = 0.0f;
+  for (int s = tid; s < p.nsplit; s += 128) {
+    const f32 c = strata_exp2f(part[s * ps] - M); // no split is empty: m_s is finite
+    rc[s] = c;
+    ls += part[s * ps + 1] * c;
+  }
+  ls = strata_wave_sum_f32(ls);
+  if (lane == 0) rw[w] = ls;
+  strata_barrier();
+  f32 L = rw[0];
+#pragma unroll
+  for (int i = 1; i < W; ++i) L += rw[i];
   for (int d = tid; d < p.hd; d += 128) {
+    // 32 loads in flight, then their sums in order of s.
     f32 a = 0.0f;
-    for (int s = 0; s < p.nsplit; ++s) a += part[s * ps + 2 + d] * strata_exp2f(part[s * ps] - M);
+    for (int s0 = 0; s0 < p.nsplit; s0 += 32) {
+      f32 x[32];
+#pragma unroll
+      for (int u = 0; u < 32; ++u) x[u] = s0 + u < p.nsplit ? part[(s0 + u) * ps + 2 + d] : 0.0f;
+#pragma unroll
+      for (int u = 0; u < 32; ++u) {
+        if (s0 + u < p.nsplit) a += x[u] * rc[s0 + u];
+      }
+    }
     f32 o = a / L;
     if (p.gate) o *= ad_sigmoid(p.gate[(i64)h * p.hd + d]);
     p.out[(i64)h * p.hd + d] = o;
@@ -413,15 +450,49 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_reduce_q8(c
   STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   const int h = (int)strata_block_x();
   const int tid = (int)strata_thread_x();
+  // The nsplit ≤ 256 partials of head h: M and L by the block (each thread its splits
+  // s ≡ tid mod 128, then the wave's butterfly, then the W waves in order), each
+  // split's factor 2^(m_s−M) once into LDS; then per element the sequential sum over s,
+  // its loads issued 32 at a time. So no thread walks the splits three times one dependent
+  // load after another: a reduce over 256 splits costs 2 + 8 round trips (hd = 256: 2 + 16).
+  constexpr int W = 128 / 32;
+  __shared__ f32 rc[256], rw[W];
+  const int lane = (int)strata_lane(), w = tid >> 5;
   const f32* part = p.part + (i64)h * p.nsplit * (p.hd + 2);
   const i64 ps = p.hd + 2;
-  f32 M = part[0];
-  for (int s = 1; s < p.nsplit; ++s) M = __builtin_fmaxf(M, part[s * ps]);
-  f32 L = 0.0f;
-  for (int s = 0; s < p.nsplit; ++s) L += part[s * ps + 1] * strata_exp2f(part[s * ps] - M);
+  f32 mx = -__builtin_inff();
+  for (int s = tid; s < p.nsplit; s += 128) mx = __builtin_fmaxf(mx, part[s * ps]);
+  mx = strata_wave_max_f32(mx);
+  if (lane == 0) rw[w] = mx;
+  strata_barrier();
+  f32 M = rw[0];
+#pragma unroll
+  for (int i = 1; i < W; ++i) M = __builtin_fmaxf(M, rw[i]);
+  strata_barrier(); // every thread has read rw before it holds the sums
+  f32 ls = 0.0f;
+  for (int s = tid; s < p.nsplit; s += 128) {
+    const f32 c = strata_exp2f(part[s * ps] - M); // no split is empty: m_s is finite
+    rc[s] = c;
+    ls += part[s * ps + 1] * c;
+  }
+  ls = strata_wave_sum_f32(ls);
+  if (lane == 0) rw[w] = ls;
+  strata_barrier();
+  f32 L = rw[0];
+#pragma unroll
+  for (int i = 1; i < W; ++i) L += rw[i];
   for (int d = tid; d < p.hd; d += 128) {
+    // 32 loads in flight, then their sums in order of s.
     f32 a = 0.0f;
-    for (int s = 0; s < p.nsplit; ++s) a += part[s * ps + 2 + d] * strata_exp2f(part[s * ps] - M);
+    for (int s0 = 0; s0 < p.nsplit; s0 += 32) {
+      f32 x[32];
+#pragma unroll
+      for (int u = 0; u < 32; ++u) x[u] = s0 + u < p.nsplit ? part[(s0 + u) * ps + 2 + d] : 0.0f;
+#pragma unroll
+      for (int u = 0; u < 32; ++u) {
+        if (s0 + u < p.nsplit) a += x[u] * rc[s0 + u];
+      }
+    }
     f32 o = a / L;
     if (p.gate) o *= ad_sigmoid(p.gate[(i64)h * p.hd + d]);
     p.out[(i64)h * p.hd + d] = o;
@@ -596,15 +667,49 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_reduceq_f16
   STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   const int h = (int)strata_block_x();
   const int tid = (int)strata_thread_x();
+  // The nsplit ≤ 256 partials of head h: M and L by the block (each thread its splits
+  // s ≡ tid mod 128, then the wave's butterfly, then the W waves in order), each
+  // split's factor 2^(m_s−M) once into LDS; then per element the sequential sum over s,
+  // its loads issued 32 at a time. So no thread walks the splits three times one dependent
+  // load after another: a reduce over 256 splits costs 2 + 8 round trips (hd = 256: 2 + 16).
+  constexpr int W = 128 / 32;
+  __shared__ f32 rc[256], rw[W];
+  const int lane = (int)strata_lane(), w = tid >> 5;
   const f32* part = p.part + (i64)h * p.nsplit * (p.hd + 2);
   const i64 ps = p.hd + 2;
-  f32 M = part[0];
-  for (int s = 1; s < p.nsplit; ++s) M = __builtin_fmaxf(M, part[s * ps]);
-  f32 L = 0.0f;
-  for (int s = 0; s < p.nsplit; ++s) L += part[s * ps + 1] * strata_exp2f(part[s * ps] - M);
+  f32 mx = -__builtin_inff();
+  for (int s = tid; s < p.nsplit; s += 128) mx = __builtin_fmaxf(mx, part[s * ps]);
+  mx = strata_wave_max_f32(mx);
+  if (lane == 0) rw[w] = mx;
+  strata_barrier();
+  f32 M = rw[0];
+#pragma unroll
+  for (int i = 1; i < W; ++i) M = __builtin_fmaxf(M, rw[i]);
+  strata_barrier(); // every thread has read rw before it holds the sums
+  f32 ls = 0.0f;
+  for (int s = tid; s < p.nsplit; s += 128) {
+    const f32 c = strata_exp2f(part[s * ps] - M); // no split is empty: m_s is finite
+    rc[s] = c;
+    ls += part[s * ps + 1] * c;
+  }
+  ls = strata_wave_sum_f32(ls);
+  if (lane == 0) rw[w] = ls;
+  strata_barrier();
+  f32 L = rw[0];
+#pragma unroll
+  for (int i = 1; i < W; ++i) L += rw[i];
   for (int d = tid; d < p.hd; d += 128) {
+    // 32 loads in flight, then their sums in order of s.
     f32 a = 0.0f;
-    for (int s = 0; s < p.nsplit; ++s) a += part[s * ps + 2 + d] * strata_exp2f(part[s * ps] - M);
+    for (int s0 = 0; s0 < p.nsplit; s0 += 32) {
+      f32 x[32];
+#pragma unroll
+      for (int u = 0; u < 32; ++u) x[u] = s0 + u < p.nsplit ? part[(s0 + u) * ps + 2 + d] : 0.0f;
+#pragma unroll
+      for (int u = 0; u < 32; ++u) {
+        if (s0 + u < p.nsplit) a += x[u] * rc[s0 + u];
+      }
+    }
     f32 o = a / L;
     if (p.gate) o *= ad_sigmoid(p.gate[(i64)h * p.hd + d]);
     p.out[(i64)h * p.hd + d] = o;
@@ -616,15 +721,49 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) strata_attention_decode_reduceq_q8(
   STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   const int h = (int)strata_block_x();
   const int tid = (int)strata_thread_x();
+  // The nsplit ≤ 256 partials of head h: M and L by the block (each thread its splits
+  // s ≡ tid mod 128, then the wave's butterfly, then the W waves in order), each
+  // split's factor 2^(m_s−M) once into LDS; then per element the sequential sum over s,
+  // its loads issued 32 at a time. So no thread walks the splits three times one dependent
+  // load after another: a reduce over 256 splits costs 2 + 8 round trips (hd = 256: 2 + 16).
+  constexpr int W = 128 / 32;
+  __shared__ f32 rc[256], rw[W];
+  const int lane = (int)strata_lane(), w = tid >> 5;
   const f32* part = p.part + (i64)h * p.nsplit * (p.hd + 2);
   const i64 ps = p.hd + 2;
-  f32 M = part[0];
-  for (int s = 1; s < p.nsplit; ++s) M = __builtin_fmaxf(M, part[s * ps]);
-  f32 L = 0.0f;
-  for (int s = 0; s < p.nsplit; ++s) L += part[s * ps + 1] * strata_exp2f(part[s * ps] - M);
+  f32 mx = -__builtin_inff();
+  for (int s = tid; s < p.nsplit; s += 128) mx = __builtin_fmaxf(mx, part[s * ps]);
+  mx = strata_wave_max_f32(mx);
+  if (lane == 0) rw[w] = mx;
+  strata_barrier();
+  f32 M = rw[0];
+#pragma unroll
+  for (int i = 1; i < W; ++i) M = __builtin_fmaxf(M, rw[i]);
+  strata_barrier(); // every thread has read rw before it holds the sums
+  f32 ls = 0.0f;
+  for (int s = tid; s < p.nsplit; s += 128) {
+    const f32 c = strata_exp2f(part[s * ps] - M); // no split is empty: m_s is finite
+    rc[s] = c;
+    ls += part[s * ps + 1] * c;
+  }
+  ls = strata_wave_sum_f32(ls);
+  if (lane == 0) rw[w] = ls;
+  strata_barrier();
+  f32 L = rw[0];
+#pragma unroll
+  for (int i = 1; i < W; ++i) L += rw[i];
   for (int d = tid; d < p.hd; d += 128) {
+    // 32 loads in flight, then their sums in order of s.
     f32 a = 0.0f;
-    for (int s = 0; s < p.nsplit; ++s) a += part[s * ps + 2 + d] * strata_exp2f(part[s * ps] - M);
+    for (int s0 = 0; s0 < p.nsplit; s0 += 32) {
+      f32 x[32];
+#pragma unroll
+      for (int u = 0; u < 32; ++u) x[u] = s0 + u < p.nsplit ? part[(s0 + u) * ps + 2 + d] : 0.0f;
+#pragma unroll
+      for (int u = 0; u < 32; ++u) {
+        if (s0 + u < p.nsplit) a += x[u] * rc[s0 + u];
+      }
+    }
     f32 o = a / L;
     if (p.gate) o *= ad_sigmoid(p.gate[(i64)h * p.hd + d]);
     p.out[(i64)h * p.hd + d] = o;
