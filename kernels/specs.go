@@ -44,6 +44,10 @@ var rmsnormArgs = []Arg{
 
 var axisRMSNormMode = Axis{Name: "mode", Values: []Value{{Name: "f32"}, {Name: "add"}, {Name: "q81"}, {Name: "addq81"}}}
 
+// axisRMSNormRowMode is rmsnorm's modes plus rmsnorm_row's previous Q8_1 step (each block's
+// reductions over a whole wave, one block after the other), kept as a measurement baseline.
+var axisRMSNormRowMode = Axis{Name: "mode", Values: append(append([]Value(nil), axisRMSNormMode.Values...), Value{Name: "q81wave"}, Value{Name: "addq81wave"})}
+
 // Specs is the table of kernel families, sorted by Family. A new family is one row here,
 // one template kernels/templates/<Template>.tmpl, and `go generate ./...`.
 var Specs = []Spec{
@@ -370,7 +374,7 @@ var Specs = []Spec{
 			"(decode: one row per launch); launch grid (rows, 1, 1), block (256, 1, 1).",
 		Threads: 256,
 		Args:    rmsnormArgs,
-		Axes:    []Axis{axisRMSNormMode},
+		Axes:    []Axis{axisRMSNormRowMode},
 	},
 	{
 		Family:   "rope",

@@ -37,7 +37,8 @@ func TestModelOpsHostSim(t *testing.T) {
 	}{
 		{"rmsnorm", []Case{c("tokens=3,heads=4,hd=128", 3, 4, 128, 512, 128, 0), c("tokens=5,heads=16,hd=256,gatedq", 5, 16, 256, 16*512, 512, 0),
 			c("rows=9,n=2048,inplace", 9, 1, 2048, 2048, 2048, 1)}},
-		{"rmsnorm_row", []Case{c("rows=9,n=2048,inplace", 9, 1, 2048, 2048, 2048, 1), c("tokens=3,heads=4,hd=128", 3, 4, 128, 512, 128, 0)}},
+		{"rmsnorm_row", []Case{c("rows=9,n=2048,inplace", 9, 1, 2048, 2048, 2048, 1), c("tokens=3,heads=4,hd=128", 3, 4, 128, 512, 128, 0),
+			c("rows=3,n=4096", 3, 1, 4096, 4096, 4096, 0), c("rows=2,n=5120", 2, 1, 5120, 5120, 5120, 0), c("rows=1,n=32", 1, 1, 32, 32, 32, 0)}},
 		{"rope", []Case{c("tokens=7,heads=2,hd=256,rot=64", 7, 2, 256, 64, 512, 256, 262144, 10000000),
 			c("tokens=3,heads=16,hd=256,rot=64,gatedq", 3, 16, 256, 64, 16*512, 512, 262144, 10000000)}},
 		{"embed", []Case{c("vocab=300,n=256,tokens=7,stride=320", 300, 256, 7, 320), c("vocab=50,n=32,tokens=1", 50, 32, 1, 32)}},

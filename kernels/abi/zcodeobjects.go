@@ -356,6 +356,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "addq81",
 		Symbol: "strata_rmsnorm_row_addq81",
+	}, {
+		Name:   "q81wave",
+		Symbol: "strata_rmsnorm_row_q81wave",
+	}, {
+		Name:   "addq81wave",
+		Symbol: "strata_rmsnorm_row_addq81wave",
 	}},
 	Vendor: "amd",
 }, {
@@ -783,6 +789,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "addq81",
 		Symbol: "strata_rmsnorm_row_addq81",
+	}, {
+		Name:   "q81wave",
+		Symbol: "strata_rmsnorm_row_q81wave",
+	}, {
+		Name:   "addq81wave",
+		Symbol: "strata_rmsnorm_row_addq81wave",
 	}},
 	Vendor: "amd",
 }, {
@@ -1210,6 +1222,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "addq81",
 		Symbol: "strata_rmsnorm_row_addq81",
+	}, {
+		Name:   "q81wave",
+		Symbol: "strata_rmsnorm_row_q81wave",
+	}, {
+		Name:   "addq81wave",
+		Symbol: "strata_rmsnorm_row_addq81wave",
 	}},
 	Vendor: "amd",
 }, {
@@ -1637,6 +1655,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "addq81",
 		Symbol: "strata_rmsnorm_row_addq81",
+	}, {
+		Name:   "q81wave",
+		Symbol: "strata_rmsnorm_row_q81wave",
+	}, {
+		Name:   "addq81wave",
+		Symbol: "strata_rmsnorm_row_addq81wave",
 	}},
 	Vendor: "amd",
 }, {
@@ -2064,6 +2088,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "addq81",
 		Symbol: "strata_rmsnorm_row_addq81",
+	}, {
+		Name:   "q81wave",
+		Symbol: "strata_rmsnorm_row_q81wave",
+	}, {
+		Name:   "addq81wave",
+		Symbol: "strata_rmsnorm_row_addq81wave",
 	}},
 	Vendor: "amd",
 }, {
@@ -2491,6 +2521,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "addq81",
 		Symbol: "strata_rmsnorm_row_addq81",
+	}, {
+		Name:   "q81wave",
+		Symbol: "strata_rmsnorm_row_q81wave",
+	}, {
+		Name:   "addq81wave",
+		Symbol: "strata_rmsnorm_row_addq81wave",
 	}},
 	Vendor: "amd",
 }, {
@@ -3134,6 +3170,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "addq81",
 		Symbol: "strata_rmsnorm_row_addq81",
+	}, {
+		Name:   "q81wave",
+		Symbol: "strata_rmsnorm_row_q81wave",
+	}, {
+		Name:   "addq81wave",
+		Symbol: "strata_rmsnorm_row_addq81wave",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3777,6 +3819,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "addq81",
 		Symbol: "strata_rmsnorm_row_addq81",
+	}, {
+		Name:   "q81wave",
+		Symbol: "strata_rmsnorm_row_q81wave",
+	}, {
+		Name:   "addq81wave",
+		Symbol: "strata_rmsnorm_row_addq81wave",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4420,6 +4468,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "addq81",
 		Symbol: "strata_rmsnorm_row_addq81",
+	}, {
+		Name:   "q81wave",
+		Symbol: "strata_rmsnorm_row_q81wave",
+	}, {
+		Name:   "addq81wave",
+		Symbol: "strata_rmsnorm_row_addq81wave",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -5063,6 +5117,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "addq81",
 		Symbol: "strata_rmsnorm_row_addq81",
+	}, {
+		Name:   "q81wave",
+		Symbol: "strata_rmsnorm_row_q81wave",
+	}, {
+		Name:   "addq81wave",
+		Symbol: "strata_rmsnorm_row_addq81wave",
 	}},
 	Vendor: "nvidia",
 }, {
