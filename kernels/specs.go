@@ -399,20 +399,24 @@ var Specs = []Spec{
 		Template: "sample",
 		Doc: "token choice per row of f32 logits: argmax (lowest index on ties), or topk: model/sample.go's draw " +
 			"(top-k ≤ 64, then top-p and min-p at temperature 1, softmax at temp, one host-drawn uniform per row, in " +
-			"float64); launch grid (rows, 1, 1), block (256, 1, 1).",
+			"float64); launch grid (rows, 1, 1), block (256, 1, 1). argmax in two launches: argmaxp (grid (parts, rows, 1)) " +
+			"writes each block's best (index, value) of its share of the row into part, argmaxf (grid (rows, 1, 1)) picks " +
+			"the best of the parts: argmax's result.",
 		Threads: 256,
 		Args: []Arg{
 			{Name: "logits", Type: ArgPtr, CType: "const float", Doc: "rows × n f32, stride elements apart"},
 			{Name: "out", Type: ArgPtr, CType: "int", Doc: "one token id per row"},
 			{Name: "uniform", Type: ArgPtr, CType: "const double", Doc: "topk: one draw in [0, 1) per row from the host's seeded generator"},
+			{Name: "part", Type: ArgPtr, CType: "int", Doc: "argmaxp writes, argmaxf reads: rows × parts pairs (index, f32 bits of the value); index 0x7fffffff = none"},
 			{Name: "temp", Type: ArgU64, Doc: "topk: temperature (> 0), float64 bits"},
 			{Name: "top_p", Type: ArgU64, Doc: "topk: nucleus mass, float64 bits; ≥ 1 or ≤ 0 = off"},
 			{Name: "min_p", Type: ArgU64, Doc: "topk: minimum probability relative to the best, float64 bits; ≤ 0 = off"},
 			{Name: "n", Type: ArgI32, Doc: "vocabulary size (> 0)"},
 			{Name: "stride", Type: ArgI32, Doc: "f32 elements between rows, ≥ n"},
 			{Name: "top_k", Type: ArgI32, Doc: "topk: candidates kept, 1 ≤ top_k ≤ min(64, n)"},
+			{Name: "parts", Type: ArgI32, Doc: "argmaxp, argmaxf: blocks per row of argmaxp (its grid x), 1 ≤ parts ≤ n; part p covers [p·L, min(n, (p+1)·L)), L = ceil(n/parts)"},
 		},
-		Axes: []Axis{{Name: "op", Values: []Value{{Name: "argmax"}, {Name: "topk"}}}},
+		Axes: []Axis{{Name: "op", Values: []Value{{Name: "argmax"}, {Name: "topk"}, {Name: "argmaxp"}, {Name: "argmaxf"}}}},
 	},
 }
 

@@ -383,6 +383,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "topk",
 		Symbol: "strata_sample_topk",
+	}, {
+		Name:   "argmaxp",
+		Symbol: "strata_sample_argmaxp",
+	}, {
+		Name:   "argmaxf",
+		Symbol: "strata_sample_argmaxf",
 	}},
 	Vendor: "amd",
 }, {
@@ -816,6 +822,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "topk",
 		Symbol: "strata_sample_topk",
+	}, {
+		Name:   "argmaxp",
+		Symbol: "strata_sample_argmaxp",
+	}, {
+		Name:   "argmaxf",
+		Symbol: "strata_sample_argmaxf",
 	}},
 	Vendor: "amd",
 }, {
@@ -1249,6 +1261,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "topk",
 		Symbol: "strata_sample_topk",
+	}, {
+		Name:   "argmaxp",
+		Symbol: "strata_sample_argmaxp",
+	}, {
+		Name:   "argmaxf",
+		Symbol: "strata_sample_argmaxf",
 	}},
 	Vendor: "amd",
 }, {
@@ -1682,6 +1700,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "topk",
 		Symbol: "strata_sample_topk",
+	}, {
+		Name:   "argmaxp",
+		Symbol: "strata_sample_argmaxp",
+	}, {
+		Name:   "argmaxf",
+		Symbol: "strata_sample_argmaxf",
 	}},
 	Vendor: "amd",
 }, {
@@ -2115,6 +2139,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "topk",
 		Symbol: "strata_sample_topk",
+	}, {
+		Name:   "argmaxp",
+		Symbol: "strata_sample_argmaxp",
+	}, {
+		Name:   "argmaxf",
+		Symbol: "strata_sample_argmaxf",
 	}},
 	Vendor: "amd",
 }, {
@@ -2548,6 +2578,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "topk",
 		Symbol: "strata_sample_topk",
+	}, {
+		Name:   "argmaxp",
+		Symbol: "strata_sample_argmaxp",
+	}, {
+		Name:   "argmaxf",
+		Symbol: "strata_sample_argmaxf",
 	}},
 	Vendor: "amd",
 }, {
@@ -3197,6 +3233,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "topk",
 		Symbol: "strata_sample_topk",
+	}, {
+		Name:   "argmaxp",
+		Symbol: "strata_sample_argmaxp",
+	}, {
+		Name:   "argmaxf",
+		Symbol: "strata_sample_argmaxf",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3846,6 +3888,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "topk",
 		Symbol: "strata_sample_topk",
+	}, {
+		Name:   "argmaxp",
+		Symbol: "strata_sample_argmaxp",
+	}, {
+		Name:   "argmaxf",
+		Symbol: "strata_sample_argmaxf",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4495,6 +4543,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "topk",
 		Symbol: "strata_sample_topk",
+	}, {
+		Name:   "argmaxp",
+		Symbol: "strata_sample_argmaxp",
+	}, {
+		Name:   "argmaxf",
+		Symbol: "strata_sample_argmaxf",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -5144,6 +5198,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "topk",
 		Symbol: "strata_sample_topk",
+	}, {
+		Name:   "argmaxp",
+		Symbol: "strata_sample_argmaxp",
+	}, {
+		Name:   "argmaxf",
+		Symbol: "strata_sample_argmaxf",
 	}},
 	Vendor: "nvidia",
 }}
