@@ -28,7 +28,9 @@ import (
 // profiler range (Device.ProfileRange: with `ncu --profile-from-start off` only those
 // tokens' kernels, graph nodes included, are profiled), each line "PROFILED mode
 // launches" saying what the range held. Modes: "base" and "pdl" are the engine's default
-// path, "nopdl" the same without programmatic dependent launch (Engine.SetPDL). Each timed
+// path, "nopdl" the same without programmatic dependent launch (Engine.SetPDL), "oldnorm"
+// the default with rmsnorm_row's previous Q8_1 step and the one-block argmax, "oldrow" and
+// "oldargmax" with only one of them (Engine.SetOldNorm). Each timed
 // mode also replays its last token's graph 100 times back to back between two events (the
 // device ms of a token without the host's share), and every timed mode must produce the
 // same greedy tokens as the first.
@@ -91,7 +93,7 @@ func TestDecodeProfileFake(t *testing.T) {
 		dev, fake := newFakeDeviceArch(1<<30, fakeTarget)
 		fake.emu = newEmu()
 		o := Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20}
-		decodeProfile(t, dev, presetSource(t, preset, quant.Q4_K), o, 1, []string{"nopdl", "pdl"}, []string{"base"}, 4, 2, preset)
+		decodeProfile(t, dev, presetSource(t, preset, quant.Q4_K), o, 1, []string{"nopdl", "pdl", "oldnorm", "oldrow", "oldargmax"}, []string{"base"}, 4, 2, preset)
 		if fake.emu.err != nil {
 			t.Fatal(fake.emu.err)
 		}
@@ -110,10 +112,15 @@ func setDecodeMode(t *testing.T, eng *Engine, mode string) {
 	switch mode {
 	case "base", "pdl": // the engine's defaults
 		eng.SetPDL(true)
+		eng.SetOldNorm(false, false)
 	case "nopdl":
 		eng.SetPDL(false)
+		eng.SetOldNorm(false, false)
+	case "oldnorm", "oldrow", "oldargmax": // the defaults with rmsnorm_row's wave Q8_1 step and/or the one-block argmax
+		eng.SetPDL(true)
+		eng.SetOldNorm(mode != "oldargmax", mode != "oldrow")
 	default:
-		t.Fatalf("decode mode %q: want base, pdl or nopdl", mode)
+		t.Fatalf("decode mode %q: want base, pdl, nopdl, oldnorm, oldrow or oldargmax", mode)
 	}
 }
 
