@@ -59,21 +59,21 @@ static_assert(__builtin_offsetof(struct strata_rmsnorm_row_args, eps) == 68, "st
 // the loop this replaced, so the results are the same bits. The Q8_1 quantization of each
 // block is rmsnorm's bytes: amax = max |y|, Σ = the xor butterfly's sum (16, 8, 4, 2, 1),
 // d = amax/127 by f32 division, q = roundf(y/d), fp16 RNE.
-//   q81, addq81: the register part's y go through LDS (wave w writes its 8 (RR = 16: up to
-//     16) blocks as tile[w][j][ℓ], one barrier), and each block is then taken by 4 lanes:
-//     lane 4g + s of wave w holds positions s, s+4, …, s+28 of block w + 8(8h + g) in round
-//     h (h < RR/8; one round for n ≤ 2048). The butterfly's first three levels pair
-//     positions ℓ^16, ℓ^8, ℓ^4, all inside one lane's eight (k^4, k^2, k^1 of its index
-//     k), so they are added locally in that tree; levels 2 and 1 are two shuffles (xor 2,
-//     1) within the 4 lanes: the same additions of the same values, the same bits. Per
-//     thread: 1 division for d instead of one per block, 4 shuffles instead of 10 per
-//     block, and no branch between blocks (the old loop ran its 8 blocks one after the
-//     other: butterflies, two divisions each).
+//   q81, addq81: the register part's y go through LDS in rounds of 8 blocks a wave (h <
+//     RR/8; one round for n ≤ 2048): wave w writes blocks w + 8(8h + j'), j' < 8, as
+//     tile[w][j'][ℓ], a barrier, and each block is then taken by 4 lanes: lane 4g + s of
+//     wave w holds positions s, s+4, …, s+28 of block w + 8(8h + g). The butterfly's
+//     first three levels pair positions ℓ^16, ℓ^8, ℓ^4, all inside one lane's eight (k^4,
+//     k^2, k^1 of its index k), so they are added locally in that tree; levels 2 and 1 are
+//     two shuffles (xor 2, 1) within the 4 lanes: the same additions of the same values,
+//     the same bits. Per thread and round: 1 division for d instead of one per block, 4
+//     shuffles instead of 10 per block, and no branch between blocks (the wave variants
+//     run a thread's 8 blocks one after the other: butterflies, two divisions each).
 //   q81wave, addq81wave: the loop before (measurement baseline): each block's amax and Σ
 //     by a butterfly over the whole wave, one block after the other.
 // Rows longer than RR·T quantize their tail as the wave variants do.
 // Per launch: reads 4·rows·n (x) [+ 4·rows·n (r)] + 4n (w) per row, writes 4·rows·n (y)
-// [+ 4·rows·n (xo)] [+ 36·rows·n/32 (q)]; LDS 32 bytes [+ 18432 (q81, addq81: the tile)].
+// [+ 4·rows·n (xo)] [+ 36·rows·n/32 (q)]; LDS 32 bytes [+ 9216 (q81, addq81: the tile)].
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(256) strata_rmsnorm_row_f32(const struct strata_rmsnorm_row_args p) {
   STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
@@ -227,28 +227,30 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(256) strata_rmsnorm_row_q81(const struct
   // n is a multiple of 32 (and RR·T is): every lane of a wave takes part in each of its
   // blocks, in the register part and in the tail.
   u8* qrow = p.q + row * (i64)(p.n / 32) * 36;
-  __shared__ f32 tile[8][RR][36]; // [wave][j][position]; 36: the reads below hit 32 banks
-#pragma unroll
-  for (int j = 0; j < RR; ++j) {
-    const int i = (int)tid + j * T;
-    if (i < p.n) {
-      const f32 y = (v[j] * inv) * wr[j];
-      if (p.y) p.y[off + i] = y;
-      tile[wv][j][lane] = y;
-    }
-  }
-  strata_barrier();
+  static_assert(RR % 8 == 0, "rmsnorm_row: whole rounds of 8 blocks a wave");
+  __shared__ f32 tile[8][8][36]; // [wave][block of the round][position]; 36: the reads below hit 32 banks
   const u32 g = lane >> 2, s = lane & 3u;
 #pragma unroll
   for (int h = 0; h < RR / 8; ++h) {
     if (h * 8 * T >= p.n) break; // uniform: no block of this round is in the row
+    if (h > 0) strata_barrier(); // the previous round's reads are done
+#pragma unroll
+    for (int jj = 0; jj < 8; ++jj) {
+      const int j = 8 * h + jj, i = (int)tid + j * T;
+      if (i < p.n) {
+        const f32 y = (v[j] * inv) * wr[j];
+        if (p.y) p.y[off + i] = y;
+        tile[wv][jj][lane] = y;
+      }
+    }
+    strata_barrier();
     const int jb = 8 * h + (int)g;
     const int b = (int)wv + 8 * jb; // the block of the row
     const bool in = b * 32 < p.n;   // shuffles below run in every lane; only stores are guarded
     f32 y[8];
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
-      const f32 t = tile[wv][jb][s + 4 * k]; // inside the tile whether or not the block is (jb < RR)
+      const f32 t = tile[wv][g][s + 4 * k]; // inside the tile whether or not the block is in the row
       y[k] = in ? t : 0.0f;
     }
     f32 amax = __builtin_fabsf(y[0]);
@@ -340,28 +342,30 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(256) strata_rmsnorm_row_addq81(const str
   // n is a multiple of 32 (and RR·T is): every lane of a wave takes part in each of its
   // blocks, in the register part and in the tail.
   u8* qrow = p.q + row * (i64)(p.n / 32) * 36;
-  __shared__ f32 tile[8][RR][36]; // [wave][j][position]; 36: the reads below hit 32 banks
-#pragma unroll
-  for (int j = 0; j < RR; ++j) {
-    const int i = (int)tid + j * T;
-    if (i < p.n) {
-      const f32 y = (v[j] * inv) * wr[j];
-      if (p.y) p.y[off + i] = y;
-      tile[wv][j][lane] = y;
-    }
-  }
-  strata_barrier();
+  static_assert(RR % 8 == 0, "rmsnorm_row: whole rounds of 8 blocks a wave");
+  __shared__ f32 tile[8][8][36]; // [wave][block of the round][position]; 36: the reads below hit 32 banks
   const u32 g = lane >> 2, s = lane & 3u;
 #pragma unroll
   for (int h = 0; h < RR / 8; ++h) {
     if (h * 8 * T >= p.n) break; // uniform: no block of this round is in the row
+    if (h > 0) strata_barrier(); // the previous round's reads are done
+#pragma unroll
+    for (int jj = 0; jj < 8; ++jj) {
+      const int j = 8 * h + jj, i = (int)tid + j * T;
+      if (i < p.n) {
+        const f32 y = (v[j] * inv) * wr[j];
+        if (p.y) p.y[off + i] = y;
+        tile[wv][jj][lane] = y;
+      }
+    }
+    strata_barrier();
     const int jb = 8 * h + (int)g;
     const int b = (int)wv + 8 * jb; // the block of the row
     const bool in = b * 32 < p.n;   // shuffles below run in every lane; only stores are guarded
     f32 y[8];
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
-      const f32 t = tile[wv][jb][s + 4 * k]; // inside the tile whether or not the block is (jb < RR)
+      const f32 t = tile[wv][g][s + 4 * k]; // inside the tile whether or not the block is in the row
       y[k] = in ? t : 0.0f;
     }
     f32 amax = __builtin_fabsf(y[0]);
