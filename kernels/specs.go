@@ -44,6 +44,10 @@ var rmsnormArgs = []Arg{
 
 var axisRMSNormMode = Axis{Name: "mode", Values: []Value{{Name: "f32"}, {Name: "add"}, {Name: "q81"}, {Name: "addq81"}}}
 
+// axisRMSNormRowMode is rmsnorm's modes plus rmsnorm_row's previous Q8_1 step (each block's
+// reductions over a whole wave, one block after the other), kept as a measurement baseline.
+var axisRMSNormRowMode = Axis{Name: "mode", Values: append(append([]Value(nil), axisRMSNormMode.Values...), Value{Name: "q81wave"}, Value{Name: "addq81wave"})}
+
 // Specs is the table of kernel families, sorted by Family. A new family is one row here,
 // one template kernels/templates/<Template>.tmpl, and `go generate ./...`.
 var Specs = []Spec{
@@ -370,7 +374,7 @@ var Specs = []Spec{
 			"(decode: one row per launch); launch grid (rows, 1, 1), block (256, 1, 1).",
 		Threads: 256,
 		Args:    rmsnormArgs,
-		Axes:    []Axis{axisRMSNormMode},
+		Axes:    []Axis{axisRMSNormRowMode},
 	},
 	{
 		Family:   "rope",
@@ -395,20 +399,24 @@ var Specs = []Spec{
 		Template: "sample",
 		Doc: "token choice per row of f32 logits: argmax (lowest index on ties), or topk: model/sample.go's draw " +
 			"(top-k ≤ 64, then top-p and min-p at temperature 1, softmax at temp, one host-drawn uniform per row, in " +
-			"float64); launch grid (rows, 1, 1), block (256, 1, 1).",
+			"float64); launch grid (rows, 1, 1), block (256, 1, 1). argmax in two launches: argmaxp (grid (parts, rows, 1)) " +
+			"writes each block's best (index, value) of its share of the row into part, argmaxf (grid (rows, 1, 1)) picks " +
+			"the best of the parts: argmax's result.",
 		Threads: 256,
 		Args: []Arg{
 			{Name: "logits", Type: ArgPtr, CType: "const float", Doc: "rows × n f32, stride elements apart"},
 			{Name: "out", Type: ArgPtr, CType: "int", Doc: "one token id per row"},
 			{Name: "uniform", Type: ArgPtr, CType: "const double", Doc: "topk: one draw in [0, 1) per row from the host's seeded generator"},
+			{Name: "part", Type: ArgPtr, CType: "int", Doc: "argmaxp writes, argmaxf reads: rows × parts pairs (index, f32 bits of the value); index 0x7fffffff = none"},
 			{Name: "temp", Type: ArgU64, Doc: "topk: temperature (> 0), float64 bits"},
 			{Name: "top_p", Type: ArgU64, Doc: "topk: nucleus mass, float64 bits; ≥ 1 or ≤ 0 = off"},
 			{Name: "min_p", Type: ArgU64, Doc: "topk: minimum probability relative to the best, float64 bits; ≤ 0 = off"},
 			{Name: "n", Type: ArgI32, Doc: "vocabulary size (> 0)"},
 			{Name: "stride", Type: ArgI32, Doc: "f32 elements between rows, ≥ n"},
 			{Name: "top_k", Type: ArgI32, Doc: "topk: candidates kept, 1 ≤ top_k ≤ min(64, n)"},
+			{Name: "parts", Type: ArgI32, Doc: "argmaxp, argmaxf: blocks per row of argmaxp (its grid x), 1 ≤ parts ≤ n; part p covers [p·L, min(n, (p+1)·L)), L = ceil(n/parts)"},
 		},
-		Axes: []Axis{{Name: "op", Values: []Value{{Name: "argmax"}, {Name: "topk"}}}},
+		Axes: []Axis{{Name: "op", Values: []Value{{Name: "argmax"}, {Name: "topk"}, {Name: "argmaxp"}, {Name: "argmaxf"}}}},
 	},
 }
 

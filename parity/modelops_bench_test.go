@@ -34,8 +34,10 @@ import (
 //     y written): one launch between two events, and a sequence of 32 launches per event
 //     pair (the figure per launch, without the events' own cost); the rows stay in L2, as
 //     in the engine, where the kernel before wrote x; median of 60 after 5 warm-up ones.
+//   - the greedy token (argmax) over 151936 and 32000 logits: sample/argmax (one block)
+//     against argmaxp + argmaxf, one pair and sequences of 32 as for rmsnorm_row.
 //
-// STRATA_BENCH_OPS=attention,attention_small,prefill,deltanet,rmsnorm,rmsnorm_row picks
+// STRATA_BENCH_OPS=attention,attention_small,prefill,deltanet,rmsnorm,rmsnorm_row,argmax picks
 // sections (default all); attention_small: attention_decode split (and split + reduce) at the
 // engine's split lengths, the policy before 2026-11-30 and now, f16, one launch and 32-launch
 // sequences as for rmsnorm_row.
@@ -334,7 +336,8 @@ func TestBenchModelOps(t *testing.T) {
 		for _, c := range []struct {
 			mode    string
 			rows, n int
-		}{{"addq81", 1, 2048}, {"add", 1, 2048}, {"q81", 1, 2048}, {"f32", 1, 2048}, {"addq81", 1, 4096}, {"addq81", 1, 128}, {"addq81", 512, 2048}} {
+		}{{"addq81", 1, 2048}, {"addq81wave", 1, 2048}, {"add", 1, 2048}, {"q81", 1, 2048}, {"q81wave", 1, 2048}, {"f32", 1, 2048},
+			{"addq81", 1, 4096}, {"addq81wave", 1, 4096}, {"addq81", 1, 128}, {"addq81", 512, 2048}, {"addq81wave", 512, 2048}} {
 			k := fn("rmsnorm_row", "strata_rmsnorm_row_"+c.mode)
 			x, r := alloc(4*c.rows*c.n, gaussian), alloc(4*c.rows*c.n, f32Pattern(1e-3))
 			a := abi.RmsnormRowArgs{X: uint64(x), W: uint64(alloc(4*c.n, gaussian)), Y: uint64(alloc(4*c.rows*c.n, gaussian)), N: int32(c.n),
@@ -342,7 +345,7 @@ func TestBenchModelOps(t *testing.T) {
 			if strings.HasPrefix(c.mode, "add") {
 				a.R, a.Xo = uint64(r), uint64(x) // in place; r small, so x stays finite over the runs
 			}
-			if strings.HasSuffix(c.mode, "q81") {
+			if strings.Contains(c.mode, "q81") {
 				a.Q = uint64(alloc(c.rows*c.n/32*36, i8Pattern))
 			}
 			ab := a.Bytes()
@@ -351,6 +354,34 @@ func TestBenchModelOps(t *testing.T) {
 			}
 			t1, tn := timeN(launch, 1), timeN(launch, seq)
 			logf("%-10s %-30s %10.2f %14.2f", c.mode, fmt.Sprintf("rows=%d,n=%d", c.rows, c.n), t1*1e6, tn*1e6)
+		}
+	}
+	// The greedy token over a vocabulary (model/gpu ForwardArgmax): sample/argmax (one block)
+	// against argmaxp (one block per 4096 logits) then argmaxf.
+	if want("argmax") {
+		logf("\n%-10s %-30s %10s %14s", "argmax", "shape", "1 launch µs", fmt.Sprintf("µs/launch of %d", seq))
+		for _, n := range []int{151936, 32000} {
+			parts := (n + 4095) / 4096
+			a := abi.SampleArgs{Logits: uint64(alloc(4*n, gaussian)), Out: uint64(alloc(4, i8Pattern)), Part: uint64(alloc(8*parts, i8Pattern)),
+				N: int32(n), Stride: int32(n), Parts: int32(parts)}
+			ab := a.Bytes()
+			one, kp, kf := fn("sample", abi.SymSampleArgmax), fn("sample", abi.SymSampleArgmaxp), fn("sample", abi.SymSampleArgmaxf)
+			blk := gpu.Dim3{X: abi.SampleThreads, Y: 1, Z: 1}
+			for _, c := range []struct {
+				name   string
+				launch func() error
+			}{
+				{"argmax", func() error { return one.Launch(s, gpu.Dim3{X: 1, Y: 1, Z: 1}, blk, 0, ab) }},
+				{"argmaxp+f", func() error {
+					if err := kp.Launch(s, gpu.Dim3{X: uint32(parts), Y: 1, Z: 1}, blk, 0, ab); err != nil {
+						return err
+					}
+					return kf.Launch(s, gpu.Dim3{X: 1, Y: 1, Z: 1}, blk, 0, ab)
+				}},
+			} {
+				t1, tn := timeN(c.launch, 1), timeN(c.launch, seq)
+				logf("%-10s %-30s %10.2f %14.2f", c.name, fmt.Sprintf("n=%d,parts=%d", n, parts), t1*1e6, tn*1e6)
+			}
 		}
 	}
 	blog.write(t, "modelops.txt")

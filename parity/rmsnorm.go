@@ -60,14 +60,17 @@ func init() {
 	// rmsnorm_row: the same function with a block per row; its Σx² adds n/256 terms per
 	// thread, a 5-level butterfly and 8 wave sums: fewer roundings than rmsnorm's n/32 + 5,
 	// so rmsnorm's derivation and bound hold (at n = 16384: (½(64 + 13) + 5)·2⁻²⁴ + 2·2⁻²⁴
-	// = 2.7e-6 ≤ 2e-5); xo and the Q8_1 bytes have no freedom, as for rmsnorm.
+	// = 2.7e-6 ≤ 2e-5); xo and the Q8_1 bytes have no freedom, as for rmsnorm. q81wave and
+	// addq81wave are the previous Q8_1 step (measurement baseline): the same function and bounds.
 	register(&Family{
 		Name: "rmsnorm_row",
 		Bounds: map[string][]Bound{
-			"f32":    {rmsnormY},
-			"add":    {rmsnormY, rmsnormXO},
-			"q81":    {rmsnormY, rmsnormQ},
-			"addq81": {rmsnormY, rmsnormXO, rmsnormQ},
+			"f32":        {rmsnormY},
+			"add":        {rmsnormY, rmsnormXO},
+			"q81":        {rmsnormY, rmsnormQ},
+			"addq81":     {rmsnormY, rmsnormXO, rmsnormQ},
+			"q81wave":    {rmsnormY, rmsnormQ},
+			"addq81wave": {rmsnormY, rmsnormXO, rmsnormQ},
 		},
 		Cases:     families["rmsnorm"].Cases,
 		Run:       runRMSNorm,
@@ -135,6 +138,7 @@ func runRMSNorm(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Ran
 	rows := tokens * heads
 	const eps = 1e-6
 	mode, row := rmsnormSymbol(symbol)
+	mode = strings.TrimSuffix(mode, "wave") // rmsnorm_row's baseline Q8_1 step: the same function
 	add := mode == "add" || mode == "addq81"
 	q81 := mode == "q81" || mode == "addq81"
 	x, r, w := rmsnormInputs(rng, tokens, n, ts)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"time"
 
 	"github.com/strata-hip/strata/kernels/abi"
 	"github.com/strata-hip/strata/runtime/gpu"
@@ -27,10 +28,28 @@ var sampleTopK = Bound{Name: "id", Exact: true, Why: `
 	within 1e-12 of a boundary (where that difference could choose the neighbour; about
 	1e-10 of rows) are excluded and counted in the case's log; every other id must be equal.`}
 
+// sample/argmaxp, argmaxf: argmax in two launches (per-block bests, then the best of them),
+// each variant's run launching both; the same contract and reference as argmax.
+var sampleArgmax2 = Bound{Name: "id", Exact: true, Why: `
+	A comparison, no arithmetic: the parts are disjoint shares of the row, each block's
+	best is argmax's over its share, and the final step orders the parts' bests as argmax
+	orders values (larger value, then lower index; none, −inf and NaN never win), so the
+	chosen index must be the reference's exactly, ties included.`}
+
+// argmaxParts is the engine's parts per row for argmaxp (model/gpu: one block per 4096
+// logits); the argmaxf variant's cases run min(n, 5) parts instead, so that uneven and
+// empty shares are exercised too.
+func argmaxParts(n int, final bool) int {
+	if final {
+		return min(n, 5)
+	}
+	return (n + 4095) / 4096
+}
+
 func init() {
 	register(&Family{
 		Name:   "sample",
-		Bounds: map[string][]Bound{"argmax": {sampleArgmax}, "topk": {sampleTopK}},
+		Bounds: map[string][]Bound{"argmax": {sampleArgmax}, "topk": {sampleTopK}, "argmaxp": {sampleArgmax2}, "argmaxf": {sampleArgmax2}},
 		// Dims: rows, n, stride, special (0 none, 1 ties at the max, 2 an all −inf row,
 		// 3 NaNs sprinkled, 4 the max in the last element), then topk's settings: top_k,
 		// temp·100, top_p·100, min_p·100 (argmax ignores them; top_k = 1 makes topk greedy,
@@ -208,7 +227,31 @@ func runSample(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand
 	}
 	args := abi.SampleArgs{Logits: in.Ptr(), Out: out.Ptr(), Uniform: ub.Ptr(), Temp: math.Float64bits(sp.temp),
 		TopP: math.Float64bits(sp.topP), MinP: math.Float64bits(sp.minP), N: int32(n), Stride: int32(stride), TopK: int32(sp.k)}
-	got, el, err := h.Run(fn, gpu.Dim3{X: uint32(rows), Y: 1, Z: 1}, moBlock(abi.SampleThreads), args.Bytes(), out)
+	var got [][]byte
+	var el time.Duration
+	two := symbol == abi.SymSampleArgmaxp || symbol == abi.SymSampleArgmaxf
+	if two {
+		parts := argmaxParts(n, symbol == abi.SymSampleArgmaxf)
+		part, err := h.Output(8 * rows * parts)
+		if err != nil {
+			return Outcome{}, err
+		}
+		fp, err := h.Mod.Func(abi.SymSampleArgmaxp)
+		if err != nil {
+			return Outcome{}, err
+		}
+		ff, err := h.Mod.Func(abi.SymSampleArgmaxf)
+		if err != nil {
+			return Outcome{}, err
+		}
+		args.Part, args.Parts = part.Ptr(), int32(parts)
+		got, el, err = h.runSeq([]seqLaunch{
+			{fp, gpu.Dim3{X: uint32(parts), Y: uint32(rows), Z: 1}, moBlock(abi.SampleThreads), args.Bytes()},
+			{ff, gpu.Dim3{X: uint32(rows), Y: 1, Z: 1}, moBlock(abi.SampleThreads), args.Bytes()},
+		}, out)
+	} else {
+		got, el, err = h.Run(fn, gpu.Dim3{X: uint32(rows), Y: 1, Z: 1}, moBlock(abi.SampleThreads), args.Bytes(), out)
+	}
 	if err != nil {
 		return Outcome{}, err
 	}

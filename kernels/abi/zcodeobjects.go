@@ -356,6 +356,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "addq81",
 		Symbol: "strata_rmsnorm_row_addq81",
+	}, {
+		Name:   "q81wave",
+		Symbol: "strata_rmsnorm_row_q81wave",
+	}, {
+		Name:   "addq81wave",
+		Symbol: "strata_rmsnorm_row_addq81wave",
 	}},
 	Vendor: "amd",
 }, {
@@ -377,6 +383,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "topk",
 		Symbol: "strata_sample_topk",
+	}, {
+		Name:   "argmaxp",
+		Symbol: "strata_sample_argmaxp",
+	}, {
+		Name:   "argmaxf",
+		Symbol: "strata_sample_argmaxf",
 	}},
 	Vendor: "amd",
 }, {
@@ -783,6 +795,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "addq81",
 		Symbol: "strata_rmsnorm_row_addq81",
+	}, {
+		Name:   "q81wave",
+		Symbol: "strata_rmsnorm_row_q81wave",
+	}, {
+		Name:   "addq81wave",
+		Symbol: "strata_rmsnorm_row_addq81wave",
 	}},
 	Vendor: "amd",
 }, {
@@ -804,6 +822,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "topk",
 		Symbol: "strata_sample_topk",
+	}, {
+		Name:   "argmaxp",
+		Symbol: "strata_sample_argmaxp",
+	}, {
+		Name:   "argmaxf",
+		Symbol: "strata_sample_argmaxf",
 	}},
 	Vendor: "amd",
 }, {
@@ -1210,6 +1234,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "addq81",
 		Symbol: "strata_rmsnorm_row_addq81",
+	}, {
+		Name:   "q81wave",
+		Symbol: "strata_rmsnorm_row_q81wave",
+	}, {
+		Name:   "addq81wave",
+		Symbol: "strata_rmsnorm_row_addq81wave",
 	}},
 	Vendor: "amd",
 }, {
@@ -1231,6 +1261,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "topk",
 		Symbol: "strata_sample_topk",
+	}, {
+		Name:   "argmaxp",
+		Symbol: "strata_sample_argmaxp",
+	}, {
+		Name:   "argmaxf",
+		Symbol: "strata_sample_argmaxf",
 	}},
 	Vendor: "amd",
 }, {
@@ -1637,6 +1673,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "addq81",
 		Symbol: "strata_rmsnorm_row_addq81",
+	}, {
+		Name:   "q81wave",
+		Symbol: "strata_rmsnorm_row_q81wave",
+	}, {
+		Name:   "addq81wave",
+		Symbol: "strata_rmsnorm_row_addq81wave",
 	}},
 	Vendor: "amd",
 }, {
@@ -1658,6 +1700,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "topk",
 		Symbol: "strata_sample_topk",
+	}, {
+		Name:   "argmaxp",
+		Symbol: "strata_sample_argmaxp",
+	}, {
+		Name:   "argmaxf",
+		Symbol: "strata_sample_argmaxf",
 	}},
 	Vendor: "amd",
 }, {
@@ -2064,6 +2112,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "addq81",
 		Symbol: "strata_rmsnorm_row_addq81",
+	}, {
+		Name:   "q81wave",
+		Symbol: "strata_rmsnorm_row_q81wave",
+	}, {
+		Name:   "addq81wave",
+		Symbol: "strata_rmsnorm_row_addq81wave",
 	}},
 	Vendor: "amd",
 }, {
@@ -2085,6 +2139,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "topk",
 		Symbol: "strata_sample_topk",
+	}, {
+		Name:   "argmaxp",
+		Symbol: "strata_sample_argmaxp",
+	}, {
+		Name:   "argmaxf",
+		Symbol: "strata_sample_argmaxf",
 	}},
 	Vendor: "amd",
 }, {
@@ -2491,6 +2551,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "addq81",
 		Symbol: "strata_rmsnorm_row_addq81",
+	}, {
+		Name:   "q81wave",
+		Symbol: "strata_rmsnorm_row_q81wave",
+	}, {
+		Name:   "addq81wave",
+		Symbol: "strata_rmsnorm_row_addq81wave",
 	}},
 	Vendor: "amd",
 }, {
@@ -2512,6 +2578,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "topk",
 		Symbol: "strata_sample_topk",
+	}, {
+		Name:   "argmaxp",
+		Symbol: "strata_sample_argmaxp",
+	}, {
+		Name:   "argmaxf",
+		Symbol: "strata_sample_argmaxf",
 	}},
 	Vendor: "amd",
 }, {
@@ -3134,6 +3206,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "addq81",
 		Symbol: "strata_rmsnorm_row_addq81",
+	}, {
+		Name:   "q81wave",
+		Symbol: "strata_rmsnorm_row_q81wave",
+	}, {
+		Name:   "addq81wave",
+		Symbol: "strata_rmsnorm_row_addq81wave",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3155,6 +3233,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "topk",
 		Symbol: "strata_sample_topk",
+	}, {
+		Name:   "argmaxp",
+		Symbol: "strata_sample_argmaxp",
+	}, {
+		Name:   "argmaxf",
+		Symbol: "strata_sample_argmaxf",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3777,6 +3861,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "addq81",
 		Symbol: "strata_rmsnorm_row_addq81",
+	}, {
+		Name:   "q81wave",
+		Symbol: "strata_rmsnorm_row_q81wave",
+	}, {
+		Name:   "addq81wave",
+		Symbol: "strata_rmsnorm_row_addq81wave",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3798,6 +3888,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "topk",
 		Symbol: "strata_sample_topk",
+	}, {
+		Name:   "argmaxp",
+		Symbol: "strata_sample_argmaxp",
+	}, {
+		Name:   "argmaxf",
+		Symbol: "strata_sample_argmaxf",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4420,6 +4516,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "addq81",
 		Symbol: "strata_rmsnorm_row_addq81",
+	}, {
+		Name:   "q81wave",
+		Symbol: "strata_rmsnorm_row_q81wave",
+	}, {
+		Name:   "addq81wave",
+		Symbol: "strata_rmsnorm_row_addq81wave",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4441,6 +4543,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "topk",
 		Symbol: "strata_sample_topk",
+	}, {
+		Name:   "argmaxp",
+		Symbol: "strata_sample_argmaxp",
+	}, {
+		Name:   "argmaxf",
+		Symbol: "strata_sample_argmaxf",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -5063,6 +5171,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "addq81",
 		Symbol: "strata_rmsnorm_row_addq81",
+	}, {
+		Name:   "q81wave",
+		Symbol: "strata_rmsnorm_row_q81wave",
+	}, {
+		Name:   "addq81wave",
+		Symbol: "strata_rmsnorm_row_addq81wave",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -5084,6 +5198,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "topk",
 		Symbol: "strata_sample_topk",
+	}, {
+		Name:   "argmaxp",
+		Symbol: "strata_sample_argmaxp",
+	}, {
+		Name:   "argmaxf",
+		Symbol: "strata_sample_argmaxf",
 	}},
 	Vendor: "nvidia",
 }}

@@ -35,10 +35,12 @@ const RmsnormRowThreads = 256
 
 // Kernel symbols of every rmsnorm_row variant; CodeObject.Symbol says which a target has.
 const (
-	SymRmsnormRowF32    = "strata_rmsnorm_row_f32"    // variant f32
-	SymRmsnormRowAdd    = "strata_rmsnorm_row_add"    // variant add
-	SymRmsnormRowQ81    = "strata_rmsnorm_row_q81"    // variant q81
-	SymRmsnormRowAddq81 = "strata_rmsnorm_row_addq81" // variant addq81
+	SymRmsnormRowF32        = "strata_rmsnorm_row_f32"        // variant f32
+	SymRmsnormRowAdd        = "strata_rmsnorm_row_add"        // variant add
+	SymRmsnormRowQ81        = "strata_rmsnorm_row_q81"        // variant q81
+	SymRmsnormRowAddq81     = "strata_rmsnorm_row_addq81"     // variant addq81
+	SymRmsnormRowQ81wave    = "strata_rmsnorm_row_q81wave"    // variant q81wave
+	SymRmsnormRowAddq81wave = "strata_rmsnorm_row_addq81wave" // variant addq81wave
 )
 
 // Compile-time guards: building fails if the size or an offset drifts from the C static_asserts.

@@ -9,45 +9,50 @@ import (
 
 /*
 SampleArgs is the launch-argument struct of every strata_sample_* kernel (C: struct strata_sample_args).
-token choice per row of f32 logits: argmax (lowest index on ties), or topk: model/sample.go's draw (top-k ≤ 64, then top-p and min-p at temperature 1, softmax at temp, one host-drawn uniform per row, in float64); launch grid (rows, 1, 1), block (256, 1, 1).
+token choice per row of f32 logits: argmax (lowest index on ties), or topk: model/sample.go's draw (top-k ≤ 64, then top-p and min-p at temperature 1, softmax at temp, one host-drawn uniform per row, in float64); launch grid (rows, 1, 1), block (256, 1, 1). argmax in two launches: argmaxp (grid (parts, rows, 1)) writes each block's best (index, value) of its share of the row into part, argmaxf (grid (rows, 1, 1)) picks the best of the parts: argmax's result.
 */
 type SampleArgs struct {
-	Logits  uint64  // offset 0: device address of const float[]; rows × n f32, stride elements apart
-	Out     uint64  // offset 8: device address of int[]; one token id per row
-	Uniform uint64  // offset 16: device address of const double[]; topk: one draw in [0, 1) per row from the host's seeded generator
-	Temp    uint64  // offset 24: topk: temperature (> 0), float64 bits
-	TopP    uint64  // offset 32: topk: nucleus mass, float64 bits; ≥ 1 or ≤ 0 = off
-	MinP    uint64  // offset 40: topk: minimum probability relative to the best, float64 bits; ≤ 0 = off
-	N       int32   // offset 48: vocabulary size (> 0)
-	Stride  int32   // offset 52: f32 elements between rows, ≥ n
-	TopK    int32   // offset 56: topk: candidates kept, 1 ≤ top_k ≤ min(64, n)
-	_       [4]byte // offset 60: explicit padding
+	Logits  uint64 // offset 0: device address of const float[]; rows × n f32, stride elements apart
+	Out     uint64 // offset 8: device address of int[]; one token id per row
+	Uniform uint64 // offset 16: device address of const double[]; topk: one draw in [0, 1) per row from the host's seeded generator
+	Part    uint64 // offset 24: device address of int[]; argmaxp writes, argmaxf reads: rows × parts pairs (index, f32 bits of the value); index 0x7fffffff = none
+	Temp    uint64 // offset 32: topk: temperature (> 0), float64 bits
+	TopP    uint64 // offset 40: topk: nucleus mass, float64 bits; ≥ 1 or ≤ 0 = off
+	MinP    uint64 // offset 48: topk: minimum probability relative to the best, float64 bits; ≤ 0 = off
+	N       int32  // offset 56: vocabulary size (> 0)
+	Stride  int32  // offset 60: f32 elements between rows, ≥ n
+	TopK    int32  // offset 64: topk: candidates kept, 1 ≤ top_k ≤ min(64, n)
+	Parts   int32  // offset 68: argmaxp, argmaxf: blocks per row of argmaxp (its grid x), 1 ≤ parts ≤ n; part p covers [p·L, min(n, (p+1)·L)), L = ceil(n/parts)
 }
 
 // SampleArgsSize is sizeof(struct strata_sample_args) in bytes.
-const SampleArgsSize = 64
+const SampleArgsSize = 72
 
 // SampleThreads is the block size (x) every sample kernel is compiled for.
 const SampleThreads = 256
 
 // Kernel symbols of every sample variant; CodeObject.Symbol says which a target has.
 const (
-	SymSampleArgmax = "strata_sample_argmax" // variant argmax
-	SymSampleTopk   = "strata_sample_topk"   // variant topk
+	SymSampleArgmax  = "strata_sample_argmax"  // variant argmax
+	SymSampleTopk    = "strata_sample_topk"    // variant topk
+	SymSampleArgmaxp = "strata_sample_argmaxp" // variant argmaxp
+	SymSampleArgmaxf = "strata_sample_argmaxf" // variant argmaxf
 )
 
 // Compile-time guards: building fails if the size or an offset drifts from the C static_asserts.
 var (
-	_ = [1]struct{}{}[unsafe.Sizeof(SampleArgs{})-64]
+	_ = [1]struct{}{}[unsafe.Sizeof(SampleArgs{})-72]
 	_ = [1]struct{}{}[unsafe.Offsetof(SampleArgs{}.Logits)-0]
 	_ = [1]struct{}{}[unsafe.Offsetof(SampleArgs{}.Out)-8]
 	_ = [1]struct{}{}[unsafe.Offsetof(SampleArgs{}.Uniform)-16]
-	_ = [1]struct{}{}[unsafe.Offsetof(SampleArgs{}.Temp)-24]
-	_ = [1]struct{}{}[unsafe.Offsetof(SampleArgs{}.TopP)-32]
-	_ = [1]struct{}{}[unsafe.Offsetof(SampleArgs{}.MinP)-40]
-	_ = [1]struct{}{}[unsafe.Offsetof(SampleArgs{}.N)-48]
-	_ = [1]struct{}{}[unsafe.Offsetof(SampleArgs{}.Stride)-52]
-	_ = [1]struct{}{}[unsafe.Offsetof(SampleArgs{}.TopK)-56]
+	_ = [1]struct{}{}[unsafe.Offsetof(SampleArgs{}.Part)-24]
+	_ = [1]struct{}{}[unsafe.Offsetof(SampleArgs{}.Temp)-32]
+	_ = [1]struct{}{}[unsafe.Offsetof(SampleArgs{}.TopP)-40]
+	_ = [1]struct{}{}[unsafe.Offsetof(SampleArgs{}.MinP)-48]
+	_ = [1]struct{}{}[unsafe.Offsetof(SampleArgs{}.N)-56]
+	_ = [1]struct{}{}[unsafe.Offsetof(SampleArgs{}.Stride)-60]
+	_ = [1]struct{}{}[unsafe.Offsetof(SampleArgs{}.TopK)-64]
+	_ = [1]struct{}{}[unsafe.Offsetof(SampleArgs{}.Parts)-68]
 )
 
 /*
@@ -59,11 +64,13 @@ func (a *SampleArgs) Bytes() []byte {
 	binary.LittleEndian.PutUint64(b[0:], a.Logits)
 	binary.LittleEndian.PutUint64(b[8:], a.Out)
 	binary.LittleEndian.PutUint64(b[16:], a.Uniform)
-	binary.LittleEndian.PutUint64(b[24:], a.Temp)
-	binary.LittleEndian.PutUint64(b[32:], a.TopP)
-	binary.LittleEndian.PutUint64(b[40:], a.MinP)
-	binary.LittleEndian.PutUint32(b[48:], uint32(a.N))
-	binary.LittleEndian.PutUint32(b[52:], uint32(a.Stride))
-	binary.LittleEndian.PutUint32(b[56:], uint32(a.TopK))
+	binary.LittleEndian.PutUint64(b[24:], a.Part)
+	binary.LittleEndian.PutUint64(b[32:], a.Temp)
+	binary.LittleEndian.PutUint64(b[40:], a.TopP)
+	binary.LittleEndian.PutUint64(b[48:], a.MinP)
+	binary.LittleEndian.PutUint32(b[56:], uint32(a.N))
+	binary.LittleEndian.PutUint32(b[60:], uint32(a.Stride))
+	binary.LittleEndian.PutUint32(b[64:], uint32(a.TopK))
+	binary.LittleEndian.PutUint32(b[68:], uint32(a.Parts))
 	return b
 }

@@ -29,7 +29,9 @@ import (
 // tokens' kernels, graph nodes included, are profiled), each line "PROFILED mode
 // launches" saying what the range held. Modes: "base" and "pdl" are the engine's default
 // path, "nopdl" the same without programmatic dependent launch (Engine.SetPDL), "attnold"
-// the default path with attention_decode's split policy before (AttnSplitOld). Each timed
+// the default path with attention_decode's split policy before (AttnSplitOld), "oldnorm"
+// the default with rmsnorm_row's previous Q8_1 step and the one-block argmax, "oldrow" and
+// "oldargmax" with only one of them (Engine.SetOldNorm). Each timed
 // mode also replays its last token's graph 100 times back to back between two events (the
 // device ms of a token without the host's share), and every timed mode must produce the
 // same greedy tokens as the first.
@@ -92,7 +94,7 @@ func TestDecodeProfileFake(t *testing.T) {
 		dev, fake := newFakeDeviceArch(1<<30, fakeTarget)
 		fake.emu = newEmu()
 		o := Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20}
-		decodeProfile(t, dev, presetSource(t, preset, quant.Q4_K), o, 1, []string{"nopdl", "pdl", "attnold"}, []string{"base"}, 4, 2, preset)
+		decodeProfile(t, dev, presetSource(t, preset, quant.Q4_K), o, 1, []string{"nopdl", "pdl", "attnold", "oldnorm", "oldrow", "oldargmax"}, []string{"base"}, 4, 2, preset)
 		if fake.emu.err != nil {
 			t.Fatal(fake.emu.err)
 		}
@@ -112,14 +114,21 @@ func setDecodeMode(t *testing.T, eng *Engine, mode string) {
 	case "base", "pdl": // the engine's defaults
 		eng.SetPDL(true)
 		eng.SetAttnSplit(0)
+		eng.SetOldNorm(false, false)
 	case "nopdl":
 		eng.SetPDL(false)
 		eng.SetAttnSplit(0)
+		eng.SetOldNorm(false, false)
 	case "attnold": // the defaults with attention_decode's split policy before 2026-11-30
 		eng.SetPDL(true)
 		eng.SetAttnSplit(AttnSplitOld)
+		eng.SetOldNorm(false, false)
+	case "oldnorm", "oldrow", "oldargmax": // the defaults with rmsnorm_row's wave Q8_1 step and/or the one-block argmax
+		eng.SetPDL(true)
+		eng.SetAttnSplit(0)
+		eng.SetOldNorm(mode != "oldargmax", mode != "oldrow")
 	default:
-		t.Fatalf("decode mode %q: want base, pdl, nopdl or attnold", mode)
+		t.Fatalf("decode mode %q: want base, pdl, nopdl, attnold, oldnorm, oldrow or oldargmax", mode)
 	}
 }
 

@@ -194,6 +194,7 @@ func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 			want(rt.Dim3{X: uint32(a.Rows), Y: 1, Z: 1})
 		}
 		n := int(a.N)
+		variant = strings.TrimSuffix(variant, "wave") // rmsnorm_row's baseline Q8_1 step: the same function
 		if a.W == m.w0 && variant == "q81" {
 			m.addIdx = 0 // a token's first norm
 		}
@@ -238,21 +239,57 @@ func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 			}
 		}
 	case "sample":
-		// argmax only (the engine's greedy token): model/sample.go's choice
+		// argmax (the engine's greedy token): model/sample.go's choice, in one launch or as
+		// argmaxp's per-block bests (index, value bits) and argmaxf's best of them.
 		a := args[abi.SampleArgs](b)
-		if variant != "argmax" {
-			m.fail("%s: the engine launches sample/argmax only", sym)
-			return
-		}
-		want(rt.Dim3{X: 1, Y: 1, Z: 1})
-		x := m.f32s(a.Logits, int(a.N))
-		best, bv := 0, float32(math.Inf(-1))
-		for i, v := range x {
-			if v > bv {
-				best, bv = i, v
+		const none = 0x7fffffff
+		best := func(lo, hi int) (int, float32) {
+			bi, bv := none, float32(math.Inf(-1))
+			for i := lo; i < hi; i++ {
+				if v := m.f32(a.Logits, i); v > bv {
+					bi, bv = i, v
+				}
 			}
+			return bi, bv
 		}
-		binary.LittleEndian.PutUint32(m.at(a.Out, 4), uint32(best))
+		switch variant {
+		case "argmax":
+			want(rt.Dim3{X: 1, Y: 1, Z: 1})
+			bi, _ := best(0, int(a.N))
+			if bi == none {
+				bi = 0
+			}
+			binary.LittleEndian.PutUint32(m.at(a.Out, 4), uint32(bi))
+		case "argmaxp":
+			want(rt.Dim3{X: uint32(a.Parts), Y: 1, Z: 1})
+			n, parts := int(a.N), int(a.Parts)
+			if parts < 1 || parts > n {
+				m.fail("%s: %d parts of %d logits", sym, parts, n)
+				return
+			}
+			l := (n + parts - 1) / parts
+			for p := 0; p < parts; p++ {
+				bi, bv := best(min(n, p*l), min(n, (p+1)*l))
+				binary.LittleEndian.PutUint32(m.at(a.Part+uint64(8*p), 4), uint32(bi))
+				binary.LittleEndian.PutUint32(m.at(a.Part+uint64(8*p+4), 4), math.Float32bits(bv))
+			}
+		case "argmaxf":
+			want(rt.Dim3{X: 1, Y: 1, Z: 1})
+			bi, bv := none, float32(math.Inf(-1))
+			for p := 0; p < int(a.Parts); p++ {
+				i := int(int32(binary.LittleEndian.Uint32(m.at(a.Part+uint64(8*p), 4))))
+				v := math.Float32frombits(binary.LittleEndian.Uint32(m.at(a.Part+uint64(8*p+4), 4)))
+				if v > bv || (v == bv && i < bi) {
+					bi, bv = i, v
+				}
+			}
+			if bi == none {
+				bi = 0
+			}
+			binary.LittleEndian.PutUint32(m.at(a.Out, 4), uint32(bi))
+		default:
+			m.fail("%s: the engine launches sample's argmax variants only", sym)
+		}
 	case "rope":
 		a := args[abi.RopeArgs](b)
 		half := int(a.RotDims) / 2

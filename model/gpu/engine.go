@@ -93,6 +93,13 @@ type Options struct {
 	// NoRowNorm: single-row norms through rmsnorm (one wave) instead of rmsnorm_row
 	// (measurement baseline).
 	NoRowNorm bool
+	// OldRowQ81: rmsnorm_row's previous Q8_1 step (variants q81wave, addq81wave: each
+	// block's reductions over a whole wave, one block after the other) instead of q81,
+	// addq81 (measurement baseline, also Engine.SetOldNorm).
+	OldRowQ81 bool
+	// OneBlockArgmax: ForwardArgmax's token by the one-block sample/argmax instead of
+	// argmaxp + argmaxf (measurement baseline, also Engine.SetOldNorm).
+	OneBlockArgmax bool
 	// KernelTimes: time every launch on the device between two events and sum the times per
 	// kernel (Stats.Kernels). Costs host time per launch: a profile, not a benchmark.
 	KernelTimes bool
@@ -175,6 +182,8 @@ type Engine struct {
 	kRow, kRms                     map[string]*kernel // rmsnorm_row / rmsnorm by variant
 	kRope, kStore, kSplit, kReduce *kernel
 	kQuant, kMoe, kArgmax          *kernel
+	kArgmaxP, kArgmaxF             *kernel // argmax in two launches (logits)
+	oldRowQ81, argmax1             bool    // Options.OldRowQ81, Options.OneBlockArgmax
 	kConv, kRec                    *kernel // qwen3next
 	kPrep, kReduceQ                *kernel // attention_decode prep and reduceq (forward.go)
 	// per-token host buffers reused across tokens
@@ -425,7 +434,7 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	if o.MapPromote > 0 && o.Misses == MissCopy {
 		return nil, fmt.Errorf("model/gpu: a mapped promotion cap (%d) without mapped misses has no effect (set Misses to MissMap or MissAuto, or leave MapPromote 0)", o.MapPromote)
 	}
-	e = &Engine{dev: dev, cfg: c, vocab: m.Vocab, src: src, fns: map[string]*rt.Func{}, noFuse: o.NoFuse, noRowNorm: o.NoRowNorm, ktimes: o.KernelTimes,
+	e = &Engine{dev: dev, cfg: c, vocab: m.Vocab, src: src, fns: map[string]*rt.Func{}, noFuse: o.NoFuse, noRowNorm: o.NoRowNorm, oldRowQ81: o.OldRowQ81, argmax1: o.OneBlockArgmax, ktimes: o.KernelTimes,
 		noAttnPrep: o.NoAttnPrep, noPDL: o.NoPDL}
 	partial := e
 	defer func() {
@@ -1117,7 +1126,8 @@ func (e *Engine) prepare(o Options) error {
 		{"attention_decode", "prep_f16"}, {"attention_decode", "reduceq_f16"},
 		{"moe_decode", typeVariant[e.expType]}, {"rmsnorm", "add"},
 		{"rmsnorm_row", "q81"}, {"rmsnorm_row", "addq81"}, {"rmsnorm_row", "add"}, {"rmsnorm_row", "f32"},
-		{"sample", "argmax"},
+		{"sample", "argmax"}, {"sample", "argmaxp"}, {"sample", "argmaxf"},
+		{"rmsnorm_row", "q81wave"}, {"rmsnorm_row", "addq81wave"},
 	} {
 		f, err := e.ks.fn(k.fam, k.variant)
 		if err != nil {
@@ -1192,6 +1202,8 @@ func (e *Engine) records(mmvqRows map[string]int) {
 	for _, v := range []string{"f32", "add", "q81", "addq81"} {
 		e.kRow[v], e.kRms[v] = e.kern["rmsnorm_row/"+v], e.kern["rmsnorm/"+v]
 	}
+	e.SetOldNorm(e.oldRowQ81, e.argmax1)
+	e.kArgmaxP, e.kArgmaxF = e.kern["sample/argmaxp"], e.kern["sample/argmaxf"]
 	e.kRope, e.kStore = e.kern["rope/neox"], e.kern["attention_decode/store_f16"]
 	e.kSplit, e.kReduce = e.kern["attention_decode/split_f16"], e.kern["attention_decode/reduce_f16"]
 	e.kQuant, e.kMoe, e.kArgmax = e.kern["quantize_q8_1/f32"], e.kern["moe_decode/"+typeVariant[e.expType]], e.kern["sample/argmax"]
@@ -1507,6 +1519,19 @@ func (e *Engine) SetKernelTimes(on bool) error {
 	}
 	e.ktimes = on
 	return nil
+}
+
+// SetOldNorm sets Options.OldRowQ81 and Options.OneBlockArgmax on a loaded engine, between
+// tokens, for a comparison on one engine (each setting captures its own graphs: graphKey).
+func (e *Engine) SetOldNorm(rowQ81, argmax1 bool) {
+	e.oldRowQ81, e.argmax1 = rowQ81, argmax1
+	for _, v := range []string{"q81", "addq81"} {
+		if rowQ81 {
+			e.kRow[v] = e.kern["rmsnorm_row/"+v+"wave"]
+		} else {
+			e.kRow[v] = e.kern["rmsnorm_row/"+v]
+		}
+	}
 }
 
 // SetPlainLaunch sets Options.PlainLaunch on a loaded engine, for a comparison on one engine.

@@ -381,8 +381,20 @@ func (e *Engine) logits(variant string, a abi.RmsnormArgs) error {
 	}
 	if e.outMode == outArgmax {
 		a := abi.SampleArgs{Logits: uint64(m.Ptr(bufLogits)), Out: uint64(m.Ptr(bufToken)), N: int32(e.argmaxN), Stride: int32(e.vocab)}
-		if err := e.launchK(e.kArgmax, dim(1), abi.SampleThreads, rt.Args(&a)); err != nil {
-			return err
+		if e.argmax1 {
+			if err := e.launchK(e.kArgmax, dim(1), abi.SampleThreads, rt.Args(&a)); err != nil {
+				return err
+			}
+		} else {
+			// argmaxp's per-block bests sit in bufToken after the token (layout.go).
+			parts := argmaxParts(e.argmaxN)
+			a.Part, a.Parts = uint64(m.Ptr(bufToken))+argmaxPartOff, int32(parts)
+			if err := e.launchK(e.kArgmaxP, rt.Dim3{X: uint32(parts), Y: 1, Z: 1}, abi.SampleThreads, rt.Args(&a)); err != nil {
+				return err
+			}
+			if err := e.launchK(e.kArgmaxF, dim(1), abi.SampleThreads, rt.Args(&a)); err != nil {
+				return err
+			}
 		}
 		return e.stageDown(e.stage().tok, m.Ptr(bufToken), 4)
 	}

@@ -58,6 +58,8 @@ type graphKey struct {
 	convPar int
 	prep    bool // attention through attention_decode's prep and reduceq (Engine.attnPrep)
 	pdl     bool // launches with programmatic dependencies (Engine.SetPDL)
+	oldQ81  bool // rmsnorm_row's wave Q8_1 step (Engine.SetOldNorm)
+	argmax1 bool // the one-block argmax (Engine.SetOldNorm)
 }
 
 // graphKeyOf is the key of a step: the output mode counts only when the step makes
@@ -66,7 +68,7 @@ type graphKey struct {
 // of Forward and one of ForwardArgmax, or two qwen3moe tokens, would capture separate
 // graphs of the same launches and fill maxGraphs twice as fast.
 func (e *Engine) graphKeyOf(wantLogits bool, idsOff int) graphKey {
-	k := graphKey{logits: wantLogits, idsOff: idsOff, prep: e.attnPrep(), pdl: !e.noPDL}
+	k := graphKey{logits: wantLogits, idsOff: idsOff, prep: e.attnPrep(), pdl: !e.noPDL, oldQ81: e.oldRowQ81, argmax1: e.argmax1}
 	if wantLogits {
 		k.outMode = e.outMode
 	}

@@ -37,7 +37,7 @@ const (
 	bufErr     = "err"    // missing-slot flags, u32 [K]
 	bufH       = "h"      // SwiGLU output, Q8_1 [K][F/32]
 	bufLogits  = "logits" // f32 [V]
-	bufToken   = "token"  // ForwardArgmax's token id, i32 [1]
+	bufToken   = "token"  // ForwardArgmax's token id, i32 [1]; from argmaxPartOff sample/argmaxp's (index, value) [argmaxParts(V)]
 	bufPos     = "pos"    // i32 [1]
 	bufFreq    = "freq"   // rope frequencies, f32 [rd/2]
 	bufTables  = "slot_tables"
@@ -76,6 +76,13 @@ func stateBytes(c *model.Config) uint64 {
 
 func q81Bytes(n int) uint64 { return uint64((n+31)/32) * q81Block }
 
+// argmaxParts is the blocks of sample/argmaxp over n logits: one per 4096 (256 threads × 16
+// loads in flight; 38 for a vocabulary of 151936), so its final step (argmaxf) reads few.
+func argmaxParts(n int) int { return max(1, (n+4095)/4096) }
+
+// argmaxPartOff is where argmaxp's pairs start in bufToken (8-byte aligned after the token).
+const argmaxPartOff = 8
+
 // PlanInput lists every allocation of the decode engine for a context of ctx tokens.
 func (s *Shape) PlanInput(ctx int) (PlanInput, error) {
 	c := &s.Cfg
@@ -110,7 +117,7 @@ func (s *Shape) PlanInput(ctx int) (PlanInput, error) {
 		{bufRouter, KindScratch, f32(E + 2)}, {bufIDs, KindScratch, 4 * uint64(K) * uint64(c.Layers)}, {bufWts, KindScratch, f32(K)},
 		{bufErr, KindScratch, 4 * uint64(K)}, {bufH, KindScratch, uint64(K) * q81Bytes(F)},
 		{bufRouterP, KindScratch, f32(E)}, {bufIDsP, KindScratch, 4 * uint64(K)}, {bufWtsP, KindScratch, f32(K)}, {bufErrP, KindScratch, 4 * uint64(K)},
-		{bufLogits, KindScratch, f32(s.Vocab)}, {bufToken, KindScratch, 4},
+		{bufLogits, KindScratch, f32(s.Vocab)}, {bufToken, KindScratch, argmaxPartOff + 8*uint64(argmaxParts(s.Vocab))},
 		{bufPos, KindStaging, 4}, {bufFreq, KindStaging, f32(c.RopeDim / 2)},
 		{bufTables, KindSlotTables, uint64(c.Layers) * 3 * uint64(E) * 8},
 	} {

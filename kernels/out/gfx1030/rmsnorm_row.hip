@@ -5,6 +5,8 @@
 // Variant add: strata_rmsnorm_row_add
 // Variant q81: strata_rmsnorm_row_q81
 // Variant addq81: strata_rmsnorm_row_addq81
+// Variant q81wave: strata_rmsnorm_row_q81wave
+// Variant addq81wave: strata_rmsnorm_row_addq81wave
 
 #include "strata_prelude.h"
 
@@ -55,10 +57,23 @@ static_assert(__builtin_offsetof(struct strata_rmsnorm_row_args, eps) == 68, "st
 // sequential in element order (j ascending, then the tail), a xor butterfly per wave, then
 // the 8 wave sums from LDS added in wave order by every thread (one barrier): the order of
 // the loop this replaced, so the results are the same bits. The Q8_1 quantization of each
-// block is rmsnorm's: amax and Σ by butterfly over the wave, f32 division, roundf, fp16
-// RNE; the blocks of one thread are independent, so their butterflies overlap.
+// block is rmsnorm's bytes: amax = max |y|, Σ = the xor butterfly's sum (16, 8, 4, 2, 1),
+// d = amax/127 by f32 division, q = roundf(y/d), fp16 RNE.
+//   q81, addq81: the register part's y go through LDS in rounds of 8 blocks a wave (h <
+//     RR/8; one round for n ≤ 2048): wave w writes blocks w + 8(8h + j'), j' < 8, as
+//     tile[w][j'][ℓ], a barrier, and each block is then taken by 4 lanes: lane 4g + s of
+//     wave w holds positions s, s+4, …, s+28 of block w + 8(8h + g). The butterfly's
+//     first three levels pair positions ℓ^16, ℓ^8, ℓ^4, all inside one lane's eight (k^4,
+//     k^2, k^1 of its index k), so they are added locally in that tree; levels 2 and 1 are
+//     two shuffles (xor 2, 1) within the 4 lanes: the same additions of the same values,
+//     the same bits. Per thread and round: 1 division for d instead of one per block, 4
+//     shuffles instead of 10 per block, and no branch between blocks (the wave variants
+//     run a thread's 8 blocks one after the other: butterflies, two divisions each).
+//   q81wave, addq81wave: the loop before (measurement baseline): each block's amax and Σ
+//     by a butterfly over the whole wave, one block after the other.
+// Rows longer than RR·T quantize their tail as the wave variants do.
 // Per launch: reads 4·rows·n (x) [+ 4·rows·n (r)] + 4n (w) per row, writes 4·rows·n (y)
-// [+ 4·rows·n (xo)] [+ 36·rows·n/32 (q)]; LDS 32 bytes.
+// [+ 4·rows·n (xo)] [+ 36·rows·n/32 (q)]; LDS 32 bytes [+ 9216 (q81, addq81: the tile)].
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(256) strata_rmsnorm_row_f32(const struct strata_rmsnorm_row_args p) {
   STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
@@ -212,6 +227,230 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(256) strata_rmsnorm_row_q81(const struct
   // n is a multiple of 32 (and RR·T is): every lane of a wave takes part in each of its
   // blocks, in the register part and in the tail.
   u8* qrow = p.q + row * (i64)(p.n / 32) * 36;
+  static_assert(RR % 8 == 0, "rmsnorm_row: whole rounds of 8 blocks a wave");
+  __shared__ f32 tile[8][8][36]; // [wave][block of the round][position]; 36: the reads below hit 32 banks
+  const u32 g = lane >> 2, s = lane & 3u;
+#pragma unroll
+  for (int h = 0; h < RR / 8; ++h) {
+    if (h * 8 * T >= p.n) break; // uniform: no block of this round is in the row
+    if (h > 0) strata_barrier(); // the previous round's reads are done
+#pragma unroll
+    for (int jj = 0; jj < 8; ++jj) {
+      const int j = 8 * h + jj, i = (int)tid + j * T;
+      if (i < p.n) {
+        const f32 y = (v[j] * inv) * wr[j];
+        if (p.y) p.y[off + i] = y;
+        tile[wv][jj][lane] = y;
+      }
+    }
+    strata_barrier();
+    const int jb = 8 * h + (int)g;
+    const int b = (int)wv + 8 * jb; // the block of the row
+    const bool in = b * 32 < p.n;   // shuffles below run in every lane; only stores are guarded
+    f32 y[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const f32 t = tile[wv][g][s + 4 * k]; // inside the tile whether or not the block is in the row
+      y[k] = in ? t : 0.0f;
+    }
+    f32 amax = __builtin_fabsf(y[0]);
+#pragma unroll
+    for (int k = 1; k < 8; ++k) amax = __builtin_fmaxf(amax, __builtin_fabsf(y[k]));
+    amax = __builtin_fmaxf(amax, strata_shfl_xor_f32(amax, 2));
+    amax = __builtin_fmaxf(amax, strata_shfl_xor_f32(amax, 1));
+    // Butterfly levels 16, 8, 4 (position ℓ = s + 4k: ℓ^16 is k^4, ℓ^8 is k^2, ℓ^4 is k^1).
+    const f32 a0 = y[0] + y[4], a1 = y[1] + y[5], a2 = y[2] + y[6], a3 = y[3] + y[7];
+    const f32 b0 = a0 + a2, b1 = a1 + a3;
+    f32 sum = b0 + b1;
+    sum = sum + strata_shfl_xor_f32(sum, 2);
+    sum = sum + strata_shfl_xor_f32(sum, 1);
+    const f32 d = amax / 127.0f;
+    if (in) {
+      u8* blk = qrow + b * 36;
+#pragma unroll
+      for (int k = 0; k < 8; ++k) blk[4 + s + 4 * k] = (u8)(amax == 0.0f ? 0 : (i8)__builtin_roundf(y[k] / d));
+      if (s == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+  }
+  for (int i = (int)tid + RR * T; i < p.n; i += T) {
+    const f32 y = (x[i] * inv) * p.w[i];
+    if (p.y) p.y[off + i] = y;
+    const f32 amax = strata_wave_max_f32(__builtin_fabsf(y));
+    const f32 sum = strata_wave_sum_f32(y);
+    const f32 d = amax / 127.0f;
+    u8* blk = qrow + (i / 32) * 36;
+    blk[4 + lane] = (u8)(amax == 0.0f ? 0 : (i8)__builtin_roundf(y / d));
+    if (lane == 0) {
+      u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+      ds[0] = strata_f32_to_f16(d);
+      ds[1] = strata_f32_to_f16(sum);
+    }
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(256) strata_rmsnorm_row_addq81(const struct strata_rmsnorm_row_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
+  static_assert(256 == 8 * 32, "rmsnorm_row: 8 waves per block");
+  enum { T = 256, RR = 16 }; // threads; values per thread held in registers
+  __shared__ f32 wsum[8];
+  const i64 row = (i64)strata_block_x();
+  if (row >= p.rows) return; // the whole block
+  const u32 tid = strata_thread_x(), lane = strata_lane(), wv = tid >> 5;
+  const i64 off = (row / p.heads) * p.tok_stride + (row % p.heads) * p.head_stride;
+  const f32* x = p.x + off;
+  // The register part: all loads first (no store between them), then the sums.
+  f32 v[RR], wr[RR];
+  f32 rr[RR];
+#pragma unroll
+  for (int j = 0; j < RR; ++j) {
+    const int i = (int)tid + j * T;
+    v[j] = 0.0f;
+    wr[j] = 0.0f;
+    rr[j] = 0.0f;
+    if (i < p.n) {
+      v[j] = x[i];
+      rr[j] = p.r[off + i];
+      wr[j] = p.w[i];
+    }
+  }
+  f32 ss = 0.0f;
+#pragma unroll
+  for (int j = 0; j < RR; ++j) {
+    const int i = (int)tid + j * T;
+    if (i < p.n) {
+      v[j] = v[j] + rr[j];
+      p.xo[off + i] = v[j];
+      ss += v[j] * v[j];
+    }
+  }
+  // The tail of rows longer than RR·T, as the loop before.
+  for (int i = (int)tid + RR * T; i < p.n; i += T) {
+    const f32 t = x[i] + p.r[off + i];
+    p.xo[off + i] = t;
+    ss += t * t;
+  }
+  ss = strata_wave_sum_f32(ss);
+  if (lane == 0) wsum[wv] = ss;
+  strata_barrier();
+  ss = 0.0f;
+  for (int w = 0; w < 8; ++w) ss += wsum[w];
+  const f32 inv = 1.0f / __builtin_sqrtf(ss / (f32)p.n + p.eps);
+  // n is a multiple of 32 (and RR·T is): every lane of a wave takes part in each of its
+  // blocks, in the register part and in the tail.
+  u8* qrow = p.q + row * (i64)(p.n / 32) * 36;
+  static_assert(RR % 8 == 0, "rmsnorm_row: whole rounds of 8 blocks a wave");
+  __shared__ f32 tile[8][8][36]; // [wave][block of the round][position]; 36: the reads below hit 32 banks
+  const u32 g = lane >> 2, s = lane & 3u;
+#pragma unroll
+  for (int h = 0; h < RR / 8; ++h) {
+    if (h * 8 * T >= p.n) break; // uniform: no block of this round is in the row
+    if (h > 0) strata_barrier(); // the previous round's reads are done
+#pragma unroll
+    for (int jj = 0; jj < 8; ++jj) {
+      const int j = 8 * h + jj, i = (int)tid + j * T;
+      if (i < p.n) {
+        const f32 y = (v[j] * inv) * wr[j];
+        if (p.y) p.y[off + i] = y;
+        tile[wv][jj][lane] = y;
+      }
+    }
+    strata_barrier();
+    const int jb = 8 * h + (int)g;
+    const int b = (int)wv + 8 * jb; // the block of the row
+    const bool in = b * 32 < p.n;   // shuffles below run in every lane; only stores are guarded
+    f32 y[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const f32 t = tile[wv][g][s + 4 * k]; // inside the tile whether or not the block is in the row
+      y[k] = in ? t : 0.0f;
+    }
+    f32 amax = __builtin_fabsf(y[0]);
+#pragma unroll
+    for (int k = 1; k < 8; ++k) amax = __builtin_fmaxf(amax, __builtin_fabsf(y[k]));
+    amax = __builtin_fmaxf(amax, strata_shfl_xor_f32(amax, 2));
+    amax = __builtin_fmaxf(amax, strata_shfl_xor_f32(amax, 1));
+    // Butterfly levels 16, 8, 4 (position ℓ = s + 4k: ℓ^16 is k^4, ℓ^8 is k^2, ℓ^4 is k^1).
+    const f32 a0 = y[0] + y[4], a1 = y[1] + y[5], a2 = y[2] + y[6], a3 = y[3] + y[7];
+    const f32 b0 = a0 + a2, b1 = a1 + a3;
+    f32 sum = b0 + b1;
+    sum = sum + strata_shfl_xor_f32(sum, 2);
+    sum = sum + strata_shfl_xor_f32(sum, 1);
+    const f32 d = amax / 127.0f;
+    if (in) {
+      u8* blk = qrow + b * 36;
+#pragma unroll
+      for (int k = 0; k < 8; ++k) blk[4 + s + 4 * k] = (u8)(amax == 0.0f ? 0 : (i8)__builtin_roundf(y[k] / d));
+      if (s == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+  }
+  for (int i = (int)tid + RR * T; i < p.n; i += T) {
+    const f32 y = (p.xo[off + i] * inv) * p.w[i];
+    if (p.y) p.y[off + i] = y;
+    const f32 amax = strata_wave_max_f32(__builtin_fabsf(y));
+    const f32 sum = strata_wave_sum_f32(y);
+    const f32 d = amax / 127.0f;
+    u8* blk = qrow + (i / 32) * 36;
+    blk[4 + lane] = (u8)(amax == 0.0f ? 0 : (i8)__builtin_roundf(y / d));
+    if (lane == 0) {
+      u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+      ds[0] = strata_f32_to_f16(d);
+      ds[1] = strata_f32_to_f16(sum);
+    }
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(256) strata_rmsnorm_row_q81wave(const struct strata_rmsnorm_row_args p) {
+  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
+  static_assert(256 == 8 * 32, "rmsnorm_row: 8 waves per block");
+  enum { T = 256, RR = 16 }; // threads; values per thread held in registers
+  __shared__ f32 wsum[8];
+  const i64 row = (i64)strata_block_x();
+  if (row >= p.rows) return; // the whole block
+  const u32 tid = strata_thread_x(), lane = strata_lane(), wv = tid >> 5;
+  const i64 off = (row / p.heads) * p.tok_stride + (row % p.heads) * p.head_stride;
+  const f32* x = p.x + off;
+  // The register part: all loads first (no store between them), then the sums.
+  f32 v[RR], wr[RR];
+#pragma unroll
+  for (int j = 0; j < RR; ++j) {
+    const int i = (int)tid + j * T;
+    v[j] = 0.0f;
+    wr[j] = 0.0f;
+    if (i < p.n) {
+      v[j] = x[i];
+      wr[j] = p.w[i];
+    }
+  }
+  f32 ss = 0.0f;
+#pragma unroll
+  for (int j = 0; j < RR; ++j) {
+    const int i = (int)tid + j * T;
+    if (i < p.n) {
+      ss += v[j] * v[j];
+    }
+  }
+  // The tail of rows longer than RR·T, as the loop before.
+  for (int i = (int)tid + RR * T; i < p.n; i += T) {
+    const f32 t = x[i];
+    ss += t * t;
+  }
+  ss = strata_wave_sum_f32(ss);
+  if (lane == 0) wsum[wv] = ss;
+  strata_barrier();
+  ss = 0.0f;
+  for (int w = 0; w < 8; ++w) ss += wsum[w];
+  const f32 inv = 1.0f / __builtin_sqrtf(ss / (f32)p.n + p.eps);
+  // n is a multiple of 32 (and RR·T is): every lane of a wave takes part in each of its
+  // blocks, in the register part and in the tail.
+  u8* qrow = p.q + row * (i64)(p.n / 32) * 36;
 #pragma unroll
   for (int j = 0; j < RR; ++j) {
     const int i = (int)tid + j * T;
@@ -246,7 +485,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(256) strata_rmsnorm_row_q81(const struct
   }
 }
 
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(256) strata_rmsnorm_row_addq81(const struct strata_rmsnorm_row_args p) {
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(256) strata_rmsnorm_row_addq81wave(const struct strata_rmsnorm_row_args p) {
   STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   static_assert(256 == 8 * 32, "rmsnorm_row: 8 waves per block");
   enum { T = 256, RR = 16 }; // threads; values per thread held in registers
