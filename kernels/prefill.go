@@ -27,6 +27,7 @@ var mmqTableBytes = map[string]int{
 // mmqTiles maps each tile value to (weight rows BM, tokens BN).
 var mmqTiles = map[string][2]int{
 	"r64t64":  {64, 64},
+	"r64t32":  {64, 32},
 	"r128t32": {128, 32},
 	"r128t64": {128, 64},
 	"r64t128": {64, 128},
@@ -40,7 +41,7 @@ func (v Variant) Tile() [2]int { return mmqTiles[v.Values["tile"]] }
 // r64t64 under the 128-VGPR budget; these shapes were added for the mma.sync core's warp
 // tiles and chosen by measurement on the H200 (bench/results/2026-11-29-prefill-*); the
 // dp4a variants of them exist on NVIDIA as the same-shape comparison.
-var mmqNVIDIAOnly = map[string]bool{"r128t32": true, "r64t128": true}
+var mmqNVIDIAOnly = map[string]bool{"r128t32": true, "r64t128": true, "r64t32": true}
 
 // mmqLDS is the static LDS of one block: struct strata_mmq_smem<QT, 1, BM, BN>. Both
 // prefill families hold one BM-row weight tile (moe_prefill's gate/up is two matrices of
@@ -199,4 +200,23 @@ var moePartialSkip = map[string]bool{
 // (moePartialSkip); the template passes it as strata_moe_src's PARTIAL.
 func (v Variant) PartialSkip(t Target) bool {
 	return t.IsNVIDIA() && v.Values["op"] == "mma" && moePartialSkip[v.Values["type"]+"/"+v.Values["tile"]]
+}
+
+// moeMinBlocks names the NVIDIA mma moe_prefill kernels ("type/tile") compiled with a minimum
+// of resident blocks per SM (launch_bounds(128, n)). Only kernels whose own shared memory
+// (NVIDIA: each moe_prefill kernel has its own array, sized to its variant) lets n blocks fit.
+var moeMinBlocks = map[string]int{}
+
+// MoeMinBlocks is the minimum of resident blocks per SM that moe_prefill variant v asks of the
+// NVIDIA compiler (moeMinBlocks), or 0 (the kernel carries STRATA_LAUNCH_BOUNDS).
+func (v Variant) MoeMinBlocks(t Target) int {
+	if !t.IsNVIDIA() || v.Values["op"] != "mma" {
+		return 0
+	}
+	n := moeMinBlocks[v.Values["type"]+"/"+v.Values["tile"]]
+	tile := mmqTiles[v.Values["tile"]]
+	if n*(mmqLDS(v.Values["type"], tile[0], tile[1])+1024) > nvSMShared[t.Name] {
+		return 0
+	}
+	return n
 }

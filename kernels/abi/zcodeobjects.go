@@ -2889,6 +2889,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r128t32",
 		Symbol: "strata_moe_prefill_q80_mma_r128t32",
 	}, {
+		Name:   "q80_mma_r64t32",
+		Symbol: "strata_moe_prefill_q80_mma_r64t32",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
 	}, {
@@ -2897,6 +2900,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q80_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q80_dp4a_r128t32",
+	}, {
+		Name:   "q80_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q80_dp4a_r64t32",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
@@ -2907,6 +2913,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r128t32",
 		Symbol: "strata_moe_prefill_q20_mma_r128t32",
 	}, {
+		Name:   "q20_mma_r64t32",
+		Symbol: "strata_moe_prefill_q20_mma_r64t32",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
 	}, {
@@ -2915,6 +2924,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q20_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q20_dp4a_r128t32",
+	}, {
+		Name:   "q20_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q20_dp4a_r64t32",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
@@ -2925,6 +2937,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r128t32",
 		Symbol: "strata_moe_prefill_q4k_mma_r128t32",
 	}, {
+		Name:   "q4k_mma_r64t32",
+		Symbol: "strata_moe_prefill_q4k_mma_r64t32",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
 	}, {
@@ -2933,6 +2948,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q4k_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r128t32",
+	}, {
+		Name:   "q4k_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r64t32",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
@@ -2943,6 +2961,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r128t32",
 		Symbol: "strata_moe_prefill_q6k_mma_r128t32",
 	}, {
+		Name:   "q6k_mma_r64t32",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
 	}, {
@@ -2951,6 +2972,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r128t32",
+	}, {
+		Name:   "q6k_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r64t32",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
@@ -2961,6 +2985,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r128t32",
 	}, {
+		Name:   "iq2xs_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r64t32",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
 	}, {
@@ -2969,6 +2996,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq2xs_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r128t32",
+	}, {
+		Name:   "iq2xs_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t32",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
@@ -2979,6 +3009,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t32",
 	}, {
+		Name:   "iq3xxs_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t32",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
 	}, {
@@ -2987,6 +3020,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3xxs_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r128t32",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t32",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
@@ -2997,6 +3033,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq3s_mma_r128t32",
 	}, {
+		Name:   "iq3s_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq3s_mma_r64t32",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
 	}, {
@@ -3005,6 +3044,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3s_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r128t32",
+	}, {
+		Name:   "iq3s_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t32",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
@@ -3015,6 +3057,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq1m_mma_r128t32",
 	}, {
+		Name:   "iq1m_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq1m_mma_r64t32",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
 	}, {
@@ -3023,6 +3068,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r128t32",
+	}, {
+		Name:   "iq1m_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t32",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3502,6 +3550,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r128t32",
 		Symbol: "strata_moe_prefill_q80_mma_r128t32",
 	}, {
+		Name:   "q80_mma_r64t32",
+		Symbol: "strata_moe_prefill_q80_mma_r64t32",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
 	}, {
@@ -3510,6 +3561,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q80_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q80_dp4a_r128t32",
+	}, {
+		Name:   "q80_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q80_dp4a_r64t32",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
@@ -3520,6 +3574,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r128t32",
 		Symbol: "strata_moe_prefill_q20_mma_r128t32",
 	}, {
+		Name:   "q20_mma_r64t32",
+		Symbol: "strata_moe_prefill_q20_mma_r64t32",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
 	}, {
@@ -3528,6 +3585,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q20_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q20_dp4a_r128t32",
+	}, {
+		Name:   "q20_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q20_dp4a_r64t32",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
@@ -3538,6 +3598,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r128t32",
 		Symbol: "strata_moe_prefill_q4k_mma_r128t32",
 	}, {
+		Name:   "q4k_mma_r64t32",
+		Symbol: "strata_moe_prefill_q4k_mma_r64t32",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
 	}, {
@@ -3546,6 +3609,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q4k_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r128t32",
+	}, {
+		Name:   "q4k_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r64t32",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
@@ -3556,6 +3622,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r128t32",
 		Symbol: "strata_moe_prefill_q6k_mma_r128t32",
 	}, {
+		Name:   "q6k_mma_r64t32",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
 	}, {
@@ -3564,6 +3633,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r128t32",
+	}, {
+		Name:   "q6k_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r64t32",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
@@ -3574,6 +3646,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r128t32",
 	}, {
+		Name:   "iq2xs_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r64t32",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
 	}, {
@@ -3582,6 +3657,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq2xs_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r128t32",
+	}, {
+		Name:   "iq2xs_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t32",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
@@ -3592,6 +3670,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t32",
 	}, {
+		Name:   "iq3xxs_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t32",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
 	}, {
@@ -3600,6 +3681,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3xxs_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r128t32",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t32",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
@@ -3610,6 +3694,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq3s_mma_r128t32",
 	}, {
+		Name:   "iq3s_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq3s_mma_r64t32",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
 	}, {
@@ -3618,6 +3705,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3s_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r128t32",
+	}, {
+		Name:   "iq3s_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t32",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
@@ -3628,6 +3718,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq1m_mma_r128t32",
 	}, {
+		Name:   "iq1m_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq1m_mma_r64t32",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
 	}, {
@@ -3636,6 +3729,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r128t32",
+	}, {
+		Name:   "iq1m_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t32",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4115,6 +4211,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r128t32",
 		Symbol: "strata_moe_prefill_q80_mma_r128t32",
 	}, {
+		Name:   "q80_mma_r64t32",
+		Symbol: "strata_moe_prefill_q80_mma_r64t32",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
 	}, {
@@ -4123,6 +4222,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q80_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q80_dp4a_r128t32",
+	}, {
+		Name:   "q80_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q80_dp4a_r64t32",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
@@ -4133,6 +4235,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r128t32",
 		Symbol: "strata_moe_prefill_q20_mma_r128t32",
 	}, {
+		Name:   "q20_mma_r64t32",
+		Symbol: "strata_moe_prefill_q20_mma_r64t32",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
 	}, {
@@ -4141,6 +4246,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q20_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q20_dp4a_r128t32",
+	}, {
+		Name:   "q20_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q20_dp4a_r64t32",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
@@ -4151,6 +4259,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r128t32",
 		Symbol: "strata_moe_prefill_q4k_mma_r128t32",
 	}, {
+		Name:   "q4k_mma_r64t32",
+		Symbol: "strata_moe_prefill_q4k_mma_r64t32",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
 	}, {
@@ -4159,6 +4270,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q4k_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r128t32",
+	}, {
+		Name:   "q4k_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r64t32",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
@@ -4169,6 +4283,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r128t32",
 		Symbol: "strata_moe_prefill_q6k_mma_r128t32",
 	}, {
+		Name:   "q6k_mma_r64t32",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
 	}, {
@@ -4177,6 +4294,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r128t32",
+	}, {
+		Name:   "q6k_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r64t32",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
@@ -4187,6 +4307,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r128t32",
 	}, {
+		Name:   "iq2xs_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r64t32",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
 	}, {
@@ -4195,6 +4318,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq2xs_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r128t32",
+	}, {
+		Name:   "iq2xs_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t32",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
@@ -4205,6 +4331,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t32",
 	}, {
+		Name:   "iq3xxs_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t32",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
 	}, {
@@ -4213,6 +4342,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3xxs_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r128t32",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t32",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
@@ -4223,6 +4355,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq3s_mma_r128t32",
 	}, {
+		Name:   "iq3s_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq3s_mma_r64t32",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
 	}, {
@@ -4231,6 +4366,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3s_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r128t32",
+	}, {
+		Name:   "iq3s_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t32",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
@@ -4241,6 +4379,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq1m_mma_r128t32",
 	}, {
+		Name:   "iq1m_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq1m_mma_r64t32",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
 	}, {
@@ -4249,6 +4390,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r128t32",
+	}, {
+		Name:   "iq1m_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t32",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4728,6 +4872,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r128t32",
 		Symbol: "strata_moe_prefill_q80_mma_r128t32",
 	}, {
+		Name:   "q80_mma_r64t32",
+		Symbol: "strata_moe_prefill_q80_mma_r64t32",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
 	}, {
@@ -4736,6 +4883,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q80_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q80_dp4a_r128t32",
+	}, {
+		Name:   "q80_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q80_dp4a_r64t32",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
@@ -4746,6 +4896,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r128t32",
 		Symbol: "strata_moe_prefill_q20_mma_r128t32",
 	}, {
+		Name:   "q20_mma_r64t32",
+		Symbol: "strata_moe_prefill_q20_mma_r64t32",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
 	}, {
@@ -4754,6 +4907,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q20_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q20_dp4a_r128t32",
+	}, {
+		Name:   "q20_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q20_dp4a_r64t32",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
@@ -4764,6 +4920,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r128t32",
 		Symbol: "strata_moe_prefill_q4k_mma_r128t32",
 	}, {
+		Name:   "q4k_mma_r64t32",
+		Symbol: "strata_moe_prefill_q4k_mma_r64t32",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
 	}, {
@@ -4772,6 +4931,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q4k_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r128t32",
+	}, {
+		Name:   "q4k_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r64t32",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
@@ -4782,6 +4944,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r128t32",
 		Symbol: "strata_moe_prefill_q6k_mma_r128t32",
 	}, {
+		Name:   "q6k_mma_r64t32",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
 	}, {
@@ -4790,6 +4955,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r128t32",
+	}, {
+		Name:   "q6k_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r64t32",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
@@ -4800,6 +4968,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r128t32",
 	}, {
+		Name:   "iq2xs_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r64t32",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
 	}, {
@@ -4808,6 +4979,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq2xs_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r128t32",
+	}, {
+		Name:   "iq2xs_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t32",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
@@ -4818,6 +4992,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t32",
 	}, {
+		Name:   "iq3xxs_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t32",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
 	}, {
@@ -4826,6 +5003,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3xxs_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r128t32",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t32",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
@@ -4836,6 +5016,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq3s_mma_r128t32",
 	}, {
+		Name:   "iq3s_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq3s_mma_r64t32",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
 	}, {
@@ -4844,6 +5027,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3s_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r128t32",
+	}, {
+		Name:   "iq3s_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t32",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
@@ -4854,6 +5040,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq1m_mma_r128t32",
 	}, {
+		Name:   "iq1m_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq1m_mma_r64t32",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
 	}, {
@@ -4862,6 +5051,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r128t32",
+	}, {
+		Name:   "iq1m_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t32",
 	}},
 	Vendor: "nvidia",
 }, {

@@ -4,51 +4,67 @@
 // Variant q80_mma_r64t64: strata_moe_prefill_q80_mma_r64t64
 // Variant q80_mma_r128t64: strata_moe_prefill_q80_mma_r128t64
 // Variant q80_mma_r128t32: strata_moe_prefill_q80_mma_r128t32
+// Variant q80_mma_r64t32: strata_moe_prefill_q80_mma_r64t32
 // Variant q80_dp4a_r64t64: strata_moe_prefill_q80_dp4a_r64t64
 // Variant q80_dp4a_r128t64: strata_moe_prefill_q80_dp4a_r128t64
 // Variant q80_dp4a_r128t32: strata_moe_prefill_q80_dp4a_r128t32
+// Variant q80_dp4a_r64t32: strata_moe_prefill_q80_dp4a_r64t32
 // Variant q20_mma_r64t64: strata_moe_prefill_q20_mma_r64t64
 // Variant q20_mma_r128t64: strata_moe_prefill_q20_mma_r128t64
 // Variant q20_mma_r128t32: strata_moe_prefill_q20_mma_r128t32
+// Variant q20_mma_r64t32: strata_moe_prefill_q20_mma_r64t32
 // Variant q20_dp4a_r64t64: strata_moe_prefill_q20_dp4a_r64t64
 // Variant q20_dp4a_r128t64: strata_moe_prefill_q20_dp4a_r128t64
 // Variant q20_dp4a_r128t32: strata_moe_prefill_q20_dp4a_r128t32
+// Variant q20_dp4a_r64t32: strata_moe_prefill_q20_dp4a_r64t32
 // Variant q4k_mma_r64t64: strata_moe_prefill_q4k_mma_r64t64
 // Variant q4k_mma_r128t64: strata_moe_prefill_q4k_mma_r128t64
 // Variant q4k_mma_r128t32: strata_moe_prefill_q4k_mma_r128t32
+// Variant q4k_mma_r64t32: strata_moe_prefill_q4k_mma_r64t32
 // Variant q4k_dp4a_r64t64: strata_moe_prefill_q4k_dp4a_r64t64
 // Variant q4k_dp4a_r128t64: strata_moe_prefill_q4k_dp4a_r128t64
 // Variant q4k_dp4a_r128t32: strata_moe_prefill_q4k_dp4a_r128t32
+// Variant q4k_dp4a_r64t32: strata_moe_prefill_q4k_dp4a_r64t32
 // Variant q6k_mma_r64t64: strata_moe_prefill_q6k_mma_r64t64
 // Variant q6k_mma_r128t64: strata_moe_prefill_q6k_mma_r128t64
 // Variant q6k_mma_r128t32: strata_moe_prefill_q6k_mma_r128t32
+// Variant q6k_mma_r64t32: strata_moe_prefill_q6k_mma_r64t32
 // Variant q6k_dp4a_r64t64: strata_moe_prefill_q6k_dp4a_r64t64
 // Variant q6k_dp4a_r128t64: strata_moe_prefill_q6k_dp4a_r128t64
 // Variant q6k_dp4a_r128t32: strata_moe_prefill_q6k_dp4a_r128t32
+// Variant q6k_dp4a_r64t32: strata_moe_prefill_q6k_dp4a_r64t32
 // Variant iq2xs_mma_r64t64: strata_moe_prefill_iq2xs_mma_r64t64
 // Variant iq2xs_mma_r128t64: strata_moe_prefill_iq2xs_mma_r128t64
 // Variant iq2xs_mma_r128t32: strata_moe_prefill_iq2xs_mma_r128t32
+// Variant iq2xs_mma_r64t32: strata_moe_prefill_iq2xs_mma_r64t32
 // Variant iq2xs_dp4a_r64t64: strata_moe_prefill_iq2xs_dp4a_r64t64
 // Variant iq2xs_dp4a_r128t64: strata_moe_prefill_iq2xs_dp4a_r128t64
 // Variant iq2xs_dp4a_r128t32: strata_moe_prefill_iq2xs_dp4a_r128t32
+// Variant iq2xs_dp4a_r64t32: strata_moe_prefill_iq2xs_dp4a_r64t32
 // Variant iq3xxs_mma_r64t64: strata_moe_prefill_iq3xxs_mma_r64t64
 // Variant iq3xxs_mma_r128t64: strata_moe_prefill_iq3xxs_mma_r128t64
 // Variant iq3xxs_mma_r128t32: strata_moe_prefill_iq3xxs_mma_r128t32
+// Variant iq3xxs_mma_r64t32: strata_moe_prefill_iq3xxs_mma_r64t32
 // Variant iq3xxs_dp4a_r64t64: strata_moe_prefill_iq3xxs_dp4a_r64t64
 // Variant iq3xxs_dp4a_r128t64: strata_moe_prefill_iq3xxs_dp4a_r128t64
 // Variant iq3xxs_dp4a_r128t32: strata_moe_prefill_iq3xxs_dp4a_r128t32
+// Variant iq3xxs_dp4a_r64t32: strata_moe_prefill_iq3xxs_dp4a_r64t32
 // Variant iq3s_mma_r64t64: strata_moe_prefill_iq3s_mma_r64t64
 // Variant iq3s_mma_r128t64: strata_moe_prefill_iq3s_mma_r128t64
 // Variant iq3s_mma_r128t32: strata_moe_prefill_iq3s_mma_r128t32
+// Variant iq3s_mma_r64t32: strata_moe_prefill_iq3s_mma_r64t32
 // Variant iq3s_dp4a_r64t64: strata_moe_prefill_iq3s_dp4a_r64t64
 // Variant iq3s_dp4a_r128t64: strata_moe_prefill_iq3s_dp4a_r128t64
 // Variant iq3s_dp4a_r128t32: strata_moe_prefill_iq3s_dp4a_r128t32
+// Variant iq3s_dp4a_r64t32: strata_moe_prefill_iq3s_dp4a_r64t32
 // Variant iq1m_mma_r64t64: strata_moe_prefill_iq1m_mma_r64t64
 // Variant iq1m_mma_r128t64: strata_moe_prefill_iq1m_mma_r128t64
 // Variant iq1m_mma_r128t32: strata_moe_prefill_iq1m_mma_r128t32
+// Variant iq1m_mma_r64t32: strata_moe_prefill_iq1m_mma_r64t32
 // Variant iq1m_dp4a_r64t64: strata_moe_prefill_iq1m_dp4a_r64t64
 // Variant iq1m_dp4a_r128t64: strata_moe_prefill_iq1m_dp4a_r128t64
 // Variant iq1m_dp4a_r128t32: strata_moe_prefill_iq1m_dp4a_r128t32
+// Variant iq1m_dp4a_r64t32: strata_moe_prefill_iq1m_dp4a_r64t32
 
 #include "strata_prelude.h"
 
@@ -1568,64 +1584,86 @@ union strata_moe_smem {
   f32 hs[BN][BM / 2];                     // phase 1 epilogue (the tiles are dead by then)
   strata_moe_route_smem rt;               // phase 0
 };
-constexpr unsigned long strata_mmq_sizes[] = {
-  sizeof(strata_moe_smem<strata_qt_q80, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_q80, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_q80, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_qt_q80, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_q80, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_q80, 128, 32, false>),
-  sizeof(strata_moe_smem<strata_qt_q20, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_q20, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_q20, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_qt_q20, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_q20, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_q20, 128, 32, false>),
-  sizeof(strata_moe_smem<strata_qt_q4k, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_q4k, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_q4k, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_qt_q4k, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_q4k, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_q4k, 128, 32, false>),
-  sizeof(strata_moe_smem<strata_qt_q6k, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_q6k, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_q6k, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_qt_q6k, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_q6k, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_q6k, 128, 32, false>),
-  sizeof(strata_moe_smem<strata_qt_iq2xs, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_iq2xs, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_iq2xs, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_qt_iq2xs, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_iq2xs, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_iq2xs, 128, 32, false>),
-  sizeof(strata_moe_smem<strata_qt_iq3xxs, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_iq3xxs, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_iq3xxs, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_qt_iq3xxs, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_iq3xxs, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_iq3xxs, 128, 32, false>),
-  sizeof(strata_moe_smem<strata_qt_iq3s, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_iq3s, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_iq3s, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_qt_iq3s, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_iq3s, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_iq3s, 128, 32, false>),
-  sizeof(strata_moe_smem<strata_qt_iq1m, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_iq1m, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_iq1m, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_qt_iq1m, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_iq1m, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_iq1m, 128, 32, false>),
-};
-__shared__ __attribute__((aligned(16))) u8 strata_mmq_lds[strata_mmq_cmax(strata_mmq_sizes, sizeof(strata_mmq_sizes) / sizeof(strata_mmq_sizes[0]))];
+// NVIDIA: every kernel has its own shared array, sized to its variant (ptxas counts per
+// entry the .shared variables it references), so that a small tile's blocks are not held
+// to the largest variant's 48 KiB: how many fit an SM is then set by the kernel's own
+// size and registers (kernels/prefill.go, moeMinBlocks).
+// STRATA_MOE<n>_BOUNDS: launch bounds of the kernels that ask n resident blocks per SM.
+#define STRATA_MOE4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#define STRATA_MOE5_BOUNDS(n) __attribute__((launch_bounds(n, 5)))
+#define STRATA_MOE6_BOUNDS(n) __attribute__((launch_bounds(n, 6)))
+#define STRATA_MOE8_BOUNDS(n) __attribute__((launch_bounds(n, 8)))
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_mma_r64t64_lds[sizeof(strata_moe_smem<strata_qt_q80, 64, 64, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_mma_r128t64_lds[sizeof(strata_moe_smem<strata_qt_q80, 128, 64, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_mma_r128t32_lds[sizeof(strata_moe_smem<strata_qt_q80, 128, 32, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_mma_r64t32_lds[sizeof(strata_moe_smem<strata_qt_q80, 64, 32, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_qt_q80, 64, 64, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_qt_q80, 128, 64, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_qt_q80, 128, 32, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_qt_q80, 64, 32, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_mma_r64t64_lds[sizeof(strata_moe_smem<strata_qt_q20, 64, 64, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_mma_r128t64_lds[sizeof(strata_moe_smem<strata_qt_q20, 128, 64, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_mma_r128t32_lds[sizeof(strata_moe_smem<strata_qt_q20, 128, 32, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_mma_r64t32_lds[sizeof(strata_moe_smem<strata_qt_q20, 64, 32, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_qt_q20, 64, 64, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_qt_q20, 128, 64, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_qt_q20, 128, 32, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_qt_q20, 64, 32, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_mma_r64t64_lds[sizeof(strata_moe_smem<strata_qt_q4k, 64, 64, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_mma_r128t64_lds[sizeof(strata_moe_smem<strata_qt_q4k, 128, 64, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_mma_r128t32_lds[sizeof(strata_moe_smem<strata_qt_q4k, 128, 32, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_mma_r64t32_lds[sizeof(strata_moe_smem<strata_qt_q4k, 64, 32, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_qt_q4k, 64, 64, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_qt_q4k, 128, 64, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_qt_q4k, 128, 32, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_qt_q4k, 64, 32, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t64_lds[sizeof(strata_moe_smem<strata_qt_q6k, 64, 64, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r128t64_lds[sizeof(strata_moe_smem<strata_qt_q6k, 128, 64, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r128t32_lds[sizeof(strata_moe_smem<strata_qt_q6k, 128, 32, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t32_lds[sizeof(strata_moe_smem<strata_qt_q6k, 64, 32, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_qt_q6k, 64, 64, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_qt_q6k, 128, 64, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_qt_q6k, 128, 32, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_qt_q6k, 64, 32, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_mma_r64t64_lds[sizeof(strata_moe_smem<strata_qt_iq2xs, 64, 64, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_mma_r128t64_lds[sizeof(strata_moe_smem<strata_qt_iq2xs, 128, 64, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_mma_r128t32_lds[sizeof(strata_moe_smem<strata_qt_iq2xs, 128, 32, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_mma_r64t32_lds[sizeof(strata_moe_smem<strata_qt_iq2xs, 64, 32, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_qt_iq2xs, 64, 64, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_qt_iq2xs, 128, 64, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_qt_iq2xs, 128, 32, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_qt_iq2xs, 64, 32, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_mma_r64t64_lds[sizeof(strata_moe_smem<strata_qt_iq3xxs, 64, 64, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_mma_r128t64_lds[sizeof(strata_moe_smem<strata_qt_iq3xxs, 128, 64, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_mma_r128t32_lds[sizeof(strata_moe_smem<strata_qt_iq3xxs, 128, 32, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_mma_r64t32_lds[sizeof(strata_moe_smem<strata_qt_iq3xxs, 64, 32, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_qt_iq3xxs, 64, 64, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_qt_iq3xxs, 128, 64, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_qt_iq3xxs, 128, 32, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_qt_iq3xxs, 64, 32, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_mma_r64t64_lds[sizeof(strata_moe_smem<strata_qt_iq3s, 64, 64, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_mma_r128t64_lds[sizeof(strata_moe_smem<strata_qt_iq3s, 128, 64, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_mma_r128t32_lds[sizeof(strata_moe_smem<strata_qt_iq3s, 128, 32, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_mma_r64t32_lds[sizeof(strata_moe_smem<strata_qt_iq3s, 64, 32, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_qt_iq3s, 64, 64, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_qt_iq3s, 128, 64, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_qt_iq3s, 128, 32, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_qt_iq3s, 64, 32, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_mma_r64t64_lds[sizeof(strata_moe_smem<strata_qt_iq1m, 64, 64, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_mma_r128t64_lds[sizeof(strata_moe_smem<strata_qt_iq1m, 128, 64, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_mma_r128t32_lds[sizeof(strata_moe_smem<strata_qt_iq1m, 128, 32, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_mma_r64t32_lds[sizeof(strata_moe_smem<strata_qt_iq1m, 64, 32, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_qt_iq1m, 64, 64, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_qt_iq1m, 128, 64, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_qt_iq1m, 128, 32, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_qt_iq1m, 64, 32, false>)];
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_qt_q80 QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q80_mma_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1698,7 +1736,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q80_mma_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1771,7 +1809,80 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q80_mma_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_qt_q80 QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = true;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q80_mma_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1844,7 +1955,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q80_dp4a_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1917,7 +2028,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q80_dp4a_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1990,7 +2101,80 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q80_dp4a_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_dp4a_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_qt_q80 QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = false;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q80_dp4a_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2063,7 +2247,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q20_mma_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2136,7 +2320,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q20_mma_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2209,7 +2393,80 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q20_mma_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_mma_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_qt_q20 QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = true;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q20_mma_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2282,7 +2539,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q20_dp4a_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2355,7 +2612,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q20_dp4a_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2428,7 +2685,80 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q20_dp4a_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_dp4a_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_qt_q20 QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = false;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q20_dp4a_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2501,7 +2831,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q4k_mma_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2574,7 +2904,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q4k_mma_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2647,7 +2977,80 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q4k_mma_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_mma_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_qt_q4k QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = true;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q4k_mma_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2720,7 +3123,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q4k_dp4a_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2793,7 +3196,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q4k_dp4a_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2866,7 +3269,80 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q4k_dp4a_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_dp4a_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_qt_q4k QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = false;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q4k_dp4a_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2939,7 +3415,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_mma_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3012,7 +3488,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_mma_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3085,7 +3561,80 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_mma_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_qt_q6k QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = true;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_mma_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3158,7 +3707,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_dp4a_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3231,7 +3780,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_dp4a_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3304,7 +3853,80 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_dp4a_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_dp4a_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_qt_q6k QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = false;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_dp4a_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3377,7 +3999,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq2xs_mma_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3450,7 +4072,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq2xs_mma_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3523,7 +4145,80 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq2xs_mma_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_mma_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_qt_iq2xs QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = true;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq2xs_mma_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3596,7 +4291,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq2xs_dp4a_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3669,7 +4364,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq2xs_dp4a_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3742,7 +4437,80 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq2xs_dp4a_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_dp4a_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_qt_iq2xs QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = false;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq2xs_dp4a_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3815,7 +4583,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3xxs_mma_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3888,7 +4656,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3xxs_mma_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3961,7 +4729,80 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3xxs_mma_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_mma_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_qt_iq3xxs QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = true;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3xxs_mma_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4034,7 +4875,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3xxs_dp4a_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4107,7 +4948,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3xxs_dp4a_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4180,7 +5021,80 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3xxs_dp4a_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_dp4a_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_qt_iq3xxs QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = false;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3xxs_dp4a_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4253,7 +5167,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3s_mma_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4326,7 +5240,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3s_mma_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4399,7 +5313,80 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3s_mma_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_mma_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_qt_iq3s QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = true;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3s_mma_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4472,7 +5459,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3s_dp4a_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4545,7 +5532,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3s_dp4a_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4618,7 +5605,80 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3s_dp4a_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_dp4a_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_qt_iq3s QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = false;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3s_dp4a_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4691,7 +5751,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq1m_mma_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4764,7 +5824,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq1m_mma_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4837,7 +5897,80 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq1m_mma_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_mma_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_qt_iq1m QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = true;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq1m_mma_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4910,7 +6043,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq1m_dp4a_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4983,7 +6116,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq1m_dp4a_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -5056,7 +6189,80 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq1m_dp4a_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_dp4a_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_qt_iq1m QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = false;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq1m_dp4a_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
