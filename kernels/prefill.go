@@ -122,7 +122,9 @@ var mmqWideStaging = map[string]bool{
 	"mmq/q4k/r64t64":  true,
 	"mmq/q6k/r64t64":  true,
 	"mmq/q80/r128t64": true, "mmq/q80/r64t128": true, "mmq/q80/r64t64": true,
-	"moe_prefill/iq1m/r128t32": true, "moe_prefill/iq1m/r64t64": true,
+	"moe_prefill/iq1m/r128t32": true, "moe_prefill/iq1m/r64t64": true, "moe_prefill/iq1m/r64t32": true,
+	"moe_prefill/iq2xs/r64t32": true, "moe_prefill/iq3s/r64t32": true, "moe_prefill/iq3xxs/r64t32": true,
+	"moe_prefill/q20/r64t32": true, "moe_prefill/q4k/r64t32": true, "moe_prefill/q6k/r64t32": true, "moe_prefill/q80/r64t32": true,
 	"moe_prefill/iq2xs/r64t64":  true,
 	"moe_prefill/iq3s/r64t64":   true,
 	"moe_prefill/iq3xxs/r64t64": true,
@@ -203,14 +205,15 @@ func (v Variant) PartialSkip(t Target) bool {
 }
 
 // moeMinBlocks names the NVIDIA mma moe_prefill kernels ("type/tile") compiled with a minimum
-// of resident blocks per SM (launch_bounds(128, n)). Only kernels whose own shared memory
-// (NVIDIA: each moe_prefill kernel has its own array, sized to its variant) lets n blocks fit.
+// of resident blocks per SM (launch_bounds(128, n), n = 5 or 6: moe_prefill.tmpl defines
+// STRATA_MOE5_BOUNDS and STRATA_MOE6_BOUNDS). Asked only where n blocks of the kernel's own
+// shared memory fit an SM (MoeMinBlocks).
 var moeMinBlocks = map[string]int{}
 
 // MoeMinBlocks is the minimum of resident blocks per SM that moe_prefill variant v asks of the
 // NVIDIA compiler (moeMinBlocks), or 0 (the kernel carries STRATA_LAUNCH_BOUNDS).
 func (v Variant) MoeMinBlocks(t Target) int {
-	if !t.IsNVIDIA() || v.Values["op"] != "mma" {
+	if !t.IsNVIDIA() || v.Values["op"] != "mma" || !v.MoeOwnLDS(t) {
 		return 0
 	}
 	n := moeMinBlocks[v.Values["type"]+"/"+v.Values["tile"]]
@@ -219,4 +222,25 @@ func (v Variant) MoeMinBlocks(t Target) int {
 		return 0
 	}
 	return n
+}
+
+// moeOwnLDSTiles are the moe_prefill tiles whose NVIDIA kernels have their own shared array
+// sized to the variant (moe_prefill.tmpl); the other kernels share the module-wide array
+// sized for the largest of them (48128 bytes), as before r64t32 existed.
+var moeOwnLDSTiles = map[string]bool{"r64t32": true}
+
+// MoeOwnLDS reports whether moe_prefill variant v on t has its own shared array.
+func (v Variant) MoeOwnLDS(t Target) bool { return t.IsNVIDIA() && moeOwnLDSTiles[v.Values["tile"]] }
+
+// moeNVForm names the NVIDIA mma moe_prefill kernels ("type/tile") that run their weight
+// type's moe-specific NVIDIA form (moe_prefill.tmpl, strata_moe_qt): Q6_K reads its weight
+// groups by 16-byte loads (strata_moe_q6k_w), IQ1_M copies its grid into LDS in one round
+// trip (strata_moe_iq1m_w). Same values as the quant_blocks forms.
+var moeNVForm = map[string]bool{"q6k/r64t32": true, "iq1m/r64t32": true}
+
+// MoeNVForm reports whether moe_prefill variant v runs its type's moe-specific NVIDIA form
+// (moeNVForm). Only NVIDIA targets build the tiles named there (r64t32 is NVIDIA-only); on
+// others the template maps every type to itself.
+func (v Variant) MoeNVForm() bool {
+	return v.Values["op"] == "mma" && moeNVForm[v.Values["type"]+"/"+v.Values["tile"]]
 }

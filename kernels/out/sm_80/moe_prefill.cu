@@ -1549,33 +1549,114 @@ struct strata_moe_ep_down {
     if (c < n && r0 + r < rows) yp[(i64)lst[c] * ldy + r0 + r] = v[0];
   }
 };
+// strata_moe_qt<T, W>::type: the block type the kernel of weight type T runs; W: the kernel
+// takes T's moe-specific NVIDIA form below where T has one (kernels/prefill.go moeNVForm).
+template <class T, bool W> struct strata_moe_qt { typedef T type; };
+// Q6_K weight groups by 16-byte loads (NVIDIA mma kernels of moeWideWeights). A group of
+// Q6_K reads 32 bytes of ql, 32 of qh (both at even offsets of a 210-byte, 2-byte aligned
+// block), two scale bytes and d. strata_qt_q6k::load reads each 32 bytes as nine aligned
+// 4-byte words and a funnel shift: 21 load instructions a group, which kept the L1 data
+// pipe 85 % busy in the r64t32 gate/up (bench/results/2026-11-30-moe-prefill, call 1 ncu).
+// Here each 32 bytes come from the 48-byte window at the 16-byte boundary at or below
+// them (three 16-byte loads, strata_mmq_ld_win; the window ends at most 47 bytes past the
+// start, inside the block: ql starts ≤ 96, qh ≤ 160, the block is 210 bytes), picked by
+// two levels of selects on the word offset and one funnel shift by 0 or 16 bits, and the
+// two scale bytes by one 2-byte load: 9 loads a group. The values are strata_qt_q6k's.
+STRATA_DEVICE void strata_moe_ld32_a2(const u8* p, u32* w) {
+  u32 t[12], a[9];
+  strata_mmq_ld_win(p, t);
+  const u32 o = (u32)((u64)p & 15u);
+  strata_mmq_pick9(t, o >> 2, a);
+  const u32 sh = (o & 2u) * 8u;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) w[i] = (u32)((((u64)a[i + 1] << 32) | a[i]) >> sh);
+}
+struct strata_moe_q6k_w : strata_qt_q6k {
+  STRATA_DEVICE void load(const u8* b, int j, strata_g32& g, const lds*) {
+    strata_g32_clear<strata_qt_q6k>(g);
+    const int n = j >> 2, m = j & 3;
+    u32 ql[8], qh[8];
+    strata_moe_ld32_a2(b + 64 * n + 32 * (m & 1), ql);
+    strata_moe_ld32_a2(b + 128 + 32 * n, qh);
+    const u32 lsh = 4 * (m >> 1), hsh = 2 * m;
+#pragma unroll
+    for (int w = 0; w < 8; ++w) {
+      const u32 u = ((ql[w] >> lsh) & 0x0f0f0f0fu) | (((qh[w] >> hsh) & 0x03030303u) << 4);
+      g.q[w] = strata_sub_bytes(u, 0x20202020u);
+    }
+    const u32 sc = strata_ld_u16(b + 192 + 2 * j);
+    g.m0 = (i32)(i8)(u8)sc, g.m1 = (i32)(i8)(u8)(sc >> 8);
+    g.base = strata_ld_f16(b + 208);
+  }
+};
+template <> struct strata_mmq_split<strata_moe_q6k_w> { static constexpr bool v = true; };
+template <> struct strata_moe_qt<strata_qt_q6k, true> { typedef strata_moe_q6k_w type; };
+// IQ1_M with its 8 KB grid copied into LDS in one round trip: strata_fill_table issues 8
+// loads a thread before their stores, so at 128 threads the 2048 entries take two round
+// trips before the block's first K step; here all 16 of a thread's loads are in flight
+// first. Every block of phases 1 and 2 fills it (r64t32 at 512 tokens: ~4500 and ~6000
+// blocks). The same table bytes.
+struct strata_moe_iq1m_w : strata_qt_iq1m {
+  STRATA_DEVICE void fill(lds* s) {
+    const u32* src = strata_iq1s_grid_gpu;
+#ifdef __NVPTX__
+    asm("" : "+l"(src));  // a plain global load, not ld.const (see strata_fill_table)
+#endif
+    constexpr int N = 2048, T = STRATA_MMQ_THREADS, M = N / T;
+    static_assert(M * T == N, "table not a multiple of the block");
+    const u32 tid = strata_thread_x();
+    u32 v[M];
+#pragma unroll
+    for (int m = 0; m < M; ++m) v[m] = src[tid + m * T];
+#pragma unroll
+    for (int m = 0; m < M; ++m) s->grid[tid + m * T] = v[m];
+  }
+};
+template <> struct strata_mmq_split<strata_moe_iq1m_w> { static constexpr bool v = true; };
+template <> struct strata_moe_qt<strata_qt_iq1m, true> { typedef strata_moe_iq1m_w type; };
 // The kernels whose NVIDIA mma core stages in the wide form (mmq core, "Staging forms"); the
 // choice per kernel and the measurement behind it: kernels/prefill.go, mmqWideStaging. The
 // other mma kernels stage in the 4-byte form.
-template <> struct strata_mmq_nv_wide_stage<strata_qt_q80, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r64t64 gate/up
-template <> struct strata_mmq_nv_wide_stage<strata_qt_q80, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r64t64 down
-template <> struct strata_mmq_nv_wide_stage<strata_qt_q80, 2, 128 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r128t64 gate/up
-template <> struct strata_mmq_nv_wide_stage<strata_qt_q80, 1, 128, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r128t64 down
-template <> struct strata_mmq_nv_wide_stage<strata_qt_q80, 2, 128 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r128t32 gate/up
-template <> struct strata_mmq_nv_wide_stage<strata_qt_q80, 1, 128, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r128t32 down
-template <> struct strata_mmq_nv_wide_stage<strata_qt_q20, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q20_mma_r64t64 gate/up
-template <> struct strata_mmq_nv_wide_stage<strata_qt_q20, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q20_mma_r64t64 down
-template <> struct strata_mmq_nv_wide_stage<strata_qt_q4k, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q4k_mma_r64t64 gate/up
-template <> struct strata_mmq_nv_wide_stage<strata_qt_q4k, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q4k_mma_r64t64 down
-template <> struct strata_mmq_nv_wide_stage<strata_qt_q4k, 2, 128 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q4k_mma_r128t32 gate/up
-template <> struct strata_mmq_nv_wide_stage<strata_qt_q4k, 1, 128, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q4k_mma_r128t32 down
-template <> struct strata_mmq_nv_wide_stage<strata_qt_q6k, 2, 128 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r128t32 gate/up
-template <> struct strata_mmq_nv_wide_stage<strata_qt_q6k, 1, 128, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r128t32 down
-template <> struct strata_mmq_nv_wide_stage<strata_qt_iq2xs, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t64 gate/up
-template <> struct strata_mmq_nv_wide_stage<strata_qt_iq2xs, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t64 down
-template <> struct strata_mmq_nv_wide_stage<strata_qt_iq3xxs, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq3xxs_mma_r64t64 gate/up
-template <> struct strata_mmq_nv_wide_stage<strata_qt_iq3xxs, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq3xxs_mma_r64t64 down
-template <> struct strata_mmq_nv_wide_stage<strata_qt_iq3s, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq3s_mma_r64t64 gate/up
-template <> struct strata_mmq_nv_wide_stage<strata_qt_iq3s, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq3s_mma_r64t64 down
-template <> struct strata_mmq_nv_wide_stage<strata_qt_iq1m, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t64 gate/up
-template <> struct strata_mmq_nv_wide_stage<strata_qt_iq1m, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t64 down
-template <> struct strata_mmq_nv_wide_stage<strata_qt_iq1m, 2, 128 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r128t32 gate/up
-template <> struct strata_mmq_nv_wide_stage<strata_qt_iq1m, 1, 128, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r128t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q80, false>::type, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r64t64 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q80, false>::type, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r64t64 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q80, false>::type, 2, 128 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r128t64 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q80, false>::type, 1, 128, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r128t64 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q80, false>::type, 2, 128 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r128t32 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q80, false>::type, 1, 128, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r128t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q80, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r64t32 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q80, false>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r64t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q20, false>::type, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q20_mma_r64t64 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q20, false>::type, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q20_mma_r64t64 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q20, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q20_mma_r64t32 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q20, false>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q20_mma_r64t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q4k, false>::type, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q4k_mma_r64t64 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q4k, false>::type, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q4k_mma_r64t64 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q4k, false>::type, 2, 128 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q4k_mma_r128t32 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q4k, false>::type, 1, 128, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q4k_mma_r128t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q4k, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q4k_mma_r64t32 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q4k, false>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q4k_mma_r64t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q6k, false>::type, 2, 128 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r128t32 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q6k, false>::type, 1, 128, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r128t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q6k, true>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q6k, true>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq2xs, false>::type, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t64 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq2xs, false>::type, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t64 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq2xs, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t32 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq2xs, false>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq3xxs, false>::type, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq3xxs_mma_r64t64 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq3xxs, false>::type, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq3xxs_mma_r64t64 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq3xxs, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq3xxs_mma_r64t32 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq3xxs, false>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq3xxs_mma_r64t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq3s, false>::type, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq3s_mma_r64t64 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq3s, false>::type, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq3s_mma_r64t64 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq3s, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq3s_mma_r64t32 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq3s, false>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq3s_mma_r64t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq1m, false>::type, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t64 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq1m, false>::type, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t64 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq1m, false>::type, 2, 128 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r128t32 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq1m, false>::type, 1, 128, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r128t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq1m, true>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t32 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq1m, true>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t32 down
 // The LDS of one variant: the phases' views of it.
 template <class QT, int BM, int BN, bool MMA>
 union strata_moe_smem {
@@ -1584,86 +1665,89 @@ union strata_moe_smem {
   f32 hs[BN][BM / 2];                     // phase 1 epilogue (the tiles are dead by then)
   strata_moe_route_smem rt;               // phase 0
 };
-// NVIDIA: every kernel has its own shared array, sized to its variant (ptxas counts per
-// entry the .shared variables it references), so that a small tile's blocks are not held
-// to the largest variant's 48 KiB: how many fit an SM is then set by the kernel's own
-// size and registers (kernels/prefill.go, moeMinBlocks).
-// STRATA_MOE<n>_BOUNDS: launch bounds of the kernels that ask n resident blocks per SM.
-#define STRATA_MOE4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+// STRATA_MOE<n>_BOUNDS: launch bounds of the kernels that ask n resident blocks per SM
+// (kernels/prefill.go, moeMinBlocks).
 #define STRATA_MOE5_BOUNDS(n) __attribute__((launch_bounds(n, 5)))
 #define STRATA_MOE6_BOUNDS(n) __attribute__((launch_bounds(n, 6)))
-#define STRATA_MOE8_BOUNDS(n) __attribute__((launch_bounds(n, 8)))
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_mma_r64t64_lds[sizeof(strata_moe_smem<strata_qt_q80, 64, 64, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_mma_r128t64_lds[sizeof(strata_moe_smem<strata_qt_q80, 128, 64, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_mma_r128t32_lds[sizeof(strata_moe_smem<strata_qt_q80, 128, 32, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_mma_r64t32_lds[sizeof(strata_moe_smem<strata_qt_q80, 64, 32, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_qt_q80, 64, 64, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_qt_q80, 128, 64, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_qt_q80, 128, 32, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_qt_q80, 64, 32, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_mma_r64t64_lds[sizeof(strata_moe_smem<strata_qt_q20, 64, 64, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_mma_r128t64_lds[sizeof(strata_moe_smem<strata_qt_q20, 128, 64, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_mma_r128t32_lds[sizeof(strata_moe_smem<strata_qt_q20, 128, 32, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_mma_r64t32_lds[sizeof(strata_moe_smem<strata_qt_q20, 64, 32, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_qt_q20, 64, 64, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_qt_q20, 128, 64, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_qt_q20, 128, 32, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_qt_q20, 64, 32, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_mma_r64t64_lds[sizeof(strata_moe_smem<strata_qt_q4k, 64, 64, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_mma_r128t64_lds[sizeof(strata_moe_smem<strata_qt_q4k, 128, 64, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_mma_r128t32_lds[sizeof(strata_moe_smem<strata_qt_q4k, 128, 32, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_mma_r64t32_lds[sizeof(strata_moe_smem<strata_qt_q4k, 64, 32, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_qt_q4k, 64, 64, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_qt_q4k, 128, 64, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_qt_q4k, 128, 32, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_qt_q4k, 64, 32, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t64_lds[sizeof(strata_moe_smem<strata_qt_q6k, 64, 64, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r128t64_lds[sizeof(strata_moe_smem<strata_qt_q6k, 128, 64, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r128t32_lds[sizeof(strata_moe_smem<strata_qt_q6k, 128, 32, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t32_lds[sizeof(strata_moe_smem<strata_qt_q6k, 64, 32, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_qt_q6k, 64, 64, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_qt_q6k, 128, 64, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_qt_q6k, 128, 32, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_qt_q6k, 64, 32, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_mma_r64t64_lds[sizeof(strata_moe_smem<strata_qt_iq2xs, 64, 64, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_mma_r128t64_lds[sizeof(strata_moe_smem<strata_qt_iq2xs, 128, 64, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_mma_r128t32_lds[sizeof(strata_moe_smem<strata_qt_iq2xs, 128, 32, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_mma_r64t32_lds[sizeof(strata_moe_smem<strata_qt_iq2xs, 64, 32, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_qt_iq2xs, 64, 64, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_qt_iq2xs, 128, 64, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_qt_iq2xs, 128, 32, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_qt_iq2xs, 64, 32, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_mma_r64t64_lds[sizeof(strata_moe_smem<strata_qt_iq3xxs, 64, 64, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_mma_r128t64_lds[sizeof(strata_moe_smem<strata_qt_iq3xxs, 128, 64, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_mma_r128t32_lds[sizeof(strata_moe_smem<strata_qt_iq3xxs, 128, 32, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_mma_r64t32_lds[sizeof(strata_moe_smem<strata_qt_iq3xxs, 64, 32, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_qt_iq3xxs, 64, 64, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_qt_iq3xxs, 128, 64, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_qt_iq3xxs, 128, 32, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_qt_iq3xxs, 64, 32, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_mma_r64t64_lds[sizeof(strata_moe_smem<strata_qt_iq3s, 64, 64, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_mma_r128t64_lds[sizeof(strata_moe_smem<strata_qt_iq3s, 128, 64, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_mma_r128t32_lds[sizeof(strata_moe_smem<strata_qt_iq3s, 128, 32, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_mma_r64t32_lds[sizeof(strata_moe_smem<strata_qt_iq3s, 64, 32, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_qt_iq3s, 64, 64, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_qt_iq3s, 128, 64, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_qt_iq3s, 128, 32, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_qt_iq3s, 64, 32, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_mma_r64t64_lds[sizeof(strata_moe_smem<strata_qt_iq1m, 64, 64, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_mma_r128t64_lds[sizeof(strata_moe_smem<strata_qt_iq1m, 128, 64, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_mma_r128t32_lds[sizeof(strata_moe_smem<strata_qt_iq1m, 128, 32, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_mma_r64t32_lds[sizeof(strata_moe_smem<strata_qt_iq1m, 64, 32, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_qt_iq1m, 64, 64, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_qt_iq1m, 128, 64, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_qt_iq1m, 128, 32, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_qt_iq1m, 64, 32, false>)];
+// The kernels of moeOwnLDS (NVIDIA) have their own shared array, sized to the variant
+// (ptxas counts, per entry, the .shared variables the entry references), so that a small
+// tile is not held to the largest variant's size: r64t32 takes 19–27 KB, where the
+// module-wide array is 48128 bytes (4 blocks an SM). Every other kernel views the one
+// module-wide array, sized for the largest of them.
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 64, 32, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 64, 32, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 64, 32, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 64, 32, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 64, 32, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 64, 32, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, true>::type, 64, 32, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 64, 32, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 64, 32, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 64, 32, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 64, 32, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 64, 32, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 64, 32, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 64, 32, false>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, true>::type, 64, 32, true>)];
+__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 64, 32, false>)];
+constexpr unsigned long strata_mmq_sizes[] = {
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 128, 64, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 128, 32, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 64, 64, false>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 128, 64, false>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 128, 32, false>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 128, 64, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 128, 32, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 64, 64, false>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 128, 64, false>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 128, 32, false>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 128, 64, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 128, 32, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 64, 64, false>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 128, 64, false>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 128, 32, false>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 128, 64, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 128, 32, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 64, 64, false>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 128, 64, false>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 128, 32, false>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 128, 64, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 128, 32, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 64, 64, false>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 128, 64, false>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 128, 32, false>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 128, 64, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 128, 32, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 64, 64, false>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 128, 64, false>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 128, 32, false>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 128, 64, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 128, 32, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 64, 64, false>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 128, 64, false>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 128, 32, false>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 128, 64, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 128, 32, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 64, 64, false>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 128, 64, false>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 128, 32, false>),
+};
+__shared__ __attribute__((aligned(16))) u8 strata_mmq_lds[strata_mmq_cmax(strata_mmq_sizes, sizeof(strata_mmq_sizes) / sizeof(strata_mmq_sizes[0]))];
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q80 QT;
+  typedef strata_moe_qt<strata_qt_q80, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q80_mma_r64t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1732,11 +1816,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q80 QT;
+  typedef strata_moe_qt<strata_qt_q80, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q80_mma_r128t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1805,11 +1889,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q80 QT;
+  typedef strata_moe_qt<strata_qt_q80, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q80_mma_r128t32_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1878,7 +1962,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r64t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q80 QT;
+  typedef strata_moe_qt<strata_qt_q80, false>::type QT;
   constexpr int BM = 64, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
@@ -1951,11 +2035,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_dp4a_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q80 QT;
+  typedef strata_moe_qt<strata_qt_q80, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q80_dp4a_r64t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2024,11 +2108,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_dp4a_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q80 QT;
+  typedef strata_moe_qt<strata_qt_q80, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q80_dp4a_r128t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2097,11 +2181,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_dp4a_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q80 QT;
+  typedef strata_moe_qt<strata_qt_q80, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q80_dp4a_r128t32_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2170,7 +2254,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_dp4a_r64t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q80 QT;
+  typedef strata_moe_qt<strata_qt_q80, false>::type QT;
   constexpr int BM = 64, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
@@ -2243,11 +2327,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_mma_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q20 QT;
+  typedef strata_moe_qt<strata_qt_q20, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q20_mma_r64t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2316,11 +2400,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_mma_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q20 QT;
+  typedef strata_moe_qt<strata_qt_q20, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q20_mma_r128t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2389,11 +2473,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_mma_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q20 QT;
+  typedef strata_moe_qt<strata_qt_q20, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q20_mma_r128t32_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2462,7 +2546,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_mma_r64t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q20 QT;
+  typedef strata_moe_qt<strata_qt_q20, false>::type QT;
   constexpr int BM = 64, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
@@ -2535,11 +2619,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_dp4a_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q20 QT;
+  typedef strata_moe_qt<strata_qt_q20, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q20_dp4a_r64t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2608,11 +2692,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_dp4a_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q20 QT;
+  typedef strata_moe_qt<strata_qt_q20, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q20_dp4a_r128t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2681,11 +2765,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_dp4a_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q20 QT;
+  typedef strata_moe_qt<strata_qt_q20, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q20_dp4a_r128t32_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2754,7 +2838,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_dp4a_r64t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q20 QT;
+  typedef strata_moe_qt<strata_qt_q20, false>::type QT;
   constexpr int BM = 64, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
@@ -2827,11 +2911,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_mma_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q4k QT;
+  typedef strata_moe_qt<strata_qt_q4k, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q4k_mma_r64t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2900,11 +2984,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_mma_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q4k QT;
+  typedef strata_moe_qt<strata_qt_q4k, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q4k_mma_r128t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2973,11 +3057,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_mma_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q4k QT;
+  typedef strata_moe_qt<strata_qt_q4k, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q4k_mma_r128t32_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3046,7 +3130,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_mma_r64t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q4k QT;
+  typedef strata_moe_qt<strata_qt_q4k, false>::type QT;
   constexpr int BM = 64, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
@@ -3119,11 +3203,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_dp4a_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q4k QT;
+  typedef strata_moe_qt<strata_qt_q4k, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q4k_dp4a_r64t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3192,11 +3276,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_dp4a_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q4k QT;
+  typedef strata_moe_qt<strata_qt_q4k, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q4k_dp4a_r128t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3265,11 +3349,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_dp4a_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q4k QT;
+  typedef strata_moe_qt<strata_qt_q4k, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q4k_dp4a_r128t32_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3338,7 +3422,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_dp4a_r64t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q4k QT;
+  typedef strata_moe_qt<strata_qt_q4k, false>::type QT;
   constexpr int BM = 64, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
@@ -3411,11 +3495,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q6k QT;
+  typedef strata_moe_qt<strata_qt_q6k, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_mma_r64t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3484,11 +3568,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q6k QT;
+  typedef strata_moe_qt<strata_qt_q6k, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_mma_r128t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3557,11 +3641,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q6k QT;
+  typedef strata_moe_qt<strata_qt_q6k, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_mma_r128t32_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3630,7 +3714,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r64t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q6k QT;
+  typedef strata_moe_qt<strata_qt_q6k, true>::type QT;
   constexpr int BM = 64, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
@@ -3703,11 +3787,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_dp4a_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q6k QT;
+  typedef strata_moe_qt<strata_qt_q6k, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_dp4a_r64t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3776,11 +3860,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_dp4a_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q6k QT;
+  typedef strata_moe_qt<strata_qt_q6k, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_dp4a_r128t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3849,11 +3933,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_dp4a_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q6k QT;
+  typedef strata_moe_qt<strata_qt_q6k, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_dp4a_r128t32_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3922,7 +4006,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_dp4a_r64t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q6k QT;
+  typedef strata_moe_qt<strata_qt_q6k, false>::type QT;
   constexpr int BM = 64, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
@@ -3995,11 +4079,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_mma_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq2xs QT;
+  typedef strata_moe_qt<strata_qt_iq2xs, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq2xs_mma_r64t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4068,11 +4152,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_mma_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq2xs QT;
+  typedef strata_moe_qt<strata_qt_iq2xs, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq2xs_mma_r128t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4141,11 +4225,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_mma_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq2xs QT;
+  typedef strata_moe_qt<strata_qt_iq2xs, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq2xs_mma_r128t32_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4214,7 +4298,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_mma_r64t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq2xs QT;
+  typedef strata_moe_qt<strata_qt_iq2xs, false>::type QT;
   constexpr int BM = 64, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
@@ -4287,11 +4371,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_dp4a_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq2xs QT;
+  typedef strata_moe_qt<strata_qt_iq2xs, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq2xs_dp4a_r64t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4360,11 +4444,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_dp4a_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq2xs QT;
+  typedef strata_moe_qt<strata_qt_iq2xs, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq2xs_dp4a_r128t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4433,11 +4517,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_dp4a_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq2xs QT;
+  typedef strata_moe_qt<strata_qt_iq2xs, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq2xs_dp4a_r128t32_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4506,7 +4590,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_dp4a_r64t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq2xs QT;
+  typedef strata_moe_qt<strata_qt_iq2xs, false>::type QT;
   constexpr int BM = 64, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
@@ -4579,11 +4663,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_mma_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3xxs QT;
+  typedef strata_moe_qt<strata_qt_iq3xxs, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3xxs_mma_r64t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4652,11 +4736,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_mma_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3xxs QT;
+  typedef strata_moe_qt<strata_qt_iq3xxs, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3xxs_mma_r128t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4725,11 +4809,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_mma_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3xxs QT;
+  typedef strata_moe_qt<strata_qt_iq3xxs, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3xxs_mma_r128t32_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4798,7 +4882,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_mma_r64t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3xxs QT;
+  typedef strata_moe_qt<strata_qt_iq3xxs, false>::type QT;
   constexpr int BM = 64, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
@@ -4871,11 +4955,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_dp4a_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3xxs QT;
+  typedef strata_moe_qt<strata_qt_iq3xxs, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3xxs_dp4a_r64t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4944,11 +5028,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_dp4a_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3xxs QT;
+  typedef strata_moe_qt<strata_qt_iq3xxs, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3xxs_dp4a_r128t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -5017,11 +5101,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_dp4a_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3xxs QT;
+  typedef strata_moe_qt<strata_qt_iq3xxs, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3xxs_dp4a_r128t32_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -5090,7 +5174,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_dp4a_r64t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3xxs QT;
+  typedef strata_moe_qt<strata_qt_iq3xxs, false>::type QT;
   constexpr int BM = 64, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
@@ -5163,11 +5247,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_mma_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3s QT;
+  typedef strata_moe_qt<strata_qt_iq3s, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3s_mma_r64t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -5236,11 +5320,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_mma_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3s QT;
+  typedef strata_moe_qt<strata_qt_iq3s, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3s_mma_r128t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -5309,11 +5393,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_mma_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3s QT;
+  typedef strata_moe_qt<strata_qt_iq3s, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3s_mma_r128t32_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -5382,7 +5466,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_mma_r64t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3s QT;
+  typedef strata_moe_qt<strata_qt_iq3s, false>::type QT;
   constexpr int BM = 64, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
@@ -5455,11 +5539,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_dp4a_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3s QT;
+  typedef strata_moe_qt<strata_qt_iq3s, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3s_dp4a_r64t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -5528,11 +5612,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_dp4a_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3s QT;
+  typedef strata_moe_qt<strata_qt_iq3s, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3s_dp4a_r128t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -5601,11 +5685,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_dp4a_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3s QT;
+  typedef strata_moe_qt<strata_qt_iq3s, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3s_dp4a_r128t32_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -5674,7 +5758,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_dp4a_r64t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3s QT;
+  typedef strata_moe_qt<strata_qt_iq3s, false>::type QT;
   constexpr int BM = 64, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
@@ -5747,11 +5831,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_mma_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq1m QT;
+  typedef strata_moe_qt<strata_qt_iq1m, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq1m_mma_r64t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -5820,11 +5904,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_mma_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq1m QT;
+  typedef strata_moe_qt<strata_qt_iq1m, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq1m_mma_r128t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -5893,11 +5977,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_mma_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq1m QT;
+  typedef strata_moe_qt<strata_qt_iq1m, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq1m_mma_r128t32_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -5966,7 +6050,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_mma_r64t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq1m QT;
+  typedef strata_moe_qt<strata_qt_iq1m, true>::type QT;
   constexpr int BM = 64, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
@@ -6039,11 +6123,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_dp4a_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq1m QT;
+  typedef strata_moe_qt<strata_qt_iq1m, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq1m_dp4a_r64t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -6112,11 +6196,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_dp4a_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq1m QT;
+  typedef strata_moe_qt<strata_qt_iq1m, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq1m_dp4a_r128t64_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -6185,11 +6269,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_dp4a_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq1m QT;
+  typedef strata_moe_qt<strata_qt_iq1m, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq1m_dp4a_r128t32_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -6258,7 +6342,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_dp4a_r64t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq1m QT;
+  typedef strata_moe_qt<strata_qt_iq1m, false>::type QT;
   constexpr int BM = 64, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
