@@ -224,13 +224,13 @@ func (v Variant) MoeMinBlocks(t Target) int {
 	return n
 }
 
-// moeOwnLDSTiles are the moe_prefill tiles whose NVIDIA kernels have their own shared array
-// sized to the variant (moe_prefill.tmpl); the other kernels share the module-wide array
-// sized for the largest of them (48128 bytes), as before r64t32 existed.
-var moeOwnLDSTiles = map[string]bool{"r64t32": true}
-
-// MoeOwnLDS reports whether moe_prefill variant v on t has its own shared array.
-func (v Variant) MoeOwnLDS(t Target) bool { return t.IsNVIDIA() && moeOwnLDSTiles[v.Values["tile"]] }
+// MoeOwnLDS reports whether moe_prefill variant v on t has its own shared array sized to the
+// variant (moe_prefill.tmpl): every NVIDIA kernel. r64t32 needs it for its 5–6 blocks an SM
+// (19–27 KB against the 48128 bytes of the largest variant), and ctest's PTX check counts a
+// module-scope array against every kernel of the module, so no NVIDIA kernel keeps the
+// module-wide array. AMD kernels share one module-wide array as before (each kernel's LDS
+// is that array's size there).
+func (v Variant) MoeOwnLDS(t Target) bool { return t.IsNVIDIA() }
 
 // moeNVForm names the NVIDIA mma moe_prefill kernels ("type/tile") that run their weight
 // type's moe-specific NVIDIA form (moe_prefill.tmpl, strata_moe_qt): Q6_K reads its weight

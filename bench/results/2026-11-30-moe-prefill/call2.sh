@@ -2,8 +2,9 @@
 # Session 6, helper moe, issue 6: call 2. Parity (STRATA_REQUIRE_GPU=1, fresh seeds) of every
 # sm_90 moe_prefill and mmq variant of the branch, each (family, op, tile) a tree assembled by
 # ptxas, one process a tree; then TestBenchPrefill for moe_prefill r64t32 (N, as committed; NB5:
-# N with launch_bounds(128, 5) on every r64t32 kernel) and main's r64t64 (O); then ncu of N's
-# Q6_K and IQ2_XS r64t32 gate/up at 512 tokens.
+# N with launch_bounds(128, 5) on every r64t32 kernel), N's and main's (O) r64t64 and r128t32
+# (N's differ from O's only by each kernel's own shared array); then ncu of N's Q6_K and IQ2_XS
+# r64t32 gate/up at 512 tokens.
 #
 #   call2.sh build   build machine, root of the s6-moe worktree (kernels/ committed). O from
 #       /work/main (MAIN=...). Writes parity.test.xz, trees.tgz and this script to $DEV
@@ -44,10 +45,16 @@ build() {
 		done
 	done
 	python3 "$S" "$tmp/mmq.ptx" "$tmp/mmq1.ptx" '^strata_mmq_q80_dp4a_r64t64$'
-	mkdir -p "$tmp/trees/N-r64t32/sm_90" "$tmp/trees/NB5-r64t32/sm_90" "$tmp/trees/O-r64t64/sm_90"
-	cp "$tmp/trees/par-moe_prefill-mma_r64t32/sm_90/moe_prefill.ptx" "$tmp/trees/N-r64t32/sm_90/"
-	cp "$tmp/mmq1.ptx" "$tmp/trees/N-r64t32/sm_90/mmq.ptx"
-	python3 "$S" "$tmp/O.ptx" "$tmp/trees/O-r64t64/sm_90/moe_prefill.ptx" '_mma_r64t64$'
+	for t in r64t32 r64t64 r128t32; do
+		mkdir -p "$tmp/trees/N-$t/sm_90" "$tmp/trees/O-$t/sm_90"
+		cp "$tmp/trees/par-moe_prefill-mma_$t/sm_90/moe_prefill.ptx" "$tmp/trees/N-$t/sm_90/"
+		[ $t = r64t64 ] && python3 "$S" "$tmp/O.ptx" "$tmp/trees/O-$t/sm_90/moe_prefill.ptx" "_mma_$t\$"
+		cp "$tmp/mmq1.ptx" "$tmp/trees/N-$t/sm_90/mmq.ptx"
+		cp "$tmp/mmq1.ptx" "$tmp/trees/O-$t/sm_90/mmq.ptx"
+	done
+	rm -rf "$tmp/trees/O-r64t32" "$tmp/trees/O-r128t32"
+	# mmq shares the tile name r64t64: those trees carry mmq's r64t64 kernels (benched too)
+	cp "$tmp/trees/par-mmq-mma_r64t64/sm_90/mmq.ptx" "$tmp/trees/N-r64t64/sm_90/mmq.ptx"
 	cp "$tmp/trees/par-mmq-mma_r64t64/sm_90/mmq.ptx" "$tmp/trees/O-r64t64/sm_90/mmq.ptx"
 	local R='"q80/r64t32": 5, "q20/r64t32": 5, "q4k/r64t32": 5, "q6k/r64t32": 5, "iq2xs/r64t32": 5, "iq3xxs/r64t32": 5, "iq3s/r64t32": 5, "iq1m/r64t32": 5,'
 	sed -i "s|^var moeMinBlocks = map\[string\]int{|&${R}|" kernels/prefill.go
@@ -67,7 +74,7 @@ build() {
 }
 
 run() {
-	local d=${DEV_DIR:-.dev-moe} w=/tmp/moe6b t0=$SECONDS dry=${DRY:-0} budget=${BUDGET:-155}
+	local d=${DEV_DIR:-.dev-moe} w=/tmp/moe6b t0=$SECONDS dry=${DRY:-0} budget=${BUDGET:-158}
 	: "${OUT:?set OUT}"
 	rm -rf "$w" && mkdir -p "$w/logs"
 	local L=$w/logs pt=$w/parity.test sum=$w/logs/summary.txt NCU P f
@@ -91,14 +98,14 @@ run() {
 	done
 	wait
 	echo "ptxas done at $((SECONDS - t0)) s; failed: $(grep -lE 'error|fatal' "$w"/trees/*/sm_90/*.ptxas.log 2>/dev/null | wc -l)" | tee -a "$sum"
-	for f in "$w"/trees/{N,NB5,O}-*/sm_90/moe_prefill.ptx.ptxas.log "$w"/trees/par-moe_prefill-mma_r64t32/sm_90/moe_prefill.ptx.ptxas.log; do
+	for f in "$w"/trees/{N,NB5,O}-*/sm_90/moe_prefill.ptx.ptxas.log; do
 		echo "== ${f#"$w"/trees/}"
 		grep -E "Compiling entry|registers|spill|error" "$f" | paste - - - 2>/dev/null | sed -E "s/ptxas info *: //g; s/Function properties for //; s/Compiling entry function //; s/ for 'sm_90'//" | head -20
 	done >"$L/ptxas-summary.txt"
 	# 2. Parity, one process per tree (the driver gets cubins).
 	export STRATA_REQUIRE_GPU=1
 	local pids=() tr fam ot lim
-	lim=$((budget - (SECONDS - t0) - 70))
+	lim=$((budget - (SECONDS - t0) - 55))
 	[ $lim -gt 100 ] && lim=100
 	for tr in "$w"/trees/par-*; do
 		tr=${tr##*/} fam=${tr#par-} ot=${fam#*-} fam=${fam%%-*}
@@ -109,9 +116,9 @@ run() {
 	echo "parity done at $((SECONDS - t0)) s (limit $lim)" | tee -a "$sum"
 	# 3. Benchmarks, one at a time.
 	local g s
-	for g in N-r64t32 NB5-r64t32 O-r64t64; do
+	for g in N-r64t32 N-r64t64 O-r64t64 N-r128t32 NB5-r64t32; do
 		t=${g#*-}
-		lim=$((budget - (SECONDS - t0) - 20))
+		lim=$((budget - (SECONDS - t0) - 16))
 		[ $lim -gt 25 ] && lim=25
 		[ $lim -lt 8 ] && { echo "bench $g: skipped, no time" | tee -a "$sum"; continue; }
 		mkdir -p "$L/bench-$g"

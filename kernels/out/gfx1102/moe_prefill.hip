@@ -1095,11 +1095,12 @@ union strata_moe_smem {
   f32 hs[BN][BM / 2];                     // phase 1 epilogue (the tiles are dead by then)
   strata_moe_route_smem rt;               // phase 0
 };
-// The kernels of moeOwnLDS (NVIDIA) have their own shared array, sized to the variant
-// (ptxas counts, per entry, the .shared variables the entry references), so that a small
-// tile is not held to the largest variant's size: r64t32 takes 19–27 KB, where the
-// module-wide array is 48128 bytes (4 blocks an SM). Every other kernel views the one
-// module-wide array, sized for the largest of them.
+// NVIDIA kernels (MoeOwnLDS) have their own shared array, sized to the variant, so that a
+// small tile is not held to the largest variant's size: r64t32 takes 19–27 KB, where one
+// module-wide array is 48128 bytes (4 blocks an SM). The arrays are static: the NVPTX back
+// end then declares each inside the one kernel that uses it, so that the PTX states each
+// kernel's shared memory (ctest's per-kernel check counts module-scope declarations against
+// every kernel). AMD kernels view one module-wide array, sized for the largest of them.
 constexpr unsigned long strata_mmq_sizes[] = {
   sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 64, 64, true>),
   sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 64, 64, false>),

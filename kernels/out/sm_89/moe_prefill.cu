@@ -1669,85 +1669,83 @@ union strata_moe_smem {
 // (kernels/prefill.go, moeMinBlocks).
 #define STRATA_MOE5_BOUNDS(n) __attribute__((launch_bounds(n, 5)))
 #define STRATA_MOE6_BOUNDS(n) __attribute__((launch_bounds(n, 6)))
-// The kernels of moeOwnLDS (NVIDIA) have their own shared array, sized to the variant
-// (ptxas counts, per entry, the .shared variables the entry references), so that a small
-// tile is not held to the largest variant's size: r64t32 takes 19–27 KB, where the
-// module-wide array is 48128 bytes (4 blocks an SM). Every other kernel views the one
-// module-wide array, sized for the largest of them.
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 64, 32, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 64, 32, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 64, 32, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 64, 32, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 64, 32, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 64, 32, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, true>::type, 64, 32, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 64, 32, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 64, 32, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 64, 32, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 64, 32, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 64, 32, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 64, 32, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 64, 32, false>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, true>::type, 64, 32, true>)];
-__shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 64, 32, false>)];
-constexpr unsigned long strata_mmq_sizes[] = {
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 128, 32, false>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 128, 32, false>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 128, 32, false>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 128, 32, false>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 128, 32, false>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 128, 32, false>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 128, 32, false>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 128, 32, false>),
-};
-__shared__ __attribute__((aligned(16))) u8 strata_mmq_lds[strata_mmq_cmax(strata_mmq_sizes, sizeof(strata_mmq_sizes) / sizeof(strata_mmq_sizes[0]))];
+// NVIDIA kernels (MoeOwnLDS) have their own shared array, sized to the variant, so that a
+// small tile is not held to the largest variant's size: r64t32 takes 19–27 KB, where one
+// module-wide array is 48128 bytes (4 blocks an SM). The arrays are static: the NVPTX back
+// end then declares each inside the one kernel that uses it, so that the PTX states each
+// kernel's shared memory (ctest's per-kernel check counts module-scope declarations against
+// every kernel). AMD kernels view one module-wide array, sized for the largest of them.
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_mma_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 64, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_mma_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 128, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_mma_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 128, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 64, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 64, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 128, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 128, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 64, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_mma_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 64, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_mma_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 128, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_mma_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 128, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 64, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 64, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 128, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 128, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 64, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_mma_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 64, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_mma_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 128, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_mma_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 128, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 64, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 64, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 128, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 128, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 64, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 64, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 128, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 128, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, true>::type, 64, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 64, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 128, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 128, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 64, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_mma_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 64, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_mma_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 128, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_mma_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 128, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 64, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 64, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 128, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 128, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 64, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_mma_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 64, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_mma_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 128, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_mma_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 128, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 64, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 64, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 128, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 128, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 64, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_mma_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 64, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_mma_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 128, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_mma_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 128, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 64, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 64, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 128, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 128, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 64, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_mma_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 64, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_mma_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 128, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_mma_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 128, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, true>::type, 64, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 64, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 128, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 128, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 64, 32, false>)];
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_moe_qt<strata_qt_q80, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q80_mma_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1820,7 +1818,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q80_mma_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1893,7 +1891,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q80_mma_r128t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2039,7 +2037,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q80_dp4a_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2112,7 +2110,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q80_dp4a_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2185,7 +2183,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q80_dp4a_r128t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2331,7 +2329,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q20_mma_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2404,7 +2402,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q20_mma_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2477,7 +2475,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q20_mma_r128t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2623,7 +2621,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q20_dp4a_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2696,7 +2694,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q20_dp4a_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2769,7 +2767,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q20_dp4a_r128t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2915,7 +2913,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q4k_mma_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2988,7 +2986,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q4k_mma_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3061,7 +3059,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q4k_mma_r128t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3207,7 +3205,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q4k_dp4a_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3280,7 +3278,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q4k_dp4a_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3353,7 +3351,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q4k_dp4a_r128t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3499,7 +3497,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_mma_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3572,7 +3570,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_mma_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3645,7 +3643,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_mma_r128t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3791,7 +3789,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_dp4a_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3864,7 +3862,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_dp4a_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3937,7 +3935,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_dp4a_r128t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4083,7 +4081,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq2xs_mma_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4156,7 +4154,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq2xs_mma_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4229,7 +4227,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq2xs_mma_r128t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4375,7 +4373,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq2xs_dp4a_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4448,7 +4446,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq2xs_dp4a_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4521,7 +4519,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq2xs_dp4a_r128t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4667,7 +4665,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3xxs_mma_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4740,7 +4738,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3xxs_mma_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4813,7 +4811,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3xxs_mma_r128t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4959,7 +4957,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3xxs_dp4a_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -5032,7 +5030,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3xxs_dp4a_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -5105,7 +5103,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3xxs_dp4a_r128t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -5251,7 +5249,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3s_mma_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -5324,7 +5322,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3s_mma_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -5397,7 +5395,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3s_mma_r128t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -5543,7 +5541,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3s_dp4a_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -5616,7 +5614,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3s_dp4a_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -5689,7 +5687,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3s_dp4a_r128t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -5835,7 +5833,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq1m_mma_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -5908,7 +5906,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq1m_mma_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -5981,7 +5979,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq1m_mma_r128t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -6127,7 +6125,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq1m_dp4a_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -6200,7 +6198,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq1m_dp4a_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -6273,7 +6271,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq1m_dp4a_r128t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
