@@ -62,6 +62,7 @@ build() {
 	# shellcheck disable=SC2086
 	clang-19 $flags -I $inc -I kernels/out/include $inc/moe_prefill.cu -o "$tmp/NB5.ptx"
 	git checkout -- kernels
+	mkdir -p "$tmp/trees/NB5-r64t32/sm_90"
 	python3 "$S" "$tmp/NB5.ptx" "$tmp/trees/NB5-r64t32/sm_90/moe_prefill.ptx" '_mma_r64t32$'
 	cp "$tmp/mmq1.ptx" "$tmp/trees/NB5-r64t32/sm_90/mmq.ptx"
 	grep -c minnctapersm "$tmp/trees/NB5-r64t32/sm_90/moe_prefill.ptx"
