@@ -113,6 +113,9 @@ run() {
 		STRATA_CO_DIR=$w/trees/$tr timeout $lim "$pt" -test.v -test.timeout "$((lim - 2))s" -test.run "TestParity/sm_90/$fam/[a-z0-9]+_$ot/" >"$L/parity-$fam-$ot.log" 2>&1 &
 		pids+=($!)
 	done
+	# NB5's r64t32 mma kernels too (they differ from N's by launch_bounds only).
+	STRATA_CO_DIR=$w/trees/NB5-r64t32 timeout $lim "$pt" -test.v -test.timeout "$((lim - 2))s" -test.run "TestParity/sm_90/moe_prefill/[a-z0-9]+_mma_r64t32/" >"$L/parity-NB5-moe_prefill-mma_r64t32.log" 2>&1 &
+	pids+=($!)
 	wait "${pids[@]}"
 	echo "parity done at $((SECONDS - t0)) s (limit $lim)" | tee -a "$sum"
 	# 3. Benchmarks, one at a time.
