@@ -122,9 +122,7 @@ var mmqWideStaging = map[string]bool{
 	"mmq/q4k/r64t64":  true,
 	"mmq/q6k/r64t64":  true,
 	"mmq/q80/r128t64": true, "mmq/q80/r64t128": true, "mmq/q80/r64t64": true,
-	"moe_prefill/iq1m/r128t32": true, "moe_prefill/iq1m/r64t64": true, "moe_prefill/iq1m/r64t32": true,
-	"moe_prefill/iq2xs/r64t32": true, "moe_prefill/iq3s/r64t32": true, "moe_prefill/iq3xxs/r64t32": true,
-	"moe_prefill/q20/r64t32": true, "moe_prefill/q4k/r64t32": true, "moe_prefill/q6k/r64t32": true, "moe_prefill/q80/r64t32": true,
+	"moe_prefill/iq1m/r128t32": true, "moe_prefill/iq1m/r64t64": true,
 	"moe_prefill/iq2xs/r64t64":  true,
 	"moe_prefill/iq3s/r64t64":   true,
 	"moe_prefill/iq3xxs/r64t64": true,
@@ -132,6 +130,12 @@ var mmqWideStaging = map[string]bool{
 	"moe_prefill/q4k/r128t32":   true, "moe_prefill/q4k/r64t64": true,
 	"moe_prefill/q6k/r128t32": true,
 	"moe_prefill/q80/r128t32": true, "moe_prefill/q80/r128t64": true, "moe_prefill/q80/r64t64": true,
+	// moe_prefill r64t32 (session 6): wide for every type, by bench/results/2026-11-30-moe-prefill
+	// (call 1, trees W against S at 512 tokens: Q8_0 45.9 → 72.5, Q4_K 58.4 → 66.8, IQ2_XS
+	// 52.8 → 56.2; every type gained 5–58 %).
+	"moe_prefill/iq1m/r64t32": true, "moe_prefill/iq2xs/r64t32": true, "moe_prefill/iq3s/r64t32": true,
+	"moe_prefill/iq3xxs/r64t32": true, "moe_prefill/q20/r64t32": true, "moe_prefill/q4k/r64t32": true,
+	"moe_prefill/q6k/r64t32": true, "moe_prefill/q80/r64t32": true,
 }
 
 // WideStaging reports whether variant v of family (mmq or moe_prefill) on t is an NVIDIA
@@ -207,7 +211,10 @@ func (v Variant) PartialSkip(t Target) bool {
 // moeMinBlocks names the NVIDIA mma moe_prefill kernels ("type/tile") compiled with a minimum
 // of resident blocks per SM (launch_bounds(128, n), n = 5 or 6: moe_prefill.tmpl defines
 // STRATA_MOE5_BOUNDS and STRATA_MOE6_BOUNDS). Asked only where n blocks of the kernel's own
-// shared memory fit an SM (MoeMinBlocks).
+// shared memory fit an SM (MoeMinBlocks). None: measured on the H200 for every r64t32 kernel
+// (bench/results/2026-11-30-moe-prefill), 5 blocks was within −2.2 to 0 % at 512 tokens (ptxas
+// already takes 80–96 registers there, 128 for Q6_K, where 96 without spills ran no faster), 6
+// and 8 blocks spilled 56–316 bytes and lost 7–12 %; r64t64 at 5 blocks spilled 320–852 bytes.
 var moeMinBlocks = map[string]int{}
 
 // MoeMinBlocks is the minimum of resident blocks per SM that moe_prefill variant v asks of the
@@ -228,14 +235,18 @@ func (v Variant) MoeMinBlocks(t Target) int {
 // variant (moe_prefill.tmpl): every NVIDIA kernel. r64t32 needs it for its 5–6 blocks an SM
 // (19–27 KB against the 48128 bytes of the largest variant), and ctest's PTX check counts a
 // module-scope array against every kernel of the module, so no NVIDIA kernel keeps the
-// module-wide array. AMD kernels share one module-wide array as before (each kernel's LDS
-// is that array's size there).
+// module-wide array. The other tiles' code is unchanged by it and ran 0.2–2.8 % faster at 512
+// tokens on the H200 (r64t64; bench/results/2026-11-30-moe-prefill, call 2). AMD kernels share
+// one module-wide array as before (each kernel's LDS is that array's size there).
 func (v Variant) MoeOwnLDS(t Target) bool { return t.IsNVIDIA() }
 
 // moeNVForm names the NVIDIA mma moe_prefill kernels ("type/tile") that run their weight
 // type's moe-specific NVIDIA form (moe_prefill.tmpl, strata_moe_qt): Q6_K reads its weight
 // groups by 16-byte loads (strata_moe_q6k_w), IQ1_M copies its grid into LDS in one round
-// trip (strata_moe_iq1m_w). Same values as the quant_blocks forms.
+// trip (strata_moe_iq1m_w). Same values as the quant_blocks forms. H200, 512 tokens
+// (bench/results/2026-11-30-moe-prefill, call 1 → call 2, so across two runs): Q6_K r64t32
+// 48.4 → 49.4 TOPS (L1 data-pipe wavefronts 85 → 61 %, but 96 → 128 registers), IQ1_M r64t32
+// 57.4 → 58.2.
 var moeNVForm = map[string]bool{"q6k/r64t32": true, "iq1m/r64t32": true}
 
 // MoeNVForm reports whether moe_prefill variant v runs its type's moe-specific NVIDIA form
