@@ -27,6 +27,7 @@ var mmqTableBytes = map[string]int{
 // mmqTiles maps each tile value to (weight rows BM, tokens BN).
 var mmqTiles = map[string][2]int{
 	"r64t64":  {64, 64},
+	"r64t32":  {64, 32},
 	"r128t32": {128, 32},
 	"r128t64": {128, 64},
 	"r64t128": {64, 128},
@@ -112,7 +113,7 @@ func (v Variant) Tile() [2]int { return mmqTiles[v.Values["tile"]] }
 // r64t64 under the 128-VGPR budget; these shapes were added for the mma.sync core's warp
 // tiles and chosen by measurement on the H200 (bench/results/2026-11-29-prefill-*); the
 // dp4a variants of them exist on NVIDIA as the same-shape comparison.
-var mmqNVIDIAOnly = map[string]bool{"r128t32": true, "r64t128": true, "r64t128w8": true}
+var mmqNVIDIAOnly = map[string]bool{"r128t32": true, "r64t128": true, "r64t128w8": true, "r64t32": true}
 
 // mmqLDS is the static LDS of one block: struct strata_mmq_smem<QT, 1, BM, BN>. Both
 // prefill families hold one BM-row weight tile (moe_prefill's gate/up is two matrices of
@@ -217,6 +218,12 @@ var mmqWideStaging = map[string]bool{
 	"moe_prefill/q4k/r128t32":   true, "moe_prefill/q4k/r64t64": true,
 	"moe_prefill/q6k/r128t32": true,
 	"moe_prefill/q80/r128t32": true, "moe_prefill/q80/r128t64": true, "moe_prefill/q80/r64t64": true,
+	// moe_prefill r64t32 (session 6): wide for every type, by bench/results/2026-11-30-moe-prefill
+	// (call 1, trees W against S at 512 tokens: Q8_0 45.9 → 72.5, Q4_K 58.4 → 66.8, IQ2_XS
+	// 52.8 → 56.2; every type gained 5–58 %).
+	"moe_prefill/iq1m/r64t32": true, "moe_prefill/iq2xs/r64t32": true, "moe_prefill/iq3s/r64t32": true,
+	"moe_prefill/iq3xxs/r64t32": true, "moe_prefill/q20/r64t32": true, "moe_prefill/q4k/r64t32": true,
+	"moe_prefill/q6k/r64t32": true, "moe_prefill/q80/r64t32": true,
 }
 
 // WideStaging reports whether variant v of family (mmq or moe_prefill) on t is an NVIDIA
@@ -290,4 +297,52 @@ var moePartialSkip = map[string]bool{
 // (moePartialSkip); the template passes it as strata_moe_src's PARTIAL.
 func (v Variant) PartialSkip(t Target) bool {
 	return t.IsNVIDIA() && v.Values["op"] == "mma" && moePartialSkip[v.Values["type"]+"/"+v.Values["tile"]]
+}
+
+// moeMinBlocks names the NVIDIA mma moe_prefill kernels ("type/tile") compiled with a minimum
+// of resident blocks per SM (launch_bounds(128, n), n = 5 or 6: moe_prefill.tmpl defines
+// STRATA_MOE5_BOUNDS and STRATA_MOE6_BOUNDS). Asked only where n blocks of the kernel's own
+// shared memory fit an SM (MoeMinBlocks). None: measured on the H200 for every r64t32 kernel
+// (bench/results/2026-11-30-moe-prefill), 5 blocks was within −2.2 to 0 % at 512 tokens (ptxas
+// already takes 80–96 registers there, 128 for Q6_K, where 96 without spills ran no faster), 6
+// and 8 blocks spilled 56–316 bytes and lost 7–12 %; r64t64 at 5 blocks spilled 320–852 bytes.
+var moeMinBlocks = map[string]int{}
+
+// MoeMinBlocks is the minimum of resident blocks per SM that moe_prefill variant v asks of the
+// NVIDIA compiler (moeMinBlocks), or 0 (the kernel carries STRATA_LAUNCH_BOUNDS).
+func (v Variant) MoeMinBlocks(t Target) int {
+	if !t.IsNVIDIA() || v.Values["op"] != "mma" || !v.MoeOwnLDS(t) {
+		return 0
+	}
+	n := moeMinBlocks[v.Values["type"]+"/"+v.Values["tile"]]
+	tile := mmqTiles[v.Values["tile"]]
+	if n*(mmqLDS(v.Values["type"], tile[0], tile[1])+1024) > nvSMShared[t.Name] {
+		return 0
+	}
+	return n
+}
+
+// MoeOwnLDS reports whether moe_prefill variant v on t has its own shared array sized to the
+// variant (moe_prefill.tmpl): every NVIDIA kernel. r64t32 needs it for its 5–6 blocks an SM
+// (19–27 KB against the 48128 bytes of the largest variant), and ctest's PTX check counts a
+// module-scope array against every kernel of the module, so no NVIDIA kernel keeps the
+// module-wide array. The other tiles' code is unchanged by it and ran 0.2–2.8 % faster at 512
+// tokens on the H200 (r64t64; bench/results/2026-11-30-moe-prefill, call 2). AMD kernels share
+// one module-wide array as before (each kernel's LDS is that array's size there).
+func (v Variant) MoeOwnLDS(t Target) bool { return t.IsNVIDIA() }
+
+// moeNVForm names the NVIDIA mma moe_prefill kernels ("type/tile") that run their weight
+// type's moe-specific NVIDIA form (moe_prefill.tmpl, strata_moe_qt): Q6_K reads its weight
+// groups by 16-byte loads (strata_moe_q6k_w), IQ1_M copies its grid into LDS in one round
+// trip (strata_moe_iq1m_w). Same values as the quant_blocks forms. H200, 512 tokens
+// (bench/results/2026-11-30-moe-prefill, call 1 → call 2, so across two runs): Q6_K r64t32
+// 48.4 → 49.4 TOPS (L1 data-pipe wavefronts 85 → 61 %, but 96 → 128 registers), IQ1_M r64t32
+// 57.4 → 58.2.
+var moeNVForm = map[string]bool{"q6k/r64t32": true, "iq1m/r64t32": true}
+
+// MoeNVForm reports whether moe_prefill variant v runs its type's moe-specific NVIDIA form
+// (moeNVForm). Only NVIDIA targets build the tiles named there (r64t32 is NVIDIA-only); on
+// others the template maps every type to itself.
+func (v Variant) MoeNVForm() bool {
+	return v.Values["op"] == "mma" && moeNVForm[v.Values["type"]+"/"+v.Values["tile"]]
 }

@@ -26,7 +26,7 @@ import (
 // types; both ops; both tiles; both NVIDIA staging forms: mmq Q6_K r64t64 and the moe_prefill
 // Q8_0 variants are wide, mmq IQ1_M r128t64 and moe_prefill Q6_K r64t64 4-byte, see
 // kernels/prefill.go mmqWideStaging; moe_prefill Q6_K r128t32 skips empty token fragments,
-// moePartialSkip); STRATA_HOSTSIM_ALL=1 runs every variant on two shapes
+// moePartialSkip; moe_prefill Q6_K and IQ1_M r64t32 run the moeNVForm forms); STRATA_HOSTSIM_ALL=1 runs every variant on two shapes
 // each (minutes).
 func TestPrefillHostSim(t *testing.T) {
 	cxx, target, root := hostSimTools(t)
@@ -70,9 +70,11 @@ func TestPrefillHostSim(t *testing.T) {
 			{"tokens=20,k=3,experts=5,hidden=288,ff=288,tables", []int{20, 3, 5, 288, 288, 0, 1}},
 		}, func(v kernels.Variant) bool {
 			// Q8_0 stages in the wide form at every tile, Q6_K r64t64 in the 4-byte form; Q6_K
-			// r128t32 skips empty token fragments (kernels/prefill.go moePartialSkip).
+			// r128t32 skips empty token fragments (kernels/prefill.go moePartialSkip); Q6_K and
+			// IQ1_M r64t32 run their moe-specific NVIDIA forms (moeNVForm) with their own shared
+			// arrays (moeOwnLDSTiles).
 			switch v.Values["type"] + "/" + v.Values["op"] + "/" + v.Values["tile"] {
-			case "q6k/mma/r64t64", "q6k/mma/r128t32":
+			case "q6k/mma/r64t64", "q6k/mma/r128t32", "q6k/mma/r64t32", "iq1m/mma/r64t32":
 				return true
 			}
 			return v.Values["type"]+"/"+v.Values["op"] == "q80/mma"

@@ -3027,6 +3027,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r128t32",
 		Symbol: "strata_moe_prefill_q80_mma_r128t32",
 	}, {
+		Name:   "q80_mma_r64t32",
+		Symbol: "strata_moe_prefill_q80_mma_r64t32",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
 	}, {
@@ -3035,6 +3038,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q80_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q80_dp4a_r128t32",
+	}, {
+		Name:   "q80_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q80_dp4a_r64t32",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
@@ -3045,6 +3051,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r128t32",
 		Symbol: "strata_moe_prefill_q20_mma_r128t32",
 	}, {
+		Name:   "q20_mma_r64t32",
+		Symbol: "strata_moe_prefill_q20_mma_r64t32",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
 	}, {
@@ -3053,6 +3062,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q20_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q20_dp4a_r128t32",
+	}, {
+		Name:   "q20_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q20_dp4a_r64t32",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
@@ -3063,6 +3075,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r128t32",
 		Symbol: "strata_moe_prefill_q4k_mma_r128t32",
 	}, {
+		Name:   "q4k_mma_r64t32",
+		Symbol: "strata_moe_prefill_q4k_mma_r64t32",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
 	}, {
@@ -3071,6 +3086,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q4k_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r128t32",
+	}, {
+		Name:   "q4k_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r64t32",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
@@ -3081,6 +3099,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r128t32",
 		Symbol: "strata_moe_prefill_q6k_mma_r128t32",
 	}, {
+		Name:   "q6k_mma_r64t32",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
 	}, {
@@ -3089,6 +3110,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r128t32",
+	}, {
+		Name:   "q6k_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r64t32",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
@@ -3099,6 +3123,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r128t32",
 	}, {
+		Name:   "iq2xs_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r64t32",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
 	}, {
@@ -3107,6 +3134,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq2xs_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r128t32",
+	}, {
+		Name:   "iq2xs_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t32",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
@@ -3117,6 +3147,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t32",
 	}, {
+		Name:   "iq3xxs_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t32",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
 	}, {
@@ -3125,6 +3158,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3xxs_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r128t32",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t32",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
@@ -3135,6 +3171,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq3s_mma_r128t32",
 	}, {
+		Name:   "iq3s_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq3s_mma_r64t32",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
 	}, {
@@ -3143,6 +3182,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3s_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r128t32",
+	}, {
+		Name:   "iq3s_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t32",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
@@ -3153,6 +3195,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq1m_mma_r128t32",
 	}, {
+		Name:   "iq1m_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq1m_mma_r64t32",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
 	}, {
@@ -3161,6 +3206,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r128t32",
+	}, {
+		Name:   "iq1m_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t32",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3682,6 +3730,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r128t32",
 		Symbol: "strata_moe_prefill_q80_mma_r128t32",
 	}, {
+		Name:   "q80_mma_r64t32",
+		Symbol: "strata_moe_prefill_q80_mma_r64t32",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
 	}, {
@@ -3690,6 +3741,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q80_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q80_dp4a_r128t32",
+	}, {
+		Name:   "q80_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q80_dp4a_r64t32",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
@@ -3700,6 +3754,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r128t32",
 		Symbol: "strata_moe_prefill_q20_mma_r128t32",
 	}, {
+		Name:   "q20_mma_r64t32",
+		Symbol: "strata_moe_prefill_q20_mma_r64t32",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
 	}, {
@@ -3708,6 +3765,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q20_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q20_dp4a_r128t32",
+	}, {
+		Name:   "q20_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q20_dp4a_r64t32",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
@@ -3718,6 +3778,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r128t32",
 		Symbol: "strata_moe_prefill_q4k_mma_r128t32",
 	}, {
+		Name:   "q4k_mma_r64t32",
+		Symbol: "strata_moe_prefill_q4k_mma_r64t32",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
 	}, {
@@ -3726,6 +3789,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q4k_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r128t32",
+	}, {
+		Name:   "q4k_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r64t32",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
@@ -3736,6 +3802,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r128t32",
 		Symbol: "strata_moe_prefill_q6k_mma_r128t32",
 	}, {
+		Name:   "q6k_mma_r64t32",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
 	}, {
@@ -3744,6 +3813,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r128t32",
+	}, {
+		Name:   "q6k_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r64t32",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
@@ -3754,6 +3826,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r128t32",
 	}, {
+		Name:   "iq2xs_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r64t32",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
 	}, {
@@ -3762,6 +3837,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq2xs_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r128t32",
+	}, {
+		Name:   "iq2xs_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t32",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
@@ -3772,6 +3850,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t32",
 	}, {
+		Name:   "iq3xxs_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t32",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
 	}, {
@@ -3780,6 +3861,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3xxs_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r128t32",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t32",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
@@ -3790,6 +3874,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq3s_mma_r128t32",
 	}, {
+		Name:   "iq3s_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq3s_mma_r64t32",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
 	}, {
@@ -3798,6 +3885,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3s_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r128t32",
+	}, {
+		Name:   "iq3s_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t32",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
@@ -3808,6 +3898,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq1m_mma_r128t32",
 	}, {
+		Name:   "iq1m_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq1m_mma_r64t32",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
 	}, {
@@ -3816,6 +3909,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r128t32",
+	}, {
+		Name:   "iq1m_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t32",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4337,6 +4433,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r128t32",
 		Symbol: "strata_moe_prefill_q80_mma_r128t32",
 	}, {
+		Name:   "q80_mma_r64t32",
+		Symbol: "strata_moe_prefill_q80_mma_r64t32",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
 	}, {
@@ -4345,6 +4444,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q80_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q80_dp4a_r128t32",
+	}, {
+		Name:   "q80_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q80_dp4a_r64t32",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
@@ -4355,6 +4457,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r128t32",
 		Symbol: "strata_moe_prefill_q20_mma_r128t32",
 	}, {
+		Name:   "q20_mma_r64t32",
+		Symbol: "strata_moe_prefill_q20_mma_r64t32",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
 	}, {
@@ -4363,6 +4468,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q20_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q20_dp4a_r128t32",
+	}, {
+		Name:   "q20_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q20_dp4a_r64t32",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
@@ -4373,6 +4481,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r128t32",
 		Symbol: "strata_moe_prefill_q4k_mma_r128t32",
 	}, {
+		Name:   "q4k_mma_r64t32",
+		Symbol: "strata_moe_prefill_q4k_mma_r64t32",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
 	}, {
@@ -4381,6 +4492,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q4k_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r128t32",
+	}, {
+		Name:   "q4k_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r64t32",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
@@ -4391,6 +4505,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r128t32",
 		Symbol: "strata_moe_prefill_q6k_mma_r128t32",
 	}, {
+		Name:   "q6k_mma_r64t32",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
 	}, {
@@ -4399,6 +4516,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r128t32",
+	}, {
+		Name:   "q6k_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r64t32",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
@@ -4409,6 +4529,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r128t32",
 	}, {
+		Name:   "iq2xs_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r64t32",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
 	}, {
@@ -4417,6 +4540,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq2xs_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r128t32",
+	}, {
+		Name:   "iq2xs_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t32",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
@@ -4427,6 +4553,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t32",
 	}, {
+		Name:   "iq3xxs_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t32",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
 	}, {
@@ -4435,6 +4564,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3xxs_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r128t32",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t32",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
@@ -4445,6 +4577,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq3s_mma_r128t32",
 	}, {
+		Name:   "iq3s_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq3s_mma_r64t32",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
 	}, {
@@ -4453,6 +4588,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3s_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r128t32",
+	}, {
+		Name:   "iq3s_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t32",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
@@ -4463,6 +4601,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq1m_mma_r128t32",
 	}, {
+		Name:   "iq1m_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq1m_mma_r64t32",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
 	}, {
@@ -4471,6 +4612,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r128t32",
+	}, {
+		Name:   "iq1m_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t32",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4992,6 +5136,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r128t32",
 		Symbol: "strata_moe_prefill_q80_mma_r128t32",
 	}, {
+		Name:   "q80_mma_r64t32",
+		Symbol: "strata_moe_prefill_q80_mma_r64t32",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
 	}, {
@@ -5000,6 +5147,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q80_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q80_dp4a_r128t32",
+	}, {
+		Name:   "q80_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q80_dp4a_r64t32",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
@@ -5010,6 +5160,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r128t32",
 		Symbol: "strata_moe_prefill_q20_mma_r128t32",
 	}, {
+		Name:   "q20_mma_r64t32",
+		Symbol: "strata_moe_prefill_q20_mma_r64t32",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
 	}, {
@@ -5018,6 +5171,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q20_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q20_dp4a_r128t32",
+	}, {
+		Name:   "q20_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q20_dp4a_r64t32",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
@@ -5028,6 +5184,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r128t32",
 		Symbol: "strata_moe_prefill_q4k_mma_r128t32",
 	}, {
+		Name:   "q4k_mma_r64t32",
+		Symbol: "strata_moe_prefill_q4k_mma_r64t32",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
 	}, {
@@ -5036,6 +5195,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q4k_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r128t32",
+	}, {
+		Name:   "q4k_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r64t32",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
@@ -5046,6 +5208,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r128t32",
 		Symbol: "strata_moe_prefill_q6k_mma_r128t32",
 	}, {
+		Name:   "q6k_mma_r64t32",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
 	}, {
@@ -5054,6 +5219,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r128t32",
+	}, {
+		Name:   "q6k_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r64t32",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
@@ -5064,6 +5232,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r128t32",
 	}, {
+		Name:   "iq2xs_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r64t32",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
 	}, {
@@ -5072,6 +5243,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq2xs_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r128t32",
+	}, {
+		Name:   "iq2xs_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t32",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
@@ -5082,6 +5256,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r128t32",
 	}, {
+		Name:   "iq3xxs_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t32",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
 	}, {
@@ -5090,6 +5267,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3xxs_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r128t32",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t32",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
@@ -5100,6 +5280,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq3s_mma_r128t32",
 	}, {
+		Name:   "iq3s_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq3s_mma_r64t32",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
 	}, {
@@ -5108,6 +5291,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3s_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r128t32",
+	}, {
+		Name:   "iq3s_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t32",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
@@ -5118,6 +5304,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r128t32",
 		Symbol: "strata_moe_prefill_iq1m_mma_r128t32",
 	}, {
+		Name:   "iq1m_mma_r64t32",
+		Symbol: "strata_moe_prefill_iq1m_mma_r64t32",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
 	}, {
@@ -5126,6 +5315,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_dp4a_r128t32",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r128t32",
+	}, {
+		Name:   "iq1m_dp4a_r64t32",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t32",
 	}},
 	Vendor: "nvidia",
 }, {

@@ -19,36 +19,52 @@
 // Variant iq1m_dp4a_r64t64: strata_moe_prefill_iq1m_dp4a_r64t64
 // Not built for gfx1101: strata_moe_prefill_q80_mma_r128t64 (64 accumulator registers per lane > 32)
 // Not built for gfx1101: strata_moe_prefill_q80_mma_r128t32 (tile r128t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
+// Not built for gfx1101: strata_moe_prefill_q80_mma_r64t32 (tile r64t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_moe_prefill_q80_dp4a_r128t64 (64 accumulator registers per lane > 32)
 // Not built for gfx1101: strata_moe_prefill_q80_dp4a_r128t32 (tile r128t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
+// Not built for gfx1101: strata_moe_prefill_q80_dp4a_r64t32 (tile r64t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_moe_prefill_q20_mma_r128t64 (64 accumulator registers per lane > 32)
 // Not built for gfx1101: strata_moe_prefill_q20_mma_r128t32 (tile r128t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
+// Not built for gfx1101: strata_moe_prefill_q20_mma_r64t32 (tile r64t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_moe_prefill_q20_dp4a_r128t64 (64 accumulator registers per lane > 32)
 // Not built for gfx1101: strata_moe_prefill_q20_dp4a_r128t32 (tile r128t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
+// Not built for gfx1101: strata_moe_prefill_q20_dp4a_r64t32 (tile r64t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_moe_prefill_q4k_mma_r128t64 (64 accumulator registers per lane > 32)
 // Not built for gfx1101: strata_moe_prefill_q4k_mma_r128t32 (tile r128t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
+// Not built for gfx1101: strata_moe_prefill_q4k_mma_r64t32 (tile r64t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_moe_prefill_q4k_dp4a_r128t64 (64 accumulator registers per lane > 32)
 // Not built for gfx1101: strata_moe_prefill_q4k_dp4a_r128t32 (tile r128t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
+// Not built for gfx1101: strata_moe_prefill_q4k_dp4a_r64t32 (tile r64t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_moe_prefill_q6k_mma_r128t64 (64 accumulator registers per lane > 32)
 // Not built for gfx1101: strata_moe_prefill_q6k_mma_r128t32 (tile r128t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
+// Not built for gfx1101: strata_moe_prefill_q6k_mma_r64t32 (tile r64t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_moe_prefill_q6k_dp4a_r128t64 (64 accumulator registers per lane > 32)
 // Not built for gfx1101: strata_moe_prefill_q6k_dp4a_r128t32 (tile r128t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
+// Not built for gfx1101: strata_moe_prefill_q6k_dp4a_r64t32 (tile r64t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_moe_prefill_iq2xs_mma_r128t64 (64 accumulator registers per lane > 32)
 // Not built for gfx1101: strata_moe_prefill_iq2xs_mma_r128t32 (tile r128t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
+// Not built for gfx1101: strata_moe_prefill_iq2xs_mma_r64t32 (tile r64t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_moe_prefill_iq2xs_dp4a_r128t64 (64 accumulator registers per lane > 32)
 // Not built for gfx1101: strata_moe_prefill_iq2xs_dp4a_r128t32 (tile r128t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
+// Not built for gfx1101: strata_moe_prefill_iq2xs_dp4a_r64t32 (tile r64t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_moe_prefill_iq3xxs_mma_r128t64 (64 accumulator registers per lane > 32)
 // Not built for gfx1101: strata_moe_prefill_iq3xxs_mma_r128t32 (tile r128t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
+// Not built for gfx1101: strata_moe_prefill_iq3xxs_mma_r64t32 (tile r64t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_moe_prefill_iq3xxs_dp4a_r128t64 (64 accumulator registers per lane > 32)
 // Not built for gfx1101: strata_moe_prefill_iq3xxs_dp4a_r128t32 (tile r128t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
+// Not built for gfx1101: strata_moe_prefill_iq3xxs_dp4a_r64t32 (tile r64t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_moe_prefill_iq3s_mma_r128t64 (64 accumulator registers per lane > 32)
 // Not built for gfx1101: strata_moe_prefill_iq3s_mma_r128t32 (tile r128t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
+// Not built for gfx1101: strata_moe_prefill_iq3s_mma_r64t32 (tile r64t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_moe_prefill_iq3s_dp4a_r128t64 (64 accumulator registers per lane > 32)
 // Not built for gfx1101: strata_moe_prefill_iq3s_dp4a_r128t32 (tile r128t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
+// Not built for gfx1101: strata_moe_prefill_iq3s_dp4a_r64t32 (tile r64t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_moe_prefill_iq1m_mma_r128t64 (64 accumulator registers per lane > 32)
 // Not built for gfx1101: strata_moe_prefill_iq1m_mma_r128t32 (tile r128t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
+// Not built for gfx1101: strata_moe_prefill_iq1m_mma_r64t32 (tile r64t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_moe_prefill_iq1m_dp4a_r128t64 (64 accumulator registers per lane > 32)
 // Not built for gfx1101: strata_moe_prefill_iq1m_dp4a_r128t32 (tile r128t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
+// Not built for gfx1101: strata_moe_prefill_iq1m_dp4a_r64t32 (tile r64t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 
 #include "strata_prelude.h"
 
@@ -1068,6 +1084,9 @@ struct strata_moe_ep_down {
     if (c < n && r0 + r < rows) yp[(i64)lst[c] * ldy + r0 + r] = v[0];
   }
 };
+// strata_moe_qt<T, W>::type: the block type the kernel of weight type T runs; W: the kernel
+// takes T's moe-specific NVIDIA form below where T has one (kernels/prefill.go moeNVForm).
+template <class T, bool W> struct strata_moe_qt { typedef T type; };
 // The LDS of one variant: the phases' views of it.
 template <class QT, int BM, int BN, bool MMA>
 union strata_moe_smem {
@@ -1076,28 +1095,34 @@ union strata_moe_smem {
   f32 hs[BN][BM / 2];                     // phase 1 epilogue (the tiles are dead by then)
   strata_moe_route_smem rt;               // phase 0
 };
+// NVIDIA kernels (MoeOwnLDS) have their own shared array, sized to the variant, so that a
+// small tile is not held to the largest variant's size: r64t32 takes 19–27 KB, where one
+// module-wide array is 48128 bytes (4 blocks an SM). The arrays are static: the NVPTX back
+// end then declares each inside the one kernel that uses it, so that the PTX states each
+// kernel's shared memory (ctest's per-kernel check counts module-scope declarations against
+// every kernel). AMD kernels view one module-wide array, sized for the largest of them.
 constexpr unsigned long strata_mmq_sizes[] = {
-  sizeof(strata_moe_smem<strata_qt_q80, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_q80, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_q20, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_q20, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_q4k, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_q4k, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_q6k, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_q6k, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_iq2xs, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_iq2xs, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_iq3xxs, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_iq3xxs, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_iq3s, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_iq3s, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_iq1m, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_iq1m, 64, 64, false>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 64, 64, false>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 64, 64, false>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 64, 64, false>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 64, 64, false>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 64, 64, false>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 64, 64, false>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 64, 64, false>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 64, 64, true>),
+  sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 64, 64, false>),
 };
 __shared__ __attribute__((aligned(16))) u8 strata_mmq_lds[strata_mmq_cmax(strata_mmq_sizes, sizeof(strata_mmq_sizes) / sizeof(strata_mmq_sizes[0]))];
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q80 QT;
+  typedef strata_moe_qt<strata_qt_q80, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
@@ -1170,7 +1195,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_dp4a_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q80 QT;
+  typedef strata_moe_qt<strata_qt_q80, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
@@ -1243,7 +1268,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_mma_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q20 QT;
+  typedef strata_moe_qt<strata_qt_q20, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
@@ -1316,7 +1341,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_dp4a_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q20 QT;
+  typedef strata_moe_qt<strata_qt_q20, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
@@ -1389,7 +1414,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_mma_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q4k QT;
+  typedef strata_moe_qt<strata_qt_q4k, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
@@ -1462,7 +1487,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_dp4a_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q4k QT;
+  typedef strata_moe_qt<strata_qt_q4k, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
@@ -1535,7 +1560,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q6k QT;
+  typedef strata_moe_qt<strata_qt_q6k, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
@@ -1608,7 +1633,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_dp4a_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q6k QT;
+  typedef strata_moe_qt<strata_qt_q6k, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
@@ -1681,7 +1706,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_mma_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq2xs QT;
+  typedef strata_moe_qt<strata_qt_iq2xs, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
@@ -1754,7 +1779,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_dp4a_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq2xs QT;
+  typedef strata_moe_qt<strata_qt_iq2xs, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
@@ -1827,7 +1852,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_mma_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3xxs QT;
+  typedef strata_moe_qt<strata_qt_iq3xxs, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
@@ -1900,7 +1925,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_dp4a_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3xxs QT;
+  typedef strata_moe_qt<strata_qt_iq3xxs, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
@@ -1973,7 +1998,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_mma_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3s QT;
+  typedef strata_moe_qt<strata_qt_iq3s, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
@@ -2046,7 +2071,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_dp4a_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3s QT;
+  typedef strata_moe_qt<strata_qt_iq3s, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
@@ -2119,7 +2144,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_mma_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq1m QT;
+  typedef strata_moe_qt<strata_qt_iq1m, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
@@ -2192,7 +2217,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_dp4a_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq1m QT;
+  typedef strata_moe_qt<strata_qt_iq1m, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;

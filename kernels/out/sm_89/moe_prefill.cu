@@ -4,51 +4,67 @@
 // Variant q80_mma_r64t64: strata_moe_prefill_q80_mma_r64t64
 // Variant q80_mma_r128t64: strata_moe_prefill_q80_mma_r128t64
 // Variant q80_mma_r128t32: strata_moe_prefill_q80_mma_r128t32
+// Variant q80_mma_r64t32: strata_moe_prefill_q80_mma_r64t32
 // Variant q80_dp4a_r64t64: strata_moe_prefill_q80_dp4a_r64t64
 // Variant q80_dp4a_r128t64: strata_moe_prefill_q80_dp4a_r128t64
 // Variant q80_dp4a_r128t32: strata_moe_prefill_q80_dp4a_r128t32
+// Variant q80_dp4a_r64t32: strata_moe_prefill_q80_dp4a_r64t32
 // Variant q20_mma_r64t64: strata_moe_prefill_q20_mma_r64t64
 // Variant q20_mma_r128t64: strata_moe_prefill_q20_mma_r128t64
 // Variant q20_mma_r128t32: strata_moe_prefill_q20_mma_r128t32
+// Variant q20_mma_r64t32: strata_moe_prefill_q20_mma_r64t32
 // Variant q20_dp4a_r64t64: strata_moe_prefill_q20_dp4a_r64t64
 // Variant q20_dp4a_r128t64: strata_moe_prefill_q20_dp4a_r128t64
 // Variant q20_dp4a_r128t32: strata_moe_prefill_q20_dp4a_r128t32
+// Variant q20_dp4a_r64t32: strata_moe_prefill_q20_dp4a_r64t32
 // Variant q4k_mma_r64t64: strata_moe_prefill_q4k_mma_r64t64
 // Variant q4k_mma_r128t64: strata_moe_prefill_q4k_mma_r128t64
 // Variant q4k_mma_r128t32: strata_moe_prefill_q4k_mma_r128t32
+// Variant q4k_mma_r64t32: strata_moe_prefill_q4k_mma_r64t32
 // Variant q4k_dp4a_r64t64: strata_moe_prefill_q4k_dp4a_r64t64
 // Variant q4k_dp4a_r128t64: strata_moe_prefill_q4k_dp4a_r128t64
 // Variant q4k_dp4a_r128t32: strata_moe_prefill_q4k_dp4a_r128t32
+// Variant q4k_dp4a_r64t32: strata_moe_prefill_q4k_dp4a_r64t32
 // Variant q6k_mma_r64t64: strata_moe_prefill_q6k_mma_r64t64
 // Variant q6k_mma_r128t64: strata_moe_prefill_q6k_mma_r128t64
 // Variant q6k_mma_r128t32: strata_moe_prefill_q6k_mma_r128t32
+// Variant q6k_mma_r64t32: strata_moe_prefill_q6k_mma_r64t32
 // Variant q6k_dp4a_r64t64: strata_moe_prefill_q6k_dp4a_r64t64
 // Variant q6k_dp4a_r128t64: strata_moe_prefill_q6k_dp4a_r128t64
 // Variant q6k_dp4a_r128t32: strata_moe_prefill_q6k_dp4a_r128t32
+// Variant q6k_dp4a_r64t32: strata_moe_prefill_q6k_dp4a_r64t32
 // Variant iq2xs_mma_r64t64: strata_moe_prefill_iq2xs_mma_r64t64
 // Variant iq2xs_mma_r128t64: strata_moe_prefill_iq2xs_mma_r128t64
 // Variant iq2xs_mma_r128t32: strata_moe_prefill_iq2xs_mma_r128t32
+// Variant iq2xs_mma_r64t32: strata_moe_prefill_iq2xs_mma_r64t32
 // Variant iq2xs_dp4a_r64t64: strata_moe_prefill_iq2xs_dp4a_r64t64
 // Variant iq2xs_dp4a_r128t64: strata_moe_prefill_iq2xs_dp4a_r128t64
 // Variant iq2xs_dp4a_r128t32: strata_moe_prefill_iq2xs_dp4a_r128t32
+// Variant iq2xs_dp4a_r64t32: strata_moe_prefill_iq2xs_dp4a_r64t32
 // Variant iq3xxs_mma_r64t64: strata_moe_prefill_iq3xxs_mma_r64t64
 // Variant iq3xxs_mma_r128t64: strata_moe_prefill_iq3xxs_mma_r128t64
 // Variant iq3xxs_mma_r128t32: strata_moe_prefill_iq3xxs_mma_r128t32
+// Variant iq3xxs_mma_r64t32: strata_moe_prefill_iq3xxs_mma_r64t32
 // Variant iq3xxs_dp4a_r64t64: strata_moe_prefill_iq3xxs_dp4a_r64t64
 // Variant iq3xxs_dp4a_r128t64: strata_moe_prefill_iq3xxs_dp4a_r128t64
 // Variant iq3xxs_dp4a_r128t32: strata_moe_prefill_iq3xxs_dp4a_r128t32
+// Variant iq3xxs_dp4a_r64t32: strata_moe_prefill_iq3xxs_dp4a_r64t32
 // Variant iq3s_mma_r64t64: strata_moe_prefill_iq3s_mma_r64t64
 // Variant iq3s_mma_r128t64: strata_moe_prefill_iq3s_mma_r128t64
 // Variant iq3s_mma_r128t32: strata_moe_prefill_iq3s_mma_r128t32
+// Variant iq3s_mma_r64t32: strata_moe_prefill_iq3s_mma_r64t32
 // Variant iq3s_dp4a_r64t64: strata_moe_prefill_iq3s_dp4a_r64t64
 // Variant iq3s_dp4a_r128t64: strata_moe_prefill_iq3s_dp4a_r128t64
 // Variant iq3s_dp4a_r128t32: strata_moe_prefill_iq3s_dp4a_r128t32
+// Variant iq3s_dp4a_r64t32: strata_moe_prefill_iq3s_dp4a_r64t32
 // Variant iq1m_mma_r64t64: strata_moe_prefill_iq1m_mma_r64t64
 // Variant iq1m_mma_r128t64: strata_moe_prefill_iq1m_mma_r128t64
 // Variant iq1m_mma_r128t32: strata_moe_prefill_iq1m_mma_r128t32
+// Variant iq1m_mma_r64t32: strata_moe_prefill_iq1m_mma_r64t32
 // Variant iq1m_dp4a_r64t64: strata_moe_prefill_iq1m_dp4a_r64t64
 // Variant iq1m_dp4a_r128t64: strata_moe_prefill_iq1m_dp4a_r128t64
 // Variant iq1m_dp4a_r128t32: strata_moe_prefill_iq1m_dp4a_r128t32
+// Variant iq1m_dp4a_r64t32: strata_moe_prefill_iq1m_dp4a_r64t32
 
 #include "strata_prelude.h"
 
@@ -1563,33 +1579,114 @@ struct strata_moe_ep_down {
     if (c < n && r0 + r < rows) yp[(i64)lst[c] * ldy + r0 + r] = v[0];
   }
 };
+// strata_moe_qt<T, W>::type: the block type the kernel of weight type T runs; W: the kernel
+// takes T's moe-specific NVIDIA form below where T has one (kernels/prefill.go moeNVForm).
+template <class T, bool W> struct strata_moe_qt { typedef T type; };
+// Q6_K weight groups by 16-byte loads (NVIDIA mma kernels of moeWideWeights). A group of
+// Q6_K reads 32 bytes of ql, 32 of qh (both at even offsets of a 210-byte, 2-byte aligned
+// block), two scale bytes and d. strata_qt_q6k::load reads each 32 bytes as nine aligned
+// 4-byte words and a funnel shift: 21 load instructions a group, which kept the L1 data
+// pipe 85 % busy in the r64t32 gate/up (bench/results/2026-11-30-moe-prefill, call 1 ncu).
+// Here each 32 bytes come from the 48-byte window at the 16-byte boundary at or below
+// them (three 16-byte loads, strata_mmq_ld_win; the window ends at most 47 bytes past the
+// start, inside the block: ql starts ≤ 96, qh ≤ 160, the block is 210 bytes), picked by
+// two levels of selects on the word offset and one funnel shift by 0 or 16 bits, and the
+// two scale bytes by one 2-byte load: 9 loads a group. The values are strata_qt_q6k's.
+STRATA_DEVICE void strata_moe_ld32_a2(const u8* p, u32* w) {
+  u32 t[12], a[9];
+  strata_mmq_ld_win(p, t);
+  const u32 o = (u32)((u64)p & 15u);
+  strata_mmq_pick9(t, o >> 2, a);
+  const u32 sh = (o & 2u) * 8u;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) w[i] = (u32)((((u64)a[i + 1] << 32) | a[i]) >> sh);
+}
+struct strata_moe_q6k_w : strata_qt_q6k {
+  STRATA_DEVICE void load(const u8* b, int j, strata_g32& g, const lds*) {
+    strata_g32_clear<strata_qt_q6k>(g);
+    const int n = j >> 2, m = j & 3;
+    u32 ql[8], qh[8];
+    strata_moe_ld32_a2(b + 64 * n + 32 * (m & 1), ql);
+    strata_moe_ld32_a2(b + 128 + 32 * n, qh);
+    const u32 lsh = 4 * (m >> 1), hsh = 2 * m;
+#pragma unroll
+    for (int w = 0; w < 8; ++w) {
+      const u32 u = ((ql[w] >> lsh) & 0x0f0f0f0fu) | (((qh[w] >> hsh) & 0x03030303u) << 4);
+      g.q[w] = strata_sub_bytes(u, 0x20202020u);
+    }
+    const u32 sc = strata_ld_u16(b + 192 + 2 * j);
+    g.m0 = (i32)(i8)(u8)sc, g.m1 = (i32)(i8)(u8)(sc >> 8);
+    g.base = strata_ld_f16(b + 208);
+  }
+};
+template <> struct strata_mmq_split<strata_moe_q6k_w> { static constexpr bool v = true; };
+template <> struct strata_moe_qt<strata_qt_q6k, true> { typedef strata_moe_q6k_w type; };
+// IQ1_M with its 8 KB grid copied into LDS in one round trip: strata_fill_table issues 8
+// loads a thread before their stores, so at 128 threads the 2048 entries take two round
+// trips before the block's first K step; here all 16 of a thread's loads are in flight
+// first. Every block of phases 1 and 2 fills it (r64t32 at 512 tokens: ~4500 and ~6000
+// blocks). The same table bytes.
+struct strata_moe_iq1m_w : strata_qt_iq1m {
+  STRATA_DEVICE void fill(lds* s) {
+    const u32* src = strata_iq1s_grid_gpu;
+#ifdef __NVPTX__
+    asm("" : "+l"(src));  // a plain global load, not ld.const (see strata_fill_table)
+#endif
+    constexpr int N = 2048, T = STRATA_MMQ_THREADS, M = N / T;
+    static_assert(M * T == N, "table not a multiple of the block");
+    const u32 tid = strata_thread_x();
+    u32 v[M];
+#pragma unroll
+    for (int m = 0; m < M; ++m) v[m] = src[tid + m * T];
+#pragma unroll
+    for (int m = 0; m < M; ++m) s->grid[tid + m * T] = v[m];
+  }
+};
+template <> struct strata_mmq_split<strata_moe_iq1m_w> { static constexpr bool v = true; };
+template <> struct strata_moe_qt<strata_qt_iq1m, true> { typedef strata_moe_iq1m_w type; };
 // The kernels whose NVIDIA mma core stages in the wide form (mmq core, "Staging forms"); the
 // choice per kernel and the measurement behind it: kernels/prefill.go, mmqWideStaging. The
 // other mma kernels stage in the 4-byte form.
-template <> struct strata_mmq_nv_wide_stage<strata_qt_q80, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r64t64 gate/up
-template <> struct strata_mmq_nv_wide_stage<strata_qt_q80, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r64t64 down
-template <> struct strata_mmq_nv_wide_stage<strata_qt_q80, 2, 128 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r128t64 gate/up
-template <> struct strata_mmq_nv_wide_stage<strata_qt_q80, 1, 128, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r128t64 down
-template <> struct strata_mmq_nv_wide_stage<strata_qt_q80, 2, 128 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r128t32 gate/up
-template <> struct strata_mmq_nv_wide_stage<strata_qt_q80, 1, 128, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r128t32 down
-template <> struct strata_mmq_nv_wide_stage<strata_qt_q20, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q20_mma_r64t64 gate/up
-template <> struct strata_mmq_nv_wide_stage<strata_qt_q20, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q20_mma_r64t64 down
-template <> struct strata_mmq_nv_wide_stage<strata_qt_q4k, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q4k_mma_r64t64 gate/up
-template <> struct strata_mmq_nv_wide_stage<strata_qt_q4k, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q4k_mma_r64t64 down
-template <> struct strata_mmq_nv_wide_stage<strata_qt_q4k, 2, 128 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q4k_mma_r128t32 gate/up
-template <> struct strata_mmq_nv_wide_stage<strata_qt_q4k, 1, 128, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q4k_mma_r128t32 down
-template <> struct strata_mmq_nv_wide_stage<strata_qt_q6k, 2, 128 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r128t32 gate/up
-template <> struct strata_mmq_nv_wide_stage<strata_qt_q6k, 1, 128, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r128t32 down
-template <> struct strata_mmq_nv_wide_stage<strata_qt_iq2xs, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t64 gate/up
-template <> struct strata_mmq_nv_wide_stage<strata_qt_iq2xs, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t64 down
-template <> struct strata_mmq_nv_wide_stage<strata_qt_iq3xxs, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq3xxs_mma_r64t64 gate/up
-template <> struct strata_mmq_nv_wide_stage<strata_qt_iq3xxs, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq3xxs_mma_r64t64 down
-template <> struct strata_mmq_nv_wide_stage<strata_qt_iq3s, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq3s_mma_r64t64 gate/up
-template <> struct strata_mmq_nv_wide_stage<strata_qt_iq3s, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq3s_mma_r64t64 down
-template <> struct strata_mmq_nv_wide_stage<strata_qt_iq1m, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t64 gate/up
-template <> struct strata_mmq_nv_wide_stage<strata_qt_iq1m, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t64 down
-template <> struct strata_mmq_nv_wide_stage<strata_qt_iq1m, 2, 128 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r128t32 gate/up
-template <> struct strata_mmq_nv_wide_stage<strata_qt_iq1m, 1, 128, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r128t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q80, false>::type, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r64t64 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q80, false>::type, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r64t64 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q80, false>::type, 2, 128 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r128t64 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q80, false>::type, 1, 128, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r128t64 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q80, false>::type, 2, 128 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r128t32 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q80, false>::type, 1, 128, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r128t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q80, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r64t32 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q80, false>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r64t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q20, false>::type, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q20_mma_r64t64 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q20, false>::type, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q20_mma_r64t64 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q20, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q20_mma_r64t32 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q20, false>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q20_mma_r64t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q4k, false>::type, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q4k_mma_r64t64 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q4k, false>::type, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q4k_mma_r64t64 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q4k, false>::type, 2, 128 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q4k_mma_r128t32 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q4k, false>::type, 1, 128, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q4k_mma_r128t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q4k, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q4k_mma_r64t32 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q4k, false>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q4k_mma_r64t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q6k, false>::type, 2, 128 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r128t32 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q6k, false>::type, 1, 128, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r128t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q6k, true>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q6k, true>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq2xs, false>::type, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t64 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq2xs, false>::type, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t64 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq2xs, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t32 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq2xs, false>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq3xxs, false>::type, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq3xxs_mma_r64t64 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq3xxs, false>::type, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq3xxs_mma_r64t64 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq3xxs, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq3xxs_mma_r64t32 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq3xxs, false>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq3xxs_mma_r64t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq3s, false>::type, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq3s_mma_r64t64 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq3s, false>::type, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq3s_mma_r64t64 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq3s, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq3s_mma_r64t32 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq3s, false>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq3s_mma_r64t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq1m, false>::type, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t64 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq1m, false>::type, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t64 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq1m, false>::type, 2, 128 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r128t32 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq1m, false>::type, 1, 128, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r128t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq1m, true>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t32 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq1m, true>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t32 down
 // The LDS of one variant: the phases' views of it.
 template <class QT, int BM, int BN, bool MMA>
 union strata_moe_smem {
@@ -1598,64 +1695,87 @@ union strata_moe_smem {
   f32 hs[BN][BM / 2];                     // phase 1 epilogue (the tiles are dead by then)
   strata_moe_route_smem rt;               // phase 0
 };
-constexpr unsigned long strata_mmq_sizes[] = {
-  sizeof(strata_moe_smem<strata_qt_q80, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_q80, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_q80, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_qt_q80, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_q80, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_q80, 128, 32, false>),
-  sizeof(strata_moe_smem<strata_qt_q20, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_q20, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_q20, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_qt_q20, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_q20, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_q20, 128, 32, false>),
-  sizeof(strata_moe_smem<strata_qt_q4k, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_q4k, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_q4k, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_qt_q4k, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_q4k, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_q4k, 128, 32, false>),
-  sizeof(strata_moe_smem<strata_qt_q6k, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_q6k, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_q6k, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_qt_q6k, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_q6k, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_q6k, 128, 32, false>),
-  sizeof(strata_moe_smem<strata_qt_iq2xs, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_iq2xs, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_iq2xs, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_qt_iq2xs, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_iq2xs, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_iq2xs, 128, 32, false>),
-  sizeof(strata_moe_smem<strata_qt_iq3xxs, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_iq3xxs, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_iq3xxs, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_qt_iq3xxs, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_iq3xxs, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_iq3xxs, 128, 32, false>),
-  sizeof(strata_moe_smem<strata_qt_iq3s, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_iq3s, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_iq3s, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_qt_iq3s, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_iq3s, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_iq3s, 128, 32, false>),
-  sizeof(strata_moe_smem<strata_qt_iq1m, 64, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_iq1m, 128, 64, true>),
-  sizeof(strata_moe_smem<strata_qt_iq1m, 128, 32, true>),
-  sizeof(strata_moe_smem<strata_qt_iq1m, 64, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_iq1m, 128, 64, false>),
-  sizeof(strata_moe_smem<strata_qt_iq1m, 128, 32, false>),
-};
-__shared__ __attribute__((aligned(16))) u8 strata_mmq_lds[strata_mmq_cmax(strata_mmq_sizes, sizeof(strata_mmq_sizes) / sizeof(strata_mmq_sizes[0]))];
+// STRATA_MOE<n>_BOUNDS: launch bounds of the kernels that ask n resident blocks per SM
+// (kernels/prefill.go, moeMinBlocks).
+#define STRATA_MOE5_BOUNDS(n) __attribute__((launch_bounds(n, 5)))
+#define STRATA_MOE6_BOUNDS(n) __attribute__((launch_bounds(n, 6)))
+// NVIDIA kernels (MoeOwnLDS) have their own shared array, sized to the variant, so that a
+// small tile is not held to the largest variant's size: r64t32 takes 19–27 KB, where one
+// module-wide array is 48128 bytes (4 blocks an SM). The arrays are static: the NVPTX back
+// end then declares each inside the one kernel that uses it, so that the PTX states each
+// kernel's shared memory (ctest's per-kernel check counts module-scope declarations against
+// every kernel). AMD kernels view one module-wide array, sized for the largest of them.
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_mma_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 64, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_mma_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 128, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_mma_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 128, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 64, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 64, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 128, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 128, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 64, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_mma_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 64, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_mma_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 128, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_mma_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 128, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 64, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 64, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 128, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 128, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 64, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_mma_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 64, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_mma_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 128, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_mma_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 128, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 64, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 64, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 128, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 128, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 64, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 64, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 128, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 128, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, true>::type, 64, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 64, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 128, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 128, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 64, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_mma_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 64, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_mma_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 128, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_mma_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 128, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 64, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 64, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 128, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 128, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 64, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_mma_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 64, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_mma_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 128, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_mma_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 128, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 64, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 64, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 128, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 128, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 64, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_mma_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 64, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_mma_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 128, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_mma_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 128, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 64, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 64, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 128, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 128, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 64, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_mma_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 64, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_mma_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 128, 64, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_mma_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 128, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, true>::type, 64, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 64, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 128, 64, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 128, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 64, 32, false>)];
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q80 QT;
+  typedef strata_moe_qt<strata_qt_q80, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q80_mma_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1724,11 +1844,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q80 QT;
+  typedef strata_moe_qt<strata_qt_q80, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q80_mma_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1797,11 +1917,84 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q80 QT;
+  typedef strata_moe_qt<strata_qt_q80, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q80_mma_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_q80, false>::type QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = true;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q80_mma_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1870,11 +2063,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_dp4a_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q80 QT;
+  typedef strata_moe_qt<strata_qt_q80, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q80_dp4a_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -1943,11 +2136,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_dp4a_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q80 QT;
+  typedef strata_moe_qt<strata_qt_q80, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q80_dp4a_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2016,11 +2209,84 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_dp4a_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q80 QT;
+  typedef strata_moe_qt<strata_qt_q80, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q80_dp4a_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_dp4a_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_q80, false>::type QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = false;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q80_dp4a_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2089,11 +2355,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_mma_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q20 QT;
+  typedef strata_moe_qt<strata_qt_q20, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q20_mma_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2162,11 +2428,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_mma_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q20 QT;
+  typedef strata_moe_qt<strata_qt_q20, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q20_mma_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2235,11 +2501,84 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_mma_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q20 QT;
+  typedef strata_moe_qt<strata_qt_q20, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q20_mma_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_mma_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_q20, false>::type QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = true;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q20_mma_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2308,11 +2647,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_dp4a_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q20 QT;
+  typedef strata_moe_qt<strata_qt_q20, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q20_dp4a_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2381,11 +2720,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_dp4a_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q20 QT;
+  typedef strata_moe_qt<strata_qt_q20, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q20_dp4a_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2454,11 +2793,84 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_dp4a_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q20 QT;
+  typedef strata_moe_qt<strata_qt_q20, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q20_dp4a_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_dp4a_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_q20, false>::type QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = false;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q20_dp4a_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2527,11 +2939,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_mma_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q4k QT;
+  typedef strata_moe_qt<strata_qt_q4k, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q4k_mma_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2600,11 +3012,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_mma_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q4k QT;
+  typedef strata_moe_qt<strata_qt_q4k, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q4k_mma_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2673,11 +3085,84 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_mma_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q4k QT;
+  typedef strata_moe_qt<strata_qt_q4k, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q4k_mma_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_mma_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_q4k, false>::type QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = true;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q4k_mma_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2746,11 +3231,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_dp4a_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q4k QT;
+  typedef strata_moe_qt<strata_qt_q4k, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q4k_dp4a_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2819,11 +3304,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_dp4a_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q4k QT;
+  typedef strata_moe_qt<strata_qt_q4k, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q4k_dp4a_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2892,11 +3377,84 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_dp4a_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q4k QT;
+  typedef strata_moe_qt<strata_qt_q4k, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q4k_dp4a_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_dp4a_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_q4k, false>::type QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = false;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q4k_dp4a_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2965,11 +3523,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q6k QT;
+  typedef strata_moe_qt<strata_qt_q6k, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_mma_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3038,11 +3596,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q6k QT;
+  typedef strata_moe_qt<strata_qt_q6k, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_mma_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3111,11 +3669,84 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q6k QT;
+  typedef strata_moe_qt<strata_qt_q6k, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_mma_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_q6k, true>::type QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = true;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_mma_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3184,11 +3815,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_dp4a_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q6k QT;
+  typedef strata_moe_qt<strata_qt_q6k, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_dp4a_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3257,11 +3888,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_dp4a_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q6k QT;
+  typedef strata_moe_qt<strata_qt_q6k, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_dp4a_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3330,11 +3961,84 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_dp4a_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_q6k QT;
+  typedef strata_moe_qt<strata_qt_q6k, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_dp4a_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_dp4a_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_q6k, false>::type QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = false;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_dp4a_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3403,11 +4107,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_mma_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq2xs QT;
+  typedef strata_moe_qt<strata_qt_iq2xs, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq2xs_mma_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3476,11 +4180,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_mma_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq2xs QT;
+  typedef strata_moe_qt<strata_qt_iq2xs, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq2xs_mma_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3549,11 +4253,84 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_mma_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq2xs QT;
+  typedef strata_moe_qt<strata_qt_iq2xs, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq2xs_mma_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_mma_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_iq2xs, false>::type QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = true;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq2xs_mma_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3622,11 +4399,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_dp4a_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq2xs QT;
+  typedef strata_moe_qt<strata_qt_iq2xs, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq2xs_dp4a_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3695,11 +4472,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_dp4a_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq2xs QT;
+  typedef strata_moe_qt<strata_qt_iq2xs, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq2xs_dp4a_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3768,11 +4545,84 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_dp4a_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq2xs QT;
+  typedef strata_moe_qt<strata_qt_iq2xs, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq2xs_dp4a_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_dp4a_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_iq2xs, false>::type QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = false;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq2xs_dp4a_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3841,11 +4691,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_mma_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3xxs QT;
+  typedef strata_moe_qt<strata_qt_iq3xxs, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3xxs_mma_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3914,11 +4764,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_mma_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3xxs QT;
+  typedef strata_moe_qt<strata_qt_iq3xxs, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3xxs_mma_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3987,11 +4837,84 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_mma_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3xxs QT;
+  typedef strata_moe_qt<strata_qt_iq3xxs, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3xxs_mma_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_mma_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_iq3xxs, false>::type QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = true;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3xxs_mma_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4060,11 +4983,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_dp4a_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3xxs QT;
+  typedef strata_moe_qt<strata_qt_iq3xxs, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3xxs_dp4a_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4133,11 +5056,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_dp4a_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3xxs QT;
+  typedef strata_moe_qt<strata_qt_iq3xxs, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3xxs_dp4a_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4206,11 +5129,84 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_dp4a_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3xxs QT;
+  typedef strata_moe_qt<strata_qt_iq3xxs, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3xxs_dp4a_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_dp4a_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_iq3xxs, false>::type QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = false;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3xxs_dp4a_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4279,11 +5275,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_mma_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3s QT;
+  typedef strata_moe_qt<strata_qt_iq3s, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3s_mma_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4352,11 +5348,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_mma_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3s QT;
+  typedef strata_moe_qt<strata_qt_iq3s, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3s_mma_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4425,11 +5421,84 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_mma_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3s QT;
+  typedef strata_moe_qt<strata_qt_iq3s, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3s_mma_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_mma_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_iq3s, false>::type QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = true;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3s_mma_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4498,11 +5567,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_dp4a_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3s QT;
+  typedef strata_moe_qt<strata_qt_iq3s, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3s_dp4a_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4571,11 +5640,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_dp4a_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3s QT;
+  typedef strata_moe_qt<strata_qt_iq3s, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3s_dp4a_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4644,11 +5713,84 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_dp4a_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq3s QT;
+  typedef strata_moe_qt<strata_qt_iq3s, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3s_dp4a_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_dp4a_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_iq3s, false>::type QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = false;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3s_dp4a_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4717,11 +5859,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_mma_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq1m QT;
+  typedef strata_moe_qt<strata_qt_iq1m, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq1m_mma_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4790,11 +5932,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_mma_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq1m QT;
+  typedef strata_moe_qt<strata_qt_iq1m, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq1m_mma_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4863,11 +6005,84 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_mma_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq1m QT;
+  typedef strata_moe_qt<strata_qt_iq1m, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq1m_mma_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_mma_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_iq1m, true>::type QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = true;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq1m_mma_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4936,11 +6151,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_dp4a_r64t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq1m QT;
+  typedef strata_moe_qt<strata_qt_iq1m, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq1m_dp4a_r64t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -5009,11 +6224,11 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_dp4a_r128t64(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq1m QT;
+  typedef strata_moe_qt<strata_qt_iq1m, false>::type QT;
   constexpr int BM = 128, BN = 64, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq1m_dp4a_r128t64_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -5082,11 +6297,84 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_dp4a_r128t32(const struct strata_moe_prefill_args p) {
-  typedef strata_qt_iq1m QT;
+  typedef strata_moe_qt<strata_qt_iq1m, false>::type QT;
   constexpr int BM = 128, BN = 32, HM = BM / 2;
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_mmq_lds;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq1m_dp4a_r128t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_dp4a_r64t32(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_iq1m, false>::type QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = false;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq1m_dp4a_r64t32_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
