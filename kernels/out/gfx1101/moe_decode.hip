@@ -808,6 +808,24 @@ STRATA_DEVICE void strata_moe_stage(u32* xs, const u8* src, int n) {
   }
 }
 
+// NVIDIA: lines [l0, l1) of the 128-byte lines that [base, base + bytes) touches, into L2
+// (prefetch.global.L2: no register, no wait), spread over the block's threads. Weights no
+// kernel of the stream writes. -DSTRATA_MOE_NO_L2PF removes it (measurement: the previous
+// kernels' memory behaviour). See strata_moe_gate_up.
+template <class = void>
+STRATA_DEVICE void strata_moe_pf_l2(const u8* base, i64 bytes, i64 num, i64 den) {
+#if defined(__NVPTX__) && !defined(STRATA_MOE_NO_L2PF)
+  const u64 a0 = (u64)base & ~127ull;
+  const i64 lines = (i64)(((u64)base + (u64)bytes - a0 + 127) >> 7);
+  const i64 l0 = lines * num / den, l1 = lines * (num + 1) / den;
+  for (i64 l = l0 + strata_thread_x(); l < l1; l += strata_block_dim_x()) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(a0 + 128ull * (u64)l));
+  }
+#else
+  (void)base, (void)bytes, (void)num, (void)den;
+#endif
+}
+
 // One Q8_1 block as words (LDS or global, through one pointer): its quants and scale.
 template <class = void>
 STRATA_DEVICE void strata_moe_q81(const u32* xb, u32* a, f32* da) {
@@ -824,6 +842,7 @@ STRATA_DEVICE void strata_moe_gate_up(const struct strata_moe_decode_args& p, ty
   static __shared__ f32 hs[32];
   static __shared__ i32 rid;
   static __shared__ u32 rbad;
+  static __shared__ u64 rsl[3];  // phase 3: the block's expert's gate, up and down slots
   const int b = (int)strata_block_x(), j = (int)strata_block_y(), t = (int)strata_block_z();
   const int wave = (int)(strata_thread_x() >> 5), lane = (int)strata_lane();
   const bool fused = p.phase == 3;
@@ -835,6 +854,7 @@ STRATA_DEVICE void strata_moe_gate_up(const struct strata_moe_decode_args& p, ty
   const bool staged = S::STAGE && 9 * ng <= STRATA_MOE_XS_WORDS;
   i32 id = 0;
   u32 bad = 0;
+  u64 sdn = 0;  // phase 1: expert j's down slot, loaded early (only its L2 prefetch uses it)
   if (!fused) {
     bad = p.err[o];
     if (bad != 0u) {  // uniform over the block
@@ -842,6 +862,7 @@ STRATA_DEVICE void strata_moe_gate_up(const struct strata_moe_decode_args& p, ty
       return;
     }
     id = p.ids[o];
+    sdn = p.slots_down[id];
 #ifdef __NVPTX__
     // IQ types: the table copy and its barrier cost a round trip before the first loads can
     // issue; the first pass's weight bytes are prefetched into L2 meanwhile.
@@ -868,14 +889,18 @@ STRATA_DEVICE void strata_moe_gate_up(const struct strata_moe_decode_args& p, ty
   if (fused && strata_thread_x() < 32) {
     f32 w;
     strata_moe_topk(p, t, &id, &w);
-    const u32 e = lane < p.k_used ? strata_moe_missing(p, id) : 1u;
+    // The slot check (strata_moe_missing's test) by the k lanes at once; lane j hands its
+    // three addresses to the block through LDS, so no thread reloads them after the barrier.
+    u64 sg = 0, su = 0, sd = 0;
+    if (lane < p.k_used) sg = p.slots_gate[id], su = p.slots_up[id], sd = p.slots_down[id];
+    const u32 e = sg != 0 && su != 0 && sd != 0 ? 0u : 1u;
     if (b == 0 && j == 0 && lane < p.k_used) {
       const i64 oo = (i64)t * p.k_used + lane;
       p.ids[oo] = id;
       p.wts[oo] = w;
       p.err[oo] = e;
     }
-    if (lane == j) rid = id, rbad = e;
+    if (lane == j) rid = id, rbad = e, rsl[0] = sg, rsl[1] = su, rsl[2] = sd;
   }
   strata_barrier();
   if (fused) {
@@ -885,8 +910,23 @@ STRATA_DEVICE void strata_moe_gate_up(const struct strata_moe_decode_args& p, ty
       return;
     }
   }
-  const u8* gate = (const u8*)p.slots_gate[id];
-  const u8* up = (const u8*)p.slots_up[id];
+  const u8* gate = (const u8*)(fused ? rsl[0] : p.slots_gate[id]);
+  const u8* up = (const u8*)(fused ? rsl[1] : p.slots_up[id]);
+  // NVIDIA: every weight line the block will read — its 32 gate rows and 32 up rows, and
+  // its 1/(n_ff/32) share of expert j's down matrix, which phase 2 reads next — is asked of
+  // L2 now, with the first pass's loads. A wave's passes otherwise go to DRAM one after the
+  // other (4 dependent round trips at RP = 2, U = 1, ~15 KB in flight per SM where ~30 KB
+  // covers the latency); with the prefetch the block's ~40 KB (Q2_0, n_embd 2048) is in
+  // flight at once, the later passes wait on L2, and phase 2's first loads hit L2 instead
+  // of DRAM. No result changes (a prefetch has no value). bench/results/2026-11-30-moe-decode.
+  {
+    const u8* down = (const u8*)(fused ? rsl[2] : sdn);
+    strata_moe_pf_l2(gate + (i64)32 * b * rowb, 32 * rowb, 0, 1);
+    strata_moe_pf_l2(up + (i64)32 * b * rowb, 32 * rowb, 0, 1);
+    if (down != nullptr) {
+      strata_moe_pf_l2(down, (i64)p.n_embd * ((p.n_ff / QT::QK) * QT::BYTES), b, (i64)strata_grid_dim_x());
+    }
+  }
   const u32* xw = staged ? (const u32*)xs : (const u32*)__builtin_assume_aligned(x, 4);
   // Row dot d (0..7) of the wave: gate (d even) or up (d odd) row 32b + 4·wave + d/2; D of
   // them per pass (RP rows of both matrices).
