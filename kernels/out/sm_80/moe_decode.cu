@@ -685,16 +685,50 @@ struct strata_moe_shape {
 #define STRATA_MOE_XS_WORDS 9216  // 36 KB of Q8_1 words: with the largest IQ table (8 KB) under 48 KB
 #endif
 
+// The largest u32 over the wave (every lane gets it). NVIDIA: one redux.sync (sm_80+), in
+// place of a 5-level butterfly of dependent shuffles; elsewhere (AMD, the host simulation)
+// the butterfly.
+template <class = void>
+STRATA_DEVICE u32 strata_moe_wave_umax(u32 v) {
+#ifdef __NVPTX__
+  u32 r;
+  asm volatile("redux.sync.max.u32 %0, %1, 0xffffffff;" : "=r"(r) : "r"(v));
+  return r;
+#else
+#pragma unroll
+  for (int s = 16; s > 0; s >>= 1) {
+    const u32 o = (u32)strata_shfl_xor_i32((i32)v, (u32)s);
+    v = o > v ? o : v;
+  }
+  return v;
+#endif
+}
+
+// f32 → u32 whose unsigned order is the f32 order (−0 taken as +0, so that ±0 compare equal
+// as f32 does), and back (−0 comes back as +0).
+template <class = void>
+STRATA_DEVICE u32 strata_moe_key(f32 x) {
+  const u32 u = x == 0.0f ? 0u : __builtin_bit_cast(u32, x);
+  return u & 0x80000000u ? ~u : u | 0x80000000u;
+}
+template <class = void>
+STRATA_DEVICE f32 strata_moe_unkey(u32 k) {
+  return __builtin_bit_cast(f32, k & 0x80000000u ? k & 0x7fffffffu : ~k);
+}
+
 // Top-k of token t's logits by wave 0 (all 32 lanes call it): lane j < k gets the j-th
 // choice's id and weight (renormalised when asked), the other lanes (0, 0).
 // Lane ℓ holds logits e = ℓ + 32i, i < NI (32·NI ≥ n_expert), in registers: NI loads in flight
-// at once, and each choice is a butterfly over the lanes' current bests; only the lane that
-// owned the winner rescans (the others' bests are unchanged). The previous loop re-read every
-// logit from L1 for every choice (k · E/32 dependent loads per lane); times in the comment at
-// the top (bench/results/2026-11-29-decode-topk). The arithmetic is that
-// loop's: the same max, the same sum order (lane's logits in i order, then the butterfly),
-// the same comparisons, so ids and weights are bit-identical to it. n_expert > 1024 is
-// outside the contract (Spec: 1..1024); experts past 1024 would be ignored, never read.
+// at once. Each logit is an order key (strata_moe_key) and its id an inverted rank
+// 1024 − e (0 = none), so "highest logit, lowest id among equals" is the largest pair. A
+// choice is two wave maxima (the key, then among lanes holding that key the inverted id:
+// two redux.sync on NVIDIA, where the previous form made a 5-level butterfly of (f32, id)
+// pairs); only the lane that owned the winner rescans. The weights are computed after the
+// loop, lane j its own choice's, with the same expressions (e^(l_j − m)/Σ, and the sum of
+// the chosen p_j in j order from 0), so ids and weights are bit-identical to the previous
+// loop's for every logit that is not NaN (kernels/README, bench/results/2026-11-30-moe-decode);
+// the softmax max and sum are unchanged. n_expert > 1024 is outside the contract (Spec:
+// 1..1024); experts past 1024 would be ignored, never read.
 template <int NI>
 STRATA_DEVICE u64 strata_moe_topk_r(const f32* l, int ne, int k, int renorm) {
   const int lane = (int)strata_lane();
@@ -711,42 +745,40 @@ STRATA_DEVICE u64 strata_moe_topk_r(const f32* l, int ne, int k, int renorm) {
     if (lane + 32 * i < ne) sum += strata_expf(v[i] - m);
   }
   sum = strata_wave_sum_f32(sum);
+  u32 kv[NI];
+#pragma unroll
+  for (int i = 0; i < NI; ++i) kv[i] = strata_moe_key(v[i]);
   u32 left = 0;  // bit i: expert lane + 32i present and not yet chosen
 #pragma unroll
   for (int i = 0; i < NI; ++i) left |= lane + 32 * i < ne ? 1u << i : 0u;
-  // This lane's best among those left: the highest logit, the lowest id among equals (and
-  // the first one left when none compares greater, as the loop did: −inf, NaN).
-  f32 bv = -__builtin_inff();
-  i32 bi = 0x7fffffff;
+  // This lane's best among those left: (key, 1024 − id), the lowest id among equal keys
+  // (ids grow with i: the first wins); (0, 0) when none is left.
+  u32 bh = 0, bl = 0;
 #pragma unroll
   for (int i = 0; i < NI; ++i) {
-    if (((left >> i) & 1u) && (v[i] > bv || bi == 0x7fffffff)) bv = v[i], bi = lane + 32 * i;
+    if (((left >> i) & 1u) && (bl == 0 || kv[i] > bh)) bh = kv[i], bl = 1024u - (u32)(lane + 32 * i);
   }
-  f32 sel = 0.0f, mine = 0.0f;
+  u32 myh = 0;
   i32 myid = 0;
   for (int j = 0; j < k; ++j) {
-    f32 cv = bv;
-    i32 ci = bi;
-#pragma unroll
-    for (int s = 16; s > 0; s >>= 1) {
-      const f32 ov = strata_shfl_xor_f32(cv, (u32)s);
-      const i32 oi = strata_shfl_xor_i32(ci, (u32)s);
-      if (ov > cv || (ov == cv && oi < ci)) cv = ov, ci = oi;
-    }
-    if (ci < ne && (ci & 31) == lane) {  // the owner takes it out and rescans
+    const u32 ch = strata_moe_wave_umax(bh);
+    const u32 cl = strata_moe_wave_umax(bh == ch ? bl : 0u);
+    const i32 ci = 1024 - (i32)cl;
+    if (cl != 0 && (ci & 31) == lane) {  // the owner takes it out and rescans
       left &= ~(1u << (ci >> 5));
-      bv = -__builtin_inff(), bi = 0x7fffffff;
+      bh = 0, bl = 0;
 #pragma unroll
       for (int i = 0; i < NI; ++i) {
-        if (((left >> i) & 1u) && (v[i] > bv || bi == 0x7fffffff)) bv = v[i], bi = lane + 32 * i;
+        if (((left >> i) & 1u) && (bl == 0 || kv[i] > bh)) bh = kv[i], bl = 1024u - (u32)(lane + 32 * i);
       }
     }
-    const f32 pj = strata_expf(cv - m) / sum;
-    sel += pj;
-    if (lane == j) myid = ci, mine = pj;
+    if (lane == j) myh = ch, myid = ci;
   }
+  const f32 mine = lane < k ? strata_expf(strata_moe_unkey(myh) - m) / sum : 0.0f;
+  f32 sel = 0.0f;
+  for (int j = 0; j < k; ++j) sel += strata_shfl_f32(mine, (u32)j);
   const f32 wt = renorm ? mine / sel : mine;
-  return (u64)(u32)myid | (u64)__builtin_bit_cast(u32, wt) << 32;
+  return (u64)(u32)(lane < k ? myid : 0) | (u64)__builtin_bit_cast(u32, wt) << 32;
 }
 
 // Not inlined on NVIDIA: inlined into phase 3, the selection's registers made ptxas spill
