@@ -1,5 +1,6 @@
 # Emulates wave 0's old (butterfly of (f32, id)) and new (order keys, wave maxima) top-k
-# selection on 32 lanes and compares the chosen ids, in order, on tie-heavy inputs.
+# selection on 32 lanes and compares the chosen ids, in order, on tie-heavy inputs; the new
+# one's per-lane best both as a first-wins scan and as strata_moe_best's tree of u64 maxima.
 import random, struct, math
 def f32(x): return struct.unpack('<f', struct.pack('<f', x))[0]
 def bits(x): return struct.unpack('<I', struct.pack('<f', x))[0]
@@ -43,6 +44,14 @@ def new(l, ne, k, NI):
         bh, bl = 0, 0
         for i in range(NI):
             if (left[ln]>>i)&1 and (bl == 0 or kv[ln][i] > bh): bh, bl = kv[ln][i], 1024-(ln+32*i)
+        # strata_moe_best: the same as a tree of u64 maxima
+        c = [(kv[ln][i] << 32 | (1024-(ln+32*i))) if (left[ln]>>i)&1 else 0 for i in range(NI)]
+        c = [max(c[i], c[i+NI//2]) for i in range(NI//2)]
+        s = NI//4
+        while s:
+            c = [max(c[i], c[i+s]) for i in range(s)] + c[s:]
+            s //= 2
+        assert c[0] == (bh << 32 | bl), (c[0], bh, bl)
         return bh, bl
     best = [scan(ln) for ln in range(32)]
     out = []

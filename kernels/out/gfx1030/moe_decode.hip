@@ -716,6 +716,27 @@ STRATA_DEVICE f32 strata_moe_unkey(u32 k) {
   return __builtin_bit_cast(f32, k & 0x80000000u ? k & 0x7fffffffu : ~k);
 }
 
+// The largest (kv[i], 1024 − (lane + 32i)) over the entries i whose bit is set in left, as
+// one u64 (0 when none): a tree of NI − 1 maxima, log2(NI) deep (the previous rescan was a
+// chain of NI dependent compares; the pairs are distinct, so any order gives the same).
+template <int NI>
+STRATA_DEVICE u64 strata_moe_best(const u32* kv, u32 left, int lane) {
+  u64 c[NI / 2];
+#pragma unroll
+  for (int i = 0; i < NI / 2; ++i) {
+    const int i2 = i + NI / 2;
+    const u64 a = (left >> i) & 1u ? (u64)kv[i] << 32 | (1024u - (u32)(lane + 32 * i)) : 0ull;
+    const u64 b = (left >> i2) & 1u ? (u64)kv[i2] << 32 | (1024u - (u32)(lane + 32 * i2)) : 0ull;
+    c[i] = b > a ? b : a;
+  }
+#pragma unroll
+  for (int s = NI / 4; s > 0; s >>= 1) {
+#pragma unroll
+    for (int i = 0; i < s; ++i) c[i] = c[i + s] > c[i] ? c[i + s] : c[i];
+  }
+  return c[0];
+}
+
 // Top-k of token t's logits by wave 0 (all 32 lanes call it): lane j < k gets the j-th
 // choice's id and weight (renormalised when asked), the other lanes (0, 0).
 // Lane ℓ holds logits e = ℓ + 32i, i < NI (32·NI ≥ n_expert), in registers: NI loads in flight
@@ -723,7 +744,7 @@ STRATA_DEVICE f32 strata_moe_unkey(u32 k) {
 // 1024 − e (0 = none), so "highest logit, lowest id among equals" is the largest pair. A
 // choice is two wave maxima (the key, then among lanes holding that key the inverted id:
 // two redux.sync on NVIDIA, where the previous form made a 5-level butterfly of (f32, id)
-// pairs); only the lane that owned the winner rescans. The weights are computed after the
+// pairs); only the lane that owned the winner rescans (strata_moe_best: a tree). The weights are computed after the
 // loop, lane j its own choice's, with the same expressions (e^(l_j − m)/Σ, and the sum of
 // the chosen p_j in j order from 0), so ids and weights are bit-identical to the previous
 // loop's for every logit that is not NaN (kernels/README, bench/results/2026-11-30-moe-decode);
@@ -751,26 +772,19 @@ STRATA_DEVICE u64 strata_moe_topk_r(const f32* l, int ne, int k, int renorm) {
   u32 left = 0;  // bit i: expert lane + 32i present and not yet chosen
 #pragma unroll
   for (int i = 0; i < NI; ++i) left |= lane + 32 * i < ne ? 1u << i : 0u;
-  // This lane's best among those left: (key, 1024 − id), the lowest id among equal keys
-  // (ids grow with i: the first wins); (0, 0) when none is left.
-  u32 bh = 0, bl = 0;
-#pragma unroll
-  for (int i = 0; i < NI; ++i) {
-    if (((left >> i) & 1u) && (bl == 0 || kv[i] > bh)) bh = kv[i], bl = 1024u - (u32)(lane + 32 * i);
-  }
+  // This lane's best among those left: (key, 1024 − id), the lowest id among equal keys;
+  // (0, 0) when none is left.
+  u64 best = strata_moe_best<NI>(kv, left, lane);
   u32 myh = 0;
   i32 myid = 0;
   for (int j = 0; j < k; ++j) {
+    const u32 bh = (u32)(best >> 32);
     const u32 ch = strata_moe_wave_umax(bh);
-    const u32 cl = strata_moe_wave_umax(bh == ch ? bl : 0u);
+    const u32 cl = strata_moe_wave_umax(bh == ch ? (u32)best : 0u);
     const i32 ci = 1024 - (i32)cl;
     if (cl != 0 && (ci & 31) == lane) {  // the owner takes it out and rescans
       left &= ~(1u << (ci >> 5));
-      bh = 0, bl = 0;
-#pragma unroll
-      for (int i = 0; i < NI; ++i) {
-        if (((left >> i) & 1u) && (bl == 0 || kv[i] > bh)) bh = kv[i], bl = 1024u - (u32)(lane + 32 * i);
-      }
+      best = strata_moe_best<NI>(kv, left, lane);
     }
     if (lane == j) myh = ch, myid = ci;
   }
