@@ -685,16 +685,71 @@ struct strata_moe_shape {
 #define STRATA_MOE_XS_WORDS 9216  // 36 KB of Q8_1 words: with the largest IQ table (8 KB) under 48 KB
 #endif
 
+// The largest u32 over the wave (every lane gets it). NVIDIA: one redux.sync (sm_80+), in
+// place of a 5-level butterfly of dependent shuffles; elsewhere (AMD, the host simulation)
+// the butterfly.
+template <class = void>
+STRATA_DEVICE u32 strata_moe_wave_umax(u32 v) {
+#ifdef __NVPTX__
+  u32 r;
+  asm volatile("redux.sync.max.u32 %0, %1, 0xffffffff;" : "=r"(r) : "r"(v));
+  return r;
+#else
+#pragma unroll
+  for (int s = 16; s > 0; s >>= 1) {
+    const u32 o = (u32)strata_shfl_xor_i32((i32)v, (u32)s);
+    v = o > v ? o : v;
+  }
+  return v;
+#endif
+}
+
+// f32 → u32 whose unsigned order is the f32 order (−0 taken as +0, so that ±0 compare equal
+// as f32 does), and back (−0 comes back as +0).
+template <class = void>
+STRATA_DEVICE u32 strata_moe_key(f32 x) {
+  const u32 u = x == 0.0f ? 0u : __builtin_bit_cast(u32, x);
+  return u & 0x80000000u ? ~u : u | 0x80000000u;
+}
+template <class = void>
+STRATA_DEVICE f32 strata_moe_unkey(u32 k) {
+  return __builtin_bit_cast(f32, k & 0x80000000u ? k & 0x7fffffffu : ~k);
+}
+
+// The largest (kv[i], 1024 − (lane + 32i)) over the entries i whose bit is set in left, as
+// one u64 (0 when none): a tree of NI − 1 maxima, log2(NI) deep (the previous rescan was a
+// chain of NI dependent compares; the pairs are distinct, so any order gives the same).
+template <int NI>
+STRATA_DEVICE u64 strata_moe_best(const u32* kv, u32 left, int lane) {
+  u64 c[NI / 2];
+#pragma unroll
+  for (int i = 0; i < NI / 2; ++i) {
+    const int i2 = i + NI / 2;
+    const u64 a = (left >> i) & 1u ? (u64)kv[i] << 32 | (1024u - (u32)(lane + 32 * i)) : 0ull;
+    const u64 b = (left >> i2) & 1u ? (u64)kv[i2] << 32 | (1024u - (u32)(lane + 32 * i2)) : 0ull;
+    c[i] = b > a ? b : a;
+  }
+#pragma unroll
+  for (int s = NI / 4; s > 0; s >>= 1) {
+#pragma unroll
+    for (int i = 0; i < s; ++i) c[i] = c[i + s] > c[i] ? c[i + s] : c[i];
+  }
+  return c[0];
+}
+
 // Top-k of token t's logits by wave 0 (all 32 lanes call it): lane j < k gets the j-th
 // choice's id and weight (renormalised when asked), the other lanes (0, 0).
 // Lane ℓ holds logits e = ℓ + 32i, i < NI (32·NI ≥ n_expert), in registers: NI loads in flight
-// at once, and each choice is a butterfly over the lanes' current bests; only the lane that
-// owned the winner rescans (the others' bests are unchanged). The previous loop re-read every
-// logit from L1 for every choice (k · E/32 dependent loads per lane); times in the comment at
-// the top (bench/results/2026-11-29-decode-topk). The arithmetic is that
-// loop's: the same max, the same sum order (lane's logits in i order, then the butterfly),
-// the same comparisons, so ids and weights are bit-identical to it. n_expert > 1024 is
-// outside the contract (Spec: 1..1024); experts past 1024 would be ignored, never read.
+// at once. Each logit is an order key (strata_moe_key) and its id an inverted rank
+// 1024 − e (0 = none), so "highest logit, lowest id among equals" is the largest pair. A
+// choice is two wave maxima (the key, then among lanes holding that key the inverted id:
+// two redux.sync on NVIDIA, where the previous form made a 5-level butterfly of (f32, id)
+// pairs); only the lane that owned the winner rescans (strata_moe_best: a tree). The weights are computed after the
+// loop, lane j its own choice's, with the same expressions (e^(l_j − m)/Σ, and the sum of
+// the chosen p_j in j order from 0), so ids and weights are bit-identical to the previous
+// loop's for every logit that is not NaN (kernels/README, bench/results/2026-11-30-moe-decode);
+// the softmax max and sum are unchanged. n_expert > 1024 is outside the contract (Spec:
+// 1..1024); experts past 1024 would be ignored, never read.
 template <int NI>
 STRATA_DEVICE u64 strata_moe_topk_r(const f32* l, int ne, int k, int renorm) {
   const int lane = (int)strata_lane();
@@ -711,42 +766,33 @@ STRATA_DEVICE u64 strata_moe_topk_r(const f32* l, int ne, int k, int renorm) {
     if (lane + 32 * i < ne) sum += strata_expf(v[i] - m);
   }
   sum = strata_wave_sum_f32(sum);
+  u32 kv[NI];
+#pragma unroll
+  for (int i = 0; i < NI; ++i) kv[i] = strata_moe_key(v[i]);
   u32 left = 0;  // bit i: expert lane + 32i present and not yet chosen
 #pragma unroll
   for (int i = 0; i < NI; ++i) left |= lane + 32 * i < ne ? 1u << i : 0u;
-  // This lane's best among those left: the highest logit, the lowest id among equals (and
-  // the first one left when none compares greater, as the loop did: −inf, NaN).
-  f32 bv = -__builtin_inff();
-  i32 bi = 0x7fffffff;
-#pragma unroll
-  for (int i = 0; i < NI; ++i) {
-    if (((left >> i) & 1u) && (v[i] > bv || bi == 0x7fffffff)) bv = v[i], bi = lane + 32 * i;
-  }
-  f32 sel = 0.0f, mine = 0.0f;
+  // This lane's best among those left: (key, 1024 − id), the lowest id among equal keys;
+  // (0, 0) when none is left.
+  u64 best = strata_moe_best<NI>(kv, left, lane);
+  u32 myh = 0;
   i32 myid = 0;
   for (int j = 0; j < k; ++j) {
-    f32 cv = bv;
-    i32 ci = bi;
-#pragma unroll
-    for (int s = 16; s > 0; s >>= 1) {
-      const f32 ov = strata_shfl_xor_f32(cv, (u32)s);
-      const i32 oi = strata_shfl_xor_i32(ci, (u32)s);
-      if (ov > cv || (ov == cv && oi < ci)) cv = ov, ci = oi;
-    }
-    if (ci < ne && (ci & 31) == lane) {  // the owner takes it out and rescans
+    const u32 bh = (u32)(best >> 32);
+    const u32 ch = strata_moe_wave_umax(bh);
+    const u32 cl = strata_moe_wave_umax(bh == ch ? (u32)best : 0u);
+    const i32 ci = 1024 - (i32)cl;
+    if (cl != 0 && (ci & 31) == lane) {  // the owner takes it out and rescans
       left &= ~(1u << (ci >> 5));
-      bv = -__builtin_inff(), bi = 0x7fffffff;
-#pragma unroll
-      for (int i = 0; i < NI; ++i) {
-        if (((left >> i) & 1u) && (v[i] > bv || bi == 0x7fffffff)) bv = v[i], bi = lane + 32 * i;
-      }
+      best = strata_moe_best<NI>(kv, left, lane);
     }
-    const f32 pj = strata_expf(cv - m) / sum;
-    sel += pj;
-    if (lane == j) myid = ci, mine = pj;
+    if (lane == j) myh = ch, myid = ci;
   }
+  const f32 mine = lane < k ? strata_expf(strata_moe_unkey(myh) - m) / sum : 0.0f;
+  f32 sel = 0.0f;
+  for (int j = 0; j < k; ++j) sel += strata_shfl_f32(mine, (u32)j);
   const f32 wt = renorm ? mine / sel : mine;
-  return (u64)(u32)myid | (u64)__builtin_bit_cast(u32, wt) << 32;
+  return (u64)(u32)(lane < k ? myid : 0) | (u64)__builtin_bit_cast(u32, wt) << 32;
 }
 
 // Not inlined on NVIDIA: inlined into phase 3, the selection's registers made ptxas spill
@@ -808,6 +854,24 @@ STRATA_DEVICE void strata_moe_stage(u32* xs, const u8* src, int n) {
   }
 }
 
+// NVIDIA: lines [l0, l1) of the 128-byte lines that [base, base + bytes) touches, into L2
+// (prefetch.global.L2: no register, no wait), spread over the block's threads. Weights no
+// kernel of the stream writes. -DSTRATA_MOE_NO_L2PF removes it (measurement: the previous
+// kernels' memory behaviour). See strata_moe_gate_up.
+template <class = void>
+STRATA_DEVICE void strata_moe_pf_l2(const u8* base, i64 bytes, i64 num, i64 den) {
+#if defined(__NVPTX__) && !defined(STRATA_MOE_NO_L2PF)
+  const u64 a0 = (u64)base & ~127ull;
+  const i64 lines = (i64)(((u64)base + (u64)bytes - a0 + 127) >> 7);
+  const i64 l0 = lines * num / den, l1 = lines * (num + 1) / den;
+  for (i64 l = l0 + strata_thread_x(); l < l1; l += strata_block_dim_x()) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(a0 + 128ull * (u64)l));
+  }
+#else
+  (void)base, (void)bytes, (void)num, (void)den;
+#endif
+}
+
 // One Q8_1 block as words (LDS or global, through one pointer): its quants and scale.
 template <class = void>
 STRATA_DEVICE void strata_moe_q81(const u32* xb, u32* a, f32* da) {
@@ -824,6 +888,7 @@ STRATA_DEVICE void strata_moe_gate_up(const struct strata_moe_decode_args& p, ty
   static __shared__ f32 hs[32];
   static __shared__ i32 rid;
   static __shared__ u32 rbad;
+  static __shared__ u64 rsl[3];  // phase 3: the block's expert's gate, up and down slots
   const int b = (int)strata_block_x(), j = (int)strata_block_y(), t = (int)strata_block_z();
   const int wave = (int)(strata_thread_x() >> 5), lane = (int)strata_lane();
   const bool fused = p.phase == 3;
@@ -835,6 +900,7 @@ STRATA_DEVICE void strata_moe_gate_up(const struct strata_moe_decode_args& p, ty
   const bool staged = S::STAGE && 9 * ng <= STRATA_MOE_XS_WORDS;
   i32 id = 0;
   u32 bad = 0;
+  u64 sdn = 0;  // phase 1: expert j's down slot, loaded early (only its L2 prefetch uses it)
   if (!fused) {
     bad = p.err[o];
     if (bad != 0u) {  // uniform over the block
@@ -842,6 +908,7 @@ STRATA_DEVICE void strata_moe_gate_up(const struct strata_moe_decode_args& p, ty
       return;
     }
     id = p.ids[o];
+    sdn = p.slots_down[id];
 #ifdef __NVPTX__
     // IQ types: the table copy and its barrier cost a round trip before the first loads can
     // issue; the first pass's weight bytes are prefetched into L2 meanwhile.
@@ -868,14 +935,18 @@ STRATA_DEVICE void strata_moe_gate_up(const struct strata_moe_decode_args& p, ty
   if (fused && strata_thread_x() < 32) {
     f32 w;
     strata_moe_topk(p, t, &id, &w);
-    const u32 e = lane < p.k_used ? strata_moe_missing(p, id) : 1u;
+    // The slot check (strata_moe_missing's test) by the k lanes at once; lane j hands its
+    // three addresses to the block through LDS, so no thread reloads them after the barrier.
+    u64 sg = 0, su = 0, sd = 0;
+    if (lane < p.k_used) sg = p.slots_gate[id], su = p.slots_up[id], sd = p.slots_down[id];
+    const u32 e = sg != 0 && su != 0 && sd != 0 ? 0u : 1u;
     if (b == 0 && j == 0 && lane < p.k_used) {
       const i64 oo = (i64)t * p.k_used + lane;
       p.ids[oo] = id;
       p.wts[oo] = w;
       p.err[oo] = e;
     }
-    if (lane == j) rid = id, rbad = e;
+    if (lane == j) rid = id, rbad = e, rsl[0] = sg, rsl[1] = su, rsl[2] = sd;
   }
   strata_barrier();
   if (fused) {
@@ -885,8 +956,23 @@ STRATA_DEVICE void strata_moe_gate_up(const struct strata_moe_decode_args& p, ty
       return;
     }
   }
-  const u8* gate = (const u8*)p.slots_gate[id];
-  const u8* up = (const u8*)p.slots_up[id];
+  const u8* gate = (const u8*)(fused ? rsl[0] : p.slots_gate[id]);
+  const u8* up = (const u8*)(fused ? rsl[1] : p.slots_up[id]);
+  // NVIDIA: every weight line the block will read — its 32 gate rows and 32 up rows, and
+  // its 1/(n_ff/32) share of expert j's down matrix, which phase 2 reads next — is asked of
+  // L2 now, with the first pass's loads. A wave's passes otherwise go to DRAM one after the
+  // other (4 dependent round trips at RP = 2, U = 1, ~15 KB in flight per SM where ~30 KB
+  // covers the latency); with the prefetch the block's ~40 KB (Q2_0, n_embd 2048) is in
+  // flight at once, the later passes wait on L2, and phase 2's first loads hit L2 instead
+  // of DRAM. No result changes (a prefetch has no value). bench/results/2026-11-30-moe-decode.
+  {
+    const u8* down = (const u8*)(fused ? rsl[2] : sdn);
+    strata_moe_pf_l2(gate + (i64)32 * b * rowb, 32 * rowb, 0, 1);
+    strata_moe_pf_l2(up + (i64)32 * b * rowb, 32 * rowb, 0, 1);
+    if (down != nullptr) {
+      strata_moe_pf_l2(down, (i64)p.n_embd * ((p.n_ff / QT::QK) * QT::BYTES), b, (i64)strata_grid_dim_x());
+    }
+  }
   const u32* xw = staged ? (const u32*)xs : (const u32*)__builtin_assume_aligned(x, 4);
   // Row dot d (0..7) of the wave: gate (d even) or up (d odd) row 32b + 4·wave + d/2; D of
   // them per pass (RP rows of both matrices).
