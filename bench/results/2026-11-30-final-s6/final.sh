@@ -38,6 +38,7 @@ build() {
 		done
 	tar -C "$d" -czf "$d/co.tar.gz" co && rm -r "$d/co"
 	cp "$here/final.sh" "$here/../2026-11-29-prefill-async/strip_ptx.py" "$d/"
+	DEV=$d bash "$here/../2026-11-30-moe-decode/mods.sh" build # moe_decode base (e89a9ba) and nopf trees
 	git rev-parse HEAD >"$d/commit"
 	git status --porcelain >>"$d/commit"
 	ls -la "$d"
@@ -163,7 +164,7 @@ run() {
 	wait "$syn"
 	echo "- synth: exit $? at $((SECONDS - t0)) s" | tee -a "$sum"
 	# the small kernels of the decode path, old and new forms side by side
-	step bench-ops "$(lim 40 150)" env STRATA_CO_DIR="$w/co" STRATA_BENCH=1 STRATA_BENCH_OUT="$out" STRATA_BENCH_OPS="${STRATA_FINAL_OPS:-attention_small,rmsnorm_row}" \
+	step bench-ops "$(lim 40 150)" env STRATA_CO_DIR="$w/co" STRATA_BENCH=1 STRATA_BENCH_OUT="$out" STRATA_BENCH_OPS="${STRATA_FINAL_OPS:-attention_small,rmsnorm_row,argmax}" \
 		"$pt" -test.run '^TestBenchModelOps$' -test.v -test.timeout 120s
 	# the decode token, old paths against new on one engine per model (TestDecodeProfile
 	# fails when the greedy tokens of two modes differ)
@@ -171,10 +172,16 @@ run() {
 	for m in q30-q2_0 q80-iq2_xs; do
 		if [ -s "$w/models/$m.gguf" ] || [ "$dry" = 1 ]; then
 			step "time-$m" "$(lim 70 60)" env STRATA_CO_DIR="$w/eco" STRATA_DECODE_PROFILE=1 STRATA_BENCH_MODEL="$w/models/$m.gguf" \
-				STRATA_DECODE_MODES="${STRATA_FINAL_MODES:-nopdl,base,nopdl,base}" STRATA_BENCH_TOKENS=128 STRATA_BENCH_CTX=1024 \
+				STRATA_DECODE_MODES="${STRATA_FINAL_MODES:-base,nopdl,attnold,oldnorm,oldrow,oldargmax,base,nopdl,attnold,oldnorm}" STRATA_BENCH_TOKENS=128 STRATA_BENCH_CTX=1024 \
 				"$gt" -test.run '^TestDecodeProfile$' -test.v -test.timeout 300s
 		fi
 	done
+	# moe_decode against the kernel before this session's change (base) and without its L2
+	# prefetch (nopf): parity, TestBenchMoeDecode, TestDecodeProfile on both trees
+	if [ -f "$d/mods.sh" ]; then
+		step moe-mods "$(lim 150 60)" env CO="$w/eco" PT="$pt" GT="$gt" MODELS="$w/models" OUT="$OUT" STRATA_MOE_DRY="$dry" MOE_MODS="base nopf" \
+			bash "$d/mods.sh" run
+	fi
 	# one token of each under Nsight Compute, graph nodes as kernels (where the time goes now)
 	local NCU
 	NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
@@ -185,7 +192,7 @@ run() {
 			-f -o "$w/ncu-$m" env STRATA_CO_DIR="$w/eco" STRATA_DECODE_PROFILE=1 STRATA_BENCH_MODEL="$w/models/$m.gguf" STRATA_DECODE_MODES=none \
 			STRATA_PROFILE_MODES=base STRATA_PROFILE_TOKENS=1 STRATA_BENCH_CTX=1024 \
 			"$gt" -test.run '^TestDecodeProfile$' -test.v -test.timeout 300s
-		[ -f "$w/ncu-$m.ncu-rep" ] && "$NCU" -i "$w/ncu-$m.ncu-rep" --page raw --csv | gzip >"$OUT/ncu-$m.csv.gz" 2>"$out/ncu-import-$m.log"
+		[ -f "$w/ncu-$m.ncu-rep" ] && "$NCU" -i "$w/ncu-$m.ncu-rep" --page raw --csv 2>"$out/ncu-import-$m.log" | gzip >"$out/ncu-$m.csv.gz"
 	done
 	rm -f "$w"/models/*.gguf
 	# Tables.
