@@ -265,6 +265,7 @@ var Specs = []Spec{
 			{Name: "x_mat_stride", Type: ArgI32, Doc: "activation elements between matrices, a multiple of 32; 0 = all matrices share x"},
 			{Name: "y_col_stride", Type: ArgI32, Doc: "output elements between columns, ≥ rows"},
 			{Name: "y_mat_stride", Type: ArgI32, Doc: "output elements between matrices"},
+			{Name: "prefetch", Type: ArgI32, Doc: "1: dense matrices only (slots null), on sm_90, each block first prefetches its share of the weights into L2, before it waits for its predecessor (for programmatic launches, where that overlaps the previous kernel); 0: no prefetch (a plain launch only pays for it)"},
 		},
 		Axes: []Axis{axisWeightType(ISADot4)},
 		// 8 waves per block; a wave owns R rows (strata_mmvq_shape / strata_mmvq_nv_shape,

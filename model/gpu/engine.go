@@ -1480,9 +1480,22 @@ func (e *Engine) sync() error {
 // mmvq runs y = W·x for one column; x is given as Q8_1 (xq) and f32 (xf).
 func (e *Engine) mmvq(w dmat, xq, xf, y rt.DevPtr) error {
 	a := abi.MmvqArgs{W: uint64(w.ptr), Xq: uint64(xq), Xf: uint64(xf), Y: uint64(y), Rows: int32(w.rows), K: int32(w.k),
-		Ncols: 1, XColStride: int32(w.k), YColStride: int32(w.rows)}
+		Ncols: 1, XColStride: int32(w.k), YColStride: int32(w.rows), Prefetch: e.mmvqPrefetch()}
 	k := e.mmvqKern(w)
 	return e.launchK(k, dim(e.mmvqBlocks(w.rows, k)), abi.MmvqThreads, rt.Args(&a))
+}
+
+// mmvqPrefetch is mmvq's prefetch argument: with programmatic launches (Options.NoPDL off)
+// each block pulls its share of the dense weights into L2 before it waits for its
+// predecessor, so the pull overlaps the previous kernel (30B-A3B Q2_0 device ms/token 3.001
+// → 2.953, 80B 4.081 → 4.010: bench/results/2026-11-30-decode-profile, call 2); a plain
+// launch would only pay for it (an mmvq benchmark's empty launch: 3.8 → 8.7 µs,
+// bench/results/2026-11-30-final-s6).
+func (e *Engine) mmvqPrefetch() int32 {
+	if e.noPDL {
+		return 0
+	}
+	return 1
 }
 
 // mmvqKern is w's mmvq launch record (prepared with w, or by its variant).
@@ -1545,7 +1558,7 @@ func (e *Engine) SetAttnSplit(n int) { e.attnSplit = max(n, AttnSplitOld) }
 // the same x, into y + i·yMatStride.
 func (e *Engine) mmvqMats(w dmat, z int, wMatBytes int64, yMatStride int, xq, xf, y rt.DevPtr) error {
 	a := abi.MmvqArgs{W: uint64(w.ptr), Xq: uint64(xq), Xf: uint64(xf), Y: uint64(y), WMatBytes: wMatBytes, Rows: int32(w.rows), K: int32(w.k),
-		Ncols: 1, XColStride: int32(w.k), YColStride: int32(w.rows), YMatStride: int32(yMatStride)}
+		Ncols: 1, XColStride: int32(w.k), YColStride: int32(w.rows), YMatStride: int32(yMatStride), Prefetch: e.mmvqPrefetch()}
 	k := e.mmvqKern(w)
 	return e.launchK(k, rt.Dim3{X: e.mmvqBlocks(w.rows, k), Y: 1, Z: uint32(z)}, abi.MmvqThreads, rt.Args(&a))
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/strata-hip/strata/kernels/abi"
 )
 
 // TestEnginePDL: with programmatic dependent launch (the default, Options.NoPDL off) decode
@@ -37,6 +39,31 @@ func TestEnginePDL(t *testing.T) {
 			}
 			if dep == 0 || on.eng.Stats().DepLaunches != dep {
 				t.Fatalf("PDL: %d programmatic launches on the device, Stats.DepLaunches %d", dep, on.eng.Stats().DepLaunches)
+			}
+			// mmvq asks for its L2 prefetch exactly when launches are programmatic
+			// (Engine.mmvqPrefetch): every dense mmvq of the captured tokens with PDL, none without.
+			for name, r := range map[string]graphRun{"PDL": on, "NoPDL": off} {
+				n := 0
+				for _, g := range r.fake.graphs {
+					for _, op := range g.ops {
+						if !op.launch || !strings.HasPrefix(op.sym, "strata_mmvq_") {
+							continue
+						}
+						a := args[abi.MmvqArgs](op.args)
+						if want := int32(1); name == "NoPDL" || a.Slots != 0 {
+							want = 0
+							if a.Prefetch != want {
+								t.Fatalf("%s: %s with slots %#x: prefetch %d, want 0", name, op.sym, a.Slots, a.Prefetch)
+							}
+						} else if a.Prefetch != want {
+							t.Fatalf("%s: dense %s: prefetch %d, want 1", name, op.sym, a.Prefetch)
+						}
+						n++
+					}
+				}
+				if n == 0 {
+					t.Fatalf("%s: no mmvq launch in the captured tokens", name)
+				}
 			}
 			graphs := 0
 			for _, g := range on.fake.graphs {

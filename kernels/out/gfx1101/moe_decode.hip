@@ -856,11 +856,13 @@ STRATA_DEVICE void strata_moe_stage(u32* xs, const u8* src, int n) {
 
 // NVIDIA: lines [l0, l1) of the 128-byte lines that [base, base + bytes) touches, into L2
 // (prefetch.global.L2: no register, no wait), spread over the block's threads. Weights no
-// kernel of the stream writes. -DSTRATA_MOE_NO_L2PF removes it (measurement: the previous
-// kernels' memory behaviour). See strata_moe_gate_up.
+// kernel of the stream writes. Built only with -DSTRATA_MOE_L2PF: on the H200 it lost to the
+// same kernel without it in every row of TestBenchMoeDecode (layer µs, e.g. Q2_0 30B-A3B
+// 25.34 against 24.96, IQ2_XS 30B-A3B 27.10 against 26.88; bench/results/2026-11-30-final-s6,
+// moe-summary.md, where "new" has it and "nopf" does not). See strata_moe_gate_up.
 template <class = void>
 STRATA_DEVICE void strata_moe_pf_l2(const u8* base, i64 bytes, i64 num, i64 den) {
-#if defined(__NVPTX__) && !defined(STRATA_MOE_NO_L2PF)
+#if defined(__NVPTX__) && defined(STRATA_MOE_L2PF)
   const u64 a0 = (u64)base & ~127ull;
   const i64 lines = (i64)(((u64)base + (u64)bytes - a0 + 127) >> 7);
   const i64 l0 = lines * num / den, l1 = lines * (num + 1) / den;
