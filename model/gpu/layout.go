@@ -168,6 +168,10 @@ const (
 // policy before 2026-11-30-attn-decode: ⌈√(n/6)⌉ rounded up to 8, at least 8.
 const AttnSplitOld = -1
 
+// attnNewMax is the longest cache splitLen's policy splits for the GPU's width; longer ones
+// take the previous policy (splitLen's measurements).
+const attnNewMax = 128
+
 // splitCap is the most attention splits at any length ≤ ctx: what the part workspace holds.
 func splitCap(ctx int) int { return min(maxSplits, (ctx+minSplitLen-1)/minSplitLen) }
 
@@ -192,10 +196,19 @@ func splitCap(ctx int) int { return min(maxSplits, (ctx+minSplitLen-1)/minSplitL
 // (32 at hd 256). That gives n splits (4n blocks for Qwen3-30B-A3B) up to n = 64, 2
 // positions a split to 256, 4 at 1024, and 256 splits of n/256 from 4096 on.
 // (bench/results/2026-11-30-attn-decode: the counting and the prediction.)
+//
+// Measured on the H200 (bench/results/2026-11-30-final-s6, call 1, TestBenchModelOps
+// attention_small: split + reduce, µs, the previous policy against this one, both through
+// the new reduce): hd 128 n = 14 12.51 → 9.06, n = 100 13.37 → 11.52, n = 263 14.17 →
+// 14.30, n = 1000 20.80 → 29.60, n = 4096 37.09 → 46.43; hd 256 n = 100 16.64 → 15.79,
+// n = 263 18.44 → 20.24. The reduce costs ~0.044 µs a split, not the 0.0125 counted, and the
+// split launch does not get shorter with its length there. So this policy holds up to
+// n = attnNewMax (between the measured 100, where it wins at both head dimensions, and
+// 263, where it does not), and the previous one past it.
 func splitLen(n, fixed, hd int) int {
 	s := fixed
 	switch {
-	case fixed == AttnSplitOld:
+	case fixed == AttnSplitOld || (fixed <= 0 && n > attnNewMax):
 		s = int(math.Ceil(math.Sqrt(float64(n) / 6)))
 		s = max((s+7)/8*8, 8)
 	case fixed <= 0:
