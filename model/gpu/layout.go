@@ -176,8 +176,8 @@ const attnNewMax = 128
 func splitCap(ctx int) int { return min(maxSplits, (ctx+minSplitLen-1)/minSplitLen) }
 
 // splitLen is the attention split policy for n cached positions and head dimension hd:
-// positions per split ⌈√(n/K)⌉, K = 64·128/max(hd, 128) (64 for hd ≤ 128, 32 for 256), at
-// least 1 and ⌈n/256⌉ (≤ 256 splits), at most 1024 (attention_decode's contract: split_len
+// positions per split ⌈√(n/64)⌉ for n ≤ attnNewMax and hd ≤ 128 (else the policy before,
+// see below), at least 1 and ⌈n/256⌉ (≤ 256 splits), at most 1024 (attention_decode's contract: split_len
 // > 0, nsplit = ceil(n/split_len), nsplit ≤ 256; the parity bound's limits). fixed > 0 asks
 // for that many positions per split instead (a measurement setting, Options.AttnSplit),
 // raised where the limits need more; fixed = AttnSplitOld is the policy before:
@@ -204,16 +204,19 @@ func splitCap(ctx int) int { return min(maxSplits, (ctx+minSplitLen-1)/minSplitL
 // n = 263 18.44 → 20.24. The reduce costs ~0.044 µs a split, not the 0.0125 counted, and the
 // split launch does not get shorter with its length there. So this policy holds up to
 // n = attnNewMax (between the measured 100, where it wins at both head dimensions, and
-// 263, where it does not), and the previous one past it.
+// 263, where it does not), and the previous one past it. At hd 256 the engine disagreed
+// with the kernel benchmark: the 80B-A3B decode (12 attention layers of hd 256, positions
+// 9–136) took 3.714 ms a token with the previous policy against 3.738–3.740 with this one
+// (TestDecodeProfile attnold/base, same call), where the 30B-A3B (hd 128) went 2.699 →
+// 2.553: so hd > 128 keeps the previous policy everywhere until that is understood.
 func splitLen(n, fixed, hd int) int {
 	s := fixed
 	switch {
-	case fixed == AttnSplitOld || (fixed <= 0 && n > attnNewMax):
+	case fixed == AttnSplitOld || (fixed <= 0 && (n > attnNewMax || hd > 128)):
 		s = int(math.Ceil(math.Sqrt(float64(n) / 6)))
 		s = max((s+7)/8*8, 8)
 	case fixed <= 0:
-		k := 64 * 128 / max(hd, 128)
-		s = int(math.Ceil(math.Sqrt(float64(n) / float64(k))))
+		s = int(math.Ceil(math.Sqrt(float64(n) / 64)))
 	}
 	s = max(s, minSplitLen, (n+maxSplits-1)/maxSplits)
 	return min(s, 1024)

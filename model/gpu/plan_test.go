@@ -207,10 +207,10 @@ func TestSplitLen(t *testing.T) {
 		{1537, AttnSplitOld, 128, 24}, {4096, AttnSplitOld, 128, 32}, {16384, AttnSplitOld, 128, 64}, {ctx, AttnSplitOld, 256, 1024},
 		// the policy: hd 128 (Qwen3-30B-A3B), hd 256 (Qwen3-Next-80B-A3B)
 		{1, 0, 128, 1}, {14, 0, 128, 1}, {64, 0, 128, 1}, {65, 0, 128, 2}, {128, 0, 128, 2},
-		{14, 0, 256, 1}, {32, 0, 256, 1}, {33, 0, 256, 2}, {128, 0, 256, 2}, {14, 0, 64, 1},
-		// past attnNewMax, the policy before (it measured faster there)
+		{14, 0, 64, 1},
+		// past attnNewMax, and at hd 256 everywhere, the policy before (it measured faster there)
 		{129, 0, 128, 8}, {1024, 0, 128, 16}, {4096, 0, 128, 32}, {16384, 0, 128, 64}, {ctx, 0, 128, 1024},
-		{129, 0, 256, 8}, {1024, 0, 256, 16}, {4096, 0, 256, 32},
+		{14, 0, 256, 8}, {128, 0, 256, 8}, {129, 0, 256, 8}, {1024, 0, 256, 16}, {4096, 0, 256, 32},
 		{100, 64, 128, 64}, {20000, 64, 128, 79}, {100, 1, 128, 1},
 	} {
 		if got := splitLen(c.n, c.fixed, c.hd); got != c.want {
