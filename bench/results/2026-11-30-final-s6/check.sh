@@ -8,6 +8,8 @@
 #          cp bench/results/2026-11-30-final-s6/check.sh /work/main/.dev-check6/
 #          (then rm .dev-check6/cuda.test.xz .dev-check6/moe-mods.tar.gz: not used)
 #   run (carry .dev-check6): OUT=$OUT bash .dev-check6/check.sh      (STRATA_CHECK_DRY=1: stubs)
+#   STRATA_CHECK_PARITY: parity groups (default mmvq and moe_decode; empty: none);
+#   STRATA_CHECK_MODES: TestDecodeProfile modes (default base,nopdl,base,nopdl).
 set -uo pipefail
 : "${OUT:?set OUT}"
 d=$(cd "$(dirname "$0")" && pwd) w=/tmp/check6 t0=$SECONDS
@@ -44,7 +46,7 @@ say setup
 ) &
 syn=$!
 pids=()
-for g in "mmvq/(f16|bf16|q80|q20|q4k)" "mmvq/(q6k|iq2xs|iq3xxs|iq3s|iq1m)" "moe_decode"; do
+for g in ${STRATA_CHECK_PARITY-"mmvq/(f16|bf16|q80|q20|q4k)" "mmvq/(q6k|iq2xs|iq3xxs|iq3s|iq1m)" "moe_decode"}; do
 	STRATA_CO_DIR=$w/co timeout 100 $w/parity.test -test.v -test.timeout 95s -test.run "TestParity/sm_90/$g/" >"$L/parity-${#pids[@]}.log" 2>&1 &
 	pids+=($!)
 done
@@ -59,7 +61,7 @@ say "bench-moe exit $?"
 wait $syn
 say synth
 for m in q30-q2_0 q80-iq2_xs; do
-	STRATA_CO_DIR=$w/eco STRATA_DECODE_PROFILE=1 STRATA_BENCH_MODEL=$w/models/$m.gguf STRATA_DECODE_MODES=base,nopdl,base,nopdl \
+	STRATA_CO_DIR=$w/eco STRATA_DECODE_PROFILE=1 STRATA_BENCH_MODEL=$w/models/$m.gguf STRATA_DECODE_MODES=${STRATA_CHECK_MODES:-base,nopdl,base,nopdl} \
 		STRATA_BENCH_TOKENS=128 STRATA_BENCH_CTX=1024 timeout 60 $w/gpu.test -test.run '^TestDecodeProfile$' -test.v -test.timeout 55s >$L/time-$m.log 2>&1
 	say "time-$m exit $?"
 done
