@@ -170,7 +170,7 @@ const AttnSplitOld = -1
 
 // attnNewMax is the longest cache splitLen's policy splits for the GPU's width; longer ones
 // take the previous policy (splitLen's measurements).
-const attnNewMax = 128
+const attnNewMax = 256
 
 // splitCap is the most attention splits at any length ≤ ctx: what the part workspace holds.
 func splitCap(ctx int) int { return min(maxSplits, (ctx+minSplitLen-1)/minSplitLen) }
@@ -203,8 +203,10 @@ func splitCap(ctx int) int { return min(maxSplits, (ctx+minSplitLen-1)/minSplitL
 // 14.30, n = 1000 20.80 → 29.60, n = 4096 37.09 → 46.43; hd 256 n = 100 16.64 → 15.79,
 // n = 263 18.44 → 20.24. The reduce costs ~0.044 µs a split, not the 0.0125 counted, and the
 // split launch does not get shorter with its length there. So this policy holds up to
-// n = attnNewMax (between the measured 100, where it wins at both head dimensions, and
-// 263, where it does not), and the previous one past it. At hd 256 the engine disagreed
+// n = attnNewMax, and the previous one past it: the engine measured the 30B-A3B's last
+// decode token (n = 136) at 2.533 device ms with it (call 2) against 2.668 with the previous
+// policy there (call 3), and at n = 263 the kernel benchmark has the two equal (14.17 /
+// 14.30 µs); past that the previous policy wins (n = 1000, 4096). At hd 256 the engine disagreed
 // with the kernel benchmark: the 80B-A3B decode (12 attention layers of hd 256, positions
 // 9–136) took 3.714 ms a token with the previous policy against 3.738–3.740 with this one
 // (TestDecodeProfile attnold/base, same call), where the 30B-A3B (hd 128) went 2.699 →
