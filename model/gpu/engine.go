@@ -7,8 +7,9 @@
 // One token runs as: per layer, rmsnorm_row (+ residual, fused Q8_1) → one mmvq for q|k|v
 // (stored fused when they share a type) → q/k head norms → RoPE of q and k → the new key
 // and value into the f16 KV cache (attention_decode's store stage) → attention_decode
-// split (about √(n/64) positions per split: splitLen) + reduce → Q8_1 → output mmvq →
-// rmsnorm_row + residual → router mmvq → the routed experts through moe_decode. When the
+// split (about √(n/64) positions per split up to 256 positions at hd ≤ 128, else √(n/6)
+// rounded up to 8: splitLen) + reduce → Q8_1 → output mmvq → rmsnorm_row + residual →
+// router mmvq → the routed experts through moe_decode. When the
 // cache cannot hold every expert: phase 0 (top-k), then the selected ids come back to the
 // host (one stream synchronisation per layer: the cache lives on the host), which looks
 // them up, copies the misses and updates the layer's slot tables, then phases 1 (gate/up)
