@@ -71,8 +71,8 @@ func TestPrefillHostSim(t *testing.T) {
 		}, func(v kernels.Variant) bool {
 			// Q8_0 stages in the wide form at every tile, Q6_K r64t64 in the 4-byte form; Q6_K
 			// r128t32 skips empty token fragments (kernels/prefill.go moePartialSkip); Q6_K and
-			// IQ1_M r64t32 run their moe-specific NVIDIA forms (moeNVForm) with their own shared
-			// arrays (moeOwnLDSTiles).
+			// IQ1_M r64t32 run their moe-specific NVIDIA forms (moeNVForm); every NVIDIA kernel
+			// has its own shared array (MoeOwnLDS).
 			switch v.Values["type"] + "/" + v.Values["op"] + "/" + v.Values["tile"] {
 			case "q6k/mma/r64t64", "q6k/mma/r128t32", "q6k/mma/r64t32", "iq1m/mma/r64t32":
 				return true
