@@ -108,9 +108,10 @@ func init() {
 			{"n=1000,nh=16,nkv=2,hd=256,gate,split=16", []int{1000, 16, 2, 256, 1, 1, 16}},
 			{"n=2049,nh=32,nkv=4,hd=128,split=24", []int{2049, 32, 4, 128, 0, 1, 24}},
 			{"n=4096,nh=16,nkv=2,hd=256,gate,split=32", []int{4096, 16, 2, 256, 1, 1, 32}},
-			// The engine's lengths since 2026-11-30-attn-decode (model/gpu splitLen: ⌈√(n/64)⌉,
-			// ⌈√(n/32)⌉ at hd 256, down to 1 position a split): 14 splits of 1, 256 splits (the
-			// most) of 1, 4 and 16, 171 of 6, 100 of 2 with large scores.
+			// The lengths of 2026-11-30-attn-decode's policy (⌈√(n/64)⌉, ⌈√(n/32)⌉ at hd 256,
+			// down to 1 position a split; model/gpu splitLen keeps it for n ≤ 256 at hd ≤ 128
+			// only, final-s6): 14 splits of 1, 256 splits (the most) of 1, 4 and 16, 171 of 6,
+			// 100 of 2 with large scores.
 			{"n=14,nh=32,nkv=4,hd=128,split=1", []int{14, 32, 4, 128, 0, 1, 1}},
 			{"n=256,nh=16,nkv=2,hd=256,gate,split=1", []int{256, 16, 2, 256, 1, 1, 1}},
 			{"n=1024,nh=16,nkv=2,hd=256,gate,split=6", []int{1024, 16, 2, 256, 1, 1, 6}},

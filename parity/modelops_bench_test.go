@@ -193,8 +193,9 @@ func TestBenchModelOps(t *testing.T) {
 	}
 	// attention_decode split (+ reduce) at the decode engine's split lengths, f16 KV, grid x =
 	// nkv (G ≤ 8): "old" is model/gpu's policy before 2026-11-30-attn-decode (⌈√(n/6)⌉
-	// rounded up to 8, at least 8), "new" its splitLen since (⌈√(n/64)⌉, ⌈√(n/32)⌉ at hd
-	// 256, at least 1); both at least n/256.
+	// rounded up to 8, at least 8), "new" that directory's (⌈√(n/64)⌉, ⌈√(n/32)⌉ at hd 256,
+	// at least 1), which model/gpu splitLen now takes for n ≤ 256 at hd ≤ 128 only; both at
+	// least n/256.
 	if want("attention_small") {
 		logf("\n%-10s %-36s %10s %14s %14s %12s", "attn small", "shape", "split 1 µs", fmt.Sprintf("split µs of %d", seq),
 			fmt.Sprintf("+reduce of %d", seq), "+reduce 1 µs")
