@@ -71,15 +71,21 @@ func mmqYBound(t quant.Type) Bound {
 	return mmqY2
 }
 
-func init() {
-	spec, ok := kernels.LookupSpec("mmq")
+// mmqBounds is the bounds of every variant of family (mmq or mmq8): its weight type's y
+// bound and the exact group sums.
+func mmqBounds(family string) map[string][]Bound {
+	spec, ok := kernels.LookupSpec(family)
 	if !ok {
-		panic("parity: no mmq spec")
+		panic("parity: no " + family + " spec")
 	}
 	b := map[string][]Bound{}
 	for _, v := range spec.AllVariants() {
 		b[v.Name] = []Bound{mmqYBound(mmqTypes[v.Values["type"]]), mmqISum}
 	}
+	return b
+}
+
+func init() {
 	// Dims: rows, tokens, k (rounded down to the type's block).
 	cases := []Case{
 		{"rows=64,tokens=1,k=256", []int{64, 1, 256}},
@@ -91,7 +97,7 @@ func init() {
 	}
 	register(&Family{
 		Name:      "mmq",
-		Bounds:    b,
+		Bounds:    mmqBounds("mmq"),
 		Cases:     cases,
 		Run:       runMmq,
 		SelfCheck: selfCheckMmq,
@@ -100,17 +106,9 @@ func init() {
 	// arithmetic per output (one fold per group in the same order), so the same bounds and
 	// derivations; one more case: 33 groups (a partial K step) and 300 tokens (three tiles,
 	// the last partial) on 190 rows (three row tiles, the last partial).
-	spec8, ok := kernels.LookupSpec("mmq8")
-	if !ok {
-		panic("parity: no mmq8 spec")
-	}
-	b8 := map[string][]Bound{}
-	for _, v := range spec8.AllVariants() {
-		b8[v.Name] = []Bound{mmqYBound(mmqTypes[v.Values["type"]]), mmqISum}
-	}
 	register(&Family{
 		Name:   "mmq8",
-		Bounds: b8,
+		Bounds: mmqBounds("mmq8"),
 		Cases:  append(cases[:len(cases):len(cases)], Case{"rows=190,tokens=300,k=1056", []int{190, 300, 1056}}),
 		Run:    runMmq8,
 	})
