@@ -30,8 +30,9 @@ type backendFlags struct {
 
 // defaultChunk is --prefill-chunk's default: prompts take the GPU engine's batched path in
 // chunks of 512 tokens (a 512-token 30B-A3B prompt on an H200: 3.5–3.7k tok/s there against
-// ~130 token by token, bench/results/2026-11-29-gpu-prefill; its scratch is in the VRAM plan,
-// and a plan that does not fit names it).
+// ~130 token by token: 3704 and 130 in bench/results/2026-11-29-gpu-prefill, 3574 in
+// 2026-11-29-final-s3 call 2; its scratch is in the VRAM plan, and a plan that does not fit
+// names it).
 const defaultChunk = 512
 
 func addBackendFlags(fs *flag.FlagSet) *backendFlags {
