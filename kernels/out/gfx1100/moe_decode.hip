@@ -960,13 +960,14 @@ STRATA_DEVICE void strata_moe_gate_up(const struct strata_moe_decode_args& p, ty
   }
   const u8* gate = (const u8*)(fused ? rsl[0] : p.slots_gate[id]);
   const u8* up = (const u8*)(fused ? rsl[1] : p.slots_up[id]);
-  // NVIDIA: every weight line the block will read — its 32 gate rows and 32 up rows, and
-  // its 1/(n_ff/32) share of expert j's down matrix, which phase 2 reads next — is asked of
-  // L2 now, with the first pass's loads. A wave's passes otherwise go to DRAM one after the
-  // other (4 dependent round trips at RP = 2, U = 1, ~15 KB in flight per SM where ~30 KB
-  // covers the latency); with the prefetch the block's ~40 KB (Q2_0, n_embd 2048) is in
-  // flight at once, the later passes wait on L2, and phase 2's first loads hit L2 instead
-  // of DRAM. No result changes (a prefetch has no value). bench/results/2026-11-30-moe-decode.
+  // NVIDIA, built only with -DSTRATA_MOE_L2PF (strata_moe_pf_l2: the H200 measured it
+  // slower; otherwise these calls are empty): every weight line the block will read — its 32
+  // gate rows and 32 up rows, and its 1/(n_ff/32) share of expert j's down matrix, which
+  // phase 2 reads next — is asked of L2 now, with the first pass's loads. The intent: a
+  // wave's passes otherwise go to DRAM one after the other (4 dependent round trips at RP =
+  // 2, U = 1, ~15 KB in flight per SM where ~30 KB covers the latency, by count); with the
+  // prefetch the block's ~40 KB (Q2_0, n_embd 2048) would be in flight at once and phase 2's
+  // first loads hit L2. No result changes (a prefetch has no value). bench/results/2026-11-30-moe-decode.
   {
     const u8* down = (const u8*)(fused ? rsl[2] : sdn);
     strata_moe_pf_l2(gate + (i64)32 * b * rowb, 32 * rowb, 0, 1);
