@@ -80,7 +80,7 @@ static_assert(__builtin_offsetof(struct strata_dequant_args, y_stride) == 24, "s
 // sign byte as it is, without isolating each nibble first; mmvq takes both bits, moe_decode
 // and dequant bit 1 (on the H200 bit 2 made moe_decode's IQ3_S layer 1–1.6 % slower).
 // STRATA_QB_Q6S (with FAST; mmvq defines it): Q6_K's two scale bytes of a group by one 16-bit
-// load (moe_decode's Q6_K was 1–2 % faster with it, but ptxas 13.0 spilled 20 bytes there).
+// load (moe_decode's Q6_K layer was 1.2–2.3 % faster with it, but ptxas 13.0 spilled 20 bytes there).
 #ifndef STRATA_QB_SGN
 #define STRATA_QB_SGN 1
 #endif
