@@ -37,33 +37,11 @@ func TestPrepBench(t *testing.T) {
 	if os.Getenv("STRATA_PREP_BENCH") != "1" {
 		t.Skip("set STRATA_PREP_BENCH=1, STRATA_BENCH_MODEL and STRATA_CO_DIR")
 	}
-	env := func(k string, def int) int {
-		if v, err := strconv.Atoi(os.Getenv(k)); err == nil && v > 0 {
-			return v
-		}
-		return def
-	}
-	dir := os.Getenv("STRATA_CO_DIR")
-	var have []string
-	for _, c := range abi.CodeObjects {
-		if _, err := os.Stat(filepath.Join(dir, c.Path)); err == nil && !slices.Contains(have, c.Target) {
-			have = append(have, c.Target)
-		}
-	}
-	dev, err := rt.Open(rt.Request{Have: have})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
-	src, err := model.OpenGGUF(os.Getenv("STRATA_BENCH_MODEL"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
+	dev, src, dir := benchDevice(t)
 	d2d := d2dCeiling(t, dev)
 	modes := strings.Split(cmp.Or(os.Getenv("STRATA_PREP_MODES"), "old,new,old,new"), ",")
-	prepBench(t, dev, src, Options{CODir: dir, Ctx: env("STRATA_BENCH_CTX", 1024)}, d2d, modes,
-		env("STRATA_BENCH_TOKENS", 128), env("STRATA_BENCH_KT_TOKENS", 16), filepath.Base(os.Getenv("STRATA_BENCH_MODEL")))
+	prepBench(t, dev, src, Options{CODir: dir, Ctx: benchEnv("STRATA_BENCH_CTX", 1024)}, d2d, modes,
+		benchEnv("STRATA_BENCH_TOKENS", 128), benchEnv("STRATA_BENCH_KT_TOKENS", 16), filepath.Base(os.Getenv("STRATA_BENCH_MODEL")))
 }
 
 // TestPrepBenchFake runs TestPrepBench's sequence on the fake device (the emulator's
@@ -239,4 +217,36 @@ func d2dCeiling(t *testing.T, dev *rt.Device) float64 {
 	}
 	slices.Sort(sec)
 	return 2 * n / sec[len(sec)/2] / 1e9
+}
+
+// benchEnv is the positive integer in environment variable k, else def.
+func benchEnv(k string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(k)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// benchDevice opens what the device benchmarks of this package (TestPrepBench,
+// TestDecodeProfile) run on: the GPU that STRATA_CO_DIR's code objects are built for, and the
+// model STRATA_BENCH_MODEL. Both close with the test.
+func benchDevice(t *testing.T) (*rt.Device, *model.GGUFSource, string) {
+	dir := os.Getenv("STRATA_CO_DIR")
+	var have []string
+	for _, c := range abi.CodeObjects {
+		if _, err := os.Stat(filepath.Join(dir, c.Path)); err == nil && !slices.Contains(have, c.Target) {
+			have = append(have, c.Target)
+		}
+	}
+	dev, err := rt.Open(rt.Request{Have: have})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	src, err := model.OpenGGUF(os.Getenv("STRATA_BENCH_MODEL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	return dev, src, dir
 }
