@@ -162,8 +162,7 @@ func mmqFits(t Target, v Variant) (bool, string) {
 			return false, "tile " + v.Values["tile"] + " is an 8-warp NVIDIA mma.sync shape (kernels/prefill.go, mmq8Warp)"
 		}
 		sh, _ := mmqShapeOf(v.Values["type"], v.Values["tile"])
-		wide := mmqWideStaging["mmq8/"+v.Values["type"]+"/"+v.Values["tile"]]
-		if lds := mmqNVLDS(v.Values["type"], tile[0], tile[1], sh, wide); lds > t.LDSBytes {
+		if lds := mmqNVLDS(v.Values["type"], tile[0], tile[1], sh, v.WideStaging("mmq8", t)); lds > t.LDSBytes {
 			return false, fmt.Sprintf("LDS %d bytes > %d", lds, t.LDSBytes)
 		}
 	} else if lds := mmqLDS(v.Values["type"], tile[0], tile[1]); lds > t.LDSBytes {
