@@ -362,7 +362,7 @@ func TestBenchModelOps(t *testing.T) {
 	if want("argmax") {
 		logf("\n%-10s %-30s %10s %14s", "argmax", "shape", "1 launch µs", fmt.Sprintf("µs/launch of %d", seq))
 		for _, n := range []int{151936, 32000} {
-			parts := (n + 4095) / 4096
+			parts := argmaxParts(n, false) // the engine's: one block per 4096 logits
 			a := abi.SampleArgs{Logits: uint64(alloc(4*n, gaussian)), Out: uint64(alloc(4, i8Pattern)), Part: uint64(alloc(8*parts, i8Pattern)),
 				N: int32(n), Stride: int32(n), Parts: int32(parts)}
 			ab := a.Bytes()
