@@ -211,6 +211,7 @@ type Engine struct {
 	hostKV, noFuse, noRowNorm bool
 	noAttnPrep                bool // Options.NoAttnPrep
 	noPDL                     bool // Options.NoPDL
+	canDep                    bool // the launcher can make programmatic launches (runtime/gpu CanLaunchDep)
 	// resident: the cache holds every expert of every layer (all copied in at load), so no
 	// layer needs its ids on the host before its experts run: each layer's phase 0 writes
 	// its own row of bufIDs, one download after the last layer brings them all back, and the
@@ -1226,6 +1227,7 @@ func (e *Engine) records(mmvqRows map[string]int) {
 		}
 	}
 	e.ln = e.dev.NewLauncher(e.compute)
+	e.canDep = e.ln.CanLaunchDep() == nil
 	e.idsBuf = make([]int, c.ExpertsUsed)
 	e.slotBuf = make([]int, 0, c.ExpertsUsed)
 }
@@ -1486,14 +1488,15 @@ func (e *Engine) mmvq(w dmat, xq, xf, y rt.DevPtr) error {
 	return e.launchK(k, dim(e.mmvqBlocks(w.rows, k)), abi.MmvqThreads, rt.Args(&a))
 }
 
-// mmvqPrefetch is mmvq's prefetch argument: with programmatic launches (Options.NoPDL off)
+// mmvqPrefetch is mmvq's prefetch argument: with programmatic launches (Options.NoPDL off
+// and a launcher that can make them; a launch right after a copy or event is still plain)
 // each block pulls its share of the dense weights into L2 before it waits for its
 // predecessor, so the pull overlaps the previous kernel (30B-A3B Q2_0 device ms/token 3.001
 // → 2.953, 80B 4.081 → 4.010: bench/results/2026-11-30-decode-profile, call 2); a plain
 // launch would only pay for it (an mmvq benchmark's empty launch: 3.8 → 8.7 µs,
 // bench/results/2026-11-30-final-s6).
 func (e *Engine) mmvqPrefetch() int32 {
-	if e.noPDL {
+	if e.noPDL || !e.canDep {
 		return 0
 	}
 	return 1

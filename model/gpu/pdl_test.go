@@ -40,31 +40,6 @@ func TestEnginePDL(t *testing.T) {
 			if dep == 0 || on.eng.Stats().DepLaunches != dep {
 				t.Fatalf("PDL: %d programmatic launches on the device, Stats.DepLaunches %d", dep, on.eng.Stats().DepLaunches)
 			}
-			// mmvq asks for its L2 prefetch exactly when launches are programmatic
-			// (Engine.mmvqPrefetch): every dense mmvq of the captured tokens with PDL, none without.
-			for name, r := range map[string]graphRun{"PDL": on, "NoPDL": off} {
-				n := 0
-				for _, g := range r.fake.graphs {
-					for _, op := range g.ops {
-						if !op.launch || !strings.HasPrefix(op.sym, "strata_mmvq_") {
-							continue
-						}
-						a := args[abi.MmvqArgs](op.args)
-						if want := int32(1); name == "NoPDL" || a.Slots != 0 {
-							want = 0
-							if a.Prefetch != want {
-								t.Fatalf("%s: %s with slots %#x: prefetch %d, want 0", name, op.sym, a.Slots, a.Prefetch)
-							}
-						} else if a.Prefetch != want {
-							t.Fatalf("%s: dense %s: prefetch %d, want 1", name, op.sym, a.Prefetch)
-						}
-						n++
-					}
-				}
-				if n == 0 {
-					t.Fatalf("%s: no mmvq launch in the captured tokens", name)
-				}
-			}
 			graphs := 0
 			for _, g := range on.fake.graphs {
 				if len(g.ops) == 0 {
@@ -100,6 +75,32 @@ func TestEnginePDL(t *testing.T) {
 			sameLogits(t, "a backend without PDL against NoPDL", nodep.logs, off.logs)
 			if n := len(nodep.fake.depLaunches); n != 0 || nodep.eng.Stats().DepLaunches != 0 {
 				t.Fatalf("no backend support: %d kernels launched programmatically", n)
+			}
+			// mmvq asks for its L2 prefetch exactly when launches are programmatic
+			// (Engine.mmvqPrefetch): every dense mmvq of the captured tokens with PDL, none without
+			// it or without the backend's support.
+			for name, r := range map[string]graphRun{"PDL": on, "NoPDL": off, "no backend support": nodep} {
+				n := 0
+				for _, g := range r.fake.graphs {
+					for _, op := range g.ops {
+						if !op.launch || !strings.HasPrefix(op.sym, "strata_mmvq_") {
+							continue
+						}
+						a := args[abi.MmvqArgs](op.args)
+						if want := int32(1); name != "PDL" || a.Slots != 0 {
+							want = 0
+							if a.Prefetch != want {
+								t.Fatalf("%s: %s with slots %#x: prefetch %d, want 0", name, op.sym, a.Slots, a.Prefetch)
+							}
+						} else if a.Prefetch != want {
+							t.Fatalf("%s: dense %s: prefetch %d, want 1", name, op.sym, a.Prefetch)
+						}
+						n++
+					}
+				}
+				if n == 0 {
+					t.Fatalf("%s: no mmvq launch in the captured tokens", name)
+				}
 			}
 			// One engine, PDL switched before every step: a graph per setting and variant.
 			sw := runGraph(t, preset, Options{}, nil, 0, false, false)
