@@ -233,8 +233,8 @@ func (v Variant) WideStaging(family string, t Target) bool {
 }
 
 // mmqMinBlocks names the NVIDIA mma kernels ("family/type/tile") compiled with a minimum of
-// resident blocks per SM (launch_bounds(128, n): ptxas then holds the kernel to
-// 65536/(128·n) registers a thread). mmq r64t64 takes 136–192 registers without it (ptxas
+// resident blocks per SM (launch_bounds(T, n), T the family's threads, 128 or mmq8's 256:
+// ptxas then holds the kernel to 65536/(T·n) registers a thread). mmq r64t64 takes 136–192 registers without it (ptxas
 // 13.0), 2–3 blocks of 128 threads an SM: at 512 tokens its 512 blocks on the H200's 132 SMs
 // are more than one wave and the tail leaves SMs idle. At 4 blocks an SM (128 registers,
 // 12–208 bytes of spills) they are one wave of 528. The shared array (48128 bytes a block,
