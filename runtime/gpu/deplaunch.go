@@ -47,21 +47,9 @@ func (l *Launcher) LaunchDep(f *Func, grid, block Dim3, args []byte) (dep bool, 
 	if !l.bound || l.s == nil || !l.s.lastKernel.Load() || l.CanLaunchDep() != nil {
 		return false, l.Launch(f, grid, block, args)
 	}
-	if err := f.checkDims(grid, block); err != nil {
-		return false, err
-	}
-	if f.mod.dev != l.dev {
-		return false, errors.New("gpu: launch " + f.symbol + ": the function belongs to another device")
-	}
 	dd := l.dev.drv.(DepLaunchDriver)
-	if err := l.dev.do(func() error {
+	err = l.launchBound(f, grid, block, args, func() error {
 		return dd.LaunchBoundDep(f.h, grid, block, 0, l.s.h, args, f.symbol)
-	}); err != nil {
-		l.s.lastKernel.Store(false)
-		return false, err
-	}
-	if l.capture != nil {
-		return true, l.capturedLaunch(f, grid, block, args)
-	}
-	return true, nil
+	})
+	return err == nil, err
 }

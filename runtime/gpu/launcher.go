@@ -76,15 +76,22 @@ func (l *Launcher) Launch(f *Func, grid, block Dim3, args []byte) error {
 	if !l.bound {
 		return f.Launch(l.s, grid, block, 0, args)
 	}
+	return l.launchBound(f, grid, block, args, func() error {
+		return l.bd.LaunchBound(f.h, grid, block, 0, l.s.handle(), args, f.symbol)
+	})
+}
+
+// launchBound is a bound Launcher's launch of f (Launch, LaunchDep): it checks f's
+// dimensions and device, queues the launch through do, keeps the stream's record of its
+// last work, and records the launch when a capture is on.
+func (l *Launcher) launchBound(f *Func, grid, block Dim3, args []byte, launch func() error) error {
 	if err := f.checkDims(grid, block); err != nil {
 		return err
 	}
 	if f.mod.dev != l.dev {
 		return errors.New("gpu: launch " + f.symbol + ": the function belongs to another device")
 	}
-	if err := l.dev.do(func() error {
-		return l.bd.LaunchBound(f.h, grid, block, 0, l.s.handle(), args, f.symbol)
-	}); err != nil {
+	if err := l.dev.do(launch); err != nil {
 		l.s.queued() // what the stream holds last is unknown
 		return err
 	}
