@@ -176,7 +176,7 @@ func (b *backend) Open(ord int) (gpu.Driver, error) {
 		return nil, err
 	}
 	d := &device{b: b, l: b.lib, info: info, dev: dev, ctx: ctx, arena: arena}
-	if b.lib.cuLaunchKernelEx != 0 {
+	if depCapable(b.lib, info.Arch) {
 		if d.depPage, err = gpu.AllocAnon(depPageLen); err != nil {
 			_ = arena.Free()
 			return nil, err

@@ -38,7 +38,7 @@ type device struct {
 
 	arena *gpu.LaunchArena // the launch's extra array and argument block
 	// depPage holds a programmatic launch's CUlaunchConfig and attribute (pdl.go), used
-	// under the arena's lock; nil without cuLaunchKernelEx.
+	// under the arena's lock; nil where depCapable is false (no cuLaunchKernelEx, or before sm_90).
 	depPage []byte
 
 	selftestOnce sync.Once

@@ -66,8 +66,19 @@ func ccMajor(arch string) int {
 	return n / 10
 }
 
-// DepLaunchSupport: cuLaunchKernelEx exported and a device of compute capability ≥ 9.0.
+// depCapable reports whether a device of arch can take programmatic launches through lib:
+// cuLaunchKernelEx exported and compute capability ≥ 9.0 (Open allocates depPage then).
+func depCapable(lib *lib, arch string) bool {
+	return lib.cuLaunchKernelEx != 0 && ccMajor(arch) >= 9
+}
+
+// DepLaunchSupport: cuLaunchKernelEx exported and a device of compute capability ≥ 9.0
+// (depCapable, decided once at Open: depPage is there exactly then); the error says which
+// is missing.
 func (d *device) DepLaunchSupport() error {
+	if d.depPage != nil {
+		return nil
+	}
 	if d.l.cuLaunchKernelEx == 0 {
 		return fmt.Errorf("cuda: %s has no cuLaunchKernelEx: %w", d.l.path, gpu.ErrNoDepLaunch)
 	}
