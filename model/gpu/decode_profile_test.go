@@ -150,23 +150,8 @@ func replayGraph(eng *Engine, n int) (float64, error) {
 // decodeProfile is TestDecodeProfile after the device, the model and the d2d ceiling.
 func decodeProfile(t *testing.T, dev *rt.Device, src model.Source, o Options, d2d float64, modes, prof []string, tokens, profTokens int, name string) {
 	t0 := time.Now()
-	eng, err := Load(dev, src, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng, weights, bound := loadResident(t, dev, src, o, d2d)
 	defer eng.Close()
-	if !eng.resident {
-		t.Fatal("the model's experts do not all fit: the bench is of resident decode")
-	}
-	var dense float64
-	for _, r := range eng.Plan().Resident {
-		if r.Kind == KindWeights {
-			dense += float64(r.Bytes)
-		}
-	}
-	c := eng.Config()
-	weights := dense + float64(c.Layers*c.ExpertsUsed)*float64(eng.Plan().SlotBytes)
-	bound := weights / (d2d * 1e9) * 1e3
 	fmt.Printf("model %s on %s: loaded in %.1f s; d2d %.0f GB/s (read + written, this run); weights read per token %.1f MB; bound %.3f ms/token\n",
 		name, dev.Info().Name, time.Since(t0).Seconds(), d2d, weights/1e6, bound)
 	prompt := []int32{1, 2, 3, 4, 5, 6, 7, 8}
@@ -190,16 +175,7 @@ func decodeProfile(t *testing.T, dev *rt.Device, src model.Source, o Options, d2
 	for _, mode := range modes {
 		id := start(mode)
 		eng.ResetStats()
-		ms := make([]float64, 0, tokens)
-		ids := make([]int32, 0, tokens)
-		for i := 0; i < tokens; i++ {
-			t1 := time.Now()
-			if id, err = eng.ForwardArgmax([]int32{id}, eng.Vocab()); err != nil {
-				t.Fatal(err)
-			}
-			ms = append(ms, time.Since(t1).Seconds()*1e3)
-			ids = append(ids, id)
-		}
+		mean, median, ids := timeDecode(t, eng, id, tokens)
 		// Every mode but attnold computes the same bits: their greedy tokens must be the
 		// same. attnold sums attention over other split lengths, so its logits differ in
 		// rounding (within attention_decode's parity bound), and a synthetic model's random
@@ -213,18 +189,12 @@ func decodeProfile(t *testing.T, dev *rt.Device, src model.Source, o Options, d2
 			t.Errorf("%s: greedy tokens differ from %s's: %v against %v", mode, firstMode, ids, firstIDs)
 		}
 		s := eng.Stats()
-		var sum float64
-		for _, v := range ms {
-			sum += v
-		}
-		mean := sum / float64(len(ms))
-		slices.Sort(ms)
 		tk := float64(s.Tokens)
 		gms, err := replayGraph(eng, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
-		fmt.Printf("ROW | %s | %.3f | %.3f | %.1f | %.1f | %.1f | %.2f | %.1f | %.3f | %.3f | %.3f |\n", mode, mean, ms[len(ms)/2], 1e3/mean,
+		fmt.Printf("ROW | %s | %.3f | %.3f | %.1f | %.1f | %.1f | %.2f | %.1f | %.3f | %.3f | %.3f |\n", mode, mean, median, 1e3/mean,
 			float64(s.Launches)/tk, float64(s.GraphUpdates)/tk, float64(s.Graphs)/tk, float64(s.DepLaunches)/float64(max(1, s.Captures)),
 			gms, bound, bound/mean)
 		if err := eng.GraphErr(); err != nil {
@@ -233,6 +203,7 @@ func decodeProfile(t *testing.T, dev *rt.Device, src model.Source, o Options, d2
 	}
 	for _, mode := range prof {
 		id := start(mode)
+		var err error
 		for i := 0; i < 4; i++ {
 			if id, err = eng.ForwardArgmax([]int32{id}, eng.Vocab()); err != nil {
 				t.Fatal(err)

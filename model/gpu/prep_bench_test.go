@@ -61,22 +61,8 @@ func TestPrepBenchFake(t *testing.T) {
 // prepBench is TestPrepBench after the device, the model and the d2d ceiling (GB/s).
 func prepBench(t *testing.T, dev *rt.Device, src model.Source, o Options, d2d float64, modes []string, tokens, ktTokens int, name string) {
 	t0 := time.Now()
-	eng, err := Load(dev, src, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng, _, bound := loadResident(t, dev, src, o, d2d)
 	defer eng.Close()
-	if !eng.resident {
-		t.Fatal("the model's experts do not all fit: the bench is of resident decode")
-	}
-	var dense float64
-	for _, r := range eng.Plan().Resident {
-		if r.Kind == KindWeights {
-			dense += float64(r.Bytes)
-		}
-	}
-	c := eng.Config()
-	bound := (dense + float64(c.Layers*c.ExpertsUsed)*float64(eng.Plan().SlotBytes)) / (d2d * 1e9) * 1e3
 	fmt.Printf("model %s on %s: loaded in %.1f s; d2d %.0f GB/s (read + written, this run); bound %.3f ms/token\n",
 		name, dev.Info().Name, time.Since(t0).Seconds(), d2d, bound)
 	prompt := []int32{1, 2, 3, 4, 5, 6, 7, 8}
@@ -99,23 +85,10 @@ func prepBench(t *testing.T, dev *rt.Device, src model.Source, o Options, d2d fl
 			t.Fatal(err)
 		}
 		eng.ResetStats()
-		ms := make([]float64, 0, tokens)
-		for i := 0; i < tokens; i++ {
-			t1 := time.Now()
-			if id, err = eng.ForwardArgmax([]int32{id}, eng.Vocab()); err != nil {
-				t.Fatal(err)
-			}
-			ms = append(ms, time.Since(t1).Seconds()*1e3)
-		}
+		mean, median, _ := timeDecode(t, eng, id, tokens)
 		s := eng.Stats()
-		var sum float64
-		for _, v := range ms {
-			sum += v
-		}
-		mean := sum / float64(len(ms))
-		slices.Sort(ms)
 		tk := float64(s.Tokens)
-		fmt.Printf("ROW | %s | %.3f | %.3f | %.1f | %.1f | %.1f | %.2f | %.3f | %.3f |\n", mode, mean, ms[len(ms)/2], 1e3/mean,
+		fmt.Printf("ROW | %s | %.3f | %.3f | %.1f | %.1f | %.1f | %.2f | %.3f | %.3f |\n", mode, mean, median, 1e3/mean,
 			float64(s.Launches)/tk, float64(s.GraphUpdates)/tk, float64(s.Graphs)/tk, bound, bound/mean)
 		if err := eng.GraphErr(); err != nil {
 			t.Fatalf("%s: graphs stopped: %v", mode, err)
@@ -249,4 +222,50 @@ func benchDevice(t *testing.T) (*rt.Device, *model.GGUFSource, string) {
 	}
 	t.Cleanup(func() { src.Close() })
 	return dev, src, dir
+}
+
+// loadResident loads the engine for a resident-decode benchmark (every expert in VRAM, or
+// the test fails) and returns it with the bytes one token reads (the dense weights and
+// the k experts of every layer once) and their time at the device-to-device copy rate d2d
+// (GB/s), in ms: the bound each ROW is judged against.
+func loadResident(t *testing.T, dev *rt.Device, src model.Source, o Options, d2d float64) (*Engine, float64, float64) {
+	eng, err := Load(dev, src, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !eng.resident {
+		eng.Close()
+		t.Fatal("the model's experts do not all fit: the bench is of resident decode")
+	}
+	var dense float64
+	for _, r := range eng.Plan().Resident {
+		if r.Kind == KindWeights {
+			dense += float64(r.Bytes)
+		}
+	}
+	c := eng.Config()
+	weights := dense + float64(c.Layers*c.ExpertsUsed)*float64(eng.Plan().SlotBytes)
+	return eng, weights, weights / (d2d * 1e9) * 1e3
+}
+
+// timeDecode decodes tokens greedy tokens after id, each timed by the caller, and returns
+// the mean and median ms per token and the tokens.
+func timeDecode(t *testing.T, eng *Engine, id int32, tokens int) (mean, median float64, ids []int32) {
+	ms := make([]float64, 0, tokens)
+	ids = make([]int32, 0, tokens)
+	var err error
+	for i := 0; i < tokens; i++ {
+		t1 := time.Now()
+		if id, err = eng.ForwardArgmax([]int32{id}, eng.Vocab()); err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, time.Since(t1).Seconds()*1e3)
+		ids = append(ids, id)
+	}
+	var sum float64
+	for _, v := range ms {
+		sum += v
+	}
+	slices.Sort(ms)
+	return sum / float64(len(ms)), ms[len(ms)/2], ids
 }
