@@ -49,6 +49,38 @@ type emu struct {
 	// read or written through it.
 	host      func(p uint64, n int) []byte
 	hostBytes int64
+	// parts, when set (watch), are the planned allocations of an engine's resident region
+	// at the bytes each Need asked for: moe_prefill's workspaces must each lie inside the
+	// one their address falls in, at the size the kernel's contract gives them (within).
+	parts []emuPart
+}
+
+// emuPart is one planned allocation: [lo, hi) and its name.
+type emuPart struct {
+	lo, hi uint64
+	name   string
+}
+
+// watch makes the emulator check kernel workspaces against eng's memory plan (within).
+func (m *emu) watch(eng *Engine) {
+	m.parts = m.parts[:0]
+	for _, r := range eng.plan.Resident {
+		lo := uint64(eng.mem.Ptr(r.Name))
+		m.parts = append(m.parts, emuPart{lo, lo + r.Bytes, r.Name})
+	}
+}
+
+// within fails unless [p, p+n) lies inside the planned allocation p falls in (when the
+// emulator watches a plan; what names the workspace).
+func (m *emu) within(p uint64, n int, what string) {
+	for _, r := range m.parts {
+		if p >= r.lo && p < r.hi {
+			if p+uint64(n) > r.hi {
+				m.fail("%s: %d bytes at offset %d of %s, which holds %d", what, n, p-r.lo, r.name, r.hi-r.lo)
+			}
+			return
+		}
+	}
 }
 
 func newEmu() *emu { return &emu{allocs: map[uintptr][]byte{}} }
@@ -172,7 +204,8 @@ func (m *emu) rowDot(t quant.Type, p uint64, x []float32) float32 {
 	return float32(s)
 }
 
-func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
+func (m *emu) launch(sym string, grid, block rt.Dim3, b []byte) {
+	m.checkBlock(sym, block)
 	fam, variant, _ := strings.Cut(strings.TrimPrefix(sym, "strata_"), "_")
 	for _, f := range []string{"quantize_q8_1", "moe_decode", "attention_decode", "rmsnorm_row", "moe_prefill", "attention_prefill"} {
 		if strings.HasPrefix(strings.TrimPrefix(sym, "strata_"), f+"_") {
@@ -465,7 +498,7 @@ func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 				}
 			}
 		}
-	case "mmq":
+	case "mmq", "mmq8": // one C struct layout (kernels/specs.go mmqArgs)
 		m.mmq(variant, grid, args[abi.MmqArgs](b))
 	case "moe_prefill":
 		m.moePrefill(variant, grid, args[abi.MoePrefillArgs](b))
@@ -476,6 +509,39 @@ func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 	default:
 		m.fail("no emulation of %s", sym)
 	}
+}
+
+// familyThreads is the block size each family is compiled for (kernels/specs.go Threads,
+// kernels/abi's <Family>Threads): every launch must give exactly it.
+var familyThreads = map[string]int{
+	"attention_decode": abi.AttentionDecodeThreads, "attention_prefill": abi.AttentionPrefillThreads, "fill": abi.FillThreads,
+	"gated_delta_net": abi.GatedDeltaNetThreads, "mmq": abi.MmqThreads, "mmq8": abi.Mmq8Threads, "mmvq": abi.MmvqThreads,
+	"moe_decode": abi.MoeDecodeThreads, "moe_prefill": abi.MoePrefillThreads, "quantize_q8_1": abi.QuantizeQ81Threads,
+	"rmsnorm": abi.RmsnormThreads, "rmsnorm_row": abi.RmsnormRowThreads, "rope": abi.RopeThreads, "sample": abi.SampleThreads,
+}
+
+// checkBlock fails a launch of sym (found among fakeTarget's code objects) whose block is not
+// its family's (familyThreads) by 1 by 1: a kernel compiled for 256 threads launched with 128
+// would leave half its tile unstaged and uncomputed.
+func (m *emu) checkBlock(sym string, block rt.Dim3) {
+	for _, co := range abi.CodeObjects {
+		if co.Target != fakeTarget {
+			continue
+		}
+		for _, v := range co.Variants {
+			if v.Symbol != sym {
+				continue
+			}
+			th, ok := familyThreads[co.Family]
+			if !ok {
+				m.fail("%s: no block size known for family %s (familyThreads)", sym, co.Family)
+			} else if block != (rt.Dim3{X: uint32(th), Y: 1, Z: 1}) {
+				m.fail("%s launched with block %v, its family %s is compiled for (%d, 1, 1)", sym, block, co.Family, th)
+			}
+			return
+		}
+	}
+	m.fail("%s: no such kernel among %s's code objects", sym, fakeTarget)
 }
 
 // rowsPerBlock is the rows one block of family's variant covers, as kernels/abi declares it
@@ -593,6 +659,12 @@ func (m *emu) moePrefill(variant string, grid rt.Dim3, a abi.MoePrefillArgs) {
 			m.fail("moe_prefill phase %d launched with grid %v, its contract says %v", a.Phase, grid, g)
 		}
 	}
+	// the workspaces at their contract's sizes for this launch: the schedule holds max_tiles
+	// at the variant's BN (phase 0 writes it, phases 1 and 2 walk it)
+	m.within(a.Sched, 4*(2*E+1+2*mt), fmt.Sprintf("moe_prefill phase %d schedule (r%dt%d, max_tiles %d)", a.Phase, bm, bn, mt))
+	m.within(a.List, 4*np, "moe_prefill pair list")
+	m.within(a.Hq, np*F/32*36, "moe_prefill hq")
+	m.within(a.Yp, 4*np*H, "moe_prefill yp")
 	switch a.Phase {
 	case 0:
 		want(rt.Dim3{X: uint32(E), Y: 1, Z: 1}) // one block per expert

@@ -128,6 +128,11 @@ type Options struct {
 	// path (which also stays the path of single tokens, and of models the batched path
 	// does not cover).
 	Chunk int
+	// PrefillTiles: how the batched prompt path picks its mmq and moe_prefill tiles per
+	// launch. The zero value, TilesBest, takes the tile that measured fastest for the weight
+	// type and the chunk's length (tiles.go); TilesT64 every launch at r64t64, the tile
+	// before (measurement baseline, also Engine.SetPrefillTiles).
+	PrefillTiles PrefillTiles
 	// Misses: how the kernels reach an expert that has no VRAM slot. The zero value,
 	// MissAuto, maps where it works and copies elsewhere (the reason: Engine.MissPath);
 	// MissMap: every expert lives in mapped pinned host memory that the kernels can read
@@ -224,11 +229,14 @@ type Engine struct {
 	pendingIDs int
 	syncLookup bool
 
-	chunk        int           // batched prompt chunk (0: off)
-	tokenByToken bool          // SetTokenByToken: prompts through the decode path
-	moeVar       string        // moe_prefill variant
-	ptab         PrefillTables // how the batched path runs non-direct layers (SetPrefillTables)
-	direct       []int         // per layer: slot of expert 0 when its experts sit in consecutive slots of one slab (resident), else −1
+	chunk        int                      // batched prompt chunk (0: off)
+	tokenByToken bool                     // SetTokenByToken: prompts through the decode path
+	mmqT         map[quant.Type]*mmqTiles // mmq tiles per dense weight type (tiles.go)
+	moeT         moeTiles                 // moe_prefill's tiles for the experts' type
+	ptiles       PrefillTiles             // which tiles a launch takes (SetPrefillTiles)
+	schedTile    int                      // the token tile p_sched was sized for (the smallest moeT has)
+	ptab         PrefillTables            // how the batched path runs non-direct layers (SetPrefillTables)
+	direct       []int                    // per layer: slot of expert 0 when its experts sit in consecutive slots of one slab (resident), else −1
 
 	mmvqRows8 bool // Options.MmvqRows8
 	attnSplit int  // Options.AttnSplit
@@ -457,9 +465,19 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	if o.Chunk < 0 || o.Chunk > o.Ctx {
 		return nil, fmt.Errorf("model/gpu: prompt chunk %d must be in 0..%d (the context)", o.Chunk, o.Ctx)
 	}
+	if o.PrefillTiles != TilesBest && o.PrefillTiles != TilesT64 {
+		return nil, fmt.Errorf("model/gpu: prefill tiles mode %d (want TilesBest or TilesT64)", int(o.PrefillTiles))
+	}
+	e.ptiles = o.PrefillTiles
 	if o.Chunk > 0 && (c.Arch == model.ArchQwen3MoE || c.Arch == model.ArchQwen3Next) && !o.HostKV {
 		e.chunk = o.Chunk
 		fams = append(fams[:len(fams):len(fams)], "mmq", "moe_prefill", "attention_prefill")
+		// mmq8 holds the 256-thread mmq tiles (NVIDIA only): loaded where the target has any
+		if target, ok := abi.TargetFor(dev.Info().Arch); ok {
+			if co, ok := abi.Find(target, "mmq8"); ok && len(co.Variants) > 0 {
+				fams = append(fams, "mmq8")
+			}
+		}
 	}
 	if e.ks, err = loadKernels(dev, o.CODir, fams); err != nil {
 		return nil, err
@@ -479,7 +497,12 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	}
 	in.Reserve = o.Reserve
 	if e.chunk > 0 {
-		pre := prefillNeeds(&c, e.chunk)
+		// the schedule is sized for the smallest token tile either mode can launch
+		e.schedTile = 64
+		if m, ok := moeTilesFor(e.ks.target, e.expType); ok {
+			e.schedTile = m.schedTile()
+		}
+		pre := prefillNeeds(&c, e.chunk, e.schedTile)
 		var b uint64
 		for _, n := range pre {
 			b += alignUp(n.Bytes)

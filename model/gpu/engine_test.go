@@ -23,8 +23,8 @@ import (
 // leaving out the families in skip.
 func fakeCODir(t testing.TB, target string, skip ...string) string {
 	dir := t.TempDir()
-	for _, f := range append(families, "gated_delta_net", "mmq", "moe_prefill", "attention_prefill") {
-		if strings.Contains(strings.Join(skip, ","), f) {
+	for _, f := range append(families, "gated_delta_net", "mmq", "mmq8", "moe_prefill", "attention_prefill") {
+		if slices.Contains(skip, f) {
 			continue
 		}
 		co, ok := abi.Find(target, f)
@@ -502,6 +502,7 @@ func TestEngineEmulatedBatched(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer eng.Close()
+				fake.emu.watch(eng)
 				if p, _ := eng.MissPath(); mapped != (p == "map") {
 					t.Fatalf("mapped %v: the engine's miss path is %s", mapped, p)
 				}

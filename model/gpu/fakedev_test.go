@@ -420,7 +420,7 @@ func (f *fakeDriver) FillWords(p rt.DevPtr, words int, v uint32) error {
 func (f *fakeDriver) LoadModule([]byte, string) (uintptr, error) { return 1, nil }
 func (f *fakeDriver) UnloadModule(uintptr) error                 { return nil }
 func (f *fakeDriver) Function(uintptr, string) (uintptr, error)  { return 2, nil }
-func (f *fakeDriver) Launch(_ uintptr, grid, _ rt.Dim3, _ uint32, s uintptr, args []byte, sym string) error {
+func (f *fakeDriver) Launch(_ uintptr, grid, block rt.Dim3, _ uint32, s uintptr, args []byte, sym string) error {
 	f.streamOp(s, true)
 	if f.launches == nil {
 		f.launches = map[string]int{}
@@ -433,7 +433,7 @@ func (f *fakeDriver) Launch(_ uintptr, grid, _ rt.Dim3, _ uint32, s uintptr, arg
 		f.beforeLaunch(sym)
 	}
 	if f.emu != nil {
-		f.emu.launch(sym, grid, args)
+		f.emu.launch(sym, grid, block, args)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/strata-hip/strata/kernels/abi"
 	"github.com/strata-hip/strata/model"
@@ -69,9 +70,6 @@ import (
 
 // DefaultChunk is the prompt chunk strata-run uses.
 const DefaultChunk = 512
-
-// bnTile is the token tile of the mmq and moe_prefill variants the engine launches (t64).
-const bnTile = 64
 
 // maxStack is moe_prefill's most experts per launch in the stack form (a variable: the
 // emulator tests lower it to reach the split launches).
@@ -166,10 +164,13 @@ const (
 	bufPShOut = "p_shout" // shared expert output, f32 [N][H]
 )
 
-func maxTiles(pairs, experts int) int { return (pairs+bnTile-1)/bnTile + experts }
+// maxTiles is moe_prefill's max_tiles: the most tiles of bn pairs that pairs pairs over
+// experts experts can make (each expert's list rounds up once).
+func maxTiles(pairs, experts, bn int) int { return (pairs+bn-1)/bn + experts }
 
-// prefillNeeds is the scratch of a chunk of n tokens.
-func prefillNeeds(c *model.Config, n int) []Need {
+// prefillNeeds is the scratch of a chunk of n tokens; schedTile is the smallest token tile
+// (BN) of the moe_prefill variants the engine may launch: the schedule holds max_tiles at it.
+func prefillNeeds(c *model.Config, n, schedTile int) []Need {
 	H, E, K, F := c.Embd, c.Experts, c.ExpertsUsed, c.ExpertFF
 	qd, kvd := c.Heads*c.HeadDim, c.HeadsKV*c.HeadDim
 	f32 := func(x int) uint64 { return 4 * uint64(n) * uint64(x) }
@@ -188,7 +189,7 @@ func prefillNeeds(c *model.Config, n int) []Need {
 		{bufPO, KindScratch, f32(od)}, {bufPOQ, KindScratch, uint64(n) * q81Bytes(od)}, {bufPProj, KindScratch, f32(H)},
 		{bufPRouter, KindScratch, f32(E)}, {bufPIDs, KindScratch, f32(K)}, {bufPWts, KindScratch, f32(K)},
 		{bufPErr, KindScratch, f32(K)}, {bufPIdx, KindScratch, f32(K)},
-		{bufPSched, KindScratch, 4 * uint64(2*st+1+2*maxTiles(n*K, st))}, {bufPList, KindScratch, f32(K)},
+		{bufPSched, KindScratch, 4 * uint64(2*st+1+2*maxTiles(n*K, st, schedTile))}, {bufPList, KindScratch, f32(K)},
 		{bufPHq, KindScratch, uint64(n*K) * q81Bytes(F)}, {bufPYp, KindScratch, f32(K * H)}, {bufPPos, KindStaging, f32(1)},
 	}
 	if next {
@@ -201,50 +202,45 @@ func prefillNeeds(c *model.Config, n int) []Need {
 	return needs
 }
 
-// prefillVariant picks the mma variant of family for type t at the t64 tile, or dp4a.
-func (e *Engine) prefillVariant(family string, t quant.Type) (string, bool) {
-	tv, ok := typeVariant[t]
-	if !ok || t == quant.F16 || t == quant.BF16 {
-		return "", false
-	}
-	co, _ := abi.Find(e.ks.target, family)
-	for _, core := range []string{"mma", "dp4a"} {
-		v := tv + "_" + core + "_r64t64"
-		if _, ok := co.Symbol(v); ok {
-			return v, true
-		}
-	}
-	return "", false
-}
-
-// preparePrefill loads the batched path's kernels and finds the direct layers.
+// preparePrefill loads the batched path's kernels — every tile either mode can launch
+// (tiles.go) — and finds the direct layers.
 func (e *Engine) preparePrefill() error {
 	c := &e.cfg
-	keys := []struct{ fam, variant string }{{"attention_prefill", "f16"}}
-	add := func(fam string, t quant.Type) {
-		if v, ok := e.prefillVariant(fam, t); ok {
-			keys = append(keys, struct{ fam, variant string }{fam, v})
-		}
-	}
+	keys := []string{"attention_prefill/f16"}
+	e.mmqT = map[quant.Type]*mmqTiles{}
 	for _, l := range append([]gLayer{{wq: e.head}}, e.layers...) {
 		for _, d := range []dmat{l.wq, l.wk, l.wv, l.wo, l.router, l.wqkv, l.wz, l.wba, l.wout, l.shInp} {
-			if d.variant != "" {
-				add("mmq", d.typ)
+			if d.variant == "" || e.mmqT[d.typ] != nil {
+				continue
+			}
+			if m, ok := mmqTilesFor(e.ks.target, d.typ); ok {
+				e.mmqT[d.typ] = &m
+				keys = append(keys, m.t64.key, m.short.key, m.long.key)
 			}
 		}
 	}
-	v, ok := e.prefillVariant("moe_prefill", e.expType)
+	m, ok := moeTilesFor(e.ks.target, e.expType)
 	if !ok {
 		return fmt.Errorf("%w: moe_prefill has no t64 variant for %s experts", ErrMissingKernel, e.expType)
 	}
-	e.moeVar = v
-	keys = append(keys, struct{ fam, variant string }{"moe_prefill", v})
+	if m.schedTile() < e.schedTile {
+		return fmt.Errorf("model/gpu: moe_prefill tile t%d is below the t%d the schedule was sized for", m.schedTile(), e.schedTile)
+	}
+	e.moeT = m
+	keys = append(keys, m.t64.key)
+	if m.t32.key != "" {
+		keys = append(keys, m.t32.key)
+	}
 	for _, k := range keys {
-		f, err := e.ks.fn(k.fam, k.variant)
+		if e.fns[k] != nil {
+			continue
+		}
+		fam, variant, _ := strings.Cut(k, "/")
+		f, err := e.ks.fn(fam, variant)
 		if err != nil {
 			return err
 		}
-		e.fns[k.fam+"/"+k.variant] = f
+		e.fns[k] = f
 	}
 	e.direct = make([]int, c.Layers)
 	for l := range e.direct {
@@ -284,10 +280,16 @@ func (e *Engine) batched(n int) bool {
 // gemm is y[t][r] = W[r]·x[t] for T tokens: mmq when the type has a variant, else mmvq in
 // launches of 8 columns. xq is Q8_1 [T][k/32], xf f32 [T][k]; y rows ldy apart.
 func (e *Engine) gemm(w dmat, xq, xf rt.DevPtr, T int, y rt.DevPtr, ldy int) error {
-	if v, ok := e.prefillVariant("mmq", w.typ); ok {
+	if m := e.mmqT[w.typ]; m != nil {
+		p := m.pick(e.ptiles, T)
 		a := abi.MmqArgs{W: uint64(w.ptr), X: uint64(xq), Y: uint64(y), Rows: int32(w.rows), K: int32(w.k), Tokens: int32(T),
 			XRowBlocks: int32(w.k / 32), Ldy: int32(ldy), HookGroup: -1}
-		return e.launch("mmq/"+v, rt.Dim3{X: blocks(w.rows, 64), Y: blocks(T, bnTile), Z: 1}, abi.MmqThreads, a.Bytes())
+		b := a.Bytes()
+		if p.fam == "mmq8" { // the same C struct (kernels/specs.go mmqArgs): the same fields and bytes
+			a8 := abi.Mmq8Args(a)
+			b = a8.Bytes()
+		}
+		return e.launch(p.key, rt.Dim3{X: blocks(w.rows, p.bm), Y: blocks(T, p.bn), Z: 1}, p.threads, b)
 	}
 	for c0 := 0; c0 < T; c0 += 8 {
 		a := abi.MmvqArgs{W: uint64(w.ptr), Xq: uint64(xq.Add(uintptr(c0 * w.k / 32 * q81Block))), Xf: uint64(xf.Add(uintptr(4 * c0 * w.k))),
@@ -783,10 +785,15 @@ func (e *Engine) moeRuns(runs []stackRun, idsBuf string, out rt.DevPtr) error {
 	c := &e.cfg
 	m := e.mem
 	H, K, F := c.Embd, c.ExpertsUsed, c.ExpertFF
-	key := "moe_prefill/" + e.moeVar
 	stride := int64(e.plan.SlotBytes)
 	for _, r := range runs {
 		tok := r.t1 - r.t0
+		// one tile for the run's four phases: the route lays out the tiles that phases 1 and
+		// 2 walk at its BN
+		p := e.moeT.pick(e.ptiles, tok*r.kUsed, c.Experts)
+		if p.bn < e.schedTile {
+			panic(fmt.Sprintf("model/gpu: moe_prefill tile t%d launched with a schedule sized for t%d", p.bn, e.schedTile))
+		}
 		first := r.t0 * K // first pair of the run in [T][K]
 		base := e.mem.Slot(r.base)
 		if r.tab != 0 {
@@ -801,11 +808,11 @@ func (e *Engine) moeRuns(runs []stackRun, idsBuf string, out rt.DevPtr) error {
 		if r.tab != 0 { // expert ids through the tables: no stack
 			a.Wg, a.Wu, a.Wd, a.GuMatBytes, a.DMatBytes = 0, 0, 0, 0, 0
 		}
-		mt := maxTiles(tok*r.kUsed, r.span)
-		for phase, g := range []rt.Dim3{dim(uint32(r.span)), {X: blocks(F, 32), Y: uint32(mt), Z: 1}, {X: blocks(H, 64), Y: uint32(mt), Z: 1},
+		mt := maxTiles(tok*r.kUsed, r.span, p.bn)
+		for phase, g := range []rt.Dim3{dim(uint32(r.span)), {X: blocks(F, p.bm/2), Y: uint32(mt), Z: 1}, {X: blocks(H, p.bm), Y: uint32(mt), Z: 1},
 			{X: blocks(H, 128), Y: uint32(min(tok, 65535)), Z: 1}} {
 			a.Phase = int32(phase)
-			if err := e.launch(key, g, abi.MoePrefillThreads, a.Bytes()); err != nil {
+			if err := e.launch(p.key, g, p.threads, a.Bytes()); err != nil {
 				return err
 			}
 		}

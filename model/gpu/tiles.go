@@ -1,0 +1,272 @@
+package gpu
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/strata-hip/strata/kernels/abi"
+	"github.com/strata-hip/strata/quant"
+)
+
+// The batched prompt path's token tiles: which mmq (dense projections) and moe_prefill
+// (routed experts) variant a launch takes, chosen per launch from the weight type and the
+// chunk's token count (Options.PrefillTiles, Engine.SetPrefillTiles).
+//
+// Every tile here keeps BM = 64 weight rows per block; they differ in tokens per block (BN)
+// and in block size: mmq r64t64 and r64t128 and moe_prefill r64t32 and r64t64 run 128
+// threads, mmq8 r64t128w8 256 (abi.MmqThreads, abi.Mmq8Threads, abi.MoePrefillThreads: the
+// block size is a family's). moe_prefill's route (phase 0) writes each expert's tiles of BN
+// pairs into the schedule on the GPU, and phases 1 and 2 run one block row per tile, so
+// the schedule (p_sched, prefillNeeds) is sized for the smallest BN the engine can launch
+// (schedTile) and phases 1 and 2 take max_tiles at the launched variant's BN.
+
+// PrefillTiles is how the batched prompt path picks its mmq and moe_prefill tiles.
+type PrefillTiles int
+
+// The modes; the zero value is the default.
+const (
+	// TilesBest: per launch the tile that measured fastest for the weight type at the
+	// chunk's length (mmqChoice, moeT32Below), where the device's code objects have it;
+	// r64t64 elsewhere (the AMD targets build none of the others).
+	TilesBest PrefillTiles = iota
+	// TilesT64: every mmq and moe_prefill launch at r64t64, the engine's only tile before
+	// 2026-11-30 (a measurement baseline).
+	TilesT64
+)
+
+// String is the mode's name.
+func (m PrefillTiles) String() string {
+	switch m {
+	case TilesBest:
+		return "best"
+	case TilesT64:
+		return "t64"
+	}
+	return fmt.Sprintf("PrefillTiles(%d)", int(m))
+}
+
+// ParsePrefillTiles reads "best" or "t64".
+func ParsePrefillTiles(s string) (PrefillTiles, error) {
+	for _, m := range []PrefillTiles{TilesBest, TilesT64} {
+		if s == m.String() {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("model/gpu: prefill tiles mode %q: want best or t64", s)
+}
+
+// SetPrefillTiles sets Options.PrefillTiles on a loaded engine, between prompts (every
+// candidate tile is prepared at load, and the schedule is sized for the smallest).
+func (e *Engine) SetPrefillTiles(m PrefillTiles) { e.ptiles = m }
+
+// mmqChoice is the dense projections' tile per weight type as "family/tile": [0] for
+// chunks of fewer than mmqLong tokens, [1] from mmqLong on. Source:
+// bench/results/2026-11-30-final-s6 (call 1, TestBenchPrefill: mmq at 14336 rows × 4096,
+// events, median of ≥ 50; every variant passed parity in the same call), TOPS at 512 / 2048
+// tokens:
+//
+//	type      r64t64          r64t128         mmq8 r64t128w8
+//	Q8_0      145.3 / 149.0   172.5 / 173.9   183.0 / 187.1
+//	Q2_0      160.9 / 165.6   161.3 / 152.9   189.2 / 190.8
+//	Q4_K      136.8 / 141.6   126.4 / 120.9   152.7 / 156.1
+//	Q6_K      106.7 / 110.9   117.7 / 117.9   113.9 / 115.6
+//	IQ2_XS    109.4 / 113.4   122.2 / 118.6   120.2 / 123.1
+//	IQ3_XXS   143.8 / 148.8   142.3 / 143.7   170.0 / 172.2
+//	IQ3_S     138.7 / 143.0   137.4 / 130.5   167.6 / 171.3
+//	IQ1_M     117.5 / 118.8   134.0 / 131.4   122.9 / 126.1
+//
+// Lengths other than 512 and 2048 are unmeasured: below mmqLong (their geometric mean) the
+// 512 column decides, from it the 2048 one. mmq8 gives each warp r64t64's 32 × 32 tile, so
+// small grids (few rows, short chunks) cost it no more per block than r64t64; r64t128's
+// warps hold twice that, which only a grid of several waves (as measured) amortises.
+var mmqChoice = map[quant.Type][2]string{
+	quant.Q8_0:    {"mmq8/r64t128w8", "mmq8/r64t128w8"},
+	quant.Q2_0:    {"mmq8/r64t128w8", "mmq8/r64t128w8"},
+	quant.Q4_K:    {"mmq8/r64t128w8", "mmq8/r64t128w8"},
+	quant.Q6_K:    {"mmq/r64t128", "mmq/r64t128"},
+	quant.IQ2_XS:  {"mmq/r64t128", "mmq8/r64t128w8"},
+	quant.IQ3_XXS: {"mmq8/r64t128w8", "mmq8/r64t128w8"},
+	quant.IQ3_S:   {"mmq8/r64t128w8", "mmq8/r64t128w8"},
+	quant.IQ1_M:   {"mmq/r64t128", "mmq/r64t128"},
+}
+
+// mmqLong is the chunk length from which mmqChoice's second column decides.
+const mmqLong = 1024
+
+// moeT32Below: moe_prefill takes r64t32 while a launch's pairs per expert (tokens · k_used
+// / n_expert, the mean an expert's tile list holds) are below it, r64t64 from it on. Source:
+// bench/results/2026-11-30-final-s6 (call 1, TestBenchPrefill: moe_prefill at the
+// Qwen3-30B-A3B shape, 128 experts, top-8, uniform routing; parity in the same call), layer
+// TOPS r64t32 / r64t64 at 512 tokens (32 pairs per expert) and at 2048 (128):
+//
+//	type      512: t32 / t64   2048: t32 / t64
+//	Q8_0      72.3 / 67.3      97.4 / 107.2
+//	Q2_0      73.5 / 67.6      99.2 / 107.4
+//	Q4_K      66.6 / 58.1      89.8 / 93.6
+//	Q6_K      49.2 / 44.4      66.5 / 70.0
+//	IQ2_XS    56.2 / 51.1      74.3 / 76.2
+//	IQ3_XXS   63.6 / 59.7      84.3 / 95.5
+//	IQ3_S     61.9 / 59.1      81.9 / 94.1
+//	IQ1_M     57.9 / 49.2      76.6 / 79.0
+//
+// Every type agrees, so the rule is one number: r64t32 wins at 32 pairs per expert (an
+// expert's ~32 pairs fill one t32 tile, half a t64 one) and loses at 128 (twice the weight
+// decodes per pair). Between the two it is unmeasured; the bound is their geometric mean.
+// The key is pairs per expert rather than tokens because the experts' count sets it: the
+// 80B-A3B (512 experts, top-10) has 10 at 512 tokens.
+const moeT32Below = 64
+
+// tileThreads is the block size of each prefill family (kernels/specs.go Threads).
+var tileThreads = map[string]int{"mmq": abi.MmqThreads, "mmq8": abi.Mmq8Threads, "moe_prefill": abi.MoePrefillThreads}
+
+// ptile is one prefill kernel the engine can launch: "family/variant" (e.kern's key), its
+// family, BM weight rows and BN tokens per block, and the family's block size.
+type ptile struct {
+	key, fam string
+	bm, bn   int
+	threads  int
+}
+
+// tileShape reads BM and BN from a prefill variant's name (…_r<BM>t<BN>, optionally a
+// suffix such as w8).
+func tileShape(variant string) (bm, bn int, ok bool) {
+	i := strings.LastIndex(variant, "_r")
+	if i < 0 {
+		return 0, 0, false
+	}
+	rs, ts, ok := strings.Cut(variant[i+2:], "t")
+	if !ok {
+		return 0, 0, false
+	}
+	j := 0
+	for j < len(ts) && ts[j] >= '0' && ts[j] <= '9' {
+		j++
+	}
+	bm, err1 := strconv.Atoi(rs)
+	bn, err2 := strconv.Atoi(ts[:j])
+	return bm, bn, err1 == nil && err2 == nil && bm > 0 && bn > 0
+}
+
+// newTile is family's variant on target as a ptile, and false when the target has no such
+// variant.
+func newTile(target, family, variant string) (ptile, bool) {
+	co, _ := abi.Find(target, family)
+	if _, ok := co.Symbol(variant); !ok {
+		return ptile{}, false
+	}
+	bm, bn, ok := tileShape(variant)
+	th := tileThreads[family]
+	if !ok || th == 0 {
+		panic("model/gpu: prefill variant " + family + "/" + variant + " has no tile shape or block size")
+	}
+	return ptile{key: family + "/" + variant, fam: family, bm: bm, bn: bn, threads: th}, true
+}
+
+// t64Tile is family's r64t64 variant for type t on target (mma where the target has it,
+// else dp4a): the tile every mode can fall back to.
+func t64Tile(target, family string, t quant.Type) (ptile, bool) {
+	tv, ok := typeVariant[t]
+	if !ok || t == quant.F16 || t == quant.BF16 {
+		return ptile{}, false
+	}
+	for _, core := range []string{"mma", "dp4a"} {
+		if p, ok := newTile(target, family, tv+"_"+core+"_r64t64"); ok {
+			return p, true
+		}
+	}
+	return ptile{}, false
+}
+
+// mmqTiles are the tiles of one dense weight type: r64t64, and the choice for short and
+// long chunks (r64t64 where the target lacks the chosen one).
+type mmqTiles struct{ t64, short, long ptile }
+
+// mmqTilesFor is type t's mmq tiles on target, and false when mmq has no variant for t.
+func mmqTilesFor(target string, t quant.Type) (mmqTiles, bool) {
+	t64, ok := t64Tile(target, "mmq", t)
+	if !ok {
+		return mmqTiles{}, false
+	}
+	m := mmqTiles{t64, t64, t64}
+	for i, dst := range []*ptile{&m.short, &m.long} {
+		c, ok := mmqChoice[t]
+		if !ok {
+			continue
+		}
+		fam, tile, _ := strings.Cut(c[i], "/")
+		if p, ok := newTile(target, fam, typeVariant[t]+"_mma_"+tile); ok {
+			*dst = p
+		}
+	}
+	return m, true
+}
+
+// pick is the tile of a chunk of T tokens in mode m.
+func (m *mmqTiles) pick(mode PrefillTiles, T int) ptile {
+	switch {
+	case mode == TilesT64:
+		return m.t64
+	case T < mmqLong:
+		return m.short
+	}
+	return m.long
+}
+
+// moeTiles are moe_prefill's tiles for one expert type: r64t64 and r64t32 (t32.key empty
+// where the target has none).
+type moeTiles struct{ t64, t32 ptile }
+
+// moeTilesFor is the expert type t's moe_prefill tiles on target, and false when
+// moe_prefill has no r64t64 variant for t.
+func moeTilesFor(target string, t quant.Type) (moeTiles, bool) {
+	t64, ok := t64Tile(target, "moe_prefill", t)
+	if !ok {
+		return moeTiles{}, false
+	}
+	m := moeTiles{t64: t64}
+	if p, ok := newTile(target, "moe_prefill", typeVariant[t]+"_mma_r64t32"); ok {
+		m.t32 = p
+	}
+	return m, true
+}
+
+// pick is the tile of a launch of pairs (token, expert) pairs over a model with experts
+// experts per layer, in mode m.
+func (m *moeTiles) pick(mode PrefillTiles, pairs, experts int) ptile {
+	if mode == TilesT64 || m.t32.key == "" || pairs >= moeT32Below*experts {
+		return m.t64
+	}
+	return m.t32
+}
+
+// schedTile is the smallest token tile among m's: the schedule (p_sched) is sized for it.
+func (m *moeTiles) schedTile() int {
+	if m.t32.key != "" {
+		return min(m.t32.bn, m.t64.bn)
+	}
+	return m.t64.bn
+}
+
+// PrefillKernels lists the mmq and moe_prefill kernels ("family/variant") a chunk of T
+// tokens launches in the engine's current mode: the dense types' tiles, then the routed
+// experts' tile of a launch over the whole chunk. Empty without the batched path.
+func (e *Engine) PrefillKernels(T int) []string {
+	if e.chunk == 0 {
+		return nil
+	}
+	var out []string
+	for _, t := range sortedTypes(e.mmqT) {
+		m := e.mmqT[t]
+		out = append(out, t.String()+": "+m.pick(e.ptiles, T).key)
+	}
+	p := e.moeT.pick(e.ptiles, T*e.cfg.ExpertsUsed, e.cfg.Experts)
+	return append(out, "experts "+e.expType.String()+": "+p.key)
+}
+
+// sortedTypes is m's keys in quant.Type order.
+func sortedTypes(m map[quant.Type]*mmqTiles) []quant.Type {
+	return slices.Sorted(maps.Keys(m))
+}
