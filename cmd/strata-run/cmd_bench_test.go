@@ -202,6 +202,23 @@ func TestGPUBench(t *testing.T) {
 			ptabs = append(ptabs, m)
 		}
 	}
+	// STRATA_BENCH_PTILES (comma-separated mgpu.PrefillTiles modes: best, t64): the batched
+	// prompt runs once per mode, in order, on the same engine (a row each, labelled
+	// "tiles=MODE"; the kernels each mode picks are logged); unset, once in the engine's
+	// default. STRATA_BENCH_PKTIMES (comma-separated prompt lengths): after a length's timed
+	// rows, one more batched prompt per distinct tile mode with the device time per kernel
+	// (Engine.SetKernelTimes; a table "prefill N tiles=MODE").
+	var ptiles []mgpu.PrefillTiles
+	if v := os.Getenv("STRATA_BENCH_PTILES"); v != "" {
+		for _, f := range strings.Split(v, ",") {
+			m, err := mgpu.ParsePrefillTiles(strings.TrimSpace(f))
+			if err != nil {
+				t.Fatalf("STRATA_BENCH_PTILES: %v", err)
+			}
+			ptiles = append(ptiles, m)
+		}
+	}
+	pktimes := intList(t, "STRATA_BENCH_PKTIMES")
 	d2d, h2d := benchCeilings(t, dev)
 	t.Logf("ceilings: device-to-device %.0f GB/s (read + written), pinned host-to-device %.1f GB/s", d2d, h2d)
 	var b strings.Builder
@@ -412,8 +429,17 @@ func TestGPUBench(t *testing.T) {
 					if path == "batched" && ptabs != nil {
 						modes = ptabs
 					}
-					for _, mode := range modes {
+					tiles := []mgpu.PrefillTiles{mgpu.TilesBest}
+					if path == "batched" && ptiles != nil {
+						tiles = ptiles
+					}
+					for _, run := range prefillRuns(modes, tiles) {
+						mode, tile := run.tables, run.tiles
 						eng.SetPrefillTables(mode)
+						eng.SetPrefillTiles(tile)
+						if path == "batched" && ptiles != nil {
+							t.Logf("prefill %d tiles=%s: %s", n, tile, strings.Join(eng.PrefillKernels(min(n, chunk)), ", "))
+						}
 						if err := eng.Reset(); err != nil {
 							t.Fatal(err)
 						}
@@ -437,8 +463,38 @@ func TestGPUBench(t *testing.T) {
 							if ptabs != nil {
 								phase += " tables=" + mode.String()
 							}
+							if ptiles != nil {
+								phase += " tiles=" + tile.String()
+							}
 						}
 						row(phase, eng.Stats())
+					}
+					if path == "batched" && slices.Contains(pktimes, n) {
+						seen := map[mgpu.PrefillTiles]bool{}
+						for _, tile := range tiles {
+							if seen[tile] {
+								continue
+							}
+							seen[tile] = true
+							eng.SetPrefillTables(modes[0])
+							eng.SetPrefillTiles(tile)
+							err := eng.Reset()
+							if err == nil {
+								eng.ResetStats()
+								err = eng.SetKernelTimes(true)
+							}
+							if err == nil {
+								_, err = eng.Forward(p)
+							}
+							if err == nil {
+								err = eng.SetKernelTimes(false)
+							}
+							if err != nil {
+								t.Fatalf("budget %s, prompt %d, tiles %s, kernel times: %v", bname, n, tile, err)
+							}
+							kernelTable(&kt, fmt.Sprintf("%s, budget %s, prefill %d tiles=%s", filepath.Base(os.Getenv("STRATA_BENCH_MODEL")), bname, n, tile), eng.Stats())
+						}
+						eng.SetPrefillTiles(mgpu.TilesBest)
 					}
 				}
 				eng.SetTokenByToken(false)
@@ -468,6 +524,23 @@ func TestGPUBench(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// prefillRun is one timed batched prompt's settings.
+type prefillRun struct {
+	tables mgpu.PrefillTables
+	tiles  mgpu.PrefillTiles
+}
+
+// prefillRuns is every (tables, tiles) pair, tables outer.
+func prefillRuns(tables []mgpu.PrefillTables, tiles []mgpu.PrefillTiles) []prefillRun {
+	var out []prefillRun
+	for _, m := range tables {
+		for _, t := range tiles {
+			out = append(out, prefillRun{m, t})
+		}
+	}
+	return out
 }
 
 // intList parses the comma-separated integers of environment variable k (empty: none).
