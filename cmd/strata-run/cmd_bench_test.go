@@ -207,15 +207,17 @@ func TestGPUBench(t *testing.T) {
 	// "tiles=MODE"; the kernels each mode picks are logged); unset, once in the engine's
 	// default. STRATA_BENCH_PKTIMES (comma-separated prompt lengths): after a length's timed
 	// rows, one more batched prompt per distinct tile mode with the device time per kernel
-	// (Engine.SetKernelTimes; a table "prefill N tiles=MODE").
-	var ptiles []mgpu.PrefillTiles
+	// (Engine.SetKernelTimes; a table "prefill N tiles=MODE"). A mode with the suffix
+	// "+cols8" runs the mmvq fallback a launch per 8 columns (Engine.SetMmvqCols8).
+	var ptiles []tileMode
 	if v := os.Getenv("STRATA_BENCH_PTILES"); v != "" {
 		for _, f := range strings.Split(v, ",") {
-			m, err := mgpu.ParsePrefillTiles(strings.TrimSpace(f))
+			name, cols8 := strings.CutSuffix(strings.TrimSpace(f), "+cols8")
+			m, err := mgpu.ParsePrefillTiles(name)
 			if err != nil {
 				t.Fatalf("STRATA_BENCH_PTILES: %v", err)
 			}
-			ptiles = append(ptiles, m)
+			ptiles = append(ptiles, tileMode{m, cols8})
 		}
 	}
 	pktimes := intList(t, "STRATA_BENCH_PKTIMES")
@@ -429,14 +431,14 @@ func TestGPUBench(t *testing.T) {
 					if path == "batched" && ptabs != nil {
 						modes = ptabs
 					}
-					tiles := []mgpu.PrefillTiles{mgpu.TilesBest}
+					tiles := []tileMode{{tiles: mgpu.TilesBest}}
 					if path == "batched" && ptiles != nil {
 						tiles = ptiles
 					}
 					for _, run := range prefillRuns(modes, tiles) {
 						mode, tile := run.tables, run.tiles
 						eng.SetPrefillTables(mode)
-						eng.SetPrefillTiles(tile)
+						tile.set(eng)
 						if path == "batched" && ptiles != nil {
 							t.Logf("prefill %d tiles=%s: %s", n, tile, strings.Join(eng.PrefillKernels(min(n, chunk)), ", "))
 						}
@@ -470,14 +472,14 @@ func TestGPUBench(t *testing.T) {
 						row(phase, eng.Stats())
 					}
 					if path == "batched" && slices.Contains(pktimes, n) {
-						seen := map[mgpu.PrefillTiles]bool{}
+						seen := map[tileMode]bool{}
 						for _, tile := range tiles {
 							if seen[tile] {
 								continue
 							}
 							seen[tile] = true
 							eng.SetPrefillTables(modes[0])
-							eng.SetPrefillTiles(tile)
+							tile.set(eng)
 							err := eng.Reset()
 							if err == nil {
 								eng.ResetStats()
@@ -494,7 +496,7 @@ func TestGPUBench(t *testing.T) {
 							}
 							kernelTable(&kt, fmt.Sprintf("%s, budget %s, prefill %d tiles=%s", filepath.Base(os.Getenv("STRATA_BENCH_MODEL")), bname, n, tile), eng.Stats())
 						}
-						eng.SetPrefillTiles(mgpu.TilesBest)
+						tileMode{tiles: mgpu.TilesBest}.set(eng)
 					}
 				}
 				eng.SetTokenByToken(false)
@@ -529,11 +531,30 @@ func TestGPUBench(t *testing.T) {
 // prefillRun is one timed batched prompt's settings.
 type prefillRun struct {
 	tables mgpu.PrefillTables
-	tiles  mgpu.PrefillTiles
+	tiles  tileMode
+}
+
+// tileMode is one STRATA_BENCH_PTILES entry: the tile mode, and whether the mmvq
+// fallback launches once per 8 columns ("+cols8").
+type tileMode struct {
+	tiles mgpu.PrefillTiles
+	cols8 bool
+}
+
+func (m tileMode) set(eng *mgpu.Engine) {
+	eng.SetPrefillTiles(m.tiles)
+	eng.SetMmvqCols8(m.cols8)
+}
+
+func (m tileMode) String() string {
+	if m.cols8 {
+		return m.tiles.String() + "+cols8"
+	}
+	return m.tiles.String()
 }
 
 // prefillRuns is every (tables, tiles) pair, tables outer.
-func prefillRuns(tables []mgpu.PrefillTables, tiles []mgpu.PrefillTiles) []prefillRun {
+func prefillRuns(tables []mgpu.PrefillTables, tiles []tileMode) []prefillRun {
 	var out []prefillRun
 	for _, m := range tables {
 		for _, t := range tiles {

@@ -346,26 +346,26 @@ func (m *emu) launch(sym string, grid, block rt.Dim3, b []byte) {
 		// the grid the engine must launch.
 		want(rt.Dim3{X: ceil(int(a.Rows), m.rowsPerBlock("mmvq", variant)), Y: 1, Z: grid.Z})
 		t := variantType[variant]
-		if a.Slots != 0 || a.Ncols < 1 || a.Ncols > 8 || (grid.Z > 1 && a.XMatStride != 0) || (a.Ncols > 1 && grid.Z > 1) {
-			m.fail("mmvq: the emulator covers dense products on a shared x (1..8 columns, or one column of several matrices)")
+		if a.Slots != 0 || a.Ncols < 1 || a.Ncols > 8 || a.XMatStride%32 != 0 {
+			m.fail("mmvq: the emulator covers dense products (1..8 columns of matrix z's x at z·x_mat_stride, a multiple of 32)")
 		}
 		if a.XColStride%32 != 0 || int(a.XColStride) < int(a.K) || (a.Ncols > 1 && int(a.YColStride) < int(a.Rows)) {
 			m.fail("mmvq: column strides %d/%d break the contract (k %d, rows %d)", a.XColStride, a.YColStride, a.K, a.Rows)
 		}
 		k := int(a.K)
-		for col := 0; col < int(a.Ncols); col++ {
-			xo := col * int(a.XColStride)
-			var x []float32
-			if t == quant.F16 || t == quant.BF16 {
-				x = m.f32s(a.Xf+uint64(4*xo), k)
-			} else if xe, ok := m.q81x[a.Xq]; m.exactW[a.W] && ok && col == 0 {
-				x = xe[:k]
-			} else {
-				x = m.q81(a.Xq+uint64(xo/32*36), k)
-			}
-			rb, _ := t.RowBytes(k)
-			for z := 0; z < int(grid.Z); z++ {
-				w := a.W + uint64(int64(z)*a.WMatBytes)
+		rb, _ := t.RowBytes(k)
+		for z := 0; z < int(grid.Z); z++ {
+			w := a.W + uint64(int64(z)*a.WMatBytes)
+			for col := 0; col < int(a.Ncols); col++ {
+				xo := z*int(a.XMatStride) + col*int(a.XColStride)
+				var x []float32
+				if t == quant.F16 || t == quant.BF16 {
+					x = m.f32s(a.Xf+uint64(4*xo), k)
+				} else if xe, ok := m.q81x[a.Xq]; m.exactW[a.W] && ok && xo == 0 {
+					x = xe[:k]
+				} else {
+					x = m.q81(a.Xq+uint64(xo/32*36), k)
+				}
 				for r := 0; r < int(a.Rows); r++ {
 					m.setF32(a.Y, z*int(a.YMatStride)+col*int(a.YColStride)+r, m.rowDot(t, w+uint64(r*rb), x))
 				}

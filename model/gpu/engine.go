@@ -133,6 +133,10 @@ type Options struct {
 	// type and the chunk's length (tiles.go); TilesT64 every launch at r64t64, the tile
 	// before (measurement baseline, also Engine.SetPrefillTiles).
 	PrefillTiles PrefillTiles
+	// MmvqCols8: the batched path's mmvq fallback (F16/BF16 matrices such as the router)
+	// launches once per group of 8 columns, as before, instead of every whole group in one
+	// launch (measurement baseline, also Engine.SetMmvqCols8).
+	MmvqCols8 bool
 	// Misses: how the kernels reach an expert that has no VRAM slot. The zero value,
 	// MissAuto, maps where it works and copies elsewhere (the reason: Engine.MissPath);
 	// MissMap: every expert lives in mapped pinned host memory that the kernels can read
@@ -234,6 +238,7 @@ type Engine struct {
 	mmqT         map[quant.Type]*mmqTiles // mmq tiles per dense weight type (tiles.go)
 	moeT         moeTiles                 // moe_prefill's tiles for the experts' type
 	ptiles       PrefillTiles             // which tiles a launch takes (SetPrefillTiles)
+	mmvqCols8    bool                     // Options.MmvqCols8
 	schedTile    int                      // the token tile p_sched was sized for (the smallest moeT has)
 	ptab         PrefillTables            // how the batched path runs non-direct layers (SetPrefillTables)
 	direct       []int                    // per layer: slot of expert 0 when its experts sit in consecutive slots of one slab (resident), else −1
@@ -469,6 +474,7 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 		return nil, fmt.Errorf("model/gpu: prefill tiles mode %d (want TilesBest or TilesT64)", int(o.PrefillTiles))
 	}
 	e.ptiles = o.PrefillTiles
+	e.mmvqCols8 = o.MmvqCols8
 	if o.Chunk > 0 && (c.Arch == model.ArchQwen3MoE || c.Arch == model.ArchQwen3Next) && !o.HostKV {
 		e.chunk = o.Chunk
 		fams = append(fams[:len(fams):len(fams)], "mmq", "moe_prefill", "attention_prefill")

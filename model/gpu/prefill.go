@@ -24,7 +24,8 @@ import (
 //	combine accumulates straight into the residual stream.
 //
 // Dense matrices whose type mmq has no variant for (F16/BF16, f32 stored as F16: the
-// tiny models' router) go through mmvq, 8 columns per launch (its most).
+// tiny models' router) go through mmvq, 8 columns a group (its most), every whole group
+// in one launch (grid z; Options.MmvqCols8 keeps a launch per group).
 //
 // moe_prefill reads expert e either from dense stacks (wg + e·gu_mat_bytes, e < 1024) or
 // through the layer's slot tables (tabs: expert id → the device address of its gate, up
@@ -278,7 +279,7 @@ func (e *Engine) batched(n int) bool {
 }
 
 // gemm is y[t][r] = W[r]·x[t] for T tokens: mmq when the type has a variant, else mmvq in
-// launches of 8 columns. xq is Q8_1 [T][k/32], xf f32 [T][k]; y rows ldy apart.
+// groups of 8 columns. xq is Q8_1 [T][k/32], xf f32 [T][k]; y rows ldy apart.
 func (e *Engine) gemm(w dmat, xq, xf rt.DevPtr, T int, y rt.DevPtr, ldy int) error {
 	if m := e.mmqT[w.typ]; m != nil {
 		p := m.pick(e.ptiles, T)
@@ -291,16 +292,39 @@ func (e *Engine) gemm(w dmat, xq, xf rt.DevPtr, T int, y rt.DevPtr, ldy int) err
 		}
 		return e.launch(p.key, rt.Dim3{X: blocks(w.rows, p.bm), Y: blocks(T, p.bn), Z: 1}, p.threads, b)
 	}
-	for c0 := 0; c0 < T; c0 += 8 {
-		a := abi.MmvqArgs{W: uint64(w.ptr), Xq: uint64(xq.Add(uintptr(c0 * w.k / 32 * q81Block))), Xf: uint64(xf.Add(uintptr(4 * c0 * w.k))),
-			Y: uint64(y.Add(uintptr(4 * c0 * ldy))), Rows: int32(w.rows), K: int32(w.k), Ncols: int32(min(8, T-c0)),
-			XColStride: int32(w.k), YColStride: int32(ldy)}
-		k := e.mmvqKern(w)
-		if err := e.launchK(k, dim(e.mmvqBlocks(w.rows, k)), abi.MmvqThreads, a.Bytes()); err != nil {
+	// Whole groups of 8 columns in one launch, a group per grid z (every z reads the same
+	// matrix: w_mat_bytes 0; x and y step by the group), then the rest of the columns, so
+	// a 512-token chunk's router is one launch instead of 64.
+	k := e.mmvqKern(w)
+	if e.mmvqCols8 {
+		for c0 := 0; c0 < T; c0 += 8 {
+			if err := e.mmvqCols(w, k, xq, xf, y, ldy, c0, min(8, T-c0), 1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if g := T / 8; g > 0 {
+		if err := e.mmvqCols(w, k, xq, xf, y, ldy, 0, 8, g); err != nil {
 			return err
 		}
 	}
+	if r := T % 8; r > 0 {
+		return e.mmvqCols(w, k, xq, xf, y, ldy, T-r, r, 1)
+	}
 	return nil
+}
+
+// SetMmvqCols8 sets Options.MmvqCols8 on a loaded engine, between prompts.
+func (e *Engine) SetMmvqCols8(on bool) { e.mmvqCols8 = on }
+
+// mmvqCols launches mmvq over groups of n columns (n ≤ 8) from column c0, a group per
+// grid z.
+func (e *Engine) mmvqCols(w dmat, k *kernel, xq, xf, y rt.DevPtr, ldy, c0, n, groups int) error {
+	a := abi.MmvqArgs{W: uint64(w.ptr), Xq: uint64(xq.Add(uintptr(c0 * w.k / 32 * q81Block))), Xf: uint64(xf.Add(uintptr(4 * c0 * w.k))),
+		Y: uint64(y.Add(uintptr(4 * c0 * ldy))), Rows: int32(w.rows), K: int32(w.k), Ncols: int32(n),
+		XColStride: int32(w.k), YColStride: int32(ldy), XMatStride: int32(n * w.k), YMatStride: int32(n * ldy)}
+	return e.launchK(k, rt.Dim3{X: e.mmvqBlocks(w.rows, k), Y: 1, Z: uint32(groups)}, abi.MmvqThreads, a.Bytes())
 }
 
 // rowNorm is an RMSNorm over T whole rows of H (rmsnorm_row, a block per row).

@@ -273,6 +273,40 @@ func TestEngineEmulatedTiles(t *testing.T) {
 			}
 		})
 	}
+	// The mmvq fallback (the F16 router): a launch per 8 columns (SetMmvqCols8) against
+	// every whole group in one launch through grid z — the same products, bitwise equal
+	// logits; the 72-token prompt's chunks of 64 and 8 take 8 + 1 router launches a layer
+	// against 1 + 1.
+	t.Run("mmvq-cols", func(t *testing.T) {
+		c := cfg{"resident", 64, 0, 1024, TablesAuto}
+		var logs [][][][]float32
+		var mmvq []int
+		for _, cols8 := range []bool{true, false} {
+			var fk *fakeDriver
+			var layers int
+			l, _, err := run(c, func(eng *Engine, f *fakeDriver) { eng.SetMmvqCols8(cols8); fk, layers = f, eng.cfg.Layers }, TilesBest)
+			if err != nil {
+				t.Fatalf("cols8 %v: %v", cols8, err)
+			}
+			n := 0
+			for k, v := range fk.launches {
+				if strings.HasPrefix(k, "strata_mmvq") {
+					n += v
+				}
+			}
+			logs, mmvq = append(logs, l), append(mmvq, n)
+			if len(mmvq) == 2 && mmvq[0]-mmvq[1] != 7*layers {
+				t.Errorf("mmvq launches: %d a launch per 8 columns, %d by groups; want %d fewer (7 a layer, %d layers)", mmvq[0], mmvq[1], 7*layers, layers)
+			}
+		}
+		for s := range logs[0][0] {
+			for j := range logs[0][0][s] {
+				if a, b := logs[0][0][s][j], logs[1][0][s][j]; math.Float32bits(a) != math.Float32bits(b) {
+					t.Fatalf("step %d logit %d: %v by groups, %v a launch per 8 columns", s, j, b, a)
+				}
+			}
+		}
+	})
 	t.Run("t64-schedule", func(t *testing.T) {
 		c := cfg{"exact-stack", 60, 0, 4, TablesAuto}
 		cut := func(eng *Engine, fake *fakeDriver) {
