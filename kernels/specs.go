@@ -284,7 +284,6 @@ var Specs = []Spec{
 		Doc: "one MoE FFN layer for decode tokens in three launches (phase 0 router top-k: grid (tokens, 1, 1); phase 1 gate/up + " +
 			"SwiGLU + Q8_1 requant: grid (n_ff/32, k_used, tokens); phase 2 down + weighted sum: grid (ceil(n_embd/8), 1, tokens)), " +
 			"or two (phase 3 = phases 0 and 1 in one launch, grid of phase 1, the same ids, wts, err and h), " +
-			"or one (phase 4 = phase 3, a grid-wide count, then phase 2's rows spread over the same blocks: the same ids, wts, err, h and y), " +
 			"block (256, 1, 1); experts through slot tables; F16/BF16 experts are not supported (they take mmvq's f32 path).",
 		Threads: 256,
 		Args: []Arg{
@@ -297,9 +296,8 @@ var Specs = []Spec{
 			{Name: "slots_down", Type: ArgPtr, CType: "const u64", Doc: "n_expert entries: down weights [n_embd][n_ff], 0 = not resident"},
 			{Name: "x", Type: ArgPtr, CType: "const u8", Doc: "hidden state as Q8_1 [tokens][n_embd/32 blocks] (phases 1 and 3)"},
 			{Name: "h", Type: ArgPtr, CType: "u8", Doc: "SwiGLU output as Q8_1 [tokens][k_used][n_ff/32 blocks]: written by phase 1, read by 2"},
-			{Name: "y", Type: ArgPtr, CType: "f32", Doc: "output [tokens][n_embd] (phases 2 and 4)"},
-			{Name: "sync", Type: ArgPtr, CType: "u32", Doc: "phase 4: two u32 of grid-wide count, 0 before the launch and left 0 after it (other phases: unused)"},
-			{Name: "phase", Type: ArgI32, Doc: "0 router, 1 gate/up, 2 down, 3 router + gate/up (phase 1's grid), 4 the whole layer in one launch (phase 1's grid, every block resident at once: NVIDIA ≤ 2 per multiprocessor; needs k_used·n_ff ≤ 32768)"},
+			{Name: "y", Type: ArgPtr, CType: "f32", Doc: "output [tokens][n_embd] (phase 2)"},
+			{Name: "phase", Type: ArgI32, Doc: "0 router, 1 gate/up, 2 down, 3 router + gate/up (phase 1's grid)"},
 			{Name: "tokens", Type: ArgI32, Doc: "tokens (> 0)"},
 			{Name: "n_expert", Type: ArgI32, Doc: "experts, 1..1024"},
 			{Name: "k_used", Type: ArgI32, Doc: "experts per token, 1..min(n_expert, 32)"},

@@ -9,7 +9,7 @@ import (
 
 /*
 MoeDecodeArgs is the launch-argument struct of every strata_moe_decode_* kernel (C: struct strata_moe_decode_args).
-one MoE FFN layer for decode tokens in three launches (phase 0 router top-k: grid (tokens, 1, 1); phase 1 gate/up + SwiGLU + Q8_1 requant: grid (n_ff/32, k_used, tokens); phase 2 down + weighted sum: grid (ceil(n_embd/8), 1, tokens)), or two (phase 3 = phases 0 and 1 in one launch, grid of phase 1, the same ids, wts, err and h), or one (phase 4 = phase 3, a grid-wide count, then phase 2's rows spread over the same blocks: the same ids, wts, err, h and y), block (256, 1, 1); experts through slot tables; F16/BF16 experts are not supported (they take mmvq's f32 path).
+one MoE FFN layer for decode tokens in three launches (phase 0 router top-k: grid (tokens, 1, 1); phase 1 gate/up + SwiGLU + Q8_1 requant: grid (n_ff/32, k_used, tokens); phase 2 down + weighted sum: grid (ceil(n_embd/8), 1, tokens)), or two (phase 3 = phases 0 and 1 in one launch, grid of phase 1, the same ids, wts, err and h), block (256, 1, 1); experts through slot tables; F16/BF16 experts are not supported (they take mmvq's f32 path).
 */
 type MoeDecodeArgs struct {
 	Logits    uint64  // offset 0: device address of const f32[]; router logits [tokens][n_expert] (phases 0 and 3)
@@ -21,20 +21,19 @@ type MoeDecodeArgs struct {
 	SlotsDown uint64  // offset 48: device address of const u64[]; n_expert entries: down weights [n_embd][n_ff], 0 = not resident
 	X         uint64  // offset 56: device address of const u8[]; hidden state as Q8_1 [tokens][n_embd/32 blocks] (phases 1 and 3)
 	H         uint64  // offset 64: device address of u8[]; SwiGLU output as Q8_1 [tokens][k_used][n_ff/32 blocks]: written by phase 1, read by 2
-	Y         uint64  // offset 72: device address of f32[]; output [tokens][n_embd] (phases 2 and 4)
-	Sync      uint64  // offset 80: device address of u32[]; phase 4: two u32 of grid-wide count, 0 before the launch and left 0 after it (other phases: unused)
-	Phase     int32   // offset 88: 0 router, 1 gate/up, 2 down, 3 router + gate/up (phase 1's grid), 4 the whole layer in one launch (phase 1's grid, every block resident at once: NVIDIA ≤ 2 per multiprocessor; needs k_used·n_ff ≤ 32768)
-	Tokens    int32   // offset 92: tokens (> 0)
-	NExpert   int32   // offset 96: experts, 1..1024
-	KUsed     int32   // offset 100: experts per token, 1..min(n_expert, 32)
-	Renorm    int32   // offset 104: nonzero: the k weights are renormalised to sum to 1
-	NEmbd     int32   // offset 108: hidden size, a multiple of the type's block size
-	NFf       int32   // offset 112: expert FFN size, a multiple of 32 and of the type's block size
-	_         [4]byte // offset 116: explicit padding
+	Y         uint64  // offset 72: device address of f32[]; output [tokens][n_embd] (phase 2)
+	Phase     int32   // offset 80: 0 router, 1 gate/up, 2 down, 3 router + gate/up (phase 1's grid)
+	Tokens    int32   // offset 84: tokens (> 0)
+	NExpert   int32   // offset 88: experts, 1..1024
+	KUsed     int32   // offset 92: experts per token, 1..min(n_expert, 32)
+	Renorm    int32   // offset 96: nonzero: the k weights are renormalised to sum to 1
+	NEmbd     int32   // offset 100: hidden size, a multiple of the type's block size
+	NFf       int32   // offset 104: expert FFN size, a multiple of 32 and of the type's block size
+	_         [4]byte // offset 108: explicit padding
 }
 
 // MoeDecodeArgsSize is sizeof(struct strata_moe_decode_args) in bytes.
-const MoeDecodeArgsSize = 120
+const MoeDecodeArgsSize = 112
 
 // MoeDecodeThreads is the block size (x) every moe_decode kernel is compiled for.
 const MoeDecodeThreads = 256
@@ -53,7 +52,7 @@ const (
 
 // Compile-time guards: building fails if the size or an offset drifts from the C static_asserts.
 var (
-	_ = [1]struct{}{}[unsafe.Sizeof(MoeDecodeArgs{})-120]
+	_ = [1]struct{}{}[unsafe.Sizeof(MoeDecodeArgs{})-112]
 	_ = [1]struct{}{}[unsafe.Offsetof(MoeDecodeArgs{}.Logits)-0]
 	_ = [1]struct{}{}[unsafe.Offsetof(MoeDecodeArgs{}.Ids)-8]
 	_ = [1]struct{}{}[unsafe.Offsetof(MoeDecodeArgs{}.Wts)-16]
@@ -64,14 +63,13 @@ var (
 	_ = [1]struct{}{}[unsafe.Offsetof(MoeDecodeArgs{}.X)-56]
 	_ = [1]struct{}{}[unsafe.Offsetof(MoeDecodeArgs{}.H)-64]
 	_ = [1]struct{}{}[unsafe.Offsetof(MoeDecodeArgs{}.Y)-72]
-	_ = [1]struct{}{}[unsafe.Offsetof(MoeDecodeArgs{}.Sync)-80]
-	_ = [1]struct{}{}[unsafe.Offsetof(MoeDecodeArgs{}.Phase)-88]
-	_ = [1]struct{}{}[unsafe.Offsetof(MoeDecodeArgs{}.Tokens)-92]
-	_ = [1]struct{}{}[unsafe.Offsetof(MoeDecodeArgs{}.NExpert)-96]
-	_ = [1]struct{}{}[unsafe.Offsetof(MoeDecodeArgs{}.KUsed)-100]
-	_ = [1]struct{}{}[unsafe.Offsetof(MoeDecodeArgs{}.Renorm)-104]
-	_ = [1]struct{}{}[unsafe.Offsetof(MoeDecodeArgs{}.NEmbd)-108]
-	_ = [1]struct{}{}[unsafe.Offsetof(MoeDecodeArgs{}.NFf)-112]
+	_ = [1]struct{}{}[unsafe.Offsetof(MoeDecodeArgs{}.Phase)-80]
+	_ = [1]struct{}{}[unsafe.Offsetof(MoeDecodeArgs{}.Tokens)-84]
+	_ = [1]struct{}{}[unsafe.Offsetof(MoeDecodeArgs{}.NExpert)-88]
+	_ = [1]struct{}{}[unsafe.Offsetof(MoeDecodeArgs{}.KUsed)-92]
+	_ = [1]struct{}{}[unsafe.Offsetof(MoeDecodeArgs{}.Renorm)-96]
+	_ = [1]struct{}{}[unsafe.Offsetof(MoeDecodeArgs{}.NEmbd)-100]
+	_ = [1]struct{}{}[unsafe.Offsetof(MoeDecodeArgs{}.NFf)-104]
 )
 
 /*
@@ -90,13 +88,12 @@ func (a *MoeDecodeArgs) Bytes() []byte {
 	binary.LittleEndian.PutUint64(b[56:], a.X)
 	binary.LittleEndian.PutUint64(b[64:], a.H)
 	binary.LittleEndian.PutUint64(b[72:], a.Y)
-	binary.LittleEndian.PutUint64(b[80:], a.Sync)
-	binary.LittleEndian.PutUint32(b[88:], uint32(a.Phase))
-	binary.LittleEndian.PutUint32(b[92:], uint32(a.Tokens))
-	binary.LittleEndian.PutUint32(b[96:], uint32(a.NExpert))
-	binary.LittleEndian.PutUint32(b[100:], uint32(a.KUsed))
-	binary.LittleEndian.PutUint32(b[104:], uint32(a.Renorm))
-	binary.LittleEndian.PutUint32(b[108:], uint32(a.NEmbd))
-	binary.LittleEndian.PutUint32(b[112:], uint32(a.NFf))
+	binary.LittleEndian.PutUint32(b[80:], uint32(a.Phase))
+	binary.LittleEndian.PutUint32(b[84:], uint32(a.Tokens))
+	binary.LittleEndian.PutUint32(b[88:], uint32(a.NExpert))
+	binary.LittleEndian.PutUint32(b[92:], uint32(a.KUsed))
+	binary.LittleEndian.PutUint32(b[96:], uint32(a.Renorm))
+	binary.LittleEndian.PutUint32(b[100:], uint32(a.NEmbd))
+	binary.LittleEndian.PutUint32(b[104:], uint32(a.NFf))
 	return b
 }

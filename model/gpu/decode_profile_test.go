@@ -26,8 +26,7 @@ import (
 // profiler range (Device.ProfileRange: with `ncu --profile-from-start off` only those
 // tokens' kernels, graph nodes included, are profiled), each line "PROFILED mode
 // launches" saying what the range held. Modes: "base" and "pdl" are the engine's default
-// path, "moesplit" the same with moe_decode in two launches a layer (phases 3 and 2, not
-// 4: Engine.SetMoeOne), "nopdl" the same without programmatic dependent launch (Engine.SetPDL), "attnold"
+// path, "nopdl" the same without programmatic dependent launch (Engine.SetPDL), "attnold"
 // the default path with attention_decode's split policy before (AttnSplitOld), "oldnorm"
 // the default with rmsnorm_row's previous Q8_1 step and the one-block argmax, "oldrow" and
 // "oldargmax" with only one of them (Engine.SetOldNorm). Each timed
@@ -71,7 +70,7 @@ func TestDecodeProfileFake(t *testing.T) {
 		dev, fake := newFakeDeviceArch(1<<30, fakeTarget)
 		fake.emu = newEmu()
 		o := Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20}
-		decodeProfile(t, dev, presetSource(t, preset, quant.Q4_K), o, 1, []string{"nopdl", "pdl", "moesplit", "attnold", "oldnorm", "oldrow", "oldargmax"}, []string{"base"}, 4, 2, preset)
+		decodeProfile(t, dev, presetSource(t, preset, quant.Q4_K), o, 1, []string{"nopdl", "pdl", "attnold", "oldnorm", "oldrow", "oldargmax"}, []string{"base"}, 4, 2, preset)
 		if fake.emu.err != nil {
 			t.Fatal(fake.emu.err)
 		}
@@ -88,7 +87,7 @@ func TestDecodeProfileFake(t *testing.T) {
 // setDecodeMode sets the engine's decode path for a mode name of TestDecodeProfile.
 func setDecodeMode(t *testing.T, eng *Engine, mode string) {
 	switch mode {
-	case "base", "pdl", "moesplit": // the engine's defaults; moesplit: moe_decode in two launches a layer
+	case "base", "pdl": // the engine's defaults
 		eng.SetPDL(true)
 		eng.SetAttnSplit(0)
 		eng.SetOldNorm(false, false)
@@ -105,9 +104,8 @@ func setDecodeMode(t *testing.T, eng *Engine, mode string) {
 		eng.SetAttnSplit(0)
 		eng.SetOldNorm(mode != "oldargmax", mode != "oldrow")
 	default:
-		t.Fatalf("decode mode %q: want base, pdl, moesplit, nopdl, attnold, oldnorm, oldrow or oldargmax", mode)
+		t.Fatalf("decode mode %q: want base, pdl, nopdl, attnold, oldnorm, oldrow or oldargmax", mode)
 	}
-	eng.SetMoeOne(mode != "moesplit")
 }
 
 // replayGraph launches the engine's last token graph n times back to back between two

@@ -398,15 +398,6 @@ func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 		slot := func(tab uint64, e int) uint64 { return binary.LittleEndian.Uint64(m.at(tab+uint64(8*e), 8)) }
 		id := func(j int) int { return int(int32(binary.LittleEndian.Uint32(m.at(a.Ids+uint64(4*j), 4)))) }
 		errAt := func(j int) bool { return binary.LittleEndian.Uint32(m.at(a.Err+uint64(4*j), 4)) != 0 }
-		// Phase 4: the whole layer in one launch (phase 1's grid): phase 3, then 2. Its
-		// grid-wide count must find both words of sync at 0.
-		one := a.Phase == 4
-		if one {
-			if a.Sync == 0 || binary.LittleEndian.Uint64(m.at(a.Sync, 8)) != 0 {
-				m.fail("moe_decode phase 4: sync %#x is null or not zero", a.Sync)
-			}
-			a.Phase = 3
-		}
 		if a.Phase == 3 { // router + gate/up in one launch (phase 1's grid): phase 0, then 1
 			for tk := 0; tk < int(a.Tokens); tk++ {
 				o := uint64(4 * tk * K)
@@ -447,14 +438,8 @@ func (m *emu) launch(sym string, grid rt.Dim3, b []byte) {
 					m.putQ81(a.H+uint64(j*F/32*36), hv)
 				}
 			}
-			if !one {
-				break
-			}
-			fallthrough
 		case 2:
-			if !one {
-				want(rt.Dim3{X: ceil(H, 8), Y: 1, Z: uint32(a.Tokens)})
-			}
+			want(rt.Dim3{X: ceil(H, 8), Y: 1, Z: uint32(a.Tokens)})
 			rb, _ := t.RowBytes(F)
 			for tk := 0; tk < int(a.Tokens); tk++ {
 				y := make([]float32, H)

@@ -91,10 +91,6 @@ type Options struct {
 	// its launch overlaps the previous kernel's run (measurement baseline, also
 	// Engine.SetPDL).
 	NoPDL bool
-	// MoeSplit: a resident token's routed experts in two moe_decode launches per layer
-	// (phase 3, then phase 2) instead of one (phase 4, where its grid fits the device:
-	// Engine.moeOne; measurement baseline, also Engine.SetMoeOne).
-	MoeSplit bool
 	// NoRowNorm: single-row norms through rmsnorm (one wave) instead of rmsnorm_row
 	// (measurement baseline).
 	NoRowNorm bool
@@ -215,8 +211,6 @@ type Engine struct {
 	hostKV, noFuse, noRowNorm bool
 	noAttnPrep                bool // Options.NoAttnPrep
 	noPDL                     bool // Options.NoPDL
-	moeSplit                  bool // Options.MoeSplit
-	units                     int  // the device's multiprocessors (rt.DeviceInfo.Units)
 	canDep                    bool // the launcher can make programmatic launches (runtime/gpu CanLaunchDep)
 	// resident: the cache holds every expert of every layer (all copied in at load), so no
 	// layer needs its ids on the host before its experts run: each layer's phase 0 writes
@@ -443,7 +437,7 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 		return nil, fmt.Errorf("model/gpu: a mapped promotion cap (%d) without mapped misses has no effect (set Misses to MissMap or MissAuto, or leave MapPromote 0)", o.MapPromote)
 	}
 	e = &Engine{dev: dev, cfg: c, vocab: m.Vocab, src: src, fns: map[string]*rt.Func{}, noFuse: o.NoFuse, noRowNorm: o.NoRowNorm, oldRowQ81: o.OldRowQ81, argmax1: o.OneBlockArgmax, ktimes: o.KernelTimes,
-		noAttnPrep: o.NoAttnPrep, noPDL: o.NoPDL, moeSplit: o.MoeSplit, units: dev.Info().Units}
+		noAttnPrep: o.NoAttnPrep, noPDL: o.NoPDL}
 	partial := e
 	defer func() {
 		if err != nil {
@@ -1126,10 +1120,6 @@ func (e *Engine) prepare(o Options) error {
 		freq[i] = float32(1 / math.Pow(c.RopeBase, float64(float32(2*i)/float32(c.RopeDim))))
 	}
 	if err := e.dev.Upload(e.mem.Ptr(bufFreq), f32Bytes(freq)); err != nil {
-		return err
-	}
-	// moe_decode phase 4's grid-wide count starts at zero (each launch leaves it there).
-	if err := e.dev.Upload(e.mem.Ptr(bufSync), make([]byte, 8)); err != nil {
 		return err
 	}
 	for _, k := range []struct{ fam, variant string }{

@@ -300,7 +300,7 @@ func (f *fakeDriver) Info() rt.DeviceInfo {
 	if arch == "" {
 		arch = "fk_1"
 	}
-	return rt.DeviceInfo{Backend: "fake", Name: "Fake", Arch: arch, TotalMem: f.phys, Units: 8, CanMapHost: f.mapHost, UnifiedAddressing: f.mapHost}
+	return rt.DeviceInfo{Backend: "fake", Name: "Fake", Arch: arch, TotalMem: f.phys, CanMapHost: f.mapHost, UnifiedAddressing: f.mapHost}
 }
 func (f *fakeDriver) Close() error                     { return nil }
 func (f *fakeDriver) MemInfo() (uint64, uint64, error) { return f.phys - f.used, f.phys, nil }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/strata-hip/strata/kernels/abi"
@@ -823,36 +822,13 @@ func (e *Engine) moe(li int, l *gLayer) error {
 	ma.Phase = 1
 	if e.oneSync() {
 		ma.Phase = 3
-		if e.moeOne() {
-			ma.Phase, ma.Sync = 4, uint64(m.Ptr(bufSync))
-		}
 	}
 	if err := e.launchK(key, rt.Dim3{X: uint32(F / 32), Y: uint32(K), Z: 1}, abi.MoeDecodeThreads, rt.Args(&ma)); err != nil {
 		return err
 	}
-	if ma.Phase == 4 {
-		return nil
-	}
 	ma.Phase = 2
 	return e.launchK(key, dim(blocks(H, 8)), abi.MoeDecodeThreads, rt.Args(&ma))
 }
-
-// moeOne: a resident token's routed experts run as moe_decode phase 4 (router, gate/up,
-// a grid-wide count, down: one launch a layer) instead of phases 3 and 2. Phase 4 waits
-// inside the kernel for every block of its grid, so the whole grid (n_ff/32 · k blocks of
-// 256 threads) must be resident at once: NVIDIA only (the kernel's launch bounds promise
-// 2 blocks per multiprocessor), and at most 2 blocks per multiprocessor; and the token's h
-// must fit the kernel's LDS copy (k·n_ff ≤ 32768). Not with Options.MoeSplit
-// (Engine.SetMoeOne(false)).
-func (e *Engine) moeOne() bool {
-	c := &e.cfg
-	nvidia := strings.HasPrefix(e.dev.Info().Arch, "sm_") || e.dev.Info().Backend == "fake"
-	return !e.moeSplit && nvidia && c.ExpertFF/32*c.ExpertsUsed <= 2*e.units && c.ExpertsUsed*c.ExpertFF <= 32768
-}
-
-// SetMoeOne sets Options.MoeSplit to !on on a loaded engine, between tokens, for a
-// comparison on one engine (each setting captures its own graphs: graphKey).
-func (e *Engine) SetMoeOne(on bool) { e.moeSplit = !on }
 
 // place points layer's slot tables (host mirror) at the slots ms were given, clears the
 // entries of the experts they evicted, marks the tables that changed dirty, and returns

@@ -36,7 +36,6 @@ const (
 	bufWts     = "wts"    // their weights, f32 [K]
 	bufErr     = "err"    // missing-slot flags, u32 [K]
 	bufH       = "h"      // SwiGLU output, Q8_1 [K][F/32]
-	bufSync    = "sync"   // moe_decode phase 4's grid-wide count, u32 [2] (zero between launches)
 	bufLogits  = "logits" // f32 [V]
 	bufToken   = "token"  // ForwardArgmax's token id, i32 [1]; from argmaxPartOff sample/argmaxp's (index, value) [argmaxParts(V)]
 	bufPos     = "pos"    // i32 [1]
@@ -116,7 +115,7 @@ func (s *Shape) PlanInput(ctx int) (PlanInput, error) {
 		{bufO, KindScratch, f32(od)}, {bufOQ, KindScratch, q81Bytes(od)},
 		{bufPart, KindScratch, f32(c.Heads * nsplit * (c.HeadDim + 2))}, {bufProj, KindScratch, f32(H)},
 		{bufRouter, KindScratch, f32(E + 2)}, {bufIDs, KindScratch, 4 * uint64(K) * uint64(c.Layers)}, {bufWts, KindScratch, f32(K)},
-		{bufErr, KindScratch, 4 * uint64(K)}, {bufH, KindScratch, uint64(K) * q81Bytes(F)}, {bufSync, KindScratch, 8},
+		{bufErr, KindScratch, 4 * uint64(K)}, {bufH, KindScratch, uint64(K) * q81Bytes(F)},
 		{bufRouterP, KindScratch, f32(E)}, {bufIDsP, KindScratch, 4 * uint64(K)}, {bufWtsP, KindScratch, f32(K)}, {bufErrP, KindScratch, 4 * uint64(K)},
 		{bufLogits, KindScratch, f32(s.Vocab)}, {bufToken, KindScratch, argmaxPartOff + 8*uint64(argmaxParts(s.Vocab))},
 		{bufPos, KindStaging, 4}, {bufFreq, KindStaging, f32(c.RopeDim / 2)},
