@@ -932,6 +932,23 @@ STRATA_DEVICE void strata_moe_gate_up(const struct strata_moe_decode_args& p, ty
     }
 #endif
   }
+#if defined(__NVPTX__) && !defined(STRATA_MOE_NO_SLOTPF)
+  // Phase 3: while wave 0 loads the logits and selects, waves 1-7 ask L1 for every line of
+  // the three slot tables (3·n_expert·8 bytes: 24 lines at 128 experts, 96 at 512), so the
+  // selected experts' slot loads after the selection hit L1 instead of making an L2 or DRAM
+  // round trip. No value changes; -DSTRATA_MOE_NO_SLOTPF builds it out. H200
+  // (bench/results/2026-11-30-moedec-s7, TestBenchMoeDecode, phase 3 + 2 against the build
+  // without it): Q2_0 30B-A3B 21.95 → 21.76 µs, IQ2_XS 30B-A3B 23.97 → 23.68, IQ2_XS 80B
+  // 27.33 → 27.17, Q2_0 80B 24.99 both (measured in the kernel that also held phase 4).
+  if (fused && strata_thread_x() >= 32) {
+    const int nl = (8 * p.n_expert + 127) / 128 + 1;  // lines one table can touch
+    for (int i = (int)strata_thread_x() - 32; i < 3 * nl; i += (int)strata_block_dim_x() - 32) {
+      const u64 t0 = (u64)(i < nl ? p.slots_gate : i < 2 * nl ? p.slots_up : p.slots_down);
+      const u64 ln = (t0 & ~127ull) + 128ull * (u64)(i % nl);
+      if (ln < t0 + 8ull * (u64)p.n_expert) asm volatile("prefetch.global.L1 [%0];" ::"l"(ln));
+    }
+  }
+#endif
   QT::fill(tab);
   if (staged) strata_moe_stage(xs, x, 9 * ng);
   if (fused && strata_thread_x() < 32) {
