@@ -345,3 +345,21 @@ var moeNVForm = map[string]bool{"q6k/r64t32": true, "iq1m/r64t32": true}
 func (v Variant) MoeNVForm() bool {
 	return v.Values["op"] == "mma" && moeNVForm[v.Values["type"]+"/"+v.Values["tile"]]
 }
+
+// moeStepFold names the NVIDIA mma moe_prefill kernels ("type/tile") whose core folds once
+// per K step (mmq_core.tmpl strata_mmq_nv_step_fold): per output the step's Σ d_x·main in
+// one f32 (an FFMA a group), then one fma with the step's base, instead of base·d_x and an
+// FFMA every group. Only 256-element types without mins qualify (one base for a step's 4
+// groups). Aimed at the types that were issue-bound at r64t32 with the fold ~40 % of their
+// instructions (bench/results/2026-11-30-moe-prefill, ncu: Q6_K, IQ2_XS, IQ1_M); IQ3_XXS and
+// IQ3_S ride along. The rounding: parity/moe_prefill.go (y). -DSTRATA_MOE_GROUP_FOLD builds
+// the per-group fold for comparison (bench/results/2026-11-30-moepf-s7).
+var moeStepFold = map[string]bool{
+	"q6k/r64t32": true, "iq2xs/r64t32": true, "iq1m/r64t32": true, "iq3xxs/r64t32": true, "iq3s/r64t32": true,
+}
+
+// MoeStepFold reports whether moe_prefill variant v on t folds once per K step
+// (moeStepFold); the template renders a strata_mmq_nv_step_fold specialisation for it.
+func (v Variant) MoeStepFold(t Target) bool {
+	return t.IsNVIDIA() && v.Values["op"] == "mma" && moeStepFold[v.Values["type"]+"/"+v.Values["tile"]]
+}
