@@ -1729,10 +1729,6 @@ template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_q6k, true>::t
 template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_q6k, true>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32 down
 template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_iq2xs, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t32 gate/up
 template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_iq2xs, false>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t32 down
-template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_iq3xxs, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq3xxs_mma_r64t32 gate/up
-template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_iq3xxs, false>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq3xxs_mma_r64t32 down
-template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_iq3s, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq3s_mma_r64t32 gate/up
-template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_iq3s, false>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq3s_mma_r64t32 down
 template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_iq1m, true>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t32 gate/up
 template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_iq1m, true>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t32 down
 #endif
