@@ -345,3 +345,26 @@ var moeNVForm = map[string]bool{"q6k/r64t32": true, "iq1m/r64t32": true}
 func (v Variant) MoeNVForm() bool {
 	return v.Values["op"] == "mma" && moeNVForm[v.Values["type"]+"/"+v.Values["tile"]]
 }
+
+// moeStepFold names the NVIDIA mma moe_prefill kernels ("type/tile") whose core folds once
+// per K step (mmq_core.tmpl strata_mmq_nv_step_fold): per output the step's Σ d_x·main in
+// one f32 (an FFMA a group), then one fma with the step's base, instead of base·d_x and an
+// FFMA every group. Only 256-element types without mins qualify (one base for a step's 4
+// groups). The rounding: parity/moe_prefill.go (y); -DSTRATA_MOE_GROUP_FOLD builds the
+// per-group fold back.
+//
+// H200, bench/results/2026-11-30-moepf-s7 (one call, trees alternated, medians of 3, layer
+// TOPS at 512 / 2048 tokens, per-group → step fold): Q6_K 49.1 → 50.0 / 66.2 → 67.6, IQ2_XS
+// 56.2 → 56.5 / 73.9 → 74.9, IQ1_M 57.7 → 58.8 / 76.4 → 77.9; IQ3_XXS 63.5 → 61.9 and IQ3_S
+// 61.8 → 60.6 lost and are not named (types whose PTX did not change read 1.2 % lower in the
+// step-fold tree, so the gains are, if anything, understated). The partial sums cost ptxas
+// 16 registers: the kernels went from 80–96 to 126–128 (5 → 4 blocks an SM), which took most
+// of the gain (ncu, IQ2_XS gate/up: 8.5 % fewer instructions, 3.2 % less time); held to 96
+// by launch_bounds(128, 5) they spilled 120–212 bytes and lost 6–14 %.
+var moeStepFold = map[string]bool{"q6k/r64t32": true, "iq2xs/r64t32": true, "iq1m/r64t32": true}
+
+// MoeStepFold reports whether moe_prefill variant v on t folds once per K step
+// (moeStepFold); the template renders a strata_mmq_nv_step_fold specialisation for it.
+func (v Variant) MoeStepFold(t Target) bool {
+	return t.IsNVIDIA() && v.Values["op"] == "mma" && moeStepFold[v.Values["type"]+"/"+v.Values["tile"]]
+}

@@ -26,7 +26,8 @@ import (
 // types; both ops; both tiles; both NVIDIA staging forms: mmq Q6_K r64t64 and the moe_prefill
 // Q8_0 variants are wide, mmq IQ1_M r128t64 and moe_prefill Q6_K r64t64 4-byte, see
 // kernels/prefill.go mmqWideStaging; moe_prefill Q6_K r128t32 skips empty token fragments,
-// moePartialSkip; moe_prefill Q6_K and IQ1_M r64t32 run the moeNVForm forms); STRATA_HOSTSIM_ALL=1 runs every variant on two shapes
+// moePartialSkip; moe_prefill Q6_K and IQ1_M r64t32 run the moeNVForm forms and fold once
+// per K step, moeStepFold); STRATA_HOSTSIM_ALL=1 runs every variant on two shapes
 // each (minutes).
 func TestPrefillHostSim(t *testing.T) {
 	cxx, target, root := hostSimTools(t)

@@ -54,7 +54,9 @@ var mpH = Bound{Name: "h", MaxRowRel: 8.1e-6, Why: `
 	silu(g) = g/(1 + e^(−g)) with e^x from exp2 (≤ 2 ulp + |x|·2⁻²⁴ relative, prelude), one
 	addition, one division, then one product with u: ≤ (7 + |g|)·2⁻²⁴ relative of |h|,
 	covered by γ₁₂₈·(8 + |g|)|h|. Second-order terms (γ²·S_g·S_u) are below 1e-10 of E:
-	1.05·γ₁₂₈ = 8.011e-6: bound 8.1e-6.`}
+	1.05·γ₁₂₈ = 8.011e-6: bound 8.1e-6. The NVIDIA kernels that fold once per K step
+	(kernels/prefill.go moeStepFold; y's derivation) put ≤ K/128 + 4 = 20 roundings on a
+	term at K ≤ 2048, fewer than 128: the same bound holds.`}
 
 var mpHQ = Bound{Name: "hq", Exact: true, Why: `
 	The requantisation repeats quantize_q8_1's arithmetic step for step on the kernel's own h
@@ -64,7 +66,17 @@ var mpHQ = Bound{Name: "hq", Exact: true, Why: `
 
 var mpY1 = Bound{Name: "y", MaxRowRel: 3.9e-6, Why: `
 	mmq's derivation with K = n_ff ≤ 2048: one fold per 32-element group (every type but
-	Q4_K), n ≤ 64 roundings relative to S: γ₆₄ = 3.815e-6: bound 3.9e-6.`}
+	Q4_K), n ≤ 64 roundings relative to S: γ₆₄ = 3.815e-6: bound 3.9e-6.
+	The NVIDIA kernels of kernels/prefill.go moeStepFold (256-element types without mins:
+	base is one fp16-derived scale for the 4 groups of a 128-element K step) fold once per
+	K step instead: per output t = d_x0·main0, then t = fma(d_x, main, t) for the step's
+	other ≤ 3 groups (main exact as before), then acc = fma(base, t, acc). The product d_x·main
+	is no longer exact, so t carries ≤ 4 roundings of each of its terms (the first: one FMUL
+	and three FFMAs); base·t is exact inside the fma, whose one rounding, and those of the
+	≤ K/128 − 1 later steps, apply to the term as well: ≤ 4 + K/128 ≤ 20 roundings at
+	K ≤ 2048 relative to the same S = Σ|base·d_x·main| (no underflow: |base·d_x·main| ≥
+	2⁻²⁷·2⁻²⁴ when not 0), γ₂₀ = 1.192e-6. The define STRATA_MOE_GROUP_FOLD builds the
+	per-group fold back; the bound covers both: 3.9e-6.`}
 
 var mpY2 = Bound{Name: "y", MaxRowRel: 7.7e-6, Why: `
 	mmq's derivation with K = n_ff ≤ 2048: Q4_K folds twice per group (main sum and min term),

@@ -740,6 +740,15 @@ constexpr i32 STRATA_MMQ_MAGIC_BITS = 0x4B400000;
 // wide form. The 4-byte form unless the family template specialises it.
 template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_wide_stage { static constexpr bool v = false; };
 
+// The fold order of the core instantiation <QT, NW, BM, BN>: v = once per K step (a family
+// template specialises it; moe_prefill does for kernels/prefill.go moeStepFold). Only for
+// types whose base is one value for the KT groups of a step (QK a multiple of 32·KT, no
+// mins): per output t = d_x·main over the step's groups (FMUL, then FFMA), then one
+// acc = fma(base, t, acc) a step, against an FMUL (base·d_x) and an FFMA a group. The
+// products d_x·main round, so the error is a new derivation (parity/moe_prefill.go, y);
+// the integer main sums and the hook are as in the per-group fold. Default: per group.
+template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_step_fold { static constexpr bool v = false; };
+
 // The block shape of the core instantiation <QT, NW, BM, BN>: WGM × WGN warps (rows ×
 // tokens; T = 32·WGM·WGN threads a block, warp tile BM/WGM × BN/WGN) and XD: the token scale
 // tile holds d_x alone (types without mins, whose d_x·Σq_x is never read). Every tile is
@@ -1035,6 +1044,8 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
   constexpr int KT = STRATA_MMQ_KT, WGM = SH::WGM, WM = BM / WGM, WN = BN / SH::WGN, FM = WM / 16, FN = WN / 16;
   static_assert(FM >= 1 && FN >= 1 && FM * 16 == WM && FN * 16 == WN, "tile: warp tiles of multiples of 16");
   constexpr bool SPLIT = strata_mmq_split<QT>::v;
+  constexpr bool STEP = strata_mmq_nv_step_fold<QT, NW, BM, BN>::v && !HOOK;
+  static_assert(!strata_mmq_nv_step_fold<QT, NW, BM, BN>::v || (QT::QK % (32 * KT) == 0 && !QT::MIN), "step fold: one base per K step, no mins");
   const int ng = k / 32;
   const int tid = (int)strata_thread_x(), wv = tid >> 5;
   const int g = (tid & 31) >> 2, t = tid & 3;
@@ -1057,6 +1068,7 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
       for (int j = 0; j < FN; ++j)
 #pragma unroll
         for (int e = 0; e < 8; ++e) acc[m][i][j][e] = 0.0f;
+  f32 tk[STEP ? NW : 1][STEP ? FM : 1][STEP ? FN : 1][8];  // STEP: the step's Σ d_x·main
   // The staging form (see the section comment). The wide form's Q8_0 loads were also tried
   // software-pipelined one step ahead (819c315; call 3 of bench/results/2026-11-29-mmq-ncu):
   // slower at every Q8_0 kernel but mmq r64t64, faster there at 512 tokens (148.0 against
@@ -1139,6 +1151,9 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
               f32& ac = acc[m][i][j][e];
               if constexpr (HOOK) {
                 if (kg == hk) ac = __builtin_bit_cast(f32, (i32)mn);
+              } else if constexpr (STEP) {
+                f32& tt = tk[m][i][j][e];
+                tt = kg == 0 ? dx[j][h][z] * mn : __builtin_fmaf(dx[j][h][z], mn, tt);
               } else {
                 ac = __builtin_fmaf(base[y] * dx[j][h][z], mn, ac);
                 if (QT::MIN) ac = __builtin_fmaf(om[y], sx[j][h][z], ac);
@@ -1146,6 +1161,24 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
             }
           }
         }
+    }
+    if constexpr (STEP) {
+      // acc += base·t with the step's base (group 0's: rows past the edge stage 0).
+      if (!Src::PARTIAL || wt < nc) {
+#pragma unroll
+        for (int m = 0; m < NW; ++m)
+#pragma unroll
+          for (int i = 0; i < FM; ++i) {
+            const int r0 = m * BM + wr + 16 * i;
+            const f32 base[2] = {s.ws[0][r0 + g][0], s.ws[0][r0 + g + 8][0]};
+#pragma unroll
+            for (int j = 0; j < FN; ++j) {
+              if (Src::PARTIAL && wt + 16 * j >= nc) break;
+#pragma unroll
+              for (int e = 0; e < 8; ++e) acc[m][i][j][e] = __builtin_fmaf(base[(e >> 1) & 1], tk[m][i][j][e], acc[m][i][j][e]);
+            }
+          }
+      }
     }
     strata_barrier();
   }

@@ -824,6 +824,15 @@ constexpr i32 STRATA_MMQ_MAGIC_BITS = 0x4B400000;
 // wide form. The 4-byte form unless the family template specialises it.
 template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_wide_stage { static constexpr bool v = false; };
 
+// The fold order of the core instantiation <QT, NW, BM, BN>: v = once per K step (a family
+// template specialises it; moe_prefill does for kernels/prefill.go moeStepFold). Only for
+// types whose base is one value for the KT groups of a step (QK a multiple of 32·KT, no
+// mins): per output t = d_x·main over the step's groups (FMUL, then FFMA), then one
+// acc = fma(base, t, acc) a step, against an FMUL (base·d_x) and an FFMA a group. The
+// products d_x·main round, so the error is a new derivation (parity/moe_prefill.go, y);
+// the integer main sums and the hook are as in the per-group fold. Default: per group.
+template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_step_fold { static constexpr bool v = false; };
+
 // The block shape of the core instantiation <QT, NW, BM, BN>: WGM × WGN warps (rows ×
 // tokens; T = 32·WGM·WGN threads a block, warp tile BM/WGM × BN/WGN) and XD: the token scale
 // tile holds d_x alone (types without mins, whose d_x·Σq_x is never read). Every tile is
@@ -1119,6 +1128,8 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
   constexpr int KT = STRATA_MMQ_KT, WGM = SH::WGM, WM = BM / WGM, WN = BN / SH::WGN, FM = WM / 16, FN = WN / 16;
   static_assert(FM >= 1 && FN >= 1 && FM * 16 == WM && FN * 16 == WN, "tile: warp tiles of multiples of 16");
   constexpr bool SPLIT = strata_mmq_split<QT>::v;
+  constexpr bool STEP = strata_mmq_nv_step_fold<QT, NW, BM, BN>::v && !HOOK;
+  static_assert(!strata_mmq_nv_step_fold<QT, NW, BM, BN>::v || (QT::QK % (32 * KT) == 0 && !QT::MIN), "step fold: one base per K step, no mins");
   const int ng = k / 32;
   const int tid = (int)strata_thread_x(), wv = tid >> 5;
   const int g = (tid & 31) >> 2, t = tid & 3;
@@ -1141,6 +1152,7 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
       for (int j = 0; j < FN; ++j)
 #pragma unroll
         for (int e = 0; e < 8; ++e) acc[m][i][j][e] = 0.0f;
+  f32 tk[STEP ? NW : 1][STEP ? FM : 1][STEP ? FN : 1][8];  // STEP: the step's Σ d_x·main
   // The staging form (see the section comment). The wide form's Q8_0 loads were also tried
   // software-pipelined one step ahead (819c315; call 3 of bench/results/2026-11-29-mmq-ncu):
   // slower at every Q8_0 kernel but mmq r64t64, faster there at 512 tokens (148.0 against
@@ -1223,6 +1235,9 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
               f32& ac = acc[m][i][j][e];
               if constexpr (HOOK) {
                 if (kg == hk) ac = __builtin_bit_cast(f32, (i32)mn);
+              } else if constexpr (STEP) {
+                f32& tt = tk[m][i][j][e];
+                tt = kg == 0 ? dx[j][h][z] * mn : __builtin_fmaf(dx[j][h][z], mn, tt);
               } else {
                 ac = __builtin_fmaf(base[y] * dx[j][h][z], mn, ac);
                 if (QT::MIN) ac = __builtin_fmaf(om[y], sx[j][h][z], ac);
@@ -1230,6 +1245,24 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
             }
           }
         }
+    }
+    if constexpr (STEP) {
+      // acc += base·t with the step's base (group 0's: rows past the edge stage 0).
+      if (!Src::PARTIAL || wt < nc) {
+#pragma unroll
+        for (int m = 0; m < NW; ++m)
+#pragma unroll
+          for (int i = 0; i < FM; ++i) {
+            const int r0 = m * BM + wr + 16 * i;
+            const f32 base[2] = {s.ws[0][r0 + g][0], s.ws[0][r0 + g + 8][0]};
+#pragma unroll
+            for (int j = 0; j < FN; ++j) {
+              if (Src::PARTIAL && wt + 16 * j >= nc) break;
+#pragma unroll
+              for (int e = 0; e < 8; ++e) acc[m][i][j][e] = __builtin_fmaf(base[(e >> 1) & 1], tk[m][i][j][e], acc[m][i][j][e]);
+            }
+          }
+      }
     }
     strata_barrier();
   }
@@ -1592,6 +1625,7 @@ template <class T, bool W> struct strata_moe_qt { typedef T type; };
 // start, inside the block: ql starts ≤ 96, qh ≤ 160, the block is 210 bytes), picked by
 // two levels of selects on the word offset and one funnel shift by 0 or 16 bits, and the
 // two scale bytes by one 2-byte load: 9 loads a group. The values are strata_qt_q6k's.
+#ifndef STRATA_MOE_Q6K_QUAD
 STRATA_DEVICE void strata_moe_ld32_a2(const u8* p, u32* w) {
   u32 t[12], a[9];
   strata_mmq_ld_win(p, t);
@@ -1601,13 +1635,37 @@ STRATA_DEVICE void strata_moe_ld32_a2(const u8* p, u32* w) {
 #pragma unroll
   for (int i = 0; i < 8; ++i) w[i] = (u32)((((u64)a[i + 1] << 32) | a[i]) >> sh);
 }
+#endif
+//
+// STRATA_MOE_Q6K_QUAD (off by default; not yet measured, bench/results/2026-11-30-moepf-s7):
+// the four jobs of one weight row in a K step are the four lanes of one quad (the core's
+// staging: job j = thread + u·T with T a multiple of 4, group kg = j mod 4, row (j/4) mod BM,
+// and KT = 4 groups of one 256-element block), and they read the same bytes: the half's 32
+// bytes of qh (all four) and its 64 bytes of ql (two each). In the quad form lane p of the quad
+// loads only qh bytes 8p..8p+7 and ql bytes 16p..16p+15 of the half (6–8 four-byte loads, 2-byte
+// aligned words as strata_ldw_a2) and the quad exchanges them by 16 shuffles, against 6 16-byte
+// loads, 40 selects and 16 funnel shifts a job, and without the 24 window registers. Every lane
+// of the warp must call load together (the core's staging does: no branch around it); an edge
+// job (row or group outside) loads the same safe address in all four lanes, so its quad agrees.
 struct strata_moe_q6k_w : strata_qt_q6k {
   STRATA_DEVICE void load(const u8* b, int j, strata_g32& g, const lds*) {
     strata_g32_clear<strata_qt_q6k>(g);
     const int n = j >> 2, m = j & 3;
     u32 ql[8], qh[8];
+#ifdef STRATA_MOE_Q6K_QUAD
+    const u32 l = strata_lane(), q0 = l & ~3u, p = l & 3u;
+    u32 hq[2], lq[4];
+    strata_ldw_a2<2>(b + 128 + 32 * n + 8 * p, hq);
+    strata_ldw_a2<4>(b + 64 * n + 16 * p, lq);
+#pragma unroll
+    for (int w = 0; w < 8; ++w) {
+      qh[w] = (u32)strata_shfl_i32((i32)hq[w & 1], q0 + (u32)(w >> 1));
+      ql[w] = (u32)strata_shfl_i32((i32)lq[w & 3], q0 + 2u * (u32)(m & 1) + (u32)(w >> 2));
+    }
+#else
     strata_moe_ld32_a2(b + 64 * n + 32 * (m & 1), ql);
     strata_moe_ld32_a2(b + 128 + 32 * n, qh);
+#endif
     const u32 lsh = 4 * (m >> 1), hsh = 2 * m;
 #pragma unroll
     for (int w = 0; w < 8; ++w) {
@@ -1687,6 +1745,18 @@ template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq1m, false>
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq1m, false>::type, 1, 128, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r128t32 down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq1m, true>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t32 gate/up
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq1m, true>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t32 down
+// The kernels whose NVIDIA mma core folds once per K step (mmq core, strata_mmq_nv_step_fold;
+// the choice and its measurement: kernels/prefill.go moeStepFold; the rounding:
+// parity/moe_prefill.go, y). -DSTRATA_MOE_GROUP_FOLD builds them with the per-group fold
+// (the PTX before the step fold existed), so both can be timed from one source.
+#ifndef STRATA_MOE_GROUP_FOLD
+template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_q6k, true>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32 gate/up
+template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_q6k, true>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32 down
+template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_iq2xs, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t32 gate/up
+template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_iq2xs, false>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t32 down
+template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_iq1m, true>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t32 gate/up
+template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_iq1m, true>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t32 down
+#endif
 // The LDS of one variant: the phases' views of it.
 template <class QT, int BM, int BN, bool MMA>
 union strata_moe_smem {
