@@ -1118,12 +1118,23 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
 
 // F16/BF16, coalesced (see above). R rows share each x load (2 up to 2 columns; geometry 4
 // takes 1 at one column: each row's sums are the same, its wave spreads over twice the
-// blocks); U = 1.
+// blocks); U = 1. pre (geometry 4): 1 = each lane first prefetches into L1 line ℓ of its
+// wave's rows (the first 4 KB: two 1024-element steps, all of a K = 2048 router row), so the
+// second step's loads do not wait behind the first's fold; 2 = the same before the grid
+// dependency wait (as strata_mmvq_rows_x's). No load or sum changes.
 template <class QT, int NC, int R = (NC <= 2 ? 2 : 1)>
-STRATA_DEVICE void strata_mmvq_rows_f(const struct strata_mmvq_args& p, const u8* w, int z) {
+STRATA_DEVICE void strata_mmvq_rows_f(const struct strata_mmvq_args& p, const u8* w, int z, int pre = 0) {
   constexpr bool HA = NC == 1;
   const int lane = (int)strata_lane();
   const i64 rowb = (i64)p.k * 2;
+  if (pre) {
+    const i64 r0 = ((i64)strata_block_x() * 8 + (strata_thread_x() >> 5)) * R;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      if (r0 + r < p.rows && 128 * lane < rowb) asm volatile("prefetch.global.L1 [%0];" ::"l"(w + (r0 + r) * rowb + 128 * lane));
+    }
+    if (pre == 2) STRATA_GRID_DEP();
+  }
   const i64 step = (i64)strata_grid_dim_x() * 8 * R;
   const f32* x = p.xf + (i64)z * p.x_mat_stride;
   for (i64 row0 = ((i64)strata_block_x() * 8 + (strata_thread_x() >> 5)) * R; row0 < p.rows; row0 += step) {
@@ -1225,12 +1236,13 @@ STRATA_DEVICE void strata_mmvq_rows_f(const struct strata_mmvq_args& p, const u8
 #else
 #define STRATA_MMVQ_BOUNDS(n) STRATA_LAUNCH_BOUNDS(n)
 #endif
-// STRATA_MMVQ_LATE: prefetch 2 with a decode geometry (quantized, one column, dense, no
-// err; NVIDIA): the launch's grid dependency wait is strata_mmvq_rows_x's, after its
-// first-pass L1 prefetch (nothing before it reads memory a predecessor writes: p is the
+// STRATA_MMVQ_LATE: prefetch 2 with a decode geometry (one column, dense, no err; NVIDIA;
+// F16/BF16 geometry 4 only): the launch's grid dependency wait is strata_mmvq_rows_x's (or
+// rows_f's), after its first-pass L1 prefetch (nothing before it reads memory a predecessor writes: p is the
 // launch's own, w the dense weights no kernel writes).
-#if defined(__NVPTX__) && STRATA_MMVQ_XLDS
-#define STRATA_MMVQ_LATE(QT, p) (!QT::FLOAT && (p).prefetch == 2 && (p).geom >= 1 && (p).geom <= 4 && (p).ncols == 1 && !(p).slots && !(p).err)
+#if defined(__NVPTX__) && STRATA_MMVQ_XLDS && STRATA_MMVQ_F16CO
+#define STRATA_MMVQ_LATE(QT, p) \
+  ((QT::FLOAT ? (p).geom == 4 : (p).geom >= 1 && (p).geom <= 4) && (p).prefetch == 2 && (p).ncols == 1 && !(p).slots && !(p).err)
 #else
 #define STRATA_MMVQ_LATE(QT, p) false
 #endif
@@ -1283,9 +1295,14 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_f16(const struct strata_m
     // chooses by shape): 0 = the default path (2 rows a wave, 2 groups a lane, no first-pass
     // prefetch); quantized: 1 = 2 rows / 2 groups, 2 = 1 row / 4 groups, 3 = 3 rows / 2
     // groups, 4 = 1 row / 2 groups, each with the first-pass L1 prefetch (pre 1, or 2 when
-    // late); F16/BF16: 4 = 1 row a wave, the others the default.
+    // late); F16/BF16: 4 = 1 row a wave with the L1 prefetch of its first 4 KB, the others
+    // the default.
     if constexpr (QT::FLOAT) {
-      if (p.geom == 4) strata_mmvq_rows_f<QT, 1, 1>(p, w, z); else STRATA_MMVQ_F(1);
+#if STRATA_MMVQ_F16CO
+      if (p.geom == 4) strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1); else STRATA_MMVQ_F(1);
+#else
+      STRATA_MMVQ_F(1);
+#endif
     } else {
 #if STRATA_MMVQ_XLDS
       const int pre = late ? 2 : 1;
@@ -1365,9 +1382,14 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_bf16(const struct strata_
     // chooses by shape): 0 = the default path (2 rows a wave, 2 groups a lane, no first-pass
     // prefetch); quantized: 1 = 2 rows / 2 groups, 2 = 1 row / 4 groups, 3 = 3 rows / 2
     // groups, 4 = 1 row / 2 groups, each with the first-pass L1 prefetch (pre 1, or 2 when
-    // late); F16/BF16: 4 = 1 row a wave, the others the default.
+    // late); F16/BF16: 4 = 1 row a wave with the L1 prefetch of its first 4 KB, the others
+    // the default.
     if constexpr (QT::FLOAT) {
-      if (p.geom == 4) strata_mmvq_rows_f<QT, 1, 1>(p, w, z); else STRATA_MMVQ_F(1);
+#if STRATA_MMVQ_F16CO
+      if (p.geom == 4) strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1); else STRATA_MMVQ_F(1);
+#else
+      STRATA_MMVQ_F(1);
+#endif
     } else {
 #if STRATA_MMVQ_XLDS
       const int pre = late ? 2 : 1;
@@ -1447,9 +1469,14 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80(const struct strata_m
     // chooses by shape): 0 = the default path (2 rows a wave, 2 groups a lane, no first-pass
     // prefetch); quantized: 1 = 2 rows / 2 groups, 2 = 1 row / 4 groups, 3 = 3 rows / 2
     // groups, 4 = 1 row / 2 groups, each with the first-pass L1 prefetch (pre 1, or 2 when
-    // late); F16/BF16: 4 = 1 row a wave, the others the default.
+    // late); F16/BF16: 4 = 1 row a wave with the L1 prefetch of its first 4 KB, the others
+    // the default.
     if constexpr (QT::FLOAT) {
-      if (p.geom == 4) strata_mmvq_rows_f<QT, 1, 1>(p, w, z); else STRATA_MMVQ_F(1);
+#if STRATA_MMVQ_F16CO
+      if (p.geom == 4) strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1); else STRATA_MMVQ_F(1);
+#else
+      STRATA_MMVQ_F(1);
+#endif
     } else {
 #if STRATA_MMVQ_XLDS
       const int pre = late ? 2 : 1;
@@ -1529,9 +1556,14 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20(const struct strata_m
     // chooses by shape): 0 = the default path (2 rows a wave, 2 groups a lane, no first-pass
     // prefetch); quantized: 1 = 2 rows / 2 groups, 2 = 1 row / 4 groups, 3 = 3 rows / 2
     // groups, 4 = 1 row / 2 groups, each with the first-pass L1 prefetch (pre 1, or 2 when
-    // late); F16/BF16: 4 = 1 row a wave, the others the default.
+    // late); F16/BF16: 4 = 1 row a wave with the L1 prefetch of its first 4 KB, the others
+    // the default.
     if constexpr (QT::FLOAT) {
-      if (p.geom == 4) strata_mmvq_rows_f<QT, 1, 1>(p, w, z); else STRATA_MMVQ_F(1);
+#if STRATA_MMVQ_F16CO
+      if (p.geom == 4) strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1); else STRATA_MMVQ_F(1);
+#else
+      STRATA_MMVQ_F(1);
+#endif
     } else {
 #if STRATA_MMVQ_XLDS
       const int pre = late ? 2 : 1;
@@ -1611,9 +1643,14 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k(const struct strata_m
     // chooses by shape): 0 = the default path (2 rows a wave, 2 groups a lane, no first-pass
     // prefetch); quantized: 1 = 2 rows / 2 groups, 2 = 1 row / 4 groups, 3 = 3 rows / 2
     // groups, 4 = 1 row / 2 groups, each with the first-pass L1 prefetch (pre 1, or 2 when
-    // late); F16/BF16: 4 = 1 row a wave, the others the default.
+    // late); F16/BF16: 4 = 1 row a wave with the L1 prefetch of its first 4 KB, the others
+    // the default.
     if constexpr (QT::FLOAT) {
-      if (p.geom == 4) strata_mmvq_rows_f<QT, 1, 1>(p, w, z); else STRATA_MMVQ_F(1);
+#if STRATA_MMVQ_F16CO
+      if (p.geom == 4) strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1); else STRATA_MMVQ_F(1);
+#else
+      STRATA_MMVQ_F(1);
+#endif
     } else {
 #if STRATA_MMVQ_XLDS
       const int pre = late ? 2 : 1;
@@ -1693,9 +1730,14 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k(const struct strata_m
     // chooses by shape): 0 = the default path (2 rows a wave, 2 groups a lane, no first-pass
     // prefetch); quantized: 1 = 2 rows / 2 groups, 2 = 1 row / 4 groups, 3 = 3 rows / 2
     // groups, 4 = 1 row / 2 groups, each with the first-pass L1 prefetch (pre 1, or 2 when
-    // late); F16/BF16: 4 = 1 row a wave, the others the default.
+    // late); F16/BF16: 4 = 1 row a wave with the L1 prefetch of its first 4 KB, the others
+    // the default.
     if constexpr (QT::FLOAT) {
-      if (p.geom == 4) strata_mmvq_rows_f<QT, 1, 1>(p, w, z); else STRATA_MMVQ_F(1);
+#if STRATA_MMVQ_F16CO
+      if (p.geom == 4) strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1); else STRATA_MMVQ_F(1);
+#else
+      STRATA_MMVQ_F(1);
+#endif
     } else {
 #if STRATA_MMVQ_XLDS
       const int pre = late ? 2 : 1;
@@ -1775,9 +1817,14 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs(const struct strata
     // chooses by shape): 0 = the default path (2 rows a wave, 2 groups a lane, no first-pass
     // prefetch); quantized: 1 = 2 rows / 2 groups, 2 = 1 row / 4 groups, 3 = 3 rows / 2
     // groups, 4 = 1 row / 2 groups, each with the first-pass L1 prefetch (pre 1, or 2 when
-    // late); F16/BF16: 4 = 1 row a wave, the others the default.
+    // late); F16/BF16: 4 = 1 row a wave with the L1 prefetch of its first 4 KB, the others
+    // the default.
     if constexpr (QT::FLOAT) {
-      if (p.geom == 4) strata_mmvq_rows_f<QT, 1, 1>(p, w, z); else STRATA_MMVQ_F(1);
+#if STRATA_MMVQ_F16CO
+      if (p.geom == 4) strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1); else STRATA_MMVQ_F(1);
+#else
+      STRATA_MMVQ_F(1);
+#endif
     } else {
 #if STRATA_MMVQ_XLDS
       const int pre = late ? 2 : 1;
@@ -1857,9 +1904,14 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs(const struct strat
     // chooses by shape): 0 = the default path (2 rows a wave, 2 groups a lane, no first-pass
     // prefetch); quantized: 1 = 2 rows / 2 groups, 2 = 1 row / 4 groups, 3 = 3 rows / 2
     // groups, 4 = 1 row / 2 groups, each with the first-pass L1 prefetch (pre 1, or 2 when
-    // late); F16/BF16: 4 = 1 row a wave, the others the default.
+    // late); F16/BF16: 4 = 1 row a wave with the L1 prefetch of its first 4 KB, the others
+    // the default.
     if constexpr (QT::FLOAT) {
-      if (p.geom == 4) strata_mmvq_rows_f<QT, 1, 1>(p, w, z); else STRATA_MMVQ_F(1);
+#if STRATA_MMVQ_F16CO
+      if (p.geom == 4) strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1); else STRATA_MMVQ_F(1);
+#else
+      STRATA_MMVQ_F(1);
+#endif
     } else {
 #if STRATA_MMVQ_XLDS
       const int pre = late ? 2 : 1;
@@ -1939,9 +1991,14 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s(const struct strata_
     // chooses by shape): 0 = the default path (2 rows a wave, 2 groups a lane, no first-pass
     // prefetch); quantized: 1 = 2 rows / 2 groups, 2 = 1 row / 4 groups, 3 = 3 rows / 2
     // groups, 4 = 1 row / 2 groups, each with the first-pass L1 prefetch (pre 1, or 2 when
-    // late); F16/BF16: 4 = 1 row a wave, the others the default.
+    // late); F16/BF16: 4 = 1 row a wave with the L1 prefetch of its first 4 KB, the others
+    // the default.
     if constexpr (QT::FLOAT) {
-      if (p.geom == 4) strata_mmvq_rows_f<QT, 1, 1>(p, w, z); else STRATA_MMVQ_F(1);
+#if STRATA_MMVQ_F16CO
+      if (p.geom == 4) strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1); else STRATA_MMVQ_F(1);
+#else
+      STRATA_MMVQ_F(1);
+#endif
     } else {
 #if STRATA_MMVQ_XLDS
       const int pre = late ? 2 : 1;
@@ -2021,9 +2078,14 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m(const struct strata_
     // chooses by shape): 0 = the default path (2 rows a wave, 2 groups a lane, no first-pass
     // prefetch); quantized: 1 = 2 rows / 2 groups, 2 = 1 row / 4 groups, 3 = 3 rows / 2
     // groups, 4 = 1 row / 2 groups, each with the first-pass L1 prefetch (pre 1, or 2 when
-    // late); F16/BF16: 4 = 1 row a wave, the others the default.
+    // late); F16/BF16: 4 = 1 row a wave with the L1 prefetch of its first 4 KB, the others
+    // the default.
     if constexpr (QT::FLOAT) {
-      if (p.geom == 4) strata_mmvq_rows_f<QT, 1, 1>(p, w, z); else STRATA_MMVQ_F(1);
+#if STRATA_MMVQ_F16CO
+      if (p.geom == 4) strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1); else STRATA_MMVQ_F(1);
+#else
+      STRATA_MMVQ_F(1);
+#endif
     } else {
 #if STRATA_MMVQ_XLDS
       const int pre = late ? 2 : 1;
