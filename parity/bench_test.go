@@ -248,7 +248,7 @@ func TestBenchDecode(t *testing.T) {
 	}
 	pad := func(n int) int { return (n + 255) / 256 * 256 }
 	if os.Getenv("STRATA_BENCH_ENGINE") == "1" {
-		benchEngineShapes(t, dev, s, mod, target, ln, pool.Ptr, poolBytes, dxq.Ptr, dxf.Ptr, dy.Ptr, warm, reps, d2d, rng, timeLaunches, graphCol, logf)
+		benchEngineShapes(t, dev, s, mod, refMod, target, ln, pool.Ptr, poolBytes, dxq.Ptr, dxf.Ptr, warm, reps, d2d, rng, timeLaunches, graphCol, logf)
 		blog.write(t, "bench.txt")
 		return
 	}
@@ -405,10 +405,13 @@ var mmvqEngineShapes = []struct {
 // shape the default path (geom 0, the grid of kernels/abi's rows per block) and the decode
 // geometry, plain launches with prefetch 0 (the standalone view; the L1 prefetch is after
 // the wait), events and graph view, weights rotated over the pool (≥ 256 MiB between reuses),
-// median of reps; then a bitwise check of the two on valid random weights (same sums, so 0
-// outputs may differ), and the per-token sum of each model's launches (events and graph).
-func benchEngineShapes(t *testing.T, dev *gpu.Device, s *gpu.Stream, mod *gpu.Module, target string, ln *gpu.Launcher,
-	pool gpu.DevPtr, poolBytes int, xq, xf, y gpu.DevPtr, warm, reps int, d2d float64, rng *rand.Rand,
+// median of reps; with ref (STRATA_BENCH_MMVQ_REF: the kernels before the geometries, whose
+// argument struct is the same 104 bytes with geom in its padding) also ref's path ("ref"),
+// to see whether geom 0 in the new kernel still runs as the old kernel did. Then a bitwise
+// check of geom 0 against the geometry on valid random weights (same sums, so 0 outputs may
+// differ), and the per-token sum of each model's launches (events and graph).
+func benchEngineShapes(t *testing.T, dev *gpu.Device, s *gpu.Stream, mod, ref *gpu.Module, target string, ln *gpu.Launcher,
+	pool gpu.DevPtr, poolBytes int, xq, xf gpu.DevPtr, warm, reps int, d2d float64, rng *rand.Rand,
 	timeLaunches func(int, func(int) error) []float64, graphCol func(func(int) error, int) string, logf func(string, ...any)) {
 	maxOut := 0
 	for _, sh := range mmvqEngineShapes {
@@ -417,14 +420,24 @@ func benchEngineShapes(t *testing.T, dev *gpu.Device, s *gpu.Stream, mod *gpu.Mo
 	dyE, err := dev.Alloc(uintptr(4 * maxOut)) // the LM head's 151936 outputs exceed the shared y
 	benchMust(t, err)
 	defer dyE.Free()
-	y = dyE.Ptr
+	y := dyE.Ptr
 	logf("engine decode shapes (one column): old = geom 0, new = the engine's geometry; prefetch 0 (plain launches)")
 	logf("%-32s %-4s %-5s %4s %6s %10s %9s %8s %12s | %10s %9s %8s", "shape", "type", "path", "geom", "blocks", "median µs", "GB/s", "of d2d", "bytes/launch", "graph µs", "GB/s", "of d2d")
-	var tok [2][2][2]float64 // [model 30B/80B][old/new][events/graph] µs a token
+	var tok [2][3][2]float64 // [model 30B/80B][old/new/ref][events/graph] µs a token
+	paths := []string{"old", "new"}
+	if ref != nil {
+		paths = append(paths, "ref")
+	}
 	for _, sh := range mmvqEngineShapes {
 		qt := mmvqTypes[sh.v]
 		fn, err := mod.Func("strata_mmvq_" + sh.v)
 		benchMust(t, err)
+		fns := []*gpu.Func{fn, fn}
+		if ref != nil {
+			rfn, err := ref.Func("strata_mmvq_" + sh.v)
+			benchMust(t, err)
+			fns = append(fns, rfn)
+		}
 		rb, err := qt.RowBytes(sh.k)
 		benchMust(t, err)
 		matBytes := (sh.rows*rb + 255) / 256 * 256
@@ -436,7 +449,9 @@ func benchEngineShapes(t *testing.T, dev *gpu.Device, s *gpu.Stream, mod *gpu.Mo
 		}
 		bytes := sh.z*sh.rows*rb + act
 		g := kernels.MmvqGeoms[sh.geom]
-		for i, geom := range []int32{0, sh.geom} {
+		for i := range paths {
+			geom := []int32{0, sh.geom, 0}[i]
+			fn := fns[i]
 			gx, err := mmvqGridX(target, "strata_mmvq_"+sh.v, sh.rows)
 			benchMust(t, err)
 			rpb := g.QRows
@@ -457,7 +472,7 @@ func benchEngineShapes(t *testing.T, dev *gpu.Device, s *gpu.Stream, mod *gpu.Mo
 			m := median(timeLaunches(warm+reps, launch)[warm:])
 			gc := graphCol(launch, bytes)
 			gbs := float64(bytes) / m / 1e9
-			logf("%-32s %-4s %-5s %4d %6d %10.2f %9.1f %7.1f%% %12d | %s", sh.name, sh.v, []string{"old", "new"}[i], geom, gx*sh.z, m*1e6, gbs, 100*gbs/d2d, bytes, gc)
+			logf("%-32s %-4s %-5s %4d %6d %10.2f %9.1f %7.1f%% %12d | %s", sh.name, sh.v, paths[i], geom, gx*sh.z, m*1e6, gbs, 100*gbs/d2d, bytes, gc)
 			gm, _ := strconv.ParseFloat(strings.Fields(gc)[0], 64)
 			for mi, n := range []int{sh.per30, sh.per80} {
 				tok[mi][i][0] += float64(n) * m * 1e6
@@ -472,6 +487,9 @@ func benchEngineShapes(t *testing.T, dev *gpu.Device, s *gpu.Stream, mod *gpu.Mo
 		logf("%s: mmvq µs a token (sum of its launches): old %.1f / graph %.1f, new %.1f / graph %.1f (events %+.1f %%, graph %+.1f %%)", name,
 			tok[mi][0][0], tok[mi][0][1], tok[mi][1][0], tok[mi][1][1],
 			100*(tok[mi][1][0]/tok[mi][0][0]-1), 100*(tok[mi][1][1]/tok[mi][0][1]-1))
+		if ref != nil {
+			logf("%s: ref (the kernels before, geom 0) %.1f / graph %.1f", name, tok[mi][2][0], tok[mi][2][1])
+		}
 	}
 }
 

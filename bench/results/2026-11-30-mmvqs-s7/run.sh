@@ -16,8 +16,9 @@
 #            geometry cases included) and the GPU-vs-CPU engine tests (the geometries on the
 #            tiny models' shapes);
 #         3. TestBenchDecode with STRATA_BENCH_ENGINE=1: mmvq at the 30B/80B decode shapes,
-#            geom 0 against the engine's geometry (events and graph view, median of 60,
-#            weights rotated over ≥ 256 MiB), the bitwise check of the two, per-token sums;
+#            geom 0 against the engine's geometry and against the kernels before (ref:
+#            a2cd2ed's mmvq) (events and graph view, median of 60, weights rotated over
+#            ≥ 256 MiB), the bitwise check of geom 0 and the geometry, per-token sums;
 #         4. TestDecodeProfile per model, modes $STRATA_MMVQS_MODES on one engine (default
 #            base,mmvqold,base,mmvqold,nopdl,mmvqoldnopdl: the device ms of a token's graph
 #            and the caller's tok/s, each mode 128 tokens; tokens must be equal in every mode).
@@ -43,6 +44,16 @@ build() {
 			# shellcheck disable=SC2086 # flags are a list
 			clang-19 $flags -I "$(dirname "$src")" -I kernels/out/include "$src" -o "$d/co/$obj"
 		done
+	# ref: mmvq of the kernels before the geometries (STRATA_MMVQS_REF, default a2cd2ed, the
+	# session's main), for the benchmark's "ref" rows (geom 0 of the new kernel against it)
+	local tmp src
+	tmp=$(mktemp -d)
+	git archive "${STRATA_MMVQS_REF:-a2cd2ed}" kernels/out/sm_90 kernels/out/include | tar -x -C "$tmp"
+	src=$tmp/kernels/out/sm_90/mmvq.cu
+	mkdir -p "$d/co/ref/sm_90"
+	# shellcheck disable=SC2086 # flags are a list
+	clang-19 $flags -I "$(dirname "$src")" -I "$tmp/kernels/out/include" "$src" -o "$d/co/ref/sm_90/mmvq.ptx"
+	rm -rf "$tmp"
 	tar -C "$d" -cf - co | xz -9e -T2 >"$d/co.tar.xz" && rm -r "$d/co" # the carry limit includes the tracked tree
 	cp "$here/run.sh" "$here/../2026-11-29-prefill-async/strip_ptx.py" "$d/"
 	git rev-parse HEAD >"$d/commit"
@@ -64,9 +75,9 @@ run() {
 	say() { echo "- $* at $((SECONDS - t0)) s" | tee -a "$sum"; }
 	P=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
 	if [ "$dry" = 1 ]; then
-		printf '#!/bin/sh\necho "stub $0 $*"; env | grep -E "^STRATA_(CO_DIR|BENCH_[A-Z]+|DECODE_[A-Z]+)=" | sort; sleep %s\ncase "$STRATA_RUN_ARGS" in *" -o "*) f=${STRATA_RUN_ARGS##* -o }; : >"$f";; esac\necho "--- PASS: TestParity/sm_90/mmvq/q80/x"\necho "ROW | stub |"\necho PASS\n' "${STRATA_MMVQS_DRY_SLEEP:-1}" >"$pt"
+		printf '#!/bin/sh\necho "stub $0 $*"; env | grep -E "^STRATA_(CO_DIR|BENCH_[A-Z_]+|DECODE_[A-Z_]+)=" | sort; sleep %s\ncase "$STRATA_RUN_ARGS" in *" -o "*) f=${STRATA_RUN_ARGS##* -o }; : >"$f";; esac\necho "--- PASS: TestParity/sm_90/mmvq/q80/x"\necho "ROW | stub |"\necho PASS\n' "${STRATA_MMVQS_DRY_SLEEP:-1}" >"$pt"
 		cp "$pt" "$st" && cp "$pt" "$gt" && chmod +x "$pt" "$st" "$gt"
-		mkdir -p "$w/co/sm_90" && echo "// stub" >"$w/co/sm_90/mmvq.ptx" && echo "// stub" >"$w/co/sm_90/mmq.ptx"
+		mkdir -p "$w/co/sm_90" "$w/co/ref/sm_90" && echo "// stub" >"$w/co/sm_90/mmvq.ptx" && echo "// stub" >"$w/co/sm_90/mmq.ptx" && echo "// stub" >"$w/co/ref/sm_90/mmvq.ptx"
 		printf '#!/bin/sh\nwhile [ $# -gt 1 ]; do case $1 in -o) shift; o=$1;; *) i=$1;; esac; shift; done\ncp "$i" "$o"; echo "ptxas stub: Used 128 registers, 0 bytes spill stores"\n' >"$w/ptxas" && chmod +x "$w/ptxas"
 		P=$w/ptxas
 		printf '#!/usr/bin/env python3\nimport shutil, sys\nshutil.copyfile(sys.argv[1], sys.argv[2])\n' >"$w/strip_ptx.py"
@@ -80,8 +91,9 @@ run() {
 	fi
 	cat "$d/commit" >"$L/commit" 2>/dev/null
 	export STRATA_REQUIRE_GPU=1
-	# 1. the engine's set (eco), assembled; the models in the background
+	# 1. the engine's set (eco) and ref, assembled; the models in the background
 	local rel
+	mkdir -p "$w/ref" && { [ ! -d "$w/co/ref" ] || { mv "$w/co/ref"/* "$w/ref/" && rmdir "$w/co/ref"; }; }
 	(cd "$w/co" && find . -type f) | while read -r rel; do
 		mkdir -p "$w/eco/$(dirname "$rel")"
 		case $rel in
@@ -96,8 +108,9 @@ run() {
 		done
 	) &
 	local syn=$!
-	find "$w/eco" -name '*.ptx' | xargs -P 16 -I{} sh -c '"$1" -v -arch=sm_90 "$2" -o "$2.cubin" >"$2.log" 2>&1 && mv "$2.cubin" "$2" || echo "ptxas failed: $2"' _ "$P" {} >"$L/ptxas.log" 2>&1
+	find "$w/eco" "$w/ref" -name '*.ptx' | xargs -P 16 -I{} sh -c '"$1" -v -arch=sm_90 "$2" -o "$2.cubin" >"$2.log" 2>&1 && mv "$2.cubin" "$2" || echo "ptxas failed: $2"' _ "$P" {} >"$L/ptxas.log" 2>&1
 	cat "$w/eco/sm_90/mmvq.ptx.log" >"$L/ptxas-mmvq.log" 2>/dev/null
+	cat "$w/ref/sm_90/mmvq.ptx.log" >"$L/ptxas-mmvq-ref.log" 2>/dev/null
 	say "ptxas: $(grep -c failed "$L/ptxas.log") failed; mmvq: $(grep -cE '[1-9][0-9]* bytes spill' "$L/ptxas-mmvq.log") functions with spills; $(grep -oE 'Used [0-9]+ registers' "$L/ptxas-mmvq.log" | sort | uniq -c | tr '\n' ';')"
 	# 2. parity of mmvq (three processes) beside the engine tests
 	local pids=() g p1
@@ -113,7 +126,9 @@ run() {
 	# 3. mmvq at the engine's shapes
 	local b3
 	b3=$(lim 30 45)
-	STRATA_CO_DIR=$w/eco STRATA_BENCH=1 STRATA_BENCH_ENGINE=1 STRATA_BENCH_FLOORS=0 STRATA_BENCH_OUT=$L timeout "$b3" "$pt" -test.v -test.timeout "$((b3 - 2))s" -test.run '^TestBenchDecode$' >"$L/bench-engine.log" 2>&1
+	local ref=
+	[ -f "$w/ref/sm_90/mmvq.ptx" ] && ref=$w/ref
+	STRATA_CO_DIR=$w/eco STRATA_BENCH_MMVQ_REF=$ref STRATA_BENCH=1 STRATA_BENCH_ENGINE=1 STRATA_BENCH_FLOORS=0 STRATA_BENCH_OUT=$L timeout "$b3" "$pt" -test.v -test.timeout "$((b3 - 2))s" -test.run '^TestBenchDecode$' >"$L/bench-engine.log" 2>&1
 	say "bench-engine exit $?"
 	# 4. the decode token, modes on one engine per model
 	local m st4
@@ -135,8 +150,9 @@ run() {
 		grep -hE "^\s*--- FAIL|panic|timed out" "$L"/parity-*.log | head -20
 		echo "## engine tests"
 		grep -E "^\s*--- (PASS|FAIL): TestGPU[A-Za-z]*( |$)|^(ok|FAIL|PASS)$|panic" "$L/engine-tests.log" | head
-		echo "## ptxas -v, mmvq"
+		echo "## ptxas -v, mmvq (then ref's)"
 		grep -E "spill|Used" "$L/ptxas-mmvq.log" | sort | uniq -c | head -20
+		grep -E "spill|Used" "$L/ptxas-mmvq-ref.log" | sort | uniq -c | head -20
 		echo "## mmvq at the engine's decode shapes"
 		cat "$L/bench.txt" 2>/dev/null || grep -E "FAIL|panic" "$L/bench-engine.log"
 		echo "## decode token (TestDecodeProfile)"
