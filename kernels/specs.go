@@ -265,7 +265,8 @@ var Specs = []Spec{
 			{Name: "x_mat_stride", Type: ArgI32, Doc: "activation elements between matrices, a multiple of 32; 0 = all matrices share x"},
 			{Name: "y_col_stride", Type: ArgI32, Doc: "output elements between columns, ≥ rows"},
 			{Name: "y_mat_stride", Type: ArgI32, Doc: "output elements between matrices"},
-			{Name: "prefetch", Type: ArgI32, Doc: "1: dense matrices only (slots null), on sm_90, each block first prefetches its share of the weights into L2, before it waits for its predecessor (for programmatic launches, where that overlaps the previous kernel); 0: no prefetch (a plain launch only pays for it)"},
+			{Name: "prefetch", Type: ArgI32, Doc: "1: dense matrices only (slots null), on sm_90, each block first prefetches its share of the weights into L2, before it waits for its predecessor (for programmatic launches, where that overlaps the previous kernel); 2: as 1, and with a decode geometry (geom 1..4, quantized, one column, err null) the wait also follows the first pass's L1 prefetch; 0: no prefetch (a plain launch only pays for it)"},
+			{Name: "geom", Type: ArgI32, Doc: "NVIDIA, one column: the decode geometry (MmvqGeoms: rows a wave, groups a lane a pass, the first pass's L1 prefetch); 0 = the default path; the grid's x covers rows at MmvqGeoms[geom].QRows (F16/BF16: FRows, or RowsPerBlock where 0) per block (any x ≥ 1 stays correct); ignored elsewhere"},
 		},
 		Axes: []Axis{axisWeightType(ISADot4)},
 		// 8 waves per block; a wave owns R rows (strata_mmvq_shape / strata_mmvq_nv_shape,
@@ -432,4 +433,28 @@ var mmqArgs = []Arg{
 	{Name: "x_row_blocks", Type: ArgI32, Doc: "Q8_1 blocks between tokens, ≥ k/32"},
 	{Name: "ldy", Type: ArgI32, Doc: "f32 elements between output tokens, ≥ rows"},
 	{Name: "hook_group", Type: ArgI32, Doc: "−1; test hook: g in [0, k/32) makes y[t·ldy + r] the int32 bits of group g's exact integer sum"},
+}
+
+// MmvqGeom is one of mmvq's one-column decode geometries (its geom argument, NVIDIA): R rows
+// a wave and U 32-element groups a lane a pass for the quantized types, whether the block's
+// first pass is prefetched into L1 before the activation staging, and R for F16/BF16 (0:
+// their default). Rows is the rows one 8-wave block covers, the grid's x being
+// ceil(rows/Rows) (the kernel is grid-strided, so any x stays correct). The template's
+// dispatch (mmvq.tmpl, case 1) holds the same table; TestMmvqGeoms checks the two agree.
+type MmvqGeom struct {
+	R, U  int  // quantized: rows a wave, groups a lane a pass
+	Pre   bool // quantized: the first pass's L1 prefetch
+	FR    int  // F16/BF16: rows a wave (0: the default path's)
+	QRows int  // quantized: rows a block (8·R)
+	FRows int  // F16/BF16: rows a block (0: the Spec's RowsPerBlock, the default path's grid)
+}
+
+// MmvqGeoms is indexed by mmvq's geom argument; 0 is the default path (what the kernel ran
+// before geometries existed).
+var MmvqGeoms = []MmvqGeom{
+	{R: 2, U: 2, QRows: 16},
+	{R: 2, U: 2, Pre: true, QRows: 16},
+	{R: 1, U: 4, Pre: true, QRows: 8},
+	{R: 3, U: 2, Pre: true, QRows: 24},
+	{R: 1, U: 2, Pre: true, FR: 1, QRows: 8, FRows: 8},
 }

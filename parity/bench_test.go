@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-hip/strata/kernels"
 	"github.com/strata-hip/strata/kernels/abi"
 	"github.com/strata-hip/strata/quant"
 	"github.com/strata-hip/strata/runtime/gpu"
@@ -246,6 +247,11 @@ func TestBenchDecode(t *testing.T) {
 		logf("floor: d2d copy of %d bytes (%d read + written): %.2f µs median, %.1f GB/s, %.1f%% of d2d", half, 2*half, m*1e6, 2*float64(half)/m/1e9, 100*2*float64(half)/m/1e9/d2d)
 	}
 	pad := func(n int) int { return (n + 255) / 256 * 256 }
+	if os.Getenv("STRATA_BENCH_ENGINE") == "1" {
+		benchEngineShapes(t, dev, s, mod, refMod, target, ln, pool.Ptr, poolBytes, dxq.Ptr, dxf.Ptr, warm, reps, d2d, rng, timeLaunches, graphCol, logf)
+		blog.write(t, "bench.txt")
+		return
+	}
 	for _, v := range variants {
 		qt := mmvqTypes[v]
 		fn, err := mod.Func("strata_mmvq_" + v)
@@ -371,6 +377,193 @@ func TestBenchDecode(t *testing.T) {
 		}
 	}
 	blog.write(t, "bench.txt")
+}
+
+// mmvqEngineShapes are the one-column mmvq launches of a resident decode token of the
+// synthetic 30B-A3B Q2_0 and 80B-A3B IQ2_XS models (dense weights Q8_0, routers F16:
+// model/gpu forward.go attention, deltaNet, moe, logits), with the decode geometry the
+// engine picks for them on the H200's 132 SMs (model/gpu TestMmvqGeomShapes pins the same
+// choices) and the launches a token makes of each.
+var mmvqEngineShapes = []struct {
+	name         string
+	v            string
+	rows, k, z   int
+	geom         int32
+	per30, per80 int
+}{
+	{"q|k|v 2048->5120", "q80", 5120, 2048, 1, 3, 48, 0},
+	{"wo / delta-net out 4096->2048", "q80", 2048, 4096, 1, 2, 48, 48},
+	{"router 2048->128", "f16", 128, 2048, 1, 4, 48, 0},
+	{"router+shared gate 2048->513", "f16", 513, 2048, 1, 4, 0, 48},
+	{"delta-net in 2048->12352", "q80", 12352, 2048, 1, 3, 0, 36},
+	{"attn q or gate 16 x 2048->256", "q80", 256, 2048, 16, 1, 0, 24},
+	{"attn k|v 2048->1024", "q80", 1024, 2048, 1, 4, 0, 12},
+	{"LM head 2048->151936", "q80", 151936, 2048, 1, 1, 1, 1},
+}
+
+// benchEngineShapes times mmvq at the engine's decode shapes (STRATA_BENCH_ENGINE=1): per
+// shape the default path (geom 0, the grid of kernels/abi's rows per block) and the decode
+// geometry, plain launches with prefetch 0 (the standalone view; the L1 prefetch is after
+// the wait), events and graph view, weights rotated over the pool (≥ 256 MiB between reuses),
+// median of reps; with ref (STRATA_BENCH_MMVQ_REF: the kernels before the geometries, whose
+// argument struct is the same 104 bytes with geom in its padding) also ref's path ("ref"),
+// to see whether geom 0 in the new kernel still runs as the old kernel did. Then a bitwise
+// check of geom 0 against the geometry on valid random weights (same sums, so 0 outputs may
+// differ), and the per-token sum of each model's launches (events and graph).
+func benchEngineShapes(t *testing.T, dev *gpu.Device, s *gpu.Stream, mod, ref *gpu.Module, target string, ln *gpu.Launcher,
+	pool gpu.DevPtr, poolBytes int, xq, xf gpu.DevPtr, warm, reps int, d2d float64, rng *rand.Rand,
+	timeLaunches func(int, func(int) error) []float64, graphCol func(func(int) error, int) string, logf func(string, ...any)) {
+	maxOut := 0
+	for _, sh := range mmvqEngineShapes {
+		maxOut = max(maxOut, sh.rows*sh.z)
+	}
+	dyE, err := dev.Alloc(uintptr(4 * maxOut)) // the LM head's 151936 outputs exceed the shared y
+	benchMust(t, err)
+	defer dyE.Free()
+	y := dyE.Ptr
+	logf("engine decode shapes (one column): old = geom 0, new = the engine's geometry; prefetch 0 (plain launches)")
+	logf("%-32s %-4s %-5s %4s %6s %10s %9s %8s %12s | %10s %9s %8s", "shape", "type", "path", "geom", "blocks", "median µs", "GB/s", "of d2d", "bytes/launch", "graph µs", "GB/s", "of d2d")
+	var tok [2][3][2]float64 // [model 30B/80B][old/new/ref][events/graph] µs a token
+	paths := []string{"old", "new"}
+	if ref != nil {
+		paths = append(paths, "ref")
+	}
+	for _, sh := range mmvqEngineShapes {
+		qt := mmvqTypes[sh.v]
+		fn, err := mod.Func("strata_mmvq_" + sh.v)
+		benchMust(t, err)
+		fns := []*gpu.Func{fn, fn}
+		if ref != nil {
+			rfn, err := ref.Func("strata_mmvq_" + sh.v)
+			benchMust(t, err)
+			fns = append(fns, rfn)
+		}
+		rb, err := qt.RowBytes(sh.k)
+		benchMust(t, err)
+		matBytes := (sh.rows*rb + 255) / 256 * 256
+		mat := matBytes * sh.z
+		rot := min(poolBytes/mat, max(2, (256<<20+mat-1)/mat))
+		act := sh.k / 32 * 36
+		if qt == quant.F16 {
+			act = 4 * sh.k
+		}
+		bytes := sh.z*sh.rows*rb + act
+		g := kernels.MmvqGeoms[sh.geom]
+		for i := range paths {
+			geom := []int32{0, sh.geom, 0}[i]
+			fn := fns[i]
+			gx, err := mmvqGridX(target, "strata_mmvq_"+sh.v, sh.rows)
+			benchMust(t, err)
+			rpb := g.QRows
+			if qt == quant.F16 {
+				rpb = g.FRows
+			}
+			if geom != 0 && rpb > 0 {
+				gx = (sh.rows + rpb - 1) / rpb
+			}
+			args := abi.MmvqArgs{Xq: uint64(xq), Xf: uint64(xf), Y: uint64(y), Rows: int32(sh.rows), K: int32(sh.k), Ncols: 1,
+				XColStride: int32(sh.k), YColStride: int32(sh.rows), YMatStride: int32(sh.rows), WMatBytes: int64(matBytes), Geom: geom}
+			grid := gpu.Dim3{X: uint32(gx), Y: 1, Z: uint32(sh.z)}
+			launch := func(j int) error {
+				a := args
+				a.W = uint64(pool) + uint64((j%rot)*mat)
+				return ln.Launch(fn, grid, gpu.Dim3{X: abi.MmvqThreads, Y: 1, Z: 1}, a.Bytes())
+			}
+			m := median(timeLaunches(warm+reps, launch)[warm:])
+			gc := graphCol(launch, bytes)
+			gbs := float64(bytes) / m / 1e9
+			logf("%-32s %-4s %-5s %4d %6d %10.2f %9.1f %7.1f%% %12d | %s", sh.name, sh.v, paths[i], geom, gx*sh.z, m*1e6, gbs, 100*gbs/d2d, bytes, gc)
+			gm, _ := strconv.ParseFloat(strings.Fields(gc)[0], 64)
+			for mi, n := range []int{sh.per30, sh.per80} {
+				tok[mi][i][0] += float64(n) * m * 1e6
+				tok[mi][i][1] += float64(n) * gm
+			}
+		}
+		if sh.rows <= 16384 {
+			benchMust(t, mmvqGeomCheck(dev, s, fn, qt, sh.rows, sh.k, sh.z, sh.geom, xq, xf, y, target, "strata_mmvq_"+sh.v, rng, logf))
+		}
+	}
+	for mi, name := range []string{"30B-A3B Q2_0", "80B-A3B IQ2_XS"} {
+		logf("%s: mmvq µs a token (sum of its launches): old %.1f / graph %.1f, new %.1f / graph %.1f (events %+.1f %%, graph %+.1f %%)", name,
+			tok[mi][0][0], tok[mi][0][1], tok[mi][1][0], tok[mi][1][1],
+			100*(tok[mi][1][0]/tok[mi][0][0]-1), 100*(tok[mi][1][1]/tok[mi][0][1]-1))
+		if ref != nil {
+			logf("%s: ref (the kernels before, geom 0) %.1f / graph %.1f", name, tok[mi][2][0], tok[mi][2][1])
+		}
+	}
+}
+
+// mmvqGeomCheck runs fn on z rows×k matrices of valid random blocks with geom 0 and with
+// geom (its grid), y poisoned before each, and logs how many outputs differ bitwise (the
+// geometries keep every sum: 0 expected).
+func mmvqGeomCheck(dev *gpu.Device, s *gpu.Stream, fn *gpu.Func, qt quant.Type, rows, k, z int, geom int32, xq, xf, y gpu.DevPtr,
+	target, symbol string, rng *rand.Rand, logf func(string, ...any)) error {
+	rb, err := qt.RowBytes(k)
+	if err != nil {
+		return err
+	}
+	matBytes := (rows*rb + 255) / 256 * 256
+	w := make([]byte, z*matBytes)
+	for m := 0; m < z; m++ {
+		for r := 0; r < rows; r++ {
+			row, err := quant.RandomRow(qt, k, rng)
+			if err != nil {
+				return err
+			}
+			copy(w[m*matBytes+r*rb:], row)
+		}
+	}
+	dw, err := dev.Alloc(uintptr(len(w)))
+	if err != nil {
+		return err
+	}
+	defer dw.Free()
+	if err := dev.Upload(dw.Ptr, w); err != nil {
+		return err
+	}
+	var outs [2][]byte
+	for i, g := range []int32{0, geom} {
+		gx, err := mmvqGridX(target, symbol, rows)
+		if err != nil {
+			return err
+		}
+		if m := kernels.MmvqGeoms[g]; g != 0 {
+			if rpb := map[bool]int{false: m.QRows, true: m.FRows}[qt == quant.F16 || qt == quant.BF16]; rpb > 0 {
+				gx = (rows + rpb - 1) / rpb
+			}
+		}
+		args := abi.MmvqArgs{W: uint64(dw.Ptr), Xq: uint64(xq), Xf: uint64(xf), Y: uint64(y), Rows: int32(rows), K: int32(k), Ncols: 1,
+			XColStride: int32(k), YColStride: int32(rows), YMatStride: int32(rows), WMatBytes: int64(matBytes), Geom: g}
+		poison := make([]byte, 4*rows*z)
+		for j := range poison {
+			poison[j] = 0xff
+		}
+		if err := dev.Upload(y, poison); err != nil {
+			return err
+		}
+		if err := fn.Launch(s, gpu.Dim3{X: uint32(gx), Y: 1, Z: uint32(z)}, gpu.Dim3{X: abi.MmvqThreads, Y: 1, Z: 1}, 0, args.Bytes()); err != nil {
+			return err
+		}
+		if err := s.Sync(); err != nil {
+			return err
+		}
+		outs[i] = make([]byte, len(poison))
+		if err := dev.Download(outs[i], y); err != nil {
+			return err
+		}
+	}
+	diff, bad := 0, 0
+	for j := 0; j < rows*z; j++ {
+		a, b := binary.LittleEndian.Uint32(outs[0][4*j:]), binary.LittleEndian.Uint32(outs[1][4*j:])
+		if a != b {
+			diff++
+		}
+		if a&0x7f800000 == 0x7f800000 || b&0x7f800000 == 0x7f800000 {
+			bad++
+		}
+	}
+	logf("%-8s geom %d against geom 0, %d×%d×%d: %d of %d outputs differ bitwise (%d not finite)", qt, geom, z, rows, k, diff, rows*z, bad)
+	return nil
 }
 
 // mmvqRefCheck runs mmvq variant v of mod and of ref on one rows×k matrix of random valid

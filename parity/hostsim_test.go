@@ -157,9 +157,20 @@ func hostSimTools(t *testing.T) (cxx, target, root string) {
 // headers, the test is skipped, naming the missing header.
 func buildHostSim(t *testing.T, cxx, root, target, family string, prelude []byte, flags ...string) string {
 	t.Helper()
+	src, err := os.ReadFile(filepath.Join(root, "kernels", "out", target, family+".cu"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buildHostSimSource(t, cxx, root, family, src, prelude, flags...)
+}
+
+// buildHostSimSource is buildHostSim of the given source text of family (a generated
+// source, possibly rewritten for the simulation: mmvqHostSimSource).
+func buildHostSimSource(t *testing.T, cxx, root, family string, src, prelude []byte, flags ...string) string {
+	t.Helper()
 	dir := t.TempDir()
-	files := map[string][]byte{"strata_prelude.h": prelude}
-	for _, f := range []string{filepath.Join(root, "kernels", "out", target, family+".cu"), filepath.Join(root, "parity", "testdata", "hostsim", "main.cpp")} {
+	files := map[string][]byte{"strata_prelude.h": prelude, family + ".cu": src}
+	for _, f := range []string{filepath.Join(root, "parity", "testdata", "hostsim", "main.cpp")} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

@@ -1,6 +1,14 @@
 package parity
 
-import "testing"
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/strata-hip/strata/kernels"
+)
 
 // TestMmvqCaseBounds: every mmvq case checks exactly one y bound, the one whose derivation
 // covers its K ("y" up to 14336, "y-long" up to 40960); no case exceeds the derivations;
@@ -57,5 +65,42 @@ func TestMmvqGridX(t *testing.T) {
 		if _, err := mmvqGridX(c[0], c[1], 16); err == nil {
 			t.Errorf("mmvqGridX(%q, %s): no error", c[0], c[1])
 		}
+	}
+}
+
+// TestMmvqGeomsTable: kernels.MmvqGeoms (the grids parity launches) agrees with every NVIDIA
+// target's generated one-column dispatch: geometry g's quantized path is
+// strata_mmvq_rows_x<QT, 1, R, U> (8·R rows a block) and F16/BF16's rows_f<QT, 1, FR> where
+// it has one.
+func TestMmvqGeomsTable(t *testing.T) {
+	n := 0
+	for _, tg := range kernels.Targets {
+		if !tg.IsNVIDIA() {
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join(moduleRoot(), "kernels", "out", tg.Name, "mmvq.cu"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for g, m := range kernels.MmvqGeoms {
+			if m.QRows != 8*m.R || (m.FR != 0) != (m.FRows != 0) || m.FRows != 8*m.FR {
+				t.Errorf("MmvqGeoms[%d] = %+v: rows a block are not 8 waves' rows", g, m)
+			}
+			if g == 0 {
+				continue
+			}
+			q := fmt.Sprintf("case %d: strata_mmvq_rows_x<QT, 1, %d, %d>(p, w, &tab, xs, z, pre);", g, m.R, m.U)
+			if !strings.Contains(string(src), q) || !m.Pre {
+				t.Errorf("%s: no %q (or Pre off)", tg.Name, q)
+			}
+			f := fmt.Sprintf("if (p.geom == %d) strata_mmvq_rows_f<QT, 1, %d>", g, m.FR)
+			if strings.Contains(string(src), f) != (m.FR != 0) {
+				t.Errorf("%s: %q present %v, MmvqGeoms[%d].FR %d", tg.Name, f, !(m.FR != 0), g, m.FR)
+			}
+		}
+		n++
+	}
+	if n == 0 {
+		t.Fatal("no NVIDIA target")
 	}
 }

@@ -12,24 +12,24 @@ MmvqArgs is the launch-argument struct of every strata_mmvq_* kernel (C: struct 
 y[z][c][r] = Σ_k W_z[r][k]·x_z[c][k] for 1..8 columns: Q8_1 activations and exact dot4 block dots with an f32 scale fold (F16/BF16: f32 activations, f32 fma); matrices z are dense (w + z·w_mat_bytes) or experts through a slot table; launch grid (ceil(rows/16) — ceil(rows/8) for F16/BF16 — or fewer (rows are grid-strided; blocks past the rows exit), 1, matrices), block (256, 1, 1).
 */
 type MmvqArgs struct {
-	W          uint64  // offset 0: device address of const u8[]; weights of matrix 0 when slots is null: rows × k/QK blocks, rows contiguous, 16-byte aligned; matrix z at w + z·w_mat_bytes
-	Slots      uint64  // offset 8: device address of const u64[]; expert slot table: slots[id] = device address of expert id's weights (16-byte aligned), 0 = not resident; null = dense matrices through w
-	Ids        uint64  // offset 16: device address of const i32[]; with slots: ids[z] = expert id of matrix z
-	Xq         uint64  // offset 24: device address of const u8[]; quantized types: Q8_1 activations (36-byte blocks), column c of matrix z at element z·x_mat_stride + c·x_col_stride
-	Xf         uint64  // offset 32: device address of const f32[]; F16/BF16: f32 activations, same indexing as xq; 16-byte aligned
-	Y          uint64  // offset 40: device address of f32[]; output: y[z·y_mat_stride + c·y_col_stride + r]
-	Err        uint64  // offset 48: device address of u32[]; err[z] = 1 when matrix z's expert has no slot (its outputs are then zeros), else 0; may be null only when slots is null
-	WMatBytes  int64   // offset 56: bytes between dense matrices (slots null)
-	Rows       int32   // offset 64: rows per matrix (> 0)
-	K          int32   // offset 68: elements per row, a positive multiple of the type's block size
-	Ncols      int32   // offset 72: activation columns, 1..8
-	Nslots     int32   // offset 76: entries in slots; ids outside [0, nslots) are missing experts
-	XColStride int32   // offset 80: activation elements between columns, a multiple of 32, ≥ k
-	XMatStride int32   // offset 84: activation elements between matrices, a multiple of 32; 0 = all matrices share x
-	YColStride int32   // offset 88: output elements between columns, ≥ rows
-	YMatStride int32   // offset 92: output elements between matrices
-	Prefetch   int32   // offset 96: 1: dense matrices only (slots null), on sm_90, each block first prefetches its share of the weights into L2, before it waits for its predecessor (for programmatic launches, where that overlaps the previous kernel); 0: no prefetch (a plain launch only pays for it)
-	_          [4]byte // offset 100: explicit padding
+	W          uint64 // offset 0: device address of const u8[]; weights of matrix 0 when slots is null: rows × k/QK blocks, rows contiguous, 16-byte aligned; matrix z at w + z·w_mat_bytes
+	Slots      uint64 // offset 8: device address of const u64[]; expert slot table: slots[id] = device address of expert id's weights (16-byte aligned), 0 = not resident; null = dense matrices through w
+	Ids        uint64 // offset 16: device address of const i32[]; with slots: ids[z] = expert id of matrix z
+	Xq         uint64 // offset 24: device address of const u8[]; quantized types: Q8_1 activations (36-byte blocks), column c of matrix z at element z·x_mat_stride + c·x_col_stride
+	Xf         uint64 // offset 32: device address of const f32[]; F16/BF16: f32 activations, same indexing as xq; 16-byte aligned
+	Y          uint64 // offset 40: device address of f32[]; output: y[z·y_mat_stride + c·y_col_stride + r]
+	Err        uint64 // offset 48: device address of u32[]; err[z] = 1 when matrix z's expert has no slot (its outputs are then zeros), else 0; may be null only when slots is null
+	WMatBytes  int64  // offset 56: bytes between dense matrices (slots null)
+	Rows       int32  // offset 64: rows per matrix (> 0)
+	K          int32  // offset 68: elements per row, a positive multiple of the type's block size
+	Ncols      int32  // offset 72: activation columns, 1..8
+	Nslots     int32  // offset 76: entries in slots; ids outside [0, nslots) are missing experts
+	XColStride int32  // offset 80: activation elements between columns, a multiple of 32, ≥ k
+	XMatStride int32  // offset 84: activation elements between matrices, a multiple of 32; 0 = all matrices share x
+	YColStride int32  // offset 88: output elements between columns, ≥ rows
+	YMatStride int32  // offset 92: output elements between matrices
+	Prefetch   int32  // offset 96: 1: dense matrices only (slots null), on sm_90, each block first prefetches its share of the weights into L2, before it waits for its predecessor (for programmatic launches, where that overlaps the previous kernel); 2: as 1, and with a decode geometry (geom 1..4, quantized, one column, err null) the wait also follows the first pass's L1 prefetch; 0: no prefetch (a plain launch only pays for it)
+	Geom       int32  // offset 100: NVIDIA, one column: the decode geometry (MmvqGeoms: rows a wave, groups a lane a pass, the first pass's L1 prefetch); 0 = the default path; the grid's x covers rows at MmvqGeoms[geom].QRows (F16/BF16: FRows, or RowsPerBlock where 0) per block (any x ≥ 1 stays correct); ignored elsewhere
 }
 
 // MmvqArgsSize is sizeof(struct strata_mmvq_args) in bytes.
@@ -72,6 +72,7 @@ var (
 	_ = [1]struct{}{}[unsafe.Offsetof(MmvqArgs{}.YColStride)-88]
 	_ = [1]struct{}{}[unsafe.Offsetof(MmvqArgs{}.YMatStride)-92]
 	_ = [1]struct{}{}[unsafe.Offsetof(MmvqArgs{}.Prefetch)-96]
+	_ = [1]struct{}{}[unsafe.Offsetof(MmvqArgs{}.Geom)-100]
 )
 
 /*
@@ -97,5 +98,6 @@ func (a *MmvqArgs) Bytes() []byte {
 	binary.LittleEndian.PutUint32(b[88:], uint32(a.YColStride))
 	binary.LittleEndian.PutUint32(b[92:], uint32(a.YMatStride))
 	binary.LittleEndian.PutUint32(b[96:], uint32(a.Prefetch))
+	binary.LittleEndian.PutUint32(b[100:], uint32(a.Geom))
 	return b
 }

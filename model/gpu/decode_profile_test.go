@@ -29,7 +29,9 @@ import (
 // path, "nopdl" the same without programmatic dependent launch (Engine.SetPDL), "attnold"
 // the default path with attention_decode's split policy before (AttnSplitOld), "oldnorm"
 // the default with rmsnorm_row's previous Q8_1 step and the one-block argmax, "oldrow" and
-// "oldargmax" with only one of them (Engine.SetOldNorm). Each timed
+// "oldargmax" with only one of them (Engine.SetOldNorm), "mmvqold" the default with mmvq's
+// default path for every shape (Engine.SetMmvqOld), "mmvqoldnopdl" that without programmatic
+// launch. Each timed
 // mode also replays its last token's graph 100 times back to back between two events (the
 // device ms of a token without the host's share), and every timed mode but attnold (other
 // rounding) must produce the same greedy tokens as the first.
@@ -66,11 +68,13 @@ func splitModes(s string) []string {
 // emulator's kernels, tiny models) and checks that the profiler range holds exactly the
 // profiled tokens' kernels: one graph launch per token, as many nodes as a token has.
 func TestDecodeProfileFake(t *testing.T) {
+	fakeUnits = 132 // mmvq's decode geometries, against mmvqold's default path
+	t.Cleanup(func() { fakeUnits = 0 })
 	for _, preset := range []string{"tiny", "tiny-next"} {
 		dev, fake := newFakeDeviceArch(1<<30, fakeTarget)
 		fake.emu = newEmu()
 		o := Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20}
-		decodeProfile(t, dev, presetSource(t, preset, quant.Q4_K), o, 1, []string{"nopdl", "pdl", "attnold", "oldnorm", "oldrow", "oldargmax"}, []string{"base"}, 4, 2, preset)
+		decodeProfile(t, dev, presetSource(t, preset, quant.Q4_K), o, 1, []string{"nopdl", "pdl", "attnold", "oldnorm", "oldrow", "oldargmax", "mmvqold", "mmvqoldnopdl"}, []string{"base"}, 4, 2, preset)
 		if fake.emu.err != nil {
 			t.Fatal(fake.emu.err)
 		}
@@ -86,7 +90,16 @@ func TestDecodeProfileFake(t *testing.T) {
 
 // setDecodeMode sets the engine's decode path for a mode name of TestDecodeProfile.
 func setDecodeMode(t *testing.T, eng *Engine, mode string) {
+	eng.SetMmvqOld(mode == "mmvqold" || mode == "mmvqoldnopdl")
 	switch mode {
+	case "mmvqold":
+		eng.SetPDL(true)
+		eng.SetAttnSplit(0)
+		eng.SetOldNorm(false, false)
+	case "mmvqoldnopdl":
+		eng.SetPDL(false)
+		eng.SetAttnSplit(0)
+		eng.SetOldNorm(false, false)
 	case "base", "pdl": // the engine's defaults
 		eng.SetPDL(true)
 		eng.SetAttnSplit(0)
@@ -104,7 +117,7 @@ func setDecodeMode(t *testing.T, eng *Engine, mode string) {
 		eng.SetAttnSplit(0)
 		eng.SetOldNorm(mode != "oldargmax", mode != "oldrow")
 	default:
-		t.Fatalf("decode mode %q: want base, pdl, nopdl, attnold, oldnorm, oldrow or oldargmax", mode)
+		t.Fatalf("decode mode %q: want base, pdl, nopdl, attnold, oldnorm, oldrow, oldargmax, mmvqold or mmvqoldnopdl", mode)
 	}
 }
 

@@ -108,6 +108,10 @@ type Options struct {
 	// engine's grid before it read rows per block from kernels/abi; measurement baseline,
 	// also Engine.SetMmvqRows8).
 	MmvqRows8 bool
+	// MmvqOld: every one-column mmvq with the kernel's default path (geom 0) and its
+	// ceil(rows/RowsPerBlock) grid, instead of a decode geometry chosen per shape
+	// (Engine.mmvqGeom; measurement baseline, also Engine.SetMmvqOld).
+	MmvqOld bool
 	// AttnSplit > 0: attention_decode splits of this many positions (raised where the
 	// limits of splitLen need more) instead of the policy (measurement setting; also
 	// Engine.SetAttnSplit); AttnSplitOld (−1): the policy before 2026-11-30 (√(n/6) to 8).
@@ -244,6 +248,8 @@ type Engine struct {
 	direct       []int                    // per layer: slot of expert 0 when its experts sit in consecutive slots of one slab (resident), else −1
 
 	mmvqRows8 bool // Options.MmvqRows8
+	mmvqOld   bool // Options.MmvqOld
+	units     int  // the device's multiprocessors where mmvq has decode geometries (NVIDIA), else 0 (mmvqGeom)
 	attnSplit int  // Options.AttnSplit
 
 	ktimes  bool
@@ -1187,6 +1193,12 @@ func (e *Engine) prepare(o Options) error {
 		}
 	}
 	e.mmvqRows8 = o.MmvqRows8
+	e.mmvqOld = o.MmvqOld
+	// Decode geometries exist in the NVIDIA kernels only (AMD ignores geom: its grid stays
+	// the variant's).
+	if co, ok := abi.Find(e.ks.target, "mmvq"); ok && co.Vendor == "nvidia" {
+		e.units = e.dev.Info().Units
+	}
 	mmvqRows := map[string]int{} // "mmvq/variant" → rows per block
 	for _, l := range append([]gLayer{{wq: e.head}}, e.layers...) {
 		for _, d := range []dmat{l.wq, l.wk, l.wv, l.wo, l.router, l.wqkv, l.wz, l.wba, l.wout, l.shInp} {
@@ -1511,10 +1523,61 @@ func (e *Engine) sync() error {
 
 // mmvq runs y = W·x for one column; x is given as Q8_1 (xq) and f32 (xf).
 func (e *Engine) mmvq(w dmat, xq, xf, y rt.DevPtr) error {
-	a := abi.MmvqArgs{W: uint64(w.ptr), Xq: uint64(xq), Xf: uint64(xf), Y: uint64(y), Rows: int32(w.rows), K: int32(w.k),
-		Ncols: 1, XColStride: int32(w.k), YColStride: int32(w.rows), Prefetch: e.mmvqPrefetch()}
-	k := e.mmvqKern(w)
-	return e.launchK(k, dim(e.mmvqBlocks(w.rows, k)), abi.MmvqThreads, rt.Args(&a))
+	return e.mmvqMats(w, 1, 0, 0, xq, xf, y)
+}
+
+// mmvqGeoms mirrors kernels.MmvqGeoms (model/gpu may not import kernels; TestMmvqGeomsMirror
+// in parity compares the two): per geom, rows a block for the quantized types and for
+// F16/BF16 (0: the variant's RowsPerBlock).
+var mmvqGeoms = [...]struct{ qRows, fRows int }{{16, 0}, {16, 0}, {8, 0}, {24, 0}, {8, 8}}
+
+// mmvqGeom is the decode geometry of one-column mmvq launches of z matrices of w's shape on
+// an NVIDIA device (mmvq's geom argument; AMD ignores it and keeps geom 0), and the rows one
+// block then covers. The kernel keeps 2 blocks of 256 threads an SM (launch_bounds(256, 2):
+// 128 registers), so a grid of more than 2·units blocks runs in waves, each paying the
+// launch's dependent round trips again. Counting per shape (bench/results/2026-11-30-mmvqs-s7):
+//   - K ≤ 2048 (≤ 64 groups: one pass at 2 groups a lane): the rows a wave R ∈ {1, 2, 3}
+//     giving the fewest waves, then the most blocks (more SMs, fewer bytes each) — 30B q|k|v
+//     5120 rows: R = 3, 214 blocks, one wave instead of 320 blocks in two; k|v 1024: R = 1,
+//     128 blocks instead of 64; beyond 2 waves (the LM head, 80B's 12352-row delta-net input)
+//     the grid is bandwidth-bound and keeps R = 2.
+//   - K ≤ 4096 (≤ 128 groups): 1 row a wave with 4 groups a lane (one pass instead of two)
+//     where ceil(rows/8)·z blocks fit one wave — wo 4096 → 2048: 256 blocks.
+//   - otherwise 2 rows / 2 groups (the default's shape) with the first-pass prefetch.
+//   - F16/BF16 (routers: 128 or 513 rows): 1 row a wave where the default's ceil(rows/16)
+//     active blocks would leave SMs idle, else the default.
+//
+// Options.MmvqOld, AMD targets and a device whose unit count is unknown keep geom 0.
+func (e *Engine) mmvqGeom(w dmat, z int, k *kernel) (geom int32, rowsPerBlock int) {
+	if e.mmvqOld || e.units <= 0 {
+		return 0, k.rows
+	}
+	slots := 2 * e.units
+	if w.typ == quant.F16 || w.typ == quant.BF16 {
+		if blocks(w.rows, 16)*uint32(z) < uint32(e.units) {
+			return 4, mmvqGeoms[4].fRows
+		}
+		return 0, k.rows
+	}
+	ng := w.k / 32
+	switch {
+	case ng <= 64:
+		best, bw, bb := int32(1), 0, 0
+		for _, g := range []int32{4, 1, 3} { // R = 1, 2, 3
+			nb := int(blocks(w.rows, mmvqGeoms[g].qRows)) * z
+			waves := (nb + slots - 1) / slots
+			if bw == 0 || waves < bw || (waves == bw && nb > bb) {
+				best, bw, bb = g, waves, nb
+			}
+		}
+		if bw > 2 {
+			return 1, mmvqGeoms[1].qRows
+		}
+		return best, mmvqGeoms[best].qRows
+	case ng <= 128 && int(blocks(w.rows, 8))*z <= slots:
+		return 2, mmvqGeoms[2].qRows
+	}
+	return 1, mmvqGeoms[1].qRows
 }
 
 // mmvqPrefetch is mmvq's prefetch argument: with programmatic launches (Options.NoPDL off
@@ -1549,6 +1612,10 @@ func (e *Engine) mmvqBlocks(rows int, k *kernel) uint32 {
 	}
 	return blocks(rows, k.rows)
 }
+
+// SetMmvqOld sets Options.MmvqOld on a loaded engine, for a comparison on one engine (each
+// setting captures its own graphs: graphKey).
+func (e *Engine) SetMmvqOld(on bool) { e.mmvqOld = on }
 
 // SetMmvqRows8 switches mmvq's grid to ceil(rows/8) blocks (on) or to the kernel's rows per
 // block (off): Options.MmvqRows8 on a loaded engine, for a comparison on one engine.
@@ -1589,11 +1656,22 @@ func (e *Engine) SetAttnSplit(n int) { e.attnSplit = max(n, AttnSplitOld) }
 
 // mmvqMats runs z dense matrices of w.rows rows, matrix i at w.ptr + i·wMatBytes, all on
 // the same x, into y + i·yMatStride.
+// A decode geometry (mmvqGeom) with programmatic launches takes prefetch 2: the block's
+// wait follows its first pass's L1 prefetch.
 func (e *Engine) mmvqMats(w dmat, z int, wMatBytes int64, yMatStride int, xq, xf, y rt.DevPtr) error {
 	a := abi.MmvqArgs{W: uint64(w.ptr), Xq: uint64(xq), Xf: uint64(xf), Y: uint64(y), WMatBytes: wMatBytes, Rows: int32(w.rows), K: int32(w.k),
 		Ncols: 1, XColStride: int32(w.k), YColStride: int32(w.rows), YMatStride: int32(yMatStride), Prefetch: e.mmvqPrefetch()}
 	k := e.mmvqKern(w)
-	return e.launchK(k, rt.Dim3{X: e.mmvqBlocks(w.rows, k), Y: 1, Z: uint32(z)}, abi.MmvqThreads, rt.Args(&a))
+	bx := e.mmvqBlocks(w.rows, k)
+	if !e.mmvqRows8 {
+		var rpb int
+		a.Geom, rpb = e.mmvqGeom(w, z, k)
+		bx = blocks(w.rows, rpb)
+		if a.Geom != 0 && a.Prefetch == 1 {
+			a.Prefetch = 2
+		}
+	}
+	return e.launchK(k, rt.Dim3{X: bx, Y: 1, Z: uint32(z)}, abi.MmvqThreads, rt.Args(&a))
 }
 
 // rmsnorm launches one RMSNorm variant over rows·heads rows of n: a single row (the

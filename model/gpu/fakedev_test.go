@@ -30,6 +30,9 @@ type fakeDriver struct {
 	emu   *emu // memory and kernels (emu_test.go); nil: allocations hold nothing
 	// hostLimit > 0: pinned host allocations above it fail as out of memory
 	hostLimit uintptr
+	// units: the multiprocessor count Info reports (read into the device's info when it is
+	// made: fakeUnits then; 0: unknown, and mmvq keeps its default geometry, Engine.mmvqGeom).
+	units int
 	// rt.BoundDriver: bound is true between Bind and Unbind; boundLaunches counts the
 	// launches made through LaunchBound (which fail when not bound).
 	bound         bool
@@ -280,6 +283,10 @@ type fakeCopy struct {
 	stream      uintptr
 }
 
+// fakeUnits is the unit count of the fake devices made from now on (0 by default; a test
+// that sets it resets it: no test of this package runs in parallel).
+var fakeUnits int
+
 func newFakeDevice(phys uint64) (*rt.Device, *fakeDriver) {
 	return newFakeDeviceArch(phys, "")
 }
@@ -291,7 +298,7 @@ func newFakeDeviceArch(phys uint64, arch string) (*rt.Device, *fakeDriver) {
 // newFakeDeviceMap is newFakeDeviceArch with fakeDriver.mapHost (read into the device's
 // info when it is made).
 func newFakeDeviceMap(phys uint64, arch string, mapHost bool) (*rt.Device, *fakeDriver) {
-	f := &fakeDriver{phys: phys, next: 1 << 20, live: map[rt.DevPtr]uint64{}, arch: arch, mapHost: mapHost}
+	f := &fakeDriver{phys: phys, next: 1 << 20, live: map[rt.DevPtr]uint64{}, arch: arch, mapHost: mapHost, units: fakeUnits}
 	return rt.NewDevice(f), f
 }
 
@@ -300,7 +307,7 @@ func (f *fakeDriver) Info() rt.DeviceInfo {
 	if arch == "" {
 		arch = "fk_1"
 	}
-	return rt.DeviceInfo{Backend: "fake", Name: "Fake", Arch: arch, TotalMem: f.phys, CanMapHost: f.mapHost, UnifiedAddressing: f.mapHost}
+	return rt.DeviceInfo{Backend: "fake", Name: "Fake", Arch: arch, TotalMem: f.phys, CanMapHost: f.mapHost, UnifiedAddressing: f.mapHost, Units: f.units}
 }
 func (f *fakeDriver) Close() error                     { return nil }
 func (f *fakeDriver) MemInfo() (uint64, uint64, error) { return f.phys - f.used, f.phys, nil }

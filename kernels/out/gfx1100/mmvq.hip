@@ -32,8 +32,8 @@ struct strata_mmvq_args {
   int x_mat_stride; // offset 84: activation elements between matrices, a multiple of 32; 0 = all matrices share x
   int y_col_stride; // offset 88: output elements between columns, ≥ rows
   int y_mat_stride; // offset 92: output elements between matrices
-  int prefetch; // offset 96: 1: dense matrices only (slots null), on sm_90, each block first prefetches its share of the weights into L2, before it waits for its predecessor (for programmatic launches, where that overlaps the previous kernel); 0: no prefetch (a plain launch only pays for it)
-  unsigned char _pad0[4]; // offset 100: explicit padding
+  int prefetch; // offset 96: 1: dense matrices only (slots null), on sm_90, each block first prefetches its share of the weights into L2, before it waits for its predecessor (for programmatic launches, where that overlaps the previous kernel); 2: as 1, and with a decode geometry (geom 1..4, quantized, one column, err null) the wait also follows the first pass's L1 prefetch; 0: no prefetch (a plain launch only pays for it)
+  int geom; // offset 100: NVIDIA, one column: the decode geometry (MmvqGeoms: rows a wave, groups a lane a pass, the first pass's L1 prefetch); 0 = the default path; the grid's x covers rows at MmvqGeoms[geom].QRows (F16/BF16: FRows, or RowsPerBlock where 0) per block (any x ≥ 1 stays correct); ignored elsewhere
 };
 static_assert(sizeof(struct strata_mmvq_args) == 104, "strata_mmvq_args: size differs from kernels/abi; run go generate ./...");
 static_assert(__builtin_offsetof(struct strata_mmvq_args, w) == 0, "strata_mmvq_args.w: offset differs from kernels/abi");
@@ -53,6 +53,7 @@ static_assert(__builtin_offsetof(struct strata_mmvq_args, x_mat_stride) == 84, "
 static_assert(__builtin_offsetof(struct strata_mmvq_args, y_col_stride) == 88, "strata_mmvq_args.y_col_stride: offset differs from kernels/abi");
 static_assert(__builtin_offsetof(struct strata_mmvq_args, y_mat_stride) == 92, "strata_mmvq_args.y_mat_stride: offset differs from kernels/abi");
 static_assert(__builtin_offsetof(struct strata_mmvq_args, prefetch) == 96, "strata_mmvq_args.prefetch: offset differs from kernels/abi");
+static_assert(__builtin_offsetof(struct strata_mmvq_args, geom) == 100, "strata_mmvq_args.geom: offset differs from kernels/abi");
 
 #define STRATA_QB_DECODE 1  // quant_blocks: the NVIDIA decode-speed forms (STRATA_QB_FAST)
 #ifndef STRATA_QB_SGN
@@ -939,11 +940,21 @@ STRATA_DEVICE void strata_mmvq_stage(u32* xs, const u8* x, i64 col_blocks, int s
   }
 }
 
-template <class QT, int NC>
-STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8* w, typename QT::lds* tab, u32* xs, int z) {
+// R rows a wave and U groups a lane a pass: strata_mmvq_nv_shape's by default, or a decode
+// geometry's (strata_mmvq_geom, one column). pre (the geometries other than 0): 1 = before
+// the table fill and the activation staging, every lane prefetches into L1 its share of the
+// lines of the block's first pass (its first row step's rows, groups [0, 32·U)), so that
+// pass's weight loads, issued after the staging barrier, find them in L1 instead of making
+// a DRAM round trip of their own behind the staging's; 2 = the same, and the kernel's grid
+// dependency wait (STRATA_GRID_DEP, skipped at the entry) comes after those prefetches, so
+// they overlap the previous kernel (programmatic launches; dense weights no kernel writes:
+// L1 is not coherent, so memory a predecessor wrote must never be prefetched into it). No
+// load or fold changes: results are bit-identical to pre = 0.
+template <class QT, int NC, int R = strata_mmvq_nv_shape<QT, NC>::R, int U = strata_mmvq_nv_shape<QT, NC>::U>
+STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8* w, typename QT::lds* tab, u32* xs, int z, int pre = 0) {
   constexpr int GPB = QT::QK / 32;
-  constexpr int R = strata_mmvq_nv_shape<QT, NC>::R, U = strata_mmvq_nv_shape<QT, NC>::U;
-  constexpr int SEG = strata_mmvq_nv_shape<QT, NC>::SEG;
+  constexpr int SEG = (STRATA_MMVQ_XS_WORDS / (9 * NC)) / (32 * U) * (32 * U);
+  static_assert(SEG >= 32 * U, "xs too small for one pass");
   const int lane = (int)strata_lane(), warp = (int)(strata_thread_x() >> 5);
   const int ng = p.k / 32;
   const i64 rowb = (i64)(p.k / QT::QK) * QT::BYTES;
@@ -952,6 +963,23 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
   const i64 colb = p.x_col_stride / 32;
   constexpr bool XT = strata_mmvq_xt<QT>::on;
   const bool single = ng <= SEG;  // one segment: staged once for all of the block's rows
+  if (pre) {
+    // The first pass of each of the wave's rows is bytes [0, len) of the row (passes start
+    // at group 0 and cover 32·U groups, whole blocks: 32·U is a multiple of GPB ≤ 8); lane ℓ
+    // prefetches lines ℓ, ℓ + 32, … of it.
+    constexpr u32 FULL = 32 * U / GPB * QT::BYTES, LINES = (FULL + 127) / 128;
+    const i64 r0 = ((i64)strata_block_x() * 8 + warp) * R;
+    const u32 len = (u64)rowb < FULL ? (u32)rowb : FULL;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+#pragma unroll
+      for (u32 j = 0; j < LINES; j += 32) {
+        const u32 off = 128 * (j + (u32)lane);
+        if (r0 + r < p.rows && off < len) asm volatile("prefetch.global.L1 [%0];" ::"l"(w + (r0 + r) * rowb + off));
+      }
+    }
+    if (pre == 2) STRATA_GRID_DEP();
+  }
   if constexpr (sizeof(typename QT::lds) > sizeof(strata_lds_none)) {
     const i64 r0 = ((i64)strata_block_x() * 8 + warp) * R;
 #pragma unroll
@@ -1088,13 +1116,25 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
   }
 }
 
-// F16/BF16, coalesced (see above). R rows share each x load; U = 1.
-template <class QT, int NC>
-STRATA_DEVICE void strata_mmvq_rows_f(const struct strata_mmvq_args& p, const u8* w, int z) {
-  constexpr int R = NC <= 2 ? 2 : 1;
+// F16/BF16, coalesced (see above). R rows share each x load (2 up to 2 columns; geometry 4
+// takes 1 at one column: each row's sums are the same, its wave spreads over twice the
+// blocks); U = 1. pre (geometry 4): 1 = each lane first prefetches into L1 line ℓ of its
+// wave's rows (the first 4 KB: two 1024-element steps, all of a K = 2048 router row), so the
+// second step's loads do not wait behind the first's fold; 2 = the same before the grid
+// dependency wait (as strata_mmvq_rows_x's). No load or sum changes.
+template <class QT, int NC, int R = (NC <= 2 ? 2 : 1)>
+STRATA_DEVICE void strata_mmvq_rows_f(const struct strata_mmvq_args& p, const u8* w, int z, int pre = 0) {
   constexpr bool HA = NC == 1;
   const int lane = (int)strata_lane();
   const i64 rowb = (i64)p.k * 2;
+  if (pre) {
+    const i64 r0 = ((i64)strata_block_x() * 8 + (strata_thread_x() >> 5)) * R;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      if (r0 + r < p.rows && 128 * lane < rowb) asm volatile("prefetch.global.L1 [%0];" ::"l"(w + (r0 + r) * rowb + 128 * lane));
+    }
+    if (pre == 2) STRATA_GRID_DEP();
+  }
   const i64 step = (i64)strata_grid_dim_x() * 8 * R;
   const f32* x = p.xf + (i64)z * p.x_mat_stride;
   for (i64 row0 = ((i64)strata_block_x() * 8 + (strata_thread_x() >> 5)) * R; row0 < p.rows; row0 += step) {
@@ -1196,11 +1236,22 @@ STRATA_DEVICE void strata_mmvq_rows_f(const struct strata_mmvq_args& p, const u8
 #else
 #define STRATA_MMVQ_BOUNDS(n) STRATA_LAUNCH_BOUNDS(n)
 #endif
+// STRATA_MMVQ_LATE: prefetch 2 with a decode geometry (one column, dense, no err; NVIDIA;
+// F16/BF16 geometry 4 only): the launch's grid dependency wait is strata_mmvq_rows_x's (or
+// rows_f's), after its first-pass L1 prefetch (nothing before it reads memory a predecessor writes: p is the
+// launch's own, w the dense weights no kernel writes).
+#if defined(__NVPTX__) && STRATA_MMVQ_XLDS && STRATA_MMVQ_F16CO
+#define STRATA_MMVQ_LATE(QT, p) \
+  ((QT::FLOAT ? (p).geom == 4 : (p).geom >= 1 && (p).geom <= 4) && (p).prefetch == 2 && (p).ncols == 1 && !(p).slots && !(p).err)
+#else
+#define STRATA_MMVQ_LATE(QT, p) false
+#endif
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_f16(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_f16::QK) * strata_qt_f16::BYTES); // prelude_nvidia
-  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
+  if (!STRATA_MMVQ_LATE(strata_qt_f16, p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_f16 QT;
+  [[maybe_unused]] const bool late = STRATA_MMVQ_LATE(QT, p);
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
   __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
@@ -1238,7 +1289,38 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_f16(const struct strata_m
     if constexpr (QT::FLOAT) STRATA_MMVQ_F(n); else STRATA_MMVQ_Q(n); \
     break;
   switch (p.ncols) {
+#ifdef __NVPTX__
+  case 1:
+    // Decode geometries (one column; kernels.MmvqGeoms holds the same table, the engine
+    // chooses by shape): 0 = the default path (2 rows a wave, 2 groups a lane, no first-pass
+    // prefetch); quantized: 1 = 2 rows / 2 groups, 2 = 1 row / 4 groups, 3 = 3 rows / 2
+    // groups, 4 = 1 row / 2 groups, each with the first-pass L1 prefetch (pre 1, or 2 when
+    // late); F16/BF16: 4 = 1 row a wave with the L1 prefetch of its first 4 KB, the others
+    // the default.
+    if constexpr (QT::FLOAT) {
+#if STRATA_MMVQ_F16CO
+      if (p.geom == 4) strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1); else STRATA_MMVQ_F(1);
+#else
+      STRATA_MMVQ_F(1);
+#endif
+    } else {
+#if STRATA_MMVQ_XLDS
+      const int pre = late ? 2 : 1;
+      switch (p.geom) {
+      case 1: strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, pre); break;
+      case 2: strata_mmvq_rows_x<QT, 1, 1, 4>(p, w, &tab, xs, z, pre); break;
+      case 3: strata_mmvq_rows_x<QT, 1, 3, 2>(p, w, &tab, xs, z, pre); break;
+      case 4: strata_mmvq_rows_x<QT, 1, 1, 2>(p, w, &tab, xs, z, pre); break;
+      default: STRATA_MMVQ_Q(1); break;
+      }
+#else
+      STRATA_MMVQ_Q(1);
+#endif
+    }
+    break;
+#else
     STRATA_MMVQ_CASE(1)
+#endif
 #ifndef STRATA_MMVQ_ONLY1  // measurement only: a kernel with the one-column path alone
     STRATA_MMVQ_CASE(2)
     STRATA_MMVQ_CASE(3)
@@ -1254,8 +1336,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_f16(const struct strata_m
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_bf16(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_bf16::QK) * strata_qt_bf16::BYTES); // prelude_nvidia
-  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
+  if (!STRATA_MMVQ_LATE(strata_qt_bf16, p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_bf16 QT;
+  [[maybe_unused]] const bool late = STRATA_MMVQ_LATE(QT, p);
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
   __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
@@ -1293,7 +1376,38 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_bf16(const struct strata_
     if constexpr (QT::FLOAT) STRATA_MMVQ_F(n); else STRATA_MMVQ_Q(n); \
     break;
   switch (p.ncols) {
+#ifdef __NVPTX__
+  case 1:
+    // Decode geometries (one column; kernels.MmvqGeoms holds the same table, the engine
+    // chooses by shape): 0 = the default path (2 rows a wave, 2 groups a lane, no first-pass
+    // prefetch); quantized: 1 = 2 rows / 2 groups, 2 = 1 row / 4 groups, 3 = 3 rows / 2
+    // groups, 4 = 1 row / 2 groups, each with the first-pass L1 prefetch (pre 1, or 2 when
+    // late); F16/BF16: 4 = 1 row a wave with the L1 prefetch of its first 4 KB, the others
+    // the default.
+    if constexpr (QT::FLOAT) {
+#if STRATA_MMVQ_F16CO
+      if (p.geom == 4) strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1); else STRATA_MMVQ_F(1);
+#else
+      STRATA_MMVQ_F(1);
+#endif
+    } else {
+#if STRATA_MMVQ_XLDS
+      const int pre = late ? 2 : 1;
+      switch (p.geom) {
+      case 1: strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, pre); break;
+      case 2: strata_mmvq_rows_x<QT, 1, 1, 4>(p, w, &tab, xs, z, pre); break;
+      case 3: strata_mmvq_rows_x<QT, 1, 3, 2>(p, w, &tab, xs, z, pre); break;
+      case 4: strata_mmvq_rows_x<QT, 1, 1, 2>(p, w, &tab, xs, z, pre); break;
+      default: STRATA_MMVQ_Q(1); break;
+      }
+#else
+      STRATA_MMVQ_Q(1);
+#endif
+    }
+    break;
+#else
     STRATA_MMVQ_CASE(1)
+#endif
 #ifndef STRATA_MMVQ_ONLY1  // measurement only: a kernel with the one-column path alone
     STRATA_MMVQ_CASE(2)
     STRATA_MMVQ_CASE(3)
@@ -1309,8 +1423,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_bf16(const struct strata_
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q80::QK) * strata_qt_q80::BYTES); // prelude_nvidia
-  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
+  if (!STRATA_MMVQ_LATE(strata_qt_q80, p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_q80 QT;
+  [[maybe_unused]] const bool late = STRATA_MMVQ_LATE(QT, p);
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
   __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
@@ -1348,7 +1463,38 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80(const struct strata_m
     if constexpr (QT::FLOAT) STRATA_MMVQ_F(n); else STRATA_MMVQ_Q(n); \
     break;
   switch (p.ncols) {
+#ifdef __NVPTX__
+  case 1:
+    // Decode geometries (one column; kernels.MmvqGeoms holds the same table, the engine
+    // chooses by shape): 0 = the default path (2 rows a wave, 2 groups a lane, no first-pass
+    // prefetch); quantized: 1 = 2 rows / 2 groups, 2 = 1 row / 4 groups, 3 = 3 rows / 2
+    // groups, 4 = 1 row / 2 groups, each with the first-pass L1 prefetch (pre 1, or 2 when
+    // late); F16/BF16: 4 = 1 row a wave with the L1 prefetch of its first 4 KB, the others
+    // the default.
+    if constexpr (QT::FLOAT) {
+#if STRATA_MMVQ_F16CO
+      if (p.geom == 4) strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1); else STRATA_MMVQ_F(1);
+#else
+      STRATA_MMVQ_F(1);
+#endif
+    } else {
+#if STRATA_MMVQ_XLDS
+      const int pre = late ? 2 : 1;
+      switch (p.geom) {
+      case 1: strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, pre); break;
+      case 2: strata_mmvq_rows_x<QT, 1, 1, 4>(p, w, &tab, xs, z, pre); break;
+      case 3: strata_mmvq_rows_x<QT, 1, 3, 2>(p, w, &tab, xs, z, pre); break;
+      case 4: strata_mmvq_rows_x<QT, 1, 1, 2>(p, w, &tab, xs, z, pre); break;
+      default: STRATA_MMVQ_Q(1); break;
+      }
+#else
+      STRATA_MMVQ_Q(1);
+#endif
+    }
+    break;
+#else
     STRATA_MMVQ_CASE(1)
+#endif
 #ifndef STRATA_MMVQ_ONLY1  // measurement only: a kernel with the one-column path alone
     STRATA_MMVQ_CASE(2)
     STRATA_MMVQ_CASE(3)
@@ -1364,8 +1510,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80(const struct strata_m
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q20::QK) * strata_qt_q20::BYTES); // prelude_nvidia
-  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
+  if (!STRATA_MMVQ_LATE(strata_qt_q20, p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_q20 QT;
+  [[maybe_unused]] const bool late = STRATA_MMVQ_LATE(QT, p);
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
   __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
@@ -1403,7 +1550,38 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20(const struct strata_m
     if constexpr (QT::FLOAT) STRATA_MMVQ_F(n); else STRATA_MMVQ_Q(n); \
     break;
   switch (p.ncols) {
+#ifdef __NVPTX__
+  case 1:
+    // Decode geometries (one column; kernels.MmvqGeoms holds the same table, the engine
+    // chooses by shape): 0 = the default path (2 rows a wave, 2 groups a lane, no first-pass
+    // prefetch); quantized: 1 = 2 rows / 2 groups, 2 = 1 row / 4 groups, 3 = 3 rows / 2
+    // groups, 4 = 1 row / 2 groups, each with the first-pass L1 prefetch (pre 1, or 2 when
+    // late); F16/BF16: 4 = 1 row a wave with the L1 prefetch of its first 4 KB, the others
+    // the default.
+    if constexpr (QT::FLOAT) {
+#if STRATA_MMVQ_F16CO
+      if (p.geom == 4) strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1); else STRATA_MMVQ_F(1);
+#else
+      STRATA_MMVQ_F(1);
+#endif
+    } else {
+#if STRATA_MMVQ_XLDS
+      const int pre = late ? 2 : 1;
+      switch (p.geom) {
+      case 1: strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, pre); break;
+      case 2: strata_mmvq_rows_x<QT, 1, 1, 4>(p, w, &tab, xs, z, pre); break;
+      case 3: strata_mmvq_rows_x<QT, 1, 3, 2>(p, w, &tab, xs, z, pre); break;
+      case 4: strata_mmvq_rows_x<QT, 1, 1, 2>(p, w, &tab, xs, z, pre); break;
+      default: STRATA_MMVQ_Q(1); break;
+      }
+#else
+      STRATA_MMVQ_Q(1);
+#endif
+    }
+    break;
+#else
     STRATA_MMVQ_CASE(1)
+#endif
 #ifndef STRATA_MMVQ_ONLY1  // measurement only: a kernel with the one-column path alone
     STRATA_MMVQ_CASE(2)
     STRATA_MMVQ_CASE(3)
@@ -1419,8 +1597,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20(const struct strata_m
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q4k::QK) * strata_qt_q4k::BYTES); // prelude_nvidia
-  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
+  if (!STRATA_MMVQ_LATE(strata_qt_q4k, p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_q4k QT;
+  [[maybe_unused]] const bool late = STRATA_MMVQ_LATE(QT, p);
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
   __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
@@ -1458,7 +1637,38 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k(const struct strata_m
     if constexpr (QT::FLOAT) STRATA_MMVQ_F(n); else STRATA_MMVQ_Q(n); \
     break;
   switch (p.ncols) {
+#ifdef __NVPTX__
+  case 1:
+    // Decode geometries (one column; kernels.MmvqGeoms holds the same table, the engine
+    // chooses by shape): 0 = the default path (2 rows a wave, 2 groups a lane, no first-pass
+    // prefetch); quantized: 1 = 2 rows / 2 groups, 2 = 1 row / 4 groups, 3 = 3 rows / 2
+    // groups, 4 = 1 row / 2 groups, each with the first-pass L1 prefetch (pre 1, or 2 when
+    // late); F16/BF16: 4 = 1 row a wave with the L1 prefetch of its first 4 KB, the others
+    // the default.
+    if constexpr (QT::FLOAT) {
+#if STRATA_MMVQ_F16CO
+      if (p.geom == 4) strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1); else STRATA_MMVQ_F(1);
+#else
+      STRATA_MMVQ_F(1);
+#endif
+    } else {
+#if STRATA_MMVQ_XLDS
+      const int pre = late ? 2 : 1;
+      switch (p.geom) {
+      case 1: strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, pre); break;
+      case 2: strata_mmvq_rows_x<QT, 1, 1, 4>(p, w, &tab, xs, z, pre); break;
+      case 3: strata_mmvq_rows_x<QT, 1, 3, 2>(p, w, &tab, xs, z, pre); break;
+      case 4: strata_mmvq_rows_x<QT, 1, 1, 2>(p, w, &tab, xs, z, pre); break;
+      default: STRATA_MMVQ_Q(1); break;
+      }
+#else
+      STRATA_MMVQ_Q(1);
+#endif
+    }
+    break;
+#else
     STRATA_MMVQ_CASE(1)
+#endif
 #ifndef STRATA_MMVQ_ONLY1  // measurement only: a kernel with the one-column path alone
     STRATA_MMVQ_CASE(2)
     STRATA_MMVQ_CASE(3)
@@ -1474,8 +1684,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k(const struct strata_m
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q6k::QK) * strata_qt_q6k::BYTES); // prelude_nvidia
-  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
+  if (!STRATA_MMVQ_LATE(strata_qt_q6k, p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_q6k QT;
+  [[maybe_unused]] const bool late = STRATA_MMVQ_LATE(QT, p);
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
   __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
@@ -1513,7 +1724,38 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k(const struct strata_m
     if constexpr (QT::FLOAT) STRATA_MMVQ_F(n); else STRATA_MMVQ_Q(n); \
     break;
   switch (p.ncols) {
+#ifdef __NVPTX__
+  case 1:
+    // Decode geometries (one column; kernels.MmvqGeoms holds the same table, the engine
+    // chooses by shape): 0 = the default path (2 rows a wave, 2 groups a lane, no first-pass
+    // prefetch); quantized: 1 = 2 rows / 2 groups, 2 = 1 row / 4 groups, 3 = 3 rows / 2
+    // groups, 4 = 1 row / 2 groups, each with the first-pass L1 prefetch (pre 1, or 2 when
+    // late); F16/BF16: 4 = 1 row a wave with the L1 prefetch of its first 4 KB, the others
+    // the default.
+    if constexpr (QT::FLOAT) {
+#if STRATA_MMVQ_F16CO
+      if (p.geom == 4) strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1); else STRATA_MMVQ_F(1);
+#else
+      STRATA_MMVQ_F(1);
+#endif
+    } else {
+#if STRATA_MMVQ_XLDS
+      const int pre = late ? 2 : 1;
+      switch (p.geom) {
+      case 1: strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, pre); break;
+      case 2: strata_mmvq_rows_x<QT, 1, 1, 4>(p, w, &tab, xs, z, pre); break;
+      case 3: strata_mmvq_rows_x<QT, 1, 3, 2>(p, w, &tab, xs, z, pre); break;
+      case 4: strata_mmvq_rows_x<QT, 1, 1, 2>(p, w, &tab, xs, z, pre); break;
+      default: STRATA_MMVQ_Q(1); break;
+      }
+#else
+      STRATA_MMVQ_Q(1);
+#endif
+    }
+    break;
+#else
     STRATA_MMVQ_CASE(1)
+#endif
 #ifndef STRATA_MMVQ_ONLY1  // measurement only: a kernel with the one-column path alone
     STRATA_MMVQ_CASE(2)
     STRATA_MMVQ_CASE(3)
@@ -1529,8 +1771,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k(const struct strata_m
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq2xs::QK) * strata_qt_iq2xs::BYTES); // prelude_nvidia
-  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
+  if (!STRATA_MMVQ_LATE(strata_qt_iq2xs, p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_iq2xs QT;
+  [[maybe_unused]] const bool late = STRATA_MMVQ_LATE(QT, p);
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
   __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
@@ -1568,7 +1811,38 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs(const struct strata
     if constexpr (QT::FLOAT) STRATA_MMVQ_F(n); else STRATA_MMVQ_Q(n); \
     break;
   switch (p.ncols) {
+#ifdef __NVPTX__
+  case 1:
+    // Decode geometries (one column; kernels.MmvqGeoms holds the same table, the engine
+    // chooses by shape): 0 = the default path (2 rows a wave, 2 groups a lane, no first-pass
+    // prefetch); quantized: 1 = 2 rows / 2 groups, 2 = 1 row / 4 groups, 3 = 3 rows / 2
+    // groups, 4 = 1 row / 2 groups, each with the first-pass L1 prefetch (pre 1, or 2 when
+    // late); F16/BF16: 4 = 1 row a wave with the L1 prefetch of its first 4 KB, the others
+    // the default.
+    if constexpr (QT::FLOAT) {
+#if STRATA_MMVQ_F16CO
+      if (p.geom == 4) strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1); else STRATA_MMVQ_F(1);
+#else
+      STRATA_MMVQ_F(1);
+#endif
+    } else {
+#if STRATA_MMVQ_XLDS
+      const int pre = late ? 2 : 1;
+      switch (p.geom) {
+      case 1: strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, pre); break;
+      case 2: strata_mmvq_rows_x<QT, 1, 1, 4>(p, w, &tab, xs, z, pre); break;
+      case 3: strata_mmvq_rows_x<QT, 1, 3, 2>(p, w, &tab, xs, z, pre); break;
+      case 4: strata_mmvq_rows_x<QT, 1, 1, 2>(p, w, &tab, xs, z, pre); break;
+      default: STRATA_MMVQ_Q(1); break;
+      }
+#else
+      STRATA_MMVQ_Q(1);
+#endif
+    }
+    break;
+#else
     STRATA_MMVQ_CASE(1)
+#endif
 #ifndef STRATA_MMVQ_ONLY1  // measurement only: a kernel with the one-column path alone
     STRATA_MMVQ_CASE(2)
     STRATA_MMVQ_CASE(3)
@@ -1584,8 +1858,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs(const struct strata
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3xxs::QK) * strata_qt_iq3xxs::BYTES); // prelude_nvidia
-  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
+  if (!STRATA_MMVQ_LATE(strata_qt_iq3xxs, p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_iq3xxs QT;
+  [[maybe_unused]] const bool late = STRATA_MMVQ_LATE(QT, p);
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
   __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
@@ -1623,7 +1898,38 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs(const struct strat
     if constexpr (QT::FLOAT) STRATA_MMVQ_F(n); else STRATA_MMVQ_Q(n); \
     break;
   switch (p.ncols) {
+#ifdef __NVPTX__
+  case 1:
+    // Decode geometries (one column; kernels.MmvqGeoms holds the same table, the engine
+    // chooses by shape): 0 = the default path (2 rows a wave, 2 groups a lane, no first-pass
+    // prefetch); quantized: 1 = 2 rows / 2 groups, 2 = 1 row / 4 groups, 3 = 3 rows / 2
+    // groups, 4 = 1 row / 2 groups, each with the first-pass L1 prefetch (pre 1, or 2 when
+    // late); F16/BF16: 4 = 1 row a wave with the L1 prefetch of its first 4 KB, the others
+    // the default.
+    if constexpr (QT::FLOAT) {
+#if STRATA_MMVQ_F16CO
+      if (p.geom == 4) strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1); else STRATA_MMVQ_F(1);
+#else
+      STRATA_MMVQ_F(1);
+#endif
+    } else {
+#if STRATA_MMVQ_XLDS
+      const int pre = late ? 2 : 1;
+      switch (p.geom) {
+      case 1: strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, pre); break;
+      case 2: strata_mmvq_rows_x<QT, 1, 1, 4>(p, w, &tab, xs, z, pre); break;
+      case 3: strata_mmvq_rows_x<QT, 1, 3, 2>(p, w, &tab, xs, z, pre); break;
+      case 4: strata_mmvq_rows_x<QT, 1, 1, 2>(p, w, &tab, xs, z, pre); break;
+      default: STRATA_MMVQ_Q(1); break;
+      }
+#else
+      STRATA_MMVQ_Q(1);
+#endif
+    }
+    break;
+#else
     STRATA_MMVQ_CASE(1)
+#endif
 #ifndef STRATA_MMVQ_ONLY1  // measurement only: a kernel with the one-column path alone
     STRATA_MMVQ_CASE(2)
     STRATA_MMVQ_CASE(3)
@@ -1639,8 +1945,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs(const struct strat
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3s::QK) * strata_qt_iq3s::BYTES); // prelude_nvidia
-  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
+  if (!STRATA_MMVQ_LATE(strata_qt_iq3s, p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_iq3s QT;
+  [[maybe_unused]] const bool late = STRATA_MMVQ_LATE(QT, p);
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
   __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
@@ -1678,7 +1985,38 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s(const struct strata_
     if constexpr (QT::FLOAT) STRATA_MMVQ_F(n); else STRATA_MMVQ_Q(n); \
     break;
   switch (p.ncols) {
+#ifdef __NVPTX__
+  case 1:
+    // Decode geometries (one column; kernels.MmvqGeoms holds the same table, the engine
+    // chooses by shape): 0 = the default path (2 rows a wave, 2 groups a lane, no first-pass
+    // prefetch); quantized: 1 = 2 rows / 2 groups, 2 = 1 row / 4 groups, 3 = 3 rows / 2
+    // groups, 4 = 1 row / 2 groups, each with the first-pass L1 prefetch (pre 1, or 2 when
+    // late); F16/BF16: 4 = 1 row a wave with the L1 prefetch of its first 4 KB, the others
+    // the default.
+    if constexpr (QT::FLOAT) {
+#if STRATA_MMVQ_F16CO
+      if (p.geom == 4) strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1); else STRATA_MMVQ_F(1);
+#else
+      STRATA_MMVQ_F(1);
+#endif
+    } else {
+#if STRATA_MMVQ_XLDS
+      const int pre = late ? 2 : 1;
+      switch (p.geom) {
+      case 1: strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, pre); break;
+      case 2: strata_mmvq_rows_x<QT, 1, 1, 4>(p, w, &tab, xs, z, pre); break;
+      case 3: strata_mmvq_rows_x<QT, 1, 3, 2>(p, w, &tab, xs, z, pre); break;
+      case 4: strata_mmvq_rows_x<QT, 1, 1, 2>(p, w, &tab, xs, z, pre); break;
+      default: STRATA_MMVQ_Q(1); break;
+      }
+#else
+      STRATA_MMVQ_Q(1);
+#endif
+    }
+    break;
+#else
     STRATA_MMVQ_CASE(1)
+#endif
 #ifndef STRATA_MMVQ_ONLY1  // measurement only: a kernel with the one-column path alone
     STRATA_MMVQ_CASE(2)
     STRATA_MMVQ_CASE(3)
@@ -1694,8 +2032,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s(const struct strata_
 
 STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq1m::QK) * strata_qt_iq1m::BYTES); // prelude_nvidia
-  STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
+  if (!STRATA_MMVQ_LATE(strata_qt_iq1m, p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (a no-op elsewhere)
   typedef strata_qt_iq1m QT;
+  [[maybe_unused]] const bool late = STRATA_MMVQ_LATE(QT, p);
   __shared__ QT::lds tab;  // filled in strata_mmvq_rows (every path of the block reaches it or returns)
 #if defined(__NVPTX__) && STRATA_MMVQ_XLDS
   __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
@@ -1733,7 +2072,38 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m(const struct strata_
     if constexpr (QT::FLOAT) STRATA_MMVQ_F(n); else STRATA_MMVQ_Q(n); \
     break;
   switch (p.ncols) {
+#ifdef __NVPTX__
+  case 1:
+    // Decode geometries (one column; kernels.MmvqGeoms holds the same table, the engine
+    // chooses by shape): 0 = the default path (2 rows a wave, 2 groups a lane, no first-pass
+    // prefetch); quantized: 1 = 2 rows / 2 groups, 2 = 1 row / 4 groups, 3 = 3 rows / 2
+    // groups, 4 = 1 row / 2 groups, each with the first-pass L1 prefetch (pre 1, or 2 when
+    // late); F16/BF16: 4 = 1 row a wave with the L1 prefetch of its first 4 KB, the others
+    // the default.
+    if constexpr (QT::FLOAT) {
+#if STRATA_MMVQ_F16CO
+      if (p.geom == 4) strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1); else STRATA_MMVQ_F(1);
+#else
+      STRATA_MMVQ_F(1);
+#endif
+    } else {
+#if STRATA_MMVQ_XLDS
+      const int pre = late ? 2 : 1;
+      switch (p.geom) {
+      case 1: strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, pre); break;
+      case 2: strata_mmvq_rows_x<QT, 1, 1, 4>(p, w, &tab, xs, z, pre); break;
+      case 3: strata_mmvq_rows_x<QT, 1, 3, 2>(p, w, &tab, xs, z, pre); break;
+      case 4: strata_mmvq_rows_x<QT, 1, 1, 2>(p, w, &tab, xs, z, pre); break;
+      default: STRATA_MMVQ_Q(1); break;
+      }
+#else
+      STRATA_MMVQ_Q(1);
+#endif
+    }
+    break;
+#else
     STRATA_MMVQ_CASE(1)
+#endif
 #ifndef STRATA_MMVQ_ONLY1  // measurement only: a kernel with the one-column path alone
     STRATA_MMVQ_CASE(2)
     STRATA_MMVQ_CASE(3)
