@@ -242,6 +242,7 @@ var mmqRowStaging = map[string]bool{
 	"mmq8/q80/r64t128w8": true, "mmq8/q20/r64t128w8": true, "mmq8/q4k/r64t128w8": true, "mmq8/q6k/r64t128w8": true,
 	"mmq8/iq2xs/r64t128w8": true, "mmq8/iq3xxs/r64t128w8": true, "mmq8/iq3s/r64t128w8": true, "mmq8/iq1m/r64t128w8": true,
 	"mmq/q80/r64t128": true, "mmq/q20/r64t128": true, "mmq/iq2xs/r64t128": true, "mmq/iq1m/r64t128": true,
+	"mmq/q80/r128t64": true, "mmq/q20/r128t64": true,
 }
 
 // RowStaging reports whether variant v of family on t stages its activations in the row form

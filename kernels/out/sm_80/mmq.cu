@@ -1642,7 +1642,9 @@ template <> struct strata_mmq_nv_wide_stage<strata_qt_iq1m, 1, 64, 64> { static 
 template <> struct strata_mmq_nv_wide_stage<strata_qt_iq1m, 1, 64, 128> { static constexpr bool v = true; };  // strata_mmq_iq1m_mma_r64t128
 // The kernels that stage their full K steps' activations in the row form (mmq core,
 // strata_mmq_nv_xrow; kernels/prefill.go, mmqRowStaging).
+template <> struct strata_mmq_nv_xrow<strata_qt_q80, 1, 128, 64> { static constexpr bool v = true; };  // strata_mmq_q80_mma_r128t64
 template <> struct strata_mmq_nv_xrow<strata_qt_q80, 1, 64, 128> { static constexpr bool v = true; };  // strata_mmq_q80_mma_r64t128
+template <> struct strata_mmq_nv_xrow<strata_qt_q20, 1, 128, 64> { static constexpr bool v = true; };  // strata_mmq_q20_mma_r128t64
 template <> struct strata_mmq_nv_xrow<strata_qt_q20, 1, 64, 128> { static constexpr bool v = true; };  // strata_mmq_q20_mma_r64t128
 template <> struct strata_mmq_nv_xrow<strata_qt_iq2xs, 1, 64, 128> { static constexpr bool v = true; };  // strata_mmq_iq2xs_mma_r64t128
 template <> struct strata_mmq_nv_xrow<strata_qt_iq1m, 1, 64, 128> { static constexpr bool v = true; };  // strata_mmq_iq1m_mma_r64t128
