@@ -232,25 +232,6 @@ func (v Variant) WideStaging(family string, t Target) bool {
 	return t.IsNVIDIA() && v.Values["op"] == "mma" && mmqWideStaging[family+"/"+v.Values["type"]+"/"+v.Values["tile"]]
 }
 
-// mmqRowStaging names the NVIDIA mma kernels ("family/type/tile", all in the wide form) that
-// stage the activations of their full K steps in the row form (kernels/templates/mmq_core.tmpl,
-// strata_mmq_nv_xrow): a token's whole step as aligned 16-byte chunks shared by T/BN threads,
-// its blocks at constant word offsets, instead of one 48-byte window and 20 register selects
-// per Q8_1 block. mmq and mmq8 only (moe_prefill's kernels keep the wide form's jobs).
-// Measured in bench/results/2026-11-30-mmq-s7.
-var mmqRowStaging = map[string]bool{
-	"mmq8/q80/r64t128w8": true, "mmq8/q20/r64t128w8": true, "mmq8/q4k/r64t128w8": true, "mmq8/q6k/r64t128w8": true,
-	"mmq8/iq2xs/r64t128w8": true, "mmq8/iq3xxs/r64t128w8": true, "mmq8/iq3s/r64t128w8": true, "mmq8/iq1m/r64t128w8": true,
-	"mmq/q80/r64t128": true, "mmq/q20/r64t128": true, "mmq/iq2xs/r64t128": true, "mmq/iq1m/r64t128": true,
-	"mmq/q80/r128t64": true, "mmq/q20/r128t64": true,
-}
-
-// RowStaging reports whether variant v of family on t stages its activations in the row form
-// (mmqRowStaging); the mmq template renders a strata_mmq_nv_xrow specialisation for each.
-func (v Variant) RowStaging(family string, t Target) bool {
-	return v.WideStaging(family, t) && mmqRowStaging[family+"/"+v.Values["type"]+"/"+v.Values["tile"]]
-}
-
 // mmqMinBlocks names the NVIDIA mma kernels ("family/type/tile") compiled with a minimum of
 // resident blocks per SM (launch_bounds(T, n), T the family's threads, 128 or mmq8's 256:
 // ptxas then holds the kernel to 65536/(T·n) registers a thread). mmq r64t64 takes 136–192 registers without it (ptxas

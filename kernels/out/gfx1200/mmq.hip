@@ -918,11 +918,6 @@ struct strata_mmq_src {
   STRATA_DEVICE_MEMBER const u8* xblk(int c, int g) const {
     return t0 + c < tokens ? x + ((t0 + c) * xrb + g) * 36 : nullptr;
   }
-  // The row form's condition (mmq core, strata_mmq_nv_xrow): every token's K step starts
-  // 16-byte aligned (a token's blocks are contiguous here).
-  STRATA_DEVICE_MEMBER bool xrow() const { return (((u64)x | (u64)xrb * 36) & 15) == 0; }
-  // And Q8_0's: every weight row starts 16-byte aligned.
-  STRATA_DEVICE_MEMBER bool wrow16() const { return (((u64)w | (u64)rowb) & 15) == 0; }
 };
 
 // Holds copies of the arguments it needs (taking the address of the kernel parameter would

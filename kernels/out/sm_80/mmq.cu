@@ -964,8 +964,7 @@ struct strata_mmq_nv_raw {
 
 // Issue step g0's wide loads (activations; Q8_0 weights) into R. Edges load a valid in-tile
 // address and are zeroed at the store, so the jobs have no branches.
-// NOX: weights only (the activations staged by the row form, strata_mmq_nv_xfetch).
-template <class QT, int NW, int BM, int BN, bool NOX = false, class Src>
+template <class QT, int NW, int BM, int BN, class Src>
 STRATA_DEVICE void strata_mmq_nv_fetch(strata_mmq_nv_raw<QT, NW, BM, BN>& R, const Src& src, int g0, int ng) {
   typedef strata_mmq_nv_raw<QT, NW, BM, BN> RT;
   constexpr int KT = RT::KT, T = RT::T, GPB = QT::QK / 32;
@@ -983,7 +982,6 @@ STRATA_DEVICE void strata_mmq_nv_fetch(strata_mmq_nv_raw<QT, NW, BM, BN>& R, con
       strata_mmq_ld_win(b, R.wt[u]);
     }
   }
-  if constexpr (NOX) return;
 #pragma unroll
   for (int u = 0; u < RT::JX; ++u) {
     const int j = tid + u * T, c = j / KT, g = g0 + j % KT;
@@ -997,8 +995,7 @@ STRATA_DEVICE void strata_mmq_nv_fetch(strata_mmq_nv_raw<QT, NW, BM, BN>& R, con
 // Decode step g0 from R into shared memory: int8 rows and per-(row, group) scales {base, m0,
 // m1, offb·offm}, per-(token, group) {d_x, d_x·Σq_x}. Types without wide loads decode their
 // weights here straight from global memory (QT::load), all jobs' loads before any store.
-// NOX: weights only, as strata_mmq_nv_fetch.
-template <class QT, int NW, int BM, int BN, bool NOX = false, class Src>
+template <class QT, int NW, int BM, int BN, class Src>
 STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const strata_mmq_nv_raw<QT, NW, BM, BN>& R, const Src& src, int g0) {
   typedef strata_mmq_nv_raw<QT, NW, BM, BN> RT;
   constexpr int KT = RT::KT, T = RT::T, GPB = QT::QK / 32, JW = RT::JW, JX = RT::JX;
@@ -1043,7 +1040,6 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
     strata_f32x4 sc = {R.okw[u] ? Gu.base : 0.0f, (f32)Gu.m0, (f32)Gu.m1, QT::MIN ? Gu.offb * (f32)Gu.offm : 0.0f};
     __builtin_memcpy(__builtin_assume_aligned(&s.ws[kg][m * BM + r][0], 16), &sc, 16);
   }
-  if constexpr (NOX) return;
 #pragma unroll
   for (int u = 0; u < JX; ++u) {
     const int j = tid + u * T, c = j / KT, kg = j % KT;
@@ -1068,172 +1064,6 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
       const strata_f32x2 dv = {d, d * (f32)sq};
       __builtin_memcpy(__builtin_assume_aligned(&s.xs[kg][c][0], 8), &dv, 8);
     }
-  }
-}
-
-// The row form of the activation staging (strata_mmq_nv_xrow; kernels in the wide form only).
-// A token's K step, 4 Q8_1 blocks, is 144 contiguous bytes (Src: token c's groups g0..g0+3
-// follow each other), 16-byte aligned when the activation rows are (Src::xrow(): x aligned,
-// x_row_blocks a multiple of 4). H = T/BN threads share a token: thread tid takes token
-// tid % BN and groups P·G .. P·G + G − 1, P = tid / BN (warp-uniform), G = 4/H, i.e. the
-// aligned 16-byte chunks c0(P) = ⌊9·P·G/4⌋ .. that hold those bytes: 9 chunks (H = 1), 5
-// (H = 2) or 3 (H = 4). Group kg's block then starts at word 9·kg − 4·c0(P) of the loaded
-// words, a constant in each of the H branches: no register selects (the wide form spends
-// 20 a block on them), 36 or 40 loaded bytes a block instead of 48. Only steps that hold
-// all 4 groups take it (the last, ragged step of a K that is not a multiple of 128, and
-// every step of rows that are not aligned, take the wide form's activation jobs).
-template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_xrow { static constexpr bool v = false; };
-
-template <class QT, int NW, int BM, int BN>
-struct strata_mmq_nv_xraw {
-  static constexpr int KT = STRATA_MMQ_KT, T = strata_mmq_nv_shape<QT, NW, BM, BN>::T, H = T / BN, G = KT / H;
-  static constexpr int NC = H == 1 ? 9 : (H == 2 ? 5 : 3);  // chunks a thread loads
-  static_assert(H * BN == T && (H == 1 || H == 2 || H == 4) && BN % 32 == 0, "row form: 1, 2 or 4 threads a token, warp-uniform parts");
-  u32 t[4 * NC];
-  bool ok;  // the token is inside the tile (else its d_x stages as zero)
-};
-
-// Issue the row form's loads of step g0 (a full step) into X.
-template <class QT, int NW, int BM, int BN, class Src>
-STRATA_DEVICE void strata_mmq_nv_xfetch(strata_mmq_nv_xraw<QT, NW, BM, BN>& X, const Src& src, int g0) {
-  typedef strata_mmq_nv_xraw<QT, NW, BM, BN> XT;
-  const int tid = (int)strata_thread_x(), c = tid % BN, P = tid / BN;
-  const u8* xb = src.xblk(c, g0);
-  X.ok = xb != nullptr;
-  const u8* b = (X.ok ? xb : src.xblk(0, g0)) + 16 * ((9 * P * XT::G) / 4);  // token 0 exists
-#pragma unroll
-  for (int i = 0; i < XT::NC; ++i) strata_ld_x4(b + 16 * i, X.t + 4 * i);
-}
-
-// Store part P's groups of X: int8 rows, {d_x, d_x·Σq_x} (d_x alone under XD).
-template <int P, class QT, int NW, int BM, int BN>
-STRATA_DEVICE void strata_mmq_nv_xput_part(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const strata_mmq_nv_xraw<QT, NW, BM, BN>& X, int c) {
-  typedef strata_mmq_nv_xraw<QT, NW, BM, BN> XT;
-  constexpr int C0 = (9 * P * XT::G) / 4;
-#pragma unroll
-  for (int i = 0; i < XT::G; ++i) {
-    const int kg = P * XT::G + i, o = 9 * kg - 4 * C0;
-    // A token past the edge stages token 0's quants (loaded from there) with d_x = 0: its
-    // column's sums stay finite exact integers, fold to zero and are never written.
-    u32 q[8];
-#pragma unroll
-    for (int w = 0; w < 8; ++w) q[w] = X.t[o + 1 + w];
-    const f32 d = X.ok ? strata_f16_to_f32((u16)X.t[o]) : 0.0f;
-    i32 sq = 0;
-    if (QT::MIN) {
-#pragma unroll
-      for (int w = 0; w < 8; ++w) sq = strata_dot4_ss(0x01010101, (i32)q[w], sq);
-    }
-    strata_mmq_u32x4 lo = {q[0], q[1], q[2], q[3]}, hi = {q[4], q[5], q[6], q[7]};
-    __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg], 16), &lo, 16);
-    __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg + 16], 16), &hi, 16);
-    if constexpr (strata_mmq_nv_shape<QT, NW, BM, BN>::XD) {
-      s.xs[kg][c][0] = d;
-    } else {
-      typedef f32 strata_f32x2 __attribute__((__vector_size__(8)));
-      const strata_f32x2 dv = {d, d * (f32)sq};
-      __builtin_memcpy(__builtin_assume_aligned(&s.xs[kg][c][0], 8), &dv, 8);
-    }
-  }
-}
-
-template <class QT, int NW, int BM, int BN>
-STRATA_DEVICE void strata_mmq_nv_xput(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const strata_mmq_nv_xraw<QT, NW, BM, BN>& X) {
-  typedef strata_mmq_nv_xraw<QT, NW, BM, BN> XT;
-  const int tid = (int)strata_thread_x(), c = tid % BN, P = tid / BN;
-  if (P == 0) {
-    strata_mmq_nv_xput_part<0>(s, X, c);
-  } else if constexpr (XT::H >= 2) {
-    if (P == 1) {
-      strata_mmq_nv_xput_part<1>(s, X, c);
-    } else if constexpr (XT::H == 4) {
-      if (P == 2) {
-        strata_mmq_nv_xput_part<2>(s, X, c);
-      } else {
-        strata_mmq_nv_xput_part<3>(s, X, c);
-      }
-    }
-  }
-}
-
-// The row form of Q8_0's weights (row-form kernels of Q8_0, NW = 1). A row's K step is 4
-// blocks, 136 contiguous bytes at 34·g0 from the row's start; when the rows are 16-byte
-// aligned (Src::wrow16(): w aligned, bytes a row a multiple of 16) it starts at φ = 8·((g0/4)
-// mod 2) bytes from a 16-byte boundary, the same φ for every row of the step. H = T/BM
-// threads share a row: thread tid takes row tid % BM and groups P·G .. P·G + G − 1 (P = tid /
-// BM, G = 4/H), the NC aligned chunks from ⌊(34·P·G + φ)/16⌋, each of which holds bytes of
-// those blocks. In each of the 2·H (φ, P) branches every block's d and quants sit at
-// constant byte offsets: a quant word is a loaded word or one funnel shift of two (blocks
-// at odd groups start 2 bytes into a word). A row past the edge stages row 0's quants with
-// base 0 (its outputs are never written).
-template <class QT, int NW, int BM, int BN>
-struct strata_mmq_nv_wraw {
-  static constexpr int KT = STRATA_MMQ_KT, T = strata_mmq_nv_shape<QT, NW, BM, BN>::T, H = T / BM, G = KT / H;
-  static constexpr int NC = H == 1 ? 9 : (H == 2 ? 5 : 3);
-  static_assert(NW == 1 && H * BM == T && (H == 1 || H == 2 || H == 4) && BM % 32 == 0, "weight row form: 1, 2 or 4 threads a row");
-  static_assert(QT::QK == 32 && QT::BYTES == 34, "weight row form: Q8_0 blocks");
-  u32 t[4 * NC];
-  bool ok;
-};
-
-template <class QT, int NW, int BM, int BN, class Src>
-STRATA_DEVICE void strata_mmq_nv_wfetch(strata_mmq_nv_wraw<QT, NW, BM, BN>& W, const Src& src, int g0) {
-  typedef strata_mmq_nv_wraw<QT, NW, BM, BN> WT;
-  const int tid = (int)strata_thread_x(), r = tid % BM, P = tid / BM, phi = 8 * ((g0 >> 2) & 1);
-  const u8* row = src.wrow(0, r);
-  W.ok = row != nullptr;
-  const u8* a = (W.ok ? row : src.wrow(0, 0)) + (i64)g0 * 34 - phi;  // row 0 exists (the block does)
-  a += 16 * ((34 * P * WT::G + phi) / 16);
-#pragma unroll
-  for (int i = 0; i < WT::NC; ++i) strata_ld_x4(a + 16 * i, W.t + 4 * i);
-}
-
-template <int P, int PHI, class QT, int NW, int BM, int BN>
-STRATA_DEVICE void strata_mmq_nv_wput_part(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const strata_mmq_nv_wraw<QT, NW, BM, BN>& W, int r) {
-  typedef strata_mmq_nv_wraw<QT, NW, BM, BN> WT;
-  constexpr int C0 = (34 * P * WT::G + PHI) / 16;
-#pragma unroll
-  for (int i = 0; i < WT::G; ++i) {
-    const int kg = P * WT::G + i, sb = 34 * kg + PHI - 16 * C0, qb = sb + 2;
-    const u32 dw = W.t[sb >> 2];
-    const f32 d = W.ok ? strata_f16_to_f32((u16)((sb & 2) ? dw >> 16 : dw)) : 0.0f;
-    u32 q[8];
-#pragma unroll
-    for (int w = 0; w < 8; ++w) q[w] = (qb & 2) ? (u32)((((u64)W.t[(qb >> 2) + w + 1] << 32) | W.t[(qb >> 2) + w]) >> 16) : W.t[(qb >> 2) + w];
-    strata_mmq_u32x4 lo = {q[0], q[1], q[2], q[3]}, hi = {q[4], q[5], q[6], q[7]};
-    __builtin_memcpy(__builtin_assume_aligned(&s.w[r][32 * kg], 16), &lo, 16);
-    __builtin_memcpy(__builtin_assume_aligned(&s.w[r][32 * kg + 16], 16), &hi, 16);
-    typedef f32 strata_f32x4 __attribute__((__vector_size__(16)));
-    strata_f32x4 sc = {d, 1.0f, 1.0f, 0.0f};
-    __builtin_memcpy(__builtin_assume_aligned(&s.ws[kg][r][0], 16), &sc, 16);
-  }
-}
-
-template <int PHI, class QT, int NW, int BM, int BN>
-STRATA_DEVICE void strata_mmq_nv_wput_phi(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const strata_mmq_nv_wraw<QT, NW, BM, BN>& W) {
-  typedef strata_mmq_nv_wraw<QT, NW, BM, BN> WT;
-  const int tid = (int)strata_thread_x(), r = tid % BM, P = tid / BM;
-  if (P == 0) {
-    strata_mmq_nv_wput_part<0, PHI>(s, W, r);
-  } else if constexpr (WT::H >= 2) {
-    if (P == 1) {
-      strata_mmq_nv_wput_part<1, PHI>(s, W, r);
-    } else if constexpr (WT::H == 4) {
-      if (P == 2) {
-        strata_mmq_nv_wput_part<2, PHI>(s, W, r);
-      } else {
-        strata_mmq_nv_wput_part<3, PHI>(s, W, r);
-      }
-    }
-  }
-}
-
-template <class QT, int NW, int BM, int BN>
-STRATA_DEVICE void strata_mmq_nv_wput(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const strata_mmq_nv_wraw<QT, NW, BM, BN>& W, int g0) {
-  if ((g0 >> 2) & 1) {
-    strata_mmq_nv_wput_phi<8>(s, W);
-  } else {
-    strata_mmq_nv_wput_phi<0>(s, W);
   }
 }
 
@@ -1273,31 +1103,8 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
   // 124.0 TOPS) and slower at 2048 (149.6 against 159.5). Not kept.
   constexpr bool WIDE = strata_mmq_nv_smem<QT, NW, BM, BN>::WIDE;
   strata_mmq_nv_raw<QT, NW, BM, BN> R;  // wide form: one step between its loads and stores
-  // The row form of the activations (wide-form kernels that the family template names).
-  constexpr bool XROW = WIDE && strata_mmq_nv_xrow<QT, NW, BM, BN>::v;
-  constexpr bool WROW = XROW && NW == 1 && strata_mmq_wide<QT>::v;  // and Q8_0's weights
-  bool xrow = false;
-  if constexpr (XROW) xrow = src.xrow() && (!WROW || src.wrow16());
   for (int g0 = 0; g0 < ng; g0 += KT) {
-    if constexpr (XROW) {
-      if (xrow && g0 + KT <= ng) {
-        strata_mmq_nv_xraw<QT, NW, BM, BN> X;
-        if constexpr (WROW) {
-          strata_mmq_nv_wraw<QT, NW, BM, BN> W;
-          strata_mmq_nv_wfetch<QT, NW, BM, BN>(W, src, g0);
-          strata_mmq_nv_xfetch<QT, NW, BM, BN>(X, src, g0);
-          strata_mmq_nv_wput<QT, NW, BM, BN>(s, W, g0);
-        } else {
-          strata_mmq_nv_fetch<QT, NW, BM, BN, true>(R, src, g0, ng);
-          strata_mmq_nv_xfetch<QT, NW, BM, BN>(X, src, g0);
-          strata_mmq_nv_put<QT, NW, BM, BN, true>(s, R, src, g0);
-        }
-        strata_mmq_nv_xput<QT, NW, BM, BN>(s, X);
-      } else {
-        strata_mmq_nv_fetch<QT, NW, BM, BN>(R, src, g0, ng);
-        strata_mmq_nv_put<QT, NW, BM, BN>(s, R, src, g0);
-      }
-    } else if constexpr (WIDE) {
+    if constexpr (WIDE) {
       strata_mmq_nv_fetch<QT, NW, BM, BN>(R, src, g0, ng);
       strata_mmq_nv_put<QT, NW, BM, BN>(s, R, src, g0);
     } else {
@@ -1606,11 +1413,6 @@ struct strata_mmq_src {
   STRATA_DEVICE_MEMBER const u8* xblk(int c, int g) const {
     return t0 + c < tokens ? x + ((t0 + c) * xrb + g) * 36 : nullptr;
   }
-  // The row form's condition (mmq core, strata_mmq_nv_xrow): every token's K step starts
-  // 16-byte aligned (a token's blocks are contiguous here).
-  STRATA_DEVICE_MEMBER bool xrow() const { return (((u64)x | (u64)xrb * 36) & 15) == 0; }
-  // And Q8_0's: every weight row starts 16-byte aligned.
-  STRATA_DEVICE_MEMBER bool wrow16() const { return (((u64)w | (u64)rowb) & 15) == 0; }
 };
 
 // Holds copies of the arguments it needs (taking the address of the kernel parameter would
@@ -1640,14 +1442,6 @@ template <> struct strata_mmq_nv_wide_stage<strata_qt_iq3xxs, 1, 64, 64> { stati
 template <> struct strata_mmq_nv_wide_stage<strata_qt_iq3s, 1, 64, 64> { static constexpr bool v = true; };  // strata_mmq_iq3s_mma_r64t64
 template <> struct strata_mmq_nv_wide_stage<strata_qt_iq1m, 1, 64, 64> { static constexpr bool v = true; };  // strata_mmq_iq1m_mma_r64t64
 template <> struct strata_mmq_nv_wide_stage<strata_qt_iq1m, 1, 64, 128> { static constexpr bool v = true; };  // strata_mmq_iq1m_mma_r64t128
-// The kernels that stage their full K steps' activations in the row form (mmq core,
-// strata_mmq_nv_xrow; kernels/prefill.go, mmqRowStaging).
-template <> struct strata_mmq_nv_xrow<strata_qt_q80, 1, 128, 64> { static constexpr bool v = true; };  // strata_mmq_q80_mma_r128t64
-template <> struct strata_mmq_nv_xrow<strata_qt_q80, 1, 64, 128> { static constexpr bool v = true; };  // strata_mmq_q80_mma_r64t128
-template <> struct strata_mmq_nv_xrow<strata_qt_q20, 1, 128, 64> { static constexpr bool v = true; };  // strata_mmq_q20_mma_r128t64
-template <> struct strata_mmq_nv_xrow<strata_qt_q20, 1, 64, 128> { static constexpr bool v = true; };  // strata_mmq_q20_mma_r64t128
-template <> struct strata_mmq_nv_xrow<strata_qt_iq2xs, 1, 64, 128> { static constexpr bool v = true; };  // strata_mmq_iq2xs_mma_r64t128
-template <> struct strata_mmq_nv_xrow<strata_qt_iq1m, 1, 64, 128> { static constexpr bool v = true; };  // strata_mmq_iq1m_mma_r64t128
 // The 8-warp kernels' block shapes (mmq core, strata_mmq_nv_shape; kernels/prefill.go, mmq8Warp):
 // WGM × WGN warps, token scales d_x alone.
 // STRATA_MMQ<n>_BOUNDS: the launch bounds of the kernels that ask n resident blocks per SM
