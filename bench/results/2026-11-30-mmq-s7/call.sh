@@ -9,12 +9,13 @@
 #                   BUDGET seconds in all (default 185). DRY=1: stubs, no GPU.
 # Trees (each one family's object, assembled by ptxas before anything runs):
 #   O8 = main's mmq8 (r64t128w8, 8 types), N8 = this branch's mmq8 (row form);
-#   O4 = main's mmq cut to the mma r64t128 and r128t64 kernels, N4 = the same of this branch.
-# Parity (STRATA_REQUIRE_GPU=1, fresh seeds) of every mmq8 variant and of the 6 changed mmq
+#   O4 = main's mmq cut to the 4 changed kernels (Q8_0, Q2_0, IQ2_XS, IQ1_M mma r64t128), N4 =
+#   the same of this branch.
+# Parity (STRATA_REQUIRE_GPU=1, fresh seeds) of every mmq8 variant and of the 4 changed mmq
 # kernels (N trees); TestBenchPrefill O8 N8 O4 N4 N8 O8 N4 O4 (ABBA); ncu of a few kernels.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-keep4='_mma_r(64t128|128t64)$'
+keep4='(q80|q20|iq2xs|iq1m)_mma_r64t128$'
 
 build() {
 	set -e
@@ -78,7 +79,7 @@ run() {
 	local p1 pids=() i=0 g tree
 	p1=$(lim 70 100)
 	for g in "N8|^mmq8$/(q80|q20)" "N8|^mmq8$/(q4k|q6k)" "N8|^mmq8$/(iq2xs|iq3xxs)" "N8|^mmq8$/(iq3s|iq1m)" \
-		"N4|^mmq$/q80_mma_r(64t128|128t64)$" "N4|^mmq$/q20_mma_r(64t128|128t64)$" "N4|^mmq$/iq2xs_mma_r64t128$" "N4|^mmq$/iq1m_mma_r64t128$"; do
+		"N4|^mmq$/q80_mma_r64t128$" "N4|^mmq$/q20_mma_r64t128$" "N4|^mmq$/iq2xs_mma_r64t128$" "N4|^mmq$/iq1m_mma_r64t128$"; do
 		tree=${g%%|*} g=${g#*|}
 		echo "$tree $g" >"$out/parity-$i.group"
 		STRATA_CO_DIR=$w/trees/$tree timeout "$p1" "$pt" -test.v -test.timeout "$((p1 - 3))s" -test.run "TestParity/sm_90/$g/" >"$out/parity-$i.log" 2>&1 &
@@ -92,7 +93,7 @@ run() {
 		n=$((n + 1))
 		mkdir -p "$out/bench-$n-$t"
 		s=$SECONDS
-		timeout "$(lim 25 40)" env STRATA_CO_DIR="$w/trees/$t" STRATA_BENCH=1 STRATA_BENCH_OUT="$out/bench-$n-$t" STRATA_BENCH_FILTER='_mma_r(64t128w8|64t128|128t64)$' \
+		timeout "$(lim 25 40)" env STRATA_CO_DIR="$w/trees/$t" STRATA_BENCH=1 STRATA_BENCH_OUT="$out/bench-$n-$t" STRATA_BENCH_FILTER='_mma_r64t128(w8)?$' \
 			"$pt" -test.run '^TestBenchPrefill$' -test.v -test.timeout 100s >"$out/bench-$n-$t.log" 2>&1
 		echo "- bench $n $t: exit $? in $((SECONDS - s)) s ($((SECONDS - t0)) s so far)" | tee -a "$sum"
 	done
