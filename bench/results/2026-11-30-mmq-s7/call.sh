@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Session 7, helper mmq (issue 6): the row form of mmq's activation staging (and of Q8_0's
+# weights) on the H200, old against new in one run.
+#
+#   call.sh build   build machine, worktree root (clang-19, Go): parity.test (xz) and the sm_90
+#                   PTX of main (BASE, default /work/main) and of this worktree, cut to the
+#                   measured kernels, into $DEV (default /work/main/.dev-mmq)
+#   call.sh run     GPU machine, repository root of the device copy (carry .dev-mmq), $OUT set;
+#                   BUDGET seconds in all (default 185). DRY=1: stubs, no GPU.
+# Trees (each one family's object, assembled by ptxas before anything runs):
+#   O8 = main's mmq8 (r64t128w8, 8 types), N8 = this branch's mmq8 (row form);
+#   O4 = main's mmq cut to the 4 changed kernels (Q8_0, Q2_0, IQ2_XS, IQ1_M mma r64t128), N4 =
+#   the same of this branch.
+# Parity (STRATA_REQUIRE_GPU=1, fresh seeds) of every mmq8 variant and of the 4 changed mmq
+# kernels (N trees); TestBenchPrefill O8 N8 O4 N4 N8 O8 N4 O4 (ABBA); ncu of a few kernels.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+keep4='(q80|q20|iq2xs|iq1m)_mma_r64t128$'
+
+build() {
+	set -e
+	cd "$here/../../.."
+	local d=${DEV:-/work/main/.dev-mmq} base=${BASE:-/work/main} target=sm_90 flags f strip=bench/results/2026-11-29-prefill-async/strip_ptx.py
+	rm -rf "$d" && mkdir -p "$d/co/O" "$d/co/N"
+	CGO_ENABLED=0 go test -c -trimpath -ldflags=-s -tags strata_nodemo -o "$d/parity.test" ./parity
+	xz -9e -T2 "$d/parity.test"
+	flags=$(awk -F'\t' -v t="$target" '$1 == "target" && $2 == t { print $6 }' kernels/out/objects.txt)
+	for f in mmq mmq8; do
+		# shellcheck disable=SC2086 # flags are a list
+		clang-19 $flags -I "$base/kernels/out/$target" -I "$base/kernels/out/include" "$base/kernels/out/$target/$f.cu" -o "$d/co/O/$f.ptx" &
+		# shellcheck disable=SC2086
+		clang-19 $flags -I kernels/out/$target -I kernels/out/include kernels/out/$target/$f.cu -o "$d/co/N/$f.ptx" &
+	done
+	wait
+	for v in O N; do
+		python3 "$strip" "$d/co/$v/mmq.ptx" "$d/co/$v/mmq.s" "$keep4" && mv "$d/co/$v/mmq.s" "$d/co/$v/mmq.ptx"
+	done
+	tar -C "$d" -cJf "$d/co.tar.xz" co && rm -r "$d/co"
+	cp "$here/call.sh" "$strip" "$d/"
+	{ git rev-parse HEAD; git status --porcelain; git -C "$base" rev-parse HEAD; } >"$d/commit"
+	ls -la "$d"
+	du -sh "$d"
+}
+
+run() {
+	local d=$here w=/tmp/mmqs7 t0=$SECONDS budget=${BUDGET:-185} dry=${DRY:-0}
+	: "${OUT:?set OUT}"
+	rm -rf "$w" && mkdir -p "$w/logs"
+	local out=$w/logs pt=$w/parity.test sum=$OUT/summary.txt P N
+	left() { echo $((budget - (SECONDS - t0) - $1)); }
+	lim() { local l; l=$(left "$2"); [ "$l" -lt "$1" ] && echo $((l > 5 ? l : 5)) || echo "$1"; }
+	echo "# call.sh run $(date -u +%FT%TZ) budget ${budget}s dry $dry commit $(head -1 "$d/commit" 2>/dev/null)" >"$sum"
+	if [ "$dry" = 1 ]; then
+		printf '#!/bin/sh\necho "stub $0 $*"; env | grep -E "^STRATA_(CO_DIR|BENCH_[A-Z]+)=" | sort; sleep 1\necho "--- PASS: TestParity/sm_90/x/y/z"\n[ -n "$STRATA_BENCH_OUT" ] && printf "ceiling x\\nq80_mma_r64t128w8 512 1 1 1%%\\n" >"$STRATA_BENCH_OUT/bench_prefill.txt"\necho PASS\n' >"$pt"
+		chmod +x "$pt"
+		mkdir -p "$w/co/O" "$w/co/N"
+		for v in O N; do for f in mmq mmq8; do echo "// $v $f" >"$w/co/$v/$f.ptx"; done; done
+		P=true N=true
+	else
+		tar -C "$w" -xJf "$d/co.tar.xz"
+		python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$d/parity.test.xz" "$pt" && chmod +x "$pt"
+		{ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.max.mem --format=csv; nproc; } >"$out/gpu.txt" 2>&1
+		P=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
+		N=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+	fi
+	cat "$d/commit" >"$out/commit" 2>/dev/null
+	local tr v f
+	for tr in O8:O:mmq8 N8:N:mmq8 O4:O:mmq N4:N:mmq; do
+		IFS=: read -r t v f <<<"$tr"
+		mkdir -p "$w/trees/$t/sm_90" && cp "$w/co/$v/$f.ptx" "$w/trees/$t/sm_90/$f.ptx"
+	done
+	echo "- setup done at $((SECONDS - t0)) s" | tee -a "$sum"
+	for f in "$w"/trees/*/sm_90/*.ptx; do
+		("$P" -v -arch=sm_90 "$f" -o "${f%.ptx}.cubin" >"$f.ptxas.log" 2>&1 && mv "${f%.ptx}.cubin" "$f") &
+	done
+	wait
+	echo "- ptxas done at $((SECONDS - t0)) s" | tee -a "$sum"
+	export STRATA_REQUIRE_GPU=1
+	local p1 pids=() i=0 g tree
+	p1=$(lim 70 100)
+	for g in "N8|^mmq8$/(q80|q20)" "N8|^mmq8$/(q4k|q6k)" "N8|^mmq8$/(iq2xs|iq3xxs)" "N8|^mmq8$/(iq3s|iq1m)" \
+		"N4|^mmq$/q80_mma_r64t128$" "N4|^mmq$/q20_mma_r64t128$" "N4|^mmq$/iq2xs_mma_r64t128$" "N4|^mmq$/iq1m_mma_r64t128$"; do
+		tree=${g%%|*} g=${g#*|}
+		echo "$tree $g" >"$out/parity-$i.group"
+		STRATA_CO_DIR=$w/trees/$tree timeout "$p1" "$pt" -test.v -test.timeout "$((p1 - 3))s" -test.run "TestParity/sm_90/$g/" >"$out/parity-$i.log" 2>&1 &
+		pids+=($!)
+		i=$((i + 1))
+	done
+	wait "${pids[@]}"
+	echo "- parity done at $((SECONDS - t0)) s (limit $p1 s)" | tee -a "$sum"
+	local n=0
+	for t in O8 N8 O4 N4 N8 O8 N4 O4; do
+		n=$((n + 1))
+		mkdir -p "$out/bench-$n-$t"
+		s=$SECONDS
+		timeout "$(lim 25 40)" env STRATA_CO_DIR="$w/trees/$t" STRATA_BENCH=1 STRATA_BENCH_OUT="$out/bench-$n-$t" STRATA_BENCH_FILTER='_mma_r64t128(w8)?$' \
+			"$pt" -test.run '^TestBenchPrefill$' -test.v -test.timeout 100s >"$out/bench-$n-$t.log" 2>&1
+		echo "- bench $n $t: exit $? in $((SECONDS - s)) s ($((SECONDS - t0)) s so far)" | tee -a "$sum"
+	done
+	# ncu: NAME TREE KERNEL (the first launch of the filter: 512 tokens)
+	for tr in "q80-O8 O8 strata_mmq8_q80_mma_r64t128w8 q80_mma_r64t128w8" "q80-N8 N8 strata_mmq8_q80_mma_r64t128w8 q80_mma_r64t128w8" \
+		"iq3s-N8 N8 strata_mmq8_iq3s_mma_r64t128w8 iq3s_mma_r64t128w8" "iq2xs-N4 N4 strata_mmq_iq2xs_mma_r64t128 iq2xs_mma_r64t128"; do
+		set -- $tr
+		[ "$(left 3)" -lt 14 ] && break
+		s=$SECONDS
+		STRATA_BENCH=1 STRATA_CO_DIR="$w/trees/$2" STRATA_BENCH_FILTER="^$4\$" timeout "$(lim 25 3)" "$N" --clock-control none \
+			--section SpeedOfLight --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats --section InstructionStats \
+			--metrics smsp__inst_executed.sum,smsp__inst_executed_pipe_tensor_op_imma.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,smsp__inst_executed_op_ldgsts.sum \
+			-k "regex:$3\$" -c 1 --kill yes -f -o "$w/ncu-$1" "$pt" -test.run '^TestBenchPrefill$' -test.v -test.timeout 100s >"$out/ncu-$1.log" 2>&1
+		echo "- ncu $1: exit $? in $((SECONDS - s)) s ($((SECONDS - t0)) s so far)" | tee -a "$sum"
+		[ -f "$w/ncu-$1.ncu-rep" ] && "$N" -i "$w/ncu-$1.ncu-rep" --page details --print-details all >"$out/ncu-$1.txt" 2>&1
+	done
+	cnt() { echo "passed $(cat "$@" | grep -cE '^\s*--- PASS: TestParity/.*/.*/.*/'), failed $(cat "$@" | grep -cE '^\s*--- FAIL: TestParity/.*/.*/.*/'), skipped $(cat "$@" | grep -cE '^\s*--- SKIP: TestParity/.*/.*/.*/')"; }
+	{
+		echo
+		echo "## parity"
+		echo "all: $(cnt "$out"/parity-*.log)"
+		for f in "$out"/parity-*.log; do echo "- $(cat "${f%.log}.group"): $(cnt "$f") $(grep -E '^(ok|PASS|FAIL)$' "$f" | tr '\n' ' ')"; done
+		grep -hE "^\s*--- FAIL|panic|test timed out" "$out"/parity-*.log | head -20
+		echo
+		echo "## ptxas (registers, spills)"
+		for f in "$w"/trees/*/sm_90/*.ptxas.log; do
+			grep -E "Compiling entry|registers|spill" "$f" | paste - - - 2>/dev/null | sed -E 's/ptxas info *: //g; s/\s+/ /g' | grep -E "mmq8?_" | sed "s|^|${f#"$w"/trees/}: |"
+		done
+		echo
+		echo "## ncu (512 tokens, first launch)"
+		for f in "$out"/ncu-*.txt; do echo "--- ${f#"$out"/}"; grep -E "Duration|Registers Per|Achieved Occupancy|Issued Warp|No Eligible|Eligible Warps|Warp Cycles Per Issued|Executed Instructions |smsp__inst_executed|bank_conflicts|wavefronts_mem_shared|Stall (Long|Short|Wait|Barrier|Not Sel|MIO|LG)" "$f" | sed -E 's/\s+/ /g' | head -40; done 2>/dev/null
+		echo
+		echo "## prefill TOPS (runs in order)"
+		for f in "$out"/bench-*/bench_prefill.txt; do echo "--- ${f#"$out"/}"; grep -E "_mma_|ceiling" "$f"; done 2>/dev/null
+		grep -hE "FAIL|panic" "$out"/bench-*.log | head
+		echo "total: $((SECONDS - t0)) s"
+	} >>"$sum"
+	mkdir -p "$out/ptxas" && for f in "$w"/trees/*/sm_90/*.ptxas.log; do cp "$f" "$out/ptxas/$(echo "${f#"$w"/trees/}" | tr / _)"; done 2>/dev/null
+	tar -C "$w" -czf "$OUT/logs.tgz" logs
+	cat "$sum"
+	true
+}
+
+case "${1:-run}" in
+build) build ;;
+run) run ;;
+*) echo "usage: $0 build | run" >&2; exit 2 ;;
+esac
