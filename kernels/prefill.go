@@ -31,42 +31,8 @@ var mmqTiles = map[string][2]int{
 	"r128t32": {128, 32},
 	"r128t64": {128, 64},
 	"r64t128": {64, 128},
-	// mmq8's 8-warp tile (mmq8Warp) and its async-staging alias (mmqTileAlias).
-	"r64t128w8":  {64, 128},
-	"r64t128w8a": {64, 128},
-}
-
-// mmqTileAlias maps a tile that is another tile's kernel with a different staging form to
-// that tile: the same core instantiation <QT, 1, BM, BN> (block shape, shared memory, the
-// wide form's weights), told apart by the kernel's Src type (mmq.tmpl, strata_mmq_src_a),
-// so the template renders the core's per-instantiation specialisations for the tile alone.
-var mmqTileAlias = map[string]string{"r64t128w8a": "r64t128w8"}
-
-// TileAlias reports whether v's tile aliases another (mmqTileAlias).
-func (v Variant) TileAlias() bool { return mmqTileAlias[v.Values["tile"]] != "" }
-
-// mmqAsyncX names the kernels ("family/type/tile", NVIDIA mma, sm_80+) that stage their
-// activations in the async form of kernels/templates/mmq_core.tmpl (strata_mmq_src_rawx): a
-// token's K step copied as 9 aligned 16-byte chunks by cp.async, consecutive lanes on
-// consecutive chunks, the Q8_1 blocks kept as they are and the token operand read with
-// 4-byte shared loads. Types without mins only (the form keeps d_x alone): Q4_K's
-// r64t128w8a kernel is r64t128w8's.
-//
-// Why (bench/results/2026-11-30-mmq-s7): the Q8_0 r64t128w8 kernel is bound by the L1 data
-// pipe (70 % of its wavefronts busy, about half of them shared memory); the activation
-// windows are most of the rest (a warp's 16-byte load touches 8 tokens' lines). Putting
-// lanes on tokens instead (the row form, call 1) raised the global wavefronts 1.7× and lost
-// 20–36 %; this form puts lanes on a token's consecutive chunks. Not yet measured: the
-// final-call plan in that README times it against r64t128w8.
-var mmqAsyncX = map[string]bool{
-	"mmq8/q80/r64t128w8a": true, "mmq8/q20/r64t128w8a": true, "mmq8/q6k/r64t128w8a": true,
-	"mmq8/iq2xs/r64t128w8a": true, "mmq8/iq3xxs/r64t128w8a": true, "mmq8/iq3s/r64t128w8a": true, "mmq8/iq1m/r64t128w8a": true,
-}
-
-// AsyncX reports whether variant v of family on t stages its activations in the async form
-// (mmqAsyncX; every such kernel is in the wide form).
-func (v Variant) AsyncX(family string, t Target) bool {
-	return v.WideStaging(family, t) && mmqAsyncX[family+"/"+v.Values["type"]+"/"+v.Values["tile"]]
+	// mmq8's 8-warp tile (mmq8Warp).
+	"r64t128w8": {64, 128},
 }
 
 // mmqShape is the block shape of an NVIDIA mma kernel (strata_mmq_nv_shape in
@@ -92,7 +58,7 @@ type mmqShape struct {
 // and 32 × 64, one ~250-register block an SM; K steps of 2 groups where 4 did not fit the
 // 48 KiB) and r128t64w8 (4 × 2 warps of 32 × 32): slower than main's best tile, or than
 // r64t128w8, for every type.
-var mmq8Warp = map[string]bool{"r64t128w8": true, "r64t128w8a": true}
+var mmq8Warp = map[string]bool{"r64t128w8": true}
 
 // mmqShapeOf is the block shape of a kernel of type typ and tile on an NVIDIA target;
 // ok = false for the core's default (2 × 2 warps, no xd).
@@ -147,7 +113,7 @@ func (v Variant) Tile() [2]int { return mmqTiles[v.Values["tile"]] }
 // r64t64 under the 128-VGPR budget; these shapes were added for the mma.sync core's warp
 // tiles and chosen by measurement on the H200 (bench/results/2026-11-29-prefill-*); the
 // dp4a variants of them exist on NVIDIA as the same-shape comparison.
-var mmqNVIDIAOnly = map[string]bool{"r128t32": true, "r64t128": true, "r64t128w8": true, "r64t128w8a": true, "r64t32": true}
+var mmqNVIDIAOnly = map[string]bool{"r128t32": true, "r64t128": true, "r64t128w8": true, "r64t32": true}
 
 // mmqLDS is the static LDS of one block: struct strata_mmq_smem<QT, 1, BM, BN>. Both
 // prefill families hold one BM-row weight tile (moe_prefill's gate/up is two matrices of
@@ -243,9 +209,6 @@ var mmqWideStaging = map[string]bool{
 	// register bound; the 4-byte form was not measured at r64t128w8.
 	"mmq8/q80/r64t128w8": true, "mmq8/q20/r64t128w8": true, "mmq8/q4k/r64t128w8": true, "mmq8/q6k/r64t128w8": true,
 	"mmq8/iq2xs/r64t128w8": true, "mmq8/iq3xxs/r64t128w8": true, "mmq8/iq3s/r64t128w8": true, "mmq8/iq1m/r64t128w8": true,
-	// r64t128w8a: r64t128w8's kernels (mmqTileAlias) with the async activations (mmqAsyncX).
-	"mmq8/q80/r64t128w8a": true, "mmq8/q20/r64t128w8a": true, "mmq8/q4k/r64t128w8a": true, "mmq8/q6k/r64t128w8a": true,
-	"mmq8/iq2xs/r64t128w8a": true, "mmq8/iq3xxs/r64t128w8a": true, "mmq8/iq3s/r64t128w8a": true, "mmq8/iq1m/r64t128w8a": true,
 	"moe_prefill/iq1m/r128t32": true, "moe_prefill/iq1m/r64t64": true,
 	"moe_prefill/iq2xs/r64t64":  true,
 	"moe_prefill/iq3s/r64t64":   true,
@@ -292,8 +255,6 @@ var mmqMinBlocks = map[string]int{
 	// mmq8 (mmq8Warp): 2 blocks of 256 threads, 128 registers (16–100 bytes of spills).
 	"mmq8/q80/r64t128w8": 2, "mmq8/q20/r64t128w8": 2, "mmq8/q4k/r64t128w8": 2, "mmq8/q6k/r64t128w8": 2,
 	"mmq8/iq2xs/r64t128w8": 2, "mmq8/iq3xxs/r64t128w8": 2, "mmq8/iq3s/r64t128w8": 2, "mmq8/iq1m/r64t128w8": 2,
-	"mmq8/q80/r64t128w8a": 2, "mmq8/q20/r64t128w8a": 2, "mmq8/q4k/r64t128w8a": 2, "mmq8/q6k/r64t128w8a": 2,
-	"mmq8/iq2xs/r64t128w8a": 2, "mmq8/iq3xxs/r64t128w8a": 2, "mmq8/iq3s/r64t128w8a": 2, "mmq8/iq1m/r64t128w8a": 2,
 }
 
 // nvSMShared is the shared memory an SM of each NVIDIA target gives its resident blocks, in

@@ -237,7 +237,7 @@ var Specs = []Spec{
 		Args:    mmqArgs,
 		// Its own family: mmq's op axis crosses every tile with dp4a, whose core is 128
 		// threads, and a variant pruned on every target is refused.
-		Axes: []Axis{axisPrefillType, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r64t128w8"}, {Name: "r64t128w8a"}}}},
+		Axes: []Axis{axisPrefillType, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r64t128w8"}}}},
 		Fits: mmqFits,
 	},
 	{

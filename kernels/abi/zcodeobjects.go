@@ -2915,50 +2915,26 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t128w8",
 		Symbol: "strata_mmq8_q80_mma_r64t128w8",
 	}, {
-		Name:   "q80_mma_r64t128w8a",
-		Symbol: "strata_mmq8_q80_mma_r64t128w8a",
-	}, {
 		Name:   "q20_mma_r64t128w8",
 		Symbol: "strata_mmq8_q20_mma_r64t128w8",
-	}, {
-		Name:   "q20_mma_r64t128w8a",
-		Symbol: "strata_mmq8_q20_mma_r64t128w8a",
 	}, {
 		Name:   "q4k_mma_r64t128w8",
 		Symbol: "strata_mmq8_q4k_mma_r64t128w8",
 	}, {
-		Name:   "q4k_mma_r64t128w8a",
-		Symbol: "strata_mmq8_q4k_mma_r64t128w8a",
-	}, {
 		Name:   "q6k_mma_r64t128w8",
 		Symbol: "strata_mmq8_q6k_mma_r64t128w8",
-	}, {
-		Name:   "q6k_mma_r64t128w8a",
-		Symbol: "strata_mmq8_q6k_mma_r64t128w8a",
 	}, {
 		Name:   "iq2xs_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq2xs_mma_r64t128w8",
 	}, {
-		Name:   "iq2xs_mma_r64t128w8a",
-		Symbol: "strata_mmq8_iq2xs_mma_r64t128w8a",
-	}, {
 		Name:   "iq3xxs_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq3xxs_mma_r64t128w8",
-	}, {
-		Name:   "iq3xxs_mma_r64t128w8a",
-		Symbol: "strata_mmq8_iq3xxs_mma_r64t128w8a",
 	}, {
 		Name:   "iq3s_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq3s_mma_r64t128w8",
 	}, {
-		Name:   "iq3s_mma_r64t128w8a",
-		Symbol: "strata_mmq8_iq3s_mma_r64t128w8a",
-	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq1m_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8a",
-		Symbol: "strata_mmq8_iq1m_mma_r64t128w8a",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3642,50 +3618,26 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t128w8",
 		Symbol: "strata_mmq8_q80_mma_r64t128w8",
 	}, {
-		Name:   "q80_mma_r64t128w8a",
-		Symbol: "strata_mmq8_q80_mma_r64t128w8a",
-	}, {
 		Name:   "q20_mma_r64t128w8",
 		Symbol: "strata_mmq8_q20_mma_r64t128w8",
-	}, {
-		Name:   "q20_mma_r64t128w8a",
-		Symbol: "strata_mmq8_q20_mma_r64t128w8a",
 	}, {
 		Name:   "q4k_mma_r64t128w8",
 		Symbol: "strata_mmq8_q4k_mma_r64t128w8",
 	}, {
-		Name:   "q4k_mma_r64t128w8a",
-		Symbol: "strata_mmq8_q4k_mma_r64t128w8a",
-	}, {
 		Name:   "q6k_mma_r64t128w8",
 		Symbol: "strata_mmq8_q6k_mma_r64t128w8",
-	}, {
-		Name:   "q6k_mma_r64t128w8a",
-		Symbol: "strata_mmq8_q6k_mma_r64t128w8a",
 	}, {
 		Name:   "iq2xs_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq2xs_mma_r64t128w8",
 	}, {
-		Name:   "iq2xs_mma_r64t128w8a",
-		Symbol: "strata_mmq8_iq2xs_mma_r64t128w8a",
-	}, {
 		Name:   "iq3xxs_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq3xxs_mma_r64t128w8",
-	}, {
-		Name:   "iq3xxs_mma_r64t128w8a",
-		Symbol: "strata_mmq8_iq3xxs_mma_r64t128w8a",
 	}, {
 		Name:   "iq3s_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq3s_mma_r64t128w8",
 	}, {
-		Name:   "iq3s_mma_r64t128w8a",
-		Symbol: "strata_mmq8_iq3s_mma_r64t128w8a",
-	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq1m_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8a",
-		Symbol: "strata_mmq8_iq1m_mma_r64t128w8a",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4369,50 +4321,26 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t128w8",
 		Symbol: "strata_mmq8_q80_mma_r64t128w8",
 	}, {
-		Name:   "q80_mma_r64t128w8a",
-		Symbol: "strata_mmq8_q80_mma_r64t128w8a",
-	}, {
 		Name:   "q20_mma_r64t128w8",
 		Symbol: "strata_mmq8_q20_mma_r64t128w8",
-	}, {
-		Name:   "q20_mma_r64t128w8a",
-		Symbol: "strata_mmq8_q20_mma_r64t128w8a",
 	}, {
 		Name:   "q4k_mma_r64t128w8",
 		Symbol: "strata_mmq8_q4k_mma_r64t128w8",
 	}, {
-		Name:   "q4k_mma_r64t128w8a",
-		Symbol: "strata_mmq8_q4k_mma_r64t128w8a",
-	}, {
 		Name:   "q6k_mma_r64t128w8",
 		Symbol: "strata_mmq8_q6k_mma_r64t128w8",
-	}, {
-		Name:   "q6k_mma_r64t128w8a",
-		Symbol: "strata_mmq8_q6k_mma_r64t128w8a",
 	}, {
 		Name:   "iq2xs_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq2xs_mma_r64t128w8",
 	}, {
-		Name:   "iq2xs_mma_r64t128w8a",
-		Symbol: "strata_mmq8_iq2xs_mma_r64t128w8a",
-	}, {
 		Name:   "iq3xxs_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq3xxs_mma_r64t128w8",
-	}, {
-		Name:   "iq3xxs_mma_r64t128w8a",
-		Symbol: "strata_mmq8_iq3xxs_mma_r64t128w8a",
 	}, {
 		Name:   "iq3s_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq3s_mma_r64t128w8",
 	}, {
-		Name:   "iq3s_mma_r64t128w8a",
-		Symbol: "strata_mmq8_iq3s_mma_r64t128w8a",
-	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq1m_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8a",
-		Symbol: "strata_mmq8_iq1m_mma_r64t128w8a",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -5096,50 +5024,26 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t128w8",
 		Symbol: "strata_mmq8_q80_mma_r64t128w8",
 	}, {
-		Name:   "q80_mma_r64t128w8a",
-		Symbol: "strata_mmq8_q80_mma_r64t128w8a",
-	}, {
 		Name:   "q20_mma_r64t128w8",
 		Symbol: "strata_mmq8_q20_mma_r64t128w8",
-	}, {
-		Name:   "q20_mma_r64t128w8a",
-		Symbol: "strata_mmq8_q20_mma_r64t128w8a",
 	}, {
 		Name:   "q4k_mma_r64t128w8",
 		Symbol: "strata_mmq8_q4k_mma_r64t128w8",
 	}, {
-		Name:   "q4k_mma_r64t128w8a",
-		Symbol: "strata_mmq8_q4k_mma_r64t128w8a",
-	}, {
 		Name:   "q6k_mma_r64t128w8",
 		Symbol: "strata_mmq8_q6k_mma_r64t128w8",
-	}, {
-		Name:   "q6k_mma_r64t128w8a",
-		Symbol: "strata_mmq8_q6k_mma_r64t128w8a",
 	}, {
 		Name:   "iq2xs_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq2xs_mma_r64t128w8",
 	}, {
-		Name:   "iq2xs_mma_r64t128w8a",
-		Symbol: "strata_mmq8_iq2xs_mma_r64t128w8a",
-	}, {
 		Name:   "iq3xxs_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq3xxs_mma_r64t128w8",
-	}, {
-		Name:   "iq3xxs_mma_r64t128w8a",
-		Symbol: "strata_mmq8_iq3xxs_mma_r64t128w8a",
 	}, {
 		Name:   "iq3s_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq3s_mma_r64t128w8",
 	}, {
-		Name:   "iq3s_mma_r64t128w8a",
-		Symbol: "strata_mmq8_iq3s_mma_r64t128w8a",
-	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq1m_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8a",
-		Symbol: "strata_mmq8_iq1m_mma_r64t128w8a",
 	}},
 	Vendor: "nvidia",
 }, {

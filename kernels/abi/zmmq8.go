@@ -31,22 +31,14 @@ const Mmq8Threads = 256
 
 // Kernel symbols of every mmq8 variant; CodeObject.Symbol says which a target has.
 const (
-	SymMmq8Q80MmaR64t128w8     = "strata_mmq8_q80_mma_r64t128w8"     // variant q80_mma_r64t128w8
-	SymMmq8Q80MmaR64t128w8a    = "strata_mmq8_q80_mma_r64t128w8a"    // variant q80_mma_r64t128w8a
-	SymMmq8Q20MmaR64t128w8     = "strata_mmq8_q20_mma_r64t128w8"     // variant q20_mma_r64t128w8
-	SymMmq8Q20MmaR64t128w8a    = "strata_mmq8_q20_mma_r64t128w8a"    // variant q20_mma_r64t128w8a
-	SymMmq8Q4kMmaR64t128w8     = "strata_mmq8_q4k_mma_r64t128w8"     // variant q4k_mma_r64t128w8
-	SymMmq8Q4kMmaR64t128w8a    = "strata_mmq8_q4k_mma_r64t128w8a"    // variant q4k_mma_r64t128w8a
-	SymMmq8Q6kMmaR64t128w8     = "strata_mmq8_q6k_mma_r64t128w8"     // variant q6k_mma_r64t128w8
-	SymMmq8Q6kMmaR64t128w8a    = "strata_mmq8_q6k_mma_r64t128w8a"    // variant q6k_mma_r64t128w8a
-	SymMmq8Iq2xsMmaR64t128w8   = "strata_mmq8_iq2xs_mma_r64t128w8"   // variant iq2xs_mma_r64t128w8
-	SymMmq8Iq2xsMmaR64t128w8a  = "strata_mmq8_iq2xs_mma_r64t128w8a"  // variant iq2xs_mma_r64t128w8a
-	SymMmq8Iq3xxsMmaR64t128w8  = "strata_mmq8_iq3xxs_mma_r64t128w8"  // variant iq3xxs_mma_r64t128w8
-	SymMmq8Iq3xxsMmaR64t128w8a = "strata_mmq8_iq3xxs_mma_r64t128w8a" // variant iq3xxs_mma_r64t128w8a
-	SymMmq8Iq3sMmaR64t128w8    = "strata_mmq8_iq3s_mma_r64t128w8"    // variant iq3s_mma_r64t128w8
-	SymMmq8Iq3sMmaR64t128w8a   = "strata_mmq8_iq3s_mma_r64t128w8a"   // variant iq3s_mma_r64t128w8a
-	SymMmq8Iq1mMmaR64t128w8    = "strata_mmq8_iq1m_mma_r64t128w8"    // variant iq1m_mma_r64t128w8
-	SymMmq8Iq1mMmaR64t128w8a   = "strata_mmq8_iq1m_mma_r64t128w8a"   // variant iq1m_mma_r64t128w8a
+	SymMmq8Q80MmaR64t128w8    = "strata_mmq8_q80_mma_r64t128w8"    // variant q80_mma_r64t128w8
+	SymMmq8Q20MmaR64t128w8    = "strata_mmq8_q20_mma_r64t128w8"    // variant q20_mma_r64t128w8
+	SymMmq8Q4kMmaR64t128w8    = "strata_mmq8_q4k_mma_r64t128w8"    // variant q4k_mma_r64t128w8
+	SymMmq8Q6kMmaR64t128w8    = "strata_mmq8_q6k_mma_r64t128w8"    // variant q6k_mma_r64t128w8
+	SymMmq8Iq2xsMmaR64t128w8  = "strata_mmq8_iq2xs_mma_r64t128w8"  // variant iq2xs_mma_r64t128w8
+	SymMmq8Iq3xxsMmaR64t128w8 = "strata_mmq8_iq3xxs_mma_r64t128w8" // variant iq3xxs_mma_r64t128w8
+	SymMmq8Iq3sMmaR64t128w8   = "strata_mmq8_iq3s_mma_r64t128w8"   // variant iq3s_mma_r64t128w8
+	SymMmq8Iq1mMmaR64t128w8   = "strata_mmq8_iq1m_mma_r64t128w8"   // variant iq1m_mma_r64t128w8
 )
 
 // Compile-time guards: building fails if the size or an offset drifts from the C static_asserts.

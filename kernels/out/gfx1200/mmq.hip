@@ -918,16 +918,6 @@ struct strata_mmq_src {
   STRATA_DEVICE_MEMBER const u8* xblk(int c, int g) const {
     return t0 + c < tokens ? x + ((t0 + c) * xrb + g) * 36 : nullptr;
   }
-  // The async form's condition (mmq core, strata_mmq_nv_rawx): every token's K step starts
-  // 16-byte aligned (a token's blocks are contiguous here).
-  STRATA_DEVICE_MEMBER bool xrow() const { return (((u64)x | (u64)xrb * 36) & 15) == 0; }
-};
-// The Src of the kernels that stage their activations in the async form (mmq core,
-// strata_mmq_src_rawx; kernels/prefill.go, mmqAsyncX): the same core instantiation
-// <QT, 1, BM, BN> as the tile it aliases, told apart by its Src type.
-struct strata_mmq_src_a : strata_mmq_src {
-  static constexpr bool RAWX = true;
-  STRATA_DEVICE_MEMBER explicit strata_mmq_src_a(const strata_mmq_src& b) : strata_mmq_src(b) {}
 };
 
 // Holds copies of the arguments it needs (taking the address of the kernel parameter would

@@ -2,21 +2,13 @@
 //
 // Family mmq8: mmq with 8 warps (NVIDIA mma.sync only): y[t][r] = Σ_k W[r][k]·x[t][k] as mmq, one 256-thread block of 2 × 4 warps of 32 × 32 per BM × BN tile, two blocks an SM; launch grid (ceil(rows/BM), ceil(tokens/BN), 1) for tile r<BM>t<BN>w8, block (256, 1, 1).
 // Not built for gfx1201: strata_mmq8_q80_mma_r64t128w8 (tile r64t128w8 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
-// Not built for gfx1201: strata_mmq8_q80_mma_r64t128w8a (tile r64t128w8a is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1201: strata_mmq8_q20_mma_r64t128w8 (tile r64t128w8 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
-// Not built for gfx1201: strata_mmq8_q20_mma_r64t128w8a (tile r64t128w8a is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1201: strata_mmq8_q4k_mma_r64t128w8 (tile r64t128w8 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
-// Not built for gfx1201: strata_mmq8_q4k_mma_r64t128w8a (tile r64t128w8a is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1201: strata_mmq8_q6k_mma_r64t128w8 (tile r64t128w8 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
-// Not built for gfx1201: strata_mmq8_q6k_mma_r64t128w8a (tile r64t128w8a is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1201: strata_mmq8_iq2xs_mma_r64t128w8 (tile r64t128w8 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
-// Not built for gfx1201: strata_mmq8_iq2xs_mma_r64t128w8a (tile r64t128w8a is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1201: strata_mmq8_iq3xxs_mma_r64t128w8 (tile r64t128w8 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
-// Not built for gfx1201: strata_mmq8_iq3xxs_mma_r64t128w8a (tile r64t128w8a is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1201: strata_mmq8_iq3s_mma_r64t128w8 (tile r64t128w8 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
-// Not built for gfx1201: strata_mmq8_iq3s_mma_r64t128w8a (tile r64t128w8a is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1201: strata_mmq8_iq1m_mma_r64t128w8 (tile r64t128w8 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
-// Not built for gfx1201: strata_mmq8_iq1m_mma_r64t128w8a (tile r64t128w8a is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 
 #include "strata_prelude.h"
 
@@ -886,16 +878,6 @@ struct strata_mmq_src {
   STRATA_DEVICE_MEMBER const u8* xblk(int c, int g) const {
     return t0 + c < tokens ? x + ((t0 + c) * xrb + g) * 36 : nullptr;
   }
-  // The async form's condition (mmq core, strata_mmq_nv_rawx): every token's K step starts
-  // 16-byte aligned (a token's blocks are contiguous here).
-  STRATA_DEVICE_MEMBER bool xrow() const { return (((u64)x | (u64)xrb * 36) & 15) == 0; }
-};
-// The Src of the kernels that stage their activations in the async form (mmq core,
-// strata_mmq_src_rawx; kernels/prefill.go, mmqAsyncX): the same core instantiation
-// <QT, 1, BM, BN> as the tile it aliases, told apart by its Src type.
-struct strata_mmq_src_a : strata_mmq_src {
-  static constexpr bool RAWX = true;
-  STRATA_DEVICE_MEMBER explicit strata_mmq_src_a(const strata_mmq_src& b) : strata_mmq_src(b) {}
 };
 
 // Holds copies of the arguments it needs (taking the address of the kernel parameter would

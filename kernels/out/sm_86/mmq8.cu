@@ -2,21 +2,13 @@
 //
 // Family mmq8: mmq with 8 warps (NVIDIA mma.sync only): y[t][r] = Σ_k W[r][k]·x[t][k] as mmq, one 256-thread block of 2 × 4 warps of 32 × 32 per BM × BN tile, two blocks an SM; launch grid (ceil(rows/BM), ceil(tokens/BN), 1) for tile r<BM>t<BN>w8, block (256, 1, 1).
 // Variant q80_mma_r64t128w8: strata_mmq8_q80_mma_r64t128w8
-// Variant q80_mma_r64t128w8a: strata_mmq8_q80_mma_r64t128w8a
 // Variant q20_mma_r64t128w8: strata_mmq8_q20_mma_r64t128w8
-// Variant q20_mma_r64t128w8a: strata_mmq8_q20_mma_r64t128w8a
 // Variant q4k_mma_r64t128w8: strata_mmq8_q4k_mma_r64t128w8
-// Variant q4k_mma_r64t128w8a: strata_mmq8_q4k_mma_r64t128w8a
 // Variant q6k_mma_r64t128w8: strata_mmq8_q6k_mma_r64t128w8
-// Variant q6k_mma_r64t128w8a: strata_mmq8_q6k_mma_r64t128w8a
 // Variant iq2xs_mma_r64t128w8: strata_mmq8_iq2xs_mma_r64t128w8
-// Variant iq2xs_mma_r64t128w8a: strata_mmq8_iq2xs_mma_r64t128w8a
 // Variant iq3xxs_mma_r64t128w8: strata_mmq8_iq3xxs_mma_r64t128w8
-// Variant iq3xxs_mma_r64t128w8a: strata_mmq8_iq3xxs_mma_r64t128w8a
 // Variant iq3s_mma_r64t128w8: strata_mmq8_iq3s_mma_r64t128w8
-// Variant iq3s_mma_r64t128w8a: strata_mmq8_iq3s_mma_r64t128w8a
 // Variant iq1m_mma_r64t128w8: strata_mmq8_iq1m_mma_r64t128w8
-// Variant iq1m_mma_r64t128w8a: strata_mmq8_iq1m_mma_r64t128w8a
 
 #include "strata_prelude.h"
 
@@ -941,8 +933,7 @@ struct strata_mmq_nv_raw {
 
 // Issue step g0's wide loads (activations; Q8_0 weights) into R. Edges load a valid in-tile
 // address and are zeroed at the store, so the jobs have no branches.
-// NOX: weights only (the activations staged by the async form, strata_mmq_nv_xcopy).
-template <class QT, int NW, int BM, int BN, bool NOX = false, class Src>
+template <class QT, int NW, int BM, int BN, class Src>
 STRATA_DEVICE void strata_mmq_nv_fetch(strata_mmq_nv_raw<QT, NW, BM, BN>& R, const Src& src, int g0, int ng) {
   typedef strata_mmq_nv_raw<QT, NW, BM, BN> RT;
   constexpr int KT = RT::KT, T = RT::T, GPB = QT::QK / 32;
@@ -960,7 +951,6 @@ STRATA_DEVICE void strata_mmq_nv_fetch(strata_mmq_nv_raw<QT, NW, BM, BN>& R, con
       strata_mmq_ld_win(b, R.wt[u]);
     }
   }
-  if constexpr (NOX) return;
 #pragma unroll
   for (int u = 0; u < RT::JX; ++u) {
     const int j = tid + u * T, c = j / KT, g = g0 + j % KT;
@@ -974,8 +964,7 @@ STRATA_DEVICE void strata_mmq_nv_fetch(strata_mmq_nv_raw<QT, NW, BM, BN>& R, con
 // Decode step g0 from R into shared memory: int8 rows and per-(row, group) scales {base, m0,
 // m1, offb·offm}, per-(token, group) {d_x, d_x·Σq_x}. Types without wide loads decode their
 // weights here straight from global memory (QT::load), all jobs' loads before any store.
-// NOX: weights only, as strata_mmq_nv_fetch.
-template <class QT, int NW, int BM, int BN, bool NOX = false, class Src>
+template <class QT, int NW, int BM, int BN, class Src>
 STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const strata_mmq_nv_raw<QT, NW, BM, BN>& R, const Src& src, int g0) {
   typedef strata_mmq_nv_raw<QT, NW, BM, BN> RT;
   constexpr int KT = RT::KT, T = RT::T, GPB = QT::QK / 32, JW = RT::JW, JX = RT::JX;
@@ -1020,7 +1009,6 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
     strata_f32x4 sc = {R.okw[u] ? Gu.base : 0.0f, (f32)Gu.m0, (f32)Gu.m1, QT::MIN ? Gu.offb * (f32)Gu.offm : 0.0f};
     __builtin_memcpy(__builtin_assume_aligned(&s.ws[kg][m * BM + r][0], 16), &sc, 16);
   }
-  if constexpr (NOX) return;
 #pragma unroll
   for (int u = 0; u < JX; ++u) {
     const int j = tid + u * T, c = j / KT, kg = j % KT;
@@ -1045,97 +1033,6 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
       const strata_f32x2 dv = {d, d * (f32)sq};
       __builtin_memcpy(__builtin_assume_aligned(&s.xs[kg][c][0], 8), &dv, 8);
     }
-  }
-}
-
-// The async form of the activation staging (strata_mmq_src_rawx; wide-form kernels of types
-// without mins, whose token scale tile holds d_x alone). The activation tile holds the Q8_1
-// blocks as they are: row c = token c's 4 blocks of the step, 144 bytes (= KS), group kg's
-// d at byte 36·kg and its quants at 36·kg + 4. A full step of 16-byte aligned rows (Src::
-// xrow(): x aligned, x_row_blocks a multiple of 4) is 9 aligned 16-byte chunks a token:
-// unit u = 9·c + i copies chunk i of token c with cp.async (sm_80+; consecutive lanes read
-// consecutive chunks of a token and write consecutive 16 bytes of the tile: no registers,
-// no selects, a warp's loads touch ~3.5 tokens' lines instead of 8 tokens' windows). After
-// cp.async.wait_all the thread that copied chunk 2·kg (which holds group kg's d) converts d
-// into the scale tile (its own copies are visible to it). A ragged step or unaligned rows
-// take (token, group) jobs of nine 4-byte loads and stores in the same layout. The mma reads
-// the token operand with 4-byte shared loads (strata_mma_load_b32, stride 144: conflict-free,
-// the same wavefronts as ldmatrix.x4) instead of ldmatrix (its rows need 16-byte alignment).
-// A token past the edge copies token 0's chunks with d_x = 0 (its column is never written).
-// Chosen per kernel by its Src type: v = Src::RAWX where Src declares it (mmq.tmpl's
-// strata_mmq_src_a), else false (so a family whose Src does not declare it is unchanged).
-template <class...> using strata_mmq_void_t = void;
-template <class Src, class = void> struct strata_mmq_src_rawx { static constexpr bool v = false; };
-template <class Src> struct strata_mmq_src_rawx<Src, strata_mmq_void_t<decltype(Src::RAWX)>> { static constexpr bool v = Src::RAWX; };
-
-// (Templates, so that a source whose kernels do not use them compiles them to nothing.)
-template <int N = 16>
-STRATA_DEVICE void strata_mmq_cp16(void* dst, const void* src) {
-#ifdef __NVPTX__
-  static_assert(N == 16, "16-byte copies");
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(strata_mmq_smem_addr(dst)), "l"(src) : "memory");
-#else
-  __builtin_memcpy(dst, src, 16);
-#endif
-}
-template <int N = 0>
-STRATA_DEVICE void strata_mmq_cp_wait() {
-#ifdef __NVPTX__
-  static_assert(N == 0, "wait for all");
-  asm volatile("cp.async.wait_all;" ::: "memory");
-#endif
-}
-
-// Issue step g0's chunk copies (a full step of aligned rows).
-template <class QT, int NW, int BM, int BN, class Src>
-STRATA_DEVICE void strata_mmq_nv_xcopy(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Src& src, int g0) {
-  constexpr int T = strata_mmq_nv_shape<QT, NW, BM, BN>::T, U = 9 * BN;
-  const int tid = (int)strata_thread_x();
-  const u8* const x0 = src.xblk(0, g0);  // token 0 exists (the block does)
-#pragma unroll
-  for (int i = 0; i < (U + T - 1) / T; ++i) {
-    const int u = tid + i * T, c = u / 9, k = u % 9;
-    if (U % T == 0 || u < U) {
-      const u8* xb = src.xblk(c, g0);
-      strata_mmq_cp16(&s.x[c][16 * k], (xb ? xb : x0) + 16 * k);
-    }
-  }
-}
-
-// After the copies: d_x of the groups whose d lies in the thread's chunks (chunk 2·kg).
-template <class QT, int NW, int BM, int BN, class Src>
-STRATA_DEVICE void strata_mmq_nv_xscale(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Src& src, int g0) {
-  constexpr int T = strata_mmq_nv_shape<QT, NW, BM, BN>::T, U = 9 * BN;
-  const int tid = (int)strata_thread_x();
-  strata_mmq_cp_wait();
-#pragma unroll
-  for (int i = 0; i < (U + T - 1) / T; ++i) {
-    const int u = tid + i * T, c = u / 9, k = u % 9;
-    if ((U % T == 0 || u < U) && k < 8 && (k & 1) == 0) {
-      const int kg = k >> 1;
-      u16 h;
-      __builtin_memcpy(&h, &s.x[c][36 * kg], 2);
-      s.xs[kg][c][0] = src.xblk(c, g0) ? strata_f16_to_f32(h) : 0.0f;
-    }
-  }
-}
-
-// A ragged step or unaligned rows: (token, group) jobs, nine 4-byte loads and stores each;
-// groups and tokens past the edge stage zeros.
-template <class QT, int NW, int BM, int BN, class Src>
-STRATA_DEVICE void strata_mmq_nv_xslow(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Src& src, int g0, int ng) {
-  constexpr int KT = STRATA_MMQ_KT, T = strata_mmq_nv_shape<QT, NW, BM, BN>::T, JX = BN * KT / T;
-  const int tid = (int)strata_thread_x();
-#pragma unroll
-  for (int u = 0; u < JX; ++u) {
-    const int j = tid + u * T, c = j / KT, kg = j % KT, g = g0 + kg;
-    const u8* xb = g < ng ? src.xblk(c, g) : nullptr;
-    u32 a[9];
-#pragma unroll
-    for (int w = 0; w < 9; ++w) a[w] = xb ? strata_load_u32(xb + 4 * w) : 0u;
-#pragma unroll
-    for (int w = 0; w < 9; ++w) __builtin_memcpy(__builtin_assume_aligned(&s.x[c][36 * kg + 4 * w], 4), &a[w], 4);
-    s.xs[kg][c][0] = xb ? strata_f16_to_f32((u16)a[0]) : 0.0f;
   }
 }
 
@@ -1178,23 +1075,8 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
   // 124.0 TOPS) and slower at 2048 (149.6 against 159.5). Not kept.
   constexpr bool WIDE = strata_mmq_nv_smem<QT, NW, BM, BN>::WIDE;
   strata_mmq_nv_raw<QT, NW, BM, BN> R;  // wide form: one step between its loads and stores
-  // The async form of the activations (wide-form kernels whose Src asks for it).
-  constexpr bool RAWX = WIDE && strata_mmq_src_rawx<Src>::v;
-  static_assert(!RAWX || (SH::XD && !Src::PARTIAL), "async form: d_x alone, full token tiles");
-  bool xal = false;
-  if constexpr (RAWX) xal = src.xrow();
   for (int g0 = 0; g0 < ng; g0 += KT) {
-    if constexpr (RAWX) {
-      const bool fast = xal && g0 + KT <= ng;
-      if (fast) strata_mmq_nv_xcopy<QT, NW, BM, BN>(s, src, g0);
-      strata_mmq_nv_fetch<QT, NW, BM, BN, true>(R, src, g0, ng);
-      strata_mmq_nv_put<QT, NW, BM, BN, true>(s, R, src, g0);
-      if (fast) {
-        strata_mmq_nv_xscale<QT, NW, BM, BN>(s, src, g0);
-      } else {
-        strata_mmq_nv_xslow<QT, NW, BM, BN>(s, src, g0, ng);
-      }
-    } else if constexpr (WIDE) {
+    if constexpr (WIDE) {
       strata_mmq_nv_fetch<QT, NW, BM, BN>(R, src, g0, ng);
       strata_mmq_nv_put<QT, NW, BM, BN>(s, R, src, g0);
     } else {
@@ -1214,11 +1096,7 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
 #pragma unroll
       for (int j = 0; j < FN; ++j) {
         if (Src::PARTIAL && wt + 16 * j >= nc) break;
-        if constexpr (RAWX) {
-          b[j] = strata_mma_load_b32(&s.x[wt + 16 * j][36 * kg + 4], STRATA_MMQ_KS);
-        } else {
-          b[j] = strata_mmq_ld_b(&s.x[wt + 16 * j][32 * kg]);
-        }
+        b[j] = strata_mmq_ld_b(&s.x[wt + 16 * j][32 * kg]);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           if constexpr (SH::XD) {
@@ -1528,16 +1406,6 @@ struct strata_mmq_src {
   STRATA_DEVICE_MEMBER const u8* xblk(int c, int g) const {
     return t0 + c < tokens ? x + ((t0 + c) * xrb + g) * 36 : nullptr;
   }
-  // The async form's condition (mmq core, strata_mmq_nv_rawx): every token's K step starts
-  // 16-byte aligned (a token's blocks are contiguous here).
-  STRATA_DEVICE_MEMBER bool xrow() const { return (((u64)x | (u64)xrb * 36) & 15) == 0; }
-};
-// The Src of the kernels that stage their activations in the async form (mmq core,
-// strata_mmq_src_rawx; kernels/prefill.go, mmqAsyncX): the same core instantiation
-// <QT, 1, BM, BN> as the tile it aliases, told apart by its Src type.
-struct strata_mmq_src_a : strata_mmq_src {
-  static constexpr bool RAWX = true;
-  STRATA_DEVICE_MEMBER explicit strata_mmq_src_a(const strata_mmq_src& b) : strata_mmq_src(b) {}
 };
 
 // Holds copies of the arguments it needs (taking the address of the kernel parameter would
@@ -1578,20 +1446,12 @@ template <> struct strata_mmq_nv_shape<strata_qt_iq1m, 1, 64, 128> : strata_mmq_
 // (A target that gets none of a family's variants — mmq8 on AMD — gets no shared array.)
 constexpr unsigned long strata_mmq_sizes[] = {
   sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 64, 128, true>),
-  sizeof(strata_mmq_lds_t<strata_qt_q80, 1, 64, 128, true>),
-  sizeof(strata_mmq_lds_t<strata_qt_q20, 1, 64, 128, true>),
   sizeof(strata_mmq_lds_t<strata_qt_q20, 1, 64, 128, true>),
   sizeof(strata_mmq_lds_t<strata_qt_q4k, 1, 64, 128, true>),
-  sizeof(strata_mmq_lds_t<strata_qt_q4k, 1, 64, 128, true>),
-  sizeof(strata_mmq_lds_t<strata_qt_q6k, 1, 64, 128, true>),
   sizeof(strata_mmq_lds_t<strata_qt_q6k, 1, 64, 128, true>),
   sizeof(strata_mmq_lds_t<strata_qt_iq2xs, 1, 64, 128, true>),
-  sizeof(strata_mmq_lds_t<strata_qt_iq2xs, 1, 64, 128, true>),
-  sizeof(strata_mmq_lds_t<strata_qt_iq3xxs, 1, 64, 128, true>),
   sizeof(strata_mmq_lds_t<strata_qt_iq3xxs, 1, 64, 128, true>),
   sizeof(strata_mmq_lds_t<strata_qt_iq3s, 1, 64, 128, true>),
-  sizeof(strata_mmq_lds_t<strata_qt_iq3s, 1, 64, 128, true>),
-  sizeof(strata_mmq_lds_t<strata_qt_iq1m, 1, 64, 128, true>),
   sizeof(strata_mmq_lds_t<strata_qt_iq1m, 1, 64, 128, true>),
 };
 __shared__ __attribute__((aligned(16))) u8 strata_mmq_lds[strata_mmq_cmax(strata_mmq_sizes, sizeof(strata_mmq_sizes) / sizeof(strata_mmq_sizes[0]))];
@@ -1609,19 +1469,6 @@ STRATA_KERNEL void STRATA_MMQ2_BOUNDS(256) STRATA_MMQ_VGPRS strata_mmq8_q80_mma_
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ2_BOUNDS(256) STRATA_MMQ_VGPRS strata_mmq8_q80_mma_r64t128w8a(const struct strata_mmq8_args p) {
-  typedef strata_qt_q80 QT;
-  constexpr int BM = 64, BN = 128;
-  constexpr bool MMA = true;
-  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
-  QT::fill(&s.tab);
-  strata_barrier();
-  const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
-  const strata_mmq_src_a src(strata_mmq_src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks});
-  const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
-}
-
 STRATA_KERNEL void STRATA_MMQ2_BOUNDS(256) STRATA_MMQ_VGPRS strata_mmq8_q20_mma_r64t128w8(const struct strata_mmq8_args p) {
   typedef strata_qt_q20 QT;
   constexpr int BM = 64, BN = 128;
@@ -1635,33 +1482,7 @@ STRATA_KERNEL void STRATA_MMQ2_BOUNDS(256) STRATA_MMQ_VGPRS strata_mmq8_q20_mma_
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ2_BOUNDS(256) STRATA_MMQ_VGPRS strata_mmq8_q20_mma_r64t128w8a(const struct strata_mmq8_args p) {
-  typedef strata_qt_q20 QT;
-  constexpr int BM = 64, BN = 128;
-  constexpr bool MMA = true;
-  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
-  QT::fill(&s.tab);
-  strata_barrier();
-  const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
-  const strata_mmq_src_a src(strata_mmq_src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks});
-  const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
-}
-
 STRATA_KERNEL void STRATA_MMQ2_BOUNDS(256) STRATA_MMQ_VGPRS strata_mmq8_q4k_mma_r64t128w8(const struct strata_mmq8_args p) {
-  typedef strata_qt_q4k QT;
-  constexpr int BM = 64, BN = 128;
-  constexpr bool MMA = true;
-  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
-  QT::fill(&s.tab);
-  strata_barrier();
-  const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
-  const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
-  const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
-}
-
-STRATA_KERNEL void STRATA_MMQ2_BOUNDS(256) STRATA_MMQ_VGPRS strata_mmq8_q4k_mma_r64t128w8a(const struct strata_mmq8_args p) {
   typedef strata_qt_q4k QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
@@ -1687,19 +1508,6 @@ STRATA_KERNEL void STRATA_MMQ2_BOUNDS(256) STRATA_MMQ_VGPRS strata_mmq8_q6k_mma_
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ2_BOUNDS(256) STRATA_MMQ_VGPRS strata_mmq8_q6k_mma_r64t128w8a(const struct strata_mmq8_args p) {
-  typedef strata_qt_q6k QT;
-  constexpr int BM = 64, BN = 128;
-  constexpr bool MMA = true;
-  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
-  QT::fill(&s.tab);
-  strata_barrier();
-  const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
-  const strata_mmq_src_a src(strata_mmq_src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks});
-  const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
-}
-
 STRATA_KERNEL void STRATA_MMQ2_BOUNDS(256) STRATA_MMQ_VGPRS strata_mmq8_iq2xs_mma_r64t128w8(const struct strata_mmq8_args p) {
   typedef strata_qt_iq2xs QT;
   constexpr int BM = 64, BN = 128;
@@ -1709,19 +1517,6 @@ STRATA_KERNEL void STRATA_MMQ2_BOUNDS(256) STRATA_MMQ_VGPRS strata_mmq8_iq2xs_mm
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
-  const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
-}
-
-STRATA_KERNEL void STRATA_MMQ2_BOUNDS(256) STRATA_MMQ_VGPRS strata_mmq8_iq2xs_mma_r64t128w8a(const struct strata_mmq8_args p) {
-  typedef strata_qt_iq2xs QT;
-  constexpr int BM = 64, BN = 128;
-  constexpr bool MMA = true;
-  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
-  QT::fill(&s.tab);
-  strata_barrier();
-  const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
-  const strata_mmq_src_a src(strata_mmq_src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks});
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
@@ -1739,19 +1534,6 @@ STRATA_KERNEL void STRATA_MMQ2_BOUNDS(256) STRATA_MMQ_VGPRS strata_mmq8_iq3xxs_m
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ2_BOUNDS(256) STRATA_MMQ_VGPRS strata_mmq8_iq3xxs_mma_r64t128w8a(const struct strata_mmq8_args p) {
-  typedef strata_qt_iq3xxs QT;
-  constexpr int BM = 64, BN = 128;
-  constexpr bool MMA = true;
-  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
-  QT::fill(&s.tab);
-  strata_barrier();
-  const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
-  const strata_mmq_src_a src(strata_mmq_src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks});
-  const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
-}
-
 STRATA_KERNEL void STRATA_MMQ2_BOUNDS(256) STRATA_MMQ_VGPRS strata_mmq8_iq3s_mma_r64t128w8(const struct strata_mmq8_args p) {
   typedef strata_qt_iq3s QT;
   constexpr int BM = 64, BN = 128;
@@ -1765,19 +1547,6 @@ STRATA_KERNEL void STRATA_MMQ2_BOUNDS(256) STRATA_MMQ_VGPRS strata_mmq8_iq3s_mma
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
 
-STRATA_KERNEL void STRATA_MMQ2_BOUNDS(256) STRATA_MMQ_VGPRS strata_mmq8_iq3s_mma_r64t128w8a(const struct strata_mmq8_args p) {
-  typedef strata_qt_iq3s QT;
-  constexpr int BM = 64, BN = 128;
-  constexpr bool MMA = true;
-  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
-  QT::fill(&s.tab);
-  strata_barrier();
-  const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
-  const strata_mmq_src_a src(strata_mmq_src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks});
-  const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
-}
-
 STRATA_KERNEL void STRATA_MMQ2_BOUNDS(256) STRATA_MMQ_VGPRS strata_mmq8_iq1m_mma_r64t128w8(const struct strata_mmq8_args p) {
   typedef strata_qt_iq1m QT;
   constexpr int BM = 64, BN = 128;
@@ -1787,19 +1556,6 @@ STRATA_KERNEL void STRATA_MMQ2_BOUNDS(256) STRATA_MMQ_VGPRS strata_mmq8_iq1m_mma
   strata_barrier();
   const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
   const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
-  const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
-}
-
-STRATA_KERNEL void STRATA_MMQ2_BOUNDS(256) STRATA_MMQ_VGPRS strata_mmq8_iq1m_mma_r64t128w8a(const struct strata_mmq8_args p) {
-  typedef strata_qt_iq1m QT;
-  constexpr int BM = 64, BN = 128;
-  constexpr bool MMA = true;
-  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
-  QT::fill(&s.tab);
-  strata_barrier();
-  const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
-  const strata_mmq_src_a src(strata_mmq_src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks});
   const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
   strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
 }
