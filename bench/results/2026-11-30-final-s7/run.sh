@@ -9,8 +9,8 @@
 #   run.sh run     GPU machine, repository root of the device copy (carry .dev-s7), $OUT set.
 #       STRATA_S7_BUDGET seconds in all (default 270). STRATA_S7_PARITY: parity groups
 #       (-test.run patterns under TestParity/sm_90/, space separated; default below).
-#       STRATA_S7_STEPS: which benchmark steps run, in order (default all:
-#       profile gpubench benchdec benchmoe benchmmq8). STRATA_S7_MODES: TestDecodeProfile
+#       STRATA_S7_STEPS: which benchmark steps run, in order (default profile gpubench
+#       benchdec benchstd; also benchmoe, benchmmq8). STRATA_S7_MODES: TestDecodeProfile
 #       modes. STRATA_S7_TILES: TestGPUBench's STRATA_BENCH_PTILES.
 #   STRATA_S7_DRY=1 run.sh run   the same flow with stub binaries (no GPU).
 #
@@ -109,8 +109,9 @@ run() {
 	say "ptxas: $(grep -c failed "$L/ptxas.log") failed; spills: $(cat "$L"/ptxas-*.log 2>/dev/null | grep -cE ' [1-9][0-9]* bytes spill')"
 	# parity (co, unassembled) beside the GPU-vs-CPU engine tests (eco)
 	local pids=() g p1 i=0
-	p1=$(lim 100 120)
-	for g in ${STRATA_S7_PARITY-"mmvq/(f16|bf16|q80|q20)/" "mmvq/(q4k|q6k|iq2xs)/" "mmvq/(iq3xxs|iq3s|iq1m)/" "^mmq8\$/(q80|q20|q4k|q6k)_" "^mmq8\$/(iq2xs|iq3xxs|iq3s|iq1m)_" "moe_decode/"}; do
+	p1=$(lim ${STRATA_S7_PARITY_S:-150} 100)
+	local all='attention_decode/ attention_prefill/ gated_delta_net/ mmvq/(f16|bf16|q80)/ mmvq/(q20|q4k|q6k)/ mmvq/(iq2xs|iq3xxs|iq3s|iq1m)/ ^mmq$/(q80|q20)_ ^mmq$/(q4k|q6k)_ ^mmq$/(iq2xs|iq3xxs)_ ^mmq$/(iq3s|iq1m)_ ^mmq8$/ moe_prefill/(q80|q20|q4k|q6k)_ moe_prefill/(iq2xs|iq3xxs|iq3s|iq1m)_ ^(dequant|moe_decode)$/ ^(quantize_q8_1|imma_tile|rmsnorm|rmsnorm_row|rope|embed|sample)$/'
+	for g in ${STRATA_S7_PARITY-$all}; do
 		echo "$g" >"$L/parity-$i.group"
 		STRATA_CO_DIR=$w/co timeout "$p1" "$pt" -test.v -test.timeout "$((p1 - 3))s" -test.run "TestParity/sm_90/$g" >"$L/parity-$i.log" 2>&1 &
 		pids+=($!)
@@ -125,7 +126,7 @@ run() {
 		[ -s "$w/models/$1.gguf" ] || [ "$dry" = 1 ]
 	}
 	local s m lm
-	for s in ${STRATA_S7_STEPS:-profile gpubench benchdec benchmoe benchmmq8}; do
+	for s in ${STRATA_S7_STEPS:-profile gpubench benchdec benchstd}; do
 		case $s in
 		profile) # the decode token, modes on one engine per model
 			for m in q30-q2_0 q80-iq2_xs; do
@@ -153,6 +154,13 @@ run() {
 			STRATA_CO_DIR=$w/eco STRATA_BENCH_MMVQ_REF=$w/ref STRATA_BENCH=1 STRATA_BENCH_ENGINE=1 STRATA_BENCH_FLOORS=0 STRATA_BENCH_OUT=$L \
 				timeout "$lm" "$pt" -test.v -test.timeout "$((lm - 2))s" -test.run '^TestBenchDecode$' >"$L/bench-engine.log" 2>&1
 			say "bench-engine exit $?"
+			;;
+		benchstd) # mmvq at 4096×14336, n = 1 (issue 5's table; every type, events and graph view)
+			lm=$(lim 40 5)
+			mkdir -p "$L/std"
+			STRATA_CO_DIR=$w/eco STRATA_BENCH=1 STRATA_BENCH_NS=1 STRATA_BENCH_EXPERTS=0 STRATA_BENCH_OUT=$L/std \
+				timeout "$lm" "$pt" -test.v -test.timeout "$((lm - 2))s" -test.run '^TestBenchDecode$' >"$L/bench-std.log" 2>&1
+			say "bench-std exit $?"
 			;;
 		benchmoe) # moe_decode against a2cd2ed's (the slot-table prefetch)
 			lm=$(lim 30 5)
@@ -189,6 +197,8 @@ run() {
 		grep -hA30 "device time per token by kernel" "$L"/gpubench-*.log 2>/dev/null | grep -E "^\||prefill" | head -80
 		echo "## mmvq at the engine's decode shapes"
 		cat "$L/bench.txt" 2>/dev/null || grep -hE "FAIL|panic" "$L/bench-engine.log"
+		echo "## mmvq at 4096×14336, n = 1"
+		cat "$L/std/bench.txt" 2>/dev/null || grep -hE "FAIL|panic" "$L/bench-std.log" 2>/dev/null
 		echo "## moe_decode"
 		cat "$L/bench-moe.txt" 2>/dev/null || grep -hE "FAIL|panic" "$L/bench-moe.log"
 		echo "## mmq8 w8a vs w8 (TOPS)"
