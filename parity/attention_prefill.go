@@ -17,6 +17,22 @@ import (
 // query by query. Row scale as attention_decode's: max|v| of the kv group times
 // (1 + Λ/64), Λ the query's largest score magnitude in exp2 units.
 var attentionPrefillOut = Bound{Name: "out", MaxRowRel: 5e-4, Why: `
+	As attention_decode/out; the kernel's summation orders (since 2026-11-30): lane ℓ of a
+	wave owns positions j0 + ℓ of each 32-position tile and computes a row's score itself,
+	each 8 values' products (one 16-byte chunk of k; q8: half of one) summed in a chain of
+	8 and added to the score: ≤ hd/8 + 8 + 1 ≤ 41 roundings (hd ≤ 256), |Δs| ≤ 41·2⁻²⁴·Λ,
+	output term 2·ln2·41·2⁻²⁴·Λ ≤ 3.4e-6·Λ. The max is the running max over whole tiles,
+	p = 2^(s − m) as there; l: per lane ⌈n/32⌉ rescale-and-adds, then 5 butterfly levels;
+	acc: rescaled by c once per tile (c = 1 exactly unless the max grew: the rescale count
+	as there) and the tile's p_j·v_j added in j order, n multiply-adds in all. Both sums'
+	chains are no longer than one sequential f32 sum over every position: acc and l each
+	err ≤ (n + 3)·2⁻²⁴ of max|v|·Σp; at n ≤ 4096 (the largest case) both: 2·4099·2⁻²⁴ =
+	4.89e-4·max|v|. Weights (2·(2⁻²¹ + 14·2⁻²³) = 4.3e-6), gate and division (≤ 1e-6):
+	≤ max|v|·(4.95e-4 + 3.4e-6·Λ) ≤ 5e-4·max|v|·(1 + Λ/64) (3.4e-6·64 = 2.2e-4 ≤ 5e-4).`}
+
+// attentionPrefillOldOut is the first kernel's (variants f16old, q8old, kept to time
+// against).
+var attentionPrefillOldOut = Bound{Name: "out", MaxRowRel: 5e-4, Why: `
 	As attention_decode/out, except that one wave accumulates a query over every position it
 	sees in one sequential f32 sum (no split): acc and l each err ≤ (n + 3)·2⁻²⁴ of
 	max|v|·Σp; at n ≤ 4096 (the largest case) both: 2·4099·2⁻²⁴ = 4.89e-4·max|v|. Weights
@@ -34,7 +50,8 @@ func prefillCase(c Case) prefillShape {
 func init() {
 	register(&Family{
 		Name:   "attention_prefill",
-		Bounds: map[string][]Bound{"f16": {attentionPrefillOut}, "q8": {attentionPrefillOut}},
+		Bounds: map[string][]Bound{"f16": {attentionPrefillOut}, "q8": {attentionPrefillOut},
+			"f16old": {attentionPrefillOldOut}, "q8old": {attentionPrefillOldOut}},
 		Cases: []Case{
 			{"t=1,n=1,nh=4,nkv=2,hd=128", []int{1, 1, 4, 2, 128, 0, 1}},
 			{"t=7,n=7,nh=4,nkv=4,hd=64", []int{7, 7, 4, 4, 64, 0, 1}},
