@@ -49,7 +49,7 @@ func prefillCase(c Case) prefillShape {
 
 func init() {
 	register(&Family{
-		Name:   "attention_prefill",
+		Name: "attention_prefill",
 		Bounds: map[string][]Bound{"f16": {attentionPrefillOut}, "q8": {attentionPrefillOut},
 			"f16old": {attentionPrefillOldOut}, "q8old": {attentionPrefillOldOut}},
 		Cases: []Case{
@@ -148,7 +148,7 @@ func prefillRef(a attentionKV, q, gate []float32, s prefillShape) (out, scale []
 
 func runAttentionPrefill(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
 	s := prefillCase(c)
-	q8 := symbol == abi.SymAttentionPrefillQ8
+	q8 := symbol == abi.SymAttentionPrefillQ8 || symbol == abi.SymAttentionPrefillQ8old
 	a, q, gate := prefillInputs(rng, s, q8)
 	want, scale := prefillRef(a, q, gate, s)
 	fn, err := h.Mod.Func(symbol)
@@ -180,7 +180,7 @@ func runAttentionPrefill(h *Harness, symbol string, c Case, bounds []Bound, rng 
 	if gate != nil {
 		args.Gate = in[next].Ptr()
 	}
-	grid := gpu.Dim3{X: uint32((s.t + 7) / 8), Y: uint32(s.nh), Z: 1}
+	grid := AttentionPrefillGrid(symbol, s.t, s.nh, s.nkv)
 	got, el, err := h.Run(fn, grid, moBlock(abi.AttentionPrefillThreads), args.Bytes(), out)
 	if err != nil {
 		return Outcome{}, err
@@ -188,6 +188,16 @@ func runAttentionPrefill(h *Harness, symbol string, c Case, bounds []Bound, rng 
 	reports := map[string]Report{"out": CompareRows(moF64s(bytesF32(got[0])), want, s.hd, func(r int) float64 { return scale[r] })}
 	o := Outcome{Reports: reports, Kernel: el.Seconds() * 1e6, Bytes: int64(len(a.k)+len(a.v)+len(a.ks)+len(a.vs)) + int64(4*len(q)*(2+s.gate))}
 	return o, checkAll(bounds, reports)
+}
+
+// AttentionPrefillGrid is the launch grid of attention_prefill's kernel symbol for t queries
+// and nh/nkv heads (kernels/specs.go): (⌈t·G/16⌉, nkv, 1), G = nh/nkv, for f16 and q8; the
+// old kernels' (⌈t/8⌉, nh, 1).
+func AttentionPrefillGrid(symbol string, t, nh, nkv int) gpu.Dim3 {
+	if symbol == abi.SymAttentionPrefillF16old || symbol == abi.SymAttentionPrefillQ8old {
+		return gpu.Dim3{X: uint32((t + 7) / 8), Y: uint32(nh), Z: 1}
+	}
+	return gpu.Dim3{X: uint32((t*(nh/nkv) + 15) / 16), Y: uint32(nkv), Z: 1}
 }
 
 // selfCheckAttentionPrefill: for the cases up to n = 1100, each query's row equals the
