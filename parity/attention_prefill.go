@@ -17,6 +17,22 @@ import (
 // query by query. Row scale as attention_decode's: max|v| of the kv group times
 // (1 + Λ/64), Λ the query's largest score magnitude in exp2 units.
 var attentionPrefillOut = Bound{Name: "out", MaxRowRel: 5e-4, Why: `
+	As attention_decode/out; the kernel's summation orders (since 2026-11-30): lane ℓ of a
+	wave owns positions j0 + ℓ of each 32-position tile and computes a row's score itself,
+	each 8 values' products (one 16-byte chunk of k; q8: half of one) summed in a chain of
+	8 and added to the score: ≤ hd/8 + 8 + 1 ≤ 41 roundings (hd ≤ 256), |Δs| ≤ 41·2⁻²⁴·Λ,
+	output term 2·ln2·41·2⁻²⁴·Λ ≤ 3.4e-6·Λ. The max is the running max over whole tiles,
+	p = 2^(s − m) as there; l: per lane ⌈n/32⌉ rescale-and-adds, then 5 butterfly levels;
+	acc: rescaled by c once per tile (c = 1 exactly unless the max grew: the rescale count
+	as there) and the tile's p_j·v_j added in j order, n multiply-adds in all. Both sums'
+	chains are no longer than one sequential f32 sum over every position: acc and l each
+	err ≤ (n + 3)·2⁻²⁴ of max|v|·Σp; at n ≤ 4096 (the largest case) both: 2·4099·2⁻²⁴ =
+	4.89e-4·max|v|. Weights (2·(2⁻²¹ + 14·2⁻²³) = 4.3e-6), gate and division (≤ 1e-6):
+	≤ max|v|·(4.95e-4 + 3.4e-6·Λ) ≤ 5e-4·max|v|·(1 + Λ/64) (3.4e-6·64 = 2.2e-4 ≤ 5e-4).`}
+
+// attentionPrefillOldOut is the first kernel's (variants f16old, q8old, kept to time
+// against).
+var attentionPrefillOldOut = Bound{Name: "out", MaxRowRel: 5e-4, Why: `
 	As attention_decode/out, except that one wave accumulates a query over every position it
 	sees in one sequential f32 sum (no split): acc and l each err ≤ (n + 3)·2⁻²⁴ of
 	max|v|·Σp; at n ≤ 4096 (the largest case) both: 2·4099·2⁻²⁴ = 4.89e-4·max|v|. Weights
@@ -33,8 +49,9 @@ func prefillCase(c Case) prefillShape {
 
 func init() {
 	register(&Family{
-		Name:   "attention_prefill",
-		Bounds: map[string][]Bound{"f16": {attentionPrefillOut}, "q8": {attentionPrefillOut}},
+		Name: "attention_prefill",
+		Bounds: map[string][]Bound{"f16": {attentionPrefillOut}, "q8": {attentionPrefillOut},
+			"f16old": {attentionPrefillOldOut}, "q8old": {attentionPrefillOldOut}},
 		Cases: []Case{
 			{"t=1,n=1,nh=4,nkv=2,hd=128", []int{1, 1, 4, 2, 128, 0, 1}},
 			{"t=7,n=7,nh=4,nkv=4,hd=64", []int{7, 7, 4, 4, 64, 0, 1}},
@@ -131,7 +148,7 @@ func prefillRef(a attentionKV, q, gate []float32, s prefillShape) (out, scale []
 
 func runAttentionPrefill(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
 	s := prefillCase(c)
-	q8 := symbol == abi.SymAttentionPrefillQ8
+	q8 := symbol == abi.SymAttentionPrefillQ8 || symbol == abi.SymAttentionPrefillQ8old
 	a, q, gate := prefillInputs(rng, s, q8)
 	want, scale := prefillRef(a, q, gate, s)
 	fn, err := h.Mod.Func(symbol)
@@ -163,7 +180,7 @@ func runAttentionPrefill(h *Harness, symbol string, c Case, bounds []Bound, rng 
 	if gate != nil {
 		args.Gate = in[next].Ptr()
 	}
-	grid := gpu.Dim3{X: uint32((s.t + 7) / 8), Y: uint32(s.nh), Z: 1}
+	grid := AttentionPrefillGrid(symbol, s.t, s.nh, s.nkv)
 	got, el, err := h.Run(fn, grid, moBlock(abi.AttentionPrefillThreads), args.Bytes(), out)
 	if err != nil {
 		return Outcome{}, err
@@ -171,6 +188,16 @@ func runAttentionPrefill(h *Harness, symbol string, c Case, bounds []Bound, rng 
 	reports := map[string]Report{"out": CompareRows(moF64s(bytesF32(got[0])), want, s.hd, func(r int) float64 { return scale[r] })}
 	o := Outcome{Reports: reports, Kernel: el.Seconds() * 1e6, Bytes: int64(len(a.k)+len(a.v)+len(a.ks)+len(a.vs)) + int64(4*len(q)*(2+s.gate))}
 	return o, checkAll(bounds, reports)
+}
+
+// AttentionPrefillGrid is the launch grid of attention_prefill's kernel symbol for t queries
+// and nh/nkv heads (kernels/specs.go): (⌈t·G/16⌉, nkv, 1), G = nh/nkv, for f16 and q8; the
+// old kernels' (⌈t/8⌉, nh, 1).
+func AttentionPrefillGrid(symbol string, t, nh, nkv int) gpu.Dim3 {
+	if symbol == abi.SymAttentionPrefillF16old || symbol == abi.SymAttentionPrefillQ8old {
+		return gpu.Dim3{X: uint32((t + 7) / 8), Y: uint32(nh), Z: 1}
+	}
+	return gpu.Dim3{X: uint32((t*(nh/nkv) + 15) / 16), Y: uint32(nkv), Z: 1}
 }
 
 // selfCheckAttentionPrefill: for the cases up to n = 1100, each query's row equals the

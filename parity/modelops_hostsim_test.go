@@ -48,7 +48,9 @@ func TestModelOpsHostSim(t *testing.T) {
 		{"attention_decode", []Case{c("n=200,nh=4,nkv=2,hd=128,gate,split=1", 200, 4, 2, 128, 1, 1, 1), c("n=7,nh=4,nkv=4,hd=128", 7, 4, 4, 128, 0, 1),
 			c("n=14,nh=8,nkv=1,hd=64,split=1", 14, 8, 1, 64, 0, 1, 1), c("n=256,nh=2,nkv=1,hd=256,gate,split=1", 256, 2, 1, 256, 1, 1, 1), c("n=300,nh=8,nkv=1,hd=64,gate", 300, 8, 1, 64, 1, 1),
 			c("n=200,nh=24,nkv=2,hd=256,gate,12_per_group", 200, 24, 2, 256, 1, 1), c("n=129,nh=4,nkv=2,hd=128,large_qk", 129, 4, 2, 128, 0, 12)}},
-		{"attention_prefill", []Case{c("t=7,n=7,nh=4,nkv=4,hd=64", 7, 7, 4, 4, 64, 0, 1), c("t=9,n=40,nh=4,nkv=2,hd=128,gate", 9, 40, 4, 2, 128, 1, 1)}},
+		{"attention_prefill", []Case{c("t=7,n=7,nh=4,nkv=4,hd=64", 7, 7, 4, 4, 64, 0, 1), c("t=9,n=40,nh=4,nkv=2,hd=128,gate", 9, 40, 4, 2, 128, 1, 1),
+			c("t=21,n=53,nh=16,nkv=2,hd=256,gate", 21, 53, 16, 2, 256, 1, 1), c("t=33,n=70,nh=32,nkv=4,hd=128", 33, 70, 32, 4, 128, 0, 1),
+			c("t=5,n=5,nh=3,nkv=1,hd=64,large_qk", 5, 5, 3, 1, 64, 0, 12)}},
 		{"gated_delta_net", []Case{c("t=7,nk=1,nv=2,d=128", 7, 0, 1, 2, 128, 128, 0, 1), c("t=20+3,nk=1,nv=2,d=128", 23, 20, 1, 2, 128, 128, 0, 1),
 			c("t=18,saturating,nk=1,nv=2,d=128", 18, 0, 1, 2, 128, 128, 1, 1), c("t=5,nk=1,nv=2,dk=64,dv=96", 5, 0, 1, 2, 64, 96, 0, 1)}},
 	} {

@@ -208,16 +208,18 @@ func TestGPUBench(t *testing.T) {
 	// default. STRATA_BENCH_PKTIMES (comma-separated prompt lengths): after a length's timed
 	// rows, one more batched prompt per distinct tile mode with the device time per kernel
 	// (Engine.SetKernelTimes; a table "prefill N tiles=MODE"). A mode with the suffix
-	// "+cols8" runs the mmvq fallback a launch per 8 columns (Engine.SetMmvqCols8).
+	// "+cols8" runs the mmvq fallback a launch per 8 columns (Engine.SetMmvqCols8); a last
+	// suffix "+attnold" runs attention_prefill's first kernel (Engine.SetAttnPrefillOld).
 	var ptiles []tileMode
 	if v := os.Getenv("STRATA_BENCH_PTILES"); v != "" {
 		for _, f := range strings.Split(v, ",") {
-			name, cols8 := strings.CutSuffix(strings.TrimSpace(f), "+cols8")
+			name, attnOld := strings.CutSuffix(strings.TrimSpace(f), "+attnold")
+			name, cols8 := strings.CutSuffix(name, "+cols8")
 			m, err := mgpu.ParsePrefillTiles(name)
 			if err != nil {
 				t.Fatalf("STRATA_BENCH_PTILES: %v", err)
 			}
-			ptiles = append(ptiles, tileMode{m, cols8})
+			ptiles = append(ptiles, tileMode{m, cols8, attnOld})
 		}
 	}
 	pktimes := intList(t, "STRATA_BENCH_PKTIMES")
@@ -534,23 +536,30 @@ type prefillRun struct {
 	tiles  tileMode
 }
 
-// tileMode is one STRATA_BENCH_PTILES entry: the tile mode, and whether the mmvq
-// fallback launches once per 8 columns ("+cols8").
+// tileMode is one STRATA_BENCH_PTILES entry: the tile mode, whether the mmvq fallback
+// launches once per 8 columns ("+cols8") and whether attention_prefill's first kernel runs
+// ("+attnold").
 type tileMode struct {
-	tiles mgpu.PrefillTiles
-	cols8 bool
+	tiles   mgpu.PrefillTiles
+	cols8   bool
+	attnOld bool
 }
 
 func (m tileMode) set(eng *mgpu.Engine) {
 	eng.SetPrefillTiles(m.tiles)
 	eng.SetMmvqCols8(m.cols8)
+	eng.SetAttnPrefillOld(m.attnOld)
 }
 
 func (m tileMode) String() string {
+	s := m.tiles.String()
 	if m.cols8 {
-		return m.tiles.String() + "+cols8"
+		s += "+cols8"
 	}
-	return m.tiles.String()
+	if m.attnOld {
+		s += "+attnold"
+	}
+	return s
 }
 
 // prefillRuns is every (tables, tiles) pair, tables outer.

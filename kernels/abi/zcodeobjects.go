@@ -49,6 +49,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q8",
 		Symbol: "strata_attention_prefill_q8",
+	}, {
+		Name:   "f16old",
+		Symbol: "strata_attention_prefill_f16old",
+	}, {
+		Name:   "q8old",
+		Symbol: "strata_attention_prefill_q8old",
 	}},
 	Vendor: "amd",
 }, {
@@ -437,6 +443,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q8",
 		Symbol: "strata_attention_prefill_q8",
+	}, {
+		Name:   "f16old",
+		Symbol: "strata_attention_prefill_f16old",
+	}, {
+		Name:   "q8old",
+		Symbol: "strata_attention_prefill_q8old",
 	}},
 	Vendor: "amd",
 }, {
@@ -876,6 +888,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q8",
 		Symbol: "strata_attention_prefill_q8",
+	}, {
+		Name:   "f16old",
+		Symbol: "strata_attention_prefill_f16old",
+	}, {
+		Name:   "q8old",
+		Symbol: "strata_attention_prefill_q8old",
 	}},
 	Vendor: "amd",
 }, {
@@ -1315,6 +1333,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q8",
 		Symbol: "strata_attention_prefill_q8",
+	}, {
+		Name:   "f16old",
+		Symbol: "strata_attention_prefill_f16old",
+	}, {
+		Name:   "q8old",
+		Symbol: "strata_attention_prefill_q8old",
 	}},
 	Vendor: "amd",
 }, {
@@ -1754,6 +1778,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q8",
 		Symbol: "strata_attention_prefill_q8",
+	}, {
+		Name:   "f16old",
+		Symbol: "strata_attention_prefill_f16old",
+	}, {
+		Name:   "q8old",
+		Symbol: "strata_attention_prefill_q8old",
 	}},
 	Vendor: "amd",
 }, {
@@ -2193,6 +2223,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q8",
 		Symbol: "strata_attention_prefill_q8",
+	}, {
+		Name:   "f16old",
+		Symbol: "strata_attention_prefill_f16old",
+	}, {
+		Name:   "q8old",
+		Symbol: "strata_attention_prefill_q8old",
 	}},
 	Vendor: "amd",
 }, {
@@ -2632,6 +2668,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q8",
 		Symbol: "strata_attention_prefill_q8",
+	}, {
+		Name:   "f16old",
+		Symbol: "strata_attention_prefill_f16old",
+	}, {
+		Name:   "q8old",
+		Symbol: "strata_attention_prefill_q8old",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3335,6 +3377,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q8",
 		Symbol: "strata_attention_prefill_q8",
+	}, {
+		Name:   "f16old",
+		Symbol: "strata_attention_prefill_f16old",
+	}, {
+		Name:   "q8old",
+		Symbol: "strata_attention_prefill_q8old",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4038,6 +4086,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q8",
 		Symbol: "strata_attention_prefill_q8",
+	}, {
+		Name:   "f16old",
+		Symbol: "strata_attention_prefill_f16old",
+	}, {
+		Name:   "q8old",
+		Symbol: "strata_attention_prefill_q8old",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4741,6 +4795,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q8",
 		Symbol: "strata_attention_prefill_q8",
+	}, {
+		Name:   "f16old",
+		Symbol: "strata_attention_prefill_f16old",
+	}, {
+		Name:   "q8old",
+		Symbol: "strata_attention_prefill_q8old",
 	}},
 	Vendor: "nvidia",
 }, {

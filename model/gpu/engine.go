@@ -141,6 +141,10 @@ type Options struct {
 	// launches once per group of 8 columns, as before, instead of every whole group in one
 	// launch (measurement baseline, also Engine.SetMmvqCols8).
 	MmvqCols8 bool
+	// OldAttnPrefill: the batched path's attention through attention_prefill's first kernel
+	// (variant f16old: a wave per two queries of one head, a butterfly per position)
+	// instead of f16 (measurement baseline, also Engine.SetAttnPrefillOld).
+	OldAttnPrefill bool
 	// Misses: how the kernels reach an expert that has no VRAM slot. The zero value,
 	// MissAuto, maps where it works and copies elsewhere (the reason: Engine.MissPath);
 	// MissMap: every expert lives in mapped pinned host memory that the kernels can read
@@ -243,6 +247,7 @@ type Engine struct {
 	moeT         moeTiles                 // moe_prefill's tiles for the experts' type
 	ptiles       PrefillTiles             // which tiles a launch takes (SetPrefillTiles)
 	mmvqCols8    bool                     // Options.MmvqCols8
+	attnOld      bool                     // Options.OldAttnPrefill
 	schedTile    int                      // the token tile p_sched was sized for (the smallest moeT has)
 	ptab         PrefillTables            // how the batched path runs non-direct layers (SetPrefillTables)
 	direct       []int                    // per layer: slot of expert 0 when its experts sit in consecutive slots of one slab (resident), else −1
@@ -481,6 +486,7 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	}
 	e.ptiles = o.PrefillTiles
 	e.mmvqCols8 = o.MmvqCols8
+	e.attnOld = o.OldAttnPrefill
 	if o.Chunk > 0 && (c.Arch == model.ArchQwen3MoE || c.Arch == model.ArchQwen3Next) && !o.HostKV {
 		e.chunk = o.Chunk
 		fams = append(fams[:len(fams):len(fams)], "mmq", "moe_prefill", "attention_prefill")

@@ -690,3 +690,39 @@ func sum(m map[string]int) (n int) {
 	}
 	return n
 }
+
+// TestEngineEmulatedBatchedAttnOld: the batched path launches attention_prefill's kernel
+// (f16) and, with Options.OldAttnPrefill or SetAttnPrefillOld, the first kernel (f16old),
+// each with its own grid (the emulator checks the contract); the emulator renders both by
+// the same float64 arithmetic, so the prompt's logits are equal bit for bit.
+func TestEngineEmulatedBatchedAttnOld(t *testing.T) {
+	for _, preset := range []string{"tiny", "tiny-next"} {
+		t.Run(preset, func(t *testing.T) {
+			src := presetSource(t, preset, quant.Q8_0)
+			prompt := []int32{104, 101, 108, 108, 111, 32, 119, 9, 33, 71, 5}
+			var logs [3][]float32
+			for i, old := range []bool{false, true, false} {
+				dev, fake := newFakeDeviceMap(1<<30, fakeTarget, false)
+				fake.emu = newEmu()
+				eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20, Chunk: 16, OldAttnPrefill: i == 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				fake.emu.watch(eng)
+				eng.SetAttnPrefillOld(old)
+				if logs[i], err = eng.Forward(prompt); err != nil {
+					t.Fatal(err)
+				}
+				if fake.emu.err != nil {
+					t.Fatal(fake.emu.err)
+				}
+				eng.Close()
+			}
+			for i := 1; i < 3; i++ {
+				if !slices.Equal(logs[0], logs[i]) {
+					t.Errorf("run %d (old %v): logits differ from the kernel's", i, i == 1)
+				}
+			}
+		})
+	}
+}

@@ -207,7 +207,7 @@ func prefillNeeds(c *model.Config, n, schedTile int) []Need {
 // (tiles.go) — and finds the direct layers.
 func (e *Engine) preparePrefill() error {
 	c := &e.cfg
-	keys := []string{"attention_prefill/f16"}
+	keys := []string{"attention_prefill/f16", "attention_prefill/f16old"}
 	e.mmqT = map[quant.Type]*mmqTiles{}
 	for _, l := range append([]gLayer{{wq: e.head}}, e.layers...) {
 		for _, d := range []dmat{l.wq, l.wk, l.wv, l.wo, l.router, l.wqkv, l.wz, l.wba, l.wout, l.shInp} {
@@ -317,6 +317,9 @@ func (e *Engine) gemm(w dmat, xq, xf rt.DevPtr, T int, y rt.DevPtr, ldy int) err
 
 // SetMmvqCols8 sets Options.MmvqCols8 on a loaded engine, between prompts.
 func (e *Engine) SetMmvqCols8(on bool) { e.mmvqCols8 = on }
+
+// SetAttnPrefillOld sets Options.OldAttnPrefill on a loaded engine, between prompts.
+func (e *Engine) SetAttnPrefillOld(on bool) { e.attnOld = on }
 
 // mmvqCols launches mmvq over groups of n columns (n ≤ 8) from column c0, a group per
 // grid z.
@@ -494,7 +497,11 @@ func (e *Engine) attentionChunk(l *gLayer, T int) error {
 	}
 	aa := abi.AttentionPrefillArgs{Q: uint64(q), K: uint64(l.kv), V: uint64(vcache), Gate: uint64(gate), Out: uint64(o), T: int32(T), N: int32(e.pos + T),
 		Nh: int32(nh), Nkv: int32(nkv), Hd: int32(hd), Scale: float32(1 / math.Sqrt(float64(hd)))}
-	if err := e.launch("attention_prefill/f16", rt.Dim3{X: blocks(T, 8), Y: uint32(nh), Z: 1}, abi.AttentionPrefillThreads, aa.Bytes()); err != nil {
+	if e.attnOld {
+		if err := e.launch("attention_prefill/f16old", rt.Dim3{X: blocks(T, 8), Y: uint32(nh), Z: 1}, abi.AttentionPrefillThreads, aa.Bytes()); err != nil {
+			return err
+		}
+	} else if err := e.launch("attention_prefill/f16", rt.Dim3{X: blocks(T*(nh/nkv), 16), Y: uint32(nkv), Z: 1}, abi.AttentionPrefillThreads, aa.Bytes()); err != nil {
 		return err
 	}
 	return e.projectChunk(l.wo, o, e.qd, T)
