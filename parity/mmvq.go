@@ -96,6 +96,15 @@ func init() {
 		} else {
 			b[v] = []Bound{mmvqQuantY, mmvqQuantYLong, mmvqInt, mmvqErr}
 		}
+		// The decode-geometry kernels (NVIDIA, variant <type>_g<N>: kernels.MmvqGeoms) add
+		// each row's groups in the default path's order (R and U only change which wave
+		// holds a row and when; each lane's fold chain and the butterfly are the same), so
+		// their bounds are the type's, as derived above.
+		for g, m := range kernels.MmvqGeoms[1:] {
+			if t != quant.F16 && t != quant.BF16 || m.FR != 0 {
+				b[fmt.Sprintf("%s_g%d", v, g+1)] = b[v]
+			}
+		}
 	}
 	register(&Family{
 		Name:   "mmvq",
