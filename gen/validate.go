@@ -159,9 +159,9 @@ func validateSpecs(specs []kernels.Spec, ts []kernels.Target, templateDir string
 				return fmt.Errorf("%s: no values", xrow)
 			}
 			vals := map[string]bool{}
-			for _, v := range ax.Values {
-				if !reValue.MatchString(v.Name) || vals[v.Name] {
-					return fmt.Errorf("%s: value %q must be [a-z0-9]+ and unique", xrow, v.Name)
+			for k, v := range ax.Values {
+				if !(reValue.MatchString(v.Name) || (v.Name == "" && k == 0)) || vals[v.Name] {
+					return fmt.Errorf("%s: value %q must be [a-z0-9]+ (or \"\", the first value only) and unique", xrow, v.Name)
 				}
 				vals[v.Name] = true
 			}

@@ -53,11 +53,12 @@ type Need uint8
 const (
 	NeedNothing    Need = iota // every target can
 	NeedInt8Matrix             // Target.HasInt8Matrix
+	NeedNVIDIA                 // Target.IsNVIDIA (a variant whose code exists on NVIDIA only)
 )
 
 // Value is one value of a variant axis.
 type Value struct {
-	Name    string // joins the variant name: strata_<family>_<value>[_<value>…]
+	Name    string // joins the variant name: strata_<family>_<value>[_<value>…]; "" joins nothing (an axis's default)
 	Needs   Need   // capability a target must have to get variants with this value
 	Promise ISA    // instruction variants with this value must contain
 }
@@ -85,6 +86,9 @@ type Spec struct {
 	// row-blocked family: its launch grid's x is ceil(rows/RowsPerBlock)); kernels/abi
 	// carries it per variant (Variant.RowsPerBlock), so launchers take it from there.
 	RowsPerBlock func(t Target, v Variant) int
+	// Absent, when set, names combinations of axis values that are no variant at all (on
+	// any target): AllVariants leaves them out.
+	Absent func(v Variant) bool
 }
 
 // Variant is one kernel of a family: one value of each axis.
@@ -111,9 +115,12 @@ func (s Spec) AllVariants() []Variant {
 					nv.Values[k] = x
 				}
 				nv.Values[ax.Name] = val.Name
-				if v.Name == "" {
+				switch {
+				case val.Name == "": // an axis's default value adds nothing to the name
+					nv.Name = v.Name
+				case v.Name == "":
 					nv.Name = val.Name
-				} else {
+				default:
 					nv.Name = v.Name + "_" + val.Name
 				}
 				if val.Promise != ISANone {
@@ -124,6 +131,15 @@ func (s Spec) AllVariants() []Variant {
 			}
 		}
 		out = next
+	}
+	if s.Absent != nil {
+		var kept []Variant
+		for _, v := range out {
+			if !s.Absent(v) {
+				kept = append(kept, v)
+			}
+		}
+		out = kept
 	}
 	return out
 }

@@ -247,7 +247,7 @@ var Specs = []Spec{
 		Doc: "y[z][c][r] = Σ_k W_z[r][k]·x_z[c][k] for 1..8 columns: Q8_1 activations and exact dot4 block dots with an f32 " +
 			"scale fold (F16/BF16: f32 activations, f32 fma); matrices z are dense (w + z·w_mat_bytes) or experts through a slot " +
 			"table; launch grid (ceil(rows/16) — ceil(rows/8) for F16/BF16 — or fewer (rows are grid-strided; blocks past the rows exit), 1, " +
-			"matrices), block (256, 1, 1).",
+			"matrices), block (256, 1, 1); decode-geometry variants <type>_g<N> (NVIDIA): one column only, grid x ceil(rows/their RowsPerBlock).",
 		Threads: 256,
 		Args: []Arg{
 			{Name: "w", Type: ArgPtr, CType: "const u8", Doc: "weights of matrix 0 when slots is null: rows × k/QK blocks, rows contiguous, 16-byte aligned; matrix z at w + z·w_mat_bytes"},
@@ -266,18 +266,30 @@ var Specs = []Spec{
 			{Name: "x_mat_stride", Type: ArgI32, Doc: "activation elements between matrices, a multiple of 32; 0 = all matrices share x"},
 			{Name: "y_col_stride", Type: ArgI32, Doc: "output elements between columns, ≥ rows"},
 			{Name: "y_mat_stride", Type: ArgI32, Doc: "output elements between matrices"},
-			{Name: "prefetch", Type: ArgI32, Doc: "1: dense matrices only (slots null), on sm_90, each block first prefetches its share of the weights into L2, before it waits for its predecessor (for programmatic launches, where that overlaps the previous kernel); 2: as 1, and with a decode geometry (geom 1..4, quantized, one column, err null) the wait also follows the first pass's L1 prefetch; 0: no prefetch (a plain launch only pays for it)"},
-			{Name: "geom", Type: ArgI32, Doc: "NVIDIA, one column: the decode geometry (MmvqGeoms: rows a wave, groups a lane a pass, the first pass's L1 prefetch); 0 = the default path; the grid's x covers rows at MmvqGeoms[geom].QRows (F16/BF16: FRows, or RowsPerBlock where 0) per block (any x ≥ 1 stays correct); ignored elsewhere"},
+			{Name: "prefetch", Type: ArgI32, Doc: "1: dense matrices only (slots null), on sm_90, each block first prefetches its share of the weights into L2, before it waits for its predecessor (for programmatic launches, where that overlaps the previous kernel); 2: as 1, and in a decode-geometry variant (<type>_g<N>) with one column and err null the wait also follows the first pass's L1 prefetch; 0: no prefetch (a plain launch only pays for it)"},
 		},
-		Axes: []Axis{axisWeightType(ISADot4)},
+		// geom: "" = the default kernel (every column count; what mmvq was before decode
+		// geometries); g1..g4 = the one-column decode geometries of MmvqGeoms (NVIDIA only,
+		// each its own kernel so that the default kernel's code stays its own; ncols must be
+		// 1; F16/BF16 have g4 only).
+		Axes: []Axis{axisWeightType(ISADot4), {Name: "geom", Values: []Value{{Name: ""},
+			{Name: "g1", Needs: NeedNVIDIA}, {Name: "g2", Needs: NeedNVIDIA}, {Name: "g3", Needs: NeedNVIDIA}, {Name: "g4", Needs: NeedNVIDIA}}}},
+		Absent: func(v Variant) bool {
+			t := v.Values["type"]
+			return (t == "f16" || t == "bf16") && v.MmvqGeomIndex() != 0 && MmvqGeoms[v.MmvqGeomIndex()].FR == 0
+		},
 		// 8 waves per block; a wave owns R rows (strata_mmvq_shape / strata_mmvq_nv_shape,
 		// and strata_mmvq_rows_f's one row per wave): quantized types R = 2 on every target
-		// and column count, F16/BF16 one row per wave.
+		// and column count, F16/BF16 one row per wave; a geometry variant its MmvqGeoms row's.
 		RowsPerBlock: func(_ Target, v Variant) int {
+			g := MmvqGeoms[v.MmvqGeomIndex()]
 			if t := v.Values["type"]; t == "f16" || t == "bf16" {
+				if g.FRows > 0 {
+					return g.FRows
+				}
 				return 8
 			}
-			return 16
+			return g.QRows
 		},
 	},
 	{
@@ -436,12 +448,12 @@ var mmqArgs = []Arg{
 	{Name: "hook_group", Type: ArgI32, Doc: "−1; test hook: g in [0, k/32) makes y[t·ldy + r] the int32 bits of group g's exact integer sum"},
 }
 
-// MmvqGeom is one of mmvq's one-column decode geometries (its geom argument, NVIDIA): R rows
+// MmvqGeom is one of mmvq's one-column decode geometries (variant <type>_g<N>, NVIDIA): R rows
 // a wave and U 32-element groups a lane a pass for the quantized types, whether the block's
 // first pass is prefetched into L1 before the activation staging, and R for F16/BF16 (0:
 // their default). Rows is the rows one 8-wave block covers, the grid's x being
 // ceil(rows/Rows) (the kernel is grid-strided, so any x stays correct). The template's
-// dispatch (mmvq.tmpl, case 1) holds the same table; TestMmvqGeoms checks the two agree.
+// geometry kernels (mmvq.tmpl) take R and U from here (Variant.MmvqShape).
 type MmvqGeom struct {
 	R, U  int  // quantized: rows a wave, groups a lane a pass
 	Pre   bool // quantized: the first pass's L1 prefetch
@@ -450,8 +462,8 @@ type MmvqGeom struct {
 	FRows int  // F16/BF16: rows a block (0: the Spec's RowsPerBlock, the default path's grid)
 }
 
-// MmvqGeoms is indexed by mmvq's geom argument; 0 is the default path (what the kernel ran
-// before geometries existed).
+// MmvqGeoms is indexed by the geometry number N of variant <type>_g<N>; 0 is the default
+// variant <type> (what the kernel ran before geometries existed).
 var MmvqGeoms = []MmvqGeom{
 	{R: 2, U: 2, QRows: 16},
 	{R: 2, U: 2, Pre: true, QRows: 16},
@@ -459,3 +471,14 @@ var MmvqGeoms = []MmvqGeom{
 	{R: 3, U: 2, Pre: true, QRows: 24},
 	{R: 1, U: 2, Pre: true, FR: 1, QRows: 8, FRows: 8},
 }
+
+// MmvqGeomIndex is mmvq variant v's decode geometry: N for <type>_g<N>, 0 for the default.
+func (v Variant) MmvqGeomIndex() int {
+	if g := v.Values["geom"]; len(g) == 2 && g[0] == 'g' && g[1] >= '1' && int(g[1]-'0') < len(MmvqGeoms) {
+		return int(g[1] - '0')
+	}
+	return 0
+}
+
+// MmvqShape is mmvq variant v's row of MmvqGeoms.
+func (v Variant) MmvqShape() MmvqGeom { return MmvqGeoms[v.MmvqGeomIndex()] }

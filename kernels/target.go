@@ -188,6 +188,11 @@ func (t Target) Can(n Need) (ok bool, why string) {
 			return false, "target has no int8 matrix instruction"
 		}
 		return true, ""
+	case NeedNVIDIA:
+		if !t.IsNVIDIA() {
+			return false, "NVIDIA only"
+		}
+		return true, ""
 	}
 	return false, fmt.Sprintf("unknown need %d", n)
 }

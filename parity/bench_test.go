@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/strata-hip/strata/kernels"
 	"github.com/strata-hip/strata/kernels/abi"
 	"github.com/strata-hip/strata/quant"
 	"github.com/strata-hip/strata/runtime/gpu"
@@ -381,35 +380,38 @@ func TestBenchDecode(t *testing.T) {
 
 // mmvqEngineShapes are the one-column mmvq launches of a resident decode token of the
 // synthetic 30B-A3B Q2_0 and 80B-A3B IQ2_XS models (dense weights Q8_0, routers F16:
-// model/gpu forward.go attention, deltaNet, moe, logits), with the decode geometry the
-// engine picks for them on the H200's 132 SMs (model/gpu TestMmvqGeomShapes pins the same
-// choices) and the launches a token makes of each.
+// model/gpu forward.go attention, deltaNet, moe, logits): geom, the decode geometry counted
+// best for the shape (bench/results/2026-11-30-mmvqs-s7), engine, the kernel the engine
+// launches on the H200's 132 SMs (0: the default; model/gpu TestMmvqGeomShapes pins the same
+// choices), and the launches a token makes of each.
 var mmvqEngineShapes = []struct {
 	name         string
 	v            string
 	rows, k, z   int
-	geom         int32
+	geom, engine int
 	per30, per80 int
 }{
-	{"q|k|v 2048->5120", "q80", 5120, 2048, 1, 3, 48, 0},
-	{"wo / delta-net out 4096->2048", "q80", 2048, 4096, 1, 2, 48, 48},
-	{"router 2048->128", "f16", 128, 2048, 1, 4, 48, 0},
-	{"router+shared gate 2048->513", "f16", 513, 2048, 1, 4, 0, 48},
-	{"delta-net in 2048->12352", "q80", 12352, 2048, 1, 3, 0, 36},
-	{"attn q or gate 16 x 2048->256", "q80", 256, 2048, 16, 1, 0, 24},
-	{"attn k|v 2048->1024", "q80", 1024, 2048, 1, 4, 0, 12},
-	{"LM head 2048->151936", "q80", 151936, 2048, 1, 1, 1, 1},
+	{"q|k|v 2048->5120", "q80", 5120, 2048, 1, 3, 3, 48, 0},
+	{"wo / delta-net out 4096->2048", "q80", 2048, 4096, 1, 2, 0, 48, 48},
+	{"router 2048->128", "f16", 128, 2048, 1, 4, 4, 48, 0},
+	{"router+shared gate 2048->513", "f16", 513, 2048, 1, 4, 4, 0, 48},
+	{"delta-net in 2048->12352", "q80", 12352, 2048, 1, 3, 0, 0, 36},
+	{"attn q or gate 16 x 2048->256", "q80", 256, 2048, 16, 1, 0, 0, 24},
+	{"attn k|v 2048->1024", "q80", 1024, 2048, 1, 4, 4, 0, 12},
+	{"LM head 2048->151936", "q80", 151936, 2048, 1, 1, 0, 1, 1},
 }
 
 // benchEngineShapes times mmvq at the engine's decode shapes (STRATA_BENCH_ENGINE=1): per
-// shape the default path (geom 0, the grid of kernels/abi's rows per block) and the decode
-// geometry, plain launches with prefetch 0 (the standalone view; the L1 prefetch is after
-// the wait), events and graph view, weights rotated over the pool (≥ 256 MiB between reuses),
-// median of reps; with ref (STRATA_BENCH_MMVQ_REF: the kernels before the geometries, whose
-// argument struct is the same 104 bytes with geom in its padding) also ref's path ("ref"),
-// to see whether geom 0 in the new kernel still runs as the old kernel did. Then a bitwise
-// check of geom 0 against the geometry on valid random weights (same sums, so 0 outputs may
-// differ), and the per-token sum of each model's launches (events and graph).
+// shape the default kernel ("old": strata_mmvq_<type>, kernels/abi's grid) and the shape's
+// decode-geometry kernel ("geo": strata_mmvq_<type>_g<N>, its own grid), plain launches
+// with prefetch 0 (the standalone view; the L1 prefetch is after the wait), events and graph
+// view, weights rotated over the pool (≥ 256 MiB between reuses), median of reps; with ref
+// (STRATA_BENCH_MMVQ_REF: a2cd2ed's kernels, before the geometries, whose argument struct is
+// the same 104 bytes) also ref's default kernel ("ref"; its PTX is old's since mmvq2, so old
+// and ref should agree within noise). Then a bitwise check of the geometry kernel against
+// the default on valid random weights (same sums, so 0 outputs may differ), and the
+// per-token sum of each model's launches: old everywhere, geo everywhere, the engine's
+// choice ("new"), ref.
 func benchEngineShapes(t *testing.T, dev *gpu.Device, s *gpu.Stream, mod, ref *gpu.Module, target string, ln *gpu.Launcher,
 	pool gpu.DevPtr, poolBytes int, xq, xf gpu.DevPtr, warm, reps int, d2d float64, rng *rand.Rand,
 	timeLaunches func(int, func(int) error) []float64, graphCol func(func(int) error, int) string, logf func(string, ...any)) {
@@ -421,22 +423,25 @@ func benchEngineShapes(t *testing.T, dev *gpu.Device, s *gpu.Stream, mod, ref *g
 	benchMust(t, err)
 	defer dyE.Free()
 	y := dyE.Ptr
-	logf("engine decode shapes (one column): old = geom 0, new = the engine's geometry; prefetch 0 (plain launches)")
+	logf("engine decode shapes (one column): old = the default kernel, geo = the shape's geometry kernel (engine: the one the engine launches); prefetch 0 (plain launches)")
 	logf("%-32s %-4s %-5s %4s %6s %10s %9s %8s %12s | %10s %9s %8s", "shape", "type", "path", "geom", "blocks", "median µs", "GB/s", "of d2d", "bytes/launch", "graph µs", "GB/s", "of d2d")
-	var tok [2][3][2]float64 // [model 30B/80B][old/new/ref][events/graph] µs a token
-	paths := []string{"old", "new"}
+	var tok [2][4][2]float64 // [model 30B/80B][old/geo/engine/ref][events/graph] µs a token
+	paths := []string{"old", "geo"}
 	if ref != nil {
 		paths = append(paths, "ref")
 	}
 	for _, sh := range mmvqEngineShapes {
 		qt := mmvqTypes[sh.v]
-		fn, err := mod.Func("strata_mmvq_" + sh.v)
-		benchMust(t, err)
-		fns := []*gpu.Func{fn, fn}
-		if ref != nil {
-			rfn, err := ref.Func("strata_mmvq_" + sh.v)
+		syms := []string{"strata_mmvq_" + sh.v, fmt.Sprintf("strata_mmvq_%s_g%d", sh.v, sh.geom), "strata_mmvq_" + sh.v}
+		var fns []*gpu.Func
+		for i := range paths {
+			m := mod
+			if i == 2 {
+				m = ref
+			}
+			fn, err := m.Func(syms[i])
 			benchMust(t, err)
-			fns = append(fns, rfn)
+			fns = append(fns, fn)
 		}
 		rb, err := qt.RowBytes(sh.k)
 		benchMust(t, err)
@@ -448,21 +453,12 @@ func benchEngineShapes(t *testing.T, dev *gpu.Device, s *gpu.Stream, mod, ref *g
 			act = 4 * sh.k
 		}
 		bytes := sh.z*sh.rows*rb + act
-		g := kernels.MmvqGeoms[sh.geom]
 		for i := range paths {
-			geom := []int32{0, sh.geom, 0}[i]
 			fn := fns[i]
-			gx, err := mmvqGridX(target, "strata_mmvq_"+sh.v, sh.rows)
+			gx, err := mmvqGridX(target, syms[i], sh.rows)
 			benchMust(t, err)
-			rpb := g.QRows
-			if qt == quant.F16 {
-				rpb = g.FRows
-			}
-			if geom != 0 && rpb > 0 {
-				gx = (sh.rows + rpb - 1) / rpb
-			}
 			args := abi.MmvqArgs{Xq: uint64(xq), Xf: uint64(xf), Y: uint64(y), Rows: int32(sh.rows), K: int32(sh.k), Ncols: 1,
-				XColStride: int32(sh.k), YColStride: int32(sh.rows), YMatStride: int32(sh.rows), WMatBytes: int64(matBytes), Geom: geom}
+				XColStride: int32(sh.k), YColStride: int32(sh.rows), YMatStride: int32(sh.rows), WMatBytes: int64(matBytes)}
 			grid := gpu.Dim3{X: uint32(gx), Y: 1, Z: uint32(sh.z)}
 			launch := func(j int) error {
 				a := args
@@ -472,32 +468,41 @@ func benchEngineShapes(t *testing.T, dev *gpu.Device, s *gpu.Stream, mod, ref *g
 			m := median(timeLaunches(warm+reps, launch)[warm:])
 			gc := graphCol(launch, bytes)
 			gbs := float64(bytes) / m / 1e9
+			geom := []int{0, sh.geom, 0}[i]
 			logf("%-32s %-4s %-5s %4d %6d %10.2f %9.1f %7.1f%% %12d | %s", sh.name, sh.v, paths[i], geom, gx*sh.z, m*1e6, gbs, 100*gbs/d2d, bytes, gc)
 			gm, _ := strconv.ParseFloat(strings.Fields(gc)[0], 64)
+			slots := []int{i}
+			if i == 2 {
+				slots = []int{3}
+			} else if (i == 1) == (sh.engine != 0) {
+				slots = append(slots, 2)
+			}
 			for mi, n := range []int{sh.per30, sh.per80} {
-				tok[mi][i][0] += float64(n) * m * 1e6
-				tok[mi][i][1] += float64(n) * gm
+				for _, sl := range slots {
+					tok[mi][sl][0] += float64(n) * m * 1e6
+					tok[mi][sl][1] += float64(n) * gm
+				}
 			}
 		}
 		if sh.rows <= 16384 {
-			benchMust(t, mmvqGeomCheck(dev, s, fn, qt, sh.rows, sh.k, sh.z, sh.geom, xq, xf, y, target, "strata_mmvq_"+sh.v, rng, logf))
+			benchMust(t, mmvqGeomCheck(dev, s, fns[0], fns[1], qt, sh.rows, sh.k, sh.z, xq, xf, y, target, syms[0], syms[1], rng, logf))
 		}
 	}
 	for mi, name := range []string{"30B-A3B Q2_0", "80B-A3B IQ2_XS"} {
-		logf("%s: mmvq µs a token (sum of its launches): old %.1f / graph %.1f, new %.1f / graph %.1f (events %+.1f %%, graph %+.1f %%)", name,
-			tok[mi][0][0], tok[mi][0][1], tok[mi][1][0], tok[mi][1][1],
-			100*(tok[mi][1][0]/tok[mi][0][0]-1), 100*(tok[mi][1][1]/tok[mi][0][1]-1))
+		logf("%s: mmvq µs a token (sum of its launches): old %.1f / graph %.1f, geo %.1f / graph %.1f, new (the engine's) %.1f / graph %.1f (events %+.1f %%, graph %+.1f %% against old)", name,
+			tok[mi][0][0], tok[mi][0][1], tok[mi][1][0], tok[mi][1][1], tok[mi][2][0], tok[mi][2][1],
+			100*(tok[mi][2][0]/tok[mi][0][0]-1), 100*(tok[mi][2][1]/tok[mi][0][1]-1))
 		if ref != nil {
-			logf("%s: ref (the kernels before, geom 0) %.1f / graph %.1f", name, tok[mi][2][0], tok[mi][2][1])
+			logf("%s: ref (a2cd2ed's kernels) %.1f / graph %.1f", name, tok[mi][3][0], tok[mi][3][1])
 		}
 	}
 }
 
-// mmvqGeomCheck runs fn on z rows×k matrices of valid random blocks with geom 0 and with
-// geom (its grid), y poisoned before each, and logs how many outputs differ bitwise (the
-// geometries keep every sum: 0 expected).
-func mmvqGeomCheck(dev *gpu.Device, s *gpu.Stream, fn *gpu.Func, qt quant.Type, rows, k, z int, geom int32, xq, xf, y gpu.DevPtr,
-	target, symbol string, rng *rand.Rand, logf func(string, ...any)) error {
+// mmvqGeomCheck runs the default kernel fn0 and the geometry kernel fng (each on its
+// kernels/abi grid) on z rows×k matrices of valid random blocks, y poisoned before each, and
+// logs how many outputs differ bitwise (the geometries keep every sum: 0 expected).
+func mmvqGeomCheck(dev *gpu.Device, s *gpu.Stream, fn0, fng *gpu.Func, qt quant.Type, rows, k, z int, xq, xf, y gpu.DevPtr,
+	target, sym0, symg string, rng *rand.Rand, logf func(string, ...any)) error {
 	rb, err := qt.RowBytes(k)
 	if err != nil {
 		return err
@@ -522,18 +527,13 @@ func mmvqGeomCheck(dev *gpu.Device, s *gpu.Stream, fn *gpu.Func, qt quant.Type, 
 		return err
 	}
 	var outs [2][]byte
-	for i, g := range []int32{0, geom} {
-		gx, err := mmvqGridX(target, symbol, rows)
+	for i, fn := range []*gpu.Func{fn0, fng} {
+		gx, err := mmvqGridX(target, []string{sym0, symg}[i], rows)
 		if err != nil {
 			return err
 		}
-		if m := kernels.MmvqGeoms[g]; g != 0 {
-			if rpb := map[bool]int{false: m.QRows, true: m.FRows}[qt == quant.F16 || qt == quant.BF16]; rpb > 0 {
-				gx = (rows + rpb - 1) / rpb
-			}
-		}
 		args := abi.MmvqArgs{W: uint64(dw.Ptr), Xq: uint64(xq), Xf: uint64(xf), Y: uint64(y), Rows: int32(rows), K: int32(k), Ncols: 1,
-			XColStride: int32(k), YColStride: int32(rows), YMatStride: int32(rows), WMatBytes: int64(matBytes), Geom: g}
+			XColStride: int32(k), YColStride: int32(rows), YMatStride: int32(rows), WMatBytes: int64(matBytes)}
 		poison := make([]byte, 4*rows*z)
 		for j := range poison {
 			poison[j] = 0xff
@@ -562,7 +562,7 @@ func mmvqGeomCheck(dev *gpu.Device, s *gpu.Stream, fn *gpu.Func, qt quant.Type, 
 			bad++
 		}
 	}
-	logf("%-8s geom %d against geom 0, %d×%d×%d: %d of %d outputs differ bitwise (%d not finite)", qt, geom, z, rows, k, diff, rows*z, bad)
+	logf("%-8s %s against %s, %d×%d×%d: %d of %d outputs differ bitwise (%d not finite)", qt, symg, sym0, z, rows, k, diff, rows*z, bad)
 	return nil
 }
 

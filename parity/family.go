@@ -12,8 +12,11 @@ type Family struct {
 	// Bounds holds, per variant, every check the variant's output must pass. A variant
 	// the code object has but Bounds lacks fails: bounds come before measurements.
 	Bounds map[string][]Bound
-	// Cases are the shapes, each run on every variant.
+	// Cases are the shapes, each run on every variant (Applies allowing).
 	Cases []Case
+	// Applies, when set, says whether case c runs on variant (a variant whose kernel has a
+	// narrower contract than the family's); nil = every case on every variant.
+	Applies func(variant string, c Case) bool
 	// Run draws inputs from rng for case c, runs symbol through h, and compares the
 	// result with the reference under bounds. It returns what the log should show.
 	Run func(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error)

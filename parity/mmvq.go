@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/strata-hip/strata/kernels"
 	"github.com/strata-hip/strata/kernels/abi"
@@ -96,14 +97,25 @@ func init() {
 		} else {
 			b[v] = []Bound{mmvqQuantY, mmvqQuantYLong, mmvqInt, mmvqErr}
 		}
+		// The decode-geometry kernels (NVIDIA, variant <type>_g<N>: kernels.MmvqGeoms) add
+		// each row's groups in the default path's order (R and U only change which wave
+		// holds a row and when; each lane's fold chain and the butterfly are the same), so
+		// their bounds are the type's, as derived above.
+		for g, m := range kernels.MmvqGeoms[1:] {
+			if t != quant.F16 && t != quant.BF16 || m.FR != 0 {
+				b[fmt.Sprintf("%s_g%d", v, g+1)] = b[v]
+			}
+		}
 	}
 	register(&Family{
 		Name:   "mmvq",
 		Bounds: b,
 		// Dims: rows, k, ncols, matrices, mode (0 dense, 1 experts sharing x, 2 experts each
-		// with its own x, 3 experts with missing ones), and optionally the decode geometry
-		// (geom, kernels.MmvqGeoms) and prefetch (2: dense, no err pointer, the grid wait
-		// after the first pass's L1 prefetch; the launch is plain, so the wait is a no-op).
+		// with its own x, 3 experts with missing ones), and optionally prefetch (2: dense, no
+		// err pointer, a decode-geometry kernel's grid wait after the first pass's L1
+		// prefetch; the launch is plain, so the wait is a no-op). The decode-geometry
+		// variants (<type>_g<N>, one column only) run the one-column cases: mmvqApplies.
+		Applies: mmvqApplies,
 		Cases: []Case{
 			{"rows=1,k=256,cols=1", []int{1, 256, 1, 1, 0}},
 			{"rows=7,k=256,cols=8", []int{7, 256, 8, 1, 0}},
@@ -131,19 +143,18 @@ func init() {
 			// addressing, x_mat_stride ≠ 0) — the MoE down projection's shape.
 			{"experts=8,rows=40,k=768,cols=1,own-x", []int{40, 768, 1, 8, 2}},
 			{"experts=4,rows=16,k=256,cols=1,missing", []int{16, 256, 1, 4, 3}},
-			// The one-column decode geometries (NVIDIA; AMD ignores geom and runs these as
-			// geometry 0 on the geometry's grid): the engine's shapes with fewer rows. The
-			// sums are geometry 0's (each row's lane chains are unchanged), so the y bound
-			// holds as derived. Rows ragged for R = 3 (37 = 12·3 + 1); U = 4 over 96 groups
-			// (a partial pass); K = 33024 (segmented staging after the first-pass prefetch);
+			// The engine's decode shapes with fewer rows, for the decode-geometry variants
+			// (each runs all of them; the default variants too). The sums are the default
+			// path's (each row's lane chains are unchanged), so the y bound holds as
+			// derived. Rows ragged for R = 3 (37 = 12·3 + 1); U = 4 over 96 groups (a
+			// partial pass); K = 33024 (segmented staging after the first-pass prefetch);
 			// three dense matrices with the late wait (prefetch 2).
-			{"rows=37,k=2048,cols=1,geom=3", []int{37, 2048, 1, 1, 0, 3, 0}},
-			{"rows=21,k=4096,cols=1,geom=2", []int{21, 4096, 1, 1, 0, 2, 0}},
-			{"rows=9,k=3072,cols=1,geom=2", []int{9, 3072, 1, 1, 0, 2, 0}},
-			{"rows=13,k=2048,cols=1,geom=4,prefetch=2", []int{13, 2048, 1, 1, 0, 4, 2}},
-			{"rows=20,k=2048,cols=1,dense=3,geom=1,prefetch=2", []int{20, 2048, 1, 3, 0, 1, 2}},
-			{"rows=40,k=256,cols=1,geom=3,prefetch=2", []int{40, 256, 1, 1, 0, 3, 2}},
-			{"rows=7,k=33024,cols=1,geom=3", []int{7, 33024, 1, 1, 0, 3, 0}},
+			{"rows=37,k=2048,cols=1,decode", []int{37, 2048, 1, 1, 0, 0}},
+			{"rows=21,k=4096,cols=1,decode", []int{21, 4096, 1, 1, 0, 0}},
+			{"rows=9,k=3072,cols=1,decode", []int{9, 3072, 1, 1, 0, 0}},
+			{"rows=13,k=2048,cols=1,decode,prefetch=2", []int{13, 2048, 1, 1, 0, 2}},
+			{"rows=20,k=2048,cols=1,dense=3,decode,prefetch=2", []int{20, 2048, 1, 3, 0, 2}},
+			{"rows=40,k=256,cols=1,decode,prefetch=2", []int{40, 256, 1, 1, 0, 2}},
 		},
 		Run:       runMmvq,
 		SelfCheck: selfCheckMmvq,
@@ -154,7 +165,7 @@ func init() {
 type mmvqInputs struct {
 	t                          quant.Type
 	rows, k, ncols, nmat, mode int
-	geom, prefetch             int       // mmvq's geom and prefetch arguments (dims 5 and 6; 0 when absent)
+	prefetch                   int       // mmvq's prefetch argument (dims 5; 0 when absent)
 	rowBytes, matStride        int       // bytes per weight row; bytes between matrices (256-aligned)
 	w                          []byte    // nmat matrices, matStride apart
 	xf                         []float32 // f32 activations, [xmat][col][k]
@@ -185,10 +196,10 @@ func (in *mmvqInputs) matrixOf(z int) int {
 // newMmvqInputs draws a case's operands; intMode makes the exact-integer variant.
 func newMmvqInputs(t quant.Type, dims []int, intMode bool, rng *rand.Rand) (*mmvqInputs, error) {
 	in := &mmvqInputs{t: t, rows: dims[0], k: dims[1], ncols: dims[2], nmat: dims[3], mode: dims[4]}
-	if len(dims) >= 7 {
-		in.geom, in.prefetch = dims[5], dims[6]
-		if in.geom < 0 || in.geom >= len(kernels.MmvqGeoms) || in.ncols != 1 || (in.prefetch == 2 && in.mode != 0) {
-			return nil, fmt.Errorf("mmvq case: geom %d, prefetch %d with %d columns, mode %d", in.geom, in.prefetch, in.ncols, in.mode)
+	if len(dims) >= 6 {
+		in.prefetch = dims[5]
+		if in.prefetch < 0 || in.prefetch > 2 || (in.prefetch == 2 && (in.mode != 0 || in.ncols != 1)) {
+			return nil, fmt.Errorf("mmvq case: prefetch %d with %d columns, mode %d", in.prefetch, in.ncols, in.mode)
 		}
 	}
 	rb, err := t.RowBytes(in.k)
@@ -412,7 +423,7 @@ func (in *mmvqInputs) launch(h *Harness, fn *gpu.Func) ([]float64, []uint32, flo
 	}
 	outs := []Buf{dy}
 	args.Y = dy.Ptr()
-	args.Geom, args.Prefetch = int32(in.geom), int32(in.prefetch)
+	args.Prefetch = int32(in.prefetch)
 	if in.prefetch != 2 { // the late wait needs err null: no err buffer, e is all zeros
 		de, err := h.Output(4 * in.nmat)
 		if err != nil {
@@ -421,18 +432,13 @@ func (in *mmvqInputs) launch(h *Harness, fn *gpu.Func) ([]float64, []uint32, flo
 		args.Err = de.Ptr()
 		outs = append(outs, de)
 	}
+	if mmvqGeomVariant(fn.Symbol()) && in.ncols != 1 {
+		return nil, nil, 0, fmt.Errorf("mmvq %s: a decode-geometry kernel with %d columns", fn.Symbol(), in.ncols)
+	}
+	// The variant's grid (kernels/abi): a decode-geometry kernel's covers its own rows a block.
 	gx, err := mmvqGridX("", fn.Symbol(), in.rows)
 	if err != nil {
 		return nil, nil, 0, err
-	}
-	if g := kernels.MmvqGeoms[in.geom]; in.geom != 0 {
-		rpb := g.QRows
-		if in.t == quant.F16 || in.t == quant.BF16 {
-			rpb = g.FRows
-		}
-		if rpb > 0 {
-			gx = (in.rows + rpb - 1) / rpb
-		}
 	}
 	grid := gpu.Dim3{X: uint32(gx), Y: 1, Z: uint32(in.nmat)}
 	got, el, err := h.Run(fn, grid, gpu.Dim3{X: abi.MmvqThreads, Y: 1, Z: 1}, args.Bytes(), outs...)
@@ -454,7 +460,11 @@ func (in *mmvqInputs) launch(h *Harness, fn *gpu.Func) ([]float64, []uint32, flo
 }
 
 func runMmvq(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
-	t, ok := mmvqTypes[variantOf(symbol, "mmvq")]
+	v := variantOf(symbol, "mmvq")
+	if mmvqGeomVariant(v) {
+		v = v[:len(v)-3] // <type>_g<N>: the type's
+	}
+	t, ok := mmvqTypes[v]
 	if !ok {
 		return Outcome{}, fmt.Errorf("no weight type for %s", symbol)
 	}
@@ -647,4 +657,18 @@ func mmvqGridX(target, symbol string, rows int) (int, error) {
 		return 0, fmt.Errorf("mmvq %s: no rows per block in kernels/abi for target %q", symbol, target)
 	}
 	return (rows + rpb - 1) / rpb, nil
+}
+
+// mmvqGeomVariant reports whether an mmvq variant name or symbol is a decode-geometry
+// kernel's (<type>_g<N>, kernels.MmvqGeoms).
+func mmvqGeomVariant(name string) bool {
+	i := strings.LastIndex(name, "_g")
+	return i >= 0 && len(name) == i+3 && name[i+2] >= '1' && name[i+2] <= '9'
+}
+
+// mmvqApplies: the decode-geometry variants (one column only) run the one-column cases of at
+// most 2²² weight elements (the decode shapes, the small expert and ragged cases; the
+// default variants keep the large ones); the default variants run every case.
+func mmvqApplies(variant string, c Case) bool {
+	return !mmvqGeomVariant(variant) || (c.Dims[2] == 1 && c.Dims[0]*c.Dims[1] <= 1<<22)
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/strata-hip/strata/kernels/abi"
 )
 
-// TestMmvqHostSim runs mmvq's NVIDIA paths (strata_mmvq_rows_x with the one-column decode
-// geometries, strata_mmvq_rows_f) on the CPU through runMmvq, its harness and bounds: the
+// TestMmvqHostSim runs mmvq's NVIDIA kernels (the default ones and the one-column decode-
+// geometry kernels <type>_g<N>: strata_mmvq_rows_x, strata_mmvq_rows_f) on the CPU through runMmvq, its harness and bounds: the
 // host simulation of TestPrefillHostSim on the generated sm_90 source rewritten by
 // mmvqHostSimSource (mmvq's __NVPTX__ sections on, its prefetches dropped; quant_blocks keeps
 // its portable decode forms, which give the same bytes: TestQuantBlocksHost). It proves the
@@ -46,12 +46,18 @@ func TestMmvqHostSim(t *testing.T) {
 	all := os.Getenv("STRATA_HOSTSIM_ALL") == "1"
 	types := map[string]bool{"q80": true, "f16": true}
 	for _, v := range co.Variants {
-		if !all && !types[v.Name] {
+		base, _, _ := strings.Cut(v.Name, "_g")
+		if !all && !types[base] {
 			continue
 		}
 		for _, c := range fam.Cases {
-			geom := len(c.Dims) >= 7 && c.Dims[5] != 0
-			if !geom && !all && c.Name != "rows=5,k=3072,cols=1" && c.Name != "experts=8,rows=40,k=768,cols=1,own-x" {
+			if !fam.Applies(v.Name, c) {
+				continue
+			}
+			// By default the geometry kernels on the decode cases, and every kernel on two
+			// one-column default-path cases.
+			decode := len(c.Dims) >= 6 && mmvqGeomVariant(v.Name)
+			if !decode && !all && c.Name != "rows=5,k=3072,cols=1" && c.Name != "experts=8,rows=40,k=768,cols=1,own-x" {
 				continue
 			}
 			if c.Dims[1] > 16384 && !all { // the segmented staging's K: minutes on the CPU

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/strata-hip/strata/kernels"
+	"github.com/strata-hip/strata/kernels/abi"
+	"github.com/strata-hip/strata/quant"
 )
 
 // TestMmvqCaseBounds: every mmvq case checks exactly one y bound, the one whose derivation
@@ -68,34 +70,60 @@ func TestMmvqGridX(t *testing.T) {
 	}
 }
 
-// TestMmvqGeomsTable: kernels.MmvqGeoms (the grids parity launches) agrees with every NVIDIA
-// target's generated one-column dispatch: geometry g's quantized path is
-// strata_mmvq_rows_x<QT, 1, R, U> (8·R rows a block) and F16/BF16's rows_f<QT, 1, FR> where
-// it has one.
+// TestMmvqGeomsTable: kernels.MmvqGeoms agrees with every NVIDIA target's generated
+// decode-geometry kernels: strata_mmvq_<type>_g<g> of a quantized type runs
+// strata_mmvq_rows_x<QT, 1, R, U> (8·R rows a block, kernels/abi's RowsPerBlock), F16/BF16's
+// exist where FR ≠ 0 and run rows_f<QT, 1, FR>; no default kernel calls a geometry's path.
 func TestMmvqGeomsTable(t *testing.T) {
 	n := 0
 	for _, tg := range kernels.Targets {
 		if !tg.IsNVIDIA() {
 			continue
 		}
-		src, err := os.ReadFile(filepath.Join(moduleRoot(), "kernels", "out", tg.Name, "mmvq.cu"))
+		b, err := os.ReadFile(filepath.Join(moduleRoot(), "kernels", "out", tg.Name, "mmvq.cu"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for g, m := range kernels.MmvqGeoms {
-			if m.QRows != 8*m.R || (m.FR != 0) != (m.FRows != 0) || m.FRows != 8*m.FR {
-				t.Errorf("MmvqGeoms[%d] = %+v: rows a block are not 8 waves' rows", g, m)
+		src := string(b)
+		body := func(sym string) string { // the kernel's text, up to the next kernel
+			i := strings.Index(src, " "+sym+"(const struct")
+			if i < 0 {
+				return ""
 			}
-			if g == 0 {
-				continue
+			j := strings.Index(src[i+1:], "STRATA_KERNEL ")
+			if j < 0 {
+				return src[i:]
 			}
-			q := fmt.Sprintf("case %d: strata_mmvq_rows_x<QT, 1, %d, %d>(p, w, &tab, xs, z, pre);", g, m.R, m.U)
-			if !strings.Contains(string(src), q) || !m.Pre {
-				t.Errorf("%s: no %q (or Pre off)", tg.Name, q)
+			return src[i : i+1+j]
+		}
+		co, _ := abi.Find(tg.Name, "mmvq")
+		rows := map[string]int{}
+		for _, v := range co.Variants {
+			rows[v.Name] = v.RowsPerBlock
+		}
+		for v, qt := range mmvqTypes {
+			f := qt == quant.F16 || qt == quant.BF16
+			if d := body("strata_mmvq_" + v); d == "" || strings.Contains(d, "late ? 2 : 1") {
+				t.Errorf("%s: default kernel strata_mmvq_%s missing or with a geometry's path", tg.Name, v)
 			}
-			f := fmt.Sprintf("if (p.geom == %d) strata_mmvq_rows_f<QT, 1, %d>", g, m.FR)
-			if strings.Contains(string(src), f) != (m.FR != 0) {
-				t.Errorf("%s: %q present %v, MmvqGeoms[%d].FR %d", tg.Name, f, !(m.FR != 0), g, m.FR)
+			for g, m := range kernels.MmvqGeoms {
+				if m.QRows != 8*m.R || (m.FR != 0) != (m.FRows != 0) || m.FRows != 8*m.FR {
+					t.Errorf("MmvqGeoms[%d] = %+v: rows a block are not 8 waves' rows", g, m)
+				}
+				if g == 0 {
+					continue
+				}
+				sym := fmt.Sprintf("strata_mmvq_%s_g%d", v, g)
+				call, want := fmt.Sprintf("strata_mmvq_rows_x<QT, 1, %d, %d>(p, w, &tab, xs, z, late ? 2 : 1);", m.R, m.U), m.QRows
+				if f {
+					call, want = fmt.Sprintf("strata_mmvq_rows_f<QT, 1, %d>(p, w, z, late ? 2 : 1);", m.FR), m.FRows
+				}
+				d := body(sym)
+				if (d != "") != (want != 0) || rows[fmt.Sprintf("%s_g%d", v, g)] != want {
+					t.Errorf("%s: %s present %v, %d rows a block in kernels/abi; MmvqGeoms[%d] wants %d", tg.Name, sym, d != "", rows[fmt.Sprintf("%s_g%d", v, g)], g, want)
+				} else if d != "" && (!strings.Contains(d, call) || !m.Pre) {
+					t.Errorf("%s: %s does not call %q (or Pre off)", tg.Name, sym, call)
+				}
 			}
 		}
 		n++

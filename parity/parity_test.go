@@ -127,6 +127,9 @@ func TestParity(t *testing.T) {
 							t.Fatalf("no bounds declared for %s/%s: declare them in parity/%s.go first", f.Name, v.Name, f.Name)
 						}
 						for _, c := range f.Cases {
+							if f.Applies != nil && !f.Applies(v.Name, c) {
+								continue
+							}
 							t.Run(c.Name, func(t *testing.T) {
 								h := &Harness{Dev: dev, Mod: mod}
 								defer func() {

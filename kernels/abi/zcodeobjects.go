@@ -2988,41 +2988,177 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_f16",
 	}, {
+		Name:         "f16_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_f16_g4",
+	}, {
 		Name:         "bf16",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_bf16",
+	}, {
+		Name:         "bf16_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_bf16_g4",
 	}, {
 		Name:         "q80",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q80",
 	}, {
+		Name:         "q80_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g1",
+	}, {
+		Name:         "q80_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g2",
+	}, {
+		Name:         "q80_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q80_g3",
+	}, {
+		Name:         "q80_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g4",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
+	}, {
+		Name:         "q20_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g1",
+	}, {
+		Name:         "q20_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g2",
+	}, {
+		Name:         "q20_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q20_g3",
+	}, {
+		Name:         "q20_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g4",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q4k",
 	}, {
+		Name:         "q4k_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g1",
+	}, {
+		Name:         "q4k_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g2",
+	}, {
+		Name:         "q4k_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q4k_g3",
+	}, {
+		Name:         "q4k_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g4",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
+	}, {
+		Name:         "q6k_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g1",
+	}, {
+		Name:         "q6k_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g2",
+	}, {
+		Name:         "q6k_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q6k_g3",
+	}, {
+		Name:         "q6k_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g4",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq2xs",
 	}, {
+		Name:         "iq2xs_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g1",
+	}, {
+		Name:         "iq2xs_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g2",
+	}, {
+		Name:         "iq2xs_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq2xs_g3",
+	}, {
+		Name:         "iq2xs_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g4",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
+	}, {
+		Name:         "iq3xxs_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g1",
+	}, {
+		Name:         "iq3xxs_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g2",
+	}, {
+		Name:         "iq3xxs_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq3xxs_g3",
+	}, {
+		Name:         "iq3xxs_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g4",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3s",
 	}, {
+		Name:         "iq3s_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g1",
+	}, {
+		Name:         "iq3s_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g2",
+	}, {
+		Name:         "iq3s_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq3s_g3",
+	}, {
+		Name:         "iq3s_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g4",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
+	}, {
+		Name:         "iq1m_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g1",
+	}, {
+		Name:         "iq1m_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g2",
+	}, {
+		Name:         "iq1m_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq1m_g3",
+	}, {
+		Name:         "iq1m_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g4",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3697,41 +3833,177 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_f16",
 	}, {
+		Name:         "f16_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_f16_g4",
+	}, {
 		Name:         "bf16",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_bf16",
+	}, {
+		Name:         "bf16_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_bf16_g4",
 	}, {
 		Name:         "q80",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q80",
 	}, {
+		Name:         "q80_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g1",
+	}, {
+		Name:         "q80_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g2",
+	}, {
+		Name:         "q80_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q80_g3",
+	}, {
+		Name:         "q80_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g4",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
+	}, {
+		Name:         "q20_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g1",
+	}, {
+		Name:         "q20_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g2",
+	}, {
+		Name:         "q20_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q20_g3",
+	}, {
+		Name:         "q20_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g4",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q4k",
 	}, {
+		Name:         "q4k_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g1",
+	}, {
+		Name:         "q4k_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g2",
+	}, {
+		Name:         "q4k_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q4k_g3",
+	}, {
+		Name:         "q4k_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g4",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
+	}, {
+		Name:         "q6k_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g1",
+	}, {
+		Name:         "q6k_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g2",
+	}, {
+		Name:         "q6k_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q6k_g3",
+	}, {
+		Name:         "q6k_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g4",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq2xs",
 	}, {
+		Name:         "iq2xs_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g1",
+	}, {
+		Name:         "iq2xs_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g2",
+	}, {
+		Name:         "iq2xs_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq2xs_g3",
+	}, {
+		Name:         "iq2xs_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g4",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
+	}, {
+		Name:         "iq3xxs_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g1",
+	}, {
+		Name:         "iq3xxs_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g2",
+	}, {
+		Name:         "iq3xxs_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq3xxs_g3",
+	}, {
+		Name:         "iq3xxs_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g4",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3s",
 	}, {
+		Name:         "iq3s_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g1",
+	}, {
+		Name:         "iq3s_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g2",
+	}, {
+		Name:         "iq3s_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq3s_g3",
+	}, {
+		Name:         "iq3s_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g4",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
+	}, {
+		Name:         "iq1m_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g1",
+	}, {
+		Name:         "iq1m_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g2",
+	}, {
+		Name:         "iq1m_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq1m_g3",
+	}, {
+		Name:         "iq1m_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g4",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4406,41 +4678,177 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_f16",
 	}, {
+		Name:         "f16_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_f16_g4",
+	}, {
 		Name:         "bf16",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_bf16",
+	}, {
+		Name:         "bf16_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_bf16_g4",
 	}, {
 		Name:         "q80",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q80",
 	}, {
+		Name:         "q80_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g1",
+	}, {
+		Name:         "q80_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g2",
+	}, {
+		Name:         "q80_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q80_g3",
+	}, {
+		Name:         "q80_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g4",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
+	}, {
+		Name:         "q20_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g1",
+	}, {
+		Name:         "q20_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g2",
+	}, {
+		Name:         "q20_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q20_g3",
+	}, {
+		Name:         "q20_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g4",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q4k",
 	}, {
+		Name:         "q4k_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g1",
+	}, {
+		Name:         "q4k_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g2",
+	}, {
+		Name:         "q4k_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q4k_g3",
+	}, {
+		Name:         "q4k_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g4",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
+	}, {
+		Name:         "q6k_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g1",
+	}, {
+		Name:         "q6k_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g2",
+	}, {
+		Name:         "q6k_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q6k_g3",
+	}, {
+		Name:         "q6k_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g4",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq2xs",
 	}, {
+		Name:         "iq2xs_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g1",
+	}, {
+		Name:         "iq2xs_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g2",
+	}, {
+		Name:         "iq2xs_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq2xs_g3",
+	}, {
+		Name:         "iq2xs_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g4",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
+	}, {
+		Name:         "iq3xxs_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g1",
+	}, {
+		Name:         "iq3xxs_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g2",
+	}, {
+		Name:         "iq3xxs_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq3xxs_g3",
+	}, {
+		Name:         "iq3xxs_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g4",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3s",
 	}, {
+		Name:         "iq3s_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g1",
+	}, {
+		Name:         "iq3s_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g2",
+	}, {
+		Name:         "iq3s_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq3s_g3",
+	}, {
+		Name:         "iq3s_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g4",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
+	}, {
+		Name:         "iq1m_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g1",
+	}, {
+		Name:         "iq1m_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g2",
+	}, {
+		Name:         "iq1m_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq1m_g3",
+	}, {
+		Name:         "iq1m_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g4",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -5115,41 +5523,177 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_f16",
 	}, {
+		Name:         "f16_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_f16_g4",
+	}, {
 		Name:         "bf16",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_bf16",
+	}, {
+		Name:         "bf16_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_bf16_g4",
 	}, {
 		Name:         "q80",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q80",
 	}, {
+		Name:         "q80_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g1",
+	}, {
+		Name:         "q80_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g2",
+	}, {
+		Name:         "q80_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q80_g3",
+	}, {
+		Name:         "q80_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g4",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
+	}, {
+		Name:         "q20_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g1",
+	}, {
+		Name:         "q20_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g2",
+	}, {
+		Name:         "q20_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q20_g3",
+	}, {
+		Name:         "q20_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g4",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q4k",
 	}, {
+		Name:         "q4k_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g1",
+	}, {
+		Name:         "q4k_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g2",
+	}, {
+		Name:         "q4k_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q4k_g3",
+	}, {
+		Name:         "q4k_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g4",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
+	}, {
+		Name:         "q6k_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g1",
+	}, {
+		Name:         "q6k_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g2",
+	}, {
+		Name:         "q6k_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q6k_g3",
+	}, {
+		Name:         "q6k_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g4",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq2xs",
 	}, {
+		Name:         "iq2xs_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g1",
+	}, {
+		Name:         "iq2xs_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g2",
+	}, {
+		Name:         "iq2xs_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq2xs_g3",
+	}, {
+		Name:         "iq2xs_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g4",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
+	}, {
+		Name:         "iq3xxs_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g1",
+	}, {
+		Name:         "iq3xxs_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g2",
+	}, {
+		Name:         "iq3xxs_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq3xxs_g3",
+	}, {
+		Name:         "iq3xxs_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g4",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3s",
 	}, {
+		Name:         "iq3s_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g1",
+	}, {
+		Name:         "iq3s_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g2",
+	}, {
+		Name:         "iq3s_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq3s_g3",
+	}, {
+		Name:         "iq3s_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g4",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
+	}, {
+		Name:         "iq1m_g1",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g1",
+	}, {
+		Name:         "iq1m_g2",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g2",
+	}, {
+		Name:         "iq1m_g3",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq1m_g3",
+	}, {
+		Name:         "iq1m_g4",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g4",
 	}},
 	Vendor: "nvidia",
 }, {

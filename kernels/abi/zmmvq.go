@@ -9,27 +9,27 @@ import (
 
 /*
 MmvqArgs is the launch-argument struct of every strata_mmvq_* kernel (C: struct strata_mmvq_args).
-y[z][c][r] = Σ_k W_z[r][k]·x_z[c][k] for 1..8 columns: Q8_1 activations and exact dot4 block dots with an f32 scale fold (F16/BF16: f32 activations, f32 fma); matrices z are dense (w + z·w_mat_bytes) or experts through a slot table; launch grid (ceil(rows/16) — ceil(rows/8) for F16/BF16 — or fewer (rows are grid-strided; blocks past the rows exit), 1, matrices), block (256, 1, 1).
+y[z][c][r] = Σ_k W_z[r][k]·x_z[c][k] for 1..8 columns: Q8_1 activations and exact dot4 block dots with an f32 scale fold (F16/BF16: f32 activations, f32 fma); matrices z are dense (w + z·w_mat_bytes) or experts through a slot table; launch grid (ceil(rows/16) — ceil(rows/8) for F16/BF16 — or fewer (rows are grid-strided; blocks past the rows exit), 1, matrices), block (256, 1, 1); decode-geometry variants <type>_g<N> (NVIDIA): one column only, grid x ceil(rows/their RowsPerBlock).
 */
 type MmvqArgs struct {
-	W          uint64 // offset 0: device address of const u8[]; weights of matrix 0 when slots is null: rows × k/QK blocks, rows contiguous, 16-byte aligned; matrix z at w + z·w_mat_bytes
-	Slots      uint64 // offset 8: device address of const u64[]; expert slot table: slots[id] = device address of expert id's weights (16-byte aligned), 0 = not resident; null = dense matrices through w
-	Ids        uint64 // offset 16: device address of const i32[]; with slots: ids[z] = expert id of matrix z
-	Xq         uint64 // offset 24: device address of const u8[]; quantized types: Q8_1 activations (36-byte blocks), column c of matrix z at element z·x_mat_stride + c·x_col_stride
-	Xf         uint64 // offset 32: device address of const f32[]; F16/BF16: f32 activations, same indexing as xq; 16-byte aligned
-	Y          uint64 // offset 40: device address of f32[]; output: y[z·y_mat_stride + c·y_col_stride + r]
-	Err        uint64 // offset 48: device address of u32[]; err[z] = 1 when matrix z's expert has no slot (its outputs are then zeros), else 0; may be null only when slots is null
-	WMatBytes  int64  // offset 56: bytes between dense matrices (slots null)
-	Rows       int32  // offset 64: rows per matrix (> 0)
-	K          int32  // offset 68: elements per row, a positive multiple of the type's block size
-	Ncols      int32  // offset 72: activation columns, 1..8
-	Nslots     int32  // offset 76: entries in slots; ids outside [0, nslots) are missing experts
-	XColStride int32  // offset 80: activation elements between columns, a multiple of 32, ≥ k
-	XMatStride int32  // offset 84: activation elements between matrices, a multiple of 32; 0 = all matrices share x
-	YColStride int32  // offset 88: output elements between columns, ≥ rows
-	YMatStride int32  // offset 92: output elements between matrices
-	Prefetch   int32  // offset 96: 1: dense matrices only (slots null), on sm_90, each block first prefetches its share of the weights into L2, before it waits for its predecessor (for programmatic launches, where that overlaps the previous kernel); 2: as 1, and with a decode geometry (geom 1..4, quantized, one column, err null) the wait also follows the first pass's L1 prefetch; 0: no prefetch (a plain launch only pays for it)
-	Geom       int32  // offset 100: NVIDIA, one column: the decode geometry (MmvqGeoms: rows a wave, groups a lane a pass, the first pass's L1 prefetch); 0 = the default path; the grid's x covers rows at MmvqGeoms[geom].QRows (F16/BF16: FRows, or RowsPerBlock where 0) per block (any x ≥ 1 stays correct); ignored elsewhere
+	W          uint64  // offset 0: device address of const u8[]; weights of matrix 0 when slots is null: rows × k/QK blocks, rows contiguous, 16-byte aligned; matrix z at w + z·w_mat_bytes
+	Slots      uint64  // offset 8: device address of const u64[]; expert slot table: slots[id] = device address of expert id's weights (16-byte aligned), 0 = not resident; null = dense matrices through w
+	Ids        uint64  // offset 16: device address of const i32[]; with slots: ids[z] = expert id of matrix z
+	Xq         uint64  // offset 24: device address of const u8[]; quantized types: Q8_1 activations (36-byte blocks), column c of matrix z at element z·x_mat_stride + c·x_col_stride
+	Xf         uint64  // offset 32: device address of const f32[]; F16/BF16: f32 activations, same indexing as xq; 16-byte aligned
+	Y          uint64  // offset 40: device address of f32[]; output: y[z·y_mat_stride + c·y_col_stride + r]
+	Err        uint64  // offset 48: device address of u32[]; err[z] = 1 when matrix z's expert has no slot (its outputs are then zeros), else 0; may be null only when slots is null
+	WMatBytes  int64   // offset 56: bytes between dense matrices (slots null)
+	Rows       int32   // offset 64: rows per matrix (> 0)
+	K          int32   // offset 68: elements per row, a positive multiple of the type's block size
+	Ncols      int32   // offset 72: activation columns, 1..8
+	Nslots     int32   // offset 76: entries in slots; ids outside [0, nslots) are missing experts
+	XColStride int32   // offset 80: activation elements between columns, a multiple of 32, ≥ k
+	XMatStride int32   // offset 84: activation elements between matrices, a multiple of 32; 0 = all matrices share x
+	YColStride int32   // offset 88: output elements between columns, ≥ rows
+	YMatStride int32   // offset 92: output elements between matrices
+	Prefetch   int32   // offset 96: 1: dense matrices only (slots null), on sm_90, each block first prefetches its share of the weights into L2, before it waits for its predecessor (for programmatic launches, where that overlaps the previous kernel); 2: as 1, and in a decode-geometry variant (<type>_g<N>) with one column and err null the wait also follows the first pass's L1 prefetch; 0: no prefetch (a plain launch only pays for it)
+	_          [4]byte // offset 100: explicit padding
 }
 
 // MmvqArgsSize is sizeof(struct strata_mmvq_args) in bytes.
@@ -40,16 +40,50 @@ const MmvqThreads = 256
 
 // Kernel symbols of every mmvq variant; CodeObject.Symbol says which a target has.
 const (
-	SymMmvqF16    = "strata_mmvq_f16"    // variant f16
-	SymMmvqBf16   = "strata_mmvq_bf16"   // variant bf16
-	SymMmvqQ80    = "strata_mmvq_q80"    // variant q80
-	SymMmvqQ20    = "strata_mmvq_q20"    // variant q20
-	SymMmvqQ4k    = "strata_mmvq_q4k"    // variant q4k
-	SymMmvqQ6k    = "strata_mmvq_q6k"    // variant q6k
-	SymMmvqIq2xs  = "strata_mmvq_iq2xs"  // variant iq2xs
-	SymMmvqIq3xxs = "strata_mmvq_iq3xxs" // variant iq3xxs
-	SymMmvqIq3s   = "strata_mmvq_iq3s"   // variant iq3s
-	SymMmvqIq1m   = "strata_mmvq_iq1m"   // variant iq1m
+	SymMmvqF16      = "strata_mmvq_f16"       // variant f16
+	SymMmvqF16G4    = "strata_mmvq_f16_g4"    // variant f16_g4
+	SymMmvqBf16     = "strata_mmvq_bf16"      // variant bf16
+	SymMmvqBf16G4   = "strata_mmvq_bf16_g4"   // variant bf16_g4
+	SymMmvqQ80      = "strata_mmvq_q80"       // variant q80
+	SymMmvqQ80G1    = "strata_mmvq_q80_g1"    // variant q80_g1
+	SymMmvqQ80G2    = "strata_mmvq_q80_g2"    // variant q80_g2
+	SymMmvqQ80G3    = "strata_mmvq_q80_g3"    // variant q80_g3
+	SymMmvqQ80G4    = "strata_mmvq_q80_g4"    // variant q80_g4
+	SymMmvqQ20      = "strata_mmvq_q20"       // variant q20
+	SymMmvqQ20G1    = "strata_mmvq_q20_g1"    // variant q20_g1
+	SymMmvqQ20G2    = "strata_mmvq_q20_g2"    // variant q20_g2
+	SymMmvqQ20G3    = "strata_mmvq_q20_g3"    // variant q20_g3
+	SymMmvqQ20G4    = "strata_mmvq_q20_g4"    // variant q20_g4
+	SymMmvqQ4k      = "strata_mmvq_q4k"       // variant q4k
+	SymMmvqQ4kG1    = "strata_mmvq_q4k_g1"    // variant q4k_g1
+	SymMmvqQ4kG2    = "strata_mmvq_q4k_g2"    // variant q4k_g2
+	SymMmvqQ4kG3    = "strata_mmvq_q4k_g3"    // variant q4k_g3
+	SymMmvqQ4kG4    = "strata_mmvq_q4k_g4"    // variant q4k_g4
+	SymMmvqQ6k      = "strata_mmvq_q6k"       // variant q6k
+	SymMmvqQ6kG1    = "strata_mmvq_q6k_g1"    // variant q6k_g1
+	SymMmvqQ6kG2    = "strata_mmvq_q6k_g2"    // variant q6k_g2
+	SymMmvqQ6kG3    = "strata_mmvq_q6k_g3"    // variant q6k_g3
+	SymMmvqQ6kG4    = "strata_mmvq_q6k_g4"    // variant q6k_g4
+	SymMmvqIq2xs    = "strata_mmvq_iq2xs"     // variant iq2xs
+	SymMmvqIq2xsG1  = "strata_mmvq_iq2xs_g1"  // variant iq2xs_g1
+	SymMmvqIq2xsG2  = "strata_mmvq_iq2xs_g2"  // variant iq2xs_g2
+	SymMmvqIq2xsG3  = "strata_mmvq_iq2xs_g3"  // variant iq2xs_g3
+	SymMmvqIq2xsG4  = "strata_mmvq_iq2xs_g4"  // variant iq2xs_g4
+	SymMmvqIq3xxs   = "strata_mmvq_iq3xxs"    // variant iq3xxs
+	SymMmvqIq3xxsG1 = "strata_mmvq_iq3xxs_g1" // variant iq3xxs_g1
+	SymMmvqIq3xxsG2 = "strata_mmvq_iq3xxs_g2" // variant iq3xxs_g2
+	SymMmvqIq3xxsG3 = "strata_mmvq_iq3xxs_g3" // variant iq3xxs_g3
+	SymMmvqIq3xxsG4 = "strata_mmvq_iq3xxs_g4" // variant iq3xxs_g4
+	SymMmvqIq3s     = "strata_mmvq_iq3s"      // variant iq3s
+	SymMmvqIq3sG1   = "strata_mmvq_iq3s_g1"   // variant iq3s_g1
+	SymMmvqIq3sG2   = "strata_mmvq_iq3s_g2"   // variant iq3s_g2
+	SymMmvqIq3sG3   = "strata_mmvq_iq3s_g3"   // variant iq3s_g3
+	SymMmvqIq3sG4   = "strata_mmvq_iq3s_g4"   // variant iq3s_g4
+	SymMmvqIq1m     = "strata_mmvq_iq1m"      // variant iq1m
+	SymMmvqIq1mG1   = "strata_mmvq_iq1m_g1"   // variant iq1m_g1
+	SymMmvqIq1mG2   = "strata_mmvq_iq1m_g2"   // variant iq1m_g2
+	SymMmvqIq1mG3   = "strata_mmvq_iq1m_g3"   // variant iq1m_g3
+	SymMmvqIq1mG4   = "strata_mmvq_iq1m_g4"   // variant iq1m_g4
 )
 
 // Compile-time guards: building fails if the size or an offset drifts from the C static_asserts.
@@ -72,7 +106,6 @@ var (
 	_ = [1]struct{}{}[unsafe.Offsetof(MmvqArgs{}.YColStride)-88]
 	_ = [1]struct{}{}[unsafe.Offsetof(MmvqArgs{}.YMatStride)-92]
 	_ = [1]struct{}{}[unsafe.Offsetof(MmvqArgs{}.Prefetch)-96]
-	_ = [1]struct{}{}[unsafe.Offsetof(MmvqArgs{}.Geom)-100]
 )
 
 /*
@@ -98,6 +131,5 @@ func (a *MmvqArgs) Bytes() []byte {
 	binary.LittleEndian.PutUint32(b[88:], uint32(a.YColStride))
 	binary.LittleEndian.PutUint32(b[92:], uint32(a.YMatStride))
 	binary.LittleEndian.PutUint32(b[96:], uint32(a.Prefetch))
-	binary.LittleEndian.PutUint32(b[100:], uint32(a.Geom))
 	return b
 }

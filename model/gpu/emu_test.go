@@ -343,16 +343,13 @@ func (m *emu) launch(sym string, grid, block rt.Dim3, b []byte) {
 		a := args[abi.MmvqArgs](b)
 		// mmvq is grid-strided: any x ≥ 1 computes every row; ceil(rows/RowsPerBlock) (kernels/abi)
 		// covers each row once, with no block that only stages its activations and exits —
-		// the grid the engine must launch; with a decode geometry (one column), ceil(rows /
-		// the geometry's rows a block), and prefetch 2 only with one.
-		t := variantType[variant]
+		// the grid the engine must launch; a decode-geometry kernel (<type>_g<N>) only with
+		// one column, its own RowsPerBlock, and prefetch 2 only with one.
+		base, geom, _ := strings.Cut(variant, "_g")
+		t := variantType[base]
 		rpb := m.rowsPerBlock("mmvq", variant)
-		if a.Geom < 0 || int(a.Geom) >= len(mmvqGeoms) || (a.Geom != 0 && a.Ncols != 1) || (a.Prefetch == 2 && a.Geom == 0) {
-			m.fail("mmvq: geom %d with %d columns, prefetch %d", a.Geom, a.Ncols, a.Prefetch)
-		} else if g := mmvqGeoms[a.Geom]; a.Geom != 0 && (t == quant.F16 || t == quant.BF16) && g.fRows > 0 {
-			rpb = g.fRows
-		} else if a.Geom != 0 && t != quant.F16 && t != quant.BF16 {
-			rpb = g.qRows
+		if (geom != "" && a.Ncols != 1) || (a.Prefetch == 2 && geom == "") {
+			m.fail("mmvq: %s with %d columns, prefetch %d", variant, a.Ncols, a.Prefetch)
 		}
 		want(rt.Dim3{X: ceil(int(a.Rows), rpb), Y: 1, Z: grid.Z})
 		if a.Slots != 0 || a.Ncols < 1 || a.Ncols > 8 || a.XMatStride%32 != 0 {

@@ -47,6 +47,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -299,6 +300,9 @@ type kernel struct {
 	fn   *rt.Func
 	rows int  // mmvq: the weight rows one block covers (kernels/abi; the grid is ceil(rows/it))
 	pdl  bool // its family begins every kernel with STRATA_GRID_DEP (pdlFamilies)
+	// geoms: a default mmvq kernel's decode-geometry kernels (variant <type>_g<N> at N;
+	// nil where the target has none, and at 0).
+	geoms [len(mmvqGeoms)]*kernel
 }
 
 // pdlFamilies are the kernel families whose every kernel begins with STRATA_GRID_DEP
@@ -1200,9 +1204,10 @@ func (e *Engine) prepare(o Options) error {
 	}
 	e.mmvqRows8 = o.MmvqRows8
 	e.mmvqOld = o.MmvqOld
-	// Decode geometries exist in the NVIDIA kernels only (AMD ignores geom: its grid stays
-	// the variant's).
-	if co, ok := abi.Find(e.ks.target, "mmvq"); ok && co.Vendor == "nvidia" {
+	// Decode geometries exist as their own kernels (mmvq variants <type>_g<N>) on NVIDIA
+	// targets only; AMD keeps the default kernel.
+	mco, _ := abi.Find(e.ks.target, "mmvq")
+	if mco.Vendor == "nvidia" {
 		e.units = e.dev.Info().Units
 	}
 	mmvqRows := map[string]int{} // "mmvq/variant" → rows per block
@@ -1211,13 +1216,21 @@ func (e *Engine) prepare(o Options) error {
 			if d.variant == "" {
 				continue
 			}
-			f, err := e.ks.fn("mmvq", d.variant)
-			if err != nil {
-				return err
+			vs := []string{d.variant}
+			for g := 1; e.units > 0 && g < len(mmvqGeoms); g++ {
+				if _, ok := mco.Symbol(mmvqGeomVariant(d.variant, g)); ok {
+					vs = append(vs, mmvqGeomVariant(d.variant, g))
+				}
 			}
-			e.fns["mmvq/"+d.variant] = f
-			if mmvqRows["mmvq/"+d.variant], err = e.ks.rowsPerBlock("mmvq", d.variant); err != nil {
-				return err
+			for _, v := range vs {
+				f, err := e.ks.fn("mmvq", v)
+				if err != nil {
+					return err
+				}
+				e.fns["mmvq/"+v] = f
+				if mmvqRows["mmvq/"+v], err = e.ks.rowsPerBlock("mmvq", v); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -1246,6 +1259,13 @@ func (e *Engine) records(mmvqRows map[string]int) {
 	for key, f := range e.fns {
 		fam, _, _ := strings.Cut(key, "/")
 		e.kern[key] = &kernel{key: key, fn: f, rows: mmvqRows[key], pdl: pdlFamilies[fam]}
+	}
+	for key, k := range e.kern {
+		if v, ok := strings.CutPrefix(key, "mmvq/"); ok {
+			for g := 1; g < len(mmvqGeoms); g++ {
+				k.geoms[g] = e.kern["mmvq/"+mmvqGeomVariant(v, g)]
+			}
+		}
 	}
 	e.kRow, e.kRms = map[string]*kernel{}, map[string]*kernel{}
 	for _, v := range []string{"f32", "add", "q81", "addq81"} {
@@ -1533,57 +1553,75 @@ func (e *Engine) mmvq(w dmat, xq, xf, y rt.DevPtr) error {
 }
 
 // mmvqGeoms mirrors kernels.MmvqGeoms (model/gpu may not import kernels; TestMmvqGeomsMirror
-// in parity compares the two): per geom, rows a block for the quantized types and for
-// F16/BF16 (0: the variant's RowsPerBlock).
+// compares the two through kernels/abi's rows per block of the geometry variants): per
+// geometry, rows a block for the quantized types and for F16/BF16 (0: F16/BF16 have no
+// kernel of that geometry).
 var mmvqGeoms = [...]struct{ qRows, fRows int }{{16, 0}, {16, 0}, {8, 0}, {24, 0}, {8, 8}}
 
+// mmvqGeomVariant is the mmvq variant of variant's decode geometry g ≥ 1: "<type>_g<g>".
+func mmvqGeomVariant(variant string, g int) string { return variant + "_g" + strconv.Itoa(g) }
+
 // mmvqGeom is the decode geometry of one-column mmvq launches of z matrices of w's shape on
-// an NVIDIA device (mmvq's geom argument; AMD ignores it and keeps geom 0), and the rows one
-// block then covers. The kernel keeps 2 blocks of 256 threads an SM (launch_bounds(256, 2):
-// 128 registers), so a grid of more than 2·units blocks runs in waves, each paying the
-// launch's dependent round trips again. Counting per shape (bench/results/2026-11-30-mmvqs-s7):
+// an NVIDIA device through k (the type's default kernel): 0 = k itself, g ≥ 1 = its geometry
+// kernel k.geoms[g]; and the rows one block then covers. The kernels keep 2 blocks of 256
+// threads an SM (launch_bounds(256, 2): 128 registers), so a grid of more than 2·units
+// blocks runs in waves, each paying the launch's dependent round trips again. Counting per
+// shape (bench/results/2026-11-30-mmvqs-s7):
 //   - K ≤ 2048 (≤ 64 groups: one pass at 2 groups a lane): the rows a wave R ∈ {1, 2, 3}
 //     giving the fewest waves, then the most blocks (more SMs, fewer bytes each) — 30B q|k|v
-//     5120 rows: R = 3, 214 blocks, one wave instead of 320 blocks in two; k|v 1024: R = 1,
-//     128 blocks instead of 64; beyond 2 waves (the LM head, 80B's 12352-row delta-net input)
-//     the grid is bandwidth-bound and keeps R = 2.
-//   - K ≤ 4096 (≤ 128 groups): 1 row a wave with 4 groups a lane (one pass instead of two)
-//     where ceil(rows/8)·z blocks fit one wave — wo 4096 → 2048: 256 blocks.
-//   - otherwise 2 rows / 2 groups (the default's shape) with the first-pass prefetch.
-//   - F16/BF16 (routers: 128 or 513 rows): 1 row a wave where the default's ceil(rows/16)
-//     active blocks would leave SMs idle, else the default.
+//     5120 rows: R = 3 (geometry 3), 214 blocks, one wave instead of 320 blocks in two;
+//     k|v 1024: R = 1 (geometry 4), 128 blocks instead of 64. Where that is R = 2, or still
+//     more than one wave, the default kernel.
+//   - otherwise, and F16/BF16 beyond the case below, the default kernel.
+//   - F16/BF16 (routers: 128 or 513 rows): 1 row a wave (geometry 4) where the default's
+//     ceil(rows/16) active blocks would leave SMs idle.
 //
-// Options.MmvqOld, AMD targets and a device whose unit count is unknown keep geom 0.
+// The default kernel is a2cd2ed's code (its PTX identical), and it beat every geometry at
+// wo / delta-net out 4096 → 2048 (graph µs 5.35 against geometry 2's 5.63), 80B's delta-net
+// input 2048 → 12352 (10.55 against geometry 3's 11.64), attention q or gate 16 × 256
+// (4.91 against geometry 1's 5.35) and the LM head (94.2 against geometry 1's 97.9), while
+// the geometries won at q|k|v (geometry 3: 6.36 against 6.32 — even), k|v (geometry 4: 3.25
+// against 3.35) and the routers (geometry 4: 2.83 against 3.00, 3.16 against 3.62):
+// H200, standalone plain launches, bench/results/2026-11-30-final-s7/call1/bench.txt
+// ("ref" rows). Geometries 1 and 2 are therefore not chosen (they stay for measurement).
+//
+// Options.MmvqOld, AMD targets, a device whose unit count is unknown and a kernel without
+// the geometry keep geometry 0.
 func (e *Engine) mmvqGeom(w dmat, z int, k *kernel) (geom int32, rowsPerBlock int) {
 	if e.mmvqOld || e.units <= 0 {
 		return 0, k.rows
 	}
+	g := e.mmvqGeomShape(w, z)
+	if g == 0 || k.geoms[g] == nil {
+		return 0, k.rows
+	}
+	return g, k.geoms[g].rows
+}
+
+// mmvqGeomShape is mmvqGeom's choice by shape alone (e.units > 0).
+func (e *Engine) mmvqGeomShape(w dmat, z int) int32 {
 	slots := 2 * e.units
 	if w.typ == quant.F16 || w.typ == quant.BF16 {
 		if blocks(w.rows, 16)*uint32(z) < uint32(e.units) {
-			return 4, mmvqGeoms[4].fRows
+			return 4
 		}
-		return 0, k.rows
+		return 0
 	}
-	ng := w.k / 32
-	switch {
-	case ng <= 64:
-		best, bw, bb := int32(1), 0, 0
-		for _, g := range []int32{4, 1, 3} { // R = 1, 2, 3
-			nb := int(blocks(w.rows, mmvqGeoms[g].qRows)) * z
-			waves := (nb + slots - 1) / slots
-			if bw == 0 || waves < bw || (waves == bw && nb > bb) {
-				best, bw, bb = g, waves, nb
-			}
-		}
-		if bw > 2 {
-			return 1, mmvqGeoms[1].qRows
-		}
-		return best, mmvqGeoms[best].qRows
-	case ng <= 128 && int(blocks(w.rows, 8))*z <= slots:
-		return 2, mmvqGeoms[2].qRows
+	if w.k/32 > 64 {
+		return 0
 	}
-	return 1, mmvqGeoms[1].qRows
+	best, bw, bb := int32(0), 0, 0
+	for _, g := range []int32{4, 0, 3} { // R = 1, 2, 3
+		nb := int(blocks(w.rows, mmvqGeoms[g].qRows)) * z
+		waves := (nb + slots - 1) / slots
+		if bw == 0 || waves < bw || (waves == bw && nb > bb) {
+			best, bw, bb = g, waves, nb
+		}
+	}
+	if bw > 1 {
+		return 0
+	}
+	return best
 }
 
 // mmvqPrefetch is mmvq's prefetch argument: with programmatic launches (Options.NoPDL off
@@ -1670,11 +1708,11 @@ func (e *Engine) mmvqMats(w dmat, z int, wMatBytes int64, yMatStride int, xq, xf
 	k := e.mmvqKern(w)
 	bx := e.mmvqBlocks(w.rows, k)
 	if !e.mmvqRows8 {
-		var rpb int
-		a.Geom, rpb = e.mmvqGeom(w, z, k)
-		bx = blocks(w.rows, rpb)
-		if a.Geom != 0 && a.Prefetch == 1 {
-			a.Prefetch = 2
+		if g, rpb := e.mmvqGeom(w, z, k); g != 0 {
+			k, bx = k.geoms[g], blocks(w.rows, rpb)
+			if a.Prefetch == 1 {
+				a.Prefetch = 2
+			}
 		}
 	}
 	return e.launchK(k, rt.Dim3{X: bx, Y: 1, Z: uint32(z)}, abi.MmvqThreads, rt.Args(&a))

@@ -195,11 +195,11 @@ func TestPDLFamiliesWait(t *testing.T) {
 					if j < len(lines) {
 						first = strings.TrimSpace(lines[j])
 					}
-					// mmvq: the wait may move after its decode geometries' first-pass L1
+					// mmvq: a decode-geometry kernel's wait may move after its first-pass L1
 					// prefetch of dense weights (STRATA_MMVQ_LATE), where
 					// strata_mmvq_rows_x waits before anything else reads memory.
-					if fam == "mmvq" && strings.HasPrefix(first, "if (!STRATA_MMVQ_LATE(strata_qt_") &&
-						strings.Contains(first, ", p)) STRATA_GRID_DEP();") && strings.Contains(string(src), "    if (pre == 2) STRATA_GRID_DEP();\n") {
+					if fam == "mmvq" && strings.HasPrefix(first, "if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP();") &&
+						strings.Contains(string(src), "    if (pre == 2) STRATA_GRID_DEP();\n") {
 						continue
 					}
 					if !strings.HasPrefix(first, "STRATA_GRID_DEP();") {
