@@ -110,7 +110,7 @@ run() {
 	# parity (co, unassembled) beside the GPU-vs-CPU engine tests (eco)
 	local pids=() g p1 i=0
 	p1=$(lim ${STRATA_S7_PARITY_S:-150} 100)
-	local all='attention_decode/ attention_prefill/ gated_delta_net/ mmvq/(f16|bf16|q80)/ mmvq/(q20|q4k|q6k)/ mmvq/(iq2xs|iq3xxs|iq3s|iq1m)/ ^mmq$/(q80|q20)_ ^mmq$/(q4k|q6k)_ ^mmq$/(iq2xs|iq3xxs)_ ^mmq$/(iq3s|iq1m)_ ^mmq8$/ moe_prefill/(q80|q20|q4k|q6k)_ moe_prefill/(iq2xs|iq3xxs|iq3s|iq1m)_ ^(dequant|moe_decode)$/ ^(quantize_q8_1|imma_tile|rmsnorm|rmsnorm_row|rope|embed|sample)$/'
+	local all='attention_decode/ attention_prefill/ gated_delta_net/ mmvq/(f16|bf16)/ mmvq/(q80|q20)/ mmvq/(q4k|q6k|iq2xs)/ mmvq/(iq3xxs|iq3s|iq1m)/ ^mmq$/(q80|q20)_ ^mmq$/(q4k|q6k)_ ^mmq$/(iq2xs|iq3xxs)_ ^mmq$/(iq3s|iq1m)_ ^mmq8$/ moe_prefill/(q80|q20|q4k|q6k)_ moe_prefill/(iq2xs|iq3xxs|iq3s|iq1m)_ ^(dequant|moe_decode)$/ ^(quantize_q8_1|imma_tile|rmsnorm|rmsnorm_row|rope|embed|sample)$/'
 	for g in ${STRATA_S7_PARITY-$all}; do
 		echo "$g" >"$L/parity-$i.group"
 		STRATA_CO_DIR=$w/co timeout "$p1" "$pt" -test.v -test.timeout "$((p1 - 3))s" -test.run "TestParity/sm_90/$g" >"$L/parity-$i.log" 2>&1 &
@@ -144,7 +144,7 @@ run() {
 				lm=$(lim 60 5)
 				STRATA_CO_DIR=$w/eco STRATA_GPU_BENCH=1 STRATA_BENCH_MODEL=$w/models/$m.gguf STRATA_BENCH_OUT=$L STRATA_BENCH_LABEL=$m \
 					STRATA_BENCH_POLICIES=decayed STRATA_BENCH_BUDGETS_MIB=0 STRATA_BENCH_CTX=4096 STRATA_BENCH_TOKENS=1 STRATA_BENCH_CHUNK=512 \
-					STRATA_BENCH_PREFILL=512,4096 STRATA_BENCH_PTILES=${STRATA_S7_TILES:-t64+cols8,best+cols8,best,t64+cols8,best+cols8,best} STRATA_BENCH_PKTIMES=512 \
+					STRATA_BENCH_PREFILL=512,4096 STRATA_BENCH_PTILES=${STRATA_S7_TILES:-t64+cols8+attnold,best,t64+cols8+attnold,best} STRATA_BENCH_PKTIMES=512 \
 					timeout "$lm" "$st" -test.run '^TestGPUBench$' -test.v -test.timeout "$((lm - 2))s" >"$L/gpubench-$m.log" 2>&1
 				say "gpubench-$m exit $?"
 			done
