@@ -282,14 +282,11 @@ var Specs = []Spec{
 		// and strata_mmvq_rows_f's one row per wave): quantized types R = 2 on every target
 		// and column count, F16/BF16 one row per wave; a geometry variant its MmvqGeoms row's.
 		RowsPerBlock: func(_ Target, v Variant) int {
-			g := MmvqGeoms[v.MmvqGeomIndex()]
+			g := v.MmvqShape()
 			if t := v.Values["type"]; t == "f16" || t == "bf16" {
-				if g.FRows > 0 {
-					return g.FRows
-				}
-				return 8
+				return 8 * max(g.FR, 1)
 			}
-			return g.QRows
+			return 8 * g.R
 		},
 	},
 	{
@@ -449,27 +446,25 @@ var mmqArgs = []Arg{
 }
 
 // MmvqGeom is one of mmvq's one-column decode geometries (variant <type>_g<N>, NVIDIA): R rows
-// a wave and U 32-element groups a lane a pass for the quantized types, whether the block's
-// first pass is prefetched into L1 before the activation staging, and R for F16/BF16 (0:
-// their default). Rows is the rows one 8-wave block covers, the grid's x being
-// ceil(rows/Rows) (the kernel is grid-strided, so any x stays correct). The template's
+// a wave and U 32-element groups a lane a pass for the quantized types, and R for F16/BF16
+// (0: F16/BF16 have no kernel of the geometry). One 8-wave block covers 8·R rows (F16/BF16:
+// 8·FR, the default kernel 8), the grid's x being ceil(rows/that) (the kernel is
+// grid-strided, so any x stays correct): the Spec's RowsPerBlock. Every geometry kernel (N ≥ 1)
+// prefetches its block's first pass into L1 before the activation staging. The template's
 // geometry kernels (mmvq.tmpl) take R and U from here (Variant.MmvqShape).
 type MmvqGeom struct {
-	R, U  int  // quantized: rows a wave, groups a lane a pass
-	Pre   bool // quantized: the first pass's L1 prefetch
-	FR    int  // F16/BF16: rows a wave (0: the default path's)
-	QRows int  // quantized: rows a block (8·R)
-	FRows int  // F16/BF16: rows a block (0: the Spec's RowsPerBlock, the default path's grid)
+	R, U int // quantized: rows a wave, groups a lane a pass
+	FR   int // F16/BF16: rows a wave (0: no geometry kernel; in row 0, the default path's)
 }
 
 // MmvqGeoms is indexed by the geometry number N of variant <type>_g<N>; 0 is the default
 // variant <type> (what the kernel ran before geometries existed).
 var MmvqGeoms = []MmvqGeom{
-	{R: 2, U: 2, QRows: 16},
-	{R: 2, U: 2, Pre: true, QRows: 16},
-	{R: 1, U: 4, Pre: true, QRows: 8},
-	{R: 3, U: 2, Pre: true, QRows: 24},
-	{R: 1, U: 2, Pre: true, FR: 1, QRows: 8, FRows: 8},
+	{R: 2, U: 2},
+	{R: 2, U: 2},
+	{R: 1, U: 4},
+	{R: 3, U: 2},
+	{R: 1, U: 2, FR: 1},
 }
 
 // MmvqGeomIndex is mmvq variant v's decode geometry: N for <type>_g<N>, 0 for the default.
