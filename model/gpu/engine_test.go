@@ -693,23 +693,35 @@ func sum(m map[string]int) (n int) {
 
 // TestEngineEmulatedBatchedAttnOld: the batched path launches attention_prefill's kernel
 // (f16) and, with Options.OldAttnPrefill or SetAttnPrefillOld, the first kernel (f16old),
-// each with its own grid (the emulator checks the contract); the emulator renders both by
-// the same float64 arithmetic, so the prompt's logits are equal bit for bit.
+// each with its own grid (the emulator checks the contract): each run launches only the
+// kernel its settings name (the option alone, the setter over either option value); the
+// emulator renders both by the same float64 arithmetic, so the prompt's logits are equal
+// bit for bit.
 func TestEngineEmulatedBatchedAttnOld(t *testing.T) {
+	type run struct {
+		opt bool  // Options.OldAttnPrefill
+		set *bool // SetAttnPrefillOld after Load (nil: not called)
+	}
+	on, off := true, false
+	runs := []run{{false, nil}, {true, nil}, {false, &on}, {true, &off}}
 	for _, preset := range []string{"tiny", "tiny-next"} {
 		t.Run(preset, func(t *testing.T) {
 			src := presetSource(t, preset, quant.Q8_0)
 			prompt := []int32{104, 101, 108, 108, 111, 32, 119, 9, 33, 71, 5}
-			var logs [3][]float32
-			for i, old := range []bool{false, true, false} {
+			logs := make([][]float32, len(runs))
+			for i, r := range runs {
 				dev, fake := newFakeDeviceMap(1<<30, fakeTarget, false)
 				fake.emu = newEmu()
-				eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20, Chunk: 16, OldAttnPrefill: i == 1})
+				eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20, Chunk: 16, OldAttnPrefill: r.opt})
 				if err != nil {
 					t.Fatal(err)
 				}
 				fake.emu.watch(eng)
-				eng.SetAttnPrefillOld(old)
+				old := r.opt
+				if r.set != nil {
+					eng.SetAttnPrefillOld(*r.set)
+					old = *r.set
+				}
 				if logs[i], err = eng.Forward(prompt); err != nil {
 					t.Fatal(err)
 				}
@@ -717,10 +729,14 @@ func TestEngineEmulatedBatchedAttnOld(t *testing.T) {
 					t.Fatal(fake.emu.err)
 				}
 				eng.Close()
+				nNew, nOld := fake.launches["strata_attention_prefill_f16"], fake.launches["strata_attention_prefill_f16old"]
+				if old && (nOld == 0 || nNew != 0) || !old && (nNew == 0 || nOld != 0) {
+					t.Errorf("run %d (option %v, old %v): attention_prefill f16 ×%d, f16old ×%d", i, r.opt, old, nNew, nOld)
+				}
 			}
-			for i := 1; i < 3; i++ {
+			for i := 1; i < len(runs); i++ {
 				if !slices.Equal(logs[0], logs[i]) {
-					t.Errorf("run %d (old %v): logits differ from the kernel's", i, i == 1)
+					t.Errorf("run %d (option %v): logits differ from the kernel's", i, runs[i].opt)
 				}
 			}
 		})
