@@ -519,10 +519,11 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	}
 	in.Reserve = o.Reserve
 	if e.chunk > 0 {
-		// the schedule is sized for the smallest token tile either mode can launch
+		// the schedule is sized for the smallest token tile either mode can launch (without
+		// moe_prefill's tiles for the experts' type, preparePrefill fails)
 		e.schedTile = 64
 		if m, ok := moeTilesFor(e.ks.target, e.expType); ok {
-			e.schedTile = m.schedTile()
+			e.moeT, e.schedTile = m, m.schedTile()
 		}
 		pre := prefillNeeds(&c, e.chunk, e.schedTile)
 		var b uint64

@@ -220,14 +220,10 @@ func (e *Engine) preparePrefill() error {
 			}
 		}
 	}
-	m, ok := moeTilesFor(e.ks.target, e.expType)
-	if !ok {
+	m := e.moeT // Load found it, and sized the schedule for its smallest tile
+	if m.t64.key == "" {
 		return fmt.Errorf("%w: moe_prefill has no t64 variant for %s experts", ErrMissingKernel, e.expType)
 	}
-	if m.schedTile() < e.schedTile {
-		return fmt.Errorf("model/gpu: moe_prefill tile t%d is below the t%d the schedule was sized for", m.schedTile(), e.schedTile)
-	}
-	e.moeT = m
 	keys = append(keys, m.t64.key)
 	if m.t32.key != "" {
 		keys = append(keys, m.t32.key)
