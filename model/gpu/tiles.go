@@ -191,14 +191,12 @@ func mmqTilesFor(target string, t quant.Type) (mmqTiles, bool) {
 		return mmqTiles{}, false
 	}
 	m := mmqTiles{t64, t64, t64}
-	for i, dst := range []*ptile{&m.short, &m.long} {
-		c, ok := mmqChoice[t]
-		if !ok {
-			continue
-		}
-		fam, tile, _ := strings.Cut(c[i], "/")
-		if p, ok := newTile(target, fam, typeVariant[t]+"_mma_"+tile); ok {
-			*dst = p
+	if c, ok := mmqChoice[t]; ok {
+		for i, dst := range []*ptile{&m.short, &m.long} {
+			fam, tile, _ := strings.Cut(c[i], "/")
+			if p, ok := newTile(target, fam, typeVariant[t]+"_mma_"+tile); ok {
+				*dst = p
+			}
 		}
 	}
 	return m, true
@@ -250,23 +248,18 @@ func (m *moeTiles) schedTile() int {
 	return m.t64.bn
 }
 
-// PrefillKernels lists the mmq and moe_prefill kernels ("family/variant") a chunk of T
-// tokens launches in the engine's current mode: the dense types' tiles, then the routed
-// experts' tile of a launch over the whole chunk. Empty without the batched path.
+// PrefillKernels lists the mmq and moe_prefill kernels a chunk of T tokens launches in the
+// engine's current mode: per dense type in quant.Type order "<type>: family/variant", then
+// "experts <type>: family/variant", the routed experts' tile of a launch over the whole
+// chunk. Empty without the batched path.
 func (e *Engine) PrefillKernels(T int) []string {
 	if e.chunk == 0 {
 		return nil
 	}
 	var out []string
-	for _, t := range sortedTypes(e.mmqT) {
-		m := e.mmqT[t]
-		out = append(out, t.String()+": "+m.pick(e.ptiles, T).key)
+	for _, t := range slices.Sorted(maps.Keys(e.mmqT)) {
+		out = append(out, t.String()+": "+e.mmqT[t].pick(e.ptiles, T).key)
 	}
 	p := e.moeT.pick(e.ptiles, T*e.cfg.ExpertsUsed, e.cfg.Experts)
 	return append(out, "experts "+e.expType.String()+": "+p.key)
-}
-
-// sortedTypes is m's keys in quant.Type order.
-func sortedTypes(m map[quant.Type]*mmqTiles) []quant.Type {
-	return slices.Sorted(maps.Keys(m))
 }
