@@ -922,9 +922,6 @@ template <class QT, int NC>
 struct strata_mmvq_nv_shape {
   static constexpr int R = NC <= STRATA_MMVQ_R2MAX ? 2 : 1;
   static constexpr int U = NC == 1 ? STRATA_MMVQ_U1 : NC == 2 ? 2 : 1;
-  // Groups per LDS segment: a multiple of a pass (32·U groups) whose NC columns fit in xs.
-  static constexpr int SEG = (STRATA_MMVQ_XS_WORDS / (9 * NC)) / (32 * U) * (32 * U);
-  static_assert(SEG >= 32 * U, "xs too small for one pass");
 };
 
 // Q8_1 groups [s0, s0 + sn) of NC columns into xs (column c at word 9·sn·c): 16-byte loads
@@ -974,7 +971,7 @@ STRATA_DEVICE void strata_mmvq_stage(u32* xs, const u8* x, i64 col_blocks, int s
 }
 
 // R rows a wave and U groups a lane a pass: strata_mmvq_nv_shape's by default, or a decode
-// geometry's (strata_mmvq_geom, one column). pre (the geometries other than 0): 1 = before
+// geometry's (kernels.MmvqGeoms, one column). pre (the geometries other than 0): 1 = before
 // the table fill and the activation staging, every lane prefetches into L1 its share of the
 // lines of the block's first pass (its first row step's rows, groups [0, 32·U)), so that
 // pass's weight loads, issued after the staging barrier, find them in L1 instead of making
@@ -986,6 +983,7 @@ STRATA_DEVICE void strata_mmvq_stage(u32* xs, const u8* x, i64 col_blocks, int s
 template <class QT, int NC, int R = strata_mmvq_nv_shape<QT, NC>::R, int U = strata_mmvq_nv_shape<QT, NC>::U>
 STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8* w, typename QT::lds* tab, u32* xs, int z, int pre = 0) {
   constexpr int GPB = QT::QK / 32;
+  // Groups per LDS segment: a multiple of a pass (32·U groups) whose NC columns fit in xs.
   constexpr int SEG = (STRATA_MMVQ_XS_WORDS / (9 * NC)) / (32 * U) * (32 * U);
   static_assert(SEG >= 32 * U, "xs too small for one pass");
   const int lane = (int)strata_lane(), warp = (int)(strata_thread_x() >> 5);
