@@ -92,19 +92,11 @@ func TestDecodeProfileFake(t *testing.T) {
 func setDecodeMode(t *testing.T, eng *Engine, mode string) {
 	eng.SetMmvqOld(mode == "mmvqold" || mode == "mmvqoldnopdl")
 	switch mode {
-	case "mmvqold":
+	case "base", "pdl", "mmvqold": // the engine's defaults (mmvqold: but SetMmvqOld, above)
 		eng.SetPDL(true)
 		eng.SetAttnSplit(0)
 		eng.SetOldNorm(false, false)
-	case "mmvqoldnopdl":
-		eng.SetPDL(false)
-		eng.SetAttnSplit(0)
-		eng.SetOldNorm(false, false)
-	case "base", "pdl": // the engine's defaults
-		eng.SetPDL(true)
-		eng.SetAttnSplit(0)
-		eng.SetOldNorm(false, false)
-	case "nopdl":
+	case "nopdl", "mmvqoldnopdl":
 		eng.SetPDL(false)
 		eng.SetAttnSplit(0)
 		eng.SetOldNorm(false, false)
