@@ -357,10 +357,11 @@ func (v Variant) MoeNVForm() bool {
 // TOPS at 512 / 2048 tokens, per-group → step fold): Q6_K 49.1 → 50.0 / 66.2 → 67.6, IQ2_XS
 // 56.2 → 56.5 / 73.9 → 74.9, IQ1_M 57.7 → 58.8 / 76.4 → 77.9; IQ3_XXS 63.5 → 61.9 and IQ3_S
 // 61.8 → 60.6 lost and are not named (types whose PTX did not change read 1.2 % lower in the
-// step-fold tree, so the gains are, if anything, understated). The partial sums cost ptxas
-// 16 registers: the kernels went from 80–96 to 126–128 (5 → 4 blocks an SM), which took most
-// of the gain (ncu, IQ2_XS gate/up: 8.5 % fewer instructions, 3.2 % less time); held to 96
-// by launch_bounds(128, 5) they spilled 120–212 bytes and lost 6–14 %.
+// step-fold tree, so the gains are, if anything, understated). The 16 partial sums raised
+// ptxas's registers: IQ2_XS and IQ1_M went from 96 and 80 to 128 and 126 (5 → 4 blocks an
+// SM; Q6_K was at 128 already), which took most of the gain (ncu, IQ2_XS gate/up: 8.5 %
+// fewer instructions, 3.2 % less time); held to 96 by launch_bounds(128, 5) they spilled
+// 120–212 bytes and lost 6–14 %.
 var moeStepFold = map[string]bool{"q6k/r64t32": true, "iq2xs/r64t32": true, "iq1m/r64t32": true}
 
 // MoeStepFold reports whether moe_prefill variant v on t folds once per K step
