@@ -534,21 +534,7 @@ func mmvqGeomCheck(dev *gpu.Device, s *gpu.Stream, fn0, fng *gpu.Func, qt quant.
 		}
 		args := abi.MmvqArgs{W: uint64(dw.Ptr), Xq: uint64(xq), Xf: uint64(xf), Y: uint64(y), Rows: int32(rows), K: int32(k), Ncols: 1,
 			XColStride: int32(k), YColStride: int32(rows), YMatStride: int32(rows), WMatBytes: int64(matBytes)}
-		poison := make([]byte, 4*rows*z)
-		for j := range poison {
-			poison[j] = 0xff
-		}
-		if err := dev.Upload(y, poison); err != nil {
-			return err
-		}
-		if err := fn.Launch(s, gpu.Dim3{X: uint32(gx), Y: 1, Z: uint32(z)}, gpu.Dim3{X: abi.MmvqThreads, Y: 1, Z: 1}, 0, args.Bytes()); err != nil {
-			return err
-		}
-		if err := s.Sync(); err != nil {
-			return err
-		}
-		outs[i] = make([]byte, len(poison))
-		if err := dev.Download(outs[i], y); err != nil {
+		if outs[i], err = mmvqPoisonedRun(dev, s, fn, gpu.Dim3{X: uint32(gx), Y: 1, Z: uint32(z)}, args.Bytes(), y, 4*rows*z); err != nil {
 			return err
 		}
 	}
@@ -600,21 +586,7 @@ func mmvqRefCheck(t *testing.T, dev *gpu.Device, s *gpu.Stream, mod, ref *gpu.Mo
 			if err != nil {
 				return err
 			}
-			poison := make([]byte, 4*rows*n)
-			for j := range poison {
-				poison[j] = 0xff
-			}
-			if err := dev.Upload(y, poison); err != nil {
-				return err
-			}
-			if err := fn.Launch(s, gpu.Dim3{X: uint32(gx), Y: 1, Z: 1}, gpu.Dim3{X: abi.MmvqThreads, Y: 1, Z: 1}, 0, args.Bytes()); err != nil {
-				return err
-			}
-			if err := s.Sync(); err != nil {
-				return err
-			}
-			outs[i] = make([]byte, 4*rows*n)
-			if err := dev.Download(outs[i], y); err != nil {
+			if outs[i], err = mmvqPoisonedRun(dev, s, fn, gpu.Dim3{X: uint32(gx), Y: 1, Z: 1}, args.Bytes(), y, 4*rows*n); err != nil {
 				return err
 			}
 		}
@@ -631,6 +603,28 @@ func mmvqRefCheck(t *testing.T, dev *gpu.Device, s *gpu.Stream, mod, ref *gpu.Mo
 		logf("%-8s bitwise vs ref %dx%d n=%d: %d of %d outputs differ (%d not finite)", v, rows, k, n, diff, rows*n, nan)
 	}
 	return nil
+}
+
+// mmvqPoisonedRun fills the n bytes at y with 0xff (NaN), launches fn (an mmvq kernel, its
+// block) on grid with args, waits, and returns the n bytes at y.
+func mmvqPoisonedRun(dev *gpu.Device, s *gpu.Stream, fn *gpu.Func, grid gpu.Dim3, args []byte, y gpu.DevPtr, n int) ([]byte, error) {
+	out := make([]byte, n)
+	for j := range out {
+		out[j] = 0xff
+	}
+	if err := dev.Upload(y, out); err != nil {
+		return nil, err
+	}
+	if err := fn.Launch(s, grid, gpu.Dim3{X: abi.MmvqThreads, Y: 1, Z: 1}, 0, args); err != nil {
+		return nil, err
+	}
+	if err := s.Sync(); err != nil {
+		return nil, err
+	}
+	if err := dev.Download(out, y); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // eventTimes records n+1 events on s around n launches f(0), …, f(n−1), waits at most wait
