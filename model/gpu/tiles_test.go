@@ -2,7 +2,6 @@ package gpu
 
 import (
 	"fmt"
-	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -239,13 +238,7 @@ func TestEngineEmulatedTiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i := 1; i < len(logs); i++ {
-				for s := range logs[0] {
-					for j := range logs[0][s] {
-						if math.Float32bits(logs[i][s][j]) != math.Float32bits(logs[0][s][j]) {
-							t.Fatalf("mode run %d step %d logit %d: %v, the first (t64) has %v", i, s, j, logs[i][s][j], logs[0][s][j])
-						}
-					}
-				}
+				sameLogits(t, fmt.Sprintf("mode run %d against the first (t64)", i), logs[i], logs[0])
 			}
 			for i, got := range launched {
 				best := i == 1
@@ -299,13 +292,7 @@ func TestEngineEmulatedTiles(t *testing.T) {
 				t.Errorf("mmvq launches: %d a launch per 8 columns, %d by groups; want %d fewer (7 a layer, %d layers)", mmvq[0], mmvq[1], 7*layers, layers)
 			}
 		}
-		for s := range logs[0][0] {
-			for j := range logs[0][0][s] {
-				if a, b := logs[0][0][s][j], logs[1][0][s][j]; math.Float32bits(a) != math.Float32bits(b) {
-					t.Fatalf("step %d logit %d: %v by groups, %v a launch per 8 columns", s, j, b, a)
-				}
-			}
-		}
+		sameLogits(t, "by groups against a launch per 8 columns", logs[1][0], logs[0][0])
 	})
 	t.Run("t64-schedule", func(t *testing.T) {
 		c := cfg{"exact-stack", 60, 0, 4, TablesAuto}
