@@ -460,11 +460,7 @@ func (in *mmvqInputs) launch(h *Harness, fn *gpu.Func) ([]float64, []uint32, flo
 }
 
 func runMmvq(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
-	v := variantOf(symbol, "mmvq")
-	if mmvqGeomVariant(v) {
-		v = v[:len(v)-3] // <type>_g<N>: the type's
-	}
-	t, ok := mmvqTypes[v]
+	t, ok := mmvqTypes[mmvqTypeVariant(variantOf(symbol, "mmvq"))]
 	if !ok {
 		return Outcome{}, fmt.Errorf("no weight type for %s", symbol)
 	}
@@ -664,6 +660,15 @@ func mmvqGridX(target, symbol string, rows int) (int, error) {
 func mmvqGeomVariant(name string) bool {
 	i := strings.LastIndex(name, "_g")
 	return i >= 0 && len(name) == i+3 && name[i+2] >= '1' && name[i+2] <= '9'
+}
+
+// mmvqTypeVariant is the default variant (the weight type's name) of mmvq variant name:
+// <type> for <type>_g<N>, name itself otherwise.
+func mmvqTypeVariant(name string) string {
+	if mmvqGeomVariant(name) {
+		return name[:len(name)-3]
+	}
+	return name
 }
 
 // mmvqApplies: the decode-geometry variants (one column only) run the one-column cases of at

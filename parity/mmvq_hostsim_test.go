@@ -46,8 +46,7 @@ func TestMmvqHostSim(t *testing.T) {
 	all := os.Getenv("STRATA_HOSTSIM_ALL") == "1"
 	types := map[string]bool{"q80": true, "f16": true}
 	for _, v := range co.Variants {
-		base, _, _ := strings.Cut(v.Name, "_g")
-		if !all && !types[base] {
+		if !all && !types[mmvqTypeVariant(v.Name)] {
 			continue
 		}
 		for _, c := range fam.Cases {
