@@ -1581,10 +1581,12 @@ func mmvqGeomVariant(variant string, g int) string { return variant + "_g" + str
 // wo / delta-net out 4096 → 2048 (graph µs 5.35 against geometry 2's 5.63), 80B's delta-net
 // input 2048 → 12352 (10.55 against geometry 3's 11.64), attention q or gate 16 × 256
 // (4.91 against geometry 1's 5.35) and the LM head (94.2 against geometry 1's 97.9), while
-// the geometries won at q|k|v (geometry 3: 6.36 against 6.32 — even), k|v (geometry 4: 3.25
-// against 3.35) and the routers (geometry 4: 2.83 against 3.00, 3.16 against 3.62):
+// the geometries won at k|v (geometry 4: 3.25 against 3.35) and the routers (geometry 4:
+// 2.83 against 3.00, 3.16 against 3.62) and tied at q|k|v (geometry 3: 6.36 against 6.32):
 // H200, standalone plain launches, bench/results/2026-11-30-final-s7/call1/bench.txt
-// ("ref" rows). Geometries 1 and 2 are therefore not chosen (they stay for measurement).
+// ("ref" rows). With each geometry its own kernel (call 2, call2/bench.txt, "old" = the
+// default kernel) q|k|v is 5.90 against 6.32, k|v 2.79 against 3.34, the routers 2.51 against
+// 3.02 and 2.88 against 3.65. Geometries 1 and 2 are not chosen (they stay for measurement).
 //
 // Options.MmvqOld, AMD targets, a device whose unit count is unknown and a kernel without
 // the geometry keep geometry 0.
