@@ -500,7 +500,8 @@ func benchEngineShapes(t *testing.T, dev *gpu.Device, s *gpu.Stream, mod, ref *g
 
 // mmvqGeomCheck runs the default kernel fn0 and the geometry kernel fng (each on its
 // kernels/abi grid) on z rows×k matrices of valid random blocks, y poisoned before each, and
-// logs how many outputs differ bitwise (the geometries keep every sum: 0 expected).
+// logs how many outputs differ bitwise; any difference or non-finite output is an error
+// (the geometries keep every sum).
 func mmvqGeomCheck(dev *gpu.Device, s *gpu.Stream, fn0, fng *gpu.Func, qt quant.Type, rows, k, z int, xq, xf, y gpu.DevPtr,
 	target, sym0, symg string, rng *rand.Rand, logf func(string, ...any)) error {
 	rb, err := qt.RowBytes(k)
@@ -549,6 +550,9 @@ func mmvqGeomCheck(dev *gpu.Device, s *gpu.Stream, fn0, fng *gpu.Func, qt quant.
 		}
 	}
 	logf("%-8s %s against %s, %d×%d×%d: %d of %d outputs differ bitwise (%d not finite)", qt, symg, sym0, z, rows, k, diff, rows*z, bad)
+	if diff != 0 || bad != 0 {
+		return fmt.Errorf("%s against %s: %d of %d outputs differ bitwise, %d not finite; a geometry keeps every sum of the default kernel", symg, sym0, diff, rows*z, bad)
+	}
 	return nil
 }
 
