@@ -45,8 +45,14 @@ func fakeCODir(t testing.TB, target string, skip ...string) string {
 func tinySource(t *testing.T, typ quant.Type) *model.GGUFSource { return presetSource(t, "tiny", typ) }
 
 func presetSource(t *testing.T, preset string, typ quant.Type) *model.GGUFSource {
-	path := filepath.Join(t.TempDir(), preset+".gguf")
-	if err := synth.Write(path, synth.Presets[preset], synth.Options{ExpertType: typ, Seed: 7}); err != nil {
+	return shapeSource(t, preset, synth.Presets[preset], synth.Options{ExpertType: typ, Seed: 7})
+}
+
+// shapeSource writes a synthetic model of shape shp (name names its file) and opens it,
+// closed when the test ends.
+func shapeSource(t *testing.T, name string, shp synth.Shape, o synth.Options) *model.GGUFSource {
+	path := filepath.Join(t.TempDir(), name+".gguf")
+	if err := synth.Write(path, shp, o); err != nil {
 		t.Fatal(err)
 	}
 	src, err := model.OpenGGUF(path)

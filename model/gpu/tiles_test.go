@@ -2,7 +2,6 @@ package gpu
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -129,16 +128,7 @@ func TestPrefillScheduleSized(t *testing.T) {
 func tileShapeSource(t *testing.T) *model.GGUFSource {
 	shp := synth.Presets["tiny"]
 	shp.Experts = 4
-	path := filepath.Join(t.TempDir(), "tiles.gguf")
-	if err := synth.Write(path, shp, synth.Options{ExpertType: quant.Q2_0, Seed: 11}); err != nil {
-		t.Fatal(err)
-	}
-	src, err := model.OpenGGUF(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { src.Close() })
-	return src
+	return shapeSource(t, "tiles", shp, synth.Options{ExpertType: quant.Q2_0, Seed: 11})
 }
 
 // TestEngineEmulatedTiles runs a 72-token prompt (chunks of 64 and 8) and decode steps on
