@@ -11,7 +11,11 @@
 #       (-test.run patterns under TestParity/sm_90/, space separated; default below).
 #       STRATA_S7_STEPS: which benchmark steps run, in order (default profile gpubench
 #       benchdec benchstd; also benchmoe, benchmmq8). STRATA_S7_MODES: TestDecodeProfile
-#       modes. STRATA_S7_TILES: TestGPUBench's STRATA_BENCH_PTILES.
+#       modes. STRATA_S7_TILES: TestGPUBench's STRATA_BENCH_PTILES; STRATA_S7_BUDGETS its
+#       budgets (MiB, comma list; default 0 = unlimited), STRATA_S7_TOKENS its decode tokens
+#       (default 1), STRATA_S7_GPUBENCH_S its time limit a model (default 60).
+#       STRATA_S7_MODELS: the synthetic models (default "q30-q2_0 q80-iq2_xs");
+#       STRATA_S7_ENGINE=0 leaves out the GPU-vs-CPU engine tests.
 #   STRATA_S7_DRY=1 run.sh run   the same flow with stub binaries (no GPU).
 #
 # Trees on the device: co (every object, unassembled: parity), eco (the engine's set: mmq cut
@@ -97,6 +101,7 @@ run() {
 	# the two synthetic models, in the background, from the unassembled engine set's sibling
 	(
 		for spec in "q30-q2_0|qwen3moe --preset qwen3-30b-a3b --type q2_0" "q80-iq2_xs|qwen3next --preset qwen3-next-80b-a3b --type iq2_xs"; do
+			case " ${STRATA_S7_MODELS:-q30-q2_0 q80-iq2_xs} " in *" ${spec%%|*} "*) ;; *) continue ;; esac
 			STRATA_CO_DIR=$w/co STRATA_RUN_ARGS="synth --arch ${spec#*|} -o $w/models/${spec%%|*}.gguf" timeout 100 "$st" -test.run '^TestCLI$' -test.v >"$L/synth-${spec%%|*}.log" 2>&1
 			echo $? >"$w/models/${spec%%|*}.done"
 		done
@@ -117,8 +122,10 @@ run() {
 		pids+=($!)
 		i=$((i + 1))
 	done
-	STRATA_CO_DIR=$w/eco timeout "$p1" "$st" -test.run '^(TestGPUEngineMatchesCPU|TestGPUEngineNextMatchesCPU)$' -test.v -test.timeout "$((p1 - 3))s" >"$L/engine-tests.log" 2>&1
-	say "engine tests exit $?"
+	if [ "${STRATA_S7_ENGINE:-1}" = 1 ]; then
+		STRATA_CO_DIR=$w/eco timeout "$p1" "$st" -test.run '^(TestGPUEngineMatchesCPU|TestGPUEngineNextMatchesCPU)$' -test.v -test.timeout "$((p1 - 3))s" >"$L/engine-tests.log" 2>&1
+		say "engine tests exit $?"
+	fi
 	wait "${pids[@]}"
 	say "parity done"
 	waitm() { # waitm NAME: the model is there (0) or not in time (1)
@@ -139,12 +146,12 @@ run() {
 			done
 			;;
 		gpubench) # prefill: tiles and the mmvq fallback's groups, old against new on one engine
-			for m in q30-q2_0 q80-iq2_xs; do
+			for m in ${STRATA_S7_MODELS:-q30-q2_0 q80-iq2_xs}; do
 				waitm $m || { say "$m: no model"; continue; }
-				lm=$(lim 60 5)
+				lm=$(lim "${STRATA_S7_GPUBENCH_S:-60}" 5)
 				STRATA_CO_DIR=$w/eco STRATA_GPU_BENCH=1 STRATA_BENCH_MODEL=$w/models/$m.gguf STRATA_BENCH_OUT=$L STRATA_BENCH_LABEL=$m \
-					STRATA_BENCH_POLICIES=decayed STRATA_BENCH_BUDGETS_MIB=0 STRATA_BENCH_CTX=4096 STRATA_BENCH_TOKENS=1 STRATA_BENCH_CHUNK=512 \
-					STRATA_BENCH_PREFILL=512,4096 STRATA_BENCH_PTILES=${STRATA_S7_TILES:-t64+cols8+attnold,best,t64+cols8+attnold,best} STRATA_BENCH_PKTIMES=512 \
+					STRATA_BENCH_POLICIES=decayed STRATA_BENCH_BUDGETS_MIB=${STRATA_S7_BUDGETS:-0} STRATA_BENCH_CTX=4096 STRATA_BENCH_TOKENS=${STRATA_S7_TOKENS:-1} STRATA_BENCH_CHUNK=512 \
+					STRATA_BENCH_PREFILL=512,4096 STRATA_BENCH_PTILES=${STRATA_S7_TILES:-t64+cols8+attnold,best,t64+cols8+attnold,best} STRATA_BENCH_PKTIMES=${STRATA_S7_PKTIMES-512} \
 					timeout "$lm" "$st" -test.run '^TestGPUBench$' -test.v -test.timeout "$((lm - 2))s" >"$L/gpubench-$m.log" 2>&1
 				say "gpubench-$m exit $?"
 			done
