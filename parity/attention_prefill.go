@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 
 	"github.com/strata-hip/strata/kernels/abi"
@@ -180,7 +181,7 @@ func runAttentionPrefill(h *Harness, symbol string, c Case, bounds []Bound, rng 
 	if gate != nil {
 		args.Gate = in[next].Ptr()
 	}
-	grid := AttentionPrefillGrid(symbol, s.t, s.nh, s.nkv)
+	grid := attentionPrefillGrid(symbol, s.t, s.nh, s.nkv)
 	got, el, err := h.Run(fn, grid, moBlock(abi.AttentionPrefillThreads), args.Bytes(), out)
 	if err != nil {
 		return Outcome{}, err
@@ -190,14 +191,10 @@ func runAttentionPrefill(h *Harness, symbol string, c Case, bounds []Bound, rng 
 	return o, checkAll(bounds, reports)
 }
 
-// AttentionPrefillGrid is the launch grid of attention_prefill's kernel symbol for t queries
-// and nh/nkv heads (kernels/specs.go): (⌈t·G/16⌉, nkv, 1), G = nh/nkv, for f16 and q8; the
-// old kernels' (⌈t/8⌉, nh, 1).
-func AttentionPrefillGrid(symbol string, t, nh, nkv int) gpu.Dim3 {
-	if symbol == abi.SymAttentionPrefillF16old || symbol == abi.SymAttentionPrefillQ8old {
-		return gpu.Dim3{X: uint32((t + 7) / 8), Y: uint32(nh), Z: 1}
-	}
-	return gpu.Dim3{X: uint32((t*(nh/nkv) + 15) / 16), Y: uint32(nkv), Z: 1}
+// attentionPrefillGrid is abi.AttentionPrefillGrid of kernel symbol as a launch grid.
+func attentionPrefillGrid(symbol string, t, nh, nkv int) gpu.Dim3 {
+	x, y := abi.AttentionPrefillGrid(strings.TrimPrefix(symbol, "strata_attention_prefill_"), t, nh, nkv)
+	return gpu.Dim3{X: x, Y: y, Z: 1}
 }
 
 // selfCheckAttentionPrefill: for the cases up to n = 1100, each query's row equals the

@@ -255,7 +255,7 @@ func TestBenchModelOps(t *testing.T) {
 				pf := fn("attention_prefill", "strata_attention_prefill_"+kv)
 				ab := a.Bytes()
 				sec := timeIt(func() error {
-					return pf.Launch(s, AttentionPrefillGrid("strata_attention_prefill_"+kv, sh.t, sh.nh, sh.nkv), gpu.Dim3{X: abi.AttentionPrefillThreads, Y: 1, Z: 1}, 0, ab)
+					return pf.Launch(s, attentionPrefillGrid("strata_attention_prefill_"+kv, sh.t, sh.nh, sh.nkv), gpu.Dim3{X: abi.AttentionPrefillThreads, Y: 1, Z: 1}, 0, ab)
 				})
 				flops := 4 * float64(sh.hd*sh.nh*sh.t) * (float64(sh.n) - float64(sh.t)/2)
 				logf("%-10s %-30s %10.2f %9.1f", kv, fmt.Sprintf("t=%d,n=%d,nh=%d,nkv=%d,hd=%d", sh.t, sh.n, sh.nh, sh.nkv, sh.hd), sec*1e6, flops/sec/1e9)

@@ -493,11 +493,12 @@ func (e *Engine) attentionChunk(l *gLayer, T int) error {
 	}
 	aa := abi.AttentionPrefillArgs{Q: uint64(q), K: uint64(l.kv), V: uint64(vcache), Gate: uint64(gate), Out: uint64(o), T: int32(T), N: int32(e.pos + T),
 		Nh: int32(nh), Nkv: int32(nkv), Hd: int32(hd), Scale: float32(1 / math.Sqrt(float64(hd)))}
-	key, grid := "attention_prefill/f16", rt.Dim3{X: blocks(T*(nh/nkv), 16), Y: uint32(nkv), Z: 1}
+	av := "f16"
 	if e.attnOld {
-		key, grid = "attention_prefill/f16old", rt.Dim3{X: blocks(T, 8), Y: uint32(nh), Z: 1}
+		av = "f16old"
 	}
-	if err := e.launch(key, grid, abi.AttentionPrefillThreads, aa.Bytes()); err != nil {
+	gx, gy := abi.AttentionPrefillGrid(av, T, nh, nkv)
+	if err := e.launch("attention_prefill/"+av, rt.Dim3{X: gx, Y: gy, Z: 1}, abi.AttentionPrefillThreads, aa.Bytes()); err != nil {
 		return err
 	}
 	return e.projectChunk(l.wo, o, e.qd, T)
