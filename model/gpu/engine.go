@@ -249,7 +249,6 @@ type Engine struct {
 	ptiles       PrefillTiles             // which tiles a launch takes (SetPrefillTiles)
 	mmvqCols8    bool                     // Options.MmvqCols8
 	attnOld      bool                     // Options.OldAttnPrefill
-	schedTile    int                      // the token tile p_sched was sized for (the smallest moeT has)
 	ptab         PrefillTables            // how the batched path runs non-direct layers (SetPrefillTables)
 	direct       []int                    // per layer: slot of expert 0 when its experts sit in consecutive slots of one slab (resident), else −1
 
@@ -521,11 +520,11 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	if e.chunk > 0 {
 		// the schedule is sized for the smallest token tile either mode can launch (without
 		// moe_prefill's tiles for the experts' type, preparePrefill fails)
-		e.schedTile = 64
+		st := 64
 		if m, ok := moeTilesFor(e.ks.target, e.expType); ok {
-			e.moeT, e.schedTile = m, m.schedTile()
+			e.moeT, st = m, m.schedTile()
 		}
-		pre := prefillNeeds(&c, e.chunk, e.schedTile)
+		pre := prefillNeeds(&c, e.chunk, st)
 		var b uint64
 		for _, n := range pre {
 			b += alignUp(n.Bytes)

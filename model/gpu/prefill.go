@@ -819,8 +819,8 @@ func (e *Engine) moeRuns(runs []stackRun, idsBuf string, out rt.DevPtr) error {
 		// one tile for the run's four phases: the route lays out the tiles that phases 1 and
 		// 2 walk at its BN
 		p := e.moeT.pick(e.ptiles, tok*r.kUsed, c.Experts)
-		if p.bn < e.schedTile {
-			panic(fmt.Sprintf("model/gpu: moe_prefill tile t%d launched with a schedule sized for t%d", p.bn, e.schedTile))
+		if st := e.moeT.schedTile(); p.bn < st {
+			panic(fmt.Sprintf("model/gpu: moe_prefill tile t%d launched with a schedule sized for t%d", p.bn, st))
 		}
 		first := r.t0 * K // first pair of the run in [T][K]
 		base := e.mem.Slot(r.base)
