@@ -539,16 +539,7 @@ func mmvqGeomCheck(dev *gpu.Device, s *gpu.Stream, fn0, fng *gpu.Func, qt quant.
 			return err
 		}
 	}
-	diff, bad := 0, 0
-	for j := 0; j < rows*z; j++ {
-		a, b := binary.LittleEndian.Uint32(outs[0][4*j:]), binary.LittleEndian.Uint32(outs[1][4*j:])
-		if a != b {
-			diff++
-		}
-		if a&0x7f800000 == 0x7f800000 || b&0x7f800000 == 0x7f800000 {
-			bad++
-		}
-	}
+	diff, bad := f32BitDiff(outs[0], outs[1])
 	logf("%-8s %s against %s, %d×%d×%d: %d of %d outputs differ bitwise (%d not finite)", qt, symg, sym0, z, rows, k, diff, rows*z, bad)
 	if diff != 0 || bad != 0 {
 		return fmt.Errorf("%s against %s: %d of %d outputs differ bitwise, %d not finite; a geometry keeps every sum of the default kernel", symg, sym0, diff, rows*z, bad)
@@ -594,19 +585,25 @@ func mmvqRefCheck(t *testing.T, dev *gpu.Device, s *gpu.Stream, mod, ref *gpu.Mo
 				return err
 			}
 		}
-		diff, nan := 0, 0
-		for j := 0; j < rows*n; j++ {
-			a, b := binary.LittleEndian.Uint32(outs[0][4*j:]), binary.LittleEndian.Uint32(outs[1][4*j:])
-			if a != b {
-				diff++
-			}
-			if a&0x7f800000 == 0x7f800000 {
-				nan++
-			}
-		}
+		diff, nan := f32BitDiff(outs[0], outs[1])
 		logf("%-8s bitwise vs ref %dx%d n=%d: %d of %d outputs differ (%d not finite)", v, rows, k, n, diff, rows*n, nan)
 	}
 	return nil
+}
+
+// f32BitDiff counts the f32 outputs of a and b (equal lengths) whose bits differ, and those
+// that are not finite in either.
+func f32BitDiff(a, b []byte) (diff, nonFinite int) {
+	for j := 0; j+4 <= len(a); j += 4 {
+		x, y := binary.LittleEndian.Uint32(a[j:]), binary.LittleEndian.Uint32(b[j:])
+		if x != y {
+			diff++
+		}
+		if x&0x7f800000 == 0x7f800000 || y&0x7f800000 == 0x7f800000 {
+			nonFinite++
+		}
+	}
+	return diff, nonFinite
 }
 
 // mmvqPoisonedRun fills the n bytes at y with 0xff (NaN), launches fn (an mmvq kernel, its
