@@ -86,10 +86,7 @@ func TestPrefillHostSim(t *testing.T) {
 			name += "/other-paths"
 		}
 		t.Run(name, func(t *testing.T) {
-			prelude, err := os.ReadFile(filepath.Join(root, "parity", "testdata", "hostsim", "strata_prelude.h"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			prelude := hostSimPrelude(t, root)
 			flags := []string{"-O0"}
 			if fc.other {
 				flags = append(flags, "-DHOSTSIM_OTHER_PATHS")
@@ -119,12 +116,7 @@ func TestPrefillHostSim(t *testing.T) {
 						continue
 					}
 					t.Run(v.Name+"/"+c.Name, func(t *testing.T) {
-						h := simHarness(t, bin, fc.family, v.Symbol)
-						defer h.Close()
-						seed := runSeed(t)
-						if _, err := fc.run(h, v.Symbol, c, fam.Bounds[v.Name], rand.New(rand.NewPCG(seed, 7))); err != nil {
-							t.Fatalf("seed %d: %v", seed, err)
-						}
+						simRun(t, bin, fc.family, v.Symbol, fc.run, c, fam.Bounds[v.Name])
 					})
 				}
 			}
@@ -193,6 +185,30 @@ func buildHostSimSource(t *testing.T, cxx, root, family string, src, prelude []b
 		t.Fatalf("%v: %s", err, out)
 	}
 	return bin
+}
+
+// hostSimPrelude is the host simulation's prelude (testdata/hostsim/strata_prelude.h).
+func hostSimPrelude(t *testing.T, root string) []byte {
+	t.Helper()
+	prelude, err := os.ReadFile(filepath.Join(root, "parity", "testdata", "hostsim", "strata_prelude.h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prelude
+}
+
+// simRun runs run on a fresh simHarness of family's kernel symbol, case c and bounds with
+// this run's seed, failing t (with the seed) on an error, and returns its outcome.
+func simRun(t *testing.T, bin, family, symbol string, run func(*Harness, string, Case, []Bound, *rand.Rand) (Outcome, error), c Case, bounds []Bound) Outcome {
+	t.Helper()
+	h := simHarness(t, bin, family, symbol)
+	defer h.Close()
+	seed := runSeed(t)
+	o, err := run(h, symbol, c, bounds, rand.New(rand.NewPCG(seed, 7)))
+	if err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+	return o
 }
 
 // simHarness is a harness on a simDriver device running bin, with a module of family

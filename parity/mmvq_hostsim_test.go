@@ -3,7 +3,6 @@ package parity
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,10 +23,7 @@ import (
 // default-path ones; STRATA_HOSTSIM_ALL=1 every type.
 func TestMmvqHostSim(t *testing.T) {
 	cxx, target, root := hostSimTools(t)
-	prelude, err := os.ReadFile(filepath.Join(root, "parity", "testdata", "hostsim", "strata_prelude.h"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	prelude := hostSimPrelude(t, root)
 	src, err := os.ReadFile(filepath.Join(root, "kernels", "out", target, "mmvq.cu"))
 	if err != nil {
 		t.Fatal(err)
@@ -63,12 +59,7 @@ func TestMmvqHostSim(t *testing.T) {
 				continue
 			}
 			t.Run(v.Name+"/"+c.Name, func(t *testing.T) {
-				h := simHarness(t, bin, "mmvq", v.Symbol)
-				defer h.Close()
-				seed := runSeed(t)
-				if _, err := runMmvq(h, v.Symbol, c, fam.Bounds[v.Name], rand.New(rand.NewPCG(seed, 7))); err != nil {
-					t.Fatalf("seed %d: %v", seed, err)
-				}
+				simRun(t, bin, "mmvq", v.Symbol, runMmvq, c, fam.Bounds[v.Name])
 			})
 		}
 	}

@@ -3,7 +3,6 @@ package parity
 import (
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -22,10 +21,7 @@ import (
 func TestModelOpsHostSim(t *testing.T) {
 	cxx, target, root := hostSimTools(t)
 	all := os.Getenv("STRATA_HOSTSIM_ALL") == "1"
-	prelude, err := os.ReadFile(filepath.Join(root, "parity", "testdata", "hostsim", "strata_prelude.h"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	prelude := hostSimPrelude(t, root)
 	if !strings.Contains(string(prelude), "#define __shared__\n") {
 		t.Fatal("testdata/hostsim/strata_prelude.h no longer defines __shared__ as empty; update this test")
 	}

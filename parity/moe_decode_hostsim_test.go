@@ -1,9 +1,7 @@
 package parity
 
 import (
-	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -23,10 +21,7 @@ func TestMoeDecodeHostSim(t *testing.T) {
 		t.Skip("slow on the CPU: set STRATA_HOSTSIM_MOE=1 (one case) or STRATA_HOSTSIM_ALL=1")
 	}
 	cxx, target, root := hostSimTools(t)
-	prelude, err := os.ReadFile(filepath.Join(root, "parity", "testdata", "hostsim", "strata_prelude.h"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	prelude := hostSimPrelude(t, root)
 	bin := buildHostSim(t, cxx, root, target, "moe_decode", prelude, "-O1", "-DHOSTSIM_TRANSLATE_MEMORY")
 	co, ok := abi.Find(target, "moe_decode")
 	if !ok {
@@ -41,12 +36,7 @@ func TestMoeDecodeHostSim(t *testing.T) {
 				continue
 			}
 			t.Run(v.Name+"/"+c.Name, func(t *testing.T) {
-				h := simHarness(t, bin, "moe_decode", v.Symbol)
-				defer h.Close()
-				seed := runSeed(t)
-				if _, err := runMoeDecode(h, v.Symbol, c, fam.Bounds[v.Name], rand.New(rand.NewPCG(seed, 7))); err != nil {
-					t.Fatalf("seed %d: %v", seed, err)
-				}
+				simRun(t, bin, "moe_decode", v.Symbol, runMoeDecode, c, fam.Bounds[v.Name])
 			})
 		}
 	}

@@ -48,10 +48,7 @@ const fillPoison = 0xDEADBEEF
 // each followed by poisoned guard words that must stay untouched.
 func TestFillHostSim(t *testing.T) {
 	cxx, target, root := hostSimTools(t)
-	prelude, err := os.ReadFile(filepath.Join(root, "parity", "testdata", "hostsim", "strata_prelude.h"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	prelude := hostSimPrelude(t, root)
 	bin := buildHostSim(t, cxx, root, target, "fill", prelude, "-O1")
 	h := simHarness(t, bin, "fill", abi.SymFillU32)
 	defer h.Close()
