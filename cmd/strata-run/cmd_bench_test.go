@@ -208,18 +208,21 @@ func TestGPUBench(t *testing.T) {
 	// default. STRATA_BENCH_PKTIMES (comma-separated prompt lengths): after a length's timed
 	// rows, one more batched prompt per distinct tile mode with the device time per kernel
 	// (Engine.SetKernelTimes; a table "prefill N tiles=MODE"). A mode with the suffix
-	// "+cols8" runs the mmvq fallback a launch per 8 columns (Engine.SetMmvqCols8); a last
-	// suffix "+attnold" runs attention_prefill's first kernel (Engine.SetAttnPrefillOld).
+	// "+cols8" runs the mmvq fallback a launch per 8 columns (Engine.SetMmvqCols8); a
+	// suffix "+attnold" after it runs attention_prefill's first kernel
+	// (Engine.SetAttnPrefillOld); a last suffix "+shdec" runs qwen3next's shared expert
+	// through moe_decode over the chunk's tokens (Engine.SetSharedDecode).
 	var ptiles []tileMode
 	if v := os.Getenv("STRATA_BENCH_PTILES"); v != "" {
 		for _, f := range strings.Split(v, ",") {
-			name, attnOld := strings.CutSuffix(strings.TrimSpace(f), "+attnold")
+			name, shDec := strings.CutSuffix(strings.TrimSpace(f), "+shdec")
+			name, attnOld := strings.CutSuffix(name, "+attnold")
 			name, cols8 := strings.CutSuffix(name, "+cols8")
 			m, err := mgpu.ParsePrefillTiles(name)
 			if err != nil {
 				t.Fatalf("STRATA_BENCH_PTILES: %v", err)
 			}
-			ptiles = append(ptiles, tileMode{m, cols8, attnOld})
+			ptiles = append(ptiles, tileMode{m, cols8, attnOld, shDec})
 		}
 	}
 	pktimes := intList(t, "STRATA_BENCH_PKTIMES")
@@ -537,18 +540,20 @@ type prefillRun struct {
 }
 
 // tileMode is one STRATA_BENCH_PTILES entry: the tile mode, whether the mmvq fallback
-// launches once per 8 columns ("+cols8") and whether attention_prefill's first kernel runs
-// ("+attnold").
+// launches once per 8 columns ("+cols8"), whether attention_prefill's first kernel runs
+// ("+attnold") and whether qwen3next's shared expert runs through moe_decode ("+shdec").
 type tileMode struct {
 	tiles   mgpu.PrefillTiles
 	cols8   bool
 	attnOld bool
+	shDec   bool
 }
 
 func (m tileMode) set(eng *mgpu.Engine) {
 	eng.SetPrefillTiles(m.tiles)
 	eng.SetMmvqCols8(m.cols8)
 	eng.SetAttnPrefillOld(m.attnOld)
+	eng.SetSharedDecode(m.shDec)
 }
 
 func (m tileMode) String() string {
@@ -558,6 +563,9 @@ func (m tileMode) String() string {
 	}
 	if m.attnOld {
 		s += "+attnold"
+	}
+	if m.shDec {
+		s += "+shdec"
 	}
 	return s
 }

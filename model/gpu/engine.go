@@ -146,6 +146,11 @@ type Options struct {
 	// (variant f16old: a wave per two queries of one head, a butterfly per position)
 	// instead of f16 (measurement baseline, also Engine.SetAttnPrefillOld).
 	OldAttnPrefill bool
+	// SharedDecode: the batched path runs qwen3next's gated shared expert as moe_decode over
+	// the chunk's tokens (phases 0, 1 and 2; every token reads the shared weights on its
+	// own), added to the residual by rmsnorm_row, instead of as one moe_prefill pass over
+	// the chunk (prefill.go sharedChunk; measurement baseline, also Engine.SetSharedDecode).
+	SharedDecode bool
 	// Misses: how the kernels reach an expert that has no VRAM slot. The zero value,
 	// MissAuto, maps where it works and copies elsewhere (the reason: Engine.MissPath);
 	// MissMap: every expert lives in mapped pinned host memory that the kernels can read
@@ -249,6 +254,8 @@ type Engine struct {
 	ptiles       PrefillTiles             // which tiles a launch takes (SetPrefillTiles)
 	mmvqCols8    bool                     // Options.MmvqCols8
 	attnOld      bool                     // Options.OldAttnPrefill
+	shDec        bool                     // Options.SharedDecode
+	shT          map[quant.Type]*moeTiles // moe_prefill's tiles per shared-expert type (qwen3next; sharedChunk)
 	ptab         PrefillTables            // how the batched path runs non-direct layers (SetPrefillTables)
 	direct       []int                    // per layer: slot of expert 0 when its experts sit in consecutive slots of one slab (resident), else −1
 
@@ -345,6 +352,7 @@ type gLayer struct {
 	state                       rt.DevPtr
 	shInp, shGate, shUp, shDown dmat      // qwen3next shared expert (shInp: its gate, one f16 row)
 	shTab                       rt.DevPtr // its slot tables: [gate|up|down][2]
+	shTabP                      rt.DevPtr // the batched path's: [gate|up|down][2], entry 1 the zero expert (sharedChunk)
 	shKern                      *kernel   // moe_decode of the shared expert's type
 
 	// in: the layer's input projections stored back to back, one launch for all — q|k|v
@@ -490,6 +498,7 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	e.ptiles = o.PrefillTiles
 	e.mmvqCols8 = o.MmvqCols8
 	e.attnOld = o.OldAttnPrefill
+	e.shDec = o.SharedDecode
 	if o.Chunk > 0 && (c.Arch == model.ArchQwen3MoE || c.Arch == model.ArchQwen3Next) && !o.HostKV {
 		e.chunk = o.Chunk
 		fams = append(fams[:len(fams):len(fams)], "mmq", "moe_prefill", "attention_prefill")
@@ -525,6 +534,18 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 			e.moeT, st = m, m.schedTile()
 		}
 		pre := prefillNeeds(&c, e.chunk, st)
+		if c.Arch == model.ArchQwen3Next {
+			// the shared expert's pass (sharedChunk): its tables, and the zero expert every
+			// matrix of expert 1 points at, as large as the largest shared matrix (gate and
+			// down hold the same n_ff·n_embd values)
+			var zb uint64
+			for _, d := range dense {
+				if strings.HasSuffix(d.name, "_shexp.weight") && !d.vec {
+					zb = max(zb, d.bytes)
+				}
+			}
+			pre = append(pre, Need{bufPShTab, KindSlotTables, uint64(c.Layers) * 3 * 2 * 8}, Need{bufPShZero, KindWeights, zb})
+		}
 		var b uint64
 		for _, n := range pre {
 			b += alignUp(n.Bytes)

@@ -748,3 +748,99 @@ func TestEngineEmulatedBatchedAttnOld(t *testing.T) {
 		})
 	}
 }
+
+// TestEngineEmulatedBatchedShared: qwen3next's shared expert in the batched path runs as one
+// moe_prefill pass over the chunk (tables whose expert 1 is the zero expert) and, with
+// Options.SharedDecode or SetSharedDecode, as moe_decode phases 0–2 over the chunk's tokens
+// and rmsnorm_row add (the emulator checks each launch's grid and workspaces against the
+// contract and the memory plan). Each run launches what its settings name: per layer of a
+// one-chunk prompt, the new path 2 moe_decode launches (the routed and the shared phase 0)
+// and 8 moe_prefill (routed and shared), the old one 4 and 4. The two paths compute the
+// same products and differ in how the shared output reaches the residual (x + σ·y in the
+// combine, against x + (σ·y) by the norm), so their prompt logits are held to
+// batchedNMSE, whose derivation covers exactly that difference; and each run to the
+// token-by-token path within the same bound.
+func TestEngineEmulatedBatchedShared(t *testing.T) {
+	type run struct {
+		opt bool  // Options.SharedDecode
+		set *bool // SetSharedDecode after Load (nil: not called)
+	}
+	on, off := true, false
+	runs := []run{{false, nil}, {true, nil}, {false, &on}, {true, &off}}
+	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_K} {
+		t.Run(typ.String(), func(t *testing.T) {
+			src := presetSource(t, "tiny-next", typ)
+			L := synth.Presets["tiny-next"].Layers
+			prompt := []int32{104, 101, 108, 108, 111, 32, 119, 9, 33, 71, 5}
+			load := func(chunk int, opt bool) (*Engine, *fakeDriver) {
+				dev, fake := newFakeDeviceMap(1<<30, fakeTarget, false)
+				fake.emu = newEmu()
+				eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20, Chunk: chunk, SharedDecode: opt})
+				if err != nil {
+					t.Fatal(err)
+				}
+				fake.emu.watch(eng)
+				return eng, fake
+			}
+			ref, fake := load(0, false)
+			want, err := ref.Forward(prompt)
+			if err != nil || fake.emu.err != nil {
+				t.Fatal(err, fake.emu.err)
+			}
+			ref.Close()
+			logs := make([][]float32, len(runs))
+			for i, r := range runs {
+				eng, fake := load(16, r.opt)
+				old := r.opt
+				if r.set != nil {
+					eng.SetSharedDecode(*r.set)
+					old = *r.set
+				}
+				if logs[i], err = eng.Forward(prompt); err != nil {
+					t.Fatal(err)
+				}
+				if fake.emu.err != nil {
+					t.Fatal(fake.emu.err)
+				}
+				eng.Close()
+				count := func(prefix string) (n int) {
+					for sym, c := range fake.launches {
+						if strings.HasPrefix(sym, prefix) {
+							n += c
+						}
+					}
+					return n
+				}
+				dec, pre := count("strata_moe_decode_"), count("strata_moe_prefill_")
+				wantDec, wantPre := 2*L, 8*L
+				if old {
+					wantDec, wantPre = 4*L, 4*L
+				}
+				if dec != wantDec || pre != wantPre {
+					t.Errorf("run %d (option %v, old %v): moe_decode ×%d, moe_prefill ×%d; want ×%d, ×%d", i, r.opt, old, dec, pre, wantDec, wantPre)
+				}
+				if d := nmse(logs[i], want); !(d <= batchedNMSE) {
+					t.Errorf("run %d (old %v): NMSE %.3g against token by token (bound %g)", i, old, d, batchedNMSE)
+				}
+			}
+			for i := 1; i < len(runs); i++ {
+				d := nmse(logs[i], logs[0])
+				if !(d <= batchedNMSE) {
+					t.Errorf("run %d: NMSE %.3g against run 0 (bound %g)", i, d, batchedNMSE)
+				}
+				t.Logf("run %d against run 0: NMSE %.3g, bitwise equal %v", i, d, slices.Equal(logs[i], logs[0]))
+			}
+		})
+	}
+}
+
+// nmse is ‖got − want‖² / ‖want‖².
+func nmse(got, want []float32) float64 {
+	var num, den float64
+	for j, c := range want {
+		d := float64(got[j]) - float64(c)
+		num += d * d
+		den += float64(c) * float64(c)
+	}
+	return num / den
+}

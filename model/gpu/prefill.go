@@ -61,10 +61,10 @@ import (
 // conv state, the two states alternating by call) and its recurrent stage over the chunk's
 // tokens in order (the recurrence is sequential: one launch walks the T tokens with S in
 // registers), quantize_q8_1 and mmq for ssm_out. The routed experts' output goes to p_proj
-// (zeroed first when moe_prefill combines into it), the gated shared expert runs as
-// moe_decode over the T tokens (logits [g, 0] per token, as in decode) and is added to the
-// residual by rmsnorm_row add, and the next norm adds p_proj: the decode path's order of
-// additions.
+// (zeroed first when moe_prefill combines into it), the gated shared expert runs as one
+// moe_prefill pass over the chunk whose combine adds it to the residual (sharedChunk; with
+// Options.SharedDecode as moe_decode over the T tokens, added by rmsnorm_row add), and the
+// next norm adds p_proj: the decode path's order of additions.
 //
 // Not batched (token by token through the decode path): the staging-ring mode (pinning
 // failed), Options.HostKV.
@@ -152,17 +152,19 @@ const (
 	bufPYp     = "p_yp"     // down output per pair, f32 [N·K][H]
 	bufPPos    = "p_pos"    // positions, i32 [N]
 	// qwen3next
-	bufPGate  = "p_gate"  // attention output gate, f32 [N][nh·hd]
-	bufPQKV   = "p_qkv"   // delta-net q|k|v projection, f32 [N][C]
-	bufPXC    = "p_xc"    // after the conv, f32 [N][C]
-	bufPZ     = "p_z"     // output gate projection, f32 [N][vd]
-	bufPBA    = "p_ba"    // f32 [N][2·nv]
-	bufPR2    = "p_r2"    // shared-expert logits [g, 0], f32 [N][2]
-	bufPIDs2  = "p_ids2"  // i32 [N][2]
-	bufPWts2  = "p_wts2"  // f32 [N][2]
-	bufPErr2  = "p_err2"  // u32 [N][2]
-	bufPHSh   = "p_hsh"   // shared SwiGLU output, Q8_1 [N][2][SF/32]
-	bufPShOut = "p_shout" // shared expert output, f32 [N][H]
+	bufPGate   = "p_gate"   // attention output gate, f32 [N][nh·hd]
+	bufPQKV    = "p_qkv"    // delta-net q|k|v projection, f32 [N][C]
+	bufPXC     = "p_xc"     // after the conv, f32 [N][C]
+	bufPZ      = "p_z"      // output gate projection, f32 [N][vd]
+	bufPBA     = "p_ba"     // f32 [N][2·nv]
+	bufPR2     = "p_r2"     // shared-expert logits [g, 0], f32 [N][2]
+	bufPIDs2   = "p_ids2"   // i32 [N][2]
+	bufPWts2   = "p_wts2"   // f32 [N][2]
+	bufPErr2   = "p_err2"   // u32 [N][2]
+	bufPHSh    = "p_hsh"    // shared SwiGLU output, Q8_1 [N][2][SF/32] (Options.SharedDecode)
+	bufPShOut  = "p_shout"  // shared expert output, f32 [N][H] (Options.SharedDecode)
+	bufPShTab  = "p_shtab"  // per layer the shared expert's moe_prefill tables [gate|up|down][2]: the shared expert, the zero expert
+	bufPShZero = "p_shzero" // the zero expert: zero bytes, as many as the largest shared matrix
 )
 
 // maxTiles is moe_prefill's max_tiles: the most tiles of bn pairs that pairs pairs over
@@ -184,14 +186,20 @@ func prefillNeeds(c *model.Config, n, schedTile int) []Need {
 	if next {
 		od = max(od, c.LinVHeads*c.LinVDim)
 	}
+	// moe_prefill's workspaces: the routed experts' launch, and qwen3next's shared expert's
+	// (sharedChunk: 2 experts, 2 pairs a token; the schedule at any BN ≥ 1)
+	sched, pairs, hq := 2*st+1+2*maxTiles(n*K, st, schedTile), n*K, uint64(n*K)*q81Bytes(F)
+	if next {
+		sched, pairs, hq = max(sched, 2*2+1+2*maxTiles(2*n, 2, 1)), max(pairs, 2*n), max(hq, uint64(2*n)*q81Bytes(c.SharedFF))
+	}
 	needs := []Need{
 		{bufPX, KindScratch, f32(H)}, {bufPXN, KindScratch, f32(H)}, {bufPXQ, KindScratch, uint64(n) * q81Bytes(H)},
 		{bufPQ, KindScratch, f32(qd)}, {bufPK, KindScratch, f32(kvd)}, {bufPV, KindScratch, f32(kvd)},
 		{bufPO, KindScratch, f32(od)}, {bufPOQ, KindScratch, uint64(n) * q81Bytes(od)}, {bufPProj, KindScratch, f32(H)},
 		{bufPRouter, KindScratch, f32(E)}, {bufPIDs, KindScratch, f32(K)}, {bufPWts, KindScratch, f32(K)},
 		{bufPErr, KindScratch, f32(K)}, {bufPIdx, KindScratch, f32(K)},
-		{bufPSched, KindScratch, 4 * uint64(2*st+1+2*maxTiles(n*K, st, schedTile))}, {bufPList, KindScratch, f32(K)},
-		{bufPHq, KindScratch, uint64(n*K) * q81Bytes(F)}, {bufPYp, KindScratch, f32(K * H)}, {bufPPos, KindStaging, f32(1)},
+		{bufPSched, KindScratch, 4 * uint64(sched)}, {bufPList, KindScratch, 4 * uint64(pairs)},
+		{bufPHq, KindScratch, hq}, {bufPYp, KindScratch, 4 * uint64(pairs) * uint64(H)}, {bufPPos, KindStaging, f32(1)},
 	}
 	if next {
 		C, vd := 2*c.LinKHeads*c.LinKDim+c.LinVHeads*c.LinVDim, c.LinVHeads*c.LinVDim
@@ -227,6 +235,38 @@ func (e *Engine) preparePrefill() error {
 	keys = append(keys, m.t64.key)
 	if m.t32.key != "" {
 		keys = append(keys, m.t32.key)
+	}
+	// qwen3next's shared expert through moe_prefill (sharedChunk): its type's tiles, and per
+	// layer tables whose expert 1 is the zero expert
+	e.shT = map[quant.Type]*moeTiles{}
+	if c.Arch == model.ArchQwen3Next {
+		zero := e.mem.Ptr(bufPShZero)
+		if err := e.dev.Upload(zero, make([]byte, e.plan.Resident[e.plan.byName[bufPShZero]].Bytes)); err != nil {
+			return err
+		}
+		for i := range e.layers {
+			l := &e.layers[i]
+			if l.shGate.variant == "" {
+				continue
+			}
+			if e.shT[l.shGate.typ] == nil {
+				if st, ok := moeTilesFor(e.ks.target, l.shGate.typ); ok {
+					e.shT[l.shGate.typ] = &st
+					keys = append(keys, st.t64.key)
+					if st.t32.key != "" {
+						keys = append(keys, st.t32.key)
+					}
+				}
+			}
+			l.shTabP = e.mem.Ptr(bufPShTab).Add(uintptr(i * 3 * 2 * 8))
+			tab := make([]byte, 3*2*8)
+			for j, w := range []rt.DevPtr{l.shGate.ptr, zero, l.shUp.ptr, zero, l.shDown.ptr, zero} {
+				binary.LittleEndian.PutUint64(tab[8*j:], uint64(w))
+			}
+			if err := e.dev.Upload(l.shTabP, tab); err != nil {
+				return err
+			}
+		}
 	}
 	for _, k := range keys {
 		if e.fns[k] != nil {
@@ -543,8 +583,17 @@ func (e *Engine) deltaNetChunk(l *gLayer, T int) error {
 }
 
 // sharedChunk runs qwen3next's gated shared expert for T tokens on p_xq and adds it to the
-// residual: per token moe_decode over two experts with logits [g, 0] (the second without a
-// slot), as the decode path does, over the chunk's tokens in one launch set.
+// residual. The gate logit g of every token (shInp) goes into logits [g, 0], and moe_decode
+// phase 0 turns them into two (id, weight) pairs, the decode path's softmax: the shared
+// expert with σ(g), expert 1 with 1 − σ(g), in the order of the logits. Then by default
+// one moe_prefill pass over the chunk (tables p_shtab: expert 0 the shared expert, expert 1
+// the zero expert, whose all-zero blocks give h = 0 and y = 0 exactly, so its pairs add
+// (1 − σ)·0 to nothing): the shared weights are read once per tile of tokens, and the
+// combine accumulates x + σ(g)·y straight into p_x, the decode path's order of additions
+// (x, then the shared expert, then the routed experts from p_proj at the next norm) with
+// one rounding instead of two. With Options.SharedDecode, moe_decode phases 1 and 2 over
+// the T tokens (every token reads the shared weights on its own; expert 1 has no slot and
+// adds nothing), added to p_x by rmsnorm_row add.
 func (e *Engine) sharedChunk(l *gLayer, T int) error {
 	c := &e.cfg
 	m := e.mem
@@ -556,19 +605,50 @@ func (e *Engine) sharedChunk(l *gLayer, T int) error {
 	if err := e.gemm(l.shInp, pxq, pxn, T, r2, 2); err != nil {
 		return err
 	}
-	ma := abi.MoeDecodeArgs{Logits: uint64(r2), Ids: uint64(m.Ptr(bufPIDs2)), Wts: uint64(m.Ptr(bufPWts2)), Err: uint64(m.Ptr(bufPErr2)),
+	ids, wts := m.Ptr(bufPIDs2), m.Ptr(bufPWts2)
+	ma := abi.MoeDecodeArgs{Logits: uint64(r2), Ids: uint64(ids), Wts: uint64(wts), Err: uint64(m.Ptr(bufPErr2)),
 		SlotsGate: uint64(l.shTab), SlotsUp: uint64(l.shTab.Add(16)), SlotsDown: uint64(l.shTab.Add(32)),
 		X: uint64(pxq), H: uint64(m.Ptr(bufPHSh)), Y: uint64(m.Ptr(bufPShOut)), Tokens: int32(T), NExpert: 2, KUsed: 2, NEmbd: int32(H), NFf: int32(c.SharedFF)}
 	key := "moe_decode/" + l.shGate.variant
-	for phase, g := range []rt.Dim3{dim(uint32(T)), {X: uint32(c.SharedFF / 32), Y: 2, Z: uint32(T)}, {X: blocks(H, 8), Y: 1, Z: uint32(T)}} {
+	grids := []rt.Dim3{dim(uint32(T)), {X: uint32(c.SharedFF / 32), Y: 2, Z: uint32(T)}, {X: blocks(H, 8), Y: 1, Z: uint32(T)}}
+	st := e.shT[l.shGate.typ]
+	if !e.shDec && st != nil {
+		grids = grids[:1] // phase 0: the ids and weights
+	}
+	for phase, g := range grids {
 		ma.Phase = int32(phase)
 		if err := e.launch(key, g, abi.MoeDecodeThreads, ma.Bytes()); err != nil {
 			return err
 		}
 	}
+	if len(grids) == 1 {
+		a := abi.MoePrefillArgs{X: uint64(pxq), Ids: uint64(ids), Wts: uint64(wts), Sched: uint64(m.Ptr(bufPSched)), List: uint64(m.Ptr(bufPList)),
+			Hq: uint64(m.Ptr(bufPHq)), Yp: uint64(m.Ptr(bufPYp)), Out: uint64(px), Tokens: int32(T), KUsed: 2, NExpert: 2, Hidden: int32(H),
+			NFf: int32(c.SharedFF), XRowBlocks: int32(H / 32), Ldo: int32(H), Tabs: uint64(l.shTabP)}
+		return e.moePhases(st.pick(e.ptiles, 2*T, 2), a)
+	}
 	// px += shared; the normed rows go to p_xn, which the next norm rewrites before a read.
 	return e.rowNorm("add", abi.RmsnormArgs{X: uint64(px), R: uint64(m.Ptr(bufPShOut)), Xo: uint64(px), W: uint64(l.ffnNorm), Y: uint64(pxn),
 		N: int32(H), Rows: int32(T), Heads: 1, TokStride: int32(H), HeadStride: int32(H)})
+}
+
+// SetSharedDecode sets Options.SharedDecode on a loaded engine, between prompts.
+func (e *Engine) SetSharedDecode(on bool) { e.shDec = on }
+
+// moePhases launches moe_prefill's four phases of one launch set at tile p: phase 0 one
+// block per expert, phases 1 and 2 a block row per schedule tile (max_tiles at p's BN),
+// phase 3 the combine.
+func (e *Engine) moePhases(p ptile, a abi.MoePrefillArgs) error {
+	tok, E, F, H := int(a.Tokens), int(a.NExpert), int(a.NFf), int(a.Hidden)
+	mt := maxTiles(tok*int(a.KUsed), E, p.bn)
+	for phase, g := range []rt.Dim3{dim(uint32(E)), {X: blocks(F, p.bm/2), Y: uint32(mt), Z: 1}, {X: blocks(H, p.bm), Y: uint32(mt), Z: 1},
+		{X: blocks(H, 128), Y: uint32(min(tok, 65535)), Z: 1}} {
+		a.Phase = int32(phase)
+		if err := e.launch(p.key, g, p.threads, a.Bytes()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // stackRun is one moe_prefill launch set: tokens [t0, t1) with kUsed experts each, slot
@@ -836,13 +916,8 @@ func (e *Engine) moeRuns(runs []stackRun, idsBuf string, out rt.DevPtr) error {
 		if r.tab != 0 { // expert ids through the tables: no stack
 			a.Wg, a.Wu, a.Wd, a.GuMatBytes, a.DMatBytes = 0, 0, 0, 0, 0
 		}
-		mt := maxTiles(tok*r.kUsed, r.span, p.bn)
-		for phase, g := range []rt.Dim3{dim(uint32(r.span)), {X: blocks(F, p.bm/2), Y: uint32(mt), Z: 1}, {X: blocks(H, p.bm), Y: uint32(mt), Z: 1},
-			{X: blocks(H, 128), Y: uint32(min(tok, 65535)), Z: 1}} {
-			a.Phase = int32(phase)
-			if err := e.launch(p.key, g, p.threads, a.Bytes()); err != nil {
-				return err
-			}
+		if err := e.moePhases(p, a); err != nil {
+			return err
 		}
 	}
 	return nil

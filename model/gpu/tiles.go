@@ -251,7 +251,8 @@ func (m *moeTiles) schedTile() int {
 // PrefillKernels lists the mmq and moe_prefill kernels a chunk of T tokens launches in the
 // engine's current mode: per dense type in quant.Type order "<type>: family/variant", then
 // "experts <type>: family/variant", the routed experts' tile of a launch over the whole
-// chunk. Empty without the batched path.
+// chunk, then qwen3next's "shared <type>: family/variant" (sharedChunk's kernel per shared
+// expert type). Empty without the batched path.
 func (e *Engine) PrefillKernels(T int) []string {
 	if e.chunk == 0 {
 		return nil
@@ -261,5 +262,13 @@ func (e *Engine) PrefillKernels(T int) []string {
 		out = append(out, t.String()+": "+e.mmqT[t].pick(e.ptiles, T).key)
 	}
 	p := e.moeT.pick(e.ptiles, T*e.cfg.ExpertsUsed, e.cfg.Experts)
-	return append(out, "experts "+e.expType.String()+": "+p.key)
+	out = append(out, "experts "+e.expType.String()+": "+p.key)
+	for _, t := range slices.Sorted(maps.Keys(e.shT)) {
+		k := "moe_decode/" + typeVariant[t]
+		if !e.shDec {
+			k = e.shT[t].pick(e.ptiles, 2*T, 2).key
+		}
+		out = append(out, "shared "+t.String()+": "+k)
+	}
+	return out
 }
