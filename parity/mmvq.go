@@ -106,6 +106,9 @@ func init() {
 				b[fmt.Sprintf("%s_g%d", v, g+1)] = b[v]
 			}
 		}
+		if t == quant.F16 || t == quant.BF16 { // geometry 4 with the norm folded in (mmvq_rms.go)
+			b[v+"_g4_rms"] = []Bound{mmvqRmsY, mmvqRmsNormY, mmvqRmsNormXO, mmvqRmsNormQ}
+		}
 	}
 	register(&Family{
 		Name:   "mmvq",
@@ -155,6 +158,14 @@ func init() {
 			{"rows=13,k=2048,cols=1,decode,prefetch=2", []int{13, 2048, 1, 1, 0, 2}},
 			{"rows=20,k=2048,cols=1,dense=3,decode,prefetch=2", []int{20, 2048, 1, 3, 0, 2}},
 			{"rows=40,k=256,cols=1,decode,prefetch=2", []int{40, 256, 1, 1, 0, 2}},
+			// The _rms variants' own cases (dims 6 = 1; mmvq_rms.go): the 30B router (128 rows,
+			// n = 2048, 16 blocks) and the 80B's with the shared gate (513: a ragged last
+			// block), with the late wait and without; n = 4096 (16 values a thread: every
+			// register of the norm) and n = 256 (one value a thread in the first wave pair).
+			{"rows=128,n=2048,rms,prefetch=2", []int{128, 2048, 1, 1, 0, 2, 1}},
+			{"rows=513,n=2048,rms,prefetch=2", []int{513, 2048, 1, 1, 0, 2, 1}},
+			{"rows=37,n=4096,rms", []int{37, 4096, 1, 1, 0, 0, 1}},
+			{"rows=9,n=256,rms,prefetch=2", []int{9, 256, 1, 1, 0, 2, 1}},
 		},
 		Run:       runMmvq,
 		SelfCheck: selfCheckMmvq,
@@ -460,6 +471,9 @@ func (in *mmvqInputs) launch(h *Harness, fn *gpu.Func) ([]float64, []uint32, flo
 }
 
 func runMmvq(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
+	if mmvqRmsVariant(symbol) {
+		return runMmvqRms(h, symbol, c, bounds, rng)
+	}
 	t, ok := mmvqTypes[mmvqTypeVariant(variantOf(symbol, "mmvq"))]
 	if !ok {
 		return Outcome{}, fmt.Errorf("no weight type for %s", symbol)
@@ -663,8 +677,9 @@ func mmvqGeomVariant(name string) bool {
 }
 
 // mmvqTypeVariant is the default variant (the weight type's name) of mmvq variant name:
-// <type> for <type>_g<N>, name itself otherwise.
+// <type> for <type>_g<N> and <type>_g<N>_rms, name itself otherwise.
 func mmvqTypeVariant(name string) string {
+	name = strings.TrimSuffix(name, "_rms")
 	if mmvqGeomVariant(name) {
 		return name[:len(name)-3]
 	}
@@ -673,7 +688,11 @@ func mmvqTypeVariant(name string) string {
 
 // mmvqApplies: the decode-geometry variants (one column only) run the one-column cases of at
 // most 2²² weight elements (the decode shapes, the small expert and ragged cases; the
-// default variants keep the large ones); the default variants run every case.
+// default variants keep the large ones); the default variants run every case; the _rms
+// variants run their own cases and no other variant does.
 func mmvqApplies(variant string, c Case) bool {
+	if mmvqRmsVariant(variant) || mmvqRmsCase(c) {
+		return mmvqRmsVariant(variant) && mmvqRmsCase(c)
+	}
 	return !mmvqGeomVariant(variant) || (c.Dims[2] == 1 && c.Dims[0]*c.Dims[1] <= 1<<22)
 }

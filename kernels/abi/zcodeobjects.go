@@ -2992,6 +2992,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_f16_g4",
 	}, {
+		Name:         "f16_g4_rms",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_f16_g4_rms",
+	}, {
 		Name:         "bf16",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_bf16",
@@ -2999,6 +3003,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "bf16_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_bf16_g4",
+	}, {
+		Name:         "bf16_g4_rms",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_bf16_g4_rms",
 	}, {
 		Name:         "q80",
 		RowsPerBlock: 16,
@@ -3837,6 +3845,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_f16_g4",
 	}, {
+		Name:         "f16_g4_rms",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_f16_g4_rms",
+	}, {
 		Name:         "bf16",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_bf16",
@@ -3844,6 +3856,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "bf16_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_bf16_g4",
+	}, {
+		Name:         "bf16_g4_rms",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_bf16_g4_rms",
 	}, {
 		Name:         "q80",
 		RowsPerBlock: 16,
@@ -4682,6 +4698,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_f16_g4",
 	}, {
+		Name:         "f16_g4_rms",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_f16_g4_rms",
+	}, {
 		Name:         "bf16",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_bf16",
@@ -4689,6 +4709,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "bf16_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_bf16_g4",
+	}, {
+		Name:         "bf16_g4_rms",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_bf16_g4_rms",
 	}, {
 		Name:         "q80",
 		RowsPerBlock: 16,
@@ -5527,6 +5551,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_f16_g4",
 	}, {
+		Name:         "f16_g4_rms",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_f16_g4_rms",
+	}, {
 		Name:         "bf16",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_bf16",
@@ -5534,6 +5562,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "bf16_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_bf16_g4",
+	}, {
+		Name:         "bf16_g4_rms",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_bf16_g4_rms",
 	}, {
 		Name:         "q80",
 		RowsPerBlock: 16,

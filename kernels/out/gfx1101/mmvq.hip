@@ -12,7 +12,9 @@
 // Variant iq3s: strata_mmvq_iq3s
 // Variant iq1m: strata_mmvq_iq1m
 // Not built for gfx1101: strata_mmvq_f16_g4 (NVIDIA only)
+// Not built for gfx1101: strata_mmvq_f16_g4_rms (NVIDIA only; NVIDIA only)
 // Not built for gfx1101: strata_mmvq_bf16_g4 (NVIDIA only)
+// Not built for gfx1101: strata_mmvq_bf16_g4_rms (NVIDIA only; NVIDIA only)
 // Not built for gfx1101: strata_mmvq_q80_g1 (NVIDIA only)
 // Not built for gfx1101: strata_mmvq_q80_g2 (NVIDIA only)
 // Not built for gfx1101: strata_mmvq_q80_g3 (NVIDIA only)
@@ -67,9 +69,17 @@ struct strata_mmvq_args {
   int y_col_stride; // offset 88: output elements between columns, ≥ rows
   int y_mat_stride; // offset 92: output elements between matrices
   int prefetch; // offset 96: 1: dense matrices only (slots null), on sm_90, each block first prefetches its share of the weights into L2, before it waits for its predecessor (for programmatic launches, where that overlaps the previous kernel); 2: as 1, and in a decode-geometry variant (<type>_g<N>) with one column and err null the wait also follows the first pass's L1 prefetch; 0: no prefetch (a plain launch only pays for it)
-  unsigned char _pad0[4]; // offset 100: explicit padding
+  int norm_n; // offset 100: _rms variants: the norm's row length n = k, a multiple of 32, ≤ 4096; the activations are the norm's output
+  float norm_eps; // offset 104: _rms variants: epsilon inside the root
+  unsigned char _pad0[4]; // offset 108: explicit padding
+  const float* norm_x; // offset 112: _rms variants: the residual row, n f32
+  const float* norm_r; // offset 120: _rms variants: the row added to it, n f32
+  const float* norm_w; // offset 128: _rms variants: the norm weight, n f32
+  float* norm_xo; // offset 136: _rms variants: x + r, n f32, written by block (0, 0, 0); must not overlap x or r (every block reads them)
+  float* norm_y; // offset 144: _rms variants: the normed row, n f32, written by block (0, 0, 0); 0 = not written
+  u8* norm_q; // offset 152: _rms variants: the normed row as n/32 Q8_1 blocks, written by block (0, 0, 0); 0 = not written; 4-byte aligned
 };
-static_assert(sizeof(struct strata_mmvq_args) == 104, "strata_mmvq_args: size differs from kernels/abi; run go generate ./...");
+static_assert(sizeof(struct strata_mmvq_args) == 160, "strata_mmvq_args: size differs from kernels/abi; run go generate ./...");
 static_assert(__builtin_offsetof(struct strata_mmvq_args, w) == 0, "strata_mmvq_args.w: offset differs from kernels/abi");
 static_assert(__builtin_offsetof(struct strata_mmvq_args, slots) == 8, "strata_mmvq_args.slots: offset differs from kernels/abi");
 static_assert(__builtin_offsetof(struct strata_mmvq_args, ids) == 16, "strata_mmvq_args.ids: offset differs from kernels/abi");
@@ -87,6 +97,14 @@ static_assert(__builtin_offsetof(struct strata_mmvq_args, x_mat_stride) == 84, "
 static_assert(__builtin_offsetof(struct strata_mmvq_args, y_col_stride) == 88, "strata_mmvq_args.y_col_stride: offset differs from kernels/abi");
 static_assert(__builtin_offsetof(struct strata_mmvq_args, y_mat_stride) == 92, "strata_mmvq_args.y_mat_stride: offset differs from kernels/abi");
 static_assert(__builtin_offsetof(struct strata_mmvq_args, prefetch) == 96, "strata_mmvq_args.prefetch: offset differs from kernels/abi");
+static_assert(__builtin_offsetof(struct strata_mmvq_args, norm_n) == 100, "strata_mmvq_args.norm_n: offset differs from kernels/abi");
+static_assert(__builtin_offsetof(struct strata_mmvq_args, norm_eps) == 104, "strata_mmvq_args.norm_eps: offset differs from kernels/abi");
+static_assert(__builtin_offsetof(struct strata_mmvq_args, norm_x) == 112, "strata_mmvq_args.norm_x: offset differs from kernels/abi");
+static_assert(__builtin_offsetof(struct strata_mmvq_args, norm_r) == 120, "strata_mmvq_args.norm_r: offset differs from kernels/abi");
+static_assert(__builtin_offsetof(struct strata_mmvq_args, norm_w) == 128, "strata_mmvq_args.norm_w: offset differs from kernels/abi");
+static_assert(__builtin_offsetof(struct strata_mmvq_args, norm_xo) == 136, "strata_mmvq_args.norm_xo: offset differs from kernels/abi");
+static_assert(__builtin_offsetof(struct strata_mmvq_args, norm_y) == 144, "strata_mmvq_args.norm_y: offset differs from kernels/abi");
+static_assert(__builtin_offsetof(struct strata_mmvq_args, norm_q) == 152, "strata_mmvq_args.norm_q: offset differs from kernels/abi");
 
 #define STRATA_QB_DECODE 1  // quant_blocks: the NVIDIA decode-speed forms (STRATA_QB_FAST)
 #ifndef STRATA_QB_SGN
@@ -1153,8 +1171,10 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
 // wave's rows (the first 4 KB: two 1024-element steps, all of a K = 2048 router row), so the
 // second step's loads do not wait behind the first's fold; 2 = the same before the grid
 // dependency wait (as strata_mmvq_rows_x's). No load or sum changes.
+// xrow, when set, is the activation row itself (one column: the _rms variants' row in LDS)
+// instead of p.xf's matrix z.
 template <class QT, int NC, int R = (NC <= 2 ? 2 : 1)>
-STRATA_DEVICE void strata_mmvq_rows_f(const struct strata_mmvq_args& p, const u8* w, int z, int pre = 0) {
+STRATA_DEVICE void strata_mmvq_rows_f(const struct strata_mmvq_args& p, const u8* w, int z, int pre = 0, const f32* xrow = nullptr) {
   constexpr bool HA = NC == 1;
   const int lane = (int)strata_lane();
   const i64 rowb = (i64)p.k * 2;
@@ -1167,7 +1187,7 @@ STRATA_DEVICE void strata_mmvq_rows_f(const struct strata_mmvq_args& p, const u8
     if (pre == 2) STRATA_GRID_DEP();
   }
   const i64 step = (i64)strata_grid_dim_x() * 8 * R;
-  const f32* x = p.xf + (i64)z * p.x_mat_stride;
+  const f32* x = xrow ? xrow : p.xf + (i64)z * p.x_mat_stride;
   for (i64 row0 = ((i64)strata_block_x() * 8 + (strata_thread_x() >> 5)) * R; row0 < p.rows; row0 += step) {
     const int nr = p.rows - row0 >= R ? R : (int)(p.rows - row0);
     const u8* wr = w + row0 * rowb;
