@@ -242,6 +242,9 @@ func (e *Engine) tokenOps(wantLogits bool, idsOff int) error {
 	st := e.stage()
 	m := e.mem
 	x, xn, xq, proj := m.Ptr(bufX), m.Ptr(bufXN), m.Ptr(bufXQ), m.Ptr(bufProj)
+	// The residual stream is in x, or in x2 after a norm folded into the router (normFused:
+	// its blocks all read the stream, so the new one goes to the other buffer).
+	res, other := x, m.Ptr(bufX2)
 	if err := e.stageUp(x, st.x, 4*H); err != nil {
 		return err
 	}
@@ -256,7 +259,7 @@ func (e *Engine) tokenOps(wantLogits bool, idsOff int) error {
 			err = e.rmsnorm("q81", abi.RmsnormArgs{X: uint64(x), W: uint64(l.attnNorm), Y: uint64(xn), Q: uint64(xq),
 				N: int32(H), Rows: 1, Heads: 1, TokStride: int32(H), HeadStride: int32(H)})
 		} else {
-			err = e.rmsnorm("addq81", abi.RmsnormArgs{X: uint64(x), R: uint64(proj), Xo: uint64(x), W: uint64(l.attnNorm), Y: uint64(xn), Q: uint64(xq),
+			err = e.rmsnorm("addq81", abi.RmsnormArgs{X: uint64(res), R: uint64(proj), Xo: uint64(res), W: uint64(l.attnNorm), Y: uint64(xn), Q: uint64(xq),
 				N: int32(H), Rows: 1, Heads: 1, TokStride: int32(H), HeadStride: int32(H)})
 		}
 		if err != nil {
@@ -270,11 +273,17 @@ func (e *Engine) tokenOps(wantLogits bool, idsOff int) error {
 		if err != nil {
 			return err
 		}
-		if err := e.rmsnorm("addq81", abi.RmsnormArgs{X: uint64(x), R: uint64(proj), Xo: uint64(x), W: uint64(l.ffnNorm), Y: uint64(xn), Q: uint64(xq),
-			N: int32(H), Rows: 1, Heads: 1, TokStride: int32(H), HeadStride: int32(H)}); err != nil {
+		na := abi.RmsnormArgs{X: uint64(res), R: uint64(proj), Xo: uint64(res), W: uint64(l.ffnNorm), Y: uint64(xn), Q: uint64(xq),
+			N: int32(H), Rows: 1, Heads: 1, TokStride: int32(H), HeadStride: int32(H)}
+		var fuse *abi.RmsnormArgs
+		if e.normFused(l.moeRouter()) != nil {
+			na.Xo = uint64(other)
+			fuse = &na
+			res, other = other, res
+		} else if err := e.rmsnorm("addq81", na); err != nil {
 			return err
 		}
-		if err := e.moe(li, l); err != nil {
+		if err := e.moe(li, l, fuse); err != nil {
 			return err
 		}
 		if l.shGate.variant != "" {
@@ -282,7 +291,7 @@ func (e *Engine) tokenOps(wantLogits bool, idsOff int) error {
 			// experts' output in proj is added by the next norm): sigmoid(g)·shared(x) is
 			// moe_decode over two experts with logits [g, 0] — softmax gives the shared
 			// expert sigmoid(g) — where the second has no slot and contributes nothing.
-			if err := e.shared(l); err != nil {
+			if err := e.shared(l, res); err != nil {
 				return err
 			}
 		}
@@ -293,7 +302,7 @@ func (e *Engine) tokenOps(wantLogits bool, idsOff int) error {
 		}
 	}
 	if wantLogits {
-		return e.logits("addq81", abi.RmsnormArgs{X: uint64(x), R: uint64(proj), Xo: uint64(x), W: uint64(e.outNrm), Y: uint64(xn), Q: uint64(xq),
+		return e.logits("addq81", abi.RmsnormArgs{X: uint64(res), R: uint64(proj), Xo: uint64(res), W: uint64(e.outNrm), Y: uint64(xn), Q: uint64(xq),
 			N: int32(H), Rows: 1, Heads: 1, TokStride: int32(H), HeadStride: int32(H)})
 	}
 	return nil
@@ -730,11 +739,11 @@ func (e *Engine) gatedDeltaNet(l *gLayer, qkv, xc, z, ba, o rt.DevPtr, T int) er
 }
 
 // shared runs qwen3next's gated shared expert on xn/xq and adds it to the residual.
-func (e *Engine) shared(l *gLayer) error {
+func (e *Engine) shared(l *gLayer, x rt.DevPtr) error {
 	c := &e.cfg
 	m := e.mem
 	H := c.Embd
-	x, xn, xq := m.Ptr(bufX), m.Ptr(bufXN), m.Ptr(bufXQ)
+	xn, xq := m.Ptr(bufXN), m.Ptr(bufXQ)
 	r2, out := m.Ptr(bufRouter2), m.Ptr(bufShOut)
 	if l.fusedRouter { // the router's launch computed g after its logits
 		r2 = m.Ptr(bufRouter).Add(uintptr(4 * c.Experts))
@@ -761,19 +770,30 @@ func (e *Engine) shared(l *gLayer) error {
 		N: int32(H), Rows: 1, Heads: 1, TokStride: int32(H), HeadStride: int32(H)})
 }
 
+// moeRouter is the matrix moe's router launch multiplies: the router, or with the shared
+// expert's gate row (fusedRouter).
+func (l *gLayer) moeRouter() dmat {
+	if l.fusedRouter {
+		return l.routerSh
+	}
+	return l.router
+}
+
 // moe runs the routed experts of layer li on xq: router, top-k, the cache, and the
-// expert products into proj.
-func (e *Engine) moe(li int, l *gLayer) error {
+// expert products into proj. norm, when set, is the ffn norm (addq81) that produces xn and
+// xq, run inside the router's launch (normFused).
+func (e *Engine) moe(li int, l *gLayer, norm *abi.RmsnormArgs) error {
 	c := &e.cfg
 	m := e.mem
 	H, K, E, F := c.Embd, c.ExpertsUsed, c.Experts, c.ExpertFF
 	xn, xq, proj := m.Ptr(bufXN), m.Ptr(bufXQ), m.Ptr(bufProj)
 	router := m.Ptr(bufRouter)
-	rw := l.router
-	if l.fusedRouter { // + the shared expert's gate logit, at router[E] (shared reads it)
-		rw = l.routerSh
-	}
-	if err := e.mmvq(rw, xq, xn, router); err != nil {
+	rw := l.moeRouter() // with fusedRouter + the shared expert's gate logit, at router[E] (shared reads it)
+	if norm != nil {
+		if err := e.mmvqNorm(e.normFused(rw), rw, *norm, router); err != nil {
+			return err
+		}
+	} else if err := e.mmvq(rw, xq, xn, router); err != nil {
 		return err
 	}
 	tab := m.Ptr(bufTables).Add(uintptr(li * 3 * E * 8))
