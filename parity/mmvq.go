@@ -106,8 +106,12 @@ func init() {
 				b[fmt.Sprintf("%s_g%d", v, g+1)] = b[v]
 			}
 		}
-		if t == quant.F16 || t == quant.BF16 { // geometry 4 with the norm folded in (mmvq_rms.go)
-			b[v+"_g4_rms"] = []Bound{mmvqRmsY, mmvqRmsNormY, mmvqRmsNormXO, mmvqRmsNormQ}
+		// the geometry with the norm folded in (mmvq_rms.go): F16/BF16 4, the quantized types 3
+		rms := []Bound{mmvqRmsY, mmvqRmsNormY, mmvqRmsNormXO, mmvqRmsNormQ}
+		if t == quant.F16 || t == quant.BF16 {
+			b[v+"_g4_rms"] = rms
+		} else {
+			b[v+"_g3_rms"] = rms
 		}
 	}
 	register(&Family{
@@ -166,6 +170,8 @@ func init() {
 			{"rows=513,n=2048,rms,prefetch=2", []int{513, 2048, 1, 1, 0, 2, 1}},
 			{"rows=37,n=4096,rms", []int{37, 4096, 1, 1, 0, 0, 1}},
 			{"rows=9,n=256,rms,prefetch=2", []int{9, 256, 1, 1, 0, 2, 1}},
+			// The mixer norm of layer 0 (rmsnorm_row q81: no r, no x + r).
+			{"rows=50,n=2048,rms,q81,prefetch=2", []int{50, 2048, 1, 1, 0, 2, 1, 1}},
 		},
 		Run:       runMmvq,
 		SelfCheck: selfCheckMmvq,

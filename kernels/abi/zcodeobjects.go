@@ -3024,6 +3024,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q80_g3",
 	}, {
+		Name:         "q80_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q80_g3_rms",
+	}, {
 		Name:         "q80_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g4",
@@ -3043,6 +3047,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q20_g3",
+	}, {
+		Name:         "q20_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q20_g3_rms",
 	}, {
 		Name:         "q20_g4",
 		RowsPerBlock: 8,
@@ -3064,6 +3072,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q4k_g3",
 	}, {
+		Name:         "q4k_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q4k_g3_rms",
+	}, {
 		Name:         "q4k_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g4",
@@ -3083,6 +3095,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q6k_g3",
+	}, {
+		Name:         "q6k_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q6k_g3_rms",
 	}, {
 		Name:         "q6k_g4",
 		RowsPerBlock: 8,
@@ -3104,6 +3120,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq2xs_g3",
 	}, {
+		Name:         "iq2xs_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq2xs_g3_rms",
+	}, {
 		Name:         "iq2xs_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g4",
@@ -3123,6 +3143,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq3xxs_g3",
+	}, {
+		Name:         "iq3xxs_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq3xxs_g3_rms",
 	}, {
 		Name:         "iq3xxs_g4",
 		RowsPerBlock: 8,
@@ -3144,6 +3168,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq3s_g3",
 	}, {
+		Name:         "iq3s_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq3s_g3_rms",
+	}, {
 		Name:         "iq3s_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g4",
@@ -3163,6 +3191,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq1m_g3",
+	}, {
+		Name:         "iq1m_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq1m_g3_rms",
 	}, {
 		Name:         "iq1m_g4",
 		RowsPerBlock: 8,
@@ -3877,6 +3909,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q80_g3",
 	}, {
+		Name:         "q80_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q80_g3_rms",
+	}, {
 		Name:         "q80_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g4",
@@ -3896,6 +3932,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q20_g3",
+	}, {
+		Name:         "q20_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q20_g3_rms",
 	}, {
 		Name:         "q20_g4",
 		RowsPerBlock: 8,
@@ -3917,6 +3957,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q4k_g3",
 	}, {
+		Name:         "q4k_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q4k_g3_rms",
+	}, {
 		Name:         "q4k_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g4",
@@ -3936,6 +3980,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q6k_g3",
+	}, {
+		Name:         "q6k_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q6k_g3_rms",
 	}, {
 		Name:         "q6k_g4",
 		RowsPerBlock: 8,
@@ -3957,6 +4005,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq2xs_g3",
 	}, {
+		Name:         "iq2xs_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq2xs_g3_rms",
+	}, {
 		Name:         "iq2xs_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g4",
@@ -3976,6 +4028,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq3xxs_g3",
+	}, {
+		Name:         "iq3xxs_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq3xxs_g3_rms",
 	}, {
 		Name:         "iq3xxs_g4",
 		RowsPerBlock: 8,
@@ -3997,6 +4053,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq3s_g3",
 	}, {
+		Name:         "iq3s_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq3s_g3_rms",
+	}, {
 		Name:         "iq3s_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g4",
@@ -4016,6 +4076,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq1m_g3",
+	}, {
+		Name:         "iq1m_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq1m_g3_rms",
 	}, {
 		Name:         "iq1m_g4",
 		RowsPerBlock: 8,
@@ -4730,6 +4794,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q80_g3",
 	}, {
+		Name:         "q80_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q80_g3_rms",
+	}, {
 		Name:         "q80_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g4",
@@ -4749,6 +4817,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q20_g3",
+	}, {
+		Name:         "q20_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q20_g3_rms",
 	}, {
 		Name:         "q20_g4",
 		RowsPerBlock: 8,
@@ -4770,6 +4842,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q4k_g3",
 	}, {
+		Name:         "q4k_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q4k_g3_rms",
+	}, {
 		Name:         "q4k_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g4",
@@ -4789,6 +4865,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q6k_g3",
+	}, {
+		Name:         "q6k_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q6k_g3_rms",
 	}, {
 		Name:         "q6k_g4",
 		RowsPerBlock: 8,
@@ -4810,6 +4890,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq2xs_g3",
 	}, {
+		Name:         "iq2xs_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq2xs_g3_rms",
+	}, {
 		Name:         "iq2xs_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g4",
@@ -4829,6 +4913,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq3xxs_g3",
+	}, {
+		Name:         "iq3xxs_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq3xxs_g3_rms",
 	}, {
 		Name:         "iq3xxs_g4",
 		RowsPerBlock: 8,
@@ -4850,6 +4938,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq3s_g3",
 	}, {
+		Name:         "iq3s_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq3s_g3_rms",
+	}, {
 		Name:         "iq3s_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g4",
@@ -4869,6 +4961,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq1m_g3",
+	}, {
+		Name:         "iq1m_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq1m_g3_rms",
 	}, {
 		Name:         "iq1m_g4",
 		RowsPerBlock: 8,
@@ -5583,6 +5679,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q80_g3",
 	}, {
+		Name:         "q80_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q80_g3_rms",
+	}, {
 		Name:         "q80_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g4",
@@ -5602,6 +5702,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q20_g3",
+	}, {
+		Name:         "q20_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q20_g3_rms",
 	}, {
 		Name:         "q20_g4",
 		RowsPerBlock: 8,
@@ -5623,6 +5727,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q4k_g3",
 	}, {
+		Name:         "q4k_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q4k_g3_rms",
+	}, {
 		Name:         "q4k_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g4",
@@ -5642,6 +5750,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q6k_g3",
+	}, {
+		Name:         "q6k_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_q6k_g3_rms",
 	}, {
 		Name:         "q6k_g4",
 		RowsPerBlock: 8,
@@ -5663,6 +5775,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq2xs_g3",
 	}, {
+		Name:         "iq2xs_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq2xs_g3_rms",
+	}, {
 		Name:         "iq2xs_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g4",
@@ -5682,6 +5798,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq3xxs_g3",
+	}, {
+		Name:         "iq3xxs_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq3xxs_g3_rms",
 	}, {
 		Name:         "iq3xxs_g4",
 		RowsPerBlock: 8,
@@ -5703,6 +5823,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq3s_g3",
 	}, {
+		Name:         "iq3s_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq3s_g3_rms",
+	}, {
 		Name:         "iq3s_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g4",
@@ -5722,6 +5846,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq1m_g3",
+	}, {
+		Name:         "iq1m_g3_rms",
+		RowsPerBlock: 24,
+		Symbol:       "strata_mmvq_iq1m_g3_rms",
 	}, {
 		Name:         "iq1m_g4",
 		RowsPerBlock: 8,

@@ -304,21 +304,31 @@ func (m *emu) launch(sym string, grid, block rt.Dim3, b []byte) {
 		base, geom, _ := strings.Cut(variant, "_g")
 		t := variantType[base]
 		rpb := m.rowsPerBlock("mmvq", variant)
-		// <type>_g4_rms: the activations are rmsnorm_row addq81's row of norm_x + norm_r
-		// (its outputs written as that launch writes them), which must not overlap x or r.
+		// <type>_g<N>_rms: the activations are rmsnorm_row addq81's row of norm_x + norm_r (q81's
+		// of norm_x when norm_r is 0), its outputs written as that launch writes them; x + r
+		// must not overlap x or r. Quantized types read the row's Q8_1 blocks (here from norm_q,
+		// which the engine always passes; the kernel keeps its own copy).
 		var xn []float32
-		if geom == "4_rms" {
+		if strings.HasSuffix(geom, "_rms") {
 			n := int(a.NormN)
-			if n != int(a.K) || n%32 != 0 || n > 4096 || grid.Z != 1 || (t != quant.F16 && t != quant.BF16) {
-				m.fail("mmvq %s: norm of %d values, k %d, %d matrices", variant, n, a.K, grid.Z)
+			fl := t == quant.F16 || t == quant.BF16
+			if n != int(a.K) || n%32 != 0 || n > 4096 || grid.Z != 1 || (geom != "4_rms" && fl) || (geom != "3_rms" && !fl) || (!fl && a.NormQ == 0) {
+				m.fail("mmvq %s: norm of %d values, k %d, %d matrices, q %#x", variant, n, a.K, grid.Z, a.NormQ)
 			}
-			for _, in := range []uint64{a.NormX, a.NormR} {
-				if a.NormXo < in+uint64(4*n) && in < a.NormXo+uint64(4*n) {
-					m.fail("mmvq %s: norm_xo %#x overlaps an input at %#x", variant, a.NormXo, in)
+			mode := "q81"
+			if a.NormR != 0 {
+				mode = "addq81"
+				for _, in := range []uint64{a.NormX, a.NormR} {
+					if a.NormXo < in+uint64(4*n) && in < a.NormXo+uint64(4*n) {
+						m.fail("mmvq %s: norm_xo %#x overlaps an input at %#x", variant, a.NormXo, in)
+					}
 				}
 			}
-			xn = m.normRows("addq81", abi.RmsnormArgs{X: a.NormX, R: a.NormR, W: a.NormW, Xo: a.NormXo, Y: a.NormY, Q: a.NormQ,
+			xn = m.normRows(mode, abi.RmsnormArgs{X: a.NormX, R: a.NormR, W: a.NormW, Xo: a.NormXo, Y: a.NormY, Q: a.NormQ,
 				N: a.NormN, Rows: 1, Heads: 1, TokStride: a.NormN, HeadStride: a.NormN, Eps: a.NormEps})
+			if !fl {
+				xn = m.q81(a.NormQ, n)
+			}
 		} else if a.NormN != 0 {
 			m.fail("mmvq %s: norm_n %d in a variant without the norm", variant, a.NormN)
 		}

@@ -9,7 +9,9 @@
 // and value into the f16 KV cache (attention_decode's store stage) → attention_decode
 // split (about √(n/64) positions per split up to 256 positions at hd ≤ 128, else √(n/6)
 // rounded up to 8: splitLen) + reduce → Q8_1 → output mmvq → rmsnorm_row + residual →
-// router mmvq → the routed experts through moe_decode. When the
+// router mmvq → the routed experts through moe_decode. On NVIDIA the two norms run inside
+// the launch that reads them where that mmvq takes a geometry with such a kernel (the
+// router's, 30B-A3B's q|k|v: normFused, Options.NoNormFuse). When the
 // cache cannot hold every expert: phase 0 (top-k), then the selected ids come back to the
 // host (one stream synchronisation per layer: the cache lives on the host), which looks
 // them up, copies the misses and updates the layer's slot tables, then phases 1 (gate/up)
@@ -308,9 +310,9 @@ type kernel struct {
 	// geoms: a default mmvq kernel's decode-geometry kernels (variant <type>_g<N> at N;
 	// nil where the target has none, and at 0).
 	geoms [len(mmvqGeoms)]*kernel
-	// rms: an F16/BF16 default mmvq kernel's geometry-4 kernel with the residual stream's
-	// norm folded in (variant <type>_g4_rms; nil where the target has none).
-	rms *kernel
+	// rms: a default mmvq kernel's decode-geometry kernels with the residual stream's norm
+	// folded in (variant <type>_g<N>_rms at N; nil where the target has none).
+	rms [len(mmvqGeoms)]*kernel
 }
 
 // pdlFamilies are the kernel families whose every kernel begins with STRATA_GRID_DEP
@@ -1233,9 +1235,9 @@ func (e *Engine) prepare(o Options) error {
 				if _, ok := mco.Symbol(mmvqGeomVariant(d.variant, g)); ok {
 					vs = append(vs, mmvqGeomVariant(d.variant, g))
 				}
-			}
-			if _, ok := mco.Symbol(mmvqRmsVariant(d.variant)); ok && e.units > 0 {
-				vs = append(vs, mmvqRmsVariant(d.variant))
+				if _, ok := mco.Symbol(mmvqRmsVariant(d.variant, g)); ok {
+					vs = append(vs, mmvqRmsVariant(d.variant, g))
+				}
 			}
 			for _, v := range vs {
 				f, err := e.ks.fn("mmvq", v)
@@ -1279,8 +1281,8 @@ func (e *Engine) records(mmvqRows map[string]int) {
 		if v, ok := strings.CutPrefix(key, "mmvq/"); ok {
 			for g := 1; g < len(mmvqGeoms); g++ {
 				k.geoms[g] = e.kern["mmvq/"+mmvqGeomVariant(v, g)]
+				k.rms[g] = e.kern["mmvq/"+mmvqRmsVariant(v, g)]
 			}
-			k.rms = e.kern["mmvq/"+mmvqRmsVariant(v)]
 		}
 	}
 	e.kRow, e.kRms = map[string]*kernel{}, map[string]*kernel{}
@@ -1675,36 +1677,35 @@ func (e *Engine) mmvqBlocks(rows int, k *kernel) uint32 {
 	return blocks(rows, k.rows)
 }
 
-// mmvqRmsVariant is the mmvq variant of variant's geometry 4 with the norm folded in.
-func mmvqRmsVariant(variant string) string { return mmvqGeomVariant(variant, 4) + "_rms" }
+// mmvqRmsVariant is the mmvq variant of variant's geometry g with the norm folded in.
+func mmvqRmsVariant(variant string, g int) string { return mmvqGeomVariant(variant, g) + "_rms" }
 
 // SetNormFuse sets Options.NoNormFuse to !on on a loaded engine, for a comparison on one
 // engine (each setting captures its own graphs: graphKey).
 func (e *Engine) SetNormFuse(on bool) { e.noNormFuse = !on }
 
-// normFused is the kernel that runs the residual stream's add + norm (rmsnorm_row addq81 of
-// H values) and then w's one-column mmvq in one launch (mmvq <type>_g4_rms), or nil where
-// the two stay separate launches: Options.NoNormFuse or a measurement setting that changes
-// either launch (NoRowNorm, OldRowQ81, MmvqRows8), w not taking geometry 4, no such kernel,
-// or a row the kernel does not hold (n = k = H, a multiple of 32, ≤ 4096).
+// normFused is the kernel that runs the residual stream's norm (rmsnorm_row addq81 or q81 of
+// H values) and then w's one-column mmvq in one launch (mmvq <type>_g<N>_rms, N the geometry
+// mmvqGeom gives w: 4 for the routers, 3 for 30B-A3B's q|k|v), or nil where the two stay
+// separate launches: Options.NoNormFuse or a measurement setting that changes either launch
+// (NoRowNorm, OldRowQ81, MmvqRows8), w taking a geometry without such a kernel, or a row the
+// kernel does not hold (n = k = H, a multiple of 32, ≤ 4096).
 func (e *Engine) normFused(w dmat) *kernel {
 	H := e.cfg.Embd
 	if e.noNormFuse || e.noRowNorm || e.oldRowQ81 || e.mmvqRows8 || w.k != H || H%32 != 0 || H > 4096 {
 		return nil
 	}
 	k := e.mmvqKern(w)
-	if k == nil || k.rms == nil {
+	if k == nil {
 		return nil
 	}
-	if g, _ := e.mmvqGeom(w, 1, k); g != 4 {
-		return nil
-	}
-	return k.rms
+	g, _ := e.mmvqGeom(w, 1, k)
+	return k.rms[g] // nil at 0
 }
 
 // mmvqNorm runs w's one-column mmvq on the norm of n (an addq81 row: n.X + n.R into n.Xo,
-// normed into n.Y and n.Q, which must not overlap n.X or n.R) in one launch through k
-// (normFused), into y.
+// which must not overlap n.X or n.R; a q81 row when n.R is 0; normed into n.Y and n.Q) in one
+// launch through k (normFused), into y.
 func (e *Engine) mmvqNorm(k *kernel, w dmat, n abi.RmsnormArgs, y rt.DevPtr) error {
 	a := abi.MmvqArgs{W: uint64(w.ptr), Y: uint64(y), Rows: int32(w.rows), K: int32(w.k), Ncols: 1, XColStride: int32(w.k),
 		YColStride: int32(w.rows), Prefetch: e.mmvqPrefetch(), NormN: n.N, NormEps: e.cfg.Eps,

@@ -253,14 +253,25 @@ func (e *Engine) tokenOps(wantLogits bool, idsOff int) error {
 	}
 	for li := range e.layers {
 		l := &e.layers[li]
-		// Mixer input: the residual (after the previous layer's MoE output) normed.
+		// Mixer input: the residual (after the previous layer's MoE output) normed; folded
+		// into qwen3moe's q|k|v launch where that has the kernel (normFused).
 		var err error
+		aa := abi.RmsnormArgs{X: uint64(res), R: uint64(proj), Xo: uint64(res), W: uint64(l.attnNorm), Y: uint64(xn), Q: uint64(xq),
+			N: int32(H), Rows: 1, Heads: 1, TokStride: int32(H), HeadStride: int32(H)}
+		variant := "addq81"
 		if li == 0 {
-			err = e.rmsnorm("q81", abi.RmsnormArgs{X: uint64(x), W: uint64(l.attnNorm), Y: uint64(xn), Q: uint64(xq),
-				N: int32(H), Rows: 1, Heads: 1, TokStride: int32(H), HeadStride: int32(H)})
-		} else {
-			err = e.rmsnorm("addq81", abi.RmsnormArgs{X: uint64(res), R: uint64(proj), Xo: uint64(res), W: uint64(l.attnNorm), Y: uint64(xn), Q: uint64(xq),
-				N: int32(H), Rows: 1, Heads: 1, TokStride: int32(H), HeadStride: int32(H)})
+			aa.R, aa.Xo, variant = 0, 0, "q81"
+		}
+		var fuseA *abi.RmsnormArgs
+		switch {
+		case !l.recurrent && l.fusedIn && c.Arch != model.ArchQwen3Next && e.normFused(l.in) != nil:
+			fuseA = &aa
+			if aa.R != 0 {
+				aa.Xo = uint64(other)
+				res, other = other, res
+			}
+		default:
+			err = e.rmsnorm(variant, aa)
 		}
 		if err != nil {
 			return err
@@ -268,7 +279,7 @@ func (e *Engine) tokenOps(wantLogits bool, idsOff int) error {
 		if l.recurrent {
 			err = e.deltaNet(l)
 		} else {
-			err = e.attention(l)
+			err = e.attention(l, fuseA)
 		}
 		if err != nil {
 			return err
@@ -524,7 +535,10 @@ func (e *Engine) experts(li int) (rerun bool, err error) {
 }
 
 // attention is the attention mixer of one layer: xn/xq in, the output projection in proj.
-func (e *Engine) attention(l *gLayer) error {
+//
+// norm, when set, is the mixer's norm (rmsnorm_row addq81 or q81) that produces xn and xq,
+// run inside the fused q|k|v launch (qwen3moe, normFused).
+func (e *Engine) attention(l *gLayer, norm *abi.RmsnormArgs) error {
 	c := &e.cfg
 	m := e.mem
 	hd, nh, nkv, H := c.HeadDim, c.Heads, c.HeadsKV, c.Embd
@@ -556,7 +570,11 @@ func (e *Engine) attention(l *gLayer) error {
 		}
 	case l.fusedIn:
 		k, v = q.Add(uintptr(4*e.qd)), q.Add(uintptr(4*(e.qd+e.kvd)))
-		if err := e.mmvq(l.in, xq, xn, q); err != nil {
+		if norm != nil {
+			if err := e.mmvqNorm(e.normFused(l.in), l.in, *norm, q); err != nil {
+				return err
+			}
+		} else if err := e.mmvq(l.in, xq, xn, q); err != nil {
 			return err
 		}
 	default:

@@ -18,34 +18,42 @@
 // Not built for gfx1100: strata_mmvq_q80_g1 (NVIDIA only)
 // Not built for gfx1100: strata_mmvq_q80_g2 (NVIDIA only)
 // Not built for gfx1100: strata_mmvq_q80_g3 (NVIDIA only)
+// Not built for gfx1100: strata_mmvq_q80_g3_rms (NVIDIA only; NVIDIA only)
 // Not built for gfx1100: strata_mmvq_q80_g4 (NVIDIA only)
 // Not built for gfx1100: strata_mmvq_q20_g1 (NVIDIA only)
 // Not built for gfx1100: strata_mmvq_q20_g2 (NVIDIA only)
 // Not built for gfx1100: strata_mmvq_q20_g3 (NVIDIA only)
+// Not built for gfx1100: strata_mmvq_q20_g3_rms (NVIDIA only; NVIDIA only)
 // Not built for gfx1100: strata_mmvq_q20_g4 (NVIDIA only)
 // Not built for gfx1100: strata_mmvq_q4k_g1 (NVIDIA only)
 // Not built for gfx1100: strata_mmvq_q4k_g2 (NVIDIA only)
 // Not built for gfx1100: strata_mmvq_q4k_g3 (NVIDIA only)
+// Not built for gfx1100: strata_mmvq_q4k_g3_rms (NVIDIA only; NVIDIA only)
 // Not built for gfx1100: strata_mmvq_q4k_g4 (NVIDIA only)
 // Not built for gfx1100: strata_mmvq_q6k_g1 (NVIDIA only)
 // Not built for gfx1100: strata_mmvq_q6k_g2 (NVIDIA only)
 // Not built for gfx1100: strata_mmvq_q6k_g3 (NVIDIA only)
+// Not built for gfx1100: strata_mmvq_q6k_g3_rms (NVIDIA only; NVIDIA only)
 // Not built for gfx1100: strata_mmvq_q6k_g4 (NVIDIA only)
 // Not built for gfx1100: strata_mmvq_iq2xs_g1 (NVIDIA only)
 // Not built for gfx1100: strata_mmvq_iq2xs_g2 (NVIDIA only)
 // Not built for gfx1100: strata_mmvq_iq2xs_g3 (NVIDIA only)
+// Not built for gfx1100: strata_mmvq_iq2xs_g3_rms (NVIDIA only; NVIDIA only)
 // Not built for gfx1100: strata_mmvq_iq2xs_g4 (NVIDIA only)
 // Not built for gfx1100: strata_mmvq_iq3xxs_g1 (NVIDIA only)
 // Not built for gfx1100: strata_mmvq_iq3xxs_g2 (NVIDIA only)
 // Not built for gfx1100: strata_mmvq_iq3xxs_g3 (NVIDIA only)
+// Not built for gfx1100: strata_mmvq_iq3xxs_g3_rms (NVIDIA only; NVIDIA only)
 // Not built for gfx1100: strata_mmvq_iq3xxs_g4 (NVIDIA only)
 // Not built for gfx1100: strata_mmvq_iq3s_g1 (NVIDIA only)
 // Not built for gfx1100: strata_mmvq_iq3s_g2 (NVIDIA only)
 // Not built for gfx1100: strata_mmvq_iq3s_g3 (NVIDIA only)
+// Not built for gfx1100: strata_mmvq_iq3s_g3_rms (NVIDIA only; NVIDIA only)
 // Not built for gfx1100: strata_mmvq_iq3s_g4 (NVIDIA only)
 // Not built for gfx1100: strata_mmvq_iq1m_g1 (NVIDIA only)
 // Not built for gfx1100: strata_mmvq_iq1m_g2 (NVIDIA only)
 // Not built for gfx1100: strata_mmvq_iq1m_g3 (NVIDIA only)
+// Not built for gfx1100: strata_mmvq_iq1m_g3_rms (NVIDIA only; NVIDIA only)
 // Not built for gfx1100: strata_mmvq_iq1m_g4 (NVIDIA only)
 
 #include "strata_prelude.h"
@@ -69,11 +77,11 @@ struct strata_mmvq_args {
   int y_col_stride; // offset 88: output elements between columns, ≥ rows
   int y_mat_stride; // offset 92: output elements between matrices
   int prefetch; // offset 96: 1: dense matrices only (slots null), on sm_90, each block first prefetches its share of the weights into L2, before it waits for its predecessor (for programmatic launches, where that overlaps the previous kernel); 2: as 1, and in a decode-geometry variant (<type>_g<N>) with one column and err null the wait also follows the first pass's L1 prefetch; 0: no prefetch (a plain launch only pays for it)
-  int norm_n; // offset 100: _rms variants: the norm's row length n = k, a multiple of 32, ≤ 4096; the activations are the norm's output
+  int norm_n; // offset 100: _rms variants: the norm's row length n = k, a multiple of 32, ≤ 4096; the activations are the norm's output (quantized types: its Q8_1 blocks)
   float norm_eps; // offset 104: _rms variants: epsilon inside the root
   unsigned char _pad0[4]; // offset 108: explicit padding
   const float* norm_x; // offset 112: _rms variants: the residual row, n f32
-  const float* norm_r; // offset 120: _rms variants: the row added to it, n f32
+  const float* norm_r; // offset 120: _rms variants: the row added to it, n f32; null = no addition (rmsnorm_row q81; norm_xo unused)
   const float* norm_w; // offset 128: _rms variants: the norm weight, n f32
   float* norm_xo; // offset 136: _rms variants: x + r, n f32, written by block (0, 0, 0); must not overlap x or r (every block reads them)
   float* norm_y; // offset 144: _rms variants: the normed row, n f32, written by block (0, 0, 0); 0 = not written
@@ -997,9 +1005,10 @@ STRATA_DEVICE void strata_mmvq_stage(u32* xs, const u8* x, i64 col_blocks, int s
 // dependency wait (STRATA_GRID_DEP, skipped at the entry) comes after those prefetches, so
 // they overlap the previous kernel (programmatic launches; dense weights no kernel writes:
 // L1 is not coherent, so memory a predecessor wrote must never be prefetched into it). No
-// load or fold changes: results are bit-identical to pre = 0.
+// load or fold changes: results are bit-identical to pre = 0. staged: xs already holds the
+// activations (ng ≤ SEG: the _rms variants' norm wrote them there); nothing is read from xq.
 template <class QT, int NC, int R = strata_mmvq_nv_shape<QT, NC>::R, int U = strata_mmvq_nv_shape<QT, NC>::U>
-STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8* w, typename QT::lds* tab, u32* xs, int z, int pre = 0) {
+STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8* w, typename QT::lds* tab, u32* xs, int z, int pre = 0, bool staged = false) {
   constexpr int GPB = QT::QK / 32;
   // Groups per LDS segment: a multiple of a pass (32·U groups) whose NC columns fit in xs.
   constexpr int SEG = (STRATA_MMVQ_XS_WORDS / (9 * NC)) / (32 * U) * (32 * U);
@@ -1011,7 +1020,7 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
   const u8* x = p.xq + (i64)(p.x_mat_stride / 32) * z * 36;
   const i64 colb = p.x_col_stride / 32;
   constexpr bool XT = strata_mmvq_xt<QT>::on;
-  const bool single = ng <= SEG;  // one segment: staged once for all of the block's rows
+  const bool single = ng <= SEG;  // one segment: staged once for all of the block's rows (staged: xs holds it, ng ≤ SEG)
   if (pre) {
     // The first pass of each of the wave's rows is bytes [0, len) of the row (passes start
     // at group 0 and cover 32·U groups, whole blocks: 32·U is a multiple of GPB ≤ 8); lane ℓ
@@ -1041,7 +1050,7 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
     }
   }
   QT::fill(tab);
-  if (single) strata_mmvq_stage<NC>(xs, x, colb, 0, ng);
+  if (single && !staged) strata_mmvq_stage<NC>(xs, x, colb, 0, ng);
   strata_barrier();
   if constexpr (XT) {
     if (single) {
