@@ -32,8 +32,9 @@ import (
 // the default with rmsnorm_row's previous Q8_1 step and the one-block argmax, "oldrow" and
 // "oldargmax" with only one of them (Engine.SetOldNorm), "mmvqold" the default with mmvq's
 // default path for every shape (Engine.SetMmvqOld), "mmvqoldnopdl" that without programmatic
-// launch, "nonormfuse" the default with the ffn norm as its own launch instead of folded into
-// the router's (Engine.SetNormFuse). Each timed
+// launch, "nonormfuse" the default with the residual stream's norms as their own launches
+// instead of folded into the mmvq launches that read them (Engine.SetNormFuse),
+// "routerfuse" with only the ffn norm folded (into the router's launch). Each timed
 // mode also replays its last token's graph 100 times back to back between two events (the
 // device ms of a token without the host's share), and every timed mode but attnold (other
 // rounding) must produce the same greedy tokens as the first and the same last logits, bit
@@ -77,7 +78,7 @@ func TestDecodeProfileFake(t *testing.T) {
 		dev, fake := newFakeDeviceArch(1<<30, fakeTarget)
 		fake.emu = newEmu()
 		o := Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20}
-		decodeProfile(t, dev, presetSource(t, preset, quant.Q4_K), o, 1, []string{"nopdl", "pdl", "attnold", "oldnorm", "oldrow", "oldargmax", "mmvqold", "mmvqoldnopdl", "nonormfuse"}, []string{"base"}, 4, 2, preset)
+		decodeProfile(t, dev, presetSource(t, preset, quant.Q4_K), o, 1, []string{"nopdl", "pdl", "attnold", "oldnorm", "oldrow", "oldargmax", "mmvqold", "mmvqoldnopdl", "nonormfuse", "routerfuse"}, []string{"base"}, 4, 2, preset)
 		if fake.emu.err != nil {
 			t.Fatal(fake.emu.err)
 		}
@@ -95,8 +96,9 @@ func TestDecodeProfileFake(t *testing.T) {
 func setDecodeMode(t *testing.T, eng *Engine, mode string) {
 	eng.SetMmvqOld(mode == "mmvqold" || mode == "mmvqoldnopdl")
 	eng.SetNormFuse(mode != "nonormfuse")
+	eng.noFuseQKV = mode == "routerfuse"
 	switch mode {
-	case "base", "pdl", "mmvqold", "nonormfuse": // the engine's defaults (mmvqold, nonormfuse: but the switches above)
+	case "base", "pdl", "mmvqold", "nonormfuse", "routerfuse": // the engine's defaults (but the switches above)
 		eng.SetPDL(true)
 		eng.SetAttnSplit(0)
 		eng.SetOldNorm(false, false)
@@ -113,7 +115,7 @@ func setDecodeMode(t *testing.T, eng *Engine, mode string) {
 		eng.SetAttnSplit(0)
 		eng.SetOldNorm(mode != "oldargmax", mode != "oldrow")
 	default:
-		t.Fatalf("decode mode %q: want base, pdl, nopdl, attnold, oldnorm, oldrow, oldargmax, mmvqold, mmvqoldnopdl or nonormfuse", mode)
+		t.Fatalf("decode mode %q: want base, pdl, nopdl, attnold, oldnorm, oldrow, oldargmax, mmvqold, mmvqoldnopdl, nonormfuse or routerfuse", mode)
 	}
 }
 

@@ -262,6 +262,7 @@ type Engine struct {
 	mmvqRows8  bool // Options.MmvqRows8
 	mmvqOld    bool // Options.MmvqOld
 	noNormFuse bool // Options.NoNormFuse
+	noFuseQKV  bool // measurement: fold the ffn norm only (TestDecodeProfile mode "routerfuse")
 	units      int  // the device's multiprocessors where mmvq has decode geometries (NVIDIA), else 0 (mmvqGeom)
 	attnSplit  int  // Options.AttnSplit
 

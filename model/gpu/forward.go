@@ -264,7 +264,7 @@ func (e *Engine) tokenOps(wantLogits bool, idsOff int) error {
 		}
 		var fuseA *abi.RmsnormArgs
 		switch {
-		case !l.recurrent && l.fusedIn && c.Arch != model.ArchQwen3Next && e.normFused(l.in) != nil:
+		case !l.recurrent && l.fusedIn && c.Arch != model.ArchQwen3Next && !e.noFuseQKV && e.normFused(l.in) != nil:
 			fuseA = &aa
 			if aa.R != 0 {
 				aa.Xo = uint64(other)

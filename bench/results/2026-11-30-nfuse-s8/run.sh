@@ -9,7 +9,7 @@
 #   run.sh run     GPU machine, repository root of the device copy (carry .dev-nfuse), $OUT set.
 #       STRATA_S8_BUDGET seconds in all (default 185). STRATA_S8_PARITY: parity groups
 #       (-test.run patterns under TestParity/sm_90/, space separated; default: mmvq's four).
-#       STRATA_S8_MODES: TestDecodeProfile modes (default base,nonormfuse,base,nonormfuse).
+#       STRATA_S8_MODES: TestDecodeProfile modes (default base,nonormfuse,routerfuse,base,nonormfuse).
 #       STRATA_S8_MODELS: the synthetic models (default "q30-q2_0 q80-iq2_xs");
 #       STRATA_S8_ENGINE=0 leaves out the GPU-vs-CPU engine tests.
 #   STRATA_S8_DRY=1 run.sh run   the same flow with stub binaries (no GPU).
@@ -121,7 +121,7 @@ run() {
 		waitm $m || { say "$m: no model"; continue; }
 		lm=$(lim 40 3)
 		STRATA_CO_DIR=$w/eco STRATA_DECODE_PROFILE=1 STRATA_BENCH_MODEL=$w/models/$m.gguf STRATA_BENCH_TOKENS=128 STRATA_BENCH_CTX=1024 \
-			STRATA_DECODE_MODES=${STRATA_S8_MODES:-base,nonormfuse,base,nonormfuse} \
+			STRATA_DECODE_MODES=${STRATA_S8_MODES:-base,nonormfuse,routerfuse,base,nonormfuse} \
 			timeout "$lm" "$gt" -test.run '^TestDecodeProfile$' -test.v -test.timeout "$((lm - 2))s" >"$L/time-$m.log" 2>&1
 		say "time-$m exit $?"
 	done
