@@ -3311,7 +3311,10 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g3_rms(const struct s
   if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = 0u;
   enum { R = 3, U = 2, GPB = QT::QK / 32 };
   __shared__ QT::lds tab;
-  __shared__ u32 xs[STRATA_MMVQ_XS_WORDS];
+  // The row's Q8_1 blocks only (n ≤ 4096: 128 blocks of 9 words; strata_mmvq_rows_x, staged,
+  // reads no further): with the norm's tile and the largest IQ table the full staging array
+  // would pass the 48 KB of static LDS.
+  __shared__ u32 xs[9 * 4096 / 32];
   if (late) { // strata_mmvq_rows_x's first-pass prefetch (pre)
     constexpr u32 FULL = 32 * U / GPB * QT::BYTES, LINES = (FULL + 127) / 128;
     const i64 rowb = (i64)(p.k / QT::QK) * QT::BYTES, r0 = ((i64)strata_block_x() * 8 + (strata_thread_x() >> 5)) * R;
@@ -3349,7 +3352,10 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g3_rms(const struct s
   if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = 0u;
   enum { R = 3, U = 2, GPB = QT::QK / 32 };
   __shared__ QT::lds tab;
-  __shared__ u32 xs[STRATA_MMVQ_XS_WORDS];
+  // The row's Q8_1 blocks only (n ≤ 4096: 128 blocks of 9 words; strata_mmvq_rows_x, staged,
+  // reads no further): with the norm's tile and the largest IQ table the full staging array
+  // would pass the 48 KB of static LDS.
+  __shared__ u32 xs[9 * 4096 / 32];
   if (late) { // strata_mmvq_rows_x's first-pass prefetch (pre)
     constexpr u32 FULL = 32 * U / GPB * QT::BYTES, LINES = (FULL + 127) / 128;
     const i64 rowb = (i64)(p.k / QT::QK) * QT::BYTES, r0 = ((i64)strata_block_x() * 8 + (strata_thread_x() >> 5)) * R;
@@ -3387,7 +3393,10 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g3_rms(const struct s
   if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = 0u;
   enum { R = 3, U = 2, GPB = QT::QK / 32 };
   __shared__ QT::lds tab;
-  __shared__ u32 xs[STRATA_MMVQ_XS_WORDS];
+  // The row's Q8_1 blocks only (n ≤ 4096: 128 blocks of 9 words; strata_mmvq_rows_x, staged,
+  // reads no further): with the norm's tile and the largest IQ table the full staging array
+  // would pass the 48 KB of static LDS.
+  __shared__ u32 xs[9 * 4096 / 32];
   if (late) { // strata_mmvq_rows_x's first-pass prefetch (pre)
     constexpr u32 FULL = 32 * U / GPB * QT::BYTES, LINES = (FULL + 127) / 128;
     const i64 rowb = (i64)(p.k / QT::QK) * QT::BYTES, r0 = ((i64)strata_block_x() * 8 + (strata_thread_x() >> 5)) * R;
@@ -3425,7 +3434,10 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g3_rms(const struct s
   if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = 0u;
   enum { R = 3, U = 2, GPB = QT::QK / 32 };
   __shared__ QT::lds tab;
-  __shared__ u32 xs[STRATA_MMVQ_XS_WORDS];
+  // The row's Q8_1 blocks only (n ≤ 4096: 128 blocks of 9 words; strata_mmvq_rows_x, staged,
+  // reads no further): with the norm's tile and the largest IQ table the full staging array
+  // would pass the 48 KB of static LDS.
+  __shared__ u32 xs[9 * 4096 / 32];
   if (late) { // strata_mmvq_rows_x's first-pass prefetch (pre)
     constexpr u32 FULL = 32 * U / GPB * QT::BYTES, LINES = (FULL + 127) / 128;
     const i64 rowb = (i64)(p.k / QT::QK) * QT::BYTES, r0 = ((i64)strata_block_x() * 8 + (strata_thread_x() >> 5)) * R;
@@ -3463,7 +3475,10 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g3_rms(const struct
   if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = 0u;
   enum { R = 3, U = 2, GPB = QT::QK / 32 };
   __shared__ QT::lds tab;
-  __shared__ u32 xs[STRATA_MMVQ_XS_WORDS];
+  // The row's Q8_1 blocks only (n ≤ 4096: 128 blocks of 9 words; strata_mmvq_rows_x, staged,
+  // reads no further): with the norm's tile and the largest IQ table the full staging array
+  // would pass the 48 KB of static LDS.
+  __shared__ u32 xs[9 * 4096 / 32];
   if (late) { // strata_mmvq_rows_x's first-pass prefetch (pre)
     constexpr u32 FULL = 32 * U / GPB * QT::BYTES, LINES = (FULL + 127) / 128;
     const i64 rowb = (i64)(p.k / QT::QK) * QT::BYTES, r0 = ((i64)strata_block_x() * 8 + (strata_thread_x() >> 5)) * R;
@@ -3501,7 +3516,10 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g3_rms(const struc
   if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = 0u;
   enum { R = 3, U = 2, GPB = QT::QK / 32 };
   __shared__ QT::lds tab;
-  __shared__ u32 xs[STRATA_MMVQ_XS_WORDS];
+  // The row's Q8_1 blocks only (n ≤ 4096: 128 blocks of 9 words; strata_mmvq_rows_x, staged,
+  // reads no further): with the norm's tile and the largest IQ table the full staging array
+  // would pass the 48 KB of static LDS.
+  __shared__ u32 xs[9 * 4096 / 32];
   if (late) { // strata_mmvq_rows_x's first-pass prefetch (pre)
     constexpr u32 FULL = 32 * U / GPB * QT::BYTES, LINES = (FULL + 127) / 128;
     const i64 rowb = (i64)(p.k / QT::QK) * QT::BYTES, r0 = ((i64)strata_block_x() * 8 + (strata_thread_x() >> 5)) * R;
@@ -3539,7 +3557,10 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g3_rms(const struct 
   if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = 0u;
   enum { R = 3, U = 2, GPB = QT::QK / 32 };
   __shared__ QT::lds tab;
-  __shared__ u32 xs[STRATA_MMVQ_XS_WORDS];
+  // The row's Q8_1 blocks only (n ≤ 4096: 128 blocks of 9 words; strata_mmvq_rows_x, staged,
+  // reads no further): with the norm's tile and the largest IQ table the full staging array
+  // would pass the 48 KB of static LDS.
+  __shared__ u32 xs[9 * 4096 / 32];
   if (late) { // strata_mmvq_rows_x's first-pass prefetch (pre)
     constexpr u32 FULL = 32 * U / GPB * QT::BYTES, LINES = (FULL + 127) / 128;
     const i64 rowb = (i64)(p.k / QT::QK) * QT::BYTES, r0 = ((i64)strata_block_x() * 8 + (strata_thread_x() >> 5)) * R;
@@ -3577,7 +3598,10 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g3_rms(const struct 
   if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = 0u;
   enum { R = 3, U = 2, GPB = QT::QK / 32 };
   __shared__ QT::lds tab;
-  __shared__ u32 xs[STRATA_MMVQ_XS_WORDS];
+  // The row's Q8_1 blocks only (n ≤ 4096: 128 blocks of 9 words; strata_mmvq_rows_x, staged,
+  // reads no further): with the norm's tile and the largest IQ table the full staging array
+  // would pass the 48 KB of static LDS.
+  __shared__ u32 xs[9 * 4096 / 32];
   if (late) { // strata_mmvq_rows_x's first-pass prefetch (pre)
     constexpr u32 FULL = 32 * U / GPB * QT::BYTES, LINES = (FULL + 127) / 128;
     const i64 rowb = (i64)(p.k / QT::QK) * QT::BYTES, r0 = ((i64)strata_block_x() * 8 + (strata_thread_x() >> 5)) * R;
