@@ -267,34 +267,15 @@ var Specs = []Spec{
 			{Name: "y_col_stride", Type: ArgI32, Doc: "output elements between columns, ≥ rows"},
 			{Name: "y_mat_stride", Type: ArgI32, Doc: "output elements between matrices"},
 			{Name: "prefetch", Type: ArgI32, Doc: "1: dense matrices only (slots null), on sm_90, each block first prefetches its share of the weights into L2, before it waits for its predecessor (for programmatic launches, where that overlaps the previous kernel); 2: as 1, and in a decode-geometry variant (<type>_g<N>) with one column and err null the wait also follows the first pass's L1 prefetch; 0: no prefetch (a plain launch only pays for it)"},
-			// The fused norm of the <type>_g<N>_rms variants (unused by every other variant).
-			{Name: "norm_n", Type: ArgI32, Doc: "_rms variants: the norm's row length n = k, a multiple of 32, ≤ 4096; the activations are the norm's output (quantized types: its Q8_1 blocks)"},
-			{Name: "norm_eps", Type: ArgF32, Doc: "_rms variants: epsilon inside the root"},
-			{Name: "norm_x", Type: ArgPtr, CType: "const float", Doc: "_rms variants: the residual row, n f32"},
-			{Name: "norm_r", Type: ArgPtr, CType: "const float", Doc: "_rms variants: the row added to it, n f32; null = no addition (rmsnorm_row q81; norm_xo unused)"},
-			{Name: "norm_w", Type: ArgPtr, CType: "const float", Doc: "_rms variants: the norm weight, n f32"},
-			{Name: "norm_xo", Type: ArgPtr, CType: "float", Doc: "_rms variants: x + r, n f32, written by block (0, 0, 0); must not overlap x or r (every block reads them)"},
-			{Name: "norm_y", Type: ArgPtr, CType: "float", Doc: "_rms variants: the normed row, n f32, written by block (0, 0, 0); 0 = not written"},
-			{Name: "norm_q", Type: ArgPtr, CType: "u8", Doc: "_rms variants: the normed row as n/32 Q8_1 blocks, written by block (0, 0, 0); 0 = not written; 4-byte aligned"},
 		},
 		// geom: "" = the default kernel (every column count; what mmvq was before decode
 		// geometries); g1..g4 = the one-column decode geometries of MmvqGeoms (NVIDIA only,
 		// each its own kernel so that the default kernel's code stays its own; ncols must be
 		// 1; F16/BF16 have g4 only).
 		Axes: []Axis{axisWeightType(ISADot4), {Name: "geom", Values: []Value{{Name: ""},
-			{Name: "g1", Needs: NeedNVIDIA}, {Name: "g2", Needs: NeedNVIDIA}, {Name: "g3", Needs: NeedNVIDIA}, {Name: "g4", Needs: NeedNVIDIA}}},
-			// norm: "" = none; "rms" = the decode residual stream's RMSNorm (rmsnorm_row addq81's
-			// function and bits, or q81's without norm_r) computed by every block before its rows,
-			// the activations taken from it (block (0, 0, 0) also writes x + r, y and Q8_1 as
-			// rmsnorm_row does): one launch instead of two. Where the engine's decode reads a
-			// norm: F16/BF16 at geometry 4 (the routers), the quantized types at geometry 3
-			// (30B-A3B's q|k|v).
-			{Name: "norm", Values: []Value{{Name: ""}, {Name: "rms", Needs: NeedNVIDIA}}}},
+			{Name: "g1", Needs: NeedNVIDIA}, {Name: "g2", Needs: NeedNVIDIA}, {Name: "g3", Needs: NeedNVIDIA}, {Name: "g4", Needs: NeedNVIDIA}}}},
 		Absent: func(v Variant) bool {
 			t := v.Values["type"]
-			if fl := t == "f16" || t == "bf16"; v.Values["norm"] == "rms" && !(fl && v.MmvqGeomIndex() == 4 || !fl && v.MmvqGeomIndex() == 3) {
-				return true
-			}
 			return (t == "f16" || t == "bf16") && v.MmvqGeomIndex() != 0 && MmvqGeoms[v.MmvqGeomIndex()].FR == 0
 		},
 		// 8 waves per block; a wave owns R rows (strata_mmvq_shape / strata_mmvq_nv_shape,

@@ -106,13 +106,6 @@ func init() {
 				b[fmt.Sprintf("%s_g%d", v, g+1)] = b[v]
 			}
 		}
-		// the geometry with the norm folded in (mmvq_rms.go): F16/BF16 4, the quantized types 3
-		rms := []Bound{mmvqRmsY, mmvqRmsNormY, mmvqRmsNormXO, mmvqRmsNormQ}
-		if t == quant.F16 || t == quant.BF16 {
-			b[v+"_g4_rms"] = rms
-		} else {
-			b[v+"_g3_rms"] = rms
-		}
 	}
 	register(&Family{
 		Name:   "mmvq",
@@ -162,16 +155,6 @@ func init() {
 			{"rows=13,k=2048,cols=1,decode,prefetch=2", []int{13, 2048, 1, 1, 0, 2}},
 			{"rows=20,k=2048,cols=1,dense=3,decode,prefetch=2", []int{20, 2048, 1, 3, 0, 2}},
 			{"rows=40,k=256,cols=1,decode,prefetch=2", []int{40, 256, 1, 1, 0, 2}},
-			// The _rms variants' own cases (dims 6 = 1; mmvq_rms.go): the 30B router (128 rows,
-			// n = 2048, 16 blocks) and the 80B's with the shared gate (513: a ragged last
-			// block), with the late wait and without; n = 4096 (16 values a thread: every
-			// register of the norm) and n = 256 (one value a thread in the first wave pair).
-			{"rows=128,n=2048,rms,prefetch=2", []int{128, 2048, 1, 1, 0, 2, 1}},
-			{"rows=513,n=2048,rms,prefetch=2", []int{513, 2048, 1, 1, 0, 2, 1}},
-			{"rows=37,n=4096,rms", []int{37, 4096, 1, 1, 0, 0, 1}},
-			{"rows=9,n=256,rms,prefetch=2", []int{9, 256, 1, 1, 0, 2, 1}},
-			// The mixer norm of layer 0 (rmsnorm_row q81: no r, no x + r).
-			{"rows=50,n=2048,rms,q81,prefetch=2", []int{50, 2048, 1, 1, 0, 2, 1, 1}},
 		},
 		Run:       runMmvq,
 		SelfCheck: selfCheckMmvq,
@@ -477,9 +460,6 @@ func (in *mmvqInputs) launch(h *Harness, fn *gpu.Func) ([]float64, []uint32, flo
 }
 
 func runMmvq(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
-	if mmvqRmsVariant(symbol) {
-		return runMmvqRms(h, symbol, c, bounds, rng)
-	}
 	t, ok := mmvqTypes[mmvqTypeVariant(variantOf(symbol, "mmvq"))]
 	if !ok {
 		return Outcome{}, fmt.Errorf("no weight type for %s", symbol)
@@ -683,9 +663,8 @@ func mmvqGeomVariant(name string) bool {
 }
 
 // mmvqTypeVariant is the default variant (the weight type's name) of mmvq variant name:
-// <type> for <type>_g<N> and <type>_g<N>_rms, name itself otherwise.
+// <type> for <type>_g<N>, name itself otherwise.
 func mmvqTypeVariant(name string) string {
-	name = strings.TrimSuffix(name, "_rms")
 	if mmvqGeomVariant(name) {
 		return name[:len(name)-3]
 	}
@@ -694,11 +673,7 @@ func mmvqTypeVariant(name string) string {
 
 // mmvqApplies: the decode-geometry variants (one column only) run the one-column cases of at
 // most 2²² weight elements (the decode shapes, the small expert and ragged cases; the
-// default variants keep the large ones); the default variants run every case; the _rms
-// variants run their own cases and no other variant does.
+// default variants keep the large ones); the default variants run every case.
 func mmvqApplies(variant string, c Case) bool {
-	if mmvqRmsVariant(variant) || mmvqRmsCase(c) {
-		return mmvqRmsVariant(variant) && mmvqRmsCase(c)
-	}
 	return !mmvqGeomVariant(variant) || (c.Dims[2] == 1 && c.Dims[0]*c.Dims[1] <= 1<<22)
 }

@@ -2992,10 +2992,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_f16_g4",
 	}, {
-		Name:         "f16_g4_rms",
-		RowsPerBlock: 8,
-		Symbol:       "strata_mmvq_f16_g4_rms",
-	}, {
 		Name:         "bf16",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_bf16",
@@ -3003,10 +2999,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "bf16_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_bf16_g4",
-	}, {
-		Name:         "bf16_g4_rms",
-		RowsPerBlock: 8,
-		Symbol:       "strata_mmvq_bf16_g4_rms",
 	}, {
 		Name:         "q80",
 		RowsPerBlock: 16,
@@ -3023,10 +3015,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "q80_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q80_g3",
-	}, {
-		Name:         "q80_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_q80_g3_rms",
 	}, {
 		Name:         "q80_g4",
 		RowsPerBlock: 8,
@@ -3048,10 +3036,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q20_g3",
 	}, {
-		Name:         "q20_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_q20_g3_rms",
-	}, {
 		Name:         "q20_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g4",
@@ -3071,10 +3055,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "q4k_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q4k_g3",
-	}, {
-		Name:         "q4k_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_q4k_g3_rms",
 	}, {
 		Name:         "q4k_g4",
 		RowsPerBlock: 8,
@@ -3096,10 +3076,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q6k_g3",
 	}, {
-		Name:         "q6k_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_q6k_g3_rms",
-	}, {
 		Name:         "q6k_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g4",
@@ -3119,10 +3095,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq2xs_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq2xs_g3",
-	}, {
-		Name:         "iq2xs_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_iq2xs_g3_rms",
 	}, {
 		Name:         "iq2xs_g4",
 		RowsPerBlock: 8,
@@ -3144,10 +3116,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq3xxs_g3",
 	}, {
-		Name:         "iq3xxs_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_iq3xxs_g3_rms",
-	}, {
 		Name:         "iq3xxs_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g4",
@@ -3168,10 +3136,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq3s_g3",
 	}, {
-		Name:         "iq3s_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_iq3s_g3_rms",
-	}, {
 		Name:         "iq3s_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g4",
@@ -3191,10 +3155,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq1m_g3",
-	}, {
-		Name:         "iq1m_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_iq1m_g3_rms",
 	}, {
 		Name:         "iq1m_g4",
 		RowsPerBlock: 8,
@@ -3877,10 +3837,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_f16_g4",
 	}, {
-		Name:         "f16_g4_rms",
-		RowsPerBlock: 8,
-		Symbol:       "strata_mmvq_f16_g4_rms",
-	}, {
 		Name:         "bf16",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_bf16",
@@ -3888,10 +3844,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "bf16_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_bf16_g4",
-	}, {
-		Name:         "bf16_g4_rms",
-		RowsPerBlock: 8,
-		Symbol:       "strata_mmvq_bf16_g4_rms",
 	}, {
 		Name:         "q80",
 		RowsPerBlock: 16,
@@ -3908,10 +3860,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "q80_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q80_g3",
-	}, {
-		Name:         "q80_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_q80_g3_rms",
 	}, {
 		Name:         "q80_g4",
 		RowsPerBlock: 8,
@@ -3933,10 +3881,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q20_g3",
 	}, {
-		Name:         "q20_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_q20_g3_rms",
-	}, {
 		Name:         "q20_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g4",
@@ -3956,10 +3900,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "q4k_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q4k_g3",
-	}, {
-		Name:         "q4k_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_q4k_g3_rms",
 	}, {
 		Name:         "q4k_g4",
 		RowsPerBlock: 8,
@@ -3981,10 +3921,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q6k_g3",
 	}, {
-		Name:         "q6k_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_q6k_g3_rms",
-	}, {
 		Name:         "q6k_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g4",
@@ -4004,10 +3940,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq2xs_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq2xs_g3",
-	}, {
-		Name:         "iq2xs_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_iq2xs_g3_rms",
 	}, {
 		Name:         "iq2xs_g4",
 		RowsPerBlock: 8,
@@ -4029,10 +3961,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq3xxs_g3",
 	}, {
-		Name:         "iq3xxs_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_iq3xxs_g3_rms",
-	}, {
 		Name:         "iq3xxs_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g4",
@@ -4053,10 +3981,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq3s_g3",
 	}, {
-		Name:         "iq3s_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_iq3s_g3_rms",
-	}, {
 		Name:         "iq3s_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g4",
@@ -4076,10 +4000,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq1m_g3",
-	}, {
-		Name:         "iq1m_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_iq1m_g3_rms",
 	}, {
 		Name:         "iq1m_g4",
 		RowsPerBlock: 8,
@@ -4762,10 +4682,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_f16_g4",
 	}, {
-		Name:         "f16_g4_rms",
-		RowsPerBlock: 8,
-		Symbol:       "strata_mmvq_f16_g4_rms",
-	}, {
 		Name:         "bf16",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_bf16",
@@ -4773,10 +4689,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "bf16_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_bf16_g4",
-	}, {
-		Name:         "bf16_g4_rms",
-		RowsPerBlock: 8,
-		Symbol:       "strata_mmvq_bf16_g4_rms",
 	}, {
 		Name:         "q80",
 		RowsPerBlock: 16,
@@ -4793,10 +4705,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "q80_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q80_g3",
-	}, {
-		Name:         "q80_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_q80_g3_rms",
 	}, {
 		Name:         "q80_g4",
 		RowsPerBlock: 8,
@@ -4818,10 +4726,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q20_g3",
 	}, {
-		Name:         "q20_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_q20_g3_rms",
-	}, {
 		Name:         "q20_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g4",
@@ -4841,10 +4745,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "q4k_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q4k_g3",
-	}, {
-		Name:         "q4k_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_q4k_g3_rms",
 	}, {
 		Name:         "q4k_g4",
 		RowsPerBlock: 8,
@@ -4866,10 +4766,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q6k_g3",
 	}, {
-		Name:         "q6k_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_q6k_g3_rms",
-	}, {
 		Name:         "q6k_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g4",
@@ -4889,10 +4785,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq2xs_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq2xs_g3",
-	}, {
-		Name:         "iq2xs_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_iq2xs_g3_rms",
 	}, {
 		Name:         "iq2xs_g4",
 		RowsPerBlock: 8,
@@ -4914,10 +4806,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq3xxs_g3",
 	}, {
-		Name:         "iq3xxs_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_iq3xxs_g3_rms",
-	}, {
 		Name:         "iq3xxs_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g4",
@@ -4938,10 +4826,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq3s_g3",
 	}, {
-		Name:         "iq3s_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_iq3s_g3_rms",
-	}, {
 		Name:         "iq3s_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g4",
@@ -4961,10 +4845,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq1m_g3",
-	}, {
-		Name:         "iq1m_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_iq1m_g3_rms",
 	}, {
 		Name:         "iq1m_g4",
 		RowsPerBlock: 8,
@@ -5647,10 +5527,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_f16_g4",
 	}, {
-		Name:         "f16_g4_rms",
-		RowsPerBlock: 8,
-		Symbol:       "strata_mmvq_f16_g4_rms",
-	}, {
 		Name:         "bf16",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_bf16",
@@ -5658,10 +5534,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "bf16_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_bf16_g4",
-	}, {
-		Name:         "bf16_g4_rms",
-		RowsPerBlock: 8,
-		Symbol:       "strata_mmvq_bf16_g4_rms",
 	}, {
 		Name:         "q80",
 		RowsPerBlock: 16,
@@ -5678,10 +5550,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "q80_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q80_g3",
-	}, {
-		Name:         "q80_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_q80_g3_rms",
 	}, {
 		Name:         "q80_g4",
 		RowsPerBlock: 8,
@@ -5703,10 +5571,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q20_g3",
 	}, {
-		Name:         "q20_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_q20_g3_rms",
-	}, {
 		Name:         "q20_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g4",
@@ -5726,10 +5590,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "q4k_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q4k_g3",
-	}, {
-		Name:         "q4k_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_q4k_g3_rms",
 	}, {
 		Name:         "q4k_g4",
 		RowsPerBlock: 8,
@@ -5751,10 +5611,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_q6k_g3",
 	}, {
-		Name:         "q6k_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_q6k_g3_rms",
-	}, {
 		Name:         "q6k_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g4",
@@ -5774,10 +5630,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq2xs_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq2xs_g3",
-	}, {
-		Name:         "iq2xs_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_iq2xs_g3_rms",
 	}, {
 		Name:         "iq2xs_g4",
 		RowsPerBlock: 8,
@@ -5799,10 +5651,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq3xxs_g3",
 	}, {
-		Name:         "iq3xxs_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_iq3xxs_g3_rms",
-	}, {
 		Name:         "iq3xxs_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g4",
@@ -5823,10 +5671,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq3s_g3",
 	}, {
-		Name:         "iq3s_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_iq3s_g3_rms",
-	}, {
 		Name:         "iq3s_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g4",
@@ -5846,10 +5690,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g3",
 		RowsPerBlock: 24,
 		Symbol:       "strata_mmvq_iq1m_g3",
-	}, {
-		Name:         "iq1m_g3_rms",
-		RowsPerBlock: 24,
-		Symbol:       "strata_mmvq_iq1m_g3_rms",
 	}, {
 		Name:         "iq1m_g4",
 		RowsPerBlock: 8,

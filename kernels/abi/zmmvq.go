@@ -4,7 +4,6 @@ package abi
 
 import (
 	"encoding/binary"
-	"math"
 	"unsafe"
 )
 
@@ -30,84 +29,66 @@ type MmvqArgs struct {
 	YColStride int32   // offset 88: output elements between columns, ≥ rows
 	YMatStride int32   // offset 92: output elements between matrices
 	Prefetch   int32   // offset 96: 1: dense matrices only (slots null), on sm_90, each block first prefetches its share of the weights into L2, before it waits for its predecessor (for programmatic launches, where that overlaps the previous kernel); 2: as 1, and in a decode-geometry variant (<type>_g<N>) with one column and err null the wait also follows the first pass's L1 prefetch; 0: no prefetch (a plain launch only pays for it)
-	NormN      int32   // offset 100: _rms variants: the norm's row length n = k, a multiple of 32, ≤ 4096; the activations are the norm's output (quantized types: its Q8_1 blocks)
-	NormEps    float32 // offset 104: _rms variants: epsilon inside the root
-	_          [4]byte // offset 108: explicit padding
-	NormX      uint64  // offset 112: device address of const float[]; _rms variants: the residual row, n f32
-	NormR      uint64  // offset 120: device address of const float[]; _rms variants: the row added to it, n f32; null = no addition (rmsnorm_row q81; norm_xo unused)
-	NormW      uint64  // offset 128: device address of const float[]; _rms variants: the norm weight, n f32
-	NormXo     uint64  // offset 136: device address of float[]; _rms variants: x + r, n f32, written by block (0, 0, 0); must not overlap x or r (every block reads them)
-	NormY      uint64  // offset 144: device address of float[]; _rms variants: the normed row, n f32, written by block (0, 0, 0); 0 = not written
-	NormQ      uint64  // offset 152: device address of u8[]; _rms variants: the normed row as n/32 Q8_1 blocks, written by block (0, 0, 0); 0 = not written; 4-byte aligned
+	_          [4]byte // offset 100: explicit padding
 }
 
 // MmvqArgsSize is sizeof(struct strata_mmvq_args) in bytes.
-const MmvqArgsSize = 160
+const MmvqArgsSize = 104
 
 // MmvqThreads is the block size (x) every mmvq kernel is compiled for.
 const MmvqThreads = 256
 
 // Kernel symbols of every mmvq variant; CodeObject.Symbol says which a target has.
 const (
-	SymMmvqF16         = "strata_mmvq_f16"           // variant f16
-	SymMmvqF16G4       = "strata_mmvq_f16_g4"        // variant f16_g4
-	SymMmvqF16G4Rms    = "strata_mmvq_f16_g4_rms"    // variant f16_g4_rms
-	SymMmvqBf16        = "strata_mmvq_bf16"          // variant bf16
-	SymMmvqBf16G4      = "strata_mmvq_bf16_g4"       // variant bf16_g4
-	SymMmvqBf16G4Rms   = "strata_mmvq_bf16_g4_rms"   // variant bf16_g4_rms
-	SymMmvqQ80         = "strata_mmvq_q80"           // variant q80
-	SymMmvqQ80G1       = "strata_mmvq_q80_g1"        // variant q80_g1
-	SymMmvqQ80G2       = "strata_mmvq_q80_g2"        // variant q80_g2
-	SymMmvqQ80G3       = "strata_mmvq_q80_g3"        // variant q80_g3
-	SymMmvqQ80G3Rms    = "strata_mmvq_q80_g3_rms"    // variant q80_g3_rms
-	SymMmvqQ80G4       = "strata_mmvq_q80_g4"        // variant q80_g4
-	SymMmvqQ20         = "strata_mmvq_q20"           // variant q20
-	SymMmvqQ20G1       = "strata_mmvq_q20_g1"        // variant q20_g1
-	SymMmvqQ20G2       = "strata_mmvq_q20_g2"        // variant q20_g2
-	SymMmvqQ20G3       = "strata_mmvq_q20_g3"        // variant q20_g3
-	SymMmvqQ20G3Rms    = "strata_mmvq_q20_g3_rms"    // variant q20_g3_rms
-	SymMmvqQ20G4       = "strata_mmvq_q20_g4"        // variant q20_g4
-	SymMmvqQ4k         = "strata_mmvq_q4k"           // variant q4k
-	SymMmvqQ4kG1       = "strata_mmvq_q4k_g1"        // variant q4k_g1
-	SymMmvqQ4kG2       = "strata_mmvq_q4k_g2"        // variant q4k_g2
-	SymMmvqQ4kG3       = "strata_mmvq_q4k_g3"        // variant q4k_g3
-	SymMmvqQ4kG3Rms    = "strata_mmvq_q4k_g3_rms"    // variant q4k_g3_rms
-	SymMmvqQ4kG4       = "strata_mmvq_q4k_g4"        // variant q4k_g4
-	SymMmvqQ6k         = "strata_mmvq_q6k"           // variant q6k
-	SymMmvqQ6kG1       = "strata_mmvq_q6k_g1"        // variant q6k_g1
-	SymMmvqQ6kG2       = "strata_mmvq_q6k_g2"        // variant q6k_g2
-	SymMmvqQ6kG3       = "strata_mmvq_q6k_g3"        // variant q6k_g3
-	SymMmvqQ6kG3Rms    = "strata_mmvq_q6k_g3_rms"    // variant q6k_g3_rms
-	SymMmvqQ6kG4       = "strata_mmvq_q6k_g4"        // variant q6k_g4
-	SymMmvqIq2xs       = "strata_mmvq_iq2xs"         // variant iq2xs
-	SymMmvqIq2xsG1     = "strata_mmvq_iq2xs_g1"      // variant iq2xs_g1
-	SymMmvqIq2xsG2     = "strata_mmvq_iq2xs_g2"      // variant iq2xs_g2
-	SymMmvqIq2xsG3     = "strata_mmvq_iq2xs_g3"      // variant iq2xs_g3
-	SymMmvqIq2xsG3Rms  = "strata_mmvq_iq2xs_g3_rms"  // variant iq2xs_g3_rms
-	SymMmvqIq2xsG4     = "strata_mmvq_iq2xs_g4"      // variant iq2xs_g4
-	SymMmvqIq3xxs      = "strata_mmvq_iq3xxs"        // variant iq3xxs
-	SymMmvqIq3xxsG1    = "strata_mmvq_iq3xxs_g1"     // variant iq3xxs_g1
-	SymMmvqIq3xxsG2    = "strata_mmvq_iq3xxs_g2"     // variant iq3xxs_g2
-	SymMmvqIq3xxsG3    = "strata_mmvq_iq3xxs_g3"     // variant iq3xxs_g3
-	SymMmvqIq3xxsG3Rms = "strata_mmvq_iq3xxs_g3_rms" // variant iq3xxs_g3_rms
-	SymMmvqIq3xxsG4    = "strata_mmvq_iq3xxs_g4"     // variant iq3xxs_g4
-	SymMmvqIq3s        = "strata_mmvq_iq3s"          // variant iq3s
-	SymMmvqIq3sG1      = "strata_mmvq_iq3s_g1"       // variant iq3s_g1
-	SymMmvqIq3sG2      = "strata_mmvq_iq3s_g2"       // variant iq3s_g2
-	SymMmvqIq3sG3      = "strata_mmvq_iq3s_g3"       // variant iq3s_g3
-	SymMmvqIq3sG3Rms   = "strata_mmvq_iq3s_g3_rms"   // variant iq3s_g3_rms
-	SymMmvqIq3sG4      = "strata_mmvq_iq3s_g4"       // variant iq3s_g4
-	SymMmvqIq1m        = "strata_mmvq_iq1m"          // variant iq1m
-	SymMmvqIq1mG1      = "strata_mmvq_iq1m_g1"       // variant iq1m_g1
-	SymMmvqIq1mG2      = "strata_mmvq_iq1m_g2"       // variant iq1m_g2
-	SymMmvqIq1mG3      = "strata_mmvq_iq1m_g3"       // variant iq1m_g3
-	SymMmvqIq1mG3Rms   = "strata_mmvq_iq1m_g3_rms"   // variant iq1m_g3_rms
-	SymMmvqIq1mG4      = "strata_mmvq_iq1m_g4"       // variant iq1m_g4
+	SymMmvqF16      = "strata_mmvq_f16"       // variant f16
+	SymMmvqF16G4    = "strata_mmvq_f16_g4"    // variant f16_g4
+	SymMmvqBf16     = "strata_mmvq_bf16"      // variant bf16
+	SymMmvqBf16G4   = "strata_mmvq_bf16_g4"   // variant bf16_g4
+	SymMmvqQ80      = "strata_mmvq_q80"       // variant q80
+	SymMmvqQ80G1    = "strata_mmvq_q80_g1"    // variant q80_g1
+	SymMmvqQ80G2    = "strata_mmvq_q80_g2"    // variant q80_g2
+	SymMmvqQ80G3    = "strata_mmvq_q80_g3"    // variant q80_g3
+	SymMmvqQ80G4    = "strata_mmvq_q80_g4"    // variant q80_g4
+	SymMmvqQ20      = "strata_mmvq_q20"       // variant q20
+	SymMmvqQ20G1    = "strata_mmvq_q20_g1"    // variant q20_g1
+	SymMmvqQ20G2    = "strata_mmvq_q20_g2"    // variant q20_g2
+	SymMmvqQ20G3    = "strata_mmvq_q20_g3"    // variant q20_g3
+	SymMmvqQ20G4    = "strata_mmvq_q20_g4"    // variant q20_g4
+	SymMmvqQ4k      = "strata_mmvq_q4k"       // variant q4k
+	SymMmvqQ4kG1    = "strata_mmvq_q4k_g1"    // variant q4k_g1
+	SymMmvqQ4kG2    = "strata_mmvq_q4k_g2"    // variant q4k_g2
+	SymMmvqQ4kG3    = "strata_mmvq_q4k_g3"    // variant q4k_g3
+	SymMmvqQ4kG4    = "strata_mmvq_q4k_g4"    // variant q4k_g4
+	SymMmvqQ6k      = "strata_mmvq_q6k"       // variant q6k
+	SymMmvqQ6kG1    = "strata_mmvq_q6k_g1"    // variant q6k_g1
+	SymMmvqQ6kG2    = "strata_mmvq_q6k_g2"    // variant q6k_g2
+	SymMmvqQ6kG3    = "strata_mmvq_q6k_g3"    // variant q6k_g3
+	SymMmvqQ6kG4    = "strata_mmvq_q6k_g4"    // variant q6k_g4
+	SymMmvqIq2xs    = "strata_mmvq_iq2xs"     // variant iq2xs
+	SymMmvqIq2xsG1  = "strata_mmvq_iq2xs_g1"  // variant iq2xs_g1
+	SymMmvqIq2xsG2  = "strata_mmvq_iq2xs_g2"  // variant iq2xs_g2
+	SymMmvqIq2xsG3  = "strata_mmvq_iq2xs_g3"  // variant iq2xs_g3
+	SymMmvqIq2xsG4  = "strata_mmvq_iq2xs_g4"  // variant iq2xs_g4
+	SymMmvqIq3xxs   = "strata_mmvq_iq3xxs"    // variant iq3xxs
+	SymMmvqIq3xxsG1 = "strata_mmvq_iq3xxs_g1" // variant iq3xxs_g1
+	SymMmvqIq3xxsG2 = "strata_mmvq_iq3xxs_g2" // variant iq3xxs_g2
+	SymMmvqIq3xxsG3 = "strata_mmvq_iq3xxs_g3" // variant iq3xxs_g3
+	SymMmvqIq3xxsG4 = "strata_mmvq_iq3xxs_g4" // variant iq3xxs_g4
+	SymMmvqIq3s     = "strata_mmvq_iq3s"      // variant iq3s
+	SymMmvqIq3sG1   = "strata_mmvq_iq3s_g1"   // variant iq3s_g1
+	SymMmvqIq3sG2   = "strata_mmvq_iq3s_g2"   // variant iq3s_g2
+	SymMmvqIq3sG3   = "strata_mmvq_iq3s_g3"   // variant iq3s_g3
+	SymMmvqIq3sG4   = "strata_mmvq_iq3s_g4"   // variant iq3s_g4
+	SymMmvqIq1m     = "strata_mmvq_iq1m"      // variant iq1m
+	SymMmvqIq1mG1   = "strata_mmvq_iq1m_g1"   // variant iq1m_g1
+	SymMmvqIq1mG2   = "strata_mmvq_iq1m_g2"   // variant iq1m_g2
+	SymMmvqIq1mG3   = "strata_mmvq_iq1m_g3"   // variant iq1m_g3
+	SymMmvqIq1mG4   = "strata_mmvq_iq1m_g4"   // variant iq1m_g4
 )
 
 // Compile-time guards: building fails if the size or an offset drifts from the C static_asserts.
 var (
-	_ = [1]struct{}{}[unsafe.Sizeof(MmvqArgs{})-160]
+	_ = [1]struct{}{}[unsafe.Sizeof(MmvqArgs{})-104]
 	_ = [1]struct{}{}[unsafe.Offsetof(MmvqArgs{}.W)-0]
 	_ = [1]struct{}{}[unsafe.Offsetof(MmvqArgs{}.Slots)-8]
 	_ = [1]struct{}{}[unsafe.Offsetof(MmvqArgs{}.Ids)-16]
@@ -125,14 +106,6 @@ var (
 	_ = [1]struct{}{}[unsafe.Offsetof(MmvqArgs{}.YColStride)-88]
 	_ = [1]struct{}{}[unsafe.Offsetof(MmvqArgs{}.YMatStride)-92]
 	_ = [1]struct{}{}[unsafe.Offsetof(MmvqArgs{}.Prefetch)-96]
-	_ = [1]struct{}{}[unsafe.Offsetof(MmvqArgs{}.NormN)-100]
-	_ = [1]struct{}{}[unsafe.Offsetof(MmvqArgs{}.NormEps)-104]
-	_ = [1]struct{}{}[unsafe.Offsetof(MmvqArgs{}.NormX)-112]
-	_ = [1]struct{}{}[unsafe.Offsetof(MmvqArgs{}.NormR)-120]
-	_ = [1]struct{}{}[unsafe.Offsetof(MmvqArgs{}.NormW)-128]
-	_ = [1]struct{}{}[unsafe.Offsetof(MmvqArgs{}.NormXo)-136]
-	_ = [1]struct{}{}[unsafe.Offsetof(MmvqArgs{}.NormY)-144]
-	_ = [1]struct{}{}[unsafe.Offsetof(MmvqArgs{}.NormQ)-152]
 )
 
 /*
@@ -158,13 +131,5 @@ func (a *MmvqArgs) Bytes() []byte {
 	binary.LittleEndian.PutUint32(b[88:], uint32(a.YColStride))
 	binary.LittleEndian.PutUint32(b[92:], uint32(a.YMatStride))
 	binary.LittleEndian.PutUint32(b[96:], uint32(a.Prefetch))
-	binary.LittleEndian.PutUint32(b[100:], uint32(a.NormN))
-	binary.LittleEndian.PutUint32(b[104:], math.Float32bits(a.NormEps))
-	binary.LittleEndian.PutUint64(b[112:], a.NormX)
-	binary.LittleEndian.PutUint64(b[120:], a.NormR)
-	binary.LittleEndian.PutUint64(b[128:], a.NormW)
-	binary.LittleEndian.PutUint64(b[136:], a.NormXo)
-	binary.LittleEndian.PutUint64(b[144:], a.NormY)
-	binary.LittleEndian.PutUint64(b[152:], a.NormQ)
 	return b
 }

@@ -226,7 +226,51 @@ func (m *emu) launch(sym string, grid, block rt.Dim3, b []byte) {
 		} else {
 			want(rt.Dim3{X: uint32(a.Rows), Y: 1, Z: 1})
 		}
-		m.normRows(strings.TrimSuffix(variant, "wave"), a) // rmsnorm_row's baseline Q8_1 step: the same function
+		n := int(a.N)
+		variant = strings.TrimSuffix(variant, "wave") // rmsnorm_row's baseline Q8_1 step: the same function
+		if a.W == m.w0 && variant == "q81" {
+			m.addIdx = 0 // a token's first norm
+		}
+		for i := 0; i < int(a.Rows); i++ {
+			off := (i/int(a.Heads))*int(a.TokStride) + (i%int(a.Heads))*int(a.HeadStride)
+			x := m.f32s(a.X+uint64(4*off), n)
+			if variant == "add" || variant == "addq81" {
+				r := m.f32s(a.R+uint64(4*off), n)
+				for j := range x {
+					x[j] += r[j]
+				}
+				if m.noise > 0 && m.addIdx == m.noiseAt {
+					for j := range x {
+						x[j] *= float32(1 + math.Sqrt(m.noise)*m.rng.NormFloat64())
+					}
+				}
+				m.addIdx++
+				for j := range x {
+					m.setF32(a.Xo, off+j, x[j])
+				}
+				if m.resid != nil {
+					*m.resid = append(*m.resid, append([]float32(nil), x...))
+				}
+			}
+			var ss float64
+			for _, v := range x {
+				ss += float64(v) * float64(v)
+			}
+			inv := float32(1 / math.Sqrt(ss/float64(n)+float64(a.Eps)))
+			w := m.f32s(a.W, n)
+			y := make([]float32, n)
+			for j := range y {
+				y[j] = x[j] * inv * w[j]
+			}
+			if a.Y != 0 {
+				for j := range y {
+					m.setF32(a.Y, off+j, y[j])
+				}
+			}
+			if variant == "q81" || variant == "addq81" {
+				m.putQ81(a.Q+uint64(i*n/32*36), y)
+			}
+		}
 	case "sample":
 		// argmax (the engine's greedy token): model/sample.go's choice, in one launch or as
 		// argmaxp's per-block bests (index, value bits) and argmaxf's best of them.
@@ -304,34 +348,6 @@ func (m *emu) launch(sym string, grid, block rt.Dim3, b []byte) {
 		base, geom, _ := strings.Cut(variant, "_g")
 		t := variantType[base]
 		rpb := m.rowsPerBlock("mmvq", variant)
-		// <type>_g<N>_rms: the activations are rmsnorm_row addq81's row of norm_x + norm_r (q81's
-		// of norm_x when norm_r is 0), its outputs written as that launch writes them; x + r
-		// must not overlap x or r. Quantized types read the row's Q8_1 blocks (here from norm_q,
-		// which the engine always passes; the kernel keeps its own copy).
-		var xn []float32
-		if strings.HasSuffix(geom, "_rms") {
-			n := int(a.NormN)
-			fl := t == quant.F16 || t == quant.BF16
-			if n != int(a.K) || n%32 != 0 || n > 4096 || grid.Z != 1 || (geom != "4_rms" && fl) || (geom != "3_rms" && !fl) || (!fl && a.NormQ == 0) {
-				m.fail("mmvq %s: norm of %d values, k %d, %d matrices, q %#x", variant, n, a.K, grid.Z, a.NormQ)
-			}
-			mode := "q81"
-			if a.NormR != 0 {
-				mode = "addq81"
-				for _, in := range []uint64{a.NormX, a.NormR} {
-					if a.NormXo < in+uint64(4*n) && in < a.NormXo+uint64(4*n) {
-						m.fail("mmvq %s: norm_xo %#x overlaps an input at %#x", variant, a.NormXo, in)
-					}
-				}
-			}
-			xn = m.normRows(mode, abi.RmsnormArgs{X: a.NormX, R: a.NormR, W: a.NormW, Xo: a.NormXo, Y: a.NormY, Q: a.NormQ,
-				N: a.NormN, Rows: 1, Heads: 1, TokStride: a.NormN, HeadStride: a.NormN, Eps: a.NormEps})
-			if !fl {
-				xn = m.q81(a.NormQ, n)
-			}
-		} else if a.NormN != 0 {
-			m.fail("mmvq %s: norm_n %d in a variant without the norm", variant, a.NormN)
-		}
 		if (geom != "" && a.Ncols != 1) || (a.Prefetch == 2 && geom == "") {
 			m.fail("mmvq: %s with %d columns, prefetch %d", variant, a.Ncols, a.Prefetch)
 		}
@@ -349,9 +365,7 @@ func (m *emu) launch(sym string, grid, block rt.Dim3, b []byte) {
 			for col := 0; col < int(a.Ncols); col++ {
 				xo := z*int(a.XMatStride) + col*int(a.XColStride)
 				var x []float32
-				if xn != nil {
-					x = xn
-				} else if t == quant.F16 || t == quant.BF16 {
+				if t == quant.F16 || t == quant.BF16 {
 					x = m.f32s(a.Xf+uint64(4*xo), k)
 				} else if xe, ok := m.q81x[a.Xq]; m.exactW[a.W] && ok && xo == 0 {
 					x = xe[:k]
@@ -971,55 +985,4 @@ func (m *emu) deltaStep(a abi.GatedDeltaNetArgs, tk, C, nk, nv, dk, dv int, sig 
 			m.setF32(a.O, tk*nv*dv+h*dv+j, out[j]*inv*nw[j]*(zz*sig(zz)))
 		}
 	}
-}
-
-// normRows runs rmsnorm's contract (variant f32, add, q81 or addq81) over a's rows and
-// returns the last row's normed values.
-func (m *emu) normRows(variant string, a abi.RmsnormArgs) []float32 {
-	n := int(a.N)
-	var y []float32
-	if a.W == m.w0 && variant == "q81" {
-		m.addIdx = 0 // a token's first norm
-	}
-	for i := 0; i < int(a.Rows); i++ {
-		off := (i/int(a.Heads))*int(a.TokStride) + (i%int(a.Heads))*int(a.HeadStride)
-		x := m.f32s(a.X+uint64(4*off), n)
-		if variant == "add" || variant == "addq81" {
-			r := m.f32s(a.R+uint64(4*off), n)
-			for j := range x {
-				x[j] += r[j]
-			}
-			if m.noise > 0 && m.addIdx == m.noiseAt {
-				for j := range x {
-					x[j] *= float32(1 + math.Sqrt(m.noise)*m.rng.NormFloat64())
-				}
-			}
-			m.addIdx++
-			for j := range x {
-				m.setF32(a.Xo, off+j, x[j])
-			}
-			if m.resid != nil {
-				*m.resid = append(*m.resid, append([]float32(nil), x...))
-			}
-		}
-		var ss float64
-		for _, v := range x {
-			ss += float64(v) * float64(v)
-		}
-		inv := float32(1 / math.Sqrt(ss/float64(n)+float64(a.Eps)))
-		w := m.f32s(a.W, n)
-		y = make([]float32, n)
-		for j := range y {
-			y[j] = x[j] * inv * w[j]
-		}
-		if a.Y != 0 {
-			for j := range y {
-				m.setF32(a.Y, off+j, y[j])
-			}
-		}
-		if variant == "q81" || variant == "addq81" {
-			m.putQ81(a.Q+uint64(i*n/32*36), y)
-		}
-	}
-	return y
 }

@@ -9,9 +9,7 @@
 // and value into the f16 KV cache (attention_decode's store stage) → attention_decode
 // split (about √(n/64) positions per split up to 256 positions at hd ≤ 128, else √(n/6)
 // rounded up to 8: splitLen) + reduce → Q8_1 → output mmvq → rmsnorm_row + residual →
-// router mmvq → the routed experts through moe_decode. On NVIDIA the two norms run inside
-// the launch that reads them where that mmvq takes a geometry with such a kernel (the
-// router's, 30B-A3B's q|k|v: normFused, Options.NoNormFuse). When the
+// router mmvq → the routed experts through moe_decode. When the
 // cache cannot hold every expert: phase 0 (top-k), then the selected ids come back to the
 // host (one stream synchronisation per layer: the cache lives on the host), which looks
 // them up, copies the misses and updates the layer's slot tables, then phases 1 (gate/up)
@@ -104,11 +102,6 @@ type Options struct {
 	// OneBlockArgmax: ForwardArgmax's token by the one-block sample/argmax instead of
 	// argmaxp + argmaxf (measurement baseline, also Engine.SetOldNorm).
 	OneBlockArgmax bool
-	// NoNormFuse: the ffn norm (residual add, RMSNorm, Q8_1) as its own rmsnorm_row launch
-	// before the router's mmvq, instead of folded into the router's launch (mmvq variant
-	// <type>_g4_rms, where the router takes geometry 4; Engine.normFused) — measurement
-	// baseline, also Engine.SetNormFuse.
-	NoNormFuse bool
 	// KernelTimes: time every launch on the device between two events and sum the times per
 	// kernel (Stats.Kernels). Costs host time per launch: a profile, not a benchmark.
 	KernelTimes bool
@@ -259,12 +252,10 @@ type Engine struct {
 	ptab         PrefillTables            // how the batched path runs non-direct layers (SetPrefillTables)
 	direct       []int                    // per layer: slot of expert 0 when its experts sit in consecutive slots of one slab (resident), else −1
 
-	mmvqRows8  bool // Options.MmvqRows8
-	mmvqOld    bool // Options.MmvqOld
-	noNormFuse bool // Options.NoNormFuse
-	noFuseQKV  bool // measurement: fold the ffn norm only (TestDecodeProfile mode "routerfuse")
-	units      int  // the device's multiprocessors where mmvq has decode geometries (NVIDIA), else 0 (mmvqGeom)
-	attnSplit  int  // Options.AttnSplit
+	mmvqRows8 bool // Options.MmvqRows8
+	mmvqOld   bool // Options.MmvqOld
+	units     int  // the device's multiprocessors where mmvq has decode geometries (NVIDIA), else 0 (mmvqGeom)
+	attnSplit int  // Options.AttnSplit
 
 	ktimes  bool
 	kevPool []*rt.Event
@@ -311,9 +302,6 @@ type kernel struct {
 	// geoms: a default mmvq kernel's decode-geometry kernels (variant <type>_g<N> at N;
 	// nil where the target has none, and at 0).
 	geoms [len(mmvqGeoms)]*kernel
-	// rms: a default mmvq kernel's decode-geometry kernels with the residual stream's norm
-	// folded in (variant <type>_g<N>_rms at N; nil where the target has none).
-	rms [len(mmvqGeoms)]*kernel
 }
 
 // pdlFamilies are the kernel families whose every kernel begins with STRATA_GRID_DEP
@@ -400,8 +388,6 @@ type Stats struct {
 	// while the GPU runs this one (graph.go, "Ahead")
 	AheadUpdates int64
 	AheadTime    time.Duration
-	// norms submitted inside the router's launch (mmvq <type>_g4_rms; Options.NoNormFuse)
-	NormFused int64
 	// with Options.KernelTimes: device milliseconds and launches per kernel ("family/variant")
 	Kernels map[string]KernelTime
 }
@@ -1218,7 +1204,6 @@ func (e *Engine) prepare(o Options) error {
 	}
 	e.mmvqRows8 = o.MmvqRows8
 	e.mmvqOld = o.MmvqOld
-	e.noNormFuse = o.NoNormFuse
 	// Decode geometries exist as their own kernels (mmvq variants <type>_g<N>) on NVIDIA
 	// targets only; AMD keeps the default kernel.
 	mco, _ := abi.Find(e.ks.target, "mmvq")
@@ -1235,9 +1220,6 @@ func (e *Engine) prepare(o Options) error {
 			for g := 1; e.units > 0 && g < len(mmvqGeoms); g++ {
 				if _, ok := mco.Symbol(mmvqGeomVariant(d.variant, g)); ok {
 					vs = append(vs, mmvqGeomVariant(d.variant, g))
-				}
-				if _, ok := mco.Symbol(mmvqRmsVariant(d.variant, g)); ok {
-					vs = append(vs, mmvqRmsVariant(d.variant, g))
 				}
 			}
 			for _, v := range vs {
@@ -1282,7 +1264,6 @@ func (e *Engine) records(mmvqRows map[string]int) {
 		if v, ok := strings.CutPrefix(key, "mmvq/"); ok {
 			for g := 1; g < len(mmvqGeoms); g++ {
 				k.geoms[g] = e.kern["mmvq/"+mmvqGeomVariant(v, g)]
-				k.rms[g] = e.kern["mmvq/"+mmvqRmsVariant(v, g)]
 			}
 		}
 	}
@@ -1676,46 +1657,6 @@ func (e *Engine) mmvqBlocks(rows int, k *kernel) uint32 {
 		return blocks(rows, 8)
 	}
 	return blocks(rows, k.rows)
-}
-
-// mmvqRmsVariant is the mmvq variant of variant's geometry g with the norm folded in.
-func mmvqRmsVariant(variant string, g int) string { return mmvqGeomVariant(variant, g) + "_rms" }
-
-// SetNormFuse sets Options.NoNormFuse to !on on a loaded engine, for a comparison on one
-// engine (each setting captures its own graphs: graphKey).
-func (e *Engine) SetNormFuse(on bool) { e.noNormFuse = !on }
-
-// normFused is the kernel that runs the residual stream's norm (rmsnorm_row addq81 or q81 of
-// H values) and then w's one-column mmvq in one launch (mmvq <type>_g<N>_rms, N the geometry
-// mmvqGeom gives w: 4 for the routers, 3 for 30B-A3B's q|k|v), or nil where the two stay
-// separate launches: Options.NoNormFuse or a measurement setting that changes either launch
-// (NoRowNorm, OldRowQ81, MmvqRows8), w taking a geometry without such a kernel, or a row the
-// kernel does not hold (n = k = H, a multiple of 32, ≤ 4096).
-func (e *Engine) normFused(w dmat) *kernel {
-	H := e.cfg.Embd
-	if e.noNormFuse || e.noRowNorm || e.oldRowQ81 || e.mmvqRows8 || w.k != H || H%32 != 0 || H > 4096 {
-		return nil
-	}
-	k := e.mmvqKern(w)
-	if k == nil {
-		return nil
-	}
-	g, _ := e.mmvqGeom(w, 1, k)
-	return k.rms[g] // nil at 0
-}
-
-// mmvqNorm runs w's one-column mmvq on the norm of n (an addq81 row: n.X + n.R into n.Xo,
-// which must not overlap n.X or n.R; a q81 row when n.R is 0; normed into n.Y and n.Q) in one
-// launch through k (normFused), into y.
-func (e *Engine) mmvqNorm(k *kernel, w dmat, n abi.RmsnormArgs, y rt.DevPtr) error {
-	a := abi.MmvqArgs{W: uint64(w.ptr), Y: uint64(y), Rows: int32(w.rows), K: int32(w.k), Ncols: 1, XColStride: int32(w.k),
-		YColStride: int32(w.rows), Prefetch: e.mmvqPrefetch(), NormN: n.N, NormEps: e.cfg.Eps,
-		NormX: n.X, NormR: n.R, NormW: n.W, NormXo: n.Xo, NormY: n.Y, NormQ: n.Q}
-	if a.Prefetch == 1 {
-		a.Prefetch = 2
-	}
-	e.stats.NormFused++
-	return e.launchK(k, rt.Dim3{X: blocks(w.rows, k.rows), Y: 1, Z: 1}, abi.MmvqThreads, rt.Args(&a))
 }
 
 // SetMmvqOld sets Options.MmvqOld on a loaded engine, for a comparison on one engine (each

@@ -242,9 +242,6 @@ func (e *Engine) tokenOps(wantLogits bool, idsOff int) error {
 	st := e.stage()
 	m := e.mem
 	x, xn, xq, proj := m.Ptr(bufX), m.Ptr(bufXN), m.Ptr(bufXQ), m.Ptr(bufProj)
-	// The residual stream is in x, or in x2 after a norm folded into the router (normFused:
-	// its blocks all read the stream, so the new one goes to the other buffer).
-	res, other := x, m.Ptr(bufX2)
 	if err := e.stageUp(x, st.x, 4*H); err != nil {
 		return err
 	}
@@ -253,25 +250,14 @@ func (e *Engine) tokenOps(wantLogits bool, idsOff int) error {
 	}
 	for li := range e.layers {
 		l := &e.layers[li]
-		// Mixer input: the residual (after the previous layer's MoE output) normed; folded
-		// into qwen3moe's q|k|v launch where that has the kernel (normFused).
+		// Mixer input: the residual (after the previous layer's MoE output) normed.
 		var err error
-		aa := abi.RmsnormArgs{X: uint64(res), R: uint64(proj), Xo: uint64(res), W: uint64(l.attnNorm), Y: uint64(xn), Q: uint64(xq),
-			N: int32(H), Rows: 1, Heads: 1, TokStride: int32(H), HeadStride: int32(H)}
-		variant := "addq81"
 		if li == 0 {
-			aa.R, aa.Xo, variant = 0, 0, "q81"
-		}
-		var fuseA *abi.RmsnormArgs
-		switch {
-		case !l.recurrent && l.fusedIn && c.Arch != model.ArchQwen3Next && !e.noFuseQKV && e.normFused(l.in) != nil:
-			fuseA = &aa
-			if aa.R != 0 {
-				aa.Xo = uint64(other)
-				res, other = other, res
-			}
-		default:
-			err = e.rmsnorm(variant, aa)
+			err = e.rmsnorm("q81", abi.RmsnormArgs{X: uint64(x), W: uint64(l.attnNorm), Y: uint64(xn), Q: uint64(xq),
+				N: int32(H), Rows: 1, Heads: 1, TokStride: int32(H), HeadStride: int32(H)})
+		} else {
+			err = e.rmsnorm("addq81", abi.RmsnormArgs{X: uint64(x), R: uint64(proj), Xo: uint64(x), W: uint64(l.attnNorm), Y: uint64(xn), Q: uint64(xq),
+				N: int32(H), Rows: 1, Heads: 1, TokStride: int32(H), HeadStride: int32(H)})
 		}
 		if err != nil {
 			return err
@@ -279,22 +265,16 @@ func (e *Engine) tokenOps(wantLogits bool, idsOff int) error {
 		if l.recurrent {
 			err = e.deltaNet(l)
 		} else {
-			err = e.attention(l, fuseA)
+			err = e.attention(l)
 		}
 		if err != nil {
 			return err
 		}
-		na := abi.RmsnormArgs{X: uint64(res), R: uint64(proj), Xo: uint64(res), W: uint64(l.ffnNorm), Y: uint64(xn), Q: uint64(xq),
-			N: int32(H), Rows: 1, Heads: 1, TokStride: int32(H), HeadStride: int32(H)}
-		var fuse *abi.RmsnormArgs
-		if e.normFused(l.moeRouter()) != nil {
-			na.Xo = uint64(other)
-			fuse = &na
-			res, other = other, res
-		} else if err := e.rmsnorm("addq81", na); err != nil {
+		if err := e.rmsnorm("addq81", abi.RmsnormArgs{X: uint64(x), R: uint64(proj), Xo: uint64(x), W: uint64(l.ffnNorm), Y: uint64(xn), Q: uint64(xq),
+			N: int32(H), Rows: 1, Heads: 1, TokStride: int32(H), HeadStride: int32(H)}); err != nil {
 			return err
 		}
-		if err := e.moe(li, l, fuse); err != nil {
+		if err := e.moe(li, l); err != nil {
 			return err
 		}
 		if l.shGate.variant != "" {
@@ -302,7 +282,7 @@ func (e *Engine) tokenOps(wantLogits bool, idsOff int) error {
 			// experts' output in proj is added by the next norm): sigmoid(g)·shared(x) is
 			// moe_decode over two experts with logits [g, 0] — softmax gives the shared
 			// expert sigmoid(g) — where the second has no slot and contributes nothing.
-			if err := e.shared(l, res); err != nil {
+			if err := e.shared(l); err != nil {
 				return err
 			}
 		}
@@ -313,7 +293,7 @@ func (e *Engine) tokenOps(wantLogits bool, idsOff int) error {
 		}
 	}
 	if wantLogits {
-		return e.logits("addq81", abi.RmsnormArgs{X: uint64(res), R: uint64(proj), Xo: uint64(res), W: uint64(e.outNrm), Y: uint64(xn), Q: uint64(xq),
+		return e.logits("addq81", abi.RmsnormArgs{X: uint64(x), R: uint64(proj), Xo: uint64(x), W: uint64(e.outNrm), Y: uint64(xn), Q: uint64(xq),
 			N: int32(H), Rows: 1, Heads: 1, TokStride: int32(H), HeadStride: int32(H)})
 	}
 	return nil
@@ -535,10 +515,7 @@ func (e *Engine) experts(li int) (rerun bool, err error) {
 }
 
 // attention is the attention mixer of one layer: xn/xq in, the output projection in proj.
-//
-// norm, when set, is the mixer's norm (rmsnorm_row addq81 or q81) that produces xn and xq,
-// run inside the fused q|k|v launch (qwen3moe, normFused).
-func (e *Engine) attention(l *gLayer, norm *abi.RmsnormArgs) error {
+func (e *Engine) attention(l *gLayer) error {
 	c := &e.cfg
 	m := e.mem
 	hd, nh, nkv, H := c.HeadDim, c.Heads, c.HeadsKV, c.Embd
@@ -570,11 +547,7 @@ func (e *Engine) attention(l *gLayer, norm *abi.RmsnormArgs) error {
 		}
 	case l.fusedIn:
 		k, v = q.Add(uintptr(4*e.qd)), q.Add(uintptr(4*(e.qd+e.kvd)))
-		if norm != nil {
-			if err := e.mmvqNorm(e.normFused(l.in), l.in, *norm, q); err != nil {
-				return err
-			}
-		} else if err := e.mmvq(l.in, xq, xn, q); err != nil {
+		if err := e.mmvq(l.in, xq, xn, q); err != nil {
 			return err
 		}
 	default:
@@ -757,11 +730,11 @@ func (e *Engine) gatedDeltaNet(l *gLayer, qkv, xc, z, ba, o rt.DevPtr, T int) er
 }
 
 // shared runs qwen3next's gated shared expert on xn/xq and adds it to the residual.
-func (e *Engine) shared(l *gLayer, x rt.DevPtr) error {
+func (e *Engine) shared(l *gLayer) error {
 	c := &e.cfg
 	m := e.mem
 	H := c.Embd
-	xn, xq := m.Ptr(bufXN), m.Ptr(bufXQ)
+	x, xn, xq := m.Ptr(bufX), m.Ptr(bufXN), m.Ptr(bufXQ)
 	r2, out := m.Ptr(bufRouter2), m.Ptr(bufShOut)
 	if l.fusedRouter { // the router's launch computed g after its logits
 		r2 = m.Ptr(bufRouter).Add(uintptr(4 * c.Experts))
@@ -788,30 +761,19 @@ func (e *Engine) shared(l *gLayer, x rt.DevPtr) error {
 		N: int32(H), Rows: 1, Heads: 1, TokStride: int32(H), HeadStride: int32(H)})
 }
 
-// moeRouter is the matrix moe's router launch multiplies: the router, or with the shared
-// expert's gate row (fusedRouter).
-func (l *gLayer) moeRouter() dmat {
-	if l.fusedRouter {
-		return l.routerSh
-	}
-	return l.router
-}
-
 // moe runs the routed experts of layer li on xq: router, top-k, the cache, and the
-// expert products into proj. norm, when set, is the ffn norm (addq81) that produces xn and
-// xq, run inside the router's launch (normFused).
-func (e *Engine) moe(li int, l *gLayer, norm *abi.RmsnormArgs) error {
+// expert products into proj.
+func (e *Engine) moe(li int, l *gLayer) error {
 	c := &e.cfg
 	m := e.mem
 	H, K, E, F := c.Embd, c.ExpertsUsed, c.Experts, c.ExpertFF
 	xn, xq, proj := m.Ptr(bufXN), m.Ptr(bufXQ), m.Ptr(bufProj)
 	router := m.Ptr(bufRouter)
-	rw := l.moeRouter() // with fusedRouter + the shared expert's gate logit, at router[E] (shared reads it)
-	if norm != nil {
-		if err := e.mmvqNorm(e.normFused(rw), rw, *norm, router); err != nil {
-			return err
-		}
-	} else if err := e.mmvq(rw, xq, xn, router); err != nil {
+	rw := l.router
+	if l.fusedRouter { // + the shared expert's gate logit, at router[E] (shared reads it)
+		rw = l.routerSh
+	}
+	if err := e.mmvq(rw, xq, xn, router); err != nil {
 		return err
 	}
 	tab := m.Ptr(bufTables).Add(uintptr(li * 3 * E * 8))

@@ -61,8 +61,6 @@ type graphKey struct {
 	oldQ81  bool // rmsnorm_row's wave Q8_1 step (Engine.SetOldNorm)
 	argmax1 bool // the one-block argmax (Engine.SetOldNorm)
 	mmvqOld bool // mmvq's default path for every shape (Engine.SetMmvqOld)
-	noFuse  bool // the norms as their own launches (Engine.SetNormFuse)
-	noQKV   bool // the mixer norm as its own launch (Engine.noFuseQKV)
 }
 
 // graphKeyOf is the key of a step: the output mode counts only when the step makes
@@ -71,7 +69,7 @@ type graphKey struct {
 // of Forward and one of ForwardArgmax, or two qwen3moe tokens, would capture separate
 // graphs of the same launches and fill maxGraphs twice as fast.
 func (e *Engine) graphKeyOf(wantLogits bool, idsOff int) graphKey {
-	k := graphKey{logits: wantLogits, idsOff: idsOff, prep: e.attnPrep(), pdl: !e.noPDL, oldQ81: e.oldRowQ81, argmax1: e.argmax1, mmvqOld: e.mmvqOld, noFuse: e.noNormFuse, noQKV: e.noFuseQKV}
+	k := graphKey{logits: wantLogits, idsOff: idsOff, prep: e.attnPrep(), pdl: !e.noPDL, oldQ81: e.oldRowQ81, argmax1: e.argmax1, mmvqOld: e.mmvqOld}
 	if wantLogits {
 		k.outMode = e.outMode
 	}

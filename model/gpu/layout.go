@@ -22,7 +22,6 @@ type Shape struct {
 // never allocated on their own.
 const (
 	bufX       = "x"      // residual stream, f32 [H]
-	bufX2      = "x2"     // the residual stream's other buffer: a norm folded into the router writes x + r here (Engine.normFused)
 	bufXN      = "xn"     // normed hidden state, f32 [H]
 	bufXQ      = "xq"     // its Q8_1 blocks [H/32]
 	bufQ       = "q"      // query (+gate for qwen3next), f32
@@ -110,7 +109,7 @@ func (s *Shape) PlanInput(ctx int) (PlanInput, error) {
 	nsplit := splitCap(ctx) // the most splits any split length gives at any length ≤ ctx
 	f32 := func(n int) uint64 { return 4 * uint64(n) }
 	for _, n := range []Need{
-		{bufX, KindScratch, f32(H)}, {bufX2, KindScratch, f32(H)}, {bufXN, KindScratch, f32(H)}, {bufXQ, KindScratch, q81Bytes(H)},
+		{bufX, KindScratch, f32(H)}, {bufXN, KindScratch, f32(H)}, {bufXQ, KindScratch, q81Bytes(H)},
 		// q|k|v of a fused projection land in q back to back (qwen3next: k|v in k)
 		{bufQ, KindScratch, f32(qrows + 2*c.HeadsKV*c.HeadDim)}, {bufK, KindScratch, f32(2 * c.HeadsKV * c.HeadDim)}, {bufV, KindScratch, f32(c.HeadsKV * c.HeadDim)},
 		{bufO, KindScratch, f32(od)}, {bufOQ, KindScratch, q81Bytes(od)},

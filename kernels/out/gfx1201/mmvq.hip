@@ -12,48 +12,38 @@
 // Variant iq3s: strata_mmvq_iq3s
 // Variant iq1m: strata_mmvq_iq1m
 // Not built for gfx1201: strata_mmvq_f16_g4 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_f16_g4_rms (NVIDIA only; NVIDIA only)
 // Not built for gfx1201: strata_mmvq_bf16_g4 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_bf16_g4_rms (NVIDIA only; NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q80_g1 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q80_g2 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q80_g3 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_q80_g3_rms (NVIDIA only; NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q80_g4 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q20_g1 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q20_g2 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q20_g3 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_q20_g3_rms (NVIDIA only; NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q20_g4 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q4k_g1 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q4k_g2 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q4k_g3 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_q4k_g3_rms (NVIDIA only; NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q4k_g4 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q6k_g1 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q6k_g2 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q6k_g3 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_q6k_g3_rms (NVIDIA only; NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q6k_g4 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq2xs_g1 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq2xs_g2 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq2xs_g3 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_iq2xs_g3_rms (NVIDIA only; NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq2xs_g4 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq3xxs_g1 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq3xxs_g2 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq3xxs_g3 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_iq3xxs_g3_rms (NVIDIA only; NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq3xxs_g4 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq3s_g1 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq3s_g2 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq3s_g3 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_iq3s_g3_rms (NVIDIA only; NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq3s_g4 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq1m_g1 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq1m_g2 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq1m_g3 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_iq1m_g3_rms (NVIDIA only; NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq1m_g4 (NVIDIA only)
 
 #include "strata_prelude.h"
@@ -77,17 +67,9 @@ struct strata_mmvq_args {
   int y_col_stride; // offset 88: output elements between columns, ≥ rows
   int y_mat_stride; // offset 92: output elements between matrices
   int prefetch; // offset 96: 1: dense matrices only (slots null), on sm_90, each block first prefetches its share of the weights into L2, before it waits for its predecessor (for programmatic launches, where that overlaps the previous kernel); 2: as 1, and in a decode-geometry variant (<type>_g<N>) with one column and err null the wait also follows the first pass's L1 prefetch; 0: no prefetch (a plain launch only pays for it)
-  int norm_n; // offset 100: _rms variants: the norm's row length n = k, a multiple of 32, ≤ 4096; the activations are the norm's output (quantized types: its Q8_1 blocks)
-  float norm_eps; // offset 104: _rms variants: epsilon inside the root
-  unsigned char _pad0[4]; // offset 108: explicit padding
-  const float* norm_x; // offset 112: _rms variants: the residual row, n f32
-  const float* norm_r; // offset 120: _rms variants: the row added to it, n f32; null = no addition (rmsnorm_row q81; norm_xo unused)
-  const float* norm_w; // offset 128: _rms variants: the norm weight, n f32
-  float* norm_xo; // offset 136: _rms variants: x + r, n f32, written by block (0, 0, 0); must not overlap x or r (every block reads them)
-  float* norm_y; // offset 144: _rms variants: the normed row, n f32, written by block (0, 0, 0); 0 = not written
-  u8* norm_q; // offset 152: _rms variants: the normed row as n/32 Q8_1 blocks, written by block (0, 0, 0); 0 = not written; 4-byte aligned
+  unsigned char _pad0[4]; // offset 100: explicit padding
 };
-static_assert(sizeof(struct strata_mmvq_args) == 160, "strata_mmvq_args: size differs from kernels/abi; run go generate ./...");
+static_assert(sizeof(struct strata_mmvq_args) == 104, "strata_mmvq_args: size differs from kernels/abi; run go generate ./...");
 static_assert(__builtin_offsetof(struct strata_mmvq_args, w) == 0, "strata_mmvq_args.w: offset differs from kernels/abi");
 static_assert(__builtin_offsetof(struct strata_mmvq_args, slots) == 8, "strata_mmvq_args.slots: offset differs from kernels/abi");
 static_assert(__builtin_offsetof(struct strata_mmvq_args, ids) == 16, "strata_mmvq_args.ids: offset differs from kernels/abi");
@@ -105,14 +87,6 @@ static_assert(__builtin_offsetof(struct strata_mmvq_args, x_mat_stride) == 84, "
 static_assert(__builtin_offsetof(struct strata_mmvq_args, y_col_stride) == 88, "strata_mmvq_args.y_col_stride: offset differs from kernels/abi");
 static_assert(__builtin_offsetof(struct strata_mmvq_args, y_mat_stride) == 92, "strata_mmvq_args.y_mat_stride: offset differs from kernels/abi");
 static_assert(__builtin_offsetof(struct strata_mmvq_args, prefetch) == 96, "strata_mmvq_args.prefetch: offset differs from kernels/abi");
-static_assert(__builtin_offsetof(struct strata_mmvq_args, norm_n) == 100, "strata_mmvq_args.norm_n: offset differs from kernels/abi");
-static_assert(__builtin_offsetof(struct strata_mmvq_args, norm_eps) == 104, "strata_mmvq_args.norm_eps: offset differs from kernels/abi");
-static_assert(__builtin_offsetof(struct strata_mmvq_args, norm_x) == 112, "strata_mmvq_args.norm_x: offset differs from kernels/abi");
-static_assert(__builtin_offsetof(struct strata_mmvq_args, norm_r) == 120, "strata_mmvq_args.norm_r: offset differs from kernels/abi");
-static_assert(__builtin_offsetof(struct strata_mmvq_args, norm_w) == 128, "strata_mmvq_args.norm_w: offset differs from kernels/abi");
-static_assert(__builtin_offsetof(struct strata_mmvq_args, norm_xo) == 136, "strata_mmvq_args.norm_xo: offset differs from kernels/abi");
-static_assert(__builtin_offsetof(struct strata_mmvq_args, norm_y) == 144, "strata_mmvq_args.norm_y: offset differs from kernels/abi");
-static_assert(__builtin_offsetof(struct strata_mmvq_args, norm_q) == 152, "strata_mmvq_args.norm_q: offset differs from kernels/abi");
 
 #define STRATA_QB_DECODE 1  // quant_blocks: the NVIDIA decode-speed forms (STRATA_QB_FAST)
 #ifndef STRATA_QB_SGN
@@ -1005,10 +979,9 @@ STRATA_DEVICE void strata_mmvq_stage(u32* xs, const u8* x, i64 col_blocks, int s
 // dependency wait (STRATA_GRID_DEP, skipped at the entry) comes after those prefetches, so
 // they overlap the previous kernel (programmatic launches; dense weights no kernel writes:
 // L1 is not coherent, so memory a predecessor wrote must never be prefetched into it). No
-// load or fold changes: results are bit-identical to pre = 0. staged: xs already holds the
-// activations (ng ≤ SEG: the _rms variants' norm wrote them there); nothing is read from xq.
+// load or fold changes: results are bit-identical to pre = 0.
 template <class QT, int NC, int R = strata_mmvq_nv_shape<QT, NC>::R, int U = strata_mmvq_nv_shape<QT, NC>::U>
-STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8* w, typename QT::lds* tab, u32* xs, int z, int pre = 0, bool staged = false) {
+STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8* w, typename QT::lds* tab, u32* xs, int z, int pre = 0) {
   constexpr int GPB = QT::QK / 32;
   // Groups per LDS segment: a multiple of a pass (32·U groups) whose NC columns fit in xs.
   constexpr int SEG = (STRATA_MMVQ_XS_WORDS / (9 * NC)) / (32 * U) * (32 * U);
@@ -1020,7 +993,7 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
   const u8* x = p.xq + (i64)(p.x_mat_stride / 32) * z * 36;
   const i64 colb = p.x_col_stride / 32;
   constexpr bool XT = strata_mmvq_xt<QT>::on;
-  const bool single = ng <= SEG;  // one segment: staged once for all of the block's rows (staged: xs holds it, ng ≤ SEG)
+  const bool single = ng <= SEG;  // one segment: staged once for all of the block's rows
   if (pre) {
     // The first pass of each of the wave's rows is bytes [0, len) of the row (passes start
     // at group 0 and cover 32·U groups, whole blocks: 32·U is a multiple of GPB ≤ 8); lane ℓ
@@ -1050,7 +1023,7 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
     }
   }
   QT::fill(tab);
-  if (single && !staged) strata_mmvq_stage<NC>(xs, x, colb, 0, ng);
+  if (single) strata_mmvq_stage<NC>(xs, x, colb, 0, ng);
   strata_barrier();
   if constexpr (XT) {
     if (single) {
@@ -1180,10 +1153,8 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
 // wave's rows (the first 4 KB: two 1024-element steps, all of a K = 2048 router row), so the
 // second step's loads do not wait behind the first's fold; 2 = the same before the grid
 // dependency wait (as strata_mmvq_rows_x's). No load or sum changes.
-// xrow, when set, is the activation row itself (one column: the _rms variants' row in LDS)
-// instead of p.xf's matrix z.
 template <class QT, int NC, int R = (NC <= 2 ? 2 : 1)>
-STRATA_DEVICE void strata_mmvq_rows_f(const struct strata_mmvq_args& p, const u8* w, int z, int pre = 0, const f32* xrow = nullptr) {
+STRATA_DEVICE void strata_mmvq_rows_f(const struct strata_mmvq_args& p, const u8* w, int z, int pre = 0) {
   constexpr bool HA = NC == 1;
   const int lane = (int)strata_lane();
   const i64 rowb = (i64)p.k * 2;
@@ -1196,7 +1167,7 @@ STRATA_DEVICE void strata_mmvq_rows_f(const struct strata_mmvq_args& p, const u8
     if (pre == 2) STRATA_GRID_DEP();
   }
   const i64 step = (i64)strata_grid_dim_x() * 8 * R;
-  const f32* x = xrow ? xrow : p.xf + (i64)z * p.x_mat_stride;
+  const f32* x = p.xf + (i64)z * p.x_mat_stride;
   for (i64 row0 = ((i64)strata_block_x() * 8 + (strata_thread_x() >> 5)) * R; row0 < p.rows; row0 += step) {
     const int nr = p.rows - row0 >= R ? R : (int)(p.rows - row0);
     const u8* wr = w + row0 * rowb;

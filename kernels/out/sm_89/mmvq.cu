@@ -3,57 +3,47 @@
 // Family mmvq: y[z][c][r] = Σ_k W_z[r][k]·x_z[c][k] for 1..8 columns: Q8_1 activations and exact dot4 block dots with an f32 scale fold (F16/BF16: f32 activations, f32 fma); matrices z are dense (w + z·w_mat_bytes) or experts through a slot table; launch grid (ceil(rows/16) — ceil(rows/8) for F16/BF16 — or fewer (rows are grid-strided; blocks past the rows exit), 1, matrices), block (256, 1, 1); decode-geometry variants <type>_g<N> (NVIDIA): one column only, grid x ceil(rows/their RowsPerBlock).
 // Variant f16: strata_mmvq_f16
 // Variant f16_g4: strata_mmvq_f16_g4
-// Variant f16_g4_rms: strata_mmvq_f16_g4_rms
 // Variant bf16: strata_mmvq_bf16
 // Variant bf16_g4: strata_mmvq_bf16_g4
-// Variant bf16_g4_rms: strata_mmvq_bf16_g4_rms
 // Variant q80: strata_mmvq_q80
 // Variant q80_g1: strata_mmvq_q80_g1
 // Variant q80_g2: strata_mmvq_q80_g2
 // Variant q80_g3: strata_mmvq_q80_g3
-// Variant q80_g3_rms: strata_mmvq_q80_g3_rms
 // Variant q80_g4: strata_mmvq_q80_g4
 // Variant q20: strata_mmvq_q20
 // Variant q20_g1: strata_mmvq_q20_g1
 // Variant q20_g2: strata_mmvq_q20_g2
 // Variant q20_g3: strata_mmvq_q20_g3
-// Variant q20_g3_rms: strata_mmvq_q20_g3_rms
 // Variant q20_g4: strata_mmvq_q20_g4
 // Variant q4k: strata_mmvq_q4k
 // Variant q4k_g1: strata_mmvq_q4k_g1
 // Variant q4k_g2: strata_mmvq_q4k_g2
 // Variant q4k_g3: strata_mmvq_q4k_g3
-// Variant q4k_g3_rms: strata_mmvq_q4k_g3_rms
 // Variant q4k_g4: strata_mmvq_q4k_g4
 // Variant q6k: strata_mmvq_q6k
 // Variant q6k_g1: strata_mmvq_q6k_g1
 // Variant q6k_g2: strata_mmvq_q6k_g2
 // Variant q6k_g3: strata_mmvq_q6k_g3
-// Variant q6k_g3_rms: strata_mmvq_q6k_g3_rms
 // Variant q6k_g4: strata_mmvq_q6k_g4
 // Variant iq2xs: strata_mmvq_iq2xs
 // Variant iq2xs_g1: strata_mmvq_iq2xs_g1
 // Variant iq2xs_g2: strata_mmvq_iq2xs_g2
 // Variant iq2xs_g3: strata_mmvq_iq2xs_g3
-// Variant iq2xs_g3_rms: strata_mmvq_iq2xs_g3_rms
 // Variant iq2xs_g4: strata_mmvq_iq2xs_g4
 // Variant iq3xxs: strata_mmvq_iq3xxs
 // Variant iq3xxs_g1: strata_mmvq_iq3xxs_g1
 // Variant iq3xxs_g2: strata_mmvq_iq3xxs_g2
 // Variant iq3xxs_g3: strata_mmvq_iq3xxs_g3
-// Variant iq3xxs_g3_rms: strata_mmvq_iq3xxs_g3_rms
 // Variant iq3xxs_g4: strata_mmvq_iq3xxs_g4
 // Variant iq3s: strata_mmvq_iq3s
 // Variant iq3s_g1: strata_mmvq_iq3s_g1
 // Variant iq3s_g2: strata_mmvq_iq3s_g2
 // Variant iq3s_g3: strata_mmvq_iq3s_g3
-// Variant iq3s_g3_rms: strata_mmvq_iq3s_g3_rms
 // Variant iq3s_g4: strata_mmvq_iq3s_g4
 // Variant iq1m: strata_mmvq_iq1m
 // Variant iq1m_g1: strata_mmvq_iq1m_g1
 // Variant iq1m_g2: strata_mmvq_iq1m_g2
 // Variant iq1m_g3: strata_mmvq_iq1m_g3
-// Variant iq1m_g3_rms: strata_mmvq_iq1m_g3_rms
 // Variant iq1m_g4: strata_mmvq_iq1m_g4
 
 #include "strata_prelude.h"
@@ -77,17 +67,9 @@ struct strata_mmvq_args {
   int y_col_stride; // offset 88: output elements between columns, ≥ rows
   int y_mat_stride; // offset 92: output elements between matrices
   int prefetch; // offset 96: 1: dense matrices only (slots null), on sm_90, each block first prefetches its share of the weights into L2, before it waits for its predecessor (for programmatic launches, where that overlaps the previous kernel); 2: as 1, and in a decode-geometry variant (<type>_g<N>) with one column and err null the wait also follows the first pass's L1 prefetch; 0: no prefetch (a plain launch only pays for it)
-  int norm_n; // offset 100: _rms variants: the norm's row length n = k, a multiple of 32, ≤ 4096; the activations are the norm's output (quantized types: its Q8_1 blocks)
-  float norm_eps; // offset 104: _rms variants: epsilon inside the root
-  unsigned char _pad0[4]; // offset 108: explicit padding
-  const float* norm_x; // offset 112: _rms variants: the residual row, n f32
-  const float* norm_r; // offset 120: _rms variants: the row added to it, n f32; null = no addition (rmsnorm_row q81; norm_xo unused)
-  const float* norm_w; // offset 128: _rms variants: the norm weight, n f32
-  float* norm_xo; // offset 136: _rms variants: x + r, n f32, written by block (0, 0, 0); must not overlap x or r (every block reads them)
-  float* norm_y; // offset 144: _rms variants: the normed row, n f32, written by block (0, 0, 0); 0 = not written
-  u8* norm_q; // offset 152: _rms variants: the normed row as n/32 Q8_1 blocks, written by block (0, 0, 0); 0 = not written; 4-byte aligned
+  unsigned char _pad0[4]; // offset 100: explicit padding
 };
-static_assert(sizeof(struct strata_mmvq_args) == 160, "strata_mmvq_args: size differs from kernels/abi; run go generate ./...");
+static_assert(sizeof(struct strata_mmvq_args) == 104, "strata_mmvq_args: size differs from kernels/abi; run go generate ./...");
 static_assert(__builtin_offsetof(struct strata_mmvq_args, w) == 0, "strata_mmvq_args.w: offset differs from kernels/abi");
 static_assert(__builtin_offsetof(struct strata_mmvq_args, slots) == 8, "strata_mmvq_args.slots: offset differs from kernels/abi");
 static_assert(__builtin_offsetof(struct strata_mmvq_args, ids) == 16, "strata_mmvq_args.ids: offset differs from kernels/abi");
@@ -105,14 +87,6 @@ static_assert(__builtin_offsetof(struct strata_mmvq_args, x_mat_stride) == 84, "
 static_assert(__builtin_offsetof(struct strata_mmvq_args, y_col_stride) == 88, "strata_mmvq_args.y_col_stride: offset differs from kernels/abi");
 static_assert(__builtin_offsetof(struct strata_mmvq_args, y_mat_stride) == 92, "strata_mmvq_args.y_mat_stride: offset differs from kernels/abi");
 static_assert(__builtin_offsetof(struct strata_mmvq_args, prefetch) == 96, "strata_mmvq_args.prefetch: offset differs from kernels/abi");
-static_assert(__builtin_offsetof(struct strata_mmvq_args, norm_n) == 100, "strata_mmvq_args.norm_n: offset differs from kernels/abi");
-static_assert(__builtin_offsetof(struct strata_mmvq_args, norm_eps) == 104, "strata_mmvq_args.norm_eps: offset differs from kernels/abi");
-static_assert(__builtin_offsetof(struct strata_mmvq_args, norm_x) == 112, "strata_mmvq_args.norm_x: offset differs from kernels/abi");
-static_assert(__builtin_offsetof(struct strata_mmvq_args, norm_r) == 120, "strata_mmvq_args.norm_r: offset differs from kernels/abi");
-static_assert(__builtin_offsetof(struct strata_mmvq_args, norm_w) == 128, "strata_mmvq_args.norm_w: offset differs from kernels/abi");
-static_assert(__builtin_offsetof(struct strata_mmvq_args, norm_xo) == 136, "strata_mmvq_args.norm_xo: offset differs from kernels/abi");
-static_assert(__builtin_offsetof(struct strata_mmvq_args, norm_y) == 144, "strata_mmvq_args.norm_y: offset differs from kernels/abi");
-static_assert(__builtin_offsetof(struct strata_mmvq_args, norm_q) == 152, "strata_mmvq_args.norm_q: offset differs from kernels/abi");
 
 #define STRATA_QB_DECODE 1  // quant_blocks: the NVIDIA decode-speed forms (STRATA_QB_FAST)
 #ifndef STRATA_QB_SGN
@@ -1005,10 +979,9 @@ STRATA_DEVICE void strata_mmvq_stage(u32* xs, const u8* x, i64 col_blocks, int s
 // dependency wait (STRATA_GRID_DEP, skipped at the entry) comes after those prefetches, so
 // they overlap the previous kernel (programmatic launches; dense weights no kernel writes:
 // L1 is not coherent, so memory a predecessor wrote must never be prefetched into it). No
-// load or fold changes: results are bit-identical to pre = 0. staged: xs already holds the
-// activations (ng ≤ SEG: the _rms variants' norm wrote them there); nothing is read from xq.
+// load or fold changes: results are bit-identical to pre = 0.
 template <class QT, int NC, int R = strata_mmvq_nv_shape<QT, NC>::R, int U = strata_mmvq_nv_shape<QT, NC>::U>
-STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8* w, typename QT::lds* tab, u32* xs, int z, int pre = 0, bool staged = false) {
+STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8* w, typename QT::lds* tab, u32* xs, int z, int pre = 0) {
   constexpr int GPB = QT::QK / 32;
   // Groups per LDS segment: a multiple of a pass (32·U groups) whose NC columns fit in xs.
   constexpr int SEG = (STRATA_MMVQ_XS_WORDS / (9 * NC)) / (32 * U) * (32 * U);
@@ -1020,7 +993,7 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
   const u8* x = p.xq + (i64)(p.x_mat_stride / 32) * z * 36;
   const i64 colb = p.x_col_stride / 32;
   constexpr bool XT = strata_mmvq_xt<QT>::on;
-  const bool single = ng <= SEG;  // one segment: staged once for all of the block's rows (staged: xs holds it, ng ≤ SEG)
+  const bool single = ng <= SEG;  // one segment: staged once for all of the block's rows
   if (pre) {
     // The first pass of each of the wave's rows is bytes [0, len) of the row (passes start
     // at group 0 and cover 32·U groups, whole blocks: 32·U is a multiple of GPB ≤ 8); lane ℓ
@@ -1050,7 +1023,7 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
     }
   }
   QT::fill(tab);
-  if (single && !staged) strata_mmvq_stage<NC>(xs, x, colb, 0, ng);
+  if (single) strata_mmvq_stage<NC>(xs, x, colb, 0, ng);
   strata_barrier();
   if constexpr (XT) {
     if (single) {
@@ -1180,10 +1153,8 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
 // wave's rows (the first 4 KB: two 1024-element steps, all of a K = 2048 router row), so the
 // second step's loads do not wait behind the first's fold; 2 = the same before the grid
 // dependency wait (as strata_mmvq_rows_x's). No load or sum changes.
-// xrow, when set, is the activation row itself (one column: the _rms variants' row in LDS)
-// instead of p.xf's matrix z.
 template <class QT, int NC, int R = (NC <= 2 ? 2 : 1)>
-STRATA_DEVICE void strata_mmvq_rows_f(const struct strata_mmvq_args& p, const u8* w, int z, int pre = 0, const f32* xrow = nullptr) {
+STRATA_DEVICE void strata_mmvq_rows_f(const struct strata_mmvq_args& p, const u8* w, int z, int pre = 0) {
   constexpr bool HA = NC == 1;
   const int lane = (int)strata_lane();
   const i64 rowb = (i64)p.k * 2;
@@ -1196,7 +1167,7 @@ STRATA_DEVICE void strata_mmvq_rows_f(const struct strata_mmvq_args& p, const u8
     if (pre == 2) STRATA_GRID_DEP();
   }
   const i64 step = (i64)strata_grid_dim_x() * 8 * R;
-  const f32* x = xrow ? xrow : p.xf + (i64)z * p.x_mat_stride;
+  const f32* x = p.xf + (i64)z * p.x_mat_stride;
   for (i64 row0 = ((i64)strata_block_x() * 8 + (strata_thread_x() >> 5)) * R; row0 < p.rows; row0 += step) {
     const int nr = p.rows - row0 >= R ? R : (int)(p.rows - row0);
     const u8* wr = w + row0 * rowb;
@@ -3111,511 +3082,4 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g4(const struct stra
   } else {
     strata_mmvq_rows_x<QT, 1, 1, 2>(p, w, &tab, xs, z, late ? 2 : 1);
   }
-}
-
-// The _rms variants' norm (strata_mmvq_<type>_g<N>_rms: the decode residual stream's norm
-// folded into the launch of the mmvq that reads it). Every block computes rmsnorm_row's row
-// (rmsnorm_row.tmpl, one row, 256 threads; addq81 with norm_r, q81 without) with its
-// statements in its order — [x + r,] Σx² per thread in element order, the xor butterfly per
-// wave, the 8 wave sums in wave order, y = (x·inv)·w, and for Q its Q8_1 rounds — so y and
-// the Q8_1 bytes have rmsnorm_row's bits, and keeps them in LDS as its activations: F16/BF16
-// (Q false) the f32 row in ys, the quantized types (Q true) the Q8_1 blocks in xs (as
-// strata_mmvq_stage leaves them: 9 words a block). Block (0, 0, 0) alone also writes x + r
-// to norm_xo, y to norm_y and the Q8_1 blocks to norm_q as rmsnorm_row does (same bytes); no
-// block writes x or r, which every block reads (norm_xo must not overlap them). n ≤ RR·256 =
-// 4096 (the register part: no tail loop), a multiple of 32.
-// Cost against the separate launch: each block reads x, r and w (24 KB at n = 2048, from L2)
-// and makes the sum's round trip (one barrier) before its rows, F16/BF16 blocks other than
-// the lead skipping the Q8_1 rounds; the grids stay the geometry's (30B router 16 blocks,
-// 80B 65; 30B q|k|v 214, one wave).
-template <bool Q>
-STRATA_DEVICE void strata_mmvq_norm(const struct strata_mmvq_args& p, f32* ys, u8* xq) {
-  enum { T = 256, RR = 16 };
-  __shared__ f32 wsum[8];
-  const u32 tid = strata_thread_x(), lane = strata_lane(), wv = tid >> 5;
-  const bool lead = strata_block_x() == 0 && strata_block_z() == 0;
-  const bool add = p.norm_r != nullptr;
-  const int n = p.norm_n;
-  f32 v[RR], wr[RR], rr[RR];
-#pragma unroll
-  for (int j = 0; j < RR; ++j) {
-    const int i = (int)tid + j * T;
-    v[j] = 0.0f;
-    wr[j] = 0.0f;
-    rr[j] = 0.0f;
-    if (i < n) {
-      v[j] = p.norm_x[i];
-      if (add) rr[j] = p.norm_r[i];
-      wr[j] = p.norm_w[i];
-    }
-  }
-  f32 ss = 0.0f;
-#pragma unroll
-  for (int j = 0; j < RR; ++j) {
-    const int i = (int)tid + j * T;
-    if (i < n) {
-      if (add) {
-        v[j] = v[j] + rr[j];
-        if (lead) p.norm_xo[i] = v[j];
-      }
-      ss += v[j] * v[j];
-    }
-  }
-  ss = strata_wave_sum_f32(ss);
-  if (lane == 0) wsum[wv] = ss;
-  strata_barrier();
-  ss = 0.0f;
-  for (int w = 0; w < 8; ++w) ss += wsum[w];
-  const f32 inv = 1.0f / __builtin_sqrtf(ss / (f32)n + p.norm_eps);
-  if (!Q && !lead) {
-#pragma unroll
-    for (int j = 0; j < RR; ++j) {
-      const int i = (int)tid + j * T;
-      if (i < n) ys[i] = (v[j] * inv) * wr[j];
-    }
-    strata_barrier();
-    return;
-  }
-  // rmsnorm_row's Q8_1 rounds (see its comment): every block of a quantized variant into xq,
-  // the lead block of any into norm_q; the lead's y to norm_y, an F16/BF16 block's to ys.
-  __shared__ f32 tile[8][8][36];
-  const u32 g = lane >> 2, s = lane & 3u;
-  const bool qg = lead && p.norm_q;
-#pragma unroll
-  for (int h = 0; h < RR / 8; ++h) {
-    if (h * 8 * T >= n) break; // uniform
-    if (h > 0) strata_barrier();
-#pragma unroll
-    for (int jj = 0; jj < 8; ++jj) {
-      const int j = 8 * h + jj, i = (int)tid + j * T;
-      if (i < n) {
-        const f32 y = (v[j] * inv) * wr[j];
-        if (lead && p.norm_y) p.norm_y[i] = y;
-        if (!Q) ys[i] = y;
-        tile[wv][jj][lane] = y;
-      }
-    }
-    strata_barrier();
-    if (!Q && !qg) continue; // uniform
-    const int jb = 8 * h + (int)g;
-    const int b = (int)wv + 8 * jb;
-    const bool in = b * 32 < n;
-    f32 y[8];
-#pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      const f32 t = tile[wv][g][s + 4 * k];
-      y[k] = in ? t : 0.0f;
-    }
-    f32 amax = __builtin_fabsf(y[0]);
-#pragma unroll
-    for (int k = 1; k < 8; ++k) amax = __builtin_fmaxf(amax, __builtin_fabsf(y[k]));
-    amax = __builtin_fmaxf(amax, strata_shfl_xor_f32(amax, 2));
-    amax = __builtin_fmaxf(amax, strata_shfl_xor_f32(amax, 1));
-    const f32 a0 = y[0] + y[4], a1 = y[1] + y[5], a2 = y[2] + y[6], a3 = y[3] + y[7];
-    const f32 b0 = a0 + a2, b1 = a1 + a3;
-    f32 sum = b0 + b1;
-    sum = sum + strata_shfl_xor_f32(sum, 2);
-    sum = sum + strata_shfl_xor_f32(sum, 1);
-    const f32 d = amax / 127.0f;
-    if (in) {
-      u8 qb[8];
-#pragma unroll
-      for (int k = 0; k < 8; ++k) qb[k] = (u8)(amax == 0.0f ? 0 : (i8)__builtin_roundf(y[k] / d));
-      const u16 dh = strata_f32_to_f16(d), sh = strata_f32_to_f16(sum);
-      for (int o = 0; o < 2; ++o) {
-        u8* blk = o == 0 ? (Q ? xq + b * 36 : nullptr) : (qg ? p.norm_q + b * 36 : nullptr);
-        if (!blk) continue;
-#pragma unroll
-        for (int k = 0; k < 8; ++k) blk[4 + s + 4 * k] = qb[k];
-        if (s == 0) {
-          u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
-          ds[0] = dh;
-          ds[1] = sh;
-        }
-      }
-    }
-  }
-  strata_barrier(); // ys / xq complete
-}
-
-// Decode geometry 4 with the residual stream's norm folded in (kernels.MmvqGeoms[4], one
-// column, dense): the first pass's L1 prefetch (dense weights: before the grid dependency wait
-// under STRATA_MMVQ_LATE), then strata_mmvq_norm into LDS, then geometry 4's rows on it
-// (quantized: strata_mmvq_rows_x with its activations already staged). Its rows' bits are
-// the separate rmsnorm_row + f16_g4 launches' (the same activations, the same sums).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_f16_g4_rms(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_f16::QK) * strata_qt_f16::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else after the L1 prefetch below)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_f16 QT;
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.ncols != 1 || p.slots || p.norm_n <= 0 || p.norm_n > 4096 || p.norm_n != p.k) {
-    if (late) STRATA_GRID_DEP();
-    return; // the ABI's preconditions
-  }
-  if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = 0u;
-  __shared__ __attribute__((aligned(16))) f32 ys[4096];
-  if (late) {
-    const i64 rowb = (i64)p.k * 2, r0 = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5);
-    if (r0 < p.rows && 128 * (i64)strata_lane() < rowb) asm volatile("prefetch.global.L1 [%0];" ::"l"(w + r0 * rowb + 128 * strata_lane()));
-    STRATA_GRID_DEP();
-  }
-  strata_mmvq_norm<false>(p, ys, nullptr);
-  strata_mmvq_rows_f<QT, 1, 1>(p, w, z, 0, ys);
-}
-
-// Decode geometry 4 with the residual stream's norm folded in (kernels.MmvqGeoms[4], one
-// column, dense): the first pass's L1 prefetch (dense weights: before the grid dependency wait
-// under STRATA_MMVQ_LATE), then strata_mmvq_norm into LDS, then geometry 4's rows on it
-// (quantized: strata_mmvq_rows_x with its activations already staged). Its rows' bits are
-// the separate rmsnorm_row + bf16_g4 launches' (the same activations, the same sums).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_bf16_g4_rms(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_bf16::QK) * strata_qt_bf16::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else after the L1 prefetch below)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_bf16 QT;
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.ncols != 1 || p.slots || p.norm_n <= 0 || p.norm_n > 4096 || p.norm_n != p.k) {
-    if (late) STRATA_GRID_DEP();
-    return; // the ABI's preconditions
-  }
-  if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = 0u;
-  __shared__ __attribute__((aligned(16))) f32 ys[4096];
-  if (late) {
-    const i64 rowb = (i64)p.k * 2, r0 = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5);
-    if (r0 < p.rows && 128 * (i64)strata_lane() < rowb) asm volatile("prefetch.global.L1 [%0];" ::"l"(w + r0 * rowb + 128 * strata_lane()));
-    STRATA_GRID_DEP();
-  }
-  strata_mmvq_norm<false>(p, ys, nullptr);
-  strata_mmvq_rows_f<QT, 1, 1>(p, w, z, 0, ys);
-}
-
-// Decode geometry 3 with the residual stream's norm folded in (kernels.MmvqGeoms[3], one
-// column, dense): the first pass's L1 prefetch (dense weights: before the grid dependency wait
-// under STRATA_MMVQ_LATE), then strata_mmvq_norm into LDS, then geometry 3's rows on it
-// (quantized: strata_mmvq_rows_x with its activations already staged). Its rows' bits are
-// the separate rmsnorm_row + q80_g3 launches' (the same activations, the same sums).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g3_rms(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q80::QK) * strata_qt_q80::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else after the L1 prefetch below)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_q80 QT;
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.ncols != 1 || p.slots || p.norm_n <= 0 || p.norm_n > 4096 || p.norm_n != p.k) {
-    if (late) STRATA_GRID_DEP();
-    return; // the ABI's preconditions
-  }
-  if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = 0u;
-  enum { R = 3, U = 2, GPB = QT::QK / 32 };
-  __shared__ QT::lds tab;
-  // The row's Q8_1 blocks only (n ≤ 4096: 128 blocks of 9 words; strata_mmvq_rows_x, staged,
-  // reads no further): with the norm's tile and the largest IQ table the full staging array
-  // would pass the 48 KB of static LDS.
-  __shared__ u32 xs[9 * 4096 / 32];
-  if (late) { // strata_mmvq_rows_x's first-pass prefetch (pre)
-    constexpr u32 FULL = 32 * U / GPB * QT::BYTES, LINES = (FULL + 127) / 128;
-    const i64 rowb = (i64)(p.k / QT::QK) * QT::BYTES, r0 = ((i64)strata_block_x() * 8 + (strata_thread_x() >> 5)) * R;
-    const u32 len = (u64)rowb < FULL ? (u32)rowb : FULL;
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-#pragma unroll
-      for (u32 j = 0; j < LINES; j += 32) {
-        const u32 off = 128 * (j + strata_lane());
-        if (r0 + r < p.rows && off < len) asm volatile("prefetch.global.L1 [%0];" ::"l"(w + (r0 + r) * rowb + off));
-      }
-    }
-    STRATA_GRID_DEP();
-  }
-  strata_mmvq_norm<true>(p, nullptr, (u8*)xs);
-  strata_mmvq_rows_x<QT, 1, R, U>(p, w, &tab, xs, z, 0, true);
-}
-
-// Decode geometry 3 with the residual stream's norm folded in (kernels.MmvqGeoms[3], one
-// column, dense): the first pass's L1 prefetch (dense weights: before the grid dependency wait
-// under STRATA_MMVQ_LATE), then strata_mmvq_norm into LDS, then geometry 3's rows on it
-// (quantized: strata_mmvq_rows_x with its activations already staged). Its rows' bits are
-// the separate rmsnorm_row + q20_g3 launches' (the same activations, the same sums).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g3_rms(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q20::QK) * strata_qt_q20::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else after the L1 prefetch below)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_q20 QT;
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.ncols != 1 || p.slots || p.norm_n <= 0 || p.norm_n > 4096 || p.norm_n != p.k) {
-    if (late) STRATA_GRID_DEP();
-    return; // the ABI's preconditions
-  }
-  if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = 0u;
-  enum { R = 3, U = 2, GPB = QT::QK / 32 };
-  __shared__ QT::lds tab;
-  // The row's Q8_1 blocks only (n ≤ 4096: 128 blocks of 9 words; strata_mmvq_rows_x, staged,
-  // reads no further): with the norm's tile and the largest IQ table the full staging array
-  // would pass the 48 KB of static LDS.
-  __shared__ u32 xs[9 * 4096 / 32];
-  if (late) { // strata_mmvq_rows_x's first-pass prefetch (pre)
-    constexpr u32 FULL = 32 * U / GPB * QT::BYTES, LINES = (FULL + 127) / 128;
-    const i64 rowb = (i64)(p.k / QT::QK) * QT::BYTES, r0 = ((i64)strata_block_x() * 8 + (strata_thread_x() >> 5)) * R;
-    const u32 len = (u64)rowb < FULL ? (u32)rowb : FULL;
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-#pragma unroll
-      for (u32 j = 0; j < LINES; j += 32) {
-        const u32 off = 128 * (j + strata_lane());
-        if (r0 + r < p.rows && off < len) asm volatile("prefetch.global.L1 [%0];" ::"l"(w + (r0 + r) * rowb + off));
-      }
-    }
-    STRATA_GRID_DEP();
-  }
-  strata_mmvq_norm<true>(p, nullptr, (u8*)xs);
-  strata_mmvq_rows_x<QT, 1, R, U>(p, w, &tab, xs, z, 0, true);
-}
-
-// Decode geometry 3 with the residual stream's norm folded in (kernels.MmvqGeoms[3], one
-// column, dense): the first pass's L1 prefetch (dense weights: before the grid dependency wait
-// under STRATA_MMVQ_LATE), then strata_mmvq_norm into LDS, then geometry 3's rows on it
-// (quantized: strata_mmvq_rows_x with its activations already staged). Its rows' bits are
-// the separate rmsnorm_row + q4k_g3 launches' (the same activations, the same sums).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g3_rms(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q4k::QK) * strata_qt_q4k::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else after the L1 prefetch below)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_q4k QT;
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.ncols != 1 || p.slots || p.norm_n <= 0 || p.norm_n > 4096 || p.norm_n != p.k) {
-    if (late) STRATA_GRID_DEP();
-    return; // the ABI's preconditions
-  }
-  if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = 0u;
-  enum { R = 3, U = 2, GPB = QT::QK / 32 };
-  __shared__ QT::lds tab;
-  // The row's Q8_1 blocks only (n ≤ 4096: 128 blocks of 9 words; strata_mmvq_rows_x, staged,
-  // reads no further): with the norm's tile and the largest IQ table the full staging array
-  // would pass the 48 KB of static LDS.
-  __shared__ u32 xs[9 * 4096 / 32];
-  if (late) { // strata_mmvq_rows_x's first-pass prefetch (pre)
-    constexpr u32 FULL = 32 * U / GPB * QT::BYTES, LINES = (FULL + 127) / 128;
-    const i64 rowb = (i64)(p.k / QT::QK) * QT::BYTES, r0 = ((i64)strata_block_x() * 8 + (strata_thread_x() >> 5)) * R;
-    const u32 len = (u64)rowb < FULL ? (u32)rowb : FULL;
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-#pragma unroll
-      for (u32 j = 0; j < LINES; j += 32) {
-        const u32 off = 128 * (j + strata_lane());
-        if (r0 + r < p.rows && off < len) asm volatile("prefetch.global.L1 [%0];" ::"l"(w + (r0 + r) * rowb + off));
-      }
-    }
-    STRATA_GRID_DEP();
-  }
-  strata_mmvq_norm<true>(p, nullptr, (u8*)xs);
-  strata_mmvq_rows_x<QT, 1, R, U>(p, w, &tab, xs, z, 0, true);
-}
-
-// Decode geometry 3 with the residual stream's norm folded in (kernels.MmvqGeoms[3], one
-// column, dense): the first pass's L1 prefetch (dense weights: before the grid dependency wait
-// under STRATA_MMVQ_LATE), then strata_mmvq_norm into LDS, then geometry 3's rows on it
-// (quantized: strata_mmvq_rows_x with its activations already staged). Its rows' bits are
-// the separate rmsnorm_row + q6k_g3 launches' (the same activations, the same sums).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g3_rms(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q6k::QK) * strata_qt_q6k::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else after the L1 prefetch below)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_q6k QT;
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.ncols != 1 || p.slots || p.norm_n <= 0 || p.norm_n > 4096 || p.norm_n != p.k) {
-    if (late) STRATA_GRID_DEP();
-    return; // the ABI's preconditions
-  }
-  if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = 0u;
-  enum { R = 3, U = 2, GPB = QT::QK / 32 };
-  __shared__ QT::lds tab;
-  // The row's Q8_1 blocks only (n ≤ 4096: 128 blocks of 9 words; strata_mmvq_rows_x, staged,
-  // reads no further): with the norm's tile and the largest IQ table the full staging array
-  // would pass the 48 KB of static LDS.
-  __shared__ u32 xs[9 * 4096 / 32];
-  if (late) { // strata_mmvq_rows_x's first-pass prefetch (pre)
-    constexpr u32 FULL = 32 * U / GPB * QT::BYTES, LINES = (FULL + 127) / 128;
-    const i64 rowb = (i64)(p.k / QT::QK) * QT::BYTES, r0 = ((i64)strata_block_x() * 8 + (strata_thread_x() >> 5)) * R;
-    const u32 len = (u64)rowb < FULL ? (u32)rowb : FULL;
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-#pragma unroll
-      for (u32 j = 0; j < LINES; j += 32) {
-        const u32 off = 128 * (j + strata_lane());
-        if (r0 + r < p.rows && off < len) asm volatile("prefetch.global.L1 [%0];" ::"l"(w + (r0 + r) * rowb + off));
-      }
-    }
-    STRATA_GRID_DEP();
-  }
-  strata_mmvq_norm<true>(p, nullptr, (u8*)xs);
-  strata_mmvq_rows_x<QT, 1, R, U>(p, w, &tab, xs, z, 0, true);
-}
-
-// Decode geometry 3 with the residual stream's norm folded in (kernels.MmvqGeoms[3], one
-// column, dense): the first pass's L1 prefetch (dense weights: before the grid dependency wait
-// under STRATA_MMVQ_LATE), then strata_mmvq_norm into LDS, then geometry 3's rows on it
-// (quantized: strata_mmvq_rows_x with its activations already staged). Its rows' bits are
-// the separate rmsnorm_row + iq2xs_g3 launches' (the same activations, the same sums).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g3_rms(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq2xs::QK) * strata_qt_iq2xs::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else after the L1 prefetch below)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_iq2xs QT;
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.ncols != 1 || p.slots || p.norm_n <= 0 || p.norm_n > 4096 || p.norm_n != p.k) {
-    if (late) STRATA_GRID_DEP();
-    return; // the ABI's preconditions
-  }
-  if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = 0u;
-  enum { R = 3, U = 2, GPB = QT::QK / 32 };
-  __shared__ QT::lds tab;
-  // The row's Q8_1 blocks only (n ≤ 4096: 128 blocks of 9 words; strata_mmvq_rows_x, staged,
-  // reads no further): with the norm's tile and the largest IQ table the full staging array
-  // would pass the 48 KB of static LDS.
-  __shared__ u32 xs[9 * 4096 / 32];
-  if (late) { // strata_mmvq_rows_x's first-pass prefetch (pre)
-    constexpr u32 FULL = 32 * U / GPB * QT::BYTES, LINES = (FULL + 127) / 128;
-    const i64 rowb = (i64)(p.k / QT::QK) * QT::BYTES, r0 = ((i64)strata_block_x() * 8 + (strata_thread_x() >> 5)) * R;
-    const u32 len = (u64)rowb < FULL ? (u32)rowb : FULL;
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-#pragma unroll
-      for (u32 j = 0; j < LINES; j += 32) {
-        const u32 off = 128 * (j + strata_lane());
-        if (r0 + r < p.rows && off < len) asm volatile("prefetch.global.L1 [%0];" ::"l"(w + (r0 + r) * rowb + off));
-      }
-    }
-    STRATA_GRID_DEP();
-  }
-  strata_mmvq_norm<true>(p, nullptr, (u8*)xs);
-  strata_mmvq_rows_x<QT, 1, R, U>(p, w, &tab, xs, z, 0, true);
-}
-
-// Decode geometry 3 with the residual stream's norm folded in (kernels.MmvqGeoms[3], one
-// column, dense): the first pass's L1 prefetch (dense weights: before the grid dependency wait
-// under STRATA_MMVQ_LATE), then strata_mmvq_norm into LDS, then geometry 3's rows on it
-// (quantized: strata_mmvq_rows_x with its activations already staged). Its rows' bits are
-// the separate rmsnorm_row + iq3xxs_g3 launches' (the same activations, the same sums).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g3_rms(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3xxs::QK) * strata_qt_iq3xxs::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else after the L1 prefetch below)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_iq3xxs QT;
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.ncols != 1 || p.slots || p.norm_n <= 0 || p.norm_n > 4096 || p.norm_n != p.k) {
-    if (late) STRATA_GRID_DEP();
-    return; // the ABI's preconditions
-  }
-  if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = 0u;
-  enum { R = 3, U = 2, GPB = QT::QK / 32 };
-  __shared__ QT::lds tab;
-  // The row's Q8_1 blocks only (n ≤ 4096: 128 blocks of 9 words; strata_mmvq_rows_x, staged,
-  // reads no further): with the norm's tile and the largest IQ table the full staging array
-  // would pass the 48 KB of static LDS.
-  __shared__ u32 xs[9 * 4096 / 32];
-  if (late) { // strata_mmvq_rows_x's first-pass prefetch (pre)
-    constexpr u32 FULL = 32 * U / GPB * QT::BYTES, LINES = (FULL + 127) / 128;
-    const i64 rowb = (i64)(p.k / QT::QK) * QT::BYTES, r0 = ((i64)strata_block_x() * 8 + (strata_thread_x() >> 5)) * R;
-    const u32 len = (u64)rowb < FULL ? (u32)rowb : FULL;
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-#pragma unroll
-      for (u32 j = 0; j < LINES; j += 32) {
-        const u32 off = 128 * (j + strata_lane());
-        if (r0 + r < p.rows && off < len) asm volatile("prefetch.global.L1 [%0];" ::"l"(w + (r0 + r) * rowb + off));
-      }
-    }
-    STRATA_GRID_DEP();
-  }
-  strata_mmvq_norm<true>(p, nullptr, (u8*)xs);
-  strata_mmvq_rows_x<QT, 1, R, U>(p, w, &tab, xs, z, 0, true);
-}
-
-// Decode geometry 3 with the residual stream's norm folded in (kernels.MmvqGeoms[3], one
-// column, dense): the first pass's L1 prefetch (dense weights: before the grid dependency wait
-// under STRATA_MMVQ_LATE), then strata_mmvq_norm into LDS, then geometry 3's rows on it
-// (quantized: strata_mmvq_rows_x with its activations already staged). Its rows' bits are
-// the separate rmsnorm_row + iq3s_g3 launches' (the same activations, the same sums).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g3_rms(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3s::QK) * strata_qt_iq3s::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else after the L1 prefetch below)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_iq3s QT;
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.ncols != 1 || p.slots || p.norm_n <= 0 || p.norm_n > 4096 || p.norm_n != p.k) {
-    if (late) STRATA_GRID_DEP();
-    return; // the ABI's preconditions
-  }
-  if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = 0u;
-  enum { R = 3, U = 2, GPB = QT::QK / 32 };
-  __shared__ QT::lds tab;
-  // The row's Q8_1 blocks only (n ≤ 4096: 128 blocks of 9 words; strata_mmvq_rows_x, staged,
-  // reads no further): with the norm's tile and the largest IQ table the full staging array
-  // would pass the 48 KB of static LDS.
-  __shared__ u32 xs[9 * 4096 / 32];
-  if (late) { // strata_mmvq_rows_x's first-pass prefetch (pre)
-    constexpr u32 FULL = 32 * U / GPB * QT::BYTES, LINES = (FULL + 127) / 128;
-    const i64 rowb = (i64)(p.k / QT::QK) * QT::BYTES, r0 = ((i64)strata_block_x() * 8 + (strata_thread_x() >> 5)) * R;
-    const u32 len = (u64)rowb < FULL ? (u32)rowb : FULL;
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-#pragma unroll
-      for (u32 j = 0; j < LINES; j += 32) {
-        const u32 off = 128 * (j + strata_lane());
-        if (r0 + r < p.rows && off < len) asm volatile("prefetch.global.L1 [%0];" ::"l"(w + (r0 + r) * rowb + off));
-      }
-    }
-    STRATA_GRID_DEP();
-  }
-  strata_mmvq_norm<true>(p, nullptr, (u8*)xs);
-  strata_mmvq_rows_x<QT, 1, R, U>(p, w, &tab, xs, z, 0, true);
-}
-
-// Decode geometry 3 with the residual stream's norm folded in (kernels.MmvqGeoms[3], one
-// column, dense): the first pass's L1 prefetch (dense weights: before the grid dependency wait
-// under STRATA_MMVQ_LATE), then strata_mmvq_norm into LDS, then geometry 3's rows on it
-// (quantized: strata_mmvq_rows_x with its activations already staged). Its rows' bits are
-// the separate rmsnorm_row + iq1m_g3 launches' (the same activations, the same sums).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g3_rms(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq1m::QK) * strata_qt_iq1m::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else after the L1 prefetch below)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_iq1m QT;
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.ncols != 1 || p.slots || p.norm_n <= 0 || p.norm_n > 4096 || p.norm_n != p.k) {
-    if (late) STRATA_GRID_DEP();
-    return; // the ABI's preconditions
-  }
-  if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = 0u;
-  enum { R = 3, U = 2, GPB = QT::QK / 32 };
-  __shared__ QT::lds tab;
-  // The row's Q8_1 blocks only (n ≤ 4096: 128 blocks of 9 words; strata_mmvq_rows_x, staged,
-  // reads no further): with the norm's tile and the largest IQ table the full staging array
-  // would pass the 48 KB of static LDS.
-  __shared__ u32 xs[9 * 4096 / 32];
-  if (late) { // strata_mmvq_rows_x's first-pass prefetch (pre)
-    constexpr u32 FULL = 32 * U / GPB * QT::BYTES, LINES = (FULL + 127) / 128;
-    const i64 rowb = (i64)(p.k / QT::QK) * QT::BYTES, r0 = ((i64)strata_block_x() * 8 + (strata_thread_x() >> 5)) * R;
-    const u32 len = (u64)rowb < FULL ? (u32)rowb : FULL;
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-#pragma unroll
-      for (u32 j = 0; j < LINES; j += 32) {
-        const u32 off = 128 * (j + strata_lane());
-        if (r0 + r < p.rows && off < len) asm volatile("prefetch.global.L1 [%0];" ::"l"(w + (r0 + r) * rowb + off));
-      }
-    }
-    STRATA_GRID_DEP();
-  }
-  strata_mmvq_norm<true>(p, nullptr, (u8*)xs);
-  strata_mmvq_rows_x<QT, 1, R, U>(p, w, &tab, xs, z, 0, true);
 }
