@@ -3,6 +3,7 @@ package gpu
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,7 +35,8 @@ import (
 // launch. Each timed
 // mode also replays its last token's graph 100 times back to back between two events (the
 // device ms of a token without the host's share), and every timed mode but attnold (other
-// rounding) must produce the same greedy tokens as the first.
+// rounding) must produce the same greedy tokens as the first and the same last logits, bit
+// for bit.
 func TestDecodeProfile(t *testing.T) {
 	if os.Getenv("STRATA_DECODE_PROFILE") != "1" {
 		t.Skip("set STRATA_DECODE_PROFILE=1, STRATA_BENCH_MODEL and STRATA_CO_DIR")
@@ -176,6 +178,7 @@ func decodeProfile(t *testing.T, dev *rt.Device, src model.Source, o Options, d2
 		fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	}
 	var firstIDs []int32
+	var firstLogits []float32
 	var firstMode string
 	for _, mode := range modes {
 		id := start(mode)
@@ -186,12 +189,24 @@ func decodeProfile(t *testing.T, dev *rt.Device, src model.Source, o Options, d2
 		// rounding (within attention_decode's parity bound), and a synthetic model's random
 		// weights leave near-ties that such differences flip (final-s6: its tokens parted from
 		// base's at the third): it is compared with nothing.
+		// Those modes' last logits must be the same bits too.
+		ll, err := eng.LastLogits()
+		if err != nil {
+			t.Fatal(err)
+		}
 		switch {
 		case mode == "attnold":
 		case firstIDs == nil:
-			firstIDs, firstMode = ids, mode
+			firstIDs, firstMode, firstLogits = ids, mode, slices.Clone(ll)
 		case !slices.Equal(ids, firstIDs):
 			t.Errorf("%s: greedy tokens differ from %s's: %v against %v", mode, firstMode, ids, firstIDs)
+		default:
+			for i := range ll {
+				if math.Float32bits(ll[i]) != math.Float32bits(firstLogits[i]) {
+					t.Errorf("%s: last token's logit %d is %v, %s's %v: not bitwise equal", mode, i, ll[i], firstMode, firstLogits[i])
+					break
+				}
+			}
 		}
 		s := eng.Stats()
 		tk := float64(s.Tokens)
