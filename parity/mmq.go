@@ -102,7 +102,7 @@ func mmqBounds(family string) map[string][]Bound {
 	b := map[string][]Bound{}
 	for _, v := range spec.AllVariants() {
 		if kernels.MmqXSeg(family) > 1 {
-			b[v.Name] = []Bound{mmqXY, mmqXISum}
+			b[v.Name] = []Bound{mmqXISum, mmqXY}
 			continue
 		}
 		b[v.Name] = []Bound{mmqYBound(mmqTypes[v.Values["type"]]), mmqISum}
