@@ -210,8 +210,7 @@ var mmqWideStaging = map[string]bool{
 	"mmq8/q80/r64t128w8": true, "mmq8/q20/r64t128w8": true, "mmq8/q4k/r64t128w8": true, "mmq8/q6k/r64t128w8": true,
 	"mmq8/iq2xs/r64t128w8": true, "mmq8/iq3xxs/r64t128w8": true, "mmq8/iq3s/r64t128w8": true, "mmq8/iq1m/r64t128w8": true,
 	// mmq8x (mmqXSeg): mmq8's staging.
-	"mmq8x/q6k/r64t128w8": true, "mmq8x/iq2xs/r64t128w8": true, "mmq8x/iq3xxs/r64t128w8": true, "mmq8x/iq3s/r64t128w8": true,
-	"mmq8x/iq1m/r64t128w8": true,
+	"mmq8x/q6k/r64t128w8": true, "mmq8x/iq2xs/r64t128w8": true, "mmq8x/iq1m/r64t128w8": true,
 
 	"moe_prefill/iq1m/r128t32": true, "moe_prefill/iq1m/r64t64": true,
 	"moe_prefill/iq2xs/r64t64":  true,
@@ -260,8 +259,7 @@ var mmqMinBlocks = map[string]int{
 	"mmq8/q80/r64t128w8": 2, "mmq8/q20/r64t128w8": 2, "mmq8/q4k/r64t128w8": 2, "mmq8/q6k/r64t128w8": 2,
 	"mmq8/iq2xs/r64t128w8": 2, "mmq8/iq3xxs/r64t128w8": 2, "mmq8/iq3s/r64t128w8": 2, "mmq8/iq1m/r64t128w8": 2,
 	// mmq8x (mmqXSeg): as mmq8.
-	"mmq8x/q6k/r64t128w8": 2, "mmq8x/iq2xs/r64t128w8": 2, "mmq8x/iq3xxs/r64t128w8": 2, "mmq8x/iq3s/r64t128w8": 2,
-	"mmq8x/iq1m/r64t128w8": 2,
+	"mmq8x/q6k/r64t128w8": 2, "mmq8x/iq2xs/r64t128w8": 2, "mmq8x/iq1m/r64t128w8": 2,
 }
 
 // nvSMShared is the shared memory an SM of each NVIDIA target gives its resident blocks, in
@@ -392,10 +390,15 @@ func (v Variant) MoeStepFold(t Target) bool {
 // (bench/results/2026-11-30-mmqs-s8).
 var mmqXSeg = map[string]int{"mmq8x": 8}
 
-// mmqXSegTypes are family mmq8x's weight types: one f32 base per 256-element block and
-// integer sub-scales (per 16 elements: Q6_K, IQ2_XS, IQ1_M; per 32: IQ3_XXS, IQ3_S), no
-// mins. Q4_K's min term and Q8_0's and Q2_0's per-group bases need per-group folds.
-var mmqXSegTypes = []Value{{Name: "q6k"}, {Name: "iq2xs"}, {Name: "iq3xxs"}, {Name: "iq3s"}, {Name: "iq1m"}}
+// mmqXSegTypes are family mmq8x's weight types: the 16-split types (sub-scale per 16
+// elements: Q6_K, IQ2_XS, IQ1_M), whose per-group f32 fold costs the most. Each has one f32
+// base per 256-element block and integer sub-scales, no mins (Q4_K's min term and Q8_0's and
+// Q2_0's per-group bases need per-group folds). IQ3_XXS and IQ3_S (sub-scale per 32, the same
+// block form) were measured in the family and dropped: bench/results/2026-11-30-mmqs-s8
+// call 1, mmq8 → mmq8x at 512 tokens IQ3_XXS 170.0 → 160.5, IQ3_S 167.9 → 161.0 TOPS (the
+// int32 sums live across two K steps and their staging: 128–136 bytes of spills), while
+// Q6_K 113.8 → 129.4, IQ2_XS 120.2 → 140.0, IQ1_M 122.9 → 142.0.
+var mmqXSegTypes = []Value{{Name: "q6k"}, {Name: "iq2xs"}, {Name: "iq1m"}}
 
 // XSeg is the activation segment (groups sharing one d, mmqXSeg) of variant v of family on
 // t, or 0: the core folds every group.

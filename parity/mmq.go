@@ -63,7 +63,7 @@ var mmqISum = Bound{Name: "isum", Exact: true, Why: `
 var mmqXY = Bound{Name: "y", MaxRowRel: 3.4e-6, Why: `
 	Per output, |y − ref| / S with S = Σ|fold terms| per 32-element group (float64, as mmq).
 	The 8 groups of a 256-element segment share the weight base (one per 256-element block of
-	Q6_K, IQ2_XS, IQ3_XXS, IQ3_S, IQ1_M) and d_x (the quantizer's shared d), so they share
+	Q6_K, IQ2_XS, IQ1_M) and d_x (the quantizer's shared d), so they share
 	b = base·d_x, an exact f32 product (two 11-bit significands). The segment's integer sum
 	I = Σ_g (m0·S0 + m1·S1) has |I| ≤ 8·2²⁴ = 2²⁷ (Q6_K, the largest group) < 2³¹: exact in
 	int32 in any order. (f32)I is one rounding (≤ 2⁻²⁴ relative; none for |I| ≤ 2²⁴) and

@@ -3026,12 +3026,6 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r64t128w8",
 		Symbol: "strata_mmq8x_iq2xs_mma_r64t128w8",
 	}, {
-		Name:   "iq3xxs_mma_r64t128w8",
-		Symbol: "strata_mmq8x_iq3xxs_mma_r64t128w8",
-	}, {
-		Name:   "iq3s_mma_r64t128w8",
-		Symbol: "strata_mmq8x_iq3s_mma_r64t128w8",
-	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8x_iq1m_mma_r64t128w8",
 	}},
@@ -3891,12 +3885,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq2xs_mma_r64t128w8",
 		Symbol: "strata_mmq8x_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq3xxs_mma_r64t128w8",
-		Symbol: "strata_mmq8x_iq3xxs_mma_r64t128w8",
-	}, {
-		Name:   "iq3s_mma_r64t128w8",
-		Symbol: "strata_mmq8x_iq3s_mma_r64t128w8",
 	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8x_iq1m_mma_r64t128w8",
@@ -4758,12 +4746,6 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r64t128w8",
 		Symbol: "strata_mmq8x_iq2xs_mma_r64t128w8",
 	}, {
-		Name:   "iq3xxs_mma_r64t128w8",
-		Symbol: "strata_mmq8x_iq3xxs_mma_r64t128w8",
-	}, {
-		Name:   "iq3s_mma_r64t128w8",
-		Symbol: "strata_mmq8x_iq3s_mma_r64t128w8",
-	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8x_iq1m_mma_r64t128w8",
 	}},
@@ -5623,12 +5605,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq2xs_mma_r64t128w8",
 		Symbol: "strata_mmq8x_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq3xxs_mma_r64t128w8",
-		Symbol: "strata_mmq8x_iq3xxs_mma_r64t128w8",
-	}, {
-		Name:   "iq3s_mma_r64t128w8",
-		Symbol: "strata_mmq8x_iq3s_mma_r64t128w8",
 	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8x_iq1m_mma_r64t128w8",

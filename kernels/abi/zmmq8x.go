@@ -31,11 +31,9 @@ const Mmq8xThreads = 256
 
 // Kernel symbols of every mmq8x variant; CodeObject.Symbol says which a target has.
 const (
-	SymMmq8xQ6kMmaR64t128w8    = "strata_mmq8x_q6k_mma_r64t128w8"    // variant q6k_mma_r64t128w8
-	SymMmq8xIq2xsMmaR64t128w8  = "strata_mmq8x_iq2xs_mma_r64t128w8"  // variant iq2xs_mma_r64t128w8
-	SymMmq8xIq3xxsMmaR64t128w8 = "strata_mmq8x_iq3xxs_mma_r64t128w8" // variant iq3xxs_mma_r64t128w8
-	SymMmq8xIq3sMmaR64t128w8   = "strata_mmq8x_iq3s_mma_r64t128w8"   // variant iq3s_mma_r64t128w8
-	SymMmq8xIq1mMmaR64t128w8   = "strata_mmq8x_iq1m_mma_r64t128w8"   // variant iq1m_mma_r64t128w8
+	SymMmq8xQ6kMmaR64t128w8   = "strata_mmq8x_q6k_mma_r64t128w8"   // variant q6k_mma_r64t128w8
+	SymMmq8xIq2xsMmaR64t128w8 = "strata_mmq8x_iq2xs_mma_r64t128w8" // variant iq2xs_mma_r64t128w8
+	SymMmq8xIq1mMmaR64t128w8  = "strata_mmq8x_iq1m_mma_r64t128w8"  // variant iq1m_mma_r64t128w8
 )
 
 // Compile-time guards: building fails if the size or an offset drifts from the C static_asserts.

@@ -3,8 +3,6 @@
 // Family mmq8x: mmq8 for activations whose Q8_1 blocks share one d per 256-element segment (NVIDIA mma.sync only): y[t][r] = Σ_k W[r][k]·x[t][k] with the group sums times their integer sub-scales added in int32 over the segment and folded in f32 once per segment; x must come from a quantizer that gives the 8 blocks of each 256-element segment of a row the same d (quant.QuantizeQ8_1GPUSeg), else the result is wrong; launch as mmq8 (grid (ceil(rows/BM), ceil(tokens/BN), 1), block (256, 1, 1)).
 // Not built for gfx1100: strata_mmq8x_q6k_mma_r64t128w8 (tile r64t128w8 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1100: strata_mmq8x_iq2xs_mma_r64t128w8 (tile r64t128w8 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
-// Not built for gfx1100: strata_mmq8x_iq3xxs_mma_r64t128w8 (tile r64t128w8 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
-// Not built for gfx1100: strata_mmq8x_iq3s_mma_r64t128w8 (tile r64t128w8 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1100: strata_mmq8x_iq1m_mma_r64t128w8 (tile r64t128w8 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 
 #include "strata_prelude.h"

@@ -3,8 +3,6 @@
 // Family mmq8x: mmq8 for activations whose Q8_1 blocks share one d per 256-element segment (NVIDIA mma.sync only): y[t][r] = Σ_k W[r][k]·x[t][k] with the group sums times their integer sub-scales added in int32 over the segment and folded in f32 once per segment; x must come from a quantizer that gives the 8 blocks of each 256-element segment of a row the same d (quant.QuantizeQ8_1GPUSeg), else the result is wrong; launch as mmq8 (grid (ceil(rows/BM), ceil(tokens/BN), 1), block (256, 1, 1)).
 // Variant q6k_mma_r64t128w8: strata_mmq8x_q6k_mma_r64t128w8
 // Variant iq2xs_mma_r64t128w8: strata_mmq8x_iq2xs_mma_r64t128w8
-// Variant iq3xxs_mma_r64t128w8: strata_mmq8x_iq3xxs_mma_r64t128w8
-// Variant iq3s_mma_r64t128w8: strata_mmq8x_iq3s_mma_r64t128w8
 // Variant iq1m_mma_r64t128w8: strata_mmq8x_iq1m_mma_r64t128w8
 
 #include "strata_prelude.h"
@@ -1504,22 +1502,16 @@ struct strata_mmq_ep {
 // other mma kernels stage in the 4-byte form.
 template <> struct strata_mmq_nv_wide_stage<strata_qt_q6k, 1, 64, 128> { static constexpr bool v = true; };  // strata_mmq8x_q6k_mma_r64t128w8
 template <> struct strata_mmq_nv_wide_stage<strata_qt_iq2xs, 1, 64, 128> { static constexpr bool v = true; };  // strata_mmq8x_iq2xs_mma_r64t128w8
-template <> struct strata_mmq_nv_wide_stage<strata_qt_iq3xxs, 1, 64, 128> { static constexpr bool v = true; };  // strata_mmq8x_iq3xxs_mma_r64t128w8
-template <> struct strata_mmq_nv_wide_stage<strata_qt_iq3s, 1, 64, 128> { static constexpr bool v = true; };  // strata_mmq8x_iq3s_mma_r64t128w8
 template <> struct strata_mmq_nv_wide_stage<strata_qt_iq1m, 1, 64, 128> { static constexpr bool v = true; };  // strata_mmq8x_iq1m_mma_r64t128w8
 // The 8-warp kernels' block shapes (mmq core, strata_mmq_nv_shape; kernels/prefill.go, mmq8Warp):
 // WGM × WGN warps, token scales d_x alone.
 template <> struct strata_mmq_nv_shape<strata_qt_q6k, 1, 64, 128> : strata_mmq_nv_shape_of<2, 4, true> {};  // strata_mmq8x_q6k_mma_r64t128w8
 template <> struct strata_mmq_nv_shape<strata_qt_iq2xs, 1, 64, 128> : strata_mmq_nv_shape_of<2, 4, true> {};  // strata_mmq8x_iq2xs_mma_r64t128w8
-template <> struct strata_mmq_nv_shape<strata_qt_iq3xxs, 1, 64, 128> : strata_mmq_nv_shape_of<2, 4, true> {};  // strata_mmq8x_iq3xxs_mma_r64t128w8
-template <> struct strata_mmq_nv_shape<strata_qt_iq3s, 1, 64, 128> : strata_mmq_nv_shape_of<2, 4, true> {};  // strata_mmq8x_iq3s_mma_r64t128w8
 template <> struct strata_mmq_nv_shape<strata_qt_iq1m, 1, 64, 128> : strata_mmq_nv_shape_of<2, 4, true> {};  // strata_mmq8x_iq1m_mma_r64t128w8
 // The kernels whose activations share one d per segment of groups (mmq core,
 // strata_mmq_nv_xseg; kernels/prefill.go, mmqXSeg; family mmq8x): x must be quantized so.
 template <> struct strata_mmq_nv_xseg<strata_qt_q6k, 1, 64, 128> { static constexpr int v = 8; };  // strata_mmq8x_q6k_mma_r64t128w8
 template <> struct strata_mmq_nv_xseg<strata_qt_iq2xs, 1, 64, 128> { static constexpr int v = 8; };  // strata_mmq8x_iq2xs_mma_r64t128w8
-template <> struct strata_mmq_nv_xseg<strata_qt_iq3xxs, 1, 64, 128> { static constexpr int v = 8; };  // strata_mmq8x_iq3xxs_mma_r64t128w8
-template <> struct strata_mmq_nv_xseg<strata_qt_iq3s, 1, 64, 128> { static constexpr int v = 8; };  // strata_mmq8x_iq3s_mma_r64t128w8
 template <> struct strata_mmq_nv_xseg<strata_qt_iq1m, 1, 64, 128> { static constexpr int v = 8; };  // strata_mmq8x_iq1m_mma_r64t128w8
 // STRATA_MMQ<n>_BOUNDS: the launch bounds of the kernels that ask n resident blocks per SM
 // (kernels/prefill.go, mmqMinBlocks).
@@ -1529,8 +1521,6 @@ template <> struct strata_mmq_nv_xseg<strata_qt_iq1m, 1, 64, 128> { static const
 constexpr unsigned long strata_mmq_sizes[] = {
   sizeof(strata_mmq_lds_t<strata_qt_q6k, 1, 64, 128, true>),
   sizeof(strata_mmq_lds_t<strata_qt_iq2xs, 1, 64, 128, true>),
-  sizeof(strata_mmq_lds_t<strata_qt_iq3xxs, 1, 64, 128, true>),
-  sizeof(strata_mmq_lds_t<strata_qt_iq3s, 1, 64, 128, true>),
   sizeof(strata_mmq_lds_t<strata_qt_iq1m, 1, 64, 128, true>),
 };
 __shared__ __attribute__((aligned(16))) u8 strata_mmq_lds[strata_mmq_cmax(strata_mmq_sizes, sizeof(strata_mmq_sizes) / sizeof(strata_mmq_sizes[0]))];
@@ -1550,32 +1540,6 @@ STRATA_KERNEL void STRATA_MMQ2_BOUNDS(256) STRATA_MMQ_VGPRS strata_mmq8x_q6k_mma
 
 STRATA_KERNEL void STRATA_MMQ2_BOUNDS(256) STRATA_MMQ_VGPRS strata_mmq8x_iq2xs_mma_r64t128w8(const struct strata_mmq8x_args p) {
   typedef strata_qt_iq2xs QT;
-  constexpr int BM = 64, BN = 128;
-  constexpr bool MMA = true;
-  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
-  QT::fill(&s.tab);
-  strata_barrier();
-  const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
-  const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
-  const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
-}
-
-STRATA_KERNEL void STRATA_MMQ2_BOUNDS(256) STRATA_MMQ_VGPRS strata_mmq8x_iq3xxs_mma_r64t128w8(const struct strata_mmq8x_args p) {
-  typedef strata_qt_iq3xxs QT;
-  constexpr int BM = 64, BN = 128;
-  constexpr bool MMA = true;
-  strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
-  QT::fill(&s.tab);
-  strata_barrier();
-  const i64 r0 = (i64)strata_block_x() * BM, t0 = (i64)strata_block_y() * BN;
-  const strata_mmq_src src{p.w, p.x, (i64)(p.k / QT::QK) * QT::BYTES, r0, t0, p.rows, p.tokens, p.x_row_blocks};
-  const strata_mmq_ep ep{p.y, r0, t0, p.rows, p.tokens, p.ldy};
-  strata_mmq_run<QT, 1, BM, BN, MMA>(s, src, p.k, p.hook_group, ep);
-}
-
-STRATA_KERNEL void STRATA_MMQ2_BOUNDS(256) STRATA_MMQ_VGPRS strata_mmq8x_iq3s_mma_r64t128w8(const struct strata_mmq8x_args p) {
-  typedef strata_qt_iq3s QT;
   constexpr int BM = 64, BN = 128;
   constexpr bool MMA = true;
   strata_mmq_lds_t<QT, 1, BM, BN, MMA>& s = *(strata_mmq_lds_t<QT, 1, BM, BN, MMA>*)strata_mmq_lds;
