@@ -211,6 +211,8 @@ var mmqWideStaging = map[string]bool{
 	"mmq8/iq2xs/r64t128w8": true, "mmq8/iq3xxs/r64t128w8": true, "mmq8/iq3s/r64t128w8": true, "mmq8/iq1m/r64t128w8": true,
 	// mmq8x (mmqXSeg): mmq8's staging.
 	"mmq8x/q6k/r64t128w8": true, "mmq8x/iq2xs/r64t128w8": true, "mmq8x/iq1m/r64t128w8": true,
+	"mmq8x4/q6k/r64t128w8": true, "mmq8x4/iq2xs/r64t128w8": true, "mmq8x4/iq3xxs/r64t128w8": true, "mmq8x4/iq3s/r64t128w8": true,
+	"mmq8x4/iq1m/r64t128w8": true,
 
 	"moe_prefill/iq1m/r128t32": true, "moe_prefill/iq1m/r64t64": true,
 	"moe_prefill/iq2xs/r64t64":  true,
@@ -260,6 +262,8 @@ var mmqMinBlocks = map[string]int{
 	"mmq8/iq2xs/r64t128w8": 2, "mmq8/iq3xxs/r64t128w8": 2, "mmq8/iq3s/r64t128w8": 2, "mmq8/iq1m/r64t128w8": 2,
 	// mmq8x (mmqXSeg): as mmq8.
 	"mmq8x/q6k/r64t128w8": 2, "mmq8x/iq2xs/r64t128w8": 2, "mmq8x/iq1m/r64t128w8": 2,
+	"mmq8x4/q6k/r64t128w8": 2, "mmq8x4/iq2xs/r64t128w8": 2, "mmq8x4/iq3xxs/r64t128w8": 2, "mmq8x4/iq3s/r64t128w8": 2,
+	"mmq8x4/iq1m/r64t128w8": 2,
 }
 
 // nvSMShared is the shared memory an SM of each NVIDIA target gives its resident blocks, in
@@ -399,6 +403,13 @@ var mmqXSeg = map[string]int{"mmq8x": 8}
 // int32 sums live across two K steps and their staging: 128–136 bytes of spills), while
 // Q6_K 113.8 → 129.4, IQ2_XS 120.2 → 140.0, IQ1_M 122.9 → 142.0.
 var mmqXSegTypes = []Value{{Name: "q6k"}, {Name: "iq2xs"}, {Name: "iq1m"}}
+
+// mmqXSeg4Types are family mmq8x4's weight types: mmqXSegTypes and IQ3_XXS, IQ3_S (one base
+// per 256-element block, a sub-scale per 32). Its 128-element segment is one K step, so the
+// int32 sums are folded before the next step's staging and do not live through it (mmq8x's
+// spills, call 1 of bench/results/2026-11-30-mmqs-s8), at twice mmq8x's fold count and a
+// finer activation d.
+var mmqXSeg4Types = []Value{{Name: "q6k"}, {Name: "iq2xs"}, {Name: "iq3xxs"}, {Name: "iq3s"}, {Name: "iq1m"}}
 
 // XSeg is the activation segment (groups sharing one d, mmqXSeg) of variant v of family on
 // t, or 0: the core folds every group.

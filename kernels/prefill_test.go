@@ -55,7 +55,7 @@ func TestPrefillTiles(t *testing.T) {
 // wide form.
 func TestMMQWideStaging(t *testing.T) {
 	seen := map[string]bool{}
-	for _, fam := range []string{"mmq", "mmq8", "mmq8x", "moe_prefill"} {
+	for _, fam := range []string{"mmq", "mmq8", "mmq8x", "mmq8x4", "moe_prefill"} {
 		s, ok := LookupSpec(fam)
 		if !ok {
 			t.Fatalf("no %s spec", fam)
@@ -85,13 +85,14 @@ func TestMMQWideStaging(t *testing.T) {
 
 // mmq8 (the 8-warp tile): every type on every NVIDIA target, mma only, nothing on AMD; the
 // NVIDIA LDS model within the target's LDS; two blocks an SM asked where they fit. mmq8x:
-// the same for its types (mmqXSegTypes), with a segment of 8 groups; mmq8 has none.
+// the same for its types (mmqXSegTypes), with a segment of 8 groups; mmq8 has none; mmq8x4
+// (mmqXSeg4Types) none yet.
 func TestMmq8Tiles(t *testing.T) {
 	for _, fc := range []struct {
 		family string
 		types  int
 		xseg   int
-	}{{"mmq8", len(axisPrefillType.Values), 0}, {"mmq8x", len(mmqXSegTypes), 8}} {
+	}{{"mmq8", len(axisPrefillType.Values), 0}, {"mmq8x", len(mmqXSegTypes), 8}, {"mmq8x4", len(mmqXSeg4Types), 0}} {
 		s, ok := LookupSpec(fc.family)
 		if !ok {
 			t.Fatalf("no %s spec", fc.family)

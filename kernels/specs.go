@@ -257,6 +257,18 @@ var Specs = []Spec{
 		Fits: mmqFits,
 	},
 	{
+		Family:   "mmq8x4",
+		Template: "mmq",
+		Doc: "mmq8x with 128-element segments (NVIDIA mma.sync only): x must come from a quantizer that gives the 4 " +
+			"blocks of each 128-element segment of a row the same d (quant.QuantizeQ8_1GPUSeg with 4), else the result " +
+			"is wrong; the int32 sums fold once per K step; launch as mmq8.",
+		Threads: 256,
+		Args:    mmqArgs,
+		// mmqXSegTypes and the 32-element sub-scale types (kernels/prefill.go, mmqXSeg4Types).
+		Axes: []Axis{{Name: "type", Values: mmqXSeg4Types}, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r64t128w8"}}}},
+		Fits: mmqFits,
+	},
+	{
 		Family:   "mmvq",
 		Template: "mmvq",
 		Doc: "y[z][c][r] = Σ_k W_z[r][k]·x_z[c][k] for 1..8 columns: Q8_1 activations and exact dot4 block dots with an f32 " +

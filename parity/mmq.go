@@ -73,10 +73,22 @@ var mmqXY = Bound{Name: "y", MaxRowRel: 3.4e-6, Why: `
 	per term and sums ≤ 448 terms: ≤ 1e-13·S. (What the shared d costs the activations is
 	quant.QuantizeQ8_1GPUSeg's rounding, not this kernel's: the reference takes the same bytes.)`}
 
+// mmqX4Y is the y bound of family mmq8x4: mmqXY's arithmetic with 128-element segments.
+var mmqX4Y = Bound{Name: "y", MaxRowRel: 6.8e-6, Why: `
+	As mmq8x (its y bound), with 4 groups a segment: the 4 groups of a 128-element segment share
+	b = base·d_x (the weight base is one per 256-element block, d_x the quantizer's shared d
+	per 4 blocks), |I| ≤ 4·2²⁴ = 2²⁶ (Q6_K) < 2³¹ exact in int32, (f32)I and the fma are two
+	roundings per segment, sequential over n = K/128 ≤ 112 segments at K = 14336:
+	|error| ≤ γ₁₁₃·S. γ₁₁₃ = 113·2⁻²⁴/(1 − 113·2⁻²⁴) = 6.7353e-6: bound 6.8e-6.`}
+
 var mmqXISum = Bound{Name: "isum", Exact: true, Why: `
 	Integers only: the hooked group's Σ mult(i)·q_w(i)·q_x(i), |·| ≤ 2²⁴ (Q6_K). mmq8x's mma
 	sums start from 0 (no 1.5·2²³ seed) and m0·S0 + m1·S1 is formed in int32, exact in any
 	order, and written as its bit pattern: it must equal the reference exactly.`}
+
+// mmqSegY is the y bound of the families whose activations share one d per segment
+// (kernels/prefill.go, mmqXSeg).
+var mmqSegY = map[string]Bound{"mmq8x": mmqXY, "mmq8x4": mmqX4Y}
 
 // mmqTypes maps the "type" axis values of the int8 prefill families to quant types.
 var mmqTypes = map[string]quant.Type{
@@ -101,8 +113,8 @@ func mmqBounds(family string) map[string][]Bound {
 	}
 	b := map[string][]Bound{}
 	for _, v := range spec.AllVariants() {
-		if kernels.MmqXSeg(family) > 1 {
-			b[v.Name] = []Bound{mmqXISum, mmqXY}
+		if y, ok := mmqSegY[family]; ok {
+			b[v.Name] = []Bound{mmqXISum, y}
 			continue
 		}
 		b[v.Name] = []Bound{mmqYBound(mmqTypes[v.Values["type"]]), mmqISum}
@@ -145,6 +157,13 @@ func init() {
 		Bounds: mmqBounds("mmq8x"),
 		Cases:  append(cases[:len(cases):len(cases)], Case{"rows=190,tokens=300,k=1056", []int{190, 300, 1056}}),
 		Run:    runMmq8x,
+	})
+	// mmq8x4: mmq8x with 128-element segments; the same cases.
+	register(&Family{
+		Name:   "mmq8x4",
+		Bounds: mmqBounds("mmq8x4"),
+		Cases:  append(cases[:len(cases):len(cases)], Case{"rows=190,tokens=300,k=1056", []int{190, 300, 1056}}),
+		Run:    runMmq8x4,
 	})
 }
 
@@ -301,6 +320,11 @@ func runMmq8(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) 
 // activations quantized with the family's shared d.
 func runMmq8x(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
 	return runMmqOf("mmq8x", h, symbol, c, bounds, rng)
+}
+
+// runMmq8x4 runs family mmq8x4 as runMmq8x (its segment: 4 blocks).
+func runMmq8x4(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
+	return runMmqOf("mmq8x4", h, symbol, c, bounds, rng)
 }
 
 // mmqFamilyThreads is the block size of family (mmq or mmq8): its Spec's Threads.
