@@ -392,7 +392,11 @@ func (v Variant) MoeStepFold(t Target) bool {
 // f32 fold (I2F, FMUL, FFMA) once per 8 groups. The price: the activations' d is the
 // segment's amax/127, so blocks quieter than their segment lose resolution
 // (bench/results/2026-11-30-mmqs-s8).
-var mmqXSeg = map[string]int{"mmq8x": 8}
+//
+// Family mmq8x4: 4 groups, one K step, so the int32 sums are dead during the next step's
+// staging (mmq8x's spills, call 1 of bench/results/2026-11-30-mmqs-s8, came from holding them
+// through it); not measured yet.
+var mmqXSeg = map[string]int{"mmq8x": 8, "mmq8x4": 4}
 
 // mmqXSegTypes are family mmq8x's weight types: the 16-split types (sub-scale per 16
 // elements: Q6_K, IQ2_XS, IQ1_M), whose per-group f32 fold costs the most. Each has one f32

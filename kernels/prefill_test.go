@@ -86,13 +86,13 @@ func TestMMQWideStaging(t *testing.T) {
 // mmq8 (the 8-warp tile): every type on every NVIDIA target, mma only, nothing on AMD; the
 // NVIDIA LDS model within the target's LDS; two blocks an SM asked where they fit. mmq8x:
 // the same for its types (mmqXSegTypes), with a segment of 8 groups; mmq8 has none; mmq8x4
-// (mmqXSeg4Types) none yet.
+// (mmqXSeg4Types) 4.
 func TestMmq8Tiles(t *testing.T) {
 	for _, fc := range []struct {
 		family string
 		types  int
 		xseg   int
-	}{{"mmq8", len(axisPrefillType.Values), 0}, {"mmq8x", len(mmqXSegTypes), 8}, {"mmq8x4", len(mmqXSeg4Types), 0}} {
+	}{{"mmq8", len(axisPrefillType.Values), 0}, {"mmq8x", len(mmqXSegTypes), 8}, {"mmq8x4", len(mmqXSeg4Types), 4}} {
 		s, ok := LookupSpec(fc.family)
 		if !ok {
 			t.Fatalf("no %s spec", fc.family)

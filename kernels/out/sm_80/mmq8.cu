@@ -1236,7 +1236,7 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
     if constexpr (XSF) {
       // The segment's last K step (the last step of all: K ends on a whole weight block):
       // acc += base·d_x·ai with this step's group-0 base and d_x, the segment's.
-      if ((g0 + KT) % XSEG == 0 || g0 + KT >= ng) {
+      if (XSEG == KT || (g0 + KT) % XSEG == 0 || g0 + KT >= ng) {  // XSEG = KT: every step (ai is 0 again before the next staging)
         if (!Src::PARTIAL || wt < nc) {
 #pragma unroll
           for (int j = 0; j < FN; ++j) {

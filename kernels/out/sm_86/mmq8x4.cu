@@ -1233,7 +1233,7 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
     if constexpr (XSF) {
       // The segment's last K step (the last step of all: K ends on a whole weight block):
       // acc += base·d_x·ai with this step's group-0 base and d_x, the segment's.
-      if ((g0 + KT) % XSEG == 0 || g0 + KT >= ng) {
+      if (XSEG == KT || (g0 + KT) % XSEG == 0 || g0 + KT >= ng) {  // XSEG = KT: every step (ai is 0 again before the next staging)
         if (!Src::PARTIAL || wt < nc) {
 #pragma unroll
           for (int j = 0; j < FN; ++j) {
@@ -1516,6 +1516,11 @@ template <> struct strata_mmq_nv_shape<strata_qt_iq3s, 1, 64, 128> : strata_mmq_
 template <> struct strata_mmq_nv_shape<strata_qt_iq1m, 1, 64, 128> : strata_mmq_nv_shape_of<2, 4, true> {};  // strata_mmq8x4_iq1m_mma_r64t128w8
 // The kernels whose activations share one d per segment of groups (mmq core,
 // strata_mmq_nv_xseg; kernels/prefill.go, mmqXSeg; family mmq8x): x must be quantized so.
+template <> struct strata_mmq_nv_xseg<strata_qt_q6k, 1, 64, 128> { static constexpr int v = 4; };  // strata_mmq8x4_q6k_mma_r64t128w8
+template <> struct strata_mmq_nv_xseg<strata_qt_iq2xs, 1, 64, 128> { static constexpr int v = 4; };  // strata_mmq8x4_iq2xs_mma_r64t128w8
+template <> struct strata_mmq_nv_xseg<strata_qt_iq3xxs, 1, 64, 128> { static constexpr int v = 4; };  // strata_mmq8x4_iq3xxs_mma_r64t128w8
+template <> struct strata_mmq_nv_xseg<strata_qt_iq3s, 1, 64, 128> { static constexpr int v = 4; };  // strata_mmq8x4_iq3s_mma_r64t128w8
+template <> struct strata_mmq_nv_xseg<strata_qt_iq1m, 1, 64, 128> { static constexpr int v = 4; };  // strata_mmq8x4_iq1m_mma_r64t128w8
 // STRATA_MMQ<n>_BOUNDS: the launch bounds of the kernels that ask n resident blocks per SM
 // (kernels/prefill.go, mmqMinBlocks).
 #define STRATA_MMQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
