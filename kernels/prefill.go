@@ -209,6 +209,11 @@ var mmqWideStaging = map[string]bool{
 	// register bound; the 4-byte form was not measured at r64t128w8.
 	"mmq8/q80/r64t128w8": true, "mmq8/q20/r64t128w8": true, "mmq8/q4k/r64t128w8": true, "mmq8/q6k/r64t128w8": true,
 	"mmq8/iq2xs/r64t128w8": true, "mmq8/iq3xxs/r64t128w8": true, "mmq8/iq3s/r64t128w8": true, "mmq8/iq1m/r64t128w8": true,
+	// mmq8x (mmqXSeg): mmq8's staging.
+	"mmq8x/q6k/r64t128w8": true, "mmq8x/iq2xs/r64t128w8": true, "mmq8x/iq1m/r64t128w8": true,
+	"mmq8x4/q6k/r64t128w8": true, "mmq8x4/iq2xs/r64t128w8": true, "mmq8x4/iq3xxs/r64t128w8": true, "mmq8x4/iq3s/r64t128w8": true,
+	"mmq8x4/iq1m/r64t128w8": true,
+
 	"moe_prefill/iq1m/r128t32": true, "moe_prefill/iq1m/r64t64": true,
 	"moe_prefill/iq2xs/r64t64":  true,
 	"moe_prefill/iq3s/r64t64":   true,
@@ -255,6 +260,10 @@ var mmqMinBlocks = map[string]int{
 	// mmq8 (mmq8Warp): 2 blocks of 256 threads, 128 registers (16–100 bytes of spills).
 	"mmq8/q80/r64t128w8": 2, "mmq8/q20/r64t128w8": 2, "mmq8/q4k/r64t128w8": 2, "mmq8/q6k/r64t128w8": 2,
 	"mmq8/iq2xs/r64t128w8": 2, "mmq8/iq3xxs/r64t128w8": 2, "mmq8/iq3s/r64t128w8": 2, "mmq8/iq1m/r64t128w8": 2,
+	// mmq8x (mmqXSeg): as mmq8.
+	"mmq8x/q6k/r64t128w8": 2, "mmq8x/iq2xs/r64t128w8": 2, "mmq8x/iq1m/r64t128w8": 2,
+	"mmq8x4/q6k/r64t128w8": 2, "mmq8x4/iq2xs/r64t128w8": 2, "mmq8x4/iq3xxs/r64t128w8": 2, "mmq8x4/iq3s/r64t128w8": 2,
+	"mmq8x4/iq1m/r64t128w8": 2,
 }
 
 // nvSMShared is the shared memory an SM of each NVIDIA target gives its resident blocks, in
@@ -368,4 +377,58 @@ var moeStepFold = map[string]bool{"q6k/r64t32": true, "iq2xs/r64t32": true, "iq1
 // (moeStepFold); the template renders a strata_mmq_nv_step_fold specialisation for it.
 func (v Variant) MoeStepFold(t Target) bool {
 	return t.IsNVIDIA() && v.Values["op"] == "mma" && moeStepFold[v.Values["type"]+"/"+v.Values["tile"]]
+}
+
+// mmqXSeg is the activation segment of the families whose NVIDIA mma core sums a segment's
+// groups in int32 and folds them in f32 once (strata_mmq_nv_xseg in
+// kernels/templates/mmq_core.tmpl): groups of 32 elements that share one Q8_1 d. Family
+// mmq8x: 8 groups, the 256-element block of its weight types, so one weight base and one
+// d_x hold for the whole segment.
+//
+// Why: the split types (sub-scale per 16 elements) fold each 32-element group in f32 with 20
+// FP32 instructions per m16n8k32 against Q8_0's 12, and the mmq8 kernels are issue-bound
+// (bench/results/2026-11-30-mmq-s7: IQ2_XS 31.2 instructions per m16n8k32, Q8_0 21.8). In
+// int32 a group costs one IMAD per output and 16-element half (the mma seeded with 0), the
+// f32 fold (I2F, FMUL, FFMA) once per 8 groups. The price: the activations' d is the
+// segment's amax/127, so blocks quieter than their segment lose resolution
+// (bench/results/2026-11-30-mmqs-s8).
+//
+// Family mmq8x4: 4 groups, one K step, so the int32 sums are dead during the next step's
+// staging (mmq8x's spills, call 1 of bench/results/2026-11-30-mmqs-s8, came from holding them
+// through it); not measured yet.
+var mmqXSeg = map[string]int{"mmq8x": 8, "mmq8x4": 4}
+
+// mmqXSegTypes are family mmq8x's weight types: the 16-split types (sub-scale per 16
+// elements: Q6_K, IQ2_XS, IQ1_M), whose per-group f32 fold costs the most. Each has one f32
+// base per 256-element block and integer sub-scales, no mins (Q4_K's min term and Q8_0's and
+// Q2_0's per-group bases need per-group folds). IQ3_XXS and IQ3_S (sub-scale per 32, the same
+// block form) were measured in the family and dropped: bench/results/2026-11-30-mmqs-s8
+// call 1, mmq8 → mmq8x at 512 tokens IQ3_XXS 170.0 → 160.5, IQ3_S 167.9 → 161.0 TOPS (the
+// int32 sums live across two K steps and their staging: 128–136 bytes of spills), while
+// Q6_K 113.8 → 129.4, IQ2_XS 120.2 → 140.0, IQ1_M 122.9 → 142.0.
+var mmqXSegTypes = []Value{{Name: "q6k"}, {Name: "iq2xs"}, {Name: "iq1m"}}
+
+// mmqXSeg4Types are family mmq8x4's weight types: mmqXSegTypes and IQ3_XXS, IQ3_S (one base
+// per 256-element block, a sub-scale per 32). Its 128-element segment is one K step, so the
+// int32 sums are folded before the next step's staging and do not live through it (mmq8x's
+// spills, call 1 of bench/results/2026-11-30-mmqs-s8), at twice mmq8x's fold count and a
+// finer activation d.
+var mmqXSeg4Types = []Value{{Name: "q6k"}, {Name: "iq2xs"}, {Name: "iq3xxs"}, {Name: "iq3s"}, {Name: "iq1m"}}
+
+// XSeg is the activation segment (groups sharing one d, mmqXSeg) of variant v of family on
+// t, or 0: the core folds every group.
+func (v Variant) XSeg(family string, t Target) int {
+	if !t.IsNVIDIA() || v.Values["op"] != "mma" {
+		return 0
+	}
+	return mmqXSeg[family]
+}
+
+// MmqXSeg is the number of Q8_1 blocks that must share one d in the activations of
+// family's kernels (mmqXSeg), or 1.
+func MmqXSeg(family string) int {
+	if n := mmqXSeg[family]; n > 0 {
+		return n
+	}
+	return 1
 }

@@ -55,7 +55,7 @@ func TestPrefillTiles(t *testing.T) {
 // wide form.
 func TestMMQWideStaging(t *testing.T) {
 	seen := map[string]bool{}
-	for _, fam := range []string{"mmq", "mmq8", "moe_prefill"} {
+	for _, fam := range []string{"mmq", "mmq8", "mmq8x", "mmq8x4", "moe_prefill"} {
 		s, ok := LookupSpec(fam)
 		if !ok {
 			t.Fatalf("no %s spec", fam)
@@ -84,35 +84,46 @@ func TestMMQWideStaging(t *testing.T) {
 }
 
 // mmq8 (the 8-warp tile): every type on every NVIDIA target, mma only, nothing on AMD; the
-// NVIDIA LDS model within the target's LDS; two blocks an SM asked where they fit.
+// NVIDIA LDS model within the target's LDS; two blocks an SM asked where they fit. mmq8x:
+// the same for its types (mmqXSegTypes), with a segment of 8 groups; mmq8 has none; mmq8x4
+// (mmqXSeg4Types) 4.
 func TestMmq8Tiles(t *testing.T) {
-	s, ok := LookupSpec("mmq8")
-	if !ok {
-		t.Fatal("no mmq8 spec")
-	}
-	for _, tg := range Targets {
-		kept, _ := s.Variants(tg)
-		if !tg.IsNVIDIA() {
-			if len(kept) != 0 {
-				t.Errorf("%s: %d mmq8 variants on an AMD target", tg.Name, len(kept))
-			}
-			continue
+	for _, fc := range []struct {
+		family string
+		types  int
+		xseg   int
+	}{{"mmq8", len(axisPrefillType.Values), 0}, {"mmq8x", len(mmqXSegTypes), 8}, {"mmq8x4", len(mmqXSeg4Types), 4}} {
+		s, ok := LookupSpec(fc.family)
+		if !ok {
+			t.Fatalf("no %s spec", fc.family)
 		}
-		if len(kept) != len(axisPrefillType.Values) {
-			t.Errorf("%s: %d mmq8 variants, want %d", tg.Name, len(kept), len(axisPrefillType.Values))
-		}
-		for _, v := range kept {
-			sh, ok := mmqShapeOf(v.Values["type"], v.Values["tile"])
-			if !ok || v.Values["op"] != "mma" || v.Shape(tg) == "" {
-				t.Errorf("%s/%s: no 8-warp shape", tg.Name, v.Name)
+		for _, tg := range Targets {
+			kept, _ := s.Variants(tg)
+			if !tg.IsNVIDIA() {
+				if len(kept) != 0 {
+					t.Errorf("%s: %d %s variants on an AMD target", tg.Name, len(kept), fc.family)
+				}
 				continue
 			}
-			bmn := mmqTiles[v.Values["tile"]]
-			if lds := mmqNVLDS(v.Values["type"], bmn[0], bmn[1], sh, v.WideStaging("mmq8", tg)); lds > tg.LDSBytes {
-				t.Errorf("%s/%s: LDS %d > %d", tg.Name, v.Name, lds, tg.LDSBytes)
+			if len(kept) != fc.types {
+				t.Errorf("%s: %d %s variants, want %d", tg.Name, len(kept), fc.family, fc.types)
 			}
-			if v.MinBlocks("mmq8", tg) != 2 {
-				t.Errorf("%s/%s: min blocks %d, want 2", tg.Name, v.Name, v.MinBlocks("mmq8", tg))
+			for _, v := range kept {
+				sh, ok := mmqShapeOf(v.Values["type"], v.Values["tile"])
+				if !ok || v.Values["op"] != "mma" || v.Shape(tg) == "" {
+					t.Errorf("%s/%s/%s: no 8-warp shape", tg.Name, fc.family, v.Name)
+					continue
+				}
+				bmn := mmqTiles[v.Values["tile"]]
+				if lds := mmqNVLDS(v.Values["type"], bmn[0], bmn[1], sh, v.WideStaging(fc.family, tg)); lds > tg.LDSBytes {
+					t.Errorf("%s/%s/%s: LDS %d > %d", tg.Name, fc.family, v.Name, lds, tg.LDSBytes)
+				}
+				if v.MinBlocks(fc.family, tg) != 2 {
+					t.Errorf("%s/%s/%s: min blocks %d, want 2", tg.Name, fc.family, v.Name, v.MinBlocks(fc.family, tg))
+				}
+				if got := v.XSeg(fc.family, tg); got != fc.xseg {
+					t.Errorf("%s/%s/%s: segment %d groups, want %d", tg.Name, fc.family, v.Name, got, fc.xseg)
+				}
 			}
 		}
 	}

@@ -85,16 +85,18 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 		}
 		return b
 	}
-	q81 := func(rows, k int) *gpu.Buffer {
+	// q81Seg: activations quantized with one d per seg blocks (mmq8x: kernels.MmqXSeg).
+	q81Seg := func(rows, k, seg int) *gpu.Buffer {
 		x := activations(rng, rows, k)
 		xq := make([]byte, rows*k/32*36)
 		for r := 0; r < rows; r++ {
-			benchMust(t, quant.QuantizeQ8_1GPU(x[r*k:(r+1)*k], xq[r*k/32*36:(r+1)*k/32*36]))
+			benchMust(t, quant.QuantizeQ8_1GPUSeg(x[r*k:(r+1)*k], xq[r*k/32*36:(r+1)*k/32*36], seg))
 		}
 		b := alloc(len(xq), false)
 		benchMust(t, dev.Upload(b.Ptr, xq))
 		return b
 	}
+	q81 := func(rows, k int) *gpu.Buffer { return q81Seg(rows, k, 1) }
 
 	ceiling := 0.0
 	if tg.IsNVIDIA() {
@@ -123,8 +125,9 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 		return fmt.Sprintf("%.1f%%", 100*tops/ceiling)
 	}
 
-	// mmq at 4096 × 14336, and its 8-warp tiles (mmq8, NVIDIA) in the same table.
-	for _, fam := range []string{"mmq", "mmq8"} {
+	// mmq at 4096 × 14336, and its 8-warp tiles (mmq8, NVIDIA; mmq8x with its shared-d
+	// activations) in the same table.
+	for _, fam := range []string{"mmq", "mmq8", "mmq8x", "mmq8x4"} {
 		co, ok := abi.Find(target, fam)
 		if !ok || len(co.Variants) == 0 || !benchHasObject(dir, co) {
 			continue
@@ -135,7 +138,7 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 		benchMust(t, err)
 		defer mod.Unload()
 		const rows, k = 4096, 14336
-		x := q81(2048, k)
+		x := q81Seg(2048, k, kernels.MmqXSeg(fam))
 		y := alloc(4*2048*rows, false)
 		logf("%-26s %6s %10s %8s %8s", fam+" 4096x14336", "tokens", "median µs", "TOPS", "of mma")
 		spec, _ := kernels.LookupSpec(fam)

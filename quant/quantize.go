@@ -80,32 +80,53 @@ func Quantize(t Type, x []float32, dst []byte) error {
 // is a float32 subnormal below 127·2⁻¹⁴⁹, d underflows to 0 and x/d is ±Inf or NaN;
 // here the conversion saturates (NaN gives 0), like a saturating GPU cvt.
 func QuantizeQ8_1GPU(x []float32, dst []byte) error {
+	return quantizeQ8_1GPU("QuantizeQ8_1GPU", x, dst, 1)
+}
+
+// QuantizeQ8_1GPUSeg is QuantizeQ8_1GPU with one d for each segment of seg consecutive
+// blocks (seg·32 values; the last segment may be shorter): d = amax/127 over the segment,
+// every block of it stores the same fp16(d) and its own sum, and q = roundf(x/d). The bytes
+// are ordinary Q8_1 blocks that every Q8_1 reader takes; kernels that fold a segment's
+// groups at once (family mmq8x: seg = 8) need the shared d. A block quieter than its segment
+// gets a coarser grid than QuantizeQ8_1GPU gives it: its rounding error is at most half the
+// segment's d instead of half its own. seg = 1 is QuantizeQ8_1GPU.
+func QuantizeQ8_1GPUSeg(x []float32, dst []byte, seg int) error {
+	if seg < 1 {
+		return fmt.Errorf("quant: QuantizeQ8_1GPUSeg: segment of %d blocks", seg)
+	}
+	return quantizeQ8_1GPU("QuantizeQ8_1GPUSeg", x, dst, seg)
+}
+
+func quantizeQ8_1GPU(name string, x []float32, dst []byte, seg int) error {
 	nb := (len(x) + 31) / 32
 	if len(x) == 0 || len(dst) != nb*36 {
-		return fmt.Errorf("quant: QuantizeQ8_1GPU: %d values need %d bytes of q8_1 blocks, got %d", len(x), nb*36, len(dst))
+		return fmt.Errorf("quant: %s: %d values need %d bytes of q8_1 blocks, got %d", name, len(x), nb*36, len(dst))
 	}
 	if err := checkFinite(x); err != nil {
-		return fmt.Errorf("quant: QuantizeQ8_1GPU: %w", err)
+		return fmt.Errorf("quant: %s: %w", name, err)
 	}
 	var v [32]float32
-	for b := 0; b < nb; b++ {
-		clear(v[:])
-		copy(v[:], x[32*b:min(len(x), 32*b+32)])
+	for s0 := 0; s0 < nb; s0 += seg {
+		s1 := min(nb, s0+seg)
 		var amax float32
-		for _, xi := range v {
+		for _, xi := range x[32*s0 : min(len(x), 32*s1)] {
 			amax = max(amax, float32(math.Abs(float64(xi))))
 		}
-		sum := warpSum(v)
 		d := amax / 127
-		y := dst[36*b : 36*b+36]
-		binary.LittleEndian.PutUint16(y[0:], F32ToF16(d))
-		binary.LittleEndian.PutUint16(y[2:], F32ToF16(sum))
-		for i, xi := range v {
-			var q int8
-			if amax != 0 {
-				q = satInt8(math.Round(float64(xi / d)))
+		for b := s0; b < s1; b++ {
+			clear(v[:])
+			copy(v[:], x[32*b:min(len(x), 32*b+32)])
+			sum := warpSum(v)
+			y := dst[36*b : 36*b+36]
+			binary.LittleEndian.PutUint16(y[0:], F32ToF16(d))
+			binary.LittleEndian.PutUint16(y[2:], F32ToF16(sum))
+			for i, xi := range v {
+				var q int8
+				if amax != 0 {
+					q = satInt8(math.Round(float64(xi / d)))
+				}
+				y[4+i] = byte(q)
 			}
-			y[4+i] = byte(q)
 		}
 	}
 	return nil

@@ -1,8 +1,10 @@
 package quant
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -150,5 +152,61 @@ func TestQuantizeQ8_1GPUTiny(t *testing.T) {
 	}
 	if int8(y[4]) != 127 || int8(y[5]) != -128 || y[6] != 0 || y[0] != 0 || y[1] != 0 {
 		t.Fatalf("got d %#02x%02x q %d %d %d", y[1], y[0], int8(y[4]), int8(y[5]), int8(y[6]))
+	}
+}
+
+// TestQuantizeQ8_1GPUSeg: seg = 1 is QuantizeQ8_1GPU byte for byte; seg = 8 stores one d per
+// 256 values (amax/127 of the segment, the last segment shorter), each block its own sum,
+// and every value within half of that d of x (the rounding) or clipped at ±127·d.
+func TestQuantizeQ8_1GPUSeg(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	x := make([]float32, 32*19+5) // 20 blocks: two full segments of 8 and one of 4, the last padded
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+		if rng.IntN(50) == 0 {
+			x[i] *= 40 // outliers set their segment's d
+		}
+	}
+	nb := (len(x) + 31) / 32
+	one, q1, q8 := make([]byte, 36*nb), make([]byte, 36*nb), make([]byte, 36*nb)
+	if err := QuantizeQ8_1GPU(x, one); err != nil {
+		t.Fatal(err)
+	}
+	if err := QuantizeQ8_1GPUSeg(x, q1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(one, q1) {
+		t.Error("QuantizeQ8_1GPUSeg(seg 1) differs from QuantizeQ8_1GPU")
+	}
+	if err := QuantizeQ8_1GPUSeg(x, q8, 8); err != nil {
+		t.Fatal(err)
+	}
+	for s0 := 0; s0 < nb; s0 += 8 {
+		var amax float32
+		for _, v := range x[32*s0 : min(len(x), 32*s0+256)] {
+			amax = max(amax, float32(math.Abs(float64(v))))
+		}
+		d := amax / 127
+		for b := s0; b < min(nb, s0+8); b++ {
+			blk := q8[36*b : 36*b+36]
+			if got := binary.LittleEndian.Uint16(blk); got != F32ToF16(d) {
+				t.Fatalf("block %d: d %#x, want the segment's %#x", b, got, F32ToF16(d))
+			}
+			if !bytes.Equal(blk[2:4], one[36*b+2:36*b+4]) {
+				t.Errorf("block %d: sum differs from the per-block quantizer's", b)
+			}
+			for i := 0; i < 32; i++ {
+				var xi float32
+				if 32*b+i < len(x) {
+					xi = x[32*b+i]
+				}
+				if e := math.Abs(float64(xi) - float64(int8(blk[4+i]))*float64(d)); e > 0.5001*float64(d) {
+					t.Errorf("block %d value %d: |x − q·d| = %g > d/2 = %g", b, i, e, d/2)
+				}
+			}
+		}
+	}
+	if err := QuantizeQ8_1GPUSeg(x, q8, 0); err == nil {
+		t.Error("QuantizeQ8_1GPUSeg accepted a segment of 0 blocks")
 	}
 }

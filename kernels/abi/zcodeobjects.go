@@ -214,6 +214,18 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
+	Family:   "mmq8x",
+	Path:     "gfx1030/mmq8x.co",
+	Target:   "gfx1030",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8x4",
+	Path:     "gfx1030/mmq8x4.co",
+	Target:   "gfx1030",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
 	Family: "mmvq",
 	Path:   "gfx1030/mmvq.co",
 	Target: "gfx1030",
@@ -631,6 +643,18 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8",
 	Path:     "gfx1100/mmq8.co",
+	Target:   "gfx1100",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8x",
+	Path:     "gfx1100/mmq8x.co",
+	Target:   "gfx1100",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8x4",
+	Path:     "gfx1100/mmq8x4.co",
 	Target:   "gfx1100",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -1080,6 +1104,18 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
+	Family:   "mmq8x",
+	Path:     "gfx1101/mmq8x.co",
+	Target:   "gfx1101",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8x4",
+	Path:     "gfx1101/mmq8x4.co",
+	Target:   "gfx1101",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
 	Family: "mmvq",
 	Path:   "gfx1101/mmvq.co",
 	Target: "gfx1101",
@@ -1521,6 +1557,18 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8",
 	Path:     "gfx1102/mmq8.co",
+	Target:   "gfx1102",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8x",
+	Path:     "gfx1102/mmq8x.co",
+	Target:   "gfx1102",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8x4",
+	Path:     "gfx1102/mmq8x4.co",
 	Target:   "gfx1102",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -1970,6 +2018,18 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
+	Family:   "mmq8x",
+	Path:     "gfx1200/mmq8x.co",
+	Target:   "gfx1200",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8x4",
+	Path:     "gfx1200/mmq8x4.co",
+	Target:   "gfx1200",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
 	Family: "mmvq",
 	Path:   "gfx1200/mmvq.co",
 	Target: "gfx1200",
@@ -2411,6 +2471,18 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8",
 	Path:     "gfx1201/mmq8.co",
+	Target:   "gfx1201",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8x",
+	Path:     "gfx1201/mmq8x.co",
+	Target:   "gfx1201",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8x4",
+	Path:     "gfx1201/mmq8x4.co",
 	Target:   "gfx1201",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -2977,6 +3049,42 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8x",
+	Path:   "sm_80/mmq8x.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "q6k_mma_r64t128w8",
+		Symbol: "strata_mmq8x_q6k_mma_r64t128w8",
+	}, {
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8x4",
+	Path:   "sm_80/mmq8x4.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "q6k_mma_r64t128w8",
+		Symbol: "strata_mmq8x4_q6k_mma_r64t128w8",
+	}, {
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq3xxs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4_iq3xxs_mma_r64t128w8",
+	}, {
+		Name:   "iq3s_mma_r64t128w8",
+		Symbol: "strata_mmq8x4_iq3s_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3825,6 +3933,42 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "mmq8x",
+	Path:   "sm_86/mmq8x.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "q6k_mma_r64t128w8",
+		Symbol: "strata_mmq8x_q6k_mma_r64t128w8",
+	}, {
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8x4",
+	Path:   "sm_86/mmq8x4.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "q6k_mma_r64t128w8",
+		Symbol: "strata_mmq8x4_q6k_mma_r64t128w8",
+	}, {
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq3xxs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4_iq3xxs_mma_r64t128w8",
+	}, {
+		Name:   "iq3s_mma_r64t128w8",
+		Symbol: "strata_mmq8x4_iq3s_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "mmvq",
 	Path:   "sm_86/mmvq.ptx",
 	Target: "sm_86",
@@ -4670,6 +4814,42 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "mmq8x",
+	Path:   "sm_89/mmq8x.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "q6k_mma_r64t128w8",
+		Symbol: "strata_mmq8x_q6k_mma_r64t128w8",
+	}, {
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8x4",
+	Path:   "sm_89/mmq8x4.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "q6k_mma_r64t128w8",
+		Symbol: "strata_mmq8x4_q6k_mma_r64t128w8",
+	}, {
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq3xxs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4_iq3xxs_mma_r64t128w8",
+	}, {
+		Name:   "iq3s_mma_r64t128w8",
+		Symbol: "strata_mmq8x4_iq3s_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "mmvq",
 	Path:   "sm_89/mmvq.ptx",
 	Target: "sm_89",
@@ -5512,6 +5692,42 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8x",
+	Path:   "sm_90/mmq8x.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "q6k_mma_r64t128w8",
+		Symbol: "strata_mmq8x_q6k_mma_r64t128w8",
+	}, {
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8x4",
+	Path:   "sm_90/mmq8x4.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "q6k_mma_r64t128w8",
+		Symbol: "strata_mmq8x4_q6k_mma_r64t128w8",
+	}, {
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq3xxs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4_iq3xxs_mma_r64t128w8",
+	}, {
+		Name:   "iq3s_mma_r64t128w8",
+		Symbol: "strata_mmq8x4_iq3s_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {

@@ -749,6 +749,21 @@ template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_wide_stage { st
 // the integer main sums and the hook are as in the per-group fold. Default: per group.
 template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_step_fold { static constexpr bool v = false; };
 
+// The activation segment of the core instantiation <QT, NW, BM, BN> (a family template
+// specialises it; mmq does for kernels/prefill.go mmqXSeg, family mmq8x): v = 0 folds every
+// group as above. v = n > 0: the activations' n consecutive Q8_1 blocks of a token (n·32
+// elements from a multiple of n·32) share one d, and the weight base is one value per n
+// groups (QK a multiple of 32·n, no mins), so base·d_x is one value per segment. The mma
+// then runs from a zero accumulator, each group adds its integer main sum in int32,
+//   ai += D·m   (split types: D0·m0 + D1·m1)          1 or 2 IMAD per output
+// (|ai| ≤ n·2²⁴ < 2³¹ for n ≤ 64: exact), and at the segment's last K step once
+//   acc = fma(base·d_x, (f32)ai, acc), ai = 0         I2F + FMUL + FFMA per output
+// with base and d_x of that step's group 0. Per m16n8k32 that is 8 (split) or 4 integer
+// instructions a group and the fold's ≈ 16/n, against 20 or 12 FP32 instructions; no
+// magic constants, no per-group d_x loads. The scale tile holds m0, m1 as int32 bit
+// patterns. Error: parity/mmq.go mmqXY; the hook is the group's int32 main sum, as above.
+template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_xseg { static constexpr int v = 0; };
+
 // The block shape of the core instantiation <QT, NW, BM, BN>: WGM × WGN warps (rows ×
 // tokens; T = 32·WGM·WGN threads a block, warp tile BM/WGM × BN/WGN) and XD: the token scale
 // tile holds d_x alone (types without mins, whose d_x·Σq_x is never read). Every tile is
@@ -894,6 +909,7 @@ STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, co
     __builtin_memcpy(__builtin_assume_aligned(&s.w[m * BM + r][32 * kg + 16], 16), &hi, 16);
     typedef f32 strata_f32x4 __attribute__((__vector_size__(16)));
     strata_f32x4 sc = {okw[u] ? G[u].base : 0.0f, (f32)G[u].m0, (f32)G[u].m1, QT::MIN ? G[u].offb * (f32)G[u].offm : 0.0f};
+    if constexpr (strata_mmq_nv_xseg<QT, NW, BM, BN>::v > 0) sc[1] = __builtin_bit_cast(f32, G[u].m0), sc[2] = __builtin_bit_cast(f32, G[u].m1);
     __builtin_memcpy(__builtin_assume_aligned(&s.ws[kg][m * BM + r][0], 16), &sc, 16);
   }
 #pragma unroll
@@ -1007,6 +1023,7 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
     __builtin_memcpy(__builtin_assume_aligned(&s.w[m * BM + r][32 * kg + 16], 16), &hi, 16);
     typedef f32 strata_f32x4 __attribute__((__vector_size__(16)));
     strata_f32x4 sc = {R.okw[u] ? Gu.base : 0.0f, (f32)Gu.m0, (f32)Gu.m1, QT::MIN ? Gu.offb * (f32)Gu.offm : 0.0f};
+    if constexpr (strata_mmq_nv_xseg<QT, NW, BM, BN>::v > 0) sc[1] = __builtin_bit_cast(f32, Gu.m0), sc[2] = __builtin_bit_cast(f32, Gu.m1);
     __builtin_memcpy(__builtin_assume_aligned(&s.ws[kg][m * BM + r][0], 16), &sc, 16);
   }
 #pragma unroll
@@ -1046,6 +1063,10 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
   constexpr bool SPLIT = strata_mmq_split<QT>::v;
   constexpr bool STEP = strata_mmq_nv_step_fold<QT, NW, BM, BN>::v && !HOOK;
   static_assert(!strata_mmq_nv_step_fold<QT, NW, BM, BN>::v || (QT::QK % (32 * KT) == 0 && !QT::MIN), "step fold: one base per K step, no mins");
+  constexpr int XSEG = strata_mmq_nv_xseg<QT, NW, BM, BN>::v;  // groups per shared d_x (0: none)
+  constexpr bool XS = XSEG > 0, XSF = XS && !HOOK;              // XSF: the int32 segment sums
+  static_assert(!XS || (QT::QK % (32 * XSEG) == 0 && XSEG % KT == 0 && XSEG <= 64 && !QT::MIN && !strata_mmq_nv_step_fold<QT, NW, BM, BN>::v),
+                "activation segment: whole K steps inside one weight block, no mins, no step fold");
   const int ng = k / 32;
   const int tid = (int)strata_thread_x(), wv = tid >> 5;
   const int g = (tid & 31) >> 2, t = tid & 3;
@@ -1058,7 +1079,7 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
   const int nc = Src::PARTIAL ? src.ncols() : BN;
   strata_mma_c cm;
 #pragma unroll
-  for (int e = 0; e < 8; ++e) cm.v[e] = STRATA_MMQ_MAGIC_BITS;
+  for (int e = 0; e < 8; ++e) cm.v[e] = XS ? 0 : STRATA_MMQ_MAGIC_BITS;
   f32 acc[NW][FM][FN][8];
 #pragma unroll
   for (int m = 0; m < NW; ++m)
@@ -1069,6 +1090,17 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
 #pragma unroll
         for (int e = 0; e < 8; ++e) acc[m][i][j][e] = 0.0f;
   f32 tk[STEP ? NW : 1][STEP ? FM : 1][STEP ? FN : 1][8];  // STEP: the step's Σ d_x·main
+  i32 ai[XSF ? NW : 1][XSF ? FM : 1][XSF ? FN : 1][8];     // XSF: the segment's Σ main
+  if constexpr (XSF) {
+#pragma unroll
+    for (int m = 0; m < NW; ++m)
+#pragma unroll
+      for (int i = 0; i < FM; ++i)
+#pragma unroll
+        for (int j = 0; j < FN; ++j)
+#pragma unroll
+          for (int e = 0; e < 8; ++e) ai[m][i][j][e] = 0;
+  }
   // The staging form (see the section comment). The wide form's Q8_0 loads were also tried
   // software-pipelined one step ahead (819c315; call 3 of bench/results/2026-11-29-mmq-ncu):
   // slower at every Q8_0 kernel but mmq r64t64, faster there at 512 tokens (148.0 against
@@ -1097,6 +1129,7 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
       for (int j = 0; j < FN; ++j) {
         if (Src::PARTIAL && wt + 16 * j >= nc) break;
         b[j] = strata_mmq_ld_b(&s.x[wt + 16 * j][32 * kg]);
+        if constexpr (XS) continue;  // d_x at the segment's fold
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           if constexpr (SH::XD) {
@@ -1120,6 +1153,7 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
           const strata_mma_a32 a = strata_mmq_ld_a(&s.w[r0][32 * kg]);
           // Scales of rows r0 + g (y = 0) and r0 + g + 8 (y = 1).
           f32 base[2], m0[2], m1[2], om[2], n0[2], n1[2];
+          i32 mi0[2], mi1[2];
 #pragma unroll
           for (int y = 0; y < 2; ++y) {
             typedef f32 strata_f32x4 __attribute__((__vector_size__(16)));
@@ -1127,6 +1161,9 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
             __builtin_memcpy(&v, __builtin_assume_aligned(&s.ws[kg][r0 + g + 8 * y][0], 16), 16);
             base[y] = v[0], m0[y] = v[1], m1[y] = v[2], om[y] = v[3];
             n0[y] = -STRATA_MMQ_MAGIC * m0[y], n1[y] = -STRATA_MMQ_MAGIC * m1[y];
+            // XS: the int32 patterns (from the scalars: clang 19's __builtin_bit_cast of a
+            // vector element v[i] reads element 0).
+            mi0[y] = __builtin_bit_cast(i32, m0[y]), mi1[y] = __builtin_bit_cast(i32, m1[y]);
           }
 #pragma unroll
           for (int j = 0; j < FN; ++j) {
@@ -1142,6 +1179,22 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
             } else {
               d0 = strata_mma32(cm, a, b[j]);
               d1 = d0;
+            }
+            if constexpr (XS) {
+#pragma unroll
+              for (int e = 0; e < 8; ++e) {
+                const int y = (e >> 1) & 1;
+                if constexpr (HOOK) {
+                  i32 mn = d0.v[e] * mi0[y];
+                  if (SPLIT) mn += d1.v[e] * mi1[y];
+                  if (kg == hk) acc[m][i][j][e] = __builtin_bit_cast(f32, mn);
+                } else {
+                  i32& sa = ai[m][i][j][e];
+                  sa += d0.v[e] * mi0[y];
+                  if (SPLIT) sa += d1.v[e] * mi1[y];
+                }
+              }
+              continue;
             }
 #pragma unroll
             for (int e = 0; e < 8; ++e) {
@@ -1178,6 +1231,37 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
               for (int e = 0; e < 8; ++e) acc[m][i][j][e] = __builtin_fmaf(base[(e >> 1) & 1], tk[m][i][j][e], acc[m][i][j][e]);
             }
           }
+      }
+    }
+    if constexpr (XSF) {
+      // The segment's last K step (the last step of all: K ends on a whole weight block):
+      // acc += base·d_x·ai with this step's group-0 base and d_x, the segment's.
+      if (XSEG == KT || (g0 + KT) % XSEG == 0 || g0 + KT >= ng) {  // XSEG = KT: every step (ai is 0 again before the next staging)
+        if (!Src::PARTIAL || wt < nc) {
+#pragma unroll
+          for (int j = 0; j < FN; ++j) {
+            if (Src::PARTIAL && wt + 16 * j >= nc) break;
+            f32 dx[2][2];
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int c = wt + 16 * j + 8 * h + 2 * t;
+              dx[h][0] = s.xs[0][c][0], dx[h][1] = s.xs[0][c + 1][0];
+            }
+#pragma unroll
+            for (int m = 0; m < NW; ++m)
+#pragma unroll
+              for (int i = 0; i < FM; ++i) {
+                const int r0 = m * BM + wr + 16 * i;
+                const f32 base[2] = {s.ws[0][r0 + g][0], s.ws[0][r0 + g + 8][0]};
+#pragma unroll
+                for (int e = 0; e < 8; ++e) {
+                  const int h = e >> 2, y = (e >> 1) & 1, z = e & 1;
+                  acc[m][i][j][e] = __builtin_fmaf(base[y] * dx[h][z], (f32)ai[m][i][j][e], acc[m][i][j][e]);
+                  ai[m][i][j][e] = 0;
+                }
+              }
+          }
+        }
       }
     }
     strata_barrier();
@@ -1439,6 +1523,8 @@ template <> struct strata_mmq_nv_shape<strata_qt_iq2xs, 1, 64, 128> : strata_mmq
 template <> struct strata_mmq_nv_shape<strata_qt_iq3xxs, 1, 64, 128> : strata_mmq_nv_shape_of<2, 4, true> {};  // strata_mmq8_iq3xxs_mma_r64t128w8
 template <> struct strata_mmq_nv_shape<strata_qt_iq3s, 1, 64, 128> : strata_mmq_nv_shape_of<2, 4, true> {};  // strata_mmq8_iq3s_mma_r64t128w8
 template <> struct strata_mmq_nv_shape<strata_qt_iq1m, 1, 64, 128> : strata_mmq_nv_shape_of<2, 4, true> {};  // strata_mmq8_iq1m_mma_r64t128w8
+// The kernels whose activations share one d per segment of groups (mmq core,
+// strata_mmq_nv_xseg; kernels/prefill.go, mmqXSeg; family mmq8x): x must be quantized so.
 // STRATA_MMQ<n>_BOUNDS: the launch bounds of the kernels that ask n resident blocks per SM
 // (kernels/prefill.go, mmqMinBlocks).
 #define STRATA_MMQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
