@@ -3020,6 +3020,22 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g4",
 	}, {
+		Name:         "q80_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g5",
+	}, {
+		Name:         "q80_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g6",
+	}, {
+		Name:         "q80_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g7",
+	}, {
+		Name:         "q80_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g8",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -3039,6 +3055,22 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g4",
+	}, {
+		Name:         "q20_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g5",
+	}, {
+		Name:         "q20_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g6",
+	}, {
+		Name:         "q20_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g7",
+	}, {
+		Name:         "q20_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g8",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -3060,6 +3092,22 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g4",
 	}, {
+		Name:         "q4k_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g5",
+	}, {
+		Name:         "q4k_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g6",
+	}, {
+		Name:         "q4k_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g7",
+	}, {
+		Name:         "q4k_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g8",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -3079,6 +3127,22 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g4",
+	}, {
+		Name:         "q6k_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g5",
+	}, {
+		Name:         "q6k_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g6",
+	}, {
+		Name:         "q6k_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g7",
+	}, {
+		Name:         "q6k_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g8",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -3100,6 +3164,22 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g4",
 	}, {
+		Name:         "iq2xs_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g5",
+	}, {
+		Name:         "iq2xs_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g6",
+	}, {
+		Name:         "iq2xs_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g7",
+	}, {
+		Name:         "iq2xs_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g8",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -3119,6 +3199,22 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g4",
+	}, {
+		Name:         "iq3xxs_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g5",
+	}, {
+		Name:         "iq3xxs_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g6",
+	}, {
+		Name:         "iq3xxs_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g7",
+	}, {
+		Name:         "iq3xxs_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g8",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -3140,6 +3236,22 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g4",
 	}, {
+		Name:         "iq3s_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g5",
+	}, {
+		Name:         "iq3s_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g6",
+	}, {
+		Name:         "iq3s_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g7",
+	}, {
+		Name:         "iq3s_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g8",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -3159,6 +3271,22 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g4",
+	}, {
+		Name:         "iq1m_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g5",
+	}, {
+		Name:         "iq1m_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g6",
+	}, {
+		Name:         "iq1m_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g7",
+	}, {
+		Name:         "iq1m_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3865,6 +3993,22 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g4",
 	}, {
+		Name:         "q80_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g5",
+	}, {
+		Name:         "q80_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g6",
+	}, {
+		Name:         "q80_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g7",
+	}, {
+		Name:         "q80_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g8",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -3884,6 +4028,22 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g4",
+	}, {
+		Name:         "q20_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g5",
+	}, {
+		Name:         "q20_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g6",
+	}, {
+		Name:         "q20_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g7",
+	}, {
+		Name:         "q20_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g8",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -3905,6 +4065,22 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g4",
 	}, {
+		Name:         "q4k_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g5",
+	}, {
+		Name:         "q4k_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g6",
+	}, {
+		Name:         "q4k_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g7",
+	}, {
+		Name:         "q4k_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g8",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -3924,6 +4100,22 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g4",
+	}, {
+		Name:         "q6k_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g5",
+	}, {
+		Name:         "q6k_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g6",
+	}, {
+		Name:         "q6k_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g7",
+	}, {
+		Name:         "q6k_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g8",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -3945,6 +4137,22 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g4",
 	}, {
+		Name:         "iq2xs_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g5",
+	}, {
+		Name:         "iq2xs_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g6",
+	}, {
+		Name:         "iq2xs_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g7",
+	}, {
+		Name:         "iq2xs_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g8",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -3964,6 +4172,22 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g4",
+	}, {
+		Name:         "iq3xxs_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g5",
+	}, {
+		Name:         "iq3xxs_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g6",
+	}, {
+		Name:         "iq3xxs_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g7",
+	}, {
+		Name:         "iq3xxs_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g8",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -3985,6 +4209,22 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g4",
 	}, {
+		Name:         "iq3s_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g5",
+	}, {
+		Name:         "iq3s_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g6",
+	}, {
+		Name:         "iq3s_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g7",
+	}, {
+		Name:         "iq3s_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g8",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -4004,6 +4244,22 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g4",
+	}, {
+		Name:         "iq1m_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g5",
+	}, {
+		Name:         "iq1m_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g6",
+	}, {
+		Name:         "iq1m_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g7",
+	}, {
+		Name:         "iq1m_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4710,6 +4966,22 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g4",
 	}, {
+		Name:         "q80_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g5",
+	}, {
+		Name:         "q80_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g6",
+	}, {
+		Name:         "q80_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g7",
+	}, {
+		Name:         "q80_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g8",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -4729,6 +5001,22 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g4",
+	}, {
+		Name:         "q20_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g5",
+	}, {
+		Name:         "q20_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g6",
+	}, {
+		Name:         "q20_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g7",
+	}, {
+		Name:         "q20_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g8",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -4750,6 +5038,22 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g4",
 	}, {
+		Name:         "q4k_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g5",
+	}, {
+		Name:         "q4k_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g6",
+	}, {
+		Name:         "q4k_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g7",
+	}, {
+		Name:         "q4k_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g8",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -4769,6 +5073,22 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g4",
+	}, {
+		Name:         "q6k_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g5",
+	}, {
+		Name:         "q6k_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g6",
+	}, {
+		Name:         "q6k_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g7",
+	}, {
+		Name:         "q6k_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g8",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -4790,6 +5110,22 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g4",
 	}, {
+		Name:         "iq2xs_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g5",
+	}, {
+		Name:         "iq2xs_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g6",
+	}, {
+		Name:         "iq2xs_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g7",
+	}, {
+		Name:         "iq2xs_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g8",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -4809,6 +5145,22 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g4",
+	}, {
+		Name:         "iq3xxs_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g5",
+	}, {
+		Name:         "iq3xxs_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g6",
+	}, {
+		Name:         "iq3xxs_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g7",
+	}, {
+		Name:         "iq3xxs_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g8",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -4830,6 +5182,22 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g4",
 	}, {
+		Name:         "iq3s_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g5",
+	}, {
+		Name:         "iq3s_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g6",
+	}, {
+		Name:         "iq3s_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g7",
+	}, {
+		Name:         "iq3s_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g8",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -4849,6 +5217,22 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g4",
+	}, {
+		Name:         "iq1m_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g5",
+	}, {
+		Name:         "iq1m_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g6",
+	}, {
+		Name:         "iq1m_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g7",
+	}, {
+		Name:         "iq1m_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -5555,6 +5939,22 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g4",
 	}, {
+		Name:         "q80_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g5",
+	}, {
+		Name:         "q80_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g6",
+	}, {
+		Name:         "q80_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g7",
+	}, {
+		Name:         "q80_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g8",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -5574,6 +5974,22 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g4",
+	}, {
+		Name:         "q20_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g5",
+	}, {
+		Name:         "q20_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g6",
+	}, {
+		Name:         "q20_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g7",
+	}, {
+		Name:         "q20_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g8",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -5595,6 +6011,22 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g4",
 	}, {
+		Name:         "q4k_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g5",
+	}, {
+		Name:         "q4k_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g6",
+	}, {
+		Name:         "q4k_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g7",
+	}, {
+		Name:         "q4k_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g8",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -5614,6 +6046,22 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g4",
+	}, {
+		Name:         "q6k_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g5",
+	}, {
+		Name:         "q6k_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g6",
+	}, {
+		Name:         "q6k_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g7",
+	}, {
+		Name:         "q6k_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g8",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -5635,6 +6083,22 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g4",
 	}, {
+		Name:         "iq2xs_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g5",
+	}, {
+		Name:         "iq2xs_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g6",
+	}, {
+		Name:         "iq2xs_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g7",
+	}, {
+		Name:         "iq2xs_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g8",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -5654,6 +6118,22 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g4",
+	}, {
+		Name:         "iq3xxs_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g5",
+	}, {
+		Name:         "iq3xxs_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g6",
+	}, {
+		Name:         "iq3xxs_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g7",
+	}, {
+		Name:         "iq3xxs_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g8",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -5675,6 +6155,22 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g4",
 	}, {
+		Name:         "iq3s_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g5",
+	}, {
+		Name:         "iq3s_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g6",
+	}, {
+		Name:         "iq3s_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g7",
+	}, {
+		Name:         "iq3s_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g8",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -5694,6 +6190,22 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g4",
+	}, {
+		Name:         "iq1m_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g5",
+	}, {
+		Name:         "iq1m_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g6",
+	}, {
+		Name:         "iq1m_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g7",
+	}, {
+		Name:         "iq1m_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g8",
 	}},
 	Vendor: "nvidia",
 }, {
