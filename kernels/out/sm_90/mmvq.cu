@@ -2084,8 +2084,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g4(const struct strat
 // shape): quantized R = 1 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g5(const struct strata_mmvq_args p) {
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q80_g5(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q80::QK) * strata_qt_q80::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -2121,8 +2122,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g5(const struct strat
 // shape): quantized R = 1 rows a wave, U = 4 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g6(const struct strata_mmvq_args p) {
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q80_g6(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q80::QK) * strata_qt_q80::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -2195,8 +2197,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g7(const struct strat
 // shape): quantized R = 1 rows a wave, U = 3 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g8(const struct strata_mmvq_args p) {
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q80_g8(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q80::QK) * strata_qt_q80::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -2380,8 +2383,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g4(const struct strat
 // shape): quantized R = 1 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g5(const struct strata_mmvq_args p) {
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q20_g5(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q20::QK) * strata_qt_q20::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -2417,8 +2421,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g5(const struct strat
 // shape): quantized R = 1 rows a wave, U = 4 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g6(const struct strata_mmvq_args p) {
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q20_g6(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q20::QK) * strata_qt_q20::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -2491,8 +2496,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g7(const struct strat
 // shape): quantized R = 1 rows a wave, U = 3 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g8(const struct strata_mmvq_args p) {
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q20_g8(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q20::QK) * strata_qt_q20::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -2676,8 +2682,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g4(const struct strat
 // shape): quantized R = 1 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g5(const struct strata_mmvq_args p) {
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q4k_g5(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q4k::QK) * strata_qt_q4k::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -2713,8 +2720,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g5(const struct strat
 // shape): quantized R = 1 rows a wave, U = 4 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g6(const struct strata_mmvq_args p) {
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q4k_g6(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q4k::QK) * strata_qt_q4k::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -2787,8 +2795,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g7(const struct strat
 // shape): quantized R = 1 rows a wave, U = 3 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g8(const struct strata_mmvq_args p) {
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q4k_g8(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q4k::QK) * strata_qt_q4k::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -2972,8 +2981,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g4(const struct strat
 // shape): quantized R = 1 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g5(const struct strata_mmvq_args p) {
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q6k_g5(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q6k::QK) * strata_qt_q6k::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -3009,8 +3019,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g5(const struct strat
 // shape): quantized R = 1 rows a wave, U = 4 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g6(const struct strata_mmvq_args p) {
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q6k_g6(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q6k::QK) * strata_qt_q6k::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -3083,8 +3094,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g7(const struct strat
 // shape): quantized R = 1 rows a wave, U = 3 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g8(const struct strata_mmvq_args p) {
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q6k_g8(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q6k::QK) * strata_qt_q6k::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -3268,8 +3280,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g4(const struct str
 // shape): quantized R = 1 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g5(const struct strata_mmvq_args p) {
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq2xs_g5(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq2xs::QK) * strata_qt_iq2xs::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -3305,8 +3318,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g5(const struct str
 // shape): quantized R = 1 rows a wave, U = 4 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g6(const struct strata_mmvq_args p) {
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq2xs_g6(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq2xs::QK) * strata_qt_iq2xs::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -3379,8 +3393,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g7(const struct str
 // shape): quantized R = 1 rows a wave, U = 3 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g8(const struct strata_mmvq_args p) {
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq2xs_g8(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq2xs::QK) * strata_qt_iq2xs::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -3564,8 +3579,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g4(const struct st
 // shape): quantized R = 1 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g5(const struct strata_mmvq_args p) {
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq3xxs_g5(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3xxs::QK) * strata_qt_iq3xxs::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -3601,8 +3617,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g5(const struct st
 // shape): quantized R = 1 rows a wave, U = 4 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g6(const struct strata_mmvq_args p) {
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq3xxs_g6(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3xxs::QK) * strata_qt_iq3xxs::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -3675,8 +3692,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g7(const struct st
 // shape): quantized R = 1 rows a wave, U = 3 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g8(const struct strata_mmvq_args p) {
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq3xxs_g8(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3xxs::QK) * strata_qt_iq3xxs::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -3860,8 +3878,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g4(const struct stra
 // shape): quantized R = 1 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g5(const struct strata_mmvq_args p) {
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq3s_g5(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3s::QK) * strata_qt_iq3s::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -3897,8 +3916,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g5(const struct stra
 // shape): quantized R = 1 rows a wave, U = 4 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g6(const struct strata_mmvq_args p) {
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq3s_g6(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3s::QK) * strata_qt_iq3s::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -3971,8 +3991,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g7(const struct stra
 // shape): quantized R = 1 rows a wave, U = 3 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g8(const struct strata_mmvq_args p) {
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq3s_g8(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3s::QK) * strata_qt_iq3s::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -4156,8 +4177,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g4(const struct stra
 // shape): quantized R = 1 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g5(const struct strata_mmvq_args p) {
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq1m_g5(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq1m::QK) * strata_qt_iq1m::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -4193,8 +4215,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g5(const struct stra
 // shape): quantized R = 1 rows a wave, U = 4 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g6(const struct strata_mmvq_args p) {
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq1m_g6(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq1m::QK) * strata_qt_iq1m::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -4267,8 +4290,9 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g7(const struct stra
 // shape): quantized R = 1 rows a wave, U = 3 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g8(const struct strata_mmvq_args p) {
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq1m_g8(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq1m::QK) * strata_qt_iq1m::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
