@@ -3036,6 +3036,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g8",
 	}, {
+		Name:         "q80_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g9",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -3071,6 +3075,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g8",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g8",
+	}, {
+		Name:         "q20_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g9",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -3108,6 +3116,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g8",
 	}, {
+		Name:         "q4k_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g9",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -3143,6 +3155,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g8",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g8",
+	}, {
+		Name:         "q6k_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g9",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -3180,6 +3196,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g8",
 	}, {
+		Name:         "iq2xs_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g9",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -3215,6 +3235,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g8",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g8",
+	}, {
+		Name:         "iq3xxs_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g9",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -3252,6 +3276,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g8",
 	}, {
+		Name:         "iq3s_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g9",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -3287,6 +3315,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g8",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g8",
+	}, {
+		Name:         "iq1m_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g9",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4009,6 +4041,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g8",
 	}, {
+		Name:         "q80_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g9",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -4044,6 +4080,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g8",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g8",
+	}, {
+		Name:         "q20_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g9",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -4081,6 +4121,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g8",
 	}, {
+		Name:         "q4k_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g9",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -4116,6 +4160,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g8",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g8",
+	}, {
+		Name:         "q6k_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g9",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -4153,6 +4201,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g8",
 	}, {
+		Name:         "iq2xs_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g9",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -4188,6 +4240,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g8",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g8",
+	}, {
+		Name:         "iq3xxs_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g9",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -4225,6 +4281,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g8",
 	}, {
+		Name:         "iq3s_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g9",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -4260,6 +4320,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g8",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g8",
+	}, {
+		Name:         "iq1m_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g9",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4982,6 +5046,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g8",
 	}, {
+		Name:         "q80_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g9",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -5017,6 +5085,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g8",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g8",
+	}, {
+		Name:         "q20_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g9",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -5054,6 +5126,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g8",
 	}, {
+		Name:         "q4k_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g9",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -5089,6 +5165,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g8",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g8",
+	}, {
+		Name:         "q6k_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g9",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -5126,6 +5206,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g8",
 	}, {
+		Name:         "iq2xs_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g9",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -5161,6 +5245,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g8",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g8",
+	}, {
+		Name:         "iq3xxs_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g9",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -5198,6 +5286,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g8",
 	}, {
+		Name:         "iq3s_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g9",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -5233,6 +5325,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g8",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g8",
+	}, {
+		Name:         "iq1m_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g9",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -5955,6 +6051,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g8",
 	}, {
+		Name:         "q80_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g9",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -5990,6 +6090,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g8",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g8",
+	}, {
+		Name:         "q20_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g9",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -6027,6 +6131,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g8",
 	}, {
+		Name:         "q4k_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g9",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -6062,6 +6170,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g8",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g8",
+	}, {
+		Name:         "q6k_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g9",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -6099,6 +6211,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g8",
 	}, {
+		Name:         "iq2xs_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g9",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -6134,6 +6250,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g8",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g8",
+	}, {
+		Name:         "iq3xxs_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g9",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -6171,6 +6291,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g8",
 	}, {
+		Name:         "iq3s_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g9",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -6206,6 +6330,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g8",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g8",
+	}, {
+		Name:         "iq1m_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g9",
 	}},
 	Vendor: "nvidia",
 }, {

@@ -53,6 +53,7 @@ const (
 	SymMmvqQ80G6    = "strata_mmvq_q80_g6"    // variant q80_g6
 	SymMmvqQ80G7    = "strata_mmvq_q80_g7"    // variant q80_g7
 	SymMmvqQ80G8    = "strata_mmvq_q80_g8"    // variant q80_g8
+	SymMmvqQ80G9    = "strata_mmvq_q80_g9"    // variant q80_g9
 	SymMmvqQ20      = "strata_mmvq_q20"       // variant q20
 	SymMmvqQ20G1    = "strata_mmvq_q20_g1"    // variant q20_g1
 	SymMmvqQ20G2    = "strata_mmvq_q20_g2"    // variant q20_g2
@@ -62,6 +63,7 @@ const (
 	SymMmvqQ20G6    = "strata_mmvq_q20_g6"    // variant q20_g6
 	SymMmvqQ20G7    = "strata_mmvq_q20_g7"    // variant q20_g7
 	SymMmvqQ20G8    = "strata_mmvq_q20_g8"    // variant q20_g8
+	SymMmvqQ20G9    = "strata_mmvq_q20_g9"    // variant q20_g9
 	SymMmvqQ4k      = "strata_mmvq_q4k"       // variant q4k
 	SymMmvqQ4kG1    = "strata_mmvq_q4k_g1"    // variant q4k_g1
 	SymMmvqQ4kG2    = "strata_mmvq_q4k_g2"    // variant q4k_g2
@@ -71,6 +73,7 @@ const (
 	SymMmvqQ4kG6    = "strata_mmvq_q4k_g6"    // variant q4k_g6
 	SymMmvqQ4kG7    = "strata_mmvq_q4k_g7"    // variant q4k_g7
 	SymMmvqQ4kG8    = "strata_mmvq_q4k_g8"    // variant q4k_g8
+	SymMmvqQ4kG9    = "strata_mmvq_q4k_g9"    // variant q4k_g9
 	SymMmvqQ6k      = "strata_mmvq_q6k"       // variant q6k
 	SymMmvqQ6kG1    = "strata_mmvq_q6k_g1"    // variant q6k_g1
 	SymMmvqQ6kG2    = "strata_mmvq_q6k_g2"    // variant q6k_g2
@@ -80,6 +83,7 @@ const (
 	SymMmvqQ6kG6    = "strata_mmvq_q6k_g6"    // variant q6k_g6
 	SymMmvqQ6kG7    = "strata_mmvq_q6k_g7"    // variant q6k_g7
 	SymMmvqQ6kG8    = "strata_mmvq_q6k_g8"    // variant q6k_g8
+	SymMmvqQ6kG9    = "strata_mmvq_q6k_g9"    // variant q6k_g9
 	SymMmvqIq2xs    = "strata_mmvq_iq2xs"     // variant iq2xs
 	SymMmvqIq2xsG1  = "strata_mmvq_iq2xs_g1"  // variant iq2xs_g1
 	SymMmvqIq2xsG2  = "strata_mmvq_iq2xs_g2"  // variant iq2xs_g2
@@ -89,6 +93,7 @@ const (
 	SymMmvqIq2xsG6  = "strata_mmvq_iq2xs_g6"  // variant iq2xs_g6
 	SymMmvqIq2xsG7  = "strata_mmvq_iq2xs_g7"  // variant iq2xs_g7
 	SymMmvqIq2xsG8  = "strata_mmvq_iq2xs_g8"  // variant iq2xs_g8
+	SymMmvqIq2xsG9  = "strata_mmvq_iq2xs_g9"  // variant iq2xs_g9
 	SymMmvqIq3xxs   = "strata_mmvq_iq3xxs"    // variant iq3xxs
 	SymMmvqIq3xxsG1 = "strata_mmvq_iq3xxs_g1" // variant iq3xxs_g1
 	SymMmvqIq3xxsG2 = "strata_mmvq_iq3xxs_g2" // variant iq3xxs_g2
@@ -98,6 +103,7 @@ const (
 	SymMmvqIq3xxsG6 = "strata_mmvq_iq3xxs_g6" // variant iq3xxs_g6
 	SymMmvqIq3xxsG7 = "strata_mmvq_iq3xxs_g7" // variant iq3xxs_g7
 	SymMmvqIq3xxsG8 = "strata_mmvq_iq3xxs_g8" // variant iq3xxs_g8
+	SymMmvqIq3xxsG9 = "strata_mmvq_iq3xxs_g9" // variant iq3xxs_g9
 	SymMmvqIq3s     = "strata_mmvq_iq3s"      // variant iq3s
 	SymMmvqIq3sG1   = "strata_mmvq_iq3s_g1"   // variant iq3s_g1
 	SymMmvqIq3sG2   = "strata_mmvq_iq3s_g2"   // variant iq3s_g2
@@ -107,6 +113,7 @@ const (
 	SymMmvqIq3sG6   = "strata_mmvq_iq3s_g6"   // variant iq3s_g6
 	SymMmvqIq3sG7   = "strata_mmvq_iq3s_g7"   // variant iq3s_g7
 	SymMmvqIq3sG8   = "strata_mmvq_iq3s_g8"   // variant iq3s_g8
+	SymMmvqIq3sG9   = "strata_mmvq_iq3s_g9"   // variant iq3s_g9
 	SymMmvqIq1m     = "strata_mmvq_iq1m"      // variant iq1m
 	SymMmvqIq1mG1   = "strata_mmvq_iq1m_g1"   // variant iq1m_g1
 	SymMmvqIq1mG2   = "strata_mmvq_iq1m_g2"   // variant iq1m_g2
@@ -116,6 +123,7 @@ const (
 	SymMmvqIq1mG6   = "strata_mmvq_iq1m_g6"   // variant iq1m_g6
 	SymMmvqIq1mG7   = "strata_mmvq_iq1m_g7"   // variant iq1m_g7
 	SymMmvqIq1mG8   = "strata_mmvq_iq1m_g8"   // variant iq1m_g8
+	SymMmvqIq1mG9   = "strata_mmvq_iq1m_g9"   // variant iq1m_g9
 )
 
 // Compile-time guards: building fails if the size or an offset drifts from the C static_asserts.

@@ -14,6 +14,7 @@
 // Variant q80_g6: strata_mmvq_q80_g6
 // Variant q80_g7: strata_mmvq_q80_g7
 // Variant q80_g8: strata_mmvq_q80_g8
+// Variant q80_g9: strata_mmvq_q80_g9
 // Variant q20: strata_mmvq_q20
 // Variant q20_g1: strata_mmvq_q20_g1
 // Variant q20_g2: strata_mmvq_q20_g2
@@ -23,6 +24,7 @@
 // Variant q20_g6: strata_mmvq_q20_g6
 // Variant q20_g7: strata_mmvq_q20_g7
 // Variant q20_g8: strata_mmvq_q20_g8
+// Variant q20_g9: strata_mmvq_q20_g9
 // Variant q4k: strata_mmvq_q4k
 // Variant q4k_g1: strata_mmvq_q4k_g1
 // Variant q4k_g2: strata_mmvq_q4k_g2
@@ -32,6 +34,7 @@
 // Variant q4k_g6: strata_mmvq_q4k_g6
 // Variant q4k_g7: strata_mmvq_q4k_g7
 // Variant q4k_g8: strata_mmvq_q4k_g8
+// Variant q4k_g9: strata_mmvq_q4k_g9
 // Variant q6k: strata_mmvq_q6k
 // Variant q6k_g1: strata_mmvq_q6k_g1
 // Variant q6k_g2: strata_mmvq_q6k_g2
@@ -41,6 +44,7 @@
 // Variant q6k_g6: strata_mmvq_q6k_g6
 // Variant q6k_g7: strata_mmvq_q6k_g7
 // Variant q6k_g8: strata_mmvq_q6k_g8
+// Variant q6k_g9: strata_mmvq_q6k_g9
 // Variant iq2xs: strata_mmvq_iq2xs
 // Variant iq2xs_g1: strata_mmvq_iq2xs_g1
 // Variant iq2xs_g2: strata_mmvq_iq2xs_g2
@@ -50,6 +54,7 @@
 // Variant iq2xs_g6: strata_mmvq_iq2xs_g6
 // Variant iq2xs_g7: strata_mmvq_iq2xs_g7
 // Variant iq2xs_g8: strata_mmvq_iq2xs_g8
+// Variant iq2xs_g9: strata_mmvq_iq2xs_g9
 // Variant iq3xxs: strata_mmvq_iq3xxs
 // Variant iq3xxs_g1: strata_mmvq_iq3xxs_g1
 // Variant iq3xxs_g2: strata_mmvq_iq3xxs_g2
@@ -59,6 +64,7 @@
 // Variant iq3xxs_g6: strata_mmvq_iq3xxs_g6
 // Variant iq3xxs_g7: strata_mmvq_iq3xxs_g7
 // Variant iq3xxs_g8: strata_mmvq_iq3xxs_g8
+// Variant iq3xxs_g9: strata_mmvq_iq3xxs_g9
 // Variant iq3s: strata_mmvq_iq3s
 // Variant iq3s_g1: strata_mmvq_iq3s_g1
 // Variant iq3s_g2: strata_mmvq_iq3s_g2
@@ -68,6 +74,7 @@
 // Variant iq3s_g6: strata_mmvq_iq3s_g6
 // Variant iq3s_g7: strata_mmvq_iq3s_g7
 // Variant iq3s_g8: strata_mmvq_iq3s_g8
+// Variant iq3s_g9: strata_mmvq_iq3s_g9
 // Variant iq1m: strata_mmvq_iq1m
 // Variant iq1m_g1: strata_mmvq_iq1m_g1
 // Variant iq1m_g2: strata_mmvq_iq1m_g2
@@ -77,6 +84,7 @@
 // Variant iq1m_g6: strata_mmvq_iq1m_g6
 // Variant iq1m_g7: strata_mmvq_iq1m_g7
 // Variant iq1m_g8: strata_mmvq_iq1m_g8
+// Variant iq1m_g9: strata_mmvq_iq1m_g9
 
 #include "strata_prelude.h"
 
@@ -2231,6 +2239,43 @@ STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q80_g8(con
   }
 }
 
+// Decode geometry 9 (NVIDIA, one column; kernels.MmvqGeoms[9], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g9(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q80::QK) * strata_qt_q80::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q80 QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
 // Decode geometry 1 (NVIDIA, one column; kernels.MmvqGeoms[1], the engine chooses by
 // shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
@@ -2527,6 +2572,43 @@ STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q20_g8(con
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
     strata_mmvq_rows_x<QT, 1, 1, 3>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 9 (NVIDIA, one column; kernels.MmvqGeoms[9], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g9(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q20::QK) * strata_qt_q20::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q20 QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -2829,6 +2911,43 @@ STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q4k_g8(con
   }
 }
 
+// Decode geometry 9 (NVIDIA, one column; kernels.MmvqGeoms[9], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g9(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q4k::QK) * strata_qt_q4k::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q4k QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
 // Decode geometry 1 (NVIDIA, one column; kernels.MmvqGeoms[1], the engine chooses by
 // shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
@@ -3125,6 +3244,43 @@ STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q6k_g8(con
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
     strata_mmvq_rows_x<QT, 1, 1, 3>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 9 (NVIDIA, one column; kernels.MmvqGeoms[9], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g9(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q6k::QK) * strata_qt_q6k::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q6k QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -3427,6 +3583,43 @@ STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq2xs_g8(c
   }
 }
 
+// Decode geometry 9 (NVIDIA, one column; kernels.MmvqGeoms[9], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g9(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq2xs::QK) * strata_qt_iq2xs::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq2xs QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
 // Decode geometry 1 (NVIDIA, one column; kernels.MmvqGeoms[1], the engine chooses by
 // shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
@@ -3723,6 +3916,43 @@ STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq3xxs_g8(
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
     strata_mmvq_rows_x<QT, 1, 1, 3>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 9 (NVIDIA, one column; kernels.MmvqGeoms[9], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g9(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3xxs::QK) * strata_qt_iq3xxs::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq3xxs QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -4025,6 +4255,43 @@ STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq3s_g8(co
   }
 }
 
+// Decode geometry 9 (NVIDIA, one column; kernels.MmvqGeoms[9], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g9(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3s::QK) * strata_qt_iq3s::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq3s QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
 // Decode geometry 1 (NVIDIA, one column; kernels.MmvqGeoms[1], the engine chooses by
 // shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
@@ -4321,5 +4588,42 @@ STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq1m_g8(co
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
     strata_mmvq_rows_x<QT, 1, 1, 3>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 9 (NVIDIA, one column; kernels.MmvqGeoms[9], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g9(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq1m::QK) * strata_qt_iq1m::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq1m QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
