@@ -112,7 +112,11 @@ func TestMmvqGeomsTable(t *testing.T) {
 					continue
 				}
 				sym := fmt.Sprintf("strata_mmvq_%s_g%d", v, g)
-				call, want := fmt.Sprintf("strata_mmvq_rows_x<QT, 1, %d, %d>(p, w, &tab, xs, z, late ? 2 : 1);", m.R, m.U), 8*m.R
+				pf := ""
+				if m.PF {
+					pf = ", true"
+				}
+				call, want := fmt.Sprintf("strata_mmvq_rows_x<QT, 1, %d, %d%s>(p, w, &tab, xs, z, late ? 2 : 1);", m.R, m.U, pf), 8*m.R
 				if f {
 					call, want = fmt.Sprintf("strata_mmvq_rows_f<QT, 1, %d>(p, w, z, late ? 2 : 1);", m.FR), 8*m.FR
 				}
