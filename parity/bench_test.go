@@ -440,8 +440,14 @@ func TestBenchDecode(t *testing.T) {
 // mmvqStdGeom is the kernel of each type's 4096×14336 one-column case in TestBenchDecode
 // (issue 5's table): the decode geometry N (strata_mmvq_<type>_g<N>, kernels.MmvqGeoms)
 // where one was measured faster than the default kernel at that shape, else absent (the
-// default kernel).
-var mmvqStdGeom = map[string]int{}
+// default kernel). The rule: lower median than the default in both views (events and
+// graph) of both runs of one H200 call, by ≥ 1 % in the graph view
+// (bench/results/2026-11-30-mmvq4-s8, call1, mean graph µs default → geometry): Q4_K
+// 1×2 with 4 blocks an SM (g5) 11.77 → 11.36, Q6_K the next pass prefetched into L1 (g9)
+// 21.52 → 19.33, Q2_0 and IQ1_M the first pass prefetched into L1 (g1) 8.61 → 8.21 and
+// 12.59 → 12.23. Q8_0, IQ2_XS, IQ3_XXS, IQ3_S and F16/BF16 keep the default (no geometry
+// passed the rule: the IQ3 and IQ2_XS g1/g9 gains were ≤ 1.1 % graph and lost by events).
+var mmvqStdGeom = map[string]int{"q4k": 5, "q6k": 9, "q20": 1, "iq1m": 1}
 
 // mmvqEngineShapes are the one-column mmvq launches of a resident decode token of the
 // synthetic 30B-A3B Q2_0 and 80B-A3B IQ2_XS models (dense weights Q8_0, routers F16:
