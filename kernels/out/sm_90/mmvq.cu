@@ -2096,7 +2096,10 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g4(const struct strat
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
 // counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
 // ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
-STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q80_g5(const struct strata_mmvq_args p) {
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q80_g5(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q80::QK) * strata_qt_q80::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -2134,7 +2137,10 @@ STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q80_g5(con
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
 // counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
 // ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
-STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q80_g6(const struct strata_mmvq_args p) {
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q80_g6(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q80::QK) * strata_qt_q80::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -2209,7 +2215,10 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g7(const struct strat
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
 // counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
 // ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
-STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q80_g8(const struct strata_mmvq_args p) {
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q80_g8(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q80::QK) * strata_qt_q80::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -2432,7 +2441,10 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g4(const struct strat
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
 // counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
 // ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
-STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q20_g5(const struct strata_mmvq_args p) {
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q20_g5(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q20::QK) * strata_qt_q20::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -2470,7 +2482,10 @@ STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q20_g5(con
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
 // counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
 // ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
-STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q20_g6(const struct strata_mmvq_args p) {
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q20_g6(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q20::QK) * strata_qt_q20::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -2545,7 +2560,10 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g7(const struct strat
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
 // counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
 // ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
-STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q20_g8(const struct strata_mmvq_args p) {
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q20_g8(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q20::QK) * strata_qt_q20::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -2768,7 +2786,10 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g4(const struct strat
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
 // counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
 // ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
-STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q4k_g5(const struct strata_mmvq_args p) {
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q4k_g5(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q4k::QK) * strata_qt_q4k::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -2806,7 +2827,10 @@ STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q4k_g5(con
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
 // counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
 // ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
-STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q4k_g6(const struct strata_mmvq_args p) {
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q4k_g6(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q4k::QK) * strata_qt_q4k::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -2881,7 +2905,10 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g7(const struct strat
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
 // counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
 // ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
-STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q4k_g8(const struct strata_mmvq_args p) {
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q4k_g8(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q4k::QK) * strata_qt_q4k::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -3104,7 +3131,10 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g4(const struct strat
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
 // counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
 // ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
-STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q6k_g5(const struct strata_mmvq_args p) {
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q6k_g5(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q6k::QK) * strata_qt_q6k::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -3142,7 +3172,10 @@ STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q6k_g5(con
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
 // counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
 // ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
-STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q6k_g6(const struct strata_mmvq_args p) {
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q6k_g6(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q6k::QK) * strata_qt_q6k::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -3217,7 +3250,10 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g7(const struct strat
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
 // counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
 // ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
-STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_q6k_g8(const struct strata_mmvq_args p) {
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q6k_g8(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q6k::QK) * strata_qt_q6k::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -3440,7 +3476,10 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g4(const struct str
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
 // counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
 // ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
-STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq2xs_g5(const struct strata_mmvq_args p) {
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq2xs_g5(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq2xs::QK) * strata_qt_iq2xs::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -3478,7 +3517,10 @@ STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq2xs_g5(c
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
 // counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
 // ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
-STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq2xs_g6(const struct strata_mmvq_args p) {
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq2xs_g6(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq2xs::QK) * strata_qt_iq2xs::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -3553,7 +3595,10 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g7(const struct str
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
 // counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
 // ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
-STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq2xs_g8(const struct strata_mmvq_args p) {
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq2xs_g8(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq2xs::QK) * strata_qt_iq2xs::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -3776,7 +3821,10 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g4(const struct st
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
 // counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
 // ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
-STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq3xxs_g5(const struct strata_mmvq_args p) {
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq3xxs_g5(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3xxs::QK) * strata_qt_iq3xxs::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -3814,7 +3862,10 @@ STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq3xxs_g5(
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
 // counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
 // ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
-STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq3xxs_g6(const struct strata_mmvq_args p) {
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq3xxs_g6(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3xxs::QK) * strata_qt_iq3xxs::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -3889,7 +3940,10 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g7(const struct st
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
 // counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
 // ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
-STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq3xxs_g8(const struct strata_mmvq_args p) {
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq3xxs_g8(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3xxs::QK) * strata_qt_iq3xxs::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -4112,7 +4166,10 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g4(const struct stra
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
 // counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
 // ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
-STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq3s_g5(const struct strata_mmvq_args p) {
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq3s_g5(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3s::QK) * strata_qt_iq3s::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -4150,7 +4207,10 @@ STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq3s_g5(co
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
 // counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
 // ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
-STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq3s_g6(const struct strata_mmvq_args p) {
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq3s_g6(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3s::QK) * strata_qt_iq3s::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -4225,7 +4285,10 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g7(const struct stra
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
 // counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
 // ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
-STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq3s_g8(const struct strata_mmvq_args p) {
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq3s_g8(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3s::QK) * strata_qt_iq3s::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -4448,7 +4511,10 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g4(const struct stra
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
 // counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
 // ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
-STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq1m_g5(const struct strata_mmvq_args p) {
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq1m_g5(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq1m::QK) * strata_qt_iq1m::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -4486,7 +4552,10 @@ STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq1m_g5(co
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
 // counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
 // ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
-STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq1m_g6(const struct strata_mmvq_args p) {
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq1m_g6(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq1m::QK) * strata_qt_iq1m::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
@@ -4561,7 +4630,10 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g7(const struct stra
 // kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
 // counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
 // ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
-STRATA_KERNEL void __attribute__((launch_bounds(256, 4))) strata_mmvq_iq1m_g8(const struct strata_mmvq_args p) {
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq1m_g8(const struct strata_mmvq_args p) {
   if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq1m::QK) * strata_qt_iq1m::BYTES); // prelude_nvidia
   if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
   const bool late = STRATA_MMVQ_LATE(p);
