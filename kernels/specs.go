@@ -296,11 +296,13 @@ var Specs = []Spec{
 			{Name: "prefetch", Type: ArgI32, Doc: "1: dense matrices only (slots null), on sm_90, each block first prefetches its share of the weights into L2, before it waits for its predecessor (for programmatic launches, where that overlaps the previous kernel); 2: as 1, and in a decode-geometry variant (<type>_g<N>) with one column and err null the wait also follows the first pass's L1 prefetch; 0: no prefetch (a plain launch only pays for it)"},
 		},
 		// geom: "" = the default kernel (every column count; what mmvq was before decode
-		// geometries); g1..g4 = the one-column decode geometries of MmvqGeoms (NVIDIA only,
+		// geometries); g1..g9 = the one-column decode geometries of MmvqGeoms (NVIDIA only,
 		// each its own kernel so that the default kernel's code stays its own; ncols must be
 		// 1; F16/BF16 have g4 only).
 		Axes: []Axis{axisWeightType(ISADot4), {Name: "geom", Values: []Value{{Name: ""},
-			{Name: "g1", Needs: NeedNVIDIA}, {Name: "g2", Needs: NeedNVIDIA}, {Name: "g3", Needs: NeedNVIDIA}, {Name: "g4", Needs: NeedNVIDIA}}}},
+			{Name: "g1", Needs: NeedNVIDIA}, {Name: "g2", Needs: NeedNVIDIA}, {Name: "g3", Needs: NeedNVIDIA}, {Name: "g4", Needs: NeedNVIDIA},
+			{Name: "g5", Needs: NeedNVIDIA}, {Name: "g6", Needs: NeedNVIDIA}, {Name: "g7", Needs: NeedNVIDIA}, {Name: "g8", Needs: NeedNVIDIA},
+			{Name: "g9", Needs: NeedNVIDIA}}}},
 		Absent: func(v Variant) bool {
 			t := v.Values["type"]
 			return (t == "f16" || t == "bf16") && v.MmvqGeomIndex() != 0 && MmvqGeoms[v.MmvqGeomIndex()].FR == 0
@@ -478,20 +480,36 @@ var mmqArgs = []Arg{
 // 8·FR, the default kernel 8), the grid's x being ceil(rows/that) (the kernel is
 // grid-strided, so any x stays correct): the Spec's RowsPerBlock. Every geometry kernel (N ≥ 1)
 // prefetches its block's first pass into L1 before the activation staging. The template's
-// geometry kernels (mmvq.tmpl) take R and U from here (Variant.MmvqShape).
+// geometry kernels (mmvq.tmpl) take R, U and B from here (Variant.MmvqShape).
 type MmvqGeom struct {
 	R, U int // quantized: rows a wave, groups a lane a pass
 	FR   int // F16/BF16: rows a wave (0: no geometry kernel; in row 0, the default path's)
+	// B: the kernel's blocks an SM that ptxas must allow (NVIDIA launch_bounds' second
+	// argument: at most 65536/(256·B) registers a thread); 0 = STRATA_MMVQ_MINB (2), every
+	// kernel's before geometries 5–8.
+	B int
+	// PF: the next pass's weight lines are prefetched into L1 for every type (strata_mmvq_rows_x's
+	// PFA; without it only types of ≤ STRATA_MMVQ_PF_GB = 16 bytes a group prefetch them).
+	PF bool
 }
 
 // MmvqGeoms is indexed by the geometry number N of variant <type>_g<N>; 0 is the default
-// variant <type> (what the kernel ran before geometries existed).
+// variant <type> (what the kernel ran before geometries existed). 1–4 are the engine
+// shapes' (bench/results/2026-11-30-mmvqs-s7); 5–8 were counted for issue 5's 4096×14336
+// (bench/results/2026-11-30-mmvq4-s8): one row a wave puts 512 blocks on the H200, one
+// wave only at 4 blocks an SM (5, 6, 8: ≤ 64 registers), 7 doubles the groups a lane of
+// the default's two rows, and 9 is 1 with the next pass prefetched into L1 for every type.
 var MmvqGeoms = []MmvqGeom{
 	{R: 2, U: 2},
 	{R: 2, U: 2},
 	{R: 1, U: 4},
 	{R: 3, U: 2},
 	{R: 1, U: 2, FR: 1},
+	{R: 1, U: 2, B: 4},
+	{R: 1, U: 4, B: 4},
+	{R: 2, U: 4},
+	{R: 1, U: 3, B: 4},
+	{R: 2, U: 2, PF: true},
 }
 
 // MmvqGeomIndex is mmvq variant v's decode geometry: N for <type>_g<N>, 0 for the default.

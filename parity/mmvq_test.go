@@ -112,7 +112,11 @@ func TestMmvqGeomsTable(t *testing.T) {
 					continue
 				}
 				sym := fmt.Sprintf("strata_mmvq_%s_g%d", v, g)
-				call, want := fmt.Sprintf("strata_mmvq_rows_x<QT, 1, %d, %d>(p, w, &tab, xs, z, late ? 2 : 1);", m.R, m.U), 8*m.R
+				pf := ""
+				if m.PF {
+					pf = ", true"
+				}
+				call, want := fmt.Sprintf("strata_mmvq_rows_x<QT, 1, %d, %d%s>(p, w, &tab, xs, z, late ? 2 : 1);", m.R, m.U, pf), 8*m.R
 				if f {
 					call, want = fmt.Sprintf("strata_mmvq_rows_f<QT, 1, %d>(p, w, z, late ? 2 : 1);", m.FR), 8*m.FR
 				}
@@ -122,6 +126,35 @@ func TestMmvqGeomsTable(t *testing.T) {
 				} else if d != "" && !strings.Contains(d, call) {
 					t.Errorf("%s: %s does not call %q", tg.Name, sym, call)
 				}
+			}
+		}
+		n++
+	}
+	if n == 0 {
+		t.Fatal("no NVIDIA target")
+	}
+}
+
+// TestMmvqStdGeom: every kernel mmvqStdGeom names for issue 5's 4096×14336 row exists as a
+// decode-geometry variant of a quantized type on every NVIDIA target (kernels/abi).
+func TestMmvqStdGeom(t *testing.T) {
+	n := 0
+	for _, tg := range kernels.Targets {
+		if !tg.IsNVIDIA() {
+			continue
+		}
+		co, ok := abi.Find(tg.Name, "mmvq")
+		if !ok {
+			t.Fatalf("%s: no mmvq code object", tg.Name)
+		}
+		have := map[string]bool{}
+		for _, v := range co.Variants {
+			have[v.Name] = true
+		}
+		for v, g := range mmvqStdGeom {
+			qt, ok := mmvqTypes[v]
+			if !ok || qt == quant.F16 || qt == quant.BF16 || g < 1 || g >= len(kernels.MmvqGeoms) || !have[fmt.Sprintf("%s_g%d", v, g)] {
+				t.Errorf("%s: mmvqStdGeom[%q] = %d is no quantized decode-geometry variant", tg.Name, v, g)
 			}
 		}
 		n++

@@ -3128,6 +3128,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g4",
 	}, {
+		Name:         "q80_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g5",
+	}, {
+		Name:         "q80_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g6",
+	}, {
+		Name:         "q80_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g7",
+	}, {
+		Name:         "q80_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g8",
+	}, {
+		Name:         "q80_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g9",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -3147,6 +3167,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g4",
+	}, {
+		Name:         "q20_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g5",
+	}, {
+		Name:         "q20_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g6",
+	}, {
+		Name:         "q20_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g7",
+	}, {
+		Name:         "q20_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g8",
+	}, {
+		Name:         "q20_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g9",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -3168,6 +3208,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g4",
 	}, {
+		Name:         "q4k_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g5",
+	}, {
+		Name:         "q4k_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g6",
+	}, {
+		Name:         "q4k_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g7",
+	}, {
+		Name:         "q4k_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g8",
+	}, {
+		Name:         "q4k_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g9",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -3187,6 +3247,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g4",
+	}, {
+		Name:         "q6k_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g5",
+	}, {
+		Name:         "q6k_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g6",
+	}, {
+		Name:         "q6k_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g7",
+	}, {
+		Name:         "q6k_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g8",
+	}, {
+		Name:         "q6k_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g9",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -3208,6 +3288,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g4",
 	}, {
+		Name:         "iq2xs_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g5",
+	}, {
+		Name:         "iq2xs_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g6",
+	}, {
+		Name:         "iq2xs_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g7",
+	}, {
+		Name:         "iq2xs_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g8",
+	}, {
+		Name:         "iq2xs_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g9",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -3227,6 +3327,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g4",
+	}, {
+		Name:         "iq3xxs_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g5",
+	}, {
+		Name:         "iq3xxs_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g6",
+	}, {
+		Name:         "iq3xxs_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g7",
+	}, {
+		Name:         "iq3xxs_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g8",
+	}, {
+		Name:         "iq3xxs_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g9",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -3248,6 +3368,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g4",
 	}, {
+		Name:         "iq3s_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g5",
+	}, {
+		Name:         "iq3s_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g6",
+	}, {
+		Name:         "iq3s_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g7",
+	}, {
+		Name:         "iq3s_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g8",
+	}, {
+		Name:         "iq3s_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g9",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -3267,6 +3407,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g4",
+	}, {
+		Name:         "iq1m_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g5",
+	}, {
+		Name:         "iq1m_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g6",
+	}, {
+		Name:         "iq1m_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g7",
+	}, {
+		Name:         "iq1m_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g8",
+	}, {
+		Name:         "iq1m_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g9",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4009,6 +4169,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g4",
 	}, {
+		Name:         "q80_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g5",
+	}, {
+		Name:         "q80_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g6",
+	}, {
+		Name:         "q80_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g7",
+	}, {
+		Name:         "q80_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g8",
+	}, {
+		Name:         "q80_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g9",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -4028,6 +4208,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g4",
+	}, {
+		Name:         "q20_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g5",
+	}, {
+		Name:         "q20_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g6",
+	}, {
+		Name:         "q20_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g7",
+	}, {
+		Name:         "q20_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g8",
+	}, {
+		Name:         "q20_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g9",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -4049,6 +4249,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g4",
 	}, {
+		Name:         "q4k_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g5",
+	}, {
+		Name:         "q4k_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g6",
+	}, {
+		Name:         "q4k_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g7",
+	}, {
+		Name:         "q4k_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g8",
+	}, {
+		Name:         "q4k_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g9",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -4068,6 +4288,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g4",
+	}, {
+		Name:         "q6k_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g5",
+	}, {
+		Name:         "q6k_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g6",
+	}, {
+		Name:         "q6k_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g7",
+	}, {
+		Name:         "q6k_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g8",
+	}, {
+		Name:         "q6k_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g9",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -4089,6 +4329,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g4",
 	}, {
+		Name:         "iq2xs_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g5",
+	}, {
+		Name:         "iq2xs_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g6",
+	}, {
+		Name:         "iq2xs_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g7",
+	}, {
+		Name:         "iq2xs_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g8",
+	}, {
+		Name:         "iq2xs_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g9",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -4108,6 +4368,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g4",
+	}, {
+		Name:         "iq3xxs_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g5",
+	}, {
+		Name:         "iq3xxs_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g6",
+	}, {
+		Name:         "iq3xxs_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g7",
+	}, {
+		Name:         "iq3xxs_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g8",
+	}, {
+		Name:         "iq3xxs_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g9",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -4129,6 +4409,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g4",
 	}, {
+		Name:         "iq3s_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g5",
+	}, {
+		Name:         "iq3s_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g6",
+	}, {
+		Name:         "iq3s_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g7",
+	}, {
+		Name:         "iq3s_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g8",
+	}, {
+		Name:         "iq3s_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g9",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -4148,6 +4448,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g4",
+	}, {
+		Name:         "iq1m_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g5",
+	}, {
+		Name:         "iq1m_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g6",
+	}, {
+		Name:         "iq1m_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g7",
+	}, {
+		Name:         "iq1m_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g8",
+	}, {
+		Name:         "iq1m_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g9",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4890,6 +5210,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g4",
 	}, {
+		Name:         "q80_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g5",
+	}, {
+		Name:         "q80_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g6",
+	}, {
+		Name:         "q80_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g7",
+	}, {
+		Name:         "q80_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g8",
+	}, {
+		Name:         "q80_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g9",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -4909,6 +5249,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g4",
+	}, {
+		Name:         "q20_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g5",
+	}, {
+		Name:         "q20_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g6",
+	}, {
+		Name:         "q20_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g7",
+	}, {
+		Name:         "q20_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g8",
+	}, {
+		Name:         "q20_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g9",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -4930,6 +5290,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g4",
 	}, {
+		Name:         "q4k_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g5",
+	}, {
+		Name:         "q4k_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g6",
+	}, {
+		Name:         "q4k_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g7",
+	}, {
+		Name:         "q4k_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g8",
+	}, {
+		Name:         "q4k_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g9",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -4949,6 +5329,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g4",
+	}, {
+		Name:         "q6k_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g5",
+	}, {
+		Name:         "q6k_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g6",
+	}, {
+		Name:         "q6k_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g7",
+	}, {
+		Name:         "q6k_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g8",
+	}, {
+		Name:         "q6k_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g9",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -4970,6 +5370,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g4",
 	}, {
+		Name:         "iq2xs_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g5",
+	}, {
+		Name:         "iq2xs_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g6",
+	}, {
+		Name:         "iq2xs_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g7",
+	}, {
+		Name:         "iq2xs_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g8",
+	}, {
+		Name:         "iq2xs_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g9",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -4989,6 +5409,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g4",
+	}, {
+		Name:         "iq3xxs_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g5",
+	}, {
+		Name:         "iq3xxs_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g6",
+	}, {
+		Name:         "iq3xxs_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g7",
+	}, {
+		Name:         "iq3xxs_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g8",
+	}, {
+		Name:         "iq3xxs_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g9",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -5010,6 +5450,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g4",
 	}, {
+		Name:         "iq3s_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g5",
+	}, {
+		Name:         "iq3s_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g6",
+	}, {
+		Name:         "iq3s_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g7",
+	}, {
+		Name:         "iq3s_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g8",
+	}, {
+		Name:         "iq3s_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g9",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -5029,6 +5489,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g4",
+	}, {
+		Name:         "iq1m_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g5",
+	}, {
+		Name:         "iq1m_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g6",
+	}, {
+		Name:         "iq1m_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g7",
+	}, {
+		Name:         "iq1m_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g8",
+	}, {
+		Name:         "iq1m_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g9",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -5771,6 +6251,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g4",
 	}, {
+		Name:         "q80_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g5",
+	}, {
+		Name:         "q80_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g6",
+	}, {
+		Name:         "q80_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g7",
+	}, {
+		Name:         "q80_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g8",
+	}, {
+		Name:         "q80_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g9",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -5790,6 +6290,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g4",
+	}, {
+		Name:         "q20_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g5",
+	}, {
+		Name:         "q20_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g6",
+	}, {
+		Name:         "q20_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g7",
+	}, {
+		Name:         "q20_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g8",
+	}, {
+		Name:         "q20_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g9",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -5811,6 +6331,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g4",
 	}, {
+		Name:         "q4k_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g5",
+	}, {
+		Name:         "q4k_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g6",
+	}, {
+		Name:         "q4k_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g7",
+	}, {
+		Name:         "q4k_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g8",
+	}, {
+		Name:         "q4k_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g9",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -5830,6 +6370,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g4",
+	}, {
+		Name:         "q6k_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g5",
+	}, {
+		Name:         "q6k_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g6",
+	}, {
+		Name:         "q6k_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g7",
+	}, {
+		Name:         "q6k_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g8",
+	}, {
+		Name:         "q6k_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g9",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -5851,6 +6411,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g4",
 	}, {
+		Name:         "iq2xs_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g5",
+	}, {
+		Name:         "iq2xs_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g6",
+	}, {
+		Name:         "iq2xs_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g7",
+	}, {
+		Name:         "iq2xs_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g8",
+	}, {
+		Name:         "iq2xs_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g9",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -5870,6 +6450,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g4",
+	}, {
+		Name:         "iq3xxs_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g5",
+	}, {
+		Name:         "iq3xxs_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g6",
+	}, {
+		Name:         "iq3xxs_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g7",
+	}, {
+		Name:         "iq3xxs_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g8",
+	}, {
+		Name:         "iq3xxs_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g9",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -5891,6 +6491,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g4",
 	}, {
+		Name:         "iq3s_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g5",
+	}, {
+		Name:         "iq3s_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g6",
+	}, {
+		Name:         "iq3s_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g7",
+	}, {
+		Name:         "iq3s_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g8",
+	}, {
+		Name:         "iq3s_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g9",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -5910,6 +6530,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g4",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g4",
+	}, {
+		Name:         "iq1m_g5",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g5",
+	}, {
+		Name:         "iq1m_g6",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g6",
+	}, {
+		Name:         "iq1m_g7",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g7",
+	}, {
+		Name:         "iq1m_g8",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g8",
+	}, {
+		Name:         "iq1m_g9",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g9",
 	}},
 	Vendor: "nvidia",
 }, {

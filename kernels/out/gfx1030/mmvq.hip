@@ -17,34 +17,74 @@
 // Not built for gfx1030: strata_mmvq_q80_g2 (NVIDIA only)
 // Not built for gfx1030: strata_mmvq_q80_g3 (NVIDIA only)
 // Not built for gfx1030: strata_mmvq_q80_g4 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_q80_g5 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_q80_g6 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_q80_g7 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_q80_g8 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_q80_g9 (NVIDIA only)
 // Not built for gfx1030: strata_mmvq_q20_g1 (NVIDIA only)
 // Not built for gfx1030: strata_mmvq_q20_g2 (NVIDIA only)
 // Not built for gfx1030: strata_mmvq_q20_g3 (NVIDIA only)
 // Not built for gfx1030: strata_mmvq_q20_g4 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_q20_g5 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_q20_g6 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_q20_g7 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_q20_g8 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_q20_g9 (NVIDIA only)
 // Not built for gfx1030: strata_mmvq_q4k_g1 (NVIDIA only)
 // Not built for gfx1030: strata_mmvq_q4k_g2 (NVIDIA only)
 // Not built for gfx1030: strata_mmvq_q4k_g3 (NVIDIA only)
 // Not built for gfx1030: strata_mmvq_q4k_g4 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_q4k_g5 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_q4k_g6 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_q4k_g7 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_q4k_g8 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_q4k_g9 (NVIDIA only)
 // Not built for gfx1030: strata_mmvq_q6k_g1 (NVIDIA only)
 // Not built for gfx1030: strata_mmvq_q6k_g2 (NVIDIA only)
 // Not built for gfx1030: strata_mmvq_q6k_g3 (NVIDIA only)
 // Not built for gfx1030: strata_mmvq_q6k_g4 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_q6k_g5 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_q6k_g6 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_q6k_g7 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_q6k_g8 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_q6k_g9 (NVIDIA only)
 // Not built for gfx1030: strata_mmvq_iq2xs_g1 (NVIDIA only)
 // Not built for gfx1030: strata_mmvq_iq2xs_g2 (NVIDIA only)
 // Not built for gfx1030: strata_mmvq_iq2xs_g3 (NVIDIA only)
 // Not built for gfx1030: strata_mmvq_iq2xs_g4 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_iq2xs_g5 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_iq2xs_g6 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_iq2xs_g7 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_iq2xs_g8 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_iq2xs_g9 (NVIDIA only)
 // Not built for gfx1030: strata_mmvq_iq3xxs_g1 (NVIDIA only)
 // Not built for gfx1030: strata_mmvq_iq3xxs_g2 (NVIDIA only)
 // Not built for gfx1030: strata_mmvq_iq3xxs_g3 (NVIDIA only)
 // Not built for gfx1030: strata_mmvq_iq3xxs_g4 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_iq3xxs_g5 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_iq3xxs_g6 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_iq3xxs_g7 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_iq3xxs_g8 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_iq3xxs_g9 (NVIDIA only)
 // Not built for gfx1030: strata_mmvq_iq3s_g1 (NVIDIA only)
 // Not built for gfx1030: strata_mmvq_iq3s_g2 (NVIDIA only)
 // Not built for gfx1030: strata_mmvq_iq3s_g3 (NVIDIA only)
 // Not built for gfx1030: strata_mmvq_iq3s_g4 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_iq3s_g5 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_iq3s_g6 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_iq3s_g7 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_iq3s_g8 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_iq3s_g9 (NVIDIA only)
 // Not built for gfx1030: strata_mmvq_iq1m_g1 (NVIDIA only)
 // Not built for gfx1030: strata_mmvq_iq1m_g2 (NVIDIA only)
 // Not built for gfx1030: strata_mmvq_iq1m_g3 (NVIDIA only)
 // Not built for gfx1030: strata_mmvq_iq1m_g4 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_iq1m_g5 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_iq1m_g6 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_iq1m_g7 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_iq1m_g8 (NVIDIA only)
+// Not built for gfx1030: strata_mmvq_iq1m_g9 (NVIDIA only)
 
 #include "strata_prelude.h"
 
@@ -980,7 +1020,9 @@ STRATA_DEVICE void strata_mmvq_stage(u32* xs, const u8* x, i64 col_blocks, int s
 // they overlap the previous kernel (programmatic launches; dense weights no kernel writes:
 // L1 is not coherent, so memory a predecessor wrote must never be prefetched into it). No
 // load or fold changes: results are bit-identical to pre = 0.
-template <class QT, int NC, int R = strata_mmvq_nv_shape<QT, NC>::R, int U = strata_mmvq_nv_shape<QT, NC>::U>
+// PFA (a geometry's MmvqGeom.PF): the next pass's L1 prefetch below for every type, not only
+// the ≤ STRATA_MMVQ_PF_GB-byte ones (the same lines a pass later read; no load or fold changes).
+template <class QT, int NC, int R = strata_mmvq_nv_shape<QT, NC>::R, int U = strata_mmvq_nv_shape<QT, NC>::U, bool PFA = false>
 STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8* w, typename QT::lds* tab, u32* xs, int z, int pre = 0) {
   constexpr int GPB = QT::QK / 32;
   // Groups per LDS segment: a multiple of a pass (32·U groups) whose NC columns fit in xs.
@@ -1061,7 +1103,7 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
       const int np = (sn + 32 * U - 1) / (32 * U);
       for (int q = 0; q < np; ++q) {
         const int g0 = s0 + 32 * U * q + lane;
-        if constexpr (STRATA_MMVQ_PF != 0 && QT::BYTES / GPB <= STRATA_MMVQ_PF_GB) {
+        if constexpr (STRATA_MMVQ_PF != 0 && (PFA || QT::BYTES / GPB <= STRATA_MMVQ_PF_GB)) {
           // The next pass's bytes of each row are one contiguous span (its groups' blocks);
           // lane ℓ prefetches the span's ℓ-th 128-byte line (the last byte for lanes past
           // its end), so the warp covers every line of the span once.

@@ -10,41 +10,81 @@
 // Variant q80_g2: strata_mmvq_q80_g2
 // Variant q80_g3: strata_mmvq_q80_g3
 // Variant q80_g4: strata_mmvq_q80_g4
+// Variant q80_g5: strata_mmvq_q80_g5
+// Variant q80_g6: strata_mmvq_q80_g6
+// Variant q80_g7: strata_mmvq_q80_g7
+// Variant q80_g8: strata_mmvq_q80_g8
+// Variant q80_g9: strata_mmvq_q80_g9
 // Variant q20: strata_mmvq_q20
 // Variant q20_g1: strata_mmvq_q20_g1
 // Variant q20_g2: strata_mmvq_q20_g2
 // Variant q20_g3: strata_mmvq_q20_g3
 // Variant q20_g4: strata_mmvq_q20_g4
+// Variant q20_g5: strata_mmvq_q20_g5
+// Variant q20_g6: strata_mmvq_q20_g6
+// Variant q20_g7: strata_mmvq_q20_g7
+// Variant q20_g8: strata_mmvq_q20_g8
+// Variant q20_g9: strata_mmvq_q20_g9
 // Variant q4k: strata_mmvq_q4k
 // Variant q4k_g1: strata_mmvq_q4k_g1
 // Variant q4k_g2: strata_mmvq_q4k_g2
 // Variant q4k_g3: strata_mmvq_q4k_g3
 // Variant q4k_g4: strata_mmvq_q4k_g4
+// Variant q4k_g5: strata_mmvq_q4k_g5
+// Variant q4k_g6: strata_mmvq_q4k_g6
+// Variant q4k_g7: strata_mmvq_q4k_g7
+// Variant q4k_g8: strata_mmvq_q4k_g8
+// Variant q4k_g9: strata_mmvq_q4k_g9
 // Variant q6k: strata_mmvq_q6k
 // Variant q6k_g1: strata_mmvq_q6k_g1
 // Variant q6k_g2: strata_mmvq_q6k_g2
 // Variant q6k_g3: strata_mmvq_q6k_g3
 // Variant q6k_g4: strata_mmvq_q6k_g4
+// Variant q6k_g5: strata_mmvq_q6k_g5
+// Variant q6k_g6: strata_mmvq_q6k_g6
+// Variant q6k_g7: strata_mmvq_q6k_g7
+// Variant q6k_g8: strata_mmvq_q6k_g8
+// Variant q6k_g9: strata_mmvq_q6k_g9
 // Variant iq2xs: strata_mmvq_iq2xs
 // Variant iq2xs_g1: strata_mmvq_iq2xs_g1
 // Variant iq2xs_g2: strata_mmvq_iq2xs_g2
 // Variant iq2xs_g3: strata_mmvq_iq2xs_g3
 // Variant iq2xs_g4: strata_mmvq_iq2xs_g4
+// Variant iq2xs_g5: strata_mmvq_iq2xs_g5
+// Variant iq2xs_g6: strata_mmvq_iq2xs_g6
+// Variant iq2xs_g7: strata_mmvq_iq2xs_g7
+// Variant iq2xs_g8: strata_mmvq_iq2xs_g8
+// Variant iq2xs_g9: strata_mmvq_iq2xs_g9
 // Variant iq3xxs: strata_mmvq_iq3xxs
 // Variant iq3xxs_g1: strata_mmvq_iq3xxs_g1
 // Variant iq3xxs_g2: strata_mmvq_iq3xxs_g2
 // Variant iq3xxs_g3: strata_mmvq_iq3xxs_g3
 // Variant iq3xxs_g4: strata_mmvq_iq3xxs_g4
+// Variant iq3xxs_g5: strata_mmvq_iq3xxs_g5
+// Variant iq3xxs_g6: strata_mmvq_iq3xxs_g6
+// Variant iq3xxs_g7: strata_mmvq_iq3xxs_g7
+// Variant iq3xxs_g8: strata_mmvq_iq3xxs_g8
+// Variant iq3xxs_g9: strata_mmvq_iq3xxs_g9
 // Variant iq3s: strata_mmvq_iq3s
 // Variant iq3s_g1: strata_mmvq_iq3s_g1
 // Variant iq3s_g2: strata_mmvq_iq3s_g2
 // Variant iq3s_g3: strata_mmvq_iq3s_g3
 // Variant iq3s_g4: strata_mmvq_iq3s_g4
+// Variant iq3s_g5: strata_mmvq_iq3s_g5
+// Variant iq3s_g6: strata_mmvq_iq3s_g6
+// Variant iq3s_g7: strata_mmvq_iq3s_g7
+// Variant iq3s_g8: strata_mmvq_iq3s_g8
+// Variant iq3s_g9: strata_mmvq_iq3s_g9
 // Variant iq1m: strata_mmvq_iq1m
 // Variant iq1m_g1: strata_mmvq_iq1m_g1
 // Variant iq1m_g2: strata_mmvq_iq1m_g2
 // Variant iq1m_g3: strata_mmvq_iq1m_g3
 // Variant iq1m_g4: strata_mmvq_iq1m_g4
+// Variant iq1m_g5: strata_mmvq_iq1m_g5
+// Variant iq1m_g6: strata_mmvq_iq1m_g6
+// Variant iq1m_g7: strata_mmvq_iq1m_g7
+// Variant iq1m_g8: strata_mmvq_iq1m_g8
+// Variant iq1m_g9: strata_mmvq_iq1m_g9
 
 #include "strata_prelude.h"
 
@@ -980,7 +1020,9 @@ STRATA_DEVICE void strata_mmvq_stage(u32* xs, const u8* x, i64 col_blocks, int s
 // they overlap the previous kernel (programmatic launches; dense weights no kernel writes:
 // L1 is not coherent, so memory a predecessor wrote must never be prefetched into it). No
 // load or fold changes: results are bit-identical to pre = 0.
-template <class QT, int NC, int R = strata_mmvq_nv_shape<QT, NC>::R, int U = strata_mmvq_nv_shape<QT, NC>::U>
+// PFA (a geometry's MmvqGeom.PF): the next pass's L1 prefetch below for every type, not only
+// the ≤ STRATA_MMVQ_PF_GB-byte ones (the same lines a pass later read; no load or fold changes).
+template <class QT, int NC, int R = strata_mmvq_nv_shape<QT, NC>::R, int U = strata_mmvq_nv_shape<QT, NC>::U, bool PFA = false>
 STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8* w, typename QT::lds* tab, u32* xs, int z, int pre = 0) {
   constexpr int GPB = QT::QK / 32;
   // Groups per LDS segment: a multiple of a pass (32·U groups) whose NC columns fit in xs.
@@ -1061,7 +1103,7 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
       const int np = (sn + 32 * U - 1) / (32 * U);
       for (int q = 0; q < np; ++q) {
         const int g0 = s0 + 32 * U * q + lane;
-        if constexpr (STRATA_MMVQ_PF != 0 && QT::BYTES / GPB <= STRATA_MMVQ_PF_GB) {
+        if constexpr (STRATA_MMVQ_PF != 0 && (PFA || QT::BYTES / GPB <= STRATA_MMVQ_PF_GB)) {
           // The next pass's bytes of each row are one contiguous span (its groups' blocks);
           // lane ℓ prefetches the span's ℓ-th 128-byte line (the last byte for lanes past
           // its end), so the warp covers every line of the span once.
@@ -2048,6 +2090,203 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g4(const struct strat
   }
 }
 
+// Decode geometry 5 (NVIDIA, one column; kernels.MmvqGeoms[5], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q80_g5(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q80::QK) * strata_qt_q80::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q80 QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 2>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 6 (NVIDIA, one column; kernels.MmvqGeoms[6], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 4 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q80_g6(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q80::QK) * strata_qt_q80::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q80 QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 4>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 7 (NVIDIA, one column; kernels.MmvqGeoms[7], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 4 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g7(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q80::QK) * strata_qt_q80::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q80 QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 4>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 8 (NVIDIA, one column; kernels.MmvqGeoms[8], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 3 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q80_g8(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q80::QK) * strata_qt_q80::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q80 QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 3>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 9 (NVIDIA, one column; kernels.MmvqGeoms[9], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g9(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q80::QK) * strata_qt_q80::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q80 QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
 // Decode geometry 1 (NVIDIA, one column; kernels.MmvqGeoms[1], the engine chooses by
 // shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
@@ -2193,6 +2432,203 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g4(const struct strat
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
     strata_mmvq_rows_x<QT, 1, 1, 2>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 5 (NVIDIA, one column; kernels.MmvqGeoms[5], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q20_g5(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q20::QK) * strata_qt_q20::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q20 QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 2>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 6 (NVIDIA, one column; kernels.MmvqGeoms[6], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 4 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q20_g6(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q20::QK) * strata_qt_q20::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q20 QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 4>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 7 (NVIDIA, one column; kernels.MmvqGeoms[7], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 4 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g7(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q20::QK) * strata_qt_q20::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q20 QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 4>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 8 (NVIDIA, one column; kernels.MmvqGeoms[8], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 3 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q20_g8(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q20::QK) * strata_qt_q20::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q20 QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 3>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 9 (NVIDIA, one column; kernels.MmvqGeoms[9], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g9(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q20::QK) * strata_qt_q20::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q20 QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -2344,6 +2780,203 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g4(const struct strat
   }
 }
 
+// Decode geometry 5 (NVIDIA, one column; kernels.MmvqGeoms[5], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q4k_g5(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q4k::QK) * strata_qt_q4k::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q4k QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 2>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 6 (NVIDIA, one column; kernels.MmvqGeoms[6], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 4 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q4k_g6(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q4k::QK) * strata_qt_q4k::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q4k QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 4>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 7 (NVIDIA, one column; kernels.MmvqGeoms[7], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 4 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g7(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q4k::QK) * strata_qt_q4k::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q4k QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 4>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 8 (NVIDIA, one column; kernels.MmvqGeoms[8], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 3 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q4k_g8(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q4k::QK) * strata_qt_q4k::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q4k QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 3>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 9 (NVIDIA, one column; kernels.MmvqGeoms[9], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g9(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q4k::QK) * strata_qt_q4k::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q4k QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
 // Decode geometry 1 (NVIDIA, one column; kernels.MmvqGeoms[1], the engine chooses by
 // shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
@@ -2489,6 +3122,203 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g4(const struct strat
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
     strata_mmvq_rows_x<QT, 1, 1, 2>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 5 (NVIDIA, one column; kernels.MmvqGeoms[5], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q6k_g5(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q6k::QK) * strata_qt_q6k::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q6k QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 2>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 6 (NVIDIA, one column; kernels.MmvqGeoms[6], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 4 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q6k_g6(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q6k::QK) * strata_qt_q6k::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q6k QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 4>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 7 (NVIDIA, one column; kernels.MmvqGeoms[7], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 4 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g7(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q6k::QK) * strata_qt_q6k::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q6k QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 4>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 8 (NVIDIA, one column; kernels.MmvqGeoms[8], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 3 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q6k_g8(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q6k::QK) * strata_qt_q6k::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q6k QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 3>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 9 (NVIDIA, one column; kernels.MmvqGeoms[9], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g9(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q6k::QK) * strata_qt_q6k::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q6k QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -2640,6 +3470,203 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g4(const struct str
   }
 }
 
+// Decode geometry 5 (NVIDIA, one column; kernels.MmvqGeoms[5], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq2xs_g5(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq2xs::QK) * strata_qt_iq2xs::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq2xs QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 2>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 6 (NVIDIA, one column; kernels.MmvqGeoms[6], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 4 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq2xs_g6(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq2xs::QK) * strata_qt_iq2xs::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq2xs QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 4>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 7 (NVIDIA, one column; kernels.MmvqGeoms[7], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 4 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g7(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq2xs::QK) * strata_qt_iq2xs::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq2xs QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 4>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 8 (NVIDIA, one column; kernels.MmvqGeoms[8], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 3 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq2xs_g8(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq2xs::QK) * strata_qt_iq2xs::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq2xs QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 3>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 9 (NVIDIA, one column; kernels.MmvqGeoms[9], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g9(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq2xs::QK) * strata_qt_iq2xs::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq2xs QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
 // Decode geometry 1 (NVIDIA, one column; kernels.MmvqGeoms[1], the engine chooses by
 // shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
@@ -2785,6 +3812,203 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g4(const struct st
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
     strata_mmvq_rows_x<QT, 1, 1, 2>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 5 (NVIDIA, one column; kernels.MmvqGeoms[5], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq3xxs_g5(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3xxs::QK) * strata_qt_iq3xxs::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq3xxs QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 2>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 6 (NVIDIA, one column; kernels.MmvqGeoms[6], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 4 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq3xxs_g6(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3xxs::QK) * strata_qt_iq3xxs::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq3xxs QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 4>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 7 (NVIDIA, one column; kernels.MmvqGeoms[7], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 4 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g7(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3xxs::QK) * strata_qt_iq3xxs::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq3xxs QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 4>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 8 (NVIDIA, one column; kernels.MmvqGeoms[8], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 3 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq3xxs_g8(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3xxs::QK) * strata_qt_iq3xxs::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq3xxs QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 3>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 9 (NVIDIA, one column; kernels.MmvqGeoms[9], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g9(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3xxs::QK) * strata_qt_iq3xxs::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq3xxs QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -2936,6 +4160,203 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g4(const struct stra
   }
 }
 
+// Decode geometry 5 (NVIDIA, one column; kernels.MmvqGeoms[5], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq3s_g5(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3s::QK) * strata_qt_iq3s::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq3s QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 2>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 6 (NVIDIA, one column; kernels.MmvqGeoms[6], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 4 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq3s_g6(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3s::QK) * strata_qt_iq3s::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq3s QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 4>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 7 (NVIDIA, one column; kernels.MmvqGeoms[7], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 4 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g7(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3s::QK) * strata_qt_iq3s::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq3s QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 4>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 8 (NVIDIA, one column; kernels.MmvqGeoms[8], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 3 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq3s_g8(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3s::QK) * strata_qt_iq3s::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq3s QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 3>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 9 (NVIDIA, one column; kernels.MmvqGeoms[9], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g9(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3s::QK) * strata_qt_iq3s::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq3s QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
 // Decode geometry 1 (NVIDIA, one column; kernels.MmvqGeoms[1], the engine chooses by
 // shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
@@ -3081,5 +4502,202 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g4(const struct stra
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
     strata_mmvq_rows_x<QT, 1, 1, 2>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 5 (NVIDIA, one column; kernels.MmvqGeoms[5], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq1m_g5(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq1m::QK) * strata_qt_iq1m::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq1m QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 2>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 6 (NVIDIA, one column; kernels.MmvqGeoms[6], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 4 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq1m_g6(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq1m::QK) * strata_qt_iq1m::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq1m QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 4>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 7 (NVIDIA, one column; kernels.MmvqGeoms[7], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 4 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g7(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq1m::QK) * strata_qt_iq1m::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq1m QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 4>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 8 (NVIDIA, one column; kernels.MmvqGeoms[8], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 3 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq1m_g8(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq1m::QK) * strata_qt_iq1m::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq1m QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 3>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 9 (NVIDIA, one column; kernels.MmvqGeoms[9], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g9(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq1m::QK) * strata_qt_iq1m::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq1m QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
