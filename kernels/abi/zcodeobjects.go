@@ -166,6 +166,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "scan",
 		Symbol: "strata_gated_delta_net_scan",
+	}, {
+		Name:   "recsplit",
+		Symbol: "strata_gated_delta_net_recsplit",
+	}, {
+		Name:   "gnorm",
+		Symbol: "strata_gated_delta_net_gnorm",
+	}, {
+		Name:   "gnormsig",
+		Symbol: "strata_gated_delta_net_gnormsig",
 	}},
 	Vendor: "amd",
 }, {
@@ -560,6 +569,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "scan",
 		Symbol: "strata_gated_delta_net_scan",
+	}, {
+		Name:   "recsplit",
+		Symbol: "strata_gated_delta_net_recsplit",
+	}, {
+		Name:   "gnorm",
+		Symbol: "strata_gated_delta_net_gnorm",
+	}, {
+		Name:   "gnormsig",
+		Symbol: "strata_gated_delta_net_gnormsig",
 	}},
 	Vendor: "amd",
 }, {
@@ -1005,6 +1023,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "scan",
 		Symbol: "strata_gated_delta_net_scan",
+	}, {
+		Name:   "recsplit",
+		Symbol: "strata_gated_delta_net_recsplit",
+	}, {
+		Name:   "gnorm",
+		Symbol: "strata_gated_delta_net_gnorm",
+	}, {
+		Name:   "gnormsig",
+		Symbol: "strata_gated_delta_net_gnormsig",
 	}},
 	Vendor: "amd",
 }, {
@@ -1450,6 +1477,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "scan",
 		Symbol: "strata_gated_delta_net_scan",
+	}, {
+		Name:   "recsplit",
+		Symbol: "strata_gated_delta_net_recsplit",
+	}, {
+		Name:   "gnorm",
+		Symbol: "strata_gated_delta_net_gnorm",
+	}, {
+		Name:   "gnormsig",
+		Symbol: "strata_gated_delta_net_gnormsig",
 	}},
 	Vendor: "amd",
 }, {
@@ -1895,6 +1931,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "scan",
 		Symbol: "strata_gated_delta_net_scan",
+	}, {
+		Name:   "recsplit",
+		Symbol: "strata_gated_delta_net_recsplit",
+	}, {
+		Name:   "gnorm",
+		Symbol: "strata_gated_delta_net_gnorm",
+	}, {
+		Name:   "gnormsig",
+		Symbol: "strata_gated_delta_net_gnormsig",
 	}},
 	Vendor: "amd",
 }, {
@@ -2340,6 +2385,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "scan",
 		Symbol: "strata_gated_delta_net_scan",
+	}, {
+		Name:   "recsplit",
+		Symbol: "strata_gated_delta_net_recsplit",
+	}, {
+		Name:   "gnorm",
+		Symbol: "strata_gated_delta_net_gnorm",
+	}, {
+		Name:   "gnormsig",
+		Symbol: "strata_gated_delta_net_gnormsig",
 	}},
 	Vendor: "amd",
 }, {
@@ -2785,6 +2839,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "scan",
 		Symbol: "strata_gated_delta_net_scan",
+	}, {
+		Name:   "recsplit",
+		Symbol: "strata_gated_delta_net_recsplit",
+	}, {
+		Name:   "gnorm",
+		Symbol: "strata_gated_delta_net_gnorm",
+	}, {
+		Name:   "gnormsig",
+		Symbol: "strata_gated_delta_net_gnormsig",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3630,6 +3693,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "scan",
 		Symbol: "strata_gated_delta_net_scan",
+	}, {
+		Name:   "recsplit",
+		Symbol: "strata_gated_delta_net_recsplit",
+	}, {
+		Name:   "gnorm",
+		Symbol: "strata_gated_delta_net_gnorm",
+	}, {
+		Name:   "gnormsig",
+		Symbol: "strata_gated_delta_net_gnormsig",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4475,6 +4547,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "scan",
 		Symbol: "strata_gated_delta_net_scan",
+	}, {
+		Name:   "recsplit",
+		Symbol: "strata_gated_delta_net_recsplit",
+	}, {
+		Name:   "gnorm",
+		Symbol: "strata_gated_delta_net_gnorm",
+	}, {
+		Name:   "gnormsig",
+		Symbol: "strata_gated_delta_net_gnormsig",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -5320,6 +5401,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "scan",
 		Symbol: "strata_gated_delta_net_scan",
+	}, {
+		Name:   "recsplit",
+		Symbol: "strata_gated_delta_net_recsplit",
+	}, {
+		Name:   "gnorm",
+		Symbol: "strata_gated_delta_net_gnorm",
+	}, {
+		Name:   "gnormsig",
+		Symbol: "strata_gated_delta_net_gnormsig",
 	}},
 	Vendor: "nvidia",
 }, {
