@@ -129,9 +129,9 @@ run() {
 		grep -E "^\s*--- (PASS|FAIL): TestGPU[A-Za-z]*|^(ok|FAIL|PASS)$|panic" "$L/engine-tests.log" | head -20
 		echo "## parity gated_delta_net"
 		grep -hE "^\s*--- FAIL|^(ok|FAIL|PASS)$|panic" "$L"/parity-*.log 2>/dev/null | head -20
-		grep -hE "gated_delta_net/" "$L"/parity-*.log 2>/dev/null | grep -vE "^\s*(---|===)" | head -80
+		grep -hE "gated_delta_net/" "$L"/parity-*.log 2>/dev/null | grep -vE "^\s*(---|===)" | head -100
 		echo "## ptxas -v (gated_delta_net)"
-		for f in "$L"/ptxas-*.log; do echo "--- $(basename "$f")"; grep -E "spill|Used" "$f" | sed -E 's/^ptxas info *: //' | sort | uniq -c | sort -rn | head -6; done
+		for f in "$L"/ptxas-*.log; do echo "--- $(basename "$f")"; grep -E "Compiling entry|spill|Used" "$f" | sed -E 's/^ptxas info *: //' | head -30; done
 		echo "## prefill (TestGPUBench)"
 		grep -hE "^ROW|FAIL|panic|tiles=[a-z0-9+]+: " "$L"/gpubench-*.log 2>/dev/null | head -40
 		grep -hA30 "device time per token by kernel" "$L"/gpubench-*.log 2>/dev/null | grep -E "^\||prefill" | head -60
