@@ -88,6 +88,13 @@ STRATA_DEVICE f32 gdn_sigmoid(f32 x) { return 1.0f / (1.0f + strata_expf(-x)); }
 STRATA_DEVICE f32 gdn_silu(f32 x) { return x * gdn_sigmoid(x); }
 // softplus as torch (threshold 20: linear above).
 STRATA_DEVICE f32 gdn_softplus(f32 x) { return x > 20.0f ? x : strata_logf(1.0f + strata_expf(x)); }
+// Σ x_e² of a lane's 4 values with the roundings pinned: x0² + x1² is a sum of two
+// products, which the compiler may contract either way (fma(x0, x0, x1·x1) or fma(x1, x1,
+// x0·x0)) and did differently in recurrent and recsplit on sm_90; recurrent's choice made
+// explicit, so both kernels normalise q and k to the same bits.
+STRATA_DEVICE f32 gdn_sumsq4(const f32* x) {
+  return __builtin_fmaf(x[3], x[3], __builtin_fmaf(x[2], x[2], __builtin_fmaf(x[0], x[0], x[1] * x[1])));
+}
 typedef f32 gdn_v4 __attribute__((ext_vector_type(4)));
 // dst[0..4) = src[0..4) as one 16-byte LDS load (src 16-byte aligned).
 STRATA_DEVICE void gdn_ld4(f32* dst, const f32* src) {
@@ -139,8 +146,7 @@ STRATA_DEVICE void gdn_recurrent(const struct strata_gated_delta_net_args& p, f3
     const f32 vj = nvj, zj = nz, b = nb, a = na;
     if (t + 1 < p.t) fetch(t + 1);
     if (wv < 2) {
-      f32 ss = 0.0f;
-      for (int e = 0; e < 4; ++e) ss += x[e] * x[e];
+      f32 ss = gdn_sumsq4(x);
       ss = strata_wave_sum_f32(ss);
       f32 inv = 1.0f / __builtin_sqrtf(ss + 1e-6f);
       if (wv == 0) inv *= qscale;
@@ -247,8 +253,7 @@ STRATA_DEVICE void gdn_split(const struct strata_gated_delta_net_args& p, f32 (*
     if (wv == 4 || wv == 5) {
       f32 x[4];
       for (int e = 0; e < 4; ++e) x[e] = nx[e];
-      f32 ss = 0.0f;
-      for (int e = 0; e < 4; ++e) ss += x[e] * x[e];
+      f32 ss = gdn_sumsq4(x);
       ss = strata_wave_sum_f32(ss);
       f32 inv = 1.0f / __builtin_sqrtf(ss + 1e-6f);
       if (wv == 4) inv *= qscale;
