@@ -85,9 +85,15 @@ var gdnBits = Bound{Name: "bits", Exact: true, Why: `
 		k·δ, o += S·q, the 4-group sum of o in order; q, k and the gates come from the same
 		expressions of the same inputs (recurrent's code, moved to other warps). gnorm(sig) is
 		recurrent's gated norm on o read back from memory (an f32 store and load are exact):
-		a butterfly per 32 columns, the 4 wave sums in order, the same products. So the final
-		state and every output (state first, then out, one report) must be bitwise
-		recurrent's (recurrentsig's for gnormsig).`}
+		a butterfly per 32 columns, the 4 wave sums in order, the same products. The one
+		freedom the compiler has, contracting a sum of two products either way, occurs
+		once: x0² + x1² of a lane's q or k (the other sums add one product to a sum; S·decay
+		+ k·δ has S·decay from the previous step in recsplit and was fused as fma(k, δ,
+		S·decay) in recurrent's sm_90 code); gdn_sumsq4 writes recurrent's choice out
+		(fma(x0, x0, x1·x1)) for both, after H200 call 1 of gdn-s8 measured 1–8 ulp
+		differences from the other choice. So the final state and every output (state
+		first, then out, one report) must be bitwise recurrent's (recurrentsig's for
+		gnormsig).`}
 
 // gdnShape is one case: Dims T, T1 (tokens of a first call; 0 = one call), nk, nv, dk,
 // dv, gates (0 drawn, 1 saturating at 0 and 1), state0 (0 zeros, 1 drawn).
