@@ -174,7 +174,10 @@ var Specs = []Spec{
 		Doc: "Qwen3-Next gated delta-net after its projections: conv (grid (ceil(c/512), min(t, 65535), 1)) is the causal " +
 			"kernel-4 conv1d + SiLU with carried state; recurrent (grid (nv, 1, 1)) the L2-normalised, gated delta-rule " +
 			"recurrence over t tokens with f32 state, then the gated RMSNorm (silu(z) gate; recurrentsig: sigmoid(z), qwen4exp); " +
-			"chunk (grid (ceil(t/16), nv, 1)) and scan (grid (nv, 1, 1)) are the chunked prefill form of recurrent; block (512, 1, 1).",
+			"chunk (grid (ceil(t/16), nv, 1)) and scan (grid (nv, 1, 1)) are the chunked prefill form of recurrent; recsplit " +
+			"(grid (nv, ceil(dv/32), 1)) is recurrent's prefill over column slices of 32, one barrier a token, o written before " +
+			"the norm (bitwise recurrent's), then gnorm / gnormsig (grid (ceil(t·nv/4), 1, 1)) the gated RMSNorm in place on o; " +
+			"block (512, 1, 1).",
 		Threads: 512,
 		Args: []Arg{
 			{Name: "x", Type: ArgPtr, CType: "const float", Doc: "conv: raw qkv projection, t × c f32"},
@@ -198,7 +201,8 @@ var Specs = []Spec{
 			{Name: "eps", Type: ArgF32, Doc: "gated RMSNorm epsilon"},
 			{Name: "ws", Type: ArgPtr, CType: "float", Doc: "chunk writes, scan reads: nv × ceil(t/16) × 6660 f32 (48·128 + 516 per chunk and head); 16-byte aligned"},
 		},
-		Axes: []Axis{{Name: "stage", Values: []Value{{Name: "conv"}, {Name: "recurrent"}, {Name: "recurrentsig"}, {Name: "chunk"}, {Name: "scan"}}}},
+		Axes: []Axis{{Name: "stage", Values: []Value{{Name: "conv"}, {Name: "recurrent"}, {Name: "recurrentsig"}, {Name: "chunk"}, {Name: "scan"},
+			{Name: "recsplit"}, {Name: "gnorm"}, {Name: "gnormsig"}}}},
 	},
 	{
 		Family:   "imma_tile",

@@ -75,6 +75,26 @@ var (
 		≤ 8e-4.`}
 )
 
+// The split prefill form (stage recsplit, then gnorm or gnormsig): the same f32 operations
+// as recurrent in the same order, so besides recurrent's bounds its outputs must equal the
+// recurrent kernel's bits, run on the same inputs in the same sequence.
+var gdnBits = Bound{Name: "bits", Exact: true, Why: `
+		recsplit's thread (g, lane) of block (h, cs) holds the rows and the column that
+		recurrent's thread (g, 32·cs + lane) holds and runs the same statements on them: S·decay,
+		mem += S·k over its dk/4 rows in order, the 4-group sum in order, δ = (v − mem)·β, S +=
+		k·δ, o += S·q, the 4-group sum of o in order; q, k and the gates come from the same
+		expressions of the same inputs (recurrent's code, moved to other warps). gnorm(sig) is
+		recurrent's gated norm on o read back from memory (an f32 store and load are exact):
+		a butterfly per 32 columns, the 4 wave sums in order, the same products. The one
+		freedom the compiler has, contracting a sum of two products either way, occurs
+		once: x0² + x1² of a lane's q or k (the other sums add one product to a sum; S·decay
+		+ k·δ has S·decay from the previous step in recsplit and was fused as fma(k, δ,
+		S·decay) in recurrent's sm_90 code); gdn_sumsq4 writes recurrent's choice out
+		(fma(x0, x0, x1·x1)) for both, after H200 call 1 of gdn-s8 measured 1–8 ulp
+		differences from the other choice. So the final state and every output (state
+		first, then out, one report) must be bitwise recurrent's (recurrentsig's for
+		gnormsig).`}
+
 // gdnShape is one case: Dims T, T1 (tokens of a first call; 0 = one call), nk, nv, dk,
 // dv, gates (0 drawn, 1 saturating at 0 and 1), state0 (0 zeros, 1 drawn).
 type gdnShape struct{ T, T1, nk, nv, dk, dv, sat, state0 int }
@@ -93,7 +113,9 @@ func init() {
 			"conv":      {gdnConvXC, gdnConvState},
 			"recurrent": {gdnState, gdnOut}, "recurrentsig": {gdnState, gdnOut},
 			"chunk": {gdnChunkState, gdnChunkOut}, "scan": {gdnChunkState, gdnChunkOut},
+			"recsplit": {gdnState, gdnOut, gdnBits}, "gnorm": {gdnState, gdnOut, gdnBits}, "gnormsig": {gdnState, gdnOut, gdnBits},
 		},
+		Applies: gdnApplies,
 		Cases: []Case{
 			{"decode,t=1,nk=16,nv=32,d=128", []int{1, 0, 16, 32, 128, 128, 0, 1}},
 			{"t=7,nk=2,nv=4,d=128", []int{7, 0, 2, 4, 128, 128, 0, 0}},
@@ -103,6 +125,9 @@ func init() {
 			{"t=33,saturating,nk=2,nv=4,d=128", []int{33, 0, 2, 4, 128, 128, 1, 1}},
 			{"t=5,nk=1,nv=2,dk=64,dv=96", []int{5, 0, 1, 2, 64, 96, 0, 1}},
 			{"prefill,t=4096,nk=16,nv=32,d=128", []int{4096, 0, 16, 32, 128, 128, 0, 0}},
+			// The engine's chunk of the 80B (recurrent and the split form only: gdnApplies).
+			{"prefill,t=512,nk=16,nv=32,d=128", []int{512, 0, 16, 32, 128, 128, 0, 1}},
+			{"t=17,nk=1,nv=2,dk=64,dv=96", []int{17, 0, 1, 2, 64, 96, 0, 1}},
 			// One block per value head: the time per token is the same for any nv up to
 			// the number of compute units, so the long prefill uses few heads.
 			{"prefill,t=32768,nk=2,nv=4,d=128", []int{32768, 0, 2, 4, 128, 128, 0, 0}},
@@ -110,6 +135,23 @@ func init() {
 		Run:       runGatedDeltaNet,
 		SelfCheck: selfCheckGatedDeltaNet,
 	})
+}
+
+// gdnApplies: the 512-token case runs on recurrent, recsplit and gnormsig only (the others'
+// prefill is covered at 4096); gnorm, whose launches are recsplit's with the same silu
+// gate, runs the cases of at most 4096 (token, head) rows, and the 32768-token case stays
+// with the older variants (it times the long walk).
+func gdnApplies(variant string, c Case) bool {
+	s := gdnCase(c)
+	switch variant {
+	case "gnorm":
+		return s.T*s.nv <= 4096
+	case "recsplit", "gnormsig":
+		return s.T <= 4096
+	case "recurrent":
+		return true
+	}
+	return s.T != 512
 }
 
 // gdnInputs is one draw of everything both stages read.
@@ -479,7 +521,9 @@ func runGatedDeltaNet(h *Harness, symbol string, c Case, bounds []Bound, rng *ra
 		return o, checkAll(bounds, reports)
 	}
 	chunked := symbol == abi.SymGatedDeltaNetChunk || symbol == abi.SymGatedDeltaNetScan
-	yWant, stWant, yScale, sScale := gdnRef(in, s, symbol == abi.SymGatedDeltaNetRecurrentsig, chunked)
+	split := symbol == abi.SymGatedDeltaNetRecsplit || symbol == abi.SymGatedDeltaNetGnorm || symbol == abi.SymGatedDeltaNetGnormsig
+	sig := symbol == abi.SymGatedDeltaNetRecurrentsig || symbol == abi.SymGatedDeltaNetGnormsig
+	yWant, stWant, yScale, sScale := gdnRef(in, s, sig, chunked)
 	b, err := h.moInputs(f32Bytes(in.xc), f32Bytes(in.z), f32Bytes(in.ba), f32Bytes(in.ssmA), f32Bytes(in.dtBias), f32Bytes(in.normW))
 	if err != nil {
 		return Outcome{}, err
@@ -511,13 +555,45 @@ func runGatedDeltaNet(h *Harness, symbol string, c Case, bounds []Bound, rng *ra
 			return Outcome{}, err
 		}
 	}
-	var ls []seqLaunch
+	// The split form: recsplit then the gated norm per call, and the recurrent kernel of the
+	// same gate on copies of the state and output after them (the bits check).
+	var rsplit, rnorm, rrec *gpu.Func
+	var st2, ob2 Buf
+	if split {
+		if rsplit, err = h.Mod.Func(abi.SymGatedDeltaNetRecsplit); err != nil {
+			return Outcome{}, err
+		}
+		ns, rs := abi.SymGatedDeltaNetGnorm, abi.SymGatedDeltaNetRecurrent
+		if sig {
+			ns, rs = abi.SymGatedDeltaNetGnormsig, abi.SymGatedDeltaNetRecurrentsig
+		}
+		if rnorm, err = h.Mod.Func(ns); err != nil {
+			return Outcome{}, err
+		}
+		if rrec, err = h.Mod.Func(rs); err != nil {
+			return Outcome{}, err
+		}
+		if st2, err = h.InOut(f32Bytes(in.state0)); err != nil {
+			return Outcome{}, err
+		}
+		if ob2, err = h.Output(4 * s.T * vd); err != nil {
+			return Outcome{}, err
+		}
+	}
+	var ls, lr []seqLaunch
 	for _, cl := range calls {
 		t0 := uint64(cl[0])
 		n := cl[1] - cl[0]
 		a := abi.GatedDeltaNetArgs{Xc: b[0].Ptr() + 4*t0*uint64(C), Z: b[1].Ptr() + 4*t0*uint64(vd), Ba: b[2].Ptr() + 4*t0*uint64(2*s.nv),
 			SsmA: b[3].Ptr(), DtBias: b[4].Ptr(), State: st.Ptr(), NormW: b[5].Ptr(), O: ob.Ptr() + 4*t0*uint64(vd),
 			T: int32(n), C: int32(C), Nk: int32(s.nk), Nv: int32(s.nv), Dk: int32(s.dk), Dv: int32(s.dv), Eps: gdnEps}
+		if split {
+			ls = append(ls, seqLaunch{rsplit, gpu.Dim3{X: uint32(s.nv), Y: uint32((s.dv + 31) / 32), Z: 1}, block, a.Bytes()},
+				seqLaunch{rnorm, gpu.Dim3{X: uint32((n*s.nv + 3) / 4), Y: 1, Z: 1}, block, a.Bytes()})
+			a.State, a.O = st2.Ptr(), ob2.Ptr()+4*t0*uint64(vd)
+			lr = append(lr, seqLaunch{rrec, gpu.Dim3{X: uint32(s.nv), Y: 1, Z: 1}, block, a.Bytes()})
+			continue
+		}
 		if !chunked {
 			ls = append(ls, seqLaunch{fn, gpu.Dim3{X: uint32(s.nv), Y: 1, Z: 1}, block, a.Bytes()})
 			continue
@@ -527,13 +603,33 @@ func runGatedDeltaNet(h *Harness, symbol string, c Case, bounds []Bound, rng *ra
 			seqLaunch{scan, gpu.Dim3{X: uint32(s.nv), Y: 1, Z: 1}, block, a.Bytes()})
 	}
 	outs := []Buf{st, ob}
-	got, el, err := h.runSeq(ls, outs...)
+	if split {
+		outs = append(outs, st2, ob2)
+	}
+	// The time is the tested sequence's alone: the recurrent kernel's launches (the bits
+	// check) run in the sequence after it but are timed apart.
+	got, el, err := h.runSeq(append(ls, lr...), outs...)
 	if err != nil {
 		return Outcome{}, err
 	}
 	reports := map[string]Report{
 		"state": CompareRows(moF64s(bytesF32(h.payload(outs, got, st))), stWant, s.dk*s.dv, func(r int) float64 { return sScale[r] }),
 		"out":   CompareRows(moF64s(bytesF32(h.payload(outs, got, ob))), yWant, s.dv, func(r int) float64 { return yScale[r] }),
+	}
+	if split {
+		bits := func(b Buf) []uint32 {
+			v := bytesF32(h.payload(outs, got, b))
+			u := make([]uint32, len(v))
+			for i, x := range v {
+				u[i] = math.Float32bits(x)
+			}
+			return u
+		}
+		reports["bits"] = CompareExact(append(bits(st), bits(ob)...), append(bits(st2), bits(ob2)...))
+		// Time the split sequence alone (the runSeq time above includes recurrent's).
+		if _, el, err = h.runSeq(ls, st, ob); err != nil {
+			return Outcome{}, err
+		}
 	}
 	// Bytes: the activations a call must read (q, k of its key heads, v, z, b, a), the
 	// output, and the state read and written once per call.

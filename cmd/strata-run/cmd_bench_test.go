@@ -210,19 +210,22 @@ func TestGPUBench(t *testing.T) {
 	// (Engine.SetKernelTimes; a table "prefill N tiles=MODE"). A mode with the suffix
 	// "+cols8" runs the mmvq fallback a launch per 8 columns (Engine.SetMmvqCols8); a
 	// suffix "+attnold" after it runs attention_prefill's first kernel
-	// (Engine.SetAttnPrefillOld); a last suffix "+shdec" runs qwen3next's shared expert
-	// through moe_decode over the chunk's tokens (Engine.SetSharedDecode).
+	// (Engine.SetAttnPrefillOld); a suffix "+shdec" runs qwen3next's shared expert
+	// through moe_decode over the chunk's tokens (Engine.SetSharedDecode); a last suffix
+	// "+gdnold" runs its delta-net recurrence as gated_delta_net/recurrent
+	// (Engine.SetDeltaNetOld).
 	var ptiles []tileMode
 	if v := os.Getenv("STRATA_BENCH_PTILES"); v != "" {
 		for _, f := range strings.Split(v, ",") {
-			name, shDec := strings.CutSuffix(strings.TrimSpace(f), "+shdec")
+			name, gdnOld := strings.CutSuffix(strings.TrimSpace(f), "+gdnold")
+			name, shDec := strings.CutSuffix(name, "+shdec")
 			name, attnOld := strings.CutSuffix(name, "+attnold")
 			name, cols8 := strings.CutSuffix(name, "+cols8")
 			m, err := mgpu.ParsePrefillTiles(name)
 			if err != nil {
 				t.Fatalf("STRATA_BENCH_PTILES: %v", err)
 			}
-			ptiles = append(ptiles, tileMode{m, cols8, attnOld, shDec})
+			ptiles = append(ptiles, tileMode{m, cols8, attnOld, shDec, gdnOld})
 		}
 	}
 	pktimes := intList(t, "STRATA_BENCH_PKTIMES")
@@ -541,12 +544,14 @@ type prefillRun struct {
 
 // tileMode is one STRATA_BENCH_PTILES entry: the tile mode, whether the mmvq fallback
 // launches once per 8 columns ("+cols8"), whether attention_prefill's first kernel runs
-// ("+attnold") and whether qwen3next's shared expert runs through moe_decode ("+shdec").
+// ("+attnold"), whether qwen3next's shared expert runs through moe_decode ("+shdec") and
+// whether its delta-net recurrence runs as gated_delta_net/recurrent ("+gdnold").
 type tileMode struct {
 	tiles   mgpu.PrefillTiles
 	cols8   bool
 	attnOld bool
 	shDec   bool
+	gdnOld  bool
 }
 
 func (m tileMode) set(eng *mgpu.Engine) {
@@ -554,6 +559,7 @@ func (m tileMode) set(eng *mgpu.Engine) {
 	eng.SetMmvqCols8(m.cols8)
 	eng.SetAttnPrefillOld(m.attnOld)
 	eng.SetSharedDecode(m.shDec)
+	eng.SetDeltaNetOld(m.gdnOld)
 }
 
 func (m tileMode) String() string {
@@ -566,6 +572,9 @@ func (m tileMode) String() string {
 	}
 	if m.shDec {
 		s += "+shdec"
+	}
+	if m.gdnOld {
+		s += "+gdnold"
 	}
 	return s
 }

@@ -166,6 +166,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "scan",
 		Symbol: "strata_gated_delta_net_scan",
+	}, {
+		Name:   "recsplit",
+		Symbol: "strata_gated_delta_net_recsplit",
+	}, {
+		Name:   "gnorm",
+		Symbol: "strata_gated_delta_net_gnorm",
+	}, {
+		Name:   "gnormsig",
+		Symbol: "strata_gated_delta_net_gnormsig",
 	}},
 	Vendor: "amd",
 }, {
@@ -572,6 +581,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "scan",
 		Symbol: "strata_gated_delta_net_scan",
+	}, {
+		Name:   "recsplit",
+		Symbol: "strata_gated_delta_net_recsplit",
+	}, {
+		Name:   "gnorm",
+		Symbol: "strata_gated_delta_net_gnorm",
+	}, {
+		Name:   "gnormsig",
+		Symbol: "strata_gated_delta_net_gnormsig",
 	}},
 	Vendor: "amd",
 }, {
@@ -1029,6 +1047,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "scan",
 		Symbol: "strata_gated_delta_net_scan",
+	}, {
+		Name:   "recsplit",
+		Symbol: "strata_gated_delta_net_recsplit",
+	}, {
+		Name:   "gnorm",
+		Symbol: "strata_gated_delta_net_gnorm",
+	}, {
+		Name:   "gnormsig",
+		Symbol: "strata_gated_delta_net_gnormsig",
 	}},
 	Vendor: "amd",
 }, {
@@ -1486,6 +1513,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "scan",
 		Symbol: "strata_gated_delta_net_scan",
+	}, {
+		Name:   "recsplit",
+		Symbol: "strata_gated_delta_net_recsplit",
+	}, {
+		Name:   "gnorm",
+		Symbol: "strata_gated_delta_net_gnorm",
+	}, {
+		Name:   "gnormsig",
+		Symbol: "strata_gated_delta_net_gnormsig",
 	}},
 	Vendor: "amd",
 }, {
@@ -1943,6 +1979,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "scan",
 		Symbol: "strata_gated_delta_net_scan",
+	}, {
+		Name:   "recsplit",
+		Symbol: "strata_gated_delta_net_recsplit",
+	}, {
+		Name:   "gnorm",
+		Symbol: "strata_gated_delta_net_gnorm",
+	}, {
+		Name:   "gnormsig",
+		Symbol: "strata_gated_delta_net_gnormsig",
 	}},
 	Vendor: "amd",
 }, {
@@ -2400,6 +2445,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "scan",
 		Symbol: "strata_gated_delta_net_scan",
+	}, {
+		Name:   "recsplit",
+		Symbol: "strata_gated_delta_net_recsplit",
+	}, {
+		Name:   "gnorm",
+		Symbol: "strata_gated_delta_net_gnorm",
+	}, {
+		Name:   "gnormsig",
+		Symbol: "strata_gated_delta_net_gnormsig",
 	}},
 	Vendor: "amd",
 }, {
@@ -2857,6 +2911,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "scan",
 		Symbol: "strata_gated_delta_net_scan",
+	}, {
+		Name:   "recsplit",
+		Symbol: "strata_gated_delta_net_recsplit",
+	}, {
+		Name:   "gnorm",
+		Symbol: "strata_gated_delta_net_gnorm",
+	}, {
+		Name:   "gnormsig",
+		Symbol: "strata_gated_delta_net_gnormsig",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3898,6 +3961,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "scan",
 		Symbol: "strata_gated_delta_net_scan",
+	}, {
+		Name:   "recsplit",
+		Symbol: "strata_gated_delta_net_recsplit",
+	}, {
+		Name:   "gnorm",
+		Symbol: "strata_gated_delta_net_gnorm",
+	}, {
+		Name:   "gnormsig",
+		Symbol: "strata_gated_delta_net_gnormsig",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4939,6 +5011,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "scan",
 		Symbol: "strata_gated_delta_net_scan",
+	}, {
+		Name:   "recsplit",
+		Symbol: "strata_gated_delta_net_recsplit",
+	}, {
+		Name:   "gnorm",
+		Symbol: "strata_gated_delta_net_gnorm",
+	}, {
+		Name:   "gnormsig",
+		Symbol: "strata_gated_delta_net_gnormsig",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -5980,6 +6061,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "scan",
 		Symbol: "strata_gated_delta_net_scan",
+	}, {
+		Name:   "recsplit",
+		Symbol: "strata_gated_delta_net_recsplit",
+	}, {
+		Name:   "gnorm",
+		Symbol: "strata_gated_delta_net_gnorm",
+	}, {
+		Name:   "gnormsig",
+		Symbol: "strata_gated_delta_net_gnormsig",
 	}},
 	Vendor: "nvidia",
 }, {

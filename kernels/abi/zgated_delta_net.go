@@ -10,7 +10,7 @@ import (
 
 /*
 GatedDeltaNetArgs is the launch-argument struct of every strata_gated_delta_net_* kernel (C: struct strata_gated_delta_net_args).
-Qwen3-Next gated delta-net after its projections: conv (grid (ceil(c/512), min(t, 65535), 1)) is the causal kernel-4 conv1d + SiLU with carried state; recurrent (grid (nv, 1, 1)) the L2-normalised, gated delta-rule recurrence over t tokens with f32 state, then the gated RMSNorm (silu(z) gate; recurrentsig: sigmoid(z), qwen4exp); chunk (grid (ceil(t/16), nv, 1)) and scan (grid (nv, 1, 1)) are the chunked prefill form of recurrent; block (512, 1, 1).
+Qwen3-Next gated delta-net after its projections: conv (grid (ceil(c/512), min(t, 65535), 1)) is the causal kernel-4 conv1d + SiLU with carried state; recurrent (grid (nv, 1, 1)) the L2-normalised, gated delta-rule recurrence over t tokens with f32 state, then the gated RMSNorm (silu(z) gate; recurrentsig: sigmoid(z), qwen4exp); chunk (grid (ceil(t/16), nv, 1)) and scan (grid (nv, 1, 1)) are the chunked prefill form of recurrent; recsplit (grid (nv, ceil(dv/32), 1)) is recurrent's prefill over column slices of 32, one barrier a token, o written before the norm (bitwise recurrent's), then gnorm / gnormsig (grid (ceil(t·nv/4), 1, 1)) the gated RMSNorm in place on o; block (512, 1, 1).
 */
 type GatedDeltaNetArgs struct {
 	X       uint64  // offset 0: device address of const float[]; conv: raw qkv projection, t × c f32
@@ -49,6 +49,9 @@ const (
 	SymGatedDeltaNetRecurrentsig = "strata_gated_delta_net_recurrentsig" // variant recurrentsig
 	SymGatedDeltaNetChunk        = "strata_gated_delta_net_chunk"        // variant chunk
 	SymGatedDeltaNetScan         = "strata_gated_delta_net_scan"         // variant scan
+	SymGatedDeltaNetRecsplit     = "strata_gated_delta_net_recsplit"     // variant recsplit
+	SymGatedDeltaNetGnorm        = "strata_gated_delta_net_gnorm"        // variant gnorm
+	SymGatedDeltaNetGnormsig     = "strata_gated_delta_net_gnormsig"     // variant gnormsig
 )
 
 // Compile-time guards: building fails if the size or an offset drifts from the C static_asserts.

@@ -901,17 +901,55 @@ func (m *emu) deltaNet(stage string, grid rt.Dim3, a abi.GatedDeltaNetArgs) {
 		}
 		return
 	}
+	switch stage {
+	case "recsplit": // the recurrence, o written before the norm (gnorm follows)
+		if want := (rt.Dim3{X: uint32(nv), Y: uint32((dv + 31) / 32), Z: 1}); grid != want {
+			m.fail("gated_delta_net recsplit launched with grid %v, want %v", grid, want)
+		}
+		for tk := 0; tk < T; tk++ {
+			m.deltaStep(a, tk, C, nk, nv, dk, dv, sig, true)
+		}
+		return
+	case "gnorm": // the gated norm of every (token, head) row of o, in place
+		if want := (rt.Dim3{X: uint32((T*nv + 3) / 4), Y: 1, Z: 1}); grid != want {
+			m.fail("gated_delta_net gnorm launched with grid %v, want %v", grid, want)
+		}
+		nw := m.f32s(a.NormW, dv)
+		for row := 0; row < T*nv; row++ {
+			out := m.f32s(a.O+uint64(4*row*dv), dv)
+			z := m.f32s(a.Z+uint64(4*row*dv), dv)
+			m.gatedNorm(a, row*dv, out, z, nw, sig)
+		}
+		return
+	case "recurrent":
+	default:
+		m.fail("gated_delta_net: stage %q not emulated", stage)
+		return
+	}
 	if want := (rt.Dim3{X: uint32(nv), Y: 1, Z: 1}); grid != want {
 		m.fail("gated_delta_net recurrent launched with grid %v, want %v", grid, want)
 	}
 	for tk := 0; tk < T; tk++ {
-		m.deltaStep(a, tk, C, nk, nv, dk, dv, sig)
+		m.deltaStep(a, tk, C, nk, nv, dk, dv, sig, false)
+	}
+}
+
+// gatedNorm writes out·inv·w·silu(z) (inv = 1/√(mean out² + eps)) to o from element at.
+func (m *emu) gatedNorm(a abi.GatedDeltaNetArgs, at int, out, z, nw []float32, sig func(float32) float32) {
+	var ss float64
+	for _, x := range out {
+		ss += float64(x) * float64(x)
+	}
+	inv := float32(1 / math.Sqrt(ss/float64(len(out))+float64(a.Eps)))
+	for j := range out {
+		zz := z[j]
+		m.setF32(a.O, at+j, out[j]*inv*nw[j]*(zz*sig(zz)))
 	}
 }
 
 // deltaStep is the recurrence for token tk of a gated_delta_net call (rows tk of xc, z, ba
-// and o; S read from and written back to state).
-func (m *emu) deltaStep(a abi.GatedDeltaNetArgs, tk, C, nk, nv, dk, dv int, sig func(float32) float32) {
+// and o; S read from and written back to state); raw (recsplit) writes o before the norm.
+func (m *emu) deltaStep(a abi.GatedDeltaNetArgs, tk, C, nk, nv, dk, dv int, sig func(float32) float32, raw bool) {
 	kd := nk * dk
 	cv := m.f32s(a.Xc+uint64(4*tk*C), C)
 	for h := 0; h < 2*nk; h++ {
@@ -975,14 +1013,12 @@ func (m *emu) deltaStep(a abi.GatedDeltaNetArgs, tk, C, nk, nv, dk, dv int, sig 
 			}
 			*m.cancel = append(*m.cancel, math.Sqrt(num/den))
 		}
-		var ss float64
-		for _, x := range out {
-			ss += float64(x) * float64(x)
+		if raw {
+			for j, x := range out {
+				m.setF32(a.O, tk*nv*dv+h*dv+j, x)
+			}
+			continue
 		}
-		inv := float32(1 / math.Sqrt(ss/float64(dv)+float64(a.Eps)))
-		for j := range out {
-			zz := z[h*dv+j]
-			m.setF32(a.O, tk*nv*dv+h*dv+j, out[j]*inv*nw[j]*(zz*sig(zz)))
-		}
+		m.gatedNorm(a, tk*nv*dv+h*dv, out, z[h*dv:(h+1)*dv], nw, sig)
 	}
 }

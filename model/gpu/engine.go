@@ -151,6 +151,13 @@ type Options struct {
 	// own), added to the residual by rmsnorm_row, instead of as one moe_prefill pass over
 	// the chunk (prefill.go sharedChunk; measurement baseline, also Engine.SetSharedDecode).
 	SharedDecode bool
+	// OldDeltaNet: the batched path runs qwen3next's delta-net recurrence as the decode
+	// step's kernel (gated_delta_net/recurrent, a block per value head walking the chunk's
+	// tokens with the gated norm inside the step) instead of recsplit (a block per head and
+	// 32 columns, one barrier a token) then gnorm over the chunk; the results are bitwise
+	// the same (measurement baseline, also Engine.SetDeltaNetOld). Decode always runs
+	// recurrent.
+	OldDeltaNet bool
 	// Misses: how the kernels reach an expert that has no VRAM slot. The zero value,
 	// MissAuto, maps where it works and copies elsewhere (the reason: Engine.MissPath);
 	// MissMap: every expert lives in mapped pinned host memory that the kernels can read
@@ -209,6 +216,7 @@ type Engine struct {
 	kArgmaxP, kArgmaxF             *kernel // argmax in two launches (logits)
 	oldRowQ81, argmax1             bool    // Options.OldRowQ81, Options.OneBlockArgmax
 	kConv, kRec                    *kernel // qwen3next
+	kRecSplit, kGNorm              *kernel // qwen3next's batched recurrence (gatedDeltaNet)
 	kPrep, kReduceQ                *kernel // attention_decode prep and reduceq (forward.go)
 	// per-token host buffers reused across tokens
 	idsBuf, slotBuf []int
@@ -255,6 +263,7 @@ type Engine struct {
 	mmvqCols8    bool                     // Options.MmvqCols8
 	attnOld      bool                     // Options.OldAttnPrefill
 	shDec        bool                     // Options.SharedDecode
+	gdnOld       bool                     // Options.OldDeltaNet
 	shT          map[quant.Type]*moeTiles // moe_prefill's tiles per shared-expert type (qwen3next; sharedChunk)
 	ptab         PrefillTables            // how the batched path runs non-direct layers (SetPrefillTables)
 	direct       []int                    // per layer: slot of expert 0 when its experts sit in consecutive slots of one slab (resident), else −1
@@ -499,6 +508,7 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	e.mmvqCols8 = o.MmvqCols8
 	e.attnOld = o.OldAttnPrefill
 	e.shDec = o.SharedDecode
+	e.gdnOld = o.OldDeltaNet
 	if o.Chunk > 0 && (c.Arch == model.ArchQwen3MoE || c.Arch == model.ArchQwen3Next) && !o.HostKV {
 		e.chunk = o.Chunk
 		fams = append(fams[:len(fams):len(fams)], "mmq", "moe_prefill", "attention_prefill")
@@ -1206,6 +1216,7 @@ func (e *Engine) prepare(o Options) error {
 	if c.Arch == model.ArchQwen3Next {
 		for _, k := range []struct{ fam, variant string }{
 			{"gated_delta_net", "conv"}, {"gated_delta_net", "recurrent"},
+			{"gated_delta_net", "recsplit"}, {"gated_delta_net", "gnorm"},
 		} {
 			f, err := e.ks.fn(k.fam, k.variant)
 			if err != nil {
@@ -1298,6 +1309,7 @@ func (e *Engine) records(mmvqRows map[string]int) {
 	e.kSplit, e.kReduce = e.kern["attention_decode/split_f16"], e.kern["attention_decode/reduce_f16"]
 	e.kQuant, e.kMoe, e.kArgmax = e.kern["quantize_q8_1/f32"], e.kern["moe_decode/"+typeVariant[e.expType]], e.kern["sample/argmax"]
 	e.kConv, e.kRec = e.kern["gated_delta_net/conv"], e.kern["gated_delta_net/recurrent"]
+	e.kRecSplit, e.kGNorm = e.kern["gated_delta_net/recsplit"], e.kern["gated_delta_net/gnorm"]
 	e.kPrep, e.kReduceQ = e.kern["attention_decode/prep_f16"], e.kern["attention_decode/reduceq_f16"]
 	mats := func(l *gLayer) []*dmat {
 		return []*dmat{&l.wq, &l.wk, &l.wv, &l.wo, &l.router, &l.wqkv, &l.wz, &l.wba, &l.wout, &l.shInp, &l.in, &l.routerSh}

@@ -834,6 +834,81 @@ func TestEngineEmulatedBatchedShared(t *testing.T) {
 	}
 }
 
+// TestEngineEmulatedBatchedDeltaNet: a chunk of qwen3next's delta-net layers runs the
+// recurrence as gated_delta_net recsplit then gnorm, one of each per delta-net layer, and
+// with Options.OldDeltaNet or SetDeltaNetOld as recurrent, one launch per layer (the
+// emulator checks each launch's grid against the contract). The kernels compute the same
+// f32 operations (parity's bits check), and so does the emulator of both paths: the
+// prompt logits of the two paths must be bitwise equal, and each within batchedNMSE of the
+// token-by-token path. The decode step after the prompt runs recurrent in both.
+func TestEngineEmulatedBatchedDeltaNet(t *testing.T) {
+	type run struct {
+		opt bool  // Options.OldDeltaNet
+		set *bool // SetDeltaNetOld after Load (nil: not called)
+	}
+	on, off := true, false
+	runs := []run{{false, nil}, {true, nil}, {false, &on}, {true, &off}}
+	src := presetSource(t, "tiny-next", quant.Q8_0)
+	prompt := []int32{104, 101, 108, 108, 111, 32, 119, 9, 33, 71, 5}
+	load := func(chunk int, opt bool) (*Engine, *fakeDriver) {
+		dev, fake := newFakeDeviceMap(1<<30, fakeTarget, false)
+		fake.emu = newEmu()
+		eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20, Chunk: chunk, OldDeltaNet: opt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fake.emu.watch(eng)
+		return eng, fake
+	}
+	ref, fake := load(0, false)
+	want, err := ref.Forward(prompt)
+	if err != nil || fake.emu.err != nil {
+		t.Fatal(err, fake.emu.err)
+	}
+	if n := fake.launches["strata_gated_delta_net_recsplit"]; n != 0 {
+		t.Errorf("token by token: recsplit ×%d, want none", n)
+	}
+	ref.Close()
+	logs := make([][]float32, len(runs))
+	layers := 0 // delta-net layers: recurrent launches of the old path's one chunk
+	for i, r := range runs {
+		eng, fake := load(16, r.opt)
+		old := r.opt
+		if r.set != nil {
+			eng.SetDeltaNetOld(*r.set)
+			old = *r.set
+		}
+		if logs[i], err = eng.Forward(prompt); err != nil {
+			t.Fatal(err)
+		}
+		if fake.emu.err != nil {
+			t.Fatal(fake.emu.err)
+		}
+		eng.Close()
+		rec, split, norm := fake.launches["strata_gated_delta_net_recurrent"], fake.launches["strata_gated_delta_net_recsplit"], fake.launches["strata_gated_delta_net_gnorm"]
+		if old {
+			if layers == 0 {
+				layers = rec
+			}
+			if rec == 0 || rec != layers || split != 0 || norm != 0 {
+				t.Errorf("run %d (old): recurrent ×%d, recsplit ×%d, gnorm ×%d; want ×%d, none, none", i, rec, split, norm, layers)
+			}
+		} else if rec != 0 || split == 0 || split != norm {
+			t.Errorf("run %d (new): recurrent ×%d, recsplit ×%d, gnorm ×%d; want none and one gnorm per recsplit", i, rec, split, norm)
+		} else if layers != 0 && split != layers {
+			t.Errorf("run %d (new): recsplit ×%d, want one per delta-net layer (%d)", i, split, layers)
+		}
+		if d := nmse(logs[i], want); !(d <= batchedNMSE) {
+			t.Errorf("run %d (old %v): NMSE %.3g against token by token (bound %g)", i, old, d, batchedNMSE)
+		}
+	}
+	for i := 1; i < len(runs); i++ {
+		if !slices.Equal(logs[i], logs[0]) {
+			t.Errorf("run %d: logits differ from run 0 (NMSE %.3g); the two paths' emulated arithmetic is the same", i, nmse(logs[i], logs[0]))
+		}
+	}
+}
+
 // nmse is ‖got − want‖² / ‖want‖².
 func nmse(got, want []float32) float64 {
 	var num, den float64

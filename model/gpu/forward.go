@@ -710,7 +710,10 @@ func (e *Engine) deltaNet(l *gLayer) error {
 // one, or a prompt chunk's in order): q|k|v rows at qkv, z and b|a in, the conv output to
 // xc, the gated output to o. The conv reads one of the layer's two conv states and writes
 // the other: they alternate by call (convPar; every delta-net layer makes one call per
-// step or chunk), so the next call reads what this one wrote.
+// step or chunk), so the next call reads what this one wrote. A chunk (T > 1) runs the
+// recurrence as recsplit (a block per value head and 32 columns, o before the norm) then
+// gnorm (the gated norm over the T·nv rows, in place), bitwise the same as recurrent,
+// unless Options.OldDeltaNet.
 func (e *Engine) gatedDeltaNet(l *gLayer, qkv, xc, z, ba, o rt.DevPtr, T int) error {
 	c := &e.cfg
 	C := 2*c.LinKHeads*c.LinKDim + c.LinVHeads*c.LinVDim
@@ -725,6 +728,12 @@ func (e *Engine) gatedDeltaNet(l *gLayer, qkv, xc, z, ba, o rt.DevPtr, T int) er
 		Dk: int32(c.LinKDim), Dv: int32(c.LinVDim), Eps: c.Eps}
 	if err := e.launchK(e.kConv, rt.Dim3{X: blocks(C, abi.GatedDeltaNetThreads), Y: uint32(min(T, 65535)), Z: 1}, abi.GatedDeltaNetThreads, rt.Args(&a)); err != nil {
 		return err
+	}
+	if T > 1 && !e.gdnOld {
+		if err := e.launchK(e.kRecSplit, rt.Dim3{X: uint32(c.LinVHeads), Y: uint32((c.LinVDim + 31) / 32), Z: 1}, abi.GatedDeltaNetThreads, rt.Args(&a)); err != nil {
+			return err
+		}
+		return e.launchK(e.kGNorm, dim(uint32((T*c.LinVHeads+3)/4)), abi.GatedDeltaNetThreads, rt.Args(&a))
 	}
 	return e.launchK(e.kRec, dim(uint32(c.LinVHeads)), abi.GatedDeltaNetThreads, rt.Args(&a))
 }

@@ -559,7 +559,7 @@ func (e *Engine) projectChunk(w dmat, o rt.DevPtr, n, T int) error {
 // deltaNetChunk is the gated delta-net mixer of one qwen3next layer for T tokens: p_xn/p_xq
 // in, ssm_out's projection in p_proj. The conv runs over the chunk in one launch (each
 // token's window reaches back into the carried state); the recurrent stage walks the
-// chunk's tokens in order in one launch per layer.
+// chunk's tokens in order (recsplit then gnorm; Options.OldDeltaNet: recurrent, one launch).
 func (e *Engine) deltaNetChunk(l *gLayer, T int) error {
 	c := &e.cfg
 	m := e.mem
@@ -634,6 +634,9 @@ func (e *Engine) sharedChunk(l *gLayer, T int) error {
 
 // SetSharedDecode sets Options.SharedDecode on a loaded engine, between prompts.
 func (e *Engine) SetSharedDecode(on bool) { e.shDec = on }
+
+// SetDeltaNetOld sets Options.OldDeltaNet on a loaded engine, between prompts.
+func (e *Engine) SetDeltaNetOld(on bool) { e.gdnOld = on }
 
 // moePhases launches moe_prefill's four phases of one launch set at tile p: phase 0 one
 // block per expert, phases 1 and 2 a block row per schedule tile (max_tiles at p's BN),
