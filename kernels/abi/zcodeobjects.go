@@ -3208,6 +3208,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t32",
 		Symbol: "strata_moe_prefill_q80_mma_r64t32",
 	}, {
+		Name:   "q80_mma_r64t48",
+		Symbol: "strata_moe_prefill_q80_mma_r64t48",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
 	}, {
@@ -3219,6 +3222,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q80_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t32",
+	}, {
+		Name:   "q80_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q80_dp4a_r64t48",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
@@ -3232,6 +3238,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r64t32",
 		Symbol: "strata_moe_prefill_q20_mma_r64t32",
 	}, {
+		Name:   "q20_mma_r64t48",
+		Symbol: "strata_moe_prefill_q20_mma_r64t48",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
 	}, {
@@ -3243,6 +3252,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q20_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t32",
+	}, {
+		Name:   "q20_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q20_dp4a_r64t48",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
@@ -3256,6 +3268,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r64t32",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t32",
 	}, {
+		Name:   "q4k_mma_r64t48",
+		Symbol: "strata_moe_prefill_q4k_mma_r64t48",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
 	}, {
@@ -3267,6 +3282,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q4k_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t32",
+	}, {
+		Name:   "q4k_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r64t48",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
@@ -3280,6 +3298,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t32",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t32",
 	}, {
+		Name:   "q6k_mma_r64t48",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
 	}, {
@@ -3291,6 +3312,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t32",
+	}, {
+		Name:   "q6k_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r64t48",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
@@ -3304,6 +3328,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t32",
 	}, {
+		Name:   "iq2xs_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r64t48",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
 	}, {
@@ -3315,6 +3342,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq2xs_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t32",
+	}, {
+		Name:   "iq2xs_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t48",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
@@ -3328,6 +3358,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t32",
 	}, {
+		Name:   "iq3xxs_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t48",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
 	}, {
@@ -3339,6 +3372,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3xxs_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t32",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t48",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
@@ -3352,6 +3388,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t32",
 	}, {
+		Name:   "iq3s_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq3s_mma_r64t48",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
 	}, {
@@ -3363,6 +3402,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3s_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t32",
+	}, {
+		Name:   "iq3s_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t48",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
@@ -3376,6 +3418,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t32",
 	}, {
+		Name:   "iq1m_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq1m_mma_r64t48",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
 	}, {
@@ -3387,6 +3432,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t32",
+	}, {
+		Name:   "iq1m_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t48",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4053,6 +4101,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t32",
 		Symbol: "strata_moe_prefill_q80_mma_r64t32",
 	}, {
+		Name:   "q80_mma_r64t48",
+		Symbol: "strata_moe_prefill_q80_mma_r64t48",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
 	}, {
@@ -4064,6 +4115,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q80_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t32",
+	}, {
+		Name:   "q80_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q80_dp4a_r64t48",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
@@ -4077,6 +4131,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r64t32",
 		Symbol: "strata_moe_prefill_q20_mma_r64t32",
 	}, {
+		Name:   "q20_mma_r64t48",
+		Symbol: "strata_moe_prefill_q20_mma_r64t48",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
 	}, {
@@ -4088,6 +4145,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q20_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t32",
+	}, {
+		Name:   "q20_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q20_dp4a_r64t48",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
@@ -4101,6 +4161,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r64t32",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t32",
 	}, {
+		Name:   "q4k_mma_r64t48",
+		Symbol: "strata_moe_prefill_q4k_mma_r64t48",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
 	}, {
@@ -4112,6 +4175,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q4k_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t32",
+	}, {
+		Name:   "q4k_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r64t48",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
@@ -4125,6 +4191,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t32",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t32",
 	}, {
+		Name:   "q6k_mma_r64t48",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
 	}, {
@@ -4136,6 +4205,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t32",
+	}, {
+		Name:   "q6k_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r64t48",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
@@ -4149,6 +4221,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t32",
 	}, {
+		Name:   "iq2xs_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r64t48",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
 	}, {
@@ -4160,6 +4235,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq2xs_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t32",
+	}, {
+		Name:   "iq2xs_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t48",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
@@ -4173,6 +4251,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t32",
 	}, {
+		Name:   "iq3xxs_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t48",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
 	}, {
@@ -4184,6 +4265,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3xxs_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t32",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t48",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
@@ -4197,6 +4281,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t32",
 	}, {
+		Name:   "iq3s_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq3s_mma_r64t48",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
 	}, {
@@ -4208,6 +4295,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3s_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t32",
+	}, {
+		Name:   "iq3s_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t48",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
@@ -4221,6 +4311,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t32",
 	}, {
+		Name:   "iq1m_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq1m_mma_r64t48",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
 	}, {
@@ -4232,6 +4325,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t32",
+	}, {
+		Name:   "iq1m_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t48",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4898,6 +4994,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t32",
 		Symbol: "strata_moe_prefill_q80_mma_r64t32",
 	}, {
+		Name:   "q80_mma_r64t48",
+		Symbol: "strata_moe_prefill_q80_mma_r64t48",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
 	}, {
@@ -4909,6 +5008,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q80_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t32",
+	}, {
+		Name:   "q80_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q80_dp4a_r64t48",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
@@ -4922,6 +5024,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r64t32",
 		Symbol: "strata_moe_prefill_q20_mma_r64t32",
 	}, {
+		Name:   "q20_mma_r64t48",
+		Symbol: "strata_moe_prefill_q20_mma_r64t48",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
 	}, {
@@ -4933,6 +5038,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q20_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t32",
+	}, {
+		Name:   "q20_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q20_dp4a_r64t48",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
@@ -4946,6 +5054,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r64t32",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t32",
 	}, {
+		Name:   "q4k_mma_r64t48",
+		Symbol: "strata_moe_prefill_q4k_mma_r64t48",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
 	}, {
@@ -4957,6 +5068,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q4k_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t32",
+	}, {
+		Name:   "q4k_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r64t48",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
@@ -4970,6 +5084,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t32",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t32",
 	}, {
+		Name:   "q6k_mma_r64t48",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
 	}, {
@@ -4981,6 +5098,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t32",
+	}, {
+		Name:   "q6k_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r64t48",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
@@ -4994,6 +5114,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t32",
 	}, {
+		Name:   "iq2xs_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r64t48",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
 	}, {
@@ -5005,6 +5128,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq2xs_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t32",
+	}, {
+		Name:   "iq2xs_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t48",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
@@ -5018,6 +5144,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t32",
 	}, {
+		Name:   "iq3xxs_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t48",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
 	}, {
@@ -5029,6 +5158,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3xxs_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t32",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t48",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
@@ -5042,6 +5174,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t32",
 	}, {
+		Name:   "iq3s_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq3s_mma_r64t48",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
 	}, {
@@ -5053,6 +5188,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3s_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t32",
+	}, {
+		Name:   "iq3s_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t48",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
@@ -5066,6 +5204,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t32",
 	}, {
+		Name:   "iq1m_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq1m_mma_r64t48",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
 	}, {
@@ -5077,6 +5218,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t32",
+	}, {
+		Name:   "iq1m_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t48",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -5743,6 +5887,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t32",
 		Symbol: "strata_moe_prefill_q80_mma_r64t32",
 	}, {
+		Name:   "q80_mma_r64t48",
+		Symbol: "strata_moe_prefill_q80_mma_r64t48",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
 	}, {
@@ -5754,6 +5901,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q80_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t32",
+	}, {
+		Name:   "q80_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q80_dp4a_r64t48",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
@@ -5767,6 +5917,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r64t32",
 		Symbol: "strata_moe_prefill_q20_mma_r64t32",
 	}, {
+		Name:   "q20_mma_r64t48",
+		Symbol: "strata_moe_prefill_q20_mma_r64t48",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
 	}, {
@@ -5778,6 +5931,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q20_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t32",
+	}, {
+		Name:   "q20_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q20_dp4a_r64t48",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
@@ -5791,6 +5947,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r64t32",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t32",
 	}, {
+		Name:   "q4k_mma_r64t48",
+		Symbol: "strata_moe_prefill_q4k_mma_r64t48",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
 	}, {
@@ -5802,6 +5961,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q4k_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t32",
+	}, {
+		Name:   "q4k_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r64t48",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
@@ -5815,6 +5977,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t32",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t32",
 	}, {
+		Name:   "q6k_mma_r64t48",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
 	}, {
@@ -5826,6 +5991,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t32",
+	}, {
+		Name:   "q6k_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r64t48",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
@@ -5839,6 +6007,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t32",
 	}, {
+		Name:   "iq2xs_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r64t48",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
 	}, {
@@ -5850,6 +6021,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq2xs_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t32",
+	}, {
+		Name:   "iq2xs_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t48",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
@@ -5863,6 +6037,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t32",
 	}, {
+		Name:   "iq3xxs_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t48",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
 	}, {
@@ -5874,6 +6051,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3xxs_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t32",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t48",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
@@ -5887,6 +6067,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t32",
 	}, {
+		Name:   "iq3s_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq3s_mma_r64t48",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
 	}, {
@@ -5898,6 +6081,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3s_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t32",
+	}, {
+		Name:   "iq3s_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t48",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
@@ -5911,6 +6097,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t32",
 	}, {
+		Name:   "iq1m_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq1m_mma_r64t48",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
 	}, {
@@ -5922,6 +6111,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t32",
+	}, {
+		Name:   "iq1m_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t48",
 	}},
 	Vendor: "nvidia",
 }, {
