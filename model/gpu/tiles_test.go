@@ -63,16 +63,18 @@ func TestPrefillTileChoice(t *testing.T) {
 		}
 	}
 	mo, _ := moeTilesFor(fakeTarget, quant.Q2_0)
-	if mo.schedTile() != 32 || mo.t32.threads != abi.MoePrefillThreads {
+	if mo.schedTile() != 32 || mo.t32.threads != abi.MoePrefillThreads || mo.t48.bn != 48 || mo.t48.threads != abi.MoePrefillThreads {
 		t.Fatalf("moe_prefill tiles on %s: %+v", fakeTarget, mo)
 	}
 	for _, c := range []struct {
 		mode                   PrefillTiles
 		tokens, k, experts, bn int
 	}{
-		{TilesBest, 512, 8, 128, 32}, {TilesBest, 1023, 8, 128, 32}, {TilesBest, 1024, 8, 128, 64}, {TilesBest, 2048, 8, 128, 64}, // 30B-A3B: 32, 64, 128 pairs per expert
-		{TilesBest, 512, 10, 512, 32}, {TilesBest, 3276, 10, 512, 32}, {TilesBest, 3277, 10, 512, 64}, // 80B-A3B: 10 per expert at 512
+		{TilesBest, 512, 8, 128, 48}, {TilesBest, 1023, 8, 128, 48}, {TilesBest, 1024, 8, 128, 64}, {TilesBest, 2048, 8, 128, 64}, // 30B-A3B: 32, 64, 128 pairs per expert
+		{TilesBest, 383, 8, 128, 32}, {TilesBest, 384, 8, 128, 48}, // 24 pairs per expert from 384 tokens (moeT48From)
+		{TilesBest, 512, 10, 512, 32}, {TilesBest, 1228, 10, 512, 32}, {TilesBest, 1229, 10, 512, 48}, {TilesBest, 3276, 10, 512, 48}, {TilesBest, 3277, 10, 512, 64}, // 80B-A3B: 10 per expert at 512
 		{TilesT64, 512, 8, 128, 64}, {TilesT64, 1, 8, 128, 64},
+		{TilesT32, 512, 8, 128, 32}, {TilesT32, 1023, 8, 128, 32}, {TilesT32, 1024, 8, 128, 64}, {TilesT32, 3276, 10, 512, 32},
 	} {
 		if p := mo.pick(c.mode, c.tokens*c.k, c.experts); p.bn != c.bn {
 			t.Errorf("%s, %d tokens × %d of %d experts: t%d, want t%d", c.mode, c.tokens, c.k, c.experts, p.bn, c.bn)
@@ -283,6 +285,33 @@ func TestEngineEmulatedTiles(t *testing.T) {
 			}
 		}
 		sameLogits(t, "by groups against a launch per 8 columns", logs[1][0], logs[0][0])
+	})
+	// moe_prefill r64t48 (moeT48From): a 72-token prompt in chunks of 40 and 32 has 40 and 32
+	// pairs per expert: r64t48 in TilesBest, r64t32 in TilesT32 (the session-7 choice), the
+	// same logits as TilesT64.
+	t.Run("t48", func(t *testing.T) {
+		logs, launched, err := run(cfg{"resident", 40, 0, 1024, TablesAuto}, nil, TilesT64, TilesBest, TilesT32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i < len(logs); i++ {
+			sameLogits(t, fmt.Sprintf("mode run %d against the first (t64)", i), logs[i], logs[0])
+		}
+		moe := func(got map[string]int, tile string) (n int) {
+			for k, v := range got {
+				if strings.HasPrefix(k, "strata_moe_prefill") && strings.HasSuffix(k, "_"+tile) {
+					n += v
+				}
+			}
+			return n
+		}
+		for i, want := range []string{"r64t64", "r64t48", "r64t32"} {
+			for _, tile := range []string{"r64t64", "r64t48", "r64t32"} {
+				if n := moe(launched[i], tile); (n != 0) != (tile == want) {
+					t.Errorf("mode run %d: moe_prefill %s launched %d times, want only %s", i, tile, n, want)
+				}
+			}
+		}
 	})
 	t.Run("t64-schedule", func(t *testing.T) {
 		c := cfg{"exact-stack", 60, 0, 4, TablesAuto}
