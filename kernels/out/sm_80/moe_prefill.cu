@@ -1762,7 +1762,6 @@ template <class T, bool W> struct strata_moe_qt { typedef T type; };
 // start, inside the block: ql starts ≤ 96, qh ≤ 160, the block is 210 bytes), picked by
 // two levels of selects on the word offset and one funnel shift by 0 or 16 bits, and the
 // two scale bytes by one 2-byte load: 9 loads a group. The values are strata_qt_q6k's.
-#ifndef STRATA_MOE_Q6K_QUAD
 STRATA_DEVICE void strata_moe_ld32_a2(const u8* p, u32* w) {
   u32 t[12], a[9];
   strata_mmq_ld_win(p, t);
@@ -1772,37 +1771,13 @@ STRATA_DEVICE void strata_moe_ld32_a2(const u8* p, u32* w) {
 #pragma unroll
   for (int i = 0; i < 8; ++i) w[i] = (u32)((((u64)a[i + 1] << 32) | a[i]) >> sh);
 }
-#endif
-//
-// STRATA_MOE_Q6K_QUAD (off by default; not yet measured, bench/results/2026-11-30-moepf-s7):
-// the four jobs of one weight row in a K step are the four lanes of one quad (the core's
-// staging: job j = thread + u·T with T a multiple of 4, group kg = j mod 4, row (j/4) mod BM,
-// and KT = 4 groups of one 256-element block), and they read the same bytes: the half's 32
-// bytes of qh (all four) and its 64 bytes of ql (two each). In the quad form lane p of the quad
-// loads only qh bytes 8p..8p+7 and ql bytes 16p..16p+15 of the half (6–8 four-byte loads, 2-byte
-// aligned words as strata_ldw_a2) and the quad exchanges them by 16 shuffles, against 6 16-byte
-// loads, 40 selects and 16 funnel shifts a job, and without the 24 window registers. Every lane
-// of the warp must call load together (the core's staging does: no branch around it); an edge
-// job (row or group outside) loads the same safe address in all four lanes, so its quad agrees.
 struct strata_moe_q6k_w : strata_qt_q6k {
   STRATA_DEVICE void load(const u8* b, int j, strata_g32& g, const lds*) {
     strata_g32_clear<strata_qt_q6k>(g);
     const int n = j >> 2, m = j & 3;
     u32 ql[8], qh[8];
-#ifdef STRATA_MOE_Q6K_QUAD
-    const u32 l = strata_lane(), q0 = l & ~3u, p = l & 3u;
-    u32 hq[2], lq[4];
-    strata_ldw_a2<2>(b + 128 + 32 * n + 8 * p, hq);
-    strata_ldw_a2<4>(b + 64 * n + 16 * p, lq);
-#pragma unroll
-    for (int w = 0; w < 8; ++w) {
-      qh[w] = (u32)strata_shfl_i32((i32)hq[w & 1], q0 + (u32)(w >> 1));
-      ql[w] = (u32)strata_shfl_i32((i32)lq[w & 3], q0 + 2u * (u32)(m & 1) + (u32)(w >> 2));
-    }
-#else
     strata_moe_ld32_a2(b + 64 * n + 32 * (m & 1), ql);
     strata_moe_ld32_a2(b + 128 + 32 * n, qh);
-#endif
     const u32 lsh = 4 * (m >> 1), hsh = 2 * m;
 #pragma unroll
     for (int w = 0; w < 8; ++w) {
