@@ -384,8 +384,12 @@ func (v Variant) MoeNVForm() bool {
 // SM; Q6_K was at 128 already), which took most of the gain (ncu, IQ2_XS gate/up: 8.5 %
 // fewer instructions, 3.2 % less time); held to 96 by launch_bounds(128, 5) they spilled
 // 120–212 bytes and lost 6–14 %.
-var moeStepFold = map[string]bool{"q6k/r64t32": true, "iq2xs/r64t32": true, "iq1m/r64t32": true,
-	"q6k/r64t48": true, "iq2xs/r64t48": true, "iq1m/r64t48": true} // r64t48: as r64t32
+//
+// Not at r64t48: there the step sums took Q6_K, IQ2_XS and IQ1_M to 168, 151 and 162 registers
+// (3 blocks an SM; the per-group fold 128, 125, 122), and the per-group fold won at 512 / 2048
+// tokens (bench/results/2026-11-30-moet-s8, medians of 3, step → group): Q6_K 49.2 → 52.2 /
+// 64.7 → 67.3, IQ2_XS 55.2 → 60.8 / 69.8 → 76.8, IQ1_M 59.4 → 60.7 / 74.7 → 76.4.
+var moeStepFold = map[string]bool{"q6k/r64t32": true, "iq2xs/r64t32": true, "iq1m/r64t32": true}
 
 // MoeStepFold reports whether moe_prefill variant v on t folds once per K step
 // (moeStepFold); the template renders a strata_mmq_nv_step_fold specialisation for it.
