@@ -125,15 +125,24 @@ const mmqLong = 1024
 const moeT32Below = 64
 
 // moeT48From: below moeT32Below, TilesBest takes r64t48 instead of r64t32 from this many
-// pairs per expert on (where the target has it). r64t48 runs its tokens as n8 slices and
-// skips the empty ones (kernels/prefill.go mmqN8), so an expert of up to 48 pairs takes one
-// tile: at 32 pairs per expert (the 30B-A3B at 512 tokens, Binomial(512, 1/16)) r64t32 gives
-// 45 % of the experts a second, nearly empty tile that decodes their weights again
-// (bench/results/2026-11-30-moet-s8, count.py: 0.69× the decoded weights, 0.76× the mma
-// columns). Below the bound an expert's pairs fit one t32 tile anyway (P(n > 32) ≈ 4 % at a
-// mean of 24), and r64t48 would only stage 16 more (empty) activation rows a tile; the bound
-// itself is not measured. Source of the choice: bench/results/2026-11-30-moet-s8.
+// pairs per expert on, for the expert types of moeT48 (where the target has the tile).
+// r64t48 runs its tokens as n8 slices and skips the empty ones (kernels/prefill.go mmqN8), so
+// an expert of up to 48 pairs takes one tile: at 32 pairs per expert (the 30B-A3B at 512
+// tokens, Binomial(512, 1/16)) r64t32 gives 45 % of the experts a second, nearly empty tile
+// that decodes their weights again (bench/results/2026-11-30-moet-s8, count.py: 0.69× the
+// decoded weights, 0.76× the mma columns). Below the bound an expert's pairs fit one t32
+// tile anyway (P(n > 32) ≈ 4 % at a mean of 24), and r64t48 would only stage 16 more (empty)
+// activation rows a tile; the bound itself is not measured.
 const moeT48From = 24
+
+// moeT48 are the expert types whose r64t48 beat r64t32 at 512 tokens of the 30B-A3B shape
+// (bench/results/2026-11-30-moet-s8: TestBenchPrefill, uniform routing, medians of 3, layer
+// TOPS t32 → t48): Q6_K 50.6 → 52.2, IQ2_XS 57.0 → 60.8, IQ1_M 59.3 → 60.7, IQ3_XXS
+// 63.3 → 65.6, IQ3_S 61.5 → 65.7. Not the others: Q8_0 71.8 → 69.3, Q4_K 66.6 → 61.8 (r64t48
+// costs them a block an SM: 96 → 128 registers), Q2_0 73.0 → 73.1 in the layer bench but
+// 9259 / 9417 → 9130 / 9063 tok/s in the engine's 30B prefill at 512 tokens (its synthetic
+// routing is Zipf-skewed: moe_prefill 51.7 → 55.9 µs a token).
+var moeT48 = map[quant.Type]bool{quant.Q6_K: true, quant.IQ2_XS: true, quant.IQ1_M: true, quant.IQ3_XXS: true, quant.IQ3_S: true}
 
 // tileThreads is the block size of each prefill family (kernels/specs.go Threads).
 var tileThreads = map[string]int{"mmq": abi.MmqThreads, "mmq8": abi.Mmq8Threads, "moe_prefill": abi.MoePrefillThreads}
@@ -230,7 +239,7 @@ func (m *mmqTiles) pick(mode PrefillTiles, T int) ptile {
 }
 
 // moeTiles are moe_prefill's tiles for one expert type: r64t64, r64t32 and r64t48 (t32.key,
-// t48.key empty where the target has none).
+// t48.key empty where the target has none; t48.key also for the types outside moeT48).
 type moeTiles struct{ t64, t32, t48 ptile }
 
 // moeTilesFor is the expert type t's moe_prefill tiles on target, and false when
@@ -244,7 +253,7 @@ func moeTilesFor(target string, t quant.Type) (moeTiles, bool) {
 	if p, ok := newTile(target, "moe_prefill", typeVariant[t]+"_mma_r64t32"); ok {
 		m.t32 = p
 	}
-	if p, ok := newTile(target, "moe_prefill", typeVariant[t]+"_mma_r64t48"); ok {
+	if p, ok := newTile(target, "moe_prefill", typeVariant[t]+"_mma_r64t48"); ok && moeT48[t] {
 		m.t48 = p
 	}
 	return m, true
