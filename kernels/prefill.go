@@ -128,6 +128,15 @@ var mmqNVIDIAOnly = map[string]bool{"r128t32": true, "r64t128": true, "r64t128w8
 // 128 experts, and 1.45 mma columns per pair. At 48, 99.8 % of the experts take one tile
 // (128.3 tiles: 0.69× the weight decodes) and the n8 skip runs 1.11 columns per pair (0.76×),
 // for 1.035× the activation staging.
+//
+// Measured (H200, same call, medians of 3, layer TOPS at 512 tokens, r64t32 → r64t48): far
+// less than those counts promised (−25 % instructions predicted). r64t48 wins by 2–7 % where
+// it keeps r64t32's blocks an SM (Q6_K 50.6 → 52.2, IQ2_XS 57.0 → 60.8, IQ1_M 59.3 → 60.7 with
+// the per-group fold: 122–128 registers, 4 blocks, as their step-fold r64t32) and for IQ3_XXS
+// 63.3 → 65.6, IQ3_S 61.5 → 65.7 (93–95 → 128 registers); it loses where it costs a block
+// (Q8_0 71.8 → 69.3, Q4_K 66.6 → 61.8: 96 → 128 registers); Q2_0 73.0 → 73.1. At 2048 tokens
+// r64t48 loses to r64t32 for every type but IQ2_XS (76.0 → 76.8) and IQ3_S. The engine takes
+// it per type (model/gpu/tiles.go moeT48).
 var mmqN8 = map[string]bool{"r64t48": true}
 
 // mmqLDS is the static LDS of one block: struct strata_mmq_smem<QT, 1, BM, BN>. Both
@@ -327,6 +336,9 @@ func (v Variant) PartialSkip(t Target) bool {
 // (bench/results/2026-11-30-moe-prefill), 5 blocks was within −2.2 to 0 % at 512 tokens (ptxas
 // already takes 80–96 registers there, 128 for Q6_K, where 96 without spills ran no faster), 6
 // and 8 blocks spilled 56–316 bytes and lost 7–12 %; r64t64 at 5 blocks spilled 320–852 bytes.
+// r64t48 at 4 blocks (bench/results/2026-11-30-moet-s8, tree B4, with the step fold): Q6_K,
+// IQ2_XS, IQ1_M spilled 132–184 bytes and lost to their per-group fold without bounds (Q6_K
+// 44.9 against 52.2 at 512 tokens); the others were at ≤ 128 already (level).
 var moeMinBlocks = map[string]int{}
 
 // MoeMinBlocks is the minimum of resident blocks per SM that moe_prefill variant v asks of the
