@@ -28,6 +28,7 @@ var mmqTableBytes = map[string]int{
 var mmqTiles = map[string][2]int{
 	"r64t64":  {64, 64},
 	"r64t32":  {64, 32},
+	"r64t48":  {64, 48}, // moe_prefill's n8-slice tile (mmqN8)
 	"r128t32": {128, 32},
 	"r128t64": {128, 64},
 	"r64t128": {64, 128},
@@ -113,7 +114,30 @@ func (v Variant) Tile() [2]int { return mmqTiles[v.Values["tile"]] }
 // r64t64 under the 128-VGPR budget; these shapes were added for the mma.sync core's warp
 // tiles and chosen by measurement on the H200 (bench/results/2026-11-29-prefill-*); the
 // dp4a variants of them exist on NVIDIA as the same-shape comparison.
-var mmqNVIDIAOnly = map[string]bool{"r128t32": true, "r64t128": true, "r64t128w8": true, "r64t32": true}
+var mmqNVIDIAOnly = map[string]bool{"r128t32": true, "r64t128": true, "r64t128w8": true, "r64t32": true, "r64t48": true}
+
+// mmqN8 are the tiles whose warps hold token counts that are not a multiple of 16 (r64t48:
+// 2 × 2 warps of 24 tokens): the NVIDIA mma core runs them as n8 slices, one mma.sync per
+// slice, interleaved over the warp columns (mmq_core.tmpl strata_mmq_nv_run, N8), and a
+// partial tile runs only the slices that hold tokens. The dp4a core takes BN = 48 as it is
+// (threads own tokens 8 apart); NVIDIA only, as r64t32.
+//
+// Why 48 (bench/results/2026-11-30-moet-s8, count.py): at 512 tokens of Qwen3-30B-A3B an
+// expert gets Binomial(512, 1/16) pairs, 32 ± 5.5. r64t32 gives 45 % of the experts a second,
+// nearly empty tile, which decodes the expert's whole weights again: 186 tiles a layer for
+// 128 experts, and 1.45 mma columns per pair. At 48, 99.8 % of the experts take one tile
+// (128.3 tiles: 0.69× the weight decodes) and the n8 skip runs 1.11 columns per pair (0.76×),
+// for 1.035× the activation staging.
+//
+// Measured (H200, same call, medians of 3, layer TOPS at 512 tokens, r64t32 → r64t48): far
+// less than those counts promised (−25 % instructions predicted). r64t48 wins by 2–7 % where
+// it keeps r64t32's blocks an SM (Q6_K 50.6 → 52.2, IQ2_XS 57.0 → 60.8, IQ1_M 59.3 → 60.7 with
+// the per-group fold: 122–128 registers, 4 blocks, as their step-fold r64t32) and for IQ3_XXS
+// 63.3 → 65.6, IQ3_S 61.5 → 65.7 (93–95 → 128 registers); it loses where it costs a block
+// (Q8_0 71.8 → 69.3, Q4_K 66.6 → 61.8: 96 → 128 registers); Q2_0 73.0 → 73.1. At 2048 tokens
+// r64t48 loses to r64t32 for every type but IQ2_XS (76.0 → 76.8) and IQ3_S. The engine takes
+// it per type (model/gpu/tiles.go moeT48).
+var mmqN8 = map[string]bool{"r64t48": true}
 
 // mmqLDS is the static LDS of one block: struct strata_mmq_smem<QT, 1, BM, BN>. Both
 // prefill families hold one BM-row weight tile (moe_prefill's gate/up is two matrices of
@@ -228,6 +252,10 @@ var mmqWideStaging = map[string]bool{
 	"moe_prefill/iq1m/r64t32": true, "moe_prefill/iq2xs/r64t32": true, "moe_prefill/iq3s/r64t32": true,
 	"moe_prefill/iq3xxs/r64t32": true, "moe_prefill/q20/r64t32": true, "moe_prefill/q4k/r64t32": true,
 	"moe_prefill/q6k/r64t32": true, "moe_prefill/q80/r64t32": true,
+	// moe_prefill r64t48 (mmqN8): as r64t32, its 2 × 2 warps' neighbour, unmeasured in the 4-byte form.
+	"moe_prefill/iq1m/r64t48": true, "moe_prefill/iq2xs/r64t48": true, "moe_prefill/iq3s/r64t48": true,
+	"moe_prefill/iq3xxs/r64t48": true, "moe_prefill/q20/r64t48": true, "moe_prefill/q4k/r64t48": true,
+	"moe_prefill/q6k/r64t48": true, "moe_prefill/q80/r64t48": true,
 }
 
 // WideStaging reports whether variant v of family (mmq or moe_prefill) on t is an NVIDIA
@@ -299,6 +327,9 @@ var moePartialSkip = map[string]bool{
 	"iq3s/r128t32": true, "iq3xxs/r128t32": true,
 	"q20/r128t64": true,
 	"q6k/r128t32": true, "q6k/r128t64": true,
+	// r64t48 (mmqN8): every type; the skip by n8 slice is the tile's point.
+	"iq1m/r64t48": true, "iq2xs/r64t48": true, "iq3s/r64t48": true, "iq3xxs/r64t48": true,
+	"q20/r64t48": true, "q4k/r64t48": true, "q6k/r64t48": true, "q80/r64t48": true,
 }
 
 // PartialSkip reports whether moe_prefill variant v on t skips empty token fragments
@@ -308,12 +339,15 @@ func (v Variant) PartialSkip(t Target) bool {
 }
 
 // moeMinBlocks names the NVIDIA mma moe_prefill kernels ("type/tile") compiled with a minimum
-// of resident blocks per SM (launch_bounds(128, n), n = 5 or 6: moe_prefill.tmpl defines
-// STRATA_MOE5_BOUNDS and STRATA_MOE6_BOUNDS). Asked only where n blocks of the kernel's own
+// of resident blocks per SM (launch_bounds(128, n), n = 4, 5 or 6: moe_prefill.tmpl defines
+// STRATA_MOE4_BOUNDS, STRATA_MOE5_BOUNDS and STRATA_MOE6_BOUNDS). Asked only where n blocks of the kernel's own
 // shared memory fit an SM (MoeMinBlocks). None: measured on the H200 for every r64t32 kernel
 // (bench/results/2026-11-30-moe-prefill), 5 blocks was within −2.2 to 0 % at 512 tokens (ptxas
 // already takes 80–96 registers there, 128 for Q6_K, where 96 without spills ran no faster), 6
 // and 8 blocks spilled 56–316 bytes and lost 7–12 %; r64t64 at 5 blocks spilled 320–852 bytes.
+// r64t48 at 4 blocks (bench/results/2026-11-30-moet-s8, tree B4, with the step fold): Q6_K,
+// IQ2_XS, IQ1_M spilled 132–184 bytes and lost to their per-group fold without bounds (Q6_K
+// 44.9 against 52.2 at 512 tokens); the others were at ≤ 128 already (level).
 var moeMinBlocks = map[string]int{}
 
 // MoeMinBlocks is the minimum of resident blocks per SM that moe_prefill variant v asks of the
@@ -346,7 +380,7 @@ func (v Variant) MoeOwnLDS(t Target) bool { return t.IsNVIDIA() }
 // (bench/results/2026-11-30-moe-prefill, call 1 → call 2, so across two runs): Q6_K r64t32
 // 48.4 → 49.4 TOPS (L1 data-pipe wavefronts 85 → 61 %, but 96 → 128 registers), IQ1_M r64t32
 // 57.4 → 58.2.
-var moeNVForm = map[string]bool{"q6k/r64t32": true, "iq1m/r64t32": true}
+var moeNVForm = map[string]bool{"q6k/r64t32": true, "iq1m/r64t32": true, "q6k/r64t48": true, "iq1m/r64t48": true}
 
 // MoeNVForm reports whether moe_prefill variant v runs its type's moe-specific NVIDIA form
 // (moeNVForm). Only NVIDIA targets build the tiles named there (r64t32 is NVIDIA-only); on
@@ -371,6 +405,11 @@ func (v Variant) MoeNVForm() bool {
 // SM; Q6_K was at 128 already), which took most of the gain (ncu, IQ2_XS gate/up: 8.5 %
 // fewer instructions, 3.2 % less time); held to 96 by launch_bounds(128, 5) they spilled
 // 120–212 bytes and lost 6–14 %.
+//
+// Not at r64t48: there the step sums took Q6_K, IQ2_XS and IQ1_M to 168, 151 and 162 registers
+// (3 blocks an SM; the per-group fold 128, 125, 122), and the per-group fold won at 512 / 2048
+// tokens (bench/results/2026-11-30-moet-s8, medians of 3, step → group): Q6_K 49.2 → 52.2 /
+// 64.7 → 67.3, IQ2_XS 55.2 → 60.8 / 69.8 → 76.8, IQ1_M 59.4 → 60.7 / 74.7 → 76.4.
 var moeStepFold = map[string]bool{"q6k/r64t32": true, "iq2xs/r64t32": true, "iq1m/r64t32": true}
 
 // MoeStepFold reports whether moe_prefill variant v on t folds once per K step

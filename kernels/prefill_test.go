@@ -4,7 +4,7 @@ import "testing"
 
 // The prefill tiles each target gets: r64t64 everywhere (mma only with a matrix unit); on
 // NVIDIA also r128t64 (64 accumulators per lane fit only there) and the NVIDIA-only shapes
-// (mmq r64t128, moe_prefill r128t32 and r64t32); every kept variant's LDS model within the target's LDS.
+// (mmq r64t128, moe_prefill r128t32, r64t32 and r64t48); every kept variant's LDS model within the target's LDS.
 func TestPrefillTiles(t *testing.T) {
 	for _, fam := range []string{"mmq", "moe_prefill"} {
 		s, ok := LookupSpec(fam)
@@ -26,7 +26,7 @@ func TestPrefillTiles(t *testing.T) {
 				want["mma/r64t64"] = true
 			}
 			if tg.IsNVIDIA() {
-				extra := map[string][]string{"mmq": {"r64t128"}, "moe_prefill": {"r128t32", "r64t32"}}[fam]
+				extra := map[string][]string{"mmq": {"r64t128"}, "moe_prefill": {"r128t32", "r64t32", "r64t48"}}[fam]
 				for _, tile := range append([]string{"r128t64"}, extra...) {
 					want["dp4a/"+tile], want["mma/"+tile] = true, true
 				}

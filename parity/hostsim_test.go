@@ -82,13 +82,18 @@ func TestPrefillHostSim(t *testing.T) {
 			{"tokens=9,k=2,experts=6,hidden=256,ff=256,all-to-0", []int{9, 2, 6, 256, 256, 1}},
 			{"tokens=20,k=3,experts=5,hidden=288,ff=288", []int{20, 3, 5, 288, 288, 0}},
 			{"tokens=20,k=3,experts=5,hidden=288,ff=288,tables", []int{20, 3, 5, 288, 288, 0, 1}},
+			// Every expert 70 pairs: a full and a partial tile at BN = 32, 48 and 64.
+			{"tokens=70,k=3,experts=3,hidden=256,ff=256", []int{70, 3, 3, 256, 256, 0}},
 		}, func(v kernels.Variant) bool {
 			// Q8_0 stages in the wide form at every tile, Q6_K r64t64 in the 4-byte form; Q6_K
 			// r128t32 skips empty token fragments (kernels/prefill.go moePartialSkip); Q6_K and
 			// IQ1_M r64t32 run their moe-specific NVIDIA forms (moeNVForm); every NVIDIA kernel
-			// has its own shared array (MoeOwnLDS).
+			// has its own shared array (MoeOwnLDS). r64t48 runs its warps' tokens as n8 slices
+			// (kernels/prefill.go mmqN8): Q8_0 (one m16n8k32 a slice), Q6_K and IQ1_M (16-split,
+			// step fold), and Q4_K dp4a (BN = 48 in the dp4a core).
 			switch v.Values["type"] + "/" + v.Values["op"] + "/" + v.Values["tile"] {
-			case "q6k/mma/r64t64", "q6k/mma/r128t32", "q6k/mma/r64t32", "iq1m/mma/r64t32":
+			case "q6k/mma/r64t64", "q6k/mma/r128t32", "q6k/mma/r64t32", "iq1m/mma/r64t32",
+				"q6k/mma/r64t48", "iq1m/mma/r64t48", "q4k/dp4a/r64t48":
 				return true
 			}
 			return v.Values["type"]+"/"+v.Values["op"] == "q80/mma"

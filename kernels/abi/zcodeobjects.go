@@ -3539,6 +3539,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t32",
 		Symbol: "strata_moe_prefill_q80_mma_r64t32",
 	}, {
+		Name:   "q80_mma_r64t48",
+		Symbol: "strata_moe_prefill_q80_mma_r64t48",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
 	}, {
@@ -3550,6 +3553,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q80_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t32",
+	}, {
+		Name:   "q80_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q80_dp4a_r64t48",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
@@ -3563,6 +3569,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r64t32",
 		Symbol: "strata_moe_prefill_q20_mma_r64t32",
 	}, {
+		Name:   "q20_mma_r64t48",
+		Symbol: "strata_moe_prefill_q20_mma_r64t48",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
 	}, {
@@ -3574,6 +3583,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q20_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t32",
+	}, {
+		Name:   "q20_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q20_dp4a_r64t48",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
@@ -3587,6 +3599,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r64t32",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t32",
 	}, {
+		Name:   "q4k_mma_r64t48",
+		Symbol: "strata_moe_prefill_q4k_mma_r64t48",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
 	}, {
@@ -3598,6 +3613,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q4k_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t32",
+	}, {
+		Name:   "q4k_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r64t48",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
@@ -3611,6 +3629,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t32",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t32",
 	}, {
+		Name:   "q6k_mma_r64t48",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
 	}, {
@@ -3622,6 +3643,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t32",
+	}, {
+		Name:   "q6k_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r64t48",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
@@ -3635,6 +3659,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t32",
 	}, {
+		Name:   "iq2xs_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r64t48",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
 	}, {
@@ -3646,6 +3673,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq2xs_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t32",
+	}, {
+		Name:   "iq2xs_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t48",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
@@ -3659,6 +3689,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t32",
 	}, {
+		Name:   "iq3xxs_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t48",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
 	}, {
@@ -3670,6 +3703,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3xxs_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t32",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t48",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
@@ -3683,6 +3719,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t32",
 	}, {
+		Name:   "iq3s_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq3s_mma_r64t48",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
 	}, {
@@ -3694,6 +3733,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3s_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t32",
+	}, {
+		Name:   "iq3s_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t48",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
@@ -3707,6 +3749,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t32",
 	}, {
+		Name:   "iq1m_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq1m_mma_r64t48",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
 	}, {
@@ -3718,6 +3763,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t32",
+	}, {
+		Name:   "iq1m_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t48",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4589,6 +4637,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t32",
 		Symbol: "strata_moe_prefill_q80_mma_r64t32",
 	}, {
+		Name:   "q80_mma_r64t48",
+		Symbol: "strata_moe_prefill_q80_mma_r64t48",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
 	}, {
@@ -4600,6 +4651,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q80_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t32",
+	}, {
+		Name:   "q80_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q80_dp4a_r64t48",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
@@ -4613,6 +4667,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r64t32",
 		Symbol: "strata_moe_prefill_q20_mma_r64t32",
 	}, {
+		Name:   "q20_mma_r64t48",
+		Symbol: "strata_moe_prefill_q20_mma_r64t48",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
 	}, {
@@ -4624,6 +4681,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q20_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t32",
+	}, {
+		Name:   "q20_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q20_dp4a_r64t48",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
@@ -4637,6 +4697,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r64t32",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t32",
 	}, {
+		Name:   "q4k_mma_r64t48",
+		Symbol: "strata_moe_prefill_q4k_mma_r64t48",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
 	}, {
@@ -4648,6 +4711,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q4k_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t32",
+	}, {
+		Name:   "q4k_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r64t48",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
@@ -4661,6 +4727,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t32",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t32",
 	}, {
+		Name:   "q6k_mma_r64t48",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
 	}, {
@@ -4672,6 +4741,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t32",
+	}, {
+		Name:   "q6k_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r64t48",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
@@ -4685,6 +4757,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t32",
 	}, {
+		Name:   "iq2xs_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r64t48",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
 	}, {
@@ -4696,6 +4771,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq2xs_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t32",
+	}, {
+		Name:   "iq2xs_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t48",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
@@ -4709,6 +4787,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t32",
 	}, {
+		Name:   "iq3xxs_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t48",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
 	}, {
@@ -4720,6 +4801,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3xxs_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t32",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t48",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
@@ -4733,6 +4817,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t32",
 	}, {
+		Name:   "iq3s_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq3s_mma_r64t48",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
 	}, {
@@ -4744,6 +4831,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3s_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t32",
+	}, {
+		Name:   "iq3s_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t48",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
@@ -4757,6 +4847,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t32",
 	}, {
+		Name:   "iq1m_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq1m_mma_r64t48",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
 	}, {
@@ -4768,6 +4861,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t32",
+	}, {
+		Name:   "iq1m_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t48",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -5639,6 +5735,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t32",
 		Symbol: "strata_moe_prefill_q80_mma_r64t32",
 	}, {
+		Name:   "q80_mma_r64t48",
+		Symbol: "strata_moe_prefill_q80_mma_r64t48",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
 	}, {
@@ -5650,6 +5749,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q80_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t32",
+	}, {
+		Name:   "q80_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q80_dp4a_r64t48",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
@@ -5663,6 +5765,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r64t32",
 		Symbol: "strata_moe_prefill_q20_mma_r64t32",
 	}, {
+		Name:   "q20_mma_r64t48",
+		Symbol: "strata_moe_prefill_q20_mma_r64t48",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
 	}, {
@@ -5674,6 +5779,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q20_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t32",
+	}, {
+		Name:   "q20_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q20_dp4a_r64t48",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
@@ -5687,6 +5795,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r64t32",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t32",
 	}, {
+		Name:   "q4k_mma_r64t48",
+		Symbol: "strata_moe_prefill_q4k_mma_r64t48",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
 	}, {
@@ -5698,6 +5809,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q4k_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t32",
+	}, {
+		Name:   "q4k_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r64t48",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
@@ -5711,6 +5825,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t32",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t32",
 	}, {
+		Name:   "q6k_mma_r64t48",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
 	}, {
@@ -5722,6 +5839,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t32",
+	}, {
+		Name:   "q6k_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r64t48",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
@@ -5735,6 +5855,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t32",
 	}, {
+		Name:   "iq2xs_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r64t48",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
 	}, {
@@ -5746,6 +5869,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq2xs_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t32",
+	}, {
+		Name:   "iq2xs_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t48",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
@@ -5759,6 +5885,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t32",
 	}, {
+		Name:   "iq3xxs_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t48",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
 	}, {
@@ -5770,6 +5899,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3xxs_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t32",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t48",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
@@ -5783,6 +5915,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t32",
 	}, {
+		Name:   "iq3s_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq3s_mma_r64t48",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
 	}, {
@@ -5794,6 +5929,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3s_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t32",
+	}, {
+		Name:   "iq3s_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t48",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
@@ -5807,6 +5945,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t32",
 	}, {
+		Name:   "iq1m_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq1m_mma_r64t48",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
 	}, {
@@ -5818,6 +5959,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t32",
+	}, {
+		Name:   "iq1m_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t48",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -6689,6 +6833,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q80_mma_r64t32",
 		Symbol: "strata_moe_prefill_q80_mma_r64t32",
 	}, {
+		Name:   "q80_mma_r64t48",
+		Symbol: "strata_moe_prefill_q80_mma_r64t48",
+	}, {
 		Name:   "q80_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t64",
 	}, {
@@ -6700,6 +6847,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q80_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q80_dp4a_r64t32",
+	}, {
+		Name:   "q80_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q80_dp4a_r64t48",
 	}, {
 		Name:   "q20_mma_r64t64",
 		Symbol: "strata_moe_prefill_q20_mma_r64t64",
@@ -6713,6 +6863,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q20_mma_r64t32",
 		Symbol: "strata_moe_prefill_q20_mma_r64t32",
 	}, {
+		Name:   "q20_mma_r64t48",
+		Symbol: "strata_moe_prefill_q20_mma_r64t48",
+	}, {
 		Name:   "q20_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t64",
 	}, {
@@ -6724,6 +6877,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q20_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q20_dp4a_r64t32",
+	}, {
+		Name:   "q20_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q20_dp4a_r64t48",
 	}, {
 		Name:   "q4k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t64",
@@ -6737,6 +6893,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q4k_mma_r64t32",
 		Symbol: "strata_moe_prefill_q4k_mma_r64t32",
 	}, {
+		Name:   "q4k_mma_r64t48",
+		Symbol: "strata_moe_prefill_q4k_mma_r64t48",
+	}, {
 		Name:   "q4k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t64",
 	}, {
@@ -6748,6 +6907,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q4k_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q4k_dp4a_r64t32",
+	}, {
+		Name:   "q4k_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q4k_dp4a_r64t48",
 	}, {
 		Name:   "q6k_mma_r64t64",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t64",
@@ -6761,6 +6923,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t32",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t32",
 	}, {
+		Name:   "q6k_mma_r64t48",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
 	}, {
@@ -6772,6 +6937,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t32",
+	}, {
+		Name:   "q6k_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_q6k_dp4a_r64t48",
 	}, {
 		Name:   "iq2xs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t64",
@@ -6785,6 +6953,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq2xs_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq2xs_mma_r64t32",
 	}, {
+		Name:   "iq2xs_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq2xs_mma_r64t48",
+	}, {
 		Name:   "iq2xs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t64",
 	}, {
@@ -6796,6 +6967,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq2xs_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t32",
+	}, {
+		Name:   "iq2xs_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq2xs_dp4a_r64t48",
 	}, {
 		Name:   "iq3xxs_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t64",
@@ -6809,6 +6983,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3xxs_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t32",
 	}, {
+		Name:   "iq3xxs_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq3xxs_mma_r64t48",
+	}, {
 		Name:   "iq3xxs_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t64",
 	}, {
@@ -6820,6 +6997,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3xxs_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t32",
+	}, {
+		Name:   "iq3xxs_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq3xxs_dp4a_r64t48",
 	}, {
 		Name:   "iq3s_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t64",
@@ -6833,6 +7013,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq3s_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq3s_mma_r64t32",
 	}, {
+		Name:   "iq3s_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq3s_mma_r64t48",
+	}, {
 		Name:   "iq3s_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t64",
 	}, {
@@ -6844,6 +7027,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3s_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t32",
+	}, {
+		Name:   "iq3s_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq3s_dp4a_r64t48",
 	}, {
 		Name:   "iq1m_mma_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t64",
@@ -6857,6 +7043,9 @@ var CodeObjects = []CodeObject{{
 		Name:   "iq1m_mma_r64t32",
 		Symbol: "strata_moe_prefill_iq1m_mma_r64t32",
 	}, {
+		Name:   "iq1m_mma_r64t48",
+		Symbol: "strata_moe_prefill_iq1m_mma_r64t48",
+	}, {
 		Name:   "iq1m_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t64",
 	}, {
@@ -6868,6 +7057,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_dp4a_r64t32",
 		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t32",
+	}, {
+		Name:   "iq1m_dp4a_r64t48",
+		Symbol: "strata_moe_prefill_iq1m_dp4a_r64t48",
 	}},
 	Vendor: "nvidia",
 }, {

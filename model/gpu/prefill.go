@@ -233,8 +233,10 @@ func (e *Engine) preparePrefill() error {
 		return fmt.Errorf("%w: moe_prefill has no t64 variant for %s experts", ErrMissingKernel, e.expType)
 	}
 	keys = append(keys, m.t64.key)
-	if m.t32.key != "" {
-		keys = append(keys, m.t32.key)
+	for _, p := range []ptile{m.t32, m.t48} {
+		if p.key != "" {
+			keys = append(keys, p.key)
+		}
 	}
 	// qwen3next's shared expert through moe_prefill (sharedChunk): its type's tiles, and per
 	// layer tables whose expert 1 is the zero expert

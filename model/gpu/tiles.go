@@ -16,7 +16,7 @@ import (
 // chunk's token count (Options.PrefillTiles, Engine.SetPrefillTiles).
 //
 // Every tile here keeps BM = 64 weight rows per block; they differ in tokens per block (BN)
-// and in block size: mmq r64t64 and r64t128 and moe_prefill r64t32 and r64t64 run 128
+// and in block size: mmq r64t64 and r64t128 and moe_prefill r64t32, r64t48 and r64t64 run 128
 // threads, mmq8 r64t128w8 256 (abi.MmqThreads, abi.Mmq8Threads, abi.MoePrefillThreads: the
 // block size is a family's). moe_prefill's route (phase 0) writes each expert's tiles of BN
 // pairs into the schedule on the GPU, and phases 1 and 2 run one block row per tile, so
@@ -35,6 +35,9 @@ const (
 	// TilesT64: every mmq and moe_prefill launch at r64t64, the engine's only tile before
 	// 2026-11-30 (a measurement baseline).
 	TilesT64
+	// TilesT32: TilesBest as session 7 left it: moe_prefill takes r64t32 where TilesBest
+	// takes r64t48 (moeT48From), the mmq tiles as TilesBest (a measurement baseline).
+	TilesT32
 )
 
 // String is the mode's name.
@@ -44,18 +47,20 @@ func (m PrefillTiles) String() string {
 		return "best"
 	case TilesT64:
 		return "t64"
+	case TilesT32:
+		return "t32"
 	}
 	return fmt.Sprintf("PrefillTiles(%d)", int(m))
 }
 
-// ParsePrefillTiles reads "best" or "t64".
+// ParsePrefillTiles reads "best", "t64" or "t32".
 func ParsePrefillTiles(s string) (PrefillTiles, error) {
-	for _, m := range []PrefillTiles{TilesBest, TilesT64} {
+	for _, m := range []PrefillTiles{TilesBest, TilesT64, TilesT32} {
 		if s == m.String() {
 			return m, nil
 		}
 	}
-	return 0, fmt.Errorf("model/gpu: prefill tiles mode %q: want best or t64", s)
+	return 0, fmt.Errorf("model/gpu: prefill tiles mode %q: want best, t64 or t32", s)
 }
 
 // SetPrefillTiles sets Options.PrefillTiles on a loaded engine, between prompts (every
@@ -118,6 +123,26 @@ const mmqLong = 1024
 // The key is pairs per expert rather than tokens because the experts' count sets it: the
 // 80B-A3B (512 experts, top-10) has 10 at 512 tokens.
 const moeT32Below = 64
+
+// moeT48From: below moeT32Below, TilesBest takes r64t48 instead of r64t32 from this many
+// pairs per expert on, for the expert types of moeT48 (where the target has the tile).
+// r64t48 runs its tokens as n8 slices and skips the empty ones (kernels/prefill.go mmqN8), so
+// an expert of up to 48 pairs takes one tile: at 32 pairs per expert (the 30B-A3B at 512
+// tokens, Binomial(512, 1/16)) r64t32 gives 45 % of the experts a second, nearly empty tile
+// that decodes their weights again (bench/results/2026-11-30-moet-s8, count.py: 0.69× the
+// decoded weights, 0.76× the mma columns). Below the bound an expert's pairs fit one t32
+// tile anyway (P(n > 32) ≈ 4 % at a mean of 24), and r64t48 would only stage 16 more (empty)
+// activation rows a tile; the bound itself is not measured.
+const moeT48From = 24
+
+// moeT48 are the expert types whose r64t48 beat r64t32 at 512 tokens of the 30B-A3B shape
+// (bench/results/2026-11-30-moet-s8: TestBenchPrefill, uniform routing, medians of 3, layer
+// TOPS t32 → t48): Q6_K 50.6 → 52.2, IQ2_XS 57.0 → 60.8, IQ1_M 59.3 → 60.7, IQ3_XXS
+// 63.3 → 65.6, IQ3_S 61.5 → 65.7. Not the others: Q8_0 71.8 → 69.3, Q4_K 66.6 → 61.8 (r64t48
+// costs them a block an SM: 96 → 128 registers), Q2_0 73.0 → 73.1 in the layer bench but
+// 9259 / 9417 → 9130 / 9063 tok/s in the engine's 30B prefill at 512 tokens (its synthetic
+// routing is Zipf-skewed: moe_prefill 51.7 → 55.9 µs a token).
+var moeT48 = map[quant.Type]bool{quant.Q6_K: true, quant.IQ2_XS: true, quant.IQ1_M: true, quant.IQ3_XXS: true, quant.IQ3_S: true}
 
 // tileThreads is the block size of each prefill family (kernels/specs.go Threads).
 var tileThreads = map[string]int{"mmq": abi.MmqThreads, "mmq8": abi.Mmq8Threads, "moe_prefill": abi.MoePrefillThreads}
@@ -213,9 +238,9 @@ func (m *mmqTiles) pick(mode PrefillTiles, T int) ptile {
 	return m.long
 }
 
-// moeTiles are moe_prefill's tiles for one expert type: r64t64 and r64t32 (t32.key empty
-// where the target has none).
-type moeTiles struct{ t64, t32 ptile }
+// moeTiles are moe_prefill's tiles for one expert type: r64t64, r64t32 and r64t48 (t32.key,
+// t48.key empty where the target has none; t48.key also for the types outside moeT48).
+type moeTiles struct{ t64, t32, t48 ptile }
 
 // moeTilesFor is the expert type t's moe_prefill tiles on target, and false when
 // moe_prefill has no r64t64 variant for t.
@@ -228,24 +253,33 @@ func moeTilesFor(target string, t quant.Type) (moeTiles, bool) {
 	if p, ok := newTile(target, "moe_prefill", typeVariant[t]+"_mma_r64t32"); ok {
 		m.t32 = p
 	}
+	if p, ok := newTile(target, "moe_prefill", typeVariant[t]+"_mma_r64t48"); ok && moeT48[t] {
+		m.t48 = p
+	}
 	return m, true
 }
 
 // pick is the tile of a launch of pairs (token, expert) pairs over a model with experts
 // experts per layer, in mode m.
 func (m *moeTiles) pick(mode PrefillTiles, pairs, experts int) ptile {
-	if mode == TilesT64 || m.t32.key == "" || pairs >= moeT32Below*experts {
+	switch {
+	case mode == TilesT64 || m.t32.key == "" || pairs >= moeT32Below*experts:
 		return m.t64
+	case mode == TilesBest && m.t48.key != "" && pairs >= moeT48From*experts:
+		return m.t48
 	}
 	return m.t32
 }
 
 // schedTile is the smallest token tile among m's: the schedule (p_sched) is sized for it.
 func (m *moeTiles) schedTile() int {
-	if m.t32.key != "" {
-		return min(m.t32.bn, m.t64.bn)
+	st := m.t64.bn
+	for _, p := range []ptile{m.t32, m.t48} {
+		if p.key != "" {
+			st = min(st, p.bn)
+		}
 	}
-	return m.t64.bn
+	return st
 }
 
 // PrefillKernels lists the mmq and moe_prefill kernels a chunk of T tokens launches in the

@@ -62,24 +62,29 @@ func TestPrefillTileChoice(t *testing.T) {
 			t.Errorf("IQ2_XS %s at %d tokens: %s, want %s", c.mode, c.T, p.key, c.want)
 		}
 	}
-	mo, _ := moeTilesFor(fakeTarget, quant.Q2_0)
-	if mo.schedTile() != 32 || mo.t32.threads != abi.MoePrefillThreads {
+	if mo, _ := moeTilesFor(fakeTarget, quant.Q2_0); mo.t48.key != "" || mo.pick(TilesBest, 512*8, 128).bn != 32 {
+		t.Errorf("moe_prefill Q2_0 on %s: %+v, r64t48 outside moeT48", fakeTarget, mo)
+	}
+	mo, _ := moeTilesFor(fakeTarget, quant.IQ2_XS)
+	if mo.schedTile() != 32 || mo.t32.threads != abi.MoePrefillThreads || mo.t48.bn != 48 || mo.t48.threads != abi.MoePrefillThreads {
 		t.Fatalf("moe_prefill tiles on %s: %+v", fakeTarget, mo)
 	}
 	for _, c := range []struct {
 		mode                   PrefillTiles
 		tokens, k, experts, bn int
 	}{
-		{TilesBest, 512, 8, 128, 32}, {TilesBest, 1023, 8, 128, 32}, {TilesBest, 1024, 8, 128, 64}, {TilesBest, 2048, 8, 128, 64}, // 30B-A3B: 32, 64, 128 pairs per expert
-		{TilesBest, 512, 10, 512, 32}, {TilesBest, 3276, 10, 512, 32}, {TilesBest, 3277, 10, 512, 64}, // 80B-A3B: 10 per expert at 512
+		{TilesBest, 512, 8, 128, 48}, {TilesBest, 1023, 8, 128, 48}, {TilesBest, 1024, 8, 128, 64}, {TilesBest, 2048, 8, 128, 64}, // 30B-A3B: 32, 64, 128 pairs per expert
+		{TilesBest, 383, 8, 128, 32}, {TilesBest, 384, 8, 128, 48}, // 24 pairs per expert from 384 tokens (moeT48From)
+		{TilesBest, 512, 10, 512, 32}, {TilesBest, 1228, 10, 512, 32}, {TilesBest, 1229, 10, 512, 48}, {TilesBest, 3276, 10, 512, 48}, {TilesBest, 3277, 10, 512, 64}, // 80B-A3B: 10 per expert at 512
 		{TilesT64, 512, 8, 128, 64}, {TilesT64, 1, 8, 128, 64},
+		{TilesT32, 512, 8, 128, 32}, {TilesT32, 1023, 8, 128, 32}, {TilesT32, 1024, 8, 128, 64}, {TilesT32, 3276, 10, 512, 32},
 	} {
 		if p := mo.pick(c.mode, c.tokens*c.k, c.experts); p.bn != c.bn {
 			t.Errorf("%s, %d tokens × %d of %d experts: t%d, want t%d", c.mode, c.tokens, c.k, c.experts, p.bn, c.bn)
 		}
 	}
 	for _, target := range abi.TargetNames() {
-		if mo, ok := moeTilesFor(target, quant.Q2_0); ok && mo.t32.key == "" && mo.pick(TilesBest, 8, 128).key != mo.t64.key {
+		if mo, ok := moeTilesFor(target, quant.IQ2_XS); ok && mo.t32.key == "" && mo.pick(TilesBest, 512*8, 128).key != mo.t64.key {
 			t.Errorf("%s: no t32 tile, and the pick is not r64t64", target)
 		}
 	}
@@ -122,13 +127,13 @@ func TestPrefillScheduleSized(t *testing.T) {
 	}
 }
 
-// tileShapeSource writes a tiny qwen3moe with 4 experts, all 4 used: a chunk
+// tileShapeSource writes a tiny qwen3moe with 4 experts, all 4 used, of type typ: a chunk
 // of 64 tokens has 64 pairs per expert (moe_prefill r64t64 in TilesBest), one of 60 has 60
 // and one of 8 has 8 (r64t32).
-func tileShapeSource(t *testing.T) *model.GGUFSource {
+func tileShapeSource(t *testing.T, typ quant.Type) *model.GGUFSource {
 	shp := synth.Presets["tiny"]
 	shp.Experts = 4
-	return shapeSource(t, "tiles", shp, synth.Options{ExpertType: quant.Q2_0, Seed: 11})
+	return shapeSource(t, "tiles-"+typ.String(), shp, synth.Options{ExpertType: typ, Seed: 11})
 }
 
 // TestEngineEmulatedTiles runs a 72-token prompt (chunks of 64 and 8) and decode steps on
@@ -146,7 +151,7 @@ func tileShapeSource(t *testing.T) *model.GGUFSource {
 // the checks would catch a t32 tile on a t64 schedule and a 256-thread kernel launched
 // with 128.
 func TestEngineEmulatedTiles(t *testing.T) {
-	src := tileShapeSource(t)
+	src := tileShapeSource(t, quant.Q2_0)
 	prompt := make([]int32, 72)
 	for i := range prompt {
 		prompt[i] = int32(i*37%500 + 3)
@@ -157,6 +162,7 @@ func TestEngineEmulatedTiles(t *testing.T) {
 		slots int
 		stack int
 		mode  PrefillTables
+		src   *model.GGUFSource // nil: src (Q2_0 experts)
 	}
 	run := func(c cfg, setup func(*Engine, *fakeDriver), modes ...PrefillTiles) ([][][]float32, []map[string]int, error) {
 		old := maxStack
@@ -164,7 +170,11 @@ func TestEngineEmulatedTiles(t *testing.T) {
 		defer func() { maxStack = old }()
 		dev, fake := newFakeDeviceArch(1<<30, fakeTarget)
 		fake.emu = newEmu()
-		eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 96, Budget: 256 << 20, Reserve: 1 << 20, MaxExpert: c.slots,
+		s := src
+		if c.src != nil {
+			s = c.src
+		}
+		eng, err := Load(dev, s, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 96, Budget: 256 << 20, Reserve: 1 << 20, MaxExpert: c.slots,
 			Chunk: c.chunk, Misses: MissCopy, PrefillTiles: TilesT64})
 		if err != nil {
 			t.Fatal(err)
@@ -217,7 +227,7 @@ func TestEngineEmulatedTiles(t *testing.T) {
 		return logs, launched, nil
 	}
 	K := synth.Presets["tiny"].ExpertsUsed
-	for _, c := range []cfg{{"resident", 64, 0, 1024, TablesAuto}, {"streamed", 64, K, 1024, TablesAuto}, {"exact-stack", 64, 0, 4, TablesAuto}} {
+	for _, c := range []cfg{{"resident", 64, 0, 1024, TablesAuto, nil}, {"streamed", 64, K, 1024, TablesAuto, nil}, {"exact-stack", 64, 0, 4, TablesAuto, nil}} {
 		t.Run(c.name, func(t *testing.T) {
 			modes := []PrefillTiles{TilesT64, TilesBest}
 			if c.name == "resident" {
@@ -261,7 +271,7 @@ func TestEngineEmulatedTiles(t *testing.T) {
 	// logits; the 72-token prompt's chunks of 64 and 8 take 8 + 1 router launches a layer
 	// against 1 + 1.
 	t.Run("mmvq-cols", func(t *testing.T) {
-		c := cfg{"resident", 64, 0, 1024, TablesAuto}
+		c := cfg{"resident", 64, 0, 1024, TablesAuto, nil}
 		var logs [][][][]float32
 		var mmvq []int
 		for _, cols8 := range []bool{true, false} {
@@ -284,8 +294,35 @@ func TestEngineEmulatedTiles(t *testing.T) {
 		}
 		sameLogits(t, "by groups against a launch per 8 columns", logs[1][0], logs[0][0])
 	})
+	// moe_prefill r64t48 (moeT48From, moeT48): a 72-token prompt in chunks of 40 and 32 has 40
+	// and 32 pairs per expert: with IQ2_XS experts r64t48 in TilesBest, r64t32 in TilesT32 (the
+	// session-7 choice), the same logits as TilesT64.
+	t.Run("t48", func(t *testing.T) {
+		logs, launched, err := run(cfg{"resident", 40, 0, 1024, TablesAuto, tileShapeSource(t, quant.IQ2_XS)}, nil, TilesT64, TilesBest, TilesT32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i < len(logs); i++ {
+			sameLogits(t, fmt.Sprintf("mode run %d against the first (t64)", i), logs[i], logs[0])
+		}
+		moe := func(got map[string]int, tile string) (n int) {
+			for k, v := range got {
+				if strings.HasPrefix(k, "strata_moe_prefill") && strings.HasSuffix(k, "_"+tile) {
+					n += v
+				}
+			}
+			return n
+		}
+		for i, want := range []string{"r64t64", "r64t48", "r64t32"} {
+			for _, tile := range []string{"r64t64", "r64t48", "r64t32"} {
+				if n := moe(launched[i], tile); (n != 0) != (tile == want) {
+					t.Errorf("mode run %d: moe_prefill %s launched %d times, want only %s", i, tile, n, want)
+				}
+			}
+		}
+	})
 	t.Run("t64-schedule", func(t *testing.T) {
-		c := cfg{"exact-stack", 60, 0, 4, TablesAuto}
+		c := cfg{"exact-stack", 60, 0, 4, TablesAuto, nil}
 		cut := func(eng *Engine, fake *fakeDriver) {
 			for _, nd := range prefillNeeds(&eng.cfg, eng.chunk, 64) {
 				for i, p := range fake.emu.parts {
@@ -309,7 +346,7 @@ func TestEngineEmulatedTiles(t *testing.T) {
 		old := tileThreads["mmq8"]
 		tileThreads["mmq8"] = abi.MmqThreads
 		defer func() { tileThreads["mmq8"] = old }()
-		if _, _, err := run(cfg{"resident", 64, 0, 1024, TablesAuto}, nil, TilesBest); err == nil || !strings.Contains(err.Error(), "block") {
+		if _, _, err := run(cfg{"resident", 64, 0, 1024, TablesAuto, nil}, nil, TilesBest); err == nil || !strings.Contains(err.Error(), "block") {
 			t.Fatalf("mmq8 launched with 128 threads: %v, want the emulator's block error", err)
 		}
 	})

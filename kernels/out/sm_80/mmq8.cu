@@ -833,6 +833,59 @@ STRATA_DEVICE strata_mma_b32 strata_mmq_ld_b(const i8* p) {
   return strata_mma_load_b32(p, STRATA_MMQ_KS);
 #endif
 }
+// strata_mmq_ld_b for two n8 slices d rows apart: matrices (0–7, 0–15), (0–7, 16–31),
+// (d..d+7, 0–15), (d..d+7, 16–31). The n8-slice tiles (strata_mmq_nv_run, N8) interleave
+// their warps' slices, so a warp's two slices are 8·WGN rows apart; d = 0 loads one slice
+// twice (a fragment's lone last slice).
+[[maybe_unused]] STRATA_DEVICE strata_mma_b32 strata_mmq_ld_b_at(const i8* p, int d) {
+#ifdef __NVPTX__
+  const u32 l = strata_lane();
+  strata_mma_b32 b;
+  const u32 ad = strata_mmq_smem_addr(p + ((int)(l & 7) + d * (int)(l >> 4)) * STRATA_MMQ_KS + 2 * (l & 8));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(b.r[0][0]), "=r"(b.r[0][1]), "=r"(b.r[1][0]), "=r"(b.r[1][1]) : "r"(ad) : "memory");
+  return b;
+#else
+  const u32 g = strata_lane() >> 2, t = strata_lane() & 3u;
+  strata_mma_b32 b;
+  for (int h = 0; h < 2; ++h) {
+    b.r[h][0] = strata_load_u32(p + (i64)(d * h + (int)g) * STRATA_MMQ_KS + 4 * t);
+    b.r[h][1] = strata_load_u32(p + (i64)(d * h + (int)g) * STRATA_MMQ_KS + 16 + 4 * t);
+  }
+  return b;
+#endif
+}
+// One n8 slice of strata_mma32 / strata_mma16: d[x] += the m16n8 product with the B
+// registers of one slice (C layout of half 0: d[x] = C[g + 8·(x>>1)][2t + (x&1)]). The
+// host simulation runs the two-slice primitive with the slice twice and keeps half 0.
+[[maybe_unused]] STRATA_DEVICE void strata_mmq_mma32_n8(i32* d, const strata_mma_a32& a, u32 b0, u32 b1) {
+#ifdef __NVPTX__
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+               : "r"(a.r[0]), "r"(a.r[1]), "r"(a.r[2]), "r"(a.r[3]), "r"(b0), "r"(b1));
+#else
+  strata_mma_c c;
+  strata_mma_b32 b;
+  for (int e = 0; e < 8; ++e) c.v[e] = d[e & 3];
+  b.r[0][0] = b.r[1][0] = b0, b.r[0][1] = b.r[1][1] = b1;
+  c = strata_mma32(c, a, b);
+  for (int x = 0; x < 4; ++x) d[x] = c.v[x];
+#endif
+}
+[[maybe_unused]] STRATA_DEVICE void strata_mmq_mma16_n8(i32* d, const strata_mma_a16& a, u32 b0) {
+#ifdef __NVPTX__
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+               : "r"(a.r[0]), "r"(a.r[1]), "r"(b0));
+#else
+  strata_mma_c c;
+  strata_mma_b16 b;
+  for (int e = 0; e < 8; ++e) c.v[e] = d[e & 3];
+  b.r[0] = b.r[1] = b0;
+  c = strata_mma16(c, a, b);
+  for (int x = 0; x < 4; ++x) d[x] = c.v[x];
+#endif
+}
 
 // Types whose weight blocks the wide staging form reads with wide loads (see above).
 template <class QT> struct strata_mmq_wide { static constexpr bool v = false; };
@@ -871,8 +924,10 @@ template <class QT, int NW, int BM, int BN, class Src>
 STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Src& src, int g0, int ng) {
   typedef strata_mmq_nv_shape<QT, NW, BM, BN> SH;
   constexpr int KT = STRATA_MMQ_KT, GPB = QT::QK / 32, T = SH::T;
-  constexpr int JW = NW * BM * KT / T, JX = BN * KT / T;
-  static_assert(JW * T == NW * BM * KT && JX * T == BN * KT, "tile not a multiple of the block's jobs");
+  // JX: activation jobs a thread; where BN·KT is not a multiple of T (BN = 48), the last
+  // round's jobs past BN·KT (whole warps) load the safe address and store nothing.
+  constexpr int JW = NW * BM * KT / T, JX = (BN * KT + T - 1) / T;
+  static_assert(JW * T == NW * BM * KT && (BN * KT) % 32 == 0, "tile not a multiple of the block's jobs");
   const int tid = (int)strata_thread_x();
   const u8* const wsafe = src.wrow(0, 0);    // row 0 of the tile exists (the block does)
   const u8* const xsafe = src.xblk(0, 0);    // so does token 0
@@ -890,7 +945,7 @@ STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, co
 #pragma unroll
   for (int u = 0; u < JX; ++u) {
     const int j = tid + u * T, c = j / KT, g = g0 + j % KT;
-    const u8* xb = g < ng ? src.xblk(c, g) : nullptr;
+    const u8* xb = g < ng && (JX * T == BN * KT || j < BN * KT) ? src.xblk(c, g) : nullptr;
     okx[u] = xb != nullptr;
 #pragma unroll
     for (int w = 0; w < 9; ++w) a[u][w] = strata_load_u32((okx[u] ? xb : xsafe) + 4 * w);
@@ -915,6 +970,7 @@ STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, co
 #pragma unroll
   for (int u = 0; u < JX; ++u) {
     const int j = tid + u * T, c = j / KT, kg = j % KT;
+    if (JX * T != BN * KT && j >= BN * KT) break;  // past the tile (whole warps)
     u32 q[8];
 #pragma unroll
     for (int w = 0; w < 8; ++w) q[w] = okx[u] ? a[u][w + 1] : 0u;
@@ -938,9 +994,9 @@ template <class QT, int NW, int BM, int BN>
 struct strata_mmq_nv_raw {
   typedef strata_mmq_nv_shape<QT, NW, BM, BN> SH;
   static constexpr int KT = STRATA_MMQ_KT, T = SH::T;
-  static constexpr int JW = NW * BM * KT / T, JX = BN * KT / T;
+  static constexpr int JW = NW * BM * KT / T, JX = (BN * KT + T - 1) / T;  // JX: as strata_mmq_nv_stage
   static constexpr bool WIDE = strata_mmq_wide<QT>::v;
-  static_assert(JW * T == NW * BM * KT && JX * T == BN * KT, "tile not a multiple of the block's jobs");
+  static_assert(JW * T == NW * BM * KT && (BN * KT) % 32 == 0, "tile not a multiple of the block's jobs");
   u32 wt[WIDE ? JW : 1][12];  // Q8_0: each weight job's 48-byte window
   u32 wo[WIDE ? JW : 1];      // and its block's byte offset in it
   u32 xt[JX][12], xo[JX];     // each activation job's window and word offset
@@ -970,7 +1026,7 @@ STRATA_DEVICE void strata_mmq_nv_fetch(strata_mmq_nv_raw<QT, NW, BM, BN>& R, con
 #pragma unroll
   for (int u = 0; u < RT::JX; ++u) {
     const int j = tid + u * T, c = j / KT, g = g0 + j % KT;
-    const u8* xb = g < ng ? src.xblk(c, g) : nullptr;
+    const u8* xb = g < ng && (RT::JX * T == BN * KT || j < BN * KT) ? src.xblk(c, g) : nullptr;
     R.okx[u] = xb != nullptr;
     R.xo[u] = (u32)((u64)(R.okx[u] ? xb : xsafe) & 15) >> 2;
     strata_mmq_ld_win(R.okx[u] ? xb : xsafe, R.xt[u]);
@@ -1029,6 +1085,7 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
 #pragma unroll
   for (int u = 0; u < JX; ++u) {
     const int j = tid + u * T, c = j / KT, kg = j % KT;
+    if (JX * T != BN * KT && j >= BN * KT) break;  // past the tile (whole warps)
     u32 a[9];
     strata_mmq_pick9(R.xt[u], R.xo[u], a);
     u32 q[8];
@@ -1058,8 +1115,15 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
 template <class QT, int NW, int BM, int BN, bool HOOK, class Src, class Ep>
 STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Src& src, int k, int hook, const Ep& ep) {
   typedef strata_mmq_nv_shape<QT, NW, BM, BN> SH;
-  constexpr int KT = STRATA_MMQ_KT, WGM = SH::WGM, WM = BM / WGM, WN = BN / SH::WGN, FM = WM / 16, FN = WN / 16;
-  static_assert(FM >= 1 && FN >= 1 && FM * 16 == WM && FN * 16 == WN, "tile: warp tiles of multiples of 16");
+  constexpr int KT = STRATA_MMQ_KT, WGM = SH::WGM, WGN = SH::WGN, WM = BM / WGM, WN = BN / WGN, FM = WM / 16, FN = (WN + 15) / 16;
+  // N8: a warp's WN tokens are WN/8 n8 slices, not a multiple of 16 (moe_prefill r64t48: 24).
+  // The slices interleave over the warp columns, slice q of warp column wc being tokens
+  // 8·(WGN·q + wc) .. +7, so that a tile's first tokens spread over every warp; fragment j
+  // pairs slices 2j and 2j + 1 (8·WGN tokens apart), the last one alone where WN/8 is odd
+  // (N8L). One mma.sync per slice, so a partial tile (Src::PARTIAL) runs only the slices
+  // that hold tokens. Otherwise fragment j is the 16 tokens wt + 16j .. +15.
+  constexpr bool N8 = WN % 16 != 0, N8L = N8 && (WN / 8) % 2 == 1;
+  static_assert(FM >= 1 && FN >= 1 && FM * 16 == WM && WN % 8 == 0, "tile: warp tiles of 16 rows and n8 slices");
   constexpr bool SPLIT = strata_mmq_split<QT>::v;
   constexpr bool STEP = strata_mmq_nv_step_fold<QT, NW, BM, BN>::v && !HOOK;
   static_assert(!strata_mmq_nv_step_fold<QT, NW, BM, BN>::v || (QT::QK % (32 * KT) == 0 && !QT::MIN), "step fold: one base per K step, no mins");
@@ -1072,6 +1136,8 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
   const int g = (tid & 31) >> 2, t = tid & 3;
   // Warp wv owns rows (wv mod WGM)·WM and tokens (wv / WGM)·WN of the tile.
   const int wr = (WGM == 2 ? (wv & 1) : wv % WGM) * WM, wt = (WGM == 2 ? (wv >> 1) : wv / WGM) * WN;
+  // N8: token of fragment j, slice h: t8 + 16·WGN·j + 8·WGN·h (t8: the warp column's first).
+  const int t8 = 8 * (WGM == 2 ? (wv >> 1) : wv / WGM);
   // Tiles that hold fewer than BN tokens (a MoE expert's last or only tile: at 512 tokens
   // an expert of Qwen3-30B-A3B gets 32 pairs on average) skip the token fragments past the
   // last token, warp-uniformly: their outputs are never written (Src::PARTIAL, moe_prefill).
@@ -1120,27 +1186,33 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
 #pragma unroll
     for (int kg = 0; kg < KT; ++kg) {
       if (kg >= nk) break;
-      if (Src::PARTIAL && wt >= nc) break;  // the warp's tokens are all past the tile's last
+      if (Src::PARTIAL && (N8 ? t8 : wt) >= nc) break;  // the warp's tokens are all past the tile's last
       // Token operands and scales of the warp's WN tokens: for call j, half h, x&1: token
       // wt + 16j + 8h + 2t + (x&1).
       strata_mma_b32 b[FN];
       f32 dx[FN][2][2], sx[FN][2][2];
 #pragma unroll
       for (int j = 0; j < FN; ++j) {
-        if (Src::PARTIAL && wt + 16 * j >= nc) break;
-        b[j] = strata_mmq_ld_b(&s.x[wt + 16 * j][32 * kg]);
+        const int tj = N8 ? t8 + 16 * WGN * j : wt + 16 * j, dh = N8 ? 8 * WGN : 8;  // slice 0's token, slice 1's offset
+        if (Src::PARTIAL && tj >= nc) break;
+        if constexpr (N8) {
+          b[j] = strata_mmq_ld_b_at(&s.x[tj][32 * kg], N8L && j == FN - 1 ? 0 : dh);
+        } else {
+          b[j] = strata_mmq_ld_b(&s.x[wt + 16 * j][32 * kg]);
+        }
         if constexpr (XS) continue;  // d_x at the segment's fold
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
+          if (N8L && j == FN - 1 && h == 1) break;  // the lone slice
           if constexpr (SH::XD) {
             typedef f32 strata_f32x2 __attribute__((__vector_size__(8)));
             strata_f32x2 v;
-            __builtin_memcpy(&v, __builtin_assume_aligned(&s.xs[kg][wt + 16 * j + 8 * h + 2 * t][0], 8), 8);
+            __builtin_memcpy(&v, __builtin_assume_aligned(&s.xs[kg][tj + dh * h + 2 * t][0], 8), 8);
             dx[j][h][0] = v[0], dx[j][h][1] = v[1], sx[j][h][0] = sx[j][h][1] = 0.0f;
           } else {
             typedef f32 strata_f32x4 __attribute__((__vector_size__(16)));
             strata_f32x4 v;
-            __builtin_memcpy(&v, __builtin_assume_aligned(&s.xs[kg][wt + 16 * j + 8 * h + 2 * t][0], 16), 16);
+            __builtin_memcpy(&v, __builtin_assume_aligned(&s.xs[kg][tj + dh * h + 2 * t][0], 16), 16);
             dx[j][h][0] = v[0], sx[j][h][0] = v[1], dx[j][h][1] = v[2], sx[j][h][1] = v[3];
           }
         }
@@ -1164,6 +1236,44 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
             // XS: the int32 patterns (from the scalars: clang 19's __builtin_bit_cast of a
             // vector element v[i] reads element 0).
             mi0[y] = __builtin_bit_cast(i32, m0[y]), mi1[y] = __builtin_bit_cast(i32, m1[y]);
+          }
+          if constexpr (N8) {
+#pragma unroll
+            for (int j = 0; j < FN; ++j)
+#pragma unroll
+              for (int h = 0; h < 2; ++h) {
+                if (N8L && j == FN - 1 && h == 1) break;  // the lone slice
+                if (Src::PARTIAL && t8 + 16 * WGN * j + 8 * WGN * h >= nc) break;
+                i32 d0[4], d1[4];
+#pragma unroll
+                for (int x = 0; x < 4; ++x) d0[x] = d1[x] = STRATA_MMQ_MAGIC_BITS;
+                if constexpr (SPLIT) {
+                  strata_mma_a16 alo, ahi;
+                  alo.r[0] = a.r[0], alo.r[1] = a.r[1], ahi.r[0] = a.r[2], ahi.r[1] = a.r[3];
+                  strata_mmq_mma16_n8(d0, alo, b[j].r[h][0]);
+                  strata_mmq_mma16_n8(d1, ahi, b[j].r[h][1]);
+                } else {
+                  strata_mmq_mma32_n8(d0, a, b[j].r[h][0], b[j].r[h][1]);
+                }
+                // The per-output fold as below, for outputs e = 4h + x.
+#pragma unroll
+                for (int x = 0; x < 4; ++x) {
+                  const int e = 4 * h + x, y = x >> 1, z = x & 1;
+                  f32 mn = __builtin_fmaf(__builtin_bit_cast(f32, d0[x]), m0[y], n0[y]);
+                  if (SPLIT) mn += __builtin_fmaf(__builtin_bit_cast(f32, d1[x]), m1[y], n1[y]);
+                  f32& ac = acc[m][i][j][e];
+                  if constexpr (HOOK) {
+                    if (kg == hk) ac = __builtin_bit_cast(f32, (i32)mn);
+                  } else if constexpr (STEP) {
+                    f32& tt = tk[m][i][j][e];
+                    tt = kg == 0 ? dx[j][h][z] * mn : __builtin_fmaf(dx[j][h][z], mn, tt);
+                  } else {
+                    ac = __builtin_fmaf(base[y] * dx[j][h][z], mn, ac);
+                    if (QT::MIN) ac = __builtin_fmaf(om[y], sx[j][h][z], ac);
+                  }
+                }
+              }
+            continue;
           }
 #pragma unroll
           for (int j = 0; j < FN; ++j) {
@@ -1217,7 +1327,7 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
     }
     if constexpr (STEP) {
       // acc += base·t with the step's base (group 0's: rows past the edge stage 0).
-      if (!Src::PARTIAL || wt < nc) {
+      if (!Src::PARTIAL || (N8 ? t8 : wt) < nc) {
 #pragma unroll
         for (int m = 0; m < NW; ++m)
 #pragma unroll
@@ -1226,6 +1336,16 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
             const f32 base[2] = {s.ws[0][r0 + g][0], s.ws[0][r0 + g + 8][0]};
 #pragma unroll
             for (int j = 0; j < FN; ++j) {
+              if constexpr (N8) {
+                // Only the slices the step ran (the others' t is unset).
+#pragma unroll
+                for (int e = 0; e < 8; ++e) {
+                  if (N8L && j == FN - 1 && e >= 4) break;
+                  if (Src::PARTIAL && t8 + 16 * WGN * j + 8 * WGN * (e >> 2) >= nc) break;
+                  acc[m][i][j][e] = __builtin_fmaf(base[(e >> 1) & 1], tk[m][i][j][e], acc[m][i][j][e]);
+                }
+                continue;
+              }
               if (Src::PARTIAL && wt + 16 * j >= nc) break;
 #pragma unroll
               for (int e = 0; e < 8; ++e) acc[m][i][j][e] = __builtin_fmaf(base[(e >> 1) & 1], tk[m][i][j][e], acc[m][i][j][e]);
@@ -1273,10 +1393,11 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
 #pragma unroll
       for (int e = 0; e < 8; ++e) {
         const int h = e >> 2, y = (e >> 1) & 1, z = e & 1;
+        if (N8L && j == FN - 1 && h == 1) break;  // the lone slice
         f32 v[NW];
 #pragma unroll
         for (int m = 0; m < NW; ++m) v[m] = acc[m][i][j][e];
-        ep.put(wt + 16 * j + 8 * h + 2 * t + z, wr + 16 * i + g + 8 * y, v);
+        ep.put((N8 ? t8 + 16 * WGN * j + 8 * WGN * h : wt + 16 * j + 8 * h) + 2 * t + z, wr + 16 * i + g + 8 * y, v);
       }
 }
 

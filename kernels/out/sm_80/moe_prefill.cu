@@ -5,66 +5,82 @@
 // Variant q80_mma_r128t64: strata_moe_prefill_q80_mma_r128t64
 // Variant q80_mma_r128t32: strata_moe_prefill_q80_mma_r128t32
 // Variant q80_mma_r64t32: strata_moe_prefill_q80_mma_r64t32
+// Variant q80_mma_r64t48: strata_moe_prefill_q80_mma_r64t48
 // Variant q80_dp4a_r64t64: strata_moe_prefill_q80_dp4a_r64t64
 // Variant q80_dp4a_r128t64: strata_moe_prefill_q80_dp4a_r128t64
 // Variant q80_dp4a_r128t32: strata_moe_prefill_q80_dp4a_r128t32
 // Variant q80_dp4a_r64t32: strata_moe_prefill_q80_dp4a_r64t32
+// Variant q80_dp4a_r64t48: strata_moe_prefill_q80_dp4a_r64t48
 // Variant q20_mma_r64t64: strata_moe_prefill_q20_mma_r64t64
 // Variant q20_mma_r128t64: strata_moe_prefill_q20_mma_r128t64
 // Variant q20_mma_r128t32: strata_moe_prefill_q20_mma_r128t32
 // Variant q20_mma_r64t32: strata_moe_prefill_q20_mma_r64t32
+// Variant q20_mma_r64t48: strata_moe_prefill_q20_mma_r64t48
 // Variant q20_dp4a_r64t64: strata_moe_prefill_q20_dp4a_r64t64
 // Variant q20_dp4a_r128t64: strata_moe_prefill_q20_dp4a_r128t64
 // Variant q20_dp4a_r128t32: strata_moe_prefill_q20_dp4a_r128t32
 // Variant q20_dp4a_r64t32: strata_moe_prefill_q20_dp4a_r64t32
+// Variant q20_dp4a_r64t48: strata_moe_prefill_q20_dp4a_r64t48
 // Variant q4k_mma_r64t64: strata_moe_prefill_q4k_mma_r64t64
 // Variant q4k_mma_r128t64: strata_moe_prefill_q4k_mma_r128t64
 // Variant q4k_mma_r128t32: strata_moe_prefill_q4k_mma_r128t32
 // Variant q4k_mma_r64t32: strata_moe_prefill_q4k_mma_r64t32
+// Variant q4k_mma_r64t48: strata_moe_prefill_q4k_mma_r64t48
 // Variant q4k_dp4a_r64t64: strata_moe_prefill_q4k_dp4a_r64t64
 // Variant q4k_dp4a_r128t64: strata_moe_prefill_q4k_dp4a_r128t64
 // Variant q4k_dp4a_r128t32: strata_moe_prefill_q4k_dp4a_r128t32
 // Variant q4k_dp4a_r64t32: strata_moe_prefill_q4k_dp4a_r64t32
+// Variant q4k_dp4a_r64t48: strata_moe_prefill_q4k_dp4a_r64t48
 // Variant q6k_mma_r64t64: strata_moe_prefill_q6k_mma_r64t64
 // Variant q6k_mma_r128t64: strata_moe_prefill_q6k_mma_r128t64
 // Variant q6k_mma_r128t32: strata_moe_prefill_q6k_mma_r128t32
 // Variant q6k_mma_r64t32: strata_moe_prefill_q6k_mma_r64t32
+// Variant q6k_mma_r64t48: strata_moe_prefill_q6k_mma_r64t48
 // Variant q6k_dp4a_r64t64: strata_moe_prefill_q6k_dp4a_r64t64
 // Variant q6k_dp4a_r128t64: strata_moe_prefill_q6k_dp4a_r128t64
 // Variant q6k_dp4a_r128t32: strata_moe_prefill_q6k_dp4a_r128t32
 // Variant q6k_dp4a_r64t32: strata_moe_prefill_q6k_dp4a_r64t32
+// Variant q6k_dp4a_r64t48: strata_moe_prefill_q6k_dp4a_r64t48
 // Variant iq2xs_mma_r64t64: strata_moe_prefill_iq2xs_mma_r64t64
 // Variant iq2xs_mma_r128t64: strata_moe_prefill_iq2xs_mma_r128t64
 // Variant iq2xs_mma_r128t32: strata_moe_prefill_iq2xs_mma_r128t32
 // Variant iq2xs_mma_r64t32: strata_moe_prefill_iq2xs_mma_r64t32
+// Variant iq2xs_mma_r64t48: strata_moe_prefill_iq2xs_mma_r64t48
 // Variant iq2xs_dp4a_r64t64: strata_moe_prefill_iq2xs_dp4a_r64t64
 // Variant iq2xs_dp4a_r128t64: strata_moe_prefill_iq2xs_dp4a_r128t64
 // Variant iq2xs_dp4a_r128t32: strata_moe_prefill_iq2xs_dp4a_r128t32
 // Variant iq2xs_dp4a_r64t32: strata_moe_prefill_iq2xs_dp4a_r64t32
+// Variant iq2xs_dp4a_r64t48: strata_moe_prefill_iq2xs_dp4a_r64t48
 // Variant iq3xxs_mma_r64t64: strata_moe_prefill_iq3xxs_mma_r64t64
 // Variant iq3xxs_mma_r128t64: strata_moe_prefill_iq3xxs_mma_r128t64
 // Variant iq3xxs_mma_r128t32: strata_moe_prefill_iq3xxs_mma_r128t32
 // Variant iq3xxs_mma_r64t32: strata_moe_prefill_iq3xxs_mma_r64t32
+// Variant iq3xxs_mma_r64t48: strata_moe_prefill_iq3xxs_mma_r64t48
 // Variant iq3xxs_dp4a_r64t64: strata_moe_prefill_iq3xxs_dp4a_r64t64
 // Variant iq3xxs_dp4a_r128t64: strata_moe_prefill_iq3xxs_dp4a_r128t64
 // Variant iq3xxs_dp4a_r128t32: strata_moe_prefill_iq3xxs_dp4a_r128t32
 // Variant iq3xxs_dp4a_r64t32: strata_moe_prefill_iq3xxs_dp4a_r64t32
+// Variant iq3xxs_dp4a_r64t48: strata_moe_prefill_iq3xxs_dp4a_r64t48
 // Variant iq3s_mma_r64t64: strata_moe_prefill_iq3s_mma_r64t64
 // Variant iq3s_mma_r128t64: strata_moe_prefill_iq3s_mma_r128t64
 // Variant iq3s_mma_r128t32: strata_moe_prefill_iq3s_mma_r128t32
 // Variant iq3s_mma_r64t32: strata_moe_prefill_iq3s_mma_r64t32
+// Variant iq3s_mma_r64t48: strata_moe_prefill_iq3s_mma_r64t48
 // Variant iq3s_dp4a_r64t64: strata_moe_prefill_iq3s_dp4a_r64t64
 // Variant iq3s_dp4a_r128t64: strata_moe_prefill_iq3s_dp4a_r128t64
 // Variant iq3s_dp4a_r128t32: strata_moe_prefill_iq3s_dp4a_r128t32
 // Variant iq3s_dp4a_r64t32: strata_moe_prefill_iq3s_dp4a_r64t32
+// Variant iq3s_dp4a_r64t48: strata_moe_prefill_iq3s_dp4a_r64t48
 // Variant iq1m_mma_r64t64: strata_moe_prefill_iq1m_mma_r64t64
 // Variant iq1m_mma_r128t64: strata_moe_prefill_iq1m_mma_r128t64
 // Variant iq1m_mma_r128t32: strata_moe_prefill_iq1m_mma_r128t32
 // Variant iq1m_mma_r64t32: strata_moe_prefill_iq1m_mma_r64t32
+// Variant iq1m_mma_r64t48: strata_moe_prefill_iq1m_mma_r64t48
 // Variant iq1m_dp4a_r64t64: strata_moe_prefill_iq1m_dp4a_r64t64
 // Variant iq1m_dp4a_r128t64: strata_moe_prefill_iq1m_dp4a_r128t64
 // Variant iq1m_dp4a_r128t32: strata_moe_prefill_iq1m_dp4a_r128t32
 // Variant iq1m_dp4a_r64t32: strata_moe_prefill_iq1m_dp4a_r64t32
+// Variant iq1m_dp4a_r64t48: strata_moe_prefill_iq1m_dp4a_r64t48
 
 #include "strata_prelude.h"
 
@@ -917,6 +933,59 @@ STRATA_DEVICE strata_mma_b32 strata_mmq_ld_b(const i8* p) {
   return strata_mma_load_b32(p, STRATA_MMQ_KS);
 #endif
 }
+// strata_mmq_ld_b for two n8 slices d rows apart: matrices (0–7, 0–15), (0–7, 16–31),
+// (d..d+7, 0–15), (d..d+7, 16–31). The n8-slice tiles (strata_mmq_nv_run, N8) interleave
+// their warps' slices, so a warp's two slices are 8·WGN rows apart; d = 0 loads one slice
+// twice (a fragment's lone last slice).
+[[maybe_unused]] STRATA_DEVICE strata_mma_b32 strata_mmq_ld_b_at(const i8* p, int d) {
+#ifdef __NVPTX__
+  const u32 l = strata_lane();
+  strata_mma_b32 b;
+  const u32 ad = strata_mmq_smem_addr(p + ((int)(l & 7) + d * (int)(l >> 4)) * STRATA_MMQ_KS + 2 * (l & 8));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(b.r[0][0]), "=r"(b.r[0][1]), "=r"(b.r[1][0]), "=r"(b.r[1][1]) : "r"(ad) : "memory");
+  return b;
+#else
+  const u32 g = strata_lane() >> 2, t = strata_lane() & 3u;
+  strata_mma_b32 b;
+  for (int h = 0; h < 2; ++h) {
+    b.r[h][0] = strata_load_u32(p + (i64)(d * h + (int)g) * STRATA_MMQ_KS + 4 * t);
+    b.r[h][1] = strata_load_u32(p + (i64)(d * h + (int)g) * STRATA_MMQ_KS + 16 + 4 * t);
+  }
+  return b;
+#endif
+}
+// One n8 slice of strata_mma32 / strata_mma16: d[x] += the m16n8 product with the B
+// registers of one slice (C layout of half 0: d[x] = C[g + 8·(x>>1)][2t + (x&1)]). The
+// host simulation runs the two-slice primitive with the slice twice and keeps half 0.
+[[maybe_unused]] STRATA_DEVICE void strata_mmq_mma32_n8(i32* d, const strata_mma_a32& a, u32 b0, u32 b1) {
+#ifdef __NVPTX__
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+               : "r"(a.r[0]), "r"(a.r[1]), "r"(a.r[2]), "r"(a.r[3]), "r"(b0), "r"(b1));
+#else
+  strata_mma_c c;
+  strata_mma_b32 b;
+  for (int e = 0; e < 8; ++e) c.v[e] = d[e & 3];
+  b.r[0][0] = b.r[1][0] = b0, b.r[0][1] = b.r[1][1] = b1;
+  c = strata_mma32(c, a, b);
+  for (int x = 0; x < 4; ++x) d[x] = c.v[x];
+#endif
+}
+[[maybe_unused]] STRATA_DEVICE void strata_mmq_mma16_n8(i32* d, const strata_mma_a16& a, u32 b0) {
+#ifdef __NVPTX__
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+               : "r"(a.r[0]), "r"(a.r[1]), "r"(b0));
+#else
+  strata_mma_c c;
+  strata_mma_b16 b;
+  for (int e = 0; e < 8; ++e) c.v[e] = d[e & 3];
+  b.r[0] = b.r[1] = b0;
+  c = strata_mma16(c, a, b);
+  for (int x = 0; x < 4; ++x) d[x] = c.v[x];
+#endif
+}
 
 // Types whose weight blocks the wide staging form reads with wide loads (see above).
 template <class QT> struct strata_mmq_wide { static constexpr bool v = false; };
@@ -955,8 +1024,10 @@ template <class QT, int NW, int BM, int BN, class Src>
 STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Src& src, int g0, int ng) {
   typedef strata_mmq_nv_shape<QT, NW, BM, BN> SH;
   constexpr int KT = STRATA_MMQ_KT, GPB = QT::QK / 32, T = SH::T;
-  constexpr int JW = NW * BM * KT / T, JX = BN * KT / T;
-  static_assert(JW * T == NW * BM * KT && JX * T == BN * KT, "tile not a multiple of the block's jobs");
+  // JX: activation jobs a thread; where BN·KT is not a multiple of T (BN = 48), the last
+  // round's jobs past BN·KT (whole warps) load the safe address and store nothing.
+  constexpr int JW = NW * BM * KT / T, JX = (BN * KT + T - 1) / T;
+  static_assert(JW * T == NW * BM * KT && (BN * KT) % 32 == 0, "tile not a multiple of the block's jobs");
   const int tid = (int)strata_thread_x();
   const u8* const wsafe = src.wrow(0, 0);    // row 0 of the tile exists (the block does)
   const u8* const xsafe = src.xblk(0, 0);    // so does token 0
@@ -974,7 +1045,7 @@ STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, co
 #pragma unroll
   for (int u = 0; u < JX; ++u) {
     const int j = tid + u * T, c = j / KT, g = g0 + j % KT;
-    const u8* xb = g < ng ? src.xblk(c, g) : nullptr;
+    const u8* xb = g < ng && (JX * T == BN * KT || j < BN * KT) ? src.xblk(c, g) : nullptr;
     okx[u] = xb != nullptr;
 #pragma unroll
     for (int w = 0; w < 9; ++w) a[u][w] = strata_load_u32((okx[u] ? xb : xsafe) + 4 * w);
@@ -999,6 +1070,7 @@ STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, co
 #pragma unroll
   for (int u = 0; u < JX; ++u) {
     const int j = tid + u * T, c = j / KT, kg = j % KT;
+    if (JX * T != BN * KT && j >= BN * KT) break;  // past the tile (whole warps)
     u32 q[8];
 #pragma unroll
     for (int w = 0; w < 8; ++w) q[w] = okx[u] ? a[u][w + 1] : 0u;
@@ -1022,9 +1094,9 @@ template <class QT, int NW, int BM, int BN>
 struct strata_mmq_nv_raw {
   typedef strata_mmq_nv_shape<QT, NW, BM, BN> SH;
   static constexpr int KT = STRATA_MMQ_KT, T = SH::T;
-  static constexpr int JW = NW * BM * KT / T, JX = BN * KT / T;
+  static constexpr int JW = NW * BM * KT / T, JX = (BN * KT + T - 1) / T;  // JX: as strata_mmq_nv_stage
   static constexpr bool WIDE = strata_mmq_wide<QT>::v;
-  static_assert(JW * T == NW * BM * KT && JX * T == BN * KT, "tile not a multiple of the block's jobs");
+  static_assert(JW * T == NW * BM * KT && (BN * KT) % 32 == 0, "tile not a multiple of the block's jobs");
   u32 wt[WIDE ? JW : 1][12];  // Q8_0: each weight job's 48-byte window
   u32 wo[WIDE ? JW : 1];      // and its block's byte offset in it
   u32 xt[JX][12], xo[JX];     // each activation job's window and word offset
@@ -1054,7 +1126,7 @@ STRATA_DEVICE void strata_mmq_nv_fetch(strata_mmq_nv_raw<QT, NW, BM, BN>& R, con
 #pragma unroll
   for (int u = 0; u < RT::JX; ++u) {
     const int j = tid + u * T, c = j / KT, g = g0 + j % KT;
-    const u8* xb = g < ng ? src.xblk(c, g) : nullptr;
+    const u8* xb = g < ng && (RT::JX * T == BN * KT || j < BN * KT) ? src.xblk(c, g) : nullptr;
     R.okx[u] = xb != nullptr;
     R.xo[u] = (u32)((u64)(R.okx[u] ? xb : xsafe) & 15) >> 2;
     strata_mmq_ld_win(R.okx[u] ? xb : xsafe, R.xt[u]);
@@ -1113,6 +1185,7 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
 #pragma unroll
   for (int u = 0; u < JX; ++u) {
     const int j = tid + u * T, c = j / KT, kg = j % KT;
+    if (JX * T != BN * KT && j >= BN * KT) break;  // past the tile (whole warps)
     u32 a[9];
     strata_mmq_pick9(R.xt[u], R.xo[u], a);
     u32 q[8];
@@ -1142,8 +1215,15 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
 template <class QT, int NW, int BM, int BN, bool HOOK, class Src, class Ep>
 STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Src& src, int k, int hook, const Ep& ep) {
   typedef strata_mmq_nv_shape<QT, NW, BM, BN> SH;
-  constexpr int KT = STRATA_MMQ_KT, WGM = SH::WGM, WM = BM / WGM, WN = BN / SH::WGN, FM = WM / 16, FN = WN / 16;
-  static_assert(FM >= 1 && FN >= 1 && FM * 16 == WM && FN * 16 == WN, "tile: warp tiles of multiples of 16");
+  constexpr int KT = STRATA_MMQ_KT, WGM = SH::WGM, WGN = SH::WGN, WM = BM / WGM, WN = BN / WGN, FM = WM / 16, FN = (WN + 15) / 16;
+  // N8: a warp's WN tokens are WN/8 n8 slices, not a multiple of 16 (moe_prefill r64t48: 24).
+  // The slices interleave over the warp columns, slice q of warp column wc being tokens
+  // 8·(WGN·q + wc) .. +7, so that a tile's first tokens spread over every warp; fragment j
+  // pairs slices 2j and 2j + 1 (8·WGN tokens apart), the last one alone where WN/8 is odd
+  // (N8L). One mma.sync per slice, so a partial tile (Src::PARTIAL) runs only the slices
+  // that hold tokens. Otherwise fragment j is the 16 tokens wt + 16j .. +15.
+  constexpr bool N8 = WN % 16 != 0, N8L = N8 && (WN / 8) % 2 == 1;
+  static_assert(FM >= 1 && FN >= 1 && FM * 16 == WM && WN % 8 == 0, "tile: warp tiles of 16 rows and n8 slices");
   constexpr bool SPLIT = strata_mmq_split<QT>::v;
   constexpr bool STEP = strata_mmq_nv_step_fold<QT, NW, BM, BN>::v && !HOOK;
   static_assert(!strata_mmq_nv_step_fold<QT, NW, BM, BN>::v || (QT::QK % (32 * KT) == 0 && !QT::MIN), "step fold: one base per K step, no mins");
@@ -1156,6 +1236,8 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
   const int g = (tid & 31) >> 2, t = tid & 3;
   // Warp wv owns rows (wv mod WGM)·WM and tokens (wv / WGM)·WN of the tile.
   const int wr = (WGM == 2 ? (wv & 1) : wv % WGM) * WM, wt = (WGM == 2 ? (wv >> 1) : wv / WGM) * WN;
+  // N8: token of fragment j, slice h: t8 + 16·WGN·j + 8·WGN·h (t8: the warp column's first).
+  const int t8 = 8 * (WGM == 2 ? (wv >> 1) : wv / WGM);
   // Tiles that hold fewer than BN tokens (a MoE expert's last or only tile: at 512 tokens
   // an expert of Qwen3-30B-A3B gets 32 pairs on average) skip the token fragments past the
   // last token, warp-uniformly: their outputs are never written (Src::PARTIAL, moe_prefill).
@@ -1204,27 +1286,33 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
 #pragma unroll
     for (int kg = 0; kg < KT; ++kg) {
       if (kg >= nk) break;
-      if (Src::PARTIAL && wt >= nc) break;  // the warp's tokens are all past the tile's last
+      if (Src::PARTIAL && (N8 ? t8 : wt) >= nc) break;  // the warp's tokens are all past the tile's last
       // Token operands and scales of the warp's WN tokens: for call j, half h, x&1: token
       // wt + 16j + 8h + 2t + (x&1).
       strata_mma_b32 b[FN];
       f32 dx[FN][2][2], sx[FN][2][2];
 #pragma unroll
       for (int j = 0; j < FN; ++j) {
-        if (Src::PARTIAL && wt + 16 * j >= nc) break;
-        b[j] = strata_mmq_ld_b(&s.x[wt + 16 * j][32 * kg]);
+        const int tj = N8 ? t8 + 16 * WGN * j : wt + 16 * j, dh = N8 ? 8 * WGN : 8;  // slice 0's token, slice 1's offset
+        if (Src::PARTIAL && tj >= nc) break;
+        if constexpr (N8) {
+          b[j] = strata_mmq_ld_b_at(&s.x[tj][32 * kg], N8L && j == FN - 1 ? 0 : dh);
+        } else {
+          b[j] = strata_mmq_ld_b(&s.x[wt + 16 * j][32 * kg]);
+        }
         if constexpr (XS) continue;  // d_x at the segment's fold
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
+          if (N8L && j == FN - 1 && h == 1) break;  // the lone slice
           if constexpr (SH::XD) {
             typedef f32 strata_f32x2 __attribute__((__vector_size__(8)));
             strata_f32x2 v;
-            __builtin_memcpy(&v, __builtin_assume_aligned(&s.xs[kg][wt + 16 * j + 8 * h + 2 * t][0], 8), 8);
+            __builtin_memcpy(&v, __builtin_assume_aligned(&s.xs[kg][tj + dh * h + 2 * t][0], 8), 8);
             dx[j][h][0] = v[0], dx[j][h][1] = v[1], sx[j][h][0] = sx[j][h][1] = 0.0f;
           } else {
             typedef f32 strata_f32x4 __attribute__((__vector_size__(16)));
             strata_f32x4 v;
-            __builtin_memcpy(&v, __builtin_assume_aligned(&s.xs[kg][wt + 16 * j + 8 * h + 2 * t][0], 16), 16);
+            __builtin_memcpy(&v, __builtin_assume_aligned(&s.xs[kg][tj + dh * h + 2 * t][0], 16), 16);
             dx[j][h][0] = v[0], sx[j][h][0] = v[1], dx[j][h][1] = v[2], sx[j][h][1] = v[3];
           }
         }
@@ -1248,6 +1336,44 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
             // XS: the int32 patterns (from the scalars: clang 19's __builtin_bit_cast of a
             // vector element v[i] reads element 0).
             mi0[y] = __builtin_bit_cast(i32, m0[y]), mi1[y] = __builtin_bit_cast(i32, m1[y]);
+          }
+          if constexpr (N8) {
+#pragma unroll
+            for (int j = 0; j < FN; ++j)
+#pragma unroll
+              for (int h = 0; h < 2; ++h) {
+                if (N8L && j == FN - 1 && h == 1) break;  // the lone slice
+                if (Src::PARTIAL && t8 + 16 * WGN * j + 8 * WGN * h >= nc) break;
+                i32 d0[4], d1[4];
+#pragma unroll
+                for (int x = 0; x < 4; ++x) d0[x] = d1[x] = STRATA_MMQ_MAGIC_BITS;
+                if constexpr (SPLIT) {
+                  strata_mma_a16 alo, ahi;
+                  alo.r[0] = a.r[0], alo.r[1] = a.r[1], ahi.r[0] = a.r[2], ahi.r[1] = a.r[3];
+                  strata_mmq_mma16_n8(d0, alo, b[j].r[h][0]);
+                  strata_mmq_mma16_n8(d1, ahi, b[j].r[h][1]);
+                } else {
+                  strata_mmq_mma32_n8(d0, a, b[j].r[h][0], b[j].r[h][1]);
+                }
+                // The per-output fold as below, for outputs e = 4h + x.
+#pragma unroll
+                for (int x = 0; x < 4; ++x) {
+                  const int e = 4 * h + x, y = x >> 1, z = x & 1;
+                  f32 mn = __builtin_fmaf(__builtin_bit_cast(f32, d0[x]), m0[y], n0[y]);
+                  if (SPLIT) mn += __builtin_fmaf(__builtin_bit_cast(f32, d1[x]), m1[y], n1[y]);
+                  f32& ac = acc[m][i][j][e];
+                  if constexpr (HOOK) {
+                    if (kg == hk) ac = __builtin_bit_cast(f32, (i32)mn);
+                  } else if constexpr (STEP) {
+                    f32& tt = tk[m][i][j][e];
+                    tt = kg == 0 ? dx[j][h][z] * mn : __builtin_fmaf(dx[j][h][z], mn, tt);
+                  } else {
+                    ac = __builtin_fmaf(base[y] * dx[j][h][z], mn, ac);
+                    if (QT::MIN) ac = __builtin_fmaf(om[y], sx[j][h][z], ac);
+                  }
+                }
+              }
+            continue;
           }
 #pragma unroll
           for (int j = 0; j < FN; ++j) {
@@ -1301,7 +1427,7 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
     }
     if constexpr (STEP) {
       // acc += base·t with the step's base (group 0's: rows past the edge stage 0).
-      if (!Src::PARTIAL || wt < nc) {
+      if (!Src::PARTIAL || (N8 ? t8 : wt) < nc) {
 #pragma unroll
         for (int m = 0; m < NW; ++m)
 #pragma unroll
@@ -1310,6 +1436,16 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
             const f32 base[2] = {s.ws[0][r0 + g][0], s.ws[0][r0 + g + 8][0]};
 #pragma unroll
             for (int j = 0; j < FN; ++j) {
+              if constexpr (N8) {
+                // Only the slices the step ran (the others' t is unset).
+#pragma unroll
+                for (int e = 0; e < 8; ++e) {
+                  if (N8L && j == FN - 1 && e >= 4) break;
+                  if (Src::PARTIAL && t8 + 16 * WGN * j + 8 * WGN * (e >> 2) >= nc) break;
+                  acc[m][i][j][e] = __builtin_fmaf(base[(e >> 1) & 1], tk[m][i][j][e], acc[m][i][j][e]);
+                }
+                continue;
+              }
               if (Src::PARTIAL && wt + 16 * j >= nc) break;
 #pragma unroll
               for (int e = 0; e < 8; ++e) acc[m][i][j][e] = __builtin_fmaf(base[(e >> 1) & 1], tk[m][i][j][e], acc[m][i][j][e]);
@@ -1357,10 +1493,11 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
 #pragma unroll
       for (int e = 0; e < 8; ++e) {
         const int h = e >> 2, y = (e >> 1) & 1, z = e & 1;
+        if (N8L && j == FN - 1 && h == 1) break;  // the lone slice
         f32 v[NW];
 #pragma unroll
         for (int m = 0; m < NW; ++m) v[m] = acc[m][i][j][e];
-        ep.put(wt + 16 * j + 8 * h + 2 * t + z, wr + 16 * i + g + 8 * y, v);
+        ep.put((N8 ? t8 + 16 * WGN * j + 8 * WGN * h : wt + 16 * j + 8 * h) + 2 * t + z, wr + 16 * i + g + 8 * y, v);
       }
 }
 
@@ -1709,7 +1846,6 @@ template <class T, bool W> struct strata_moe_qt { typedef T type; };
 // start, inside the block: ql starts ≤ 96, qh ≤ 160, the block is 210 bytes), picked by
 // two levels of selects on the word offset and one funnel shift by 0 or 16 bits, and the
 // two scale bytes by one 2-byte load: 9 loads a group. The values are strata_qt_q6k's.
-#ifndef STRATA_MOE_Q6K_QUAD
 STRATA_DEVICE void strata_moe_ld32_a2(const u8* p, u32* w) {
   u32 t[12], a[9];
   strata_mmq_ld_win(p, t);
@@ -1719,37 +1855,13 @@ STRATA_DEVICE void strata_moe_ld32_a2(const u8* p, u32* w) {
 #pragma unroll
   for (int i = 0; i < 8; ++i) w[i] = (u32)((((u64)a[i + 1] << 32) | a[i]) >> sh);
 }
-#endif
-//
-// STRATA_MOE_Q6K_QUAD (off by default; not yet measured, bench/results/2026-11-30-moepf-s7):
-// the four jobs of one weight row in a K step are the four lanes of one quad (the core's
-// staging: job j = thread + u·T with T a multiple of 4, group kg = j mod 4, row (j/4) mod BM,
-// and KT = 4 groups of one 256-element block), and they read the same bytes: the half's 32
-// bytes of qh (all four) and its 64 bytes of ql (two each). In the quad form lane p of the quad
-// loads only qh bytes 8p..8p+7 and ql bytes 16p..16p+15 of the half (6–8 four-byte loads, 2-byte
-// aligned words as strata_ldw_a2) and the quad exchanges them by 16 shuffles, against 6 16-byte
-// loads, 40 selects and 16 funnel shifts a job, and without the 24 window registers. Every lane
-// of the warp must call load together (the core's staging does: no branch around it); an edge
-// job (row or group outside) loads the same safe address in all four lanes, so its quad agrees.
 struct strata_moe_q6k_w : strata_qt_q6k {
   STRATA_DEVICE void load(const u8* b, int j, strata_g32& g, const lds*) {
     strata_g32_clear<strata_qt_q6k>(g);
     const int n = j >> 2, m = j & 3;
     u32 ql[8], qh[8];
-#ifdef STRATA_MOE_Q6K_QUAD
-    const u32 l = strata_lane(), q0 = l & ~3u, p = l & 3u;
-    u32 hq[2], lq[4];
-    strata_ldw_a2<2>(b + 128 + 32 * n + 8 * p, hq);
-    strata_ldw_a2<4>(b + 64 * n + 16 * p, lq);
-#pragma unroll
-    for (int w = 0; w < 8; ++w) {
-      qh[w] = (u32)strata_shfl_i32((i32)hq[w & 1], q0 + (u32)(w >> 1));
-      ql[w] = (u32)strata_shfl_i32((i32)lq[w & 3], q0 + 2u * (u32)(m & 1) + (u32)(w >> 2));
-    }
-#else
     strata_moe_ld32_a2(b + 64 * n + 32 * (m & 1), ql);
     strata_moe_ld32_a2(b + 128 + 32 * n, qh);
-#endif
     const u32 lsh = 4 * (m >> 1), hsh = 2 * m;
 #pragma unroll
     for (int w = 0; w < 8; ++w) {
@@ -1797,38 +1909,54 @@ template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q80, false>:
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q80, false>::type, 1, 128, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r128t32 down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q80, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r64t32 gate/up
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q80, false>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r64t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q80, false>::type, 2, 64 / 2, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r64t48 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q80, false>::type, 1, 64, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q80_mma_r64t48 down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q20, false>::type, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q20_mma_r64t64 gate/up
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q20, false>::type, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q20_mma_r64t64 down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q20, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q20_mma_r64t32 gate/up
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q20, false>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q20_mma_r64t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q20, false>::type, 2, 64 / 2, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q20_mma_r64t48 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q20, false>::type, 1, 64, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q20_mma_r64t48 down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q4k, false>::type, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q4k_mma_r64t64 gate/up
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q4k, false>::type, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_q4k_mma_r64t64 down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q4k, false>::type, 2, 128 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q4k_mma_r128t32 gate/up
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q4k, false>::type, 1, 128, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q4k_mma_r128t32 down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q4k, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q4k_mma_r64t32 gate/up
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q4k, false>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q4k_mma_r64t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q4k, false>::type, 2, 64 / 2, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q4k_mma_r64t48 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q4k, false>::type, 1, 64, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q4k_mma_r64t48 down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q6k, false>::type, 2, 128 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r128t32 gate/up
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q6k, false>::type, 1, 128, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r128t32 down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q6k, true>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32 gate/up
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q6k, true>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q6k, true>::type, 2, 64 / 2, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q6k, true>::type, 1, 64, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48 down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq2xs, false>::type, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t64 gate/up
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq2xs, false>::type, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t64 down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq2xs, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t32 gate/up
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq2xs, false>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq2xs, false>::type, 2, 64 / 2, 48> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t48 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq2xs, false>::type, 1, 64, 48> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t48 down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq3xxs, false>::type, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq3xxs_mma_r64t64 gate/up
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq3xxs, false>::type, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq3xxs_mma_r64t64 down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq3xxs, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq3xxs_mma_r64t32 gate/up
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq3xxs, false>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq3xxs_mma_r64t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq3xxs, false>::type, 2, 64 / 2, 48> { static constexpr bool v = true; };  // strata_moe_prefill_iq3xxs_mma_r64t48 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq3xxs, false>::type, 1, 64, 48> { static constexpr bool v = true; };  // strata_moe_prefill_iq3xxs_mma_r64t48 down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq3s, false>::type, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq3s_mma_r64t64 gate/up
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq3s, false>::type, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq3s_mma_r64t64 down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq3s, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq3s_mma_r64t32 gate/up
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq3s, false>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq3s_mma_r64t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq3s, false>::type, 2, 64 / 2, 48> { static constexpr bool v = true; };  // strata_moe_prefill_iq3s_mma_r64t48 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq3s, false>::type, 1, 64, 48> { static constexpr bool v = true; };  // strata_moe_prefill_iq3s_mma_r64t48 down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq1m, false>::type, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t64 gate/up
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq1m, false>::type, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t64 down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq1m, false>::type, 2, 128 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r128t32 gate/up
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq1m, false>::type, 1, 128, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r128t32 down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq1m, true>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t32 gate/up
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq1m, true>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t32 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq1m, true>::type, 2, 64 / 2, 48> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t48 gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq1m, true>::type, 1, 64, 48> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t48 down
 // The kernels whose NVIDIA mma core folds once per K step (mmq core, strata_mmq_nv_step_fold;
 // the choice and its measurement: kernels/prefill.go moeStepFold; the rounding:
 // parity/moe_prefill.go, y). -DSTRATA_MOE_GROUP_FOLD builds them with the per-group fold
@@ -1851,6 +1979,7 @@ union strata_moe_smem {
 };
 // STRATA_MOE<n>_BOUNDS: launch bounds of the kernels that ask n resident blocks per SM
 // (kernels/prefill.go, moeMinBlocks).
+#define STRATA_MOE4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
 #define STRATA_MOE5_BOUNDS(n) __attribute__((launch_bounds(n, 5)))
 #define STRATA_MOE6_BOUNDS(n) __attribute__((launch_bounds(n, 6)))
 // NVIDIA kernels (MoeOwnLDS) have their own shared array, sized to the variant, so that a
@@ -1863,66 +1992,82 @@ static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_mma_r64
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_mma_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 128, 64, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_mma_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 128, 32, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 64, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_mma_r64t48_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 64, 48, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 64, 64, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 128, 64, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 128, 32, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 64, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q80_dp4a_r64t48_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q80, false>::type, 64, 48, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_mma_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 64, 64, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_mma_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 128, 64, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_mma_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 128, 32, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 64, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_mma_r64t48_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 64, 48, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 64, 64, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 128, 64, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 128, 32, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 64, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q20_dp4a_r64t48_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q20, false>::type, 64, 48, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_mma_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 64, 64, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_mma_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 128, 64, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_mma_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 128, 32, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 64, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_mma_r64t48_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 64, 48, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 64, 64, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 128, 64, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 128, 32, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 64, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q4k_dp4a_r64t48_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q4k, false>::type, 64, 48, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 64, 64, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 128, 64, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 128, 32, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, true>::type, 64, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t48_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, true>::type, 64, 48, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 64, 64, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 128, 64, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 128, 32, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 64, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r64t48_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 64, 48, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_mma_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 64, 64, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_mma_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 128, 64, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_mma_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 128, 32, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 64, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_mma_r64t48_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 64, 48, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 64, 64, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 128, 64, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 128, 32, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 64, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq2xs_dp4a_r64t48_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq2xs, false>::type, 64, 48, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_mma_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 64, 64, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_mma_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 128, 64, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_mma_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 128, 32, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 64, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_mma_r64t48_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 64, 48, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 64, 64, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 128, 64, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 128, 32, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 64, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3xxs_dp4a_r64t48_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3xxs, false>::type, 64, 48, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_mma_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 64, 64, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_mma_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 128, 64, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_mma_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 128, 32, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 64, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_mma_r64t48_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 64, 48, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 64, 64, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 128, 64, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 128, 32, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 64, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq3s_dp4a_r64t48_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq3s, false>::type, 64, 48, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_mma_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 64, 64, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_mma_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 128, 64, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_mma_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 128, 32, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, true>::type, 64, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_mma_r64t48_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, true>::type, 64, 48, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 64, 64, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 128, 64, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 128, 32, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_dp4a_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 64, 32, false>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_iq1m_dp4a_r64t48_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_iq1m, false>::type, 64, 48, false>)];
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_moe_qt<strata_qt_q80, false>::type QT;
@@ -2149,6 +2294,79 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q80_mma_r64t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_mma_r64t48(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_q80, false>::type QT;
+  constexpr int BM = 64, BN = 48, HM = BM / 2;
+  constexpr bool MMA = true;
+  constexpr bool SKIP = true;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q80_mma_r64t48_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -2508,6 +2726,79 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q80_dp4a_r64t48(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_q80, false>::type QT;
+  constexpr int BM = 64, BN = 48, HM = BM / 2;
+  constexpr bool MMA = false;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q80_dp4a_r64t48_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_moe_qt<strata_qt_q20, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
@@ -2733,6 +3024,79 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q20_mma_r64t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_mma_r64t48(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_q20, false>::type QT;
+  constexpr int BM = 64, BN = 48, HM = BM / 2;
+  constexpr bool MMA = true;
+  constexpr bool SKIP = true;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q20_mma_r64t48_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3092,6 +3456,79 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q20_dp4a_r64t48(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_q20, false>::type QT;
+  constexpr int BM = 64, BN = 48, HM = BM / 2;
+  constexpr bool MMA = false;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q20_dp4a_r64t48_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_moe_qt<strata_qt_q4k, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
@@ -3317,6 +3754,79 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q4k_mma_r64t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_mma_r64t48(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_q4k, false>::type QT;
+  constexpr int BM = 64, BN = 48, HM = BM / 2;
+  constexpr bool MMA = true;
+  constexpr bool SKIP = true;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q4k_mma_r64t48_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -3676,6 +4186,79 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q4k_dp4a_r64t48(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_q4k, false>::type QT;
+  constexpr int BM = 64, BN = 48, HM = BM / 2;
+  constexpr bool MMA = false;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q4k_dp4a_r64t48_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_moe_qt<strata_qt_q6k, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
@@ -3901,6 +4484,79 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_mma_r64t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r64t48(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_q6k, true>::type QT;
+  constexpr int BM = 64, BN = 48, HM = BM / 2;
+  constexpr bool MMA = true;
+  constexpr bool SKIP = true;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_mma_r64t48_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4260,6 +4916,79 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_dp4a_r64t48(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_q6k, false>::type QT;
+  constexpr int BM = 64, BN = 48, HM = BM / 2;
+  constexpr bool MMA = false;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_dp4a_r64t48_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_moe_qt<strata_qt_iq2xs, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
@@ -4485,6 +5214,79 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq2xs_mma_r64t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_mma_r64t48(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_iq2xs, false>::type QT;
+  constexpr int BM = 64, BN = 48, HM = BM / 2;
+  constexpr bool MMA = true;
+  constexpr bool SKIP = true;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq2xs_mma_r64t48_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -4844,6 +5646,79 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq2xs_dp4a_r64t48(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_iq2xs, false>::type QT;
+  constexpr int BM = 64, BN = 48, HM = BM / 2;
+  constexpr bool MMA = false;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq2xs_dp4a_r64t48_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_moe_qt<strata_qt_iq3xxs, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
@@ -5069,6 +5944,79 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3xxs_mma_r64t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_mma_r64t48(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_iq3xxs, false>::type QT;
+  constexpr int BM = 64, BN = 48, HM = BM / 2;
+  constexpr bool MMA = true;
+  constexpr bool SKIP = true;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3xxs_mma_r64t48_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -5428,6 +6376,79 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3xxs_dp4a_r64t48(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_iq3xxs, false>::type QT;
+  constexpr int BM = 64, BN = 48, HM = BM / 2;
+  constexpr bool MMA = false;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3xxs_dp4a_r64t48_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_moe_qt<strata_qt_iq3s, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
@@ -5653,6 +6674,79 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3s_mma_r64t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_mma_r64t48(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_iq3s, false>::type QT;
+  constexpr int BM = 64, BN = 48, HM = BM / 2;
+  constexpr bool MMA = true;
+  constexpr bool SKIP = true;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3s_mma_r64t48_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
@@ -6012,6 +7106,79 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq3s_dp4a_r64t48(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_iq3s, false>::type QT;
+  constexpr int BM = 64, BN = 48, HM = BM / 2;
+  constexpr bool MMA = false;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq3s_dp4a_r64t48_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_mma_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_moe_qt<strata_qt_iq1m, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
@@ -6304,6 +7471,79 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   }
 }
 
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_mma_r64t48(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_iq1m, true>::type QT;
+  constexpr int BM = 64, BN = 48, HM = BM / 2;
+  constexpr bool MMA = true;
+  constexpr bool SKIP = true;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq1m_mma_r64t48_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_dp4a_r64t64(const struct strata_moe_prefill_args p) {
   typedef strata_moe_qt<strata_qt_iq1m, false>::type QT;
   constexpr int BM = 64, BN = 64, HM = BM / 2;
@@ -6529,6 +7769,79 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr bool MMA = false;
   constexpr bool SKIP = false;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq1m_dp4a_r64t32_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_iq1m_dp4a_r64t48(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_qt<strata_qt_iq1m, false>::type QT;
+  constexpr int BM = 64, BN = 48, HM = BM / 2;
+  constexpr bool MMA = false;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_iq1m_dp4a_r64t48_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
