@@ -213,6 +213,8 @@ var mmqWideStaging = map[string]bool{
 	"mmq8x/q6k/r64t128w8": true, "mmq8x/iq2xs/r64t128w8": true, "mmq8x/iq1m/r64t128w8": true,
 	"mmq8x4/q6k/r64t128w8": true, "mmq8x4/iq2xs/r64t128w8": true, "mmq8x4/iq3xxs/r64t128w8": true, "mmq8x4/iq3s/r64t128w8": true,
 	"mmq8x4/iq1m/r64t128w8": true,
+	"mmq8xp/q6k/r64t128w8":  true, "mmq8xp/iq2xs/r64t128w8": true, "mmq8xp/iq1m/r64t128w8": true,
+	"mmq8x4p/q6k/r64t128w8": true, "mmq8x4p/iq2xs/r64t128w8": true, "mmq8x4p/iq1m/r64t128w8": true,
 
 	"moe_prefill/iq1m/r128t32": true, "moe_prefill/iq1m/r64t64": true,
 	"moe_prefill/iq2xs/r64t64":  true,
@@ -264,6 +266,8 @@ var mmqMinBlocks = map[string]int{
 	"mmq8x/q6k/r64t128w8": 2, "mmq8x/iq2xs/r64t128w8": 2, "mmq8x/iq1m/r64t128w8": 2,
 	"mmq8x4/q6k/r64t128w8": 2, "mmq8x4/iq2xs/r64t128w8": 2, "mmq8x4/iq3xxs/r64t128w8": 2, "mmq8x4/iq3s/r64t128w8": 2,
 	"mmq8x4/iq1m/r64t128w8": 2,
+	"mmq8xp/q6k/r64t128w8":  2, "mmq8xp/iq2xs/r64t128w8": 2, "mmq8xp/iq1m/r64t128w8": 2,
+	"mmq8x4p/q6k/r64t128w8": 2, "mmq8x4p/iq2xs/r64t128w8": 2, "mmq8x4p/iq1m/r64t128w8": 2,
 }
 
 // nvSMShared is the shared memory an SM of each NVIDIA target gives its resident blocks, in
@@ -396,7 +400,27 @@ func (v Variant) MoeStepFold(t Target) bool {
 // Family mmq8x4: 4 groups, one K step, so the int32 sums are dead during the next step's
 // staging (mmq8x's spills, call 1 of bench/results/2026-11-30-mmqs-s8, came from holding them
 // through it); not measured yet.
-var mmqXSeg = map[string]int{"mmq8x": 8, "mmq8x4": 4}
+//
+// Families mmq8xp and mmq8x4p: mmq8x and mmq8x4 whose core also prefetches the next K step's
+// weight and activation lines into L1 before the current step's mma (mmqPrefetch).
+var mmqXSeg = map[string]int{"mmq8x": 8, "mmq8x4": 4, "mmq8xp": 8, "mmq8x4p": 4}
+
+// mmqPrefetch names the families whose NVIDIA mma core issues, after staging K step g0, one
+// prefetch.global.L1 a staging job for step g0 + KT's lines (strata_mmq_nv_pf in
+// kernels/templates/mmq_core.tmpl): the loads of the next staging then hit L1 instead of
+// waiting on L2. Why: call 1 of bench/results/2026-11-30-mmqs-s8 found mmq8x issue-light
+// (0.44 a scheduler and cycle) with its long-scoreboard stalls up 1.0 → 2.8 a warp
+// instruction: the synchronous staging's global latency exposed. A prefetch holds no
+// register (a load one step ahead would hold the step's 26 activation words through the
+// mma, under a 128-register cap that already spills). Not measured yet
+// (bench/results/2026-11-30-mmqs2-s8).
+var mmqPrefetch = map[string]bool{"mmq8xp": true, "mmq8x4p": true}
+
+// Prefetch reports whether variant v of family on t is an NVIDIA mma kernel that prefetches
+// its next K step into L1 (mmqPrefetch).
+func (v Variant) Prefetch(family string, t Target) bool {
+	return t.IsNVIDIA() && v.Values["op"] == "mma" && mmqPrefetch[family]
+}
 
 // mmqXSegTypes are family mmq8x's weight types: the 16-split types (sub-scale per 16
 // elements: Q6_K, IQ2_XS, IQ1_M), whose per-group f32 fold costs the most. Each has one f32

@@ -88,7 +88,9 @@ var mmqXISum = Bound{Name: "isum", Exact: true, Why: `
 
 // mmqSegY is the y bound of the families whose activations share one d per segment
 // (kernels/prefill.go, mmqXSeg).
-var mmqSegY = map[string]Bound{"mmq8x": mmqXY, "mmq8x4": mmqX4Y}
+// mmq8xp and mmq8x4p are mmq8x and mmq8x4 with an L1 prefetch of the next K step (a hint:
+// no value changes), so their arithmetic and bounds are those families'.
+var mmqSegY = map[string]Bound{"mmq8x": mmqXY, "mmq8x4": mmqX4Y, "mmq8xp": mmqXY, "mmq8x4p": mmqX4Y}
 
 // mmqTypes maps the "type" axis values of the int8 prefill families to quant types.
 var mmqTypes = map[string]quant.Type{
@@ -165,6 +167,16 @@ func init() {
 		Cases:  append(cases[:len(cases):len(cases)], Case{"rows=190,tokens=300,k=1056", []int{190, 300, 1056}}),
 		Run:    runMmq8x4,
 	})
+	// mmq8xp, mmq8x4p: mmq8x and mmq8x4 with the next K step prefetched into L1
+	// (kernels/prefill.go, mmqPrefetch); the same cases.
+	for _, name := range []string{"mmq8xp", "mmq8x4p"} {
+		register(&Family{
+			Name:   name,
+			Bounds: mmqBounds(name),
+			Cases:  append(cases[:len(cases):len(cases)], Case{"rows=190,tokens=300,k=1056", []int{190, 300, 1056}}),
+			Run:    runMmqFamily(name),
+		})
+	}
 }
 
 // mmqInputs is one case's operands in host form.
@@ -325,6 +337,13 @@ func runMmq8x(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand)
 // runMmq8x4 runs family mmq8x4 as runMmq8x (its segment: 4 blocks).
 func runMmq8x4(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
 	return runMmqOf("mmq8x4", h, symbol, c, bounds, rng)
+}
+
+// runMmqFamily runs family name as runMmq8x (its segment: kernels.MmqXSeg(name)).
+func runMmqFamily(name string) func(*Harness, string, Case, []Bound, *rand.Rand) (Outcome, error) {
+	return func(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
+		return runMmqOf(name, h, symbol, c, bounds, rng)
+	}
 }
 
 // mmqFamilyThreads is the block size of family (mmq or mmq8): its Spec's Threads.

@@ -235,6 +235,18 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
+	Family:   "mmq8x4p",
+	Path:     "gfx1030/mmq8x4p.co",
+	Target:   "gfx1030",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8xp",
+	Path:     "gfx1030/mmq8xp.co",
+	Target:   "gfx1030",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
 	Family: "mmvq",
 	Path:   "gfx1030/mmvq.co",
 	Target: "gfx1030",
@@ -673,6 +685,18 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8x4",
 	Path:     "gfx1100/mmq8x4.co",
+	Target:   "gfx1100",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8x4p",
+	Path:     "gfx1100/mmq8x4p.co",
+	Target:   "gfx1100",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8xp",
+	Path:     "gfx1100/mmq8xp.co",
 	Target:   "gfx1100",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -1143,6 +1167,18 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
+	Family:   "mmq8x4p",
+	Path:     "gfx1101/mmq8x4p.co",
+	Target:   "gfx1101",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8xp",
+	Path:     "gfx1101/mmq8xp.co",
+	Target:   "gfx1101",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
 	Family: "mmvq",
 	Path:   "gfx1101/mmvq.co",
 	Target: "gfx1101",
@@ -1605,6 +1641,18 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8x4",
 	Path:     "gfx1102/mmq8x4.co",
+	Target:   "gfx1102",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8x4p",
+	Path:     "gfx1102/mmq8x4p.co",
+	Target:   "gfx1102",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8xp",
+	Path:     "gfx1102/mmq8xp.co",
 	Target:   "gfx1102",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -2075,6 +2123,18 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
+	Family:   "mmq8x4p",
+	Path:     "gfx1200/mmq8x4p.co",
+	Target:   "gfx1200",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8xp",
+	Path:     "gfx1200/mmq8xp.co",
+	Target:   "gfx1200",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
 	Family: "mmvq",
 	Path:   "gfx1200/mmvq.co",
 	Target: "gfx1200",
@@ -2537,6 +2597,18 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8x4",
 	Path:     "gfx1201/mmq8x4.co",
+	Target:   "gfx1201",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8x4p",
+	Path:     "gfx1201/mmq8x4p.co",
+	Target:   "gfx1201",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8xp",
+	Path:     "gfx1201/mmq8xp.co",
 	Target:   "gfx1201",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -3148,6 +3220,36 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8x4p",
+	Path:   "sm_80/mmq8x4p.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "q6k_mma_r64t128w8",
+		Symbol: "strata_mmq8x4p_q6k_mma_r64t128w8",
+	}, {
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4p_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4p_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8xp",
+	Path:   "sm_80/mmq8xp.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "q6k_mma_r64t128w8",
+		Symbol: "strata_mmq8xp_q6k_mma_r64t128w8",
+	}, {
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8xp_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8xp_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4201,6 +4303,36 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "mmq8x4p",
+	Path:   "sm_86/mmq8x4p.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "q6k_mma_r64t128w8",
+		Symbol: "strata_mmq8x4p_q6k_mma_r64t128w8",
+	}, {
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4p_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4p_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8xp",
+	Path:   "sm_86/mmq8xp.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "q6k_mma_r64t128w8",
+		Symbol: "strata_mmq8xp_q6k_mma_r64t128w8",
+	}, {
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8xp_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8xp_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "mmvq",
 	Path:   "sm_86/mmvq.ptx",
 	Target: "sm_86",
@@ -5251,6 +5383,36 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "mmq8x4p",
+	Path:   "sm_89/mmq8x4p.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "q6k_mma_r64t128w8",
+		Symbol: "strata_mmq8x4p_q6k_mma_r64t128w8",
+	}, {
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4p_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4p_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8xp",
+	Path:   "sm_89/mmq8xp.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "q6k_mma_r64t128w8",
+		Symbol: "strata_mmq8xp_q6k_mma_r64t128w8",
+	}, {
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8xp_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8xp_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "mmvq",
 	Path:   "sm_89/mmvq.ptx",
 	Target: "sm_89",
@@ -6298,6 +6460,36 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8x4p",
+	Path:   "sm_90/mmq8x4p.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "q6k_mma_r64t128w8",
+		Symbol: "strata_mmq8x4p_q6k_mma_r64t128w8",
+	}, {
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4p_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4p_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8xp",
+	Path:   "sm_90/mmq8xp.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "q6k_mma_r64t128w8",
+		Symbol: "strata_mmq8xp_q6k_mma_r64t128w8",
+	}, {
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8xp_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8xp_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
