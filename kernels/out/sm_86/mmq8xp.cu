@@ -759,6 +759,14 @@ template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_step_fold { sta
 // patterns. Error: parity/mmq.go mmqXY; the hook is the group's int32 main sum, as above.
 template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_xseg { static constexpr int v = 0; };
 
+// The next-step prefetch of the core instantiation <QT, NW, BM, BN> (a family template
+// specialises it; mmq does for kernels/prefill.go mmqPrefetch, families mmq8xp, mmq8x4p):
+// v = after staging K step g0, each staging job of the block issues one prefetch.global.L1
+// into the lines its job of step g0 + KT will load (strata_mmq_nv_prefetch), so that the
+// next staging's loads, issued after this step's mma, find L1 instead of waiting on L2. A
+// hint: no value and no register is held across the mma. Default: none.
+template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_pf { static constexpr bool v = false; };
+
 // The block shape of the core instantiation <QT, NW, BM, BN>: WGM × WGN warps (rows ×
 // tokens; T = 32·WGM·WGN threads a block, warp tile BM/WGM × BN/WGN) and XD: the token scale
 // tile holds d_x alone (types without mins, whose d_x·Σq_x is never read). Every tile is
@@ -1048,6 +1056,48 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
   }
 }
 
+// The L1 prefetch of K step g0's lines (strata_mmq_nv_pf): the jobs as the staging's. A
+// weight job's KT groups lie in one block (GPB a multiple of KT), and the KT jobs of a row
+// (kg = 0..KT−1) touch the block at kg·(BYTES−1)/(KT−1): points ≤ 70 bytes apart from its
+// first to its last byte (Q6_K's 210), so every 128-byte line of it. An activation job's
+// KT blocks of a token are contiguous (KT·36 bytes); job kg touches its block at
+// kg·35/(KT−1): points ≤ 48 bytes apart from the first byte to the last. Jobs past the
+// tile's edge or K issue none.
+template <class QT, int NW, int BM, int BN, class Src>
+STRATA_DEVICE void strata_mmq_nv_prefetch(const Src& src, int g0, int ng) {
+  typedef strata_mmq_nv_shape<QT, NW, BM, BN> SH;
+  constexpr int KT = STRATA_MMQ_KT, GPB = QT::QK / 32, T = SH::T;
+  constexpr int JW = NW * BM * KT / T, JX = BN * KT / T;
+  static_assert(GPB % KT == 0 && KT > 1, "prefetch: a step's groups inside one weight block");
+  const int tid = (int)strata_thread_x();
+#pragma unroll
+  for (int u = 0; u < JW; ++u) {
+    const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, kg = j % KT, g = g0 + kg;
+    const u8* row = src.wrow(m, r);
+    if (row != nullptr && g < ng) {
+      const u8* a = row + (i64)(g / GPB) * QT::BYTES + kg * (QT::BYTES - 1) / (KT - 1);
+#ifdef __NVPTX__
+      asm volatile("prefetch.global.L1 [%0];" ::"l"(a));
+#else
+      (void)a;
+#endif
+    }
+  }
+#pragma unroll
+  for (int u = 0; u < JX; ++u) {
+    const int j = tid + u * T, c = j / KT, kg = j % KT, g = g0 + kg;
+    const u8* xb = g < ng ? src.xblk(c, g) : nullptr;
+    if (xb != nullptr) {
+      const u8* a = xb + kg * 35 / (KT - 1);
+#ifdef __NVPTX__
+      asm volatile("prefetch.global.L1 [%0];" ::"l"(a));
+#else
+      (void)a;
+#endif
+    }
+  }
+}
+
 // The K loop of one tile on NVIDIA (see the section comment). hook and Ep as strata_mmq_run;
 // HOOK = (hook ≥ 0) is a template parameter so that the fold loop carries no test for it.
 template <class QT, int NW, int BM, int BN, bool HOOK, class Src, class Ep>
@@ -1108,6 +1158,9 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
       strata_mmq_nv_put<QT, NW, BM, BN>(s, R, src, g0);
     } else {
       strata_mmq_nv_stage<QT, NW, BM, BN>(s, src, g0, ng);
+    }
+    if constexpr (strata_mmq_nv_pf<QT, NW, BM, BN>::v) {
+      if (g0 + KT < ng) strata_mmq_nv_prefetch<QT, NW, BM, BN>(src, g0 + KT, ng);  // the next step's lines, during this step's mma
     }
     strata_barrier();
     const int hk = hook < 0 ? -1 : (hook >= g0 && hook < g0 + KT ? hook - g0 : KT);
@@ -1513,6 +1566,11 @@ template <> struct strata_mmq_nv_shape<strata_qt_iq1m, 1, 64, 128> : strata_mmq_
 template <> struct strata_mmq_nv_xseg<strata_qt_q6k, 1, 64, 128> { static constexpr int v = 8; };  // strata_mmq8xp_q6k_mma_r64t128w8
 template <> struct strata_mmq_nv_xseg<strata_qt_iq2xs, 1, 64, 128> { static constexpr int v = 8; };  // strata_mmq8xp_iq2xs_mma_r64t128w8
 template <> struct strata_mmq_nv_xseg<strata_qt_iq1m, 1, 64, 128> { static constexpr int v = 8; };  // strata_mmq8xp_iq1m_mma_r64t128w8
+// The kernels that prefetch each next K step into L1 (mmq core, strata_mmq_nv_pf;
+// kernels/prefill.go, mmqPrefetch).
+template <> struct strata_mmq_nv_pf<strata_qt_q6k, 1, 64, 128> { static constexpr bool v = true; };  // strata_mmq8xp_q6k_mma_r64t128w8
+template <> struct strata_mmq_nv_pf<strata_qt_iq2xs, 1, 64, 128> { static constexpr bool v = true; };  // strata_mmq8xp_iq2xs_mma_r64t128w8
+template <> struct strata_mmq_nv_pf<strata_qt_iq1m, 1, 64, 128> { static constexpr bool v = true; };  // strata_mmq8xp_iq1m_mma_r64t128w8
 // STRATA_MMQ<n>_BOUNDS: the launch bounds of the kernels that ask n resident blocks per SM
 // (kernels/prefill.go, mmqMinBlocks).
 #define STRATA_MMQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
