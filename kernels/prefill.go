@@ -213,7 +213,6 @@ var mmqWideStaging = map[string]bool{
 	"mmq8x/q6k/r64t128w8": true, "mmq8x/iq2xs/r64t128w8": true, "mmq8x/iq1m/r64t128w8": true,
 	"mmq8x4/q6k/r64t128w8": true, "mmq8x4/iq2xs/r64t128w8": true, "mmq8x4/iq3xxs/r64t128w8": true, "mmq8x4/iq3s/r64t128w8": true,
 	"mmq8x4/iq1m/r64t128w8": true,
-	"mmq8xp/q6k/r64t128w8":  true, "mmq8xp/iq2xs/r64t128w8": true, "mmq8xp/iq1m/r64t128w8": true,
 	"mmq8x4p/q6k/r64t128w8": true, "mmq8x4p/iq2xs/r64t128w8": true, "mmq8x4p/iq1m/r64t128w8": true,
 
 	"moe_prefill/iq1m/r128t32": true, "moe_prefill/iq1m/r64t64": true,
@@ -266,7 +265,6 @@ var mmqMinBlocks = map[string]int{
 	"mmq8x/q6k/r64t128w8": 2, "mmq8x/iq2xs/r64t128w8": 2, "mmq8x/iq1m/r64t128w8": 2,
 	"mmq8x4/q6k/r64t128w8": 2, "mmq8x4/iq2xs/r64t128w8": 2, "mmq8x4/iq3xxs/r64t128w8": 2, "mmq8x4/iq3s/r64t128w8": 2,
 	"mmq8x4/iq1m/r64t128w8": 2,
-	"mmq8xp/q6k/r64t128w8":  2, "mmq8xp/iq2xs/r64t128w8": 2, "mmq8xp/iq1m/r64t128w8": 2,
 	"mmq8x4p/q6k/r64t128w8": 2, "mmq8x4p/iq2xs/r64t128w8": 2, "mmq8x4p/iq1m/r64t128w8": 2,
 }
 
@@ -401,9 +399,9 @@ func (v Variant) MoeStepFold(t Target) bool {
 // staging (mmq8x's spills, call 1 of bench/results/2026-11-30-mmqs-s8, came from holding them
 // through it); not measured yet.
 //
-// Families mmq8xp and mmq8x4p: mmq8x and mmq8x4 whose core also prefetches the next K step's
-// weight and activation lines into L1 before the current step's mma (mmqPrefetch).
-var mmqXSeg = map[string]int{"mmq8x": 8, "mmq8x4": 4, "mmq8xp": 8, "mmq8x4p": 4}
+// Family mmq8x4p: mmq8x4 whose core also prefetches the next K step's weight and activation
+// lines into L1 before the current step's mma (mmqPrefetch).
+var mmqXSeg = map[string]int{"mmq8x": 8, "mmq8x4": 4, "mmq8x4p": 4}
 
 // mmqPrefetch names the families whose NVIDIA mma core issues, after staging K step g0, one
 // prefetch.global.L1 a staging job for step g0 + KT's lines (strata_mmq_nv_pf in
@@ -412,9 +410,15 @@ var mmqXSeg = map[string]int{"mmq8x": 8, "mmq8x4": 4, "mmq8xp": 8, "mmq8x4p": 4}
 // (0.44 a scheduler and cycle) with its long-scoreboard stalls up 1.0 → 2.8 a warp
 // instruction: the synchronous staging's global latency exposed. A prefetch holds no
 // register (a load one step ahead would hold the step's 26 activation words through the
-// mma, under a 128-register cap that already spills). Not measured yet
-// (bench/results/2026-11-30-mmqs2-s8).
-var mmqPrefetch = map[string]bool{"mmq8xp": true, "mmq8x4p": true}
+// mma, under a 128-register cap that already spills).
+//
+// H200, bench/results/2026-11-30-mmqs2-s8 call 1 (TOPS at 512 / 2048 tokens, two runs each):
+// on mmq8x4 (mmq8x4p) IQ2_XS 140.8 → 144.3 / 143.9 → 148.0, IQ1_M 142.7 → 143.6 / 145.9 →
+// 147.7, Q6_K 133.1 → 128.2 / 134.7 → 130.6; ncu IQ2_XS: long-scoreboard stalls 1.94 → 1.91
+// a warp instruction, issue 0.49 → 0.51 a scheduler cycle. On mmq8x (family mmq8xp, dropped)
+// the prefetch addresses raised the spills 136–152 → 180–236 bytes and every type lost 7–8 %
+// (IQ2_XS 140.0 → 129.1 at 512 tokens; long-scoreboard stalls 3.45).
+var mmqPrefetch = map[string]bool{"mmq8x4p": true}
 
 // Prefetch reports whether variant v of family on t is an NVIDIA mma kernel that prefetches
 // its next K step into L1 (mmqPrefetch).

@@ -285,18 +285,6 @@ var Specs = []Spec{
 		Fits: mmqFits,
 	},
 	{
-		Family:   "mmq8xp",
-		Template: "mmq",
-		Doc: "mmq8x that prefetches each next K step's weight and activation lines into L1 before the current step's " +
-			"matrix work (NVIDIA mma.sync only): x as mmq8x (one d per 256-element segment, quant.QuantizeQ8_1GPUSeg); " +
-			"launch as mmq8.",
-		Threads: 256,
-		Args:    mmqArgs,
-		// mmq8x's types (kernels/prefill.go, mmqXSegTypes, mmqPrefetch).
-		Axes: []Axis{{Name: "type", Values: mmqXSegTypes}, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r64t128w8"}}}},
-		Fits: mmqFits,
-	},
-	{
 		Family:   "mmvq",
 		Template: "mmvq",
 		Doc: "y[z][c][r] = Σ_k W_z[r][k]·x_z[c][k] for 1..8 columns: Q8_1 activations and exact dot4 block dots with an f32 " +

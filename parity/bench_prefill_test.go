@@ -127,7 +127,7 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 
 	// mmq at 4096 × 14336, and its 8-warp tiles (mmq8, NVIDIA; mmq8x with its shared-d
 	// activations) in the same table.
-	for _, fam := range []string{"mmq", "mmq8", "mmq8x", "mmq8x4", "mmq8xp", "mmq8x4p"} {
+	for _, fam := range []string{"mmq", "mmq8", "mmq8x", "mmq8x4", "mmq8x4p"} {
 		co, ok := abi.Find(target, fam)
 		if !ok || len(co.Variants) == 0 || !benchHasObject(dir, co) {
 			continue

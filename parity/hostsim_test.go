@@ -17,7 +17,7 @@ import (
 	"github.com/strata-hip/strata/runtime/gpu"
 )
 
-// TestPrefillHostSim runs the generated NVIDIA sources of mmq, mmq8, mmq8x, mmq8x4, mmq8xp, mmq8x4p and moe_prefill on the CPU
+// TestPrefillHostSim runs the generated NVIDIA sources of mmq, mmq8, mmq8x, mmq8x4, mmq8x4p and moe_prefill on the CPU
 // (testdata/hostsim: the prelude's primitives on std::threads, mma.sync fragments by PTX's
 // lane tables) through the ordinary parity Run functions, harness and bounds. It proves the
 // kernels' logic where there is no GPU: staging, ragged edges, the folds, the integer hook,
@@ -78,11 +78,8 @@ func TestPrefillHostSim(t *testing.T) {
 			{"rows=70,tokens=300,k=1056", []int{70, 300, 1056}},
 			{"rows=130,tokens=65,k=512", []int{130, 65, 512}},
 		}, func(v kernels.Variant) bool { return v.Values["type"] == "iq2xs" || v.Values["type"] == "iq3xxs" }},
-		// mmq8xp, mmq8x4p (mmq8x, mmq8x4 with the next K step prefetched into L1: a hint the
-		// host simulation runs as a no-op): a 16-split type each.
-		{"mmq8xp", false, runMmqFamily("mmq8xp"), []Case{
-			{"rows=70,tokens=300,k=1056", []int{70, 300, 1056}},
-		}, func(v kernels.Variant) bool { return v.Values["type"] == "iq2xs" }},
+		// mmq8x4p (mmq8x4 with the next K step prefetched into L1: a hint the host simulation
+		// runs as a no-op).
 		{"mmq8x4p", false, runMmqFamily("mmq8x4p"), []Case{
 			{"rows=70,tokens=300,k=1056", []int{70, 300, 1056}},
 		}, func(v kernels.Variant) bool { return v.Values["type"] == "q6k" }},

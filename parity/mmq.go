@@ -88,9 +88,9 @@ var mmqXISum = Bound{Name: "isum", Exact: true, Why: `
 
 // mmqSegY is the y bound of the families whose activations share one d per segment
 // (kernels/prefill.go, mmqXSeg).
-// mmq8xp and mmq8x4p are mmq8x and mmq8x4 with an L1 prefetch of the next K step (a hint:
-// no value changes), so their arithmetic and bounds are those families'.
-var mmqSegY = map[string]Bound{"mmq8x": mmqXY, "mmq8x4": mmqX4Y, "mmq8xp": mmqXY, "mmq8x4p": mmqX4Y}
+// mmq8x4p is mmq8x4 with an L1 prefetch of the next K step (a hint: no value changes), so
+// its arithmetic and bounds are mmq8x4's.
+var mmqSegY = map[string]Bound{"mmq8x": mmqXY, "mmq8x4": mmqX4Y, "mmq8x4p": mmqX4Y}
 
 // mmqTypes maps the "type" axis values of the int8 prefill families to quant types.
 var mmqTypes = map[string]quant.Type{
@@ -167,16 +167,14 @@ func init() {
 		Cases:  append(cases[:len(cases):len(cases)], Case{"rows=190,tokens=300,k=1056", []int{190, 300, 1056}}),
 		Run:    runMmq8x4,
 	})
-	// mmq8xp, mmq8x4p: mmq8x and mmq8x4 with the next K step prefetched into L1
-	// (kernels/prefill.go, mmqPrefetch); the same cases.
-	for _, name := range []string{"mmq8xp", "mmq8x4p"} {
-		register(&Family{
-			Name:   name,
-			Bounds: mmqBounds(name),
-			Cases:  append(cases[:len(cases):len(cases)], Case{"rows=190,tokens=300,k=1056", []int{190, 300, 1056}}),
-			Run:    runMmqFamily(name),
-		})
-	}
+	// mmq8x4p: mmq8x4 with the next K step prefetched into L1 (kernels/prefill.go,
+	// mmqPrefetch); the same cases.
+	register(&Family{
+		Name:   "mmq8x4p",
+		Bounds: mmqBounds("mmq8x4p"),
+		Cases:  append(cases[:len(cases):len(cases)], Case{"rows=190,tokens=300,k=1056", []int{190, 300, 1056}}),
+		Run:    runMmqFamily("mmq8x4p"),
+	})
 }
 
 // mmqInputs is one case's operands in host form.

@@ -241,12 +241,6 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8xp",
-	Path:     "gfx1030/mmq8xp.co",
-	Target:   "gfx1030",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
 	Family: "mmvq",
 	Path:   "gfx1030/mmvq.co",
 	Target: "gfx1030",
@@ -691,12 +685,6 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8x4p",
 	Path:     "gfx1100/mmq8x4p.co",
-	Target:   "gfx1100",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
-	Family:   "mmq8xp",
-	Path:     "gfx1100/mmq8xp.co",
 	Target:   "gfx1100",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -1173,12 +1161,6 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8xp",
-	Path:     "gfx1101/mmq8xp.co",
-	Target:   "gfx1101",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
 	Family: "mmvq",
 	Path:   "gfx1101/mmvq.co",
 	Target: "gfx1101",
@@ -1647,12 +1629,6 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8x4p",
 	Path:     "gfx1102/mmq8x4p.co",
-	Target:   "gfx1102",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
-	Family:   "mmq8xp",
-	Path:     "gfx1102/mmq8xp.co",
 	Target:   "gfx1102",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -2129,12 +2105,6 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8xp",
-	Path:     "gfx1200/mmq8xp.co",
-	Target:   "gfx1200",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
 	Family: "mmvq",
 	Path:   "gfx1200/mmvq.co",
 	Target: "gfx1200",
@@ -2603,12 +2573,6 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8x4p",
 	Path:     "gfx1201/mmq8x4p.co",
-	Target:   "gfx1201",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
-	Family:   "mmq8xp",
-	Path:     "gfx1201/mmq8xp.co",
 	Target:   "gfx1201",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -3235,21 +3199,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8x4p_iq1m_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
-	Family: "mmq8xp",
-	Path:   "sm_80/mmq8xp.ptx",
-	Target: "sm_80",
-	Variants: []Variant{{
-		Name:   "q6k_mma_r64t128w8",
-		Symbol: "strata_mmq8xp_q6k_mma_r64t128w8",
-	}, {
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8xp_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8xp_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4318,21 +4267,6 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
-	Family: "mmq8xp",
-	Path:   "sm_86/mmq8xp.ptx",
-	Target: "sm_86",
-	Variants: []Variant{{
-		Name:   "q6k_mma_r64t128w8",
-		Symbol: "strata_mmq8xp_q6k_mma_r64t128w8",
-	}, {
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8xp_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8xp_iq1m_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
 	Family: "mmvq",
 	Path:   "sm_86/mmvq.ptx",
 	Target: "sm_86",
@@ -5398,21 +5332,6 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
-	Family: "mmq8xp",
-	Path:   "sm_89/mmq8xp.ptx",
-	Target: "sm_89",
-	Variants: []Variant{{
-		Name:   "q6k_mma_r64t128w8",
-		Symbol: "strata_mmq8xp_q6k_mma_r64t128w8",
-	}, {
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8xp_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8xp_iq1m_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
 	Family: "mmvq",
 	Path:   "sm_89/mmvq.ptx",
 	Target: "sm_89",
@@ -6475,21 +6394,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8x4p_iq1m_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
-	Family: "mmq8xp",
-	Path:   "sm_90/mmq8xp.ptx",
-	Target: "sm_90",
-	Variants: []Variant{{
-		Name:   "q6k_mma_r64t128w8",
-		Symbol: "strata_mmq8xp_q6k_mma_r64t128w8",
-	}, {
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8xp_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8xp_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {

@@ -849,7 +849,7 @@ template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_step_fold { sta
 template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_xseg { static constexpr int v = 0; };
 
 // The next-step prefetch of the core instantiation <QT, NW, BM, BN> (a family template
-// specialises it; mmq does for kernels/prefill.go mmqPrefetch, families mmq8xp, mmq8x4p):
+// specialises it; mmq does for kernels/prefill.go mmqPrefetch, family mmq8x4p):
 // v = after staging K step g0, each staging job of the block issues one prefetch.global.L1
 // into the lines its job of step g0 + KT will load (strata_mmq_nv_prefetch), so that the
 // next staging's loads, issued after this step's mma, find L1 instead of waiting on L2. A
