@@ -223,12 +223,6 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8x",
-	Path:     "gfx1030/mmq8x.co",
-	Target:   "gfx1030",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
 	Family:   "mmq8x4",
 	Path:     "gfx1030/mmq8x4.co",
 	Target:   "gfx1030",
@@ -667,12 +661,6 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8",
 	Path:     "gfx1100/mmq8.co",
-	Target:   "gfx1100",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
-	Family:   "mmq8x",
-	Path:     "gfx1100/mmq8x.co",
 	Target:   "gfx1100",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -1143,12 +1131,6 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8x",
-	Path:     "gfx1101/mmq8x.co",
-	Target:   "gfx1101",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
 	Family:   "mmq8x4",
 	Path:     "gfx1101/mmq8x4.co",
 	Target:   "gfx1101",
@@ -1611,12 +1593,6 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8",
 	Path:     "gfx1102/mmq8.co",
-	Target:   "gfx1102",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
-	Family:   "mmq8x",
-	Path:     "gfx1102/mmq8x.co",
 	Target:   "gfx1102",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -2087,12 +2063,6 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8x",
-	Path:     "gfx1200/mmq8x.co",
-	Target:   "gfx1200",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
 	Family:   "mmq8x4",
 	Path:     "gfx1200/mmq8x4.co",
 	Target:   "gfx1200",
@@ -2555,12 +2525,6 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8",
 	Path:     "gfx1201/mmq8.co",
-	Target:   "gfx1201",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
-	Family:   "mmq8x",
-	Path:     "gfx1201/mmq8x.co",
 	Target:   "gfx1201",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -3151,21 +3115,6 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
-	Family: "mmq8x",
-	Path:   "sm_80/mmq8x.ptx",
-	Target: "sm_80",
-	Variants: []Variant{{
-		Name:   "q6k_mma_r64t128w8",
-		Symbol: "strata_mmq8x_q6k_mma_r64t128w8",
-	}, {
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x_iq1m_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
 	Family: "mmq8x4",
 	Path:   "sm_80/mmq8x4.ptx",
 	Target: "sm_80",
@@ -3173,17 +3122,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_q6k_mma_r64t128w8",
 	}, {
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x4_iq2xs_mma_r64t128w8",
-	}, {
 		Name:   "iq3xxs_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_iq3xxs_mma_r64t128w8",
 	}, {
 		Name:   "iq3s_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_iq3s_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x4_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3191,9 +3134,6 @@ var CodeObjects = []CodeObject{{
 	Path:   "sm_80/mmq8x4p.ptx",
 	Target: "sm_80",
 	Variants: []Variant{{
-		Name:   "q6k_mma_r64t128w8",
-		Symbol: "strata_mmq8x4p_q6k_mma_r64t128w8",
-	}, {
 		Name:   "iq2xs_mma_r64t128w8",
 		Symbol: "strata_mmq8x4p_iq2xs_mma_r64t128w8",
 	}, {
@@ -4216,21 +4156,6 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
-	Family: "mmq8x",
-	Path:   "sm_86/mmq8x.ptx",
-	Target: "sm_86",
-	Variants: []Variant{{
-		Name:   "q6k_mma_r64t128w8",
-		Symbol: "strata_mmq8x_q6k_mma_r64t128w8",
-	}, {
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x_iq1m_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
 	Family: "mmq8x4",
 	Path:   "sm_86/mmq8x4.ptx",
 	Target: "sm_86",
@@ -4238,17 +4163,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_q6k_mma_r64t128w8",
 	}, {
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x4_iq2xs_mma_r64t128w8",
-	}, {
 		Name:   "iq3xxs_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_iq3xxs_mma_r64t128w8",
 	}, {
 		Name:   "iq3s_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_iq3s_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x4_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4256,9 +4175,6 @@ var CodeObjects = []CodeObject{{
 	Path:   "sm_86/mmq8x4p.ptx",
 	Target: "sm_86",
 	Variants: []Variant{{
-		Name:   "q6k_mma_r64t128w8",
-		Symbol: "strata_mmq8x4p_q6k_mma_r64t128w8",
-	}, {
 		Name:   "iq2xs_mma_r64t128w8",
 		Symbol: "strata_mmq8x4p_iq2xs_mma_r64t128w8",
 	}, {
@@ -5281,21 +5197,6 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
-	Family: "mmq8x",
-	Path:   "sm_89/mmq8x.ptx",
-	Target: "sm_89",
-	Variants: []Variant{{
-		Name:   "q6k_mma_r64t128w8",
-		Symbol: "strata_mmq8x_q6k_mma_r64t128w8",
-	}, {
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x_iq1m_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
 	Family: "mmq8x4",
 	Path:   "sm_89/mmq8x4.ptx",
 	Target: "sm_89",
@@ -5303,17 +5204,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_q6k_mma_r64t128w8",
 	}, {
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x4_iq2xs_mma_r64t128w8",
-	}, {
 		Name:   "iq3xxs_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_iq3xxs_mma_r64t128w8",
 	}, {
 		Name:   "iq3s_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_iq3s_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x4_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -5321,9 +5216,6 @@ var CodeObjects = []CodeObject{{
 	Path:   "sm_89/mmq8x4p.ptx",
 	Target: "sm_89",
 	Variants: []Variant{{
-		Name:   "q6k_mma_r64t128w8",
-		Symbol: "strata_mmq8x4p_q6k_mma_r64t128w8",
-	}, {
 		Name:   "iq2xs_mma_r64t128w8",
 		Symbol: "strata_mmq8x4p_iq2xs_mma_r64t128w8",
 	}, {
@@ -6346,21 +6238,6 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
-	Family: "mmq8x",
-	Path:   "sm_90/mmq8x.ptx",
-	Target: "sm_90",
-	Variants: []Variant{{
-		Name:   "q6k_mma_r64t128w8",
-		Symbol: "strata_mmq8x_q6k_mma_r64t128w8",
-	}, {
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x_iq1m_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
 	Family: "mmq8x4",
 	Path:   "sm_90/mmq8x4.ptx",
 	Target: "sm_90",
@@ -6368,17 +6245,11 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_q6k_mma_r64t128w8",
 	}, {
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x4_iq2xs_mma_r64t128w8",
-	}, {
 		Name:   "iq3xxs_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_iq3xxs_mma_r64t128w8",
 	}, {
 		Name:   "iq3s_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_iq3s_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x4_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -6386,9 +6257,6 @@ var CodeObjects = []CodeObject{{
 	Path:   "sm_90/mmq8x4p.ptx",
 	Target: "sm_90",
 	Variants: []Variant{{
-		Name:   "q6k_mma_r64t128w8",
-		Symbol: "strata_mmq8x4p_q6k_mma_r64t128w8",
-	}, {
 		Name:   "iq2xs_mma_r64t128w8",
 		Symbol: "strata_mmq8x4p_iq2xs_mma_r64t128w8",
 	}, {

@@ -31,7 +31,6 @@ const Mmq8x4pThreads = 256
 
 // Kernel symbols of every mmq8x4p variant; CodeObject.Symbol says which a target has.
 const (
-	SymMmq8x4pQ6kMmaR64t128w8   = "strata_mmq8x4p_q6k_mma_r64t128w8"   // variant q6k_mma_r64t128w8
 	SymMmq8x4pIq2xsMmaR64t128w8 = "strata_mmq8x4p_iq2xs_mma_r64t128w8" // variant iq2xs_mma_r64t128w8
 	SymMmq8x4pIq1mMmaR64t128w8  = "strata_mmq8x4p_iq1m_mma_r64t128w8"  // variant iq1m_mma_r64t128w8
 )

@@ -750,7 +750,7 @@ template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_wide_stage { st
 template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_step_fold { static constexpr bool v = false; };
 
 // The activation segment of the core instantiation <QT, NW, BM, BN> (a family template
-// specialises it; mmq does for kernels/prefill.go mmqXSeg, family mmq8x): v = 0 folds every
+// specialises it; mmq does for kernels/prefill.go mmqXSeg, families mmq8x4, mmq8x4p): v = 0 folds every
 // group as above. v = n > 0: the activations' n consecutive Q8_1 blocks of a token (n·32
 // elements from a multiple of n·32) share one d, and the weight base is one value per n
 // groups (QK a multiple of 32·n, no mins), so base·d_x is one value per segment. The mma
@@ -761,7 +761,10 @@ template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_step_fold { sta
 // with base and d_x of that step's group 0. Per m16n8k32 that is 8 (split) or 4 integer
 // instructions a group and the fold's ≈ 16/n, against 20 or 12 FP32 instructions; no
 // magic constants, no per-group d_x loads. The scale tile holds m0, m1 as int32 bit
-// patterns. Error: parity/mmq.go mmqXY; the hook is the group's int32 main sum, as above.
+// patterns. Error: parity/mmq.go mmqX4Y; the hook is the group's int32 main sum, as above.
+// n = KT (the families' 4) folds every K step, so the sums are dead during the next step's
+// staging; n = 8 (two steps, family mmq8x) kept them live through it and was slower
+// (bench/results/2026-11-30-mmqs2-s8). The code takes any n that is a multiple of KT.
 template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_xseg { static constexpr int v = 0; };
 
 // The next-step prefetch of the core instantiation <QT, NW, BM, BN> (a family template
@@ -1577,7 +1580,8 @@ template <> struct strata_mmq_nv_shape<strata_qt_iq3xxs, 1, 64, 128> : strata_mm
 template <> struct strata_mmq_nv_shape<strata_qt_iq3s, 1, 64, 128> : strata_mmq_nv_shape_of<2, 4, true> {};  // strata_mmq8_iq3s_mma_r64t128w8
 template <> struct strata_mmq_nv_shape<strata_qt_iq1m, 1, 64, 128> : strata_mmq_nv_shape_of<2, 4, true> {};  // strata_mmq8_iq1m_mma_r64t128w8
 // The kernels whose activations share one d per segment of groups (mmq core,
-// strata_mmq_nv_xseg; kernels/prefill.go, mmqXSeg; family mmq8x): x must be quantized so.
+// strata_mmq_nv_xseg; kernels/prefill.go, mmqXSeg; families mmq8x4, mmq8x4p): x must be
+// quantized so.
 // STRATA_MMQ<n>_BOUNDS: the launch bounds of the kernels that ask n resident blocks per SM
 // (kernels/prefill.go, mmqMinBlocks).
 #define STRATA_MMQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
