@@ -418,7 +418,7 @@ var mmqXSeg = map[string]int{"mmq8x4": 4, "mmq8x4p": 4}
 // runs): on mmq8x4 (mmq8x4p) IQ2_XS 140.9 → 144.3 / 143.9 → 148.0, IQ1_M 142.7 → 143.6 / 145.9 →
 // 147.7, Q6_K 133.1 → 128.2 / 134.7 → 130.6; ncu IQ2_XS: long-scoreboard stalls 1.94 → 1.91
 // a warp instruction, issue 0.49 → 0.51 a scheduler cycle. On mmq8x (family mmq8xp, dropped)
-// the prefetch addresses raised the spills 136–152 → 180–236 bytes and every type lost 7–8 %
+// the prefetch addresses raised the spill stores 136–152 → 188–244 bytes and every type lost 6.7–8.3 %
 // (IQ2_XS 140.0 → 129.1 at 512 tokens; long-scoreboard stalls 3.45).
 var mmqPrefetch = map[string]bool{"mmq8x4p": true}
 
