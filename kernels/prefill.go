@@ -233,10 +233,9 @@ var mmqWideStaging = map[string]bool{
 	// register bound; the 4-byte form was not measured at r64t128w8.
 	"mmq8/q80/r64t128w8": true, "mmq8/q20/r64t128w8": true, "mmq8/q4k/r64t128w8": true, "mmq8/q6k/r64t128w8": true,
 	"mmq8/iq2xs/r64t128w8": true, "mmq8/iq3xxs/r64t128w8": true, "mmq8/iq3s/r64t128w8": true, "mmq8/iq1m/r64t128w8": true,
-	// mmq8x (mmqXSeg): mmq8's staging.
-	"mmq8x/q6k/r64t128w8": true, "mmq8x/iq2xs/r64t128w8": true, "mmq8x/iq1m/r64t128w8": true,
-	"mmq8x4/q6k/r64t128w8": true, "mmq8x4/iq2xs/r64t128w8": true, "mmq8x4/iq3xxs/r64t128w8": true, "mmq8x4/iq3s/r64t128w8": true,
-	"mmq8x4/iq1m/r64t128w8": true,
+	// mmq8x4, mmq8x4p (mmqXSeg): mmq8's staging.
+	"mmq8x4/q6k/r64t128w8": true, "mmq8x4/iq3xxs/r64t128w8": true, "mmq8x4/iq3s/r64t128w8": true,
+	"mmq8x4p/iq2xs/r64t128w8": true, "mmq8x4p/iq1m/r64t128w8": true,
 
 	"moe_prefill/iq1m/r128t32": true, "moe_prefill/iq1m/r64t64": true,
 	"moe_prefill/iq2xs/r64t64":  true,
@@ -288,10 +287,9 @@ var mmqMinBlocks = map[string]int{
 	// mmq8 (mmq8Warp): 2 blocks of 256 threads, 128 registers (16–100 bytes of spills).
 	"mmq8/q80/r64t128w8": 2, "mmq8/q20/r64t128w8": 2, "mmq8/q4k/r64t128w8": 2, "mmq8/q6k/r64t128w8": 2,
 	"mmq8/iq2xs/r64t128w8": 2, "mmq8/iq3xxs/r64t128w8": 2, "mmq8/iq3s/r64t128w8": 2, "mmq8/iq1m/r64t128w8": 2,
-	// mmq8x (mmqXSeg): as mmq8.
-	"mmq8x/q6k/r64t128w8": 2, "mmq8x/iq2xs/r64t128w8": 2, "mmq8x/iq1m/r64t128w8": 2,
-	"mmq8x4/q6k/r64t128w8": 2, "mmq8x4/iq2xs/r64t128w8": 2, "mmq8x4/iq3xxs/r64t128w8": 2, "mmq8x4/iq3s/r64t128w8": 2,
-	"mmq8x4/iq1m/r64t128w8": 2,
+	// mmq8x4, mmq8x4p (mmqXSeg): as mmq8.
+	"mmq8x4/q6k/r64t128w8": 2, "mmq8x4/iq3xxs/r64t128w8": 2, "mmq8x4/iq3s/r64t128w8": 2,
+	"mmq8x4p/iq2xs/r64t128w8": 2, "mmq8x4p/iq1m/r64t128w8": 2,
 }
 
 // nvSMShared is the shared memory an SM of each NVIDIA target gives its resident blocks, in
@@ -420,39 +418,75 @@ func (v Variant) MoeStepFold(t Target) bool {
 
 // mmqXSeg is the activation segment of the families whose NVIDIA mma core sums a segment's
 // groups in int32 and folds them in f32 once (strata_mmq_nv_xseg in
-// kernels/templates/mmq_core.tmpl): groups of 32 elements that share one Q8_1 d. Family
-// mmq8x: 8 groups, the 256-element block of its weight types, so one weight base and one
-// d_x hold for the whole segment.
+// kernels/templates/mmq_core.tmpl): groups of 32 elements that share one Q8_1 d. Families
+// mmq8x4 and mmq8x4p: 4 groups (128 elements, one K step) inside a 256-element block of
+// their weight types, so one weight base and one d_x hold for the segment, and the int32
+// sums are folded before the next step's staging.
 //
 // Why: the split types (sub-scale per 16 elements) fold each 32-element group in f32 with 20
 // FP32 instructions per m16n8k32 against Q8_0's 12, and the mmq8 kernels are issue-bound
 // (bench/results/2026-11-30-mmq-s7: IQ2_XS 31.2 instructions per m16n8k32, Q8_0 21.8). In
 // int32 a group costs one IMAD per output and 16-element half (the mma seeded with 0), the
-// f32 fold (I2F, FMUL, FFMA) once per 8 groups. The price: the activations' d is the
+// f32 fold (I2F, FMUL, FFMA) once per segment. The price: the activations' d is the
 // segment's amax/127, so blocks quieter than their segment lose resolution
 // (bench/results/2026-11-30-mmqs-s8).
 //
-// Family mmq8x4: 4 groups, one K step, so the int32 sums are dead during the next step's
-// staging (mmq8x's spills, call 1 of bench/results/2026-11-30-mmqs-s8, came from holding them
-// through it); not measured yet.
-var mmqXSeg = map[string]int{"mmq8x": 8, "mmq8x4": 4}
+// Family mmq8x4p: mmq8x4 whose core also prefetches the next K step's weight and activation
+// lines into L1 before the current step's mma (mmqPrefetch).
+//
+// 8-group segments (family mmq8x, session 8: 256 elements, two K steps, so the sums lived
+// through the second step's staging, 128–152 bytes of spills) were measured and dropped: in
+// bench/results/2026-11-30-mmqs2-s8 call 1 (TOPS at 512 / 2048 tokens, means of two runs) mmq8x →
+// mmq8x4 Q6_K 128.8 → 133.1 / 130.5 → 134.7, IQ2_XS 140.0 → 140.9 / 142.8 → 143.9, IQ1_M
+// 142.7 → 142.7 / 146.3 → 145.9, and mmq8x4p beat both for IQ2_XS (144.3 / 148.0) and IQ1_M
+// (143.6 / 147.7); 4-block segments also cost the activations less
+// (bench/results/2026-11-30-mmqs-s8, "What the shared d costs").
+var mmqXSeg = map[string]int{"mmq8x4": 4, "mmq8x4p": 4}
 
-// mmqXSegTypes are family mmq8x's weight types: the 16-split types (sub-scale per 16
-// elements: Q6_K, IQ2_XS, IQ1_M), whose per-group f32 fold costs the most. Each has one f32
-// base per 256-element block and integer sub-scales, no mins (Q4_K's min term and Q8_0's and
-// Q2_0's per-group bases need per-group folds). IQ3_XXS and IQ3_S (sub-scale per 32, the same
-// block form) were measured in the family and dropped: bench/results/2026-11-30-mmqs-s8
-// call 1, mmq8 → mmq8x at 512 tokens IQ3_XXS 170.0 → 160.5, IQ3_S 167.9 → 161.0 TOPS (the
-// int32 sums live across two K steps and their staging: 128–136 bytes of spills), while
-// Q6_K 113.8 → 129.4, IQ2_XS 120.2 → 140.0, IQ1_M 122.9 → 142.0.
-var mmqXSegTypes = []Value{{Name: "q6k"}, {Name: "iq2xs"}, {Name: "iq1m"}}
+// mmqPrefetch names the families whose NVIDIA mma core issues, after staging K step g0, one
+// prefetch.global.L1 a staging job for step g0 + KT's lines (strata_mmq_nv_pf in
+// kernels/templates/mmq_core.tmpl): the loads of the next staging then hit L1 instead of
+// waiting on L2. Why: call 1 of bench/results/2026-11-30-mmqs-s8 found mmq8x (256-element
+// segments, dropped since) issue-light
+// (0.44 a scheduler and cycle) with its long-scoreboard stalls up 1.0 → 2.8 a warp
+// instruction: the synchronous staging's global latency exposed. A prefetch holds no
+// register (a load one step ahead would hold the step's 26 activation words through the
+// mma, under a 128-register cap that already spills).
+//
+// H200, bench/results/2026-11-30-mmqs2-s8 call 1 (TOPS at 512 / 2048 tokens, means of two
+// runs): on mmq8x4 (mmq8x4p) IQ2_XS 140.9 → 144.3 / 143.9 → 148.0, IQ1_M 142.7 → 143.6 / 145.9 →
+// 147.7, Q6_K 133.1 → 128.2 / 134.7 → 130.6; ncu IQ2_XS: long-scoreboard stalls 1.94 → 1.91
+// a warp instruction, issue 0.49 → 0.51 a scheduler cycle. On mmq8x (family mmq8xp, dropped)
+// the prefetch addresses raised the spill stores 136–152 → 188–244 bytes and every type lost 6.7–8.3 %
+// (IQ2_XS 140.0 → 129.1 at 512 tokens; long-scoreboard stalls 3.45).
+var mmqPrefetch = map[string]bool{"mmq8x4p": true}
 
-// mmqXSeg4Types are family mmq8x4's weight types: mmqXSegTypes and IQ3_XXS, IQ3_S (one base
-// per 256-element block, a sub-scale per 32). Its 128-element segment is one K step, so the
-// int32 sums are folded before the next step's staging and do not live through it (mmq8x's
-// spills, call 1 of bench/results/2026-11-30-mmqs-s8), at twice mmq8x's fold count and a
-// finer activation d.
-var mmqXSeg4Types = []Value{{Name: "q6k"}, {Name: "iq2xs"}, {Name: "iq3xxs"}, {Name: "iq3s"}, {Name: "iq1m"}}
+// Prefetch reports whether variant v of family on t is an NVIDIA mma kernel that prefetches
+// its next K step into L1 (mmqPrefetch).
+func (v Variant) Prefetch(family string, t Target) bool {
+	return t.IsNVIDIA() && v.Values["op"] == "mma" && mmqPrefetch[family]
+}
+
+// mmqX4Types are family mmq8x4's weight types, mmqX4PTypes family mmq8x4p's: the types with
+// one f32 base per 256-element block, integer sub-scales and no mins (Q4_K's min term and
+// Q8_0's and Q2_0's per-group bases need per-group folds), each in the family that was
+// fastest for it. H200, bench/results/2026-11-30-mmqs2-s8 call 1 (TOPS at 512 / 2048 tokens,
+// means of two runs; mmq8 = per-block d, per-group f32 fold):
+//
+//	type     mmq8           mmq8x4         mmq8x4p
+//	Q6_K     114.1 / 116.0  133.1 / 134.7  128.2 / 130.6
+//	IQ2_XS   121.2 / 124.1  140.9 / 143.9  144.3 / 148.0
+//	IQ1_M    123.8 / 127.1  142.7 / 145.9  143.6 / 147.7
+//	IQ3_XXS  171.3 / 173.6  193.6 / 197.6  -
+//	IQ3_S    169.2 / 172.6  186.3 / 189.7  -
+//
+// IQ3_XXS and IQ3_S (a sub-scale per 32) lost in 256-element segments (mmq8x, 4–6 %:
+// bench/results/2026-11-30-mmqs-s8) and win in 128-element ones (+13 %, +10 %). The prefetch
+// (mmqPrefetch) was not built for them.
+var (
+	mmqX4Types  = []Value{{Name: "q6k"}, {Name: "iq3xxs"}, {Name: "iq3s"}}
+	mmqX4PTypes = []Value{{Name: "iq2xs"}, {Name: "iq1m"}}
+)
 
 // XSeg is the activation segment (groups sharing one d, mmqXSeg) of variant v of family on
 // t, or 0: the core folds every group.

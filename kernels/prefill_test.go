@@ -55,7 +55,7 @@ func TestPrefillTiles(t *testing.T) {
 // wide form.
 func TestMMQWideStaging(t *testing.T) {
 	seen := map[string]bool{}
-	for _, fam := range []string{"mmq", "mmq8", "mmq8x", "mmq8x4", "moe_prefill"} {
+	for _, fam := range []string{"mmq", "mmq8", "mmq8x4", "mmq8x4p", "moe_prefill"} {
 		s, ok := LookupSpec(fam)
 		if !ok {
 			t.Fatalf("no %s spec", fam)
@@ -84,15 +84,17 @@ func TestMMQWideStaging(t *testing.T) {
 }
 
 // mmq8 (the 8-warp tile): every type on every NVIDIA target, mma only, nothing on AMD; the
-// NVIDIA LDS model within the target's LDS; two blocks an SM asked where they fit. mmq8x:
-// the same for its types (mmqXSegTypes), with a segment of 8 groups; mmq8 has none; mmq8x4
-// (mmqXSeg4Types) 4.
+// NVIDIA LDS model within the target's LDS; two blocks an SM asked where they fit. mmq8x4,
+// mmq8x4p: the same for their types (mmqX4Types, mmqX4PTypes), with a segment of 4 groups
+// (mmq8 has none) and, mmq8x4p, the prefetch.
 func TestMmq8Tiles(t *testing.T) {
 	for _, fc := range []struct {
 		family string
 		types  int
 		xseg   int
-	}{{"mmq8", len(axisPrefillType.Values), 0}, {"mmq8x", len(mmqXSegTypes), 8}, {"mmq8x4", len(mmqXSeg4Types), 4}} {
+		pf     bool // prefetches the next K step (mmqPrefetch)
+	}{{"mmq8", len(axisPrefillType.Values), 0, false}, {"mmq8x4", len(mmqX4Types), 4, false},
+		{"mmq8x4p", len(mmqX4PTypes), 4, true}} {
 		s, ok := LookupSpec(fc.family)
 		if !ok {
 			t.Fatalf("no %s spec", fc.family)
@@ -123,6 +125,9 @@ func TestMmq8Tiles(t *testing.T) {
 				}
 				if got := v.XSeg(fc.family, tg); got != fc.xseg {
 					t.Errorf("%s/%s/%s: segment %d groups, want %d", tg.Name, fc.family, v.Name, got, fc.xseg)
+				}
+				if got := v.Prefetch(fc.family, tg); got != fc.pf {
+					t.Errorf("%s/%s/%s: prefetch %t, want %t", tg.Name, fc.family, v.Name, got, fc.pf)
 				}
 			}
 		}

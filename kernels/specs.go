@@ -246,30 +246,29 @@ var Specs = []Spec{
 		Fits: mmqFits,
 	},
 	{
-		Family:   "mmq8x",
+		Family:   "mmq8x4",
 		Template: "mmq",
-		Doc: "mmq8 for activations whose Q8_1 blocks share one d per 256-element segment (NVIDIA mma.sync only): " +
+		Doc: "mmq8 for activations whose Q8_1 blocks share one d per 128-element segment (NVIDIA mma.sync only): " +
 			"y[t][r] = Σ_k W[r][k]·x[t][k] with the group sums times their integer sub-scales added in int32 over the " +
-			"segment and folded in f32 once per segment; x must come from a quantizer that gives the 8 blocks of each " +
-			"256-element segment of a row the same d (quant.QuantizeQ8_1GPUSeg), else the result is wrong; launch as " +
-			"mmq8 (grid (ceil(rows/BM), ceil(tokens/BN), 1), block (256, 1, 1)).",
+			"segment (one K step) and folded in f32 once per segment; x must come from a quantizer that gives the 4 " +
+			"blocks of each 128-element segment of a row the same d (quant.QuantizeQ8_1GPUSeg with 4), else the result " +
+			"is wrong; launch as mmq8 (grid (ceil(rows/BM), ceil(tokens/BN), 1), block (256, 1, 1)).",
 		Threads: 256,
 		Args:    mmqArgs,
-		// The types with one f32 base per 256-element block, integer sub-scales and no mins
-		// (kernels/prefill.go, mmqXSeg).
-		Axes: []Axis{{Name: "type", Values: mmqXSegTypes}, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r64t128w8"}}}},
+		// The types for which it was the fastest (kernels/prefill.go, mmqX4Types).
+		Axes: []Axis{{Name: "type", Values: mmqX4Types}, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r64t128w8"}}}},
 		Fits: mmqFits,
 	},
 	{
-		Family:   "mmq8x4",
+		Family:   "mmq8x4p",
 		Template: "mmq",
-		Doc: "mmq8x with 128-element segments (NVIDIA mma.sync only): x must come from a quantizer that gives the 4 " +
-			"blocks of each 128-element segment of a row the same d (quant.QuantizeQ8_1GPUSeg with 4), else the result " +
-			"is wrong; the int32 sums fold once per K step; launch as mmq8.",
+		Doc: "mmq8x4 that prefetches each next K step's weight and activation lines into L1 before the current step's " +
+			"matrix work (NVIDIA mma.sync only): x as mmq8x4 (one d per 128-element segment, quant.QuantizeQ8_1GPUSeg " +
+			"with 4); launch as mmq8.",
 		Threads: 256,
 		Args:    mmqArgs,
-		// mmqXSegTypes and the 32-element sub-scale types (kernels/prefill.go, mmqXSeg4Types).
-		Axes: []Axis{{Name: "type", Values: mmqXSeg4Types}, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r64t128w8"}}}},
+		// The types for which it was the fastest (kernels/prefill.go, mmqX4PTypes, mmqPrefetch).
+		Axes: []Axis{{Name: "type", Values: mmqX4PTypes}, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r64t128w8"}}}},
 		Fits: mmqFits,
 	},
 	{
@@ -465,7 +464,7 @@ var Specs = []Spec{
 	},
 }
 
-// mmqArgs is the launch-argument list of mmq, mmq8 and mmq8x (one C struct layout).
+// mmqArgs is the launch-argument list of mmq, mmq8, mmq8x4 and mmq8x4p (one C struct layout).
 var mmqArgs = []Arg{
 	{Name: "w", Type: ArgPtr, CType: "const u8", Doc: "weights: rows × k/QK blocks, rows contiguous; 16-byte aligned"},
 	{Name: "x", Type: ArgPtr, CType: "const u8", Doc: "activations: tokens × x_row_blocks Q8_1 blocks (36 bytes); 4-byte aligned"},

@@ -85,7 +85,7 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 		}
 		return b
 	}
-	// q81Seg: activations quantized with one d per seg blocks (mmq8x: kernels.MmqXSeg).
+	// q81Seg: activations quantized with one d per seg blocks (mmq8x4: kernels.MmqXSeg).
 	q81Seg := func(rows, k, seg int) *gpu.Buffer {
 		x := activations(rng, rows, k)
 		xq := make([]byte, rows*k/32*36)
@@ -125,9 +125,9 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 		return fmt.Sprintf("%.1f%%", 100*tops/ceiling)
 	}
 
-	// mmq at 4096 × 14336, and its 8-warp tiles (mmq8, NVIDIA; mmq8x with its shared-d
-	// activations) in the same table.
-	for _, fam := range []string{"mmq", "mmq8", "mmq8x", "mmq8x4"} {
+	// mmq at 4096 × 14336, and its 8-warp tiles (mmq8, NVIDIA; mmq8x4 and mmq8x4p with their
+	// shared-d activations) in the same table.
+	for _, fam := range []string{"mmq", "mmq8", "mmq8x4", "mmq8x4p"} {
 		co, ok := abi.Find(target, fam)
 		if !ok || len(co.Variants) == 0 || !benchHasObject(dir, co) {
 			continue

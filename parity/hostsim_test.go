@@ -17,7 +17,7 @@ import (
 	"github.com/strata-hip/strata/runtime/gpu"
 )
 
-// TestPrefillHostSim runs the generated NVIDIA sources of mmq, mmq8, mmq8x, mmq8x4 and moe_prefill on the CPU
+// TestPrefillHostSim runs the generated NVIDIA sources of mmq, mmq8, mmq8x4, mmq8x4p and moe_prefill on the CPU
 // (testdata/hostsim: the prelude's primitives on std::threads, mma.sync fragments by PTX's
 // lane tables) through the ordinary parity Run functions, harness and bounds. It proves the
 // kernels' logic where there is no GPU: staging, ragged edges, the folds, the integer hook,
@@ -65,19 +65,18 @@ func TestPrefillHostSim(t *testing.T) {
 			}
 			return false
 		}},
-		// mmq8x (mmq8 with one d per 256-element activation segment, int32 segment sums): every
-		// type (Q6_K, IQ2_XS, IQ1_M: the 16-split ones, IQ1_M the piece type); k = 1024 is 4
-		// segments in 8 K steps, 300 tokens span three tiles.
-		{"mmq8x", false, runMmq8x, []Case{
-			{"rows=70,tokens=300,k=1056", []int{70, 300, 1056}},
-			{"rows=130,tokens=65,k=512", []int{130, 65, 512}},
-		}, func(kernels.Variant) bool { return true }},
-		// mmq8x4 (128-element segments, folded every K step): a 16-split type and a 32-element
-		// sub-scale type.
+		// mmq8x4 (mmq8 with one d per 128-element activation segment, int32 segment sums folded
+		// every K step): a 16-split type and a 32-element sub-scale type; k = 1024 is 8
+		// segments, 300 tokens span three tiles.
 		{"mmq8x4", false, runMmq8x4, []Case{
 			{"rows=70,tokens=300,k=1056", []int{70, 300, 1056}},
 			{"rows=130,tokens=65,k=512", []int{130, 65, 512}},
-		}, func(v kernels.Variant) bool { return v.Values["type"] == "iq2xs" || v.Values["type"] == "iq3xxs" }},
+		}, func(v kernels.Variant) bool { return v.Values["type"] == "q6k" || v.Values["type"] == "iq3xxs" }},
+		// mmq8x4p (mmq8x4 with the next K step prefetched into L1: a hint the host simulation
+		// runs as a no-op): every type (IQ2_XS, IQ1_M, the piece type).
+		{"mmq8x4p", false, runMmqFamily("mmq8x4p"), []Case{
+			{"rows=70,tokens=300,k=1056", []int{70, 300, 1056}},
+		}, func(kernels.Variant) bool { return true }},
 		{"moe_prefill", false, runMoePrefill, []Case{
 			{"tokens=9,k=2,experts=6,hidden=256,ff=256,all-to-0", []int{9, 2, 6, 256, 256, 1}},
 			{"tokens=20,k=3,experts=5,hidden=288,ff=288", []int{20, 3, 5, 288, 288, 0}},

@@ -57,38 +57,35 @@ var mmqISum = Bound{Name: "isum", Exact: true, Why: `
 	with 1.5·2²³ and are read back through f32: exact for |s| < 2²² (group sums ≤ 2¹⁹), and
 	m·s or m0·s0 + m1·s1 < 2²⁴ is exact in f32, so the hook still sees the exact integer.`}
 
-// mmqXY is the y bound of family mmq8x (kernels/prefill.go, mmqXSeg): activations whose
-// 8 Q8_1 blocks of each 256-element segment share one d (quant.QuantizeQ8_1GPUSeg), the
-// group sums added in int32 over the segment, one f32 fold per segment.
-var mmqXY = Bound{Name: "y", MaxRowRel: 3.4e-6, Why: `
-	Per output, |y − ref| / S with S = Σ|fold terms| per 32-element group (float64, as mmq).
-	The 8 groups of a 256-element segment share the weight base (one per 256-element block of
-	Q6_K, IQ2_XS, IQ1_M) and d_x (the quantizer's shared d), so they share
-	b = base·d_x, an exact f32 product (two 11-bit significands). The segment's integer sum
-	I = Σ_g (m0·S0 + m1·S1) has |I| ≤ 8·2²⁴ = 2²⁷ (Q6_K, the largest group) < 2³¹: exact in
-	int32 in any order. (f32)I is one rounding (≤ 2⁻²⁴ relative; none for |I| ≤ 2²⁴) and
-	acc = fma(b, (f32)I, acc) one more, sequential over n = K/256 ≤ 56 segments at
-	K = 14336: |error| ≤ γₙ₊₁·Σ_s|b·I_s| ≤ γ₅₇·S, since |I_s| ≤ Σ_{g∈s}|m0·S0 + m1·S1|.
-	γ₅₇ = 57·2⁻²⁴/(1 − 57·2⁻²⁴) = 3.3975e-6: bound 3.4e-6. The float64 reference is exact
-	per term and sums ≤ 448 terms: ≤ 1e-13·S. (What the shared d costs the activations is
-	quant.QuantizeQ8_1GPUSeg's rounding, not this kernel's: the reference takes the same bytes.)`}
-
-// mmqX4Y is the y bound of family mmq8x4: mmqXY's arithmetic with 128-element segments.
+// mmqX4Y is the y bound of families mmq8x4 and mmq8x4p (kernels/prefill.go, mmqXSeg):
+// activations whose 4 Q8_1 blocks of each 128-element segment share one d
+// (quant.QuantizeQ8_1GPUSeg with 4), the group sums added in int32 over the segment, one f32
+// fold per segment. (The same derivation with 8 groups gave family mmq8x's γ₅₇ = 3.4e-6;
+// mmq8x was dropped: bench/results/2026-11-30-mmqs2-s8.)
 var mmqX4Y = Bound{Name: "y", MaxRowRel: 6.8e-6, Why: `
-	As mmq8x (its y bound), with 4 groups a segment: the 4 groups of a 128-element segment share
-	b = base·d_x (the weight base is one per 256-element block, d_x the quantizer's shared d
-	per 4 blocks), |I| ≤ 4·2²⁴ = 2²⁶ (Q6_K) < 2³¹ exact in int32, (f32)I and the fma are two
-	roundings per segment, sequential over n = K/128 ≤ 112 segments at K = 14336:
-	|error| ≤ γ₁₁₃·S. γ₁₁₃ = 113·2⁻²⁴/(1 − 113·2⁻²⁴) = 6.7353e-6: bound 6.8e-6.`}
+	Per output, |y − ref| / S with S = Σ|fold terms| per 32-element group (float64, as mmq).
+	The 4 groups of a 128-element segment share the weight base (one per 256-element block of
+	Q6_K, IQ2_XS, IQ3_XXS, IQ3_S, IQ1_M) and d_x (the quantizer's shared d per 4 blocks), so
+	they share b = base·d_x, an exact f32 product (two 11-bit significands). The segment's
+	integer sum I = Σ_g (m0·S0 + m1·S1) has |I| ≤ 4·2²⁴ = 2²⁶ (Q6_K, the largest group) < 2³¹:
+	exact in int32 in any order. (f32)I is one rounding (≤ 2⁻²⁴ relative; none for
+	|I| ≤ 2²⁴) and acc = fma(b, (f32)I, acc) one more, sequential over n = K/128 ≤ 112
+	segments at K = 14336: |error| ≤ γₙ₊₁·Σ_s|b·I_s| ≤ γ₁₁₃·S, since
+	|I_s| ≤ Σ_{g∈s}|m0·S0 + m1·S1|. γ₁₁₃ = 113·2⁻²⁴/(1 − 113·2⁻²⁴) = 6.7353e-6: bound 6.8e-6.
+	The float64 reference is exact per term and sums ≤ 448 terms: ≤ 1e-13·S. (What the shared
+	d costs the activations is quant.QuantizeQ8_1GPUSeg's rounding, not this kernel's: the
+	reference takes the same bytes.) mmq8x4p's L1 prefetch is a hint: the same arithmetic.`}
 
 var mmqXISum = Bound{Name: "isum", Exact: true, Why: `
-	Integers only: the hooked group's Σ mult(i)·q_w(i)·q_x(i), |·| ≤ 2²⁴ (Q6_K). mmq8x's mma
+	Integers only: the hooked group's Σ mult(i)·q_w(i)·q_x(i), |·| ≤ 2²⁴ (Q6_K). mmq8x4's mma
 	sums start from 0 (no 1.5·2²³ seed) and m0·S0 + m1·S1 is formed in int32, exact in any
 	order, and written as its bit pattern: it must equal the reference exactly.`}
 
 // mmqSegY is the y bound of the families whose activations share one d per segment
 // (kernels/prefill.go, mmqXSeg).
-var mmqSegY = map[string]Bound{"mmq8x": mmqXY, "mmq8x4": mmqX4Y}
+// mmq8x4p is mmq8x4 with an L1 prefetch of the next K step (a hint: no value changes), so
+// its arithmetic and bounds are mmq8x4's.
+var mmqSegY = map[string]Bound{"mmq8x4": mmqX4Y, "mmq8x4p": mmqX4Y}
 
 // mmqTypes maps the "type" axis values of the int8 prefill families to quant types.
 var mmqTypes = map[string]quant.Type{
@@ -149,21 +146,22 @@ func init() {
 		Cases:  append(cases[:len(cases):len(cases)], Case{"rows=190,tokens=300,k=1056", []int{190, 300, 1056}}),
 		Run:    runMmq8,
 	})
-	// mmq8x: mmq8 for activations with one d per 256-element segment (kernels/prefill.go,
+	// mmq8x4: mmq8 for activations with one d per 128-element segment (kernels/prefill.go,
 	// mmqXSeg), quantized so by quant.QuantizeQ8_1GPUSeg; mmq8's cases (K rounds down to
 	// whole 256-element blocks, so every segment is whole).
-	register(&Family{
-		Name:   "mmq8x",
-		Bounds: mmqBounds("mmq8x"),
-		Cases:  append(cases[:len(cases):len(cases)], Case{"rows=190,tokens=300,k=1056", []int{190, 300, 1056}}),
-		Run:    runMmq8x,
-	})
-	// mmq8x4: mmq8x with 128-element segments; the same cases.
 	register(&Family{
 		Name:   "mmq8x4",
 		Bounds: mmqBounds("mmq8x4"),
 		Cases:  append(cases[:len(cases):len(cases)], Case{"rows=190,tokens=300,k=1056", []int{190, 300, 1056}}),
 		Run:    runMmq8x4,
+	})
+	// mmq8x4p: mmq8x4 with the next K step prefetched into L1 (kernels/prefill.go,
+	// mmqPrefetch); the same cases.
+	register(&Family{
+		Name:   "mmq8x4p",
+		Bounds: mmqBounds("mmq8x4p"),
+		Cases:  append(cases[:len(cases):len(cases)], Case{"rows=190,tokens=300,k=1056", []int{190, 300, 1056}}),
+		Run:    runMmqFamily("mmq8x4p"),
 	})
 }
 
@@ -316,15 +314,17 @@ func runMmq8(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) 
 	return runMmqOf("mmq8", h, symbol, c, bounds, rng)
 }
 
-// runMmq8x runs family mmq8x (mmq8 for activations with one d per segment) as runMmq, its
-// activations quantized with the family's shared d.
-func runMmq8x(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
-	return runMmqOf("mmq8x", h, symbol, c, bounds, rng)
-}
-
-// runMmq8x4 runs family mmq8x4 as runMmq8x (its segment: 4 blocks).
+// runMmq8x4 runs family mmq8x4 (mmq8 for activations with one d per 4-block segment) as
+// runMmq, its activations quantized with the family's shared d.
 func runMmq8x4(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
 	return runMmqOf("mmq8x4", h, symbol, c, bounds, rng)
+}
+
+// runMmqFamily runs family name as runMmq8x4 (its segment: kernels.MmqXSeg(name)).
+func runMmqFamily(name string) func(*Harness, string, Case, []Bound, *rand.Rand) (Outcome, error) {
+	return func(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
+		return runMmqOf(name, h, symbol, c, bounds, rng)
+	}
 }
 
 // mmqFamilyThreads is the block size of family (mmq or mmq8): its Spec's Threads.

@@ -223,14 +223,14 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8x",
-	Path:     "gfx1030/mmq8x.co",
+	Family:   "mmq8x4",
+	Path:     "gfx1030/mmq8x4.co",
 	Target:   "gfx1030",
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8x4",
-	Path:     "gfx1030/mmq8x4.co",
+	Family:   "mmq8x4p",
+	Path:     "gfx1030/mmq8x4p.co",
 	Target:   "gfx1030",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -665,14 +665,14 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8x",
-	Path:     "gfx1100/mmq8x.co",
+	Family:   "mmq8x4",
+	Path:     "gfx1100/mmq8x4.co",
 	Target:   "gfx1100",
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8x4",
-	Path:     "gfx1100/mmq8x4.co",
+	Family:   "mmq8x4p",
+	Path:     "gfx1100/mmq8x4p.co",
 	Target:   "gfx1100",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -1131,14 +1131,14 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8x",
-	Path:     "gfx1101/mmq8x.co",
+	Family:   "mmq8x4",
+	Path:     "gfx1101/mmq8x4.co",
 	Target:   "gfx1101",
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8x4",
-	Path:     "gfx1101/mmq8x4.co",
+	Family:   "mmq8x4p",
+	Path:     "gfx1101/mmq8x4p.co",
 	Target:   "gfx1101",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -1597,14 +1597,14 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8x",
-	Path:     "gfx1102/mmq8x.co",
+	Family:   "mmq8x4",
+	Path:     "gfx1102/mmq8x4.co",
 	Target:   "gfx1102",
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8x4",
-	Path:     "gfx1102/mmq8x4.co",
+	Family:   "mmq8x4p",
+	Path:     "gfx1102/mmq8x4p.co",
 	Target:   "gfx1102",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -2063,14 +2063,14 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8x",
-	Path:     "gfx1200/mmq8x.co",
+	Family:   "mmq8x4",
+	Path:     "gfx1200/mmq8x4.co",
 	Target:   "gfx1200",
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8x4",
-	Path:     "gfx1200/mmq8x4.co",
+	Family:   "mmq8x4p",
+	Path:     "gfx1200/mmq8x4p.co",
 	Target:   "gfx1200",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -2529,14 +2529,14 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8x",
-	Path:     "gfx1201/mmq8x.co",
+	Family:   "mmq8x4",
+	Path:     "gfx1201/mmq8x4.co",
 	Target:   "gfx1201",
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8x4",
-	Path:     "gfx1201/mmq8x4.co",
+	Family:   "mmq8x4p",
+	Path:     "gfx1201/mmq8x4p.co",
 	Target:   "gfx1201",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -3115,21 +3115,6 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
-	Family: "mmq8x",
-	Path:   "sm_80/mmq8x.ptx",
-	Target: "sm_80",
-	Variants: []Variant{{
-		Name:   "q6k_mma_r64t128w8",
-		Symbol: "strata_mmq8x_q6k_mma_r64t128w8",
-	}, {
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x_iq1m_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
 	Family: "mmq8x4",
 	Path:   "sm_80/mmq8x4.ptx",
 	Target: "sm_80",
@@ -3137,17 +3122,23 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_q6k_mma_r64t128w8",
 	}, {
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x4_iq2xs_mma_r64t128w8",
-	}, {
 		Name:   "iq3xxs_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_iq3xxs_mma_r64t128w8",
 	}, {
 		Name:   "iq3s_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_iq3s_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8x4p",
+	Path:   "sm_80/mmq8x4p.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4p_iq2xs_mma_r64t128w8",
 	}, {
 		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x4_iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4p_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4213,21 +4204,6 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
-	Family: "mmq8x",
-	Path:   "sm_86/mmq8x.ptx",
-	Target: "sm_86",
-	Variants: []Variant{{
-		Name:   "q6k_mma_r64t128w8",
-		Symbol: "strata_mmq8x_q6k_mma_r64t128w8",
-	}, {
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x_iq1m_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
 	Family: "mmq8x4",
 	Path:   "sm_86/mmq8x4.ptx",
 	Target: "sm_86",
@@ -4235,17 +4211,23 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_q6k_mma_r64t128w8",
 	}, {
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x4_iq2xs_mma_r64t128w8",
-	}, {
 		Name:   "iq3xxs_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_iq3xxs_mma_r64t128w8",
 	}, {
 		Name:   "iq3s_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_iq3s_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8x4p",
+	Path:   "sm_86/mmq8x4p.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4p_iq2xs_mma_r64t128w8",
 	}, {
 		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x4_iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4p_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -5311,21 +5293,6 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
-	Family: "mmq8x",
-	Path:   "sm_89/mmq8x.ptx",
-	Target: "sm_89",
-	Variants: []Variant{{
-		Name:   "q6k_mma_r64t128w8",
-		Symbol: "strata_mmq8x_q6k_mma_r64t128w8",
-	}, {
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x_iq1m_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
 	Family: "mmq8x4",
 	Path:   "sm_89/mmq8x4.ptx",
 	Target: "sm_89",
@@ -5333,17 +5300,23 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_q6k_mma_r64t128w8",
 	}, {
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x4_iq2xs_mma_r64t128w8",
-	}, {
 		Name:   "iq3xxs_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_iq3xxs_mma_r64t128w8",
 	}, {
 		Name:   "iq3s_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_iq3s_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8x4p",
+	Path:   "sm_89/mmq8x4p.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4p_iq2xs_mma_r64t128w8",
 	}, {
 		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x4_iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4p_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -6409,21 +6382,6 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
-	Family: "mmq8x",
-	Path:   "sm_90/mmq8x.ptx",
-	Target: "sm_90",
-	Variants: []Variant{{
-		Name:   "q6k_mma_r64t128w8",
-		Symbol: "strata_mmq8x_q6k_mma_r64t128w8",
-	}, {
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x_iq1m_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
 	Family: "mmq8x4",
 	Path:   "sm_90/mmq8x4.ptx",
 	Target: "sm_90",
@@ -6431,17 +6389,23 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_q6k_mma_r64t128w8",
 	}, {
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x4_iq2xs_mma_r64t128w8",
-	}, {
 		Name:   "iq3xxs_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_iq3xxs_mma_r64t128w8",
 	}, {
 		Name:   "iq3s_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_iq3s_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8x4p",
+	Path:   "sm_90/mmq8x4p.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4p_iq2xs_mma_r64t128w8",
 	}, {
 		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x4_iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4p_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {

@@ -9,7 +9,7 @@ import (
 
 /*
 Mmq8x4Args is the launch-argument struct of every strata_mmq8x4_* kernel (C: struct strata_mmq8x4_args).
-mmq8x with 128-element segments (NVIDIA mma.sync only): x must come from a quantizer that gives the 4 blocks of each 128-element segment of a row the same d (quant.QuantizeQ8_1GPUSeg with 4), else the result is wrong; the int32 sums fold once per K step; launch as mmq8.
+mmq8 for activations whose Q8_1 blocks share one d per 128-element segment (NVIDIA mma.sync only): y[t][r] = Σ_k W[r][k]·x[t][k] with the group sums times their integer sub-scales added in int32 over the segment (one K step) and folded in f32 once per segment; x must come from a quantizer that gives the 4 blocks of each 128-element segment of a row the same d (quant.QuantizeQ8_1GPUSeg with 4), else the result is wrong; launch as mmq8 (grid (ceil(rows/BM), ceil(tokens/BN), 1), block (256, 1, 1)).
 */
 type Mmq8x4Args struct {
 	W          uint64 // offset 0: device address of const u8[]; weights: rows × k/QK blocks, rows contiguous; 16-byte aligned
@@ -32,10 +32,8 @@ const Mmq8x4Threads = 256
 // Kernel symbols of every mmq8x4 variant; CodeObject.Symbol says which a target has.
 const (
 	SymMmq8x4Q6kMmaR64t128w8    = "strata_mmq8x4_q6k_mma_r64t128w8"    // variant q6k_mma_r64t128w8
-	SymMmq8x4Iq2xsMmaR64t128w8  = "strata_mmq8x4_iq2xs_mma_r64t128w8"  // variant iq2xs_mma_r64t128w8
 	SymMmq8x4Iq3xxsMmaR64t128w8 = "strata_mmq8x4_iq3xxs_mma_r64t128w8" // variant iq3xxs_mma_r64t128w8
 	SymMmq8x4Iq3sMmaR64t128w8   = "strata_mmq8x4_iq3s_mma_r64t128w8"   // variant iq3s_mma_r64t128w8
-	SymMmq8x4Iq1mMmaR64t128w8   = "strata_mmq8x4_iq1m_mma_r64t128w8"   // variant iq1m_mma_r64t128w8
 )
 
 // Compile-time guards: building fails if the size or an offset drifts from the C static_asserts.

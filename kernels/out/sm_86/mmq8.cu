@@ -750,7 +750,7 @@ template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_wide_stage { st
 template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_step_fold { static constexpr bool v = false; };
 
 // The activation segment of the core instantiation <QT, NW, BM, BN> (a family template
-// specialises it; mmq does for kernels/prefill.go mmqXSeg, family mmq8x): v = 0 folds every
+// specialises it; mmq does for kernels/prefill.go mmqXSeg, families mmq8x4, mmq8x4p): v = 0 folds every
 // group as above. v = n > 0: the activations' n consecutive Q8_1 blocks of a token (n·32
 // elements from a multiple of n·32) share one d, and the weight base is one value per n
 // groups (QK a multiple of 32·n, no mins), so base·d_x is one value per segment. The mma
@@ -761,8 +761,19 @@ template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_step_fold { sta
 // with base and d_x of that step's group 0. Per m16n8k32 that is 8 (split) or 4 integer
 // instructions a group and the fold's ≈ 16/n, against 20 or 12 FP32 instructions; no
 // magic constants, no per-group d_x loads. The scale tile holds m0, m1 as int32 bit
-// patterns. Error: parity/mmq.go mmqXY; the hook is the group's int32 main sum, as above.
+// patterns. Error: parity/mmq.go mmqX4Y; the hook is the group's int32 main sum, as above.
+// n = KT (the families' 4) folds every K step, so the sums are dead during the next step's
+// staging; n = 8 (two steps, family mmq8x) kept them live through it and was slower
+// (bench/results/2026-11-30-mmqs2-s8). The code takes any n that is a multiple of KT.
 template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_xseg { static constexpr int v = 0; };
+
+// The next-step prefetch of the core instantiation <QT, NW, BM, BN> (a family template
+// specialises it; mmq does for kernels/prefill.go mmqPrefetch, family mmq8x4p):
+// v = after staging K step g0, each staging job of the block issues one prefetch.global.L1
+// into the lines its job of step g0 + KT will load (strata_mmq_nv_prefetch), so that the
+// next staging's loads, issued after this step's mma, find L1 instead of waiting on L2. A
+// hint: no value and no register is held across the mma. Default: none.
+template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_pf { static constexpr bool v = false; };
 
 // The block shape of the core instantiation <QT, NW, BM, BN>: WGM × WGN warps (rows ×
 // tokens; T = 32·WGM·WGN threads a block, warp tile BM/WGM × BN/WGN) and XD: the token scale
@@ -1110,6 +1121,48 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
   }
 }
 
+// The L1 prefetch of K step g0's lines (strata_mmq_nv_pf): the jobs as the staging's. A
+// weight job's KT groups lie in one block (GPB a multiple of KT), and the KT jobs of a row
+// (kg = 0..KT−1) touch the block at kg·(BYTES−1)/(KT−1): points ≤ 70 bytes apart from its
+// first to its last byte (Q6_K's 210), so every 128-byte line of it. An activation job's
+// KT blocks of a token are contiguous (KT·36 bytes); job kg touches its block at
+// kg·35/(KT−1): points ≤ 48 bytes apart from the first byte to the last. Jobs past the
+// tile's edge or K issue none.
+template <class QT, int NW, int BM, int BN, class Src>
+STRATA_DEVICE void strata_mmq_nv_prefetch(const Src& src, int g0, int ng) {
+  typedef strata_mmq_nv_shape<QT, NW, BM, BN> SH;
+  constexpr int KT = STRATA_MMQ_KT, GPB = QT::QK / 32, T = SH::T;
+  constexpr int JW = NW * BM * KT / T, JX = BN * KT / T;
+  static_assert(GPB % KT == 0 && KT > 1, "prefetch: a step's groups inside one weight block");
+  const int tid = (int)strata_thread_x();
+#pragma unroll
+  for (int u = 0; u < JW; ++u) {
+    const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, kg = j % KT, g = g0 + kg;
+    const u8* row = src.wrow(m, r);
+    if (row != nullptr && g < ng) {
+      const u8* a = row + (i64)(g / GPB) * QT::BYTES + kg * (QT::BYTES - 1) / (KT - 1);
+#ifdef __NVPTX__
+      asm volatile("prefetch.global.L1 [%0];" ::"l"(a));
+#else
+      (void)a;
+#endif
+    }
+  }
+#pragma unroll
+  for (int u = 0; u < JX; ++u) {
+    const int j = tid + u * T, c = j / KT, kg = j % KT, g = g0 + kg;
+    const u8* xb = g < ng ? src.xblk(c, g) : nullptr;
+    if (xb != nullptr) {
+      const u8* a = xb + kg * 35 / (KT - 1);
+#ifdef __NVPTX__
+      asm volatile("prefetch.global.L1 [%0];" ::"l"(a));
+#else
+      (void)a;
+#endif
+    }
+  }
+}
+
 // The K loop of one tile on NVIDIA (see the section comment). hook and Ep as strata_mmq_run;
 // HOOK = (hook ≥ 0) is a template parameter so that the fold loop carries no test for it.
 template <class QT, int NW, int BM, int BN, bool HOOK, class Src, class Ep>
@@ -1179,6 +1232,9 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
       strata_mmq_nv_put<QT, NW, BM, BN>(s, R, src, g0);
     } else {
       strata_mmq_nv_stage<QT, NW, BM, BN>(s, src, g0, ng);
+    }
+    if constexpr (strata_mmq_nv_pf<QT, NW, BM, BN>::v) {
+      if (g0 + KT < ng) strata_mmq_nv_prefetch<QT, NW, BM, BN>(src, g0 + KT, ng);  // the next step's lines, during this step's mma
     }
     strata_barrier();
     const int hk = hook < 0 ? -1 : (hook >= g0 && hook < g0 + KT ? hook - g0 : KT);
@@ -1645,7 +1701,8 @@ template <> struct strata_mmq_nv_shape<strata_qt_iq3xxs, 1, 64, 128> : strata_mm
 template <> struct strata_mmq_nv_shape<strata_qt_iq3s, 1, 64, 128> : strata_mmq_nv_shape_of<2, 4, true> {};  // strata_mmq8_iq3s_mma_r64t128w8
 template <> struct strata_mmq_nv_shape<strata_qt_iq1m, 1, 64, 128> : strata_mmq_nv_shape_of<2, 4, true> {};  // strata_mmq8_iq1m_mma_r64t128w8
 // The kernels whose activations share one d per segment of groups (mmq core,
-// strata_mmq_nv_xseg; kernels/prefill.go, mmqXSeg; family mmq8x): x must be quantized so.
+// strata_mmq_nv_xseg; kernels/prefill.go, mmqXSeg; families mmq8x4, mmq8x4p): x must be
+// quantized so.
 // STRATA_MMQ<n>_BOUNDS: the launch bounds of the kernels that ask n resident blocks per SM
 // (kernels/prefill.go, mmqMinBlocks).
 #define STRATA_MMQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
