@@ -2800,6 +2800,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q8old",
 		Symbol: "strata_attention_prefill_q8old",
+	}, {
+		Name:   "f16mma",
+		Symbol: "strata_attention_prefill_f16mma",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3850,6 +3853,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q8old",
 		Symbol: "strata_attention_prefill_q8old",
+	}, {
+		Name:   "f16mma",
+		Symbol: "strata_attention_prefill_f16mma",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4900,6 +4906,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q8old",
 		Symbol: "strata_attention_prefill_q8old",
+	}, {
+		Name:   "f16mma",
+		Symbol: "strata_attention_prefill_f16mma",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -5950,6 +5959,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q8old",
 		Symbol: "strata_attention_prefill_q8old",
+	}, {
+		Name:   "f16mma",
+		Symbol: "strata_attention_prefill_f16mma",
 	}},
 	Vendor: "nvidia",
 }, {
