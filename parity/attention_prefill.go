@@ -40,6 +40,31 @@ var attentionPrefillOldOut = Bound{Name: "out", MaxRowRel: 5e-4, Why: `
 	(2·(2⁻²¹ + 14·2⁻²³) = 4.3e-6), gate and division (≤ 1e-6) and the score term 1.3e-6·Λ
 	as there: ≤ max|v|·(4.95e-4 + 1.3e-6·Λ) ≤ 5e-4·max|v|·(1 + Λ/64).`}
 
+// attentionPrefillMMAOut is the tensor-core kernel's (variant f16mma, NVIDIA only): q and p
+// are rounded to f16 for mma.sync (f32 accumulate), which costs far more than the f32
+// kernels' summation orders; a worst-case derivation, valid for n ≤ 4096 and Λ ≤ 512 (the
+// cases: n ≤ 4096, Λ of large_qk (hd 256, q magnitude 12) about 2.3e2).
+var attentionPrefillMMAOut = Bound{Name: "out", MaxRowRel: 0.064, Why: `
+	Λ, max|v| as attention_decode/out; s in exp2 units. (a) q·scale·log2(e)·2⁶ is rounded to
+	f16 once: relative 2⁻¹¹ (plus 3·2⁻²⁴ for the f32 factor and product), or, below 2⁻¹⁴
+	(subnormal), absolute 2⁻²⁵, i.e. 2⁻³¹ after the exact 2⁻⁶: |Δs| ≤ (2⁻¹¹ + 3·2⁻²⁴)·Λ +
+	hd·2⁻³¹·max|k| (max|k| ≤ 64 in these draws: ≤ 7.6e-6). (b) q·k: hd/16 ≤ 16 chained
+	m16n8k16 mma (f16 products exact), each taken as ≤ 17 truncations of 2⁻²³ of the row's
+	Σ|q k| (the tensor cores align and truncate): ≤ 16·17·2⁻²³·Λ = 3.25e-5·Λ. So |Δs| ≤ D =
+	5.211e-4·Λ + 7.6e-6 (the f32 argument s − m + 15 adds ≤ 2⁻²⁴ of it). (c) p̃ = f16(ex2(s −
+	m + 15)): ex2 2⁻²², f16 2⁻¹¹ (the 2¹⁵ keeps p̃ ≥ 2⁻¹⁴ for s − m ≥ −29; smaller ones err ≤
+	2⁻²⁵ absolute against l ≥ 2¹⁴: n·2⁻³⁹ ≤ 1e-8); acc and l are rescaled by the same c, but
+	ex2's 2⁻²² in c is a relative error of the earlier weights, ≤ ⌈n/32⌉ times: 3.1e-5 at n
+	= 4096. Each weight: p̃_j = 2^(s_j − m + 15)·(1 + η_j), |η_j| ≤ η = 2^D·(1 + 2⁻¹¹)(1 +
+	2⁻²²) − 1 + 3.1e-5, and l sums the same p̃ the products use, so the output is a convex
+	combination of v with weights off by Σ|w̃ − w| ≤ 2η/(1 − η) (convex in Λ: 1.04e-3 at Λ = 0,
+	0.5118 at Λ = 512, so ≤ 1.04e-3 + 9.976e-4·Λ on [0, 512]). (d) acc: per 16 keys one mma
+	into acc (≤ 17 truncations of 2⁻²³ of max|v|·Σp̃; p̃·v exact) and one rescale per tile:
+	(⌈n/16⌉·17·2⁻²³ + ⌈n/32⌉·2⁻²⁴) = 5.26e-4 at n = 4096; l: per lane n/4 adds and ⌈n/32⌉
+	rescales, then 2 quad adds: (n/4 + n/32 + 2)·2⁻²⁴ = 6.9e-5; gate and division ≤ 1e-6.
+	In all ≤ max|v|·(1.636e-3 + 9.976e-4·Λ) ≤ 0.064·max|v|·(1 + Λ/64) (0.064/64 = 1e-3).
+	A worst case: the roundings are independent, the measured rows sit far below it.`}
+
 // prefillShape is one case; Dims: t, n, nh, nkv, hd, gate (0/1), q magnitude.
 type prefillShape struct{ t, n, nh, nkv, hd, gate, qmag int }
 
@@ -52,7 +77,7 @@ func init() {
 	register(&Family{
 		Name: "attention_prefill",
 		Bounds: map[string][]Bound{"f16": {attentionPrefillOut}, "q8": {attentionPrefillOut},
-			"f16old": {attentionPrefillOldOut}, "q8old": {attentionPrefillOldOut}},
+			"f16old": {attentionPrefillOldOut}, "q8old": {attentionPrefillOldOut}, "f16mma": {attentionPrefillMMAOut}},
 		Cases: []Case{
 			{"t=1,n=1,nh=4,nkv=2,hd=128", []int{1, 1, 4, 2, 128, 0, 1}},
 			{"t=7,n=7,nh=4,nkv=4,hd=64", []int{7, 7, 4, 4, 64, 0, 1}},

@@ -92,9 +92,13 @@ func argmax(l []float32) int32 {
 // rounding the CPU path does not make: activations are quantized to Q8_1 before every
 // quantized matrix product (int8 with a per-32 scale: relative error ≤ 1/254 per value,
 // ~2e-3 RMS after the dot's averaging, as ggml's MMVQ), the SwiGLU output is requantized
-// to Q8_1 again inside moe_decode, and the KV cache is f16 (2⁻¹¹ relative). Through a
-// few layers that compounds to an NMSE of order 1e-4…1e-3; reliability.md §3.5 sets
-// 2e-3 for an end-to-end graph, which is the bound declared here.
+// to Q8_1 again inside moe_decode, and the KV cache is f16 (2⁻¹¹ relative). On NVIDIA the
+// batched path's attention (attention_prefill/f16mma) also rounds q and the softmax
+// weights p to f16 for the tensor cores: two more roundings of 2⁻¹¹ relative per value,
+// the cache's order and an eighth of Q8_1's 1/254, inside attention only (NMSE ~1e-7 per
+// rounded value; the score error is 2⁻¹¹ of Σ|q·k|, ~1e-3 absolute in exp2 units at
+// these heads). Through a few layers that compounds to an NMSE of order 1e-4…1e-3;
+// reliability.md §3.5 sets 2e-3 for an end-to-end graph, which is the bound declared here.
 const gpuLogitNMSE = 2e-3
 
 // gpuLogitNMSENext is the bound for qwen3next (tiny-next), whose first delta-net layer
@@ -109,7 +113,9 @@ const gpuLogitNMSE = 2e-3
 // 5, up to 75–120 at some heads and tokens) before the gated RMSNorm scales o back to unit
 // RMS, so an absolute error in o becomes a relative error that many times larger. The bound
 // is the larger budget rounded up, 8e-3 (the kernels' own f32 summation orders, which the
-// emulation does not reproduce, are ≤ 1e-5 relative). The emulated engine with every
+// emulation does not reproduce, are ≤ 1e-5 relative; attention_prefill/f16mma's f16 q and
+// p enter at the attention layers, after layer 0, whose amplification is ≤ 3: its 2⁻¹¹
+// roundings add of order 1e-6 to the NMSE). The emulated engine with every
 // rounding measures 1.8e-3 and 2.8e-3, the first H200 runs 1.87e-3 and 2.8e-3.
 const gpuLogitNMSENext = 8e-3
 

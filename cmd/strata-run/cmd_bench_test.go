@@ -210,7 +210,8 @@ func TestGPUBench(t *testing.T) {
 	// (Engine.SetKernelTimes; a table "prefill N tiles=MODE"). A mode with the suffix
 	// "+cols8" runs the mmvq fallback a launch per 8 columns (Engine.SetMmvqCols8); a
 	// suffix "+attnold" after it runs attention_prefill's first kernel
-	// (Engine.SetAttnPrefillOld); a suffix "+shdec" runs qwen3next's shared expert
+	// (Engine.SetAttnPrefillOld), a suffix "+attnf32" after that its f32 kernel instead of
+	// the tensor-core one (Engine.SetAttnPrefillF32); a suffix "+shdec" runs qwen3next's shared expert
 	// through moe_decode over the chunk's tokens (Engine.SetSharedDecode); a last suffix
 	// "+gdnold" runs its delta-net recurrence as gated_delta_net/recurrent
 	// (Engine.SetDeltaNetOld).
@@ -219,13 +220,14 @@ func TestGPUBench(t *testing.T) {
 		for _, f := range strings.Split(v, ",") {
 			name, gdnOld := strings.CutSuffix(strings.TrimSpace(f), "+gdnold")
 			name, shDec := strings.CutSuffix(name, "+shdec")
+			name, attnF32 := strings.CutSuffix(name, "+attnf32")
 			name, attnOld := strings.CutSuffix(name, "+attnold")
 			name, cols8 := strings.CutSuffix(name, "+cols8")
 			m, err := mgpu.ParsePrefillTiles(name)
 			if err != nil {
 				t.Fatalf("STRATA_BENCH_PTILES: %v", err)
 			}
-			ptiles = append(ptiles, tileMode{m, cols8, attnOld, shDec, gdnOld})
+			ptiles = append(ptiles, tileMode{m, cols8, attnOld, attnF32, shDec, gdnOld})
 		}
 	}
 	pktimes := intList(t, "STRATA_BENCH_PKTIMES")
@@ -544,12 +546,14 @@ type prefillRun struct {
 
 // tileMode is one STRATA_BENCH_PTILES entry: the tile mode, whether the mmvq fallback
 // launches once per 8 columns ("+cols8"), whether attention_prefill's first kernel runs
-// ("+attnold"), whether qwen3next's shared expert runs through moe_decode ("+shdec") and
+// ("+attnold"), whether its f32 kernel runs instead of the tensor-core one ("+attnf32"),
+// whether qwen3next's shared expert runs through moe_decode ("+shdec") and
 // whether its delta-net recurrence runs as gated_delta_net/recurrent ("+gdnold").
 type tileMode struct {
 	tiles   mgpu.PrefillTiles
 	cols8   bool
 	attnOld bool
+	attnF32 bool
 	shDec   bool
 	gdnOld  bool
 }
@@ -558,6 +562,7 @@ func (m tileMode) set(eng *mgpu.Engine) {
 	eng.SetPrefillTiles(m.tiles)
 	eng.SetMmvqCols8(m.cols8)
 	eng.SetAttnPrefillOld(m.attnOld)
+	eng.SetAttnPrefillF32(m.attnF32)
 	eng.SetSharedDecode(m.shDec)
 	eng.SetDeltaNetOld(m.gdnOld)
 }
@@ -569,6 +574,9 @@ func (m tileMode) String() string {
 	}
 	if m.attnOld {
 		s += "+attnold"
+	}
+	if m.attnF32 {
+		s += "+attnf32"
 	}
 	if m.shDec {
 		s += "+shdec"

@@ -2800,6 +2800,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q8old",
 		Symbol: "strata_attention_prefill_q8old",
+	}, {
+		Name:   "f16mma",
+		Symbol: "strata_attention_prefill_f16mma",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3889,6 +3892,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q8old",
 		Symbol: "strata_attention_prefill_q8old",
+	}, {
+		Name:   "f16mma",
+		Symbol: "strata_attention_prefill_f16mma",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4978,6 +4984,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q8old",
 		Symbol: "strata_attention_prefill_q8old",
+	}, {
+		Name:   "f16mma",
+		Symbol: "strata_attention_prefill_f16mma",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -6067,6 +6076,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q8old",
 		Symbol: "strata_attention_prefill_q8old",
+	}, {
+		Name:   "f16mma",
+		Symbol: "strata_attention_prefill_f16mma",
 	}},
 	Vendor: "nvidia",
 }, {

@@ -834,18 +834,21 @@ func attendHead(m *emu, q []float32, n, g int, h16 func(base uint64, j, g, i int
 	}
 }
 
-// attentionPrefill renders attention_prefill (f16 cache; f16 and f16old, each with its
+// attentionPrefill renders attention_prefill (f16 cache; f16, f16mma and f16old, each with its
 // launch grid): query i of t attends causally to positions 0..n−t+i with the decode
 // emulation's float64 softmax.
 func (m *emu) attentionPrefill(variant string, grid rt.Dim3, a abi.AttentionPrefillArgs) {
 	T, n, nh, nkv, hd := int(a.T), int(a.N), int(a.Nh), int(a.Nkv), int(a.Hd)
-	if variant != "f16" && variant != "f16old" || T < 1 || T > n || nh%nkv != 0 {
+	if variant != "f16" && variant != "f16old" && variant != "f16mma" || T < 1 || T > n || nh%nkv != 0 {
 		m.fail("attention_prefill: variant %s, t %d, n %d, heads %d/%d break the contract (or the emulator: f16 caches only)", variant, T, n, nh, nkv)
 		return
 	}
 	g := rt.Dim3{X: uint32((T*(nh/nkv) + 15) / 16), Y: uint32(nkv), Z: 1}
-	if variant == "f16old" {
+	switch variant {
+	case "f16old":
 		g = rt.Dim3{X: uint32((T + 7) / 8), Y: uint32(nh), Z: 1}
+	case "f16mma":
+		g = rt.Dim3{X: uint32((T*(nh/nkv) + 63) / 64), Y: uint32(nkv), Z: 1}
 	}
 	if g != grid {
 		m.fail("attention_prefill launched with grid %v, its contract says %v", grid, g)

@@ -147,6 +147,10 @@ type Options struct {
 	// (variant f16old: a wave per two queries of one head, a butterfly per position)
 	// instead of f16 (measurement baseline, also Engine.SetAttnPrefillOld).
 	OldAttnPrefill bool
+	// F32AttnPrefill: on a target that has attention_prefill's tensor-core kernel (f16mma,
+	// NVIDIA), the batched path's attention through the f32 kernel (f16) instead
+	// (measurement baseline, also Engine.SetAttnPrefillF32). OldAttnPrefill wins over it.
+	F32AttnPrefill bool
 	// SharedDecode: the batched path runs qwen3next's gated shared expert as moe_decode over
 	// the chunk's tokens (phases 0, 1 and 2; every token reads the shared weights on its
 	// own), added to the residual by rmsnorm_row, instead of as one moe_prefill pass over
@@ -263,6 +267,8 @@ type Engine struct {
 	ptiles       PrefillTiles             // which tiles a launch takes (SetPrefillTiles)
 	mmvqCols8    bool                     // Options.MmvqCols8
 	attnOld      bool                     // Options.OldAttnPrefill
+	attnF32      bool                     // Options.F32AttnPrefill
+	attnMMA      bool                     // attention_prefill/f16mma is loaded (the target has it)
 	shDec        bool                     // Options.SharedDecode
 	gdnOld       bool                     // Options.OldDeltaNet
 	shT          map[quant.Type]*moeTiles // moe_prefill's tiles per shared-expert type (qwen3next; sharedChunk)
@@ -508,6 +514,7 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	e.ptiles = o.PrefillTiles
 	e.mmvqCols8 = o.MmvqCols8
 	e.attnOld = o.OldAttnPrefill
+	e.attnF32 = o.F32AttnPrefill
 	e.shDec = o.SharedDecode
 	e.gdnOld = o.OldDeltaNet
 	if o.Chunk > 0 && (c.Arch == model.ArchQwen3MoE || c.Arch == model.ArchQwen3Next) && !o.HostKV {

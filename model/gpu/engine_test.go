@@ -697,19 +697,23 @@ func sum(m map[string]int) (n int) {
 	return n
 }
 
-// TestEngineEmulatedBatchedAttnOld: the batched path launches attention_prefill's kernel
-// (f16) and, with Options.OldAttnPrefill or SetAttnPrefillOld, the first kernel (f16old),
-// each with its own grid (the emulator checks the contract): each run launches only the
-// kernel its settings name (the option alone, the setter over either option value); the
-// emulator renders both by the same float64 arithmetic, so the prompt's logits are equal
-// bit for bit.
+// TestEngineEmulatedBatchedAttnOld: the batched path launches attention_prefill's
+// tensor-core kernel (f16mma) where the target has it, else the f32 kernel (f16); with
+// Options.F32AttnPrefill the f32 kernel; with Options.OldAttnPrefill or SetAttnPrefillOld
+// (over either F32 value), the first kernel (f16old), each with its own grid (the emulator
+// checks the contract): each run launches only the kernel its settings name; the emulator
+// renders all three by the same float64 arithmetic, so the prompt's logits are equal bit
+// for bit.
 func TestEngineEmulatedBatchedAttnOld(t *testing.T) {
 	type run struct {
 		opt bool  // Options.OldAttnPrefill
+		f32 bool  // Options.F32AttnPrefill
 		set *bool // SetAttnPrefillOld after Load (nil: not called)
 	}
 	on, off := true, false
-	runs := []run{{false, nil}, {true, nil}, {false, &on}, {true, &off}}
+	runs := []run{{false, false, nil}, {true, false, nil}, {false, false, &on}, {true, false, &off}, {false, true, nil}, {true, true, nil}, {true, true, &off}}
+	co, _ := abi.Find(fakeTarget, "attention_prefill")
+	_, hasMMA := co.Symbol("f16mma")
 	for _, preset := range []string{"tiny", "tiny-next"} {
 		t.Run(preset, func(t *testing.T) {
 			src := presetSource(t, preset, quant.Q8_0)
@@ -718,7 +722,8 @@ func TestEngineEmulatedBatchedAttnOld(t *testing.T) {
 			for i, r := range runs {
 				dev, fake := newFakeDeviceMap(1<<30, fakeTarget, false)
 				fake.emu = newEmu()
-				eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20, Chunk: 16, OldAttnPrefill: r.opt})
+				eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20, Chunk: 16,
+					OldAttnPrefill: r.opt, F32AttnPrefill: r.f32})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -735,9 +740,17 @@ func TestEngineEmulatedBatchedAttnOld(t *testing.T) {
 					t.Fatal(fake.emu.err)
 				}
 				eng.Close()
-				nNew, nOld := fake.launches["strata_attention_prefill_f16"], fake.launches["strata_attention_prefill_f16old"]
-				if old && (nOld == 0 || nNew != 0) || !old && (nNew == 0 || nOld != 0) {
-					t.Errorf("run %d (option %v, old %v): attention_prefill f16 ×%d, f16old ×%d", i, r.opt, old, nNew, nOld)
+				want := "f16mma"
+				switch {
+				case old:
+					want = "f16old"
+				case r.f32 || !hasMMA:
+					want = "f16"
+				}
+				for _, v := range []string{"f16", "f16old", "f16mma"} {
+					if n := fake.launches["strata_attention_prefill_"+v]; (v == want) != (n > 0) {
+						t.Errorf("run %d (option old %v, f32 %v; old %v): attention_prefill %s ×%d, want only %s", i, r.opt, r.f32, old, v, n, want)
+					}
 				}
 			}
 			for i := 1; i < len(runs); i++ {

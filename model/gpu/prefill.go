@@ -216,6 +216,12 @@ func prefillNeeds(c *model.Config, n, schedTile int) []Need {
 func (e *Engine) preparePrefill() error {
 	c := &e.cfg
 	keys := []string{"attention_prefill/f16", "attention_prefill/f16old"}
+	if co, ok := abi.Find(e.ks.target, "attention_prefill"); ok {
+		if _, ok := co.Symbol("f16mma"); ok {
+			keys = append(keys, "attention_prefill/f16mma")
+			e.attnMMA = true
+		}
+	}
 	e.mmqT = map[quant.Type]*mmqTiles{}
 	for _, l := range append([]gLayer{{wq: e.head}}, e.layers...) {
 		for _, d := range []dmat{l.wq, l.wk, l.wv, l.wo, l.router, l.wqkv, l.wz, l.wba, l.wout, l.shInp} {
@@ -358,6 +364,22 @@ func (e *Engine) SetMmvqCols8(on bool) { e.mmvqCols8 = on }
 
 // SetAttnPrefillOld sets Options.OldAttnPrefill on a loaded engine, between prompts.
 func (e *Engine) SetAttnPrefillOld(on bool) { e.attnOld = on }
+
+// SetAttnPrefillF32 sets Options.F32AttnPrefill on a loaded engine, between prompts.
+func (e *Engine) SetAttnPrefillF32(on bool) { e.attnF32 = on }
+
+// attnVariant is the attention_prefill variant the batched path launches: the first kernel
+// (f16old) when asked for, else the tensor-core one (f16mma) where the target has it and
+// F32AttnPrefill is off, else the f32 kernel (f16).
+func (e *Engine) attnVariant() string {
+	switch {
+	case e.attnOld:
+		return "f16old"
+	case e.attnMMA && !e.attnF32:
+		return "f16mma"
+	}
+	return "f16"
+}
 
 // mmvqCols launches mmvq over groups of n columns (n ≤ 8) from column c0, a group per
 // grid z.
@@ -535,10 +557,7 @@ func (e *Engine) attentionChunk(l *gLayer, T int) error {
 	}
 	aa := abi.AttentionPrefillArgs{Q: uint64(q), K: uint64(l.kv), V: uint64(vcache), Gate: uint64(gate), Out: uint64(o), T: int32(T), N: int32(e.pos + T),
 		Nh: int32(nh), Nkv: int32(nkv), Hd: int32(hd), Scale: float32(1 / math.Sqrt(float64(hd)))}
-	av := "f16"
-	if e.attnOld {
-		av = "f16old"
-	}
+	av := e.attnVariant()
 	gx, gy := abi.AttentionPrefillGrid(av, T, nh, nkv)
 	if err := e.launch("attention_prefill/"+av, rt.Dim3{X: gx, Y: gy, Z: 1}, abi.AttentionPrefillThreads, aa.Bytes()); err != nil {
 		return err
