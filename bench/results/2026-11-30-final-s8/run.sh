@@ -60,7 +60,7 @@ run() {
 		printf '#!/bin/sh\necho "stub $0 $*"; env | grep -E "^STRATA_(CO_DIR|BENCH_[A-Z_]+|DECODE_[A-Z_]+|RUN_ARGS)=" | sort; sleep %s\ncase "$STRATA_RUN_ARGS" in *" -o "*) f=${STRATA_RUN_ARGS##* -o }; : >"$f";; esac\necho "--- PASS: TestParity/sm_90/x/y/z"\necho "ROW | stub |"\necho PASS\n' "${STRATA_S8_DRY_SLEEP:-1}" >"$pt"
 		cp "$pt" "$st" && cp "$pt" "$gt" && chmod +x "$pt" "$st" "$gt"
 		mkdir -p "$w/co/sm_90"
-		for f in mmvq mmq mmq8 mmq8x moe_prefill moe_decode rmsnorm_row gated_delta_net; do echo "// stub" >"$w/co/sm_90/$f.ptx"; done
+		for f in mmvq mmq mmq8 mmq8x4 moe_prefill moe_decode rmsnorm_row gated_delta_net; do echo "// stub" >"$w/co/sm_90/$f.ptx"; done
 		printf '#!/bin/sh\nwhile [ $# -gt 1 ]; do case $1 in -o) shift; o=$1;; *) i=$1;; esac; shift; done\ncp "$i" "$o"; echo "ptxas stub: Used 128 registers, 0 bytes spill stores"\n' >"$w/ptxas" && chmod +x "$w/ptxas"
 		P=$w/ptxas
 		printf '#!/usr/bin/env python3\nimport shutil, sys\nshutil.copyfile(sys.argv[1], sys.argv[2])\n' >"$w/strip_ptx.py"
@@ -97,7 +97,7 @@ run() {
 	# parity (co, unassembled) beside the GPU-vs-CPU engine tests (eco)
 	local pids=() g p1 i=0
 	p1=$(lim "${STRATA_S8_PARITY_S:-110}" 150)
-	local chg='^mmq8x$/ ^mmq8x4$/ moe_prefill/[a-z0-9]+_(mma|dp4a)_r64t48/ mmvq/[a-z0-9]+_g[5-9]/ gated_delta_net/ ^mmq8$/'
+	local chg='^mmq8x4$/ ^mmq8x4p$/ moe_prefill/[a-z0-9]+_(mma|dp4a)_r64t48/ mmvq/[a-z0-9]+_g[5-9]/ gated_delta_net/ attention_prefill/f16mma/ ^mmq8$/'
 	for g in ${STRATA_S8_PARITY-$chg}; do
 		echo "$g" >"$L/parity-$i.group"
 		STRATA_CO_DIR=$w/co timeout "$p1" "$pt" -test.v -test.timeout "$((p1 - 3))s" -test.run "TestParity/sm_90/$g" >"$L/parity-$i.log" 2>&1 &
@@ -128,8 +128,8 @@ run() {
 	local s m lm
 	for s in ${STRATA_S8_STEPS:-gpu80 gpu30 gpu30x layer std profile budgets}; do
 		case $s in
-		gpu80) gpub q80 q80-iq2_xs "${STRATA_S8_T80:-best,best+shdec+gdnold,best,best+shdec+gdnold}" 512,4096 0 1 60 ;;
-		gpu30) gpub q30 q30-q2_0 "${STRATA_S8_T30:-best,best}" 512,4096 0 1 40 ;;
+		gpu80) gpub q80 q80-iq2_xs "${STRATA_S8_T80:-best,best+attnf32+shdec+gdnold,best,best+attnf32+shdec+gdnold}" 512,4096 0 1 60 ;;
+		gpu30) gpub q30 q30-q2_0 "${STRATA_S8_T30:-best,best+attnf32,best,best+attnf32}" 512,4096 0 1 40 ;;
 		gpu30x) gpub q30x q30-iq2_xs "${STRATA_S8_T30X:-t32,best,t32,best}" 512 0 1 35 ;;
 		budgets) gpub budgets q80-iq2_xs best 512,4096 "${STRATA_S8_BUDGETS:-12288,16384,24576,0}" 64 "${STRATA_S8_BUDGETS_S:-110}" ;;
 		layer) # mmq8 / mmq8x / mmq8x4 at 4096×14336 and moe_prefill r64t32 / r64t48 at the 30B shape
