@@ -2,7 +2,7 @@
 # Lead's H200 call(s) of session 8: the merged main (shx, gdn, moet, mmqs, mmvq4, nfuse, and
 # wave 2) proven and measured in one binary set, old paths beside the new ones.
 #
-#   run.sh build   build machine, repository root: parity.test, strata-run.test, gpu.test
+#   run.sh build   build machine, repository root: parity.test and strata-run.test
 #       (CGO_ENABLED=0, -tags strata_nodemo, stripped, xz) and every sm_90 code object as
 #       co.tar.xz, into $DEV (default /work/main/.dev-s8).
 #   run.sh run     GPU machine, repository root of the device copy (carry .dev-s8), $OUT set.
@@ -10,7 +10,7 @@
 #       (-test.run patterns under TestParity/sm_90/, space separated; default: the families
 #       this session changed). STRATA_S8_PARITY_S: their time limit (default 110).
 #       STRATA_S8_STEPS: benchmark steps in order (default: gpu80 gpu30 gpu30x layer std
-#       profile budgets). STRATA_S8_ENGINE=0 leaves out the GPU-vs-CPU engine tests.
+#       budgets; also profile, which needs a gpu.test in the carry). STRATA_S8_ENGINE=0 leaves out the GPU-vs-CPU engine tests.
 #   STRATA_S8_DRY=1 run.sh run   the same flow with stub binaries (no GPU).
 #
 # Trees on the device: co (every object, unassembled: parity) and eco (the engine's set: mmq
@@ -27,7 +27,7 @@ build() {
 	export CGO_ENABLED=0
 	go test -c -trimpath -ldflags=-s -tags strata_nodemo -o "$d/strata-run.test" ./cmd/strata-run
 	go test -c -trimpath -ldflags=-s -tags strata_nodemo -o "$d/parity.test" ./parity
-	go test -c -trimpath -ldflags=-s -tags strata_nodemo -o "$d/gpu.test" ./model/gpu
+	# gpu.test (TestDecodeProfile) is left out: with it the carry passes 64 MiB beside the tracked tree
 	xz -9e -T2 "$d"/*.test
 	flags=$(awk -F'\t' -v t="$target" '$1 == "target" && $2 == t { print $6 }' kernels/out/objects.txt)
 	awk -F'\t' -v t="$target" '$1 == "object" && $2 == t { print $4 "\t" $5 }' kernels/out/objects.txt |
@@ -66,7 +66,7 @@ run() {
 		printf '#!/usr/bin/env python3\nimport shutil, sys\nshutil.copyfile(sys.argv[1], sys.argv[2])\n' >"$w/strip_ptx.py"
 	else
 		python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$d/co.tar.xz" "$w"
-		for b in parity:parity strata-run:sr gpu:gpu; do
+		for b in parity:parity strata-run:sr; do
 			python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$d/${b%%:*}.test.xz" "$w/${b#*:}.test" && chmod +x "$w/${b#*:}.test"
 		done
 		cp "$d/strip_ptx.py" "$w/"
@@ -126,7 +126,7 @@ run() {
 		say "gpubench-$1 exit $?"
 	}
 	local s m lm
-	for s in ${STRATA_S8_STEPS:-gpu80 gpu30 gpu30x layer std profile budgets}; do
+	for s in ${STRATA_S8_STEPS:-gpu80 gpu30 gpu30x layer std budgets}; do
 		case $s in
 		gpu80) gpub q80 q80-iq2_xs "${STRATA_S8_T80:-best,best+attnf32+shdec+gdnold,best,best+attnf32+shdec+gdnold}" 512,4096 0 1 60 ;;
 		gpu30) gpub q30 q30-q2_0 "${STRATA_S8_T30:-best,best+attnf32,best,best+attnf32}" 512,4096 0 1 40 ;;
