@@ -847,6 +847,51 @@ func TestEngineEmulatedBatchedShared(t *testing.T) {
 	}
 }
 
+// TestEngineEmulatedBatchedSharedT48: the shared expert's moe_prefill pass takes its own
+// type's tiles (e.shT), which can differ from the routed experts': a chunk of 30 tokens has
+// 30 pairs per expert of the shared pass (the shared expert and the zero expert), from
+// moeT48From on, so TilesBest takes r64t48 for a shared type in moeT48 while the routed
+// Q4_K experts (outside moeT48, 7.5 pairs an expert) take r64t32. Q8_0, the synthetic
+// shared type, is put in moeT48 for the test. The kernel must have been prepared (it was
+// not: a launch of an unprepared kernel panics), and the emulator renders r64t48 and
+// TilesT32's r64t32 by the same arithmetic: the logits are bitwise equal.
+func TestEngineEmulatedBatchedSharedT48(t *testing.T) {
+	moeT48[quant.Q8_0] = true
+	defer delete(moeT48, quant.Q8_0)
+	src := presetSource(t, "tiny-next", quant.Q4_K)
+	prompt := make([]int32, 30)
+	for i := range prompt {
+		prompt[i] = int32(i*37%500 + 3)
+	}
+	var logs [][][]float32
+	for _, mode := range []PrefillTiles{TilesBest, TilesT32} {
+		dev, fake := newFakeDeviceMap(1<<30, fakeTarget, false)
+		fake.emu = newEmu()
+		eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20, Chunk: 32, PrefillTiles: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fake.emu.watch(eng)
+		l, err := eng.Forward(prompt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fake.emu.err != nil {
+			t.Fatal(fake.emu.err)
+		}
+		eng.Close()
+		logs = append(logs, [][]float32{l})
+		want, not := "strata_moe_prefill_q80_mma_r64t48", "strata_moe_prefill_q80_mma_r64t32"
+		if mode == TilesT32 {
+			want, not = not, want
+		}
+		if fake.launches[want] == 0 || fake.launches[not] != 0 {
+			t.Errorf("%s: %s ×%d, %s ×%d; want only the first", mode, want, fake.launches[want], not, fake.launches[not])
+		}
+	}
+	sameLogits(t, "shared r64t48 against r64t32", logs[0], logs[1])
+}
+
 // TestEngineEmulatedBatchedDeltaNet: a chunk of qwen3next's delta-net layers runs the
 // recurrence as gated_delta_net recsplit then gnorm, one of each per delta-net layer, and
 // with Options.OldDeltaNet or SetDeltaNetOld as recurrent, one launch per layer (the

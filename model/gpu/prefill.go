@@ -238,12 +238,7 @@ func (e *Engine) preparePrefill() error {
 	if m.t64.key == "" {
 		return fmt.Errorf("%w: moe_prefill has no t64 variant for %s experts", ErrMissingKernel, e.expType)
 	}
-	keys = append(keys, m.t64.key)
-	for _, p := range []ptile{m.t32, m.t48} {
-		if p.key != "" {
-			keys = append(keys, p.key)
-		}
-	}
+	keys = append(keys, m.keys()...)
 	// qwen3next's shared expert through moe_prefill (sharedChunk): its type's tiles, and per
 	// layer tables whose expert 1 is the zero expert
 	e.shT = map[quant.Type]*moeTiles{}
@@ -260,10 +255,7 @@ func (e *Engine) preparePrefill() error {
 			if e.shT[l.shGate.typ] == nil {
 				if st, ok := moeTilesFor(e.ks.target, l.shGate.typ); ok {
 					e.shT[l.shGate.typ] = &st
-					keys = append(keys, st.t64.key)
-					if st.t32.key != "" {
-						keys = append(keys, st.t32.key)
-					}
+					keys = append(keys, st.keys()...)
 				}
 			}
 			l.shTabP = e.mem.Ptr(bufPShTab).Add(uintptr(i * 3 * 2 * 8))

@@ -271,6 +271,17 @@ func (m *moeTiles) pick(mode PrefillTiles, pairs, experts int) ptile {
 	return m.t32
 }
 
+// keys are the kernels of m's tiles that the target has: every tile pick can return.
+func (m *moeTiles) keys() []string {
+	var k []string
+	for _, p := range []ptile{m.t64, m.t32, m.t48} {
+		if p.key != "" {
+			k = append(k, p.key)
+		}
+	}
+	return k
+}
+
 // schedTile is the smallest token tile among m's: the schedule (p_sched) is sized for it.
 func (m *moeTiles) schedTile() int {
 	st := m.t64.bn
