@@ -55,7 +55,7 @@ func TestPrefillHostSim(t *testing.T) {
 		// mmq8 (2 × 4 warps, 256 threads): wide with d_x alone (Q8_0), the 16-split type (Q6_K),
 		// the piece type (IQ1_M) and mins with {d_x, d_x·Σq_x} (Q4_K); k = 1056 (33 groups)
 		// ends on a partial K step, 300 tokens span three tiles.
-		{"mmq8", false, runMmq8, []Case{
+		{"mmq8", false, runMmqFamily("mmq8"), []Case{
 			{"rows=70,tokens=300,k=1056", []int{70, 300, 1056}},
 			{"rows=130,tokens=65,k=512", []int{130, 65, 512}},
 		}, func(v kernels.Variant) bool {
@@ -68,7 +68,7 @@ func TestPrefillHostSim(t *testing.T) {
 		// mmq8x4 (mmq8 with one d per 128-element activation segment, int32 segment sums folded
 		// every K step): a 16-split type and a 32-element sub-scale type; k = 1024 is 8
 		// segments, 300 tokens span three tiles.
-		{"mmq8x4", false, runMmq8x4, []Case{
+		{"mmq8x4", false, runMmqFamily("mmq8x4"), []Case{
 			{"rows=70,tokens=300,k=1056", []int{70, 300, 1056}},
 			{"rows=130,tokens=65,k=512", []int{130, 65, 512}},
 		}, func(v kernels.Variant) bool { return v.Values["type"] == "q6k" || v.Values["type"] == "iq3xxs" }},
@@ -89,7 +89,8 @@ func TestPrefillHostSim(t *testing.T) {
 			// IQ1_M r64t32 run their moe-specific NVIDIA forms (moeNVForm); every NVIDIA kernel
 			// has its own shared array (MoeOwnLDS). r64t48 runs its warps' tokens as n8 slices
 			// (kernels/prefill.go mmqN8): Q8_0 (one m16n8k32 a slice), Q6_K and IQ1_M (16-split,
-			// step fold), and Q4_K dp4a (BN = 48 in the dp4a core).
+			// their NVIDIA forms, per-group fold: moeStepFold has no r64t48), and Q4_K dp4a
+			// (BN = 48 in the dp4a core).
 			switch v.Values["type"] + "/" + v.Values["op"] + "/" + v.Values["tile"] {
 			case "q6k/mma/r64t64", "q6k/mma/r128t32", "q6k/mma/r64t32", "iq1m/mma/r64t32",
 				"q6k/mma/r64t48", "iq1m/mma/r64t48", "q4k/dp4a/r64t48":

@@ -82,9 +82,8 @@ var mmqXISum = Bound{Name: "isum", Exact: true, Why: `
 	order, and written as its bit pattern: it must equal the reference exactly.`}
 
 // mmqSegY is the y bound of the families whose activations share one d per segment
-// (kernels/prefill.go, mmqXSeg).
-// mmq8x4p is mmq8x4 with an L1 prefetch of the next K step (a hint: no value changes), so
-// its arithmetic and bounds are mmq8x4's.
+// (kernels/prefill.go, mmqXSeg). mmq8x4p is mmq8x4 with an L1 prefetch of the next K step
+// (a hint: no value changes), so its arithmetic and bounds are mmq8x4's.
 var mmqSegY = map[string]Bound{"mmq8x4": mmqX4Y, "mmq8x4p": mmqX4Y}
 
 // mmqTypes maps the "type" axis values of the int8 prefill families to quant types.
@@ -101,8 +100,9 @@ func mmqYBound(t quant.Type) Bound {
 	return mmqY2
 }
 
-// mmqBounds is the bounds of every variant of family (mmq or mmq8): its weight type's y
-// bound and the exact group sums.
+// mmqBounds is the bounds of every variant of family (mmq, mmq8, mmq8x4 or mmq8x4p): its
+// weight type's y bound and the exact group sums, or for a shared-d family (mmqSegY) that
+// family's y bound and the exact int32 group sums.
 func mmqBounds(family string) map[string][]Bound {
 	spec, ok := kernels.LookupSpec(family)
 	if !ok {
@@ -140,29 +140,25 @@ func init() {
 	// arithmetic per output (one fold per group in the same order), so the same bounds and
 	// derivations; one more case: 33 groups (a partial K step) and 300 tokens (three tiles,
 	// the last partial) on 190 rows (three row tiles, the last partial).
+	cases8 := append(cases[:len(cases):len(cases)], Case{"rows=190,tokens=300,k=1056", []int{190, 300, 1056}})
 	register(&Family{
 		Name:   "mmq8",
 		Bounds: mmqBounds("mmq8"),
-		Cases:  append(cases[:len(cases):len(cases)], Case{"rows=190,tokens=300,k=1056", []int{190, 300, 1056}}),
-		Run:    runMmq8,
+		Cases:  cases8,
+		Run:    runMmqFamily("mmq8"),
 	})
 	// mmq8x4: mmq8 for activations with one d per 128-element segment (kernels/prefill.go,
-	// mmqXSeg), quantized so by quant.QuantizeQ8_1GPUSeg; mmq8's cases (K rounds down to
-	// whole 256-element blocks, so every segment is whole).
-	register(&Family{
-		Name:   "mmq8x4",
-		Bounds: mmqBounds("mmq8x4"),
-		Cases:  append(cases[:len(cases):len(cases)], Case{"rows=190,tokens=300,k=1056", []int{190, 300, 1056}}),
-		Run:    runMmq8x4,
-	})
-	// mmq8x4p: mmq8x4 with the next K step prefetched into L1 (kernels/prefill.go,
-	// mmqPrefetch); the same cases.
-	register(&Family{
-		Name:   "mmq8x4p",
-		Bounds: mmqBounds("mmq8x4p"),
-		Cases:  append(cases[:len(cases):len(cases)], Case{"rows=190,tokens=300,k=1056", []int{190, 300, 1056}}),
-		Run:    runMmqFamily("mmq8x4p"),
-	})
+	// mmqXSeg), quantized so by quant.QuantizeQ8_1GPUSeg; mmq8x4p: mmq8x4 with the next K
+	// step prefetched into L1 (kernels/prefill.go, mmqPrefetch). mmq8's cases (K rounds down
+	// to whole 256-element blocks, so every segment is whole).
+	for _, fam := range []string{"mmq8x4", "mmq8x4p"} {
+		register(&Family{
+			Name:   fam,
+			Bounds: mmqBounds(fam),
+			Cases:  cases8,
+			Run:    runMmqFamily(fam),
+		})
+	}
 }
 
 // mmqInputs is one case's operands in host form.
@@ -309,18 +305,9 @@ func runMmq(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (
 	return runMmqOf("mmq", h, symbol, c, bounds, rng)
 }
 
-// runMmq8 runs family mmq8 (mmq's 8-warp tiles, 256-thread blocks) exactly as runMmq.
-func runMmq8(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
-	return runMmqOf("mmq8", h, symbol, c, bounds, rng)
-}
-
-// runMmq8x4 runs family mmq8x4 (mmq8 for activations with one d per 4-block segment) as
-// runMmq, its activations quantized with the family's shared d.
-func runMmq8x4(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
-	return runMmqOf("mmq8x4", h, symbol, c, bounds, rng)
-}
-
-// runMmqFamily runs family name as runMmq8x4 (its segment: kernels.MmqXSeg(name)).
+// runMmqFamily runs the int8 prefill family name (mmq8: mmq's 8-warp tiles, 256-thread
+// blocks; mmq8x4, mmq8x4p: activations quantized with the family's shared d,
+// kernels.MmqXSeg) exactly as runMmq.
 func runMmqFamily(name string) func(*Harness, string, Case, []Bound, *rand.Rand) (Outcome, error) {
 	return func(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {
 		return runMmqOf(name, h, symbol, c, bounds, rng)
