@@ -804,7 +804,7 @@ template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_step_fold { sta
 // patterns. Error: parity/mmq.go mmqX4Y; the hook is the group's int32 main sum, as above.
 // n = KT (the families' 4) folds every K step, so the sums are dead during the next step's
 // staging; n = 8 (two steps, family mmq8x) kept them live through it and was slower
-// (bench/results/2026-11-30-mmqs2-s8). The code takes any n that is a multiple of KT.
+// (bench/results/2026-11-30-mmqs2-s8). The code takes n = KT only.
 template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_xseg { static constexpr int v = 0; };
 
 // The next-step prefetch of the core instantiation <QT, NW, BM, BN> (a family template
@@ -1217,13 +1217,16 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
   // that hold tokens. Otherwise fragment j is the 16 tokens wt + 16j .. +15.
   constexpr bool N8 = WN % 16 != 0, N8L = N8 && (WN / 8) % 2 == 1;
   static_assert(FM >= 1 && FN >= 1 && FM * 16 == WM && WN % 8 == 0, "tile: warp tiles of 16 rows and n8 slices");
+  // N8 folds per group only (the step fold at r64t48 lost: kernels/prefill.go moeStepFold).
+  static_assert(!N8 || (!strata_mmq_nv_step_fold<QT, NW, BM, BN>::v && !strata_mmq_nv_xseg<QT, NW, BM, BN>::v),
+                "n8 slices: per-group fold only (no step fold, no activation segment)");
   constexpr bool SPLIT = strata_mmq_split<QT>::v;
   constexpr bool STEP = strata_mmq_nv_step_fold<QT, NW, BM, BN>::v && !HOOK;
   static_assert(!strata_mmq_nv_step_fold<QT, NW, BM, BN>::v || (QT::QK % (32 * KT) == 0 && !QT::MIN), "step fold: one base per K step, no mins");
   constexpr int XSEG = strata_mmq_nv_xseg<QT, NW, BM, BN>::v;  // groups per shared d_x (0: none)
   constexpr bool XS = XSEG > 0, XSF = XS && !HOOK;              // XSF: the int32 segment sums
-  static_assert(!XS || (QT::QK % (32 * XSEG) == 0 && XSEG % KT == 0 && XSEG <= 64 && !QT::MIN && !strata_mmq_nv_step_fold<QT, NW, BM, BN>::v),
-                "activation segment: whole K steps inside one weight block, no mins, no step fold");
+  static_assert(!XS || (QT::QK % (32 * XSEG) == 0 && XSEG == KT && !QT::MIN && !strata_mmq_nv_step_fold<QT, NW, BM, BN>::v),
+                "activation segment: one K step inside one weight block, no mins, no step fold");
   const int ng = k / 32;
   const int tid = (int)strata_thread_x(), wv = tid >> 5;
   const int g = (tid & 31) >> 2, t = tid & 3;
@@ -1360,9 +1363,6 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
                   f32& ac = acc[m][i][j][e];
                   if constexpr (HOOK) {
                     if (kg == hk) ac = __builtin_bit_cast(f32, (i32)mn);
-                  } else if constexpr (STEP) {
-                    f32& tt = tk[m][i][j][e];
-                    tt = kg == 0 ? dx[j][h][z] * mn : __builtin_fmaf(dx[j][h][z], mn, tt);
                   } else {
                     ac = __builtin_fmaf(base[y] * dx[j][h][z], mn, ac);
                     if (QT::MIN) ac = __builtin_fmaf(om[y], sx[j][h][z], ac);
@@ -1423,7 +1423,7 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
     }
     if constexpr (STEP) {
       // acc += base·t with the step's base (group 0's: rows past the edge stage 0).
-      if (!Src::PARTIAL || (N8 ? t8 : wt) < nc) {
+      if (!Src::PARTIAL || wt < nc) {
 #pragma unroll
         for (int m = 0; m < NW; ++m)
 #pragma unroll
@@ -1432,16 +1432,6 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
             const f32 base[2] = {s.ws[0][r0 + g][0], s.ws[0][r0 + g + 8][0]};
 #pragma unroll
             for (int j = 0; j < FN; ++j) {
-              if constexpr (N8) {
-                // Only the slices the step ran (the others' t is unset).
-#pragma unroll
-                for (int e = 0; e < 8; ++e) {
-                  if (N8L && j == FN - 1 && e >= 4) break;
-                  if (Src::PARTIAL && t8 + 16 * WGN * j + 8 * WGN * (e >> 2) >= nc) break;
-                  acc[m][i][j][e] = __builtin_fmaf(base[(e >> 1) & 1], tk[m][i][j][e], acc[m][i][j][e]);
-                }
-                continue;
-              }
               if (Src::PARTIAL && wt + 16 * j >= nc) break;
 #pragma unroll
               for (int e = 0; e < 8; ++e) acc[m][i][j][e] = __builtin_fmaf(base[(e >> 1) & 1], tk[m][i][j][e], acc[m][i][j][e]);
@@ -1450,33 +1440,32 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
       }
     }
     if constexpr (XSF) {
-      // The segment's last K step (the last step of all: K ends on a whole weight block):
-      // acc += base·d_x·ai with this step's group-0 base and d_x, the segment's.
-      if (XSEG == KT || (g0 + KT) % XSEG == 0 || g0 + KT >= ng) {  // XSEG = KT: every step (ai is 0 again before the next staging)
-        if (!Src::PARTIAL || wt < nc) {
+      // Every K step is a whole segment (XSEG = KT; K ends on a whole weight block):
+      // acc += base·d_x·ai with this step's group-0 base and d_x, the segment's; ai is 0
+      // again before the next staging.
+      if (!Src::PARTIAL || wt < nc) {
 #pragma unroll
-          for (int j = 0; j < FN; ++j) {
-            if (Src::PARTIAL && wt + 16 * j >= nc) break;
-            f32 dx[2][2];
+        for (int j = 0; j < FN; ++j) {
+          if (Src::PARTIAL && wt + 16 * j >= nc) break;
+          f32 dx[2][2];
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              const int c = wt + 16 * j + 8 * h + 2 * t;
-              dx[h][0] = s.xs[0][c][0], dx[h][1] = s.xs[0][c + 1][0];
-            }
-#pragma unroll
-            for (int m = 0; m < NW; ++m)
-#pragma unroll
-              for (int i = 0; i < FM; ++i) {
-                const int r0 = m * BM + wr + 16 * i;
-                const f32 base[2] = {s.ws[0][r0 + g][0], s.ws[0][r0 + g + 8][0]};
-#pragma unroll
-                for (int e = 0; e < 8; ++e) {
-                  const int h = e >> 2, y = (e >> 1) & 1, z = e & 1;
-                  acc[m][i][j][e] = __builtin_fmaf(base[y] * dx[h][z], (f32)ai[m][i][j][e], acc[m][i][j][e]);
-                  ai[m][i][j][e] = 0;
-                }
-              }
+          for (int h = 0; h < 2; ++h) {
+            const int c = wt + 16 * j + 8 * h + 2 * t;
+            dx[h][0] = s.xs[0][c][0], dx[h][1] = s.xs[0][c + 1][0];
           }
+#pragma unroll
+          for (int m = 0; m < NW; ++m)
+#pragma unroll
+            for (int i = 0; i < FM; ++i) {
+              const int r0 = m * BM + wr + 16 * i;
+              const f32 base[2] = {s.ws[0][r0 + g][0], s.ws[0][r0 + g + 8][0]};
+#pragma unroll
+              for (int e = 0; e < 8; ++e) {
+                const int h = e >> 2, y = (e >> 1) & 1, z = e & 1;
+                acc[m][i][j][e] = __builtin_fmaf(base[y] * dx[h][z], (f32)ai[m][i][j][e], acc[m][i][j][e]);
+                ai[m][i][j][e] = 0;
+              }
+            }
         }
       }
     }
