@@ -1730,6 +1730,8 @@ template <> struct strata_mmq_nv_wide_stage<strata_qt_iq1m, 1, 64, 128> { static
 // The kernels whose activations share one d per segment of groups (mmq core,
 // strata_mmq_nv_xseg; kernels/prefill.go, mmqXSeg; families mmq8x4, mmq8x4p): x must be
 // quantized so.
+// The kernels that prefetch each next K step into L1 (mmq core, strata_mmq_nv_pf;
+// kernels/prefill.go, mmqPrefetch).
 // STRATA_MMQ<n>_BOUNDS: the launch bounds of the kernels that ask n resident blocks per SM
 // (kernels/prefill.go, mmqMinBlocks).
 #define STRATA_MMQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))

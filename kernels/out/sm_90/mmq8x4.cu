@@ -1680,6 +1680,8 @@ template <> struct strata_mmq_nv_shape<strata_qt_iq3s, 1, 64, 128> : strata_mmq_
 template <> struct strata_mmq_nv_xseg<strata_qt_q6k, 1, 64, 128> { static constexpr int v = 4; };  // strata_mmq8x4_q6k_mma_r64t128w8
 template <> struct strata_mmq_nv_xseg<strata_qt_iq3xxs, 1, 64, 128> { static constexpr int v = 4; };  // strata_mmq8x4_iq3xxs_mma_r64t128w8
 template <> struct strata_mmq_nv_xseg<strata_qt_iq3s, 1, 64, 128> { static constexpr int v = 4; };  // strata_mmq8x4_iq3s_mma_r64t128w8
+// The kernels that prefetch each next K step into L1 (mmq core, strata_mmq_nv_pf;
+// kernels/prefill.go, mmqPrefetch).
 // STRATA_MMQ<n>_BOUNDS: the launch bounds of the kernels that ask n resident blocks per SM
 // (kernels/prefill.go, mmqMinBlocks).
 #define STRATA_MMQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
