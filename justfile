@@ -48,6 +48,6 @@ parity: co
 # Everything CI runs: lint, generated files up to date, Go tests, code objects and their checks.
 [group('test')]
 ci: lint gen-check
-    STRATA_REQUIRE_HIP_LIBRARY=1 go test ./...
+    STRATA_REQUIRE_HIP_LIBRARY=1 go test -timeout 25m ./...
     go test -tags strata_nodemo -run NoDemo ./models/demo ./cmd/strata-run
     just ctest
