@@ -2803,6 +2803,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "f16mma",
 		Symbol: "strata_attention_prefill_f16mma",
+	}, {
+		Name:   "f16mma128",
+		Symbol: "strata_attention_prefill_f16mma128",
+	}, {
+		Name:   "f16mma256",
+		Symbol: "strata_attention_prefill_f16mma256",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3895,6 +3901,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "f16mma",
 		Symbol: "strata_attention_prefill_f16mma",
+	}, {
+		Name:   "f16mma128",
+		Symbol: "strata_attention_prefill_f16mma128",
+	}, {
+		Name:   "f16mma256",
+		Symbol: "strata_attention_prefill_f16mma256",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4987,6 +4999,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "f16mma",
 		Symbol: "strata_attention_prefill_f16mma",
+	}, {
+		Name:   "f16mma128",
+		Symbol: "strata_attention_prefill_f16mma128",
+	}, {
+		Name:   "f16mma256",
+		Symbol: "strata_attention_prefill_f16mma256",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -6079,6 +6097,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "f16mma",
 		Symbol: "strata_attention_prefill_f16mma",
+	}, {
+		Name:   "f16mma128",
+		Symbol: "strata_attention_prefill_f16mma128",
+	}, {
+		Name:   "f16mma256",
+		Symbol: "strata_attention_prefill_f16mma256",
 	}},
 	Vendor: "nvidia",
 }, {
