@@ -221,6 +221,12 @@ func (e *Engine) preparePrefill() error {
 			keys = append(keys, "attention_prefill/f16mma")
 			e.attnMMA = true
 		}
+		if v := fmt.Sprintf("f16mma%d", c.HeadDim); c.HeadDim == 128 || c.HeadDim == 256 {
+			if _, ok := co.Symbol(v); ok && e.attnMMA {
+				keys = append(keys, "attention_prefill/"+v)
+				e.attnMMAhd = v
+			}
+		}
 	}
 	e.mmqT = map[quant.Type]*mmqTiles{}
 	for _, l := range append([]gLayer{{wq: e.head}}, e.layers...) {
@@ -368,13 +374,19 @@ func (e *Engine) SetAttnPrefillOld(on bool) { e.attnOld = on }
 // SetAttnPrefillF32 sets Options.F32AttnPrefill on a loaded engine, between prompts.
 func (e *Engine) SetAttnPrefillF32(on bool) { e.attnF32 = on }
 
+// SetAttnPrefillGeneric sets Options.GenericAttnMMA on a loaded engine, between prompts.
+func (e *Engine) SetAttnPrefillGeneric(on bool) { e.attnGen = on }
+
 // attnVariant is the attention_prefill variant the batched path launches: the first kernel
-// (f16old) when asked for, else the tensor-core one (f16mma) where the target has it and
-// F32AttnPrefill is off, else the f32 kernel (f16).
+// (f16old) when asked for, else, where the target has the tensor-core kernels and
+// F32AttnPrefill is off, the one for the model's head dim (f16mma128, f16mma256) unless
+// GenericAttnMMA asks for the one for every head size (f16mma), else the f32 kernel (f16).
 func (e *Engine) attnVariant() string {
 	switch {
 	case e.attnOld:
 		return "f16old"
+	case e.attnMMA && !e.attnF32 && e.attnMMAhd != "" && !e.attnGen:
+		return e.attnMMAhd
 	case e.attnMMA && !e.attnF32:
 		return "f16mma"
 	}
