@@ -2809,6 +2809,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "f16mma256",
 		Symbol: "strata_attention_prefill_f16mma256",
+	}, {
+		Name:   "f16mma128s",
+		Symbol: "strata_attention_prefill_f16mma128s",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3907,6 +3910,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "f16mma256",
 		Symbol: "strata_attention_prefill_f16mma256",
+	}, {
+		Name:   "f16mma128s",
+		Symbol: "strata_attention_prefill_f16mma128s",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -5005,6 +5011,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "f16mma256",
 		Symbol: "strata_attention_prefill_f16mma256",
+	}, {
+		Name:   "f16mma128s",
+		Symbol: "strata_attention_prefill_f16mma128s",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -6103,6 +6112,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "f16mma256",
 		Symbol: "strata_attention_prefill_f16mma256",
+	}, {
+		Name:   "f16mma128s",
+		Symbol: "strata_attention_prefill_f16mma128s",
 	}},
 	Vendor: "nvidia",
 }, {
