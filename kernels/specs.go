@@ -102,9 +102,7 @@ var Specs = []Spec{
 			"f16, q8: launch grid (ceil(t·(nh/nkv)/16), nkv, 1); " +
 			"f16old, q8old (the first kernel, kept to time against): grid (ceil(t/8), nh, 1); " +
 			"f16mma (NVIDIA only: f16 mma.sync, q and p rounded to f16): grid (ceil(t·(nh/nkv)/64), nkv, 1); " +
-			"f16mma128 (NVIDIA only, hd 128 only: f16mma's hd 128 path, its own kernel): as f16mma; " +
-			"f16mma256 (NVIDIA only, hd 256 only: two warps per 16 rows, each half of hd): grid (ceil(t·(nh/nkv)/32), nkv, 1); " +
-			"f16mma128s (NVIDIA only, hd 128 only: f16mma256's form at hd 128): as f16mma256; block (128, 1, 1).",
+			"f16mma256 (NVIDIA only, hd 256 only: two warps per 16 rows, each half of hd): grid (ceil(t·(nh/nkv)/32), nkv, 1); block (128, 1, 1).",
 		Threads: 128,
 		Args: []Arg{
 			{Name: "q", Type: ArgPtr, CType: "const float", Doc: "queries, t × nh × hd f32 (normed and rotated)"},
@@ -122,8 +120,7 @@ var Specs = []Spec{
 			{Name: "scale", Type: ArgF32, Doc: "score scale, 1/√hd"},
 		},
 		Axes: []Axis{{Name: "kv", Values: []Value{{Name: "f16"}, {Name: "q8"}, {Name: "f16old"}, {Name: "q8old"}, {Name: "f16mma", Needs: NeedNVIDIA},
-			{Name: "f16mma128", Needs: NeedNVIDIA}, {Name: "f16mma256", Needs: NeedNVIDIA},
-			{Name: "f16mma128s", Needs: NeedNVIDIA}}}},
+			{Name: "f16mma256", Needs: NeedNVIDIA}}}},
 	},
 	{
 		Family:   "dequant",

@@ -65,8 +65,7 @@ var attentionPrefillMMAOut = Bound{Name: "out", MaxRowRel: 0.064, Why: `
 	In all ≤ max|v|·(1.636e-3 + 9.976e-4·Λ) ≤ 0.064·max|v|·(1 + Λ/64) (0.064/64 = 1e-3).
 	A worst case: the roundings are independent, the measured rows sit far below it.`}
 
-// attentionPrefillMMA2Out is variants f16mma256's and f16mma128s's (NVIDIA only, hd 256 and
-// 128; key tiles of 32 at both): f16mma's arithmetic
+// attentionPrefillMMA2Out is variant f16mma256's (NVIDIA only, hd 256): f16mma's arithmetic
 // except that a row's score is summed by two warps, each over half of hd, and the two f32
 // partial sums added once (the same sum in both warps, so both take the same m and p̃).
 var attentionPrefillMMA2Out = Bound{Name: "out", MaxRowRel: 0.064, Why: `
@@ -92,7 +91,7 @@ func init() {
 		Name: "attention_prefill",
 		Bounds: map[string][]Bound{"f16": {attentionPrefillOut}, "q8": {attentionPrefillOut},
 			"f16old": {attentionPrefillOldOut}, "q8old": {attentionPrefillOldOut}, "f16mma": {attentionPrefillMMAOut},
-			"f16mma128": {attentionPrefillMMAOut}, "f16mma256": {attentionPrefillMMA2Out}, "f16mma128s": {attentionPrefillMMA2Out}},
+			"f16mma256": {attentionPrefillMMA2Out}},
 		Applies: attentionPrefillApplies,
 		Cases: []Case{
 			{"t=1,n=1,nh=4,nkv=2,hd=128", []int{1, 1, 4, 2, 128, 0, 1}},
@@ -108,16 +107,10 @@ func init() {
 	})
 }
 
-// attentionPrefillApplies: the head-size variants (f16mma128, f16mma128s, f16mma256) run
-// the cases of their head size only.
+// attentionPrefillApplies: the head-size variant (f16mma256) runs the cases of its head
+// size only.
 func attentionPrefillApplies(variant string, c Case) bool {
-	switch variant {
-	case "f16mma128", "f16mma128s":
-		return prefillCase(c).hd == 128
-	case "f16mma256":
-		return prefillCase(c).hd == 256
-	}
-	return true
+	return variant != "f16mma256" || prefillCase(c).hd == 256
 }
 
 // prefillInputs draws the cache (attention_decode's draw, f16 or int8), t queries and t

@@ -24,8 +24,8 @@ import (
 //   - attention_decode split + reduce at 4K, 32K and 128K positions, f16 and int8 KV,
 //     Qwen3-Next's shape (16 q heads, 2 kv heads, hd 256, gate) and Qwen3-30B-A3B's (32, 4,
 //     128): GB/s of KV read (each byte of the cache once) against the copy bandwidth;
-//   - attention_prefill (f16 and int8 KV, the kernel and the old one; NVIDIA: f16mma and the
-//     head-size kernels f16mma128 / f16mma128s / f16mma256) at t = n = 512 and 4096,
+//   - attention_prefill (f16 and int8 KV, the kernel and the old one; NVIDIA: f16mma, and
+//     f16mma256 at hd 256) at t = n = 512 and 4096,
 //     and 512 tokens after 4096 (30B's shape: 512 after 3584);
 //   - gated_delta_net at Qwen3-Next-80B's shape (nk 16, nv 32, dk = dv = 128): the conv and
 //     the recurrent step for decode (t = 1) and prefill (t = 4096, 32768), and the chunked form
@@ -245,9 +245,9 @@ func TestBenchModelOps(t *testing.T) {
 		for _, sh := range []struct{ t, n, nh, nkv, hd int }{{512, 512, 16, 2, 256}, {4096, 4096, 16, 2, 256}, {512, 4608, 16, 2, 256}, {512, 512, 32, 4, 128}, {512, 4096, 32, 4, 128}, {4096, 4096, 32, 4, 128}} {
 			kvs := []string{"f16", "q8", "f16old", "q8old"}
 			if strings.HasPrefix(target, "sm_") {
-				kvs = append(kvs, "f16mma", fmt.Sprintf("f16mma%d", sh.hd)) // NVIDIA only; the head-size kernel
-				if sh.hd == 128 {
-					kvs = append(kvs, "f16mma128s") // the split form at hd 128
+				kvs = append(kvs, "f16mma") // NVIDIA only
+				if sh.hd == 256 {
+					kvs = append(kvs, "f16mma256") // the head-size kernel
 				}
 			}
 			for _, kv := range kvs {

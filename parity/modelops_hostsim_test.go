@@ -70,7 +70,7 @@ func TestModelOpsHostSim(t *testing.T) {
 						continue
 					}
 					if fam.Applies != nil && !fam.Applies(v.Name, cs) {
-						continue // a variant with a narrower contract (attention_prefill/f16mma128)
+						continue // a variant with a narrower contract (attention_prefill/f16mma256)
 					}
 					ran++
 					t.Run(v.Name+"/"+cs.Name, func(t *testing.T) {

@@ -2804,14 +2804,8 @@ var CodeObjects = []CodeObject{{
 		Name:   "f16mma",
 		Symbol: "strata_attention_prefill_f16mma",
 	}, {
-		Name:   "f16mma128",
-		Symbol: "strata_attention_prefill_f16mma128",
-	}, {
 		Name:   "f16mma256",
 		Symbol: "strata_attention_prefill_f16mma256",
-	}, {
-		Name:   "f16mma128s",
-		Symbol: "strata_attention_prefill_f16mma128s",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3905,14 +3899,8 @@ var CodeObjects = []CodeObject{{
 		Name:   "f16mma",
 		Symbol: "strata_attention_prefill_f16mma",
 	}, {
-		Name:   "f16mma128",
-		Symbol: "strata_attention_prefill_f16mma128",
-	}, {
 		Name:   "f16mma256",
 		Symbol: "strata_attention_prefill_f16mma256",
-	}, {
-		Name:   "f16mma128s",
-		Symbol: "strata_attention_prefill_f16mma128s",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -5006,14 +4994,8 @@ var CodeObjects = []CodeObject{{
 		Name:   "f16mma",
 		Symbol: "strata_attention_prefill_f16mma",
 	}, {
-		Name:   "f16mma128",
-		Symbol: "strata_attention_prefill_f16mma128",
-	}, {
 		Name:   "f16mma256",
 		Symbol: "strata_attention_prefill_f16mma256",
-	}, {
-		Name:   "f16mma128s",
-		Symbol: "strata_attention_prefill_f16mma128s",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -6107,14 +6089,8 @@ var CodeObjects = []CodeObject{{
 		Name:   "f16mma",
 		Symbol: "strata_attention_prefill_f16mma",
 	}, {
-		Name:   "f16mma128",
-		Symbol: "strata_attention_prefill_f16mma128",
-	}, {
 		Name:   "f16mma256",
 		Symbol: "strata_attention_prefill_f16mma256",
-	}, {
-		Name:   "f16mma128s",
-		Symbol: "strata_attention_prefill_f16mma128s",
 	}},
 	Vendor: "nvidia",
 }, {

@@ -151,8 +151,8 @@ type Options struct {
 	// NVIDIA), the batched path's attention through the f32 kernel (f16) instead
 	// (measurement baseline, also Engine.SetAttnPrefillF32). OldAttnPrefill wins over it.
 	F32AttnPrefill bool
-	// GenericAttnMMA: on a target that has attention_prefill's head-size kernels (f16mma128,
-	// f16mma256, NVIDIA), the batched path's tensor-core attention through f16mma (one
+	// GenericAttnMMA: on a target that has attention_prefill's head-size kernel (f16mma256,
+	// NVIDIA), the batched path's tensor-core attention through f16mma (one
 	// kernel for every head size) instead of the one for the model's head dim (measurement
 	// baseline, also Engine.SetAttnPrefillGeneric). F32AttnPrefill and OldAttnPrefill win.
 	GenericAttnMMA bool
@@ -274,7 +274,7 @@ type Engine struct {
 	attnOld      bool                     // Options.OldAttnPrefill
 	attnF32      bool                     // Options.F32AttnPrefill
 	attnMMA      bool                     // attention_prefill/f16mma is loaded (the target has it)
-	attnMMAhd    string                   // attention_prefill's variant for the model's head dim (f16mma128, f16mma256), loaded; "": none
+	attnMMAhd    string                   // attention_prefill's variant for the model's head dim (f16mma256), loaded; "": none
 	attnGen      bool                     // Options.GenericAttnMMA
 	shDec        bool                     // Options.SharedDecode
 	gdnOld       bool                     // Options.OldDeltaNet

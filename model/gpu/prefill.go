@@ -221,11 +221,9 @@ func (e *Engine) preparePrefill() error {
 			keys = append(keys, "attention_prefill/f16mma")
 			e.attnMMA = true
 		}
-		if v := fmt.Sprintf("f16mma%d", c.HeadDim); c.HeadDim == 128 || c.HeadDim == 256 {
-			if _, ok := co.Symbol(v); ok && e.attnMMA {
-				keys = append(keys, "attention_prefill/"+v)
-				e.attnMMAhd = v
-			}
+		if _, ok := co.Symbol("f16mma256"); ok && e.attnMMA && c.HeadDim == 256 {
+			keys = append(keys, "attention_prefill/f16mma256")
+			e.attnMMAhd = "f16mma256"
 		}
 	}
 	e.mmqT = map[quant.Type]*mmqTiles{}
@@ -379,7 +377,8 @@ func (e *Engine) SetAttnPrefillGeneric(on bool) { e.attnGen = on }
 
 // attnVariant is the attention_prefill variant the batched path launches: the first kernel
 // (f16old) when asked for, else, where the target has the tensor-core kernels and
-// F32AttnPrefill is off, the one for the model's head dim (f16mma128, f16mma256) unless
+// F32AttnPrefill is off, the one for the model's head dim (f16mma256; hd 128 has none: the
+// two tried lost, bench/results/2026-11-30-attn2-s8) unless
 // GenericAttnMMA asks for the one for every head size (f16mma), else the f32 kernel (f16).
 func (e *Engine) attnVariant() string {
 	switch {
