@@ -101,7 +101,8 @@ var Specs = []Spec{
 			"grouped-query heads, tiled with online softmax, optional sigmoid output gate; " +
 			"f16, q8: launch grid (ceil(t·(nh/nkv)/16), nkv, 1); " +
 			"f16old, q8old (the first kernel, kept to time against): grid (ceil(t/8), nh, 1); " +
-			"f16mma (NVIDIA only: f16 mma.sync, q and p rounded to f16): grid (ceil(t·(nh/nkv)/64), nkv, 1); block (128, 1, 1).",
+			"f16mma (NVIDIA only: f16 mma.sync, q and p rounded to f16): grid (ceil(t·(nh/nkv)/64), nkv, 1); " +
+			"f16mma256 (NVIDIA only, hd 256 only: two warps per 16 rows, each half of hd): grid (ceil(t·(nh/nkv)/32), nkv, 1); block (128, 1, 1).",
 		Threads: 128,
 		Args: []Arg{
 			{Name: "q", Type: ArgPtr, CType: "const float", Doc: "queries, t × nh × hd f32 (normed and rotated)"},
@@ -118,7 +119,8 @@ var Specs = []Spec{
 			{Name: "hd", Type: ArgI32, Doc: "head dimension: 64, 128 or 256"},
 			{Name: "scale", Type: ArgF32, Doc: "score scale, 1/√hd"},
 		},
-		Axes: []Axis{{Name: "kv", Values: []Value{{Name: "f16"}, {Name: "q8"}, {Name: "f16old"}, {Name: "q8old"}, {Name: "f16mma", Needs: NeedNVIDIA}}}},
+		Axes: []Axis{{Name: "kv", Values: []Value{{Name: "f16"}, {Name: "q8"}, {Name: "f16old"}, {Name: "q8old"}, {Name: "f16mma", Needs: NeedNVIDIA},
+			{Name: "f16mma256", Needs: NeedNVIDIA}}}},
 	},
 	{
 		Family:   "dequant",

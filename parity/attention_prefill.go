@@ -65,6 +65,19 @@ var attentionPrefillMMAOut = Bound{Name: "out", MaxRowRel: 0.064, Why: `
 	In all ≤ max|v|·(1.636e-3 + 9.976e-4·Λ) ≤ 0.064·max|v|·(1 + Λ/64) (0.064/64 = 1e-3).
 	A worst case: the roundings are independent, the measured rows sit far below it.`}
 
+// attentionPrefillMMA2Out is variant f16mma256's (NVIDIA only, hd 256): f16mma's arithmetic
+// except that a row's score is summed by two warps, each over half of hd, and the two f32
+// partial sums added once (the same sum in both warps, so both take the same m and p̃).
+var attentionPrefillMMA2Out = Bound{Name: "out", MaxRowRel: 0.064, Why: `
+	As attention_prefill/f16mma/out, with (b) split: two chains of hd/32 ≤ 8 m16n8k16 mma
+	(each ≤ 17 truncations of 2⁻²³ of the row's Σ|q k|, 16 in all as there) and one f32
+	add of the two partial scores (≤ 2⁻²⁴·Λ): |Δs| ≤ D = 5.2116e-4·Λ + 7.6e-6. (c) as
+	there: 2η/(1 − η) is 1.05e-3 at Λ = 0 and 0.51161 at Λ = 512 (0.51153 without the add),
+	under the line 1.04e-3 + 9.976e-4·Λ's 0.5118 at Λ = 512 and, being convex in Λ, under
+	1.06e-3 + 9.976e-4·Λ on [0, 512]. (d) unchanged (key tiles of 32, one mma per 16 keys
+	into each output value, the same l). In all ≤ max|v|·(1.66e-3 + 9.976e-4·Λ) ≤
+	0.064·max|v|·(1 + Λ/64).`}
+
 // prefillShape is one case; Dims: t, n, nh, nkv, hd, gate (0/1), q magnitude.
 type prefillShape struct{ t, n, nh, nkv, hd, gate, qmag int }
 
@@ -77,7 +90,9 @@ func init() {
 	register(&Family{
 		Name: "attention_prefill",
 		Bounds: map[string][]Bound{"f16": {attentionPrefillOut}, "q8": {attentionPrefillOut},
-			"f16old": {attentionPrefillOldOut}, "q8old": {attentionPrefillOldOut}, "f16mma": {attentionPrefillMMAOut}},
+			"f16old": {attentionPrefillOldOut}, "q8old": {attentionPrefillOldOut}, "f16mma": {attentionPrefillMMAOut},
+			"f16mma256": {attentionPrefillMMA2Out}},
+		Applies: attentionPrefillApplies,
 		Cases: []Case{
 			{"t=1,n=1,nh=4,nkv=2,hd=128", []int{1, 1, 4, 2, 128, 0, 1}},
 			{"t=7,n=7,nh=4,nkv=4,hd=64", []int{7, 7, 4, 4, 64, 0, 1}},
@@ -90,6 +105,12 @@ func init() {
 		Run:       runAttentionPrefill,
 		SelfCheck: selfCheckAttentionPrefill,
 	})
+}
+
+// attentionPrefillApplies: the head-size variant (f16mma256) runs the cases of its head
+// size only.
+func attentionPrefillApplies(variant string, c Case) bool {
+	return variant != "f16mma256" || prefillCase(c).hd == 256
 }
 
 // prefillInputs draws the cache (attention_decode's draw, f16 or int8), t queries and t

@@ -24,7 +24,8 @@ import (
 //   - attention_decode split + reduce at 4K, 32K and 128K positions, f16 and int8 KV,
 //     Qwen3-Next's shape (16 q heads, 2 kv heads, hd 256, gate) and Qwen3-30B-A3B's (32, 4,
 //     128): GB/s of KV read (each byte of the cache once) against the copy bandwidth;
-//   - attention_prefill (f16 and int8 KV, the kernel and the old one; NVIDIA: f16mma) at t = n = 512 and 4096,
+//   - attention_prefill (f16 and int8 KV, the kernel and the old one; NVIDIA: f16mma, and
+//     f16mma256 at hd 256) at t = n = 512 and 4096,
 //     and 512 tokens after 4096 (30B's shape: 512 after 3584);
 //   - gated_delta_net at Qwen3-Next-80B's shape (nk 16, nv 32, dk = dv = 128): the conv and
 //     the recurrent step for decode (t = 1) and prefill (t = 4096, 32768), and the chunked form
@@ -245,12 +246,15 @@ func TestBenchModelOps(t *testing.T) {
 			kvs := []string{"f16", "q8", "f16old", "q8old"}
 			if strings.HasPrefix(target, "sm_") {
 				kvs = append(kvs, "f16mma") // NVIDIA only
+				if sh.hd == 256 {
+					kvs = append(kvs, "f16mma256") // the head-size kernel
+				}
 			}
 			for _, kv := range kvs {
 				vals := sh.n * sh.nkv * sh.hd
 				a := abi.AttentionPrefillArgs{Q: uint64(alloc(4*sh.t*sh.nh*sh.hd, gaussian)), Out: uint64(alloc(4*sh.t*sh.nh*sh.hd, gaussian)),
 					T: int32(sh.t), N: int32(sh.n), Nh: int32(sh.nh), Nkv: int32(sh.nkv), Hd: int32(sh.hd), Scale: float32(1 / math.Sqrt(float64(sh.hd)))}
-				if kv == "f16" || kv == "f16old" || kv == "f16mma" {
+				if kv == "f16" || kv == "f16old" || strings.HasPrefix(kv, "f16mma") {
 					a.K, a.V = uint64(alloc(2*vals, f16Pattern)), uint64(alloc(2*vals, f16Pattern))
 				} else {
 					a.K, a.V = uint64(alloc(vals, i8Pattern)), uint64(alloc(vals, i8Pattern))

@@ -211,7 +211,9 @@ func TestGPUBench(t *testing.T) {
 	// "+cols8" runs the mmvq fallback a launch per 8 columns (Engine.SetMmvqCols8); a
 	// suffix "+attnold" after it runs attention_prefill's first kernel
 	// (Engine.SetAttnPrefillOld), a suffix "+attnf32" after that its f32 kernel instead of
-	// the tensor-core one (Engine.SetAttnPrefillF32); a suffix "+shdec" runs qwen3next's shared expert
+	// the tensor-core one (Engine.SetAttnPrefillF32), a suffix "+attngen" after that the
+	// tensor-core kernel for every head size (f16mma) instead of the one for the model's
+	// (Engine.SetAttnPrefillGeneric); a suffix "+shdec" runs qwen3next's shared expert
 	// through moe_decode over the chunk's tokens (Engine.SetSharedDecode); a last suffix
 	// "+gdnold" runs its delta-net recurrence as gated_delta_net/recurrent
 	// (Engine.SetDeltaNetOld).
@@ -220,6 +222,7 @@ func TestGPUBench(t *testing.T) {
 		for _, f := range strings.Split(v, ",") {
 			name, gdnOld := strings.CutSuffix(strings.TrimSpace(f), "+gdnold")
 			name, shDec := strings.CutSuffix(name, "+shdec")
+			name, attnGen := strings.CutSuffix(name, "+attngen")
 			name, attnF32 := strings.CutSuffix(name, "+attnf32")
 			name, attnOld := strings.CutSuffix(name, "+attnold")
 			name, cols8 := strings.CutSuffix(name, "+cols8")
@@ -227,7 +230,7 @@ func TestGPUBench(t *testing.T) {
 			if err != nil {
 				t.Fatalf("STRATA_BENCH_PTILES: %v", err)
 			}
-			ptiles = append(ptiles, tileMode{m, cols8, attnOld, attnF32, shDec, gdnOld})
+			ptiles = append(ptiles, tileMode{m, cols8, attnOld, attnF32, attnGen, shDec, gdnOld})
 		}
 	}
 	pktimes := intList(t, "STRATA_BENCH_PKTIMES")
@@ -547,6 +550,7 @@ type prefillRun struct {
 // tileMode is one STRATA_BENCH_PTILES entry: the tile mode, whether the mmvq fallback
 // launches once per 8 columns ("+cols8"), whether attention_prefill's first kernel runs
 // ("+attnold"), whether its f32 kernel runs instead of the tensor-core one ("+attnf32"),
+// whether the tensor-core kernel for every head size runs (f16mma, "+attngen"),
 // whether qwen3next's shared expert runs through moe_decode ("+shdec") and
 // whether its delta-net recurrence runs as gated_delta_net/recurrent ("+gdnold").
 type tileMode struct {
@@ -554,6 +558,7 @@ type tileMode struct {
 	cols8   bool
 	attnOld bool
 	attnF32 bool
+	attnGen bool
 	shDec   bool
 	gdnOld  bool
 }
@@ -563,6 +568,7 @@ func (m tileMode) set(eng *mgpu.Engine) {
 	eng.SetMmvqCols8(m.cols8)
 	eng.SetAttnPrefillOld(m.attnOld)
 	eng.SetAttnPrefillF32(m.attnF32)
+	eng.SetAttnPrefillGeneric(m.attnGen)
 	eng.SetSharedDecode(m.shDec)
 	eng.SetDeltaNetOld(m.gdnOld)
 }
@@ -577,6 +583,9 @@ func (m tileMode) String() string {
 	}
 	if m.attnF32 {
 		s += "+attnf32"
+	}
+	if m.attnGen {
+		s += "+attngen"
 	}
 	if m.shDec {
 		s += "+shdec"

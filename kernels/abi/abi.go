@@ -92,14 +92,17 @@ func smNumber(s string) (int, bool) {
 
 // AttentionPrefillGrid is attention_prefill's launch grid (x, y; z = 1) for variant, t
 // queries and nh/nkv heads (kernels/specs.go): (⌈t·G/16⌉, nkv), G = nh/nkv, for f16 and q8;
-// the first kernels, f16old and q8old: (⌈t/8⌉, nh); f16mma (NVIDIA): (⌈t·G/64⌉, nkv). The
-// engine and parity launch through it.
+// the first kernels, f16old and q8old: (⌈t/8⌉, nh); f16mma (NVIDIA): (⌈t·G/64⌉, nkv);
+// f16mma256 (NVIDIA): (⌈t·G/32⌉, nkv). The engine and parity launch through it.
 func AttentionPrefillGrid(variant string, t, nh, nkv int) (x, y uint32) {
 	if strings.HasSuffix(variant, "old") {
 		return uint32((t + 7) / 8), uint32(nh)
 	}
-	if variant == "f16mma" {
+	switch variant {
+	case "f16mma":
 		return uint32((t*(nh/nkv) + 63) / 64), uint32(nkv)
+	case "f16mma256":
+		return uint32((t*(nh/nkv) + 31) / 32), uint32(nkv)
 	}
 	return uint32((t*(nh/nkv) + 15) / 16), uint32(nkv)
 }

@@ -10,7 +10,7 @@ import (
 
 /*
 AttentionPrefillArgs is the launch-argument struct of every strata_attention_prefill_* kernel (C: struct strata_attention_prefill_args).
-causal attention of t new query tokens against an f16 or int8 KV cache whose last t positions are theirs, grouped-query heads, tiled with online softmax, optional sigmoid output gate; f16, q8: launch grid (ceil(t·(nh/nkv)/16), nkv, 1); f16old, q8old (the first kernel, kept to time against): grid (ceil(t/8), nh, 1); f16mma (NVIDIA only: f16 mma.sync, q and p rounded to f16): grid (ceil(t·(nh/nkv)/64), nkv, 1); block (128, 1, 1).
+causal attention of t new query tokens against an f16 or int8 KV cache whose last t positions are theirs, grouped-query heads, tiled with online softmax, optional sigmoid output gate; f16, q8: launch grid (ceil(t·(nh/nkv)/16), nkv, 1); f16old, q8old (the first kernel, kept to time against): grid (ceil(t/8), nh, 1); f16mma (NVIDIA only: f16 mma.sync, q and p rounded to f16): grid (ceil(t·(nh/nkv)/64), nkv, 1); f16mma256 (NVIDIA only, hd 256 only: two warps per 16 rows, each half of hd): grid (ceil(t·(nh/nkv)/32), nkv, 1); block (128, 1, 1).
 */
 type AttentionPrefillArgs struct {
 	Q     uint64  // offset 0: device address of const float[]; queries, t × nh × hd f32 (normed and rotated)
@@ -36,11 +36,12 @@ const AttentionPrefillThreads = 128
 
 // Kernel symbols of every attention_prefill variant; CodeObject.Symbol says which a target has.
 const (
-	SymAttentionPrefillF16    = "strata_attention_prefill_f16"    // variant f16
-	SymAttentionPrefillQ8     = "strata_attention_prefill_q8"     // variant q8
-	SymAttentionPrefillF16old = "strata_attention_prefill_f16old" // variant f16old
-	SymAttentionPrefillQ8old  = "strata_attention_prefill_q8old"  // variant q8old
-	SymAttentionPrefillF16mma = "strata_attention_prefill_f16mma" // variant f16mma
+	SymAttentionPrefillF16       = "strata_attention_prefill_f16"       // variant f16
+	SymAttentionPrefillQ8        = "strata_attention_prefill_q8"        // variant q8
+	SymAttentionPrefillF16old    = "strata_attention_prefill_f16old"    // variant f16old
+	SymAttentionPrefillQ8old     = "strata_attention_prefill_q8old"     // variant q8old
+	SymAttentionPrefillF16mma    = "strata_attention_prefill_f16mma"    // variant f16mma
+	SymAttentionPrefillF16mma256 = "strata_attention_prefill_f16mma256" // variant f16mma256
 )
 
 // Compile-time guards: building fails if the size or an offset drifts from the C static_asserts.

@@ -2803,6 +2803,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "f16mma",
 		Symbol: "strata_attention_prefill_f16mma",
+	}, {
+		Name:   "f16mma256",
+		Symbol: "strata_attention_prefill_f16mma256",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3895,6 +3898,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "f16mma",
 		Symbol: "strata_attention_prefill_f16mma",
+	}, {
+		Name:   "f16mma256",
+		Symbol: "strata_attention_prefill_f16mma256",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4987,6 +4993,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "f16mma",
 		Symbol: "strata_attention_prefill_f16mma",
+	}, {
+		Name:   "f16mma256",
+		Symbol: "strata_attention_prefill_f16mma256",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -6079,6 +6088,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "f16mma",
 		Symbol: "strata_attention_prefill_f16mma",
+	}, {
+		Name:   "f16mma256",
+		Symbol: "strata_attention_prefill_f16mma256",
 	}},
 	Vendor: "nvidia",
 }, {

@@ -834,13 +834,14 @@ func attendHead(m *emu, q []float32, n, g int, h16 func(base uint64, j, g, i int
 	}
 }
 
-// attentionPrefill renders attention_prefill (f16 cache; f16, f16mma and f16old, each with its
-// launch grid): query i of t attends causally to positions 0..n−t+i with the decode
-// emulation's float64 softmax.
+// attentionPrefill renders attention_prefill (f16 cache; f16, f16mma, f16mma256 (hd 256
+// only) and f16old, each with its launch grid): query i of t
+// attends causally to positions 0..n−t+i with the decode emulation's float64 softmax.
 func (m *emu) attentionPrefill(variant string, grid rt.Dim3, a abi.AttentionPrefillArgs) {
 	T, n, nh, nkv, hd := int(a.T), int(a.N), int(a.Nh), int(a.Nkv), int(a.Hd)
-	if variant != "f16" && variant != "f16old" && variant != "f16mma" || T < 1 || T > n || nh%nkv != 0 {
-		m.fail("attention_prefill: variant %s, t %d, n %d, heads %d/%d break the contract (or the emulator: f16 caches only)", variant, T, n, nh, nkv)
+	hdOK := variant == "f16" || variant == "f16old" || variant == "f16mma" || variant == "f16mma256" && hd == 256
+	if !hdOK || T < 1 || T > n || nh%nkv != 0 {
+		m.fail("attention_prefill: variant %s, t %d, n %d, heads %d/%d, hd %d break the contract (or the emulator: f16 caches only)", variant, T, n, nh, nkv, hd)
 		return
 	}
 	g := rt.Dim3{X: uint32((T*(nh/nkv) + 15) / 16), Y: uint32(nkv), Z: 1}
@@ -849,6 +850,8 @@ func (m *emu) attentionPrefill(variant string, grid rt.Dim3, a abi.AttentionPref
 		g = rt.Dim3{X: uint32((T + 7) / 8), Y: uint32(nh), Z: 1}
 	case "f16mma":
 		g = rt.Dim3{X: uint32((T*(nh/nkv) + 63) / 64), Y: uint32(nkv), Z: 1}
+	case "f16mma256":
+		g = rt.Dim3{X: uint32((T*(nh/nkv) + 31) / 32), Y: uint32(nkv), Z: 1}
 	}
 	if g != grid {
 		m.fail("attention_prefill launched with grid %v, its contract says %v", grid, g)

@@ -151,6 +151,11 @@ type Options struct {
 	// NVIDIA), the batched path's attention through the f32 kernel (f16) instead
 	// (measurement baseline, also Engine.SetAttnPrefillF32). OldAttnPrefill wins over it.
 	F32AttnPrefill bool
+	// GenericAttnMMA: on a target that has attention_prefill's head-size kernel (f16mma256,
+	// NVIDIA), the batched path's tensor-core attention through f16mma (one
+	// kernel for every head size) instead of the one for the model's head dim (measurement
+	// baseline, also Engine.SetAttnPrefillGeneric). F32AttnPrefill and OldAttnPrefill win.
+	GenericAttnMMA bool
 	// SharedDecode: the batched path runs qwen3next's gated shared expert as moe_decode over
 	// the chunk's tokens (phases 0, 1 and 2; every token reads the shared weights on its
 	// own), added to the residual by rmsnorm_row, instead of as one moe_prefill pass over
@@ -269,6 +274,8 @@ type Engine struct {
 	attnOld      bool                     // Options.OldAttnPrefill
 	attnF32      bool                     // Options.F32AttnPrefill
 	attnMMA      bool                     // attention_prefill/f16mma is loaded (the target has it)
+	attnMMAhd    string                   // attention_prefill's variant for the model's head dim (f16mma256), loaded; "": none
+	attnGen      bool                     // Options.GenericAttnMMA
 	shDec        bool                     // Options.SharedDecode
 	gdnOld       bool                     // Options.OldDeltaNet
 	shT          map[quant.Type]*moeTiles // moe_prefill's tiles per shared-expert type (qwen3next; sharedChunk)
@@ -515,6 +522,7 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	e.mmvqCols8 = o.MmvqCols8
 	e.attnOld = o.OldAttnPrefill
 	e.attnF32 = o.F32AttnPrefill
+	e.attnGen = o.GenericAttnMMA
 	e.shDec = o.SharedDecode
 	e.gdnOld = o.OldDeltaNet
 	if o.Chunk > 0 && (c.Arch == model.ArchQwen3MoE || c.Arch == model.ArchQwen3Next) && !o.HostKV {

@@ -762,6 +762,83 @@ func TestEngineEmulatedBatchedAttnOld(t *testing.T) {
 	}
 }
 
+// TestEngineEmulatedBatchedAttnHD: at head dim 256 (tiny-next with 256-wide heads) the
+// batched path launches attention_prefill's kernel for that head dim (f16mma256) where the
+// target has it, at 128 (tiny with 128-wide heads, no such kernel) f16mma; with Options.GenericAttnMMA
+// or SetAttnPrefillGeneric the kernel for every head size (f16mma); with F32AttnPrefill
+// (over either) the f32 kernel (f16). The emulator checks each variant's head dim and grid
+// and renders them all by the same float64 arithmetic: the logits are equal bit for bit.
+func TestEngineEmulatedBatchedAttnHD(t *testing.T) {
+	type run struct {
+		gen bool  // Options.GenericAttnMMA
+		f32 bool  // Options.F32AttnPrefill
+		set *bool // SetAttnPrefillGeneric after Load (nil: not called)
+	}
+	on, off := true, false
+	runs := []run{{false, false, nil}, {true, false, nil}, {false, false, &on}, {true, false, &off}, {false, true, nil}, {true, true, nil}}
+	co, _ := abi.Find(fakeTarget, "attention_prefill")
+	_, hasMMA := co.Symbol("f16mma")
+	for _, tc := range []struct {
+		preset string
+		hd     int
+	}{{"tiny", 128}, {"tiny-next", 256}} {
+		t.Run(fmt.Sprintf("%s/hd=%d", tc.preset, tc.hd), func(t *testing.T) {
+			shp := synth.Presets[tc.preset]
+			shp.HeadDim = tc.hd
+			src := shapeSource(t, tc.preset, shp, synth.Options{ExpertType: quant.Q8_0, Seed: 7})
+			hdv, hasHD := "", false
+			if tc.hd == 256 {
+				hdv = "f16mma256"
+				_, hasHD = co.Symbol(hdv)
+			}
+			prompt := []int32{104, 101, 108, 108, 111, 32, 119, 9, 33, 71, 5}
+			logs := make([][]float32, len(runs))
+			for i, r := range runs {
+				dev, fake := newFakeDeviceMap(1<<30, fakeTarget, false)
+				fake.emu = newEmu()
+				eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20, Chunk: 16,
+					GenericAttnMMA: r.gen, F32AttnPrefill: r.f32})
+				if err != nil {
+					t.Fatal(err)
+				}
+				fake.emu.watch(eng)
+				gen := r.gen
+				if r.set != nil {
+					eng.SetAttnPrefillGeneric(*r.set)
+					gen = *r.set
+				}
+				if logs[i], err = eng.Forward(prompt); err != nil {
+					t.Fatal(err)
+				}
+				if fake.emu.err != nil {
+					t.Fatal(fake.emu.err)
+				}
+				eng.Close()
+				want := hdv
+				switch {
+				case r.f32 || !hasMMA:
+					want = "f16"
+				case gen || !hasHD:
+					want = "f16mma"
+				}
+				for _, v := range []string{"f16", "f16old", "f16mma", "f16mma256"} {
+					if n := fake.launches["strata_attention_prefill_"+v]; (v == want) != (n > 0) {
+						t.Errorf("run %d (option generic %v, f32 %v; generic %v): attention_prefill %s ×%d, want only %s", i, r.gen, r.f32, gen, v, n, want)
+					}
+				}
+			}
+			if tc.hd == 256 && !hasHD {
+				t.Errorf("target %s has no attention_prefill/%s: the test covers only the fallback", fakeTarget, hdv)
+			}
+			for i := 1; i < len(runs); i++ {
+				if !slices.Equal(logs[0], logs[i]) {
+					t.Errorf("run %d: logits differ from the head-size kernel's", i)
+				}
+			}
+		})
+	}
+}
+
 // TestEngineEmulatedBatchedShared: qwen3next's shared expert in the batched path runs as one
 // moe_prefill pass over the chunk (tables whose expert 1 is the zero expert) and, with
 // Options.SharedDecode or SetSharedDecode, as moe_decode phases 0–2 over the chunk's tokens

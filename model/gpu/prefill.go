@@ -221,6 +221,10 @@ func (e *Engine) preparePrefill() error {
 			keys = append(keys, "attention_prefill/f16mma")
 			e.attnMMA = true
 		}
+		if _, ok := co.Symbol("f16mma256"); ok && e.attnMMA && c.HeadDim == 256 {
+			keys = append(keys, "attention_prefill/f16mma256")
+			e.attnMMAhd = "f16mma256"
+		}
 	}
 	e.mmqT = map[quant.Type]*mmqTiles{}
 	for _, l := range append([]gLayer{{wq: e.head}}, e.layers...) {
@@ -360,13 +364,20 @@ func (e *Engine) SetAttnPrefillOld(on bool) { e.attnOld = on }
 // SetAttnPrefillF32 sets Options.F32AttnPrefill on a loaded engine, between prompts.
 func (e *Engine) SetAttnPrefillF32(on bool) { e.attnF32 = on }
 
+// SetAttnPrefillGeneric sets Options.GenericAttnMMA on a loaded engine, between prompts.
+func (e *Engine) SetAttnPrefillGeneric(on bool) { e.attnGen = on }
+
 // attnVariant is the attention_prefill variant the batched path launches: the first kernel
-// (f16old) when asked for, else the tensor-core one (f16mma) where the target has it and
-// F32AttnPrefill is off, else the f32 kernel (f16).
+// (f16old) when asked for, else, where the target has the tensor-core kernels and
+// F32AttnPrefill is off, the one for the model's head dim (f16mma256; hd 128 has none: the
+// two tried lost, bench/results/2026-11-30-attn2-s8) unless
+// GenericAttnMMA asks for the one for every head size (f16mma), else the f32 kernel (f16).
 func (e *Engine) attnVariant() string {
 	switch {
 	case e.attnOld:
 		return "f16old"
+	case e.attnMMA && !e.attnF32 && e.attnMMAhd != "" && !e.attnGen:
+		return e.attnMMAhd
 	case e.attnMMA && !e.attnF32:
 		return "f16mma"
 	}
