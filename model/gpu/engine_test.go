@@ -48,6 +48,46 @@ func presetSource(t *testing.T, preset string, typ quant.Type) *model.GGUFSource
 	return shapeSource(t, preset, synth.Presets[preset], synth.Options{ExpertType: typ, Seed: 7})
 }
 
+// emuEngine loads src with o on a fresh fake device whose emulator computes every launch
+// and checks it against its kernel's contract; o's CODir, Ctx, Budget and Reserve default
+// to the emulated tests' (the fake target's code objects, 64, 256 MiB, 1 MiB).
+func emuEngine(t *testing.T, src *model.GGUFSource, o Options) (*Engine, *fakeDriver) {
+	t.Helper()
+	dev, fake := newFakeDeviceMap(1<<30, fakeTarget, false)
+	fake.emu = newEmu()
+	if o.CODir == "" {
+		o.CODir = fakeCODir(t, fakeTarget)
+	}
+	if o.Ctx == 0 {
+		o.Ctx = 64
+	}
+	if o.Budget == 0 {
+		o.Budget = 256 << 20
+	}
+	if o.Reserve == 0 {
+		o.Reserve = 1 << 20
+	}
+	eng, err := Load(dev, src, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake.emu.watch(eng)
+	return eng, fake
+}
+
+// emuForward runs prompt through eng and fails the test on an error or an emulator fault.
+func emuForward(t *testing.T, eng *Engine, fake *fakeDriver, prompt []int32) []float32 {
+	t.Helper()
+	l, err := eng.Forward(prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fake.emu.err != nil {
+		t.Fatal(fake.emu.err)
+	}
+	return l
+}
+
 // shapeSource writes a synthetic model of shape shp (name names its file) and opens it,
 // closed when the test ends.
 func shapeSource(t *testing.T, name string, shp synth.Shape, o synth.Options) *model.GGUFSource {
@@ -720,25 +760,13 @@ func TestEngineEmulatedBatchedAttnOld(t *testing.T) {
 			prompt := []int32{104, 101, 108, 108, 111, 32, 119, 9, 33, 71, 5}
 			logs := make([][]float32, len(runs))
 			for i, r := range runs {
-				dev, fake := newFakeDeviceMap(1<<30, fakeTarget, false)
-				fake.emu = newEmu()
-				eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20, Chunk: 16,
-					OldAttnPrefill: r.opt, F32AttnPrefill: r.f32})
-				if err != nil {
-					t.Fatal(err)
-				}
-				fake.emu.watch(eng)
+				eng, fake := emuEngine(t, src, Options{Chunk: 16, OldAttnPrefill: r.opt, F32AttnPrefill: r.f32})
 				old := r.opt
 				if r.set != nil {
 					eng.SetAttnPrefillOld(*r.set)
 					old = *r.set
 				}
-				if logs[i], err = eng.Forward(prompt); err != nil {
-					t.Fatal(err)
-				}
-				if fake.emu.err != nil {
-					t.Fatal(fake.emu.err)
-				}
+				logs[i] = emuForward(t, eng, fake, prompt)
 				eng.Close()
 				want := "f16mma"
 				switch {
@@ -794,25 +822,13 @@ func TestEngineEmulatedBatchedAttnHD(t *testing.T) {
 			prompt := []int32{104, 101, 108, 108, 111, 32, 119, 9, 33, 71, 5}
 			logs := make([][]float32, len(runs))
 			for i, r := range runs {
-				dev, fake := newFakeDeviceMap(1<<30, fakeTarget, false)
-				fake.emu = newEmu()
-				eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20, Chunk: 16,
-					GenericAttnMMA: r.gen, F32AttnPrefill: r.f32})
-				if err != nil {
-					t.Fatal(err)
-				}
-				fake.emu.watch(eng)
+				eng, fake := emuEngine(t, src, Options{Chunk: 16, GenericAttnMMA: r.gen, F32AttnPrefill: r.f32})
 				gen := r.gen
 				if r.set != nil {
 					eng.SetAttnPrefillGeneric(*r.set)
 					gen = *r.set
 				}
-				if logs[i], err = eng.Forward(prompt); err != nil {
-					t.Fatal(err)
-				}
-				if fake.emu.err != nil {
-					t.Fatal(fake.emu.err)
-				}
+				logs[i] = emuForward(t, eng, fake, prompt)
 				eng.Close()
 				want := hdv
 				switch {
@@ -863,14 +879,7 @@ func TestEngineEmulatedBatchedShared(t *testing.T) {
 			L := synth.Presets["tiny-next"].Layers
 			prompt := []int32{104, 101, 108, 108, 111, 32, 119, 9, 33, 71, 5}
 			load := func(chunk int, opt bool) (*Engine, *fakeDriver) {
-				dev, fake := newFakeDeviceMap(1<<30, fakeTarget, false)
-				fake.emu = newEmu()
-				eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20, Chunk: chunk, SharedDecode: opt})
-				if err != nil {
-					t.Fatal(err)
-				}
-				fake.emu.watch(eng)
-				return eng, fake
+				return emuEngine(t, src, Options{Chunk: chunk, SharedDecode: opt})
 			}
 			ref, fake := load(0, false)
 			want, err := ref.Forward(prompt)
@@ -942,20 +951,8 @@ func TestEngineEmulatedBatchedSharedT48(t *testing.T) {
 	}
 	var logs [][][]float32
 	for _, mode := range []PrefillTiles{TilesBest, TilesT32} {
-		dev, fake := newFakeDeviceMap(1<<30, fakeTarget, false)
-		fake.emu = newEmu()
-		eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20, Chunk: 32, PrefillTiles: mode})
-		if err != nil {
-			t.Fatal(err)
-		}
-		fake.emu.watch(eng)
-		l, err := eng.Forward(prompt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if fake.emu.err != nil {
-			t.Fatal(fake.emu.err)
-		}
+		eng, fake := emuEngine(t, src, Options{Chunk: 32, PrefillTiles: mode})
+		l := emuForward(t, eng, fake, prompt)
 		eng.Close()
 		logs = append(logs, [][]float32{l})
 		want, not := "strata_moe_prefill_q80_mma_r64t48", "strata_moe_prefill_q80_mma_r64t32"
@@ -986,14 +983,7 @@ func TestEngineEmulatedBatchedDeltaNet(t *testing.T) {
 	src := presetSource(t, "tiny-next", quant.Q8_0)
 	prompt := []int32{104, 101, 108, 108, 111, 32, 119, 9, 33, 71, 5}
 	load := func(chunk int, opt bool) (*Engine, *fakeDriver) {
-		dev, fake := newFakeDeviceMap(1<<30, fakeTarget, false)
-		fake.emu = newEmu()
-		eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20, Chunk: chunk, OldDeltaNet: opt})
-		if err != nil {
-			t.Fatal(err)
-		}
-		fake.emu.watch(eng)
-		return eng, fake
+		return emuEngine(t, src, Options{Chunk: chunk, OldDeltaNet: opt})
 	}
 	ref, fake := load(0, false)
 	want, err := ref.Forward(prompt)
