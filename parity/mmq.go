@@ -108,9 +108,14 @@ func mmqBounds(family string) map[string][]Bound {
 	if !ok {
 		panic("parity: no " + family + " spec")
 	}
+	y, seg := mmqSegY[family]
+	if seg != (kernels.MmqXSeg(family) > 1) {
+		// A shared-d family needs its own derived bound here, and only such a family may have one.
+		panic("parity: " + family + ": mmqSegY and kernels' mmqXSeg disagree on whether its activations share one d per segment")
+	}
 	b := map[string][]Bound{}
 	for _, v := range spec.AllVariants() {
-		if y, ok := mmqSegY[family]; ok {
+		if seg {
 			b[v.Name] = []Bound{mmqXISum, y}
 			continue
 		}
