@@ -32,7 +32,8 @@ import (
 // the default with rmsnorm_row's previous Q8_1 step and the one-block argmax, "oldrow" and
 // "oldargmax" with only one of them (Engine.SetOldNorm), "mmvqold" the default with mmvq's
 // default path for every shape (Engine.SetMmvqOld), "mmvqoldnopdl" that without programmatic
-// launch. Each timed
+// launch, "shoff" the default with qwen3next's shared expert on the one chain and "shplain"
+// with it a branch of full dependencies (Engine.SetSharedBranch). Each timed
 // mode also replays its last token's graph 100 times back to back between two events (the
 // device ms of a token without the host's share), and every timed mode but attnold (other
 // rounding) must produce the same greedy tokens as the first and the same last logits, bit
@@ -76,7 +77,7 @@ func TestDecodeProfileFake(t *testing.T) {
 		dev, fake := newFakeDeviceArch(1<<30, fakeTarget)
 		fake.emu = newEmu()
 		o := Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20}
-		decodeProfile(t, dev, presetSource(t, preset, quant.Q4_K), o, 1, []string{"nopdl", "pdl", "attnold", "oldnorm", "oldrow", "oldargmax", "mmvqold", "mmvqoldnopdl"}, []string{"base"}, 4, 2, preset)
+		decodeProfile(t, dev, presetSource(t, preset, quant.Q4_K), o, 1, []string{"nopdl", "pdl", "attnold", "oldnorm", "oldrow", "oldargmax", "mmvqold", "mmvqoldnopdl", "shoff", "shplain"}, []string{"base"}, 4, 2, preset)
 		if fake.emu.err != nil {
 			t.Fatal(fake.emu.err)
 		}
@@ -94,7 +95,15 @@ func TestDecodeProfileFake(t *testing.T) {
 func setDecodeMode(t *testing.T, eng *Engine, mode string) {
 	eng.SetMmvqOld(mode == "mmvqold" || mode == "mmvqoldnopdl")
 	switch mode {
-	case "base", "pdl", "mmvqold": // the engine's defaults (mmvqold: but SetMmvqOld, above)
+	case "shoff":
+		eng.SetSharedBranch(SharedBranchOff)
+	case "shplain":
+		eng.SetSharedBranch(SharedBranchPlain)
+	default:
+		eng.SetSharedBranch(SharedBranchDep)
+	}
+	switch mode {
+	case "base", "pdl", "mmvqold", "shoff", "shplain": // the engine's defaults (mmvqold: but SetMmvqOld, above; shoff, shplain: but SetSharedBranch)
 		eng.SetPDL(true)
 		eng.SetAttnSplit(0)
 		eng.SetOldNorm(false, false)
@@ -111,7 +120,7 @@ func setDecodeMode(t *testing.T, eng *Engine, mode string) {
 		eng.SetAttnSplit(0)
 		eng.SetOldNorm(mode != "oldargmax", mode != "oldrow")
 	default:
-		t.Fatalf("decode mode %q: want base, pdl, nopdl, attnold, oldnorm, oldrow, oldargmax, mmvqold or mmvqoldnopdl", mode)
+		t.Fatalf("decode mode %q: want base, pdl, nopdl, attnold, oldnorm, oldrow, oldargmax, mmvqold, mmvqoldnopdl, shoff or shplain", mode)
 	}
 }
 

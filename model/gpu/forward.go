@@ -282,7 +282,7 @@ func (e *Engine) tokenOps(wantLogits bool, idsOff int) error {
 			// experts' output in proj is added by the next norm): sigmoid(g)·shared(x) is
 			// moe_decode over two experts with logits [g, 0] — softmax gives the shared
 			// expert sigmoid(g) — where the second has no slot and contributes nothing.
-			if err := e.shared(l); err != nil {
+			if err := e.sharedBranch(l); err != nil {
 				return err
 			}
 		}
@@ -738,6 +738,51 @@ func (e *Engine) gatedDeltaNet(l *gLayer, qkv, xc, z, ba, o rt.DevPtr, T int) er
 	return e.launchK(e.kRec, dim(uint32(c.LinVHeads)), abi.GatedDeltaNetThreads, rt.Args(&a))
 }
 
+// SharedBranchMode is how a decode graph runs qwen3next's shared expert
+// (Options.SharedBranch).
+type SharedBranchMode int
+
+// Shared-expert branch modes (Options.SharedBranch).
+const (
+	SharedBranchDep   SharedBranchMode = iota // a branch beside the routed experts, programmatic launches where PDL is on
+	SharedBranchOff                           // after the routed experts, on the one chain (the path before)
+	SharedBranchPlain                         // a branch, with full dependencies at its fork and join
+)
+
+// SetSharedBranch sets Options.SharedBranch on a loaded engine, between tokens, for a
+// comparison on one engine (each mode captures its own graphs: graphKey).
+func (e *Engine) SetSharedBranch(m SharedBranchMode) { e.shBranch = m }
+
+// sharedBranch runs shared (qwen3next's shared expert) after moe. In a capture, unless
+// SharedBranchOff or the backend cannot branch (HIP), it is captured as a branch: its
+// launches depend on the router's launch (e.routerAt: its logits hold g, and xq was
+// written before it) instead of the routed experts' phase 2, and the next work depends on
+// both phase 2 and the branch's last launch, so the shared expert runs beside phases 3 and
+// 2. The two touch disjoint memory: the branch reads xq, router[E] and the shared slot
+// table and writes ids2, wts2, err2, hsh, shout, x and xn; phases 3 and 2 read router,
+// the slot tables, xq, h, ids and wts and write ids, wts, err, h and proj, and neither
+// reads what the other writes. Every kernel computes what it computed on the one chain,
+// and the residual gets x + shared before the next norm adds proj, as before: the bits
+// are the same. Replays keep the captured launch order (graph.go), so nothing else changes.
+func (e *Engine) sharedBranch(l *gLayer) error {
+	fork := e.gmode == gCapture && e.shBranch != SharedBranchOff && e.ln.CanBranch() == nil
+	if !fork {
+		return e.shared(l)
+	}
+	plain := e.shBranch == SharedBranchPlain
+	p2 := e.ln.CaptureLen() - 1
+	if e.routerAt < 0 || e.routerAt >= p2 {
+		return fmt.Errorf("model/gpu: shared-expert branch: router launch %d, routed experts' last %d", e.routerAt, p2)
+	}
+	if err := e.ln.CaptureFork(e.routerAt, plain); err != nil {
+		return err
+	}
+	if err := e.shared(l); err != nil {
+		return err
+	}
+	return e.ln.CaptureJoin(p2, plain)
+}
+
 // shared runs qwen3next's gated shared expert on xn/xq and adds it to the residual.
 func (e *Engine) shared(l *gLayer) error {
 	c := &e.cfg
@@ -785,6 +830,7 @@ func (e *Engine) moe(li int, l *gLayer) error {
 	if err := e.mmvq(rw, xq, xn, router); err != nil {
 		return err
 	}
+	e.routerAt = e.ln.CaptureLen() - 1
 	tab := m.Ptr(bufTables).Add(uintptr(li * 3 * E * 8))
 	ma := abi.MoeDecodeArgs{Logits: uint64(router), Ids: uint64(m.Ptr(bufIDs).Add(uintptr(4 * K * li))), Wts: uint64(m.Ptr(bufWts)), Err: uint64(m.Ptr(bufErr)),
 		SlotsGate: uint64(tab), SlotsUp: uint64(tab.Add(uintptr(E * 8))), SlotsDown: uint64(tab.Add(uintptr(2 * E * 8))),
