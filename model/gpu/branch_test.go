@@ -5,36 +5,49 @@ import (
 	"testing"
 )
 
-// TestEngineSharedBranch (emulator): qwen3next's shared expert captured as a branch beside
-// the routed experts (SharedBranchDep, the default, and SharedBranchPlain) gives the
-// logits of the one chain (SharedBranchOff) bit for bit, in every step. The fake runs a
-// graph's ready op captured last first, so the branch runs before the routed phases 3
-// and 2 it was forked beside: a dependency the branch does not declare would show in the
-// bits. Each captured qwen3next token forks and joins once a layer; qwen3moe (no shared
-// expert) and a backend that cannot branch (the fake's noBranches, as HIP) never fork.
-func TestEngineSharedBranch(t *testing.T) {
+// TestEngineBranches (emulator): qwen3next's shared expert captured as a branch beside the
+// routed experts (Options.SharedBranch) and its attention layers' q, gate and k|v
+// projections as three branches from the norm (Options.AttnBranch), programmatic
+// (BranchDep, the default) or plain, give the logits of the one chain (both BranchOff) bit
+// for bit, in every step. The fake runs a graph's ready op captured last first, so a
+// branch runs before the chain it was forked beside: a dependency a branch does not
+// declare would show in the bits (forking the shared expert one launch early, before the
+// router wrote its gate logit, fails this test). Each captured qwen3next token forks once
+// a layer for the shared expert and twice an attention layer; qwen3moe never forks, nor
+// does a backend that cannot branch (the fake's noBranches, as HIP).
+func TestEngineBranches(t *testing.T) {
 	const steps = 5
 	for _, preset := range []string{"tiny", "tiny-next"} {
 		t.Run(preset, func(t *testing.T) {
-			off := runGraph(t, preset, Options{SharedBranch: SharedBranchOff}, nil, steps, true, false)
+			off := runGraph(t, preset, Options{SharedBranch: BranchOff, AttnBranch: BranchOff}, nil, steps, true, false)
 			if off.err != nil {
 				t.Fatal(off.err)
 			}
 			if off.fake.forks != 0 || off.fake.joins != 0 {
-				t.Fatalf("SharedBranchOff: %d forks, %d joins", off.fake.forks, off.fake.joins)
+				t.Fatalf("BranchOff: %d forks, %d joins", off.fake.forks, off.fake.joins)
 			}
-			layers := off.eng.cfg.Layers
-			next := preset == "tiny-next"
+			layers, attn := 0, 0
+			if preset == "tiny-next" {
+				layers = off.eng.cfg.Layers
+				for _, l := range off.eng.layers {
+					if !l.recurrent {
+						attn++
+					}
+				}
+			}
 			for _, c := range []struct {
-				name  string
-				o     Options
-				setup func(*fakeDriver)
-				fork  bool
+				name     string
+				o        Options
+				setup    func(*fakeDriver)
+				sh, at   bool
+				sharedFF bool // the shared expert runs before the routed ones in the replays
 			}{
-				{"dep", Options{}, nil, next},
-				{"plain", Options{SharedBranch: SharedBranchPlain}, nil, next},
-				{"no backend support", Options{}, func(f *fakeDriver) { f.noBranches = true }, false},
-				{"dep without PDL", Options{NoPDL: true}, nil, next},
+				{"dep", Options{}, nil, true, true, true},
+				{"plain", Options{SharedBranch: BranchPlain, AttnBranch: BranchPlain}, nil, true, true, true},
+				{"shared only", Options{AttnBranch: BranchOff}, nil, true, false, true},
+				{"attention only", Options{SharedBranch: BranchOff}, nil, false, true, false},
+				{"no backend support", Options{}, func(f *fakeDriver) { f.noBranches = true }, false, false, false},
+				{"dep without PDL", Options{NoPDL: true}, nil, true, true, true},
 			} {
 				var seq []string
 				setup := func(f *fakeDriver) {
@@ -51,17 +64,20 @@ func TestEngineSharedBranch(t *testing.T) {
 				if r.err != nil {
 					t.Fatal(r.err)
 				}
-				sameLogits(t, c.name+" against SharedBranchOff", r.logs, off.logs)
+				sameLogits(t, c.name+" against BranchOff", r.logs, off.logs)
 				caps := int(r.eng.Stats().Captures)
-				if want := 0; !c.fork {
-					if r.fake.forks != want || r.fake.joins != want {
-						t.Fatalf("%s: %d forks, %d joins, want none", c.name, r.fake.forks, r.fake.joins)
-					}
-				} else if r.fake.forks != caps*layers || r.fake.joins != caps*layers || caps == 0 {
-					t.Fatalf("%s: %d forks and %d joins in %d captures of %d layers, want one each a layer", c.name, r.fake.forks, r.fake.joins, caps, layers)
+				want := 0
+				if c.sh {
+					want += layers
 				}
-				// The shared expert's residual add (rmsnorm_row/add) ran before the routed
-				// experts of its layer exactly when the token was a branch.
+				if c.at {
+					want += 2 * attn
+				}
+				if caps == 0 || r.fake.forks != caps*want || r.fake.joins != caps*want {
+					t.Fatalf("%s: %d forks and %d joins in %d captures, want %d each a capture", c.name, r.fake.forks, r.fake.joins, caps, want)
+				}
+				// The shared expert's residual add (rmsnorm_row/add) ran right before the
+				// routed experts of its layer exactly when it was a branch.
 				early := 0
 				for i := 0; i+1 < len(seq); i++ {
 					if strings.HasPrefix(seq[i], "strata_rmsnorm_row_add") && !strings.HasPrefix(seq[i], "strata_rmsnorm_row_addq81") &&
@@ -69,8 +85,8 @@ func TestEngineSharedBranch(t *testing.T) {
 						early++
 					}
 				}
-				if c.fork != (early > 0) {
-					t.Fatalf("%s: the shared expert ran before the routed experts %d times in the replays (branch %v)", c.name, early, c.fork)
+				if (c.sharedFF && layers > 0) != (early > 0) {
+					t.Fatalf("%s: the shared expert ran before the routed experts %d times in the replays", c.name, early)
 				}
 				t.Logf("%s: %d captures, %d forks, %d branch-first layers in the replays", c.name, caps, r.fake.forks, early)
 			}

@@ -56,12 +56,13 @@ type graphKey struct {
 	outMode int
 	idsOff  int // the staging row of the ids download
 	convPar int
-	prep    bool             // attention through attention_decode's prep and reduceq (Engine.attnPrep)
-	pdl     bool             // launches with programmatic dependencies (Engine.SetPDL)
-	oldQ81  bool             // rmsnorm_row's wave Q8_1 step (Engine.SetOldNorm)
-	argmax1 bool             // the one-block argmax (Engine.SetOldNorm)
-	mmvqOld bool             // mmvq's default path for every shape (Engine.SetMmvqOld)
-	shared  SharedBranchMode // qwen3next's shared expert as a branch (Engine.SetSharedBranch)
+	prep    bool       // attention through attention_decode's prep and reduceq (Engine.attnPrep)
+	pdl     bool       // launches with programmatic dependencies (Engine.SetPDL)
+	oldQ81  bool       // rmsnorm_row's wave Q8_1 step (Engine.SetOldNorm)
+	argmax1 bool       // the one-block argmax (Engine.SetOldNorm)
+	mmvqOld bool       // mmvq's default path for every shape (Engine.SetMmvqOld)
+	shared  BranchMode // qwen3next's shared expert as a branch (Engine.SetSharedBranch)
+	attnBr  BranchMode // qwen3next's attention inputs as branches (Engine.SetAttnBranch)
 }
 
 // graphKeyOf is the key of a step: the output mode counts only when the step makes
@@ -72,7 +73,7 @@ type graphKey struct {
 func (e *Engine) graphKeyOf(wantLogits bool, idsOff int) graphKey {
 	k := graphKey{logits: wantLogits, idsOff: idsOff, prep: e.attnPrep(), pdl: !e.noPDL, oldQ81: e.oldRowQ81, argmax1: e.argmax1, mmvqOld: e.mmvqOld}
 	if e.cfg.Arch == model.ArchQwen3Next {
-		k.shared = e.shBranch
+		k.shared, k.attnBr = e.shBranch, e.attnBr
 	}
 	if wantLogits {
 		k.outMode = e.outMode
