@@ -40,7 +40,9 @@ import (
 // mode also replays its last token's graph 100 times back to back between two events (the
 // device ms of a token without the host's share), and every timed mode but attnold (other
 // rounding) must produce the same greedy tokens as the first and the same last logits, bit
-// for bit.
+// for bit. STRATA_DECODE_KT_MODES (comma-separated) adds, per mode after the timed ones, a
+// table of device µs per token by kernel over STRATA_DECODE_KT_TOKENS (default 8) tokens
+// with events around each launch (graphs off), as TestPrepBench prints it.
 func TestDecodeProfile(t *testing.T) {
 	if os.Getenv("STRATA_DECODE_PROFILE") != "1" {
 		t.Skip("set STRATA_DECODE_PROFILE=1, STRATA_BENCH_MODEL and STRATA_CO_DIR")
@@ -237,6 +239,12 @@ func decodeProfile(t *testing.T, dev *rt.Device, src model.Source, o Options, d2
 		if err := eng.GraphErr(); err != nil {
 			t.Fatalf("%s: graphs stopped: %v", mode, err)
 		}
+	}
+	// STRATA_DECODE_KT_MODES: per mode, a table of device µs per token by kernel (events
+	// around each launch, graphs off) over STRATA_DECODE_KT_TOKENS (default 8) tokens.
+	for _, mode := range splitModes(os.Getenv("STRATA_DECODE_KT_MODES")) {
+		setDecodeMode(t, eng, mode)
+		kernelTimes(t, eng, prompt, mode, benchEnv("STRATA_DECODE_KT_TOKENS", 8))
 	}
 	for _, mode := range prof {
 		id := start(mode)
