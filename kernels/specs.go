@@ -329,12 +329,11 @@ var Specs = []Spec{
 		Template: "moe_decode",
 		Doc: "one MoE FFN layer for decode tokens in three launches (phase 0 router top-k: grid (tokens, 1, 1); phase 1 gate/up + " +
 			"SwiGLU + Q8_1 requant: grid (n_ff/32, k_used, tokens); phase 2 down + weighted sum: grid (ceil(n_embd/8), 1, tokens)), " +
-			"or two (phase 3 = phases 0 and 1 in one launch, grid of phase 1, the same ids, wts, err and h; phase 5 = phase 2 " +
-			"that finds its experts from logits and the slot tables before its grid wait, the same y), " +
+			"or two (phase 3 = phases 0 and 1 in one launch, grid of phase 1, the same ids, wts, err and h), " +
 			"block (256, 1, 1); experts through slot tables; F16/BF16 experts are not supported (they take mmvq's f32 path).",
 		Threads: 256,
 		Args: []Arg{
-			{Name: "logits", Type: ArgPtr, CType: "const f32", Doc: "router logits [tokens][n_expert] (phases 0, 3 and 5)"},
+			{Name: "logits", Type: ArgPtr, CType: "const f32", Doc: "router logits [tokens][n_expert] (phases 0 and 3)"},
 			{Name: "ids", Type: ArgPtr, CType: "i32", Doc: "selected experts [tokens][k_used]: written by phase 0 (or 3), read by 1 and 2"},
 			{Name: "wts", Type: ArgPtr, CType: "f32", Doc: "their weights [tokens][k_used]: written by phase 0 (or 3), read by 2"},
 			{Name: "err", Type: ArgPtr, CType: "u32", Doc: "[tokens][k_used]: 1 when the selected expert lacks a gate, up or down slot, else 0 (phase 0 or 3 writes)"},
@@ -343,8 +342,8 @@ var Specs = []Spec{
 			{Name: "slots_down", Type: ArgPtr, CType: "const u64", Doc: "n_expert entries: down weights [n_embd][n_ff], 0 = not resident"},
 			{Name: "x", Type: ArgPtr, CType: "const u8", Doc: "hidden state as Q8_1 [tokens][n_embd/32 blocks] (phases 1 and 3)"},
 			{Name: "h", Type: ArgPtr, CType: "u8", Doc: "SwiGLU output as Q8_1 [tokens][k_used][n_ff/32 blocks]: written by phase 1, read by 2"},
-			{Name: "y", Type: ArgPtr, CType: "f32", Doc: "output [tokens][n_embd] (phases 2 and 5)"},
-			{Name: "phase", Type: ArgI32, Doc: "0 router, 1 gate/up, 2 down, 3 router + gate/up (phase 1's grid), 5 down reading logits and slots instead of ids, wts and err (phase 2's grid)"},
+			{Name: "y", Type: ArgPtr, CType: "f32", Doc: "output [tokens][n_embd] (phase 2)"},
+			{Name: "phase", Type: ArgI32, Doc: "0 router, 1 gate/up, 2 down, 3 router + gate/up (phase 1's grid)"},
 			{Name: "tokens", Type: ArgI32, Doc: "tokens (> 0)"},
 			{Name: "n_expert", Type: ArgI32, Doc: "experts, 1..1024"},
 			{Name: "k_used", Type: ArgI32, Doc: "experts per token, 1..min(n_expert, 32)"},

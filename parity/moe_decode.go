@@ -531,36 +531,6 @@ func runMoeDecode(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.R
 		return Outcome{}, fmt.Errorf("phase 2: %w", err)
 	}
 	total += el2.Seconds() * 1e6
-
-	// Phase 5: phase 2 that selects its experts from the logits and the slot tables (the
-	// router's and phase 1's, as uploaded above); ids, wts and err are poison that would
-	// change y if it read them: every id moved to the next expert, weights 0.5, no errors.
-	h5 := &Harness{Dev: h.Dev, Mod: h.Mod}
-	defer h5.Close()
-	pIds, pW, pErr := make([]int32, nk), make([]float32, nk), make([]int32, nk)
-	for i, v := range kIds {
-		pIds[i], pW[i] = (v+1)%int32(in.ne), 0.5
-	}
-	a5 := base
-	a5.Phase, a5.Logits = 5, dl.Ptr()
-	for i, b := range [][]byte{int32Bytes(pIds), f32Bytes(pW), int32Bytes(pErr), hq} {
-		d, err := h5.Input(b)
-		if err != nil {
-			return Outcome{}, err
-		}
-		*[]*uint64{&a5.Ids, &a5.Wts, &a5.Err, &a5.H}[i] = d.Ptr()
-	}
-	dy5, err := h5.Output(4 * in.tokens * in.embd)
-	if err != nil {
-		return Outcome{}, err
-	}
-	a5.Y = dy5.Ptr()
-	got5, _, err := h5.Run(fn, gpu.Dim3{X: uint32((in.embd + 7) / 8), Y: 1, Z: uint32(in.tokens)}, block, a5.Bytes(), dy5)
-	if err != nil {
-		return Outcome{}, fmt.Errorf("phase 5: %w", err)
-	}
-	reports["late"] = CompareExact(got5[0], got2[0])
-
 	var ib quant.IntBlock
 	yWant, tScale := make([]float64, in.tokens*in.embd), make([]float64, in.tokens*in.embd)
 	for tk := 0; tk < in.tokens; tk++ {

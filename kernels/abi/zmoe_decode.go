@@ -9,10 +9,10 @@ import (
 
 /*
 MoeDecodeArgs is the launch-argument struct of every strata_moe_decode_* kernel (C: struct strata_moe_decode_args).
-one MoE FFN layer for decode tokens in three launches (phase 0 router top-k: grid (tokens, 1, 1); phase 1 gate/up + SwiGLU + Q8_1 requant: grid (n_ff/32, k_used, tokens); phase 2 down + weighted sum: grid (ceil(n_embd/8), 1, tokens)), or two (phase 3 = phases 0 and 1 in one launch, grid of phase 1, the same ids, wts, err and h; phase 5 = phase 2 that finds its experts from logits and the slot tables before its grid wait, the same y), block (256, 1, 1); experts through slot tables; F16/BF16 experts are not supported (they take mmvq's f32 path).
+one MoE FFN layer for decode tokens in three launches (phase 0 router top-k: grid (tokens, 1, 1); phase 1 gate/up + SwiGLU + Q8_1 requant: grid (n_ff/32, k_used, tokens); phase 2 down + weighted sum: grid (ceil(n_embd/8), 1, tokens)), or two (phase 3 = phases 0 and 1 in one launch, grid of phase 1, the same ids, wts, err and h), block (256, 1, 1); experts through slot tables; F16/BF16 experts are not supported (they take mmvq's f32 path).
 */
 type MoeDecodeArgs struct {
-	Logits    uint64  // offset 0: device address of const f32[]; router logits [tokens][n_expert] (phases 0, 3 and 5)
+	Logits    uint64  // offset 0: device address of const f32[]; router logits [tokens][n_expert] (phases 0 and 3)
 	Ids       uint64  // offset 8: device address of i32[]; selected experts [tokens][k_used]: written by phase 0 (or 3), read by 1 and 2
 	Wts       uint64  // offset 16: device address of f32[]; their weights [tokens][k_used]: written by phase 0 (or 3), read by 2
 	Err       uint64  // offset 24: device address of u32[]; [tokens][k_used]: 1 when the selected expert lacks a gate, up or down slot, else 0 (phase 0 or 3 writes)
@@ -21,8 +21,8 @@ type MoeDecodeArgs struct {
 	SlotsDown uint64  // offset 48: device address of const u64[]; n_expert entries: down weights [n_embd][n_ff], 0 = not resident
 	X         uint64  // offset 56: device address of const u8[]; hidden state as Q8_1 [tokens][n_embd/32 blocks] (phases 1 and 3)
 	H         uint64  // offset 64: device address of u8[]; SwiGLU output as Q8_1 [tokens][k_used][n_ff/32 blocks]: written by phase 1, read by 2
-	Y         uint64  // offset 72: device address of f32[]; output [tokens][n_embd] (phases 2 and 5)
-	Phase     int32   // offset 80: 0 router, 1 gate/up, 2 down, 3 router + gate/up (phase 1's grid), 5 down reading logits and slots instead of ids, wts and err (phase 2's grid)
+	Y         uint64  // offset 72: device address of f32[]; output [tokens][n_embd] (phase 2)
+	Phase     int32   // offset 80: 0 router, 1 gate/up, 2 down, 3 router + gate/up (phase 1's grid)
 	Tokens    int32   // offset 84: tokens (> 0)
 	NExpert   int32   // offset 88: experts, 1..1024
 	KUsed     int32   // offset 92: experts per token, 1..min(n_expert, 32)

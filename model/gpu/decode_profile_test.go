@@ -33,10 +33,9 @@ import (
 // "oldargmax" with only one of them (Engine.SetOldNorm), "mmvqold" the default with mmvq's
 // default path for every shape (Engine.SetMmvqOld), "mmvqoldnopdl" that without programmatic
 // launch, "shoff" the default with qwen3next's shared expert on the one chain and "shplain"
-// with it a branch of full dependencies (Engine.SetSharedBranch), "downold" the default with
-// moe_decode phase 2 after phase 3 instead of phase 5 (Engine.SetMoeDownOld), "attnoff"
+// with it a branch of full dependencies (Engine.SetSharedBranch), "attnoff"
 // with qwen3next's attention inputs one after the other (Engine.SetAttnBranch), "s8" with
-// all three (session 8's decode path). Each timed
+// both (session 8's decode path). Each timed
 // mode also replays its last token's graph 100 times back to back between two events (the
 // device ms of a token without the host's share), and every timed mode but attnold (other
 // rounding) must produce the same greedy tokens as the first and the same last logits, bit
@@ -82,7 +81,7 @@ func TestDecodeProfileFake(t *testing.T) {
 		dev, fake := newFakeDeviceArch(1<<30, fakeTarget)
 		fake.emu = newEmu()
 		o := Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20}
-		decodeProfile(t, dev, presetSource(t, preset, quant.Q4_K), o, 1, []string{"nopdl", "pdl", "attnold", "oldnorm", "oldrow", "oldargmax", "mmvqold", "mmvqoldnopdl", "shoff", "shplain", "downold", "attnoff", "s8"}, []string{"base"}, 4, 2, preset)
+		decodeProfile(t, dev, presetSource(t, preset, quant.Q4_K), o, 1, []string{"nopdl", "pdl", "attnold", "oldnorm", "oldrow", "oldargmax", "mmvqold", "mmvqoldnopdl", "shoff", "shplain", "attnoff", "s8"}, []string{"base"}, 4, 2, preset)
 		if fake.emu.err != nil {
 			t.Fatal(fake.emu.err)
 		}
@@ -99,7 +98,6 @@ func TestDecodeProfileFake(t *testing.T) {
 // setDecodeMode sets the engine's decode path for a mode name of TestDecodeProfile.
 func setDecodeMode(t *testing.T, eng *Engine, mode string) {
 	eng.SetMmvqOld(mode == "mmvqold" || mode == "mmvqoldnopdl")
-	eng.SetMoeDownOld(mode == "downold" || mode == "s8")
 	eng.SetAttnBranch(BranchDep)
 	if mode == "attnoff" || mode == "s8" {
 		eng.SetAttnBranch(BranchOff)
@@ -113,7 +111,7 @@ func setDecodeMode(t *testing.T, eng *Engine, mode string) {
 		eng.SetSharedBranch(BranchDep)
 	}
 	switch mode {
-	case "base", "pdl", "mmvqold", "shoff", "shplain", "downold", "attnoff", "s8": // the engine's defaults (mmvqold: but SetMmvqOld, above; shoff, shplain: but SetSharedBranch; downold: SetMoeDownOld; s8: both old)
+	case "base", "pdl", "mmvqold", "shoff", "shplain", "attnoff", "s8": // the engine's defaults (mmvqold: but SetMmvqOld, above; shoff, shplain: but SetSharedBranch; attnoff: SetAttnBranch; s8: both old)
 		eng.SetPDL(true)
 		eng.SetAttnSplit(0)
 		eng.SetOldNorm(false, false)
@@ -130,7 +128,7 @@ func setDecodeMode(t *testing.T, eng *Engine, mode string) {
 		eng.SetAttnSplit(0)
 		eng.SetOldNorm(mode != "oldargmax", mode != "oldrow")
 	default:
-		t.Fatalf("decode mode %q: want base, pdl, nopdl, attnold, oldnorm, oldrow, oldargmax, mmvqold, mmvqoldnopdl, shoff, shplain, downold, attnoff or s8", mode)
+		t.Fatalf("decode mode %q: want base, pdl, nopdl, attnold, oldnorm, oldrow, oldargmax, mmvqold, mmvqoldnopdl, shoff, shplain, attnoff or s8", mode)
 	}
 }
 

@@ -446,22 +446,6 @@ func (m *emu) launch(sym string, grid, block rt.Dim3, b []byte) {
 			}
 			a.Phase = 1
 		}
-		if a.Phase == 5 { // phase 2 that selects its experts itself: phase 0 into ids, wts and err, then 2, then those restored (phase 5 neither reads nor writes them)
-			n := 4 * int(a.Tokens) * K
-			keep := [][]byte{append([]byte(nil), m.at(a.Ids, n)...), append([]byte(nil), m.at(a.Wts, n)...), append([]byte(nil), m.at(a.Err, n)...)}
-			defer func() {
-				for i, p := range []uint64{a.Ids, a.Wts, a.Err} {
-					copy(m.at(p, n), keep[i])
-				}
-			}()
-			for tk := 0; tk < int(a.Tokens); tk++ {
-				o := uint64(4 * tk * K)
-				m.topK(a.Logits+uint64(4*tk*E), a.Ids+o, a.Wts+o, a.Err+o, E, K, a.Renorm != 0, func(e int) bool {
-					return slot(a.SlotsGate, e) != 0 && slot(a.SlotsUp, e) != 0 && slot(a.SlotsDown, e) != 0
-				})
-			}
-			a.Phase = 2
-		}
 		switch a.Phase {
 		case 0:
 			want(rt.Dim3{X: uint32(a.Tokens), Y: 1, Z: 1})

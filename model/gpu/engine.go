@@ -183,11 +183,6 @@ type Options struct {
 	// same with full dependencies; BranchOff one after the other (the path before;
 	// measurement baseline, also Engine.SetAttnBranch). The bits are the same.
 	AttnBranch BranchMode
-	// OldMoeDown: a decode token's expert down projection (after phase 3) as moe_decode
-	// phase 2, which reads phase 3's ids, err and wts, instead of phase 5, which selects the
-	// experts itself before its grid wait (the same bits; measurement baseline, also
-	// Engine.SetMoeDownOld).
-	OldMoeDown bool
 	// Misses: how the kernels reach an expert that has no VRAM slot. The zero value,
 	// MissAuto, maps where it works and copies elsewhere (the reason: Engine.MissPath);
 	// MissMap: every expert lives in mapped pinned host memory that the kernels can read
@@ -300,7 +295,6 @@ type Engine struct {
 	gdnOld       bool                     // Options.OldDeltaNet
 	shBranch     BranchMode               // Options.SharedBranch
 	attnBr       BranchMode               // Options.AttnBranch
-	moeDownOld   bool                     // Options.OldMoeDown
 	routerAt     int                      // capture index of the last router launch (moe; capture only)
 	shT          map[quant.Type]*moeTiles // moe_prefill's tiles per shared-expert type (qwen3next; sharedChunk)
 	ptab         PrefillTables            // how the batched path runs non-direct layers (SetPrefillTables)
@@ -557,7 +551,6 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 		return nil, fmt.Errorf("model/gpu: attention-input branch mode %d (want BranchDep, BranchOff or BranchPlain)", int(o.AttnBranch))
 	}
 	e.attnBr = o.AttnBranch
-	e.moeDownOld = o.OldMoeDown
 	if o.Chunk > 0 && (c.Arch == model.ArchQwen3MoE || c.Arch == model.ArchQwen3Next) && !o.HostKV {
 		e.chunk = o.Chunk
 		fams = append(fams[:len(fams):len(fams)], "mmq", "moe_prefill", "attention_prefill")

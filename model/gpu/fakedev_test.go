@@ -62,7 +62,6 @@ type fakeDriver struct {
 	notReady     int
 	beforeH2D    func(dst, n, s uintptr)
 	beforeLaunch func(sym string)
-	onArgs       func(sym string, args []byte) // each kernel launch as it runs, with its arguments
 	onRecord     func(s uintptr)
 	onWait       func(s uintptr)
 	// rt.ProfileDriver: profiling is true inside a profiler range, which counted
@@ -535,9 +534,6 @@ func (f *fakeDriver) Launch(_ uintptr, grid, block rt.Dim3, _ uint32, s uintptr,
 	}
 	if f.beforeLaunch != nil {
 		f.beforeLaunch(sym)
-	}
-	if f.onArgs != nil {
-		f.onArgs(sym, args)
 	}
 	if f.emu != nil {
 		f.emu.launch(sym, grid, block, args)

@@ -844,7 +844,7 @@ func (e *Engine) shared(l *gLayer) error {
 	for _, ph := range []struct {
 		phase int32
 		grid  rt.Dim3
-	}{{3, rt.Dim3{X: uint32(c.SharedFF / 32), Y: 2, Z: 1}}, {e.downPhase(), dim(blocks(H, 8))}} {
+	}{{3, rt.Dim3{X: uint32(c.SharedFF / 32), Y: 2, Z: 1}}, {2, dim(blocks(H, 8))}} {
 		ma.Phase = ph.phase
 		if err := e.launchK(key, ph.grid, abi.MoeDecodeThreads, rt.Args(&ma)); err != nil {
 			return err
@@ -922,25 +922,9 @@ func (e *Engine) moe(li int, l *gLayer) error {
 	if err := e.launchK(key, rt.Dim3{X: uint32(F / 32), Y: uint32(K), Z: 1}, abi.MoeDecodeThreads, rt.Args(&ma)); err != nil {
 		return err
 	}
-	ma.Phase = e.downPhase()
+	ma.Phase = 2
 	return e.launchK(key, dim(blocks(H, 8)), abi.MoeDecodeThreads, rt.Args(&ma))
 }
-
-// downPhase is the moe_decode phase of a decode token's down projection after phase 3 (the
-// launch before it, which the router's launch precedes): 5, which selects the experts
-// from the logits and the slot tables before its grid wait (under a programmatic launch,
-// while phase 3 runs) and gives phase 2's bits, unless Options.OldMoeDown; 2 otherwise,
-// and on the path that looks experts up between the phases (phase 1 instead of 3).
-func (e *Engine) downPhase() int32 {
-	if e.oneSync() && !e.moeDownOld {
-		return 5
-	}
-	return 2
-}
-
-// SetMoeDownOld sets Options.OldMoeDown on a loaded engine, between tokens, for a comparison
-// on one engine (each setting captures its own graphs: graphKey).
-func (e *Engine) SetMoeDownOld(on bool) { e.moeDownOld = on }
 
 // place points layer's slot tables (host mirror) at the slots ms were given, clears the
 // entries of the experts they evicted, marks the tables that changed dirty, and returns

@@ -202,12 +202,6 @@ func TestPDLFamiliesWait(t *testing.T) {
 						strings.Contains(string(src), "    if (pre == 2) STRATA_GRID_DEP();\n") {
 						continue
 					}
-					// moe_decode: phase 5 waits in strata_moe_down, after its selection and its
-					// down rows' L2 prefetch (which read only the logits and the slot tables).
-					if fam == "moe_decode" && strings.HasPrefix(first, "if (p.phase != 5) STRATA_GRID_DEP();") &&
-						strings.Contains(string(src), "    STRATA_GRID_DEP();\n  } else {\n") {
-						continue
-					}
 					if !strings.HasPrefix(first, "STRATA_GRID_DEP();") {
 						t.Errorf("%s line %d: kernel does not begin with STRATA_GRID_DEP(): %q", f, j+1, strings.TrimSpace(lines[min(j, len(lines)-1)]))
 					}
