@@ -56,11 +56,6 @@ var moeBounds = []Bound{
 	{Name: "fused", Exact: true, Why: `
 		Phase 3 (router and gate/up in one launch, phase 1's grid) runs phase 0's and phase 1's
 		arithmetic: its ids, wts, err and h bytes must equal those of phases 0 and 1.`},
-	{Name: "late", Exact: true, Why: `
-		Phase 5 is phase 2 that finds its experts itself: the top-k of the logits and the slot
-		check with phase 3's own code (before the grid wait, where a programmatic launch
-		overlaps phase 3), then phase 2's row walk over the same h. Its y bytes must equal
-		phase 2's, with ids, wts and err given as poison it must not read.`},
 	{Name: "y", MaxRowRel: 1.2e-5, Why: `
 		Per output, |y − ref| / T with T = Σ_j |w_j|·S_j, S_j = Σ|group terms| of down_j[r]·h_j
 		(the kernel's own h bytes, float64). Each down dot: one fma per group (two for Q4_K,
