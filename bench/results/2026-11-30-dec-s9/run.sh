@@ -47,7 +47,7 @@ build() {
 }
 
 run() {
-	local d=$here w=/tmp/dec t0=$SECONDS budget=${STRATA_DEC_BUDGET:-185} dry=${STRATA_DEC_DRY:-0}
+	local d=$here w=/tmp/dec-s9run t0=$SECONDS budget=${STRATA_DEC_BUDGET:-185} dry=${STRATA_DEC_DRY:-0}
 	: "${OUT:?set OUT}"
 	rm -rf "$w" && mkdir -p "$w/logs" "$w/models"
 	local L=$w/logs pt=$w/parity.test st=$w/sr.test gt=$w/gpu.test P
