@@ -38,12 +38,21 @@ import (
 // makes no driver call unless something changed in between (the caller's argmax n, a
 // setting): the walk's comparison keeps it exact either way.
 //
+// Branches (CUDA; Engine.SetSharedBranch, SetAttnBranch): a capture need not be one chain.
+// Where a launch needs nothing of the launches just before it, the capture's dependency set
+// is moved (runtime/gpu Launcher.CaptureFork to an earlier launch, CaptureJoin to add the
+// chain's end back), so the graph runs it beside them: qwen3next's shared expert beside the
+// routed experts, its attention layers' q, gate and k|v projections side by side. Replays
+// keep the capture's launch numbering; only the graph's edges differ (forward.go
+// sharedBranch, attention).
+//
 // What changes the sequence's shape is the key: whether the step makes logits, what it
 // leaves for the caller (logits or the argmax token), the staging row its ids go to (two
 // alternate by token), the delta-net conv state it reads (two alternate by token) and the
 // attention path (prep and reduceq, or the launches before them: Engine.SetAttnPrep), and
 // whether launches carry programmatic dependencies (Engine.SetPDL: each launch of
-// pdlFamilies that follows a kernel is a kernel node with a programmatic edge).
+// pdlFamilies that follows a kernel is a kernel node with a programmatic edge), and the
+// branch modes (qwen3next only).
 // Graphs are off with KernelTimes (events between launches), PlainLaunch (captures need
 // the bound Launcher), HostKV (a sync per attention layer), on the non-resident path (the
 // host looks experts up between phases) and the batched prompt path; and after a capture
