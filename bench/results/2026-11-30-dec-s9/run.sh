@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Helper dec's H200 call (session 9, issue 11): decode graph branches (qwen3next's shared
 # expert beside the routed experts, its attention inputs side by side) and moe_decode
-# phase 5 (the down projection selects its experts before its grid wait), proven and timed
-# against the old paths in one binary set. Trimmed from bench/results/2026-11-30-final-s8/run.sh.
+# phase 5 (the down projection selects its experts before its grid wait; measured in call 1,
+# lost, reverted), proven and timed against the old paths in one binary set. Trimmed from bench/results/2026-11-30-final-s8/run.sh.
 #
 #   run.sh build   build machine, repository root: gpu.test, strata-run.test, parity.test
 #       (CGO_ENABLED=0, -tags strata_nodemo, stripped, xz) and the sm_90 code objects the
@@ -119,13 +119,15 @@ run() {
 		say "$1 ($3; kt $4) exit $rc"
 		return $rc
 	}
-	# 30B (no shared expert, no branches): phase 5 against phase 2, alternated; kernel times of both
+	# 30B (no shared expert, no branches: s8 and base are the same path since phase 5's revert;
+	# call 1 timed phase 5 there); kernel times of both
 	prof time-q30 q30-q2_0 "${STRATA_DEC_M30:-s8,base,s8,base}" "${STRATA_DEC_KT30:-s8,base}" 35
 	# 80B: session 8's path (s8) against the new default (base), alternated, then each change
 	# alone switched off; if base cannot be captured (programmatic edges at a fork or join),
 	# the same with plain branches
-	if ! prof time-q80 q80-iq2_xs "${STRATA_DEC_M80:-s8,base,s8,base,shoff,attnoff,downold,shplain}" "${STRATA_DEC_KT80:-s8,base}" 60; then
-		prof time-q80-plain q80-iq2_xs "s8,shplain,s8,shplain,downold" "" 40
+	# (call 1 ran with modes s8,base,s8,base,shoff,attnoff,downold,shplain: downold went with phase 5)
+	if ! prof time-q80 q80-iq2_xs "${STRATA_DEC_M80:-s8,base,s8,base,shoff,attnoff,shplain}" "${STRATA_DEC_KT80:-s8,base}" 60; then
+		prof time-q80-plain q80-iq2_xs "s8,shplain,s8,shplain" "" 40
 	fi
 	kill "$syn" 2>/dev/null
 	rm -f "$w"/models/*.gguf
