@@ -168,6 +168,21 @@ type Options struct {
 	// the same (measurement baseline, also Engine.SetDeltaNetOld). Decode always runs
 	// recurrent.
 	OldDeltaNet bool
+	// SharedBranch: how a decode graph (resident, CUDA) runs qwen3next's gated shared
+	// expert. The zero value, BranchDep, captures it as a branch beside the routed
+	// experts (runtime/gpu Launcher.CaptureFork after the router, CaptureJoin before the
+	// next layer's norm), its launches programmatic where PDL is on; BranchPlain the
+	// same with full dependencies at the fork and the join; BranchOff after the routed
+	// experts on the one chain (the path before; measurement baseline, also
+	// Engine.SetSharedBranch). The bits are the same in all three (sharedBranch's comment).
+	SharedBranch BranchMode
+	// AttnBranch: how a decode graph (resident, CUDA) runs a qwen3next attention layer's
+	// input projections (q, gate, k|v: three mmvq launches that read only the normed input).
+	// The zero value, BranchDep, captures them as three branches from the norm's launch,
+	// joined before prep (runtime/gpu Launcher.CaptureFork, CaptureJoin); BranchPlain the
+	// same with full dependencies; BranchOff one after the other (the path before;
+	// measurement baseline, also Engine.SetAttnBranch). The bits are the same.
+	AttnBranch BranchMode
 	// Misses: how the kernels reach an expert that has no VRAM slot. The zero value,
 	// MissAuto, maps where it works and copies elsewhere (the reason: Engine.MissPath);
 	// MissMap: every expert lives in mapped pinned host memory that the kernels can read
@@ -278,6 +293,9 @@ type Engine struct {
 	attnGen      bool                     // Options.GenericAttnMMA
 	shDec        bool                     // Options.SharedDecode
 	gdnOld       bool                     // Options.OldDeltaNet
+	shBranch     BranchMode               // Options.SharedBranch
+	attnBr       BranchMode               // Options.AttnBranch
+	routerAt     int                      // capture index of the last router launch (moe; capture only)
 	shT          map[quant.Type]*moeTiles // moe_prefill's tiles per shared-expert type (qwen3next; sharedChunk)
 	ptab         PrefillTables            // how the batched path runs non-direct layers (SetPrefillTables)
 	direct       []int                    // per layer: slot of expert 0 when its experts sit in consecutive slots of one slab (resident), else −1
@@ -525,6 +543,14 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	e.attnGen = o.GenericAttnMMA
 	e.shDec = o.SharedDecode
 	e.gdnOld = o.OldDeltaNet
+	if o.SharedBranch < BranchDep || o.SharedBranch > BranchPlain {
+		return nil, fmt.Errorf("model/gpu: shared-expert branch mode %d (want BranchDep, BranchOff or BranchPlain)", int(o.SharedBranch))
+	}
+	e.shBranch = o.SharedBranch
+	if o.AttnBranch < BranchDep || o.AttnBranch > BranchPlain {
+		return nil, fmt.Errorf("model/gpu: attention-input branch mode %d (want BranchDep, BranchOff or BranchPlain)", int(o.AttnBranch))
+	}
+	e.attnBr = o.AttnBranch
 	if o.Chunk > 0 && (c.Arch == model.ArchQwen3MoE || c.Arch == model.ArchQwen3Next) && !o.HostKV {
 		e.chunk = o.Chunk
 		fams = append(fams[:len(fams):len(fams)], "mmq", "moe_prefill", "attention_prefill")

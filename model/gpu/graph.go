@@ -38,12 +38,21 @@ import (
 // makes no driver call unless something changed in between (the caller's argmax n, a
 // setting): the walk's comparison keeps it exact either way.
 //
+// Branches (CUDA; Engine.SetSharedBranch, SetAttnBranch): a capture need not be one chain.
+// Where a launch needs nothing of the launches just before it, the capture's dependency set
+// is moved (runtime/gpu Launcher.CaptureFork to an earlier launch, CaptureJoin to add the
+// chain's end back), so the graph runs it beside them: qwen3next's shared expert beside the
+// routed experts, its attention layers' q, gate and k|v projections side by side. Replays
+// keep the capture's launch numbering; only the graph's edges differ (forward.go
+// sharedBranch, attention).
+//
 // What changes the sequence's shape is the key: whether the step makes logits, what it
 // leaves for the caller (logits or the argmax token), the staging row its ids go to (two
 // alternate by token), the delta-net conv state it reads (two alternate by token) and the
 // attention path (prep and reduceq, or the launches before them: Engine.SetAttnPrep), and
 // whether launches carry programmatic dependencies (Engine.SetPDL: each launch of
-// pdlFamilies that follows a kernel is a kernel node with a programmatic edge).
+// pdlFamilies that follows a kernel is a kernel node with a programmatic edge), and the
+// branch modes (qwen3next only).
 // Graphs are off with KernelTimes (events between launches), PlainLaunch (captures need
 // the bound Launcher), HostKV (a sync per attention layer), on the non-resident path (the
 // host looks experts up between phases) and the batched prompt path; and after a capture
@@ -56,11 +65,13 @@ type graphKey struct {
 	outMode int
 	idsOff  int // the staging row of the ids download
 	convPar int
-	prep    bool // attention through attention_decode's prep and reduceq (Engine.attnPrep)
-	pdl     bool // launches with programmatic dependencies (Engine.SetPDL)
-	oldQ81  bool // rmsnorm_row's wave Q8_1 step (Engine.SetOldNorm)
-	argmax1 bool // the one-block argmax (Engine.SetOldNorm)
-	mmvqOld bool // mmvq's default path for every shape (Engine.SetMmvqOld)
+	prep    bool       // attention through attention_decode's prep and reduceq (Engine.attnPrep)
+	pdl     bool       // launches with programmatic dependencies (Engine.SetPDL)
+	oldQ81  bool       // rmsnorm_row's wave Q8_1 step (Engine.SetOldNorm)
+	argmax1 bool       // the one-block argmax (Engine.SetOldNorm)
+	mmvqOld bool       // mmvq's default path for every shape (Engine.SetMmvqOld)
+	shared  BranchMode // qwen3next's shared expert as a branch (Engine.SetSharedBranch)
+	attnBr  BranchMode // qwen3next's attention inputs as branches (Engine.SetAttnBranch)
 }
 
 // graphKeyOf is the key of a step: the output mode counts only when the step makes
@@ -70,6 +81,9 @@ type graphKey struct {
 // graphs of the same launches and fill maxGraphs twice as fast.
 func (e *Engine) graphKeyOf(wantLogits bool, idsOff int) graphKey {
 	k := graphKey{logits: wantLogits, idsOff: idsOff, prep: e.attnPrep(), pdl: !e.noPDL, oldQ81: e.oldRowQ81, argmax1: e.argmax1, mmvqOld: e.mmvqOld}
+	if e.cfg.Arch == model.ArchQwen3Next {
+		k.shared, k.attnBr = e.shBranch, e.attnBr
+	}
 	if wantLogits {
 		k.outMode = e.outMode
 	}
