@@ -325,6 +325,8 @@ type Engine struct {
 	tokPar   int
 	tokPrev  *rt.Event
 	tokRec   bool
+	// SetStartProbe
+	startProbe bool
 
 	// mapped misses (Options.Misses, mapped.go): the device address of hostExp, the
 	// promotions whose copies are in flight by slot, the event that orders a promotion

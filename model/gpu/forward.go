@@ -213,6 +213,10 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 		return err
 	}
 	mark(&ph.Submit)
+	if err := e.probeStart(); err != nil {
+		return err
+	}
+	mark(&ph.StartLag)
 	if e.verifyTg != nil { // launched before its walk: walk it now, at its own position, in check mode
 		if err := e.checkLaunched(wantLogits, idsOff); err != nil {
 			return err

@@ -31,7 +31,7 @@ import (
 
 // StepPhases is the host time of the decode steps by phase (Stats.Phases), and with
 // Engine.SetTokenTimes the device's view of the same tokens. A step's wall time (Stats.Wall)
-// is Embed + Tables + Submit + Lookup + Check + Ahead + Sync + After.
+// is Embed + Tables + Submit + StartLag + Check + Lookup + Ahead + Sync + After.
 type StepPhases struct {
 	Steps int
 	// Between: from the end of a step to the start of the next (the caller, Forward's own
@@ -52,6 +52,10 @@ type StepPhases struct {
 	// the token before's sync point to this launch; Tokens measured.
 	Busy, Tail, Idle time.Duration
 	Tokens           int
+	// StartLag (SetStartProbe): from the launch's return until the token's first event has
+	// happened, polled by the host — how long after the host queued the token the GPU
+	// reached it.
+	StartLag time.Duration
 }
 
 // SetLaunchFirst switches the launch-first order on (the default) or off
@@ -128,6 +132,29 @@ func (e *Engine) SetTokenTimes(on bool) error {
 		}
 	}
 	e.tokTimes, e.tokPrev, e.tokRec = on, nil, false
+	return nil
+}
+
+// SetStartProbe makes each step with token events (SetTokenTimes) poll its first event
+// after the launch until it has happened (StepPhases.StartLag): a diagnostic of when the
+// GPU reaches a token the host has queued; the poll delays the step's lookup.
+func (e *Engine) SetStartProbe(on bool) { e.startProbe = on }
+
+// probeStart is SetStartProbe's poll (step adds its time to StepPhases.StartLag).
+func (e *Engine) probeStart() error {
+	if !e.startProbe || !e.tokRec {
+		return nil
+	}
+	ev := e.tokEv[e.tokPar][0]
+	for {
+		done, err := ev.Done()
+		if err != nil {
+			return err
+		}
+		if done {
+			break
+		}
+	}
 	return nil
 }
 

@@ -10,7 +10,10 @@
 #   run.sh run     GPU machine, repository root of the device copy (carry .dev-hostgap), $OUT set.
 #       STRATA_HG_BUDGET seconds in all (default 185). STRATA_HG_ENGINE=0 leaves out the
 #       GPU-vs-CPU engine tests. STRATA_HG_MODES: STRATA_BENCH_HOSTGAP (default
-#       old,new,old,new,new+nopromote,new+promote32). STRATA_HG_BUDGETS: MiB list (default 12288,16384,24576,0).
+#       old,new,old,new,new+nopromote,new+promote32). STRATA_HG_BUDGETS: MiB list (default
+#       12288,16384,24576,0). STRATA_HG_CONNS: one bench pass per CUDA_DEVICE_MAX_CONNECTIONS
+#       value ("-": unset; default "-"); pass i takes STRATA_HG_BUDGETSi / STRATA_HG_MODESi
+#       where set (else the two above).
 #   STRATA_HG_DRY=1 run.sh run   the same flow with stub binaries (no GPU).
 #
 # Every PTX is assembled by ptxas first, so no driver JIT runs inside a timing; mmq is cut to
@@ -93,24 +96,37 @@ run() {
 		say "engine tests exit $?"
 	fi
 	while [ ! -e "$w/models/q80-iq2_xs.done" ] && [ "$(left 10)" -gt 0 ]; do sleep 1; done
-	if [ -s "$w/models/q80-iq2_xs.gguf" ] || [ "$dry" = 1 ]; then
-		lm=$(lim 150 3)
-		STRATA_CO_DIR=$w/eco STRATA_GPU_BENCH=1 STRATA_BENCH_MODEL=$w/models/q80-iq2_xs.gguf STRATA_BENCH_OUT=$L STRATA_BENCH_LABEL=hostgap \
-			STRATA_BENCH_POLICIES=decayed STRATA_BENCH_BUDGETS_MIB="${STRATA_HG_BUDGETS:-12288,16384,24576,0}" STRATA_BENCH_CTX=4096 \
-			STRATA_BENCH_TOKENS=64 STRATA_BENCH_CHUNK=512 STRATA_BENCH_HOSTGAP="${STRATA_HG_MODES:-old,new,old,new,new+nopromote,new+promote32}" \
-			timeout "$lm" "$st" -test.run '^TestGPUBench$' -test.v -test.timeout "$((lm - 2))s" >"$L/gpubench-budgets.log" 2>&1
-		say "gpubench-budgets exit $?"
-	else
-		say "q80-iq2_xs: no model"
-	fi
+	# one pass per CUDA_DEVICE_MAX_CONNECTIONS setting ("-": the driver's default), each with
+	# its own budgets and modes
+	local conn i=0 bud mod
+	for conn in ${STRATA_HG_CONNS:--}; do
+		i=$((i + 1))
+		bud=$(eval echo "\${STRATA_HG_BUDGETS$i:-\${STRATA_HG_BUDGETS:-12288,16384,24576,0}}")
+		mod=$(eval echo "\${STRATA_HG_MODES$i:-\${STRATA_HG_MODES:-old,new,old,new,new+nopromote,new+promote32}}")
+		if [ -s "$w/models/q80-iq2_xs.gguf" ] || [ "$dry" = 1 ]; then
+			lm=$(lim 150 3)
+			(
+				[ "$conn" = - ] || export CUDA_DEVICE_MAX_CONNECTIONS=$conn
+				STRATA_CO_DIR=$w/eco STRATA_GPU_BENCH=1 STRATA_BENCH_MODEL=$w/models/q80-iq2_xs.gguf STRATA_BENCH_OUT=$L/pass$i STRATA_BENCH_LABEL=hostgap$i \
+					STRATA_BENCH_POLICIES=decayed STRATA_BENCH_BUDGETS_MIB="$bud" STRATA_BENCH_CTX=4096 \
+					STRATA_BENCH_TOKENS=64 STRATA_BENCH_CHUNK=512 STRATA_BENCH_HOSTGAP="$mod" \
+					timeout "$lm" "$st" -test.run '^TestGPUBench$' -test.v -test.timeout "$((lm - 2))s"
+			) >"$L/gpubench-budgets-$i.log" 2>&1
+			say "gpubench-budgets pass $i (CUDA_DEVICE_MAX_CONNECTIONS $conn) exit $?"
+		else
+			say "q80-iq2_xs: no model"
+		fi
+	done
 	kill "$syn" 2>/dev/null
 	rm -f "$w"/models/*.gguf
 	{
 		echo
 		echo "## engine tests"
 		grep -E "^\s*--- (PASS|FAIL): TestGPU[A-Za-z]*( |$)|^(ok|FAIL|PASS)$|panic" "$L/engine-tests.log" 2>/dev/null | head
-		echo "## budgets (TestGPUBench, STRATA_BENCH_HOSTGAP)"
-		grep -hE "^ROW|^PHASES|FAIL|panic|expert misses" "$L/gpubench-budgets.log" 2>/dev/null | head -60
+		for f in "$L"/gpubench-budgets-*.log; do
+			echo "## budgets (TestGPUBench, STRATA_BENCH_HOSTGAP), $(basename "$f")"
+			grep -hE "^ROW|^PHASES|FAIL|panic|expert misses" "$f" 2>/dev/null | head -60
+		done
 		echo
 		echo "total: $((SECONDS - t0)) s"
 	} >>"$sum"
