@@ -1455,6 +1455,7 @@ func (e *Engine) Pos() int { return e.pos }
 // states are cleared; the expert cache keeps its contents).
 func (e *Engine) Reset() error {
 	e.pos, e.convPar = 0, 0
+	e.aheadTg = nil // a new sequence walks its first graph before launching it
 	return e.zeroState()
 }
 
