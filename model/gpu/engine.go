@@ -128,6 +128,11 @@ type Options struct {
 	// NoGraph: submit a resident token launch by launch instead of as one replayed graph
 	// (graph.go; measurement baseline, also Engine.SetGraph).
 	NoGraph bool
+	// WalkFirst: walk a replayed token's graph (its node checks and updates) before
+	// launching it, as session 8 did, instead of launching a graph that the token before's
+	// ahead walk brought current at once and checking it after the launch (hostgap.go;
+	// measurement baseline, also Engine.SetLaunchFirst).
+	WalkFirst bool
 	// Chunk > 0: Forward runs a prompt of more than one token through the batched path
 	// (prefill.go) in chunks of up to Chunk tokens; 0: token by token through the decode
 	// path (which also stays the path of single tokens, and of models the batched path
@@ -321,6 +326,26 @@ type Engine struct {
 	gi, gc       int
 	gLast        *tokenGraph // the graph launched last (running until the step's sync)
 
+	// launch-first order (hostgap.go): Options.WalkFirst; the graph the last ahead walk
+	// brought current (nil once anything may have changed since), the position and argmax
+	// n it was walked for; the graph launched before its walk, to check after the launch.
+	walkFirst        bool
+	aheadTg          *tokenGraph
+	aheadPos, aheadN int
+	verifyTg         *tokenGraph
+	// per-token timing (hostgap.go): the end of the last step (host clock, since
+	// clockBase); with SetTokenTimes, each token's three events (before its launch, after
+	// it, before its sync) in two sets by parity, the set in use, and the last token's
+	// last event (nil: none to measure the idle time from).
+	stepEnd  time.Duration
+	tokTimes bool
+	tokEv    [2][3]*rt.Event
+	tokPar   int
+	tokPrev  *rt.Event
+	tokRec   bool
+	// SetStartProbe
+	startProbe bool
+
 	// mapped misses (Options.Misses, mapped.go): the device address of hostExp, the
 	// promotions whose copies are in flight by slot, the event that orders a promotion
 	// batch's copies after its table upload, and the per-token promotion cap.
@@ -437,6 +462,9 @@ type Stats struct {
 	// while the GPU runs this one (graph.go, "Ahead")
 	AheadUpdates int64
 	AheadTime    time.Duration
+	// where each decode token's time goes (hostgap.go): host phases of every step, and
+	// with SetTokenTimes the device's busy, tail and idle time
+	Phases StepPhases
 	// with Options.KernelTimes: device milliseconds and launches per kernel ("family/variant")
 	Kernels map[string]KernelTime
 }
@@ -1315,6 +1343,7 @@ func (e *Engine) prepare(o Options) error {
 	e.attnSplit = o.AttnSplit
 	e.plain = o.PlainLaunch
 	e.graphOn, e.graphs = !o.NoGraph, map[graphKey]*tokenGraph{}
+	e.walkFirst = o.WalkFirst
 	if e.chunk > 0 {
 		if err := e.preparePrefill(); err != nil {
 			return err
@@ -1424,11 +1453,13 @@ func (e *Engine) Stats() Stats {
 func (e *Engine) ResetStats() {
 	e.flushLookup()
 	e.stats = Stats{}
+	e.stepEnd, e.tokPrev = 0, nil
 }
 
 // SetSyncLookup sets Options.SyncLookup on a loaded engine, for a comparison on one engine.
 func (e *Engine) SetSyncLookup(on bool) {
 	e.flushLookup()
+	e.aheadTg = nil
 	e.syncLookup = on
 }
 
@@ -1450,6 +1481,7 @@ func (e *Engine) Pos() int { return e.pos }
 // states are cleared; the expert cache keeps its contents).
 func (e *Engine) Reset() error {
 	e.pos, e.convPar = 0, 0
+	e.aheadTg = nil // a new sequence walks its first graph before launching it
 	return e.zeroState()
 }
 
@@ -1473,6 +1505,7 @@ func (e *Engine) Close() error {
 	}
 	e.kevs, e.kevPool = nil, nil
 	errs = append(errs, e.dropGraphs())
+	errs = append(errs, e.closeTokenTimes()...)
 	if e.mapped && e.copier != nil { // promotions may still be copying into the slots freed below
 		_, err := e.copier.Finish()
 		errs = append(errs, err)
@@ -1523,6 +1556,9 @@ func (e *Engine) launchK(k *kernel, grid rt.Dim3, threads int, args []byte) erro
 		panic("model/gpu: launch arguments larger than argBuf")
 	}
 	a := e.argBuf[:copy(e.argBuf[:], args)]
+	if e.gmode == gCheck {
+		return e.checkLaunch(k, grid, threads, a)
+	}
 	if e.gmode == gReplay {
 		changed, err := e.gcur.g.Set(e.gi, k.fn, grid, rt.Dim3{X: uint32(threads), Y: 1, Z: 1}, a)
 		e.gi++
@@ -1736,16 +1772,23 @@ func (e *Engine) mmvqBlocks(rows int, k *kernel) uint32 {
 
 // SetMmvqOld sets Options.MmvqOld on a loaded engine, for a comparison on one engine (each
 // setting captures its own graphs: graphKey).
-func (e *Engine) SetMmvqOld(on bool) { e.mmvqOld = on }
+func (e *Engine) SetMmvqOld(on bool) {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
+	e.mmvqOld = on
+}
 
 // SetMmvqRows8 switches mmvq's grid to ceil(rows/8) blocks (on) or to the kernel's rows per
 // block (off): Options.MmvqRows8 on a loaded engine, for a comparison on one engine.
-func (e *Engine) SetMmvqRows8(on bool) { e.mmvqRows8 = on }
+func (e *Engine) SetMmvqRows8(on bool) {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
+	e.mmvqRows8 = on
+}
 
 // SetKernelTimes switches Options.KernelTimes on a loaded engine, between tokens (to
 // profile chosen positions of one sequence). Switching it off first reads back the launches
 // still pending (a sync of the compute stream).
 func (e *Engine) SetKernelTimes(on bool) error {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
 	if !on && len(e.kevs) > 0 {
 		if err := e.sync(); err != nil {
 			return err
@@ -1758,6 +1801,7 @@ func (e *Engine) SetKernelTimes(on bool) error {
 // SetOldNorm sets Options.OldRowQ81 and Options.OneBlockArgmax on a loaded engine, between
 // tokens, for a comparison on one engine (each setting captures its own graphs: graphKey).
 func (e *Engine) SetOldNorm(rowQ81, argmax1 bool) {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
 	e.oldRowQ81, e.argmax1 = rowQ81, argmax1
 	for _, v := range []string{"q81", "addq81"} {
 		if rowQ81 {
@@ -1769,11 +1813,17 @@ func (e *Engine) SetOldNorm(rowQ81, argmax1 bool) {
 }
 
 // SetPlainLaunch sets Options.PlainLaunch on a loaded engine, for a comparison on one engine.
-func (e *Engine) SetPlainLaunch(on bool) { e.plain = on }
+func (e *Engine) SetPlainLaunch(on bool) {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
+	e.plain = on
+}
 
 // SetAttnSplit sets Options.AttnSplit on a loaded engine (0: the policy; n > 0: splits of
 // n positions; AttnSplitOld: the policy before), for a comparison on one engine.
-func (e *Engine) SetAttnSplit(n int) { e.attnSplit = max(n, AttnSplitOld) }
+func (e *Engine) SetAttnSplit(n int) {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
+	e.attnSplit = max(n, AttnSplitOld)
+}
 
 // mmvqMats runs z dense matrices of w.rows rows, matrix i at w.ptr + i·wMatBytes, all on
 // the same x, into y + i·yMatStride.

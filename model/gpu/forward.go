@@ -160,8 +160,21 @@ func (e *Engine) forward(tokens []int32, mode int) (err error) {
 	return nil
 }
 
-// step runs one token; with wantLogits the logits land in the staging window.
+// step runs one token; with wantLogits the logits land in the staging window. The host
+// time of its phases goes to Stats.Phases (hostgap.go).
 func (e *Engine) step(id int32, wantLogits bool) error {
+	ph := &e.stats.Phases
+	t0 := time.Since(clockBase)
+	if e.stepEnd != 0 {
+		ph.Between += t0 - e.stepEnd
+	}
+	ph.Steps++
+	mark := func(d *time.Duration) {
+		t := time.Since(clockBase)
+		*d += t - t0
+		t0 = t
+	}
+	defer func() { e.stepEnd = time.Since(clockBase) }()
 	st := e.stage()
 	hb := e.staging.Bytes()
 	// Embedding row (host gather) and position.
@@ -173,6 +186,7 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 		copy(hb[st.x:], f32Bytes(row))
 	}
 	binary.LittleEndian.PutUint32(hb[st.pos:], uint32(e.pos))
+	mark(&ph.Embed)
 	// Resident: every layer's ids in one download after the token, into the staging row
 	// the previous token's pending lookup does not read.
 	idsOff := st.ids
@@ -182,16 +196,33 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 	if e.mapped && !e.resident { // the tables this token reads: every upload so far precedes it
 		copy(e.vramAt[idsOff], e.vram)
 	}
+	mark(&ph.Tables)
 	var err error
 	graph := e.useGraph()
 	if graph {
 		err = e.graphToken(wantLogits, idsOff)
 	} else {
-		err = e.tokenOps(wantLogits, idsOff)
+		if err = e.tokenStart(); err == nil {
+			err = e.tokenOps(wantLogits, idsOff)
+		}
+	}
+	if err == nil {
+		err = e.tokenMark(1)
 	}
 	if err != nil {
 		return err
 	}
+	mark(&ph.Submit)
+	if err := e.probeStart(); err != nil {
+		return err
+	}
+	mark(&ph.StartLag)
+	if e.verifyTg != nil { // launched before its walk: walk it now, at its own position, in check mode
+		if err := e.checkLaunched(wantLogits, idsOff); err != nil {
+			return err
+		}
+	}
+	mark(&ph.Check)
 	e.pos++
 	e.convPar ^= 1
 	if !e.oneSync() {
@@ -200,10 +231,13 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 				return err
 			}
 		}
+		mark(&ph.Sync)
 		e.cache.Step()
 		// Without logits, keep the stream short: the next token's host work needs nothing
 		// from this one.
-		return e.finishCopies()
+		err := e.finishCopies()
+		mark(&ph.After)
+		return err
 	}
 	// The previous token's lookup while this token's kernels run (the GPU is busy; after
 	// the sync it would wait for the host).
@@ -212,14 +246,23 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 			return err
 		}
 	}
+	mark(&ph.Lookup)
 	if graph && !e.graphNoAhead && e.graphErr == nil {
 		if err := e.graphAhead(wantLogits, idsOff); err != nil {
 			return err
 		}
 	}
+	mark(&ph.Ahead)
+	if err := e.tokenMark(2); err != nil {
+		return err
+	}
 	if err := e.sync(); err != nil {
 		return err
 	}
+	if err := e.tokenRead(); err != nil {
+		return err
+	}
+	mark(&ph.Sync)
 	e.pendingIDs = idsOff
 	if e.syncLookup {
 		if err := e.lookupPending(); err != nil {
@@ -227,9 +270,12 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 		}
 	}
 	if !e.resident { // mapped misses: promotions stay in flight across tokens (mapped.go)
+		mark(&ph.After)
 		return nil
 	}
-	return e.finishCopies()
+	err = e.finishCopies()
+	mark(&ph.After)
+	return err
 }
 
 // tokenOps queues one token's device work on the compute stream, from the embedding row
@@ -643,11 +689,17 @@ func (e *Engine) attnPrep() bool { return !e.noAttnPrep && !e.hostKV }
 
 // SetAttnPrep sets Options.NoAttnPrep to !on on a loaded engine, between tokens, for a
 // comparison on one engine (each path captures its own graphs: graphKey).
-func (e *Engine) SetAttnPrep(on bool) { e.noAttnPrep = !on }
+func (e *Engine) SetAttnPrep(on bool) {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
+	e.noAttnPrep = !on
+}
 
 // SetPDL sets Options.NoPDL to !on on a loaded engine, between tokens, for a comparison on
 // one engine (each setting captures its own graphs: graphKey).
-func (e *Engine) SetPDL(on bool) { e.noPDL = !on }
+func (e *Engine) SetPDL(on bool) {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
+	e.noPDL = !on
+}
 
 // attnInputs is the path before prep: per-head q and k norms (rmsnorm f32), rope (one
 // launch when q and k are adjacent, else two) and the store of k and v into the cache

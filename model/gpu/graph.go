@@ -112,13 +112,17 @@ const (
 	gPlain = iota
 	gCapture
 	gReplay
+	gCheck // a graph launched before its walk, walked after (hostgap.go)
 )
 
 // maxGraphs bounds the captured variants kept (a decode loop needs two).
 const maxGraphs = 8
 
 // SetGraphAhead switches the ahead walk (above) on or off, for a comparison on one engine.
-func (e *Engine) SetGraphAhead(on bool) { e.graphNoAhead = !on }
+func (e *Engine) SetGraphAhead(on bool) {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
+	e.graphNoAhead = !on
+}
 
 // graphAhead walks the next token's graph (its likely variant: the same output, the other
 // ids row unless SyncLookup, the conv state this token's left) as a replay at the next
@@ -142,6 +146,10 @@ func (e *Engine) graphAhead(wantLogits bool, idsOff int) error {
 	e.gmode, e.gcur = gPlain, nil
 	e.stats.AheadUpdates += e.stats.GraphUpdates - before
 	e.stats.AheadTime += time.Since(clockBase) - t0
+	if err == nil && e.gi == tg.g.Kernels() && e.gc == len(tg.copies) {
+		// current for the next position: the next step may launch it before its walk
+		e.aheadTg, e.aheadPos, e.aheadN = tg, e.pos, e.argmaxN
+	}
 	return err
 }
 
@@ -153,6 +161,7 @@ func (e *Engine) useGraph() bool {
 // SetGraph switches graph replay of resident tokens on or off on a loaded engine (the
 // inverse of Options.NoGraph), for a comparison on one engine; off releases the graphs.
 func (e *Engine) SetGraph(on bool) error {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
 	e.graphOn = on
 	if !on {
 		return e.dropGraphs()
@@ -164,6 +173,7 @@ func (e *Engine) SetGraph(on bool) error {
 func (e *Engine) GraphErr() error { return e.graphErr }
 
 func (e *Engine) dropGraphs() error {
+	e.aheadTg, e.verifyTg = nil, nil
 	var errs []error
 	for k, tg := range e.graphs {
 		errs = append(errs, tg.g.Destroy())
@@ -180,6 +190,9 @@ func (e *Engine) graphToken(wantLogits bool, idsOff int) error {
 	t0 := time.Since(clockBase)
 	defer func() { e.stats.GraphTime += time.Since(clockBase) - t0 }()
 	tg := e.graphs[key]
+	if launched, err := e.launchAhead(tg); launched {
+		return err
+	}
 	if tg == nil {
 		var err error
 		if tg, err = e.captureToken(wantLogits, idsOff); err != nil {
@@ -187,6 +200,9 @@ func (e *Engine) graphToken(wantLogits bool, idsOff int) error {
 				return err
 			}
 			e.graphErr = fmt.Errorf("model/gpu: graph capture: %w", err)
+			if err := e.tokenStart(); err != nil {
+				return err
+			}
 			return e.tokenOps(wantLogits, idsOff)
 		}
 		if len(e.graphs) >= maxGraphs {
@@ -209,6 +225,9 @@ func (e *Engine) graphToken(wantLogits bool, idsOff int) error {
 	}
 	e.stats.Graphs++
 	e.gLast = tg
+	if err := e.tokenStart(); err != nil {
+		return err
+	}
 	return tg.g.Launch()
 }
 
@@ -239,7 +258,7 @@ func (e *Engine) graphCopy(kind rt.CopyKind, dev rt.DevPtr, off, n int) (skip bo
 	switch e.gmode {
 	case gCapture:
 		e.gcur.copies = append(e.gcur.copies, c)
-	case gReplay:
+	case gReplay, gCheck:
 		if e.gc >= len(e.gcur.copies) || e.gcur.copies[e.gc] != c {
 			return true, fmt.Errorf("model/gpu: graph replay: copy %d (%+v) is not the captured one", e.gc, c)
 		}

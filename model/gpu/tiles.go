@@ -65,7 +65,10 @@ func ParsePrefillTiles(s string) (PrefillTiles, error) {
 
 // SetPrefillTiles sets Options.PrefillTiles on a loaded engine, between prompts (every
 // candidate tile is prepared at load, and the schedule is sized for the smallest).
-func (e *Engine) SetPrefillTiles(m PrefillTiles) { e.ptiles = m }
+func (e *Engine) SetPrefillTiles(m PrefillTiles) {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
+	e.ptiles = m
+}
 
 // mmqChoice is the dense projections' tile per weight type as "family/tile": [0] for
 // chunks of fewer than mmqLong tokens, [1] from mmqLong on. Source:
