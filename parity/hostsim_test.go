@@ -93,7 +93,8 @@ func TestPrefillHostSim(t *testing.T) {
 			// (BN = 48 in the dp4a core).
 			switch v.Values["type"] + "/" + v.Values["op"] + "/" + v.Values["tile"] {
 			case "q6k/mma/r64t64", "q6k/mma/r128t32", "q6k/mma/r64t32", "iq1m/mma/r64t32",
-				"q6k/mma/r64t48", "iq1m/mma/r64t48", "q4k/dp4a/r64t48":
+				"q6k/mma/r64t48", "iq1m/mma/r64t48", "q4k/dp4a/r64t48",
+				"q6k/mma/r64t32p", "q6k/mma/r64t48p": // the Q6_K pair form (moePairForm)
 				return true
 			}
 			return v.Values["type"]+"/"+v.Values["op"] == "q80/mma"

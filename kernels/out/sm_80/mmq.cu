@@ -815,6 +815,25 @@ template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_xseg { static c
 // hint: no value and no register is held across the mma. Default: none.
 template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_pf { static constexpr bool v = false; };
 
+// Pair staging of weight type QT (a family template specialises it; moe_prefill does for
+// its Q6_K pair form, kernels/prefill.go moePairForm): v = QT::load2(b, j, G0, G1) decodes
+// groups j and j + 2 of a block (j mod 4 < 2) at once, and the weight jobs of a K step go
+// in pairs: job pair p of the thread (jobs 2p, 2p + 1) is matrix jp/(2·BM), groups
+// kg = jp mod 2 and kg + 2 (jp = thread + p·T; strata_mmq_nv_wjob), row ρ(jp/2) mod BM with
+// ρ swapping bits 1 and 2: the 8 lanes of a quarter warp then hold rows {0, 1, 4, 5} (+ 8i,
+// or {2, 3, 6, 7}) × 2 groups, whose 16-byte stores (int8 rows 144 bytes apart, scale rows
+// 16, groups 32 mod 128 apart: 16·row + 32·kg mod 128) fall in 8 distinct bank groups; rows
+// 0–3 would put two lanes in one (rows r and r + 2, groups 1 and 0). Wide staging form
+// only; a K step's groups lie in one block (QK a multiple of 32·KT). Default: one group a
+// job, job u = thread + u·T.
+template <class QT> struct strata_mmq_nv_pair { static constexpr bool v = false; };
+// The pair form's job u of the thread: matrix m, row r, group kg of the K step.
+template <int BM, int T>
+STRATA_DEVICE void strata_mmq_nv_wjob(int tid, int u, int& m, int& r, int& kg) {
+  const int jp = tid + (u >> 1) * T, q = jp >> 1;
+  m = jp / (2 * BM), r = ((q & ~6) | ((q & 2) << 1) | ((q & 4) >> 1)) % BM, kg = (jp & 1) + 2 * (u & 1);
+}
+
 // The block shape of the core instantiation <QT, NW, BM, BN>: WGM × WGN warps (rows ×
 // tokens; T = 32·WGM·WGN threads a block, warp tile BM/WGM × BN/WGN) and XD: the token scale
 // tile holds d_x alone (types without mins, whose d_x·Σq_x is never read). Every tile is
@@ -979,6 +998,7 @@ STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, co
   // round's jobs past BN·KT (whole warps) load the safe address and store nothing.
   constexpr int JW = NW * BM * KT / T, JX = (BN * KT + T - 1) / T;
   static_assert(JW * T == NW * BM * KT && (BN * KT) % 32 == 0, "tile not a multiple of the block's jobs");
+  static_assert(!strata_mmq_nv_pair<QT>::v, "pair staging: wide form only");
   const int tid = (int)strata_thread_x();
   const u8* const wsafe = src.wrow(0, 0);    // row 0 of the tile exists (the block does)
   const u8* const xsafe = src.xblk(0, 0);    // so does token 0
@@ -1063,6 +1083,15 @@ STRATA_DEVICE void strata_mmq_nv_fetch(strata_mmq_nv_raw<QT, NW, BM, BN>& R, con
   const int tid = (int)strata_thread_x();
   const u8* const wsafe = src.wrow(0, 0);  // row 0 of the tile exists (the block does)
   const u8* const xsafe = src.xblk(0, 0);  // so does token 0
+  if constexpr (strata_mmq_nv_pair<QT>::v) {
+    static_assert(!RT::WIDE && RT::JW % 2 == 0 && QT::QK % (32 * KT) == 0, "pair staging: job pairs inside one block");
+#pragma unroll
+    for (int u = 0; u < RT::JW; ++u) {
+      int m, r, kg;
+      strata_mmq_nv_wjob<BM, T>(tid, u, m, r, kg);
+      R.okw[u] = src.wrow(m, r) != nullptr && g0 + kg < ng;
+    }
+  } else {
 #pragma unroll
   for (int u = 0; u < RT::JW; ++u) {
     const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, g = g0 + j % KT;
@@ -1073,6 +1102,7 @@ STRATA_DEVICE void strata_mmq_nv_fetch(strata_mmq_nv_raw<QT, NW, BM, BN>& R, con
       R.wo[u] = (u32)((u64)b & 15);
       strata_mmq_ld_win(b, R.wt[u]);
     }
+  }
   }
 #pragma unroll
   for (int u = 0; u < RT::JX; ++u) {
@@ -1094,7 +1124,18 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
   constexpr bool WIDE = RT::WIDE;
   const int tid = (int)strata_thread_x();
   strata_g32 G[WIDE ? 1 : JW];
-  if constexpr (!WIDE) {
+  constexpr bool PAIR = strata_mmq_nv_pair<QT>::v;
+  if constexpr (PAIR) {
+    const u8* const wsafe = src.wrow(0, 0);
+#pragma unroll
+    for (int u = 0; u < JW; u += 2) {
+      int m, r, kg;  // kg: the pair's first group (0 or 1); R.okw[u] == R.okw[u + 1]
+      strata_mmq_nv_wjob<BM, T>(tid, u, m, r, kg);
+      const u8* row = src.wrow(m, r);
+      const int g = g0 + kg;
+      QT::load2(R.okw[u] ? row + (i64)(g / GPB) * QT::BYTES : wsafe, R.okw[u] ? g % GPB : 0, G[u], G[u + 1], &s.tab);
+    }
+  } else if constexpr (!WIDE) {
     const u8* const wsafe = src.wrow(0, 0);
 #pragma unroll
     for (int u = 0; u < JW; ++u) {
@@ -1105,7 +1146,13 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
   }
 #pragma unroll
   for (int u = 0; u < JW; ++u) {
-    const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, kg = j % KT;
+    int m, r, kg;
+    if constexpr (PAIR) {
+      strata_mmq_nv_wjob<BM, T>(tid, u, m, r, kg);
+    } else {
+      const int j = tid + u * T;
+      m = j / (BM * KT), r = (j / KT) % BM, kg = j % KT;
+    }
     strata_g32& Gu = G[WIDE ? 0 : u];
     if constexpr (WIDE) {
       // Q8_0 from the window (strata_qt_q80::load's result): bytes o, o+1 of the window

@@ -877,6 +877,25 @@ template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_xseg { static c
 // hint: no value and no register is held across the mma. Default: none.
 template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_pf { static constexpr bool v = false; };
 
+// Pair staging of weight type QT (a family template specialises it; moe_prefill does for
+// its Q6_K pair form, kernels/prefill.go moePairForm): v = QT::load2(b, j, G0, G1) decodes
+// groups j and j + 2 of a block (j mod 4 < 2) at once, and the weight jobs of a K step go
+// in pairs: job pair p of the thread (jobs 2p, 2p + 1) is matrix jp/(2·BM), groups
+// kg = jp mod 2 and kg + 2 (jp = thread + p·T; strata_mmq_nv_wjob), row ρ(jp/2) mod BM with
+// ρ swapping bits 1 and 2: the 8 lanes of a quarter warp then hold rows {0, 1, 4, 5} (+ 8i,
+// or {2, 3, 6, 7}) × 2 groups, whose 16-byte stores (int8 rows 144 bytes apart, scale rows
+// 16, groups 32 mod 128 apart: 16·row + 32·kg mod 128) fall in 8 distinct bank groups; rows
+// 0–3 would put two lanes in one (rows r and r + 2, groups 1 and 0). Wide staging form
+// only; a K step's groups lie in one block (QK a multiple of 32·KT). Default: one group a
+// job, job u = thread + u·T.
+template <class QT> struct strata_mmq_nv_pair { static constexpr bool v = false; };
+// The pair form's job u of the thread: matrix m, row r, group kg of the K step.
+template <int BM, int T>
+STRATA_DEVICE void strata_mmq_nv_wjob(int tid, int u, int& m, int& r, int& kg) {
+  const int jp = tid + (u >> 1) * T, q = jp >> 1;
+  m = jp / (2 * BM), r = ((q & ~6) | ((q & 2) << 1) | ((q & 4) >> 1)) % BM, kg = (jp & 1) + 2 * (u & 1);
+}
+
 // The block shape of the core instantiation <QT, NW, BM, BN>: WGM × WGN warps (rows ×
 // tokens; T = 32·WGM·WGN threads a block, warp tile BM/WGM × BN/WGN) and XD: the token scale
 // tile holds d_x alone (types without mins, whose d_x·Σq_x is never read). Every tile is
@@ -1041,6 +1060,7 @@ STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, co
   // round's jobs past BN·KT (whole warps) load the safe address and store nothing.
   constexpr int JW = NW * BM * KT / T, JX = (BN * KT + T - 1) / T;
   static_assert(JW * T == NW * BM * KT && (BN * KT) % 32 == 0, "tile not a multiple of the block's jobs");
+  static_assert(!strata_mmq_nv_pair<QT>::v, "pair staging: wide form only");
   const int tid = (int)strata_thread_x();
   const u8* const wsafe = src.wrow(0, 0);    // row 0 of the tile exists (the block does)
   const u8* const xsafe = src.xblk(0, 0);    // so does token 0
@@ -1125,6 +1145,15 @@ STRATA_DEVICE void strata_mmq_nv_fetch(strata_mmq_nv_raw<QT, NW, BM, BN>& R, con
   const int tid = (int)strata_thread_x();
   const u8* const wsafe = src.wrow(0, 0);  // row 0 of the tile exists (the block does)
   const u8* const xsafe = src.xblk(0, 0);  // so does token 0
+  if constexpr (strata_mmq_nv_pair<QT>::v) {
+    static_assert(!RT::WIDE && RT::JW % 2 == 0 && QT::QK % (32 * KT) == 0, "pair staging: job pairs inside one block");
+#pragma unroll
+    for (int u = 0; u < RT::JW; ++u) {
+      int m, r, kg;
+      strata_mmq_nv_wjob<BM, T>(tid, u, m, r, kg);
+      R.okw[u] = src.wrow(m, r) != nullptr && g0 + kg < ng;
+    }
+  } else {
 #pragma unroll
   for (int u = 0; u < RT::JW; ++u) {
     const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, g = g0 + j % KT;
@@ -1135,6 +1164,7 @@ STRATA_DEVICE void strata_mmq_nv_fetch(strata_mmq_nv_raw<QT, NW, BM, BN>& R, con
       R.wo[u] = (u32)((u64)b & 15);
       strata_mmq_ld_win(b, R.wt[u]);
     }
+  }
   }
 #pragma unroll
   for (int u = 0; u < RT::JX; ++u) {
@@ -1156,7 +1186,18 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
   constexpr bool WIDE = RT::WIDE;
   const int tid = (int)strata_thread_x();
   strata_g32 G[WIDE ? 1 : JW];
-  if constexpr (!WIDE) {
+  constexpr bool PAIR = strata_mmq_nv_pair<QT>::v;
+  if constexpr (PAIR) {
+    const u8* const wsafe = src.wrow(0, 0);
+#pragma unroll
+    for (int u = 0; u < JW; u += 2) {
+      int m, r, kg;  // kg: the pair's first group (0 or 1); R.okw[u] == R.okw[u + 1]
+      strata_mmq_nv_wjob<BM, T>(tid, u, m, r, kg);
+      const u8* row = src.wrow(m, r);
+      const int g = g0 + kg;
+      QT::load2(R.okw[u] ? row + (i64)(g / GPB) * QT::BYTES : wsafe, R.okw[u] ? g % GPB : 0, G[u], G[u + 1], &s.tab);
+    }
+  } else if constexpr (!WIDE) {
     const u8* const wsafe = src.wrow(0, 0);
 #pragma unroll
     for (int u = 0; u < JW; ++u) {
@@ -1167,7 +1208,13 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
   }
 #pragma unroll
   for (int u = 0; u < JW; ++u) {
-    const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, kg = j % KT;
+    int m, r, kg;
+    if constexpr (PAIR) {
+      strata_mmq_nv_wjob<BM, T>(tid, u, m, r, kg);
+    } else {
+      const int j = tid + u * T;
+      m = j / (BM * KT), r = (j / KT) % BM, kg = j % KT;
+    }
     strata_g32& Gu = G[WIDE ? 0 : u];
     if constexpr (WIDE) {
       // Q8_0 from the window (strata_qt_q80::load's result): bytes o, o+1 of the window
@@ -1922,6 +1969,37 @@ struct strata_moe_q6k_w : strata_qt_q6k {
 };
 template <> struct strata_mmq_split<strata_moe_q6k_w> { static constexpr bool v = true; };
 template <> struct strata_moe_qt<strata_qt_q6k, true> { typedef strata_moe_q6k_w type; };
+// The pair form of strata_moe_q6k_w (kernels/prefill.go moePairForm, tiles r64t32p and
+// r64t48p): groups j and j + 2 (j mod 4 < 2) of a block take the low and the high nibbles of
+// the same 32 bytes of ql, and the bits 2·(j mod 4) and 2·(j mod 4) + 4 of the same 32 bytes
+// of qh. load2 reads both chunks once (two windows) for both groups; two load calls read
+// each twice. The mma core's staging calls it for a job pair (mmq_core.tmpl,
+// strata_mmq_nv_pair). The values are strata_qt_q6k's.
+struct strata_moe_q6k_p : strata_moe_q6k_w {
+  STRATA_DEVICE void load2(const u8* b, int j, strata_g32& g0, strata_g32& g1, const lds*) {
+    strata_g32_clear<strata_qt_q6k>(g0);
+    strata_g32_clear<strata_qt_q6k>(g1);
+    const int n = j >> 2, m = j & 1;
+    u32 ql[8], qh[8];
+    strata_moe_ld32_a2(b + 64 * n + 32 * m, ql);
+    strata_moe_ld32_a2(b + 128 + 32 * n, qh);
+    const u32 hsh = 2 * m;
+#pragma unroll
+    for (int w = 0; w < 8; ++w) {
+      const u32 h = qh[w] >> hsh;  // group j: bits 0–1 of each byte; group j + 2: bits 4–5
+      const u32 u0 = (ql[w] & 0x0f0f0f0fu) | ((h & 0x03030303u) << 4);
+      const u32 u1 = ((ql[w] >> 4) & 0x0f0f0f0fu) | (h & 0x30303030u);
+      g0.q[w] = strata_sub_bytes(u0, 0x20202020u);
+      g1.q[w] = strata_sub_bytes(u1, 0x20202020u);
+    }
+    const u32 s0 = strata_ld_u16(b + 192 + 2 * j), s1 = strata_ld_u16(b + 196 + 2 * j);
+    g0.m0 = (i32)(i8)(u8)s0, g0.m1 = (i32)(i8)(u8)(s0 >> 8);
+    g1.m0 = (i32)(i8)(u8)s1, g1.m1 = (i32)(i8)(u8)(s1 >> 8);
+    g0.base = g1.base = strata_ld_f16(b + 208);
+  }
+};
+template <> struct strata_mmq_split<strata_moe_q6k_p> { static constexpr bool v = true; };
+template <> struct strata_mmq_nv_pair<strata_moe_q6k_p> { static constexpr bool v = true; };
 // IQ1_M with its 8 KB grid copied into LDS in one round trip: strata_fill_table issues 8
 // loads a thread before their stores, so at 128 threads the 2048 entries take two round
 // trips before the block's first K step; here all 16 of a thread's loads are in flight
@@ -1978,10 +2056,10 @@ template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q6k, true>::
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q6k, true>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32 down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q6k, true>::type, 2, 64 / 2, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48 gate/up
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q6k, true>::type, 1, 64, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48 down
-template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q6k, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32p gate/up
-template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q6k, false>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32p down
-template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q6k, false>::type, 2, 64 / 2, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48p gate/up
-template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q6k, false>::type, 1, 64, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48p down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_p, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32p gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_p, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32p down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_p, 2, 64 / 2, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48p gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_p, 1, 64, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48p down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq2xs, false>::type, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t64 gate/up
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq2xs, false>::type, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t64 down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq2xs, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t32 gate/up
@@ -2015,8 +2093,8 @@ template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq1m, true>:
 #ifndef STRATA_MOE_GROUP_FOLD
 template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_q6k, true>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32 gate/up
 template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_q6k, true>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32 down
-template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_q6k, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32p gate/up
-template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_q6k, false>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32p down
+template <> struct strata_mmq_nv_step_fold<strata_moe_q6k_p, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32p gate/up
+template <> struct strata_mmq_nv_step_fold<strata_moe_q6k_p, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32p down
 template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_iq2xs, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t32 gate/up
 template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_iq2xs, false>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t32 down
 template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_iq1m, true>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t32 gate/up
@@ -2076,8 +2154,8 @@ static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r12
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 128, 32, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, true>::type, 64, 32, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t48_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, true>::type, 64, 48, true>)];
-static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t32p_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 64, 32, true>)];
-static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t48p_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 64, 48, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t32p_lds[sizeof(strata_moe_smem<strata_moe_q6k_p, 64, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t48p_lds[sizeof(strata_moe_smem<strata_moe_q6k_p, 64, 48, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 64, 64, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 128, 64, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 128, 32, false>)];
@@ -4680,7 +4758,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r64t32p(const struct strata_moe_prefill_args p) {
-  typedef strata_moe_qt<strata_qt_q6k, false>::type QT;
+  typedef strata_moe_q6k_p QT;
   constexpr int BM = 64, BN = 32, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = false;
@@ -4753,7 +4831,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
 }
 
 STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r64t48p(const struct strata_moe_prefill_args p) {
-  typedef strata_moe_qt<strata_qt_q6k, false>::type QT;
+  typedef strata_moe_q6k_p QT;
   constexpr int BM = 64, BN = 48, HM = BM / 2;
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
