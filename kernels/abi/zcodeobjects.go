@@ -3635,6 +3635,12 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t48p",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48p",
 	}, {
+		Name:   "q6k_mma_r64t32q",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32q",
+	}, {
+		Name:   "q6k_mma_r64t48q",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48q",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
 	}, {
@@ -4735,6 +4741,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_mma_r64t48p",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48p",
+	}, {
+		Name:   "q6k_mma_r64t32q",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32q",
+	}, {
+		Name:   "q6k_mma_r64t48q",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48q",
 	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
@@ -5837,6 +5849,12 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t48p",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48p",
 	}, {
+		Name:   "q6k_mma_r64t32q",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32q",
+	}, {
+		Name:   "q6k_mma_r64t48q",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48q",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
 	}, {
@@ -6937,6 +6955,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_mma_r64t48p",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48p",
+	}, {
+		Name:   "q6k_mma_r64t32q",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32q",
+	}, {
+		Name:   "q6k_mma_r64t48q",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48q",
 	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
