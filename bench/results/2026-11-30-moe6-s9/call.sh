@@ -15,9 +15,16 @@
 # needs none). The call runs: ptxas -v (the driver gets cubins); parity of the four Q6_K
 # kernels (STRATA_REQUIRE_GPU=1, fresh seeds, every case); TestBenchPrefill at 512 and 2048
 # tokens, O (window form + control) and N (pair form + control) alternated, O N O N O N.
+#
+# Knobs (defaults: this call): KEEP (build: the kernels kept, a regex on the symbol),
+# PAR (run: the parity pattern under TestParity/sm_90/moe_prefill/), FO and FN (run: the
+# bench filters of the O and N runs). The r64t48q final-call plan (README):
+#   KEEP='^strata_moe_prefill_(q6k_mma_r64t(32|48)[pq]|q4k_mma_r64t32)$' call.sh build
+#   PAR='q6k_mma_r64t(32|48)q' FO='^(q6k_mma_r64t(32|48)p|q4k_mma_r64t32)$' \
+#     FN='^(q6k_mma_r64t(32|48)q|q4k_mma_r64t32)$' call.sh run
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-KEEP='^strata_moe_prefill_(q6k_mma_r64t(32|48)p?|q4k_mma_r64t32)$'
+KEEP=${KEEP:-'^strata_moe_prefill_(q6k_mma_r64t(32|48)p?|q4k_mma_r64t32)$'}
 
 build() {
 	set -e
@@ -77,15 +84,15 @@ run() {
 	local lim
 	lim=$(lim 40 110)
 	STRATA_CO_DIR=$w/trees/T timeout "$lim" "$pt" -test.v -test.timeout "$((lim - 2))s" \
-		-test.run 'TestParity/sm_90/moe_prefill/q6k_mma_r64t(32|48)p?/' >"$L/parity.log" 2>&1
+		-test.run "TestParity/sm_90/moe_prefill/${PAR:-q6k_mma_r64t(32|48)p?}/" >"$L/parity.log" 2>&1
 	say "parity exit $? (limit $lim)"
 	# 3. Benchmarks alternated: O = window form + control, N = pair form + control.
 	local g s n=0 flt
 	for g in O N O N O N; do
 		n=$((n + 1))
 		case $g in
-		O) flt='^(q6k_mma_r64t(32|48)|q4k_mma_r64t32)$' ;;
-		N) flt='^(q6k_mma_r64t(32|48)p|q4k_mma_r64t32)$' ;;
+		O) flt=${FO:-'^(q6k_mma_r64t(32|48)|q4k_mma_r64t32)$'} ;;
+		N) flt=${FN:-'^(q6k_mma_r64t(32|48)p|q4k_mma_r64t32)$'} ;;
 		esac
 		lim=$(lim 25 3)
 		[ "$lim" -lt 10 ] && { say "bench $n-$g: skipped, no time"; continue; }
