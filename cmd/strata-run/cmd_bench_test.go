@@ -97,6 +97,9 @@ func benchCeilings(t *testing.T, dev *gpu.Device) (d2d, h2d float64) {
 // tokens. Reports tok/s, hit rate, bytes copied per token, the copy bandwidth, the host's
 // launch and synchronisation time, and the per-token bound with the ratio, as Markdown in
 // $STRATA_BENCH_OUT/gpu-engine-*.md and tab-separated rows in bench-rows.tsv there.
+// The decode row takes each greedy token as strata-run's greedy decode does
+// (Engine.ForwardArgmax); STRATA_BENCH_HOSTARGMAX=1 takes it from the logits on the host
+// (Forward and argmax), as the rows before session 9 did.
 // STRATA_BENCH_MISSES (comma-separated: auto, copy, map; default the engine's default,
 // auto) runs each policy once per miss mode (mgpu.Options.Misses; rows labelled
 // POLICY/MODE, and for auto POLICY/auto:PATH with the path the engine took), with
@@ -308,6 +311,7 @@ func TestGPUBench(t *testing.T) {
 					label, mibs, pol, phase, hit, perTok/1e6, copyBW, ms, 1e3/ms, bound, bound/ms, d2d, h2d)
 			}
 			prompt := []int32{1, 2, 3, 4, 5, 6, 7, 8}
+			hostArgmax := os.Getenv("STRATA_BENCH_HOSTARGMAX") == "1"
 			l, err := eng.Forward(prompt)
 			if err != nil {
 				t.Fatal(err)
@@ -385,11 +389,26 @@ func TestGPUBench(t *testing.T) {
 			for _, r := range rounds {
 				eng.SetMmvqRows8(r == " rows8")
 				eng.ResetStats()
+				// The greedy token as strata-run's greedy decode takes it (ForwardArgmax: the
+				// argmax on the GPU, one id back), or with STRATA_BENCH_HOSTARGMAX=1 from the
+				// logits on the host (the decode rows before session 9).
+				id := argmax(l)
 				for i := 0; i < tokens && err == nil; i++ {
-					l, err = eng.Forward([]int32{argmax(l)})
+					if hostArgmax {
+						if l, err = eng.Forward([]int32{id}); err == nil {
+							id = argmax(l)
+						}
+					} else {
+						id, err = eng.ForwardArgmax([]int32{id}, eng.Vocab())
+					}
 				}
 				if err != nil {
 					t.Fatal(err)
+				}
+				if !hostArgmax {
+					if l, err = eng.LastLogits(); err != nil {
+						t.Fatal(err)
+					}
 				}
 				row("decode"+r, eng.Stats())
 			}
