@@ -113,8 +113,11 @@ func TestMmvqGeomsTable(t *testing.T) {
 				}
 				sym := fmt.Sprintf("strata_mmvq_%s_g%d", v, g)
 				pf := ""
-				if m.PF {
-					pf = ", true"
+				if m.PF || m.W {
+					pf = fmt.Sprintf(", %v", m.PF)
+				}
+				if m.W {
+					pf += ", true"
 				}
 				call, want := fmt.Sprintf("strata_mmvq_rows_x<QT, 1, %d, %d%s>(p, w, &tab, xs, z, late ? 2 : 1);", m.R, m.U, pf), 8*m.R
 				if f {

@@ -3208,6 +3208,18 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q80_g9",
 	}, {
+		Name:         "q80_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g10",
+	}, {
+		Name:         "q80_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g11",
+	}, {
+		Name:         "q80_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g12",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -3247,6 +3259,18 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20_g9",
+	}, {
+		Name:         "q20_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g10",
+	}, {
+		Name:         "q20_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g11",
+	}, {
+		Name:         "q20_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g12",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -3288,6 +3312,18 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q4k_g9",
 	}, {
+		Name:         "q4k_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g10",
+	}, {
+		Name:         "q4k_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g11",
+	}, {
+		Name:         "q4k_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g12",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -3327,6 +3363,18 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k_g9",
+	}, {
+		Name:         "q6k_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g10",
+	}, {
+		Name:         "q6k_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g11",
+	}, {
+		Name:         "q6k_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g12",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -3368,6 +3416,18 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq2xs_g9",
 	}, {
+		Name:         "iq2xs_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g10",
+	}, {
+		Name:         "iq2xs_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g11",
+	}, {
+		Name:         "iq2xs_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g12",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -3407,6 +3467,18 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs_g9",
+	}, {
+		Name:         "iq3xxs_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g10",
+	}, {
+		Name:         "iq3xxs_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g11",
+	}, {
+		Name:         "iq3xxs_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g12",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -3448,6 +3520,18 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3s_g9",
 	}, {
+		Name:         "iq3s_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g10",
+	}, {
+		Name:         "iq3s_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g11",
+	}, {
+		Name:         "iq3s_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g12",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -3487,6 +3571,18 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m_g9",
+	}, {
+		Name:         "iq1m_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g10",
+	}, {
+		Name:         "iq1m_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g11",
+	}, {
+		Name:         "iq1m_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g12",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4303,6 +4399,18 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q80_g9",
 	}, {
+		Name:         "q80_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g10",
+	}, {
+		Name:         "q80_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g11",
+	}, {
+		Name:         "q80_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g12",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -4342,6 +4450,18 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20_g9",
+	}, {
+		Name:         "q20_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g10",
+	}, {
+		Name:         "q20_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g11",
+	}, {
+		Name:         "q20_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g12",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -4383,6 +4503,18 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q4k_g9",
 	}, {
+		Name:         "q4k_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g10",
+	}, {
+		Name:         "q4k_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g11",
+	}, {
+		Name:         "q4k_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g12",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -4422,6 +4554,18 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k_g9",
+	}, {
+		Name:         "q6k_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g10",
+	}, {
+		Name:         "q6k_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g11",
+	}, {
+		Name:         "q6k_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g12",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -4463,6 +4607,18 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq2xs_g9",
 	}, {
+		Name:         "iq2xs_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g10",
+	}, {
+		Name:         "iq2xs_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g11",
+	}, {
+		Name:         "iq2xs_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g12",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -4502,6 +4658,18 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs_g9",
+	}, {
+		Name:         "iq3xxs_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g10",
+	}, {
+		Name:         "iq3xxs_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g11",
+	}, {
+		Name:         "iq3xxs_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g12",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -4543,6 +4711,18 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3s_g9",
 	}, {
+		Name:         "iq3s_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g10",
+	}, {
+		Name:         "iq3s_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g11",
+	}, {
+		Name:         "iq3s_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g12",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -4582,6 +4762,18 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m_g9",
+	}, {
+		Name:         "iq1m_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g10",
+	}, {
+		Name:         "iq1m_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g11",
+	}, {
+		Name:         "iq1m_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g12",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -5398,6 +5590,18 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q80_g9",
 	}, {
+		Name:         "q80_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g10",
+	}, {
+		Name:         "q80_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g11",
+	}, {
+		Name:         "q80_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g12",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -5437,6 +5641,18 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20_g9",
+	}, {
+		Name:         "q20_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g10",
+	}, {
+		Name:         "q20_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g11",
+	}, {
+		Name:         "q20_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g12",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -5478,6 +5694,18 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q4k_g9",
 	}, {
+		Name:         "q4k_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g10",
+	}, {
+		Name:         "q4k_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g11",
+	}, {
+		Name:         "q4k_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g12",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -5517,6 +5745,18 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k_g9",
+	}, {
+		Name:         "q6k_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g10",
+	}, {
+		Name:         "q6k_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g11",
+	}, {
+		Name:         "q6k_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g12",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -5558,6 +5798,18 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq2xs_g9",
 	}, {
+		Name:         "iq2xs_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g10",
+	}, {
+		Name:         "iq2xs_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g11",
+	}, {
+		Name:         "iq2xs_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g12",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -5597,6 +5849,18 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs_g9",
+	}, {
+		Name:         "iq3xxs_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g10",
+	}, {
+		Name:         "iq3xxs_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g11",
+	}, {
+		Name:         "iq3xxs_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g12",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -5638,6 +5902,18 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3s_g9",
 	}, {
+		Name:         "iq3s_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g10",
+	}, {
+		Name:         "iq3s_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g11",
+	}, {
+		Name:         "iq3s_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g12",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -5677,6 +5953,18 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m_g9",
+	}, {
+		Name:         "iq1m_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g10",
+	}, {
+		Name:         "iq1m_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g11",
+	}, {
+		Name:         "iq1m_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g12",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -6493,6 +6781,18 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q80_g9",
 	}, {
+		Name:         "q80_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g10",
+	}, {
+		Name:         "q80_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g11",
+	}, {
+		Name:         "q80_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g12",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -6532,6 +6832,18 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20_g9",
+	}, {
+		Name:         "q20_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g10",
+	}, {
+		Name:         "q20_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g11",
+	}, {
+		Name:         "q20_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g12",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -6573,6 +6885,18 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q4k_g9",
 	}, {
+		Name:         "q4k_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g10",
+	}, {
+		Name:         "q4k_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g11",
+	}, {
+		Name:         "q4k_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g12",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -6612,6 +6936,18 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k_g9",
+	}, {
+		Name:         "q6k_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g10",
+	}, {
+		Name:         "q6k_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g11",
+	}, {
+		Name:         "q6k_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g12",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -6653,6 +6989,18 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq2xs_g9",
 	}, {
+		Name:         "iq2xs_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g10",
+	}, {
+		Name:         "iq2xs_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g11",
+	}, {
+		Name:         "iq2xs_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g12",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -6692,6 +7040,18 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs_g9",
+	}, {
+		Name:         "iq3xxs_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g10",
+	}, {
+		Name:         "iq3xxs_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g11",
+	}, {
+		Name:         "iq3xxs_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g12",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -6733,6 +7093,18 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3s_g9",
 	}, {
+		Name:         "iq3s_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g10",
+	}, {
+		Name:         "iq3s_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g11",
+	}, {
+		Name:         "iq3s_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g12",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -6772,6 +7144,18 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m_g9",
+	}, {
+		Name:         "iq1m_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g10",
+	}, {
+		Name:         "iq1m_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g11",
+	}, {
+		Name:         "iq1m_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g12",
 	}},
 	Vendor: "nvidia",
 }, {

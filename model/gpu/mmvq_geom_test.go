@@ -155,7 +155,7 @@ func TestEngineMmvqGeom(t *testing.T) {
 }
 
 // mmvqGeomSym matches a decode-geometry kernel's symbol (mmvq variant <type>_g<N>).
-var mmvqGeomSym = regexp.MustCompile(`^strata_mmvq_[a-z0-9]+_g[1-9]$`)
+var mmvqGeomSym = regexp.MustCompile(`^strata_mmvq_[a-z0-9]+_g[1-9][0-9]?$`)
 
 // TestMmvqGeomsMirror: mmvqGeoms (the engine's counting) agrees with kernels/abi: on every
 // NVIDIA target each quantized variant has geometry g's kernel <type>_g<g> covering

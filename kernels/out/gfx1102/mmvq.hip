@@ -22,6 +22,9 @@
 // Not built for gfx1102: strata_mmvq_q80_g7 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_q80_g8 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_q80_g9 (NVIDIA only)
+// Not built for gfx1102: strata_mmvq_q80_g10 (NVIDIA only)
+// Not built for gfx1102: strata_mmvq_q80_g11 (NVIDIA only)
+// Not built for gfx1102: strata_mmvq_q80_g12 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_q20_g1 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_q20_g2 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_q20_g3 (NVIDIA only)
@@ -31,6 +34,9 @@
 // Not built for gfx1102: strata_mmvq_q20_g7 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_q20_g8 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_q20_g9 (NVIDIA only)
+// Not built for gfx1102: strata_mmvq_q20_g10 (NVIDIA only)
+// Not built for gfx1102: strata_mmvq_q20_g11 (NVIDIA only)
+// Not built for gfx1102: strata_mmvq_q20_g12 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_q4k_g1 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_q4k_g2 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_q4k_g3 (NVIDIA only)
@@ -40,6 +46,9 @@
 // Not built for gfx1102: strata_mmvq_q4k_g7 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_q4k_g8 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_q4k_g9 (NVIDIA only)
+// Not built for gfx1102: strata_mmvq_q4k_g10 (NVIDIA only)
+// Not built for gfx1102: strata_mmvq_q4k_g11 (NVIDIA only)
+// Not built for gfx1102: strata_mmvq_q4k_g12 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_q6k_g1 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_q6k_g2 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_q6k_g3 (NVIDIA only)
@@ -49,6 +58,9 @@
 // Not built for gfx1102: strata_mmvq_q6k_g7 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_q6k_g8 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_q6k_g9 (NVIDIA only)
+// Not built for gfx1102: strata_mmvq_q6k_g10 (NVIDIA only)
+// Not built for gfx1102: strata_mmvq_q6k_g11 (NVIDIA only)
+// Not built for gfx1102: strata_mmvq_q6k_g12 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_iq2xs_g1 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_iq2xs_g2 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_iq2xs_g3 (NVIDIA only)
@@ -58,6 +70,9 @@
 // Not built for gfx1102: strata_mmvq_iq2xs_g7 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_iq2xs_g8 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_iq2xs_g9 (NVIDIA only)
+// Not built for gfx1102: strata_mmvq_iq2xs_g10 (NVIDIA only)
+// Not built for gfx1102: strata_mmvq_iq2xs_g11 (NVIDIA only)
+// Not built for gfx1102: strata_mmvq_iq2xs_g12 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_iq3xxs_g1 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_iq3xxs_g2 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_iq3xxs_g3 (NVIDIA only)
@@ -67,6 +82,9 @@
 // Not built for gfx1102: strata_mmvq_iq3xxs_g7 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_iq3xxs_g8 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_iq3xxs_g9 (NVIDIA only)
+// Not built for gfx1102: strata_mmvq_iq3xxs_g10 (NVIDIA only)
+// Not built for gfx1102: strata_mmvq_iq3xxs_g11 (NVIDIA only)
+// Not built for gfx1102: strata_mmvq_iq3xxs_g12 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_iq3s_g1 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_iq3s_g2 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_iq3s_g3 (NVIDIA only)
@@ -76,6 +94,9 @@
 // Not built for gfx1102: strata_mmvq_iq3s_g7 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_iq3s_g8 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_iq3s_g9 (NVIDIA only)
+// Not built for gfx1102: strata_mmvq_iq3s_g10 (NVIDIA only)
+// Not built for gfx1102: strata_mmvq_iq3s_g11 (NVIDIA only)
+// Not built for gfx1102: strata_mmvq_iq3s_g12 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_iq1m_g1 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_iq1m_g2 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_iq1m_g3 (NVIDIA only)
@@ -85,6 +106,9 @@
 // Not built for gfx1102: strata_mmvq_iq1m_g7 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_iq1m_g8 (NVIDIA only)
 // Not built for gfx1102: strata_mmvq_iq1m_g9 (NVIDIA only)
+// Not built for gfx1102: strata_mmvq_iq1m_g10 (NVIDIA only)
+// Not built for gfx1102: strata_mmvq_iq1m_g11 (NVIDIA only)
+// Not built for gfx1102: strata_mmvq_iq1m_g12 (NVIDIA only)
 
 #include "strata_prelude.h"
 
@@ -1022,7 +1046,7 @@ STRATA_DEVICE void strata_mmvq_stage(u32* xs, const u8* x, i64 col_blocks, int s
 // load or fold changes: results are bit-identical to pre = 0.
 // PFA (a geometry's MmvqGeom.PF): the next pass's L1 prefetch below for every type, not only
 // the ≤ STRATA_MMVQ_PF_GB-byte ones (the same lines a pass later read; no load or fold changes).
-template <class QT, int NC, int R = strata_mmvq_nv_shape<QT, NC>::R, int U = strata_mmvq_nv_shape<QT, NC>::U, bool PFA = false>
+template <class QT, int NC, int R = strata_mmvq_nv_shape<QT, NC>::R, int U = strata_mmvq_nv_shape<QT, NC>::U, bool PFA = false, bool WIDE = false>
 STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8* w, typename QT::lds* tab, u32* xs, int z, int pre = 0) {
   constexpr int GPB = QT::QK / 32;
   // Groups per LDS segment: a multiple of a pass (32·U groups) whose NC columns fit in xs.

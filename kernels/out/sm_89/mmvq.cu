@@ -15,6 +15,9 @@
 // Variant q80_g7: strata_mmvq_q80_g7
 // Variant q80_g8: strata_mmvq_q80_g8
 // Variant q80_g9: strata_mmvq_q80_g9
+// Variant q80_g10: strata_mmvq_q80_g10
+// Variant q80_g11: strata_mmvq_q80_g11
+// Variant q80_g12: strata_mmvq_q80_g12
 // Variant q20: strata_mmvq_q20
 // Variant q20_g1: strata_mmvq_q20_g1
 // Variant q20_g2: strata_mmvq_q20_g2
@@ -25,6 +28,9 @@
 // Variant q20_g7: strata_mmvq_q20_g7
 // Variant q20_g8: strata_mmvq_q20_g8
 // Variant q20_g9: strata_mmvq_q20_g9
+// Variant q20_g10: strata_mmvq_q20_g10
+// Variant q20_g11: strata_mmvq_q20_g11
+// Variant q20_g12: strata_mmvq_q20_g12
 // Variant q4k: strata_mmvq_q4k
 // Variant q4k_g1: strata_mmvq_q4k_g1
 // Variant q4k_g2: strata_mmvq_q4k_g2
@@ -35,6 +41,9 @@
 // Variant q4k_g7: strata_mmvq_q4k_g7
 // Variant q4k_g8: strata_mmvq_q4k_g8
 // Variant q4k_g9: strata_mmvq_q4k_g9
+// Variant q4k_g10: strata_mmvq_q4k_g10
+// Variant q4k_g11: strata_mmvq_q4k_g11
+// Variant q4k_g12: strata_mmvq_q4k_g12
 // Variant q6k: strata_mmvq_q6k
 // Variant q6k_g1: strata_mmvq_q6k_g1
 // Variant q6k_g2: strata_mmvq_q6k_g2
@@ -45,6 +54,9 @@
 // Variant q6k_g7: strata_mmvq_q6k_g7
 // Variant q6k_g8: strata_mmvq_q6k_g8
 // Variant q6k_g9: strata_mmvq_q6k_g9
+// Variant q6k_g10: strata_mmvq_q6k_g10
+// Variant q6k_g11: strata_mmvq_q6k_g11
+// Variant q6k_g12: strata_mmvq_q6k_g12
 // Variant iq2xs: strata_mmvq_iq2xs
 // Variant iq2xs_g1: strata_mmvq_iq2xs_g1
 // Variant iq2xs_g2: strata_mmvq_iq2xs_g2
@@ -55,6 +67,9 @@
 // Variant iq2xs_g7: strata_mmvq_iq2xs_g7
 // Variant iq2xs_g8: strata_mmvq_iq2xs_g8
 // Variant iq2xs_g9: strata_mmvq_iq2xs_g9
+// Variant iq2xs_g10: strata_mmvq_iq2xs_g10
+// Variant iq2xs_g11: strata_mmvq_iq2xs_g11
+// Variant iq2xs_g12: strata_mmvq_iq2xs_g12
 // Variant iq3xxs: strata_mmvq_iq3xxs
 // Variant iq3xxs_g1: strata_mmvq_iq3xxs_g1
 // Variant iq3xxs_g2: strata_mmvq_iq3xxs_g2
@@ -65,6 +80,9 @@
 // Variant iq3xxs_g7: strata_mmvq_iq3xxs_g7
 // Variant iq3xxs_g8: strata_mmvq_iq3xxs_g8
 // Variant iq3xxs_g9: strata_mmvq_iq3xxs_g9
+// Variant iq3xxs_g10: strata_mmvq_iq3xxs_g10
+// Variant iq3xxs_g11: strata_mmvq_iq3xxs_g11
+// Variant iq3xxs_g12: strata_mmvq_iq3xxs_g12
 // Variant iq3s: strata_mmvq_iq3s
 // Variant iq3s_g1: strata_mmvq_iq3s_g1
 // Variant iq3s_g2: strata_mmvq_iq3s_g2
@@ -75,6 +93,9 @@
 // Variant iq3s_g7: strata_mmvq_iq3s_g7
 // Variant iq3s_g8: strata_mmvq_iq3s_g8
 // Variant iq3s_g9: strata_mmvq_iq3s_g9
+// Variant iq3s_g10: strata_mmvq_iq3s_g10
+// Variant iq3s_g11: strata_mmvq_iq3s_g11
+// Variant iq3s_g12: strata_mmvq_iq3s_g12
 // Variant iq1m: strata_mmvq_iq1m
 // Variant iq1m_g1: strata_mmvq_iq1m_g1
 // Variant iq1m_g2: strata_mmvq_iq1m_g2
@@ -85,6 +106,9 @@
 // Variant iq1m_g7: strata_mmvq_iq1m_g7
 // Variant iq1m_g8: strata_mmvq_iq1m_g8
 // Variant iq1m_g9: strata_mmvq_iq1m_g9
+// Variant iq1m_g10: strata_mmvq_iq1m_g10
+// Variant iq1m_g11: strata_mmvq_iq1m_g11
+// Variant iq1m_g12: strata_mmvq_iq1m_g12
 
 #include "strata_prelude.h"
 
@@ -1022,7 +1046,7 @@ STRATA_DEVICE void strata_mmvq_stage(u32* xs, const u8* x, i64 col_blocks, int s
 // load or fold changes: results are bit-identical to pre = 0.
 // PFA (a geometry's MmvqGeom.PF): the next pass's L1 prefetch below for every type, not only
 // the ≤ STRATA_MMVQ_PF_GB-byte ones (the same lines a pass later read; no load or fold changes).
-template <class QT, int NC, int R = strata_mmvq_nv_shape<QT, NC>::R, int U = strata_mmvq_nv_shape<QT, NC>::U, bool PFA = false>
+template <class QT, int NC, int R = strata_mmvq_nv_shape<QT, NC>::R, int U = strata_mmvq_nv_shape<QT, NC>::U, bool PFA = false, bool WIDE = false>
 STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8* w, typename QT::lds* tab, u32* xs, int z, int pre = 0) {
   constexpr int GPB = QT::QK / 32;
   // Groups per LDS segment: a multiple of a pass (32·U groups) whose NC columns fit in xs.
@@ -2287,6 +2311,117 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g9(const struct strat
   }
 }
 
+// Decode geometry 10 (NVIDIA, one column; kernels.MmvqGeoms[10], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g10(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q80::QK) * strata_qt_q80::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q80 QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 11 (NVIDIA, one column; kernels.MmvqGeoms[11], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 1 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g11(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q80::QK) * strata_qt_q80::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q80 QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 12 (NVIDIA, one column; kernels.MmvqGeoms[12], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g12(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q80::QK) * strata_qt_q80::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q80 QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
 // Decode geometry 1 (NVIDIA, one column; kernels.MmvqGeoms[1], the engine chooses by
 // shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
@@ -2629,6 +2764,117 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g9(const struct strat
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
     strata_mmvq_rows_x<QT, 1, 2, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 10 (NVIDIA, one column; kernels.MmvqGeoms[10], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g10(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q20::QK) * strata_qt_q20::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q20 QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 11 (NVIDIA, one column; kernels.MmvqGeoms[11], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 1 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g11(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q20::QK) * strata_qt_q20::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q20 QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 12 (NVIDIA, one column; kernels.MmvqGeoms[12], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g12(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q20::QK) * strata_qt_q20::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q20 QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -2977,6 +3223,117 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g9(const struct strat
   }
 }
 
+// Decode geometry 10 (NVIDIA, one column; kernels.MmvqGeoms[10], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g10(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q4k::QK) * strata_qt_q4k::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q4k QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 11 (NVIDIA, one column; kernels.MmvqGeoms[11], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 1 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g11(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q4k::QK) * strata_qt_q4k::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q4k QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 12 (NVIDIA, one column; kernels.MmvqGeoms[12], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g12(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q4k::QK) * strata_qt_q4k::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q4k QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
 // Decode geometry 1 (NVIDIA, one column; kernels.MmvqGeoms[1], the engine chooses by
 // shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
@@ -3319,6 +3676,117 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g9(const struct strat
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
     strata_mmvq_rows_x<QT, 1, 2, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 10 (NVIDIA, one column; kernels.MmvqGeoms[10], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g10(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q6k::QK) * strata_qt_q6k::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q6k QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 11 (NVIDIA, one column; kernels.MmvqGeoms[11], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 1 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g11(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q6k::QK) * strata_qt_q6k::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q6k QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 12 (NVIDIA, one column; kernels.MmvqGeoms[12], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g12(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q6k::QK) * strata_qt_q6k::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q6k QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -3667,6 +4135,117 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g9(const struct str
   }
 }
 
+// Decode geometry 10 (NVIDIA, one column; kernels.MmvqGeoms[10], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g10(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq2xs::QK) * strata_qt_iq2xs::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq2xs QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 11 (NVIDIA, one column; kernels.MmvqGeoms[11], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 1 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g11(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq2xs::QK) * strata_qt_iq2xs::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq2xs QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 12 (NVIDIA, one column; kernels.MmvqGeoms[12], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g12(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq2xs::QK) * strata_qt_iq2xs::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq2xs QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
 // Decode geometry 1 (NVIDIA, one column; kernels.MmvqGeoms[1], the engine chooses by
 // shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
@@ -4009,6 +4588,117 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g9(const struct st
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
     strata_mmvq_rows_x<QT, 1, 2, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 10 (NVIDIA, one column; kernels.MmvqGeoms[10], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g10(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3xxs::QK) * strata_qt_iq3xxs::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq3xxs QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 11 (NVIDIA, one column; kernels.MmvqGeoms[11], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 1 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g11(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3xxs::QK) * strata_qt_iq3xxs::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq3xxs QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 12 (NVIDIA, one column; kernels.MmvqGeoms[12], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g12(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3xxs::QK) * strata_qt_iq3xxs::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq3xxs QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -4357,6 +5047,117 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g9(const struct stra
   }
 }
 
+// Decode geometry 10 (NVIDIA, one column; kernels.MmvqGeoms[10], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g10(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3s::QK) * strata_qt_iq3s::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq3s QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 11 (NVIDIA, one column; kernels.MmvqGeoms[11], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 1 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g11(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3s::QK) * strata_qt_iq3s::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq3s QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 12 (NVIDIA, one column; kernels.MmvqGeoms[12], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g12(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3s::QK) * strata_qt_iq3s::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq3s QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
 // Decode geometry 1 (NVIDIA, one column; kernels.MmvqGeoms[1], the engine chooses by
 // shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
@@ -4699,5 +5500,116 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g9(const struct stra
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
     strata_mmvq_rows_x<QT, 1, 2, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 10 (NVIDIA, one column; kernels.MmvqGeoms[10], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g10(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq1m::QK) * strata_qt_iq1m::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq1m QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 11 (NVIDIA, one column; kernels.MmvqGeoms[11], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 1 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g11(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq1m::QK) * strata_qt_iq1m::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq1m QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 12 (NVIDIA, one column; kernels.MmvqGeoms[12], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g12(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq1m::QK) * strata_qt_iq1m::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq1m QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
