@@ -307,13 +307,14 @@ var Specs = []Spec{
 			{Name: "prefetch", Type: ArgI32, Doc: "1: dense matrices only (slots null), on sm_90, each block first prefetches its share of the weights into L2, before it waits for its predecessor (for programmatic launches, where that overlaps the previous kernel); 2: as 1, and in a decode-geometry variant (<type>_g<N>) with one column and err null the wait also follows the first pass's L1 prefetch; 0: no prefetch (a plain launch only pays for it)"},
 		},
 		// geom: "" = the default kernel (every column count; what mmvq was before decode
-		// geometries); g1..g12 = the one-column decode geometries of MmvqGeoms (NVIDIA only,
+		// geometries); g1..g14 = the one-column decode geometries of MmvqGeoms (NVIDIA only,
 		// each its own kernel so that the default kernel's code stays its own; ncols must be
 		// 1; F16/BF16 have g4 only).
 		Axes: []Axis{axisWeightType(ISADot4), {Name: "geom", Values: []Value{{Name: ""},
 			{Name: "g1", Needs: NeedNVIDIA}, {Name: "g2", Needs: NeedNVIDIA}, {Name: "g3", Needs: NeedNVIDIA}, {Name: "g4", Needs: NeedNVIDIA},
 			{Name: "g5", Needs: NeedNVIDIA}, {Name: "g6", Needs: NeedNVIDIA}, {Name: "g7", Needs: NeedNVIDIA}, {Name: "g8", Needs: NeedNVIDIA},
-			{Name: "g9", Needs: NeedNVIDIA}, {Name: "g10", Needs: NeedNVIDIA}, {Name: "g11", Needs: NeedNVIDIA}, {Name: "g12", Needs: NeedNVIDIA}}}},
+			{Name: "g9", Needs: NeedNVIDIA}, {Name: "g10", Needs: NeedNVIDIA}, {Name: "g11", Needs: NeedNVIDIA}, {Name: "g12", Needs: NeedNVIDIA},
+			{Name: "g13", Needs: NeedNVIDIA}, {Name: "g14", Needs: NeedNVIDIA}}}},
 		Absent: func(v Variant) bool {
 			t := v.Values["type"]
 			return (t == "f16" || t == "bf16") && v.MmvqGeomIndex() != 0 && MmvqGeoms[v.MmvqGeomIndex()].FR == 0
@@ -516,8 +517,8 @@ type MmvqGeom struct {
 // (bench/results/2026-11-30-mmvq4-s8): one row a wave puts 512 blocks on the H200, one
 // wave only at 4 blocks an SM (5, 6, 8: ≤ 64 registers), 7 doubles the groups a lane of
 // the default's two rows, and 9 is 1 with the next pass prefetched into L1 for every type.
-// 10–12 are the wide-load forms (W) of 1, of 2×1 with the next-pass prefetch, and of 9
-// (bench/results/2026-11-30-mmvq-s9).
+// 10–14 are wide-load forms (W): of 1, of 2×1 with the next-pass prefetch, of 9, of 5, and
+// of 1×1 at 4 blocks an SM with the next-pass prefetch (bench/results/2026-11-30-mmvq-s9).
 var MmvqGeoms = []MmvqGeom{
 	{R: 2, U: 2},
 	{R: 2, U: 2},
@@ -532,6 +533,8 @@ var MmvqGeoms = []MmvqGeom{
 	{R: 2, U: 2, W: true},
 	{R: 2, U: 1, PF: true, W: true},
 	{R: 2, U: 2, PF: true, W: true},
+	{R: 1, U: 2, B: 4, W: true},
+	{R: 1, U: 1, B: 4, PF: true, W: true},
 }
 
 // MmvqGeomIndex is mmvq variant v's decode geometry: N for <type>_g<N>, 0 for the default.

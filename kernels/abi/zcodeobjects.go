@@ -3220,6 +3220,14 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q80_g12",
 	}, {
+		Name:         "q80_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g13",
+	}, {
+		Name:         "q80_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g14",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -3271,6 +3279,14 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g12",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20_g12",
+	}, {
+		Name:         "q20_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g13",
+	}, {
+		Name:         "q20_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g14",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -3324,6 +3340,14 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q4k_g12",
 	}, {
+		Name:         "q4k_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g13",
+	}, {
+		Name:         "q4k_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g14",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -3375,6 +3399,14 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g12",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k_g12",
+	}, {
+		Name:         "q6k_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g13",
+	}, {
+		Name:         "q6k_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g14",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -3428,6 +3460,14 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq2xs_g12",
 	}, {
+		Name:         "iq2xs_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g13",
+	}, {
+		Name:         "iq2xs_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g14",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -3479,6 +3519,14 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g12",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs_g12",
+	}, {
+		Name:         "iq3xxs_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g13",
+	}, {
+		Name:         "iq3xxs_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g14",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -3532,6 +3580,14 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3s_g12",
 	}, {
+		Name:         "iq3s_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g13",
+	}, {
+		Name:         "iq3s_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g14",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -3583,6 +3639,14 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g12",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m_g12",
+	}, {
+		Name:         "iq1m_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g13",
+	}, {
+		Name:         "iq1m_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g14",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4411,6 +4475,14 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q80_g12",
 	}, {
+		Name:         "q80_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g13",
+	}, {
+		Name:         "q80_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g14",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -4462,6 +4534,14 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g12",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20_g12",
+	}, {
+		Name:         "q20_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g13",
+	}, {
+		Name:         "q20_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g14",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -4515,6 +4595,14 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q4k_g12",
 	}, {
+		Name:         "q4k_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g13",
+	}, {
+		Name:         "q4k_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g14",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -4566,6 +4654,14 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g12",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k_g12",
+	}, {
+		Name:         "q6k_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g13",
+	}, {
+		Name:         "q6k_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g14",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -4619,6 +4715,14 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq2xs_g12",
 	}, {
+		Name:         "iq2xs_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g13",
+	}, {
+		Name:         "iq2xs_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g14",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -4670,6 +4774,14 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g12",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs_g12",
+	}, {
+		Name:         "iq3xxs_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g13",
+	}, {
+		Name:         "iq3xxs_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g14",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -4723,6 +4835,14 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3s_g12",
 	}, {
+		Name:         "iq3s_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g13",
+	}, {
+		Name:         "iq3s_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g14",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -4774,6 +4894,14 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g12",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m_g12",
+	}, {
+		Name:         "iq1m_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g13",
+	}, {
+		Name:         "iq1m_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g14",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -5602,6 +5730,14 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q80_g12",
 	}, {
+		Name:         "q80_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g13",
+	}, {
+		Name:         "q80_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g14",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -5653,6 +5789,14 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g12",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20_g12",
+	}, {
+		Name:         "q20_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g13",
+	}, {
+		Name:         "q20_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g14",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -5706,6 +5850,14 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q4k_g12",
 	}, {
+		Name:         "q4k_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g13",
+	}, {
+		Name:         "q4k_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g14",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -5757,6 +5909,14 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g12",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k_g12",
+	}, {
+		Name:         "q6k_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g13",
+	}, {
+		Name:         "q6k_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g14",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -5810,6 +5970,14 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq2xs_g12",
 	}, {
+		Name:         "iq2xs_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g13",
+	}, {
+		Name:         "iq2xs_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g14",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -5861,6 +6029,14 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g12",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs_g12",
+	}, {
+		Name:         "iq3xxs_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g13",
+	}, {
+		Name:         "iq3xxs_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g14",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -5914,6 +6090,14 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3s_g12",
 	}, {
+		Name:         "iq3s_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g13",
+	}, {
+		Name:         "iq3s_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g14",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -5965,6 +6149,14 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g12",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m_g12",
+	}, {
+		Name:         "iq1m_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g13",
+	}, {
+		Name:         "iq1m_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g14",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -6793,6 +6985,14 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q80_g12",
 	}, {
+		Name:         "q80_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g13",
+	}, {
+		Name:         "q80_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g14",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -6844,6 +7044,14 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g12",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20_g12",
+	}, {
+		Name:         "q20_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g13",
+	}, {
+		Name:         "q20_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g14",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -6897,6 +7105,14 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q4k_g12",
 	}, {
+		Name:         "q4k_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g13",
+	}, {
+		Name:         "q4k_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g14",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -6948,6 +7164,14 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g12",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k_g12",
+	}, {
+		Name:         "q6k_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g13",
+	}, {
+		Name:         "q6k_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g14",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -7001,6 +7225,14 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq2xs_g12",
 	}, {
+		Name:         "iq2xs_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g13",
+	}, {
+		Name:         "iq2xs_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g14",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -7052,6 +7284,14 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g12",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs_g12",
+	}, {
+		Name:         "iq3xxs_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g13",
+	}, {
+		Name:         "iq3xxs_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g14",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -7105,6 +7345,14 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3s_g12",
 	}, {
+		Name:         "iq3s_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g13",
+	}, {
+		Name:         "iq3s_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g14",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -7156,6 +7404,14 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g12",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m_g12",
+	}, {
+		Name:         "iq1m_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g13",
+	}, {
+		Name:         "iq1m_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g14",
 	}},
 	Vendor: "nvidia",
 }, {
