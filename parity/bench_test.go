@@ -58,7 +58,9 @@ import (
 // kernels.MmvqGeoms; "all" = every one) also times those geometry kernels there, each on its
 // own grid, and checks every geometry timed against the default kernel on one matrix of
 // valid random blocks (0 outputs may differ bitwise: a difference fails the test after the
-// sweep).
+// sweep). STRATA_BENCH_ALT=N times those one-column kernels in N alternating rounds (A B A B,
+// each round a row); STRATA_BENCH_EXPERT_GEOMS=1 also times the sweep's geometry kernels at
+// the expert shapes (one column, the default's grid), alternated with the default kernel.
 func TestBenchDecode(t *testing.T) {
 	if os.Getenv("STRATA_BENCH") != "1" {
 		t.Skip("set STRATA_BENCH=1 to measure (GPU machine)")
@@ -214,6 +216,14 @@ func TestBenchDecode(t *testing.T) {
 		}
 	}
 	floors := os.Getenv("STRATA_BENCH_FLOORS") != "0"
+	alt := 1 // STRATA_BENCH_ALT=N: the one-column kernels of a type (its own, the default, the sweep's) timed in N alternating rounds
+	if v := os.Getenv("STRATA_BENCH_ALT"); v != "" {
+		if n, err := strconv.Atoi(v); err != nil || n < 1 {
+			t.Fatalf("STRATA_BENCH_ALT: %q is not a round count ≥ 1", v)
+		} else {
+			alt = n
+		}
+	}
 	var sweep []int // STRATA_BENCH_GEOMS: geometry kernels also timed at 4096×14336, n = 1
 	if v := os.Getenv("STRATA_BENCH_GEOMS"); v == "all" {
 		for g := 1; g < len(kernels.MmvqGeoms); g++ {
@@ -306,7 +316,13 @@ func TestBenchDecode(t *testing.T) {
 			}
 			var gfns []*gpu.Func
 			var gsyms []string
-			for _, g := range geoms {
+			nk := len(geoms) // kernels of one round; STRATA_BENCH_ALT rounds alternate them (A B A B)
+			for range alt - 1 {
+				if len(geoms[:nk]) > 1 {
+					geoms = append(geoms, geoms[:nk]...)
+				}
+			}
+			for gi, g := range geoms {
 				sym, fng := "strata_mmvq_"+v, fn
 				if g != 0 {
 					sym = fmt.Sprintf("strata_mmvq_%s_g%d", v, g)
@@ -341,7 +357,7 @@ func TestBenchDecode(t *testing.T) {
 					shape += fmt.Sprintf(" default (%d blocks)", grid.X)
 				}
 				logf("%-8s %-34s %3d %10.2f %9.1f %7.1f%% %12d | %s", v, shape, n, m*1e6, gbs, 100*gbs/d2d, bytes, graphCol(launch, bytes))
-				if g != 0 {
+				if g != 0 && gi < nk {
 					gfns, gsyms = append(gfns, fng), append(gsyms, sym)
 				}
 			}
@@ -412,24 +428,47 @@ func TestBenchDecode(t *testing.T) {
 			}
 			// Fewer blocks than rows need for the expert shapes: each block copies the IQ
 			// tables into LDS once, and small experts would otherwise pay that per 16 rows.
-			gx, err := mmvqGridX(target, "strata_mmvq_"+v, sh.rows)
-			benchMust(t, err)
-			grid := gpu.Dim3{X: uint32(min(gx, max(1, 4*dev.Info().Units/sh.nSel))), Y: 1, Z: uint32(sh.nSel)}
-			launch := func(i int) error {
-				a := args
-				a.Slots = uint64(dslots.Ptr) + uint64(8*sh.nExp*((i/groups)%ntab))
-				a.Ids = uint64(dids.Ptr) + uint64(4*sh.nSel*(i%groups))
-				return ln.Launch(fn, grid, gpu.Dim3{X: abi.MmvqThreads, Y: 1, Z: 1}, a.Bytes())
+			// STRATA_BENCH_EXPERT_GEOMS=1: also the sweep's geometry kernels (one column, the
+			// same grid), alternated with the default in STRATA_BENCH_ALT rounds.
+			egeoms := []int{0}
+			if os.Getenv("STRATA_BENCH_EXPERT_GEOMS") == "1" {
+				for range alt {
+					egeoms = append(egeoms, sweep...)
+					egeoms = append(egeoms, 0)
+				}
+				egeoms = egeoms[:len(egeoms)-1]
 			}
-			ts := timeLaunches(warm+reps, launch)[warm:]
-			xsets := 1
-			if sh.ownX {
-				xsets = sh.nSel
+			for _, g := range egeoms {
+				sym, fng := "strata_mmvq_"+v, fn
+				if g != 0 {
+					sym = fmt.Sprintf("strata_mmvq_%s_g%d", v, g)
+					if fng, err = mod.Func(sym); err != nil {
+						continue
+					}
+				}
+				gx, err := mmvqGridX(target, sym, sh.rows)
+				benchMust(t, err)
+				grid := gpu.Dim3{X: uint32(min(gx, max(1, 4*dev.Info().Units/sh.nSel))), Y: 1, Z: uint32(sh.nSel)}
+				launch := func(i int) error {
+					a := args
+					a.Slots = uint64(dslots.Ptr) + uint64(8*sh.nExp*((i/groups)%ntab))
+					a.Ids = uint64(dids.Ptr) + uint64(4*sh.nSel*(i%groups))
+					return ln.Launch(fng, grid, gpu.Dim3{X: abi.MmvqThreads, Y: 1, Z: 1}, a.Bytes())
+				}
+				ts := timeLaunches(warm+reps, launch)[warm:]
+				xsets := 1
+				if sh.ownX {
+					xsets = sh.nSel
+				}
+				bytes := sh.nSel*sh.rows*rb + actBytes(sh.k, xsets)
+				m := median(ts)
+				gbs := float64(bytes) / m / 1e9
+				name := sh.name
+				if g != 0 {
+					name = fmt.Sprintf("%s g%d", strings.Replace(sh.name, " (8 of 128)", "", 1), g)
+				}
+				logf("%-8s %-34s %3d %10.2f %9.1f %7.1f%% %12d | %s", v, name, 1, m*1e6, gbs, 100*gbs/d2d, bytes, graphCol(launch, bytes))
 			}
-			bytes := sh.nSel*sh.rows*rb + actBytes(sh.k, xsets)
-			m := median(ts)
-			gbs := float64(bytes) / m / 1e9
-			logf("%-8s %-34s %3d %10.2f %9.1f %7.1f%% %12d | %s", v, sh.name, 1, m*1e6, gbs, 100*gbs/d2d, bytes, graphCol(launch, bytes))
 			benchMust(t, dslots.Free())
 			benchMust(t, dids.Free())
 		}
