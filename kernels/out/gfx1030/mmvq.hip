@@ -1093,44 +1093,58 @@ struct strata_mmvq_wide<strata_qt_q6k> {
 };
 
 // Groups [s0, s0 + sn) of x (one column's Q8_1 blocks) staged for the wide path (layout above).
+// A thread takes groups i and i + nt of each 2·nt: both groups' loads are issued before either
+// is used (one L2 round trip for up to 512 groups at 256 threads, not one a group).
 template <class QT>
 STRATA_DEVICE void strata_mmvq_wstage(u32* xs, const u8* x, int s0, int sn) {
-  for (int i = (int)strata_thread_x(); i < sn; i += (int)strata_block_dim_x()) {
-    const int g = s0 + i, o = strata_mmvq_wide<QT>::off(g), oq = o >> 2;
-    const u8* xb = x + (i64)g * 36;
-    // Window word k holds activation bytes 4k − o … 4k − o + 3 (zero outside 0..31):
-    // t[m] = quant word m − oq − 1 (zero outside 0..7), word k from t[k], t[k + 1].
-    u32 t[13];
+  const int nt = (int)strata_block_dim_x();
+  for (int i0 = (int)strata_thread_x(); i0 < sn; i0 += 2 * nt) {
+    u32 t[2][13], dw[2];
 #pragma unroll
-    for (int m = 0; m < 13; ++m) t[m] = (u32)(m - oq - 1) < 8u ? strata_load_u32(xb + 4 * (m - oq)) : 0u;
-    u32 v[12];
+    for (int h = 0; h < 2; ++h) {
+      const int i = i0 + h * nt < sn ? i0 + h * nt : i0;  // a group past the end loads i0's again (not stored)
+      const int g = s0 + i, o = strata_mmvq_wide<QT>::off(g), oq = o >> 2;
+      const u8* xb = x + (i64)g * 36;
+      // Window word k holds activation bytes 4k − o … 4k − o + 3 (zero outside 0..31):
+      // t[m] = quant word m − oq − 1 (zero outside 0..7), word k from t[k], t[k + 1].
 #pragma unroll
-    for (int k = 0; k < 12; ++k) v[k] = (o & 2) ? (u32)((((u64)t[k + 1] << 32) | t[k]) >> 16) : t[k + 1];
-    const u32 d = strata_load_u32(xb) & 0xffffu;
-    if constexpr (strata_mmvq_wide<QT>::XS == 1) {
+      for (int m = 0; m < 13; ++m) t[h][m] = (u32)(m - oq - 1) < 8u ? strata_load_u32(xb + 4 * (m - oq)) : 0u;
+      dw[h] = strata_load_u32(xb);
+    }
 #pragma unroll
-      for (int k = 0; k < 12; ++k) xs[12 * i + k] = v[k];
-      xs[12 * sn + i] = d;
-    } else {
-      // Q6_K: bytes [o, o + 16) are half 0, [o + 16, o + 32) half 1; word k (4..7) holds
-      // c = o + 16 − 4k of half 0's bytes (clamped to 0..4), its low ones.
-      u32* r = xs + 20 * i;
-      i32 s0a = 0, s1a = 0;
+    for (int h = 0; h < 2; ++h) {
+      const int i = i0 + h * nt;
+      if (i >= sn) break;
+      const int o = strata_mmvq_wide<QT>::off(s0 + i);
+      u32 v[12];
 #pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        r[k] = v[k], r[12 + k] = v[8 + k];
-        s0a = strata_dot4_ss(0x01010101, (i32)v[k], s0a);
-        s1a = strata_dot4_ss(0x01010101, (i32)v[8 + k], s1a);
+      for (int k = 0; k < 12; ++k) v[k] = (o & 2) ? (u32)((((u64)t[h][k + 1] << 32) | t[h][k]) >> 16) : t[h][k + 1];
+      const u32 d = dw[h] & 0xffffu;
+      if constexpr (strata_mmvq_wide<QT>::XS == 1) {
+#pragma unroll
+        for (int k = 0; k < 12; ++k) xs[12 * i + k] = v[k];
+        xs[12 * sn + i] = d;
+      } else {
+        // Q6_K: bytes [o, o + 16) are half 0, [o + 16, o + 32) half 1; word k (4..7) holds
+        // c = o + 16 − 4k of half 0's bytes (clamped to 0..4), its low ones.
+        u32* r = xs + 20 * i;
+        i32 s0a = 0, s1a = 0;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          r[k] = v[k], r[12 + k] = v[8 + k];
+          s0a = strata_dot4_ss(0x01010101, (i32)v[k], s0a);
+          s1a = strata_dot4_ss(0x01010101, (i32)v[8 + k], s1a);
+        }
+#pragma unroll
+        for (int k = 4; k < 8; ++k) {
+          const int c = o + 16 - 4 * k;
+          const u32 m0 = c >= 4 ? 0xffffffffu : c <= 0 ? 0u : (1u << (8 * c)) - 1u;
+          r[k] = v[k] & m0, r[4 + k] = v[k] & ~m0;
+          s0a = strata_dot4_ss(0x01010101, (i32)r[k], s0a);
+          s1a = strata_dot4_ss(0x01010101, (i32)r[4 + k], s1a);
+        }
+        r[16] = d, r[17] = ((u32)s0a & 0xffffu) | ((u32)s1a << 16);  // |Σa| ≤ 16·127: 16 bits each
       }
-#pragma unroll
-      for (int k = 4; k < 8; ++k) {
-        const int c = o + 16 - 4 * k;
-        const u32 m0 = c >= 4 ? 0xffffffffu : c <= 0 ? 0u : (1u << (8 * c)) - 1u;
-        r[k] = v[k] & m0, r[4 + k] = v[k] & ~m0;
-        s0a = strata_dot4_ss(0x01010101, (i32)r[k], s0a);
-        s1a = strata_dot4_ss(0x01010101, (i32)r[4 + k], s1a);
-      }
-      r[16] = d, r[17] = ((u32)s0a & 0xffffu) | ((u32)s1a << 16);  // |Σa| ≤ 16·127: 16 bits each
     }
   }
 }
