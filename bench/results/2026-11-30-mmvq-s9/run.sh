@@ -13,7 +13,9 @@
 #       in two alternating rounds; at the expert shapes the default and the same geometries
 #       alternated; each geometry checked bitwise against the default at 4096×14336; the d2d
 #       copy and the copy of each type's bytes); parity (STRATA_W_PARITY: -test.run patterns
-#       under TestParity/sm_90/, each its own process); bench 2 (bench 1 again, if time is left).
+#       under TestParity/sm_90/, each its own process; default the new geometries of every
+#       type and the Q8_0 / Q6_K defaults they must equal); bench 2 (bench 1 again, if time is
+#       left).
 #   STRATA_W_DRY=1 run.sh run   the same flow with stub binaries (no GPU).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -65,7 +67,7 @@ run() {
 	say "ptxas: spills: $(grep -cE ' [1-9][0-9]* bytes spill' "$L/ptxas-mmvq.log")"
 	bench() { # bench N RESERVE
 		local lb
-		lb=$(lim 60 "$2")
+		lb=$(lim 80 "$2")
 		mkdir -p "$L/bench-$1"
 		STRATA_CO_DIR=$w/co STRATA_BENCH=1 STRATA_BENCH_GEOMS=${STRATA_W_GEOMS:-10,11,12,13,14} STRATA_BENCH_ALT=2 STRATA_BENCH_EXPERT_GEOMS=1 STRATA_BENCH_OUT=$L/bench-$1 \
 			timeout "$lb" "$pt" -test.v -test.timeout "$((lb - 2))s" -test.run '^TestBenchDecode$' >"$L/bench-$1.log" 2>&1
@@ -74,7 +76,7 @@ run() {
 	bench 1 75
 	local pids=() g i=0 p1
 	p1=$(lim 45 30)
-	for g in ${STRATA_W_PARITY-mmvq/^[a-z0-9]+_g1[0-4]$/ mmvq/^(q80|q6k|q4k|q20)$/}; do
+	for g in ${STRATA_W_PARITY-mmvq/^(q80|q6k)_g1[0-4]$/ mmvq/^(q20|q4k|iq2xs|iq3xxs|iq3s|iq1m)_g1[0-4]$/ mmvq/^(q80|q6k)$/}; do
 		echo "$g" >"$L/parity-$i.group"
 		STRATA_CO_DIR=$w/co timeout "$p1" "$pt" -test.v -test.timeout "$((p1 - 3))s" -test.run "TestParity/sm_90/$g" >"$L/parity-$i.log" 2>&1 &
 		pids+=($!)
