@@ -387,7 +387,7 @@ func TestBenchDecode(t *testing.T) {
 		if !experts {
 			continue
 		}
-		for _, sh := range []struct {
+		for si, sh := range []struct {
 			name       string
 			rows, k    int
 			ownX       bool
@@ -428,15 +428,23 @@ func TestBenchDecode(t *testing.T) {
 			}
 			// Fewer blocks than rows need for the expert shapes: each block copies the IQ
 			// tables into LDS once, and small experts would otherwise pay that per 16 rows.
-			// STRATA_BENCH_EXPERT_GEOMS=1: also the sweep's geometry kernels (one column, the
-			// same grid), alternated with the default in STRATA_BENCH_ALT rounds.
-			egeoms := []int{0}
+			// The type's kernel for the shape first (mmvqExpertGeom), then the default where
+			// that is a geometry; STRATA_BENCH_EXPERT_GEOMS=1: also the sweep's geometry kernels
+			// (one column, the same grid), all of them in STRATA_BENCH_ALT alternating rounds.
+			egeoms := []int{mmvqExpertGeom[v][si]}
+			if egeoms[0] != 0 {
+				egeoms = append(egeoms, 0)
+			}
 			if os.Getenv("STRATA_BENCH_EXPERT_GEOMS") == "1" {
-				for range alt {
-					egeoms = append(egeoms, sweep...)
-					egeoms = append(egeoms, 0)
+				for _, g := range sweep {
+					if !slices.Contains(egeoms, g) {
+						egeoms = append(egeoms, g)
+					}
 				}
-				egeoms = egeoms[:len(egeoms)-1]
+				nk := len(egeoms)
+				for range alt - 1 {
+					egeoms = append(egeoms, egeoms[:nk]...)
+				}
 			}
 			for _, g := range egeoms {
 				sym, fng := "strata_mmvq_"+v, fn
@@ -486,7 +494,29 @@ func TestBenchDecode(t *testing.T) {
 // 21.52 → 19.33, Q2_0 and IQ1_M the first pass prefetched into L1 (g1) 8.61 → 8.21 and
 // 12.59 → 12.23. Q8_0, IQ2_XS, IQ3_XXS, IQ3_S and F16/BF16 keep the default (no geometry
 // passed the rule: the IQ3 and IQ2_XS g1/g9 gains were ≤ 1.1 % graph and lost by events).
-var mmvqStdGeom = map[string]int{"q4k": 5, "q6k": 9, "q20": 1, "iq1m": 1}
+//
+// Session 9 (bench/results/2026-11-30-mmvq-s9, call1, the same rule over two runs of two
+// alternating rounds, mean events / graph µs): Q6_K takes the wide-load geometry g10 (its
+// 16-byte windows, MmvqGeom.W), 22.40 / 19.36 (g9) → 21.09 / 17.96. Q8_0's g10 lost by events
+// (21.75 → 22.00; graph 19.06 → 18.98). For the types without a wide form g10 and g12 run
+// g1's and g9's code.
+var mmvqStdGeom = map[string]int{"q4k": 5, "q6k": 10, "q20": 1, "iq1m": 1}
+
+// mmvqExpertGeom is the kernel of each type's rows at the 30B-A3B expert shapes in
+// TestBenchDecode ([0]: gate/up 2048->768, [1]: down 768->2048; 8 of 128 experts through
+// slots, one column, the default kernel's grid): the geometry that beat the default there by
+// mmvqStdGeom's rule, else 0 (bench/results/2026-11-30-mmvq-s9, call1, mean events / graph
+// µs default → geometry). Down (K = 768: 24 groups a row, so one pass with U = 2 leaves
+// more than half of a lane's group slots dead): one group a lane a pass, g11 (2×1, the next
+// pass prefetched) for every quantized type but Q8_0 — Q6_K 16.40 / 13.47 → 12.94 / 9.79,
+// Q4_K 12.16 / 9.31 → 10.47 / 7.47, Q2_0 11.14 / 8.39 → 10.03 / 7.14, IQ2_XS 14.26 / 11.56 →
+// 11.61 / 8.69, IQ3_XXS 15.01 / 12.32 → 12.00 / 9.02, IQ3_S 16.08 / 13.25 → 12.49 / 9.47,
+// IQ1_M 14.13 / 11.36 → 11.45 / 8.50 — and g14 (1×1 at 4 blocks an SM) for Q8_0, 12.62 /
+// 9.82 → 10.71 / 7.69. Gate/up: Q2_0 g12 (g9's code for it) 8.77 / 6.01 → 8.44 / 5.55, Q4_K
+// g13 (g5's shape) 9.47 / 6.67 → 9.11 / 6.18, IQ2_XS g10 (g1's code) 10.37 / 7.67 → 10.37 /
+// 7.46; the others keep the default. F16/BF16 have no geometry kernel for these shapes.
+var mmvqExpertGeom = map[string][2]int{"q80": {0, 14}, "q20": {12, 11}, "q4k": {13, 11}, "q6k": {0, 11},
+	"iq2xs": {10, 11}, "iq3xxs": {0, 11}, "iq3s": {0, 11}, "iq1m": {0, 11}}
 
 // mmvqEngineShapes are the one-column mmvq launches of a resident decode token of the
 // synthetic 30B-A3B Q2_0 and 80B-A3B IQ2_XS models (dense weights Q8_0, routers F16:
