@@ -43,6 +43,9 @@ func TestMmvqGeomShapes(t *testing.T) {
 		{"80B attention k|v", quant.Q8_0, 1024, 2048, 1, 4, 8, 128},
 		{"80B q and gate (16 heads)", quant.Q8_0, 256, 2048, 16, 0, 16, 16},
 		{"K = 14336", quant.Q4_K, 4096, 14336, 1, 0, 16, 256},
+		{"Q6_K K = 14336 (issue 5)", quant.Q6_K, 4096, 14336, 1, 10, 16, 256},
+		{"Q6_K K = 14336, 1024 rows", quant.Q6_K, 1024, 14336, 1, 0, 16, 64},
+		{"Q6_K K = 2048", quant.Q6_K, 4096, 2048, 1, 0, 16, 256},
 		{"F16 wide", quant.F16, 4096, 2048, 1, 0, 8, 512},
 	} {
 		e := &Engine{units: 132}
