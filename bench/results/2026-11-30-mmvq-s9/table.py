@@ -61,3 +61,17 @@ for t in types:
     cp = mean.get((t, "floor: d2d copy of its bytes", "-", "default"))
     cps = f"{cp[1]:.1f} / {cp[3]:.1f}" if cp else "-"
     print(f"| {t} | {d[0]:.2f} ({d[1]:.1f} %) | {d[2]:.2f} ({d[3]:.1f} %) | {b} | {bb[0]:.2f} ({bb[1]:.1f} %) | {bb[2]:.2f} ({bb[3]:.1f} %) | {100*(bb[0]/d[0]-1):+.1f} % | {100*(bb[2]/d[2]-1):+.1f} % | {cps} |")
+print()
+print("Expert shapes (8 of 128, one column): the default against the best mean events kernel")
+print()
+print("| type | shape | default events µs (%) | default graph µs (%) | best kernel | its events µs (%) | graph µs (%) | events Δ | graph Δ |")
+print("|---|---|---:|---:|---|---:|---:|---:|---:|")
+for t in types:
+    for shape in ("experts gate/up 2048->768", "experts down 768->2048"):
+        ks = {k: v for (tt, s, n, k), v in mean.items() if tt == t and s == shape}
+        if "default" not in ks:
+            continue
+        d = ks["default"]
+        b = min(ks, key=lambda k: ks[k][0])
+        bb = ks[b]
+        print(f"| {t} | {shape} | {d[0]:.2f} ({d[1]:.1f} %) | {d[2]:.2f} ({d[3]:.1f} %) | {b} | {bb[0]:.2f} ({bb[1]:.1f} %) | {bb[2]:.2f} ({bb[3]:.1f} %) | {100*(bb[0]/d[0]-1):+.1f} % | {100*(bb[2]/d[2]-1):+.1f} % |")

@@ -1069,7 +1069,9 @@ STRATA_DEVICE void strata_mmvq_stage(u32* xs, const u8* x, i64 col_blocks, int s
 //   scale at 12·sn + i; Q6_K at 20i: A0..3, H0 4..7, H1 4..7, A8..11, the scale, Σa of each
 //   half (16 bits each), 2 unused (20: 16-byte rows, conflict-free 16-byte LDS reads).
 // A row whose bytes or start are not 16-byte aligned (a K not a multiple of 8 blocks) takes
-// strata_mmvq_rows_x's own path.
+// strata_mmvq_rows_x's own path. Measured on the H200 at 4096×14336, n = 1 (mean events µs):
+// Q6_K 22.40 (g9) → 21.09 (g10), Q8_0 21.75 (default) → 22.00 (g10: no gain; Q8_0 is not bound
+// by its load instructions).
 template <class QT>
 struct strata_mmvq_wide {
   static constexpr bool on = false;
