@@ -1,5 +1,10 @@
 package kernels
 
+import (
+	"strconv"
+	"strings"
+)
+
 // Variant axes shared by families that come in a matrix-op and a dp4a flavour. The "mma"
 // value needs an int8 matrix instruction, so targets without one (gfx1030) get only "dp4a".
 var axisOp = Axis{Name: "op", Values: []Value{
@@ -302,13 +307,14 @@ var Specs = []Spec{
 			{Name: "prefetch", Type: ArgI32, Doc: "1: dense matrices only (slots null), on sm_90, each block first prefetches its share of the weights into L2, before it waits for its predecessor (for programmatic launches, where that overlaps the previous kernel); 2: as 1, and in a decode-geometry variant (<type>_g<N>) with one column and err null the wait also follows the first pass's L1 prefetch; 0: no prefetch (a plain launch only pays for it)"},
 		},
 		// geom: "" = the default kernel (every column count; what mmvq was before decode
-		// geometries); g1..g9 = the one-column decode geometries of MmvqGeoms (NVIDIA only,
+		// geometries); g1..g14 = the one-column decode geometries of MmvqGeoms (NVIDIA only,
 		// each its own kernel so that the default kernel's code stays its own; ncols must be
 		// 1; F16/BF16 have g4 only).
 		Axes: []Axis{axisWeightType(ISADot4), {Name: "geom", Values: []Value{{Name: ""},
 			{Name: "g1", Needs: NeedNVIDIA}, {Name: "g2", Needs: NeedNVIDIA}, {Name: "g3", Needs: NeedNVIDIA}, {Name: "g4", Needs: NeedNVIDIA},
 			{Name: "g5", Needs: NeedNVIDIA}, {Name: "g6", Needs: NeedNVIDIA}, {Name: "g7", Needs: NeedNVIDIA}, {Name: "g8", Needs: NeedNVIDIA},
-			{Name: "g9", Needs: NeedNVIDIA}}}},
+			{Name: "g9", Needs: NeedNVIDIA}, {Name: "g10", Needs: NeedNVIDIA}, {Name: "g11", Needs: NeedNVIDIA}, {Name: "g12", Needs: NeedNVIDIA},
+			{Name: "g13", Needs: NeedNVIDIA}, {Name: "g14", Needs: NeedNVIDIA}}}},
 		Absent: func(v Variant) bool {
 			t := v.Values["type"]
 			return (t == "f16" || t == "bf16") && v.MmvqGeomIndex() != 0 && MmvqGeoms[v.MmvqGeomIndex()].FR == 0
@@ -498,6 +504,12 @@ type MmvqGeom struct {
 	// PF: the next pass's weight lines are prefetched into L1 for every type (strata_mmvq_rows_x's
 	// PFA; without it only types of ≤ STRATA_MMVQ_PF_GB = 16 bytes a group prefetch them).
 	PF bool
+	// W: wide loads (strata_mmvq_rows_x's WIDE) for the types with a wide form (Q8_0, Q6_K: blocks
+	// only 2-byte aligned, but 8 consecutive blocks 16-byte aligned): a lane reads the 16-byte
+	// aligned windows around its group's bytes and the staged activations are shifted to the
+	// same byte positions, zeros elsewhere (the same integer dots). Other types, and rows or
+	// matrices not 16-byte aligned, take the path R, U and PF give alone.
+	W bool
 }
 
 // MmvqGeoms is indexed by the geometry number N of variant <type>_g<N>; 0 is the default
@@ -506,6 +518,8 @@ type MmvqGeom struct {
 // (bench/results/2026-11-30-mmvq4-s8): one row a wave puts 512 blocks on the H200, one
 // wave only at 4 blocks an SM (5, 6, 8: ≤ 64 registers), 7 doubles the groups a lane of
 // the default's two rows, and 9 is 1 with the next pass prefetched into L1 for every type.
+// 10–14 are wide-load forms (W): of 1, of 2×1 with the next-pass prefetch, of 9, of 5, and
+// of 1×1 at 4 blocks an SM with the next-pass prefetch (bench/results/2026-11-30-mmvq-s9).
 var MmvqGeoms = []MmvqGeom{
 	{R: 2, U: 2},
 	{R: 2, U: 2},
@@ -517,12 +531,19 @@ var MmvqGeoms = []MmvqGeom{
 	{R: 2, U: 4},
 	{R: 1, U: 3, B: 4},
 	{R: 2, U: 2, PF: true},
+	{R: 2, U: 2, W: true},
+	{R: 2, U: 1, PF: true, W: true},
+	{R: 2, U: 2, PF: true, W: true},
+	{R: 1, U: 2, B: 4, W: true},
+	{R: 1, U: 1, B: 4, PF: true, W: true},
 }
 
 // MmvqGeomIndex is mmvq variant v's decode geometry: N for <type>_g<N>, 0 for the default.
 func (v Variant) MmvqGeomIndex() int {
-	if g := v.Values["geom"]; len(g) == 2 && g[0] == 'g' && g[1] >= '1' && int(g[1]-'0') < len(MmvqGeoms) {
-		return int(g[1] - '0')
+	if g, ok := strings.CutPrefix(v.Values["geom"], "g"); ok && g != "" && g[0] != '0' {
+		if n, err := strconv.Atoi(g); err == nil && n < len(MmvqGeoms) {
+			return n
+		}
 	}
 	return 0
 }

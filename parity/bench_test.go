@@ -58,7 +58,9 @@ import (
 // kernels.MmvqGeoms; "all" = every one) also times those geometry kernels there, each on its
 // own grid, and checks every geometry timed against the default kernel on one matrix of
 // valid random blocks (0 outputs may differ bitwise: a difference fails the test after the
-// sweep).
+// sweep). STRATA_BENCH_ALT=N times those one-column kernels in N alternating rounds (A B A B,
+// each round a row); STRATA_BENCH_EXPERT_GEOMS=1 also times the sweep's geometry kernels at
+// the expert shapes (one column, the default's grid), alternated with the default kernel.
 func TestBenchDecode(t *testing.T) {
 	if os.Getenv("STRATA_BENCH") != "1" {
 		t.Skip("set STRATA_BENCH=1 to measure (GPU machine)")
@@ -214,6 +216,14 @@ func TestBenchDecode(t *testing.T) {
 		}
 	}
 	floors := os.Getenv("STRATA_BENCH_FLOORS") != "0"
+	alt := 1 // STRATA_BENCH_ALT=N: the one-column kernels of a type (its own, the default, the sweep's) timed in N alternating rounds
+	if v := os.Getenv("STRATA_BENCH_ALT"); v != "" {
+		if n, err := strconv.Atoi(v); err != nil || n < 1 {
+			t.Fatalf("STRATA_BENCH_ALT: %q is not a round count ≥ 1", v)
+		} else {
+			alt = n
+		}
+	}
 	var sweep []int // STRATA_BENCH_GEOMS: geometry kernels also timed at 4096×14336, n = 1
 	if v := os.Getenv("STRATA_BENCH_GEOMS"); v == "all" {
 		for g := 1; g < len(kernels.MmvqGeoms); g++ {
@@ -306,7 +316,13 @@ func TestBenchDecode(t *testing.T) {
 			}
 			var gfns []*gpu.Func
 			var gsyms []string
-			for _, g := range geoms {
+			nk := len(geoms) // kernels of one round; STRATA_BENCH_ALT rounds alternate them (A B A B)
+			for range alt - 1 {
+				if len(geoms[:nk]) > 1 {
+					geoms = append(geoms, geoms[:nk]...)
+				}
+			}
+			for gi, g := range geoms {
 				sym, fng := "strata_mmvq_"+v, fn
 				if g != 0 {
 					sym = fmt.Sprintf("strata_mmvq_%s_g%d", v, g)
@@ -341,7 +357,7 @@ func TestBenchDecode(t *testing.T) {
 					shape += fmt.Sprintf(" default (%d blocks)", grid.X)
 				}
 				logf("%-8s %-34s %3d %10.2f %9.1f %7.1f%% %12d | %s", v, shape, n, m*1e6, gbs, 100*gbs/d2d, bytes, graphCol(launch, bytes))
-				if g != 0 {
+				if g != 0 && gi < nk {
 					gfns, gsyms = append(gfns, fng), append(gsyms, sym)
 				}
 			}
@@ -371,7 +387,7 @@ func TestBenchDecode(t *testing.T) {
 		if !experts {
 			continue
 		}
-		for _, sh := range []struct {
+		for si, sh := range []struct {
 			name       string
 			rows, k    int
 			ownX       bool
@@ -412,24 +428,55 @@ func TestBenchDecode(t *testing.T) {
 			}
 			// Fewer blocks than rows need for the expert shapes: each block copies the IQ
 			// tables into LDS once, and small experts would otherwise pay that per 16 rows.
-			gx, err := mmvqGridX(target, "strata_mmvq_"+v, sh.rows)
-			benchMust(t, err)
-			grid := gpu.Dim3{X: uint32(min(gx, max(1, 4*dev.Info().Units/sh.nSel))), Y: 1, Z: uint32(sh.nSel)}
-			launch := func(i int) error {
-				a := args
-				a.Slots = uint64(dslots.Ptr) + uint64(8*sh.nExp*((i/groups)%ntab))
-				a.Ids = uint64(dids.Ptr) + uint64(4*sh.nSel*(i%groups))
-				return ln.Launch(fn, grid, gpu.Dim3{X: abi.MmvqThreads, Y: 1, Z: 1}, a.Bytes())
+			// The type's kernel for the shape first (mmvqExpertGeom), then the default where
+			// that is a geometry; STRATA_BENCH_EXPERT_GEOMS=1: also the sweep's geometry kernels
+			// (one column, the same grid), all of them in STRATA_BENCH_ALT alternating rounds.
+			egeoms := []int{mmvqExpertGeom[v][si]}
+			if egeoms[0] != 0 {
+				egeoms = append(egeoms, 0)
 			}
-			ts := timeLaunches(warm+reps, launch)[warm:]
-			xsets := 1
-			if sh.ownX {
-				xsets = sh.nSel
+			if os.Getenv("STRATA_BENCH_EXPERT_GEOMS") == "1" {
+				for _, g := range sweep {
+					if !slices.Contains(egeoms, g) {
+						egeoms = append(egeoms, g)
+					}
+				}
+				nk := len(egeoms)
+				for range alt - 1 {
+					egeoms = append(egeoms, egeoms[:nk]...)
+				}
 			}
-			bytes := sh.nSel*sh.rows*rb + actBytes(sh.k, xsets)
-			m := median(ts)
-			gbs := float64(bytes) / m / 1e9
-			logf("%-8s %-34s %3d %10.2f %9.1f %7.1f%% %12d | %s", v, sh.name, 1, m*1e6, gbs, 100*gbs/d2d, bytes, graphCol(launch, bytes))
+			for _, g := range egeoms {
+				sym, fng := "strata_mmvq_"+v, fn
+				if g != 0 {
+					sym = fmt.Sprintf("strata_mmvq_%s_g%d", v, g)
+					if fng, err = mod.Func(sym); err != nil {
+						continue
+					}
+				}
+				gx, err := mmvqGridX(target, sym, sh.rows)
+				benchMust(t, err)
+				grid := gpu.Dim3{X: uint32(min(gx, max(1, 4*dev.Info().Units/sh.nSel))), Y: 1, Z: uint32(sh.nSel)}
+				launch := func(i int) error {
+					a := args
+					a.Slots = uint64(dslots.Ptr) + uint64(8*sh.nExp*((i/groups)%ntab))
+					a.Ids = uint64(dids.Ptr) + uint64(4*sh.nSel*(i%groups))
+					return ln.Launch(fng, grid, gpu.Dim3{X: abi.MmvqThreads, Y: 1, Z: 1}, a.Bytes())
+				}
+				ts := timeLaunches(warm+reps, launch)[warm:]
+				xsets := 1
+				if sh.ownX {
+					xsets = sh.nSel
+				}
+				bytes := sh.nSel*sh.rows*rb + actBytes(sh.k, xsets)
+				m := median(ts)
+				gbs := float64(bytes) / m / 1e9
+				name := sh.name
+				if g != 0 {
+					name = fmt.Sprintf("%s g%d", strings.Replace(sh.name, " (8 of 128)", "", 1), g)
+				}
+				logf("%-8s %-34s %3d %10.2f %9.1f %7.1f%% %12d | %s", v, name, 1, m*1e6, gbs, 100*gbs/d2d, bytes, graphCol(launch, bytes))
+			}
 			benchMust(t, dslots.Free())
 			benchMust(t, dids.Free())
 		}
@@ -447,7 +494,29 @@ func TestBenchDecode(t *testing.T) {
 // 21.52 → 19.33, Q2_0 and IQ1_M the first pass prefetched into L1 (g1) 8.61 → 8.21 and
 // 12.59 → 12.23. Q8_0, IQ2_XS, IQ3_XXS, IQ3_S and F16/BF16 keep the default (no geometry
 // passed the rule: the IQ3 and IQ2_XS g1/g9 gains were ≤ 1.1 % graph and lost by events).
-var mmvqStdGeom = map[string]int{"q4k": 5, "q6k": 9, "q20": 1, "iq1m": 1}
+//
+// Session 9 (bench/results/2026-11-30-mmvq-s9, call1, the same rule over two runs of two
+// alternating rounds, mean events / graph µs): Q6_K takes the wide-load geometry g10 (its
+// 16-byte windows, MmvqGeom.W), 22.40 / 19.36 (g9) → 21.09 / 17.96. Q8_0's g10 lost by events
+// (21.75 → 22.00; graph 19.06 → 18.98). For the types without a wide form g10 and g12 run
+// g1's and g9's code.
+var mmvqStdGeom = map[string]int{"q4k": 5, "q6k": 10, "q20": 1, "iq1m": 1}
+
+// mmvqExpertGeom is the kernel of each type's rows at the 30B-A3B expert shapes in
+// TestBenchDecode ([0]: gate/up 2048->768, [1]: down 768->2048; 8 of 128 experts through
+// slots, one column, the default kernel's grid): the geometry that beat the default there by
+// mmvqStdGeom's rule, else 0 (bench/results/2026-11-30-mmvq-s9, call1, mean events / graph
+// µs default → geometry). Down (K = 768: 24 groups a row, so one pass with U = 2 leaves
+// more than half of a lane's group slots dead): one group a lane a pass, g11 (2×1, the next
+// pass prefetched) for every quantized type but Q8_0 — Q6_K 16.40 / 13.47 → 12.94 / 9.79,
+// Q4_K 12.16 / 9.31 → 10.47 / 7.47, Q2_0 11.14 / 8.39 → 10.03 / 7.14, IQ2_XS 14.26 / 11.56 →
+// 11.61 / 8.69, IQ3_XXS 15.01 / 12.32 → 12.00 / 9.02, IQ3_S 16.08 / 13.25 → 12.49 / 9.47,
+// IQ1_M 14.13 / 11.36 → 11.45 / 8.50 — and g14 (1×1 at 4 blocks an SM) for Q8_0, 12.62 /
+// 9.82 → 10.71 / 7.69. Gate/up: Q2_0 g12 (g9's code for it) 8.77 / 6.01 → 8.44 / 5.55, Q4_K
+// g13 (g5's shape) 9.47 / 6.67 → 9.11 / 6.18, IQ2_XS g10 (g1's code) 10.37 / 7.67 → 10.37 /
+// 7.46; the others keep the default. F16/BF16 have no geometry kernel for these shapes.
+var mmvqExpertGeom = map[string][2]int{"q80": {0, 14}, "q20": {12, 11}, "q4k": {13, 11}, "q6k": {0, 11},
+	"iq2xs": {10, 11}, "iq3xxs": {0, 11}, "iq3s": {0, 11}, "iq1m": {0, 11}}
 
 // mmvqEngineShapes are the one-column mmvq launches of a resident decode token of the
 // synthetic 30B-A3B Q2_0 and 80B-A3B IQ2_XS models (dense weights Q8_0, routers F16:

@@ -100,7 +100,10 @@ func init() {
 		// The decode-geometry kernels (NVIDIA, variant <type>_g<N>: kernels.MmvqGeoms) add
 		// each row's groups in the default path's order (R and U only change which wave
 		// holds a row and when; each lane's fold chain and the butterfly are the same), so
-		// their bounds are the type's, as derived above.
+		// their bounds are the type's, as derived above. The wide-load geometries (W: Q8_0 and
+		// Q6_K read 16-byte windows around a group's bytes against activations shifted to the
+		// same byte positions, zeros elsewhere) form each group's integer dot from the same
+		// products (exact), then fold it as the default path does: the same bounds.
 		for g, m := range kernels.MmvqGeoms[1:] {
 			if t != quant.F16 && t != quant.BF16 || m.FR != 0 {
 				b[fmt.Sprintf("%s_g%d", v, g+1)] = b[v]
@@ -155,6 +158,9 @@ func init() {
 			{"rows=13,k=2048,cols=1,decode,prefetch=2", []int{13, 2048, 1, 1, 0, 2}},
 			{"rows=20,k=2048,cols=1,dense=3,decode,prefetch=2", []int{20, 2048, 1, 3, 0, 2}},
 			{"rows=40,k=256,cols=1,decode,prefetch=2", []int{40, 256, 1, 1, 0, 2}},
+			// The wide-load geometries (W) with two activation segments for Q6_K (448 groups
+			// of 20 staged words each: 512 groups take a second, 64-group segment).
+			{"rows=3,k=16384,cols=1,decode", []int{3, 16384, 1, 1, 0, 0}},
 		},
 		Run:       runMmvq,
 		SelfCheck: selfCheckMmvq,
@@ -659,14 +665,22 @@ func mmvqGridX(target, symbol string, rows int) (int, error) {
 // kernel's (<type>_g<N>, kernels.MmvqGeoms).
 func mmvqGeomVariant(name string) bool {
 	i := strings.LastIndex(name, "_g")
-	return i >= 0 && len(name) == i+3 && name[i+2] >= '1' && name[i+2] <= '9'
+	if i < 0 || len(name) < i+3 || len(name) > i+4 || name[i+2] == '0' {
+		return false
+	}
+	for _, c := range name[i+2:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // mmvqTypeVariant is the default variant (the weight type's name) of mmvq variant name:
 // <type> for <type>_g<N>, name itself otherwise.
 func mmvqTypeVariant(name string) string {
 	if mmvqGeomVariant(name) {
-		return name[:len(name)-3]
+		return name[:strings.LastIndex(name, "_g")]
 	}
 	return name
 }

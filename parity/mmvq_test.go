@@ -113,8 +113,11 @@ func TestMmvqGeomsTable(t *testing.T) {
 				}
 				sym := fmt.Sprintf("strata_mmvq_%s_g%d", v, g)
 				pf := ""
-				if m.PF {
-					pf = ", true"
+				if m.PF || m.W {
+					pf = fmt.Sprintf(", %v", m.PF)
+				}
+				if m.W {
+					pf += ", true"
 				}
 				call, want := fmt.Sprintf("strata_mmvq_rows_x<QT, 1, %d, %d%s>(p, w, &tab, xs, z, late ? 2 : 1);", m.R, m.U, pf), 8*m.R
 				if f {
@@ -135,8 +138,9 @@ func TestMmvqGeomsTable(t *testing.T) {
 	}
 }
 
-// TestMmvqStdGeom: every kernel mmvqStdGeom names for issue 5's 4096×14336 row exists as a
-// decode-geometry variant of a quantized type on every NVIDIA target (kernels/abi).
+// TestMmvqStdGeom: every kernel mmvqStdGeom names for issue 5's 4096×14336 row, and every
+// geometry mmvqExpertGeom names for its expert shapes, exists as a decode-geometry variant of
+// a quantized type on every NVIDIA target (kernels/abi).
 func TestMmvqStdGeom(t *testing.T) {
 	n := 0
 	for _, tg := range kernels.Targets {
@@ -155,6 +159,14 @@ func TestMmvqStdGeom(t *testing.T) {
 			qt, ok := mmvqTypes[v]
 			if !ok || qt == quant.F16 || qt == quant.BF16 || g < 1 || g >= len(kernels.MmvqGeoms) || !have[fmt.Sprintf("%s_g%d", v, g)] {
 				t.Errorf("%s: mmvqStdGeom[%q] = %d is no quantized decode-geometry variant", tg.Name, v, g)
+			}
+		}
+		for v, gs := range mmvqExpertGeom {
+			qt, ok := mmvqTypes[v]
+			for _, g := range gs {
+				if !ok || g != 0 && (qt == quant.F16 || qt == quant.BF16 || g >= len(kernels.MmvqGeoms) || !have[fmt.Sprintf("%s_g%d", v, g)]) {
+					t.Errorf("%s: mmvqExpertGeom[%q] = %d is no quantized decode-geometry variant", tg.Name, v, g)
+				}
 			}
 		}
 		n++

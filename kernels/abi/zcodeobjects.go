@@ -3208,6 +3208,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q80_g9",
 	}, {
+		Name:         "q80_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g10",
+	}, {
+		Name:         "q80_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g11",
+	}, {
+		Name:         "q80_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g12",
+	}, {
+		Name:         "q80_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g13",
+	}, {
+		Name:         "q80_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g14",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -3247,6 +3267,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20_g9",
+	}, {
+		Name:         "q20_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g10",
+	}, {
+		Name:         "q20_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g11",
+	}, {
+		Name:         "q20_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g12",
+	}, {
+		Name:         "q20_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g13",
+	}, {
+		Name:         "q20_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g14",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -3288,6 +3328,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q4k_g9",
 	}, {
+		Name:         "q4k_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g10",
+	}, {
+		Name:         "q4k_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g11",
+	}, {
+		Name:         "q4k_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g12",
+	}, {
+		Name:         "q4k_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g13",
+	}, {
+		Name:         "q4k_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g14",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -3327,6 +3387,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k_g9",
+	}, {
+		Name:         "q6k_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g10",
+	}, {
+		Name:         "q6k_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g11",
+	}, {
+		Name:         "q6k_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g12",
+	}, {
+		Name:         "q6k_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g13",
+	}, {
+		Name:         "q6k_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g14",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -3368,6 +3448,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq2xs_g9",
 	}, {
+		Name:         "iq2xs_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g10",
+	}, {
+		Name:         "iq2xs_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g11",
+	}, {
+		Name:         "iq2xs_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g12",
+	}, {
+		Name:         "iq2xs_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g13",
+	}, {
+		Name:         "iq2xs_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g14",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -3407,6 +3507,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs_g9",
+	}, {
+		Name:         "iq3xxs_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g10",
+	}, {
+		Name:         "iq3xxs_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g11",
+	}, {
+		Name:         "iq3xxs_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g12",
+	}, {
+		Name:         "iq3xxs_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g13",
+	}, {
+		Name:         "iq3xxs_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g14",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -3448,6 +3568,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3s_g9",
 	}, {
+		Name:         "iq3s_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g10",
+	}, {
+		Name:         "iq3s_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g11",
+	}, {
+		Name:         "iq3s_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g12",
+	}, {
+		Name:         "iq3s_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g13",
+	}, {
+		Name:         "iq3s_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g14",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -3487,6 +3627,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m_g9",
+	}, {
+		Name:         "iq1m_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g10",
+	}, {
+		Name:         "iq1m_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g11",
+	}, {
+		Name:         "iq1m_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g12",
+	}, {
+		Name:         "iq1m_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g13",
+	}, {
+		Name:         "iq1m_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g14",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4315,6 +4475,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q80_g9",
 	}, {
+		Name:         "q80_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g10",
+	}, {
+		Name:         "q80_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g11",
+	}, {
+		Name:         "q80_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g12",
+	}, {
+		Name:         "q80_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g13",
+	}, {
+		Name:         "q80_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g14",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -4354,6 +4534,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20_g9",
+	}, {
+		Name:         "q20_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g10",
+	}, {
+		Name:         "q20_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g11",
+	}, {
+		Name:         "q20_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g12",
+	}, {
+		Name:         "q20_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g13",
+	}, {
+		Name:         "q20_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g14",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -4395,6 +4595,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q4k_g9",
 	}, {
+		Name:         "q4k_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g10",
+	}, {
+		Name:         "q4k_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g11",
+	}, {
+		Name:         "q4k_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g12",
+	}, {
+		Name:         "q4k_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g13",
+	}, {
+		Name:         "q4k_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g14",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -4434,6 +4654,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k_g9",
+	}, {
+		Name:         "q6k_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g10",
+	}, {
+		Name:         "q6k_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g11",
+	}, {
+		Name:         "q6k_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g12",
+	}, {
+		Name:         "q6k_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g13",
+	}, {
+		Name:         "q6k_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g14",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -4475,6 +4715,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq2xs_g9",
 	}, {
+		Name:         "iq2xs_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g10",
+	}, {
+		Name:         "iq2xs_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g11",
+	}, {
+		Name:         "iq2xs_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g12",
+	}, {
+		Name:         "iq2xs_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g13",
+	}, {
+		Name:         "iq2xs_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g14",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -4514,6 +4774,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs_g9",
+	}, {
+		Name:         "iq3xxs_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g10",
+	}, {
+		Name:         "iq3xxs_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g11",
+	}, {
+		Name:         "iq3xxs_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g12",
+	}, {
+		Name:         "iq3xxs_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g13",
+	}, {
+		Name:         "iq3xxs_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g14",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -4555,6 +4835,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3s_g9",
 	}, {
+		Name:         "iq3s_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g10",
+	}, {
+		Name:         "iq3s_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g11",
+	}, {
+		Name:         "iq3s_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g12",
+	}, {
+		Name:         "iq3s_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g13",
+	}, {
+		Name:         "iq3s_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g14",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -4594,6 +4894,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m_g9",
+	}, {
+		Name:         "iq1m_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g10",
+	}, {
+		Name:         "iq1m_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g11",
+	}, {
+		Name:         "iq1m_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g12",
+	}, {
+		Name:         "iq1m_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g13",
+	}, {
+		Name:         "iq1m_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g14",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -5422,6 +5742,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q80_g9",
 	}, {
+		Name:         "q80_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g10",
+	}, {
+		Name:         "q80_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g11",
+	}, {
+		Name:         "q80_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g12",
+	}, {
+		Name:         "q80_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g13",
+	}, {
+		Name:         "q80_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g14",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -5461,6 +5801,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20_g9",
+	}, {
+		Name:         "q20_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g10",
+	}, {
+		Name:         "q20_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g11",
+	}, {
+		Name:         "q20_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g12",
+	}, {
+		Name:         "q20_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g13",
+	}, {
+		Name:         "q20_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g14",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -5502,6 +5862,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q4k_g9",
 	}, {
+		Name:         "q4k_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g10",
+	}, {
+		Name:         "q4k_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g11",
+	}, {
+		Name:         "q4k_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g12",
+	}, {
+		Name:         "q4k_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g13",
+	}, {
+		Name:         "q4k_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g14",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -5541,6 +5921,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k_g9",
+	}, {
+		Name:         "q6k_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g10",
+	}, {
+		Name:         "q6k_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g11",
+	}, {
+		Name:         "q6k_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g12",
+	}, {
+		Name:         "q6k_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g13",
+	}, {
+		Name:         "q6k_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g14",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -5582,6 +5982,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq2xs_g9",
 	}, {
+		Name:         "iq2xs_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g10",
+	}, {
+		Name:         "iq2xs_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g11",
+	}, {
+		Name:         "iq2xs_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g12",
+	}, {
+		Name:         "iq2xs_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g13",
+	}, {
+		Name:         "iq2xs_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g14",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -5621,6 +6041,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs_g9",
+	}, {
+		Name:         "iq3xxs_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g10",
+	}, {
+		Name:         "iq3xxs_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g11",
+	}, {
+		Name:         "iq3xxs_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g12",
+	}, {
+		Name:         "iq3xxs_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g13",
+	}, {
+		Name:         "iq3xxs_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g14",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -5662,6 +6102,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3s_g9",
 	}, {
+		Name:         "iq3s_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g10",
+	}, {
+		Name:         "iq3s_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g11",
+	}, {
+		Name:         "iq3s_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g12",
+	}, {
+		Name:         "iq3s_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g13",
+	}, {
+		Name:         "iq3s_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g14",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -5701,6 +6161,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m_g9",
+	}, {
+		Name:         "iq1m_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g10",
+	}, {
+		Name:         "iq1m_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g11",
+	}, {
+		Name:         "iq1m_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g12",
+	}, {
+		Name:         "iq1m_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g13",
+	}, {
+		Name:         "iq1m_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g14",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -6529,6 +7009,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q80_g9",
 	}, {
+		Name:         "q80_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g10",
+	}, {
+		Name:         "q80_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g11",
+	}, {
+		Name:         "q80_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g12",
+	}, {
+		Name:         "q80_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g13",
+	}, {
+		Name:         "q80_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q80_g14",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -6568,6 +7068,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20_g9",
+	}, {
+		Name:         "q20_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g10",
+	}, {
+		Name:         "q20_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g11",
+	}, {
+		Name:         "q20_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g12",
+	}, {
+		Name:         "q20_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g13",
+	}, {
+		Name:         "q20_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q20_g14",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -6609,6 +7129,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q4k_g9",
 	}, {
+		Name:         "q4k_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g10",
+	}, {
+		Name:         "q4k_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g11",
+	}, {
+		Name:         "q4k_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g12",
+	}, {
+		Name:         "q4k_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g13",
+	}, {
+		Name:         "q4k_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q4k_g14",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -6648,6 +7188,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k_g9",
+	}, {
+		Name:         "q6k_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g10",
+	}, {
+		Name:         "q6k_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g11",
+	}, {
+		Name:         "q6k_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g12",
+	}, {
+		Name:         "q6k_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g13",
+	}, {
+		Name:         "q6k_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_q6k_g14",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -6689,6 +7249,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq2xs_g9",
 	}, {
+		Name:         "iq2xs_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g10",
+	}, {
+		Name:         "iq2xs_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g11",
+	}, {
+		Name:         "iq2xs_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g12",
+	}, {
+		Name:         "iq2xs_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g13",
+	}, {
+		Name:         "iq2xs_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq2xs_g14",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -6728,6 +7308,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs_g9",
+	}, {
+		Name:         "iq3xxs_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g10",
+	}, {
+		Name:         "iq3xxs_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g11",
+	}, {
+		Name:         "iq3xxs_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g12",
+	}, {
+		Name:         "iq3xxs_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g13",
+	}, {
+		Name:         "iq3xxs_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3xxs_g14",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -6769,6 +7369,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3s_g9",
 	}, {
+		Name:         "iq3s_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g10",
+	}, {
+		Name:         "iq3s_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g11",
+	}, {
+		Name:         "iq3s_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g12",
+	}, {
+		Name:         "iq3s_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g13",
+	}, {
+		Name:         "iq3s_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq3s_g14",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -6808,6 +7428,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g9",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m_g9",
+	}, {
+		Name:         "iq1m_g10",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g10",
+	}, {
+		Name:         "iq1m_g11",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g11",
+	}, {
+		Name:         "iq1m_g12",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g12",
+	}, {
+		Name:         "iq1m_g13",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g13",
+	}, {
+		Name:         "iq1m_g14",
+		RowsPerBlock: 8,
+		Symbol:       "strata_mmvq_iq1m_g14",
 	}},
 	Vendor: "nvidia",
 }, {

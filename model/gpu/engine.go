@@ -1668,7 +1668,7 @@ func (e *Engine) mmvq(w dmat, xq, xf, y rt.DevPtr) error {
 // compares the two through kernels/abi's rows per block of the geometry variants): per
 // geometry, rows a block for the quantized types and for F16/BF16 (0: F16/BF16 have no
 // kernel of that geometry).
-var mmvqGeoms = [...]struct{ qRows, fRows int }{{16, 0}, {16, 0}, {8, 0}, {24, 0}, {8, 8}, {8, 0}, {8, 0}, {16, 0}, {8, 0}, {16, 0}}
+var mmvqGeoms = [...]struct{ qRows, fRows int }{{16, 0}, {16, 0}, {8, 0}, {24, 0}, {8, 8}, {8, 0}, {8, 0}, {16, 0}, {8, 0}, {16, 0}, {16, 0}, {16, 0}, {16, 0}, {8, 0}, {8, 0}}
 
 // mmvqGeomVariant is the mmvq variant of variant's decode geometry g ≥ 1: "<type>_g<g>".
 func mmvqGeomVariant(variant string, g int) string { return variant + "_g" + strconv.Itoa(g) }
@@ -1684,6 +1684,8 @@ func mmvqGeomVariant(variant string, g int) string { return variant + "_g" + str
 //     5120 rows: R = 3 (geometry 3), 214 blocks, one wave instead of 320 blocks in two;
 //     k|v 1024: R = 1 (geometry 4), 128 blocks instead of 64. Where that is R = 2, or still
 //     more than one wave, the default kernel.
+//   - K > 2048, Q6_K, a default grid of at least one block an SM: geometry 10 (wide loads;
+//     session 9, below in mmvqGeomShape).
 //   - otherwise, and F16/BF16 beyond the case below, the default kernel.
 //   - F16/BF16 (routers: 128 or 513 rows): 1 row a wave (geometry 4) where the default's
 //     ceil(rows/16) active blocks would leave SMs idle.
@@ -1722,6 +1724,14 @@ func (e *Engine) mmvqGeomShape(w dmat, z int) int32 {
 		return 0
 	}
 	if w.k/32 > 64 {
+		// Q6_K with every SM holding a block of the default grid (issue 5's 4096×14336: 256
+		// blocks on 132 SMs): the wide-load geometry 10, events 22.40 (geometry 9) and 24.07
+		// (default) → 21.09 µs, graph 19.36 / 21.54 → 17.96 (bench/results/2026-11-30-mmvq-s9,
+		// call1, bitwise equal). Measured at that shape only; rows or matrices not 16-byte
+		// aligned run the default path inside the kernel.
+		if w.typ == quant.Q6_K && int(blocks(w.rows, mmvqGeoms[0].qRows))*z >= e.units {
+			return 10
+		}
 		return 0
 	}
 	best, bw, bb := int32(0), 0, 0

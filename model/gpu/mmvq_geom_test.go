@@ -43,6 +43,9 @@ func TestMmvqGeomShapes(t *testing.T) {
 		{"80B attention k|v", quant.Q8_0, 1024, 2048, 1, 4, 8, 128},
 		{"80B q and gate (16 heads)", quant.Q8_0, 256, 2048, 16, 0, 16, 16},
 		{"K = 14336", quant.Q4_K, 4096, 14336, 1, 0, 16, 256},
+		{"Q6_K K = 14336 (issue 5)", quant.Q6_K, 4096, 14336, 1, 10, 16, 256},
+		{"Q6_K K = 14336, 1024 rows", quant.Q6_K, 1024, 14336, 1, 0, 16, 64},
+		{"Q6_K K = 2048", quant.Q6_K, 4096, 2048, 1, 0, 16, 256},
 		{"F16 wide", quant.F16, 4096, 2048, 1, 0, 8, 512},
 	} {
 		e := &Engine{units: 132}
@@ -155,7 +158,7 @@ func TestEngineMmvqGeom(t *testing.T) {
 }
 
 // mmvqGeomSym matches a decode-geometry kernel's symbol (mmvq variant <type>_g<N>).
-var mmvqGeomSym = regexp.MustCompile(`^strata_mmvq_[a-z0-9]+_g[1-9]$`)
+var mmvqGeomSym = regexp.MustCompile(`^strata_mmvq_[a-z0-9]+_g[1-9][0-9]?$`)
 
 // TestMmvqGeomsMirror: mmvqGeoms (the engine's counting) agrees with kernels/abi: on every
 // NVIDIA target each quantized variant has geometry g's kernel <type>_g<g> covering

@@ -15,6 +15,11 @@
 // Variant q80_g7: strata_mmvq_q80_g7
 // Variant q80_g8: strata_mmvq_q80_g8
 // Variant q80_g9: strata_mmvq_q80_g9
+// Variant q80_g10: strata_mmvq_q80_g10
+// Variant q80_g11: strata_mmvq_q80_g11
+// Variant q80_g12: strata_mmvq_q80_g12
+// Variant q80_g13: strata_mmvq_q80_g13
+// Variant q80_g14: strata_mmvq_q80_g14
 // Variant q20: strata_mmvq_q20
 // Variant q20_g1: strata_mmvq_q20_g1
 // Variant q20_g2: strata_mmvq_q20_g2
@@ -25,6 +30,11 @@
 // Variant q20_g7: strata_mmvq_q20_g7
 // Variant q20_g8: strata_mmvq_q20_g8
 // Variant q20_g9: strata_mmvq_q20_g9
+// Variant q20_g10: strata_mmvq_q20_g10
+// Variant q20_g11: strata_mmvq_q20_g11
+// Variant q20_g12: strata_mmvq_q20_g12
+// Variant q20_g13: strata_mmvq_q20_g13
+// Variant q20_g14: strata_mmvq_q20_g14
 // Variant q4k: strata_mmvq_q4k
 // Variant q4k_g1: strata_mmvq_q4k_g1
 // Variant q4k_g2: strata_mmvq_q4k_g2
@@ -35,6 +45,11 @@
 // Variant q4k_g7: strata_mmvq_q4k_g7
 // Variant q4k_g8: strata_mmvq_q4k_g8
 // Variant q4k_g9: strata_mmvq_q4k_g9
+// Variant q4k_g10: strata_mmvq_q4k_g10
+// Variant q4k_g11: strata_mmvq_q4k_g11
+// Variant q4k_g12: strata_mmvq_q4k_g12
+// Variant q4k_g13: strata_mmvq_q4k_g13
+// Variant q4k_g14: strata_mmvq_q4k_g14
 // Variant q6k: strata_mmvq_q6k
 // Variant q6k_g1: strata_mmvq_q6k_g1
 // Variant q6k_g2: strata_mmvq_q6k_g2
@@ -45,6 +60,11 @@
 // Variant q6k_g7: strata_mmvq_q6k_g7
 // Variant q6k_g8: strata_mmvq_q6k_g8
 // Variant q6k_g9: strata_mmvq_q6k_g9
+// Variant q6k_g10: strata_mmvq_q6k_g10
+// Variant q6k_g11: strata_mmvq_q6k_g11
+// Variant q6k_g12: strata_mmvq_q6k_g12
+// Variant q6k_g13: strata_mmvq_q6k_g13
+// Variant q6k_g14: strata_mmvq_q6k_g14
 // Variant iq2xs: strata_mmvq_iq2xs
 // Variant iq2xs_g1: strata_mmvq_iq2xs_g1
 // Variant iq2xs_g2: strata_mmvq_iq2xs_g2
@@ -55,6 +75,11 @@
 // Variant iq2xs_g7: strata_mmvq_iq2xs_g7
 // Variant iq2xs_g8: strata_mmvq_iq2xs_g8
 // Variant iq2xs_g9: strata_mmvq_iq2xs_g9
+// Variant iq2xs_g10: strata_mmvq_iq2xs_g10
+// Variant iq2xs_g11: strata_mmvq_iq2xs_g11
+// Variant iq2xs_g12: strata_mmvq_iq2xs_g12
+// Variant iq2xs_g13: strata_mmvq_iq2xs_g13
+// Variant iq2xs_g14: strata_mmvq_iq2xs_g14
 // Variant iq3xxs: strata_mmvq_iq3xxs
 // Variant iq3xxs_g1: strata_mmvq_iq3xxs_g1
 // Variant iq3xxs_g2: strata_mmvq_iq3xxs_g2
@@ -65,6 +90,11 @@
 // Variant iq3xxs_g7: strata_mmvq_iq3xxs_g7
 // Variant iq3xxs_g8: strata_mmvq_iq3xxs_g8
 // Variant iq3xxs_g9: strata_mmvq_iq3xxs_g9
+// Variant iq3xxs_g10: strata_mmvq_iq3xxs_g10
+// Variant iq3xxs_g11: strata_mmvq_iq3xxs_g11
+// Variant iq3xxs_g12: strata_mmvq_iq3xxs_g12
+// Variant iq3xxs_g13: strata_mmvq_iq3xxs_g13
+// Variant iq3xxs_g14: strata_mmvq_iq3xxs_g14
 // Variant iq3s: strata_mmvq_iq3s
 // Variant iq3s_g1: strata_mmvq_iq3s_g1
 // Variant iq3s_g2: strata_mmvq_iq3s_g2
@@ -75,6 +105,11 @@
 // Variant iq3s_g7: strata_mmvq_iq3s_g7
 // Variant iq3s_g8: strata_mmvq_iq3s_g8
 // Variant iq3s_g9: strata_mmvq_iq3s_g9
+// Variant iq3s_g10: strata_mmvq_iq3s_g10
+// Variant iq3s_g11: strata_mmvq_iq3s_g11
+// Variant iq3s_g12: strata_mmvq_iq3s_g12
+// Variant iq3s_g13: strata_mmvq_iq3s_g13
+// Variant iq3s_g14: strata_mmvq_iq3s_g14
 // Variant iq1m: strata_mmvq_iq1m
 // Variant iq1m_g1: strata_mmvq_iq1m_g1
 // Variant iq1m_g2: strata_mmvq_iq1m_g2
@@ -85,6 +120,11 @@
 // Variant iq1m_g7: strata_mmvq_iq1m_g7
 // Variant iq1m_g8: strata_mmvq_iq1m_g8
 // Variant iq1m_g9: strata_mmvq_iq1m_g9
+// Variant iq1m_g10: strata_mmvq_iq1m_g10
+// Variant iq1m_g11: strata_mmvq_iq1m_g11
+// Variant iq1m_g12: strata_mmvq_iq1m_g12
+// Variant iq1m_g13: strata_mmvq_iq1m_g13
+// Variant iq1m_g14: strata_mmvq_iq1m_g14
 
 #include "strata_prelude.h"
 
@@ -1010,6 +1050,258 @@ STRATA_DEVICE void strata_mmvq_stage(u32* xs, const u8* x, i64 col_blocks, int s
   }
 }
 
+// ---- Wide loads (decode geometries with MmvqGeom.W; bench/results/2026-11-30-mmvq-s9). Q8_0's
+// 34-byte and Q6_K's 210-byte blocks are only 2-byte aligned, so the path below reads a
+// group's bytes as aligned words plus funnel shifts (strata_ldw_a2): 10 (Q8_0) or 20 (Q6_K)
+// scalar loads a group and row, each warp load spread over ~9 cache lines. But 8 consecutive
+// blocks are 16-byte aligned (272 and 1680 bytes) and so is a row of a multiple of 8 blocks:
+// here a lane reads the 16-byte aligned 48-byte window around each 32-byte run it needs
+// (Q8_0: the group's quants; Q6_K: its ql and its qh bytes, at the same offset in their
+// windows) by three 16-byte loads, and the staged activations are shifted once per block to
+// the same byte positions, zeros elsewhere: the dot over the 12 window words has the same
+// nonzero products as the default's over 8 shifted words, so every group's integer sum, and
+// every fold after it, is unchanged (bitwise equal results). Q8_0's scale comes from the
+// window (word (g & 7)/2); Q6_K's scale pair and d stay 16-bit loads. Q6_K's two 16-element
+// halves (scales m0, m1) meet inside words 4..7 of the window: those are staged twice, once
+// with each half's bytes (H0, H1); its −32 offset is applied as −32·Σa per half (staged), so
+// the 6-bit codes are dotted as they are.
+//   staged words a group (xs, segment of sn groups): Q8_0 12 window words at 12i, the Q8_1
+//   scale at 12·sn + i; Q6_K at 20i: A0..3, H0 4..7, H1 4..7, A8..11, the scale, Σa of each
+//   half (16 bits each), 2 unused (20: 16-byte rows, conflict-free 16-byte LDS reads).
+// A row whose bytes or start are not 16-byte aligned (a K not a multiple of 8 blocks) takes
+// strata_mmvq_rows_x's own path. Measured on the H200 at 4096×14336, n = 1 (mean events µs):
+// Q6_K 22.40 (g9) → 21.09 (g10), Q8_0 21.75 (default) → 22.00 (g10: no gain; Q8_0 is not bound
+// by its load instructions).
+template <class QT>
+struct strata_mmvq_wide {
+  static constexpr bool on = false;
+  static constexpr int XW = 1, XS = 0;
+  STRATA_DEVICE int off(int) { return 0; }
+};
+template <>
+struct strata_mmvq_wide<strata_qt_q80> {
+  static constexpr bool on = true;
+  static constexpr int XW = 12, XS = 1;
+  // Group g's first quant byte in its window: 34g + 2 − (34g & ~15) = 2(g & 7) + 2.
+  STRATA_DEVICE int off(int g) { return 2 * (g & 7) + 2; }
+};
+template <>
+struct strata_mmvq_wide<strata_qt_q6k> {
+  static constexpr bool on = true;
+  static constexpr int XW = 20, XS = 0;
+  // Block b = g/8 starts 210b ≡ 2(b & 7) (mod 16) bytes past a 16-byte boundary; its ql and
+  // qh runs keep that offset in their windows.
+  STRATA_DEVICE int off(int g) { return 2 * ((g >> 3) & 7); }
+};
+
+// Groups [s0, s0 + sn) of x (one column's Q8_1 blocks) staged for the wide path (layout above).
+// A thread takes groups i and i + nt of each 2·nt: both groups' loads are issued before either
+// is used (one L2 round trip for up to 512 groups at 256 threads, not one a group).
+template <class QT>
+STRATA_DEVICE void strata_mmvq_wstage(u32* xs, const u8* x, int s0, int sn) {
+  const int nt = (int)strata_block_dim_x();
+  for (int i0 = (int)strata_thread_x(); i0 < sn; i0 += 2 * nt) {
+    u32 t[2][13], dw[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int i = i0 + h * nt < sn ? i0 + h * nt : i0;  // a group past the end loads i0's again (not stored)
+      const int g = s0 + i, o = strata_mmvq_wide<QT>::off(g), oq = o >> 2;
+      const u8* xb = x + (i64)g * 36;
+      // Window word k holds activation bytes 4k − o … 4k − o + 3 (zero outside 0..31):
+      // t[m] = quant word m − oq − 1 (zero outside 0..7), word k from t[k], t[k + 1].
+#pragma unroll
+      for (int m = 0; m < 13; ++m) t[h][m] = (u32)(m - oq - 1) < 8u ? strata_load_u32(xb + 4 * (m - oq)) : 0u;
+      dw[h] = strata_load_u32(xb);
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int i = i0 + h * nt;
+      if (i >= sn) break;
+      const int o = strata_mmvq_wide<QT>::off(s0 + i);
+      u32 v[12];
+#pragma unroll
+      for (int k = 0; k < 12; ++k) v[k] = (o & 2) ? (u32)((((u64)t[h][k + 1] << 32) | t[h][k]) >> 16) : t[h][k + 1];
+      const u32 d = dw[h] & 0xffffu;
+      if constexpr (strata_mmvq_wide<QT>::XS == 1) {
+#pragma unroll
+        for (int k = 0; k < 12; ++k) xs[12 * i + k] = v[k];
+        xs[12 * sn + i] = d;
+      } else {
+        // Q6_K: bytes [o, o + 16) are half 0, [o + 16, o + 32) half 1; word k (4..7) holds
+        // c = o + 16 − 4k of half 0's bytes (clamped to 0..4), its low ones.
+        u32* r = xs + 20 * i;
+        i32 s0a = 0, s1a = 0;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          r[k] = v[k], r[12 + k] = v[8 + k];
+          s0a = strata_dot4_ss(0x01010101, (i32)v[k], s0a);
+          s1a = strata_dot4_ss(0x01010101, (i32)v[8 + k], s1a);
+        }
+#pragma unroll
+        for (int k = 4; k < 8; ++k) {
+          const int c = o + 16 - 4 * k;
+          const u32 m0 = c >= 4 ? 0xffffffffu : c <= 0 ? 0u : (1u << (8 * c)) - 1u;
+          r[k] = v[k] & m0, r[4 + k] = v[k] & ~m0;
+          s0a = strata_dot4_ss(0x01010101, (i32)r[k], s0a);
+          s1a = strata_dot4_ss(0x01010101, (i32)r[4 + k], s1a);
+        }
+        r[16] = d, r[17] = ((u32)s0a & 0xffffu) | ((u32)s1a << 16);  // |Σa| ≤ 16·127: 16 bits each
+      }
+    }
+  }
+}
+
+// One column, R rows a wave, U groups a lane a pass, as strata_mmvq_rows_x (the same rows,
+// passes, segments of whole passes, prefetches and per-lane fold order), with wide loads.
+// w and the row length are 16-byte aligned (the caller checks).
+template <class QT, int R, int U, bool PFA>
+STRATA_DEVICE void strata_mmvq_rows_w(const struct strata_mmvq_args& p, const u8* w, u32* xs, int z, int pre) {
+  typedef strata_mmvq_wide<QT> WT;
+  constexpr int GPB = QT::QK / 32;
+  constexpr int SEG = (STRATA_MMVQ_XS_WORDS / (WT::XW + WT::XS)) / (32 * U) * (32 * U);
+  static_assert(SEG >= 32 * U, "xs too small for one pass");
+  const int lane = (int)strata_lane(), warp = (int)(strata_thread_x() >> 5);
+  const int ng = p.k / 32;
+  const i64 rowb = (i64)(p.k / QT::QK) * QT::BYTES;
+  const i64 step = (i64)strata_grid_dim_x() * 8 * R;
+  const u8* x = p.xq + (i64)(p.x_mat_stride / 32) * z * 36;
+  const bool single = ng <= SEG;
+  if (pre) {  // strata_mmvq_rows_x's first-pass L1 prefetch
+    constexpr u32 FULL = 32 * U / GPB * QT::BYTES, LINES = (FULL + 127) / 128;
+    const i64 r0 = ((i64)strata_block_x() * 8 + warp) * R;
+    const u32 len = (u64)rowb < FULL ? (u32)rowb : FULL;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+#pragma unroll
+      for (u32 j = 0; j < LINES; j += 32) {
+        const u32 off = 128 * (j + (u32)lane);
+        if (r0 + r < p.rows && off < len) asm volatile("prefetch.global.L1 [%0];" ::"l"(w + (r0 + r) * rowb + off));
+      }
+    }
+    if (pre == 2) STRATA_GRID_DEP();
+  }
+  if (single) strata_mmvq_wstage<QT>(xs, x, 0, ng);
+  strata_barrier();
+  const int j = lane & 7;  // the group's index in its block (Q6_K) or in its 8-block span (Q8_0): every pass starts at a multiple of 8 groups
+  for (i64 b0 = (i64)strata_block_x() * 8 * R; b0 < p.rows; b0 += step) {
+    const i64 row0 = b0 + (i64)warp * R;
+    const bool active = row0 < p.rows;
+    const int nr = !active ? 1 : p.rows - row0 >= R ? R : (int)(p.rows - row0);
+    const u8* wr = w + (active ? row0 : 0) * rowb;
+    f32 acc[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[r] = 0.0f;
+    for (int s0 = 0; s0 < ng; s0 += SEG) {
+      const int sn = ng - s0 < SEG ? ng - s0 : SEG;
+      if (!single) {
+        strata_barrier();
+        strata_mmvq_wstage<QT>(xs, x, s0, sn);
+        strata_barrier();
+      }
+      if (!active) continue;
+      const int np = (sn + 32 * U - 1) / (32 * U);
+      for (int q = 0; q < np; ++q) {
+        const int g0 = s0 + 32 * U * q + lane;
+        if constexpr (STRATA_MMVQ_PF != 0 && PFA) {
+          if (q + 1 < np) {  // strata_mmvq_rows_x's next-pass prefetch (the same lines)
+            const u32 gs = (u32)(s0 + 32 * U * (q + 1)), bend = ((u32)(s0 + sn - 1) / GPB + 1) * QT::BYTES;
+            const u32 b0b = gs / GPB * QT::BYTES, full = 32 * U / GPB * QT::BYTES;
+            const u32 len = bend - b0b < full ? bend - b0b : full;
+            const u64 off = b0b + (128 * (u32)lane < len ? 128 * (u32)lane : len - 1);
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+              const u8* a = wr + (r < nr ? r : 0) * rowb + off;
+              if constexpr (STRATA_MMVQ_PF == 1) asm volatile("prefetch.global.L1 [%0];" ::"l"(a));
+              else asm volatile("prefetch.global.L2 [%0];" ::"l"(a));
+            }
+          }
+        }
+        // Every weight load of the pass first (no branch: a dead group reads the segment's
+        // last group again, an absent row the first, as strata_mmvq_rows_x).
+        constexpr int NW = QT::BYTES == 34 ? 12 : 24;  // window words a group and row
+        u32 wv[U][R][NW];
+        [[maybe_unused]] u32 hs[U][R];  // Q6_K: scale pair | d << 16
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          const u32 g = (u32)(g0 + 32 * u < s0 + sn ? g0 + 32 * u : s0 + sn - 1);
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+            const u8* rb = wr + (r < nr ? r : 0) * rowb;
+            if constexpr (QT::BYTES == 34) {
+              const u8* a = rb + ((u64)g * 34u & ~(u64)15);
+#pragma unroll
+              for (int c = 0; c < 3; ++c) strata_ld_x4(a + 16 * c, wv[u][r] + 4 * c);
+            } else {
+              const u8* blk = rb + (u64)(g >> 3) * 210u;
+              const u8* a = blk - 2 * ((g >> 3) & 7u);
+              const u8* ql = a + 64 * (j >> 2) + 32 * (j & 1);
+              const u8* qh = a + 128 + 32 * (j >> 2);
+#pragma unroll
+              for (int c = 0; c < 3; ++c) strata_ld_x4(ql + 16 * c, wv[u][r] + 4 * c), strata_ld_x4(qh + 16 * c, wv[u][r] + 12 + 4 * c);
+              hs[u][r] = strata_ld_u16(blk + 192 + 2 * j) | strata_ld_u16(blk + 208) << 16;
+            }
+          }
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          const bool live = g0 + 32 * u < s0 + sn;
+          const int i = (live ? g0 + 32 * u : s0 + sn - 1) - s0;
+          if constexpr (QT::BYTES == 34) {
+            u32 xa[12];
+#pragma unroll
+            for (int c = 0; c < 3; ++c) strata_ld_x4((const u8*)(xs + 12 * i + 4 * c), xa + 4 * c);
+            const f32 da = strata_f16_to_f32((u16)xs[12 * sn + i]);
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+              i32 mn = 0;
+#pragma unroll
+              for (int k = 0; k < 12; ++k) mn = strata_dot4_ss((i32)wv[u][r][k], (i32)xa[k], mn);
+              // d: window bytes 2(g & 7), 2(g & 7) + 1
+              const u32 dw = j < 4 ? (j < 2 ? wv[u][r][0] : wv[u][r][1]) : (j < 6 ? wv[u][r][2] : wv[u][r][3]);
+              const f32 base = strata_f16_to_f32((u16)(dw >> (16 * (j & 1))));
+              const f32 t = __builtin_fmaf(base * da, (f32)mn, acc[r]);
+              acc[r] = live && r < nr ? t : acc[r];
+            }
+          } else {
+            u32 xa[16], xd[2];
+#pragma unroll
+            for (int c = 0; c < 4; ++c) strata_ld_x4((const u8*)(xs + 20 * i + 4 * c), xa + 4 * c);
+            xd[0] = xs[20 * i + 16], xd[1] = xs[20 * i + 17];
+            const f32 da = strata_f16_to_f32((u16)xd[0]);
+            const i32 sa0 = (i32)(i16)(xd[1] & 0xffffu), sa1 = (i32)xd[1] >> 16;
+            const u32 lsh = 4 * ((j & 3) >> 1), hsh = 2 * (j & 3);
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+              u32 uq[12];
+#pragma unroll
+              for (int k = 0; k < 12; ++k) uq[k] = ((wv[u][r][k] >> lsh) & 0x0f0f0f0fu) | (((wv[u][r][12 + k] >> hsh) & 0x03030303u) << 4);
+              i32 h0 = 0, h1 = 0;
+#pragma unroll
+              for (int k = 0; k < 8; ++k) h0 = strata_dot4_ss((i32)uq[k], (i32)xa[k], h0);
+#pragma unroll
+              for (int k = 4; k < 12; ++k) h1 = strata_dot4_ss((i32)uq[k], (i32)xa[k + 4], h1);
+              const i32 m0 = (i32)(i8)(hs[u][r] & 0xffu), m1 = (i32)(i8)((hs[u][r] >> 8) & 0xffu);
+              const i32 mn = m0 * (h0 - 32 * sa0) + m1 * (h1 - 32 * sa1);
+              const f32 base = strata_f16_to_f32((u16)(hs[u][r] >> 16));
+              const f32 t = __builtin_fmaf(base * da, (f32)mn, acc[r]);
+              acc[r] = live && r < nr ? t : acc[r];
+            }
+          }
+        }
+      }
+    }
+    if (!active) continue;
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[r] = strata_wave_sum_f32(acc[r]);
+    if (lane == 0) {
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        if (r < nr) p.y[(i64)z * p.y_mat_stride + row0 + r] = acc[r];
+      }
+    }
+  }
+}
+
 // R rows a wave and U groups a lane a pass: strata_mmvq_nv_shape's by default, or a decode
 // geometry's (kernels.MmvqGeoms, one column). pre (the geometries other than 0): 1 = before
 // the table fill and the activation staging, every lane prefetches into L1 its share of the
@@ -1022,7 +1314,7 @@ STRATA_DEVICE void strata_mmvq_stage(u32* xs, const u8* x, i64 col_blocks, int s
 // load or fold changes: results are bit-identical to pre = 0.
 // PFA (a geometry's MmvqGeom.PF): the next pass's L1 prefetch below for every type, not only
 // the ≤ STRATA_MMVQ_PF_GB-byte ones (the same lines a pass later read; no load or fold changes).
-template <class QT, int NC, int R = strata_mmvq_nv_shape<QT, NC>::R, int U = strata_mmvq_nv_shape<QT, NC>::U, bool PFA = false>
+template <class QT, int NC, int R = strata_mmvq_nv_shape<QT, NC>::R, int U = strata_mmvq_nv_shape<QT, NC>::U, bool PFA = false, bool WIDE = false>
 STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8* w, typename QT::lds* tab, u32* xs, int z, int pre = 0) {
   constexpr int GPB = QT::QK / 32;
   // Groups per LDS segment: a multiple of a pass (32·U groups) whose NC columns fit in xs.
@@ -1036,6 +1328,12 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
   const i64 colb = p.x_col_stride / 32;
   constexpr bool XT = strata_mmvq_xt<QT>::on;
   const bool single = ng <= SEG;  // one segment: staged once for all of the block's rows
+  if constexpr (WIDE && NC == 1 && strata_mmvq_wide<QT>::on) {
+    if ((((u64)w | (u64)rowb) & 15u) == 0) {  // uniform in the block
+      strata_mmvq_rows_w<QT, R, U, PFA>(p, w, xs, z, pre);
+      return;
+    }
+  }
   if (pre) {
     // The first pass of each of the wave's rows is bytes [0, len) of the row (passes start
     // at group 0 and cover 32·U groups, whole blocks: 32·U is a multiple of GPB ≤ 8); lane ℓ
@@ -2287,6 +2585,199 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g9(const struct strat
   }
 }
 
+// Decode geometry 10 (NVIDIA, one column; kernels.MmvqGeoms[10], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g10(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q80::QK) * strata_qt_q80::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q80 QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 11 (NVIDIA, one column; kernels.MmvqGeoms[11], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 1 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g11(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q80::QK) * strata_qt_q80::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q80 QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 12 (NVIDIA, one column; kernels.MmvqGeoms[12], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g12(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q80::QK) * strata_qt_q80::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q80 QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 13 (NVIDIA, one column; kernels.MmvqGeoms[13], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q80_g13(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q80::QK) * strata_qt_q80::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q80 QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 14 (NVIDIA, one column; kernels.MmvqGeoms[14], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 1 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q80_g14(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q80::QK) * strata_qt_q80::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q80 QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
 // Decode geometry 1 (NVIDIA, one column; kernels.MmvqGeoms[1], the engine chooses by
 // shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
@@ -2629,6 +3120,199 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g9(const struct strat
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
     strata_mmvq_rows_x<QT, 1, 2, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 10 (NVIDIA, one column; kernels.MmvqGeoms[10], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g10(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q20::QK) * strata_qt_q20::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q20 QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 11 (NVIDIA, one column; kernels.MmvqGeoms[11], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 1 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g11(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q20::QK) * strata_qt_q20::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q20 QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 12 (NVIDIA, one column; kernels.MmvqGeoms[12], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g12(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q20::QK) * strata_qt_q20::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q20 QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 13 (NVIDIA, one column; kernels.MmvqGeoms[13], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q20_g13(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q20::QK) * strata_qt_q20::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q20 QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 14 (NVIDIA, one column; kernels.MmvqGeoms[14], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 1 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q20_g14(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q20::QK) * strata_qt_q20::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q20 QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -2977,6 +3661,199 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g9(const struct strat
   }
 }
 
+// Decode geometry 10 (NVIDIA, one column; kernels.MmvqGeoms[10], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g10(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q4k::QK) * strata_qt_q4k::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q4k QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 11 (NVIDIA, one column; kernels.MmvqGeoms[11], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 1 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g11(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q4k::QK) * strata_qt_q4k::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q4k QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 12 (NVIDIA, one column; kernels.MmvqGeoms[12], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g12(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q4k::QK) * strata_qt_q4k::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q4k QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 13 (NVIDIA, one column; kernels.MmvqGeoms[13], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q4k_g13(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q4k::QK) * strata_qt_q4k::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q4k QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 14 (NVIDIA, one column; kernels.MmvqGeoms[14], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 1 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q4k_g14(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q4k::QK) * strata_qt_q4k::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q4k QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
 // Decode geometry 1 (NVIDIA, one column; kernels.MmvqGeoms[1], the engine chooses by
 // shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
@@ -3319,6 +4196,199 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g9(const struct strat
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
     strata_mmvq_rows_x<QT, 1, 2, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 10 (NVIDIA, one column; kernels.MmvqGeoms[10], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g10(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q6k::QK) * strata_qt_q6k::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q6k QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 11 (NVIDIA, one column; kernels.MmvqGeoms[11], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 1 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g11(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q6k::QK) * strata_qt_q6k::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q6k QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 12 (NVIDIA, one column; kernels.MmvqGeoms[12], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g12(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q6k::QK) * strata_qt_q6k::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q6k QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 13 (NVIDIA, one column; kernels.MmvqGeoms[13], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q6k_g13(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q6k::QK) * strata_qt_q6k::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q6k QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 14 (NVIDIA, one column; kernels.MmvqGeoms[14], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 1 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q6k_g14(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q6k::QK) * strata_qt_q6k::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_q6k QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -3667,6 +4737,199 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g9(const struct str
   }
 }
 
+// Decode geometry 10 (NVIDIA, one column; kernels.MmvqGeoms[10], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g10(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq2xs::QK) * strata_qt_iq2xs::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq2xs QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 11 (NVIDIA, one column; kernels.MmvqGeoms[11], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 1 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g11(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq2xs::QK) * strata_qt_iq2xs::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq2xs QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 12 (NVIDIA, one column; kernels.MmvqGeoms[12], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g12(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq2xs::QK) * strata_qt_iq2xs::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq2xs QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 13 (NVIDIA, one column; kernels.MmvqGeoms[13], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq2xs_g13(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq2xs::QK) * strata_qt_iq2xs::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq2xs QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 14 (NVIDIA, one column; kernels.MmvqGeoms[14], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 1 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq2xs_g14(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq2xs::QK) * strata_qt_iq2xs::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq2xs QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
 // Decode geometry 1 (NVIDIA, one column; kernels.MmvqGeoms[1], the engine chooses by
 // shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
@@ -4009,6 +5272,199 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g9(const struct st
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
     strata_mmvq_rows_x<QT, 1, 2, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 10 (NVIDIA, one column; kernels.MmvqGeoms[10], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g10(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3xxs::QK) * strata_qt_iq3xxs::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq3xxs QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 11 (NVIDIA, one column; kernels.MmvqGeoms[11], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 1 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g11(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3xxs::QK) * strata_qt_iq3xxs::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq3xxs QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 12 (NVIDIA, one column; kernels.MmvqGeoms[12], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g12(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3xxs::QK) * strata_qt_iq3xxs::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq3xxs QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 13 (NVIDIA, one column; kernels.MmvqGeoms[13], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq3xxs_g13(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3xxs::QK) * strata_qt_iq3xxs::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq3xxs QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 14 (NVIDIA, one column; kernels.MmvqGeoms[14], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 1 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq3xxs_g14(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3xxs::QK) * strata_qt_iq3xxs::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq3xxs QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -4357,6 +5813,199 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g9(const struct stra
   }
 }
 
+// Decode geometry 10 (NVIDIA, one column; kernels.MmvqGeoms[10], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g10(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3s::QK) * strata_qt_iq3s::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq3s QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 11 (NVIDIA, one column; kernels.MmvqGeoms[11], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 1 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g11(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3s::QK) * strata_qt_iq3s::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq3s QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 12 (NVIDIA, one column; kernels.MmvqGeoms[12], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g12(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3s::QK) * strata_qt_iq3s::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq3s QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 13 (NVIDIA, one column; kernels.MmvqGeoms[13], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq3s_g13(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3s::QK) * strata_qt_iq3s::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq3s QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 14 (NVIDIA, one column; kernels.MmvqGeoms[14], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 1 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq3s_g14(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3s::QK) * strata_qt_iq3s::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq3s QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
 // Decode geometry 1 (NVIDIA, one column; kernels.MmvqGeoms[1], the engine chooses by
 // shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
@@ -4699,5 +6348,198 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g9(const struct stra
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
     strata_mmvq_rows_x<QT, 1, 2, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 10 (NVIDIA, one column; kernels.MmvqGeoms[10], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g10(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq1m::QK) * strata_qt_iq1m::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq1m QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 11 (NVIDIA, one column; kernels.MmvqGeoms[11], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 1 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g11(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq1m::QK) * strata_qt_iq1m::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq1m QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 12 (NVIDIA, one column; kernels.MmvqGeoms[12], the engine chooses by
+// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition).
+STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g12(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq1m::QK) * strata_qt_iq1m::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq1m QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 2, 2, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 13 (NVIDIA, one column; kernels.MmvqGeoms[13], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq1m_g13(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq1m::QK) * strata_qt_iq1m::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq1m QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+  }
+}
+
+// Decode geometry 14 (NVIDIA, one column; kernels.MmvqGeoms[14], the engine chooses by
+// shape): quantized R = 1 rows a wave, U = 1 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
+// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
+// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
+// counts write nothing (the ABI's precondition). At least 4 blocks an SM (launch_bounds:
+// ≤ 65536/(256·4) registers a thread), so that one row a wave's grid fits one wave.
+#ifndef STRATA_MMVQ4_BOUNDS
+#define STRATA_MMVQ4_BOUNDS(n) __attribute__((launch_bounds(n, 4)))
+#endif
+STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq1m_g14(const struct strata_mmvq_args p) {
+  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq1m::QK) * strata_qt_iq1m::BYTES); // prelude_nvidia
+  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
+  const bool late = STRATA_MMVQ_LATE(p);
+  typedef strata_qt_iq1m QT;
+  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
+  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
+  const int z = (int)strata_block_z();
+  const u8* w = p.w + (i64)z * p.w_mat_bytes;
+  if (p.slots) {
+    const i32 id = p.ids[z];
+    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
+    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
+    if (a == 0) {
+      const u32 lane = strata_lane();
+      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
+        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
+      }
+      return;
+    }
+    w = (const u8*)a;
+  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
+    p.err[z] = 0u;
+  }
+  if (p.ncols != 1) return;
+  if constexpr (QT::FLOAT) {
+    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
+  } else {
+    strata_mmvq_rows_x<QT, 1, 1, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
