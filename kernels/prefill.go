@@ -236,6 +236,9 @@ var mmqWideStaging = map[string]bool{
 	// mmq8x4, mmq8x4p (mmqXSeg): mmq8's staging.
 	"mmq8x4/q6k/r64t128w8": true, "mmq8x4/iq3xxs/r64t128w8": true, "mmq8x4/iq3s/r64t128w8": true,
 	"mmq8x4p/iq2xs/r64t128w8": true, "mmq8x4p/iq1m/r64t128w8": true,
+	// mmq8c, mmq8cp (mmqCompact): mmq8's staging.
+	"mmq8c/q80/r64t128w8": true, "mmq8c/q20/r64t128w8": true,
+	"mmq8cp/q80/r64t128w8": true, "mmq8cp/q20/r64t128w8": true,
 
 	"moe_prefill/iq1m/r128t32": true, "moe_prefill/iq1m/r64t64": true,
 	"moe_prefill/iq2xs/r64t64":  true,
@@ -290,6 +293,9 @@ var mmqMinBlocks = map[string]int{
 	// mmq8x4, mmq8x4p (mmqXSeg): as mmq8.
 	"mmq8x4/q6k/r64t128w8": 2, "mmq8x4/iq3xxs/r64t128w8": 2, "mmq8x4/iq3s/r64t128w8": 2,
 	"mmq8x4p/iq2xs/r64t128w8": 2, "mmq8x4p/iq1m/r64t128w8": 2,
+	// mmq8c, mmq8cp (mmqCompact): as mmq8.
+	"mmq8c/q80/r64t128w8": 2, "mmq8c/q20/r64t128w8": 2,
+	"mmq8cp/q80/r64t128w8": 2, "mmq8cp/q20/r64t128w8": 2,
 }
 
 // nvSMShared is the shared memory an SM of each NVIDIA target gives its resident blocks, in
@@ -459,7 +465,7 @@ var mmqXSeg = map[string]int{"mmq8x4": 4, "mmq8x4p": 4}
 // a warp instruction, issue 0.49 → 0.51 a scheduler cycle. On mmq8x (family mmq8xp, dropped)
 // the prefetch addresses raised the spill stores 136–152 → 188–244 bytes and every type lost 6.7–8.3 %
 // (IQ2_XS 140.0 → 129.1 at 512 tokens; long-scoreboard stalls 3.45).
-var mmqPrefetch = map[string]bool{"mmq8x4p": true}
+var mmqPrefetch = map[string]bool{"mmq8x4p": true, "mmq8cp": true}
 
 // Prefetch reports whether variant v of family on t is an NVIDIA mma kernel that prefetches
 // its next K step into L1 (mmqPrefetch).
@@ -504,4 +510,31 @@ func MmqXSeg(family string) int {
 		return n
 	}
 	return 1
+}
+
+// mmqCompact names the families whose NVIDIA mma core keeps compact scale tiles
+// (strata_mmq_nv_cs in kernels/templates/mmq_core.tmpl): for the types whose group
+// multipliers are 1 and that have no mins (Q8_0, Q2_0: mmqCTypes), the staging stores one
+// f32 a (row, group), the base, and one a (token, group), d_x, placed so that a lane reads
+// its group's 4 row bases in one 16-byte shared load and its 8 d_x in two, and the fold's
+// first step is main = D − 1.5·2²³. Families mmq8c (mmq8 so) and mmq8cp (mmq8c plus the L1
+// prefetch of the next K step, mmqPrefetch). Same values as mmq8 (main is exact either way):
+// mmq8's bounds.
+//
+// Why (written before measuring, bench/results/2026-11-30-mmq8-s9): mmq8 Q8_0 issues 21.8
+// instructions per m16n8k32 at 0.54 a scheduler cycle, and its L1 data pipe is 70 % busy
+// (bench/results/2026-11-30-mmq-s7). Per warp and group (8 m16n8k32) the default fold loads
+// {base, m0, m1, offb·offm} of 4 rows (4 LDS.128) and d_x of 8 tokens (4 LDS.64) and forms
+// −1.5·2²³·m0 of 4 rows (4 FMUL); compact: 3 shared loads and no FMUL, 9 instructions fewer
+// per 8 m16n8k32 (≈ 1.1 of 21.8), and the weight scale store shrinks from 16 to 4 bytes.
+var mmqCompact = map[string]bool{"mmq8c": true, "mmq8cp": true}
+
+// mmqCTypes are families mmq8c's and mmq8cp's weight types (strata_mmq_unit: multipliers 1,
+// no mins).
+var mmqCTypes = []Value{{Name: "q80"}, {Name: "q20"}}
+
+// Compact reports whether variant v of family on t is an NVIDIA mma kernel with compact
+// scale tiles (mmqCompact); the mmq template renders a strata_mmq_nv_cs specialisation for it.
+func (v Variant) Compact(family string, t Target) bool {
+	return t.IsNVIDIA() && v.Values["op"] == "mma" && mmqCompact[family]
 }

@@ -223,6 +223,18 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
+	Family:   "mmq8c",
+	Path:     "gfx1030/mmq8c.co",
+	Target:   "gfx1030",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8cp",
+	Path:     "gfx1030/mmq8cp.co",
+	Target:   "gfx1030",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
 	Family:   "mmq8x4",
 	Path:     "gfx1030/mmq8x4.co",
 	Target:   "gfx1030",
@@ -661,6 +673,18 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8",
 	Path:     "gfx1100/mmq8.co",
+	Target:   "gfx1100",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8c",
+	Path:     "gfx1100/mmq8c.co",
+	Target:   "gfx1100",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8cp",
+	Path:     "gfx1100/mmq8cp.co",
 	Target:   "gfx1100",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -1131,6 +1155,18 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
+	Family:   "mmq8c",
+	Path:     "gfx1101/mmq8c.co",
+	Target:   "gfx1101",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8cp",
+	Path:     "gfx1101/mmq8cp.co",
+	Target:   "gfx1101",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
 	Family:   "mmq8x4",
 	Path:     "gfx1101/mmq8x4.co",
 	Target:   "gfx1101",
@@ -1593,6 +1629,18 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8",
 	Path:     "gfx1102/mmq8.co",
+	Target:   "gfx1102",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8c",
+	Path:     "gfx1102/mmq8c.co",
+	Target:   "gfx1102",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8cp",
+	Path:     "gfx1102/mmq8cp.co",
 	Target:   "gfx1102",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -2063,6 +2111,18 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
+	Family:   "mmq8c",
+	Path:     "gfx1200/mmq8c.co",
+	Target:   "gfx1200",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8cp",
+	Path:     "gfx1200/mmq8cp.co",
+	Target:   "gfx1200",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
 	Family:   "mmq8x4",
 	Path:     "gfx1200/mmq8x4.co",
 	Target:   "gfx1200",
@@ -2525,6 +2585,18 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8",
 	Path:     "gfx1201/mmq8.co",
+	Target:   "gfx1201",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8c",
+	Path:     "gfx1201/mmq8c.co",
+	Target:   "gfx1201",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8cp",
+	Path:     "gfx1201/mmq8cp.co",
 	Target:   "gfx1201",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -3118,6 +3190,30 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8c",
+	Path:   "sm_80/mmq8c.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t128w8",
+		Symbol: "strata_mmq8c_q80_mma_r64t128w8",
+	}, {
+		Name:   "q20_mma_r64t128w8",
+		Symbol: "strata_mmq8c_q20_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8cp",
+	Path:   "sm_80/mmq8cp.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t128w8",
+		Symbol: "strata_mmq8cp_q80_mma_r64t128w8",
+	}, {
+		Name:   "q20_mma_r64t128w8",
+		Symbol: "strata_mmq8cp_q20_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4216,6 +4312,30 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "mmq8c",
+	Path:   "sm_86/mmq8c.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t128w8",
+		Symbol: "strata_mmq8c_q80_mma_r64t128w8",
+	}, {
+		Name:   "q20_mma_r64t128w8",
+		Symbol: "strata_mmq8c_q20_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8cp",
+	Path:   "sm_86/mmq8cp.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t128w8",
+		Symbol: "strata_mmq8cp_q80_mma_r64t128w8",
+	}, {
+		Name:   "q20_mma_r64t128w8",
+		Symbol: "strata_mmq8cp_q20_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "mmq8x4",
 	Path:   "sm_86/mmq8x4.ptx",
 	Target: "sm_86",
@@ -5311,6 +5431,30 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "mmq8c",
+	Path:   "sm_89/mmq8c.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t128w8",
+		Symbol: "strata_mmq8c_q80_mma_r64t128w8",
+	}, {
+		Name:   "q20_mma_r64t128w8",
+		Symbol: "strata_mmq8c_q20_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8cp",
+	Path:   "sm_89/mmq8cp.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t128w8",
+		Symbol: "strata_mmq8cp_q80_mma_r64t128w8",
+	}, {
+		Name:   "q20_mma_r64t128w8",
+		Symbol: "strata_mmq8cp_q20_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "mmq8x4",
 	Path:   "sm_89/mmq8x4.ptx",
 	Target: "sm_89",
@@ -6403,6 +6547,30 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8c",
+	Path:   "sm_90/mmq8c.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t128w8",
+		Symbol: "strata_mmq8c_q80_mma_r64t128w8",
+	}, {
+		Name:   "q20_mma_r64t128w8",
+		Symbol: "strata_mmq8c_q20_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8cp",
+	Path:   "sm_90/mmq8cp.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t128w8",
+		Symbol: "strata_mmq8cp_q80_mma_r64t128w8",
+	}, {
+		Name:   "q20_mma_r64t128w8",
+		Symbol: "strata_mmq8cp_q20_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
