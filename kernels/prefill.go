@@ -239,6 +239,7 @@ var mmqWideStaging = map[string]bool{
 	// mmq8c, mmq8cp (mmqCompact): mmq8's staging.
 	"mmq8c/q80/r64t128w8": true, "mmq8c/q20/r64t128w8": true,
 	"mmq8cp/q80/r64t128w8": true, "mmq8cp/q20/r64t128w8": true,
+	"mmq8cz/q80/r64t128w8": true, "mmq8cz/q20/r64t128w8": true,
 
 	"moe_prefill/iq1m/r128t32": true, "moe_prefill/iq1m/r64t64": true,
 	"moe_prefill/iq2xs/r64t64":  true,
@@ -296,6 +297,7 @@ var mmqMinBlocks = map[string]int{
 	// mmq8c, mmq8cp (mmqCompact): as mmq8.
 	"mmq8c/q80/r64t128w8": 2, "mmq8c/q20/r64t128w8": 2,
 	"mmq8cp/q80/r64t128w8": 2, "mmq8cp/q20/r64t128w8": 2,
+	"mmq8cz/q80/r64t128w8": 2, "mmq8cz/q20/r64t128w8": 2,
 }
 
 // nvSMShared is the shared memory an SM of each NVIDIA target gives its resident blocks, in
@@ -517,9 +519,9 @@ func MmqXSeg(family string) int {
 // multipliers are 1 and that have no mins (Q8_0, Q2_0: mmqCTypes), the staging stores one
 // f32 a (row, group), the base, and one a (token, group), d_x, placed so that a lane reads
 // its group's 4 row bases in one 16-byte shared load and its 8 d_x in two, and the fold's
-// first step is main = D − 1.5·2²³. Families mmq8c (mmq8 so) and mmq8cp (mmq8c plus the L1
-// prefetch of the next K step, mmqPrefetch). Same values as mmq8 (main is exact either way):
-// mmq8's bounds.
+// first step is main = D − 1.5·2²³. Families mmq8c (mmq8 so), mmq8cz (mmq8c without the
+// edge zeroing, mmqNoZero) and mmq8cp (mmq8cz plus the L1 prefetch of the next K step,
+// mmqPrefetch). Same values as mmq8 (main is exact either way): mmq8's bounds.
 //
 // Why (written before measuring, bench/results/2026-11-30-mmq8-s9): mmq8 Q8_0 issues 21.8
 // instructions per m16n8k32 at 0.54 a scheduler cycle, and its L1 data pipe is 70 % busy
@@ -527,7 +529,23 @@ func MmqXSeg(family string) int {
 // {base, m0, m1, offb·offm} of 4 rows (4 LDS.128) and d_x of 8 tokens (4 LDS.64) and forms
 // −1.5·2²³·m0 of 4 rows (4 FMUL); compact: 3 shared loads and no FMUL, 9 instructions fewer
 // per 8 m16n8k32 (≈ 1.1 of 21.8), and the weight scale store shrinks from 16 to 4 bytes.
-var mmqCompact = map[string]bool{"mmq8c": true, "mmq8cp": true}
+var mmqCompact = map[string]bool{"mmq8c": true, "mmq8cp": true, "mmq8cz": true}
+
+// mmqNoZero names the families whose NVIDIA mma staging (mmq_core.tmpl strata_mmq_nv_nz)
+// keeps the values that jobs past the tile's rows or tokens load from their safe in-tile
+// address (row 0, token 0) instead of storing zeros: every output is one row's weights times
+// one token's activations over the groups below K (groups past K are not multiplied), and
+// outputs of rows or tokens past the edge are never written, so the staged values of such
+// rows and tokens reach no written output (they are finite data, no NaN from nowhere). It
+// saves the selects that zeroed them: per thread and K step of mmq8's r64t128w8, 9 for the
+// weight job and 9 for each of its 2 activation jobs, ≈ 27 of ≈ 660 warp instructions.
+var mmqNoZero = map[string]bool{"mmq8cz": true, "mmq8cp": true}
+
+// NoZero reports whether variant v of family on t is an NVIDIA mma kernel whose staging
+// keeps the loaded values of edge jobs (mmqNoZero).
+func (v Variant) NoZero(family string, t Target) bool {
+	return t.IsNVIDIA() && v.Values["op"] == "mma" && mmqNoZero[family]
+}
 
 // mmqCTypes are families mmq8c's and mmq8cp's weight types (strata_mmq_unit: multipliers 1,
 // no mins).

@@ -55,7 +55,7 @@ func TestPrefillTiles(t *testing.T) {
 // wide form.
 func TestMMQWideStaging(t *testing.T) {
 	seen := map[string]bool{}
-	for _, fam := range []string{"mmq", "mmq8", "mmq8x4", "mmq8x4p", "mmq8c", "mmq8cp", "moe_prefill"} {
+	for _, fam := range []string{"mmq", "mmq8", "mmq8x4", "mmq8x4p", "mmq8c", "mmq8cp", "mmq8cz", "moe_prefill"} {
 		s, ok := LookupSpec(fam)
 		if !ok {
 			t.Fatalf("no %s spec", fam)
@@ -95,7 +95,8 @@ func TestMmq8Tiles(t *testing.T) {
 		xseg   int
 		pf     bool // prefetches the next K step (mmqPrefetch)
 	}{{"mmq8", len(axisPrefillType.Values), 0, false}, {"mmq8x4", len(mmqX4Types), 4, false},
-		{"mmq8x4p", len(mmqX4PTypes), 4, true}, {"mmq8c", len(mmqCTypes), 0, false}, {"mmq8cp", len(mmqCTypes), 0, true}} {
+		{"mmq8x4p", len(mmqX4PTypes), 4, true}, {"mmq8c", len(mmqCTypes), 0, false}, {"mmq8cp", len(mmqCTypes), 0, true},
+		{"mmq8cz", len(mmqCTypes), 0, false}} {
 		s, ok := LookupSpec(fc.family)
 		if !ok {
 			t.Fatalf("no %s spec", fc.family)
@@ -132,6 +133,9 @@ func TestMmq8Tiles(t *testing.T) {
 				}
 				if got, want := v.Compact(fc.family, tg), mmqCompact[fc.family]; got != want || (got && !v.WideStaging(fc.family, tg)) {
 					t.Errorf("%s/%s/%s: compact scales %t, want %t (and wide staging)", tg.Name, fc.family, v.Name, got, want)
+				}
+				if got, want := v.NoZero(fc.family, tg), mmqNoZero[fc.family]; got != want {
+					t.Errorf("%s/%s/%s: no edge zeroing %t, want %t", tg.Name, fc.family, v.Name, got, want)
 				}
 			}
 		}

@@ -262,11 +262,22 @@ var Specs = []Spec{
 	{
 		Family:   "mmq8cp",
 		Template: "mmq",
-		Doc: "mmq8c that prefetches each next K step's weight and activation lines into L1 before the current step's " +
+		Doc: "mmq8cz that prefetches each next K step's weight and activation lines into L1 before the current step's " +
 			"matrix work (NVIDIA mma.sync only); arguments, activations and launch as mmq8.",
 		Threads: 256,
 		Args:    mmqArgs,
-		// kernels/prefill.go, mmqCompact, mmqPrefetch, mmqCTypes.
+		// kernels/prefill.go, mmqCompact, mmqNoZero, mmqPrefetch, mmqCTypes.
+		Axes: []Axis{{Name: "type", Values: mmqCTypes}, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r64t128w8"}}}},
+		Fits: mmqFits,
+	},
+	{
+		Family:   "mmq8cz",
+		Template: "mmq",
+		Doc: "mmq8c whose staging keeps the loaded values of jobs past the tile's rows or tokens instead of zeroing them " +
+			"(NVIDIA mma.sync only; their outputs are never written); arguments, activations and launch as mmq8.",
+		Threads: 256,
+		Args:    mmqArgs,
+		// kernels/prefill.go, mmqCompact, mmqNoZero, mmqCTypes.
 		Axes: []Axis{{Name: "type", Values: mmqCTypes}, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r64t128w8"}}}},
 		Fits: mmqFits,
 	},
@@ -489,7 +500,7 @@ var Specs = []Spec{
 	},
 }
 
-// mmqArgs is the launch-argument list of mmq, mmq8, mmq8x4, mmq8x4p, mmq8c and mmq8cp (one C struct layout).
+// mmqArgs is the launch-argument list of mmq, mmq8, mmq8x4, mmq8x4p, mmq8c, mmq8cp and mmq8cz (one C struct layout).
 var mmqArgs = []Arg{
 	{Name: "w", Type: ArgPtr, CType: "const u8", Doc: "weights: rows × k/QK blocks, rows contiguous; 16-byte aligned"},
 	{Name: "x", Type: ArgPtr, CType: "const u8", Doc: "activations: tokens × x_row_blocks Q8_1 blocks (36 bytes); 4-byte aligned"},

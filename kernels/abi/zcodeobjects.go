@@ -235,6 +235,12 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
+	Family:   "mmq8cz",
+	Path:     "gfx1030/mmq8cz.co",
+	Target:   "gfx1030",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
 	Family:   "mmq8x4",
 	Path:     "gfx1030/mmq8x4.co",
 	Target:   "gfx1030",
@@ -685,6 +691,12 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8cp",
 	Path:     "gfx1100/mmq8cp.co",
+	Target:   "gfx1100",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8cz",
+	Path:     "gfx1100/mmq8cz.co",
 	Target:   "gfx1100",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -1167,6 +1179,12 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
+	Family:   "mmq8cz",
+	Path:     "gfx1101/mmq8cz.co",
+	Target:   "gfx1101",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
 	Family:   "mmq8x4",
 	Path:     "gfx1101/mmq8x4.co",
 	Target:   "gfx1101",
@@ -1641,6 +1659,12 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8cp",
 	Path:     "gfx1102/mmq8cp.co",
+	Target:   "gfx1102",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8cz",
+	Path:     "gfx1102/mmq8cz.co",
 	Target:   "gfx1102",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -2123,6 +2147,12 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
+	Family:   "mmq8cz",
+	Path:     "gfx1200/mmq8cz.co",
+	Target:   "gfx1200",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
 	Family:   "mmq8x4",
 	Path:     "gfx1200/mmq8x4.co",
 	Target:   "gfx1200",
@@ -2597,6 +2627,12 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8cp",
 	Path:     "gfx1201/mmq8cp.co",
+	Target:   "gfx1201",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8cz",
+	Path:     "gfx1201/mmq8cz.co",
 	Target:   "gfx1201",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -3214,6 +3250,18 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q20_mma_r64t128w8",
 		Symbol: "strata_mmq8cp_q20_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8cz",
+	Path:   "sm_80/mmq8cz.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t128w8",
+		Symbol: "strata_mmq8cz_q80_mma_r64t128w8",
+	}, {
+		Name:   "q20_mma_r64t128w8",
+		Symbol: "strata_mmq8cz_q20_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4336,6 +4384,18 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "mmq8cz",
+	Path:   "sm_86/mmq8cz.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t128w8",
+		Symbol: "strata_mmq8cz_q80_mma_r64t128w8",
+	}, {
+		Name:   "q20_mma_r64t128w8",
+		Symbol: "strata_mmq8cz_q20_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "mmq8x4",
 	Path:   "sm_86/mmq8x4.ptx",
 	Target: "sm_86",
@@ -5455,6 +5515,18 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "mmq8cz",
+	Path:   "sm_89/mmq8cz.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t128w8",
+		Symbol: "strata_mmq8cz_q80_mma_r64t128w8",
+	}, {
+		Name:   "q20_mma_r64t128w8",
+		Symbol: "strata_mmq8cz_q20_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "mmq8x4",
 	Path:   "sm_89/mmq8x4.ptx",
 	Target: "sm_89",
@@ -6571,6 +6643,18 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q20_mma_r64t128w8",
 		Symbol: "strata_mmq8cp_q20_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8cz",
+	Path:   "sm_90/mmq8cz.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t128w8",
+		Symbol: "strata_mmq8cz_q80_mma_r64t128w8",
+	}, {
+		Name:   "q20_mma_r64t128w8",
+		Symbol: "strata_mmq8cz_q20_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {

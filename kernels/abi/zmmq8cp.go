@@ -9,7 +9,7 @@ import (
 
 /*
 Mmq8cpArgs is the launch-argument struct of every strata_mmq8cp_* kernel (C: struct strata_mmq8cp_args).
-mmq8c that prefetches each next K step's weight and activation lines into L1 before the current step's matrix work (NVIDIA mma.sync only); arguments, activations and launch as mmq8.
+mmq8cz that prefetches each next K step's weight and activation lines into L1 before the current step's matrix work (NVIDIA mma.sync only); arguments, activations and launch as mmq8.
 */
 type Mmq8cpArgs struct {
 	W          uint64 // offset 0: device address of const u8[]; weights: rows × k/QK blocks, rows contiguous; 16-byte aligned
