@@ -1,23 +1,23 @@
 #!/usr/bin/env bash
-# Session 9, helper mmq8 (issue 6): mmq8 (O) against mmq8c (C: compact scale tiles) and mmq8cp
-# (CP: mmq8c plus the L1 prefetch of the next K step) for Q8_0 and Q2_0 on the H200, in one
-# call. Trimmed from ../2026-11-30-mmqs2-s8/call.sh.
+# Session 9, helper mmq8 (issue 6): mmq8 (O) against mmq8c (C: compact scale tiles), mmq8cz
+# (CZ: mmq8c without the edge zeroing) and mmq8cp (CP: mmq8cz plus the L1 prefetch of the next
+# K step) for Q8_0 and Q2_0 on the H200, in one call. Trimmed from ../2026-11-30-mmqs2-s8/call.sh.
 #
 #   call.sh build   build machine, checkout root (clang-19, Go): parity.test (xz) and the sm_90
-#                   PTX of mmq8, mmq8c, mmq8cp into $DEV (default /work/main/.dev-mmq8);
+#                   PTX of mmq8, mmq8c, mmq8cz, mmq8cp into $DEV (default /work/main/.dev-mmq8);
 #                   BASE (default /work/main): mmq, mmq8, mmq8x4, mmq8x4p and moe_prefill's
 #                   PTX is compared with BASE's (must be identical)
 #   call.sh run     GPU machine, repository root of the device copy (carry .dev-mmq8), $OUT set;
 #                   BUDGET seconds in all (default 180). DRY=1: stubs, no GPU.
-# One code-object tree A holds all three families (assembled by ptxas before anything runs),
-# so one TestBenchPrefill process alternates them: STRATA_BENCH_ROUNDS=3 runs O C CP O C CP
-# O C CP (Q8_0 and Q2_0 at 512 and 2048 tokens), twice (two processes); then once every mmq8
-# type (control against earlier sessions). Parity (STRATA_REQUIRE_GPU=1, fresh seeds): every
-# mmq8c and mmq8cp variant and mmq8's Q8_0 and Q2_0. ncu of Q8_0 O and C at 512 tokens if
-# time is left.
+# One code-object tree A holds all four families (assembled by ptxas before anything runs),
+# so one TestBenchPrefill process alternates them: STRATA_BENCH_ROUNDS=3 runs O C CZ CP three
+# times in turn (Q8_0 and Q2_0 at 512 and 2048 tokens), in two processes; then once every
+# mmq8 type (control against earlier sessions). Parity (STRATA_REQUIRE_GPU=1, fresh seeds):
+# every mmq8c, mmq8cz and mmq8cp variant and mmq8's Q8_0 and Q2_0. ncu of Q8_0 CZ and O at
+# 512 tokens if time is left.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-fams="mmq8 mmq8c mmq8cp"
+fams="mmq8 mmq8c mmq8cz mmq8cp"
 
 build() {
 	set -e
@@ -33,7 +33,7 @@ build() {
 		# shellcheck disable=SC2086
 		clang-19 $flags -I kernels/out/$target -I kernels/out/include kernels/out/$target/$f.cu -o "$d/co/$f-new.ptx" &
 	done
-	for f in mmq8c mmq8cp; do
+	for f in mmq8c mmq8cz mmq8cp; do
 		# shellcheck disable=SC2086
 		clang-19 $flags -I kernels/out/$target -I kernels/out/include kernels/out/$target/$f.cu -o "$d/co/$f.ptx" &
 	done
@@ -84,7 +84,7 @@ run() {
 	export STRATA_REQUIRE_GPU=1 STRATA_CO_DIR=$w/trees/A
 	local p1 pids=() i=0 g
 	p1=$(lim 40 110)
-	for g in "^mmq8c$/" "^mmq8cp$/" "^mmq8$/(q80|q20)_"; do
+	for g in "^mmq8c$/" "^mmq8cz$/" "^mmq8cp$/" "^mmq8$/(q80|q20)_"; do
 		echo "$g" >"$out/parity-$i.group"
 		timeout "$p1" "$pt" -test.v -test.timeout "$((p1 - 3))s" -test.run "TestParity/sm_90/$g" >"$out/parity-$i.log" 2>&1 &
 		pids+=($!)
@@ -106,7 +106,7 @@ run() {
 		echo "- bench $n: exit $? in $((SECONDS - s)) s ($((SECONDS - t0)) s so far)" | tee -a "$sum"
 	done
 	# ncu: NAME KERNEL VARIANT-FILTER (the first launch: 512 tokens)
-	for tr in "q80-C strata_mmq8c_q80_mma_r64t128w8 q80_mma_r64t128w8" "q80-O strata_mmq8_q80_mma_r64t128w8 q80_mma_r64t128w8"; do
+	for tr in "q80-CZ strata_mmq8cz_q80_mma_r64t128w8 q80_mma_r64t128w8" "q80-O strata_mmq8_q80_mma_r64t128w8 q80_mma_r64t128w8"; do
 		set -- $tr
 		[ "$(left 3)" -lt 16 ] && break
 		s=$SECONDS

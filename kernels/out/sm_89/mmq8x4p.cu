@@ -792,6 +792,15 @@ template <> struct strata_mmq_unit<strata_qt_q20> { static constexpr bool v = tr
 // The XOR with kg spreads the staging stores: a warp's 32 jobs (8 rows or tokens × 4 groups)
 // hit 32 distinct banks. The planes alias the default scale tiles (ws, xs: larger).
 template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_cs { static constexpr bool v = false; };
+
+// The edge jobs of the core instantiation <QT, NW, BM, BN> (a family template specialises
+// it; mmq does for kernels/prefill.go mmqNoZero, families mmq8cz, mmq8cp): v = jobs of rows
+// or tokens past the tile's edge, and of groups past K, stage what they loaded from their
+// safe in-tile address (row 0, token 0: finite data) instead of zeros. An output is one row's
+// weights times one token's activations over the groups below K (the K loop stops at the
+// last group), and outputs of rows or tokens past the edge are never written, so no written
+// output sees those values; the wide form's zeroing selects go. Default: zeros.
+template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_nz { static constexpr bool v = false; };
 [[maybe_unused]] STRATA_DEVICE int strata_mmq_cs_w(int r, int kg) { return (r & ~31) + 4 * (r & 7) + (((r >> 3) & 3) ^ kg); }
 [[maybe_unused]] STRATA_DEVICE int strata_mmq_cs_x(int c, int kg) {
   return (c & ~31) + 8 * ((c >> 1) & 3) + ((4 * ((c >> 4) & 1) + 2 * ((c >> 3) & 1) + (c & 1)) ^ (2 * kg));
@@ -1105,13 +1114,13 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
 #pragma unroll
     for (int w = 0; w < 8; ++w) {
       const u32 v = QT::PIECE ? strata_sub_bytes(Gu.q[w], (u32)(-Gu.c[w >> 1]) * 0x01010101u) : Gu.q[w];
-      q[w] = R.okw[u] ? v : 0u;
+      q[w] = (strata_mmq_nv_nz<QT, NW, BM, BN>::v || R.okw[u]) ? v : 0u;
     }
     strata_mmq_u32x4 lo = {q[0], q[1], q[2], q[3]}, hi = {q[4], q[5], q[6], q[7]};
     __builtin_memcpy(__builtin_assume_aligned(&s.w[m * BM + r][32 * kg], 16), &lo, 16);
     __builtin_memcpy(__builtin_assume_aligned(&s.w[m * BM + r][32 * kg + 16], 16), &hi, 16);
     if constexpr (strata_mmq_nv_cs<QT, NW, BM, BN>::v) {
-      (&s.ws[0][0][0])[kg * BM + strata_mmq_cs_w(r, kg)] = R.okw[u] ? Gu.base : 0.0f;  // compact: the base alone
+      (&s.ws[0][0][0])[kg * BM + strata_mmq_cs_w(r, kg)] = (strata_mmq_nv_nz<QT, NW, BM, BN>::v || R.okw[u]) ? Gu.base : 0.0f;  // compact: the base alone
       continue;
     }
     typedef f32 strata_f32x4 __attribute__((__vector_size__(16)));
@@ -1127,8 +1136,8 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
     strata_mmq_pick9(R.xt[u], R.xo[u], a);
     u32 q[8];
 #pragma unroll
-    for (int w = 0; w < 8; ++w) q[w] = R.okx[u] ? a[w + 1] : 0u;
-    const f32 d = R.okx[u] ? strata_f16_to_f32((u16)a[0]) : 0.0f;
+    for (int w = 0; w < 8; ++w) q[w] = (strata_mmq_nv_nz<QT, NW, BM, BN>::v || R.okx[u]) ? a[w + 1] : 0u;
+    const f32 d = (strata_mmq_nv_nz<QT, NW, BM, BN>::v || R.okx[u]) ? strata_f16_to_f32((u16)a[0]) : 0.0f;
     i32 sq = 0;
     if (QT::MIN) {
 #pragma unroll
