@@ -129,14 +129,14 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 		return fmt.Sprintf("%.1f%%", 100*tops/ceiling)
 	}
 
-	// mmq at 4096 × 14336, and its 8-warp tiles (mmq8, NVIDIA; mmq8c, mmq8cz and mmq8cp with
-	// compact scale tiles for Q8_0 and Q2_0; mmq8x4 and mmq8x4p with their
+	// mmq at 4096 × 14336, and its 8-warp tiles (mmq8, NVIDIA; mmq8c and mmq8cz with compact
+	// scale tiles for Q2_0 and Q8_0; mmq8x4 and mmq8x4p with their
 	// shared-d activations) in the same table.
 	rounds, err := strconv.Atoi(cmp.Or(os.Getenv("STRATA_BENCH_ROUNDS"), "1"))
 	if err != nil || rounds < 1 {
 		t.Fatalf("STRATA_BENCH_ROUNDS=%q: want a positive count", os.Getenv("STRATA_BENCH_ROUNDS"))
 	}
-	fams := []string{"mmq", "mmq8", "mmq8x4", "mmq8x4p", "mmq8c", "mmq8cz", "mmq8cp"}
+	fams := []string{"mmq", "mmq8", "mmq8x4", "mmq8x4p", "mmq8c", "mmq8cz"}
 	for round := range rounds * len(fams) {
 		fam := fams[round%len(fams)]
 		co, ok := abi.Find(target, fam)

@@ -17,7 +17,7 @@ import (
 	"github.com/strata-hip/strata/runtime/gpu"
 )
 
-// TestPrefillHostSim runs the generated NVIDIA sources of mmq, mmq8, mmq8x4, mmq8x4p, mmq8c, mmq8cz, mmq8cp and moe_prefill on the CPU
+// TestPrefillHostSim runs the generated NVIDIA sources of mmq, mmq8, mmq8x4, mmq8x4p, mmq8c, mmq8cz and moe_prefill on the CPU
 // (testdata/hostsim: the prelude's primitives on std::threads, mma.sync fragments by PTX's
 // lane tables) through the ordinary parity Run functions, harness and bounds. It proves the
 // kernels' logic where there is no GPU: staging, ragged edges, the folds, the integer hook,
@@ -77,18 +77,14 @@ func TestPrefillHostSim(t *testing.T) {
 		{"mmq8x4p", false, runMmqFamily("mmq8x4p"), []Case{
 			{"rows=70,tokens=300,k=1056", []int{70, 300, 1056}},
 		}, func(kernels.Variant) bool { return true }},
-		// mmq8c (mmq8 with compact scale tiles: kernels/prefill.go mmqCompact), mmq8cz (without
-		// the edge zeroing, mmqNoZero) and mmq8cp (mmq8cz plus the L1 prefetch, a no-op here):
-		// both types (Q8_0, Q2_0); 33 groups end on a partial K step, 300 tokens and 70 rows
-		// leave partial tiles.
+		// mmq8c (mmq8 with compact scale tiles, Q2_0: kernels/prefill.go mmqCompact) and mmq8cz
+		// (also without the edge zeroing, Q8_0: mmqNoZero); 33 groups end on a partial K step,
+		// 300 tokens and 70 rows leave partial tiles.
 		{"mmq8c", false, runMmqFamily("mmq8c"), []Case{
 			{"rows=70,tokens=300,k=1056", []int{70, 300, 1056}},
 			{"rows=130,tokens=65,k=512", []int{130, 65, 512}},
 		}, func(kernels.Variant) bool { return true }},
 		{"mmq8cz", false, runMmqFamily("mmq8cz"), []Case{
-			{"rows=70,tokens=300,k=1056", []int{70, 300, 1056}},
-		}, func(kernels.Variant) bool { return true }},
-		{"mmq8cp", false, runMmqFamily("mmq8cp"), []Case{
 			{"rows=70,tokens=300,k=1056", []int{70, 300, 1056}},
 		}, func(kernels.Variant) bool { return true }},
 		{"moe_prefill", false, runMoePrefill, []Case{

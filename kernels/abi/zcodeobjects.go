@@ -229,12 +229,6 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8cp",
-	Path:     "gfx1030/mmq8cp.co",
-	Target:   "gfx1030",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
 	Family:   "mmq8cz",
 	Path:     "gfx1030/mmq8cz.co",
 	Target:   "gfx1030",
@@ -685,12 +679,6 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8c",
 	Path:     "gfx1100/mmq8c.co",
-	Target:   "gfx1100",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
-	Family:   "mmq8cp",
-	Path:     "gfx1100/mmq8cp.co",
 	Target:   "gfx1100",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -1173,12 +1161,6 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8cp",
-	Path:     "gfx1101/mmq8cp.co",
-	Target:   "gfx1101",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
 	Family:   "mmq8cz",
 	Path:     "gfx1101/mmq8cz.co",
 	Target:   "gfx1101",
@@ -1653,12 +1635,6 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8c",
 	Path:     "gfx1102/mmq8c.co",
-	Target:   "gfx1102",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
-	Family:   "mmq8cp",
-	Path:     "gfx1102/mmq8cp.co",
 	Target:   "gfx1102",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -2141,12 +2117,6 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8cp",
-	Path:     "gfx1200/mmq8cp.co",
-	Target:   "gfx1200",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
 	Family:   "mmq8cz",
 	Path:     "gfx1200/mmq8cz.co",
 	Target:   "gfx1200",
@@ -2621,12 +2591,6 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8c",
 	Path:     "gfx1201/mmq8c.co",
-	Target:   "gfx1201",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
-	Family:   "mmq8cp",
-	Path:     "gfx1201/mmq8cp.co",
 	Target:   "gfx1201",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -3233,23 +3197,8 @@ var CodeObjects = []CodeObject{{
 	Path:   "sm_80/mmq8c.ptx",
 	Target: "sm_80",
 	Variants: []Variant{{
-		Name:   "q80_mma_r64t128w8",
-		Symbol: "strata_mmq8c_q80_mma_r64t128w8",
-	}, {
 		Name:   "q20_mma_r64t128w8",
 		Symbol: "strata_mmq8c_q20_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
-	Family: "mmq8cp",
-	Path:   "sm_80/mmq8cp.ptx",
-	Target: "sm_80",
-	Variants: []Variant{{
-		Name:   "q80_mma_r64t128w8",
-		Symbol: "strata_mmq8cp_q80_mma_r64t128w8",
-	}, {
-		Name:   "q20_mma_r64t128w8",
-		Symbol: "strata_mmq8cp_q20_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -3259,9 +3208,6 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "q80_mma_r64t128w8",
 		Symbol: "strata_mmq8cz_q80_mma_r64t128w8",
-	}, {
-		Name:   "q20_mma_r64t128w8",
-		Symbol: "strata_mmq8cz_q20_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4364,23 +4310,8 @@ var CodeObjects = []CodeObject{{
 	Path:   "sm_86/mmq8c.ptx",
 	Target: "sm_86",
 	Variants: []Variant{{
-		Name:   "q80_mma_r64t128w8",
-		Symbol: "strata_mmq8c_q80_mma_r64t128w8",
-	}, {
 		Name:   "q20_mma_r64t128w8",
 		Symbol: "strata_mmq8c_q20_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
-	Family: "mmq8cp",
-	Path:   "sm_86/mmq8cp.ptx",
-	Target: "sm_86",
-	Variants: []Variant{{
-		Name:   "q80_mma_r64t128w8",
-		Symbol: "strata_mmq8cp_q80_mma_r64t128w8",
-	}, {
-		Name:   "q20_mma_r64t128w8",
-		Symbol: "strata_mmq8cp_q20_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4390,9 +4321,6 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "q80_mma_r64t128w8",
 		Symbol: "strata_mmq8cz_q80_mma_r64t128w8",
-	}, {
-		Name:   "q20_mma_r64t128w8",
-		Symbol: "strata_mmq8cz_q20_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -5495,23 +5423,8 @@ var CodeObjects = []CodeObject{{
 	Path:   "sm_89/mmq8c.ptx",
 	Target: "sm_89",
 	Variants: []Variant{{
-		Name:   "q80_mma_r64t128w8",
-		Symbol: "strata_mmq8c_q80_mma_r64t128w8",
-	}, {
 		Name:   "q20_mma_r64t128w8",
 		Symbol: "strata_mmq8c_q20_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
-	Family: "mmq8cp",
-	Path:   "sm_89/mmq8cp.ptx",
-	Target: "sm_89",
-	Variants: []Variant{{
-		Name:   "q80_mma_r64t128w8",
-		Symbol: "strata_mmq8cp_q80_mma_r64t128w8",
-	}, {
-		Name:   "q20_mma_r64t128w8",
-		Symbol: "strata_mmq8cp_q20_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -5521,9 +5434,6 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "q80_mma_r64t128w8",
 		Symbol: "strata_mmq8cz_q80_mma_r64t128w8",
-	}, {
-		Name:   "q20_mma_r64t128w8",
-		Symbol: "strata_mmq8cz_q20_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -6626,23 +6536,8 @@ var CodeObjects = []CodeObject{{
 	Path:   "sm_90/mmq8c.ptx",
 	Target: "sm_90",
 	Variants: []Variant{{
-		Name:   "q80_mma_r64t128w8",
-		Symbol: "strata_mmq8c_q80_mma_r64t128w8",
-	}, {
 		Name:   "q20_mma_r64t128w8",
 		Symbol: "strata_mmq8c_q20_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
-	Family: "mmq8cp",
-	Path:   "sm_90/mmq8cp.ptx",
-	Target: "sm_90",
-	Variants: []Variant{{
-		Name:   "q80_mma_r64t128w8",
-		Symbol: "strata_mmq8cp_q80_mma_r64t128w8",
-	}, {
-		Name:   "q20_mma_r64t128w8",
-		Symbol: "strata_mmq8cp_q20_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -6652,9 +6547,6 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{{
 		Name:   "q80_mma_r64t128w8",
 		Symbol: "strata_mmq8cz_q80_mma_r64t128w8",
-	}, {
-		Name:   "q20_mma_r64t128w8",
-		Symbol: "strata_mmq8cz_q20_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {

@@ -9,7 +9,7 @@ import (
 
 /*
 Mmq8cArgs is the launch-argument struct of every strata_mmq8c_* kernel (C: struct strata_mmq8c_args).
-mmq8 with compact scale tiles for Q8_0 and Q2_0 (NVIDIA mma.sync only): y[t][r] = Σ_k W[r][k]·x[t][k] as mmq8, the same arguments, activations (Q8_1) and launch (grid (ceil(rows/BM), ceil(tokens/BN), 1), block (256, 1, 1)).
+mmq8 with compact scale tiles for Q2_0 (NVIDIA mma.sync only): y[t][r] = Σ_k W[r][k]·x[t][k] as mmq8, the same arguments, activations (Q8_1) and launch (grid (ceil(rows/BM), ceil(tokens/BN), 1), block (256, 1, 1)).
 */
 type Mmq8cArgs struct {
 	W          uint64 // offset 0: device address of const u8[]; weights: rows × k/QK blocks, rows contiguous; 16-byte aligned
@@ -31,7 +31,6 @@ const Mmq8cThreads = 256
 
 // Kernel symbols of every mmq8c variant; CodeObject.Symbol says which a target has.
 const (
-	SymMmq8cQ80MmaR64t128w8 = "strata_mmq8c_q80_mma_r64t128w8" // variant q80_mma_r64t128w8
 	SymMmq8cQ20MmaR64t128w8 = "strata_mmq8c_q20_mma_r64t128w8" // variant q20_mma_r64t128w8
 )
 

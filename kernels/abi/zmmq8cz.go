@@ -9,7 +9,7 @@ import (
 
 /*
 Mmq8czArgs is the launch-argument struct of every strata_mmq8cz_* kernel (C: struct strata_mmq8cz_args).
-mmq8c whose staging keeps the loaded values of jobs past the tile's rows or tokens instead of zeroing them (NVIDIA mma.sync only; their outputs are never written); arguments, activations and launch as mmq8.
+mmq8 with compact scale tiles for Q8_0 whose staging keeps the loaded values of jobs past the tile's rows or tokens instead of zeroing them (NVIDIA mma.sync only; their outputs are never written); arguments, activations and launch as mmq8.
 */
 type Mmq8czArgs struct {
 	W          uint64 // offset 0: device address of const u8[]; weights: rows × k/QK blocks, rows contiguous; 16-byte aligned
@@ -32,7 +32,6 @@ const Mmq8czThreads = 256
 // Kernel symbols of every mmq8cz variant; CodeObject.Symbol says which a target has.
 const (
 	SymMmq8czQ80MmaR64t128w8 = "strata_mmq8cz_q80_mma_r64t128w8" // variant q80_mma_r64t128w8
-	SymMmq8czQ20MmaR64t128w8 = "strata_mmq8cz_q20_mma_r64t128w8" // variant q20_mma_r64t128w8
 )
 
 // Compile-time guards: building fails if the size or an offset drifts from the C static_asserts.

@@ -776,7 +776,7 @@ template <> struct strata_mmq_unit<strata_qt_q80> { static constexpr bool v = tr
 template <> struct strata_mmq_unit<strata_qt_q20> { static constexpr bool v = true; };
 
 // Compact scales of the core instantiation <QT, NW, BM, BN> (a family template specialises
-// it; mmq does for kernels/prefill.go mmqCompact, families mmq8c, mmq8cp): v = the unit types
+// it; mmq does for kernels/prefill.go mmqCompact, families mmq8c, mmq8cz): v = the unit types
 // (strata_mmq_unit) in 32 × 32 warp tiles (FM = FN = 2), wide staging, d_x alone (XD), NW = 1,
 // per-group fold. The staging then stores one f32 a (row, group), the base, and one a
 // (token, group), d_x, each at the place that lets a lane read its K step group's scales in
@@ -794,7 +794,7 @@ template <> struct strata_mmq_unit<strata_qt_q20> { static constexpr bool v = tr
 template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_cs { static constexpr bool v = false; };
 
 // The edge jobs of the core instantiation <QT, NW, BM, BN> (a family template specialises
-// it; mmq does for kernels/prefill.go mmqNoZero, families mmq8cz, mmq8cp): v = jobs of rows
+// it; mmq does for kernels/prefill.go mmqNoZero, family mmq8cz): v = jobs of rows
 // or tokens past the tile's edge, and of groups past K, stage what they loaded from their
 // safe in-tile address (row 0, token 0: finite data) instead of zeros. An output is one row's
 // weights times one token's activations over the groups below K (the K loop stops at the
@@ -1170,7 +1170,7 @@ STRATA_DEVICE void strata_mmq_nv_prefetch(const Src& src, int g0, int ng) {
   typedef strata_mmq_nv_shape<QT, NW, BM, BN> SH;
   constexpr int KT = STRATA_MMQ_KT, GPB = QT::QK / 32, T = SH::T;
   constexpr int JW = NW * BM * KT / T, JX = BN * KT / T;
-  static_assert((GPB % KT == 0 || KT % GPB == 0) && KT > 1, "prefetch: a step's groups inside one weight block, or whole blocks");
+  static_assert(GPB % KT == 0 && KT > 1, "prefetch: a step's groups inside one weight block");
   const int tid = (int)strata_thread_x();
 #pragma unroll
   for (int u = 0; u < JW; ++u) {
@@ -1178,13 +1178,6 @@ STRATA_DEVICE void strata_mmq_nv_prefetch(const Src& src, int g0, int ng) {
     const u8* row = src.wrow(m, r);
     if (row != nullptr && g < ng) {
       const u8* a = row + (i64)(g / GPB) * QT::BYTES + kg * (QT::BYTES - 1) / (KT - 1);
-      if constexpr (GPB % KT != 0) {
-        // Blocks of fewer than KT groups (Q8_0, Q2_0; family mmq8cp): the step is KT/GPB whole
-        // blocks, L contiguous bytes; job kg touches them at kg·(L−1)/(KT−1) (≤ 46 bytes
-        // apart: every 128-byte line), inside the block of a group ≤ g, which exists.
-        constexpr int L = KT / GPB * QT::BYTES;
-        a = row + (i64)(g0 / GPB) * QT::BYTES + kg * (L - 1) / (KT - 1);
-      }
 #ifdef __NVPTX__
       asm volatile("prefetch.global.L1 [%0];" ::"l"(a));
 #else
