@@ -202,7 +202,7 @@ func TestGPUBench(t *testing.T) {
 			ptabs = append(ptabs, m)
 		}
 	}
-	// STRATA_BENCH_PTILES (comma-separated mgpu.PrefillTiles modes: best, t64, t32): the batched
+	// STRATA_BENCH_PTILES (comma-separated mgpu.PrefillTiles modes: best, t64, t32, s8): the batched
 	// prompt runs once per mode, in order, on the same engine (a row each, labelled
 	// "tiles=MODE"; the kernels each mode picks are logged); unset, once in the engine's
 	// default. STRATA_BENCH_PKTIMES (comma-separated prompt lengths): after a length's timed
