@@ -242,6 +242,8 @@ var mmqWideStaging = map[string]bool{
 	// mmq8x4, mmq8x4p (mmqXSeg): mmq8's staging.
 	"mmq8x4/q6k/r64t128w8": true, "mmq8x4/iq3xxs/r64t128w8": true, "mmq8x4/iq3s/r64t128w8": true,
 	"mmq8x4p/iq2xs/r64t128w8": true, "mmq8x4p/iq1m/r64t128w8": true,
+	// mmq8c, mmq8cz (mmqCompact): mmq8's staging.
+	"mmq8c/q20/r64t128w8": true, "mmq8cz/q80/r64t128w8": true,
 
 	"moe_prefill/iq1m/r128t32": true, "moe_prefill/iq1m/r64t64": true,
 	"moe_prefill/iq2xs/r64t64":  true,
@@ -299,6 +301,8 @@ var mmqMinBlocks = map[string]int{
 	// mmq8x4, mmq8x4p (mmqXSeg): as mmq8.
 	"mmq8x4/q6k/r64t128w8": 2, "mmq8x4/iq3xxs/r64t128w8": 2, "mmq8x4/iq3s/r64t128w8": 2,
 	"mmq8x4p/iq2xs/r64t128w8": 2, "mmq8x4p/iq1m/r64t128w8": 2,
+	// mmq8c, mmq8cz (mmqCompact): as mmq8.
+	"mmq8c/q20/r64t128w8": 2, "mmq8cz/q80/r64t128w8": 2,
 }
 
 // nvSMShared is the shared memory an SM of each NVIDIA target gives its resident blocks, in
@@ -515,6 +519,11 @@ var mmqXSeg = map[string]int{"mmq8x4": 4, "mmq8x4p": 4}
 // a warp instruction, issue 0.49 → 0.51 a scheduler cycle. On mmq8x (family mmq8xp, dropped)
 // the prefetch addresses raised the spill stores 136–152 → 188–244 bytes and every type lost 6.7–8.3 %
 // (IQ2_XS 140.0 → 129.1 at 512 tokens; long-scoreboard stalls 3.45).
+//
+// On mmq8cz (family mmq8cp, session 9, deleted: bench/results/2026-11-30-mmq8-s9, the step's
+// 136 contiguous Q8_0 bytes of a row touched at 0, 45, 90, 135) it lost for both types, TOPS
+// at 512 / 2048 tokens, means of 7 runs in 3 processes: Q8_0 190.9 → 185.6 / 194.1 → 188.9,
+// Q2_0 203.1 → 178.0 / 205.7 → 182.9 (spills 28 → 72 and 40 → 92 bytes).
 var mmqPrefetch = map[string]bool{"mmq8x4p": true}
 
 // Prefetch reports whether variant v of family on t is an NVIDIA mma kernel that prefetches
@@ -560,4 +569,63 @@ func MmqXSeg(family string) int {
 		return n
 	}
 	return 1
+}
+
+// mmqCompact names the families whose NVIDIA mma core keeps compact scale tiles
+// (strata_mmq_nv_cs in kernels/templates/mmq_core.tmpl): for the types whose group
+// multipliers are 1 and that have no mins (Q8_0, Q2_0), the staging stores one f32 a (row,
+// group), the base, and one a (token, group), d_x, placed so that a lane reads its group's 4
+// row bases in one 16-byte shared load and its 8 d_x in two, and the fold's first step is
+// main = D − 1.5·2²³. Family mmq8c is mmq8 so (for Q2_0: mmqCTypes); mmq8cz is mmq8c without
+// the edge zeroing (mmqNoZero; for Q8_0: mmqCZTypes). Same values as mmq8 (main is exact
+// either way): mmq8's bounds.
+//
+// Why: mmq8 Q8_0 issued 21.8 instructions per m16n8k32 at 0.54 a scheduler cycle
+// (bench/results/2026-11-30-mmq-s7). Per warp and group (8 m16n8k32) its fold loads {base,
+// m0} of 4 rows and d_x of 8 tokens (8 shared loads) and forms −1.5·2²³·m0 of 4 rows (4 FMUL);
+// compact: 3 shared loads, no FMUL.
+//
+// H200, bench/results/2026-11-30-mmq8-s9 (one call; TOPS at 512 / 2048 tokens, means of 7
+// runs in 3 processes, the families alternated in each; min of the 512 runs in brackets):
+//
+//	type   mmq8                   mmq8c                  mmq8cz                 mmq8cp (deleted)
+//	Q8_0   183.0 (182.1) / 187.2  186.9 (185.7) / 190.7  190.9 (190.8) / 194.1  185.6 (184.7) / 188.9
+//	Q2_0   188.5 (185.8) / 190.8  204.3 (204.1) / 206.0  203.1 (202.7) / 205.7  178.0 (177.3) / 182.9
+//
+// ncu (Q8_0, 512 tokens): mmq8 → mmq8cz 159.8 → 146.5 M instructions (21.8 → 20.0 per
+// m16n8k32), 328.8 → 314.7 µs, issue 0.54 → 0.51 a scheduler cycle, local loads 0.46 → 1.15 M
+// (ptxas: spill stores 16 → 28 bytes). mmq8cp was mmq8cz plus the L1 prefetch of the next K
+// step (mmqPrefetch): its spills rose to 72–92 bytes and it lost for both types.
+var mmqCompact = map[string]bool{"mmq8c": true, "mmq8cz": true}
+
+// mmqNoZero names the families whose NVIDIA mma staging (mmq_core.tmpl strata_mmq_nv_nz)
+// keeps the values that jobs past the tile's rows or tokens load from their safe in-tile
+// address (row 0, token 0) instead of storing zeros: every output is one row's weights times
+// one token's activations over the groups below K (groups past K are not multiplied), and
+// outputs of rows or tokens past the edge are never written, so the staged values of such
+// rows and tokens reach no written output (they are finite data, no NaN from nowhere). It
+// saves the selects that zeroed them: per thread and K step of mmq8's r64t128w8, 9 for the
+// weight job and 9 for each of its 2 activation jobs. Measured (table above): Q8_0 gains
+// (186.9 → 190.9), Q2_0 loses a little (204.3 → 203.1; spill stores 16 → 40 bytes), so the
+// family holds Q8_0 only.
+var mmqNoZero = map[string]bool{"mmq8cz": true}
+
+// mmqCTypes are family mmq8c's weight types, mmqCZTypes family mmq8cz's: each unit type
+// (strata_mmq_unit: multipliers 1, no mins) in the family that was fastest for it (table
+// above).
+var (
+	mmqCTypes  = []Value{{Name: "q20"}}
+	mmqCZTypes = []Value{{Name: "q80"}}
+)
+
+// Compact reports whether variant v of family on t is an NVIDIA mma kernel with compact
+// scale tiles (mmqCompact); the mmq template renders a strata_mmq_nv_cs specialisation for it.
+func (v Variant) Compact(family string, t Target) bool {
+	return t.IsNVIDIA() && v.Values["op"] == "mma" && mmqCompact[family]
+}
+
+// NoZero reports whether variant v of family on t is an NVIDIA mma kernel whose staging
+// keeps the loaded values of edge jobs (mmqNoZero).
+func (v Variant) NoZero(family string, t Target) bool {
+	return t.IsNVIDIA() && v.Values["op"] == "mma" && mmqNoZero[family]
 }

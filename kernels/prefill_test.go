@@ -55,7 +55,7 @@ func TestPrefillTiles(t *testing.T) {
 // wide form.
 func TestMMQWideStaging(t *testing.T) {
 	seen := map[string]bool{}
-	for _, fam := range []string{"mmq", "mmq8", "mmq8x4", "mmq8x4p", "moe_prefill"} {
+	for _, fam := range []string{"mmq", "mmq8", "mmq8x4", "mmq8x4p", "mmq8c", "mmq8cz", "moe_prefill"} {
 		s, ok := LookupSpec(fam)
 		if !ok {
 			t.Fatalf("no %s spec", fam)
@@ -86,7 +86,8 @@ func TestMMQWideStaging(t *testing.T) {
 // mmq8 (the 8-warp tile): every type on every NVIDIA target, mma only, nothing on AMD; the
 // NVIDIA LDS model within the target's LDS; two blocks an SM asked where they fit. mmq8x4,
 // mmq8x4p: the same for their types (mmqX4Types, mmqX4PTypes), with a segment of 4 groups
-// (mmq8 has none) and, mmq8x4p, the prefetch.
+// (mmq8 has none) and, mmq8x4p, the prefetch. mmq8c (Q2_0), mmq8cz (Q8_0): compact scale
+// tiles (wide staging) and, mmq8cz, no edge zeroing.
 func TestMmq8Tiles(t *testing.T) {
 	for _, fc := range []struct {
 		family string
@@ -94,7 +95,8 @@ func TestMmq8Tiles(t *testing.T) {
 		xseg   int
 		pf     bool // prefetches the next K step (mmqPrefetch)
 	}{{"mmq8", len(axisPrefillType.Values), 0, false}, {"mmq8x4", len(mmqX4Types), 4, false},
-		{"mmq8x4p", len(mmqX4PTypes), 4, true}} {
+		{"mmq8x4p", len(mmqX4PTypes), 4, true}, {"mmq8c", len(mmqCTypes), 0, false},
+		{"mmq8cz", len(mmqCZTypes), 0, false}} {
 		s, ok := LookupSpec(fc.family)
 		if !ok {
 			t.Fatalf("no %s spec", fc.family)
@@ -128,6 +130,12 @@ func TestMmq8Tiles(t *testing.T) {
 				}
 				if got := v.Prefetch(fc.family, tg); got != fc.pf {
 					t.Errorf("%s/%s/%s: prefetch %t, want %t", tg.Name, fc.family, v.Name, got, fc.pf)
+				}
+				if got, want := v.Compact(fc.family, tg), mmqCompact[fc.family]; got != want || (got && !v.WideStaging(fc.family, tg)) {
+					t.Errorf("%s/%s/%s: compact scales %t, want %t (and wide staging)", tg.Name, fc.family, v.Name, got, want)
+				}
+				if got, want := v.NoZero(fc.family, tg), mmqNoZero[fc.family]; got != want {
+					t.Errorf("%s/%s/%s: no edge zeroing %t, want %t", tg.Name, fc.family, v.Name, got, want)
 				}
 			}
 		}

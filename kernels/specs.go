@@ -254,6 +254,29 @@ var Specs = []Spec{
 		Fits: mmqFits,
 	},
 	{
+		Family:   "mmq8c",
+		Template: "mmq",
+		Doc: "mmq8 with compact scale tiles for Q2_0 (NVIDIA mma.sync only): y[t][r] = Σ_k W[r][k]·x[t][k] as " +
+			"mmq8, the same arguments, activations (Q8_1) and launch (grid (ceil(rows/BM), ceil(tokens/BN), 1), block (256, 1, 1)).",
+		Threads: 256,
+		Args:    mmqArgs,
+		// kernels/prefill.go, mmqCompact, mmqCTypes.
+		Axes: []Axis{{Name: "type", Values: mmqCTypes}, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r64t128w8"}}}},
+		Fits: mmqFits,
+	},
+	{
+		Family:   "mmq8cz",
+		Template: "mmq",
+		Doc: "mmq8 with compact scale tiles for Q8_0 whose staging keeps the loaded values of jobs past the tile's rows or " +
+			"tokens instead of zeroing them (NVIDIA mma.sync only; their outputs are never written); arguments, activations " +
+			"and launch as mmq8.",
+		Threads: 256,
+		Args:    mmqArgs,
+		// kernels/prefill.go, mmqCompact, mmqNoZero, mmqCZTypes.
+		Axes: []Axis{{Name: "type", Values: mmqCZTypes}, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r64t128w8"}}}},
+		Fits: mmqFits,
+	},
+	{
 		Family:   "mmq8x4",
 		Template: "mmq",
 		Doc: "mmq8 for activations whose Q8_1 blocks share one d per 128-element segment (NVIDIA mma.sync only): " +
@@ -474,7 +497,7 @@ var Specs = []Spec{
 	},
 }
 
-// mmqArgs is the launch-argument list of mmq, mmq8, mmq8x4 and mmq8x4p (one C struct layout).
+// mmqArgs is the launch-argument list of mmq, mmq8, mmq8x4, mmq8x4p, mmq8c and mmq8cz (one C struct layout).
 var mmqArgs = []Arg{
 	{Name: "w", Type: ArgPtr, CType: "const u8", Doc: "weights: rows × k/QK blocks, rows contiguous; 16-byte aligned"},
 	{Name: "x", Type: ArgPtr, CType: "const u8", Doc: "activations: tokens × x_row_blocks Q8_1 blocks (36 bytes); 4-byte aligned"},

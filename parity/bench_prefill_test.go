@@ -1,12 +1,14 @@
 package parity
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -33,7 +35,9 @@ import (
 // 60 MB L2), used in turn, so no launch finds its weights in L2 from the previous one.
 // Timing: 5 warm-up launches, then 50 timed, an event between consecutive launches, the
 // median reported. STRATA_BENCH_OUT=DIR also writes DIR/bench_prefill.txt;
-// STRATA_BENCH_FILTER=REGEXP measures only the variants whose names match.
+// STRATA_BENCH_FILTER=REGEXP measures only the variants whose names match;
+// STRATA_BENCH_ROUNDS=N (default 1) runs the mmq families N times in turn, so that two
+// families' kernels alternate (A B A B) in one process.
 func TestBenchPrefill(t *testing.T) {
 	if os.Getenv("STRATA_BENCH") != "1" {
 		t.Skip("set STRATA_BENCH=1 to measure (GPU machine)")
@@ -125,9 +129,16 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 		return fmt.Sprintf("%.1f%%", 100*tops/ceiling)
 	}
 
-	// mmq at 4096 × 14336, and its 8-warp tiles (mmq8, NVIDIA; mmq8x4 and mmq8x4p with their
+	// mmq at 4096 × 14336, and its 8-warp tiles (mmq8, NVIDIA; mmq8c and mmq8cz with compact
+	// scale tiles for Q2_0 and Q8_0; mmq8x4 and mmq8x4p with their
 	// shared-d activations) in the same table.
-	for _, fam := range []string{"mmq", "mmq8", "mmq8x4", "mmq8x4p"} {
+	rounds, err := strconv.Atoi(cmp.Or(os.Getenv("STRATA_BENCH_ROUNDS"), "1"))
+	if err != nil || rounds < 1 {
+		t.Fatalf("STRATA_BENCH_ROUNDS=%q: want a positive count", os.Getenv("STRATA_BENCH_ROUNDS"))
+	}
+	fams := []string{"mmq", "mmq8", "mmq8x4", "mmq8x4p", "mmq8c", "mmq8cz"}
+	for round := range rounds * len(fams) {
+		fam := fams[round%len(fams)]
 		co, ok := abi.Find(target, fam)
 		if !ok || len(co.Variants) == 0 || !benchHasObject(dir, co) {
 			continue

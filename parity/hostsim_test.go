@@ -17,7 +17,7 @@ import (
 	"github.com/strata-hip/strata/runtime/gpu"
 )
 
-// TestPrefillHostSim runs the generated NVIDIA sources of mmq, mmq8, mmq8x4, mmq8x4p and moe_prefill on the CPU
+// TestPrefillHostSim runs the generated NVIDIA sources of mmq, mmq8, mmq8x4, mmq8x4p, mmq8c, mmq8cz and moe_prefill on the CPU
 // (testdata/hostsim: the prelude's primitives on std::threads, mma.sync fragments by PTX's
 // lane tables) through the ordinary parity Run functions, harness and bounds. It proves the
 // kernels' logic where there is no GPU: staging, ragged edges, the folds, the integer hook,
@@ -76,6 +76,16 @@ func TestPrefillHostSim(t *testing.T) {
 		// mmq8x4p (mmq8x4 with the next K step prefetched into L1: a hint the host simulation
 		// runs as a no-op): every type (IQ2_XS, IQ1_M, the piece type).
 		{"mmq8x4p", false, runMmqFamily("mmq8x4p"), []Case{
+			{"rows=70,tokens=300,k=1056", []int{70, 300, 1056}},
+		}, func(kernels.Variant) bool { return true }, nil},
+		// mmq8c (mmq8 with compact scale tiles, Q2_0: kernels/prefill.go mmqCompact) and mmq8cz
+		// (also without the edge zeroing, Q8_0: mmqNoZero); 33 groups end on a partial K step,
+		// 300 tokens and 70 rows leave partial tiles.
+		{"mmq8c", false, runMmqFamily("mmq8c"), []Case{
+			{"rows=70,tokens=300,k=1056", []int{70, 300, 1056}},
+			{"rows=130,tokens=65,k=512", []int{130, 65, 512}},
+		}, func(kernels.Variant) bool { return true }, nil},
+		{"mmq8cz", false, runMmqFamily("mmq8cz"), []Case{
 			{"rows=70,tokens=300,k=1056", []int{70, 300, 1056}},
 		}, func(kernels.Variant) bool { return true }, nil},
 		{"moe_prefill", false, runMoePrefill, []Case{

@@ -100,7 +100,7 @@ func mmqYBound(t quant.Type) Bound {
 	return mmqY2
 }
 
-// mmqBounds is the bounds of every variant of family (mmq, mmq8, mmq8x4 or mmq8x4p): its
+// mmqBounds is the bounds of every variant of family (mmq, mmq8, mmq8c, mmq8cz, mmq8x4 or mmq8x4p): its
 // weight type's y bound and the exact group sums, or for a shared-d family (mmqSegY) that
 // family's y bound and the exact int32 group sums.
 func mmqBounds(family string) map[string][]Bound {
@@ -156,6 +156,19 @@ func init() {
 	// mmqXSeg), quantized so by quant.QuantizeQ8_1GPUSeg; mmq8x4p: mmq8x4 with the next K
 	// step prefetched into L1 (kernels/prefill.go, mmqPrefetch). mmq8's cases (K rounds down
 	// to whole 256-element blocks, so every segment is whole).
+	// mmq8c (Q2_0), mmq8cz (Q8_0) (kernels/prefill.go, mmqCompact): mmq8 with compact scale
+	// tiles for the unit types; mmq8cz without zeroing the staged values of rows and tokens
+	// past the tile's edge (mmqNoZero: they reach no written output). main = D − 1.5·2²³ is
+	// the value of mmq8's fma(D, m, −1.5·2²³·m) at m = 1 (both exact), and the fold is the
+	// same in the same order: mmq8's bounds and cases.
+	for _, fam := range []string{"mmq8c", "mmq8cz"} {
+		register(&Family{
+			Name:   fam,
+			Bounds: mmqBounds(fam),
+			Cases:  cases8,
+			Run:    runMmqFamily(fam),
+		})
+	}
 	for _, fam := range []string{"mmq8x4", "mmq8x4p"} {
 		register(&Family{
 			Name:   fam,

@@ -223,6 +223,18 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
+	Family:   "mmq8c",
+	Path:     "gfx1030/mmq8c.co",
+	Target:   "gfx1030",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8cz",
+	Path:     "gfx1030/mmq8cz.co",
+	Target:   "gfx1030",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
 	Family:   "mmq8x4",
 	Path:     "gfx1030/mmq8x4.co",
 	Target:   "gfx1030",
@@ -661,6 +673,18 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8",
 	Path:     "gfx1100/mmq8.co",
+	Target:   "gfx1100",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8c",
+	Path:     "gfx1100/mmq8c.co",
+	Target:   "gfx1100",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8cz",
+	Path:     "gfx1100/mmq8cz.co",
 	Target:   "gfx1100",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -1131,6 +1155,18 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
+	Family:   "mmq8c",
+	Path:     "gfx1101/mmq8c.co",
+	Target:   "gfx1101",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8cz",
+	Path:     "gfx1101/mmq8cz.co",
+	Target:   "gfx1101",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
 	Family:   "mmq8x4",
 	Path:     "gfx1101/mmq8x4.co",
 	Target:   "gfx1101",
@@ -1593,6 +1629,18 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8",
 	Path:     "gfx1102/mmq8.co",
+	Target:   "gfx1102",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8c",
+	Path:     "gfx1102/mmq8c.co",
+	Target:   "gfx1102",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8cz",
+	Path:     "gfx1102/mmq8cz.co",
 	Target:   "gfx1102",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -2063,6 +2111,18 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
+	Family:   "mmq8c",
+	Path:     "gfx1200/mmq8c.co",
+	Target:   "gfx1200",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8cz",
+	Path:     "gfx1200/mmq8cz.co",
+	Target:   "gfx1200",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
 	Family:   "mmq8x4",
 	Path:     "gfx1200/mmq8x4.co",
 	Target:   "gfx1200",
@@ -2525,6 +2585,18 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8",
 	Path:     "gfx1201/mmq8.co",
+	Target:   "gfx1201",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8c",
+	Path:     "gfx1201/mmq8c.co",
+	Target:   "gfx1201",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8cz",
+	Path:     "gfx1201/mmq8cz.co",
 	Target:   "gfx1201",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -3118,6 +3190,24 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8c",
+	Path:   "sm_80/mmq8c.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "q20_mma_r64t128w8",
+		Symbol: "strata_mmq8c_q20_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8cz",
+	Path:   "sm_80/mmq8cz.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t128w8",
+		Symbol: "strata_mmq8cz_q80_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4388,6 +4478,24 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "mmq8c",
+	Path:   "sm_86/mmq8c.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "q20_mma_r64t128w8",
+		Symbol: "strata_mmq8c_q20_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8cz",
+	Path:   "sm_86/mmq8cz.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t128w8",
+		Symbol: "strata_mmq8cz_q80_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "mmq8x4",
 	Path:   "sm_86/mmq8x4.ptx",
 	Target: "sm_86",
@@ -5655,6 +5763,24 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "mmq8c",
+	Path:   "sm_89/mmq8c.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "q20_mma_r64t128w8",
+		Symbol: "strata_mmq8c_q20_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8cz",
+	Path:   "sm_89/mmq8cz.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t128w8",
+		Symbol: "strata_mmq8cz_q80_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "mmq8x4",
 	Path:   "sm_89/mmq8x4.ptx",
 	Target: "sm_89",
@@ -6919,6 +7045,24 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8c",
+	Path:   "sm_90/mmq8c.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "q20_mma_r64t128w8",
+		Symbol: "strata_mmq8c_q20_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8cz",
+	Path:   "sm_90/mmq8cz.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "q80_mma_r64t128w8",
+		Symbol: "strata_mmq8cz_q80_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {

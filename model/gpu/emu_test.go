@@ -504,7 +504,7 @@ func (m *emu) launch(sym string, grid, block rt.Dim3, b []byte) {
 				}
 			}
 		}
-	case "mmq", "mmq8": // one C struct layout (kernels/specs.go mmqArgs)
+	case "mmq", "mmq8", "mmq8c", "mmq8cz": // one C struct layout (kernels/specs.go mmqArgs)
 		m.mmq(variant, grid, args[abi.MmqArgs](b))
 	case "moe_prefill":
 		m.moePrefill(variant, grid, args[abi.MoePrefillArgs](b))
@@ -521,7 +521,8 @@ func (m *emu) launch(sym string, grid, block rt.Dim3, b []byte) {
 // kernels/abi's <Family>Threads): every launch must give exactly it.
 var familyThreads = map[string]int{
 	"attention_decode": abi.AttentionDecodeThreads, "attention_prefill": abi.AttentionPrefillThreads, "fill": abi.FillThreads,
-	"gated_delta_net": abi.GatedDeltaNetThreads, "mmq": abi.MmqThreads, "mmq8": abi.Mmq8Threads, "mmvq": abi.MmvqThreads,
+	"gated_delta_net": abi.GatedDeltaNetThreads, "mmq": abi.MmqThreads, "mmq8": abi.Mmq8Threads, "mmq8c": abi.Mmq8cThreads,
+	"mmq8cz": abi.Mmq8czThreads, "mmvq": abi.MmvqThreads,
 	"moe_decode": abi.MoeDecodeThreads, "moe_prefill": abi.MoePrefillThreads, "quantize_q8_1": abi.QuantizeQ81Threads,
 	"rmsnorm": abi.RmsnormThreads, "rmsnorm_row": abi.RmsnormRowThreads, "rope": abi.RopeThreads, "sample": abi.SampleThreads,
 }

@@ -141,8 +141,9 @@ type Options struct {
 	// PrefillTiles: how the batched prompt path picks its mmq and moe_prefill tiles per
 	// launch. The zero value, TilesBest, takes the tile that measured fastest for the weight
 	// type and the chunk's length (tiles.go); TilesT64 every launch at r64t64, the tile
-	// before; TilesT32 moe_prefill's r64t32 where TilesBest takes r64t48; TilesS8 the window
-	// form where TilesBest takes the pair form (moePair) (measurement baselines, also
+	// before; TilesT32 moe_prefill's r64t32 where TilesBest takes r64t48; TilesS8 session 8's
+	// choices: the window form where TilesBest takes the pair form (moePair), mmq8 for dense
+	// Q8_0 and Q2_0 where TilesBest takes mmq8cz and mmq8c (measurement baselines, also
 	// Engine.SetPrefillTiles).
 	PrefillTiles PrefillTiles
 	// MmvqCols8: the batched path's mmvq fallback (F16/BF16 matrices such as the router)
@@ -583,10 +584,13 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	if o.Chunk > 0 && (c.Arch == model.ArchQwen3MoE || c.Arch == model.ArchQwen3Next) && !o.HostKV {
 		e.chunk = o.Chunk
 		fams = append(fams[:len(fams):len(fams)], "mmq", "moe_prefill", "attention_prefill")
-		// mmq8 holds the 256-thread mmq tiles (NVIDIA only): loaded where the target has any
+		// mmq8, mmq8c, mmq8cz hold the 256-thread mmq tiles (NVIDIA only): each loaded where
+		// the target has any of its variants
 		if target, ok := abi.TargetFor(dev.Info().Arch); ok {
-			if co, ok := abi.Find(target, "mmq8"); ok && len(co.Variants) > 0 {
-				fams = append(fams, "mmq8")
+			for _, f := range mmqFamilies[1:] {
+				if co, ok := abi.Find(target, f); ok && len(co.Variants) > 0 {
+					fams = append(fams, f)
+				}
 			}
 		}
 	}

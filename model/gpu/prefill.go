@@ -237,7 +237,7 @@ func (e *Engine) preparePrefill() error {
 			}
 			if m, ok := mmqTilesFor(e.ks.target, d.typ); ok {
 				e.mmqT[d.typ] = &m
-				keys = append(keys, m.t64.key, m.short.key, m.long.key)
+				keys = append(keys, m.keys()...)
 			}
 		}
 	}
@@ -332,8 +332,15 @@ func (e *Engine) gemm(w dmat, xq, xf rt.DevPtr, T int, y rt.DevPtr, ldy int) err
 		a := abi.MmqArgs{W: uint64(w.ptr), X: uint64(xq), Y: uint64(y), Rows: int32(w.rows), K: int32(w.k), Tokens: int32(T),
 			XRowBlocks: int32(w.k / 32), Ldy: int32(ldy), HookGroup: -1}
 		b := a.Bytes()
-		if p.fam == "mmq8" { // the same C struct (kernels/specs.go mmqArgs): the same fields and bytes
+		switch p.fam { // the same C struct (kernels/specs.go mmqArgs): the same fields and bytes
+		case "mmq8":
 			a8 := abi.Mmq8Args(a)
+			b = a8.Bytes()
+		case "mmq8c":
+			a8 := abi.Mmq8cArgs(a)
+			b = a8.Bytes()
+		case "mmq8cz":
+			a8 := abi.Mmq8czArgs(a)
 			b = a8.Bytes()
 		}
 		return e.launch(p.key, rt.Dim3{X: blocks(w.rows, p.bm), Y: blocks(T, p.bn), Z: 1}, p.threads, b)

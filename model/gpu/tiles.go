@@ -39,7 +39,8 @@ const (
 	// takes r64t48 (moeT48From), the mmq tiles as TilesBest (a measurement baseline).
 	TilesT32
 	// TilesS8: TilesBest as session 8 left it: moe_prefill takes the window form's r64t32
-	// and r64t48 where TilesBest takes their pair form (moePair), the rest as TilesBest (a
+	// and r64t48 where TilesBest takes their pair form (moePair), and the dense Q8_0 and Q2_0
+	// projections go through mmq8 (mmqChoiceS8) where TilesBest takes mmq8cz and mmq8c (a
 	// measurement baseline).
 	TilesS8
 )
@@ -96,15 +97,34 @@ func (e *Engine) SetPrefillTiles(m PrefillTiles) {
 // 512 column decides, from it the 2048 one. mmq8 gives each warp r64t64's 32 × 32 tile, so
 // small grids (few rows, short chunks) cost it no more per block than r64t64; r64t128's
 // warps hold twice that, which only a grid of several waves (as measured) amortises.
+//
+// Q8_0 and Q2_0 since session 9: mmq8's tile with compact scale tiles (kernels/prefill.go
+// mmqCompact), Q8_0 also without the edge zeroing (mmq8cz), Q2_0 with it (mmq8c). Source:
+// bench/results/2026-11-30-mmq8-s9 (one H200 call, the families alternated in each of 3
+// processes, parity in the same call), TOPS at 512 / 2048 tokens, means of 7 runs (the
+// lowest 512-token run in brackets):
+//
+//	type   mmq8                   mmq8c                  mmq8cz
+//	Q8_0   183.0 (182.1) / 187.2  186.9 (185.7) / 190.7  190.9 (190.8) / 194.1
+//	Q2_0   188.5 (185.8) / 190.8  204.3 (204.1) / 206.0  203.1 (202.7) / 205.7
+//
+// TilesS8 keeps mmq8 for them (mmqChoiceS8).
 var mmqChoice = map[quant.Type][2]string{
-	quant.Q8_0:    {"mmq8/r64t128w8", "mmq8/r64t128w8"},
-	quant.Q2_0:    {"mmq8/r64t128w8", "mmq8/r64t128w8"},
+	quant.Q8_0:    {"mmq8cz/r64t128w8", "mmq8cz/r64t128w8"},
+	quant.Q2_0:    {"mmq8c/r64t128w8", "mmq8c/r64t128w8"},
 	quant.Q4_K:    {"mmq8/r64t128w8", "mmq8/r64t128w8"},
 	quant.Q6_K:    {"mmq/r64t128", "mmq/r64t128"},
 	quant.IQ2_XS:  {"mmq/r64t128", "mmq8/r64t128w8"},
 	quant.IQ3_XXS: {"mmq8/r64t128w8", "mmq8/r64t128w8"},
 	quant.IQ3_S:   {"mmq8/r64t128w8", "mmq8/r64t128w8"},
 	quant.IQ1_M:   {"mmq/r64t128", "mmq/r64t128"},
+}
+
+// mmqChoiceS8 is mmqChoice as session 8 left it, for the types whose choice changed since
+// (TilesS8); the other types take mmqChoice's in TilesS8 too.
+var mmqChoiceS8 = map[quant.Type][2]string{
+	quant.Q8_0: {"mmq8/r64t128w8", "mmq8/r64t128w8"},
+	quant.Q2_0: {"mmq8/r64t128w8", "mmq8/r64t128w8"},
 }
 
 // mmqLong is the chunk length from which mmqChoice's second column decides.
@@ -168,7 +188,13 @@ var moePair = map[quant.Type]bool{quant.Q6_K: true}
 const moePairTile = "p"
 
 // tileThreads is the block size of each prefill family (kernels/specs.go Threads).
-var tileThreads = map[string]int{"mmq": abi.MmqThreads, "mmq8": abi.Mmq8Threads, "moe_prefill": abi.MoePrefillThreads}
+var tileThreads = map[string]int{"mmq": abi.MmqThreads, "mmq8": abi.Mmq8Threads, "mmq8c": abi.Mmq8cThreads, "mmq8cz": abi.Mmq8czThreads,
+	"moe_prefill": abi.MoePrefillThreads}
+
+// mmqFamilies are the families that take mmq's launch (kernels/specs.go mmqArgs: one C
+// struct layout, grid (ceil(rows/BM), ceil(tokens/BN), 1)): mmq and the 8-warp ones the
+// engine can choose (mmqChoice, mmqChoiceS8). Load loads those the target has.
+var mmqFamilies = []string{"mmq", "mmq8", "mmq8c", "mmq8cz"}
 
 // ptile is one prefill kernel the engine can launch: "family/variant" (e.kern's key), its
 // family, BM weight rows and BN tokens per block, and the family's block size.
@@ -229,8 +255,9 @@ func t64Tile(target, family string, t quant.Type) (ptile, bool) {
 }
 
 // mmqTiles are the tiles of one dense weight type: r64t64, and the choice for short and
-// long chunks (r64t64 where the target lacks the chosen one).
-type mmqTiles struct{ t64, short, long ptile }
+// long chunks (r64t64 where the target lacks the chosen one), in TilesBest (short, long) and
+// in TilesS8 (s8short, s8long).
+type mmqTiles struct{ t64, short, long, s8short, s8long ptile }
 
 // mmqTilesFor is type t's mmq tiles on target, and false when mmq has no variant for t.
 func mmqTilesFor(target string, t quant.Type) (mmqTiles, bool) {
@@ -238,16 +265,29 @@ func mmqTilesFor(target string, t quant.Type) (mmqTiles, bool) {
 	if !ok {
 		return mmqTiles{}, false
 	}
-	m := mmqTiles{t64, t64, t64}
-	if c, ok := mmqChoice[t]; ok {
-		for i, dst := range []*ptile{&m.short, &m.long} {
+	m := mmqTiles{t64, t64, t64, t64, t64}
+	// set takes choice c's short and long tiles where the target has them.
+	set := func(c [2]string, short, long *ptile) {
+		for i, dst := range []*ptile{short, long} {
 			fam, tile, _ := strings.Cut(c[i], "/")
 			if p, ok := newTile(target, fam, typeVariant[t]+"_mma_"+tile); ok {
 				*dst = p
 			}
 		}
 	}
+	if c, ok := mmqChoice[t]; ok {
+		set(c, &m.short, &m.long)
+	}
+	m.s8short, m.s8long = m.short, m.long
+	if c, ok := mmqChoiceS8[t]; ok {
+		set(c, &m.s8short, &m.s8long)
+	}
 	return m, true
+}
+
+// keys are the kernels of m's tiles: every tile pick can return.
+func (m *mmqTiles) keys() []string {
+	return []string{m.t64.key, m.short.key, m.long.key, m.s8short.key, m.s8long.key}
 }
 
 // pick is the tile of a chunk of T tokens in mode m.
@@ -255,6 +295,10 @@ func (m *mmqTiles) pick(mode PrefillTiles, T int) ptile {
 	switch {
 	case mode == TilesT64:
 		return m.t64
+	case mode == TilesS8 && T < mmqLong:
+		return m.s8short
+	case mode == TilesS8:
+		return m.s8long
 	case T < mmqLong:
 		return m.short
 	}

@@ -18,7 +18,7 @@ import (
 // kernels/abi, and the picks at the lengths the table brackets.
 func TestPrefillTileChoice(t *testing.T) {
 	for _, co := range abi.CodeObjects {
-		if co.Family != "mmq" && co.Family != "mmq8" && co.Family != "moe_prefill" {
+		if !slices.Contains(mmqFamilies, co.Family) && co.Family != "moe_prefill" {
 			continue
 		}
 		for _, v := range co.Variants {
@@ -52,15 +52,23 @@ func TestPrefillTileChoice(t *testing.T) {
 			}
 		}
 	}
-	m, _ := mmqTilesFor(fakeTarget, quant.IQ2_XS)
 	for _, c := range []struct {
+		typ  quant.Type
 		mode PrefillTiles
 		T    int
 		want string
-	}{{TilesBest, 1, "mmq/iq2xs_mma_r64t128"}, {TilesBest, 1023, "mmq/iq2xs_mma_r64t128"}, {TilesBest, 1024, "mmq8/iq2xs_mma_r64t128w8"},
-		{TilesT64, 512, "mmq/iq2xs_mma_r64t64"}, {TilesT64, 4096, "mmq/iq2xs_mma_r64t64"}} {
-		if p := m.pick(c.mode, c.T); p.key != c.want {
-			t.Errorf("IQ2_XS %s at %d tokens: %s, want %s", c.mode, c.T, p.key, c.want)
+	}{{quant.IQ2_XS, TilesBest, 1, "mmq/iq2xs_mma_r64t128"}, {quant.IQ2_XS, TilesBest, 1023, "mmq/iq2xs_mma_r64t128"},
+		{quant.IQ2_XS, TilesBest, 1024, "mmq8/iq2xs_mma_r64t128w8"}, {quant.IQ2_XS, TilesT64, 512, "mmq/iq2xs_mma_r64t64"},
+		{quant.IQ2_XS, TilesT64, 4096, "mmq/iq2xs_mma_r64t64"}, {quant.IQ2_XS, TilesS8, 512, "mmq/iq2xs_mma_r64t128"},
+		{quant.IQ2_XS, TilesS8, 2048, "mmq8/iq2xs_mma_r64t128w8"},
+		// Q8_0, Q2_0: mmq8cz, mmq8c in TilesBest; mmq8 in TilesS8 (mmqChoiceS8).
+		{quant.Q8_0, TilesBest, 512, "mmq8cz/q80_mma_r64t128w8"}, {quant.Q8_0, TilesBest, 2048, "mmq8cz/q80_mma_r64t128w8"},
+		{quant.Q8_0, TilesS8, 512, "mmq8/q80_mma_r64t128w8"}, {quant.Q8_0, TilesS8, 2048, "mmq8/q80_mma_r64t128w8"},
+		{quant.Q8_0, TilesT32, 512, "mmq8cz/q80_mma_r64t128w8"}, {quant.Q8_0, TilesT64, 512, "mmq/q80_mma_r64t64"},
+		{quant.Q2_0, TilesBest, 512, "mmq8c/q20_mma_r64t128w8"}, {quant.Q2_0, TilesS8, 512, "mmq8/q20_mma_r64t128w8"}} {
+		m, _ := mmqTilesFor(fakeTarget, c.typ)
+		if p := m.pick(c.mode, c.T); p.key != c.want || p.threads != tileThreads[p.fam] {
+			t.Errorf("%s %s at %d tokens: %+v, want %s", c.typ, c.mode, c.T, p, c.want)
 		}
 	}
 	if mo, _ := moeTilesFor(fakeTarget, quant.Q2_0); mo.t48.key != "" || mo.pick(TilesBest, 512*8, 128).bn != 32 {
@@ -169,11 +177,11 @@ func tileShapeSource(t *testing.T, typ quant.Type) *model.GGUFSource {
 // experts (so the plan's schedule holds exactly the widest launch's). The emulator checks
 // every launch's grid against the variant's tile, its block against the family's threads
 // and moe_prefill's schedule against the plan. Both modes compute the same products: their
-// logits are bitwise equal. TilesT64 launches only r64t64 tiles; TilesBest launches mmq8
-// for the Q8_0 projections and moe_prefill r64t32 and r64t64 (64 tokens: 64 pairs per
-// expert). Then an engine with chunks of 60 (r64t32) and the plan's schedule cut to a
-// t64-sized one fails in TilesBest and passes in TilesT64, and an engine whose mmq8 tile
-// claims 128 threads fails:
+// logits are bitwise equal. TilesT64 launches only r64t64 tiles; TilesBest launches mmq8cz
+// for the Q8_0 projections (TilesS8, resident only, mmq8) and moe_prefill r64t32 and r64t64
+// (64 tokens: 64 pairs per expert). Then an engine with chunks of 60 (r64t32) and the plan's
+// schedule cut to a t64-sized one fails in TilesBest and passes in TilesT64, and engines
+// whose mmq8 or mmq8cz tile claims 128 threads fail:
 // the checks would catch a t32 tile on a t64 schedule and a 256-thread kernel launched
 // with 128.
 func TestEngineEmulatedTiles(t *testing.T) {
@@ -257,7 +265,7 @@ func TestEngineEmulatedTiles(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			modes := []PrefillTiles{TilesT64, TilesBest}
 			if c.name == "resident" {
-				modes = append(modes, TilesT64)
+				modes = append(modes, TilesT64, TilesS8)
 			}
 			logs, launched, err := run(c, nil, modes...)
 			if err != nil {
@@ -267,8 +275,9 @@ func TestEngineEmulatedTiles(t *testing.T) {
 				sameLogits(t, fmt.Sprintf("mode run %d against the first (t64)", i), logs[i], logs[0])
 			}
 			for i, got := range launched {
-				best := i == 1
-				var t32, t64moe, w8, mmq64 int
+				mode := modes[i]
+				best := mode != TilesT64 // TilesBest or TilesS8
+				var t32, t64moe, w8, cz, mmq64 int
 				for k, n := range got {
 					switch {
 					case strings.HasPrefix(k, "strata_moe_prefill") && strings.HasSuffix(k, "_r64t32"):
@@ -277,16 +286,20 @@ func TestEngineEmulatedTiles(t *testing.T) {
 						t64moe += n
 					case strings.HasPrefix(k, "strata_mmq8_q80_") && strings.HasSuffix(k, "_r64t128w8"):
 						w8 += n
+					case strings.HasPrefix(k, "strata_mmq8cz_q80_") && strings.HasSuffix(k, "_r64t128w8"):
+						cz += n
 					case strings.HasPrefix(k, "strata_mmq_q80_") && strings.HasSuffix(k, "_r64t64"):
 						mmq64 += n
 					default:
-						if !best || !strings.HasPrefix(k, "strata_mmq_") {
+						if !best || !strings.HasPrefix(k, "strata_mmq") {
 							t.Errorf("mode run %d launched %s ×%d", i, k, n)
 						}
 					}
 				}
-				if best && (t32 == 0 || t64moe == 0 || w8 == 0 || mmq64 != 0) || !best && (t32 != 0 || t64moe == 0 || w8 != 0 || mmq64 == 0) {
-					t.Errorf("mode run %d (best %v): moe_prefill t32 %d, t64 %d launches; Q8_0 mmq8 w8 %d, mmq r64t64 %d", i, best, t32, t64moe, w8, mmq64)
+				// Q8_0's projections: mmq8cz in TilesBest, mmq8 in TilesS8, r64t64 in TilesT64.
+				if best && (t32 == 0 || t64moe == 0 || mmq64 != 0 || (mode == TilesBest) != (cz > 0) || (mode == TilesS8) != (w8 > 0)) ||
+					!best && (t32 != 0 || t64moe == 0 || w8 != 0 || cz != 0 || mmq64 == 0) {
+					t.Errorf("mode run %d (%s): moe_prefill t32 %d, t64 %d launches; Q8_0 mmq8 w8 %d, mmq8cz %d, mmq r64t64 %d", i, mode, t32, t64moe, w8, cz, mmq64)
 				}
 				t.Logf("mode run %d: %v", i, got)
 			}
@@ -368,12 +381,17 @@ func TestEngineEmulatedTiles(t *testing.T) {
 			t.Fatalf("r64t32 on a t64-sized schedule: %v, want the emulator's schedule error", err)
 		}
 	})
-	t.Run("mmq8-128-threads", func(t *testing.T) {
-		old := tileThreads["mmq8"]
-		tileThreads["mmq8"] = abi.MmqThreads
-		defer func() { tileThreads["mmq8"] = old }()
-		if _, _, err := run(cfg{"resident", 64, 0, 1024, TablesAuto, nil}, nil, TilesBest); err == nil || !strings.Contains(err.Error(), "block") {
-			t.Fatalf("mmq8 launched with 128 threads: %v, want the emulator's block error", err)
-		}
-	})
+	for _, c := range []struct {
+		fam  string
+		mode PrefillTiles
+	}{{"mmq8", TilesS8}, {"mmq8cz", TilesBest}} {
+		t.Run(c.fam+"-128-threads", func(t *testing.T) {
+			old := tileThreads[c.fam]
+			tileThreads[c.fam] = abi.MmqThreads
+			defer func() { tileThreads[c.fam] = old }()
+			if _, _, err := run(cfg{"resident", 64, 0, 1024, TablesAuto, nil}, nil, c.mode); err == nil || !strings.Contains(err.Error(), "block") {
+				t.Fatalf("%s launched with 128 threads: %v, want the emulator's block error", c.fam, err)
+			}
+		})
+	}
 }

@@ -847,6 +847,43 @@ STRATA_DEVICE void strata_mmq_nv_wjob(int tid, int u, int& m, int& r, int& kg) {
 // Default: the activations staged with the weights (fetch + put).
 template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_xquad { static constexpr bool v = false; };
 
+// Types whose group multipliers are always 1 and that have no mins (Q8_0, Q2_0): a group's
+// fold needs its base alone.
+template <class QT> struct strata_mmq_unit { static constexpr bool v = false; };
+template <> struct strata_mmq_unit<strata_qt_q80> { static constexpr bool v = true; };
+template <> struct strata_mmq_unit<strata_qt_q20> { static constexpr bool v = true; };
+
+// Compact scales of the core instantiation <QT, NW, BM, BN> (a family template specialises
+// it; mmq does for kernels/prefill.go mmqCompact, families mmq8c, mmq8cz): v = the unit types
+// (strata_mmq_unit) in 32 × 32 warp tiles (FM = FN = 2), wide staging, d_x alone (XD), NW = 1,
+// per-group fold. The staging then stores one f32 a (row, group), the base, and one a
+// (token, group), d_x, each at the place that lets a lane read its K step group's scales in
+// one 16-byte load (its 4 rows) and two (its 8 tokens), where the default layout takes 4
+// 16-byte loads ({base, m0, m1, offb·offm} of each row) and 4 8-byte ones, plus the −1.5·2²³·m
+// product per row; the fold's first step is main = D − 1.5·2²³ (m = 1; the same value as
+// fma(D, m, −1.5·2²³·m), so the same roundings and bounds). Layout, group plane kg (BM f32
+// for the bases, BN for d_x; planes 16-byte aligned):
+//   base of row r:  (r & ~31) + 4·(r & 7) + (((r >> 3) & 3) ^ kg)
+//     (lane g reads the 4 at (warp row) + 4g: rows g, g+8, g+16, g+24 of its warp tile);
+//   d_x of token c: (c & ~31) + 8·((c >> 1) & 3) + ((4·((c >> 4) & 1) + 2·((c >> 3) & 1) + (c & 1)) ^ 2kg)
+//     (lane t reads the 8 at (warp column) + 8t: tokens 2t + {0, 1, 8, 9, 16, 17, 24, 25}).
+// The XOR with kg spreads the staging stores: a warp's 32 jobs (8 rows or tokens × 4 groups)
+// hit 32 distinct banks. The planes alias the default scale tiles (ws, xs: larger).
+template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_cs { static constexpr bool v = false; };
+
+// The edge jobs of the core instantiation <QT, NW, BM, BN> (a family template specialises
+// it; mmq does for kernels/prefill.go mmqNoZero, family mmq8cz): v = jobs of rows
+// or tokens past the tile's edge, and of groups past K, stage what they loaded from their
+// safe in-tile address (row 0, token 0: finite data) instead of zeros. An output is one row's
+// weights times one token's activations over the groups below K (the K loop stops at the
+// last group), and outputs of rows or tokens past the edge are never written, so no written
+// output sees those values; the wide form's zeroing selects go. Default: zeros.
+template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_nz { static constexpr bool v = false; };
+[[maybe_unused]] STRATA_DEVICE int strata_mmq_cs_w(int r, int kg) { return (r & ~31) + 4 * (r & 7) + (((r >> 3) & 3) ^ kg); }
+[[maybe_unused]] STRATA_DEVICE int strata_mmq_cs_x(int c, int kg) {
+  return (c & ~31) + 8 * ((c >> 1) & 3) + ((4 * ((c >> 4) & 1) + 2 * ((c >> 3) & 1) + (c & 1)) ^ (2 * kg));
+}
+
 // The block shape of the core instantiation <QT, NW, BM, BN>: WGM × WGN warps (rows ×
 // tokens; T = 32·WGM·WGN threads a block, warp tile BM/WGM × BN/WGN) and XD: the token scale
 // tile holds d_x alone (types without mins, whose d_x·Σq_x is never read). Every tile is
@@ -1184,11 +1221,15 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
 #pragma unroll
     for (int w = 0; w < 8; ++w) {
       const u32 v = QT::PIECE ? strata_sub_bytes(Gu.q[w], (u32)(-Gu.c[w >> 1]) * 0x01010101u) : Gu.q[w];
-      q[w] = R.okw[u] ? v : 0u;
+      q[w] = (strata_mmq_nv_nz<QT, NW, BM, BN>::v || R.okw[u]) ? v : 0u;
     }
     strata_mmq_u32x4 lo = {q[0], q[1], q[2], q[3]}, hi = {q[4], q[5], q[6], q[7]};
     __builtin_memcpy(__builtin_assume_aligned(&s.w[m * BM + r][32 * kg], 16), &lo, 16);
     __builtin_memcpy(__builtin_assume_aligned(&s.w[m * BM + r][32 * kg + 16], 16), &hi, 16);
+    if constexpr (strata_mmq_nv_cs<QT, NW, BM, BN>::v) {
+      (&s.ws[0][0][0])[kg * BM + strata_mmq_cs_w(r, kg)] = (strata_mmq_nv_nz<QT, NW, BM, BN>::v || R.okw[u]) ? Gu.base : 0.0f;  // compact: the base alone
+      continue;
+    }
     typedef f32 strata_f32x4 __attribute__((__vector_size__(16)));
     strata_f32x4 sc = {R.okw[u] ? Gu.base : 0.0f, (f32)Gu.m0, (f32)Gu.m1, QT::MIN ? Gu.offb * (f32)Gu.offm : 0.0f};
     if constexpr (strata_mmq_nv_xseg<QT, NW, BM, BN>::v > 0) sc[1] = __builtin_bit_cast(f32, Gu.m0), sc[2] = __builtin_bit_cast(f32, Gu.m1);
@@ -1203,8 +1244,8 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
     strata_mmq_pick9(R.xt[u], R.xo[u], a);
     u32 q[8];
 #pragma unroll
-    for (int w = 0; w < 8; ++w) q[w] = R.okx[u] ? a[w + 1] : 0u;
-    const f32 d = R.okx[u] ? strata_f16_to_f32((u16)a[0]) : 0.0f;
+    for (int w = 0; w < 8; ++w) q[w] = (strata_mmq_nv_nz<QT, NW, BM, BN>::v || R.okx[u]) ? a[w + 1] : 0u;
+    const f32 d = (strata_mmq_nv_nz<QT, NW, BM, BN>::v || R.okx[u]) ? strata_f16_to_f32((u16)a[0]) : 0.0f;
     i32 sq = 0;
     if (QT::MIN) {
 #pragma unroll
@@ -1213,7 +1254,9 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
     strata_mmq_u32x4 lo = {q[0], q[1], q[2], q[3]}, hi = {q[4], q[5], q[6], q[7]};
     __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg], 16), &lo, 16);
     __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg + 16], 16), &hi, 16);
-    if constexpr (RT::SH::XD) {
+    if constexpr (strata_mmq_nv_cs<QT, NW, BM, BN>::v) {
+      (&s.xs[0][0][0])[kg * BN + strata_mmq_cs_x(c, kg)] = d;  // compact
+    } else if constexpr (RT::SH::XD) {
       s.xs[kg][c][0] = d;
     } else {
       typedef f32 strata_f32x2 __attribute__((__vector_size__(8)));
@@ -1349,6 +1392,10 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
   constexpr bool XS = XSEG > 0, XSF = XS && !HOOK;              // XSF: the int32 segment sums
   static_assert(!XS || (QT::QK % (32 * XSEG) == 0 && XSEG == KT && !QT::MIN && !strata_mmq_nv_step_fold<QT, NW, BM, BN>::v),
                 "activation segment: one K step inside one weight block, no mins, no step fold");
+  constexpr bool CS = strata_mmq_nv_cs<QT, NW, BM, BN>::v;  // compact scales (strata_mmq_nv_cs)
+  static_assert(!CS || (strata_mmq_unit<QT>::v && !QT::MIN && !SPLIT && !XS && !strata_mmq_nv_step_fold<QT, NW, BM, BN>::v && !N8 && NW == 1 &&
+                        FM == 2 && FN == 2 && SH::XD && strata_mmq_nv_smem<QT, NW, BM, BN>::WIDE && KT == 4),
+                "compact scales: unit types, 32 × 32 warp tiles, wide staging, d_x alone, per-group fold");
   const int ng = k / 32;
   const int tid = (int)strata_thread_x(), wv = tid >> 5;
   const int g = (tid & 31) >> 2, t = tid & 3;
@@ -1422,7 +1469,7 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
         } else {
           b[j] = strata_mmq_ld_b(&s.x[wt + 16 * j][32 * kg]);
         }
-        if constexpr (XS) continue;  // d_x at the segment's fold
+        if constexpr (XS || CS) continue;  // XS: d_x at the segment's fold; CS: below
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           if (N8L && j == FN - 1 && h == 1) break;  // the lone slice
@@ -1439,6 +1486,17 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
           }
         }
       }
+      // CS: the lane's 8 d_x (dxc[4j + 2h + z]) and 4 bases (bwc[2i + y]) of group kg.
+      f32 dxc[CS ? 8 : 1], bwc[CS ? 4 : 1];
+      if constexpr (CS) {
+        typedef f32 strata_f32x4 __attribute__((__vector_size__(16)));
+        strata_f32x4 v0, v1, w4;
+        __builtin_memcpy(&v0, __builtin_assume_aligned(&s.xs[0][0][0] + kg * BN + wt + 8 * t, 16), 16);
+        __builtin_memcpy(&v1, __builtin_assume_aligned(&s.xs[0][0][0] + kg * BN + wt + 8 * t + 4, 16), 16);
+        __builtin_memcpy(&w4, __builtin_assume_aligned(&s.ws[0][0][0] + kg * BM + wr + 4 * g, 16), 16);
+#pragma unroll
+        for (int q = 0; q < 4; ++q) dxc[q ^ (2 * kg)] = v0[q], dxc[(q + 4) ^ (2 * kg)] = v1[q], bwc[q ^ kg] = w4[q];
+      }
 #pragma unroll
       for (int m = 0; m < NW; ++m)
 #pragma unroll
@@ -1450,6 +1508,10 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
           i32 mi0[2], mi1[2];
 #pragma unroll
           for (int y = 0; y < 2; ++y) {
+            if constexpr (CS) {
+              base[y] = bwc[2 * i + y], m0[y] = m1[y] = 1.0f, om[y] = 0.0f, n0[y] = n1[y] = -STRATA_MMQ_MAGIC, mi0[y] = mi1[y] = 1;
+              continue;
+            }
             typedef f32 strata_f32x4 __attribute__((__vector_size__(16)));
             strata_f32x4 v;
             __builtin_memcpy(&v, __builtin_assume_aligned(&s.ws[kg][r0 + g + 8 * y][0], 16), 16);
@@ -1531,6 +1593,16 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
               f32 mn = __builtin_fmaf(__builtin_bit_cast(f32, d0.v[e]), m0[y], n0[y]);
               if (SPLIT) mn += __builtin_fmaf(__builtin_bit_cast(f32, d1.v[e]), m1[y], n1[y]);
               f32& ac = acc[m][i][j][e];
+              if constexpr (CS) {
+                // m = 1: main = D − 1.5·2²³ (exact, the value of the fma above).
+                mn = __builtin_bit_cast(f32, d0.v[e]) - STRATA_MMQ_MAGIC;
+                if constexpr (HOOK) {
+                  if (kg == hk) ac = __builtin_bit_cast(f32, (i32)mn);
+                } else {
+                  ac = __builtin_fmaf(base[y] * dxc[4 * j + 2 * h + z], mn, ac);
+                }
+                continue;
+              }
               if constexpr (HOOK) {
                 if (kg == hk) ac = __builtin_bit_cast(f32, (i32)mn);
               } else if constexpr (STEP) {
