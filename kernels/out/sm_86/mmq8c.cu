@@ -787,19 +787,6 @@ STRATA_DEVICE void strata_mmq_nv_wjob(int tid, int u, int& m, int& r, int& kg) {
   m = jp / (2 * BM), r = ((q & ~6) | ((q & 2) << 1) | ((q & 4) >> 1)) % BM, kg = (jp & 1) + 2 * (u & 1);
 }
 
-// Token-step activation jobs of the core instantiation <QT, NW, BM, BN> (a family template
-// specialises it; moe_prefill does for kernels/prefill.go moeXQuad): v = the activations of a
-// K step are staged by strata_mmq_nv_xstage after the weights, one job per token: where
-// Src::xquad() holds (every row of x 16-byte aligned) and K is whole steps, the token's 4
-// Q8_1 blocks of the step (144 bytes from a multiple of 144) are nine aligned 16-byte loads
-// whose words lie at fixed places (block kg: d in word 9·kg, quants in words 9·kg + 1..8), and
-// Src::xrow(c) (the token's row) is read once a step, not once a block. Tokens past the
-// tile's last (xrow null) stage token 0's values: an mma column and its fold touch only
-// their own token's outputs, which are never written for them. Otherwise the per-block wide
-// form (one job per block, zeros past the edges). Wide staging form, types without mins.
-// Default: the activations staged with the weights (fetch + put).
-template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_xquad { static constexpr bool v = false; };
-
 // Types whose group multipliers are always 1 and that have no mins (Q8_0, Q2_0): a group's
 // fold needs its base alone.
 template <class QT> struct strata_mmq_unit { static constexpr bool v = false; };
@@ -1107,7 +1094,6 @@ STRATA_DEVICE void strata_mmq_nv_fetch(strata_mmq_nv_raw<QT, NW, BM, BN>& R, con
     }
   }
   }
-  if constexpr (strata_mmq_nv_xquad<QT, NW, BM, BN>::v) return;  // strata_mmq_nv_xstage
 #pragma unroll
   for (int u = 0; u < RT::JX; ++u) {
     const int j = tid + u * T, c = j / KT, g = g0 + j % KT;
@@ -1188,7 +1174,6 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
     if constexpr (strata_mmq_nv_xseg<QT, NW, BM, BN>::v > 0) sc[1] = __builtin_bit_cast(f32, Gu.m0), sc[2] = __builtin_bit_cast(f32, Gu.m1);
     __builtin_memcpy(__builtin_assume_aligned(&s.ws[kg][m * BM + r][0], 16), &sc, 16);
   }
-  if constexpr (strata_mmq_nv_xquad<QT, NW, BM, BN>::v) return;  // strata_mmq_nv_xstage
 #pragma unroll
   for (int u = 0; u < JX; ++u) {
     const int j = tid + u * T, c = j / KT, kg = j % KT;
@@ -1214,66 +1199,6 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
     } else {
       typedef f32 strata_f32x2 __attribute__((__vector_size__(8)));
       const strata_f32x2 dv = {d, d * (f32)sq};
-      __builtin_memcpy(__builtin_assume_aligned(&s.xs[kg][c][0], 8), &dv, 8);
-    }
-  }
-}
-
-// The activations of K step g0 under strata_mmq_nv_xquad (see there): after the weights'
-// staging, one job per token where x's rows allow, else one per block.
-template <class QT, int NW, int BM, int BN, class Src>
-STRATA_DEVICE void strata_mmq_nv_xstage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Src& src, int g0, int ng) {
-  typedef strata_mmq_nv_shape<QT, NW, BM, BN> SH;
-  constexpr int KT = STRATA_MMQ_KT, T = SH::T;
-  static_assert(KT == 4 && !QT::MIN && strata_mmq_nv_smem<QT, NW, BM, BN>::WIDE, "token-step jobs: 4 blocks a step, no mins, wide staging");
-  typedef f32 strata_f32x2 __attribute__((__vector_size__(8)));
-  const int tid = (int)strata_thread_x();
-  if (src.xquad() && ng % KT == 0) {  // uniform over the kernel
-    const u8* const x0 = src.xrow(0);  // token 0 of the tile exists (the block does)
-#pragma unroll 1
-    for (int c = tid; c < BN; c += T) {
-      const u8* xr = src.xrow(c);
-      const u8* b = (xr ? xr : x0) + (i64)g0 * 36;
-      u32 t[36];
-#pragma unroll
-      for (int i = 0; i < 9; ++i) strata_ld_x4(b + 16 * i, t + 4 * i);
-#pragma unroll
-      for (int kg = 0; kg < KT; ++kg) {
-        const u32* w = t + 9 * kg;
-        strata_mmq_u32x4 lo = {w[1], w[2], w[3], w[4]}, hi = {w[5], w[6], w[7], w[8]};
-        __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg], 16), &lo, 16);
-        __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg + 16], 16), &hi, 16);
-        const f32 d = strata_f16_to_f32((u16)w[0]);
-        if constexpr (SH::XD) {
-          s.xs[kg][c][0] = d;
-        } else {
-          const strata_f32x2 dv = {d, d * 0.0f};  // d_x·Σq_x with Σq_x = 0 (no mins), as put
-          __builtin_memcpy(__builtin_assume_aligned(&s.xs[kg][c][0], 8), &dv, 8);
-        }
-      }
-    }
-    return;
-  }
-  const u8* const xsafe = src.xblk(0, 0);
-#pragma unroll 1
-  for (int j = tid; j < BN * KT; j += T) {
-    const int c = j / KT, kg = j % KT, g = g0 + kg;
-    const u8* xb = g < ng ? src.xblk(c, g) : nullptr;
-    const bool ok = xb != nullptr;
-    u32 t[12], a[9];
-    strata_mmq_ld_win(ok ? xb : xsafe, t);
-    strata_mmq_pick9(t, (u32)((u64)(ok ? xb : xsafe) & 15) >> 2, a);
-    u32 q[8];
-#pragma unroll
-    for (int w = 0; w < 8; ++w) q[w] = ok ? a[w + 1] : 0u;
-    const f32 d = ok ? strata_f16_to_f32((u16)a[0]) : 0.0f;
-    strata_mmq_u32x4 lo = {q[0], q[1], q[2], q[3]}, hi = {q[4], q[5], q[6], q[7]};
-    __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg], 16), &lo, 16);
-    __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg + 16], 16), &hi, 16);
-    if constexpr (SH::XD) {
-      s.xs[kg][c][0] = d;
-    } else {
-      const strata_f32x2 dv = {d, d * 0.0f};
       __builtin_memcpy(__builtin_assume_aligned(&s.xs[kg][c][0], 8), &dv, 8);
     }
   }
@@ -1395,7 +1320,6 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
     if constexpr (WIDE) {
       strata_mmq_nv_fetch<QT, NW, BM, BN>(R, src, g0, ng);
       strata_mmq_nv_put<QT, NW, BM, BN>(s, R, src, g0);
-      if constexpr (strata_mmq_nv_xquad<QT, NW, BM, BN>::v) strata_mmq_nv_xstage<QT, NW, BM, BN>(s, src, g0, ng);
     } else {
       strata_mmq_nv_stage<QT, NW, BM, BN>(s, src, g0, ng);
     }
