@@ -3885,12 +3885,6 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t48p",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48p",
 	}, {
-		Name:   "q6k_mma_r64t32q",
-		Symbol: "strata_moe_prefill_q6k_mma_r64t32q",
-	}, {
-		Name:   "q6k_mma_r64t48q",
-		Symbol: "strata_moe_prefill_q6k_mma_r64t48q",
-	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
 	}, {
@@ -5169,12 +5163,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_mma_r64t48p",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48p",
-	}, {
-		Name:   "q6k_mma_r64t32q",
-		Symbol: "strata_moe_prefill_q6k_mma_r64t32q",
-	}, {
-		Name:   "q6k_mma_r64t48q",
-		Symbol: "strata_moe_prefill_q6k_mma_r64t48q",
 	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
@@ -6455,12 +6443,6 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t48p",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48p",
 	}, {
-		Name:   "q6k_mma_r64t32q",
-		Symbol: "strata_moe_prefill_q6k_mma_r64t32q",
-	}, {
-		Name:   "q6k_mma_r64t48q",
-		Symbol: "strata_moe_prefill_q6k_mma_r64t48q",
-	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
 	}, {
@@ -7739,12 +7721,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_mma_r64t48p",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48p",
-	}, {
-		Name:   "q6k_mma_r64t32q",
-		Symbol: "strata_moe_prefill_q6k_mma_r64t32q",
-	}, {
-		Name:   "q6k_mma_r64t48q",
-		Symbol: "strata_moe_prefill_q6k_mma_r64t48q",
 	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
