@@ -183,8 +183,10 @@ var moeT48 = map[quant.Type]bool{quant.Q6_K: true, quant.IQ2_XS: true, quant.IQ1
 var moePair = map[quant.Type]bool{quant.Q6_K: true}
 
 // moePairTile is the suffix of the pair-form tiles TilesBest takes: "p" (r64t32p, r64t48p:
-// measured above), or "q" (r64t32q, r64t48q: the pair form with token-step activation jobs,
-// kernels/prefill.go moeXQuad; written after that call, not yet measured).
+// measured above). A "q" form (the pair form with token-step activation jobs, one job staging
+// a token's K step by nine aligned 16-byte loads) lost in final-s9 call 1 and was reverted:
+// r64t48q 56.4 / 71.6 against r64t48p 58.7 / 74.4 TOPS at 512 / 2048 tokens
+// (bench/results/2026-11-30-final-s9).
 const moePairTile = "p"
 
 // tileThreads is the block size of each prefill family (kernels/specs.go Threads).
