@@ -236,6 +236,8 @@ var mmqWideStaging = map[string]bool{
 	// mmq8x4, mmq8x4p (mmqXSeg): mmq8's staging.
 	"mmq8x4/q6k/r64t128w8": true, "mmq8x4/iq3xxs/r64t128w8": true, "mmq8x4/iq3s/r64t128w8": true,
 	"mmq8x4p/iq2xs/r64t128w8": true, "mmq8x4p/iq1m/r64t128w8": true,
+	// mmq8x4l (mmqPlanes): its activations as mmq8x4p's (its weights have their own form).
+	"mmq8x4l/iq2xs/r64t128w8": true, "mmq8x4l/iq1m/r64t128w8": true,
 
 	"moe_prefill/iq1m/r128t32": true, "moe_prefill/iq1m/r64t64": true,
 	"moe_prefill/iq2xs/r64t64":  true,
@@ -290,6 +292,7 @@ var mmqMinBlocks = map[string]int{
 	// mmq8x4, mmq8x4p (mmqXSeg): as mmq8.
 	"mmq8x4/q6k/r64t128w8": 2, "mmq8x4/iq3xxs/r64t128w8": 2, "mmq8x4/iq3s/r64t128w8": 2,
 	"mmq8x4p/iq2xs/r64t128w8": 2, "mmq8x4p/iq1m/r64t128w8": 2,
+	"mmq8x4l/iq2xs/r64t128w8": 2, "mmq8x4l/iq1m/r64t128w8": 2,
 }
 
 // nvSMShared is the shared memory an SM of each NVIDIA target gives its resident blocks, in
@@ -441,7 +444,7 @@ func (v Variant) MoeStepFold(t Target) bool {
 // 142.7 → 142.7 / 146.3 → 145.9, and mmq8x4p beat both for IQ2_XS (144.3 / 148.0) and IQ1_M
 // (143.6 / 147.7); 4-block segments also cost the activations less
 // (bench/results/2026-11-30-mmqs-s8, "What the shared d costs").
-var mmqXSeg = map[string]int{"mmq8x4": 4, "mmq8x4p": 4}
+var mmqXSeg = map[string]int{"mmq8x4": 4, "mmq8x4p": 4, "mmq8x4l": 4}
 
 // mmqPrefetch names the families whose NVIDIA mma core issues, after staging K step g0, one
 // prefetch.global.L1 a staging job for step g0 + KT's lines (strata_mmq_nv_pf in
@@ -459,7 +462,7 @@ var mmqXSeg = map[string]int{"mmq8x4": 4, "mmq8x4p": 4}
 // a warp instruction, issue 0.49 → 0.51 a scheduler cycle. On mmq8x (family mmq8xp, dropped)
 // the prefetch addresses raised the spill stores 136–152 → 188–244 bytes and every type lost 6.7–8.3 %
 // (IQ2_XS 140.0 → 129.1 at 512 tokens; long-scoreboard stalls 3.45).
-var mmqPrefetch = map[string]bool{"mmq8x4p": true}
+var mmqPrefetch = map[string]bool{"mmq8x4p": true, "mmq8x4l": true}
 
 // Prefetch reports whether variant v of family on t is an NVIDIA mma kernel that prefetches
 // its next K step into L1 (mmqPrefetch).
@@ -504,4 +507,34 @@ func MmqXSeg(family string) int {
 		return n
 	}
 	return 1
+}
+
+// mmqPlanes names the families whose NVIDIA mma core stages the weights of a 16-split type
+// (a sub-scale per 16 elements: IQ2_XS, IQ1_M) as two int8 planes of the sub-scaled values
+// (mmq_core.tmpl, "Two-plane form"; family mmq8x4l): element value v = m·q = 16·h + l with
+// h = ⌊v/16⌋ and l = v mod 16 in separate planes, each decoded by prmt from an 8-byte table
+// per sub-scale (selector nibbles: grid index + 3·sign). Each group is then two K=32
+// products, chained in the mma accumulators over the K step, against mmq8x4p's two K=16
+// products per group and 8 IMAD per m16n8k32 folding the sub-scales; the segment's int32 sum
+// 16·Σh·x + Σl·x is mmq8x4p's exactly, folded the same way (bit-identical outputs).
+//
+// Why (bench/results/2026-11-30-mmqs2-s8: IQ2_XS mmq8x4p 26.7 instructions per m16n8k32 at
+// 0.51 issued a scheduler cycle; 170 TOPS needs ≈ 22.7 at that rate): the IMAD folds are 8
+// of the 26.7, the per-group sub-scale loads 1 more. Measurement:
+// bench/results/2026-11-30-iqmmq-s9.
+var mmqPlanes = map[string]bool{}
+
+// mmqX4LTypes are family mmq8x4l's weight types: the 16-split types whose sub-scaled values
+// m·q have a small magnitude table per sub-scale (IQ2_XS: {8, 25, 43}·m, m ≤ 31; IQ1_M:
+// {−9, −7, −1, 1, 7, 9}·m, m ≤ 15). Q6_K's 64 quant values times a signed 8-bit scale do not.
+var mmqX4LTypes = []Value{{Name: "iq2xs"}, {Name: "iq1m"}}
+
+// QT is the C++ weight-type struct the mmq template instantiates variant v of family with on
+// t: strata_qt_<type>, or for a two-plane family (mmqPlanes) the mma core's plane form of the
+// type, strata_mmq_pl_<type>.
+func (v Variant) QT(family string, t Target) string {
+	if t.IsNVIDIA() && v.Values["op"] == "mma" && mmqPlanes[family] {
+		return "strata_mmq_pl_" + v.Values["type"]
+	}
+	return "strata_qt_" + v.Values["type"]
 }

@@ -125,9 +125,9 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 		return fmt.Sprintf("%.1f%%", 100*tops/ceiling)
 	}
 
-	// mmq at 4096 × 14336, and its 8-warp tiles (mmq8, NVIDIA; mmq8x4 and mmq8x4p with their
+	// mmq at 4096 × 14336, and its 8-warp tiles (mmq8, NVIDIA; mmq8x4, mmq8x4p and mmq8x4l with their
 	// shared-d activations) in the same table.
-	for _, fam := range []string{"mmq", "mmq8", "mmq8x4", "mmq8x4p"} {
+	for _, fam := range []string{"mmq", "mmq8", "mmq8x4", "mmq8x4p", "mmq8x4l"} {
 		co, ok := abi.Find(target, fam)
 		if !ok || len(co.Variants) == 0 || !benchHasObject(dir, co) {
 			continue

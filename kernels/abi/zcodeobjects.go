@@ -229,6 +229,12 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
+	Family:   "mmq8x4l",
+	Path:     "gfx1030/mmq8x4l.co",
+	Target:   "gfx1030",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
 	Family:   "mmq8x4p",
 	Path:     "gfx1030/mmq8x4p.co",
 	Target:   "gfx1030",
@@ -667,6 +673,12 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8x4",
 	Path:     "gfx1100/mmq8x4.co",
+	Target:   "gfx1100",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8x4l",
+	Path:     "gfx1100/mmq8x4l.co",
 	Target:   "gfx1100",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -1137,6 +1149,12 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
+	Family:   "mmq8x4l",
+	Path:     "gfx1101/mmq8x4l.co",
+	Target:   "gfx1101",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
 	Family:   "mmq8x4p",
 	Path:     "gfx1101/mmq8x4p.co",
 	Target:   "gfx1101",
@@ -1599,6 +1617,12 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8x4",
 	Path:     "gfx1102/mmq8x4.co",
+	Target:   "gfx1102",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8x4l",
+	Path:     "gfx1102/mmq8x4l.co",
 	Target:   "gfx1102",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -2069,6 +2093,12 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
+	Family:   "mmq8x4l",
+	Path:     "gfx1200/mmq8x4l.co",
+	Target:   "gfx1200",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
 	Family:   "mmq8x4p",
 	Path:     "gfx1200/mmq8x4p.co",
 	Target:   "gfx1200",
@@ -2531,6 +2561,12 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8x4",
 	Path:     "gfx1201/mmq8x4.co",
+	Target:   "gfx1201",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8x4l",
+	Path:     "gfx1201/mmq8x4l.co",
 	Target:   "gfx1201",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -3133,6 +3169,18 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3s_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_iq3s_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8x4l",
+	Path:   "sm_80/mmq8x4l.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4l_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4l_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4231,6 +4279,18 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "mmq8x4l",
+	Path:   "sm_86/mmq8x4l.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4l_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4l_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "mmq8x4p",
 	Path:   "sm_86/mmq8x4p.ptx",
 	Target: "sm_86",
@@ -5326,6 +5386,18 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "mmq8x4l",
+	Path:   "sm_89/mmq8x4l.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4l_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4l_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "mmq8x4p",
 	Path:   "sm_89/mmq8x4p.ptx",
 	Target: "sm_89",
@@ -6418,6 +6490,18 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3s_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_iq3s_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8x4l",
+	Path:   "sm_90/mmq8x4l.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4l_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4l_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
