@@ -522,7 +522,7 @@ func MmqXSeg(family string) int {
 // 0.51 issued a scheduler cycle; 170 TOPS needs ≈ 22.7 at that rate): the IMAD folds are 8
 // of the 26.7, the per-group sub-scale loads 1 more. Measurement:
 // bench/results/2026-11-30-iqmmq-s9.
-var mmqPlanes = map[string]bool{}
+var mmqPlanes = map[string]bool{"mmq8x4l": true}
 
 // mmqX4LTypes are family mmq8x4l's weight types: the 16-split types whose sub-scaled values
 // m·q have a small magnitude table per sub-scale (IQ2_XS: {8, 25, 43}·m, m ≤ 31; IQ1_M:
