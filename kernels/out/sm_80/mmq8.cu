@@ -817,7 +817,7 @@ STRATA_DEVICE u32 strata_mmq_smem_addr(const void* p) {
 // A operand (16 rows × 32 k) of the row-major int8 tile at p (row stride KS): ldmatrix.x4,
 // lane ℓ addressing row ℓ%8 + 8·((ℓ/8)%2), bytes 16·(ℓ/16): matrices (rows 0–7, k 0–15),
 // (8–15, 0–15), (0–7, 16–31), (8–15, 16–31) = registers 0..3 of strata_mma_a32.
-STRATA_DEVICE strata_mma_a32 strata_mmq_ld_a(const i8* p) {
+[[maybe_unused]] STRATA_DEVICE strata_mma_a32 strata_mmq_ld_a(const i8* p) {
 #ifdef __NVPTX__
   const u32 l = strata_lane();
   strata_mma_a32 a;
@@ -832,7 +832,7 @@ STRATA_DEVICE strata_mma_a32 strata_mmq_ld_a(const i8* p) {
 // B operand of two n8 halves (16 rows of Bᵀ × 32 k): lane ℓ addresses row ℓ%8 + 8·(ℓ/16),
 // bytes 16·((ℓ/8)%2): matrices (0–7, 0–15), (0–7, 16–31), (8–15, 0–15), (8–15, 16–31) =
 // r[0][0], r[0][1], r[1][0], r[1][1] of strata_mma_b32.
-STRATA_DEVICE strata_mma_b32 strata_mmq_ld_b(const i8* p) {
+[[maybe_unused]] STRATA_DEVICE strata_mma_b32 strata_mmq_ld_b(const i8* p) {
 #ifdef __NVPTX__
   const u32 l = strata_lane();
   strata_mma_b32 b;
@@ -1609,6 +1609,54 @@ struct strata_mmq_pl_smem {
   typename QT::lds tab;
 };
 
+// Shared-memory accesses of the two-plane form by 32-bit shared address sa: NVPTX would
+// otherwise address the module's shared array with 64-bit registers, two a hoisted address,
+// which the first build could not afford (bench/results/2026-11-30-iqmmq-s9). The host
+// simulation maps sa back to a pointer into the struct (at.p: its base s and that base's
+// address sb, truncated as strata_mmq_smem_addr does), so that it runs the same address
+// arithmetic as the GPU.
+struct strata_mmq_pl_at {
+  u8* s;
+  u32 sb;
+  STRATA_DEVICE_MEMBER u8* p(u32 sa) const { return s + (sa - sb); }
+  // The 32-bit shared address of q, a member of the struct.
+  STRATA_DEVICE_MEMBER u32 of(const void* q) const { return sb + (u32)((const u8*)q - s); }
+};
+[[maybe_unused]] STRATA_DEVICE void strata_mmq_pl_st16(const strata_mmq_pl_at& at, u32 sa, const strata_mmq_u32x4& v) {
+#ifdef __NVPTX__
+  (void)at;
+  asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};" ::"r"(sa), "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3]) : "memory");
+#else
+  __builtin_memcpy(__builtin_assume_aligned(at.p(sa), 16), &v, 16);
+#endif
+}
+[[maybe_unused]] STRATA_DEVICE void strata_mmq_pl_st4(const strata_mmq_pl_at& at, u32 sa, f32 v) {
+#ifdef __NVPTX__
+  (void)at;
+  asm volatile("st.shared.f32 [%0], %1;" ::"r"(sa), "f"(v) : "memory");
+#else
+  __builtin_memcpy(__builtin_assume_aligned(at.p(sa), 4), &v, 4);
+#endif
+}
+[[maybe_unused]] STRATA_DEVICE f32 strata_mmq_pl_ld4(const strata_mmq_pl_at& at, u32 sa) {
+  f32 v;
+#ifdef __NVPTX__
+  (void)at;
+  asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(sa) : "memory");
+#else
+  __builtin_memcpy(&v, __builtin_assume_aligned(at.p(sa), 4), 4);
+#endif
+  return v;
+}
+[[maybe_unused]] STRATA_DEVICE void strata_mmq_pl_ld8(const strata_mmq_pl_at& at, u32 sa, f32* v) {
+#ifdef __NVPTX__
+  (void)at;
+  asm volatile("ld.shared.v2.f32 {%0,%1}, [%2];" : "=f"(v[0]), "=f"(v[1]) : "r"(sa) : "memory");
+#else
+  __builtin_memcpy(v, __builtin_assume_aligned(at.p(sa), 8), 8);
+#endif
+}
+
 // Stage K step g0: the activations as the wide form (strata_mmq_nv_fetch's windows), the
 // weights through QT::load2, every global load before any store.
 template <class QT, int BM, int BN, class Src>
@@ -1619,6 +1667,7 @@ STRATA_DEVICE void strata_mmq_pl_stage(strata_mmq_pl_smem<QT, BM, BN>& s, const 
   const int tid = (int)strata_thread_x();
   RT R;
   strata_mmq_nv_fetch<QT, 1, BM, BN>(R, src, g0, ng);
+  const strata_mmq_pl_at at{(u8*)&s, strata_mmq_smem_addr(&s)};
   const u8* const wsafe = src.wrow(0, 0);
   u32 qh[JW][8], ql[JW][8];
   f32 base[JW];
@@ -1636,11 +1685,13 @@ STRATA_DEVICE void strata_mmq_pl_stage(strata_mmq_pl_smem<QT, BM, BN>& s, const 
     for (int w = 0; w < 8; ++w) h[w] = R.okw[u] ? qh[u][w] : 0u, l[w] = R.okw[u] ? ql[u][w] : 0u;
     strata_mmq_u32x4 h0 = {h[0], h[1], h[2], h[3]}, h1 = {h[4], h[5], h[6], h[7]};
     strata_mmq_u32x4 l0 = {l[0], l[1], l[2], l[3]}, l1 = {l[4], l[5], l[6], l[7]};
-    __builtin_memcpy(__builtin_assume_aligned(&s.w[0][r][32 * kg], 16), &h0, 16);
-    __builtin_memcpy(__builtin_assume_aligned(&s.w[0][r][32 * kg + 16], 16), &h1, 16);
-    __builtin_memcpy(__builtin_assume_aligned(&s.w[1][r][32 * kg], 16), &l0, 16);
-    __builtin_memcpy(__builtin_assume_aligned(&s.w[1][r][32 * kg + 16], 16), &l1, 16);
-    if (kg == 0) s.wb[r] = R.okw[u] ? base[u] : 0.0f;
+    const u32 sw = at.of(&s.w[0][r][32 * kg]);
+    constexpr u32 PL = BM * STRATA_MMQ_KS;  // plane 1 after plane 0
+    strata_mmq_pl_st16(at, sw, h0);
+    strata_mmq_pl_st16(at, sw + 16, h1);
+    strata_mmq_pl_st16(at, sw + PL, l0);
+    strata_mmq_pl_st16(at, sw + PL + 16, l1);
+    if (kg == 0) strata_mmq_pl_st4(at, at.of(&s.wb[r]), R.okw[u] ? base[u] : 0.0f);
   }
 #pragma unroll
   for (int u = 0; u < JX; ++u) {
@@ -1652,10 +1703,50 @@ STRATA_DEVICE void strata_mmq_pl_stage(strata_mmq_pl_smem<QT, BM, BN>& s, const 
 #pragma unroll
     for (int w = 0; w < 8; ++w) q[w] = R.okx[u] ? a[w + 1] : 0u;
     strata_mmq_u32x4 lo = {q[0], q[1], q[2], q[3]}, hi = {q[4], q[5], q[6], q[7]};
-    __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg], 16), &lo, 16);
-    __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg + 16], 16), &hi, 16);
-    if (kg == 0) s.xd[c] = R.okx[u] ? strata_f16_to_f32((u16)a[0]) : 0.0f;  // the segment's d
+    const u32 sx = at.of(&s.x[c][32 * kg]);
+    strata_mmq_pl_st16(at, sx, lo);
+    strata_mmq_pl_st16(at, sx + 16, hi);
+    if (kg == 0) strata_mmq_pl_st4(at, at.of(&s.xd[c]), R.okx[u] ? strata_f16_to_f32((u16)a[0]) : 0.0f);  // the segment's d
   }
+}
+
+// Fragment loads of the two-plane loop: ldmatrix.x4 at the 32-bit shared address sa, which
+// holds the lane's row and byte offsets (strata_mmq_pl_la, strata_mmq_pl_lb: the A and B lane
+// layouts of strata_mmq_ld_a and strata_mmq_ld_b). The host simulation takes the fragment's
+// origin sa minus the lane's offset through at and loads it as strata_mma_load_a32/b32. The
+// loop forms every sa as a per-step base plus a constant (folded into the instruction's
+// offset), not as one 64-bit generic pointer per fragment: the first build (8b64486) let LLVM
+// hoist 24 such pointers out of the K loop, and ptxas spilled them with the accumulators
+// (452 bytes, 9.9 M local loads a launch: bench/results/2026-11-30-iqmmq-s9).
+[[maybe_unused]] STRATA_DEVICE u32 strata_mmq_pl_la() {
+  const u32 l = strata_lane();
+  return ((l & 7) + (l & 8)) * STRATA_MMQ_KS + 16 * (l >> 4);
+}
+[[maybe_unused]] STRATA_DEVICE u32 strata_mmq_pl_lb() {
+  const u32 l = strata_lane();
+  return ((l & 7) + 8 * (l >> 4)) * STRATA_MMQ_KS + 2 * (l & 8);
+}
+[[maybe_unused]] STRATA_DEVICE strata_mma_a32 strata_mmq_pl_ld_a(const strata_mmq_pl_at& at, u32 sa) {
+#ifdef __NVPTX__
+  (void)at;
+  strata_mma_a32 a;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(a.r[0]), "=r"(a.r[1]), "=r"(a.r[2]), "=r"(a.r[3]) : "r"(sa) : "memory");
+  return a;
+#else
+  return strata_mma_load_a32((const i8*)at.p(sa - strata_mmq_pl_la()), STRATA_MMQ_KS);
+#endif
+}
+[[maybe_unused]] STRATA_DEVICE strata_mma_b32 strata_mmq_pl_ld_b(const strata_mmq_pl_at& at, u32 sa) {
+#ifdef __NVPTX__
+  (void)at;
+  strata_mma_b32 b;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(b.r[0][0]), "=r"(b.r[0][1]), "=r"(b.r[1][0]), "=r"(b.r[1][1]) : "r"(sa) : "memory");
+  return b;
+#else
+  return strata_mma_load_b32((const i8*)at.p(sa - strata_mmq_pl_lb()), STRATA_MMQ_KS);
+#endif
 }
 
 // The K loop of one tile in the two-plane form (NW = 1, full warp tiles of 16 tokens, the
@@ -1673,6 +1764,12 @@ STRATA_DEVICE void strata_mmq_pl_run(strata_mmq_pl_smem<QT, BM, BN>& s, const Sr
   const int tid = (int)strata_thread_x(), wv = tid >> 5;
   const int g = (tid & 31) >> 2, t = tid & 3;
   const int wr = (wv % WGM) * WM, wt = (wv / WGM) * WN;
+  constexpr int KS = STRATA_MMQ_KS;
+  // Shared addresses of the warp's first A and B fragments, this lane's part (ldmatrix rows),
+  // and of the scales the lane folds with: rows wr + g (+ 8 + 16i), tokens wt + 2t (+ 8h + 16j).
+  const strata_mmq_pl_at at{(u8*)&s, strata_mmq_smem_addr(&s)};
+  const u32 wa0 = at.of(&s.w[0][wr][0]) + strata_mmq_pl_la(), xb0 = at.of(&s.x[wt][0]) + strata_mmq_pl_lb();
+  const u32 sb0 = at.of(&s.wb[wr + g]), sd0 = at.of(&s.xd[wt + 2 * t]);
   strata_mma_c zero;
 #pragma unroll
   for (int e = 0; e < 8; ++e) zero.v[e] = 0;
@@ -1691,19 +1788,25 @@ STRATA_DEVICE void strata_mmq_pl_run(strata_mmq_pl_smem<QT, BM, BN>& s, const Sr
     strata_barrier();
     const int hk = hook < 0 ? -1 : (hook >= g0 && hook < g0 + KT ? hook - g0 : KT);
     const int nk = ng - g0 < KT ? ng - g0 : KT;
+    // The step's bases, opaque to the compiler, so that every fragment address below is
+    // formed here as base + constant and not hoisted out of the loop (see strata_mmq_pl_ld_a).
+    u32 wa = wa0, xb = xb0, sbs = sb0, sds = sd0;
+#ifdef __NVPTX__
+    asm volatile("" : "+r"(wa), "+r"(xb), "+r"(sbs), "+r"(sds));
+#endif
 #pragma unroll
     for (int i = 0; i < FM; ++i) {
-      const int r0 = wr + 16 * i;
       strata_mma_c sh[FN], sl[FN];
 #pragma unroll
       for (int j = 0; j < FN; ++j) sh[j] = zero, sl[j] = zero;
 #pragma unroll
       for (int kg = 0; kg < KT; ++kg) {
         if (kg >= nk) break;
-        const strata_mma_a32 ah = strata_mmq_ld_a(&s.w[0][r0][32 * kg]), al = strata_mmq_ld_a(&s.w[1][r0][32 * kg]);
+        const strata_mma_a32 ah = strata_mmq_pl_ld_a(at, wa + (u32)((16 * i) * KS + 32 * kg));
+        const strata_mma_a32 al = strata_mmq_pl_ld_a(at, wa + (u32)((BM + 16 * i) * KS + 32 * kg));
 #pragma unroll
         for (int j = 0; j < FN; ++j) {
-          const strata_mma_b32 b = strata_mmq_ld_b(&s.x[wt + 16 * j][32 * kg]);
+          const strata_mma_b32 b = strata_mmq_pl_ld_b(at, xb + (u32)((16 * j) * KS + 32 * kg));
           if constexpr (HOOK) {
             const strata_mma_c dh = strata_mma32(zero, ah, b), dl = strata_mma32(zero, al, b);
             if (kg == hk) {
@@ -1718,17 +1821,12 @@ STRATA_DEVICE void strata_mmq_pl_run(strata_mmq_pl_smem<QT, BM, BN>& s, const Sr
       }
       if constexpr (!HOOK) {
         // acc += base·d_x·(16·H + L): the step's group-0 base, the segment's d_x.
-        const f32 base[2] = {s.wb[r0 + g], s.wb[r0 + g + 8]};
+        const f32 base[2] = {strata_mmq_pl_ld4(at, sbs + 4 * 16 * i), strata_mmq_pl_ld4(at, sbs + 4 * (16 * i + 8))};
 #pragma unroll
         for (int j = 0; j < FN; ++j) {
           f32 dx[2][2];
 #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            typedef f32 strata_f32x2 __attribute__((__vector_size__(8)));
-            strata_f32x2 v;
-            __builtin_memcpy(&v, __builtin_assume_aligned(&s.xd[wt + 16 * j + 8 * h + 2 * t], 8), 8);
-            dx[h][0] = v[0], dx[h][1] = v[1];
-          }
+          for (int h = 0; h < 2; ++h) strata_mmq_pl_ld8(at, sds + 4 * (16 * j + 8 * h), dx[h]);
 #pragma unroll
           for (int e = 0; e < 8; ++e) {
             const int h = e >> 2, y = (e >> 1) & 1, z = e & 1;
