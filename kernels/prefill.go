@@ -520,8 +520,12 @@ func MmqXSeg(family string) int {
 //
 // Why (bench/results/2026-11-30-mmqs2-s8: IQ2_XS mmq8x4p 26.7 instructions per m16n8k32 at
 // 0.51 issued a scheduler cycle; 170 TOPS needs ≈ 22.7 at that rate): the IMAD folds are 8
-// of the 26.7, the per-group sub-scale loads 1 more. Measurement:
-// bench/results/2026-11-30-iqmmq-s9.
+// of the 26.7, the per-group sub-scale loads 1 more. H200, bench/results/2026-11-30-iqmmq-s9
+// call 1 (its first build, 8b64486): 21.0 instructions per m16n8k32, but 452 bytes of spills
+// (hoisted 64-bit fragment pointers and accumulators), issue 0.30 a scheduler cycle, IQ2_XS
+// 144.2 → 108.4 and IQ1_M 143.6 → 106.7 TOPS at 512 tokens. The build here addresses shared
+// memory with 32-bit registers formed per K step and is not measured yet; mmq8x4p stays the
+// kernel of record for both types.
 var mmqPlanes = map[string]bool{"mmq8x4l": true}
 
 // mmqX4LTypes are family mmq8x4l's weight types: the 16-split types whose sub-scaled values
