@@ -26,9 +26,15 @@ var mmqTableBytes = map[string]int{
 
 // mmqTiles maps each tile value to (weight rows BM, tokens BN).
 var mmqTiles = map[string][2]int{
-	"r64t64":  {64, 64},
-	"r64t32":  {64, 32},
-	"r64t48":  {64, 48}, // moe_prefill's n8-slice tile (mmqN8)
+	"r64t64": {64, 64},
+	"r64t32": {64, 32},
+	"r64t48": {64, 48}, // moe_prefill's n8-slice tile (mmqN8)
+	// moe_prefill's Q6_K pair-staging tiles (moePairForm; the q ones also moeXQuad): r64t32's
+	// and r64t48's shapes.
+	"r64t32p": {64, 32},
+	"r64t48p": {64, 48},
+	"r64t32q": {64, 32},
+	"r64t48q": {64, 48},
 	"r128t32": {128, 32},
 	"r128t64": {128, 64},
 	"r64t128": {64, 128},
@@ -114,7 +120,7 @@ func (v Variant) Tile() [2]int { return mmqTiles[v.Values["tile"]] }
 // r64t64 under the 128-VGPR budget; these shapes were added for the mma.sync core's warp
 // tiles and chosen by measurement on the H200 (bench/results/2026-11-29-prefill-*); the
 // dp4a variants of them exist on NVIDIA as the same-shape comparison.
-var mmqNVIDIAOnly = map[string]bool{"r128t32": true, "r64t128": true, "r64t128w8": true, "r64t32": true, "r64t48": true}
+var mmqNVIDIAOnly = map[string]bool{"r128t32": true, "r64t128": true, "r64t128w8": true, "r64t32": true, "r64t48": true, "r64t32p": true, "r64t48p": true, "r64t32q": true, "r64t48q": true}
 
 // mmqN8 are the tiles whose warps hold token counts that are not a multiple of 16 (r64t48:
 // 2 × 2 warps of 24 tokens): the NVIDIA mma core runs them as n8 slices, one mma.sync per
@@ -137,7 +143,7 @@ var mmqNVIDIAOnly = map[string]bool{"r128t32": true, "r64t128": true, "r64t128w8
 // (Q8_0 71.8 → 69.3, Q4_K 66.6 → 61.8: 96 → 128 registers); Q2_0 73.0 → 73.1. At 2048 tokens
 // r64t48 loses to r64t32 for every type but IQ2_XS (76.0 → 76.8) and IQ3_S. The engine takes
 // it per type (model/gpu/tiles.go moeT48).
-var mmqN8 = map[string]bool{"r64t48": true}
+var mmqN8 = map[string]bool{"r64t48": true, "r64t48p": true, "r64t48q": true}
 
 // mmqLDS is the static LDS of one block: struct strata_mmq_smem<QT, 1, BM, BN>. Both
 // prefill families hold one BM-row weight tile (moe_prefill's gate/up is two matrices of
@@ -257,6 +263,9 @@ var mmqWideStaging = map[string]bool{
 	"moe_prefill/iq1m/r64t48": true, "moe_prefill/iq2xs/r64t48": true, "moe_prefill/iq3s/r64t48": true,
 	"moe_prefill/iq3xxs/r64t48": true, "moe_prefill/q20/r64t48": true, "moe_prefill/q4k/r64t48": true,
 	"moe_prefill/q6k/r64t48": true, "moe_prefill/q80/r64t48": true,
+	// moe_prefill r64t32p, r64t48p (moePairForm): as r64t32 and r64t48 (the pair form needs it).
+	"moe_prefill/q6k/r64t32p": true, "moe_prefill/q6k/r64t48p": true,
+	"moe_prefill/q6k/r64t32q": true, "moe_prefill/q6k/r64t48q": true,
 }
 
 // WideStaging reports whether variant v of family (mmq or moe_prefill) on t is an NVIDIA
@@ -331,6 +340,7 @@ var moePartialSkip = map[string]bool{
 	// r64t48 (mmqN8): every type; the skip by n8 slice is the tile's point.
 	"iq1m/r64t48": true, "iq2xs/r64t48": true, "iq3s/r64t48": true, "iq3xxs/r64t48": true,
 	"q20/r64t48": true, "q4k/r64t48": true, "q6k/r64t48": true, "q80/r64t48": true,
+	"q6k/r64t48p": true, "q6k/r64t48q": true, // moePairForm: as r64t48
 }
 
 // PartialSkip reports whether moe_prefill variant v on t skips empty token fragments
@@ -390,6 +400,52 @@ func (v Variant) MoeNVForm() bool {
 	return v.Values["op"] == "mma" && moeNVForm[v.Values["type"]+"/"+v.Values["tile"]]
 }
 
+// moePairTiles are the moe_prefill tiles of the Q6_K pair-staging form: r64t32p and r64t48p
+// are r64t32 and r64t48 (same shape, fold, staging form, skip) whose weight staging decodes
+// two groups per job (moePairForm). Built only for the kernels moePairForm names.
+var moePairTiles = map[string]bool{"r64t32p": true, "r64t48p": true, "r64t32q": true, "r64t48q": true}
+
+// moePairForm names the NVIDIA mma moe_prefill kernels ("type/tile") whose weight staging
+// decodes two groups of one row per job (mmq_core.tmpl strata_mmq_nv_pair; moe_prefill.tmpl
+// strata_moe_q6k_p): Q6_K groups j and j + 2 of a 256-element block read the same 32 bytes
+// of ql (low and high nibbles) and the same 32 bytes of qh, so a job of the pair form loads
+// each once, where two jobs of strata_moe_q6k_w load both twice. The values are strata_qt_q6k's.
+var moePairForm = map[string]bool{"q6k/r64t32p": true, "q6k/r64t48p": true, "q6k/r64t32q": true, "q6k/r64t48q": true}
+
+// moeXQuad names the NVIDIA mma moe_prefill kernels ("type/tile") whose activation staging
+// takes a token's whole K step (4 Q8_1 blocks, 144 bytes) as one job (mmq_core.tmpl
+// strata_mmq_nv_xquad; moe_prefill.tmpl renders the specialisation): where x's rows are
+// 16-byte aligned (x 16-byte aligned, x_row_blocks a multiple of 4: every model shape) the
+// 144 bytes are nine aligned 16-byte loads whose words sit at fixed places, so no window
+// selects, and the pair list entry and its division by k_used are read once a token and step
+// instead of once a block. BN jobs a step instead of 4·BN (tokens past the tile's last stage
+// token 0's values, whose outputs are never written); unaligned rows take the per-block
+// wide form. Written after session 9's call (bench/results/2026-11-30-moe6-s9): unmeasured.
+var moeXQuad = map[string]bool{"q6k/r64t32q": true, "q6k/r64t48q": true}
+
+// MoeXQuad reports whether moe_prefill variant v on t stages its activations a token-step
+// a job (moeXQuad).
+func (v Variant) MoeXQuad(t Target) bool { return t.IsNVIDIA() && v.MoeXQuadForm() }
+
+// MoeXQuadForm reports whether moe_prefill variant v is one of moeXQuad's (NVIDIA-only
+// tiles): the template gives them a block type of their own (strata_moe_q6k_q), so that
+// their core specialisations do not meet the pair form's.
+func (v Variant) MoeXQuadForm() bool {
+	return v.Values["op"] == "mma" && moeXQuad[v.Values["type"]+"/"+v.Values["tile"]]
+}
+
+// moePairAbsent is moe_prefill's Spec.Absent: the pair tiles exist only for the kernels
+// moePairForm names.
+func moePairAbsent(v Variant) bool {
+	return moePairTiles[v.Values["tile"]] && !v.MoePairForm()
+}
+
+// MoePairForm reports whether moe_prefill variant v runs the Q6_K pair-staging form
+// (moePairForm; NVIDIA-only tiles).
+func (v Variant) MoePairForm() bool {
+	return v.Values["op"] == "mma" && moePairForm[v.Values["type"]+"/"+v.Values["tile"]]
+}
+
 // moeStepFold names the NVIDIA mma moe_prefill kernels ("type/tile") whose core folds once
 // per K step (mmq_core.tmpl strata_mmq_nv_step_fold): per output the step's Σ d_x·main in
 // one f32 (an FFMA a group), then one fma with the step's base, instead of base·d_x and an
@@ -411,7 +467,7 @@ func (v Variant) MoeNVForm() bool {
 // (3 blocks an SM; the per-group fold 128, 125, 122), and the per-group fold won at 512 / 2048
 // tokens (bench/results/2026-11-30-moet-s8, medians of 3, step → group): Q6_K 49.2 → 52.2 /
 // 64.7 → 67.3, IQ2_XS 55.2 → 60.8 / 69.8 → 76.8, IQ1_M 59.4 → 60.7 / 74.7 → 76.4.
-var moeStepFold = map[string]bool{"q6k/r64t32": true, "iq2xs/r64t32": true, "iq1m/r64t32": true}
+var moeStepFold = map[string]bool{"q6k/r64t32": true, "iq2xs/r64t32": true, "iq1m/r64t32": true, "q6k/r64t32p": true, "q6k/r64t32q": true}
 
 // MoeStepFold reports whether moe_prefill variant v on t folds once per K step
 // (moeStepFold); the template renders a strata_mmq_nv_step_fold specialisation for it.

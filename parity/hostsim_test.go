@@ -38,10 +38,11 @@ func TestPrefillHostSim(t *testing.T) {
 		run    func(*Harness, string, Case, []Bound, *rand.Rand) (Outcome, error)
 		cases  []Case
 		pick   func(v kernels.Variant) bool
+		defs   []string // more -D flags (and a sub-test name of their own)
 	}{
 		{"mmq", true, runMmq, []Case{{"rows=70,tokens=17,k=1120", []int{70, 17, 1120}}}, func(v kernels.Variant) bool {
 			return v.Values["type"]+"/"+v.Values["op"]+"/"+v.Values["tile"] == "q6k/mma/r64t64"
-		}},
+		}, nil},
 		{"mmq", false, runMmq, []Case{
 			{"rows=70,tokens=17,k=1120", []int{70, 17, 1120}},
 			{"rows=130,tokens=65,k=512", []int{130, 65, 512}},
@@ -51,7 +52,7 @@ func TestPrefillHostSim(t *testing.T) {
 				return true
 			}
 			return false
-		}},
+		}, nil},
 		// mmq8 (2 × 4 warps, 256 threads): wide with d_x alone (Q8_0), the 16-split type (Q6_K),
 		// the piece type (IQ1_M) and mins with {d_x, d_x·Σq_x} (Q4_K); k = 1056 (33 groups)
 		// ends on a partial K step, 300 tokens span three tiles.
@@ -64,24 +65,24 @@ func TestPrefillHostSim(t *testing.T) {
 				return true
 			}
 			return false
-		}},
+		}, nil},
 		// mmq8x4 (mmq8 with one d per 128-element activation segment, int32 segment sums folded
 		// every K step): a 16-split type and a 32-element sub-scale type; k = 1024 is 8
 		// segments, 300 tokens span three tiles.
 		{"mmq8x4", false, runMmqFamily("mmq8x4"), []Case{
 			{"rows=70,tokens=300,k=1056", []int{70, 300, 1056}},
 			{"rows=130,tokens=65,k=512", []int{130, 65, 512}},
-		}, func(v kernels.Variant) bool { return v.Values["type"] == "q6k" || v.Values["type"] == "iq3xxs" }},
+		}, func(v kernels.Variant) bool { return v.Values["type"] == "q6k" || v.Values["type"] == "iq3xxs" }, nil},
 		// mmq8x4p (mmq8x4 with the next K step prefetched into L1: a hint the host simulation
 		// runs as a no-op): every type (IQ2_XS, IQ1_M, the piece type).
 		{"mmq8x4p", false, runMmqFamily("mmq8x4p"), []Case{
 			{"rows=70,tokens=300,k=1056", []int{70, 300, 1056}},
-		}, func(kernels.Variant) bool { return true }},
+		}, func(kernels.Variant) bool { return true }, nil},
 		// mmq8x4l (mmq8x4p with the weights staged as two int8 planes, 16·h + l, decoded by
 		// byte permutes): both types, a partial row tile and three token tiles.
 		{"mmq8x4l", false, runMmqFamily("mmq8x4l"), []Case{
 			{"rows=70,tokens=300,k=1056", []int{70, 300, 1056}},
-		}, func(kernels.Variant) bool { return true }},
+		}, func(kernels.Variant) bool { return true }, nil},
 		{"moe_prefill", false, runMoePrefill, []Case{
 			{"tokens=9,k=2,experts=6,hidden=256,ff=256,all-to-0", []int{9, 2, 6, 256, 256, 1}},
 			{"tokens=20,k=3,experts=5,hidden=288,ff=288", []int{20, 3, 5, 288, 288, 0}},
@@ -98,15 +99,26 @@ func TestPrefillHostSim(t *testing.T) {
 			// (BN = 48 in the dp4a core).
 			switch v.Values["type"] + "/" + v.Values["op"] + "/" + v.Values["tile"] {
 			case "q6k/mma/r64t64", "q6k/mma/r128t32", "q6k/mma/r64t32", "iq1m/mma/r64t32",
-				"q6k/mma/r64t48", "iq1m/mma/r64t48", "q4k/dp4a/r64t48":
+				"q6k/mma/r64t48", "iq1m/mma/r64t48", "q4k/dp4a/r64t48",
+				"q6k/mma/r64t32p", "q6k/mma/r64t48p", // the Q6_K pair form (moePairForm)
+				"q6k/mma/r64t32q", "q6k/mma/r64t48q": // and with token-step activation jobs (moeXQuad)
 				return true
 			}
 			return v.Values["type"]+"/"+v.Values["op"] == "q80/mma"
-		}},
+		}, nil},
+		// The token-step activation jobs' other path (rows of x not 16-byte aligned): every
+		// parity shape of a 256-element type has aligned rows, so STRATA_MOE_XQUAD_OFF takes it.
+		{"moe_prefill", false, runMoePrefill, []Case{
+			{"tokens=9,k=2,experts=6,hidden=256,ff=256,all-to-0", []int{9, 2, 6, 256, 256, 1}},
+			{"tokens=70,k=3,experts=3,hidden=256,ff=256", []int{70, 3, 3, 256, 256, 0}},
+		}, func(v kernels.Variant) bool { return v.Values["tile"] == "r64t32q" || v.Values["tile"] == "r64t48q" }, []string{"-DSTRATA_MOE_XQUAD_OFF"}},
 	} {
 		name := fc.family
 		if fc.other {
 			name += "/other-paths"
+		}
+		if len(fc.defs) > 0 {
+			name += "/" + strings.Join(fc.defs, ",")
 		}
 		t.Run(name, func(t *testing.T) {
 			prelude := hostSimPrelude(t, root)
@@ -117,6 +129,7 @@ func TestPrefillHostSim(t *testing.T) {
 			if fc.family == "moe_prefill" { // the tables cases store device addresses in memory
 				flags = append(flags, "-DHOSTSIM_TRANSLATE_MEMORY")
 			}
+			flags = append(flags, fc.defs...)
 			bin := buildHostSim(t, cxx, root, target, fc.family, prelude, flags...)
 			co, ok := abi.Find(target, fc.family)
 			if !ok {
@@ -128,7 +141,7 @@ func TestPrefillHostSim(t *testing.T) {
 			skipping := 0 // moe_prefill variants run that skip empty token fragments
 			for _, v := range co.Variants {
 				vals := variantValues(spec, v.Name)
-				if !all && !fc.pick(kernels.Variant{Values: vals}) {
+				if (!all || len(fc.defs) > 0) && !fc.pick(kernels.Variant{Values: vals}) {
 					continue
 				}
 				if (kernels.Variant{Values: vals}).PartialSkip(tg) {

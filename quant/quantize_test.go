@@ -178,30 +178,33 @@ func TestQuantizeQ8_1GPUSeg(t *testing.T) {
 	if !bytes.Equal(one, q1) {
 		t.Error("QuantizeQ8_1GPUSeg(seg 1) differs from QuantizeQ8_1GPU")
 	}
-	if err := QuantizeQ8_1GPUSeg(x, q8, 8); err != nil {
-		t.Fatal(err)
-	}
-	for s0 := 0; s0 < nb; s0 += 8 {
-		var amax float32
-		for _, v := range x[32*s0 : min(len(x), 32*s0+256)] {
-			amax = max(amax, float32(math.Abs(float64(v))))
+	// seg 4 is what the shared-d families (mmq8x4, mmq8x4p) read; 8 checks a longer segment.
+	for _, seg := range []int{4, 8} {
+		if err := QuantizeQ8_1GPUSeg(x, q8, seg); err != nil {
+			t.Fatal(err)
 		}
-		d := amax / 127
-		for b := s0; b < min(nb, s0+8); b++ {
-			blk := q8[36*b : 36*b+36]
-			if got := binary.LittleEndian.Uint16(blk); got != F32ToF16(d) {
-				t.Fatalf("block %d: d %#x, want the segment's %#x", b, got, F32ToF16(d))
+		for s0 := 0; s0 < nb; s0 += seg {
+			var amax float32
+			for _, v := range x[32*s0 : min(len(x), 32*(s0+seg))] {
+				amax = max(amax, float32(math.Abs(float64(v))))
 			}
-			if !bytes.Equal(blk[2:4], one[36*b+2:36*b+4]) {
-				t.Errorf("block %d: sum differs from the per-block quantizer's", b)
-			}
-			for i := 0; i < 32; i++ {
-				var xi float32
-				if 32*b+i < len(x) {
-					xi = x[32*b+i]
+			d := amax / 127
+			for b := s0; b < min(nb, s0+seg); b++ {
+				blk := q8[36*b : 36*b+36]
+				if got := binary.LittleEndian.Uint16(blk); got != F32ToF16(d) {
+					t.Fatalf("seg %d block %d: d %#x, want the segment's %#x", seg, b, got, F32ToF16(d))
 				}
-				if e := math.Abs(float64(xi) - float64(int8(blk[4+i]))*float64(d)); e > 0.5001*float64(d) {
-					t.Errorf("block %d value %d: |x − q·d| = %g > d/2 = %g", b, i, e, d/2)
+				if !bytes.Equal(blk[2:4], one[36*b+2:36*b+4]) {
+					t.Errorf("seg %d block %d: sum differs from the per-block quantizer's", seg, b)
+				}
+				for i := 0; i < 32; i++ {
+					var xi float32
+					if 32*b+i < len(x) {
+						xi = x[32*b+i]
+					}
+					if e := math.Abs(float64(xi) - float64(int8(blk[4+i]))*float64(d)); e > 0.5001*float64(d) {
+						t.Errorf("seg %d block %d value %d: |x − q·d| = %g > d/2 = %g", seg, b, i, e, d/2)
+					}
 				}
 			}
 		}

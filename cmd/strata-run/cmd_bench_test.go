@@ -97,6 +97,9 @@ func benchCeilings(t *testing.T, dev *gpu.Device) (d2d, h2d float64) {
 // tokens. Reports tok/s, hit rate, bytes copied per token, the copy bandwidth, the host's
 // launch and synchronisation time, and the per-token bound with the ratio, as Markdown in
 // $STRATA_BENCH_OUT/gpu-engine-*.md and tab-separated rows in bench-rows.tsv there.
+// The decode row takes each greedy token as strata-run's greedy decode does
+// (Engine.ForwardArgmax); STRATA_BENCH_HOSTARGMAX=1 takes it from the logits on the host
+// (Forward and argmax), as the rows before session 9 did.
 // STRATA_BENCH_MISSES (comma-separated: auto, copy, map; default the engine's default,
 // auto) runs each policy once per miss mode (mgpu.Options.Misses; rows labelled
 // POLICY/MODE, and for auto POLICY/auto:PATH with the path the engine took), with
@@ -202,7 +205,7 @@ func TestGPUBench(t *testing.T) {
 			ptabs = append(ptabs, m)
 		}
 	}
-	// STRATA_BENCH_PTILES (comma-separated mgpu.PrefillTiles modes: best, t64, t32): the batched
+	// STRATA_BENCH_PTILES (comma-separated mgpu.PrefillTiles modes: best, t64, t32, s8): the batched
 	// prompt runs once per mode, in order, on the same engine (a row each, labelled
 	// "tiles=MODE"; the kernels each mode picks are logged); unset, once in the engine's
 	// default. STRATA_BENCH_PKTIMES (comma-separated prompt lengths): after a length's timed
@@ -308,6 +311,7 @@ func TestGPUBench(t *testing.T) {
 					label, mibs, pol, phase, hit, perTok/1e6, copyBW, ms, 1e3/ms, bound, bound/ms, d2d, h2d)
 			}
 			prompt := []int32{1, 2, 3, 4, 5, 6, 7, 8}
+			hostArgmax := os.Getenv("STRATA_BENCH_HOSTARGMAX") == "1"
 			l, err := eng.Forward(prompt)
 			if err != nil {
 				t.Fatal(err)
@@ -376,14 +380,35 @@ func TestGPUBench(t *testing.T) {
 				}
 				eng.SetGraphAhead(true)
 			}
+			if modes := os.Getenv("STRATA_BENCH_HOSTGAP"); modes != "" {
+				rounds = nil
+				if err := hostGapRows(eng, mapped, promote, prompt, tokens, modes, row, &bins); err != nil {
+					t.Fatal(err)
+				}
+			}
 			for _, r := range rounds {
 				eng.SetMmvqRows8(r == " rows8")
 				eng.ResetStats()
+				// The greedy token as strata-run's greedy decode takes it (ForwardArgmax: the
+				// argmax on the GPU, one id back), or with STRATA_BENCH_HOSTARGMAX=1 from the
+				// logits on the host (the decode rows before session 9).
+				id := argmax(l)
 				for i := 0; i < tokens && err == nil; i++ {
-					l, err = eng.Forward([]int32{argmax(l)})
+					if hostArgmax {
+						if l, err = eng.Forward([]int32{id}); err == nil {
+							id = argmax(l)
+						}
+					} else {
+						id, err = eng.ForwardArgmax([]int32{id}, eng.Vocab())
+					}
 				}
 				if err != nil {
 					t.Fatal(err)
+				}
+				if !hostArgmax {
+					if l, err = eng.LastLogits(); err != nil {
+						t.Fatal(err)
+					}
 				}
 				row("decode"+r, eng.Stats())
 			}
@@ -664,6 +689,115 @@ func decodeTimed(eng *mgpu.Engine, prompt []int32, n int) ([]float64, error) {
 		ms = append(ms, time.Since(t0).Seconds()*1e3)
 	}
 	return ms, nil
+}
+
+// hostGapRows is STRATA_BENCH_HOSTGAP: for each mode (comma-separated: old or new, with an
+// optional suffixes "+nopromote" or "+promoteN", "+lag", "+noev"), in order on one engine, a decode row "decode hostgap=MODE"
+// from a cold cache — mapped engines start each run with Engine.ResetCache, then Reset, the
+// prompt and n greedy tokens (Forward and the host's argmax, as the decode row) — and a
+// PHASES line (after a warm-up of 4 tokens that captures the decode graphs): the host time of each step phase and the device's busy, tail and idle time
+// per token (mgpu.StepPhases, Engine.SetTokenTimes), the caller's time per token, and
+// whether the greedy tokens equal the first mode's. old: Engine.SetLaunchFirst(false) (the
+// token's graph walked before its launch); new: launched first when the ahead walk left
+// it current. +nopromote: Engine.SetMapPromote(−1), no expert copied into VRAM (the
+// device time without promotion copies); +promoteN: Engine.SetMapPromote(N), at most N
+// promotions a token (mapped engines only; without a suffix the loaded engine's cap);
+// +lag: Engine.SetStartProbe, the host polls each token's first event after the launch
+// (StepPhases.StartLag: when the GPU reached the token; the poll delays the lookup); +noev:
+// no token events (SetTokenTimes off: the device columns stay 0), the rows as the plain
+// decode row times them.
+func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n int, modes string, row func(string, mgpu.Stats), bins *strings.Builder) error {
+	// Warm-up: the decode graphs are captured here, not inside the first mode's row.
+	if err := eng.Reset(); err != nil {
+		return err
+	}
+	l, err := eng.Forward(prompt)
+	for i := 0; i < 4 && err == nil; i++ {
+		l, err = eng.Forward([]int32{argmax(l)})
+	}
+	if err != nil {
+		return err
+	}
+	var first []int32
+	for _, md := range strings.Split(modes, ",") {
+		md = strings.TrimSpace(md)
+		parts := strings.Split(md, "+")
+		base, pcap, lag, noEv, skip := parts[0], promote, false, false, false
+		for _, suf := range parts[1:] {
+			k, err := strconv.Atoi(strings.TrimPrefix(suf, "promote"))
+			switch {
+			case suf == "lag":
+				lag = true
+			case suf == "noev":
+				noEv = true
+			case suf == "nopromote":
+				pcap, skip = -1, !mapped
+			case strings.HasPrefix(suf, "promote") && err == nil && k > 0:
+				pcap, skip = k, !mapped
+			default:
+				base = ""
+			}
+		}
+		if base != "old" && base != "new" {
+			return fmt.Errorf("STRATA_BENCH_HOSTGAP: %q is not old|new[+nopromote|+promoteN][+lag][+noev]", md)
+		}
+		if skip {
+			continue
+		}
+		eng.SetStartProbe(lag)
+		eng.SetLaunchFirst(base == "new")
+		if mapped {
+			eng.SetMapPromote(pcap)
+			if err := eng.ResetCache(); err != nil {
+				return err
+			}
+		}
+		if err := eng.Reset(); err != nil {
+			return err
+		}
+		l, err := eng.Forward(prompt)
+		if err != nil {
+			return err
+		}
+		if err := eng.SetTokenTimes(!noEv); err != nil {
+			return err
+		}
+		eng.ResetStats()
+		toks := make([]int32, 0, n)
+		t0 := time.Now()
+		for i := 0; i < n; i++ {
+			id := argmax(l)
+			toks = append(toks, id)
+			if l, err = eng.Forward([]int32{id}); err != nil {
+				return err
+			}
+		}
+		caller := time.Since(t0).Seconds() * 1e3 / float64(n)
+		s := eng.Stats()
+		if err := eng.SetTokenTimes(false); err != nil {
+			return err
+		}
+		row("decode hostgap="+md, s)
+		if first == nil {
+			first = toks
+		}
+		p := s.Phases
+		us := func(d time.Duration) float64 { return d.Seconds() * 1e6 / float64(max(1, p.Steps)) }
+		dms := func(d time.Duration) float64 { return d.Seconds() * 1e3 / float64(max(1, p.Tokens)) }
+		line := fmt.Sprintf("hostgap=%s: µs/step: between %.1f, embed %.1f, tables %.1f, submit %.1f, start lag %.1f, check %.1f, lookup %.1f, ahead %.1f, sync %.1f, after %.1f; "+
+			"steps %d, launched before their walk %d; device ms/token (events, %d tokens): busy %.3f, tail %.3f, idle %.3f; wall ms/token %.3f, caller %.3f; copy ms/token %.3f; tokens equal to %s's: %v",
+			md, us(p.Between), us(p.Embed), us(p.Tables), us(p.Submit), us(p.StartLag), us(p.Check), us(p.Lookup), us(p.Ahead), us(p.Sync), us(p.After),
+			p.Steps, p.Launched, p.Tokens, dms(p.Busy), dms(p.Tail), dms(p.Idle), s.Wall.Seconds()*1e3/float64(max(1, s.Tokens)), caller,
+			s.CopyMs/float64(max(1, s.Tokens)), strings.Split(modes, ",")[0], slices.Equal(toks, first))
+		fmt.Fprintf(bins, "%s\n", line)
+		fmt.Println("PHASES " + line)
+	}
+	eng.SetLaunchFirst(true)
+	eng.SetStartProbe(false)
+	if mapped {
+		eng.SetMapPromote(promote)
+	}
+	return nil
 }
 
 // decodeMode is decodeTimed with the greedy token taken either from the logits (Forward

@@ -3677,6 +3677,18 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t48",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48",
 	}, {
+		Name:   "q6k_mma_r64t32p",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32p",
+	}, {
+		Name:   "q6k_mma_r64t48p",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48p",
+	}, {
+		Name:   "q6k_mma_r64t32q",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32q",
+	}, {
+		Name:   "q6k_mma_r64t48q",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48q",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
 	}, {
@@ -4783,6 +4795,18 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_mma_r64t48",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48",
+	}, {
+		Name:   "q6k_mma_r64t32p",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32p",
+	}, {
+		Name:   "q6k_mma_r64t48p",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48p",
+	}, {
+		Name:   "q6k_mma_r64t32q",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32q",
+	}, {
+		Name:   "q6k_mma_r64t48q",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48q",
 	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
@@ -5891,6 +5915,18 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t48",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48",
 	}, {
+		Name:   "q6k_mma_r64t32p",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32p",
+	}, {
+		Name:   "q6k_mma_r64t48p",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48p",
+	}, {
+		Name:   "q6k_mma_r64t32q",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32q",
+	}, {
+		Name:   "q6k_mma_r64t48q",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48q",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
 	}, {
@@ -6997,6 +7033,18 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_mma_r64t48",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48",
+	}, {
+		Name:   "q6k_mma_r64t32p",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32p",
+	}, {
+		Name:   "q6k_mma_r64t48p",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48p",
+	}, {
+		Name:   "q6k_mma_r64t32q",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32q",
+	}, {
+		Name:   "q6k_mma_r64t48q",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48q",
 	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",

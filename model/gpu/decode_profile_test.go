@@ -32,11 +32,16 @@ import (
 // the default with rmsnorm_row's previous Q8_1 step and the one-block argmax, "oldrow" and
 // "oldargmax" with only one of them (Engine.SetOldNorm), "mmvqold" the default with mmvq's
 // default path for every shape (Engine.SetMmvqOld), "mmvqoldnopdl" that without programmatic
-// launch. Each timed
+// launch, "shoff" the default with qwen3next's shared expert on the one chain and "shplain"
+// with it a branch of full dependencies (Engine.SetSharedBranch), "attnoff"
+// with qwen3next's attention inputs one after the other (Engine.SetAttnBranch), "s8" with
+// both (session 8's decode path). Each timed
 // mode also replays its last token's graph 100 times back to back between two events (the
 // device ms of a token without the host's share), and every timed mode but attnold (other
 // rounding) must produce the same greedy tokens as the first and the same last logits, bit
-// for bit.
+// for bit. STRATA_DECODE_KT_MODES (comma-separated) adds, per mode after the timed ones, a
+// table of device µs per token by kernel over STRATA_DECODE_KT_TOKENS (default 8) tokens
+// with events around each launch (graphs off), as TestPrepBench prints it.
 func TestDecodeProfile(t *testing.T) {
 	if os.Getenv("STRATA_DECODE_PROFILE") != "1" {
 		t.Skip("set STRATA_DECODE_PROFILE=1, STRATA_BENCH_MODEL and STRATA_CO_DIR")
@@ -76,7 +81,7 @@ func TestDecodeProfileFake(t *testing.T) {
 		dev, fake := newFakeDeviceArch(1<<30, fakeTarget)
 		fake.emu = newEmu()
 		o := Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20}
-		decodeProfile(t, dev, presetSource(t, preset, quant.Q4_K), o, 1, []string{"nopdl", "pdl", "attnold", "oldnorm", "oldrow", "oldargmax", "mmvqold", "mmvqoldnopdl"}, []string{"base"}, 4, 2, preset)
+		decodeProfile(t, dev, presetSource(t, preset, quant.Q4_K), o, 1, []string{"nopdl", "pdl", "attnold", "oldnorm", "oldrow", "oldargmax", "mmvqold", "mmvqoldnopdl", "shoff", "shplain", "attnoff", "s8"}, []string{"base"}, 4, 2, preset)
 		if fake.emu.err != nil {
 			t.Fatal(fake.emu.err)
 		}
@@ -93,8 +98,20 @@ func TestDecodeProfileFake(t *testing.T) {
 // setDecodeMode sets the engine's decode path for a mode name of TestDecodeProfile.
 func setDecodeMode(t *testing.T, eng *Engine, mode string) {
 	eng.SetMmvqOld(mode == "mmvqold" || mode == "mmvqoldnopdl")
+	eng.SetAttnBranch(BranchDep)
+	if mode == "attnoff" || mode == "s8" {
+		eng.SetAttnBranch(BranchOff)
+	}
 	switch mode {
-	case "base", "pdl", "mmvqold": // the engine's defaults (mmvqold: but SetMmvqOld, above)
+	case "shoff", "s8":
+		eng.SetSharedBranch(BranchOff)
+	case "shplain":
+		eng.SetSharedBranch(BranchPlain)
+	default:
+		eng.SetSharedBranch(BranchDep)
+	}
+	switch mode {
+	case "base", "pdl", "mmvqold", "shoff", "shplain", "attnoff", "s8": // the engine's defaults (mmvqold: but SetMmvqOld, above; shoff, shplain: but SetSharedBranch; attnoff: SetAttnBranch; s8: both old)
 		eng.SetPDL(true)
 		eng.SetAttnSplit(0)
 		eng.SetOldNorm(false, false)
@@ -111,7 +128,7 @@ func setDecodeMode(t *testing.T, eng *Engine, mode string) {
 		eng.SetAttnSplit(0)
 		eng.SetOldNorm(mode != "oldargmax", mode != "oldrow")
 	default:
-		t.Fatalf("decode mode %q: want base, pdl, nopdl, attnold, oldnorm, oldrow, oldargmax, mmvqold or mmvqoldnopdl", mode)
+		t.Fatalf("decode mode %q: want base, pdl, nopdl, attnold, oldnorm, oldrow, oldargmax, mmvqold, mmvqoldnopdl, shoff, shplain, attnoff or s8", mode)
 	}
 }
 
@@ -220,6 +237,12 @@ func decodeProfile(t *testing.T, dev *rt.Device, src model.Source, o Options, d2
 		if err := eng.GraphErr(); err != nil {
 			t.Fatalf("%s: graphs stopped: %v", mode, err)
 		}
+	}
+	// STRATA_DECODE_KT_MODES: per mode, a table of device µs per token by kernel (events
+	// around each launch, graphs off) over STRATA_DECODE_KT_TOKENS (default 8) tokens.
+	for _, mode := range splitModes(os.Getenv("STRATA_DECODE_KT_MODES")) {
+		setDecodeMode(t, eng, mode)
+		kernelTimes(t, eng, prompt, mode, benchEnv("STRATA_DECODE_KT_TOKENS", 8))
 	}
 	for _, mode := range prof {
 		id := start(mode)

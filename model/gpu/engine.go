@@ -128,6 +128,11 @@ type Options struct {
 	// NoGraph: submit a resident token launch by launch instead of as one replayed graph
 	// (graph.go; measurement baseline, also Engine.SetGraph).
 	NoGraph bool
+	// WalkFirst: walk a replayed token's graph (its node checks and updates) before
+	// launching it, as session 8 did, instead of launching a graph that the token before's
+	// ahead walk brought current at once and checking it after the launch (hostgap.go;
+	// measurement baseline, also Engine.SetLaunchFirst).
+	WalkFirst bool
 	// Chunk > 0: Forward runs a prompt of more than one token through the batched path
 	// (prefill.go) in chunks of up to Chunk tokens; 0: token by token through the decode
 	// path (which also stays the path of single tokens, and of models the batched path
@@ -136,8 +141,9 @@ type Options struct {
 	// PrefillTiles: how the batched prompt path picks its mmq and moe_prefill tiles per
 	// launch. The zero value, TilesBest, takes the tile that measured fastest for the weight
 	// type and the chunk's length (tiles.go); TilesT64 every launch at r64t64, the tile
-	// before; TilesT32 moe_prefill's r64t32 where TilesBest takes r64t48 (measurement
-	// baselines, also Engine.SetPrefillTiles).
+	// before; TilesT32 moe_prefill's r64t32 where TilesBest takes r64t48; TilesS8 the window
+	// form where TilesBest takes the pair form (moePair) (measurement baselines, also
+	// Engine.SetPrefillTiles).
 	PrefillTiles PrefillTiles
 	// MmvqCols8: the batched path's mmvq fallback (F16/BF16 matrices such as the router)
 	// launches once per group of 8 columns, as before, instead of every whole group in one
@@ -168,6 +174,21 @@ type Options struct {
 	// the same (measurement baseline, also Engine.SetDeltaNetOld). Decode always runs
 	// recurrent.
 	OldDeltaNet bool
+	// SharedBranch: how a decode graph (resident, CUDA) runs qwen3next's gated shared
+	// expert. The zero value, BranchDep, captures it as a branch beside the routed
+	// experts (runtime/gpu Launcher.CaptureFork after the router, CaptureJoin before the
+	// next layer's norm), its launches programmatic where PDL is on; BranchPlain the
+	// same with full dependencies at the fork and the join; BranchOff after the routed
+	// experts on the one chain (the path before; measurement baseline, also
+	// Engine.SetSharedBranch). The bits are the same in all three (sharedBranch's comment).
+	SharedBranch BranchMode
+	// AttnBranch: how a decode graph (resident, CUDA) runs a qwen3next attention layer's
+	// input projections (q, gate, k|v: three mmvq launches that read only the normed input).
+	// The zero value, BranchDep, captures them as three branches from the norm's launch,
+	// joined before prep (runtime/gpu Launcher.CaptureFork, CaptureJoin); BranchPlain the
+	// same with full dependencies; BranchOff one after the other (the path before;
+	// measurement baseline, also Engine.SetAttnBranch). The bits are the same.
+	AttnBranch BranchMode
 	// Misses: how the kernels reach an expert that has no VRAM slot. The zero value,
 	// MissAuto, maps where it works and copies elsewhere (the reason: Engine.MissPath);
 	// MissMap: every expert lives in mapped pinned host memory that the kernels can read
@@ -278,6 +299,9 @@ type Engine struct {
 	attnGen      bool                     // Options.GenericAttnMMA
 	shDec        bool                     // Options.SharedDecode
 	gdnOld       bool                     // Options.OldDeltaNet
+	shBranch     BranchMode               // Options.SharedBranch
+	attnBr       BranchMode               // Options.AttnBranch
+	routerAt     int                      // capture index of the last router launch (moe; capture only)
 	shT          map[quant.Type]*moeTiles // moe_prefill's tiles per shared-expert type (qwen3next; sharedChunk)
 	ptab         PrefillTables            // how the batched path runs non-direct layers (SetPrefillTables)
 	direct       []int                    // per layer: slot of expert 0 when its experts sit in consecutive slots of one slab (resident), else −1
@@ -302,6 +326,26 @@ type Engine struct {
 	gcur         *tokenGraph
 	gi, gc       int
 	gLast        *tokenGraph // the graph launched last (running until the step's sync)
+
+	// launch-first order (hostgap.go): Options.WalkFirst; the graph the last ahead walk
+	// brought current (nil once anything may have changed since), the position and argmax
+	// n it was walked for; the graph launched before its walk, to check after the launch.
+	walkFirst        bool
+	aheadTg          *tokenGraph
+	aheadPos, aheadN int
+	verifyTg         *tokenGraph
+	// per-token timing (hostgap.go): the end of the last step (host clock, since
+	// clockBase); with SetTokenTimes, each token's three events (before its launch, after
+	// it, before its sync) in two sets by parity, the set in use, and the last token's
+	// last event (nil: none to measure the idle time from).
+	stepEnd  time.Duration
+	tokTimes bool
+	tokEv    [2][3]*rt.Event
+	tokPar   int
+	tokPrev  *rt.Event
+	tokRec   bool
+	// SetStartProbe
+	startProbe bool
 
 	// mapped misses (Options.Misses, mapped.go): the device address of hostExp, the
 	// promotions whose copies are in flight by slot, the event that orders a promotion
@@ -419,6 +463,9 @@ type Stats struct {
 	// while the GPU runs this one (graph.go, "Ahead")
 	AheadUpdates int64
 	AheadTime    time.Duration
+	// where each decode token's time goes (hostgap.go): host phases of every step, and
+	// with SetTokenTimes the device's busy, tail and idle time
+	Phases StepPhases
 	// with Options.KernelTimes: device milliseconds and launches per kernel ("family/variant")
 	Kernels map[string]KernelTime
 }
@@ -515,8 +562,8 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	if o.Chunk < 0 || o.Chunk > o.Ctx {
 		return nil, fmt.Errorf("model/gpu: prompt chunk %d must be in 0..%d (the context)", o.Chunk, o.Ctx)
 	}
-	if o.PrefillTiles != TilesBest && o.PrefillTiles != TilesT64 && o.PrefillTiles != TilesT32 {
-		return nil, fmt.Errorf("model/gpu: prefill tiles mode %d (want TilesBest, TilesT64 or TilesT32)", int(o.PrefillTiles))
+	if o.PrefillTiles != TilesBest && o.PrefillTiles != TilesT64 && o.PrefillTiles != TilesT32 && o.PrefillTiles != TilesS8 {
+		return nil, fmt.Errorf("model/gpu: prefill tiles mode %d (want TilesBest, TilesT64, TilesT32 or TilesS8)", int(o.PrefillTiles))
 	}
 	e.ptiles = o.PrefillTiles
 	e.mmvqCols8 = o.MmvqCols8
@@ -525,6 +572,14 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	e.attnGen = o.GenericAttnMMA
 	e.shDec = o.SharedDecode
 	e.gdnOld = o.OldDeltaNet
+	if o.SharedBranch < BranchDep || o.SharedBranch > BranchPlain {
+		return nil, fmt.Errorf("model/gpu: shared-expert branch mode %d (want BranchDep, BranchOff or BranchPlain)", int(o.SharedBranch))
+	}
+	e.shBranch = o.SharedBranch
+	if o.AttnBranch < BranchDep || o.AttnBranch > BranchPlain {
+		return nil, fmt.Errorf("model/gpu: attention-input branch mode %d (want BranchDep, BranchOff or BranchPlain)", int(o.AttnBranch))
+	}
+	e.attnBr = o.AttnBranch
 	if o.Chunk > 0 && (c.Arch == model.ArchQwen3MoE || c.Arch == model.ArchQwen3Next) && !o.HostKV {
 		e.chunk = o.Chunk
 		fams = append(fams[:len(fams):len(fams)], "mmq", "moe_prefill", "attention_prefill")
@@ -1289,6 +1344,7 @@ func (e *Engine) prepare(o Options) error {
 	e.attnSplit = o.AttnSplit
 	e.plain = o.PlainLaunch
 	e.graphOn, e.graphs = !o.NoGraph, map[graphKey]*tokenGraph{}
+	e.walkFirst = o.WalkFirst
 	if e.chunk > 0 {
 		if err := e.preparePrefill(); err != nil {
 			return err
@@ -1398,11 +1454,13 @@ func (e *Engine) Stats() Stats {
 func (e *Engine) ResetStats() {
 	e.flushLookup()
 	e.stats = Stats{}
+	e.stepEnd, e.tokPrev = 0, nil
 }
 
 // SetSyncLookup sets Options.SyncLookup on a loaded engine, for a comparison on one engine.
 func (e *Engine) SetSyncLookup(on bool) {
 	e.flushLookup()
+	e.aheadTg = nil
 	e.syncLookup = on
 }
 
@@ -1424,6 +1482,7 @@ func (e *Engine) Pos() int { return e.pos }
 // states are cleared; the expert cache keeps its contents).
 func (e *Engine) Reset() error {
 	e.pos, e.convPar = 0, 0
+	e.aheadTg = nil // a new sequence walks its first graph before launching it
 	return e.zeroState()
 }
 
@@ -1447,6 +1506,7 @@ func (e *Engine) Close() error {
 	}
 	e.kevs, e.kevPool = nil, nil
 	errs = append(errs, e.dropGraphs())
+	errs = append(errs, e.closeTokenTimes()...)
 	if e.mapped && e.copier != nil { // promotions may still be copying into the slots freed below
 		_, err := e.copier.Finish()
 		errs = append(errs, err)
@@ -1497,6 +1557,9 @@ func (e *Engine) launchK(k *kernel, grid rt.Dim3, threads int, args []byte) erro
 		panic("model/gpu: launch arguments larger than argBuf")
 	}
 	a := e.argBuf[:copy(e.argBuf[:], args)]
+	if e.gmode == gCheck {
+		return e.checkLaunch(k, grid, threads, a)
+	}
 	if e.gmode == gReplay {
 		changed, err := e.gcur.g.Set(e.gi, k.fn, grid, rt.Dim3{X: uint32(threads), Y: 1, Z: 1}, a)
 		e.gi++
@@ -1710,16 +1773,23 @@ func (e *Engine) mmvqBlocks(rows int, k *kernel) uint32 {
 
 // SetMmvqOld sets Options.MmvqOld on a loaded engine, for a comparison on one engine (each
 // setting captures its own graphs: graphKey).
-func (e *Engine) SetMmvqOld(on bool) { e.mmvqOld = on }
+func (e *Engine) SetMmvqOld(on bool) {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
+	e.mmvqOld = on
+}
 
 // SetMmvqRows8 switches mmvq's grid to ceil(rows/8) blocks (on) or to the kernel's rows per
 // block (off): Options.MmvqRows8 on a loaded engine, for a comparison on one engine.
-func (e *Engine) SetMmvqRows8(on bool) { e.mmvqRows8 = on }
+func (e *Engine) SetMmvqRows8(on bool) {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
+	e.mmvqRows8 = on
+}
 
 // SetKernelTimes switches Options.KernelTimes on a loaded engine, between tokens (to
 // profile chosen positions of one sequence). Switching it off first reads back the launches
 // still pending (a sync of the compute stream).
 func (e *Engine) SetKernelTimes(on bool) error {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
 	if !on && len(e.kevs) > 0 {
 		if err := e.sync(); err != nil {
 			return err
@@ -1732,6 +1802,7 @@ func (e *Engine) SetKernelTimes(on bool) error {
 // SetOldNorm sets Options.OldRowQ81 and Options.OneBlockArgmax on a loaded engine, between
 // tokens, for a comparison on one engine (each setting captures its own graphs: graphKey).
 func (e *Engine) SetOldNorm(rowQ81, argmax1 bool) {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
 	e.oldRowQ81, e.argmax1 = rowQ81, argmax1
 	for _, v := range []string{"q81", "addq81"} {
 		if rowQ81 {
@@ -1743,11 +1814,17 @@ func (e *Engine) SetOldNorm(rowQ81, argmax1 bool) {
 }
 
 // SetPlainLaunch sets Options.PlainLaunch on a loaded engine, for a comparison on one engine.
-func (e *Engine) SetPlainLaunch(on bool) { e.plain = on }
+func (e *Engine) SetPlainLaunch(on bool) {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
+	e.plain = on
+}
 
 // SetAttnSplit sets Options.AttnSplit on a loaded engine (0: the policy; n > 0: splits of
 // n positions; AttnSplitOld: the policy before), for a comparison on one engine.
-func (e *Engine) SetAttnSplit(n int) { e.attnSplit = max(n, AttnSplitOld) }
+func (e *Engine) SetAttnSplit(n int) {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
+	e.attnSplit = max(n, AttnSplitOld)
+}
 
 // mmvqMats runs z dense matrices of w.rows rows, matrix i at w.ptr + i·wMatBytes, all on
 // the same x, into y + i·yMatStride.

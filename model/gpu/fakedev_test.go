@@ -75,9 +75,13 @@ type fakeDriver struct {
 	// independently of package gpu's bookkeeping: a programmatic launch after anything
 	// else (a copy, memset, event record or wait, a graph launch, a capture's start) is
 	// an error, as is one of a kernel outside pdlFamilies.
-	noDep       bool
-	depLaunches map[string]int
-	lastKernel  map[uintptr]bool
+	noDep bool
+	// rt.CaptureDepsDriver: noBranches makes CaptureDepsSupport refuse; forks and joins
+	// count the dependency sets set and added to.
+	noBranches   bool
+	forks, joins int
+	depLaunches  map[string]int
+	lastKernel   map[uintptr]bool
 }
 
 // streamOp records the kind of the last work queued on stream s.
@@ -145,9 +149,91 @@ func (f *fakeDriver) ProfilerStop() error {
 }
 
 // fakeGraph is a captured stream: its launches and copies in order, and each node's index.
+// deps is the dependency set CaptureDeps gave the capturing stream (nil: its last op).
 type fakeGraph struct {
 	ops   []fakeOp
 	index map[uintptr]int
+	deps  []uintptr
+}
+
+// add appends op to the capture, depending on the stream's dependency set.
+func (g *fakeGraph) add(op fakeOp) {
+	op.after, g.deps = g.deps, nil
+	g.ops = append(g.ops, op)
+}
+
+// order is the order a launch of g runs its ops in: a topological order of their
+// dependencies (each op's after, else the op before it) that always takes the ready op
+// captured last, so a branch runs before the chain it was forked beside. Work that a
+// branch does not declare as a dependency then runs in the other order than captured,
+// and the emulated engine's bits say whether that mattered.
+func (g *fakeGraph) order() ([]int, error) {
+	idx := map[uintptr]int{}
+	for i, op := range g.ops {
+		idx[op.node] = i
+	}
+	need := make([][]int, len(g.ops))
+	for i, op := range g.ops {
+		switch {
+		case op.after != nil:
+			for _, n := range op.after {
+				j, ok := idx[n]
+				if !ok || j >= i {
+					return nil, fmt.Errorf("fake: op %d depends on node %d, not an earlier op of its graph", i, n)
+				}
+				need[i] = append(need[i], j)
+			}
+		case i > 0:
+			need[i] = []int{i - 1}
+		}
+	}
+	done := make([]bool, len(g.ops))
+	var out []int
+	for len(out) < len(g.ops) {
+		pick := -1
+		for i := len(g.ops) - 1; i >= 0 && pick < 0; i-- {
+			if done[i] {
+				continue
+			}
+			ready := true
+			for _, j := range need[i] {
+				ready = ready && done[j]
+			}
+			if ready {
+				pick = i
+			}
+		}
+		done[pick] = true
+		out = append(out, pick)
+	}
+	return out, nil
+}
+
+// CaptureDepsSupport: the fake can branch unless noBranches.
+func (f *fakeDriver) CaptureDepsSupport() error {
+	if f.noBranches {
+		return fmt.Errorf("fake: %w", rt.ErrNoBranches)
+	}
+	return nil
+}
+
+// CaptureDeps sets or adds to the capturing stream's dependency set; forks counts the sets.
+func (f *fakeDriver) CaptureDeps(s uintptr, nodes []uintptr, add bool) error {
+	g := f.capturing[s]
+	if g == nil || len(g.ops) == 0 {
+		return fmt.Errorf("fake: capture dependencies of a stream not capturing")
+	}
+	if add {
+		if g.deps == nil {
+			g.deps = []uintptr{g.ops[len(g.ops)-1].node}
+		}
+		g.deps = append(g.deps, nodes...)
+		f.joins++
+		return nil
+	}
+	g.deps = append([]uintptr(nil), nodes...)
+	f.forks++
+	return nil
 }
 
 type fakeOp struct {
@@ -157,7 +243,8 @@ type fakeOp struct {
 	grid, block    rt.Dim3
 	args           []byte
 	sym            string
-	dep            bool // launched with a programmatic dependency (LaunchBoundDep)
+	dep            bool      // launched with a programmatic dependency (LaunchBoundDep)
+	after          []uintptr // the nodes it depends on (nil: the op before it)
 	kind           rt.CopyKind
 	dst, src, n, s uintptr
 }
@@ -202,6 +289,9 @@ func (f *fakeDriver) CaptureEnd(s uintptr) (uintptr, error) {
 }
 func (f *fakeDriver) GraphInstantiate(graph uintptr) (uintptr, error) {
 	h := f.handle()
+	if c := f.graphs[graph]; c.deps != nil {
+		return 0, fmt.Errorf("fake: capture ended with a dependency set no op used")
+	}
 	g := &fakeGraph{ops: append([]fakeOp(nil), f.graphs[graph].ops...), index: map[uintptr]int{}}
 	for i, op := range g.ops {
 		g.index[op.node] = i
@@ -236,7 +326,13 @@ func (f *fakeDriver) GraphLaunch(exec, s uintptr) error {
 	}
 	f.inGraph = true
 	defer func() { f.inGraph = false; f.streamOp(s, false) }()
-	for _, op := range f.graphs[exec].ops {
+	g := f.graphs[exec]
+	order, err := g.order()
+	if err != nil {
+		return err
+	}
+	for _, i := range order {
+		op := g.ops[i]
 		var err error
 		if op.launch {
 			err = f.Launch(op.fn, op.grid, op.block, 0, s, op.args, op.sym)
@@ -261,7 +357,7 @@ func (f *fakeDriver) LaunchBound(fn uintptr, grid, block rt.Dim3, shmem uint32, 
 	f.boundLaunches++
 	f.streamOp(s, true)
 	if g := f.capturing[s]; g != nil {
-		g.ops = append(g.ops, fakeOp{node: f.handle(), launch: true, fn: fn, grid: grid, block: block, args: append([]byte(nil), args...), sym: sym})
+		g.add(fakeOp{node: f.handle(), launch: true, fn: fn, grid: grid, block: block, args: append([]byte(nil), args...), sym: sym})
 		return nil
 	}
 	return f.Launch(fn, grid, block, shmem, s, args, sym)
@@ -353,7 +449,7 @@ func (f *fakeDriver) Download(dst []byte, src rt.DevPtr) error {
 func (f *fakeDriver) CopyAsync(kind rt.CopyKind, dst, src, n, s uintptr) error {
 	f.streamOp(s, false)
 	if g := f.capturing[s]; g != nil {
-		g.ops = append(g.ops, fakeOp{node: f.handle(), kind: kind, dst: dst, src: src, n: n, s: s})
+		g.add(fakeOp{node: f.handle(), kind: kind, dst: dst, src: src, n: n, s: s})
 		return nil
 	}
 	switch {

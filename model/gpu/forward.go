@@ -160,8 +160,21 @@ func (e *Engine) forward(tokens []int32, mode int) (err error) {
 	return nil
 }
 
-// step runs one token; with wantLogits the logits land in the staging window.
+// step runs one token; with wantLogits the logits land in the staging window. The host
+// time of its phases goes to Stats.Phases (hostgap.go).
 func (e *Engine) step(id int32, wantLogits bool) error {
+	ph := &e.stats.Phases
+	t0 := time.Since(clockBase)
+	if e.stepEnd != 0 {
+		ph.Between += t0 - e.stepEnd
+	}
+	ph.Steps++
+	mark := func(d *time.Duration) {
+		t := time.Since(clockBase)
+		*d += t - t0
+		t0 = t
+	}
+	defer func() { e.stepEnd = time.Since(clockBase) }()
 	st := e.stage()
 	hb := e.staging.Bytes()
 	// Embedding row (host gather) and position.
@@ -173,6 +186,7 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 		copy(hb[st.x:], f32Bytes(row))
 	}
 	binary.LittleEndian.PutUint32(hb[st.pos:], uint32(e.pos))
+	mark(&ph.Embed)
 	// Resident: every layer's ids in one download after the token, into the staging row
 	// the previous token's pending lookup does not read.
 	idsOff := st.ids
@@ -182,16 +196,33 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 	if e.mapped && !e.resident { // the tables this token reads: every upload so far precedes it
 		copy(e.vramAt[idsOff], e.vram)
 	}
+	mark(&ph.Tables)
 	var err error
 	graph := e.useGraph()
 	if graph {
 		err = e.graphToken(wantLogits, idsOff)
 	} else {
-		err = e.tokenOps(wantLogits, idsOff)
+		if err = e.tokenStart(); err == nil {
+			err = e.tokenOps(wantLogits, idsOff)
+		}
+	}
+	if err == nil {
+		err = e.tokenMark(1)
 	}
 	if err != nil {
 		return err
 	}
+	mark(&ph.Submit)
+	if err := e.probeStart(); err != nil {
+		return err
+	}
+	mark(&ph.StartLag)
+	if e.verifyTg != nil { // launched before its walk: walk it now, at its own position, in check mode
+		if err := e.checkLaunched(wantLogits, idsOff); err != nil {
+			return err
+		}
+	}
+	mark(&ph.Check)
 	e.pos++
 	e.convPar ^= 1
 	if !e.oneSync() {
@@ -200,10 +231,13 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 				return err
 			}
 		}
+		mark(&ph.Sync)
 		e.cache.Step()
 		// Without logits, keep the stream short: the next token's host work needs nothing
 		// from this one.
-		return e.finishCopies()
+		err := e.finishCopies()
+		mark(&ph.After)
+		return err
 	}
 	// The previous token's lookup while this token's kernels run (the GPU is busy; after
 	// the sync it would wait for the host).
@@ -212,14 +246,23 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 			return err
 		}
 	}
+	mark(&ph.Lookup)
 	if graph && !e.graphNoAhead && e.graphErr == nil {
 		if err := e.graphAhead(wantLogits, idsOff); err != nil {
 			return err
 		}
 	}
+	mark(&ph.Ahead)
+	if err := e.tokenMark(2); err != nil {
+		return err
+	}
 	if err := e.sync(); err != nil {
 		return err
 	}
+	if err := e.tokenRead(); err != nil {
+		return err
+	}
+	mark(&ph.Sync)
 	e.pendingIDs = idsOff
 	if e.syncLookup {
 		if err := e.lookupPending(); err != nil {
@@ -227,9 +270,12 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 		}
 	}
 	if !e.resident { // mapped misses: promotions stay in flight across tokens (mapped.go)
+		mark(&ph.After)
 		return nil
 	}
-	return e.finishCopies()
+	err = e.finishCopies()
+	mark(&ph.After)
+	return err
 }
 
 // tokenOps queues one token's device work on the compute stream, from the embedding row
@@ -282,7 +328,7 @@ func (e *Engine) tokenOps(wantLogits bool, idsOff int) error {
 			// experts' output in proj is added by the next norm): sigmoid(g)·shared(x) is
 			// moe_decode over two experts with logits [g, 0] — softmax gives the shared
 			// expert sigmoid(g) — where the second has no slot and contributes nothing.
-			if err := e.shared(l); err != nil {
+			if err := e.sharedBranch(l); err != nil {
 				return err
 			}
 		}
@@ -522,6 +568,24 @@ func (e *Engine) attention(l *gLayer) error {
 	xn, xq, proj := m.Ptr(bufXN), m.Ptr(bufXQ), m.Ptr(bufProj)
 	q, k, v := m.Ptr(bufQ), m.Ptr(bufK), m.Ptr(bufV)
 	var gate rt.DevPtr
+	// qwen3next in a capture (attnBranches): q, gate and k|v are three branches from the
+	// norm's launch, joined before prep.
+	br := c.Arch == model.ArchQwen3Next && e.attnBranches()
+	norm, ends := e.ln.CaptureLen()-1, []int(nil)
+	fork := func() error {
+		if !br {
+			return nil
+		}
+		if len(ends) == 0 { // the first group follows the norm on the stream
+			return nil
+		}
+		return e.ln.CaptureFork(norm, e.attnBr == BranchPlain)
+	}
+	end := func() {
+		if br {
+			ends = append(ends, e.ln.CaptureLen()-1)
+		}
+	}
 	if c.Arch == model.ArchQwen3Next {
 		// attn_q interleaves per head hd query rows and hd gate rows: two launches of nh
 		// matrices each, every other block of rows, make q and gate contiguous.
@@ -532,9 +596,16 @@ func (e *Engine) attention(l *gLayer) error {
 		}
 		for i, dst := range []rt.DevPtr{q, gate} {
 			w := dmat{ptr: l.wq.ptr.Add(uintptr(i * hd * rb)), typ: l.wq.typ, variant: l.wq.variant, rows: hd, k: H}
+			if err := fork(); err != nil {
+				return err
+			}
 			if err := e.mmvqMats(w, nh, int64(2*hd*rb), hd, xq, xn, dst); err != nil {
 				return err
 			}
+			end()
+		}
+		if err := fork(); err != nil {
+			return err
 		}
 	}
 	// q, k and v: one launch when stored fused (q|k|v, or qwen3next's k|v), into
@@ -560,6 +631,13 @@ func (e *Engine) attention(l *gLayer) error {
 		}
 		for _, p := range ps {
 			if err := e.mmvq(p.w, xq, xn, p.dst); err != nil {
+				return err
+			}
+		}
+	}
+	if br { // prep waits for k|v (the stream's last launch), q and gate
+		for _, i := range ends {
+			if err := e.ln.CaptureJoin(i, e.attnBr == BranchPlain); err != nil {
 				return err
 			}
 		}
@@ -611,11 +689,17 @@ func (e *Engine) attnPrep() bool { return !e.noAttnPrep && !e.hostKV }
 
 // SetAttnPrep sets Options.NoAttnPrep to !on on a loaded engine, between tokens, for a
 // comparison on one engine (each path captures its own graphs: graphKey).
-func (e *Engine) SetAttnPrep(on bool) { e.noAttnPrep = !on }
+func (e *Engine) SetAttnPrep(on bool) {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
+	e.noAttnPrep = !on
+}
 
 // SetPDL sets Options.NoPDL to !on on a loaded engine, between tokens, for a comparison on
 // one engine (each setting captures its own graphs: graphKey).
-func (e *Engine) SetPDL(on bool) { e.noPDL = !on }
+func (e *Engine) SetPDL(on bool) {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
+	e.noPDL = !on
+}
 
 // attnInputs is the path before prep: per-head q and k norms (rmsnorm f32), rope (one
 // launch when q and k are adjacent, else two) and the store of k and v into the cache
@@ -738,6 +822,60 @@ func (e *Engine) gatedDeltaNet(l *gLayer, qkv, xc, z, ba, o rt.DevPtr, T int) er
 	return e.launchK(e.kRec, dim(uint32(c.LinVHeads)), abi.GatedDeltaNetThreads, rt.Args(&a))
 }
 
+// BranchMode is how a decode graph runs work that does not depend on the launch before
+// it (Options.SharedBranch, Options.AttnBranch).
+type BranchMode int
+
+// Branch modes (Options.SharedBranch, Options.AttnBranch).
+const (
+	BranchDep   BranchMode = iota // a branch of the graph, its launches programmatic where PDL is on
+	BranchOff                     // on the one chain (the path before)
+	BranchPlain                   // a branch, with full dependencies at its fork and join
+)
+
+// SetSharedBranch sets Options.SharedBranch on a loaded engine, between tokens, for a
+// comparison on one engine (each mode captures its own graphs: graphKey).
+func (e *Engine) SetSharedBranch(m BranchMode) { e.shBranch = m }
+
+// SetAttnBranch sets Options.AttnBranch likewise.
+func (e *Engine) SetAttnBranch(m BranchMode) { e.attnBr = m }
+
+// attnBranches: this token is being captured, Options.AttnBranch is not BranchOff and the
+// backend can branch.
+func (e *Engine) attnBranches() bool {
+	return e.gmode == gCapture && e.attnBr != BranchOff && e.ln.CanBranch() == nil
+}
+
+// sharedBranch runs shared (qwen3next's shared expert) after moe. In a capture, unless
+// BranchOff or the backend cannot branch (HIP), it is captured as a branch: its
+// launches depend on the router's launch (e.routerAt: its logits hold g, and xq was
+// written before it) instead of the routed experts' phase 2, and the next work depends on
+// both phase 2 and the branch's last launch, so the shared expert runs beside phases 3 and
+// 2. The two touch disjoint memory: the branch reads xq, router[E] and the shared slot
+// table and writes ids2, wts2, err2, hsh, shout, x and xn; phases 3 and 2 read router,
+// the slot tables, xq, h, ids and wts and write ids, wts, err, h and proj, and neither
+// reads what the other writes. Every kernel computes what it computed on the one chain,
+// and the residual gets x + shared before the next norm adds proj, as before: the bits
+// are the same. Replays keep the captured launch order (graph.go), so nothing else changes.
+func (e *Engine) sharedBranch(l *gLayer) error {
+	fork := e.gmode == gCapture && e.shBranch != BranchOff && e.ln.CanBranch() == nil
+	if !fork {
+		return e.shared(l)
+	}
+	plain := e.shBranch == BranchPlain
+	p2 := e.ln.CaptureLen() - 1
+	if e.routerAt < 0 || e.routerAt >= p2 {
+		return fmt.Errorf("model/gpu: shared-expert branch: router launch %d, routed experts' last %d", e.routerAt, p2)
+	}
+	if err := e.ln.CaptureFork(e.routerAt, plain); err != nil {
+		return err
+	}
+	if err := e.shared(l); err != nil {
+		return err
+	}
+	return e.ln.CaptureJoin(p2, plain)
+}
+
 // shared runs qwen3next's gated shared expert on xn/xq and adds it to the residual.
 func (e *Engine) shared(l *gLayer) error {
 	c := &e.cfg
@@ -785,6 +923,7 @@ func (e *Engine) moe(li int, l *gLayer) error {
 	if err := e.mmvq(rw, xq, xn, router); err != nil {
 		return err
 	}
+	e.routerAt = e.ln.CaptureLen() - 1
 	tab := m.Ptr(bufTables).Add(uintptr(li * 3 * E * 8))
 	ma := abi.MoeDecodeArgs{Logits: uint64(router), Ids: uint64(m.Ptr(bufIDs).Add(uintptr(4 * K * li))), Wts: uint64(m.Ptr(bufWts)), Err: uint64(m.Ptr(bufErr)),
 		SlotsGate: uint64(tab), SlotsUp: uint64(tab.Add(uintptr(E * 8))), SlotsDown: uint64(tab.Add(uintptr(2 * E * 8))),

@@ -38,12 +38,21 @@ import (
 // makes no driver call unless something changed in between (the caller's argmax n, a
 // setting): the walk's comparison keeps it exact either way.
 //
+// Branches (CUDA; Engine.SetSharedBranch, SetAttnBranch): a capture need not be one chain.
+// Where a launch needs nothing of the launches just before it, the capture's dependency set
+// is moved (runtime/gpu Launcher.CaptureFork to an earlier launch, CaptureJoin to add the
+// chain's end back), so the graph runs it beside them: qwen3next's shared expert beside the
+// routed experts, its attention layers' q, gate and k|v projections side by side. Replays
+// keep the capture's launch numbering; only the graph's edges differ (forward.go
+// sharedBranch, attention).
+//
 // What changes the sequence's shape is the key: whether the step makes logits, what it
 // leaves for the caller (logits or the argmax token), the staging row its ids go to (two
 // alternate by token), the delta-net conv state it reads (two alternate by token) and the
 // attention path (prep and reduceq, or the launches before them: Engine.SetAttnPrep), and
 // whether launches carry programmatic dependencies (Engine.SetPDL: each launch of
-// pdlFamilies that follows a kernel is a kernel node with a programmatic edge).
+// pdlFamilies that follows a kernel is a kernel node with a programmatic edge), and the
+// branch modes (qwen3next only).
 // Graphs are off with KernelTimes (events between launches), PlainLaunch (captures need
 // the bound Launcher), HostKV (a sync per attention layer), on the non-resident path (the
 // host looks experts up between phases) and the batched prompt path; and after a capture
@@ -56,11 +65,13 @@ type graphKey struct {
 	outMode int
 	idsOff  int // the staging row of the ids download
 	convPar int
-	prep    bool // attention through attention_decode's prep and reduceq (Engine.attnPrep)
-	pdl     bool // launches with programmatic dependencies (Engine.SetPDL)
-	oldQ81  bool // rmsnorm_row's wave Q8_1 step (Engine.SetOldNorm)
-	argmax1 bool // the one-block argmax (Engine.SetOldNorm)
-	mmvqOld bool // mmvq's default path for every shape (Engine.SetMmvqOld)
+	prep    bool       // attention through attention_decode's prep and reduceq (Engine.attnPrep)
+	pdl     bool       // launches with programmatic dependencies (Engine.SetPDL)
+	oldQ81  bool       // rmsnorm_row's wave Q8_1 step (Engine.SetOldNorm)
+	argmax1 bool       // the one-block argmax (Engine.SetOldNorm)
+	mmvqOld bool       // mmvq's default path for every shape (Engine.SetMmvqOld)
+	shared  BranchMode // qwen3next's shared expert as a branch (Engine.SetSharedBranch)
+	attnBr  BranchMode // qwen3next's attention inputs as branches (Engine.SetAttnBranch)
 }
 
 // graphKeyOf is the key of a step: the output mode counts only when the step makes
@@ -70,6 +81,9 @@ type graphKey struct {
 // graphs of the same launches and fill maxGraphs twice as fast.
 func (e *Engine) graphKeyOf(wantLogits bool, idsOff int) graphKey {
 	k := graphKey{logits: wantLogits, idsOff: idsOff, prep: e.attnPrep(), pdl: !e.noPDL, oldQ81: e.oldRowQ81, argmax1: e.argmax1, mmvqOld: e.mmvqOld}
+	if e.cfg.Arch == model.ArchQwen3Next {
+		k.shared, k.attnBr = e.shBranch, e.attnBr
+	}
 	if wantLogits {
 		k.outMode = e.outMode
 	}
@@ -98,13 +112,17 @@ const (
 	gPlain = iota
 	gCapture
 	gReplay
+	gCheck // a graph launched before its walk, walked after (hostgap.go)
 )
 
 // maxGraphs bounds the captured variants kept (a decode loop needs two).
 const maxGraphs = 8
 
 // SetGraphAhead switches the ahead walk (above) on or off, for a comparison on one engine.
-func (e *Engine) SetGraphAhead(on bool) { e.graphNoAhead = !on }
+func (e *Engine) SetGraphAhead(on bool) {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
+	e.graphNoAhead = !on
+}
 
 // graphAhead walks the next token's graph (its likely variant: the same output, the other
 // ids row unless SyncLookup, the conv state this token's left) as a replay at the next
@@ -128,6 +146,10 @@ func (e *Engine) graphAhead(wantLogits bool, idsOff int) error {
 	e.gmode, e.gcur = gPlain, nil
 	e.stats.AheadUpdates += e.stats.GraphUpdates - before
 	e.stats.AheadTime += time.Since(clockBase) - t0
+	if err == nil && e.gi == tg.g.Kernels() && e.gc == len(tg.copies) {
+		// current for the next position: the next step may launch it before its walk
+		e.aheadTg, e.aheadPos, e.aheadN = tg, e.pos, e.argmaxN
+	}
 	return err
 }
 
@@ -139,6 +161,7 @@ func (e *Engine) useGraph() bool {
 // SetGraph switches graph replay of resident tokens on or off on a loaded engine (the
 // inverse of Options.NoGraph), for a comparison on one engine; off releases the graphs.
 func (e *Engine) SetGraph(on bool) error {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
 	e.graphOn = on
 	if !on {
 		return e.dropGraphs()
@@ -150,6 +173,7 @@ func (e *Engine) SetGraph(on bool) error {
 func (e *Engine) GraphErr() error { return e.graphErr }
 
 func (e *Engine) dropGraphs() error {
+	e.aheadTg, e.verifyTg = nil, nil
 	var errs []error
 	for k, tg := range e.graphs {
 		errs = append(errs, tg.g.Destroy())
@@ -166,6 +190,9 @@ func (e *Engine) graphToken(wantLogits bool, idsOff int) error {
 	t0 := time.Since(clockBase)
 	defer func() { e.stats.GraphTime += time.Since(clockBase) - t0 }()
 	tg := e.graphs[key]
+	if launched, err := e.launchAhead(tg); launched {
+		return err
+	}
 	if tg == nil {
 		var err error
 		if tg, err = e.captureToken(wantLogits, idsOff); err != nil {
@@ -173,6 +200,9 @@ func (e *Engine) graphToken(wantLogits bool, idsOff int) error {
 				return err
 			}
 			e.graphErr = fmt.Errorf("model/gpu: graph capture: %w", err)
+			if err := e.tokenStart(); err != nil {
+				return err
+			}
 			return e.tokenOps(wantLogits, idsOff)
 		}
 		if len(e.graphs) >= maxGraphs {
@@ -195,6 +225,9 @@ func (e *Engine) graphToken(wantLogits bool, idsOff int) error {
 	}
 	e.stats.Graphs++
 	e.gLast = tg
+	if err := e.tokenStart(); err != nil {
+		return err
+	}
 	return tg.g.Launch()
 }
 
@@ -225,7 +258,7 @@ func (e *Engine) graphCopy(kind rt.CopyKind, dev rt.DevPtr, off, n int) (skip bo
 	switch e.gmode {
 	case gCapture:
 		e.gcur.copies = append(e.gcur.copies, c)
-	case gReplay:
+	case gReplay, gCheck:
 		if e.gc >= len(e.gcur.copies) || e.gcur.copies[e.gc] != c {
 			return true, fmt.Errorf("model/gpu: graph replay: copy %d (%+v) is not the captured one", e.gc, c)
 		}

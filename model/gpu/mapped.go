@@ -171,6 +171,8 @@ func (e *Engine) promote(off int) error {
 	admit := math.MaxInt
 	if e.mapPromote > 0 {
 		admit = e.mapPromote
+	} else if e.mapPromote < 0 { // SetMapPromote(−1): none
+		admit = 0
 	}
 	// Back-pressure: while copies of an earlier token are still pending, place nothing new
 	// (uses are still counted), so the copy stream never holds more than one token's batch

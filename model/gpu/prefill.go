@@ -129,7 +129,10 @@ func ParsePrefillTables(s string) (PrefillTables, error) {
 
 // SetPrefillTables sets how the batched prompt path runs the routed experts (TablesAuto
 // unless set).
-func (e *Engine) SetPrefillTables(m PrefillTables) { e.ptab = m }
+func (e *Engine) SetPrefillTables(m PrefillTables) {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
+	e.ptab = m
+}
 
 const (
 	bufPX      = "p_x"      // residual stream, f32 [N][H]
@@ -307,7 +310,10 @@ func (e *Engine) preparePrefill() error {
 
 // SetTokenByToken forces prompts through the decode path (on) or lets them take the
 // batched path when the engine has one (off): a switch for comparisons and a fallback.
-func (e *Engine) SetTokenByToken(on bool) { e.tokenByToken = on }
+func (e *Engine) SetTokenByToken(on bool) {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
+	e.tokenByToken = on
+}
 
 // Batched reports whether a prompt of n tokens would take the batched path.
 func (e *Engine) Batched(n int) bool { return e.batched(n) }
@@ -356,16 +362,28 @@ func (e *Engine) gemm(w dmat, xq, xf rt.DevPtr, T int, y rt.DevPtr, ldy int) err
 }
 
 // SetMmvqCols8 sets Options.MmvqCols8 on a loaded engine, between prompts.
-func (e *Engine) SetMmvqCols8(on bool) { e.mmvqCols8 = on }
+func (e *Engine) SetMmvqCols8(on bool) {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
+	e.mmvqCols8 = on
+}
 
 // SetAttnPrefillOld sets Options.OldAttnPrefill on a loaded engine, between prompts.
-func (e *Engine) SetAttnPrefillOld(on bool) { e.attnOld = on }
+func (e *Engine) SetAttnPrefillOld(on bool) {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
+	e.attnOld = on
+}
 
 // SetAttnPrefillF32 sets Options.F32AttnPrefill on a loaded engine, between prompts.
-func (e *Engine) SetAttnPrefillF32(on bool) { e.attnF32 = on }
+func (e *Engine) SetAttnPrefillF32(on bool) {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
+	e.attnF32 = on
+}
 
 // SetAttnPrefillGeneric sets Options.GenericAttnMMA on a loaded engine, between prompts.
-func (e *Engine) SetAttnPrefillGeneric(on bool) { e.attnGen = on }
+func (e *Engine) SetAttnPrefillGeneric(on bool) {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
+	e.attnGen = on
+}
 
 // attnVariant is the attention_prefill variant the batched path launches: the first kernel
 // (f16old) when asked for, else, where the target has the tensor-core kernels and
@@ -657,10 +675,16 @@ func (e *Engine) sharedChunk(l *gLayer, T int) error {
 }
 
 // SetSharedDecode sets Options.SharedDecode on a loaded engine, between prompts.
-func (e *Engine) SetSharedDecode(on bool) { e.shDec = on }
+func (e *Engine) SetSharedDecode(on bool) {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
+	e.shDec = on
+}
 
 // SetDeltaNetOld sets Options.OldDeltaNet on a loaded engine, between prompts.
-func (e *Engine) SetDeltaNetOld(on bool) { e.gdnOld = on }
+func (e *Engine) SetDeltaNetOld(on bool) {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
+	e.gdnOld = on
+}
 
 // moePhases launches moe_prefill's four phases of one launch set at tile p: phase 0 one
 // block per expert, phases 1 and 2 a block row per schedule tile (max_tiles at p's BN),

@@ -96,45 +96,51 @@ func prepBench(t *testing.T, dev *rt.Device, src model.Source, o Options, d2d fl
 	}
 	for _, mode := range []string{"old", "new"} {
 		setPath(mode)
-		if err := eng.Reset(); err != nil {
-			t.Fatal(err)
-		}
-		id, err := eng.ForwardArgmax(prompt, eng.Vocab())
-		if err != nil {
-			t.Fatal(err)
-		}
-		eng.ResetStats()
-		if err := eng.SetKernelTimes(true); err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i < ktTokens && err == nil; i++ {
-			id, err = eng.ForwardArgmax([]int32{id}, eng.Vocab())
-		}
-		if err == nil {
-			err = eng.SetKernelTimes(false)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := eng.Stats()
-		var keys []string
-		var total float64
-		for k, v := range s.Kernels {
-			keys = append(keys, k)
-			total += v.Ms
-		}
-		slices.SortFunc(keys, func(a, b string) int { return cmp.Compare(s.Kernels[b].Ms, s.Kernels[a].Ms) })
-		tk := float64(max(1, s.Tokens))
-		fmt.Printf("\nKT %s: device time per token by kernel (events around each launch, graphs off), positions 9–%d, %.3f ms in all, %.1f launches\n\n",
-			mode, 8+ktTokens, total/tk, float64(s.Launches)/tk)
-		fmt.Println("| kernel | launches/token | µs/token | µs/launch |")
-		fmt.Println("|---|---:|---:|---:|")
-		for _, k := range keys {
-			v := s.Kernels[k]
-			fmt.Printf("| %s | %.1f | %.1f | %.2f |\n", k, float64(v.Launches)/tk, v.Ms*1e3/tk, v.Ms*1e3/float64(v.Launches))
-		}
+		kernelTimes(t, eng, prompt, mode, ktTokens)
 	}
 	setPath("new")
+}
+
+// kernelTimes decodes prompt, then tokens greedy tokens with events around each launch
+// (graphs off), and prints a table of device µs per token by kernel headed "KT mode".
+func kernelTimes(t *testing.T, eng *Engine, prompt []int32, mode string, tokens int) {
+	if err := eng.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	id, err := eng.ForwardArgmax(prompt, eng.Vocab())
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng.ResetStats()
+	if err := eng.SetKernelTimes(true); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < tokens && err == nil; i++ {
+		id, err = eng.ForwardArgmax([]int32{id}, eng.Vocab())
+	}
+	if err == nil {
+		err = eng.SetKernelTimes(false)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := eng.Stats()
+	var keys []string
+	var total float64
+	for k, v := range s.Kernels {
+		keys = append(keys, k)
+		total += v.Ms
+	}
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Compare(s.Kernels[b].Ms, s.Kernels[a].Ms) })
+	tk := float64(max(1, s.Tokens))
+	fmt.Printf("\nKT %s: device time per token by kernel (events around each launch, graphs off), positions 9–%d, %.3f ms in all, %.1f launches\n\n",
+		mode, 8+tokens, total/tk, float64(s.Launches)/tk)
+	fmt.Println("| kernel | launches/token | µs/token | µs/launch |")
+	fmt.Println("|---|---:|---:|---:|")
+	for _, k := range keys {
+		v := s.Kernels[k]
+		fmt.Printf("| %s | %.1f | %.1f | %.2f |\n", k, float64(v.Launches)/tk, v.Ms*1e3/tk, v.Ms*1e3/float64(v.Launches))
+	}
 }
 
 // d2dCeiling is a 1 GiB device-to-device copy's rate (bytes read + written), the median

@@ -38,6 +38,10 @@ const (
 	// TilesT32: TilesBest as session 7 left it: moe_prefill takes r64t32 where TilesBest
 	// takes r64t48 (moeT48From), the mmq tiles as TilesBest (a measurement baseline).
 	TilesT32
+	// TilesS8: TilesBest as session 8 left it: moe_prefill takes the window form's r64t32
+	// and r64t48 where TilesBest takes their pair form (moePair), the rest as TilesBest (a
+	// measurement baseline).
+	TilesS8
 )
 
 // String is the mode's name.
@@ -49,23 +53,28 @@ func (m PrefillTiles) String() string {
 		return "t64"
 	case TilesT32:
 		return "t32"
+	case TilesS8:
+		return "s8"
 	}
 	return fmt.Sprintf("PrefillTiles(%d)", int(m))
 }
 
-// ParsePrefillTiles reads "best", "t64" or "t32".
+// ParsePrefillTiles reads "best", "t64", "t32" or "s8".
 func ParsePrefillTiles(s string) (PrefillTiles, error) {
-	for _, m := range []PrefillTiles{TilesBest, TilesT64, TilesT32} {
+	for _, m := range []PrefillTiles{TilesBest, TilesT64, TilesT32, TilesS8} {
 		if s == m.String() {
 			return m, nil
 		}
 	}
-	return 0, fmt.Errorf("model/gpu: prefill tiles mode %q: want best, t64 or t32", s)
+	return 0, fmt.Errorf("model/gpu: prefill tiles mode %q: want best, t64, t32 or s8", s)
 }
 
 // SetPrefillTiles sets Options.PrefillTiles on a loaded engine, between prompts (every
 // candidate tile is prepared at load, and the schedule is sized for the smallest).
-func (e *Engine) SetPrefillTiles(m PrefillTiles) { e.ptiles = m }
+func (e *Engine) SetPrefillTiles(m PrefillTiles) {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
+	e.ptiles = m
+}
 
 // mmqChoice is the dense projections' tile per weight type as "family/tile": [0] for
 // chunks of fewer than mmqLong tokens, [1] from mmqLong on. Source:
@@ -143,6 +152,20 @@ const moeT48From = 24
 // 9259 / 9417 → 9130 / 9063 tok/s in the engine's 30B prefill at 512 tokens (its synthetic
 // routing is Zipf-skewed: moe_prefill 51.7 → 55.9 µs a token).
 var moeT48 = map[quant.Type]bool{quant.Q6_K: true, quant.IQ2_XS: true, quant.IQ1_M: true, quant.IQ3_XXS: true, quant.IQ3_S: true}
+
+// moePair are the expert types whose r64t32 and r64t48 TilesBest takes in the pair-staging
+// form (kernels/prefill.go moePairForm: tiles r64t32p and r64t48p, the same shapes, rules and
+// arithmetic; each weight job decodes two groups from one read of their shared bytes).
+// bench/results/2026-11-30-moe6-s9 (TestBenchPrefill at the 30B-A3B shape, uniform routing,
+// window and pair form alternated, three runs each, layer TOPS at 512 / 2048 tokens): Q6_K
+// r64t32 50.7 49.1 49.7 → 53.8 54.2 53.5 / 68.3 67.6 68.7 → 72.3 72.3 72.8; r64t48 52.1 52.6
+// 52.4 → 58.3 59.2 59.7 / 67.9 67.9 67.8 → 74.0 74.3 74.9 (the Q4_K control 64.6–66.5).
+var moePair = map[quant.Type]bool{quant.Q6_K: true}
+
+// moePairTile is the suffix of the pair-form tiles TilesBest takes: "p" (r64t32p, r64t48p:
+// measured above), or "q" (r64t32q, r64t48q: the pair form with token-step activation jobs,
+// kernels/prefill.go moeXQuad; written after that call, not yet measured).
+const moePairTile = "p"
 
 // tileThreads is the block size of each prefill family (kernels/specs.go Threads).
 var tileThreads = map[string]int{"mmq": abi.MmqThreads, "mmq8": abi.Mmq8Threads, "moe_prefill": abi.MoePrefillThreads}
@@ -239,8 +262,10 @@ func (m *mmqTiles) pick(mode PrefillTiles, T int) ptile {
 }
 
 // moeTiles are moe_prefill's tiles for one expert type: r64t64, r64t32 and r64t48 (t32.key,
-// t48.key empty where the target has none; t48.key also for the types outside moeT48).
-type moeTiles struct{ t64, t32, t48 ptile }
+// t48.key empty where the target has none; t48.key also for the types outside moeT48), and
+// the pair forms of r64t32 and r64t48 (p32, p48: the types of moePair where the target has
+// them, else empty).
+type moeTiles struct{ t64, t32, t48, p32, p48 ptile }
 
 // moeTilesFor is the expert type t's moe_prefill tiles on target, and false when
 // moe_prefill has no r64t64 variant for t.
@@ -256,6 +281,12 @@ func moeTilesFor(target string, t quant.Type) (moeTiles, bool) {
 	if p, ok := newTile(target, "moe_prefill", typeVariant[t]+"_mma_r64t48"); ok && moeT48[t] {
 		m.t48 = p
 	}
+	if p, ok := newTile(target, "moe_prefill", typeVariant[t]+"_mma_r64t32"+moePairTile); ok && moePair[t] && m.t32.key != "" {
+		m.p32 = p
+	}
+	if p, ok := newTile(target, "moe_prefill", typeVariant[t]+"_mma_r64t48"+moePairTile); ok && moePair[t] && m.t48.key != "" {
+		m.p48 = p
+	}
 	return m, true
 }
 
@@ -265,8 +296,12 @@ func (m *moeTiles) pick(mode PrefillTiles, pairs, experts int) ptile {
 	switch {
 	case mode == TilesT64 || m.t32.key == "" || pairs >= moeT32Below*experts:
 		return m.t64
-	case mode == TilesBest && m.t48.key != "" && pairs >= moeT48From*experts:
+	case mode == TilesBest && m.p48.key != "" && pairs >= moeT48From*experts:
+		return m.p48
+	case (mode == TilesBest || mode == TilesS8) && m.t48.key != "" && pairs >= moeT48From*experts:
 		return m.t48
+	case mode == TilesBest && m.p32.key != "":
+		return m.p32
 	}
 	return m.t32
 }
@@ -274,7 +309,7 @@ func (m *moeTiles) pick(mode PrefillTiles, pairs, experts int) ptile {
 // keys are the kernels of m's tiles that the target has: every tile pick can return.
 func (m *moeTiles) keys() []string {
 	var k []string
-	for _, p := range []ptile{m.t64, m.t32, m.t48} {
+	for _, p := range []ptile{m.t64, m.t32, m.t48, m.p32, m.p48} {
 		if p.key != "" {
 			k = append(k, p.key)
 		}
@@ -285,7 +320,7 @@ func (m *moeTiles) keys() []string {
 // schedTile is the smallest token tile among m's: the schedule (p_sched) is sized for it.
 func (m *moeTiles) schedTile() int {
 	st := m.t64.bn
-	for _, p := range []ptile{m.t32, m.t48} {
+	for _, p := range []ptile{m.t32, m.t48, m.p32, m.p48} {
 		if p.key != "" {
 			st = min(st, p.bn)
 		}

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,6 +83,31 @@ func TestPrefillTileChoice(t *testing.T) {
 		if p := mo.pick(c.mode, c.tokens*c.k, c.experts); p.bn != c.bn {
 			t.Errorf("%s, %d tokens × %d of %d experts: t%d, want t%d", c.mode, c.tokens, c.k, c.experts, p.bn, c.bn)
 		}
+	}
+	// Q6_K (moePair): TilesBest takes the pair forms r64t32p and r64t48p where it takes r64t32
+	// and r64t48, TilesS8 the window forms (session 8's choice), TilesT32 r64t32 throughout.
+	q6, _ := moeTilesFor(fakeTarget, quant.Q6_K)
+	if q6.p32.key != "moe_prefill/q6k_mma_r64t32"+moePairTile || q6.p48.key != "moe_prefill/q6k_mma_r64t48"+moePairTile || q6.schedTile() != 32 {
+		t.Fatalf("moe_prefill Q6_K tiles on %s: %+v", fakeTarget, q6)
+	}
+	if !slices.Contains(q6.keys(), q6.p48.key) || !slices.Contains(q6.keys(), q6.p32.key) {
+		t.Errorf("moe_prefill Q6_K keys %v: the pair tiles are not prepared", q6.keys())
+	}
+	for _, c := range []struct {
+		mode               PrefillTiles
+		tokens, k, experts int
+		want               string
+	}{
+		{TilesBest, 512, 8, 128, "q6k_mma_r64t48" + moePairTile}, {TilesBest, 383, 8, 128, "q6k_mma_r64t32" + moePairTile}, {TilesBest, 2048, 8, 128, "q6k_mma_r64t64"},
+		{TilesS8, 512, 8, 128, "q6k_mma_r64t48"}, {TilesS8, 383, 8, 128, "q6k_mma_r64t32"}, {TilesS8, 2048, 8, 128, "q6k_mma_r64t64"},
+		{TilesT32, 512, 8, 128, "q6k_mma_r64t32"}, {TilesT64, 512, 8, 128, "q6k_mma_r64t64"},
+	} {
+		if p := q6.pick(c.mode, c.tokens*c.k, c.experts); p.key != "moe_prefill/"+c.want {
+			t.Errorf("Q6_K %s, %d tokens × %d of %d experts: %s, want %s", c.mode, c.tokens, c.k, c.experts, p.key, c.want)
+		}
+	}
+	if p := mo.pick(TilesBest, 512*8, 128); p.key != mo.t48.key || mo.p32.key != "" || mo.p48.key != "" {
+		t.Errorf("IQ2_XS (outside moePair): %+v, picks %s", mo, p.key)
 	}
 	for _, target := range abi.TargetNames() {
 		if mo, ok := moeTilesFor(target, quant.IQ2_XS); ok && mo.t32.key == "" && mo.pick(TilesBest, 512*8, 128).key != mo.t64.key {

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"unsafe"
 
@@ -15,15 +16,16 @@ var _ gpu.GraphDriver = (*device)(nil)
 // graphLib is the part of the symbol table for graphs. Unlike lib's, these are optional:
 // a driver without one of them runs without graphs (GraphSupport says which is missing).
 type graphLib struct {
-	cuStreamBeginCapture     uintptr // cuStreamBeginCapture_v2: CUresult (CUstream s, CUstreamCaptureMode mode)
-	cuStreamEndCapture       uintptr // CUresult cuStreamEndCapture(CUstream s, CUgraph* g)
-	cuStreamGetCaptureInfoV3 uintptr // cuStreamGetCaptureInfo_v3: CUresult (CUstream s, CUstreamCaptureStatus* st, cuuint64_t* id, CUgraph* g, const CUgraphNode** deps, const CUgraphEdgeData** edges, size_t* n); 0 when absent (drivers before 12.3)
-	cuStreamGetCaptureInfoV2 uintptr // cuStreamGetCaptureInfo_v2: CUresult (CUstream s, CUstreamCaptureStatus* st, cuuint64_t* id, CUgraph* g, const CUgraphNode** deps, size_t* n); the fallback
-	cuGraphInstantiate       uintptr // cuGraphInstantiateWithFlags: CUresult (CUgraphExec* e, CUgraph g, unsigned long long flags)
-	cuGraphExecKernelSet     uintptr // cuGraphExecKernelNodeSetParams_v2: CUresult (CUgraphExec e, CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS_v2* p)
-	cuGraphLaunch            uintptr // CUresult cuGraphLaunch(CUgraphExec e, CUstream s)
-	cuGraphExecDestroy       uintptr // CUresult cuGraphExecDestroy(CUgraphExec e)
-	cuGraphDestroy           uintptr // CUresult cuGraphDestroy(CUgraph g)
+	cuStreamBeginCapture      uintptr // cuStreamBeginCapture_v2: CUresult (CUstream s, CUstreamCaptureMode mode)
+	cuStreamEndCapture        uintptr // CUresult cuStreamEndCapture(CUstream s, CUgraph* g)
+	cuStreamGetCaptureInfoV3  uintptr // cuStreamGetCaptureInfo_v3: CUresult (CUstream s, CUstreamCaptureStatus* st, cuuint64_t* id, CUgraph* g, const CUgraphNode** deps, const CUgraphEdgeData** edges, size_t* n); 0 when absent (drivers before 12.3)
+	cuStreamGetCaptureInfoV2  uintptr // cuStreamGetCaptureInfo_v2: CUresult (CUstream s, CUstreamCaptureStatus* st, cuuint64_t* id, CUgraph* g, const CUgraphNode** deps, size_t* n); the fallback
+	cuGraphInstantiate        uintptr // cuGraphInstantiateWithFlags: CUresult (CUgraphExec* e, CUgraph g, unsigned long long flags)
+	cuGraphExecKernelSet      uintptr // cuGraphExecKernelNodeSetParams_v2: CUresult (CUgraphExec e, CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS_v2* p)
+	cuGraphLaunch             uintptr // CUresult cuGraphLaunch(CUgraphExec e, CUstream s)
+	cuGraphExecDestroy        uintptr // CUresult cuGraphExecDestroy(CUgraphExec e)
+	cuGraphDestroy            uintptr // CUresult cuGraphDestroy(CUgraph g)
+	cuStreamUpdateCaptureDeps uintptr // cuStreamUpdateCaptureDependencies: CUresult (CUstream s, CUgraphNode* deps, size_t n, unsigned int flags); 0 when absent (drivers before 11.3): no branches
 
 	missing []string // required graph symbols the library lacks
 }
@@ -43,6 +45,7 @@ func (g *graphLib) resolve(h uintptr) {
 			g.missing = append(g.missing, s.name)
 		}
 	}
+	g.cuStreamUpdateCaptureDeps = gpu.LookupSymbol(h, "cuStreamUpdateCaptureDependencies")
 	g.cuStreamGetCaptureInfoV3 = gpu.LookupSymbol(h, "cuStreamGetCaptureInfo_v3")
 	g.cuStreamGetCaptureInfoV2 = gpu.LookupSymbol(h, "cuStreamGetCaptureInfo_v2")
 	if g.cuStreamGetCaptureInfoV3 == 0 && g.cuStreamGetCaptureInfoV2 == 0 {
@@ -120,6 +123,39 @@ func (d *device) CaptureLast(s uintptr) (uintptr, error) {
 	}
 	arr := *(*unsafe.Pointer)(unsafe.Pointer(&deps)) // the driver's array, never Go memory
 	return *(*uintptr)(arr), nil
+}
+
+// device implements gpu.CaptureDepsDriver: branches inside a capture.
+var _ gpu.CaptureDepsDriver = (*device)(nil)
+
+// cuStreamUpdateCaptureDependencies' flags (cuda.h CUstreamUpdateCaptureDependencies_flags).
+const (
+	captureDepsAdd = 0 // CU_STREAM_ADD_CAPTURE_DEPENDENCIES
+	captureDepsSet = 1 // CU_STREAM_SET_CAPTURE_DEPENDENCIES
+)
+
+// CaptureDepsSupport says whether the driver has cuStreamUpdateCaptureDependencies.
+func (d *device) CaptureDepsSupport() error {
+	if d.l.graph.cuStreamUpdateCaptureDeps == 0 {
+		return fmt.Errorf("cuda: %s lacks cuStreamUpdateCaptureDependencies: %w", d.l.path, gpu.ErrNoBranches)
+	}
+	return nil
+}
+
+// CaptureDeps sets (or adds to) the capturing stream's dependency set; the driver copies
+// the node array during the call.
+func (d *device) CaptureDeps(s uintptr, nodes []uintptr, add bool) error {
+	if len(nodes) == 0 {
+		return fmt.Errorf("cuda: capture dependencies: no nodes")
+	}
+	flags := uintptr(captureDepsSet)
+	if add {
+		flags = captureDepsAdd
+	}
+	err := d.bcall("cuStreamUpdateCaptureDependencies", "", d.l.graph.cuStreamUpdateCaptureDeps, s,
+		uintptr(unsafe.Pointer(&nodes[0])), uintptr(len(nodes)), flags)
+	runtime.KeepAlive(nodes)
+	return err
 }
 
 func (d *device) CaptureEnd(s uintptr) (uintptr, error) {

@@ -189,6 +189,21 @@ func (g *Graph) Set(i int, f *Func, grid, block Dim3, args []byte) (changed bool
 	return true, nil
 }
 
+// Same reports whether captured launch i would run with grid and args as its node stands
+// now: Set's comparison without the update (no driver call). f and block must be the
+// captured ones, as for Set. It checks a graph that was launched before its walk
+// (model/gpu's launch-first order), while the graph may be running.
+func (g *Graph) Same(i int, f *Func, grid, block Dim3, args []byte) (bool, error) {
+	if i < 0 || i >= len(g.kern) {
+		return false, fmt.Errorf("gpu: graph has %d launches, not %d", len(g.kern), i+1)
+	}
+	k := &g.kern[i]
+	if k.f != f || k.block != block {
+		return false, fmt.Errorf("gpu: graph launch %d is %s with block %v, not %s with block %v", i, k.f.symbol, k.block, f.symbol, block)
+	}
+	return k.grid == grid && bytes.Equal(k.args, args), nil
+}
+
 // Launch queues the graph on its Launcher's stream. It needs the Launcher's Begin.
 func (g *Graph) Launch() error {
 	if g.exec == 0 {

@@ -45,6 +45,10 @@
 // Not built for gfx1101: strata_moe_prefill_q6k_mma_r128t32 (tile r128t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_moe_prefill_q6k_mma_r64t32 (tile r64t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_moe_prefill_q6k_mma_r64t48 (tile r64t48 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
+// Not built for gfx1101: strata_moe_prefill_q6k_mma_r64t32p (tile r64t32p is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
+// Not built for gfx1101: strata_moe_prefill_q6k_mma_r64t48p (tile r64t48p is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
+// Not built for gfx1101: strata_moe_prefill_q6k_mma_r64t32q (tile r64t32q is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
+// Not built for gfx1101: strata_moe_prefill_q6k_mma_r64t48q (tile r64t48q is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_moe_prefill_q6k_dp4a_r128t64 (64 accumulator registers per lane > 32)
 // Not built for gfx1101: strata_moe_prefill_q6k_dp4a_r128t32 (tile r128t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1101: strata_moe_prefill_q6k_dp4a_r64t32 (tile r64t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
@@ -1078,6 +1082,15 @@ struct strata_moe_src {
   STRATA_DEVICE_MEMBER const u8* xblk(int c, int g) const {
     return c < n ? x + ((i64)(lst[c] / kdiv) * xrb + g) * 36 : nullptr;
   }
+  // The mma core's token-step jobs (strata_mmq_nv_xquad): token c's row, and whether every
+  // row of x starts 16-byte aligned (-DSTRATA_MOE_XQUAD_OFF: never, so that the host
+  // simulation runs the other path too; parity's rows are all aligned).
+  STRATA_DEVICE_MEMBER const u8* xrow(int c) const { return c < n ? x + (i64)(lst[c] / kdiv) * xrb * 36 : nullptr; }
+#ifdef STRATA_MOE_XQUAD_OFF
+  STRATA_DEVICE_MEMBER bool xquad() const { return false; }
+#else
+  STRATA_DEVICE_MEMBER bool xquad() const { return (((u64)x | (u64)xrb * 36) & 15) == 0; }
+#endif
 };
 
 // Gate/up epilogue: h = silu(g)·u into the LDS h tile.

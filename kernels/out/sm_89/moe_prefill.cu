@@ -36,6 +36,10 @@
 // Variant q6k_mma_r128t32: strata_moe_prefill_q6k_mma_r128t32
 // Variant q6k_mma_r64t32: strata_moe_prefill_q6k_mma_r64t32
 // Variant q6k_mma_r64t48: strata_moe_prefill_q6k_mma_r64t48
+// Variant q6k_mma_r64t32p: strata_moe_prefill_q6k_mma_r64t32p
+// Variant q6k_mma_r64t48p: strata_moe_prefill_q6k_mma_r64t48p
+// Variant q6k_mma_r64t32q: strata_moe_prefill_q6k_mma_r64t32q
+// Variant q6k_mma_r64t48q: strata_moe_prefill_q6k_mma_r64t48q
 // Variant q6k_dp4a_r64t64: strata_moe_prefill_q6k_dp4a_r64t64
 // Variant q6k_dp4a_r128t64: strata_moe_prefill_q6k_dp4a_r128t64
 // Variant q6k_dp4a_r128t32: strata_moe_prefill_q6k_dp4a_r128t32
@@ -875,6 +879,38 @@ template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_xseg { static c
 // hint: no value and no register is held across the mma. Default: none.
 template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_pf { static constexpr bool v = false; };
 
+// Pair staging of weight type QT (a family template specialises it; moe_prefill does for
+// its Q6_K pair form, kernels/prefill.go moePairForm): v = QT::load2(b, j, G0, G1) decodes
+// groups j and j + 2 of a block (j mod 4 < 2) at once, and the weight jobs of a K step go
+// in pairs: job pair p of the thread (jobs 2p, 2p + 1) is matrix jp/(2·BM), groups
+// kg = jp mod 2 and kg + 2 (jp = thread + p·T; strata_mmq_nv_wjob), row ρ(jp/2) mod BM with
+// ρ swapping bits 1 and 2: the 8 lanes of a quarter warp then hold rows {0, 1, 4, 5} (+ 8i,
+// or {2, 3, 6, 7}) × 2 groups, whose 16-byte stores (int8 rows 144 bytes apart, scale rows
+// 16, groups 32 mod 128 apart: 16·row + 32·kg mod 128) fall in 8 distinct bank groups; rows
+// 0–3 would put two lanes in one (rows r and r + 2, groups 1 and 0). Wide staging form
+// only; a K step's groups lie in one block (QK a multiple of 32·KT). Default: one group a
+// job, job u = thread + u·T.
+template <class QT> struct strata_mmq_nv_pair { static constexpr bool v = false; };
+// The pair form's job u of the thread: matrix m, row r, group kg of the K step.
+template <int BM, int T>
+STRATA_DEVICE void strata_mmq_nv_wjob(int tid, int u, int& m, int& r, int& kg) {
+  const int jp = tid + (u >> 1) * T, q = jp >> 1;
+  m = jp / (2 * BM), r = ((q & ~6) | ((q & 2) << 1) | ((q & 4) >> 1)) % BM, kg = (jp & 1) + 2 * (u & 1);
+}
+
+// Token-step activation jobs of the core instantiation <QT, NW, BM, BN> (a family template
+// specialises it; moe_prefill does for kernels/prefill.go moeXQuad): v = the activations of a
+// K step are staged by strata_mmq_nv_xstage after the weights, one job per token: where
+// Src::xquad() holds (every row of x 16-byte aligned) and K is whole steps, the token's 4
+// Q8_1 blocks of the step (144 bytes from a multiple of 144) are nine aligned 16-byte loads
+// whose words lie at fixed places (block kg: d in word 9·kg, quants in words 9·kg + 1..8), and
+// Src::xrow(c) (the token's row) is read once a step, not once a block. Tokens past the
+// tile's last (xrow null) stage token 0's values: an mma column and its fold touch only
+// their own token's outputs, which are never written for them. Otherwise the per-block wide
+// form (one job per block, zeros past the edges). Wide staging form, types without mins.
+// Default: the activations staged with the weights (fetch + put).
+template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_xquad { static constexpr bool v = false; };
+
 // The block shape of the core instantiation <QT, NW, BM, BN>: WGM × WGN warps (rows ×
 // tokens; T = 32·WGM·WGN threads a block, warp tile BM/WGM × BN/WGN) and XD: the token scale
 // tile holds d_x alone (types without mins, whose d_x·Σq_x is never read). Every tile is
@@ -1039,6 +1075,7 @@ STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, co
   // round's jobs past BN·KT (whole warps) load the safe address and store nothing.
   constexpr int JW = NW * BM * KT / T, JX = (BN * KT + T - 1) / T;
   static_assert(JW * T == NW * BM * KT && (BN * KT) % 32 == 0, "tile not a multiple of the block's jobs");
+  static_assert(!strata_mmq_nv_pair<QT>::v, "pair staging: wide form only");
   const int tid = (int)strata_thread_x();
   const u8* const wsafe = src.wrow(0, 0);    // row 0 of the tile exists (the block does)
   const u8* const xsafe = src.xblk(0, 0);    // so does token 0
@@ -1123,6 +1160,15 @@ STRATA_DEVICE void strata_mmq_nv_fetch(strata_mmq_nv_raw<QT, NW, BM, BN>& R, con
   const int tid = (int)strata_thread_x();
   const u8* const wsafe = src.wrow(0, 0);  // row 0 of the tile exists (the block does)
   const u8* const xsafe = src.xblk(0, 0);  // so does token 0
+  if constexpr (strata_mmq_nv_pair<QT>::v) {
+    static_assert(!RT::WIDE && RT::JW % 2 == 0 && QT::QK % (32 * KT) == 0, "pair staging: job pairs inside one block");
+#pragma unroll
+    for (int u = 0; u < RT::JW; ++u) {
+      int m, r, kg;
+      strata_mmq_nv_wjob<BM, T>(tid, u, m, r, kg);
+      R.okw[u] = src.wrow(m, r) != nullptr && g0 + kg < ng;
+    }
+  } else {
 #pragma unroll
   for (int u = 0; u < RT::JW; ++u) {
     const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, g = g0 + j % KT;
@@ -1134,6 +1180,8 @@ STRATA_DEVICE void strata_mmq_nv_fetch(strata_mmq_nv_raw<QT, NW, BM, BN>& R, con
       strata_mmq_ld_win(b, R.wt[u]);
     }
   }
+  }
+  if constexpr (strata_mmq_nv_xquad<QT, NW, BM, BN>::v) return;  // strata_mmq_nv_xstage
 #pragma unroll
   for (int u = 0; u < RT::JX; ++u) {
     const int j = tid + u * T, c = j / KT, g = g0 + j % KT;
@@ -1154,7 +1202,18 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
   constexpr bool WIDE = RT::WIDE;
   const int tid = (int)strata_thread_x();
   strata_g32 G[WIDE ? 1 : JW];
-  if constexpr (!WIDE) {
+  constexpr bool PAIR = strata_mmq_nv_pair<QT>::v;
+  if constexpr (PAIR) {
+    const u8* const wsafe = src.wrow(0, 0);
+#pragma unroll
+    for (int u = 0; u < JW; u += 2) {
+      int m, r, kg;  // kg: the pair's first group (0 or 1); R.okw[u] == R.okw[u + 1]
+      strata_mmq_nv_wjob<BM, T>(tid, u, m, r, kg);
+      const u8* row = src.wrow(m, r);
+      const int g = g0 + kg;
+      QT::load2(R.okw[u] ? row + (i64)(g / GPB) * QT::BYTES : wsafe, R.okw[u] ? g % GPB : 0, G[u], G[u + 1], &s.tab);
+    }
+  } else if constexpr (!WIDE) {
     const u8* const wsafe = src.wrow(0, 0);
 #pragma unroll
     for (int u = 0; u < JW; ++u) {
@@ -1165,7 +1224,13 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
   }
 #pragma unroll
   for (int u = 0; u < JW; ++u) {
-    const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, kg = j % KT;
+    int m, r, kg;
+    if constexpr (PAIR) {
+      strata_mmq_nv_wjob<BM, T>(tid, u, m, r, kg);
+    } else {
+      const int j = tid + u * T;
+      m = j / (BM * KT), r = (j / KT) % BM, kg = j % KT;
+    }
     strata_g32& Gu = G[WIDE ? 0 : u];
     if constexpr (WIDE) {
       // Q8_0 from the window (strata_qt_q80::load's result): bytes o, o+1 of the window
@@ -1193,6 +1258,7 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
     if constexpr (strata_mmq_nv_xseg<QT, NW, BM, BN>::v > 0) sc[1] = __builtin_bit_cast(f32, Gu.m0), sc[2] = __builtin_bit_cast(f32, Gu.m1);
     __builtin_memcpy(__builtin_assume_aligned(&s.ws[kg][m * BM + r][0], 16), &sc, 16);
   }
+  if constexpr (strata_mmq_nv_xquad<QT, NW, BM, BN>::v) return;  // strata_mmq_nv_xstage
 #pragma unroll
   for (int u = 0; u < JX; ++u) {
     const int j = tid + u * T, c = j / KT, kg = j % KT;
@@ -1216,6 +1282,66 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
     } else {
       typedef f32 strata_f32x2 __attribute__((__vector_size__(8)));
       const strata_f32x2 dv = {d, d * (f32)sq};
+      __builtin_memcpy(__builtin_assume_aligned(&s.xs[kg][c][0], 8), &dv, 8);
+    }
+  }
+}
+
+// The activations of K step g0 under strata_mmq_nv_xquad (see there): after the weights'
+// staging, one job per token where x's rows allow, else one per block.
+template <class QT, int NW, int BM, int BN, class Src>
+STRATA_DEVICE void strata_mmq_nv_xstage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Src& src, int g0, int ng) {
+  typedef strata_mmq_nv_shape<QT, NW, BM, BN> SH;
+  constexpr int KT = STRATA_MMQ_KT, T = SH::T;
+  static_assert(KT == 4 && !QT::MIN && strata_mmq_nv_smem<QT, NW, BM, BN>::WIDE, "token-step jobs: 4 blocks a step, no mins, wide staging");
+  typedef f32 strata_f32x2 __attribute__((__vector_size__(8)));
+  const int tid = (int)strata_thread_x();
+  if (src.xquad() && ng % KT == 0) {  // uniform over the kernel
+    const u8* const x0 = src.xrow(0);  // token 0 of the tile exists (the block does)
+#pragma unroll 1
+    for (int c = tid; c < BN; c += T) {
+      const u8* xr = src.xrow(c);
+      const u8* b = (xr ? xr : x0) + (i64)g0 * 36;
+      u32 t[36];
+#pragma unroll
+      for (int i = 0; i < 9; ++i) strata_ld_x4(b + 16 * i, t + 4 * i);
+#pragma unroll
+      for (int kg = 0; kg < KT; ++kg) {
+        const u32* w = t + 9 * kg;
+        strata_mmq_u32x4 lo = {w[1], w[2], w[3], w[4]}, hi = {w[5], w[6], w[7], w[8]};
+        __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg], 16), &lo, 16);
+        __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg + 16], 16), &hi, 16);
+        const f32 d = strata_f16_to_f32((u16)w[0]);
+        if constexpr (SH::XD) {
+          s.xs[kg][c][0] = d;
+        } else {
+          const strata_f32x2 dv = {d, d * 0.0f};  // d_x·Σq_x with Σq_x = 0 (no mins), as put
+          __builtin_memcpy(__builtin_assume_aligned(&s.xs[kg][c][0], 8), &dv, 8);
+        }
+      }
+    }
+    return;
+  }
+  const u8* const xsafe = src.xblk(0, 0);
+#pragma unroll 1
+  for (int j = tid; j < BN * KT; j += T) {
+    const int c = j / KT, kg = j % KT, g = g0 + kg;
+    const u8* xb = g < ng ? src.xblk(c, g) : nullptr;
+    const bool ok = xb != nullptr;
+    u32 t[12], a[9];
+    strata_mmq_ld_win(ok ? xb : xsafe, t);
+    strata_mmq_pick9(t, (u32)((u64)(ok ? xb : xsafe) & 15) >> 2, a);
+    u32 q[8];
+#pragma unroll
+    for (int w = 0; w < 8; ++w) q[w] = ok ? a[w + 1] : 0u;
+    const f32 d = ok ? strata_f16_to_f32((u16)a[0]) : 0.0f;
+    strata_mmq_u32x4 lo = {q[0], q[1], q[2], q[3]}, hi = {q[4], q[5], q[6], q[7]};
+    __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg], 16), &lo, 16);
+    __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg + 16], 16), &hi, 16);
+    if constexpr (SH::XD) {
+      s.xs[kg][c][0] = d;
+    } else {
+      const strata_f32x2 dv = {d, d * 0.0f};
       __builtin_memcpy(__builtin_assume_aligned(&s.xs[kg][c][0], 8), &dv, 8);
     }
   }
@@ -1333,6 +1459,7 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
     if constexpr (WIDE) {
       strata_mmq_nv_fetch<QT, NW, BM, BN>(R, src, g0, ng);
       strata_mmq_nv_put<QT, NW, BM, BN>(s, R, src, g0);
+      if constexpr (strata_mmq_nv_xquad<QT, NW, BM, BN>::v) strata_mmq_nv_xstage<QT, NW, BM, BN>(s, src, g0, ng);
     } else {
       strata_mmq_nv_stage<QT, NW, BM, BN>(s, src, g0, ng);
     }
@@ -2271,6 +2398,15 @@ struct strata_moe_src {
   STRATA_DEVICE_MEMBER const u8* xblk(int c, int g) const {
     return c < n ? x + ((i64)(lst[c] / kdiv) * xrb + g) * 36 : nullptr;
   }
+  // The mma core's token-step jobs (strata_mmq_nv_xquad): token c's row, and whether every
+  // row of x starts 16-byte aligned (-DSTRATA_MOE_XQUAD_OFF: never, so that the host
+  // simulation runs the other path too; parity's rows are all aligned).
+  STRATA_DEVICE_MEMBER const u8* xrow(int c) const { return c < n ? x + (i64)(lst[c] / kdiv) * xrb * 36 : nullptr; }
+#ifdef STRATA_MOE_XQUAD_OFF
+  STRATA_DEVICE_MEMBER bool xquad() const { return false; }
+#else
+  STRATA_DEVICE_MEMBER bool xquad() const { return (((u64)x | (u64)xrb * 36) & 15) == 0; }
+#endif
 };
 
 // Gate/up epilogue: h = silu(g)·u into the LDS h tile.
@@ -2335,6 +2471,43 @@ struct strata_moe_q6k_w : strata_qt_q6k {
 };
 template <> struct strata_mmq_split<strata_moe_q6k_w> { static constexpr bool v = true; };
 template <> struct strata_moe_qt<strata_qt_q6k, true> { typedef strata_moe_q6k_w type; };
+// The pair form of strata_moe_q6k_w (kernels/prefill.go moePairForm, tiles r64t32p and
+// r64t48p): groups j and j + 2 (j mod 4 < 2) of a block take the low and the high nibbles of
+// the same 32 bytes of ql, and the bits 2·(j mod 4) and 2·(j mod 4) + 4 of the same 32 bytes
+// of qh. load2 reads both chunks once (two windows) for both groups; two load calls read
+// each twice. The mma core's staging calls it for a job pair (mmq_core.tmpl,
+// strata_mmq_nv_pair). The values are strata_qt_q6k's.
+struct strata_moe_q6k_p : strata_moe_q6k_w {
+  STRATA_DEVICE void load2(const u8* b, int j, strata_g32& g0, strata_g32& g1, const lds*) {
+    strata_g32_clear<strata_qt_q6k>(g0);
+    strata_g32_clear<strata_qt_q6k>(g1);
+    const int n = j >> 2, m = j & 1;
+    u32 ql[8], qh[8];
+    strata_moe_ld32_a2(b + 64 * n + 32 * m, ql);
+    strata_moe_ld32_a2(b + 128 + 32 * n, qh);
+    const u32 hsh = 2 * m;
+#pragma unroll
+    for (int w = 0; w < 8; ++w) {
+      const u32 h = qh[w] >> hsh;  // group j: bits 0–1 of each byte; group j + 2: bits 4–5
+      const u32 u0 = (ql[w] & 0x0f0f0f0fu) | ((h & 0x03030303u) << 4);
+      const u32 u1 = ((ql[w] >> 4) & 0x0f0f0f0fu) | (h & 0x30303030u);
+      g0.q[w] = strata_sub_bytes(u0, 0x20202020u);
+      g1.q[w] = strata_sub_bytes(u1, 0x20202020u);
+    }
+    const u32 s0 = strata_ld_u16(b + 192 + 2 * j), s1 = strata_ld_u16(b + 196 + 2 * j);
+    g0.m0 = (i32)(i8)(u8)s0, g0.m1 = (i32)(i8)(u8)(s0 >> 8);
+    g1.m0 = (i32)(i8)(u8)s1, g1.m1 = (i32)(i8)(u8)(s1 >> 8);
+    g0.base = g1.base = strata_ld_f16(b + 208);
+  }
+};
+template <> struct strata_mmq_split<strata_moe_q6k_p> { static constexpr bool v = true; };
+template <> struct strata_mmq_nv_pair<strata_moe_q6k_p> { static constexpr bool v = true; };
+// The pair form of the tiles that also stage their activations a token-step a job
+// (kernels/prefill.go moeXQuad): the same code, a type of its own for the core's
+// per-kernel specialisations.
+struct strata_moe_q6k_q : strata_moe_q6k_p {};
+template <> struct strata_mmq_split<strata_moe_q6k_q> { static constexpr bool v = true; };
+template <> struct strata_mmq_nv_pair<strata_moe_q6k_q> { static constexpr bool v = true; };
 // IQ1_M with its 8 KB grid copied into LDS in one round trip: strata_fill_table issues 8
 // loads a thread before their stores, so at 128 threads the 2048 entries take two round
 // trips before the block's first K step; here all 16 of a thread's loads are in flight
@@ -2391,6 +2564,14 @@ template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q6k, true>::
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q6k, true>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32 down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q6k, true>::type, 2, 64 / 2, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48 gate/up
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q6k, true>::type, 1, 64, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48 down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_p, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32p gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_p, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32p down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_p, 2, 64 / 2, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48p gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_p, 1, 64, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48p down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_q, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32q gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_q, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32q down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_q, 2, 64 / 2, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48q gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_q, 1, 64, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48q down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq2xs, false>::type, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t64 gate/up
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq2xs, false>::type, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t64 down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq2xs, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t32 gate/up
@@ -2417,6 +2598,12 @@ template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq1m, true>:
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq1m, true>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t32 down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq1m, true>::type, 2, 64 / 2, 48> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t48 gate/up
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq1m, true>::type, 1, 64, 48> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t48 down
+// The kernels whose NVIDIA mma core stages its activations a token-step a job (mmq core,
+// strata_mmq_nv_xquad; kernels/prefill.go moeXQuad).
+template <> struct strata_mmq_nv_xquad<strata_moe_q6k_q, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32q gate/up
+template <> struct strata_mmq_nv_xquad<strata_moe_q6k_q, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32q down
+template <> struct strata_mmq_nv_xquad<strata_moe_q6k_q, 2, 64 / 2, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48q gate/up
+template <> struct strata_mmq_nv_xquad<strata_moe_q6k_q, 1, 64, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48q down
 // The kernels whose NVIDIA mma core folds once per K step (mmq core, strata_mmq_nv_step_fold;
 // the choice and its measurement: kernels/prefill.go moeStepFold; the rounding:
 // parity/moe_prefill.go, y). -DSTRATA_MOE_GROUP_FOLD builds them with the per-group fold
@@ -2424,6 +2611,10 @@ template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq1m, true>:
 #ifndef STRATA_MOE_GROUP_FOLD
 template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_q6k, true>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32 gate/up
 template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_q6k, true>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32 down
+template <> struct strata_mmq_nv_step_fold<strata_moe_q6k_p, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32p gate/up
+template <> struct strata_mmq_nv_step_fold<strata_moe_q6k_p, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32p down
+template <> struct strata_mmq_nv_step_fold<strata_moe_q6k_q, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32q gate/up
+template <> struct strata_mmq_nv_step_fold<strata_moe_q6k_q, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32q down
 template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_iq2xs, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t32 gate/up
 template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_iq2xs, false>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t32 down
 template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_iq1m, true>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t32 gate/up
@@ -2483,6 +2674,10 @@ static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r12
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 128, 32, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, true>::type, 64, 32, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t48_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, true>::type, 64, 48, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t32p_lds[sizeof(strata_moe_smem<strata_moe_q6k_p, 64, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t48p_lds[sizeof(strata_moe_smem<strata_moe_q6k_p, 64, 48, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t32q_lds[sizeof(strata_moe_smem<strata_moe_q6k_q, 64, 32, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t48q_lds[sizeof(strata_moe_smem<strata_moe_q6k_q, 64, 48, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 64, 64, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 128, 64, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 128, 32, false>)];
@@ -5017,6 +5212,298 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_mma_r64t48_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r64t32p(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_q6k_p QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = true;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_mma_r64t32p_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r64t48p(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_q6k_p QT;
+  constexpr int BM = 64, BN = 48, HM = BM / 2;
+  constexpr bool MMA = true;
+  constexpr bool SKIP = true;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_mma_r64t48p_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r64t32q(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_q6k_q QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = true;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_mma_r64t32q_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r64t48q(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_q6k_q QT;
+  constexpr int BM = 64, BN = 48, HM = BM / 2;
+  constexpr bool MMA = true;
+  constexpr bool SKIP = true;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_mma_r64t48q_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);

@@ -769,6 +769,38 @@ template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_xseg { static c
 // hint: no value and no register is held across the mma. Default: none.
 template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_pf { static constexpr bool v = false; };
 
+// Pair staging of weight type QT (a family template specialises it; moe_prefill does for
+// its Q6_K pair form, kernels/prefill.go moePairForm): v = QT::load2(b, j, G0, G1) decodes
+// groups j and j + 2 of a block (j mod 4 < 2) at once, and the weight jobs of a K step go
+// in pairs: job pair p of the thread (jobs 2p, 2p + 1) is matrix jp/(2·BM), groups
+// kg = jp mod 2 and kg + 2 (jp = thread + p·T; strata_mmq_nv_wjob), row ρ(jp/2) mod BM with
+// ρ swapping bits 1 and 2: the 8 lanes of a quarter warp then hold rows {0, 1, 4, 5} (+ 8i,
+// or {2, 3, 6, 7}) × 2 groups, whose 16-byte stores (int8 rows 144 bytes apart, scale rows
+// 16, groups 32 mod 128 apart: 16·row + 32·kg mod 128) fall in 8 distinct bank groups; rows
+// 0–3 would put two lanes in one (rows r and r + 2, groups 1 and 0). Wide staging form
+// only; a K step's groups lie in one block (QK a multiple of 32·KT). Default: one group a
+// job, job u = thread + u·T.
+template <class QT> struct strata_mmq_nv_pair { static constexpr bool v = false; };
+// The pair form's job u of the thread: matrix m, row r, group kg of the K step.
+template <int BM, int T>
+STRATA_DEVICE void strata_mmq_nv_wjob(int tid, int u, int& m, int& r, int& kg) {
+  const int jp = tid + (u >> 1) * T, q = jp >> 1;
+  m = jp / (2 * BM), r = ((q & ~6) | ((q & 2) << 1) | ((q & 4) >> 1)) % BM, kg = (jp & 1) + 2 * (u & 1);
+}
+
+// Token-step activation jobs of the core instantiation <QT, NW, BM, BN> (a family template
+// specialises it; moe_prefill does for kernels/prefill.go moeXQuad): v = the activations of a
+// K step are staged by strata_mmq_nv_xstage after the weights, one job per token: where
+// Src::xquad() holds (every row of x 16-byte aligned) and K is whole steps, the token's 4
+// Q8_1 blocks of the step (144 bytes from a multiple of 144) are nine aligned 16-byte loads
+// whose words lie at fixed places (block kg: d in word 9·kg, quants in words 9·kg + 1..8), and
+// Src::xrow(c) (the token's row) is read once a step, not once a block. Tokens past the
+// tile's last (xrow null) stage token 0's values: an mma column and its fold touch only
+// their own token's outputs, which are never written for them. Otherwise the per-block wide
+// form (one job per block, zeros past the edges). Wide staging form, types without mins.
+// Default: the activations staged with the weights (fetch + put).
+template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_xquad { static constexpr bool v = false; };
+
 // The block shape of the core instantiation <QT, NW, BM, BN>: WGM × WGN warps (rows ×
 // tokens; T = 32·WGM·WGN threads a block, warp tile BM/WGM × BN/WGN) and XD: the token scale
 // tile holds d_x alone (types without mins, whose d_x·Σq_x is never read). Every tile is
@@ -933,6 +965,7 @@ STRATA_DEVICE void strata_mmq_nv_stage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, co
   // round's jobs past BN·KT (whole warps) load the safe address and store nothing.
   constexpr int JW = NW * BM * KT / T, JX = (BN * KT + T - 1) / T;
   static_assert(JW * T == NW * BM * KT && (BN * KT) % 32 == 0, "tile not a multiple of the block's jobs");
+  static_assert(!strata_mmq_nv_pair<QT>::v, "pair staging: wide form only");
   const int tid = (int)strata_thread_x();
   const u8* const wsafe = src.wrow(0, 0);    // row 0 of the tile exists (the block does)
   const u8* const xsafe = src.xblk(0, 0);    // so does token 0
@@ -1017,6 +1050,15 @@ STRATA_DEVICE void strata_mmq_nv_fetch(strata_mmq_nv_raw<QT, NW, BM, BN>& R, con
   const int tid = (int)strata_thread_x();
   const u8* const wsafe = src.wrow(0, 0);  // row 0 of the tile exists (the block does)
   const u8* const xsafe = src.xblk(0, 0);  // so does token 0
+  if constexpr (strata_mmq_nv_pair<QT>::v) {
+    static_assert(!RT::WIDE && RT::JW % 2 == 0 && QT::QK % (32 * KT) == 0, "pair staging: job pairs inside one block");
+#pragma unroll
+    for (int u = 0; u < RT::JW; ++u) {
+      int m, r, kg;
+      strata_mmq_nv_wjob<BM, T>(tid, u, m, r, kg);
+      R.okw[u] = src.wrow(m, r) != nullptr && g0 + kg < ng;
+    }
+  } else {
 #pragma unroll
   for (int u = 0; u < RT::JW; ++u) {
     const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, g = g0 + j % KT;
@@ -1028,6 +1070,8 @@ STRATA_DEVICE void strata_mmq_nv_fetch(strata_mmq_nv_raw<QT, NW, BM, BN>& R, con
       strata_mmq_ld_win(b, R.wt[u]);
     }
   }
+  }
+  if constexpr (strata_mmq_nv_xquad<QT, NW, BM, BN>::v) return;  // strata_mmq_nv_xstage
 #pragma unroll
   for (int u = 0; u < RT::JX; ++u) {
     const int j = tid + u * T, c = j / KT, g = g0 + j % KT;
@@ -1048,7 +1092,18 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
   constexpr bool WIDE = RT::WIDE;
   const int tid = (int)strata_thread_x();
   strata_g32 G[WIDE ? 1 : JW];
-  if constexpr (!WIDE) {
+  constexpr bool PAIR = strata_mmq_nv_pair<QT>::v;
+  if constexpr (PAIR) {
+    const u8* const wsafe = src.wrow(0, 0);
+#pragma unroll
+    for (int u = 0; u < JW; u += 2) {
+      int m, r, kg;  // kg: the pair's first group (0 or 1); R.okw[u] == R.okw[u + 1]
+      strata_mmq_nv_wjob<BM, T>(tid, u, m, r, kg);
+      const u8* row = src.wrow(m, r);
+      const int g = g0 + kg;
+      QT::load2(R.okw[u] ? row + (i64)(g / GPB) * QT::BYTES : wsafe, R.okw[u] ? g % GPB : 0, G[u], G[u + 1], &s.tab);
+    }
+  } else if constexpr (!WIDE) {
     const u8* const wsafe = src.wrow(0, 0);
 #pragma unroll
     for (int u = 0; u < JW; ++u) {
@@ -1059,7 +1114,13 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
   }
 #pragma unroll
   for (int u = 0; u < JW; ++u) {
-    const int j = tid + u * T, m = j / (BM * KT), r = (j / KT) % BM, kg = j % KT;
+    int m, r, kg;
+    if constexpr (PAIR) {
+      strata_mmq_nv_wjob<BM, T>(tid, u, m, r, kg);
+    } else {
+      const int j = tid + u * T;
+      m = j / (BM * KT), r = (j / KT) % BM, kg = j % KT;
+    }
     strata_g32& Gu = G[WIDE ? 0 : u];
     if constexpr (WIDE) {
       // Q8_0 from the window (strata_qt_q80::load's result): bytes o, o+1 of the window
@@ -1087,6 +1148,7 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
     if constexpr (strata_mmq_nv_xseg<QT, NW, BM, BN>::v > 0) sc[1] = __builtin_bit_cast(f32, Gu.m0), sc[2] = __builtin_bit_cast(f32, Gu.m1);
     __builtin_memcpy(__builtin_assume_aligned(&s.ws[kg][m * BM + r][0], 16), &sc, 16);
   }
+  if constexpr (strata_mmq_nv_xquad<QT, NW, BM, BN>::v) return;  // strata_mmq_nv_xstage
 #pragma unroll
   for (int u = 0; u < JX; ++u) {
     const int j = tid + u * T, c = j / KT, kg = j % KT;
@@ -1110,6 +1172,66 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
     } else {
       typedef f32 strata_f32x2 __attribute__((__vector_size__(8)));
       const strata_f32x2 dv = {d, d * (f32)sq};
+      __builtin_memcpy(__builtin_assume_aligned(&s.xs[kg][c][0], 8), &dv, 8);
+    }
+  }
+}
+
+// The activations of K step g0 under strata_mmq_nv_xquad (see there): after the weights'
+// staging, one job per token where x's rows allow, else one per block.
+template <class QT, int NW, int BM, int BN, class Src>
+STRATA_DEVICE void strata_mmq_nv_xstage(strata_mmq_nv_smem<QT, NW, BM, BN>& s, const Src& src, int g0, int ng) {
+  typedef strata_mmq_nv_shape<QT, NW, BM, BN> SH;
+  constexpr int KT = STRATA_MMQ_KT, T = SH::T;
+  static_assert(KT == 4 && !QT::MIN && strata_mmq_nv_smem<QT, NW, BM, BN>::WIDE, "token-step jobs: 4 blocks a step, no mins, wide staging");
+  typedef f32 strata_f32x2 __attribute__((__vector_size__(8)));
+  const int tid = (int)strata_thread_x();
+  if (src.xquad() && ng % KT == 0) {  // uniform over the kernel
+    const u8* const x0 = src.xrow(0);  // token 0 of the tile exists (the block does)
+#pragma unroll 1
+    for (int c = tid; c < BN; c += T) {
+      const u8* xr = src.xrow(c);
+      const u8* b = (xr ? xr : x0) + (i64)g0 * 36;
+      u32 t[36];
+#pragma unroll
+      for (int i = 0; i < 9; ++i) strata_ld_x4(b + 16 * i, t + 4 * i);
+#pragma unroll
+      for (int kg = 0; kg < KT; ++kg) {
+        const u32* w = t + 9 * kg;
+        strata_mmq_u32x4 lo = {w[1], w[2], w[3], w[4]}, hi = {w[5], w[6], w[7], w[8]};
+        __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg], 16), &lo, 16);
+        __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg + 16], 16), &hi, 16);
+        const f32 d = strata_f16_to_f32((u16)w[0]);
+        if constexpr (SH::XD) {
+          s.xs[kg][c][0] = d;
+        } else {
+          const strata_f32x2 dv = {d, d * 0.0f};  // d_x·Σq_x with Σq_x = 0 (no mins), as put
+          __builtin_memcpy(__builtin_assume_aligned(&s.xs[kg][c][0], 8), &dv, 8);
+        }
+      }
+    }
+    return;
+  }
+  const u8* const xsafe = src.xblk(0, 0);
+#pragma unroll 1
+  for (int j = tid; j < BN * KT; j += T) {
+    const int c = j / KT, kg = j % KT, g = g0 + kg;
+    const u8* xb = g < ng ? src.xblk(c, g) : nullptr;
+    const bool ok = xb != nullptr;
+    u32 t[12], a[9];
+    strata_mmq_ld_win(ok ? xb : xsafe, t);
+    strata_mmq_pick9(t, (u32)((u64)(ok ? xb : xsafe) & 15) >> 2, a);
+    u32 q[8];
+#pragma unroll
+    for (int w = 0; w < 8; ++w) q[w] = ok ? a[w + 1] : 0u;
+    const f32 d = ok ? strata_f16_to_f32((u16)a[0]) : 0.0f;
+    strata_mmq_u32x4 lo = {q[0], q[1], q[2], q[3]}, hi = {q[4], q[5], q[6], q[7]};
+    __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg], 16), &lo, 16);
+    __builtin_memcpy(__builtin_assume_aligned(&s.x[c][32 * kg + 16], 16), &hi, 16);
+    if constexpr (SH::XD) {
+      s.xs[kg][c][0] = d;
+    } else {
+      const strata_f32x2 dv = {d, d * 0.0f};
       __builtin_memcpy(__builtin_assume_aligned(&s.xs[kg][c][0], 8), &dv, 8);
     }
   }
@@ -1227,6 +1349,7 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
     if constexpr (WIDE) {
       strata_mmq_nv_fetch<QT, NW, BM, BN>(R, src, g0, ng);
       strata_mmq_nv_put<QT, NW, BM, BN>(s, R, src, g0);
+      if constexpr (strata_mmq_nv_xquad<QT, NW, BM, BN>::v) strata_mmq_nv_xstage<QT, NW, BM, BN>(s, src, g0, ng);
     } else {
       strata_mmq_nv_stage<QT, NW, BM, BN>(s, src, g0, ng);
     }

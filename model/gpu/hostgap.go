@@ -1,0 +1,273 @@
+package gpu
+
+import (
+	"fmt"
+	"time"
+
+	rt "github.com/strata-hip/strata/runtime/gpu"
+)
+
+// Where a decode token's time goes, and the launch-first order.
+//
+// A resident or mapped token (oneSync) is, on the host: the embedding row and position
+// into staging, the tables the token reads (vramAt, mapped), the submission (graph.go: the
+// replay's walk, then one graph launch), the lookup of the token before (resident count or
+// mapped promote), the ahead walk of the next token's graph, and the sync. Everything
+// before the launch is time the GPU idles: it finished the token before at that token's
+// sync. The walk is the largest of it: ~700 launches' arguments rebuilt and compared, 125–240
+// µs a step on the 80B on the H200 (bench/results/2026-11-30-hostgap-s9), although the ahead
+// walk of the token before has already made every update that does not depend on the caller.
+// (The lookup and the ahead walk run while the token runs: they cost the GPU nothing.)
+//
+// Launch first (the default; Options.WalkFirst keeps the order before): when the graph a
+// step replays is the one the ahead walk brought current, for the same position and argmax
+// n, and nothing that shapes launches was set since (every Engine.Set* clears aheadTg),
+// the step launches it at once and walks it after the launch, while it runs, in check
+// mode: each launch and copy must be what the graph's node already holds (Graph.Same, no
+// driver call). A difference is an error that stops the engine — it would mean the graph
+// ran stale — never a silent divergence. The lookup and promotion order is unchanged:
+// vramAt is still taken before the launch, and promote still runs after it, so its table
+// uploads and the copies that wait for them follow the token's kernels exactly as before
+// (mapped.go), and the logits are bitwise those of the walk-first order. Measured on the
+// 80B-A3B IQ2_XS (hostgap-s9): −1.0 to −1.5 % a token at 12–24 GiB, −2.1 % resident, where
+// the step's wall is now 1.4 % above the device's busy time.
+
+// StepPhases is the host time of the decode steps by phase (Stats.Phases), and with
+// Engine.SetTokenTimes the device's view of the same tokens. A step's wall time (Stats.Wall)
+// is Embed + Tables + Submit + StartLag + Check + Lookup + Ahead + Sync + After.
+type StepPhases struct {
+	Steps int
+	// Between: from the end of a step to the start of the next (the caller, Forward's own
+	// checks); not part of Stats.Wall, but GPU idle time all the same.
+	Between time.Duration
+	Embed   time.Duration // embedding row and position into staging
+	Tables  time.Duration // the token's view of the tables (vramAt; mapped misses)
+	Submit  time.Duration // the replay's walk (walk first) or capture, and the launch; or the launches
+	Lookup  time.Duration // the token before's lookup (resident count, mapped promote)
+	Check   time.Duration // launch first: the walk after the launch, in check mode
+	Ahead   time.Duration // the next token's walk
+	Sync    time.Duration // waiting for the token
+	After   time.Duration // after the sync (the copy path's per-token work, SyncLookup)
+	// Launched: steps whose graph was launched before its walk.
+	Launched int
+	// device (events, SetTokenTimes): Busy from the launch to the end of the token's own
+	// work, Tail from there to the sync point (table uploads queued after it), Idle from
+	// the token before's sync point to this launch; Tokens measured.
+	Busy, Tail, Idle time.Duration
+	Tokens           int
+	// StartLag (SetStartProbe): from the launch's return until the token's first event has
+	// happened, polled by the host — how long after the host queued the token the GPU
+	// reached it.
+	StartLag time.Duration
+}
+
+// SetLaunchFirst switches the launch-first order on (the default) or off
+// (Options.WalkFirst), between tokens, for a comparison on one engine.
+func (e *Engine) SetLaunchFirst(on bool) {
+	e.aheadTg = nil
+	e.walkFirst = !on
+}
+
+// launchAhead launches tg at once when the ahead walk left it current for this step (see
+// above), and reports whether it did; the step then checks it (checkLaunched).
+func (e *Engine) launchAhead(tg *tokenGraph) (bool, error) {
+	ok := !e.walkFirst && tg != nil && tg == e.aheadTg && e.aheadPos == e.pos && e.aheadN == e.argmaxN
+	e.aheadTg = nil
+	if !ok {
+		return false, nil
+	}
+	if err := e.tokenStart(); err != nil {
+		return true, err
+	}
+	e.stats.Graphs++
+	e.stats.Phases.Launched++
+	e.gLast, e.verifyTg = tg, tg
+	return true, tg.g.Launch()
+}
+
+// checkLaunched walks the graph launched before its walk, in check mode (gCheck: launchK
+// and graphCopy compare, nothing is queued or updated).
+func (e *Engine) checkLaunched(wantLogits bool, idsOff int) error {
+	tg := e.verifyTg
+	e.verifyTg = nil
+	e.gmode, e.gcur, e.gi, e.gc = gCheck, tg, 0, 0
+	err := e.tokenOps(wantLogits, idsOff)
+	e.gmode, e.gcur = gPlain, nil
+	if err != nil {
+		return err
+	}
+	if e.gi != tg.g.Kernels() || e.gc != len(tg.copies) {
+		return fmt.Errorf("model/gpu: graph launched before its walk: the walk made %d launches and %d copies, the capture %d and %d", e.gi, e.gc, tg.g.Kernels(), len(tg.copies))
+	}
+	return nil
+}
+
+// checkLaunch is launchK in check mode: the launch must be what node gi holds.
+func (e *Engine) checkLaunch(k *kernel, grid rt.Dim3, threads int, args []byte) error {
+	same, err := e.gcur.g.Same(e.gi, k.fn, grid, rt.Dim3{X: uint32(threads), Y: 1, Z: 1}, args)
+	e.gi++
+	if err != nil {
+		return fmt.Errorf("model/gpu: %s: %w", k.key, err)
+	}
+	if !same {
+		return fmt.Errorf("model/gpu: graph launched before its walk ran %s (launch %d) with other arguments than the walk makes now (a setting changed without clearing the ahead walk?)", k.key, e.gi-1)
+	}
+	return nil
+}
+
+// SetTokenTimes records three events on the compute stream around each oneSync token
+// (before its launch, after it, before its sync) and adds their intervals to
+// Stats.Phases (Busy, Tail, Idle): a measurement setting (an event record costs the host a
+// few µs, one of them before the launch).
+func (e *Engine) SetTokenTimes(on bool) error {
+	if on {
+		for i := range e.tokEv {
+			for j := range e.tokEv[i] {
+				if e.tokEv[i][j] != nil {
+					continue
+				}
+				ev, err := e.dev.NewEvent()
+				if err != nil {
+					return err
+				}
+				e.tokEv[i][j] = ev
+			}
+		}
+	}
+	e.tokTimes, e.tokPrev, e.tokRec = on, nil, false
+	return nil
+}
+
+// SetStartProbe makes each step with token events (SetTokenTimes) poll its first event
+// after the launch until it has happened (StepPhases.StartLag): a diagnostic of when the
+// GPU reaches a token the host has queued; the poll delays the step's lookup.
+func (e *Engine) SetStartProbe(on bool) { e.startProbe = on }
+
+// probeStart is SetStartProbe's poll (step adds its time to StepPhases.StartLag).
+func (e *Engine) probeStart() error {
+	if !e.startProbe || !e.tokRec {
+		return nil
+	}
+	ev := e.tokEv[e.tokPar][0]
+	for {
+		done, err := ev.Done()
+		if err != nil {
+			return err
+		}
+		if done {
+			break
+		}
+	}
+	return nil
+}
+
+// tokenStart records the token's first event, just before its launch.
+func (e *Engine) tokenStart() error {
+	if !e.tokTimes || !e.oneSync() || e.gmode != gPlain {
+		return nil
+	}
+	e.tokRec = true
+	return e.tokEv[e.tokPar][0].Record(e.compute)
+}
+
+// tokenMark records the token's event j (1: after its launch, 2: before its sync).
+func (e *Engine) tokenMark(j int) error {
+	if !e.tokRec {
+		return nil
+	}
+	return e.tokEv[e.tokPar][j].Record(e.compute)
+}
+
+// tokenRead adds the token's intervals (after its sync: every event has happened).
+func (e *Engine) tokenRead() error {
+	if !e.tokRec {
+		return nil
+	}
+	e.tokRec = false
+	ev := e.tokEv[e.tokPar]
+	ph := &e.stats.Phases
+	busy, err := rt.Elapsed(ev[0], ev[1])
+	if err != nil {
+		return err
+	}
+	tail, err := rt.Elapsed(ev[1], ev[2])
+	if err != nil {
+		return err
+	}
+	if e.tokPrev != nil {
+		idle, err := rt.Elapsed(e.tokPrev, ev[0])
+		if err != nil {
+			return err
+		}
+		ph.Idle += idle
+	}
+	ph.Busy += busy
+	ph.Tail += tail
+	ph.Tokens++
+	e.tokPrev = ev[2]
+	e.tokPar ^= 1
+	return nil
+}
+
+// closeTokenTimes releases the token events.
+func (e *Engine) closeTokenTimes() []error {
+	var errs []error
+	for i := range e.tokEv {
+		for j, ev := range e.tokEv[i] {
+			if ev != nil {
+				errs = append(errs, ev.Destroy())
+				e.tokEv[i][j] = nil
+			}
+		}
+	}
+	return errs
+}
+
+// ResetCache empties the expert cache of an engine with mapped misses: every promotion in
+// flight completes, every table entry goes back to its expert's host copy, and the cache
+// and its policy start again as Load leaves them without a profile (a profile's warm start
+// is not repeated). It is a measurement setting: runs from a cold cache on one engine, for
+// comparisons alternated on one engine. Resident engines and the copy path refuse it.
+func (e *Engine) ResetCache() error {
+	if e.fault != nil {
+		return e.fault
+	}
+	if !e.mapped || e.resident {
+		return fmt.Errorf("model/gpu: ResetCache needs mapped expert misses")
+	}
+	e.flushLookup()
+	if e.fault != nil {
+		return e.fault
+	}
+	if err := e.settle(); err != nil {
+		e.fault = err
+		return err
+	}
+	c := &e.cfg
+	if e.decayed != nil {
+		e.decayed = NewDecayed(e.decayed.Decay, e.decayed.Rerank, nil)
+		e.cache = NewCache(e.plan.Slots, e.decayed)
+	} else {
+		e.cache = NewCache(e.plan.Slots, NewLRU())
+	}
+	tables := e.staging.Bytes()[e.stage().tables:]
+	for l := 0; l < c.Layers; l++ {
+		for x := 0; x < c.Experts; x++ {
+			e.setSlot(tables, l, x, 0)
+		}
+		e.dirty[l] = true
+	}
+	err := e.uploadDirty()
+	if err == nil {
+		err = e.sync()
+	}
+	if err != nil {
+		e.fault = err
+	}
+	return err
+}
+
+// SetMapPromote sets Options.MapPromote on a loaded engine with mapped misses (0: every
+// miss), or with n < 0 promotes nothing at all: every miss is read from host memory for
+// good (a measurement setting: the tokens' device time without promotion copies).
+func (e *Engine) SetMapPromote(n int) { e.mapPromote = n }

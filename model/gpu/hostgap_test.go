@@ -1,0 +1,210 @@
+package gpu
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/strata-hip/strata/model/gpu/synth"
+	"github.com/strata-hip/strata/quant"
+)
+
+// TestLaunchFirst: a graph the ahead walk brought current is launched before its walk
+// (hostgap.go) with the same bits as the walk-first order; a step whose argmax n differs
+// from the one the ahead walk saw walks first; a setting changed through its setter
+// between tokens keeps the bits of the walk-first order with the same change; and a
+// change behind the setters' back (the graph ran stale) is an error, not a divergence.
+func TestLaunchFirst(t *testing.T) {
+	const steps = 10
+	for _, preset := range []string{"tiny", "tiny-next"} {
+		for _, greedy := range []bool{false, true} {
+			name := preset + "/forward"
+			if greedy {
+				name = preset + "/argmax"
+			}
+			t.Run(name, func(t *testing.T) {
+				old := runGraph(t, preset, Options{WalkFirst: true}, nil, steps, greedy, false)
+				if old.err != nil {
+					t.Fatal(old.err)
+				}
+				nw := runGraph(t, preset, Options{}, nil, steps, greedy, false)
+				if nw.err != nil {
+					t.Fatal(nw.err)
+				}
+				sameLogits(t, "launch first against walk first", nw.logs, old.logs)
+				os, ns := old.eng.Stats(), nw.eng.Stats()
+				if os.Phases.Launched != 0 {
+					t.Errorf("walk first: %d graphs launched before their walk", os.Phases.Launched)
+				}
+				// The prompt's tokens 2–5 find their graph walked ahead (tokens 0 and 1
+				// capture the two graphs without logits; token 6 is the first with logits).
+				// runGraph's ForwardArgmax alternates n by step, so no decode step finds its
+				// graph walked for its own n; with Forward every step after the first does.
+				want := 4
+				if !greedy {
+					want += steps - 1
+				}
+				if ns.Phases.Launched != want {
+					t.Errorf("launch first: %d steps launched before their walk, want %d", ns.Phases.Launched, want)
+				}
+				if ns.Graphs != os.Graphs || nw.fake.graphLaunch != old.fake.graphLaunch {
+					t.Errorf("graph launches: %d (fake %d) launch first, %d (fake %d) walk first", ns.Graphs, nw.fake.graphLaunch, os.Graphs, old.fake.graphLaunch)
+				}
+				if ns.GraphUpdates > os.GraphUpdates || int64(nw.fake.graphSets) != ns.GraphUpdates {
+					t.Errorf("node updates: %d (fake %d) launch first, %d walk first", ns.GraphUpdates, nw.fake.graphSets, os.GraphUpdates)
+				}
+				if greedy {
+					return
+				}
+				// A setting changed through its setter between tokens: both orders, the same
+				// bits (two steps first: Stats made the pending lookup, so the first of them
+				// takes the other ids row than the ahead walk did).
+				more := func(r graphRun) [][]float32 {
+					var logs [][]float32
+					l, err := r.eng.LastLogits()
+					for i := 0; i < 6 && err == nil; i++ {
+						logs = append(logs, append([]float32(nil), l...))
+						if i == 2 {
+							if r.eng.aheadTg == nil && !r.eng.walkFirst {
+								t.Fatal("no ahead walk to launch before the setting changes")
+							}
+							r.eng.SetAttnSplit(4)
+						}
+						l, err = r.eng.Forward([]int32{argmaxF(l)})
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					return logs
+				}
+				sameLogits(t, "after SetAttnSplit", more(nw), more(old))
+				// Behind the setters' back: the launched graph is stale, the check says so.
+				attn := false
+				for _, l := range nw.eng.layers {
+					attn = attn || !l.recurrent
+				}
+				if !attn {
+					t.Fatal("the preset has no attention layer to change")
+				}
+				nw.eng.attnSplit = 2
+				l, err := nw.eng.LastLogits()
+				if err == nil {
+					_, err = nw.eng.Forward([]int32{argmaxF(l)})
+				}
+				if err == nil || !strings.Contains(err.Error(), "launched before its walk") {
+					t.Fatalf("a setting changed without its setter: %v", err)
+				}
+			})
+		}
+	}
+}
+
+// TestMappedLaunchFirst: with mapped misses the launch-first order changes neither the
+// bits nor the cache's work: every token's lookup, promotion and copy are those of the
+// walk-first order (the order the promotion tests check is unchanged).
+func TestMappedLaunchFirst(t *testing.T) {
+	for _, preset := range []string{"tiny", "tiny-next"} {
+		t.Run(preset, func(t *testing.T) {
+			p := synth.Presets[preset]
+			o := Options{MaxExpert: p.Layers * p.Experts / 2, Misses: MissMap}
+			o.WalkFirst = true
+			old := runMapped(t, preset, quant.Q8_0, o, nil)
+			o.WalkFirst = false
+			nw := runMapped(t, preset, quant.Q8_0, o, nil)
+			if !nw.mapped || nw.resident {
+				t.Fatalf("mapped %v, resident %v", nw.mapped, nw.resident)
+			}
+			sameLogits(t, "mapped, launch first against walk first", nw.logs, old.logs)
+			os, ns := old.stats, nw.stats
+			if ns.Hits != os.Hits || ns.Misses != os.Misses || ns.CopiedBytes != os.CopiedBytes || ns.Groups != os.Groups || ns.Syncs != os.Syncs {
+				t.Errorf("cache work: launch first hits %d misses %d copied %d groups %d syncs %d; walk first %d %d %d %d %d",
+					ns.Hits, ns.Misses, ns.CopiedBytes, ns.Groups, ns.Syncs, os.Hits, os.Misses, os.CopiedBytes, os.Groups, os.Syncs)
+			}
+			if os.Phases.Launched != 0 || ns.Phases.Launched == 0 {
+				t.Errorf("launched before their walk: %d walk first, %d launch first", os.Phases.Launched, ns.Phases.Launched)
+			}
+			t.Logf("launch first: %d of %d steps launched before their walk; hits %d misses %d", ns.Phases.Launched, ns.Phases.Steps, ns.Hits, ns.Misses)
+		})
+	}
+}
+
+// TestResetCache: a mapped engine's ResetCache makes the next run from a cold cache the
+// first run again (the same logits, hits, misses and copies); SetMapPromote(−1) then reads
+// every miss from host memory (no copy, no hit) with the same logits; a resident engine
+// refuses ResetCache. The token events measure every decode step.
+func TestResetCache(t *testing.T) {
+	p := synth.Presets["tiny-next"]
+	src := presetSource(t, "tiny-next", quant.Q8_0)
+	dev, fake := newFakeDeviceMap(1<<30, fakeTarget, true)
+	fake.emu = newEmu()
+	eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20,
+		MaxExpert: p.Layers * p.Experts / 2, Misses: MissMap, Group: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	if err := eng.SetTokenTimes(true); err != nil {
+		t.Fatal(err)
+	}
+	const steps = 8
+	// run: the prompt, then steps greedy tokens; their logits and stats (with the last
+	// token's lookup).
+	run := func() ([][]float32, Stats) {
+		t.Helper()
+		if err := eng.Reset(); err != nil {
+			t.Fatal(err)
+		}
+		l, err := eng.Forward([]int32{104, 101, 108, 108, 111, 32, 119})
+		eng.ResetStats()
+		var logs [][]float32
+		for i := 0; i < steps && err == nil; i++ {
+			logs = append(logs, append([]float32(nil), l...))
+			l, err = eng.Forward([]int32{argmaxF(l)})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		eng.flushLookup()
+		if fake.emu.err != nil {
+			t.Fatal(fake.emu.err)
+		}
+		return logs, eng.Stats()
+	}
+	l1, s1 := run()
+	if s1.Hits == 0 || s1.CopiedBytes == 0 {
+		t.Fatalf("first run: %d hits, %d bytes copied: nothing promoted", s1.Hits, s1.CopiedBytes)
+	}
+	if s1.Phases.Tokens != steps || s1.Phases.Steps != steps {
+		t.Errorf("token events: %d tokens measured, %d steps; want %d", s1.Phases.Tokens, s1.Phases.Steps, steps)
+	}
+	if err := eng.ResetCache(); err != nil {
+		t.Fatal(err)
+	}
+	eng.SetStartProbe(true) // polls each token's first event: the same work
+	l2, s2 := run()
+	eng.SetStartProbe(false)
+	sameLogits(t, "after ResetCache", l2, l1)
+	if s2.Hits != s1.Hits || s2.Misses != s1.Misses || s2.CopiedBytes != s1.CopiedBytes || s2.Groups != s1.Groups {
+		t.Errorf("after ResetCache: hits %d misses %d copied %d groups %d; first run %d %d %d %d",
+			s2.Hits, s2.Misses, s2.CopiedBytes, s2.Groups, s1.Hits, s1.Misses, s1.CopiedBytes, s1.Groups)
+	}
+	// A warm run differs (it hits from its first token): the reset did something.
+	l3, s3 := run()
+	sameLogits(t, "warm", l3, l1)
+	if s3.Hits <= s1.Hits {
+		t.Errorf("warm run: %d hits, cold %d", s3.Hits, s1.Hits)
+	}
+	eng.SetMapPromote(-1)
+	if err := eng.ResetCache(); err != nil {
+		t.Fatal(err)
+	}
+	l4, s4 := run()
+	sameLogits(t, "no promotion", l4, l1)
+	if s4.Hits != 0 || s4.CopiedBytes != 0 || s4.Misses != s1.Hits+s1.Misses {
+		t.Errorf("no promotion: hits %d, %d bytes copied, misses %d (want %d)", s4.Hits, s4.CopiedBytes, s4.Misses, s1.Hits+s1.Misses)
+	}
+
+	res := runGraph(t, "tiny", Options{}, nil, 1, false, false)
+	if err := res.eng.ResetCache(); err == nil {
+		t.Error("ResetCache on a resident engine: no error")
+	}
+}
