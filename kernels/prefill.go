@@ -241,6 +241,8 @@ var mmqWideStaging = map[string]bool{
 	"mmq8x4p/iq2xs/r64t128w8": true, "mmq8x4p/iq1m/r64t128w8": true,
 	// mmq8c, mmq8cz (mmqCompact): mmq8's staging.
 	"mmq8c/q20/r64t128w8": true, "mmq8cz/q80/r64t128w8": true,
+	// mmq8x4l (mmqPlanes): its activations as mmq8x4p's (its weights have their own form).
+	"mmq8x4l/iq2xs/r64t128w8": true, "mmq8x4l/iq1m/r64t128w8": true,
 
 	"moe_prefill/iq1m/r128t32": true, "moe_prefill/iq1m/r64t64": true,
 	"moe_prefill/iq2xs/r64t64":  true,
@@ -299,6 +301,7 @@ var mmqMinBlocks = map[string]int{
 	"mmq8x4p/iq2xs/r64t128w8": 2, "mmq8x4p/iq1m/r64t128w8": 2,
 	// mmq8c, mmq8cz (mmqCompact): as mmq8.
 	"mmq8c/q20/r64t128w8": 2, "mmq8cz/q80/r64t128w8": 2,
+	"mmq8x4l/iq2xs/r64t128w8": 2, "mmq8x4l/iq1m/r64t128w8": 2,
 }
 
 // nvSMShared is the shared memory an SM of each NVIDIA target gives its resident blocks, in
@@ -475,7 +478,7 @@ func (v Variant) MoeStepFold(t Target) bool {
 // 142.7 → 142.7 / 146.3 → 145.9, and mmq8x4p beat both for IQ2_XS (144.3 / 148.0) and IQ1_M
 // (143.6 / 147.7); 4-block segments also cost the activations less
 // (bench/results/2026-11-30-mmqs-s8, "What the shared d costs").
-var mmqXSeg = map[string]int{"mmq8x4": 4, "mmq8x4p": 4}
+var mmqXSeg = map[string]int{"mmq8x4": 4, "mmq8x4p": 4, "mmq8x4l": 4}
 
 // mmqPrefetch names the families whose NVIDIA mma core issues, after staging K step g0, one
 // prefetch.global.L1 a staging job for step g0 + KT's lines (strata_mmq_nv_pf in
@@ -498,7 +501,7 @@ var mmqXSeg = map[string]int{"mmq8x4": 4, "mmq8x4p": 4}
 // 136 contiguous Q8_0 bytes of a row touched at 0, 45, 90, 135) it lost for both types, TOPS
 // at 512 / 2048 tokens, means of 7 runs in 3 processes: Q8_0 190.9 → 185.6 / 194.1 → 188.9,
 // Q2_0 203.1 → 178.0 / 205.7 → 182.9 (spills 28 → 72 and 40 → 92 bytes).
-var mmqPrefetch = map[string]bool{"mmq8x4p": true}
+var mmqPrefetch = map[string]bool{"mmq8x4p": true, "mmq8x4l": true}
 
 // Prefetch reports whether variant v of family on t is an NVIDIA mma kernel that prefetches
 // its next K step into L1 (mmqPrefetch).
@@ -602,4 +605,38 @@ func (v Variant) Compact(family string, t Target) bool {
 // keeps the loaded values of edge jobs (mmqNoZero).
 func (v Variant) NoZero(family string, t Target) bool {
 	return t.IsNVIDIA() && v.Values["op"] == "mma" && mmqNoZero[family]
+}
+
+// mmqPlanes names the families whose NVIDIA mma core stages the weights of a 16-split type
+// (a sub-scale per 16 elements: IQ2_XS, IQ1_M) as two int8 planes of the sub-scaled values
+// (mmq_core.tmpl, "Two-plane form"; family mmq8x4l): element value v = m·q = 16·h + l with
+// h = ⌊v/16⌋ and l = v mod 16 in separate planes, each decoded by prmt from an 8-byte table
+// per sub-scale (selector nibbles: grid index + 3·sign). Each group is then two K=32
+// products, chained in the mma accumulators over the K step, against mmq8x4p's two K=16
+// products per group and 8 IMAD per m16n8k32 folding the sub-scales; the segment's int32 sum
+// 16·Σh·x + Σl·x is mmq8x4p's exactly, folded the same way (bit-identical outputs).
+//
+// Why (bench/results/2026-11-30-mmqs2-s8: IQ2_XS mmq8x4p 26.7 instructions per m16n8k32 at
+// 0.51 issued a scheduler cycle; 170 TOPS needs ≈ 22.7 at that rate): the IMAD folds are 8
+// of the 26.7, the per-group sub-scale loads 1 more. H200, bench/results/2026-11-30-iqmmq-s9
+// call 1 (its first build, 8b64486): 21.0 instructions per m16n8k32, but 452 bytes of spills
+// (hoisted 64-bit fragment pointers and accumulators), issue 0.30 a scheduler cycle, IQ2_XS
+// 144.2 → 108.4 and IQ1_M 143.6 → 106.7 TOPS at 512 tokens. The build here addresses shared
+// memory with 32-bit registers formed per K step and is not measured yet; mmq8x4p stays the
+// kernel of record for both types.
+var mmqPlanes = map[string]bool{"mmq8x4l": true}
+
+// mmqX4LTypes are family mmq8x4l's weight types: the 16-split types whose sub-scaled values
+// m·q have a small magnitude table per sub-scale (IQ2_XS: {8, 25, 43}·m, m ≤ 31; IQ1_M:
+// {−9, −7, −1, 1, 7, 9}·m, m ≤ 15). Q6_K's 64 quant values times a signed 8-bit scale do not.
+var mmqX4LTypes = []Value{{Name: "iq2xs"}, {Name: "iq1m"}}
+
+// QT is the C++ weight-type struct the mmq template instantiates variant v of family with on
+// t: strata_qt_<type>, or for a two-plane family (mmqPlanes) the mma core's plane form of the
+// type, strata_mmq_pl_<type>.
+func (v Variant) QT(family string, t Target) string {
+	if t.IsNVIDIA() && v.Values["op"] == "mma" && mmqPlanes[family] {
+		return "strata_mmq_pl_" + v.Values["type"]
+	}
+	return "strata_qt_" + v.Values["type"]
 }

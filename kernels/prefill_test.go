@@ -61,7 +61,7 @@ func TestPrefillTiles(t *testing.T) {
 // wide form.
 func TestMMQWideStaging(t *testing.T) {
 	seen := map[string]bool{}
-	for _, fam := range []string{"mmq", "mmq8", "mmq8x4", "mmq8x4p", "mmq8c", "mmq8cz", "moe_prefill"} {
+	for _, fam := range []string{"mmq", "mmq8", "mmq8x4", "mmq8x4p", "mmq8x4l", "mmq8c", "mmq8cz", "moe_prefill"} {
 		s, ok := LookupSpec(fam)
 		if !ok {
 			t.Fatalf("no %s spec", fam)
@@ -91,9 +91,9 @@ func TestMMQWideStaging(t *testing.T) {
 
 // mmq8 (the 8-warp tile): every type on every NVIDIA target, mma only, nothing on AMD; the
 // NVIDIA LDS model within the target's LDS; two blocks an SM asked where they fit. mmq8x4,
-// mmq8x4p: the same for their types (mmqX4Types, mmqX4PTypes), with a segment of 4 groups
-// (mmq8 has none) and, mmq8x4p, the prefetch. mmq8c (Q2_0), mmq8cz (Q8_0): compact scale
-// tiles (wide staging) and, mmq8cz, no edge zeroing.
+// mmq8x4p, mmq8x4l: the same for their types (mmqX4Types, mmqX4PTypes, mmqX4LTypes), with a
+// segment of 4 groups (mmq8 has none) and, mmq8x4p and mmq8x4l, the prefetch. mmq8c (Q2_0),
+// mmq8cz (Q8_0): compact scale tiles (wide staging) and, mmq8cz, no edge zeroing.
 func TestMmq8Tiles(t *testing.T) {
 	for _, fc := range []struct {
 		family string
@@ -101,7 +101,8 @@ func TestMmq8Tiles(t *testing.T) {
 		xseg   int
 		pf     bool // prefetches the next K step (mmqPrefetch)
 	}{{"mmq8", len(axisPrefillType.Values), 0, false}, {"mmq8x4", len(mmqX4Types), 4, false},
-		{"mmq8x4p", len(mmqX4PTypes), 4, true}, {"mmq8c", len(mmqCTypes), 0, false},
+		{"mmq8x4p", len(mmqX4PTypes), 4, true}, {"mmq8x4l", len(mmqX4LTypes), 4, true},
+		{"mmq8c", len(mmqCTypes), 0, false},
 		{"mmq8cz", len(mmqCZTypes), 0, false}} {
 		s, ok := LookupSpec(fc.family)
 		if !ok {

@@ -291,6 +291,19 @@ var Specs = []Spec{
 		Fits: mmqFits,
 	},
 	{
+		Family:   "mmq8x4l",
+		Template: "mmq",
+		Doc: "mmq8x4p whose weights are staged as two int8 planes of the sub-scaled values (NVIDIA mma.sync only): " +
+			"each element's integer m·q = 16·h + l, both planes decoded by byte-permute lookups, so each group is two " +
+			"K=32 products chained over the K step with no integer folds; x as mmq8x4 (one d per 128-element segment, " +
+			"quant.QuantizeQ8_1GPUSeg with 4); launch as mmq8.",
+		Threads: 256,
+		Args:    mmqArgs,
+		// The split types of mmq8x4p (kernels/prefill.go, mmqPlanes).
+		Axes: []Axis{{Name: "type", Values: mmqX4LTypes}, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r64t128w8"}}}},
+		Fits: mmqFits,
+	},
+	{
 		Family:   "mmq8x4p",
 		Template: "mmq",
 		Doc: "mmq8x4 that prefetches each next K step's weight and activation lines into L1 before the current step's " +
@@ -497,7 +510,7 @@ var Specs = []Spec{
 	},
 }
 
-// mmqArgs is the launch-argument list of mmq, mmq8, mmq8x4, mmq8x4p, mmq8c and mmq8cz (one C struct layout).
+// mmqArgs is the launch-argument list of mmq, mmq8, mmq8x4, mmq8x4p, mmq8x4l, mmq8c and mmq8cz (one C struct layout).
 var mmqArgs = []Arg{
 	{Name: "w", Type: ArgPtr, CType: "const u8", Doc: "weights: rows × k/QK blocks, rows contiguous; 16-byte aligned"},
 	{Name: "x", Type: ArgPtr, CType: "const u8", Doc: "activations: tokens × x_row_blocks Q8_1 blocks (36 bytes); 4-byte aligned"},

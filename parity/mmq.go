@@ -81,10 +81,33 @@ var mmqXISum = Bound{Name: "isum", Exact: true, Why: `
 	sums start from 0 (no 1.5·2²³ seed) and m0·S0 + m1·S1 is formed in int32, exact in any
 	order, and written as its bit pattern: it must equal the reference exactly.`}
 
+// mmqX4LY is the y bound of family mmq8x4l (kernels/prefill.go, mmqPlanes): mmq8x4p with its
+// weights staged as two int8 planes. The segment's integer sum is the same integer formed
+// another way, so mmqX4Y's derivation and value hold unchanged.
+var mmqX4LY = Bound{Name: "y", MaxRowRel: 6.8e-6, Why: `
+	As mmq8x4 (mmqX4Y, γ₁₁₃ = 6.7353e-6 at K = 14336: bound 6.8e-6), with the segment's
+	integer sum I formed from two int8 weight planes: every element's integer value
+	v = mult·q (IQ2_XS |v| ≤ 43·31 = 1333, IQ1_M ≤ 9·15 = 135) is staged as h = ⌊v/16⌋
+	(|h| ≤ 84) and l = v − 16h ∈ [0, 15], both exact int8. The mma sums H = Σ h·q_x and
+	L = Σ l·q_x over the segment's 128 elements (|H| ≤ 128·84·127 < 2²¹, |L| < 2¹⁸) are exact
+	int32 in any order, and I = 16·H + L = Σ v·q_x = Σ_g (m0·S0 + m1·S1) exactly: the same
+	integer as mmq8x4's, folded by the same acc = fma(b, (f32)I, acc) in the same order, so
+	the outputs are mmq8x4p's bit for bit and the bound is mmq8x4's. The L1 prefetch is a
+	hint.`}
+
+var mmqXLISum = Bound{Name: "isum", Exact: true, Why: `
+	Integers only: the hooked group's Σ mult(i)·q_w(i)·q_x(i) = 16·Σ h·q_x + Σ l·q_x (the two
+	planes' mma sums, each from 0, |·| < 2²¹), formed in int32 (exact in any order, |·| ≤
+	2¹⁹·43·31/128 < 2²⁴) and written as its bit pattern: it must equal the reference exactly.`}
+
 // mmqSegY is the y bound of the families whose activations share one d per segment
 // (kernels/prefill.go, mmqXSeg). mmq8x4p is mmq8x4 with an L1 prefetch of the next K step
-// (a hint: no value changes), so its arithmetic and bounds are mmq8x4's.
-var mmqSegY = map[string]Bound{"mmq8x4": mmqX4Y, "mmq8x4p": mmqX4Y}
+// (a hint: no value changes), so its arithmetic and bounds are mmq8x4's; mmq8x4l forms the
+// same integer segment sums from two weight planes (mmqX4LY).
+var mmqSegY = map[string]Bound{"mmq8x4": mmqX4Y, "mmq8x4p": mmqX4Y, "mmq8x4l": mmqX4LY}
+
+// mmqSegISum is the isum bound of the shared-d families (mmqXISum unless listed).
+var mmqSegISum = map[string]Bound{"mmq8x4l": mmqXLISum}
 
 // mmqTypes maps the "type" axis values of the int8 prefill families to quant types.
 var mmqTypes = map[string]quant.Type{
@@ -116,7 +139,11 @@ func mmqBounds(family string) map[string][]Bound {
 	b := map[string][]Bound{}
 	for _, v := range spec.AllVariants() {
 		if seg {
-			b[v.Name] = []Bound{mmqXISum, y}
+			is, ok := mmqSegISum[family]
+			if !ok {
+				is = mmqXISum
+			}
+			b[v.Name] = []Bound{is, y}
 			continue
 		}
 		b[v.Name] = []Bound{mmqYBound(mmqTypes[v.Values["type"]]), mmqISum}
@@ -154,7 +181,8 @@ func init() {
 	})
 	// mmq8x4: mmq8 for activations with one d per 128-element segment (kernels/prefill.go,
 	// mmqXSeg), quantized so by quant.QuantizeQ8_1GPUSeg; mmq8x4p: mmq8x4 with the next K
-	// step prefetched into L1 (kernels/prefill.go, mmqPrefetch). mmq8's cases (K rounds down
+	// step prefetched into L1 (kernels/prefill.go, mmqPrefetch); mmq8x4l: mmq8x4p with two
+	// weight planes (kernels/prefill.go, mmqPlanes). mmq8's cases (K rounds down
 	// to whole 256-element blocks, so every segment is whole).
 	// mmq8c (Q2_0), mmq8cz (Q8_0) (kernels/prefill.go, mmqCompact): mmq8 with compact scale
 	// tiles for the unit types; mmq8cz without zeroing the staged values of rows and tokens
@@ -169,7 +197,7 @@ func init() {
 			Run:    runMmqFamily(fam),
 		})
 	}
-	for _, fam := range []string{"mmq8x4", "mmq8x4p"} {
+	for _, fam := range []string{"mmq8x4", "mmq8x4p", "mmq8x4l"} {
 		register(&Family{
 			Name:   fam,
 			Bounds: mmqBounds(fam),

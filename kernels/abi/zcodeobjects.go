@@ -241,6 +241,12 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
+	Family:   "mmq8x4l",
+	Path:     "gfx1030/mmq8x4l.co",
+	Target:   "gfx1030",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
 	Family:   "mmq8x4p",
 	Path:     "gfx1030/mmq8x4p.co",
 	Target:   "gfx1030",
@@ -691,6 +697,12 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8x4",
 	Path:     "gfx1100/mmq8x4.co",
+	Target:   "gfx1100",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8x4l",
+	Path:     "gfx1100/mmq8x4l.co",
 	Target:   "gfx1100",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -1173,6 +1185,12 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
+	Family:   "mmq8x4l",
+	Path:     "gfx1101/mmq8x4l.co",
+	Target:   "gfx1101",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
 	Family:   "mmq8x4p",
 	Path:     "gfx1101/mmq8x4p.co",
 	Target:   "gfx1101",
@@ -1647,6 +1665,12 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8x4",
 	Path:     "gfx1102/mmq8x4.co",
+	Target:   "gfx1102",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8x4l",
+	Path:     "gfx1102/mmq8x4l.co",
 	Target:   "gfx1102",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -2129,6 +2153,12 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
+	Family:   "mmq8x4l",
+	Path:     "gfx1200/mmq8x4l.co",
+	Target:   "gfx1200",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
 	Family:   "mmq8x4p",
 	Path:     "gfx1200/mmq8x4p.co",
 	Target:   "gfx1200",
@@ -2603,6 +2633,12 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8x4",
 	Path:     "gfx1201/mmq8x4.co",
+	Target:   "gfx1201",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8x4l",
+	Path:     "gfx1201/mmq8x4l.co",
 	Target:   "gfx1201",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -3223,6 +3259,18 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3s_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_iq3s_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8x4l",
+	Path:   "sm_80/mmq8x4l.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4l_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4l_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4505,6 +4553,18 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "mmq8x4l",
+	Path:   "sm_86/mmq8x4l.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4l_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4l_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "mmq8x4p",
 	Path:   "sm_86/mmq8x4p.ptx",
 	Target: "sm_86",
@@ -5784,6 +5844,18 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "mmq8x4l",
+	Path:   "sm_89/mmq8x4l.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4l_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4l_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "mmq8x4p",
 	Path:   "sm_89/mmq8x4p.ptx",
 	Target: "sm_89",
@@ -7060,6 +7132,18 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3s_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_iq3s_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8x4l",
+	Path:   "sm_90/mmq8x4l.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4l_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4l_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {

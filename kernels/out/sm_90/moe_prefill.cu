@@ -975,7 +975,7 @@ STRATA_DEVICE u32 strata_mmq_smem_addr(const void* p) {
 // A operand (16 rows × 32 k) of the row-major int8 tile at p (row stride KS): ldmatrix.x4,
 // lane ℓ addressing row ℓ%8 + 8·((ℓ/8)%2), bytes 16·(ℓ/16): matrices (rows 0–7, k 0–15),
 // (8–15, 0–15), (0–7, 16–31), (8–15, 16–31) = registers 0..3 of strata_mma_a32.
-STRATA_DEVICE strata_mma_a32 strata_mmq_ld_a(const i8* p) {
+[[maybe_unused]] STRATA_DEVICE strata_mma_a32 strata_mmq_ld_a(const i8* p) {
 #ifdef __NVPTX__
   const u32 l = strata_lane();
   strata_mma_a32 a;
@@ -990,7 +990,7 @@ STRATA_DEVICE strata_mma_a32 strata_mmq_ld_a(const i8* p) {
 // B operand of two n8 halves (16 rows of Bᵀ × 32 k): lane ℓ addresses row ℓ%8 + 8·(ℓ/16),
 // bytes 16·((ℓ/8)%2): matrices (0–7, 0–15), (0–7, 16–31), (8–15, 0–15), (8–15, 16–31) =
 // r[0][0], r[0][1], r[1][0], r[1][1] of strata_mma_b32.
-STRATA_DEVICE strata_mma_b32 strata_mmq_ld_b(const i8* p) {
+[[maybe_unused]] STRATA_DEVICE strata_mma_b32 strata_mmq_ld_b(const i8* p) {
 #ifdef __NVPTX__
   const u32 l = strata_lane();
   strata_mma_b32 b;
@@ -1667,12 +1667,419 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
       }
 }
 
+// ---- Two-plane form (families named in kernels/prefill.go mmqPlanes: mmq8x4l) -----------
+//
+// For the 16-split types whose sub-scaled integer values have a small table per sub-scale
+// (IQ2_XS: v = m·q, q ∈ ±{8, 25, 43}, m = 2s + 1 ≤ 31, |v| ≤ 1333; IQ1_M: q = 8(G+1) + c ∈
+// {−9, −7, −1, 1, 7, 9}, m ≤ 15, |v| ≤ 135) the weight tile holds two int8 planes,
+//   h = ⌊v/16⌋ (|h| ≤ 84)   and   l = v − 16h ∈ [0, 15],   so v = 16h + l exactly,
+// with the sub-scale inside v. A group is then two plain K=32 products (plane h, plane l)
+// whose accumulators chain over the K step's 4 groups (no per-group integer fold, no per-
+// group scale loads), and at the step's end the segment's int32 sum is I = 16·H + L (one
+// LEA per output), exactly mmq8x4's I = Σ_g (m0·S0 + m1·S1), folded as there:
+// acc = fma(base·d_x, (f32)I, acc) (so the outputs equal mmq8x4p's bit for bit).
+// Against mmq8x4p per m16n8k32: the same two mma.sync (K=32 twice instead of K=16 twice: twice
+// the tensor work, a quarter of the pipe at 170 TOPS), no IMAD fold (8), no sub-scale loads,
+// one more ldmatrix (the second plane; the token fragment is reloaded per row fragment).
+//
+// Decode: per 8 elements (one grid code) the selector word sel holds element e's table
+// index in nibble e (elements 0–3 in bits 0–15, 4–7 in bits 16–31): its magnitude index
+// (0..2) from an LDS table of the grid recoded to nibbles, plus 3 where the element is
+// negative (IQ2_XS: a 128-entry nibble table of the sign index; IQ1_M: the piece's δ sign
+// for all 8). prmt then picks each byte from the sub-scale's 8-byte tables {h₀, h₁, h₂,
+// h of the negated three, 0, 0} and the same for l: four prmt per 8 elements for both planes
+// (mmq8x4p's decode: the sign masks and two byte negations per 8 elements, one plane).
+// The tables (per type, filled once per block): grid selectors, sign selectors, and per
+// sub-scale value its four table words {H₀₋₃, H₄₋₇, L₀₋₃, L₄₋₇}.
+template <class QT> struct strata_mmq_planes { static constexpr bool v = false; };
+
+// Byte permute: byte i of the result = byte (c >> 4i) & 7 of the 8 bytes {a, b} (selector
+// nibbles ≤ 7 only: no sign-replicate mode).
+STRATA_DEVICE u32 strata_mmq_prmt(u32 a, u32 b, u32 c) {
+#ifdef __NVPTX__
+  return __nvvm_prmt(a, b, c);
+#else
+  const u64 t = ((u64)b << 32) | a;
+  u32 r = 0;
+  for (int i = 0; i < 4; ++i) r |= (u32)((t >> (8 * ((c >> (4 * i)) & 7u))) & 0xffu) << (8 * i);
+  return r;
+#endif
+}
+// The four table words of the values v[0..5] (the table indices 0..5): bytes of ⌊v/16⌋ and
+// of v mod 16; indices 6, 7 are 0.
+STRATA_DEVICE strata_mmq_u32x4 strata_mmq_pl_words(const i32* v) {
+  u32 h[2] = {0, 0}, l[2] = {0, 0};
+  for (int i = 0; i < 6; ++i) {
+    h[i >> 2] |= ((u32)(v[i] >> 4) & 0xffu) << (8 * (i & 3));
+    l[i >> 2] |= ((u32)v[i] & 15u) << (8 * (i & 3));
+  }
+  strata_mmq_u32x4 w = {h[0], h[1], l[0], l[1]};
+  return w;
+}
+// Both planes of 8 elements: words 2k (elements 0–3) and 2k + 1 (4–7) of qh and ql.
+STRATA_DEVICE void strata_mmq_pl_put8(const strata_mmq_u32x4& T, u32 sel, u32* qh, u32* ql) {
+  const u32 s1 = sel >> 16;
+  qh[0] = strata_mmq_prmt(T[0], T[1], sel), qh[1] = strata_mmq_prmt(T[0], T[1], s1);
+  ql[0] = strata_mmq_prmt(T[2], T[3], sel), ql[1] = strata_mmq_prmt(T[2], T[3], s1);
+}
+
+// IQ2_XS (quant_blocks strata_qt_iq2xs: 74-byte blocks, value d/8·(2s+1)·±G).
+struct strata_mmq_pl_iq2xs {
+  static constexpr int QK = 256, BYTES = 74;
+  static constexpr bool FLOAT = false, MIN = false, PIECE = false;
+  struct lds {
+    u32 gs[512];                // grid index → magnitude selectors (8 → 0, 25 → 1, 43 → 2)
+    u32 ss[128];                // 7-bit sign index → 3 in the nibbles of negative elements
+    strata_mmq_u32x4 ht[16];    // sub-scale s → table words of {8, 25, 43, −8, −25, −43}·(2s+1)
+  };
+  STRATA_DEVICE void fill(lds* s) {
+    const u64* grid = strata_iq2xs_grid;
+#ifdef __NVPTX__
+    asm("" : "+l"(grid));  // plain loads, not the constant bank (strata_fill_table)
+#endif
+    const u32 n = strata_block_dim_x();
+    for (u32 i = strata_thread_x(); i < 512; i += n) {
+      const u64 e = grid[i];
+      u32 sel = 0;
+      for (int b = 0; b < 8; ++b) sel |= (u32)((e >> (8 * b + 4)) & 3u) << (4 * b);
+      s->gs[i] = sel;
+    }
+    for (u32 i = strata_thread_x(); i < 128; i += n) {
+      const u32 sg = i | (u32)__builtin_parity(i) << 7;  // ksigns_iq2xs: bit 7 the parity
+      u32 sel = 0;
+      for (int b = 0; b < 8; ++b) sel |= ((sg >> b) & 1u) * 3u << (4 * b);
+      s->ss[i] = sel;
+    }
+    for (u32 i = strata_thread_x(); i < 16; i += n) {
+      const i32 m = 2 * (i32)i + 1, v[6] = {8 * m, 25 * m, 43 * m, -8 * m, -25 * m, -43 * m};
+      s->ht[i] = strata_mmq_pl_words(v);
+    }
+  }
+  // Group j of the block at b: planes qh, ql (8 words each) and the base d/8.
+  STRATA_DEVICE void load2(const u8* b, int j, u32* qh, u32* ql, f32& base, const lds* t) {
+    base = strata_ld_f16(b) * 0.125f;
+    u32 c[2];
+    strata_ldw_a2<2>(b + 2 + 8 * j, c);
+    const u32 sc = b[66 + j];
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const strata_mmq_u32x4 T = t->ht[hf ? sc >> 4 : sc & 15u];
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        const u32 code = k ? c[hf] >> 16 : c[hf] & 0xffffu;
+        strata_mmq_pl_put8(T, t->gs[code & 511u] + t->ss[code >> 9], qh + 4 * hf + 2 * k, ql + 4 * hf + 2 * k);
+      }
+    }
+  }
+};
+template <> struct strata_mmq_planes<strata_mmq_pl_iq2xs> { static constexpr bool v = true; };
+
+// IQ1_M (quant_blocks strata_qt_iq1m: 56-byte blocks, value D/8·(2f+1)·(8(G+1) + c), c = −7
+// or −9 per 8-element piece).
+struct strata_mmq_pl_iq1m {
+  static constexpr int QK = 256, BYTES = 56;
+  static constexpr bool FLOAT = false, MIN = false, PIECE = false;
+  struct lds {
+    u32 gs[2048];              // 11-bit grid index → G+1 of element e in nibble e
+    strata_mmq_u32x4 ht[8];    // f → table words of {−7, 1, 9, −9, −1, 7}·(2f+1)
+  };
+  STRATA_DEVICE void fill(lds* s) {
+    const u32* grid = strata_iq1s_grid_gpu;
+#ifdef __NVPTX__
+    asm("" : "+l"(grid));
+#endif
+    const u32 n = strata_block_dim_x();
+    for (u32 i = strata_thread_x(); i < 2048; i += n) {
+      const u32 e = grid[i];  // byte b: element b in its low nibble, element b + 4 in its high
+      u32 sel = 0;
+      for (int b = 0; b < 4; ++b) sel |= ((e >> (8 * b)) & 15u) << (4 * b) | ((e >> (8 * b + 4)) & 15u) << (4 * b + 16);
+      s->gs[i] = sel;
+    }
+    for (u32 i = strata_thread_x(); i < 8; i += n) {
+      const i32 m = 2 * (i32)i + 1, v[6] = {-7 * m, m, 9 * m, -9 * m, -m, 7 * m};
+      s->ht[i] = strata_mmq_pl_words(v);
+    }
+  }
+  STRATA_DEVICE void load2(const u8* b, int j, u32* qh, u32* ql, f32& base, const lds* t) {
+    u32 sw[2];
+    const u32 qx = strata_ld_u16(b + 32 + 2 * j);  // four nibbles: 3 index bits + δ sign
+    sw[0] = strata_load_u32(b + 48), sw[1] = strata_load_u32(b + 52);
+    const u32 w0 = sw[0] & 0xffffu, w1 = sw[0] >> 16, w2 = sw[1] & 0xffffu, w3 = sw[1] >> 16;
+    const u32 h = (w0 >> 12) | ((w1 >> 8) & 0x00f0u) | ((w2 >> 4) & 0x0f00u) | (w3 & 0xf000u);
+    base = strata_f16_to_f32((u16)h) * 0.125f;
+    const u32 sv = ((j >> 2) ? sw[1] : sw[0]) >> (16 * ((j >> 1) & 1) + 6 * (j & 1));
+    const u32 qs = strata_load_u32(b + 4 * j);
+    const strata_mmq_u32x4 T[2] = {t->ht[sv & 7u], t->ht[(sv >> 3) & 7u]};
+#pragma unroll
+    for (int p = 0; p < 4; ++p) {
+      const u32 nb = (qx >> (4 * p)) & 15u;
+      const u32 sel = t->gs[((qs >> (8 * p)) & 0xffu) | (nb & 7u) << 8] + ((nb & 8u) ? 0x33333333u : 0u);
+      strata_mmq_pl_put8(T[p >> 1], sel, qh + 2 * p, ql + 2 * p);
+    }
+  }
+};
+template <> struct strata_mmq_planes<strata_mmq_pl_iq1m> { static constexpr bool v = true; };
+
+// The shared memory of a two-plane kernel (NW = 1).
+template <class QT, int BM, int BN>
+struct strata_mmq_pl_smem {
+  alignas(16) i8 w[2][BM][STRATA_MMQ_KS];  // planes h (0) and l (1) of the weight rows
+  alignas(16) i8 x[BN][STRATA_MMQ_KS];     // activation quants
+  alignas(16) f32 wb[BM];                  // the step's weight base per row (0 past the edge)
+  alignas(16) f32 xd[BN];                  // the step's segment d_x per token (0 past the edge)
+  typename QT::lds tab;
+};
+
+// Shared-memory accesses of the two-plane form by 32-bit shared address sa: NVPTX would
+// otherwise address the module's shared array with 64-bit registers, two a hoisted address,
+// which the first build could not afford (bench/results/2026-11-30-iqmmq-s9). The host
+// simulation maps sa back to a pointer into the struct (at.p: its base s and that base's
+// address sb, truncated as strata_mmq_smem_addr does), so that it runs the same address
+// arithmetic as the GPU.
+struct strata_mmq_pl_at {
+  u8* s;
+  u32 sb;
+  STRATA_DEVICE_MEMBER u8* p(u32 sa) const { return s + (sa - sb); }
+  // The 32-bit shared address of q, a member of the struct.
+  STRATA_DEVICE_MEMBER u32 of(const void* q) const { return sb + (u32)((const u8*)q - s); }
+};
+[[maybe_unused]] STRATA_DEVICE void strata_mmq_pl_st16(const strata_mmq_pl_at& at, u32 sa, const strata_mmq_u32x4& v) {
+#ifdef __NVPTX__
+  (void)at;
+  asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};" ::"r"(sa), "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3]) : "memory");
+#else
+  __builtin_memcpy(__builtin_assume_aligned(at.p(sa), 16), &v, 16);
+#endif
+}
+[[maybe_unused]] STRATA_DEVICE void strata_mmq_pl_st4(const strata_mmq_pl_at& at, u32 sa, f32 v) {
+#ifdef __NVPTX__
+  (void)at;
+  asm volatile("st.shared.f32 [%0], %1;" ::"r"(sa), "f"(v) : "memory");
+#else
+  __builtin_memcpy(__builtin_assume_aligned(at.p(sa), 4), &v, 4);
+#endif
+}
+[[maybe_unused]] STRATA_DEVICE f32 strata_mmq_pl_ld4(const strata_mmq_pl_at& at, u32 sa) {
+  f32 v;
+#ifdef __NVPTX__
+  (void)at;
+  asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(sa) : "memory");
+#else
+  __builtin_memcpy(&v, __builtin_assume_aligned(at.p(sa), 4), 4);
+#endif
+  return v;
+}
+[[maybe_unused]] STRATA_DEVICE void strata_mmq_pl_ld8(const strata_mmq_pl_at& at, u32 sa, f32* v) {
+#ifdef __NVPTX__
+  (void)at;
+  asm volatile("ld.shared.v2.f32 {%0,%1}, [%2];" : "=f"(v[0]), "=f"(v[1]) : "r"(sa) : "memory");
+#else
+  __builtin_memcpy(v, __builtin_assume_aligned(at.p(sa), 8), 8);
+#endif
+}
+
+// Stage K step g0: the activations as the wide form (strata_mmq_nv_fetch's windows), the
+// weights through QT::load2, every global load before any store.
+template <class QT, int BM, int BN, class Src>
+STRATA_DEVICE void strata_mmq_pl_stage(strata_mmq_pl_smem<QT, BM, BN>& s, const Src& src, int g0, int ng) {
+  typedef strata_mmq_nv_raw<QT, 1, BM, BN> RT;
+  constexpr int KT = RT::KT, T = RT::T, GPB = QT::QK / 32, JW = RT::JW, JX = RT::JX;
+  static_assert(!RT::WIDE, "two-plane form: weights through load2");
+  const int tid = (int)strata_thread_x();
+  RT R;
+  strata_mmq_nv_fetch<QT, 1, BM, BN>(R, src, g0, ng);
+  const strata_mmq_pl_at at{(u8*)&s, strata_mmq_smem_addr(&s)};
+  const u8* const wsafe = src.wrow(0, 0);
+  u32 qh[JW][8], ql[JW][8];
+  f32 base[JW];
+#pragma unroll
+  for (int u = 0; u < JW; ++u) {
+    const int j = tid + u * T, r = (j / KT) % BM, g = g0 + j % KT;
+    const u8* row = src.wrow(0, r);
+    QT::load2(R.okw[u] ? row + (i64)(g / GPB) * QT::BYTES : wsafe, R.okw[u] ? g % GPB : 0, qh[u], ql[u], base[u], &s.tab);
+  }
+#pragma unroll
+  for (int u = 0; u < JW; ++u) {
+    const int j = tid + u * T, r = (j / KT) % BM, kg = j % KT;
+    u32 h[8], l[8];
+#pragma unroll
+    for (int w = 0; w < 8; ++w) h[w] = R.okw[u] ? qh[u][w] : 0u, l[w] = R.okw[u] ? ql[u][w] : 0u;
+    strata_mmq_u32x4 h0 = {h[0], h[1], h[2], h[3]}, h1 = {h[4], h[5], h[6], h[7]};
+    strata_mmq_u32x4 l0 = {l[0], l[1], l[2], l[3]}, l1 = {l[4], l[5], l[6], l[7]};
+    const u32 sw = at.of(&s.w[0][r][32 * kg]);
+    constexpr u32 PL = BM * STRATA_MMQ_KS;  // plane 1 after plane 0
+    strata_mmq_pl_st16(at, sw, h0);
+    strata_mmq_pl_st16(at, sw + 16, h1);
+    strata_mmq_pl_st16(at, sw + PL, l0);
+    strata_mmq_pl_st16(at, sw + PL + 16, l1);
+    if (kg == 0) strata_mmq_pl_st4(at, at.of(&s.wb[r]), R.okw[u] ? base[u] : 0.0f);
+  }
+#pragma unroll
+  for (int u = 0; u < JX; ++u) {
+    const int j = tid + u * T, c = j / KT, kg = j % KT;
+    if (JX * T != BN * KT && j >= BN * KT) break;  // past the tile (whole warps)
+    u32 a[9];
+    strata_mmq_pick9(R.xt[u], R.xo[u], a);
+    u32 q[8];
+#pragma unroll
+    for (int w = 0; w < 8; ++w) q[w] = R.okx[u] ? a[w + 1] : 0u;
+    strata_mmq_u32x4 lo = {q[0], q[1], q[2], q[3]}, hi = {q[4], q[5], q[6], q[7]};
+    const u32 sx = at.of(&s.x[c][32 * kg]);
+    strata_mmq_pl_st16(at, sx, lo);
+    strata_mmq_pl_st16(at, sx + 16, hi);
+    if (kg == 0) strata_mmq_pl_st4(at, at.of(&s.xd[c]), R.okx[u] ? strata_f16_to_f32((u16)a[0]) : 0.0f);  // the segment's d
+  }
+}
+
+// Fragment loads of the two-plane loop: ldmatrix.x4 at the 32-bit shared address sa, which
+// holds the lane's row and byte offsets (strata_mmq_pl_la, strata_mmq_pl_lb: the A and B lane
+// layouts of strata_mmq_ld_a and strata_mmq_ld_b). The host simulation takes the fragment's
+// origin sa minus the lane's offset through at and loads it as strata_mma_load_a32/b32. The
+// loop forms every sa as a per-step base plus a constant (folded into the instruction's
+// offset), not as one 64-bit generic pointer per fragment: the first build (8b64486) let LLVM
+// hoist 24 such pointers out of the K loop, and ptxas spilled them with the accumulators
+// (452 bytes, 9.9 M local loads a launch: bench/results/2026-11-30-iqmmq-s9).
+[[maybe_unused]] STRATA_DEVICE u32 strata_mmq_pl_la() {
+  const u32 l = strata_lane();
+  return ((l & 7) + (l & 8)) * STRATA_MMQ_KS + 16 * (l >> 4);
+}
+[[maybe_unused]] STRATA_DEVICE u32 strata_mmq_pl_lb() {
+  const u32 l = strata_lane();
+  return ((l & 7) + 8 * (l >> 4)) * STRATA_MMQ_KS + 2 * (l & 8);
+}
+[[maybe_unused]] STRATA_DEVICE strata_mma_a32 strata_mmq_pl_ld_a(const strata_mmq_pl_at& at, u32 sa) {
+#ifdef __NVPTX__
+  (void)at;
+  strata_mma_a32 a;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(a.r[0]), "=r"(a.r[1]), "=r"(a.r[2]), "=r"(a.r[3]) : "r"(sa) : "memory");
+  return a;
+#else
+  return strata_mma_load_a32((const i8*)at.p(sa - strata_mmq_pl_la()), STRATA_MMQ_KS);
+#endif
+}
+[[maybe_unused]] STRATA_DEVICE strata_mma_b32 strata_mmq_pl_ld_b(const strata_mmq_pl_at& at, u32 sa) {
+#ifdef __NVPTX__
+  (void)at;
+  strata_mma_b32 b;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(b.r[0][0]), "=r"(b.r[0][1]), "=r"(b.r[1][0]), "=r"(b.r[1][1]) : "r"(sa) : "memory");
+  return b;
+#else
+  return strata_mma_load_b32((const i8*)at.p(sa - strata_mmq_pl_lb()), STRATA_MMQ_KS);
+#endif
+}
+
+// The K loop of one tile in the two-plane form (NW = 1, full warp tiles of 16 tokens, the
+// segment = the K step). Per warp and step: for each row fragment i, the 4 groups' plane
+// products chain into H and L of its FN token fragments (32 int32 a lane), then the fold.
+// hook ≥ 0 (HOOK): each group's products from 0, the hooked group's 16·H + L written as bits.
+template <class QT, int BM, int BN, bool HOOK, class Src, class Ep>
+STRATA_DEVICE void strata_mmq_pl_run(strata_mmq_pl_smem<QT, BM, BN>& s, const Src& src, int k, int hook, const Ep& ep) {
+  typedef strata_mmq_nv_shape<QT, 1, BM, BN> SH;
+  constexpr int KT = STRATA_MMQ_KT, WGM = SH::WGM, WGN = SH::WGN, WM = BM / WGM, WN = BN / WGN, FM = WM / 16, FN = WN / 16;
+  static_assert(FM >= 1 && FN >= 1 && FM * 16 == WM && FN * 16 == WN && !Src::PARTIAL, "two-plane form: whole 16 × 16 warp fragments");
+  static_assert(strata_mmq_nv_xseg<QT, 1, BM, BN>::v == KT && QT::QK % (32 * KT) == 0 && !QT::MIN, "two-plane form: one segment a K step");
+  static_assert(sizeof(strata_mmq_pl_smem<QT, BM, BN>) <= 48 * 1024, "two-plane form: static shared memory");
+  const int ng = k / 32;
+  const int tid = (int)strata_thread_x(), wv = tid >> 5;
+  const int g = (tid & 31) >> 2, t = tid & 3;
+  const int wr = (wv % WGM) * WM, wt = (wv / WGM) * WN;
+  constexpr int KS = STRATA_MMQ_KS;
+  // Shared addresses of the warp's first A and B fragments, this lane's part (ldmatrix rows),
+  // and of the scales the lane folds with: rows wr + g (+ 8 + 16i), tokens wt + 2t (+ 8h + 16j).
+  const strata_mmq_pl_at at{(u8*)&s, strata_mmq_smem_addr(&s)};
+  const u32 wa0 = at.of(&s.w[0][wr][0]) + strata_mmq_pl_la(), xb0 = at.of(&s.x[wt][0]) + strata_mmq_pl_lb();
+  const u32 sb0 = at.of(&s.wb[wr + g]), sd0 = at.of(&s.xd[wt + 2 * t]);
+  strata_mma_c zero;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) zero.v[e] = 0;
+  f32 acc[FM][FN][8];
+#pragma unroll
+  for (int i = 0; i < FM; ++i)
+#pragma unroll
+    for (int j = 0; j < FN; ++j)
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[i][j][e] = 0.0f;
+  for (int g0 = 0; g0 < ng; g0 += KT) {
+    strata_mmq_pl_stage<QT, BM, BN>(s, src, g0, ng);
+    if constexpr (strata_mmq_nv_pf<QT, 1, BM, BN>::v) {
+      if (g0 + KT < ng) strata_mmq_nv_prefetch<QT, 1, BM, BN>(src, g0 + KT, ng);  // the next step's lines, during this step's mma
+    }
+    strata_barrier();
+    const int hk = hook < 0 ? -1 : (hook >= g0 && hook < g0 + KT ? hook - g0 : KT);
+    const int nk = ng - g0 < KT ? ng - g0 : KT;
+    // The step's bases, opaque to the compiler, so that every fragment address below is
+    // formed here as base + constant and not hoisted out of the loop (see strata_mmq_pl_ld_a).
+    u32 wa = wa0, xb = xb0, sbs = sb0, sds = sd0;
+#ifdef __NVPTX__
+    asm volatile("" : "+r"(wa), "+r"(xb), "+r"(sbs), "+r"(sds));
+#endif
+#pragma unroll
+    for (int i = 0; i < FM; ++i) {
+      strata_mma_c sh[FN], sl[FN];
+#pragma unroll
+      for (int j = 0; j < FN; ++j) sh[j] = zero, sl[j] = zero;
+#pragma unroll
+      for (int kg = 0; kg < KT; ++kg) {
+        if (kg >= nk) break;
+        const strata_mma_a32 ah = strata_mmq_pl_ld_a(at, wa + (u32)((16 * i) * KS + 32 * kg));
+        const strata_mma_a32 al = strata_mmq_pl_ld_a(at, wa + (u32)((BM + 16 * i) * KS + 32 * kg));
+#pragma unroll
+        for (int j = 0; j < FN; ++j) {
+          const strata_mma_b32 b = strata_mmq_pl_ld_b(at, xb + (u32)((16 * j) * KS + 32 * kg));
+          if constexpr (HOOK) {
+            const strata_mma_c dh = strata_mma32(zero, ah, b), dl = strata_mma32(zero, al, b);
+            if (kg == hk) {
+#pragma unroll
+              for (int e = 0; e < 8; ++e) acc[i][j][e] = __builtin_bit_cast(f32, dh.v[e] * 16 + dl.v[e]);
+            }
+          } else {
+            sh[j] = strata_mma32(sh[j], ah, b);
+            sl[j] = strata_mma32(sl[j], al, b);
+          }
+        }
+      }
+      if constexpr (!HOOK) {
+        // acc += base·d_x·(16·H + L): the step's group-0 base, the segment's d_x.
+        const f32 base[2] = {strata_mmq_pl_ld4(at, sbs + 4 * 16 * i), strata_mmq_pl_ld4(at, sbs + 4 * (16 * i + 8))};
+#pragma unroll
+        for (int j = 0; j < FN; ++j) {
+          f32 dx[2][2];
+#pragma unroll
+          for (int h = 0; h < 2; ++h) strata_mmq_pl_ld8(at, sds + 4 * (16 * j + 8 * h), dx[h]);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) {
+            const int h = e >> 2, y = (e >> 1) & 1, z = e & 1;
+            acc[i][j][e] = __builtin_fmaf(base[y] * dx[h][z], (f32)(sh[j].v[e] * 16 + sl[j].v[e]), acc[i][j][e]);
+          }
+        }
+      }
+    }
+    strata_barrier();
+  }
+#pragma unroll
+  for (int i = 0; i < FM; ++i)
+#pragma unroll
+    for (int j = 0; j < FN; ++j)
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        const int h = e >> 2, y = (e >> 1) & 1, z = e & 1;
+        const f32 v[1] = {acc[i][j][e]};
+        ep.put(wt + 16 * j + 8 * h + 2 * t + z, wr + 16 * i + g + 8 * y, v);
+      }
+}
+
 // The LDS struct of a core: strata_mmq_lds_t<QT, NW, BM, BN, MMA>.
 template <class QT, int NW, int BM, int BN, bool MMA>
 struct strata_mmq_lds_of { typedef strata_mmq_smem<QT, NW, BM, BN> type; };
 #ifdef STRATA_NVIDIA
+template <class QT, int NW, int BM, int BN, bool PL = strata_mmq_planes<QT>::v>
+struct strata_mmq_nv_lds_of { typedef strata_mmq_nv_smem<QT, NW, BM, BN> type; };
 template <class QT, int NW, int BM, int BN>
-struct strata_mmq_lds_of<QT, NW, BM, BN, true> { typedef strata_mmq_nv_smem<QT, NW, BM, BN> type; };
+struct strata_mmq_nv_lds_of<QT, NW, BM, BN, true> { typedef strata_mmq_pl_smem<QT, BM, BN> type; };  // two-plane form
+template <class QT, int NW, int BM, int BN>
+struct strata_mmq_lds_of<QT, NW, BM, BN, true> { typedef typename strata_mmq_nv_lds_of<QT, NW, BM, BN>::type type; };
 #endif
 template <class QT, int NW, int BM, int BN, bool MMA>
 using strata_mmq_lds_t = typename strata_mmq_lds_of<QT, NW, BM, BN, MMA>::type;
@@ -1686,7 +2093,15 @@ STRATA_DEVICE void strata_mmq_run(strata_mmq_lds_t<QT, NW, BM, BN, MMA>& s, cons
   const int ng = k / 32;
   const int tid = (int)strata_thread_x();
 #ifdef STRATA_NVIDIA
-  if constexpr (MMA) {
+  if constexpr (MMA && strata_mmq_planes<QT>::v) {
+    static_assert(NW == 1, "two-plane form: one weight matrix");
+    if (hook >= 0) {
+      strata_mmq_pl_run<QT, BM, BN, true>(s, src, k, hook, ep);
+    } else {
+      strata_mmq_pl_run<QT, BM, BN, false>(s, src, k, hook, ep);
+    }
+    return;
+  } else if constexpr (MMA) {
     if (hook >= 0) {
       strata_mmq_nv_run<QT, NW, BM, BN, true>(s, src, k, hook, ep);
     } else {
