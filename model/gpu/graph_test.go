@@ -83,81 +83,87 @@ func sameLogits(t *testing.T, what string, a, b [][]float32) {
 // attention layer (prep reads the position from the device), and sample/argmax when its n
 // changes; ahead, while the token before runs. TestEngineAttnPrep covers the path before
 // prep (store, split and reduce change).
-func TestEngineGraph(t *testing.T) {
-	const steps = 12
+// eachPresetMode runs f as the subtests PRESET/forward (logits to the host) and PRESET/argmax
+// (greedy, ForwardArgmax) of both tiny presets, the decode modes a graph test covers.
+func eachPresetMode(t *testing.T, f func(t *testing.T, preset string, greedy bool)) {
 	for _, preset := range []string{"tiny", "tiny-next"} {
 		for _, greedy := range []bool{false, true} {
 			name := preset + "/forward"
 			if greedy {
 				name = preset + "/argmax"
 			}
-			t.Run(name, func(t *testing.T) {
-				plain := runGraph(t, preset, Options{NoGraph: true}, nil, steps, greedy, false)
-				if plain.err != nil {
-					t.Fatal(plain.err)
-				}
-				g := runGraph(t, preset, Options{}, nil, steps, greedy, true)
-				if g.err != nil {
-					t.Fatal(g.err)
-				}
-				sameLogits(t, "graph against launches", g.logs, plain.logs)
-				ahead := runGraph(t, preset, Options{}, nil, steps, greedy, false)
-				if ahead.err != nil {
-					t.Fatal(ahead.err)
-				}
-				sameLogits(t, "graph with the ahead walk against launches", ahead.logs, plain.logs)
-				as := ahead.eng.Stats()
-				// Ahead, every update but those the caller's alternating argmax n makes (argmaxp's
-				// grid and arguments, argmaxf's arguments: two nodes) is done while the previous
-				// token runs.
-				if late := as.GraphUpdates - as.AheadUpdates; (!greedy && late != 0) || late > 2*int64(steps) {
-					t.Errorf("ahead: %d of %d node updates made at their own token", late, as.GraphUpdates)
-				}
-				t.Logf("ahead: %d node updates, %d of them ahead", as.GraphUpdates, as.AheadUpdates)
-				ps, gs := plain.eng.Stats(), g.eng.Stats()
-				if ps.Graphs != 0 || plain.fake.graphLaunch != 0 {
-					t.Errorf("NoGraph: %d graph launches", ps.Graphs)
-				}
-				// The prompt's 7 tokens and every step: one graph each.
-				tokens := int64(7 + steps)
-				if gs.Graphs != tokens || int64(g.fake.graphLaunch) != tokens || g.eng.GraphErr() != nil {
-					t.Fatalf("%d tokens: %d graph launches (fake %d), error %v", tokens, gs.Graphs, g.fake.graphLaunch, g.eng.GraphErr())
-				}
-				// Variants: the prompt's tokens without logits (both ids rows), the tokens
-				// with logits (both rows).
-				if gs.Captures != 4 {
-					t.Errorf("%d captures, want 4", gs.Captures)
-				}
-				attn := 0
-				for _, l := range g.eng.layers {
-					if !l.recurrent {
-						attn++
-					}
-				}
-				// Every replay updates 2 nodes per attention layer; ForwardArgmax's n alternates
-				// by step (runGraph), so a replay with logits may update argmax's two nodes
-				// (argmaxp, argmaxf) too: at most two updates more a step.
-				replays := tokens - gs.Captures
-				want := 2 * int64(attn) * replays
-				if greedy {
-					if gs.GraphUpdates < want || gs.GraphUpdates > want+2*int64(steps) {
-						t.Errorf("%d node updates in %d replays, want %d to %d", gs.GraphUpdates, replays, want, want+2*int64(steps))
-					}
-				} else if gs.GraphUpdates != want {
-					t.Errorf("%d node updates in %d replays, want %d (2 per attention layer)", gs.GraphUpdates, replays, want)
-				}
-				if int64(g.fake.graphSets) != gs.GraphUpdates {
-					t.Errorf("%d driver updates, %d counted", g.fake.graphSets, gs.GraphUpdates)
-				}
-				// Only the captures launched through the Launcher.
-				if gs.Launches >= ps.Launches/3 {
-					t.Errorf("%d launches with graphs, %d without", gs.Launches, ps.Launches)
-				}
-				t.Logf("%d tokens: %d captures, %d graph launches, %d node updates, %d launches (without graphs %d)",
-					tokens, gs.Captures, gs.Graphs, gs.GraphUpdates, gs.Launches, ps.Launches)
-			})
+			t.Run(name, func(t *testing.T) { f(t, preset, greedy) })
 		}
 	}
+}
+
+func TestEngineGraph(t *testing.T) {
+	const steps = 12
+	eachPresetMode(t, func(t *testing.T, preset string, greedy bool) {
+		plain := runGraph(t, preset, Options{NoGraph: true}, nil, steps, greedy, false)
+		if plain.err != nil {
+			t.Fatal(plain.err)
+		}
+		g := runGraph(t, preset, Options{}, nil, steps, greedy, true)
+		if g.err != nil {
+			t.Fatal(g.err)
+		}
+		sameLogits(t, "graph against launches", g.logs, plain.logs)
+		ahead := runGraph(t, preset, Options{}, nil, steps, greedy, false)
+		if ahead.err != nil {
+			t.Fatal(ahead.err)
+		}
+		sameLogits(t, "graph with the ahead walk against launches", ahead.logs, plain.logs)
+		as := ahead.eng.Stats()
+		// Ahead, every update but those the caller's alternating argmax n makes (argmaxp's
+		// grid and arguments, argmaxf's arguments: two nodes) is done while the previous
+		// token runs.
+		if late := as.GraphUpdates - as.AheadUpdates; (!greedy && late != 0) || late > 2*int64(steps) {
+			t.Errorf("ahead: %d of %d node updates made at their own token", late, as.GraphUpdates)
+		}
+		t.Logf("ahead: %d node updates, %d of them ahead", as.GraphUpdates, as.AheadUpdates)
+		ps, gs := plain.eng.Stats(), g.eng.Stats()
+		if ps.Graphs != 0 || plain.fake.graphLaunch != 0 {
+			t.Errorf("NoGraph: %d graph launches", ps.Graphs)
+		}
+		// The prompt's 7 tokens and every step: one graph each.
+		tokens := int64(7 + steps)
+		if gs.Graphs != tokens || int64(g.fake.graphLaunch) != tokens || g.eng.GraphErr() != nil {
+			t.Fatalf("%d tokens: %d graph launches (fake %d), error %v", tokens, gs.Graphs, g.fake.graphLaunch, g.eng.GraphErr())
+		}
+		// Variants: the prompt's tokens without logits (both ids rows), the tokens
+		// with logits (both rows).
+		if gs.Captures != 4 {
+			t.Errorf("%d captures, want 4", gs.Captures)
+		}
+		attn := 0
+		for _, l := range g.eng.layers {
+			if !l.recurrent {
+				attn++
+			}
+		}
+		// Every replay updates 2 nodes per attention layer; ForwardArgmax's n alternates
+		// by step (runGraph), so a replay with logits may update argmax's two nodes
+		// (argmaxp, argmaxf) too: at most two updates more a step.
+		replays := tokens - gs.Captures
+		want := 2 * int64(attn) * replays
+		if greedy {
+			if gs.GraphUpdates < want || gs.GraphUpdates > want+2*int64(steps) {
+				t.Errorf("%d node updates in %d replays, want %d to %d", gs.GraphUpdates, replays, want, want+2*int64(steps))
+			}
+		} else if gs.GraphUpdates != want {
+			t.Errorf("%d node updates in %d replays, want %d (2 per attention layer)", gs.GraphUpdates, replays, want)
+		}
+		if int64(g.fake.graphSets) != gs.GraphUpdates {
+			t.Errorf("%d driver updates, %d counted", g.fake.graphSets, gs.GraphUpdates)
+		}
+		// Only the captures launched through the Launcher.
+		if gs.Launches >= ps.Launches/3 {
+			t.Errorf("%d launches with graphs, %d without", gs.Launches, ps.Launches)
+		}
+		t.Logf("%d tokens: %d captures, %d graph launches, %d node updates, %d launches (without graphs %d)",
+			tokens, gs.Captures, gs.Graphs, gs.GraphUpdates, gs.Launches, ps.Launches)
+	})
 }
 
 // TestEngineGraphOff: where graphs do not apply the engine launches as before with the

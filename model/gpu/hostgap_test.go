@@ -15,87 +15,79 @@ import (
 // change behind the setters' back (the graph ran stale) is an error, not a divergence.
 func TestLaunchFirst(t *testing.T) {
 	const steps = 10
-	for _, preset := range []string{"tiny", "tiny-next"} {
-		for _, greedy := range []bool{false, true} {
-			name := preset + "/forward"
-			if greedy {
-				name = preset + "/argmax"
-			}
-			t.Run(name, func(t *testing.T) {
-				old := runGraph(t, preset, Options{WalkFirst: true}, nil, steps, greedy, false)
-				if old.err != nil {
-					t.Fatal(old.err)
-				}
-				nw := runGraph(t, preset, Options{}, nil, steps, greedy, false)
-				if nw.err != nil {
-					t.Fatal(nw.err)
-				}
-				sameLogits(t, "launch first against walk first", nw.logs, old.logs)
-				os, ns := old.eng.Stats(), nw.eng.Stats()
-				if os.Phases.Launched != 0 {
-					t.Errorf("walk first: %d graphs launched before their walk", os.Phases.Launched)
-				}
-				// The prompt's tokens 2–5 find their graph walked ahead (tokens 0 and 1
-				// capture the two graphs without logits; token 6 is the first with logits).
-				// runGraph's ForwardArgmax alternates n by step, so no decode step finds its
-				// graph walked for its own n; with Forward every step after the first does.
-				want := 4
-				if !greedy {
-					want += steps - 1
-				}
-				if ns.Phases.Launched != want {
-					t.Errorf("launch first: %d steps launched before their walk, want %d", ns.Phases.Launched, want)
-				}
-				if ns.Graphs != os.Graphs || nw.fake.graphLaunch != old.fake.graphLaunch {
-					t.Errorf("graph launches: %d (fake %d) launch first, %d (fake %d) walk first", ns.Graphs, nw.fake.graphLaunch, os.Graphs, old.fake.graphLaunch)
-				}
-				if ns.GraphUpdates > os.GraphUpdates || int64(nw.fake.graphSets) != ns.GraphUpdates {
-					t.Errorf("node updates: %d (fake %d) launch first, %d walk first", ns.GraphUpdates, nw.fake.graphSets, os.GraphUpdates)
-				}
-				if greedy {
-					return
-				}
-				// A setting changed through its setter between tokens: both orders, the same
-				// bits (two steps first: Stats made the pending lookup, so the first of them
-				// takes the other ids row than the ahead walk did).
-				more := func(r graphRun) [][]float32 {
-					var logs [][]float32
-					l, err := r.eng.LastLogits()
-					for i := 0; i < 6 && err == nil; i++ {
-						logs = append(logs, append([]float32(nil), l...))
-						if i == 2 {
-							if r.eng.aheadTg == nil && !r.eng.walkFirst {
-								t.Fatal("no ahead walk to launch before the setting changes")
-							}
-							r.eng.SetAttnSplit(4)
-						}
-						l, err = r.eng.Forward([]int32{argmaxF(l)})
-					}
-					if err != nil {
-						t.Fatal(err)
-					}
-					return logs
-				}
-				sameLogits(t, "after SetAttnSplit", more(nw), more(old))
-				// Behind the setters' back: the launched graph is stale, the check says so.
-				attn := false
-				for _, l := range nw.eng.layers {
-					attn = attn || !l.recurrent
-				}
-				if !attn {
-					t.Fatal("the preset has no attention layer to change")
-				}
-				nw.eng.attnSplit = 2
-				l, err := nw.eng.LastLogits()
-				if err == nil {
-					_, err = nw.eng.Forward([]int32{argmaxF(l)})
-				}
-				if err == nil || !strings.Contains(err.Error(), "launched before its walk") {
-					t.Fatalf("a setting changed without its setter: %v", err)
-				}
-			})
+	eachPresetMode(t, func(t *testing.T, preset string, greedy bool) {
+		old := runGraph(t, preset, Options{WalkFirst: true}, nil, steps, greedy, false)
+		if old.err != nil {
+			t.Fatal(old.err)
 		}
-	}
+		nw := runGraph(t, preset, Options{}, nil, steps, greedy, false)
+		if nw.err != nil {
+			t.Fatal(nw.err)
+		}
+		sameLogits(t, "launch first against walk first", nw.logs, old.logs)
+		os, ns := old.eng.Stats(), nw.eng.Stats()
+		if os.Phases.Launched != 0 {
+			t.Errorf("walk first: %d graphs launched before their walk", os.Phases.Launched)
+		}
+		// The prompt's tokens 2–5 find their graph walked ahead (tokens 0 and 1
+		// capture the two graphs without logits; token 6 is the first with logits).
+		// runGraph's ForwardArgmax alternates n by step, so no decode step finds its
+		// graph walked for its own n; with Forward every step after the first does.
+		want := 4
+		if !greedy {
+			want += steps - 1
+		}
+		if ns.Phases.Launched != want {
+			t.Errorf("launch first: %d steps launched before their walk, want %d", ns.Phases.Launched, want)
+		}
+		if ns.Graphs != os.Graphs || nw.fake.graphLaunch != old.fake.graphLaunch {
+			t.Errorf("graph launches: %d (fake %d) launch first, %d (fake %d) walk first", ns.Graphs, nw.fake.graphLaunch, os.Graphs, old.fake.graphLaunch)
+		}
+		if ns.GraphUpdates > os.GraphUpdates || int64(nw.fake.graphSets) != ns.GraphUpdates {
+			t.Errorf("node updates: %d (fake %d) launch first, %d walk first", ns.GraphUpdates, nw.fake.graphSets, os.GraphUpdates)
+		}
+		if greedy {
+			return
+		}
+		// A setting changed through its setter between tokens: both orders, the same
+		// bits (two steps first: Stats made the pending lookup, so the first of them
+		// takes the other ids row than the ahead walk did).
+		more := func(r graphRun) [][]float32 {
+			var logs [][]float32
+			l, err := r.eng.LastLogits()
+			for i := 0; i < 6 && err == nil; i++ {
+				logs = append(logs, append([]float32(nil), l...))
+				if i == 2 {
+					if r.eng.aheadTg == nil && !r.eng.walkFirst {
+						t.Fatal("no ahead walk to launch before the setting changes")
+					}
+					r.eng.SetAttnSplit(4)
+				}
+				l, err = r.eng.Forward([]int32{argmaxF(l)})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return logs
+		}
+		sameLogits(t, "after SetAttnSplit", more(nw), more(old))
+		// Behind the setters' back: the launched graph is stale, the check says so.
+		attn := false
+		for _, l := range nw.eng.layers {
+			attn = attn || !l.recurrent
+		}
+		if !attn {
+			t.Fatal("the preset has no attention layer to change")
+		}
+		nw.eng.attnSplit = 2
+		l, err := nw.eng.LastLogits()
+		if err == nil {
+			_, err = nw.eng.Forward([]int32{argmaxF(l)})
+		}
+		if err == nil || !strings.Contains(err.Error(), "launched before its walk") {
+			t.Fatalf("a setting changed without its setter: %v", err)
+		}
+	})
 }
 
 // TestMappedLaunchFirst: with mapped misses the launch-first order changes neither the
