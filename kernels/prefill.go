@@ -243,6 +243,7 @@ var mmqWideStaging = map[string]bool{
 	"mmq8c/q20/r64t128w8": true, "mmq8cz/q80/r64t128w8": true,
 	// mmq8x4l (mmqPlanes): its activations as mmq8x4p's (its weights have their own form).
 	"mmq8x4l/iq2xs/r64t128w8": true, "mmq8x4l/iq1m/r64t128w8": true,
+	"mmq8x4n/iq2xs/r64t128w8": true, "mmq8x4n/iq1m/r64t128w8": true,
 
 	"moe_prefill/iq1m/r128t32": true, "moe_prefill/iq1m/r64t64": true,
 	"moe_prefill/iq2xs/r64t64":  true,
@@ -302,6 +303,7 @@ var mmqMinBlocks = map[string]int{
 	// mmq8c, mmq8cz (mmqCompact): as mmq8.
 	"mmq8c/q20/r64t128w8": 2, "mmq8cz/q80/r64t128w8": 2,
 	"mmq8x4l/iq2xs/r64t128w8": 2, "mmq8x4l/iq1m/r64t128w8": 2,
+	"mmq8x4n/iq2xs/r64t128w8": 2, "mmq8x4n/iq1m/r64t128w8": 2,
 }
 
 // nvSMShared is the shared memory an SM of each NVIDIA target gives its resident blocks, in
@@ -478,7 +480,7 @@ func (v Variant) MoeStepFold(t Target) bool {
 // 142.7 → 142.7 / 146.3 → 145.9, and mmq8x4p beat both for IQ2_XS (144.3 / 148.0) and IQ1_M
 // (143.6 / 147.7); 4-block segments also cost the activations less
 // (bench/results/2026-11-30-mmqs-s8, "What the shared d costs").
-var mmqXSeg = map[string]int{"mmq8x4": 4, "mmq8x4p": 4, "mmq8x4l": 4}
+var mmqXSeg = map[string]int{"mmq8x4": 4, "mmq8x4p": 4, "mmq8x4l": 4, "mmq8x4n": 4}
 
 // mmqPrefetch names the families whose NVIDIA mma core issues, after staging K step g0, one
 // prefetch.global.L1 a staging job for step g0 + KT's lines (strata_mmq_nv_pf in
@@ -501,7 +503,7 @@ var mmqXSeg = map[string]int{"mmq8x4": 4, "mmq8x4p": 4, "mmq8x4l": 4}
 // 136 contiguous Q8_0 bytes of a row touched at 0, 45, 90, 135) it lost for both types, TOPS
 // at 512 / 2048 tokens, means of 7 runs in 3 processes: Q8_0 190.9 → 185.6 / 194.1 → 188.9,
 // Q2_0 203.1 → 178.0 / 205.7 → 182.9 (spills 28 → 72 and 40 → 92 bytes).
-var mmqPrefetch = map[string]bool{"mmq8x4p": true, "mmq8x4l": true}
+var mmqPrefetch = map[string]bool{"mmq8x4p": true, "mmq8x4l": true, "mmq8x4n": true}
 
 // Prefetch reports whether variant v of family on t is an NVIDIA mma kernel that prefetches
 // its next K step into L1 (mmqPrefetch).
@@ -624,7 +626,7 @@ func (v Variant) NoZero(family string, t Target) bool {
 // 144.2 → 108.4 and IQ1_M 143.6 → 106.7 TOPS at 512 tokens. The build here addresses shared
 // memory with 32-bit registers formed per K step and is not measured yet; mmq8x4p stays the
 // kernel of record for both types.
-var mmqPlanes = map[string]bool{"mmq8x4l": true}
+var mmqPlanes = map[string]bool{"mmq8x4l": true, "mmq8x4n": true}
 
 // mmqX4LTypes are family mmq8x4l's weight types: the 16-split types whose sub-scaled values
 // m·q have a small magnitude table per sub-scale (IQ2_XS: {8, 25, 43}·m, m ≤ 31; IQ1_M:
