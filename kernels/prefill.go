@@ -587,7 +587,15 @@ var mmqCompact = map[string]bool{"mmq8c": true, "mmq8cz": true}
 // weight job and 9 for each of its 2 activation jobs. Measured (table above): Q8_0 gains
 // (186.9 → 190.9), Q2_0 loses a little (204.3 → 203.1; spill stores 16 → 40 bytes), so the
 // family holds Q8_0 only.
-var mmqNoZero = map[string]bool{"mmq8cz": true}
+//
+// Family mmq8x4n is mmq8x4l so (mmqPlanes; strata_mmq_pl_stage_x_nz in mmq_core.tmpl): per
+// thread and K step of r64t128w8 the weight job drops 16 plane selects and the base's, each
+// of the 2 activation jobs its 8 zeroing selects, and, as its 4 blocks share one d (mmqXSeg),
+// the segment's d is stored by the one job of the token whose block starts its 16-byte
+// window, so the quants take 18 selects instead of strata_mmq_pick9's 20 and the d none:
+// 39 fewer instructions a thread and K step. Same written values as mmq8x4l: its bounds.
+// Not measured yet (bench/results/2026-11-30-iq2-s9).
+var mmqNoZero = map[string]bool{"mmq8cz": true, "mmq8x4n": true}
 
 // mmqCTypes are family mmq8c's weight types, mmqCZTypes family mmq8cz's: each unit type
 // (strata_mmq_unit: multipliers 1, no mins) in the family that was fastest for it (table
