@@ -24,8 +24,10 @@ build() {
 	cd "$here/../../.."
 	local d=${DEV:-/work/main/.dev-iq2} base=${BASE:-/work/main} target=sm_90 flags f
 	rm -rf "$d" && mkdir -p "$d/co"
-	CGO_ENABLED=0 go test -c -trimpath -ldflags=-s -tags strata_nodemo -o "$d/parity.test" ./parity
-	xz -9e -T2 "$d/parity.test"
+	# No inlining and the x86 BCJ filter: 1.71 MB against 2.07 (the tracked tree leaves about
+	# 1.9 MB of the 64 MiB a call carries).
+	CGO_ENABLED=0 go test -c -trimpath -gcflags=all=-l -ldflags='-s -w' -tags strata_nodemo -o "$d/parity.test" ./parity
+	xz --format=xz --x86 --lzma2=preset=9e,lc=3,lp=0,pb=0,nice=273 -T1 "$d/parity.test"
 	flags=$(awk -F'\t' -v t="$target" '$1 == "target" && $2 == t { print $6 }' kernels/out/objects.txt)
 	for f in mmq mmq8 mmq8c mmq8cz mmq8x4 mmq8x4p mmq8x4l moe_prefill; do
 		# shellcheck disable=SC2086
