@@ -594,7 +594,10 @@ var mmqCompact = map[string]bool{"mmq8c": true, "mmq8cz": true}
 // the segment's d is stored by the one job of the token whose block starts its 16-byte
 // window, so the quants take 18 selects instead of strata_mmq_pick9's 20 and the d none:
 // 39 fewer instructions a thread and K step. Same written values as mmq8x4l: its bounds.
-// Not measured yet (bench/results/2026-11-30-iq2-s9).
+// H200, bench/results/2026-11-30-iq2-s9 (8 runs each, alternated with mmq8x4l in two
+// processes; TOPS at 512 / 2048 tokens): IQ2_XS 154.9–155.7 / 157.6–157.9 → 156.4–157.0 /
+// 160.0–160.3, IQ1_M 160.0–160.7 / 165.1–165.5 → 160.9–161.8 / 165.8–166.2; every run above
+// every mmq8x4l run, so kept (mmq8x4l stays built as its baseline).
 var mmqNoZero = map[string]bool{"mmq8cz": true, "mmq8x4n": true}
 
 // mmqCTypes are family mmq8c's weight types, mmqCZTypes family mmq8cz's: each unit type
