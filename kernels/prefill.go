@@ -243,6 +243,7 @@ var mmqWideStaging = map[string]bool{
 	"mmq8c/q20/r64t128w8": true, "mmq8cz/q80/r64t128w8": true,
 	// mmq8x4l (mmqPlanes): its activations as mmq8x4p's (its weights have their own form).
 	"mmq8x4l/iq2xs/r64t128w8": true, "mmq8x4l/iq1m/r64t128w8": true,
+	"mmq8x4n/iq2xs/r64t128w8": true, "mmq8x4n/iq1m/r64t128w8": true,
 
 	"moe_prefill/iq1m/r128t32": true, "moe_prefill/iq1m/r64t64": true,
 	"moe_prefill/iq2xs/r64t64":  true,
@@ -302,6 +303,7 @@ var mmqMinBlocks = map[string]int{
 	// mmq8c, mmq8cz (mmqCompact): as mmq8.
 	"mmq8c/q20/r64t128w8": 2, "mmq8cz/q80/r64t128w8": 2,
 	"mmq8x4l/iq2xs/r64t128w8": 2, "mmq8x4l/iq1m/r64t128w8": 2,
+	"mmq8x4n/iq2xs/r64t128w8": 2, "mmq8x4n/iq1m/r64t128w8": 2,
 }
 
 // nvSMShared is the shared memory an SM of each NVIDIA target gives its resident blocks, in
@@ -478,7 +480,7 @@ func (v Variant) MoeStepFold(t Target) bool {
 // 142.7 → 142.7 / 146.3 → 145.9, and mmq8x4p beat both for IQ2_XS (144.3 / 148.0) and IQ1_M
 // (143.6 / 147.7); 4-block segments also cost the activations less
 // (bench/results/2026-11-30-mmqs-s8, "What the shared d costs").
-var mmqXSeg = map[string]int{"mmq8x4": 4, "mmq8x4p": 4, "mmq8x4l": 4}
+var mmqXSeg = map[string]int{"mmq8x4": 4, "mmq8x4p": 4, "mmq8x4l": 4, "mmq8x4n": 4}
 
 // mmqPrefetch names the families whose NVIDIA mma core issues, after staging K step g0, one
 // prefetch.global.L1 a staging job for step g0 + KT's lines (strata_mmq_nv_pf in
@@ -501,7 +503,7 @@ var mmqXSeg = map[string]int{"mmq8x4": 4, "mmq8x4p": 4, "mmq8x4l": 4}
 // 136 contiguous Q8_0 bytes of a row touched at 0, 45, 90, 135) it lost for both types, TOPS
 // at 512 / 2048 tokens, means of 7 runs in 3 processes: Q8_0 190.9 → 185.6 / 194.1 → 188.9,
 // Q2_0 203.1 → 178.0 / 205.7 → 182.9 (spills 28 → 72 and 40 → 92 bytes).
-var mmqPrefetch = map[string]bool{"mmq8x4p": true, "mmq8x4l": true}
+var mmqPrefetch = map[string]bool{"mmq8x4p": true, "mmq8x4l": true, "mmq8x4n": true}
 
 // Prefetch reports whether variant v of family on t is an NVIDIA mma kernel that prefetches
 // its next K step into L1 (mmqPrefetch).
@@ -585,7 +587,18 @@ var mmqCompact = map[string]bool{"mmq8c": true, "mmq8cz": true}
 // weight job and 9 for each of its 2 activation jobs. Measured (table above): Q8_0 gains
 // (186.9 → 190.9), Q2_0 loses a little (204.3 → 203.1; spill stores 16 → 40 bytes), so the
 // family holds Q8_0 only.
-var mmqNoZero = map[string]bool{"mmq8cz": true}
+//
+// Family mmq8x4n is mmq8x4l so (mmqPlanes; strata_mmq_pl_stage_x_nz in mmq_core.tmpl): per
+// thread and K step of r64t128w8 the weight job drops 16 plane selects and the base's, each
+// of the 2 activation jobs its 8 zeroing selects, and, as its 4 blocks share one d (mmqXSeg),
+// the segment's d is stored by the one job of the token whose block starts its 16-byte
+// window, so the quants take 18 selects instead of strata_mmq_pick9's 20 and the d none:
+// 39 fewer instructions a thread and K step. Same written values as mmq8x4l: its bounds.
+// H200, bench/results/2026-11-30-iq2-s9 (8 runs each, alternated with mmq8x4l in two
+// processes; TOPS at 512 / 2048 tokens): IQ2_XS 154.9–155.7 / 157.6–157.9 → 156.4–157.0 /
+// 160.0–160.3, IQ1_M 160.0–160.7 / 165.1–165.5 → 160.9–161.8 / 165.8–166.2; every run above
+// every mmq8x4l run, so kept (mmq8x4l stays built as its baseline).
+var mmqNoZero = map[string]bool{"mmq8cz": true, "mmq8x4n": true}
 
 // mmqCTypes are family mmq8c's weight types, mmqCZTypes family mmq8cz's: each unit type
 // (strata_mmq_unit: multipliers 1, no mins) in the family that was fastest for it (table
@@ -624,7 +637,7 @@ func (v Variant) NoZero(family string, t Target) bool {
 // 144.2 → 108.4 and IQ1_M 143.6 → 106.7 TOPS at 512 tokens. The build here addresses shared
 // memory with 32-bit registers formed per K step and is not measured yet; mmq8x4p stays the
 // kernel of record for both types.
-var mmqPlanes = map[string]bool{"mmq8x4l": true}
+var mmqPlanes = map[string]bool{"mmq8x4l": true, "mmq8x4n": true}
 
 // mmqX4LTypes are family mmq8x4l's weight types: the 16-split types whose sub-scaled values
 // m·q have a small magnitude table per sub-scale (IQ2_XS: {8, 25, 43}·m, m ≤ 31; IQ1_M:

@@ -304,6 +304,19 @@ var Specs = []Spec{
 		Fits: mmqFits,
 	},
 	{
+		Family:   "mmq8x4n",
+		Template: "mmq",
+		Doc: "mmq8x4l whose staging keeps the loaded values of jobs past the tile's rows or tokens instead of zeroing " +
+			"them and takes each segment's d from the one activation job whose block starts its load window (NVIDIA " +
+			"mma.sync only; outputs past the edge are never written); x as mmq8x4 (one d per 128-element segment, " +
+			"quant.QuantizeQ8_1GPUSeg with 4); launch as mmq8.",
+		Threads: 256,
+		Args:    mmqArgs,
+		// mmq8x4l's types (kernels/prefill.go, mmqPlanes, mmqNoZero).
+		Axes: []Axis{{Name: "type", Values: mmqX4LTypes}, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r64t128w8"}}}},
+		Fits: mmqFits,
+	},
+	{
 		Family:   "mmq8x4p",
 		Template: "mmq",
 		Doc: "mmq8x4 that prefetches each next K step's weight and activation lines into L1 before the current step's " +

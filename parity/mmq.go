@@ -103,11 +103,14 @@ var mmqXLISum = Bound{Name: "isum", Exact: true, Why: `
 // mmqSegY is the y bound of the families whose activations share one d per segment
 // (kernels/prefill.go, mmqXSeg). mmq8x4p is mmq8x4 with an L1 prefetch of the next K step
 // (a hint: no value changes), so its arithmetic and bounds are mmq8x4's; mmq8x4l forms the
-// same integer segment sums from two weight planes (mmqX4LY).
-var mmqSegY = map[string]Bound{"mmq8x4": mmqX4Y, "mmq8x4p": mmqX4Y, "mmq8x4l": mmqX4LY}
+// same integer segment sums from two weight planes (mmqX4LY); mmq8x4n is mmq8x4l whose staging
+// keeps edge jobs' loaded values (rows and tokens past the tile: their outputs are never
+// written) and stores the segment's d from another of its 4 blocks (the same d: mmqXSeg), so
+// every written output is mmq8x4l's bit for bit and its bounds are mmq8x4l's.
+var mmqSegY = map[string]Bound{"mmq8x4": mmqX4Y, "mmq8x4p": mmqX4Y, "mmq8x4l": mmqX4LY, "mmq8x4n": mmqX4LY}
 
 // mmqSegISum is the isum bound of the shared-d families (mmqXISum unless listed).
-var mmqSegISum = map[string]Bound{"mmq8x4l": mmqXLISum}
+var mmqSegISum = map[string]Bound{"mmq8x4l": mmqXLISum, "mmq8x4n": mmqXLISum}
 
 // mmqTypes maps the "type" axis values of the int8 prefill families to quant types.
 var mmqTypes = map[string]quant.Type{
@@ -197,7 +200,7 @@ func init() {
 			Run:    runMmqFamily(fam),
 		})
 	}
-	for _, fam := range []string{"mmq8x4", "mmq8x4p", "mmq8x4l"} {
+	for _, fam := range []string{"mmq8x4", "mmq8x4p", "mmq8x4l", "mmq8x4n"} {
 		register(&Family{
 			Name:   fam,
 			Bounds: mmqBounds(fam),

@@ -247,6 +247,12 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
+	Family:   "mmq8x4n",
+	Path:     "gfx1030/mmq8x4n.co",
+	Target:   "gfx1030",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
 	Family:   "mmq8x4p",
 	Path:     "gfx1030/mmq8x4p.co",
 	Target:   "gfx1030",
@@ -703,6 +709,12 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8x4l",
 	Path:     "gfx1100/mmq8x4l.co",
+	Target:   "gfx1100",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8x4n",
+	Path:     "gfx1100/mmq8x4n.co",
 	Target:   "gfx1100",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -1191,6 +1203,12 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
+	Family:   "mmq8x4n",
+	Path:     "gfx1101/mmq8x4n.co",
+	Target:   "gfx1101",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
 	Family:   "mmq8x4p",
 	Path:     "gfx1101/mmq8x4p.co",
 	Target:   "gfx1101",
@@ -1671,6 +1689,12 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8x4l",
 	Path:     "gfx1102/mmq8x4l.co",
+	Target:   "gfx1102",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8x4n",
+	Path:     "gfx1102/mmq8x4n.co",
 	Target:   "gfx1102",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -2159,6 +2183,12 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
+	Family:   "mmq8x4n",
+	Path:     "gfx1200/mmq8x4n.co",
+	Target:   "gfx1200",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
 	Family:   "mmq8x4p",
 	Path:     "gfx1200/mmq8x4p.co",
 	Target:   "gfx1200",
@@ -2639,6 +2669,12 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8x4l",
 	Path:     "gfx1201/mmq8x4l.co",
+	Target:   "gfx1201",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8x4n",
+	Path:     "gfx1201/mmq8x4n.co",
 	Target:   "gfx1201",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -3271,6 +3307,18 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8x4l_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8x4n",
+	Path:   "sm_80/mmq8x4n.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4n_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4n_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4565,6 +4613,18 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "mmq8x4n",
+	Path:   "sm_86/mmq8x4n.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4n_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4n_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "mmq8x4p",
 	Path:   "sm_86/mmq8x4p.ptx",
 	Target: "sm_86",
@@ -5856,6 +5916,18 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "mmq8x4n",
+	Path:   "sm_89/mmq8x4n.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4n_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4n_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "mmq8x4p",
 	Path:   "sm_89/mmq8x4p.ptx",
 	Target: "sm_89",
@@ -7144,6 +7216,18 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8x4l_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8x4n",
+	Path:   "sm_90/mmq8x4n.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4n_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4n_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {

@@ -1769,6 +1769,41 @@ struct strata_mmq_pl_at {
 #endif
 }
 
+// The activation stores of the no-zero two-plane staging (family mmq8x4n: kernels/prefill.go
+// mmqNoZero and mmqPlanes). Edge jobs store what they loaded from their safe in-tile address,
+// as strata_mmq_nv_nz says (outputs of tokens past the tile are never written; groups past K
+// do not occur: K is whole 256-element blocks, so every K step is whole). The segment's d is
+// stored by the one job of each token whose block starts its 16-byte window (word offset
+// xo = 0): a token's 4 blocks of a step lie 36 bytes apart, so their offsets xo are 4
+// distinct values mod 4 and exactly one is 0, and the 4 blocks share d (mmqXSeg), so that
+// job's window word 0 holds the segment's d with no select. A token past the tile stages
+// token 0's block at every job: all 4 store its d or none does (its xd then holds an older
+// value; its outputs are never written). The quants: words 1–8 of the block, t[xo + 1 + i],
+// 18 selects (strata_mmq_pick9: 20, and 9 more for the zeroing).
+template <class QT, int BM, int BN>
+STRATA_DEVICE void strata_mmq_pl_stage_x_nz(strata_mmq_pl_smem<QT, BM, BN>& s, const strata_mmq_nv_raw<QT, 1, BM, BN>& R, const strata_mmq_pl_at& at) {
+  typedef strata_mmq_nv_raw<QT, 1, BM, BN> RT;
+  constexpr int KT = RT::KT, T = RT::T, JX = RT::JX;
+  const int tid = (int)strata_thread_x();
+#pragma unroll
+  for (int u = 0; u < JX; ++u) {
+    const int j = tid + u * T, c = j / KT, kg = j % KT;
+    if (JX * T != BN * KT && j >= BN * KT) break;  // past the tile (whole warps)
+    const u32* t = R.xt[u];
+    const u32 k = R.xo[u];
+    u32 a[10], q[8];
+#pragma unroll
+    for (int i = 0; i < 10; ++i) a[i] = strata_mmq_sel(k & 1u, t[i + 2], t[i + 1]);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) q[i] = strata_mmq_sel(k & 2u, a[i + 2], a[i]);
+    strata_mmq_u32x4 lo = {q[0], q[1], q[2], q[3]}, hi = {q[4], q[5], q[6], q[7]};
+    const u32 sx = at.of(&s.x[c][32 * kg]);
+    strata_mmq_pl_st16(at, sx, lo);
+    strata_mmq_pl_st16(at, sx + 16, hi);
+    if (k == 0) strata_mmq_pl_st4(at, at.of(&s.xd[c]), strata_f16_to_f32((u16)t[0]));  // the segment's d
+  }
+}
+
 // Stage K step g0: the activations as the wide form (strata_mmq_nv_fetch's windows), the
 // weights through QT::load2, every global load before any store.
 template <class QT, int BM, int BN, class Src>
@@ -1789,12 +1824,13 @@ STRATA_DEVICE void strata_mmq_pl_stage(strata_mmq_pl_smem<QT, BM, BN>& s, const 
     const u8* row = src.wrow(0, r);
     QT::load2(R.okw[u] ? row + (i64)(g / GPB) * QT::BYTES : wsafe, R.okw[u] ? g % GPB : 0, qh[u], ql[u], base[u], &s.tab);
   }
+  constexpr bool NZ = strata_mmq_nv_nz<QT, 1, BM, BN>::v;  // family mmq8x4n (strata_mmq_pl_stage_x_nz)
 #pragma unroll
   for (int u = 0; u < JW; ++u) {
     const int j = tid + u * T, r = (j / KT) % BM, kg = j % KT;
     u32 h[8], l[8];
 #pragma unroll
-    for (int w = 0; w < 8; ++w) h[w] = R.okw[u] ? qh[u][w] : 0u, l[w] = R.okw[u] ? ql[u][w] : 0u;
+    for (int w = 0; w < 8; ++w) h[w] = (NZ || R.okw[u]) ? qh[u][w] : 0u, l[w] = (NZ || R.okw[u]) ? ql[u][w] : 0u;
     strata_mmq_u32x4 h0 = {h[0], h[1], h[2], h[3]}, h1 = {h[4], h[5], h[6], h[7]};
     strata_mmq_u32x4 l0 = {l[0], l[1], l[2], l[3]}, l1 = {l[4], l[5], l[6], l[7]};
     const u32 sw = at.of(&s.w[0][r][32 * kg]);
@@ -1803,7 +1839,11 @@ STRATA_DEVICE void strata_mmq_pl_stage(strata_mmq_pl_smem<QT, BM, BN>& s, const 
     strata_mmq_pl_st16(at, sw + 16, h1);
     strata_mmq_pl_st16(at, sw + PL, l0);
     strata_mmq_pl_st16(at, sw + PL + 16, l1);
-    if (kg == 0) strata_mmq_pl_st4(at, at.of(&s.wb[r]), R.okw[u] ? base[u] : 0.0f);
+    if (kg == 0) strata_mmq_pl_st4(at, at.of(&s.wb[r]), (NZ || R.okw[u]) ? base[u] : 0.0f);
+  }
+  if constexpr (NZ) {
+    strata_mmq_pl_stage_x_nz<QT, BM, BN>(s, R, at);
+    return;
   }
 #pragma unroll
   for (int u = 0; u < JX; ++u) {
