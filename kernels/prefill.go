@@ -635,8 +635,12 @@ func (v Variant) NoZero(family string, t Target) bool {
 // call 1 (its first build, 8b64486): 21.0 instructions per m16n8k32, but 452 bytes of spills
 // (hoisted 64-bit fragment pointers and accumulators), issue 0.30 a scheduler cycle, IQ2_XS
 // 144.2 → 108.4 and IQ1_M 143.6 → 106.7 TOPS at 512 tokens. The build here addresses shared
-// memory with 32-bit registers formed per K step and is not measured yet; mmq8x4p stays the
-// kernel of record for both types.
+// memory with 32-bit registers formed per K step (84–88 bytes of spills): the lead's
+// bench/results/2026-11-30-final-s9 call 1b, alternated with mmq8x4p in one process, IQ2_XS
+// 144.7–144.8 → 155.6–155.8 and IQ1_M 143.1–143.4 → 160.1–161.1 TOPS at 512 tokens (157.6–157.9
+// and 165.3–165.4 at 2048). mmq8x4n (bench/results/2026-11-30-iq2-s9) is mmq8x4l without the
+// edge zeroing and the segment d's selects: +1 % over it in every run. mmq8x4p stays built as
+// the baseline.
 var mmqPlanes = map[string]bool{"mmq8x4l": true, "mmq8x4n": true}
 
 // mmqX4LTypes are family mmq8x4l's weight types: the 16-split types whose sub-scaled values
