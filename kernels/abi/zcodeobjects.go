@@ -3933,6 +3933,12 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t48p",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48p",
 	}, {
+		Name:   "q6k_mma_r64t32z",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32z",
+	}, {
+		Name:   "q6k_mma_r64t48z",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48z",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
 	}, {
@@ -5223,6 +5229,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_mma_r64t48p",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48p",
+	}, {
+		Name:   "q6k_mma_r64t32z",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32z",
+	}, {
+		Name:   "q6k_mma_r64t48z",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48z",
 	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
@@ -6515,6 +6527,12 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t48p",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48p",
 	}, {
+		Name:   "q6k_mma_r64t32z",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32z",
+	}, {
+		Name:   "q6k_mma_r64t48z",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48z",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
 	}, {
@@ -7805,6 +7823,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_mma_r64t48p",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48p",
+	}, {
+		Name:   "q6k_mma_r64t32z",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32z",
+	}, {
+		Name:   "q6k_mma_r64t48z",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48z",
 	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
