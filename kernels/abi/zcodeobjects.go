@@ -3939,6 +3939,12 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t48z",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48z",
 	}, {
+		Name:   "q6k_mma_r64t32x",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32x",
+	}, {
+		Name:   "q6k_mma_r64t48x",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48x",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
 	}, {
@@ -5235,6 +5241,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_mma_r64t48z",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48z",
+	}, {
+		Name:   "q6k_mma_r64t32x",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32x",
+	}, {
+		Name:   "q6k_mma_r64t48x",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48x",
 	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
@@ -6533,6 +6545,12 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t48z",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48z",
 	}, {
+		Name:   "q6k_mma_r64t32x",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32x",
+	}, {
+		Name:   "q6k_mma_r64t48x",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48x",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
 	}, {
@@ -7829,6 +7847,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_mma_r64t48z",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48z",
+	}, {
+		Name:   "q6k_mma_r64t32x",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32x",
+	}, {
+		Name:   "q6k_mma_r64t48x",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48x",
 	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",

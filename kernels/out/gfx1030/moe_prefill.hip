@@ -45,6 +45,8 @@
 // Not built for gfx1030: strata_moe_prefill_q6k_mma_r64t48p (target has no int8 matrix instruction)
 // Not built for gfx1030: strata_moe_prefill_q6k_mma_r64t32z (target has no int8 matrix instruction)
 // Not built for gfx1030: strata_moe_prefill_q6k_mma_r64t48z (target has no int8 matrix instruction)
+// Not built for gfx1030: strata_moe_prefill_q6k_mma_r64t32x (target has no int8 matrix instruction)
+// Not built for gfx1030: strata_moe_prefill_q6k_mma_r64t48x (target has no int8 matrix instruction)
 // Not built for gfx1030: strata_moe_prefill_q6k_dp4a_r128t64 (64 accumulator registers per lane > 32)
 // Not built for gfx1030: strata_moe_prefill_q6k_dp4a_r128t32 (tile r128t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1030: strata_moe_prefill_q6k_dp4a_r64t32 (tile r64t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
