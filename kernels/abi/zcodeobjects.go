@@ -3933,12 +3933,6 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t48p",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48p",
 	}, {
-		Name:   "q6k_mma_r64t32z",
-		Symbol: "strata_moe_prefill_q6k_mma_r64t32z",
-	}, {
-		Name:   "q6k_mma_r64t48z",
-		Symbol: "strata_moe_prefill_q6k_mma_r64t48z",
-	}, {
 		Name:   "q6k_mma_r64t32x",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t32x",
 	}, {
@@ -5235,12 +5229,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_mma_r64t48p",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48p",
-	}, {
-		Name:   "q6k_mma_r64t32z",
-		Symbol: "strata_moe_prefill_q6k_mma_r64t32z",
-	}, {
-		Name:   "q6k_mma_r64t48z",
-		Symbol: "strata_moe_prefill_q6k_mma_r64t48z",
 	}, {
 		Name:   "q6k_mma_r64t32x",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t32x",
@@ -6539,12 +6527,6 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t48p",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48p",
 	}, {
-		Name:   "q6k_mma_r64t32z",
-		Symbol: "strata_moe_prefill_q6k_mma_r64t32z",
-	}, {
-		Name:   "q6k_mma_r64t48z",
-		Symbol: "strata_moe_prefill_q6k_mma_r64t48z",
-	}, {
 		Name:   "q6k_mma_r64t32x",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t32x",
 	}, {
@@ -7841,12 +7823,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_mma_r64t48p",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48p",
-	}, {
-		Name:   "q6k_mma_r64t32z",
-		Symbol: "strata_moe_prefill_q6k_mma_r64t32z",
-	}, {
-		Name:   "q6k_mma_r64t48z",
-		Symbol: "strata_moe_prefill_q6k_mma_r64t48z",
 	}, {
 		Name:   "q6k_mma_r64t32x",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t32x",

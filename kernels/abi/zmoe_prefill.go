@@ -82,8 +82,6 @@ const (
 	SymMoePrefillQ6kMmaR64t48      = "strata_moe_prefill_q6k_mma_r64t48"      // variant q6k_mma_r64t48
 	SymMoePrefillQ6kMmaR64t32p     = "strata_moe_prefill_q6k_mma_r64t32p"     // variant q6k_mma_r64t32p
 	SymMoePrefillQ6kMmaR64t48p     = "strata_moe_prefill_q6k_mma_r64t48p"     // variant q6k_mma_r64t48p
-	SymMoePrefillQ6kMmaR64t32z     = "strata_moe_prefill_q6k_mma_r64t32z"     // variant q6k_mma_r64t32z
-	SymMoePrefillQ6kMmaR64t48z     = "strata_moe_prefill_q6k_mma_r64t48z"     // variant q6k_mma_r64t48z
 	SymMoePrefillQ6kMmaR64t32x     = "strata_moe_prefill_q6k_mma_r64t32x"     // variant q6k_mma_r64t32x
 	SymMoePrefillQ6kMmaR64t48x     = "strata_moe_prefill_q6k_mma_r64t48x"     // variant q6k_mma_r64t48x
 	SymMoePrefillQ6kDp4aR64t64     = "strata_moe_prefill_q6k_dp4a_r64t64"     // variant q6k_dp4a_r64t64

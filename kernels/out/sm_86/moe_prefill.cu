@@ -38,8 +38,6 @@
 // Variant q6k_mma_r64t48: strata_moe_prefill_q6k_mma_r64t48
 // Variant q6k_mma_r64t32p: strata_moe_prefill_q6k_mma_r64t32p
 // Variant q6k_mma_r64t48p: strata_moe_prefill_q6k_mma_r64t48p
-// Variant q6k_mma_r64t32z: strata_moe_prefill_q6k_mma_r64t32z
-// Variant q6k_mma_r64t48z: strata_moe_prefill_q6k_mma_r64t48z
 // Variant q6k_mma_r64t32x: strata_moe_prefill_q6k_mma_r64t32x
 // Variant q6k_mma_r64t48x: strata_moe_prefill_q6k_mma_r64t48x
 // Variant q6k_dp4a_r64t64: strata_moe_prefill_q6k_dp4a_r64t64
@@ -2496,13 +2494,9 @@ struct strata_moe_q6k_p : strata_moe_q6k_w {
 template <> struct strata_mmq_split<strata_moe_q6k_p> { static constexpr bool v = true; };
 template <> struct strata_mmq_nv_pair<strata_moe_q6k_p> { static constexpr bool v = true; };
 // The pair form of the tiles that keep edge jobs' loaded values (kernels/prefill.go
-// moeNoZero, which says why no written output sees them): the same code, a type of its own
-// for the core's per-kernel specialisations.
-struct strata_moe_q6k_z : strata_moe_q6k_p {};
-template <> struct strata_mmq_split<strata_moe_q6k_z> { static constexpr bool v = true; };
-template <> struct strata_mmq_nv_pair<strata_moe_q6k_z> { static constexpr bool v = true; };
-// The same for the tiles that also read their gate/up activation rows from an LDS row table
-// (kernels/prefill.go moeXRows).
+// moeNoZero, which says why no written output sees them) and read their gate/up activation
+// rows from an LDS row table (moeXRows): the same code, a type of its own for the core's
+// per-kernel specialisations.
 struct strata_moe_q6k_x : strata_moe_q6k_p {};
 template <> struct strata_mmq_split<strata_moe_q6k_x> { static constexpr bool v = true; };
 template <> struct strata_mmq_nv_pair<strata_moe_q6k_x> { static constexpr bool v = true; };
@@ -2566,10 +2560,6 @@ template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_p, 2, 64 / 2, 32> { s
 template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_p, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32p down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_p, 2, 64 / 2, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48p gate/up
 template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_p, 1, 64, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48p down
-template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_z, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32z gate/up
-template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_z, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32z down
-template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_z, 2, 64 / 2, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48z gate/up
-template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_z, 1, 64, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48z down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_x, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32x gate/up
 template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_x, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32x down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_x, 2, 64 / 2, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48x gate/up
@@ -2609,8 +2599,6 @@ template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_q6k, true>::t
 template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_q6k, true>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32 down
 template <> struct strata_mmq_nv_step_fold<strata_moe_q6k_p, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32p gate/up
 template <> struct strata_mmq_nv_step_fold<strata_moe_q6k_p, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32p down
-template <> struct strata_mmq_nv_step_fold<strata_moe_q6k_z, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32z gate/up
-template <> struct strata_mmq_nv_step_fold<strata_moe_q6k_z, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32z down
 template <> struct strata_mmq_nv_step_fold<strata_moe_q6k_x, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32x gate/up
 template <> struct strata_mmq_nv_step_fold<strata_moe_q6k_x, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32x down
 template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_iq2xs, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t32 gate/up
@@ -2622,10 +2610,6 @@ template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_iq1m, true>::
 // address instead of zeros (mmq core, strata_mmq_nv_nz). Why no written output sees those
 // values (tokens past the tile's list entries, rows past n_ff or hidden, groups past K):
 // kernels/prefill.go moeNoZero.
-template <> struct strata_mmq_nv_nz<strata_moe_q6k_z, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32z gate/up
-template <> struct strata_mmq_nv_nz<strata_moe_q6k_z, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32z down
-template <> struct strata_mmq_nv_nz<strata_moe_q6k_z, 2, 64 / 2, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48z gate/up
-template <> struct strata_mmq_nv_nz<strata_moe_q6k_z, 1, 64, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48z down
 template <> struct strata_mmq_nv_nz<strata_moe_q6k_x, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32x gate/up
 template <> struct strata_mmq_nv_nz<strata_moe_q6k_x, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32x down
 template <> struct strata_mmq_nv_nz<strata_moe_q6k_x, 2, 64 / 2, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48x gate/up
@@ -2686,8 +2670,6 @@ static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t48_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, true>::type, 64, 48, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t32p_lds[sizeof(strata_moe_smem<strata_moe_q6k_p, 64, 32, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t48p_lds[sizeof(strata_moe_smem<strata_moe_q6k_p, 64, 48, true>)];
-static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t32z_lds[sizeof(strata_moe_smem<strata_moe_q6k_z, 64, 32, true>)];
-static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t48z_lds[sizeof(strata_moe_smem<strata_moe_q6k_z, 64, 48, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t32x_lds[sizeof(strata_moe_smem<strata_moe_q6k_x, 64, 32, true>)];
 static __shared__ i32 strata_moe_prefill_q6k_mma_r64t32x_xr[32];  // the gate/up's rows of x (moeXRows)
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t48x_lds[sizeof(strata_moe_smem<strata_moe_q6k_x, 64, 48, true>)];
@@ -5372,152 +5354,6 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_mma_r64t48p_lds;
-  const i32 E = p.n_expert;
-  if (p.phase == 0) {
-    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
-    return;
-  }
-  if (p.phase == 3) {
-    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
-    if (col >= p.hidden) return;
-    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
-      f32 acc = p.out[t * p.ldo + col];
-      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
-      p.out[t * p.ldo + col] = acc;
-    }
-    return;
-  }
-  // Phases 1 and 2: schedule tile blockIdx.y.
-  const i32 tile = (i32)strata_block_y();
-  if (tile >= p.sched[2 * E]) return;
-  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
-  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
-  const i32* lst = p.list + p.sched[E + e] + t0;
-  if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
-    strata_barrier();
-    const i64 r0 = (i64)strata_block_x() * HM;
-    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
-    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
-    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
-    const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
-    strata_barrier();
-    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
-    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
-    const int fb = p.n_ff / 32;
-    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
-      const int c = job / (HM / 32), b = job % (HM / 32);
-      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
-      const f32 h = s.hs[c][32 * b + lane];
-      const i64 pair = lst[c], f = r0 + 32 * b + lane;
-      if (p.hf) p.hf[pair * p.n_ff + f] = h;
-      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
-      const f32 sum = strata_wave_sum_f32(h);
-      const f32 d = amax / 127.0f;
-      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
-      u8* blk = p.hq + (pair * fb + f / 32) * 36;
-      blk[4 + lane] = (u8)q;
-      if (lane == 0) {
-        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
-        ds[0] = strata_f32_to_f16(d);
-        ds[1] = strata_f32_to_f16(sum);
-      }
-    }
-    return;
-  }
-  if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
-    strata_barrier();
-    const i64 r0 = (i64)strata_block_x() * BM;
-    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
-    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
-    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
-  }
-}
-
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r64t32z(const struct strata_moe_prefill_args p) {
-  typedef strata_moe_q6k_z QT;
-  constexpr int BM = 64, BN = 32, HM = BM / 2;
-  constexpr bool MMA = true;
-  constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_mma_r64t32z_lds;
-  const i32 E = p.n_expert;
-  if (p.phase == 0) {
-    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
-    return;
-  }
-  if (p.phase == 3) {
-    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
-    if (col >= p.hidden) return;
-    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
-      f32 acc = p.out[t * p.ldo + col];
-      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
-      p.out[t * p.ldo + col] = acc;
-    }
-    return;
-  }
-  // Phases 1 and 2: schedule tile blockIdx.y.
-  const i32 tile = (i32)strata_block_y();
-  if (tile >= p.sched[2 * E]) return;
-  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
-  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
-  const i32* lst = p.list + p.sched[E + e] + t0;
-  if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
-    strata_barrier();
-    const i64 r0 = (i64)strata_block_x() * HM;
-    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
-    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
-    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
-    const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
-    strata_barrier();
-    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
-    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
-    const int fb = p.n_ff / 32;
-    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
-      const int c = job / (HM / 32), b = job % (HM / 32);
-      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
-      const f32 h = s.hs[c][32 * b + lane];
-      const i64 pair = lst[c], f = r0 + 32 * b + lane;
-      if (p.hf) p.hf[pair * p.n_ff + f] = h;
-      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
-      const f32 sum = strata_wave_sum_f32(h);
-      const f32 d = amax / 127.0f;
-      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
-      u8* blk = p.hq + (pair * fb + f / 32) * 36;
-      blk[4 + lane] = (u8)q;
-      if (lane == 0) {
-        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
-        ds[0] = strata_f32_to_f16(d);
-        ds[1] = strata_f32_to_f16(sum);
-      }
-    }
-    return;
-  }
-  if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
-    strata_barrier();
-    const i64 r0 = (i64)strata_block_x() * BM;
-    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
-    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
-    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
-  }
-}
-
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r64t48z(const struct strata_moe_prefill_args p) {
-  typedef strata_moe_q6k_z QT;
-  constexpr int BM = 64, BN = 48, HM = BM / 2;
-  constexpr bool MMA = true;
-  constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_mma_r64t48z_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
