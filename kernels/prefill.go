@@ -32,6 +32,9 @@ var mmqTiles = map[string][2]int{
 	// moe_prefill's Q6_K pair-staging tiles (moePairForm): r64t32's and r64t48's shapes.
 	"r64t32p": {64, 32},
 	"r64t48p": {64, 48},
+	// Their edge-keeping, row-table forms (moeNoZero, moeXRows): the same shapes.
+	"r64t32x": {64, 32},
+	"r64t48x": {64, 48},
 	"r128t32": {128, 32},
 	"r128t64": {128, 64},
 	"r64t128": {64, 128},
@@ -117,7 +120,7 @@ func (v Variant) Tile() [2]int { return mmqTiles[v.Values["tile"]] }
 // r64t64 under the 128-VGPR budget; these shapes were added for the mma.sync core's warp
 // tiles and chosen by measurement on the H200 (bench/results/2026-11-29-prefill-*); the
 // dp4a variants of them exist on NVIDIA as the same-shape comparison.
-var mmqNVIDIAOnly = map[string]bool{"r128t32": true, "r64t128": true, "r64t128w8": true, "r64t32": true, "r64t48": true, "r64t32p": true, "r64t48p": true}
+var mmqNVIDIAOnly = map[string]bool{"r128t32": true, "r64t128": true, "r64t128w8": true, "r64t32": true, "r64t48": true, "r64t32p": true, "r64t48p": true, "r64t32x": true, "r64t48x": true}
 
 // mmqN8 are the tiles whose warps hold token counts that are not a multiple of 16 (r64t48:
 // 2 × 2 warps of 24 tokens): the NVIDIA mma core runs them as n8 slices, one mma.sync per
@@ -140,7 +143,7 @@ var mmqNVIDIAOnly = map[string]bool{"r128t32": true, "r64t128": true, "r64t128w8
 // (Q8_0 71.8 → 69.3, Q4_K 66.6 → 61.8: 96 → 128 registers); Q2_0 73.0 → 73.1. At 2048 tokens
 // r64t48 loses to r64t32 for every type but IQ2_XS (76.0 → 76.8) and IQ3_S. The engine takes
 // it per type (model/gpu/tiles.go moeT48).
-var mmqN8 = map[string]bool{"r64t48": true, "r64t48p": true}
+var mmqN8 = map[string]bool{"r64t48": true, "r64t48p": true, "r64t48x": true}
 
 // mmqLDS is the static LDS of one block: struct strata_mmq_smem<QT, 1, BM, BN>. Both
 // prefill families hold one BM-row weight tile (moe_prefill's gate/up is two matrices of
@@ -265,6 +268,7 @@ var mmqWideStaging = map[string]bool{
 	"moe_prefill/q6k/r64t48": true, "moe_prefill/q80/r64t48": true,
 	// moe_prefill r64t32p, r64t48p (moePairForm): as r64t32 and r64t48 (the pair form needs it).
 	"moe_prefill/q6k/r64t32p": true, "moe_prefill/q6k/r64t48p": true,
+	"moe_prefill/q6k/r64t32x": true, "moe_prefill/q6k/r64t48x": true, // moeNoZero, moeXRows: as the pair tiles
 }
 
 // WideStaging reports whether variant v of family (mmq or moe_prefill) on t is an NVIDIA
@@ -342,7 +346,7 @@ var moePartialSkip = map[string]bool{
 	// r64t48 (mmqN8): every type; the skip by n8 slice is the tile's point.
 	"iq1m/r64t48": true, "iq2xs/r64t48": true, "iq3s/r64t48": true, "iq3xxs/r64t48": true,
 	"q20/r64t48": true, "q4k/r64t48": true, "q6k/r64t48": true, "q80/r64t48": true,
-	"q6k/r64t48p": true, // moePairForm: as r64t48
+	"q6k/r64t48p": true, "q6k/r64t48x": true, // moePairForm: as r64t48
 }
 
 // PartialSkip reports whether moe_prefill variant v on t skips empty token fragments
@@ -405,14 +409,70 @@ func (v Variant) MoeNVForm() bool {
 // moePairTiles are the moe_prefill tiles of the Q6_K pair-staging form: r64t32p and r64t48p
 // are r64t32 and r64t48 (same shape, fold, staging form, skip) whose weight staging decodes
 // two groups per job (moePairForm). Built only for the kernels moePairForm names.
-var moePairTiles = map[string]bool{"r64t32p": true, "r64t48p": true}
+var moePairTiles = map[string]bool{"r64t32p": true, "r64t48p": true, "r64t32x": true, "r64t48x": true}
 
 // moePairForm names the NVIDIA mma moe_prefill kernels ("type/tile") whose weight staging
 // decodes two groups of one row per job (mmq_core.tmpl strata_mmq_nv_pair; moe_prefill.tmpl
 // strata_moe_q6k_p): Q6_K groups j and j + 2 of a 256-element block read the same 32 bytes
 // of ql (low and high nibbles) and the same 32 bytes of qh, so a job of the pair form loads
 // each once, where two jobs of strata_moe_q6k_w load both twice. The values are strata_qt_q6k's.
-var moePairForm = map[string]bool{"q6k/r64t32p": true, "q6k/r64t48p": true}
+var moePairForm = map[string]bool{"q6k/r64t32p": true, "q6k/r64t48p": true, "q6k/r64t32x": true, "q6k/r64t48x": true}
+
+// moeNoZero names the NVIDIA mma moe_prefill kernels ("type/tile") of the pair form whose
+// staging keeps the values that edge jobs load from their safe in-tile address instead of
+// storing zeros (mmq_core.tmpl strata_mmq_nv_nz, as family mmq8cz's: kernels/prefill.go
+// mmqNoZero, +2.1 % on Q8_0 mmq): the x tiles (moeXRows), whose block type strata_moe_q6k_x
+// keeps the core's per-kernel specialisations of the x and p tiles apart. Why no written
+// output sees an edge job's values, per edge:
+//   - groups past K: none exist for Q6_K (K = hidden or n_ff, multiples of 256, the K step 128
+//     elements), and the core's K loop multiplies no group at or past K (nk) anyway;
+//   - tokens past the tile's n list entries (an expert's last tile): column c ≥ n of the
+//     gate/up tile reaches only the LDS h tile hs[c][·], which the requantisation skips
+//     (c ≥ n: no hq, no hf); the down epilogue writes yp only for c < n;
+//   - rows past n_ff (gate/up) or hidden (down): the down epilogue writes only rows < hidden;
+//     gate/up rows ≥ n_ff reach hs[·][r] only, and the requantisation reads a 32-feature
+//     block only when its first feature is < n_ff, so with n_ff a multiple of 32 (the ABI's
+//     n_ff: a multiple of 32 and of the type's block) every feature it reads is < n_ff.
+//
+// Each output is one row times one token, so a written output sees only its own row's and
+// token's staged values. The edge values are finite (row 0's, token 0's data).
+//
+// H200, bench/results/2026-11-30-q6p-s9 (one process a form, P Z X three times; layer TOPS at
+// 512 / 2048 tokens): tiles r64t32z and r64t48z, the pair tiles with this alone, ran r64t48
+// 58.2 58.4 58.5 → 61.4 62.2 62.5 / 74.4 74.1 74.0 → 77.4 77.1 77.4 and r64t32 52.9 54.4 53.3 →
+// 54.3 55.6 55.3 / 72.5 71.9 72.5 → 74.0 74.4 73.0 (8 bytes of spills); the x tiles (this plus
+// the row table) ran faster still, so the z tiles were deleted and moeNoZero holds the x tiles.
+var moeNoZero = map[string]bool{"q6k/r64t32x": true, "q6k/r64t48x": true}
+
+// moeXRows names the moeNoZero kernels ("type/tile") whose gate/up reads each activation
+// job's x row from an LDS table of the tile's rows (list entry / k_used, written once a block
+// before the K loop) instead of a global load of the list entry and an integer division by
+// the runtime k_used per job and K step (moe_prefill.tmpl strata_moe_src, XR): a div.s32 is
+// ≈ 20 SASS instructions, and every thread runs 1.5–2 activation jobs a K step. The down
+// projection divides by the constant 1 and keeps the list read. The same rows, so the same
+// values. r64t32x and r64t48x are r64t32p and r64t48p with moeNoZero and the row table.
+//
+// H200, bench/results/2026-11-30-q6p-s9 (as above; layer TOPS at 512 / 2048 tokens, p → x):
+// r64t48 58.2 58.4 58.5 → 64.1 64.2 64.4 / 74.4 74.1 74.0 → 81.3 80.8 81.3 (gate/up 428.6 →
+// 376.5 µs, down 202.3 → 193.9 at 512), r64t32 52.9 54.4 53.3 → 58.7 58.5 59.4 / 72.5 71.9
+// 72.5 → 78.5 79.1 78.7; 128 registers, no spills; the Q4_K control 64.0–66.5 / 88.5–90.1.
+var moeXRows = map[string]bool{"q6k/r64t32x": true, "q6k/r64t48x": true}
+
+// MoeXRows reports whether moe_prefill variant v on t reads its gate/up activation rows from
+// the LDS row table (moeXRows).
+func (v Variant) MoeXRows(t Target) bool { return t.IsNVIDIA() && v.MoeXRowsForm() }
+
+// MoeXRowsForm reports whether moe_prefill variant v is one of moeXRows's (NVIDIA-only tiles),
+// whose block type is strata_moe_q6k_x.
+func (v Variant) MoeXRowsForm() bool {
+	return v.Values["op"] == "mma" && moeXRows[v.Values["type"]+"/"+v.Values["tile"]]
+}
+
+// MoeNoZero reports whether moe_prefill variant v on t keeps edge jobs' loaded values
+// (moeNoZero); the template renders a strata_mmq_nv_nz specialisation for it.
+func (v Variant) MoeNoZero(t Target) bool {
+	return t.IsNVIDIA() && v.Values["op"] == "mma" && moeNoZero[v.Values["type"]+"/"+v.Values["tile"]]
+}
 
 // moePairAbsent is moe_prefill's Spec.Absent: the pair tiles exist only for the kernels
 // moePairForm names.
@@ -447,7 +507,7 @@ func (v Variant) MoePairForm() bool {
 // (3 blocks an SM; the per-group fold 128, 125, 122), and the per-group fold won at 512 / 2048
 // tokens (bench/results/2026-11-30-moet-s8, medians of 3, step → group): Q6_K 49.2 → 52.2 /
 // 64.7 → 67.3, IQ2_XS 55.2 → 60.8 / 69.8 → 76.8, IQ1_M 59.4 → 60.7 / 74.7 → 76.4.
-var moeStepFold = map[string]bool{"q6k/r64t32": true, "iq2xs/r64t32": true, "iq1m/r64t32": true, "q6k/r64t32p": true}
+var moeStepFold = map[string]bool{"q6k/r64t32": true, "iq2xs/r64t32": true, "iq1m/r64t32": true, "q6k/r64t32p": true, "q6k/r64t32x": true}
 
 // MoeStepFold reports whether moe_prefill variant v on t folds once per K step
 // (moeStepFold); the template renders a strata_mmq_nv_step_fold specialisation for it.

@@ -5,7 +5,7 @@ import "testing"
 // The prefill tiles each target gets: r64t64 everywhere (mma only with a matrix unit); on
 // NVIDIA also r128t64 (64 accumulators per lane fit only there) and the NVIDIA-only shapes
 // (mmq r64t128, moe_prefill r128t32, r64t32 and r64t48, and moe_prefill's Q6_K-only mma tiles
-// r64t32p, r64t48p); every kept variant's LDS model within the target's LDS.
+// r64t32p, r64t48p, r64t32x, r64t48x); every kept variant's LDS model within the target's LDS.
 func TestPrefillTiles(t *testing.T) {
 	for _, fam := range []string{"mmq", "moe_prefill"} {
 		s, ok := LookupSpec(fam)
@@ -32,7 +32,7 @@ func TestPrefillTiles(t *testing.T) {
 					want["dp4a/"+tile], want["mma/"+tile] = true, true
 				}
 				if fam == "moe_prefill" { // Q6_K's pair form: mma only
-					for _, tile := range []string{"r64t32p", "r64t48p"} {
+					for _, tile := range []string{"r64t32p", "r64t48p", "r64t32x", "r64t48x"} {
 						want["mma/"+tile] = true
 					}
 				}

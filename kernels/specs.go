@@ -441,7 +441,7 @@ var Specs = []Spec{
 			{Name: "x_row_blocks", Type: ArgI32, Doc: "Q8_1 blocks between tokens of x, ≥ hidden/32"},
 			{Name: "ldo", Type: ArgI32, Doc: "f32 elements between tokens of out, ≥ hidden"},
 		},
-		Axes:   []Axis{axisPrefillType, axisOp, {Name: "tile", Values: []Value{{Name: "r64t64"}, {Name: "r128t64"}, {Name: "r128t32"}, {Name: "r64t32"}, {Name: "r64t48"}, {Name: "r64t32p"}, {Name: "r64t48p"}}}},
+		Axes:   []Axis{axisPrefillType, axisOp, {Name: "tile", Values: []Value{{Name: "r64t64"}, {Name: "r128t64"}, {Name: "r128t32"}, {Name: "r64t32"}, {Name: "r64t48"}, {Name: "r64t32p"}, {Name: "r64t48p"}, {Name: "r64t32x"}, {Name: "r64t48x"}}}},
 		Fits:   mmqFits, // gate/up: two matrices of BM/2 rows, one BM-row tile (see mmqLDS)
 		Absent: moePairAbsent,
 	},

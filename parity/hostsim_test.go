@@ -114,7 +114,7 @@ func TestPrefillHostSim(t *testing.T) {
 			switch v.Values["type"] + "/" + v.Values["op"] + "/" + v.Values["tile"] {
 			case "q6k/mma/r64t64", "q6k/mma/r128t32", "q6k/mma/r64t32", "iq1m/mma/r64t32",
 				"q6k/mma/r64t48", "iq1m/mma/r64t48", "q4k/dp4a/r64t48",
-				"q6k/mma/r64t32p", "q6k/mma/r64t48p": // the Q6_K pair form (moePairForm)
+				"q6k/mma/r64t32p", "q6k/mma/r64t48p", "q6k/mma/r64t32x", "q6k/mma/r64t48x": // the Q6_K pair form (moePairForm)
 				return true
 			}
 			return v.Values["type"]+"/"+v.Values["op"] == "q80/mma"

@@ -3981,6 +3981,12 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t48p",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48p",
 	}, {
+		Name:   "q6k_mma_r64t32x",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32x",
+	}, {
+		Name:   "q6k_mma_r64t48x",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48x",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
 	}, {
@@ -5283,6 +5289,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_mma_r64t48p",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48p",
+	}, {
+		Name:   "q6k_mma_r64t32x",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32x",
+	}, {
+		Name:   "q6k_mma_r64t48x",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48x",
 	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
@@ -6587,6 +6599,12 @@ var CodeObjects = []CodeObject{{
 		Name:   "q6k_mma_r64t48p",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48p",
 	}, {
+		Name:   "q6k_mma_r64t32x",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32x",
+	}, {
+		Name:   "q6k_mma_r64t48x",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48x",
+	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",
 	}, {
@@ -7889,6 +7907,12 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_mma_r64t48p",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48p",
+	}, {
+		Name:   "q6k_mma_r64t32x",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t32x",
+	}, {
+		Name:   "q6k_mma_r64t48x",
+		Symbol: "strata_moe_prefill_q6k_mma_r64t48x",
 	}, {
 		Name:   "q6k_dp4a_r64t64",
 		Symbol: "strata_moe_prefill_q6k_dp4a_r64t64",

@@ -182,12 +182,17 @@ var moeT48 = map[quant.Type]bool{quant.Q6_K: true, quant.IQ2_XS: true, quant.IQ1
 // 52.4 → 58.3 59.2 59.7 / 67.9 67.9 67.8 → 74.0 74.3 74.9 (the Q4_K control 64.6–66.5).
 var moePair = map[quant.Type]bool{quant.Q6_K: true}
 
-// moePairTile is the suffix of the pair-form tiles TilesBest takes: "p" (r64t32p, r64t48p:
-// measured above). A "q" form (the pair form with token-step activation jobs, one job staging
-// a token's K step by nine aligned 16-byte loads) lost in final-s9 call 1 and was reverted:
-// r64t48q 56.4 / 71.6 against r64t48p 58.7 / 74.4 TOPS at 512 / 2048 tokens
-// (bench/results/2026-11-30-final-s9).
-const moePairTile = "p"
+// moePairTile is the suffix of the pair-form tiles TilesBest takes: "x" (r64t32x, r64t48x:
+// the pair form whose edge jobs keep their loaded values and whose gate/up reads its rows of
+// x from an LDS row table, kernels/prefill.go moeNoZero and moeXRows). bench/results/
+// 2026-11-30-q6p-s9 (the same bench, one process a form, three runs each, layer TOPS at 512 /
+// 2048 tokens, p → x): r64t48 58.2 58.4 58.5 → 64.1 64.2 64.4 / 74.4 74.1 74.0 → 81.3 80.8
+// 81.3; r64t32 52.9 54.4 53.3 → 58.7 58.5 59.4 / 72.5 71.9 72.5 → 78.5 79.1 78.7 (the Q4_K
+// control 64.0–66.5 / 88.5–90.1). The p tiles stay built (moePairTile = "p" takes them). A
+// "q" form (the pair form with token-step activation jobs, one job staging a token's K step
+// by nine aligned 16-byte loads) lost in final-s9 call 1 and was reverted: r64t48q 56.4 /
+// 71.6 against r64t48p 58.7 / 74.4 TOPS at 512 / 2048 tokens (bench/results/2026-11-30-final-s9).
+const moePairTile = "x"
 
 // tileThreads is the block size of each prefill family (kernels/specs.go Threads).
 var tileThreads = map[string]int{"mmq": abi.MmqThreads, "mmq8": abi.Mmq8Threads, "mmq8c": abi.Mmq8cThreads, "mmq8cz": abi.Mmq8czThreads,

@@ -92,7 +92,7 @@ func TestPrefillTileChoice(t *testing.T) {
 			t.Errorf("%s, %d tokens × %d of %d experts: t%d, want t%d", c.mode, c.tokens, c.k, c.experts, p.bn, c.bn)
 		}
 	}
-	// Q6_K (moePair): TilesBest takes the pair forms r64t32p and r64t48p where it takes r64t32
+	// Q6_K (moePair): TilesBest takes the pair forms r64t32x and r64t48x where it takes r64t32
 	// and r64t48, TilesS8 the window forms (session 8's choice), TilesT32 r64t32 throughout.
 	q6, _ := moeTilesFor(fakeTarget, quant.Q6_K)
 	if q6.p32.key != "moe_prefill/q6k_mma_r64t32"+moePairTile || q6.p48.key != "moe_prefill/q6k_mma_r64t48"+moePairTile || q6.schedTile() != 32 {

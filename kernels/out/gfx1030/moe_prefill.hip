@@ -43,6 +43,8 @@
 // Not built for gfx1030: strata_moe_prefill_q6k_mma_r64t48 (target has no int8 matrix instruction)
 // Not built for gfx1030: strata_moe_prefill_q6k_mma_r64t32p (target has no int8 matrix instruction)
 // Not built for gfx1030: strata_moe_prefill_q6k_mma_r64t48p (target has no int8 matrix instruction)
+// Not built for gfx1030: strata_moe_prefill_q6k_mma_r64t32x (target has no int8 matrix instruction)
+// Not built for gfx1030: strata_moe_prefill_q6k_mma_r64t48x (target has no int8 matrix instruction)
 // Not built for gfx1030: strata_moe_prefill_q6k_dp4a_r128t64 (64 accumulator registers per lane > 32)
 // Not built for gfx1030: strata_moe_prefill_q6k_dp4a_r128t32 (tile r128t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1030: strata_moe_prefill_q6k_dp4a_r64t32 (tile r64t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
@@ -1063,8 +1065,10 @@ STRATA_DEVICE void strata_moe_route(const struct strata_moe_prefill_args& p, str
 
 // Activation source of a tile: pair list entries → rows of a Q8_1 matrix. P: the NVIDIA
 // core skips the token fragments past entry n (Src::PARTIAL; per kernel, kernels/prefill.go
-// moePartialSkip).
-template <bool P>
+// moePartialSkip). XR: the row of entry c is xr[c] (an LDS table of lst[c] / kdiv for c < n,
+// written before the K loop; kernels/prefill.go moeXRows) instead of a list read and a
+// division per block.
+template <bool P, bool XR = false>
 struct strata_moe_src {
   const u8* w0;
   const u8* w1;
@@ -1077,7 +1081,9 @@ struct strata_moe_src {
   STRATA_DEVICE_MEMBER const u8* wrow(int m, int r) const {
     return r0 + r < rows ? (m ? w1 : w0) + (r0 + r) * rowb : nullptr;
   }
+  const i32* xr;    // XR: the tile's rows of x
   STRATA_DEVICE_MEMBER const u8* xblk(int c, int g) const {
+    if constexpr (XR) return c < n ? x + ((i64)xr[c] * xrb + g) * 36 : nullptr;
     return c < n ? x + ((i64)(lst[c] / kdiv) * xrb + g) * 36 : nullptr;
   }
 };
@@ -1165,7 +1171,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1198,7 +1204,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1238,7 +1244,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1271,7 +1277,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1311,7 +1317,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1344,7 +1350,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1384,7 +1390,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1417,7 +1423,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1457,7 +1463,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1490,7 +1496,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1530,7 +1536,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1563,7 +1569,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1603,7 +1609,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1636,7 +1642,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1676,7 +1682,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1709,7 +1715,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }

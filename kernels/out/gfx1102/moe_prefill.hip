@@ -47,6 +47,8 @@
 // Not built for gfx1102: strata_moe_prefill_q6k_mma_r64t48 (tile r64t48 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1102: strata_moe_prefill_q6k_mma_r64t32p (tile r64t32p is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1102: strata_moe_prefill_q6k_mma_r64t48p (tile r64t48p is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
+// Not built for gfx1102: strata_moe_prefill_q6k_mma_r64t32x (tile r64t32x is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
+// Not built for gfx1102: strata_moe_prefill_q6k_mma_r64t48x (tile r64t48x is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1102: strata_moe_prefill_q6k_dp4a_r128t64 (64 accumulator registers per lane > 32)
 // Not built for gfx1102: strata_moe_prefill_q6k_dp4a_r128t32 (tile r128t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1102: strata_moe_prefill_q6k_dp4a_r64t32 (tile r64t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
@@ -1063,8 +1065,10 @@ STRATA_DEVICE void strata_moe_route(const struct strata_moe_prefill_args& p, str
 
 // Activation source of a tile: pair list entries → rows of a Q8_1 matrix. P: the NVIDIA
 // core skips the token fragments past entry n (Src::PARTIAL; per kernel, kernels/prefill.go
-// moePartialSkip).
-template <bool P>
+// moePartialSkip). XR: the row of entry c is xr[c] (an LDS table of lst[c] / kdiv for c < n,
+// written before the K loop; kernels/prefill.go moeXRows) instead of a list read and a
+// division per block.
+template <bool P, bool XR = false>
 struct strata_moe_src {
   const u8* w0;
   const u8* w1;
@@ -1077,7 +1081,9 @@ struct strata_moe_src {
   STRATA_DEVICE_MEMBER const u8* wrow(int m, int r) const {
     return r0 + r < rows ? (m ? w1 : w0) + (r0 + r) * rowb : nullptr;
   }
+  const i32* xr;    // XR: the tile's rows of x
   STRATA_DEVICE_MEMBER const u8* xblk(int c, int g) const {
+    if constexpr (XR) return c < n ? x + ((i64)xr[c] * xrb + g) * 36 : nullptr;
     return c < n ? x + ((i64)(lst[c] / kdiv) * xrb + g) * 36 : nullptr;
   }
 };
@@ -1173,7 +1179,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1206,7 +1212,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1246,7 +1252,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1279,7 +1285,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1319,7 +1325,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1352,7 +1358,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1392,7 +1398,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1425,7 +1431,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1465,7 +1471,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1498,7 +1504,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1538,7 +1544,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1571,7 +1577,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1611,7 +1617,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1644,7 +1650,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1684,7 +1690,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1717,7 +1723,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1757,7 +1763,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1790,7 +1796,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1830,7 +1836,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1863,7 +1869,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1903,7 +1909,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -1936,7 +1942,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -1976,7 +1982,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -2009,7 +2015,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -2049,7 +2055,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -2082,7 +2088,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -2122,7 +2128,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -2155,7 +2161,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -2195,7 +2201,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -2228,7 +2234,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -2268,7 +2274,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -2301,7 +2307,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }

@@ -38,6 +38,8 @@
 // Variant q6k_mma_r64t48: strata_moe_prefill_q6k_mma_r64t48
 // Variant q6k_mma_r64t32p: strata_moe_prefill_q6k_mma_r64t32p
 // Variant q6k_mma_r64t48p: strata_moe_prefill_q6k_mma_r64t48p
+// Variant q6k_mma_r64t32x: strata_moe_prefill_q6k_mma_r64t32x
+// Variant q6k_mma_r64t48x: strata_moe_prefill_q6k_mma_r64t48x
 // Variant q6k_dp4a_r64t64: strata_moe_prefill_q6k_dp4a_r64t64
 // Variant q6k_dp4a_r128t64: strata_moe_prefill_q6k_dp4a_r128t64
 // Variant q6k_dp4a_r128t32: strata_moe_prefill_q6k_dp4a_r128t32
@@ -921,9 +923,9 @@ template <> struct strata_mmq_unit<strata_qt_q20> { static constexpr bool v = tr
 template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_cs { static constexpr bool v = false; };
 
 // The edge jobs of the core instantiation <QT, NW, BM, BN> (a family template specialises
-// it; mmq does for kernels/prefill.go mmqNoZero, family mmq8cz): v = jobs of rows
-// or tokens past the tile's edge, and of groups past K, stage what they loaded from their
-// safe in-tile address (row 0, token 0: finite data) instead of zeros. An output is one row's
+// it; mmq does for kernels/prefill.go mmqNoZero, family mmq8cz; moe_prefill for moeNoZero,
+// which argues it for its epilogues): v = jobs of rows or tokens past the tile's edge, and of
+// groups past K, stage what they loaded from their safe in-tile address (row 0, token 0: finite data) instead of zeros. An output is one row's
 // weights times one token's activations over the groups below K (the K loop stops at the
 // last group), and outputs of rows or tokens past the edge are never written, so no written
 // output sees those values; the wide form's zeroing selects go. Default: zeros.
@@ -1279,7 +1281,7 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
       continue;
     }
     typedef f32 strata_f32x4 __attribute__((__vector_size__(16)));
-    strata_f32x4 sc = {R.okw[u] ? Gu.base : 0.0f, (f32)Gu.m0, (f32)Gu.m1, QT::MIN ? Gu.offb * (f32)Gu.offm : 0.0f};
+    strata_f32x4 sc = {(strata_mmq_nv_nz<QT, NW, BM, BN>::v || R.okw[u]) ? Gu.base : 0.0f, (f32)Gu.m0, (f32)Gu.m1, QT::MIN ? Gu.offb * (f32)Gu.offm : 0.0f};
     if constexpr (strata_mmq_nv_xseg<QT, NW, BM, BN>::v > 0) sc[1] = __builtin_bit_cast(f32, Gu.m0), sc[2] = __builtin_bit_cast(f32, Gu.m1);
     __builtin_memcpy(__builtin_assume_aligned(&s.ws[kg][m * BM + r][0], 16), &sc, 16);
   }
@@ -2415,8 +2417,10 @@ STRATA_DEVICE void strata_moe_route(const struct strata_moe_prefill_args& p, str
 
 // Activation source of a tile: pair list entries → rows of a Q8_1 matrix. P: the NVIDIA
 // core skips the token fragments past entry n (Src::PARTIAL; per kernel, kernels/prefill.go
-// moePartialSkip).
-template <bool P>
+// moePartialSkip). XR: the row of entry c is xr[c] (an LDS table of lst[c] / kdiv for c < n,
+// written before the K loop; kernels/prefill.go moeXRows) instead of a list read and a
+// division per block.
+template <bool P, bool XR = false>
 struct strata_moe_src {
   const u8* w0;
   const u8* w1;
@@ -2429,7 +2433,9 @@ struct strata_moe_src {
   STRATA_DEVICE_MEMBER const u8* wrow(int m, int r) const {
     return r0 + r < rows ? (m ? w1 : w0) + (r0 + r) * rowb : nullptr;
   }
+  const i32* xr;    // XR: the tile's rows of x
   STRATA_DEVICE_MEMBER const u8* xblk(int c, int g) const {
+    if constexpr (XR) return c < n ? x + ((i64)xr[c] * xrb + g) * 36 : nullptr;
     return c < n ? x + ((i64)(lst[c] / kdiv) * xrb + g) * 36 : nullptr;
   }
 };
@@ -2527,6 +2533,13 @@ struct strata_moe_q6k_p : strata_moe_q6k_w {
 };
 template <> struct strata_mmq_split<strata_moe_q6k_p> { static constexpr bool v = true; };
 template <> struct strata_mmq_nv_pair<strata_moe_q6k_p> { static constexpr bool v = true; };
+// The pair form of the tiles that keep edge jobs' loaded values (kernels/prefill.go
+// moeNoZero, which says why no written output sees them) and read their gate/up activation
+// rows from an LDS row table (moeXRows): the same code, a type of its own for the core's
+// per-kernel specialisations.
+struct strata_moe_q6k_x : strata_moe_q6k_p {};
+template <> struct strata_mmq_split<strata_moe_q6k_x> { static constexpr bool v = true; };
+template <> struct strata_mmq_nv_pair<strata_moe_q6k_x> { static constexpr bool v = true; };
 // IQ1_M with its 8 KB grid copied into LDS in one round trip: strata_fill_table issues 8
 // loads a thread before their stores, so at 128 threads the 2048 entries take two round
 // trips before the block's first K step; here all 16 of a thread's loads are in flight
@@ -2587,6 +2600,10 @@ template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_p, 2, 64 / 2, 32> { s
 template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_p, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32p down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_p, 2, 64 / 2, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48p gate/up
 template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_p, 1, 64, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48p down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_x, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32x gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_x, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32x down
+template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_x, 2, 64 / 2, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48x gate/up
+template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_x, 1, 64, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48x down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq2xs, false>::type, 2, 64 / 2, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t64 gate/up
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq2xs, false>::type, 1, 64, 64> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t64 down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq2xs, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t32 gate/up
@@ -2622,11 +2639,21 @@ template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_q6k, true>::t
 template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_q6k, true>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32 down
 template <> struct strata_mmq_nv_step_fold<strata_moe_q6k_p, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32p gate/up
 template <> struct strata_mmq_nv_step_fold<strata_moe_q6k_p, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32p down
+template <> struct strata_mmq_nv_step_fold<strata_moe_q6k_x, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32x gate/up
+template <> struct strata_mmq_nv_step_fold<strata_moe_q6k_x, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32x down
 template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_iq2xs, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t32 gate/up
 template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_iq2xs, false>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t32 down
 template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_iq1m, true>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t32 gate/up
 template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_iq1m, true>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq1m_mma_r64t32 down
 #endif
+// The kernels whose NVIDIA mma staging keeps what edge jobs loaded from their safe in-tile
+// address instead of zeros (mmq core, strata_mmq_nv_nz). Why no written output sees those
+// values (tokens past the tile's list entries, rows past n_ff or hidden, groups past K):
+// kernels/prefill.go moeNoZero.
+template <> struct strata_mmq_nv_nz<strata_moe_q6k_x, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32x gate/up
+template <> struct strata_mmq_nv_nz<strata_moe_q6k_x, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32x down
+template <> struct strata_mmq_nv_nz<strata_moe_q6k_x, 2, 64 / 2, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48x gate/up
+template <> struct strata_mmq_nv_nz<strata_moe_q6k_x, 1, 64, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48x down
 // The LDS of one variant: the phases' views of it.
 template <class QT, int BM, int BN, bool MMA>
 union strata_moe_smem {
@@ -2683,6 +2710,10 @@ static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t48_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, true>::type, 64, 48, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t32p_lds[sizeof(strata_moe_smem<strata_moe_q6k_p, 64, 32, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t48p_lds[sizeof(strata_moe_smem<strata_moe_q6k_p, 64, 48, true>)];
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t32x_lds[sizeof(strata_moe_smem<strata_moe_q6k_x, 64, 32, true>)];
+static __shared__ i32 strata_moe_prefill_q6k_mma_r64t32x_xr[32];  // the gate/up's rows of x (moeXRows)
+static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t48x_lds[sizeof(strata_moe_smem<strata_moe_q6k_x, 64, 48, true>)];
+static __shared__ i32 strata_moe_prefill_q6k_mma_r64t48x_xr[48];  // the gate/up's rows of x (moeXRows)
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r64t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 64, 64, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r128t64_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 128, 64, false>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_dp4a_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 128, 32, false>)];
@@ -2763,7 +2794,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -2796,7 +2827,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -2836,7 +2867,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -2869,7 +2900,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -2909,7 +2940,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -2942,7 +2973,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -2982,7 +3013,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -3015,7 +3046,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -3055,7 +3086,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -3088,7 +3119,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -3128,7 +3159,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -3161,7 +3192,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -3201,7 +3232,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -3234,7 +3265,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -3274,7 +3305,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -3307,7 +3338,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -3347,7 +3378,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -3380,7 +3411,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -3420,7 +3451,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -3453,7 +3484,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -3493,7 +3524,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -3526,7 +3557,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -3566,7 +3597,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -3599,7 +3630,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -3639,7 +3670,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -3672,7 +3703,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -3712,7 +3743,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -3745,7 +3776,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -3785,7 +3816,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -3818,7 +3849,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -3858,7 +3889,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -3891,7 +3922,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -3931,7 +3962,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -3964,7 +3995,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -4004,7 +4035,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -4037,7 +4068,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -4077,7 +4108,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -4110,7 +4141,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -4150,7 +4181,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -4183,7 +4214,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -4223,7 +4254,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -4256,7 +4287,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -4296,7 +4327,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -4329,7 +4360,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -4369,7 +4400,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -4402,7 +4433,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -4442,7 +4473,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -4475,7 +4506,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -4515,7 +4546,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -4548,7 +4579,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -4588,7 +4619,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -4621,7 +4652,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -4661,7 +4692,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -4694,7 +4725,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -4734,7 +4765,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -4767,7 +4798,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -4807,7 +4838,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -4840,7 +4871,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -4880,7 +4911,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -4913,7 +4944,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -4953,7 +4984,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -4986,7 +5017,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -5026,7 +5057,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -5059,7 +5090,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -5099,7 +5130,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -5132,7 +5163,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -5172,7 +5203,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -5205,7 +5236,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -5245,7 +5276,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -5278,7 +5309,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -5318,7 +5349,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -5351,7 +5382,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -5391,7 +5422,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -5424,7 +5455,157 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r64t32x(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_q6k_x QT;
+  constexpr int BM = 64, BN = 32, HM = BM / 2;
+  constexpr bool MMA = true;
+  constexpr bool SKIP = false;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_mma_r64t32x_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    // The tile's rows of x, once (moeXRows): entry c's row lst[c] / k_used for c < n.
+    for (int c = (int)strata_thread_x(); c < n; c += 128) strata_moe_prefill_q6k_mma_r64t32x_xr[c] = lst[c] / p.k_used;
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP, true> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, strata_moe_prefill_q6k_mma_r64t32x_xr};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
+    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
+    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
+  }
+}
+
+STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r64t48x(const struct strata_moe_prefill_args p) {
+  typedef strata_moe_q6k_x QT;
+  constexpr int BM = 64, BN = 48, HM = BM / 2;
+  constexpr bool MMA = true;
+  constexpr bool SKIP = true;
+  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_mma_r64t48x_lds;
+  const i32 E = p.n_expert;
+  if (p.phase == 0) {
+    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
+    return;
+  }
+  if (p.phase == 3) {
+    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
+    if (col >= p.hidden) return;
+    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
+      f32 acc = p.out[t * p.ldo + col];
+      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
+      p.out[t * p.ldo + col] = acc;
+    }
+    return;
+  }
+  // Phases 1 and 2: schedule tile blockIdx.y.
+  const i32 tile = (i32)strata_block_y();
+  if (tile >= p.sched[2 * E]) return;
+  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
+  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
+  const i32* lst = p.list + p.sched[E + e] + t0;
+  if (p.phase == 1) {
+    QT::fill(&s.gu.tab);
+    // The tile's rows of x, once (moeXRows): entry c's row lst[c] / k_used for c < n.
+    for (int c = (int)strata_thread_x(); c < n; c += 128) strata_moe_prefill_q6k_mma_r64t48x_xr[c] = lst[c] / p.k_used;
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * HM;
+    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
+    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
+    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
+    const strata_moe_src<SKIP, true> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, strata_moe_prefill_q6k_mma_r64t48x_xr};
+    const strata_moe_ep_gu<BN, HM> ep{s.hs};
+    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
+    strata_barrier();
+    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
+    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
+    const int fb = p.n_ff / 32;
+    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
+      const int c = job / (HM / 32), b = job % (HM / 32);
+      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
+      const f32 h = s.hs[c][32 * b + lane];
+      const i64 pair = lst[c], f = r0 + 32 * b + lane;
+      if (p.hf) p.hf[pair * p.n_ff + f] = h;
+      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
+      const f32 sum = strata_wave_sum_f32(h);
+      const f32 d = amax / 127.0f;
+      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
+      u8* blk = p.hq + (pair * fb + f / 32) * 36;
+      blk[4 + lane] = (u8)q;
+      if (lane == 0) {
+        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
+        ds[0] = strata_f32_to_f16(d);
+        ds[1] = strata_f32_to_f16(sum);
+      }
+    }
+    return;
+  }
+  if (p.phase == 2) {
+    QT::fill(&s.dn.tab);
+    strata_barrier();
+    const i64 r0 = (i64)strata_block_x() * BM;
+    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
+    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -5464,7 +5645,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -5497,7 +5678,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -5537,7 +5718,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -5570,7 +5751,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -5610,7 +5791,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -5643,7 +5824,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -5683,7 +5864,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -5716,7 +5897,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -5756,7 +5937,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -5789,7 +5970,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -5829,7 +6010,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -5862,7 +6043,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -5902,7 +6083,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -5935,7 +6116,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -5975,7 +6156,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -6008,7 +6189,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -6048,7 +6229,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -6081,7 +6262,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -6121,7 +6302,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -6154,7 +6335,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -6194,7 +6375,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -6227,7 +6408,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -6267,7 +6448,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -6300,7 +6481,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -6340,7 +6521,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -6373,7 +6554,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -6413,7 +6594,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -6446,7 +6627,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -6486,7 +6667,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -6519,7 +6700,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -6559,7 +6740,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -6592,7 +6773,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -6632,7 +6813,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -6665,7 +6846,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -6705,7 +6886,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -6738,7 +6919,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -6778,7 +6959,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -6811,7 +6992,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -6851,7 +7032,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -6884,7 +7065,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -6924,7 +7105,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -6957,7 +7138,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -6997,7 +7178,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -7030,7 +7211,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -7070,7 +7251,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -7103,7 +7284,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -7143,7 +7324,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -7176,7 +7357,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -7216,7 +7397,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -7249,7 +7430,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -7289,7 +7470,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -7322,7 +7503,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -7362,7 +7543,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -7395,7 +7576,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -7435,7 +7616,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -7468,7 +7649,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -7508,7 +7689,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -7541,7 +7722,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -7581,7 +7762,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -7614,7 +7795,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -7654,7 +7835,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -7687,7 +7868,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -7727,7 +7908,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -7760,7 +7941,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -7800,7 +7981,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -7833,7 +8014,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -7873,7 +8054,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -7906,7 +8087,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -7946,7 +8127,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -7979,7 +8160,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -8019,7 +8200,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -8052,7 +8233,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -8092,7 +8273,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -8125,7 +8306,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -8165,7 +8346,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -8198,7 +8379,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -8238,7 +8419,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -8271,7 +8452,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -8311,7 +8492,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -8344,7 +8525,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -8384,7 +8565,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -8417,7 +8598,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -8457,7 +8638,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -8490,7 +8671,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -8530,7 +8711,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -8563,7 +8744,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -8603,7 +8784,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -8636,7 +8817,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
@@ -8676,7 +8857,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
     const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
     const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used};
+    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
     const strata_moe_ep_gu<BN, HM> ep{s.hs};
     strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
     strata_barrier();
@@ -8709,7 +8890,7 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
     const i64 r0 = (i64)strata_block_x() * BM;
     const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
     const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1};
+    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
     const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
     strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
   }
