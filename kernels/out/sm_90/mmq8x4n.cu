@@ -813,9 +813,9 @@ template <> struct strata_mmq_unit<strata_qt_q20> { static constexpr bool v = tr
 template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_cs { static constexpr bool v = false; };
 
 // The edge jobs of the core instantiation <QT, NW, BM, BN> (a family template specialises
-// it; mmq does for kernels/prefill.go mmqNoZero, family mmq8cz): v = jobs of rows
-// or tokens past the tile's edge, and of groups past K, stage what they loaded from their
-// safe in-tile address (row 0, token 0: finite data) instead of zeros. An output is one row's
+// it; mmq does for kernels/prefill.go mmqNoZero, family mmq8cz; moe_prefill for moeNoZero,
+// which argues it for its epilogues): v = jobs of rows or tokens past the tile's edge, and of
+// groups past K, stage what they loaded from their safe in-tile address (row 0, token 0: finite data) instead of zeros. An output is one row's
 // weights times one token's activations over the groups below K (the K loop stops at the
 // last group), and outputs of rows or tokens past the edge are never written, so no written
 // output sees those values; the wide form's zeroing selects go. Default: zeros.
@@ -1171,7 +1171,7 @@ STRATA_DEVICE void strata_mmq_nv_put(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
       continue;
     }
     typedef f32 strata_f32x4 __attribute__((__vector_size__(16)));
-    strata_f32x4 sc = {R.okw[u] ? Gu.base : 0.0f, (f32)Gu.m0, (f32)Gu.m1, QT::MIN ? Gu.offb * (f32)Gu.offm : 0.0f};
+    strata_f32x4 sc = {(strata_mmq_nv_nz<QT, NW, BM, BN>::v || R.okw[u]) ? Gu.base : 0.0f, (f32)Gu.m0, (f32)Gu.m1, QT::MIN ? Gu.offb * (f32)Gu.offm : 0.0f};
     if constexpr (strata_mmq_nv_xseg<QT, NW, BM, BN>::v > 0) sc[1] = __builtin_bit_cast(f32, Gu.m0), sc[2] = __builtin_bit_cast(f32, Gu.m1);
     __builtin_memcpy(__builtin_assume_aligned(&s.ws[kg][m * BM + r][0], 16), &sc, 16);
   }
