@@ -835,10 +835,16 @@ const (
 
 // SetSharedBranch sets Options.SharedBranch on a loaded engine, between tokens, for a
 // comparison on one engine (each mode captures its own graphs: graphKey).
-func (e *Engine) SetSharedBranch(m BranchMode) { e.shBranch = m }
+func (e *Engine) SetSharedBranch(m BranchMode) {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
+	e.shBranch = m
+}
 
 // SetAttnBranch sets Options.AttnBranch likewise.
-func (e *Engine) SetAttnBranch(m BranchMode) { e.attnBr = m }
+func (e *Engine) SetAttnBranch(m BranchMode) {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
+	e.attnBr = m
+}
 
 // attnBranches: this token is being captured, Options.AttnBranch is not BranchOff and the
 // backend can branch.
@@ -858,7 +864,9 @@ func (e *Engine) attnBranches() bool {
 // and the residual gets x + shared before the next norm adds proj, as before: the bits
 // are the same. Replays keep the captured launch order (graph.go), so nothing else changes.
 func (e *Engine) sharedBranch(l *gLayer) error {
-	fork := e.gmode == gCapture && e.shBranch != BranchOff && e.ln.CanBranch() == nil
+	// Not with Options.Prefetch: its look-ahead router (moe) reads xn, which the branch's
+	// norm writes, between the router's launch and phase 2.
+	fork := e.gmode == gCapture && e.shBranch != BranchOff && !e.prefetch && e.ln.CanBranch() == nil
 	if !fork {
 		return e.shared(l)
 	}

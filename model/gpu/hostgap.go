@@ -21,7 +21,8 @@ import (
 //
 // Launch first (the default; Options.WalkFirst keeps the order before): when the graph a
 // step replays is the one the ahead walk brought current, for the same position and argmax
-// n, and nothing that shapes launches was set since (every Engine.Set* clears aheadTg),
+// n, and nothing that shapes launches was set since (every Engine.Set* that changes a launch
+// clears aheadTg; SetMapPromote, SetStartProbe and SetTokenTimes change none),
 // the step launches it at once and walks it after the launch, while it runs, in check
 // mode: each launch and copy must be what the graph's node already holds (Graph.Same, no
 // driver call). A difference is an error that stops the engine — it would mean the graph
