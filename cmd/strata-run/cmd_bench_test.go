@@ -392,7 +392,7 @@ func TestGPUBench(t *testing.T) {
 				// The greedy token as strata-run's greedy decode takes it (ForwardArgmax: the
 				// argmax on the GPU, one id back), or with STRATA_BENCH_HOSTARGMAX=1 from the
 				// logits on the host (the decode rows before session 9).
-				id := argmax(l)
+				id := argmax(l) // the prompt's, or the last round's token
 				for i := 0; i < tokens && err == nil; i++ {
 					if hostArgmax {
 						if l, err = eng.Forward([]int32{id}); err == nil {
@@ -405,12 +405,12 @@ func TestGPUBench(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !hostArgmax {
+				row("decode"+r, eng.Stats())
+				if !hostArgmax { // the next round starts from this round's last logits
 					if l, err = eng.LastLogits(); err != nil {
 						t.Fatal(err)
 					}
 				}
-				row("decode"+r, eng.Stats())
 			}
 			eng.SetMmvqRows8(false)
 			if ktimes {
@@ -694,7 +694,8 @@ func decodeTimed(eng *mgpu.Engine, prompt []int32, n int) ([]float64, error) {
 // hostGapRows is STRATA_BENCH_HOSTGAP: for each mode (comma-separated: old or new, with an
 // optional suffixes "+nopromote" or "+promoteN", "+lag", "+noev"), in order on one engine, a decode row "decode hostgap=MODE"
 // from a cold cache — mapped engines start each run with Engine.ResetCache, then Reset, the
-// prompt and n greedy tokens (Forward and the host's argmax, as the decode row) — and a
+// prompt and n greedy tokens (Forward and the host's argmax, as the decode row took them
+// before session 9 and STRATA_BENCH_HOSTARGMAX=1 takes them now) — and a
 // PHASES line (after a warm-up of 4 tokens that captures the decode graphs): the host time of each step phase and the device's busy, tail and idle time
 // per token (mgpu.StepPhases, Engine.SetTokenTimes), the caller's time per token, and
 // whether the greedy tokens equal the first mode's. old: Engine.SetLaunchFirst(false) (the
@@ -705,7 +706,7 @@ func decodeTimed(eng *mgpu.Engine, prompt []int32, n int) ([]float64, error) {
 // +lag: Engine.SetStartProbe, the host polls each token's first event after the launch
 // (StepPhases.StartLag: when the GPU reached the token; the poll delays the lookup); +noev:
 // no token events (SetTokenTimes off: the device columns stay 0), the rows as the plain
-// decode row times them.
+// decode row with STRATA_BENCH_HOSTARGMAX=1 times them.
 func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n int, modes string, row func(string, mgpu.Stats), bins *strings.Builder) error {
 	// Warm-up: the decode graphs are captured here, not inside the first mode's row.
 	if err := eng.Reset(); err != nil {
