@@ -590,7 +590,7 @@ var MmvqGeoms = []MmvqGeom{
 // MmvqGeomIndex is mmvq variant v's decode geometry: N for <type>_g<N>, 0 for the default.
 func (v Variant) MmvqGeomIndex() int {
 	if g, ok := strings.CutPrefix(v.Values["geom"], "g"); ok && g != "" && g[0] != '0' {
-		if n, err := strconv.Atoi(g); err == nil && n < len(MmvqGeoms) {
+		if n, err := strconv.Atoi(g); err == nil && n >= 1 && n < len(MmvqGeoms) {
 			return n
 		}
 	}
