@@ -28,9 +28,12 @@ build() {
 	# The carry (64 MiB with the 60.7 MB tracked tree) holds about 6.4 MB: call 1 carries
 	# parity.test and every code object (parity, layer and mmvq benches), call 2
 	# strata-run.test, gpu.test and the engine's objects (the engine tests and benches).
-	if [ "$call" = 1 ]; then
+	if [ "$call" = 1 ] || [ "$call" = 3 ]; then
 		go test -c -trimpath -ldflags=-s -tags strata_nodemo -o "$d/parity.test" ./parity
-	else
+	fi
+	if [ "$call" = 3 ]; then # call 3: parity.test, strata-run.test and every object
+		go test -c -trimpath -ldflags=-s -tags strata_nodemo -o "$d/strata-run.test" ./cmd/strata-run
+	elif [ "$call" != 1 ]; then
 		go test -c -trimpath -ldflags=-s -tags strata_nodemo -o "$d/strata-run.test" ./cmd/strata-run
 		go test -c -trimpath -ldflags=-s -tags strata_nodemo -o "$d/gpu.test" ./model/gpu
 	fi
@@ -38,16 +41,16 @@ build() {
 	flags=$(awk -F'\t' -v t="$target" '$1 == "target" && $2 == t { print $6 }' kernels/out/objects.txt)
 	awk -F'\t' -v t="$target" '$1 == "object" && $2 == t { print $4 "\t" $5 }' kernels/out/objects.txt |
 		while IFS=$'\t' read -r src obj; do
-			if [ "$call" != 1 ]; then
+			if [ "$call" = 2 ]; then
 				case $obj in */mmq8x4*.ptx | */imma_tile.ptx | */prelude_probe.ptx) continue ;; esac
 			fi
 			mkdir -p "$d/co/$(dirname "$obj")"
 			# shellcheck disable=SC2086 # flags are a list
 			clang-19 $flags -I "$(dirname "$src")" -I kernels/out/include "$src" -o "$d/co/$obj"
-			if [ "$call" != 1 ]; then
+			if [ "$call" = 2 ]; then
 				case $obj in
 				*/mmq.ptx) python3 "$here/../2026-11-29-prefill-async/strip_ptx.py" "$d/co/$obj" "$d/co/$obj.s" '_mma_r64t(64|128)$' >/dev/null && mv "$d/co/$obj.s" "$d/co/$obj" ;;
-				*/moe_prefill.ptx) python3 "$here/../2026-11-29-prefill-async/strip_ptx.py" "$d/co/$obj" "$d/co/$obj.s" '_mma_r64t(32|48|64)[pq]?$' >/dev/null && mv "$d/co/$obj.s" "$d/co/$obj" ;;
+				*/moe_prefill.ptx) python3 "$here/../2026-11-29-prefill-async/strip_ptx.py" "$d/co/$obj" "$d/co/$obj.s" '_mma_r64t(32|48|64)[pqx]?$' >/dev/null && mv "$d/co/$obj.s" "$d/co/$obj" ;;
 				esac
 			fi
 		done
@@ -94,13 +97,13 @@ run() {
 		mkdir -p "$w/eco/$(dirname "$rel")"
 		case $rel in
 		*/mmq.ptx) python3 "$w/strip_ptx.py" "$w/co/$rel" "$w/eco/$rel" '_mma_r64t(64|128)$' >/dev/null ;;
-		*/moe_prefill.ptx) python3 "$w/strip_ptx.py" "$w/co/$rel" "$w/eco/$rel" '_mma_r64t(32|48|64)[pq]?$' >/dev/null ;;
+		*/moe_prefill.ptx) python3 "$w/strip_ptx.py" "$w/co/$rel" "$w/eco/$rel" '_mma_r64t(32|48|64)[pqx]?$' >/dev/null ;;
 		*) cp "$w/co/$rel" "$w/eco/$rel" ;;
 		esac
 	done
 	# the synthetic models, in the background
 	(
-		for spec in "q80-iq2_xs|qwen3next --preset qwen3-next-80b-a3b --type iq2_xs" "q30-q2_0|qwen3moe --preset qwen3-30b-a3b --type q2_0" "q30-iq2_xs|qwen3moe --preset qwen3-30b-a3b --type iq2_xs"; do
+		for spec in "q80-iq2_xs|qwen3next --preset qwen3-next-80b-a3b --type iq2_xs" "q30-q2_0|qwen3moe --preset qwen3-30b-a3b --type q2_0" "q30-iq2_xs|qwen3moe --preset qwen3-30b-a3b --type iq2_xs" "q30-q6_k|qwen3moe --preset qwen3-30b-a3b --type q6_K"; do
 			case " ${STRATA_S9_MODELS:-q80-iq2_xs q30-q2_0 q30-iq2_xs} " in *" ${spec%%|*} "*) ;; *) continue ;; esac
 			STRATA_CO_DIR=$w/co STRATA_RUN_ARGS="synth --arch ${spec#*|} -o $w/models/${spec%%|*}.gguf" timeout 100 "$st" -test.run '^TestCLI$' -test.v >"$L/synth-${spec%%|*}.log" 2>&1
 			echo $? >"$w/models/${spec%%|*}.done"
@@ -112,7 +115,7 @@ run() {
 	say "ptxas: $(grep -c failed "$L/ptxas.log") failed; spills: $(cat "$L"/ptxas-*.log 2>/dev/null | grep -cE ' [1-9][0-9]* bytes spill')"
 	# parity (co, unassembled) beside the GPU-vs-CPU engine tests (eco)
 	local pids=() g p1 i=0
-	p1=$(lim "${STRATA_S9_PARITY_S:-110}" 150)
+	p1=$(lim "${STRATA_S9_PARITY_S:-110}" "${STRATA_S9_PARITY_RESERVE:-150}")
 	local chg='mmvq/^[a-z0-9]+_g1[0-4]$/ moe_prefill/q6k_mma_r64t(32|48)[pq]?/ ^mmq8cz?$/ ^mmq8$/(q80|q20)_'
 	for g in ${STRATA_S9_PARITY-$chg}; do
 		echo "$g" >"$L/parity-$i.group"
@@ -147,6 +150,7 @@ run() {
 		gpu80) gpub q80 q80-iq2_xs "${STRATA_S9_T80:-best,best+attnf32+shdec+gdnold,best,best+attnf32+shdec+gdnold}" 512,4096 0 1 60 ;;
 		gpu30) gpub q30 q30-q2_0 "${STRATA_S9_T30:-best,best+attnf32,best,best+attnf32}" 512,4096 0 1 40 ;;
 		gpu30x) gpub q30x q30-iq2_xs "${STRATA_S9_T30X:-t32,best,t32,best}" 512 0 1 35 ;;
+		gpu30q6) gpub q30q6 q30-q6_k "${STRATA_S9_T30Q6:-s8,best,s8,best}" 512,2048 0 1 60 ;;
 		budgets) gpub budgets q80-iq2_xs best 512,4096 "${STRATA_S9_BUDGETS:-12288,16384,24576,0}" 64 "${STRATA_S9_BUDGETS_S:-110}" ;;
 		conn32) # hostgap-s9's question: does a second hardware queue for the copies take the ~1 ms a token off at 12 GiB?
 			CUDA_DEVICE_MAX_CONNECTIONS=32 gpub conn32 q80-iq2_xs best 0 12288 64 40
