@@ -28,7 +28,7 @@ func runSynthMoE(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("o", "", "output GGUF file")
 	arch := fs.String("arch", "", "architecture: qwen3moe or qwen3next (default: the preset's)")
 	preset := fs.String("preset", "", "shape to start from: "+strings.Join(names, ", ")+" (default: tiny, or tiny-next for --arch qwen3next)")
-	typ := fs.String("type", "q8_0", "expert weight type (ggml name: q8_0, q2_0, q4_K, q6_K, iq2_xs, iq3_xxs, iq3_s, f16, bf16)")
+	typ := fs.String("type", "q8_0", "expert weight type (ggml name, any case: q8_0, q2_0, q4_K, q6_K, iq2_xs, iq3_xxs, iq3_s, f16, bf16)")
 	dense := fs.String("dense-type", "q8_0", "attention, embedding and output-head type: q8_0, f16 or bf16")
 	zipf := fs.Float64("zipf", 1, "Zipf exponent s of expert popularity")
 	seed := fs.Uint64("seed", 1, "random seed")
@@ -68,11 +68,11 @@ func runSynthMoE(args []string, stdout, stderr io.Writer) error {
 			*targets[i] = v
 		}
 	}
-	et, err := quant.ParseType(*typ)
+	et, err := parseTypeFold(*typ)
 	if err != nil {
 		return fmt.Errorf("%w: synth: --type: %v", errUsage, err)
 	}
-	dt, err := quant.ParseType(*dense)
+	dt, err := parseTypeFold(*dense)
 	if err != nil {
 		return fmt.Errorf("%w: synth: --dense-type: %v", errUsage, err)
 	}
@@ -111,4 +111,20 @@ func moeSynth(args []string) bool {
 		}
 	}
 	return false
+}
+
+// parseTypeFold is quant.ParseType that also takes a ggml type name in another case
+// ("q6_k" for "q6_K", as the synth without --arch and convert spell them); an unknown name
+// gets ParseType's error, which lists the names.
+func parseTypeFold(name string) (quant.Type, error) {
+	t, err := quant.ParseType(name)
+	if err == nil {
+		return t, nil
+	}
+	for _, in := range quant.Types() {
+		if strings.EqualFold(in.Name, name) {
+			return in.Type, nil
+		}
+	}
+	return 0, err
 }

@@ -12,7 +12,8 @@ import (
 func TestSynthMoE(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "moe.gguf")
 	var so, se bytes.Buffer
-	if code := run([]string{"synth", "--arch", "qwen3moe", "-o", out, "--type", "q4_K", "--layers", "2"}, &so, &se); code != 0 {
+	// "q4_k": ggml's q4_K in the lower case that convert and the dense synth take.
+	if code := run([]string{"synth", "--arch", "qwen3moe", "-o", out, "--type", "q4_k", "--layers", "2"}, &so, &se); code != 0 {
 		t.Fatalf("synth exited %d: %s", code, se.String())
 	}
 	if !strings.Contains(so.String(), "qwen3moe, 2 layers, 16 experts (top 4)") {
