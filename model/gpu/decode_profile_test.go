@@ -179,16 +179,9 @@ func decodeProfile(t *testing.T, dev *rt.Device, src model.Source, o Options, d2
 	fmt.Printf("model %s on %s: loaded in %.1f s; d2d %.0f GB/s (read + written, this run); weights read per token %.1f MB; bound %.3f ms/token\n",
 		name, dev.Info().Name, time.Since(t0).Seconds(), d2d, weights/1e6, bound)
 	prompt := []int32{1, 2, 3, 4, 5, 6, 7, 8}
-	start := func(mode string) int32 {
+	start := func(mode string) int32 { // the prompt's greedy token, stats reset after it
 		setDecodeMode(t, eng, mode)
-		if err := eng.Reset(); err != nil {
-			t.Fatal(err)
-		}
-		id, err := eng.ForwardArgmax(prompt, eng.Vocab())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return id
+		return promptArgmax(t, eng, prompt)
 	}
 	if len(modes) > 0 {
 		fmt.Println("| mode | mean ms/token | median ms/token | tok/s (mean) | host launches/token | node updates/token | graphs/token | programmatic launches/capture | graph replay ms (device) | bound ms | bound/achieved |")
@@ -199,7 +192,6 @@ func decodeProfile(t *testing.T, dev *rt.Device, src model.Source, o Options, d2
 	var firstMode string
 	for _, mode := range modes {
 		id := start(mode)
-		eng.ResetStats()
 		mean, median, ids := timeDecode(t, eng, id, tokens)
 		// Every mode but attnold computes the same bits: their greedy tokens must be the
 		// same. attnold sums attention over other split lengths, so its logits differ in

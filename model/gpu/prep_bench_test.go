@@ -77,15 +77,7 @@ func prepBench(t *testing.T, dev *rt.Device, src model.Source, o Options, d2d fl
 	for _, mode := range modes {
 		mode = strings.TrimSpace(mode)
 		setPath(mode)
-		if err := eng.Reset(); err != nil {
-			t.Fatal(err)
-		}
-		id, err := eng.ForwardArgmax(prompt, eng.Vocab())
-		if err != nil {
-			t.Fatal(err)
-		}
-		eng.ResetStats()
-		mean, median, _ := timeDecode(t, eng, id, tokens)
+		mean, median, _ := timeDecode(t, eng, promptArgmax(t, eng, prompt), tokens)
 		s := eng.Stats()
 		tk := float64(s.Tokens)
 		fmt.Printf("ROW | %s | %.3f | %.3f | %.1f | %.1f | %.1f | %.2f | %.3f | %.3f |\n", mode, mean, median, 1e3/mean,
@@ -101,9 +93,9 @@ func prepBench(t *testing.T, dev *rt.Device, src model.Source, o Options, d2d fl
 	setPath("new")
 }
 
-// kernelTimes decodes prompt, then tokens greedy tokens with events around each launch
-// (graphs off), and prints a table of device µs per token by kernel headed "KT mode".
-func kernelTimes(t *testing.T, eng *Engine, prompt []int32, mode string, tokens int) {
+// promptArgmax restarts the sequence, feeds prompt and returns its greedy token, with the
+// engine's stats reset after it.
+func promptArgmax(t *testing.T, eng *Engine, prompt []int32) int32 {
 	if err := eng.Reset(); err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +104,15 @@ func kernelTimes(t *testing.T, eng *Engine, prompt []int32, mode string, tokens 
 		t.Fatal(err)
 	}
 	eng.ResetStats()
-	if err := eng.SetKernelTimes(true); err != nil {
+	return id
+}
+
+// kernelTimes decodes prompt, then tokens greedy tokens with events around each launch
+// (graphs off), and prints a table of device µs per token by kernel headed "KT mode".
+func kernelTimes(t *testing.T, eng *Engine, prompt []int32, mode string, tokens int) {
+	id := promptArgmax(t, eng, prompt)
+	err := eng.SetKernelTimes(true)
+	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < tokens && err == nil; i++ {

@@ -50,31 +50,17 @@ func (l *Launcher) CaptureLen() int {
 // again. With plain, the branch's first launch is a plain one (a full dependency on i)
 // even where LaunchDep could make it programmatic. The caller answers for the branch: it
 // must neither read what the launches after i write nor write what they read or write.
-func (l *Launcher) CaptureFork(i int, plain bool) error {
-	if err := l.captureDeps(i, false); err != nil {
-		return err
-	}
-	if plain {
-		l.s.queued()
-	}
-	return nil
-}
+func (l *Launcher) CaptureFork(i int, plain bool) error { return l.captureDeps(i, false, plain) }
 
 // CaptureJoin adds launch i of the open capture to what the next work captured depends
 // on (the end of a branch, or of the chain a CaptureFork left): the next launch waits for
 // both. With plain, that launch is a plain one (full dependencies) even where LaunchDep
 // could make it programmatic.
-func (l *Launcher) CaptureJoin(i int, plain bool) error {
-	if err := l.captureDeps(i, true); err != nil {
-		return err
-	}
-	if plain {
-		l.s.queued()
-	}
-	return nil
-}
+func (l *Launcher) CaptureJoin(i int, plain bool) error { return l.captureDeps(i, true, plain) }
 
-func (l *Launcher) captureDeps(i int, add bool) error {
+// captureDeps sets (add false) or extends (add true) the dependencies of the next captured
+// work with launch i; plain marks the stream so that the next launch is a plain one.
+func (l *Launcher) captureDeps(i int, add, plain bool) error {
 	if l.capture == nil {
 		return errors.New("gpu: capture dependencies outside a capture")
 	}
@@ -86,5 +72,11 @@ func (l *Launcher) captureDeps(i int, add bool) error {
 	}
 	cd := l.dev.drv.(CaptureDepsDriver)
 	nodes := []uintptr{l.capture.kern[i].node}
-	return l.dev.do(func() error { return cd.CaptureDeps(l.s.h, nodes, add) })
+	if err := l.dev.do(func() error { return cd.CaptureDeps(l.s.h, nodes, add) }); err != nil {
+		return err
+	}
+	if plain {
+		l.s.queued()
+	}
+	return nil
 }
