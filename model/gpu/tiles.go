@@ -192,6 +192,13 @@ var moePair = map[quant.Type]bool{quant.Q6_K: true}
 // "q" form (the pair form with token-step activation jobs, one job staging a token's K step
 // by nine aligned 16-byte loads) lost in final-s9 call 1 and was reverted: r64t48q 56.4 /
 // 71.6 against r64t48p 58.7 / 74.4 TOPS at 512 / 2048 tokens (bench/results/2026-11-30-final-s9).
+//
+// From moeT48From pairs per expert on, with no upper end: unlike the window tiles (moeT32Below),
+// r64t48x also beats r64t64 at 128 pairs per expert (the 30B-A3B at 2048 tokens): final-s9
+// call 3a, two processes, layer TOPS at 512 / 2048 tokens: r64t48x 63.5 / 81.6 and 64.6 / 81.0,
+// r64t64 44.1 / 69.0 and 44.3 / 69.4 (bench/results/2026-11-30-final-s9). Above 128 pairs it is
+// unmeasured; a full t48 tile decodes each weight for 48 tokens against t64's 64 (1.33× the
+// decodes a pair), which at 128 pairs cost less than the x form's staging gains.
 const moePairTile = "x"
 
 // tileThreads is the block size of each prefill family (kernels/specs.go Threads).
@@ -342,13 +349,14 @@ func moeTilesFor(target string, t quant.Type) (moeTiles, bool) {
 }
 
 // pick is the tile of a launch of pairs (token, expert) pairs over a model with experts
-// experts per layer, in mode m.
+// experts per layer, in mode m. TilesBest's pair form r64t48x holds from moeT48From pairs per
+// expert on, past moeT32Below too (moePairTile says why).
 func (m *moeTiles) pick(mode PrefillTiles, pairs, experts int) ptile {
 	switch {
-	case mode == TilesT64 || m.t32.key == "" || pairs >= moeT32Below*experts:
-		return m.t64
 	case mode == TilesBest && m.p48.key != "" && pairs >= moeT48From*experts:
 		return m.p48
+	case mode == TilesT64 || m.t32.key == "" || pairs >= moeT32Below*experts:
+		return m.t64
 	case (mode == TilesBest || mode == TilesS8) && m.t48.key != "" && pairs >= moeT48From*experts:
 		return m.t48
 	case mode == TilesBest && m.p32.key != "":

@@ -106,7 +106,7 @@ func TestPrefillTileChoice(t *testing.T) {
 		tokens, k, experts int
 		want               string
 	}{
-		{TilesBest, 512, 8, 128, "q6k_mma_r64t48" + moePairTile}, {TilesBest, 383, 8, 128, "q6k_mma_r64t32" + moePairTile}, {TilesBest, 2048, 8, 128, "q6k_mma_r64t64"},
+		{TilesBest, 512, 8, 128, "q6k_mma_r64t48" + moePairTile}, {TilesBest, 383, 8, 128, "q6k_mma_r64t32" + moePairTile}, {TilesBest, 2048, 8, 128, "q6k_mma_r64t48" + moePairTile},
 		{TilesS8, 512, 8, 128, "q6k_mma_r64t48"}, {TilesS8, 383, 8, 128, "q6k_mma_r64t32"}, {TilesS8, 2048, 8, 128, "q6k_mma_r64t64"},
 		{TilesT32, 512, 8, 128, "q6k_mma_r64t32"}, {TilesT64, 512, 8, 128, "q6k_mma_r64t64"},
 	} {
