@@ -2105,18 +2105,18 @@ struct strata_mmq_ws_smem {
 };
 
 // Byte offset of 16-byte chunk c (0–3) of row r in a slot row array: the swizzle.
-[[maybe_unused]] STRATA_DEVICE u32 strata_mmq_ws_chunk(int r, int c) { return (u32)(r * STRATA_MMQ_WS_RB + 16 * (c ^ ((r >> 1) & 3))); }
+STRATA_DEVICE u32 strata_mmq_ws_chunk(int r, int c) { return (u32)(r * STRATA_MMQ_WS_RB + 16 * (c ^ ((r >> 1) & 3))); }
 
 // Named barriers (bar.sync / bar.arrive id, n: n threads take part). The host simulation
 // implements them in its prelude (strata_hostsim_bar).
-[[maybe_unused]] STRATA_DEVICE void strata_mmq_ws_sync(u32 id, u32 n) {
+STRATA_DEVICE void strata_mmq_ws_sync(u32 id, u32 n) {
 #ifdef __NVPTX__
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory");
 #else
   strata_hostsim_bar(id, n, true);
 #endif
 }
-[[maybe_unused]] STRATA_DEVICE void strata_mmq_ws_arrive(u32 id, u32 n) {
+STRATA_DEVICE void strata_mmq_ws_arrive(u32 id, u32 n) {
 #ifdef __NVPTX__
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory");
 #else
@@ -2127,7 +2127,7 @@ struct strata_mmq_ws_smem {
 // ldmatrix.x4 with each lane's own row address sa (the swizzled rows are not a stride):
 // register m of lane ℓ = the word at byte 4(ℓ%4) of the row lane 8m + ℓ/4 addresses. The host
 // simulation gathers the addresses by shuffles.
-[[maybe_unused]] STRATA_DEVICE void strata_mmq_ws_ldsm(const strata_mmq_pl_at& at, u32 sa, u32* r) {
+STRATA_DEVICE void strata_mmq_ws_ldsm(const strata_mmq_pl_at& at, u32 sa, u32* r) {
 #ifdef __NVPTX__
   (void)at;
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
