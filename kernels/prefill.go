@@ -40,9 +40,6 @@ var mmqTiles = map[string][2]int{
 	"r64t128": {64, 128},
 	// mmq8's 8-warp tile (mmq8Warp).
 	"r64t128w8": {64, 128},
-	// The warp-specialized tile of family mmq8x4w (mmqWarpSpec): r64t128w8's 8 warps plus 4
-	// producer warps.
-	mmqWSTile: {64, 128},
 }
 
 // mmqShape is the block shape of an NVIDIA mma kernel (strata_mmq_nv_shape in
@@ -123,7 +120,7 @@ func (v Variant) Tile() [2]int { return mmqTiles[v.Values["tile"]] }
 // r64t64 under the 128-VGPR budget; these shapes were added for the mma.sync core's warp
 // tiles and chosen by measurement on the H200 (bench/results/2026-11-29-prefill-*); the
 // dp4a variants of them exist on NVIDIA as the same-shape comparison.
-var mmqNVIDIAOnly = map[string]bool{"r128t32": true, "r64t128": true, "r64t128w8": true, mmqWSTile: true, "r64t32": true, "r64t48": true, "r64t32p": true, "r64t48p": true, "r64t32x": true, "r64t48x": true}
+var mmqNVIDIAOnly = map[string]bool{"r128t32": true, "r64t128": true, "r64t128w8": true, "r64t32": true, "r64t48": true, "r64t32p": true, "r64t48p": true, "r64t32x": true, "r64t48x": true}
 
 // mmqN8 are the tiles whose warps hold token counts that are not a multiple of 16 (r64t48:
 // 2 × 2 warps of 24 tokens): the NVIDIA mma core runs them as n8 slices, one mma.sync per
@@ -162,9 +159,6 @@ func mmqLDS(typ string, bm, bn int) int {
 // mmqAccRegs is the f32 accumulators one lane of a tile holds for the whole K loop.
 func mmqAccRegs(tile string) int {
 	bmn := mmqTiles[tile]
-	if tile == mmqWSTile {
-		return bmn[0] * bmn[1] / mmqWSConsumers // only the consumer warps hold accumulators
-	}
 	return bmn[0] * bmn[1] / mmqTileThreads(tile)
 }
 
@@ -193,14 +187,7 @@ func mmqFits(t Target, v Variant) (bool, string) {
 		return false, "tile " + v.Values["tile"] + " is an NVIDIA mma.sync warp-tile shape; the AMD cores " +
 			"keep r64t64, sized under the 128-VGPR budget"
 	}
-	if v.Values["tile"] == mmqWSTile {
-		if !t.IsNVIDIA() || v.Values["op"] != "mma" {
-			return false, "tile " + v.Values["tile"] + " is the warp-specialized NVIDIA mma.sync shape (kernels/prefill.go, mmqWarpSpec)"
-		}
-		if lds := mmqWSLDS(v.Values["type"], tile[0], tile[1]); lds > t.LDSBytes {
-			return false, fmt.Sprintf("LDS %d bytes > %d", lds, t.LDSBytes)
-		}
-	} else if mmq8Warp[v.Values["tile"]] {
+	if mmq8Warp[v.Values["tile"]] {
 		if !t.IsNVIDIA() || v.Values["op"] != "mma" {
 			return false, "tile " + v.Values["tile"] + " is an 8-warp NVIDIA mma.sync shape (kernels/prefill.go, mmq8Warp)"
 		}
@@ -553,7 +540,7 @@ func (v Variant) MoeStepFold(t Target) bool {
 // 142.7 → 142.7 / 146.3 → 145.9, and mmq8x4p beat both for IQ2_XS (144.3 / 148.0) and IQ1_M
 // (143.6 / 147.7); 4-block segments also cost the activations less
 // (bench/results/2026-11-30-mmqs-s8, "What the shared d costs").
-var mmqXSeg = map[string]int{"mmq8x4": 4, "mmq8x4p": 4, "mmq8x4l": 4, "mmq8x4n": 4, "mmq8x4w": 4}
+var mmqXSeg = map[string]int{"mmq8x4": 4, "mmq8x4p": 4, "mmq8x4l": 4, "mmq8x4n": 4}
 
 // mmqPrefetch names the families whose NVIDIA mma core issues, after staging K step g0, one
 // prefetch.global.L1 a staging job for step g0 + KT's lines (strata_mmq_nv_pf in
@@ -725,43 +712,8 @@ var mmqX4LTypes = []Value{{Name: "iq2xs"}, {Name: "iq1m"}}
 // t: strata_qt_<type>, or for a two-plane family (mmqPlanes) the mma core's plane form of the
 // type, strata_mmq_pl_<type>.
 func (v Variant) QT(family string, t Target) string {
-	if t.IsNVIDIA() && v.Values["op"] == "mma" && mmqWarpSpec[family] {
-		return "strata_mmq_ws<strata_mmq_pl_" + v.Values["type"] + ">"
-	}
 	if t.IsNVIDIA() && v.Values["op"] == "mma" && mmqPlanes[family] {
 		return "strata_mmq_pl_" + v.Values["type"]
 	}
 	return "strata_qt_" + v.Values["type"]
-}
-
-// mmqWarpSpec names the families whose NVIDIA mma core is the warp-specialized two-plane form
-// (kernels/templates/mmq_core.tmpl, "Warp-specialized two-plane form"; the C++ weight type
-// strata_mmq_ws<strata_mmq_pl_<type>>): mmq8x4n's 8 matrix warps only load fragments, multiply
-// and fold, while 4 more warps load, decode and stage the next slot (2 groups) of the K loop
-// into a two-slot ring synchronised by named barriers, so that the staging's global and
-// decode latency overlaps the matrix work instead of following it.
-//
-// Why: mmq8x4n (bench/results/2026-11-30-iq2-s9) is latency-bound: 0.35 issued a scheduler
-// cycle, long-scoreboard stalls from the staging's global loads and ~14 spilled words
-// reloaded in the K loop (128 registers under launch_bounds(256, 2)). Here one block of 384
-// threads an SM may use 168 registers, the consumers hold no staging state and the producers
-// fetch the next slot's bytes into registers before decoding the current one.
-var mmqWarpSpec = map[string]bool{"mmq8x4w": true}
-
-// mmqWSTile is the tile of the warp-specialized families (mmqWarpSpec): 64 rows × 128 tokens,
-// 8 consumer warps (mmqWSConsumers threads, 2 × 4 warps of 32 × 32) and 4 producer warps.
-const (
-	mmqWSTile      = "r64t128ws"
-	mmqWSConsumers = 256
-)
-
-// mmqWSPlaneTables are the bytes of the two-plane types' LDS tables (mmq_core.tmpl
-// strata_mmq_pl_<type>::lds).
-var mmqWSPlaneTables = map[string]int{"iq2xs": 512*4 + 128*4 + 16*16, "iq1m": 2048*4 + 8*16}
-
-// mmqWSLDS is the shared memory of a warp-specialized kernel (strata_mmq_ws_smem): two slots of
-// two planes of bm rows and of bn tokens, 64 bytes a row, the two segments' bases and d_x,
-// and the type's tables.
-func mmqWSLDS(typ string, bm, bn int) int {
-	return 2*(2*bm+bn)*64 + 2*4*(bm+bn) + mmqWSPlaneTables[typ]
 }

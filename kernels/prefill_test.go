@@ -61,7 +61,7 @@ func TestPrefillTiles(t *testing.T) {
 // wide form.
 func TestMMQWideStaging(t *testing.T) {
 	seen := map[string]bool{}
-	for _, fam := range []string{"mmq", "mmq8", "mmq8x4", "mmq8x4p", "mmq8x4l", "mmq8x4n", "mmq8x4w", "mmq8c", "mmq8cz", "moe_prefill"} {
+	for _, fam := range []string{"mmq", "mmq8", "mmq8x4", "mmq8x4p", "mmq8x4l", "mmq8x4n", "mmq8c", "mmq8cz", "moe_prefill"} {
 		s, ok := LookupSpec(fam)
 		if !ok {
 			t.Fatalf("no %s spec", fam)
@@ -145,50 +145,6 @@ func TestMmq8Tiles(t *testing.T) {
 				if got, want := v.NoZero(fc.family, tg), mmqNoZero[fc.family]; got != want {
 					t.Errorf("%s/%s/%s: no edge zeroing %t, want %t", tg.Name, fc.family, v.Name, got, want)
 				}
-			}
-		}
-	}
-}
-
-// mmq8x4w (mmqWarpSpec): mmq8x4l's types on every NVIDIA target, mma only, nothing on AMD;
-// the warp-specialized plane type, a 4-group segment, no minimum of blocks (launch_bounds(384)
-// alone: 168 registers a thread), 32 accumulators a consumer lane, its LDS within the target's.
-func TestMmqWarpSpecTiles(t *testing.T) {
-	s, ok := LookupSpec("mmq8x4w")
-	if !ok {
-		t.Fatal("no mmq8x4w spec")
-	}
-	if s.Threads != mmqWSConsumers+128 {
-		t.Errorf("mmq8x4w: %d threads, want %d consumers + 128 producers", s.Threads, mmqWSConsumers)
-	}
-	for _, tg := range Targets {
-		kept, _ := s.Variants(tg)
-		if !tg.IsNVIDIA() {
-			if len(kept) != 0 {
-				t.Errorf("%s: %d mmq8x4w variants on an AMD target", tg.Name, len(kept))
-			}
-			continue
-		}
-		if len(kept) != len(mmqX4LTypes) {
-			t.Errorf("%s: %d mmq8x4w variants, want %d", tg.Name, len(kept), len(mmqX4LTypes))
-		}
-		for _, v := range kept {
-			typ := v.Values["type"]
-			if got, want := v.QT("mmq8x4w", tg), "strata_mmq_ws<strata_mmq_pl_"+typ+">"; got != want {
-				t.Errorf("%s/%s: QT %s, want %s", tg.Name, v.Name, got, want)
-			}
-			if v.Values["op"] != "mma" || v.Values["tile"] != mmqWSTile || v.Shape(tg) != "" {
-				t.Errorf("%s/%s: want the mma op, tile %s and no 8-warp shape", tg.Name, v.Name, mmqWSTile)
-			}
-			if lds := mmqWSLDS(typ, 64, 128); lds > tg.LDSBytes || mmqWSPlaneTables[typ] == 0 {
-				t.Errorf("%s/%s: LDS %d > %d (or no table size)", tg.Name, v.Name, lds, tg.LDSBytes)
-			}
-			if v.MinBlocks("mmq8x4w", tg) != 0 || v.XSeg("mmq8x4w", tg) != 4 || v.Prefetch("mmq8x4w", tg) || v.WideStaging("mmq8x4w", tg) {
-				t.Errorf("%s/%s: min blocks %d, segment %d, prefetch %t, wide %t; want 0, 4, false, false", tg.Name, v.Name,
-					v.MinBlocks("mmq8x4w", tg), v.XSeg("mmq8x4w", tg), v.Prefetch("mmq8x4w", tg), v.WideStaging("mmq8x4w", tg))
-			}
-			if got := mmqAccRegs(v.Values["tile"]); got != 32 {
-				t.Errorf("%s/%s: %d accumulators a consumer lane, want 32", tg.Name, v.Name, got)
 			}
 		}
 	}

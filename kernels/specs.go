@@ -329,19 +329,6 @@ var Specs = []Spec{
 		Fits: mmqFits,
 	},
 	{
-		Family:   "mmq8x4w",
-		Template: "mmq",
-		Doc: "mmq8x4n warp-specialized: 8 warps multiply and fold as mmq8x4n's, 4 more load, decode and stage the " +
-			"K loop's next 2 groups into a two-slot shared ring (named barriers), so staging overlaps the matrix work; " +
-			"outputs bit-identical to mmq8x4n's (NVIDIA mma.sync only); x as mmq8x4 (one d per 128-element segment, " +
-			"quant.QuantizeQ8_1GPUSeg with 4); 384 threads, grid as mmq8.",
-		Threads: 384,
-		Args:    mmqArgs,
-		// mmq8x4l's types (kernels/prefill.go, mmqWarpSpec).
-		Axes: []Axis{{Name: "type", Values: mmqX4LTypes}, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: mmqWSTile}}}},
-		Fits: mmqFits,
-	},
-	{
 		Family:   "mmvq",
 		Template: "mmvq",
 		Doc: "y[z][c][r] = Σ_k W_z[r][k]·x_z[c][k] for 1..8 columns: Q8_1 activations and exact dot4 block dots with an f32 " +

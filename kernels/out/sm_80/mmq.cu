@@ -1018,7 +1018,7 @@ STRATA_DEVICE u32 strata_mmq_sel(u32 c, u32 b, u32 a) {
 #endif
 }
 // w[i] = t[k + i] for i < 9, k = 0..3 (t has 12 words): two levels of selects.
-[[maybe_unused]] STRATA_DEVICE void strata_mmq_pick9(const u32* t, u32 k, u32* w) {
+STRATA_DEVICE void strata_mmq_pick9(const u32* t, u32 k, u32* w) {
   u32 a[11];
 #pragma unroll
   for (int i = 0; i < 11; ++i) a[i] = strata_mmq_sel(k & 1u, t[i + 1], t[i]);
@@ -1693,27 +1693,6 @@ struct strata_mmq_pl_iq2xs {
       s->ht[i] = strata_mmq_pl_words(v);
     }
   }
-  // The warp-specialized form's split of load2 (mmq core, "Warp-specialized two-plane form"):
-  // fetch reads group j's bytes into r (the f16 d, the two code words, the sub-scale byte),
-  // decode turns them into load2's planes and base, the same values by the same arithmetic.
-  STRATA_DEVICE void fetch(const u8* b, int j, u32* r) {
-    r[0] = strata_ld_u16(b);
-    strata_ldw_a2<2>(b + 2 + 8 * j, r + 1);
-    r[3] = b[66 + j];
-  }
-  STRATA_DEVICE void decode(const u32* r, int, u32* qh, u32* ql, f32& base, const lds* t) {
-    base = strata_f16_to_f32((u16)r[0]) * 0.125f;
-    const u32 sc = r[3];
-#pragma unroll
-    for (int hf = 0; hf < 2; ++hf) {
-      const strata_mmq_u32x4 T = t->ht[hf ? sc >> 4 : sc & 15u];
-#pragma unroll
-      for (int k = 0; k < 2; ++k) {
-        const u32 code = k ? r[1 + hf] >> 16 : r[1 + hf] & 0xffffu;
-        strata_mmq_pl_put8(T, t->gs[code & 511u] + t->ss[code >> 9], qh + 4 * hf + 2 * k, ql + 4 * hf + 2 * k);
-      }
-    }
-  }
   // Group j of the block at b: planes qh, ql (8 words each) and the base d/8.
   STRATA_DEVICE void load2(const u8* b, int j, u32* qh, u32* ql, f32& base, const lds* t) {
     base = strata_ld_f16(b) * 0.125f;
@@ -1757,28 +1736,6 @@ struct strata_mmq_pl_iq1m {
     for (u32 i = strata_thread_x(); i < 8; i += n) {
       const i32 m = 2 * (i32)i + 1, v[6] = {-7 * m, m, 9 * m, -9 * m, -m, 7 * m};
       s->ht[i] = strata_mmq_pl_words(v);
-    }
-  }
-  // The warp-specialized form's split of load2 (as strata_mmq_pl_iq2xs): r = {qx, the two
-  // scale words, qs}.
-  STRATA_DEVICE void fetch(const u8* b, int j, u32* r) {
-    r[0] = strata_ld_u16(b + 32 + 2 * j);
-    r[1] = strata_load_u32(b + 48), r[2] = strata_load_u32(b + 52);
-    r[3] = strata_load_u32(b + 4 * j);
-  }
-  STRATA_DEVICE void decode(const u32* r, int j, u32* qh, u32* ql, f32& base, const lds* t) {
-    const u32 qx = r[0], sw[2] = {r[1], r[2]};
-    const u32 w0 = sw[0] & 0xffffu, w1 = sw[0] >> 16, w2 = sw[1] & 0xffffu, w3 = sw[1] >> 16;
-    const u32 h = (w0 >> 12) | ((w1 >> 8) & 0x00f0u) | ((w2 >> 4) & 0x0f00u) | (w3 & 0xf000u);
-    base = strata_f16_to_f32((u16)h) * 0.125f;
-    const u32 sv = ((j >> 2) ? sw[1] : sw[0]) >> (16 * ((j >> 1) & 1) + 6 * (j & 1));
-    const u32 qs = r[3];
-    const strata_mmq_u32x4 T[2] = {t->ht[sv & 7u], t->ht[(sv >> 3) & 7u]};
-#pragma unroll
-    for (int p = 0; p < 4; ++p) {
-      const u32 nb = (qx >> (4 * p)) & 15u;
-      const u32 sel = t->gs[((qs >> (8 * p)) & 0xffu) | (nb & 7u) << 8] + ((nb & 8u) ? 0x33333333u : 0u);
-      strata_mmq_pl_put8(T[p >> 1], sel, qh + 2 * p, ql + 2 * p);
     }
   }
   STRATA_DEVICE void load2(const u8* b, int j, u32* qh, u32* ql, f32& base, const lds* t) {
@@ -2091,296 +2048,6 @@ STRATA_DEVICE void strata_mmq_pl_run(strata_mmq_pl_smem<QT, BM, BN>& s, const Sr
       }
 }
 
-// ---- Warp-specialized two-plane form (family mmq8x4w: kernels/prefill.go mmqWarpSpec) -----
-//
-// The two-plane form (above) with the staging taken out of the matrix warps. Block of 384
-// threads: warps 0–7 consume (mmq8x4n's 2 × 4 warps of 32 rows × 32 tokens, the same lane
-// layouts, chains and fold), warps 8–11 produce: they load and decode the weight groups and
-// stage the activation blocks into a ring of two slots of 2 groups (K = 64) each, so that a
-// slot's global loads and decode overlap the matrix work on the other. No thread does both,
-// so neither holds the other's registers (launch_bounds(384): up to 168 registers a thread,
-// one block an SM).
-//   slot  planes h, l of 64 rows and the activation quants of 128 tokens, 64 bytes a row (2
-//         groups), the row's four 16-byte chunks XOR-swizzled by (row >> 1) & 3 so that the 8
-//         rows of an ldmatrix phase (and 8 lanes' 16-byte stores) hit 8 distinct bank groups
-//         without padding: 16 KiB a slot; the segment's weight base (a row) and d_x (a token)
-//         in two more arrays indexed by the segment's parity (a segment = 2 slots = the K step
-//         of 4 groups of mmq8x4n). 34 304 bytes + the type's tables (IQ1_M 8320): < 48 KiB.
-//   sync  named barriers, one pair a slot: FULL (id 1 + slot: producers bar.arrive after
-//         their stores, consumers bar.sync before reading) and EMPTY (id 3 + slot: consumers
-//         bar.arrive after their last fragment load of the slot, producers bar.sync before
-//         overwriting it), 384 threads each. A barrier's arrive orders the arriving threads'
-//         shared-memory accesses before those of the threads its sync releases (PTX memory
-//         model), and no phase can start before the previous one is consumed: a producer's
-//         next arrive on FULL[s] waits on EMPTY[s], which consumers reach only after their
-//         sync on FULL[s]. Consumers skip the arrives no producer will wait on (the last
-//         segment), so every barrier ends the block at rest.
-//   producer thread p (0–127): per slot 1 weight job (row p/2, group p%2: QT::fetch then
-//         QT::decode, mmq8x4l's planes) and 2 activation jobs (token (p + 128u)/2, group
-//         p%2, u < 2: strata_mmq_nv_fetch's 48-byte window and mmq8x4n's 18 selects); the
-//         next slot's global bytes are fetched into registers before it waits and decodes
-//         the current one. Edge rows and tokens stage row 0's and token 0's values
-//         (mmq8x4n's no-zero rule: their outputs are never written); the segment's d_x is
-//         stored by the one job of the token whose block starts its 16-byte window (as
-//         mmq8x4n: its 4 blocks, in the segment's two slots, share d), the base by group 0's.
-//   consumer: per segment, slot 0 then slot 1, each: for group, row fragment i, token
-//         fragment j the same ldmatrix and mma32 as mmq8x4n's loop (the token fragments loaded
-//         once a group, not once a row fragment: 12 ldmatrix a slot and warp, not 16), the H
-//         and L chains of all row fragments live through both slots (64 int32 a lane), then
-//         the fold of each
-//         output, acc = fma(base·d_x, (f32)(16·H + L), acc), once per segment in segment
-//         order: the same integers and the same f32 operations in the same order as mmq8x4n,
-//         so the outputs are its bit for bit (its bounds).
-// Count per m16n8k32 (mmq8x4n: 16.5 instructions, 0.35 issued a scheduler cycle, latency-
-// bound): the consumers ≈ 2 mma + 1 ldmatrix + the fold's ≈ 4.5; the producers the staging's
-// ≈ 8.5, on their own warps.
-template <class P> struct strata_mmq_ws : P { typedef P base_type; };
-template <class QT> struct strata_mmq_wsq { static constexpr bool v = false; };
-template <class P> struct strata_mmq_wsq<strata_mmq_ws<P>> { static constexpr bool v = true; };
-
-constexpr int STRATA_MMQ_WS_RB = 64;  // bytes a slot row: 2 groups
-
-template <class P, int BM, int BN>
-struct strata_mmq_ws_smem {
-  alignas(128) i8 w[2][2][BM][STRATA_MMQ_WS_RB];  // [slot][plane h, l][row]
-  alignas(128) i8 x[2][BN][STRATA_MMQ_WS_RB];     // [slot][token]
-  alignas(16) f32 wb[2][BM];                       // [segment parity][row]: the weight base
-  alignas(16) f32 xd[2][BN];                       // [segment parity][token]: the segment's d_x
-  typename P::lds tab;
-};
-
-// Byte offset of 16-byte chunk c (0–3) of row r in a slot row array: the swizzle.
-STRATA_DEVICE u32 strata_mmq_ws_chunk(int r, int c) { return (u32)(r * STRATA_MMQ_WS_RB + 16 * (c ^ ((r >> 1) & 3))); }
-
-// Named barriers (bar.sync / bar.arrive id, n: n threads take part). The host simulation
-// implements them in its prelude (strata_hostsim_bar).
-STRATA_DEVICE void strata_mmq_ws_sync(u32 id, u32 n) {
-#ifdef __NVPTX__
-  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory");
-#else
-  strata_hostsim_bar(id, n, true);
-#endif
-}
-STRATA_DEVICE void strata_mmq_ws_arrive(u32 id, u32 n) {
-#ifdef __NVPTX__
-  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory");
-#else
-  strata_hostsim_bar(id, n, false);
-#endif
-}
-
-// ldmatrix.x4 with each lane's own row address sa (the swizzled rows are not a stride):
-// register m of lane ℓ = the word at byte 4(ℓ%4) of the row lane 8m + ℓ/4 addresses. The host
-// simulation gathers the addresses by shuffles.
-STRATA_DEVICE void strata_mmq_ws_ldsm(const strata_mmq_pl_at& at, u32 sa, u32* r) {
-#ifdef __NVPTX__
-  (void)at;
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(sa) : "memory");
-#else
-  const u32 l = strata_lane();
-#pragma unroll
-  for (int m = 0; m < 4; ++m) {
-    const u32 a = (u32)strata_shfl_i32((i32)sa, 8 * m + l / 4);
-    r[m] = strata_load_u32(at.p(a) + 4 * (l % 4));
-  }
-#endif
-}
-
-// A producer thread's global bytes of one slot: the weight job's (QT::fetch) and the two
-// activation jobs' windows and word offsets.
-struct strata_mmq_ws_raw {
-  u32 w[4];
-  u32 xt[2][12], xo[2];
-};
-
-template <class P, int BM, int BN, class Src>
-STRATA_DEVICE void strata_mmq_ws_fetch(strata_mmq_ws_raw& R, const Src& src, int p, int g0) {
-  constexpr int GPB = P::QK / 32;
-  const int r = p >> 1, g = g0 + (p & 1);
-  const u8* row = src.wrow(0, r);
-  const bool ok = row != nullptr;
-  P::fetch(ok ? row + (i64)(g / GPB) * P::BYTES : src.wrow(0, 0), ok ? g % GPB : 0, R.w);
-  const u8* const xsafe = src.xblk(0, 0);
-#pragma unroll
-  for (int u = 0; u < 2; ++u) {
-    const int j = p + 128 * u, c = j >> 1, gx = g0 + (j & 1);
-    const u8* xb = src.xblk(c, gx);
-    if (!xb) xb = xsafe;
-    R.xo[u] = (u32)((u64)xb & 15) >> 2;
-    strata_mmq_ld_win(xb, R.xt[u]);
-  }
-}
-
-// Decode R into slot sl of segment parity q (h: the slot's half of the segment).
-template <class P, int BM, int BN, class Src>
-STRATA_DEVICE void strata_mmq_ws_put(strata_mmq_ws_smem<P, BM, BN>& s, const strata_mmq_pl_at& at, const strata_mmq_ws_raw& R, const Src& src, int p, int g0, int sl, int q) {
-  constexpr int GPB = P::QK / 32;
-  const int r = p >> 1, kg = p & 1, g = g0 + kg;
-  u32 qh[8], ql[8];
-  f32 base;
-  P::decode(R.w, src.wrow(0, r) != nullptr ? g % GPB : 0, qh, ql, base, &s.tab);
-  const u32 sw = at.of(&s.w[sl][0][0][0]);
-  constexpr u32 PL = BM * STRATA_MMQ_WS_RB;  // plane l after plane h
-#pragma unroll
-  for (int c = 0; c < 2; ++c) {
-    const u32 o = sw + strata_mmq_ws_chunk(r, 2 * kg + c);
-    strata_mmq_u32x4 h = {qh[4 * c], qh[4 * c + 1], qh[4 * c + 2], qh[4 * c + 3]};
-    strata_mmq_u32x4 l = {ql[4 * c], ql[4 * c + 1], ql[4 * c + 2], ql[4 * c + 3]};
-    strata_mmq_pl_st16(at, o, h);
-    strata_mmq_pl_st16(at, o + PL, l);
-  }
-  if (sl == 0 && kg == 0) strata_mmq_pl_st4(at, at.of(&s.wb[q][r]), base);
-  const u32 sx = at.of(&s.x[sl][0][0]);
-#pragma unroll
-  for (int u = 0; u < 2; ++u) {
-    const int j = p + 128 * u, c = j >> 1, kx = j & 1;
-    const u32* t = R.xt[u];
-    const u32 k = R.xo[u];
-    u32 a[10], v[8];
-#pragma unroll
-    for (int i = 0; i < 10; ++i) a[i] = strata_mmq_sel(k & 1u, t[i + 2], t[i + 1]);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) v[i] = strata_mmq_sel(k & 2u, a[i + 2], a[i]);
-    strata_mmq_u32x4 lo = {v[0], v[1], v[2], v[3]}, hi = {v[4], v[5], v[6], v[7]};
-    strata_mmq_pl_st16(at, sx + strata_mmq_ws_chunk(c, 2 * kx), lo);
-    strata_mmq_pl_st16(at, sx + strata_mmq_ws_chunk(c, 2 * kx + 1), hi);
-    if (k == 0) strata_mmq_pl_st4(at, at.of(&s.xd[q][c]), strata_f16_to_f32((u16)t[0]));  // the segment's d
-  }
-}
-
-template <class P, int BM, int BN, bool HOOK, class Src, class Ep>
-STRATA_DEVICE void strata_mmq_ws_run(strata_mmq_ws_smem<P, BM, BN>& s, const Src& src, int k, int hook, const Ep& ep) {
-  constexpr int KT = STRATA_MMQ_KT, WGM = 2, WGN = 4, WM = BM / WGM, WN = BN / WGN, FM = WM / 16, FN = WN / 16, RB = STRATA_MMQ_WS_RB;
-  constexpr u32 NT = 384, SLOT_W = 2 * BM * RB, PL = BM * RB, SLOT_X = BN * RB;
-  static_assert(BM == 64 && BN == 128 && FM == 2 && FN == 2 && !Src::PARTIAL, "warp-specialized form: r64t128, 8 consumer warps of 32 × 32, 4 producer warps");
-  static_assert(P::QK % (32 * KT) == 0 && !P::MIN, "warp-specialized form: one segment a K step of one block");
-  static_assert(sizeof(strata_mmq_ws_smem<P, BM, BN>) <= 48 * 1024, "warp-specialized form: static shared memory");
-  const int nseg = k / (32 * KT);  // K is whole 256-element blocks: whole segments
-  const int tid = (int)strata_thread_x();
-  const strata_mmq_pl_at at{(u8*)&s, strata_mmq_smem_addr(&s)};
-  if (tid >= 256) {
-    // Producer: slot 0 holds the segment's groups 0–1, slot 1 groups 2–3.
-    const int p = tid - 256;
-    strata_mmq_ws_raw ra, rb;
-    strata_mmq_ws_fetch<P, BM, BN>(ra, src, p, 0);
-    for (int q = 0; q < nseg; ++q) {
-      const int g0 = KT * q;
-      strata_mmq_ws_fetch<P, BM, BN>(rb, src, p, g0 + 2);
-      if (q > 0) strata_mmq_ws_sync(3, NT);
-      strata_mmq_ws_put<P, BM, BN>(s, at, ra, src, p, g0, 0, q & 1);
-      strata_mmq_ws_arrive(1, NT);
-      if (q + 1 < nseg) strata_mmq_ws_fetch<P, BM, BN>(ra, src, p, g0 + KT);
-      if (q > 0) strata_mmq_ws_sync(4, NT);
-      strata_mmq_ws_put<P, BM, BN>(s, at, rb, src, p, g0 + 2, 1, q & 1);
-      strata_mmq_ws_arrive(2, NT);
-    }
-    return;
-  }
-  const int wv = tid >> 5, g = (tid & 31) >> 2, t = tid & 3;
-  const int wr = (wv % WGM) * WM, wt = (wv / WGM) * WN;
-  // The lane's ldmatrix row addresses for the slot's group 0 (wa0, xb0) and 1 (wa1, xb1):
-  // A lanes address row ℓ%8 + 8·((ℓ/8)%2), chunk ℓ/16; B lanes row ℓ%8 + 8·(ℓ/16), chunk
-  // (ℓ/8)%2 (strata_mmq_pl_la, _lb); the fragments' row offsets (16i, 16j, wr, wt) are
-  // multiples of 8, so they keep the swizzle term of the lane's row.
-  const u32 l = strata_lane();
-  const int ra = (int)((l & 7) + (l & 8)), ca = (int)(l >> 4), rbx = (int)((l & 7) + 8 * (l >> 4)), cb = (int)((l >> 3) & 1);
-  const u32 wbase = at.of(&s.w[0][0][wr][0]), xbase = at.of(&s.x[0][wt][0]);
-  const u32 wa0i = wbase + strata_mmq_ws_chunk(ra, ca), wa1i = wbase + strata_mmq_ws_chunk(ra, 2 + ca);
-  const u32 xb0i = xbase + strata_mmq_ws_chunk(rbx, cb), xb1i = xbase + strata_mmq_ws_chunk(rbx, 2 + cb);
-  const u32 sb0 = at.of(&s.wb[0][wr + g]), sd0 = at.of(&s.xd[0][wt + 2 * t]);
-  strata_mma_c zero;
-#pragma unroll
-  for (int e = 0; e < 8; ++e) zero.v[e] = 0;
-  f32 acc[FM][FN][8];
-#pragma unroll
-  for (int i = 0; i < FM; ++i)
-#pragma unroll
-    for (int j = 0; j < FN; ++j)
-#pragma unroll
-      for (int e = 0; e < 8; ++e) acc[i][j][e] = 0.0f;
-  for (int q = 0; q < nseg; ++q) {
-    const int hk = hook < 0 ? -1 : (hook >= KT * q && hook < KT * q + KT ? hook - KT * q : KT);
-    // The segment's bases, opaque to the compiler (as strata_mmq_pl_run: addresses formed
-    // here as base + constant, not hoisted out of the loop).
-    u32 wa[2] = {wa0i, wa1i}, xb[2] = {xb0i, xb1i}, sbs = sb0 + (u32)(4 * BM * (q & 1)), sds = sd0 + (u32)(4 * BN * (q & 1));
-#ifdef __NVPTX__
-    asm volatile("" : "+r"(wa[0]), "+r"(wa[1]), "+r"(xb[0]), "+r"(xb[1]), "+r"(sbs), "+r"(sds));
-#endif
-    strata_mma_c sh[FM][FN], sl[FM][FN];
-#pragma unroll
-    for (int i = 0; i < FM; ++i)
-#pragma unroll
-      for (int j = 0; j < FN; ++j) sh[i][j] = zero, sl[i][j] = zero;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      strata_mmq_ws_sync(1 + h, NT);
-#pragma unroll
-      for (int kl = 0; kl < 2; ++kl) {
-        const int kg = 2 * h + kl;
-        // The group's token fragments once for both row fragments (mmq8x4n reloads them per
-        // row fragment; here every chain is live through the segment anyway).
-        strata_mma_b32 bf[FN];
-#pragma unroll
-        for (int j = 0; j < FN; ++j) {
-          u32 br[4];
-          strata_mmq_ws_ldsm(at, xb[kl] + (u32)(h * SLOT_X + (16 * j) * RB), br);
-          bf[j].r[0][0] = br[0], bf[j].r[0][1] = br[1], bf[j].r[1][0] = br[2], bf[j].r[1][1] = br[3];
-        }
-#pragma unroll
-        for (int i = 0; i < FM; ++i) {
-          strata_mma_a32 ah, al;
-          strata_mmq_ws_ldsm(at, wa[kl] + (u32)(h * SLOT_W + (16 * i) * RB), ah.r);
-          strata_mmq_ws_ldsm(at, wa[kl] + (u32)(h * SLOT_W + PL + (16 * i) * RB), al.r);
-#pragma unroll
-          for (int j = 0; j < FN; ++j) {
-            const strata_mma_b32& b = bf[j];
-            if constexpr (HOOK) {
-              const strata_mma_c dh = strata_mma32(zero, ah, b), dl = strata_mma32(zero, al, b);
-              if (kg == hk) {
-#pragma unroll
-                for (int e = 0; e < 8; ++e) acc[i][j][e] = __builtin_bit_cast(f32, dh.v[e] * 16 + dl.v[e]);
-              }
-            } else {
-              sh[i][j] = strata_mma32(sh[i][j], ah, b);
-              sl[i][j] = strata_mma32(sl[i][j], al, b);
-            }
-          }
-        }
-      }
-      if (q + 1 < nseg) strata_mmq_ws_arrive(3 + h, NT);
-    }
-    if constexpr (!HOOK) {
-      // acc += base·d_x·(16·H + L): the segment's base and d_x (mmq8x4n's fold, the same order).
-#pragma unroll
-      for (int i = 0; i < FM; ++i) {
-        const f32 base[2] = {strata_mmq_pl_ld4(at, sbs + 4 * 16 * i), strata_mmq_pl_ld4(at, sbs + 4 * (16 * i + 8))};
-#pragma unroll
-        for (int j = 0; j < FN; ++j) {
-          f32 dx[2][2];
-#pragma unroll
-          for (int hh = 0; hh < 2; ++hh) strata_mmq_pl_ld8(at, sds + 4 * (16 * j + 8 * hh), dx[hh]);
-#pragma unroll
-          for (int e = 0; e < 8; ++e) {
-            const int hh = e >> 2, y = (e >> 1) & 1, z = e & 1;
-            acc[i][j][e] = __builtin_fmaf(base[y] * dx[hh][z], (f32)(sh[i][j].v[e] * 16 + sl[i][j].v[e]), acc[i][j][e]);
-          }
-        }
-      }
-    }
-  }
-#pragma unroll
-  for (int i = 0; i < FM; ++i)
-#pragma unroll
-    for (int j = 0; j < FN; ++j)
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        const int hh = e >> 2, y = (e >> 1) & 1, z = e & 1;
-        const f32 v[1] = {acc[i][j][e]};
-        ep.put(wt + 16 * j + 8 * hh + 2 * t + z, wr + 16 * i + g + 8 * y, v);
-      }
-}
-
 // The LDS struct of a core: strata_mmq_lds_t<QT, NW, BM, BN, MMA>.
 template <class QT, int NW, int BM, int BN, bool MMA>
 struct strata_mmq_lds_of { typedef strata_mmq_smem<QT, NW, BM, BN> type; };
@@ -2391,8 +2058,6 @@ template <class QT, int NW, int BM, int BN>
 struct strata_mmq_nv_lds_of<QT, NW, BM, BN, true> { typedef strata_mmq_pl_smem<QT, BM, BN> type; };  // two-plane form
 template <class QT, int NW, int BM, int BN>
 struct strata_mmq_lds_of<QT, NW, BM, BN, true> { typedef typename strata_mmq_nv_lds_of<QT, NW, BM, BN>::type type; };
-template <class P, int BM, int BN>
-struct strata_mmq_lds_of<strata_mmq_ws<P>, 1, BM, BN, true> { typedef strata_mmq_ws_smem<P, BM, BN> type; };  // warp-specialized form
 #endif
 template <class QT, int NW, int BM, int BN, bool MMA>
 using strata_mmq_lds_t = typename strata_mmq_lds_of<QT, NW, BM, BN, MMA>::type;
@@ -2406,15 +2071,7 @@ STRATA_DEVICE void strata_mmq_run(strata_mmq_lds_t<QT, NW, BM, BN, MMA>& s, cons
   const int ng = k / 32;
   const int tid = (int)strata_thread_x();
 #ifdef STRATA_NVIDIA
-  if constexpr (MMA && strata_mmq_wsq<QT>::v) {
-    static_assert(NW == 1, "warp-specialized form: one weight matrix");
-    if (hook >= 0) {
-      strata_mmq_ws_run<typename QT::base_type, BM, BN, true>(s, src, k, hook, ep);
-    } else {
-      strata_mmq_ws_run<typename QT::base_type, BM, BN, false>(s, src, k, hook, ep);
-    }
-    return;
-  } else if constexpr (MMA && strata_mmq_planes<QT>::v) {
+  if constexpr (MMA && strata_mmq_planes<QT>::v) {
     static_assert(NW == 1, "two-plane form: one weight matrix");
     if (hook >= 0) {
       strata_mmq_pl_run<QT, BM, BN, true>(s, src, k, hook, ep);

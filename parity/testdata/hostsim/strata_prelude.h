@@ -8,8 +8,6 @@
 #pragma once
 #include <barrier>
 #include <cmath>
-#include <condition_variable>
-#include <mutex>
 #include <cstdint>
 #include <cstring>
 
@@ -65,30 +63,7 @@ inline u32 exchange(u32 v, u32 src) {
   warp_sync();
   return r;
 }
-// Named barriers (PTX bar.sync / bar.arrive id, n): a generation count per id; the n-th
-// arrival of a phase completes it and releases the waiting threads.
-struct NamedBar {
-  std::mutex m;
-  std::condition_variable cv;
-  u32 count = 0;
-  u64 gen = 0;
-};
-inline NamedBar named[16];
 }  // namespace hostsim
-
-// bar.sync (wait) or bar.arrive (!wait) on named barrier id with n threads taking part
-// (mmq_core.tmpl strata_mmq_ws_sync, strata_mmq_ws_arrive).
-STRATA_DEVICE void strata_hostsim_bar(u32 id, u32 n, bool wait) {
-  hostsim::NamedBar& b = hostsim::named[id];
-  std::unique_lock<std::mutex> lk(b.m);
-  const u64 g = b.gen;
-  if (++b.count == n) {
-    b.count = 0, ++b.gen;
-    b.cv.notify_all();
-    return;
-  }
-  if (wait) b.cv.wait(lk, [&] { return b.gen != g; });
-}
 
 STRATA_DEVICE u32 strata_load_u32(const void* p) {
   u32 v;
