@@ -2021,105 +2021,77 @@ STRATA_DEVICE const u8* strata_mmq_pa_tok(const Src& src, int c, int g) {
   return xb != nullptr ? xb : src.xblk(0, g);
 }
 
-// A thread's jobs, fixed for the kernel (T = 4·BM = 2·BN threads): weight row r = tid/4,
-// whose window chunks tid mod 4 (+ 4) it copies and whose group tid mod 4 it decodes
-// (strata_mmq_pl_stage's weight job); token tid/2, whose chunks tid mod 2 (+ 2, …) it
-// copies (a lane pair covers one 32-byte sector an instruction); activation jobs
-// j = tid + u·T (token j/4, block j mod 4) it decodes, at offsets xo[u] (mod 16) in their
-// windows: g0·36 ≡ 0 mod 16, so a token's offset is the same every step. Formed once, so
-// the K loop holds two pointers and JX offsets, not one address computation a chunk.
-template <int JX>
-struct strata_mmq_pa_jobs {
-  const u8* w;  // the row's first block
-  const u8* x;  // the copied token's first Q8_1 block
-  u32 xo[JX];
-};
+// Issue K step g0's copies into ring slot sl (every thread: BM·CW weight chunks and
+// BN·CX activation chunks of the block, consecutive threads on consecutive chunks).
 template <class QT, int BM, int BN, class Src>
-STRATA_DEVICE strata_mmq_pa_jobs<BN * STRATA_MMQ_KT / strata_mmq_nv_shape<QT, 1, BM, BN>::T> strata_mmq_pa_jobs_of(const Src& src) {
-  constexpr int T = strata_mmq_nv_shape<QT, 1, BM, BN>::T, KT = STRATA_MMQ_KT, JX = BN * KT / T;
-  static_assert(T == 4 * BM && T == 2 * BN && JX * T == BN * KT, "async staging: r64t128w8's job map");
+STRATA_DEVICE void strata_mmq_pa_copy(strata_mmq_pa_smem<QT, BM, BN>& s, const strata_mmq_pl_at& at, const Src& src, int g0, int sl) {
+  typedef strata_mmq_nv_shape<QT, 1, BM, BN> SH;
+  constexpr int T = SH::T, KT = STRATA_MMQ_KT, GPB = QT::QK / 32, CW = QT::CW, CX = STRATA_MMQ_CX;
+  constexpr int NJW = BM * CW, NJX = BN * CX;
+  static_assert(NJX % T == 0 && 16 * CX >= 36 * KT + 12 && STRATA_MMQ_SX >= 16 * CX, "async staging: activation chunks");
   const int tid = (int)strata_thread_x();
-  strata_mmq_pa_jobs<JX> J;
-  J.w = strata_mmq_pa_row(src, tid / 4);
-  J.x = strata_mmq_pa_tok(src, tid / 2, 0);
+  const u32 rw = at.of(&s.rw[sl][0][0]), rx = at.of(&s.rx[sl][0][0]);
 #pragma unroll
-  for (int u = 0; u < JX; ++u) J.xo[u] = (u32)(u64)strata_mmq_pa_tok(src, (tid + u * T) / KT, 0) & 15u;
-  return J;
-}
-
-// The jobs for an asynchronous QT, nothing for the others (strata_mmq_pl_run holds J).
-struct strata_mmq_pa_none {};
-template <class QT, int BM, int BN, class Src>
-STRATA_DEVICE auto strata_mmq_pa_jobs_if(const Src& src) {
-  if constexpr (strata_mmq_async<QT>::v) {
-    return strata_mmq_pa_jobs_of<QT, BM, BN>(src);
-  } else {
-    (void)src;
-    return strata_mmq_pa_none{};
+  for (int u = 0; u < (NJW + T - 1) / T; ++u) {
+    const int j = tid + u * T;
+    if (NJW % T != 0 && j >= NJW) break;
+    const int r = j / CW, ch = j % CW;
+    const u8* b = strata_mmq_pa_row(src, r) + (i64)(g0 / GPB) * QT::BYTES;
+    const u32 o = (u32)(u64)b & 15u;
+    strata_mmq_pa_cp16(at, rw + (u32)(16 * CW * r + 16 * ch), b - o + 16 * ch, (u32)(16 * ch) < o + (u32)QT::BYTES ? 16u : 0u);
   }
-}
-
-// Issue K step g0's copies into ring slot sl: the thread's weight chunks and activation
-// chunks (strata_mmq_pa_jobs).
-template <class QT, int BM, int BN, int JX>
-STRATA_DEVICE void strata_mmq_pa_copy(strata_mmq_pa_smem<QT, BM, BN>& s, const strata_mmq_pl_at& at, const strata_mmq_pa_jobs<JX>& J, int g0, int sl) {
-  constexpr int KT = STRATA_MMQ_KT, GPB = QT::QK / 32, CW = QT::CW, CX = STRATA_MMQ_CX;
-  static_assert(16 * CX >= 36 * KT + 12 && STRATA_MMQ_SX >= 16 * CX && CX % 2 == 0, "async staging: activation chunks");
-  const int tid = (int)strata_thread_x();
-  const u32 rw = at.of(&s.rw[sl][tid / 4][0]), rx = at.of(&s.rx[sl][tid / 2][0]);
-  const u8* b = J.w + (i64)(g0 / GPB) * QT::BYTES;
-  const u32 o = (u32)(u64)b & 15u;
 #pragma unroll
-  for (int k = 0; k < (CW + 3) / 4; ++k) {
-    const int ch = (tid & 3) + 4 * k;
-    if (CW % 4 != 0 && ch >= CW) break;
-    strata_mmq_pa_cp16(at, rw + (u32)(16 * ch), b - o + 16 * ch, (u32)(16 * ch) < o + (u32)QT::BYTES ? 16u : 0u);
-  }
-  const u8* xb = J.x + (i64)g0 * 36;
-  const u32 ox = (u32)(u64)xb & 15u;
-#pragma unroll
-  for (int k = 0; k < CX / 2; ++k) {
-    const int ch = (tid & 1) + 2 * k;
-    strata_mmq_pa_cp16(at, rx + (u32)(16 * ch), xb - ox + 16 * ch, (u32)(16 * ch) < ox + (u32)(36 * KT) ? 16u : 0u);
+  for (int u = 0; u < NJX / T; ++u) {
+    const int j = tid + u * T, c = j / CX, ch = j % CX;
+    const u8* xb = strata_mmq_pa_tok(src, c, g0);
+    const u32 o = (u32)(u64)xb & 15u;
+    strata_mmq_pa_cp16(at, rx + (u32)(STRATA_MMQ_SX * c + 16 * ch), xb - o + 16 * ch, (u32)(16 * ch) < o + (u32)(36 * KT) ? 16u : 0u);
   }
 }
 
 // Decode K step g0 from ring slot sl into the two-plane tiles: the weight jobs as
 // strata_mmq_pl_stage's (load_s in place of load2), the activation jobs as
 // strata_mmq_pl_stage_x_nz's stores (quants of block kg; the segment's d from block 0).
-template <class QT, int BM, int BN, int JX>
-STRATA_DEVICE void strata_mmq_pa_put(strata_mmq_pa_smem<QT, BM, BN>& s, const strata_mmq_pl_at& at, const strata_mmq_pa_jobs<JX>& J, int g0, int sl) {
-  constexpr int T = strata_mmq_nv_shape<QT, 1, BM, BN>::T, KT = STRATA_MMQ_KT, GPB = QT::QK / 32;
-  static_assert(QT::QK % (32 * KT) == 0, "async staging: a K step inside a block");
-  const int tid = (int)strata_thread_x(), r = tid / 4, kg = tid % 4;
-  u32 qh[8], ql[8];
-  f32 base;
-  const u8* b = J.w + (i64)(g0 / GPB) * QT::BYTES;
-  QT::load_s(at, at.of(&s.rw[sl][r][0]) + ((u32)(u64)b & 15u), g0 % GPB + kg, qh, ql, base, &s.tab);
-  {
-    strata_mmq_u32x4 h0 = {qh[0], qh[1], qh[2], qh[3]}, h1 = {qh[4], qh[5], qh[6], qh[7]};
-    strata_mmq_u32x4 l0 = {ql[0], ql[1], ql[2], ql[3]}, l1 = {ql[4], ql[5], ql[6], ql[7]};
+template <class QT, int BM, int BN, class Src>
+STRATA_DEVICE void strata_mmq_pa_put(strata_mmq_pa_smem<QT, BM, BN>& s, const strata_mmq_pl_at& at, const Src& src, int g0, int sl) {
+  typedef strata_mmq_nv_shape<QT, 1, BM, BN> SH;
+  constexpr int T = SH::T, KT = STRATA_MMQ_KT, GPB = QT::QK / 32, CW = QT::CW, JW = BM * KT / T, JX = BN * KT / T;
+  static_assert(JW * T == BM * KT && JX * T == BN * KT && QT::QK % (32 * KT) == 0, "async staging: whole jobs, steps inside a block");
+  const int tid = (int)strata_thread_x();
+  const u32 rw = at.of(&s.rw[sl][0][0]), rx = at.of(&s.rx[sl][0][0]);
+  u32 qh[JW][8], ql[JW][8];
+  f32 base[JW];
+#pragma unroll
+  for (int u = 0; u < JW; ++u) {
+    const int j = tid + u * T, r = (j / KT) % BM, kg = j % KT;
+    const u8* b = strata_mmq_pa_row(src, r) + (i64)(g0 / GPB) * QT::BYTES;
+    QT::load_s(at, rw + (u32)(16 * CW * r) + ((u32)(u64)b & 15u), g0 % GPB + kg, qh[u], ql[u], base[u], &s.tab);
+  }
+#pragma unroll
+  for (int u = 0; u < JW; ++u) {
+    const int j = tid + u * T, r = (j / KT) % BM, kg = j % KT;
+    strata_mmq_u32x4 h0 = {qh[u][0], qh[u][1], qh[u][2], qh[u][3]}, h1 = {qh[u][4], qh[u][5], qh[u][6], qh[u][7]};
+    strata_mmq_u32x4 l0 = {ql[u][0], ql[u][1], ql[u][2], ql[u][3]}, l1 = {ql[u][4], ql[u][5], ql[u][6], ql[u][7]};
     const u32 sw = at.of(&s.w[0][r][32 * kg]);
     constexpr u32 PL = BM * STRATA_MMQ_KS;  // plane 1 after plane 0
     strata_mmq_pl_st16(at, sw, h0);
     strata_mmq_pl_st16(at, sw + 16, h1);
     strata_mmq_pl_st16(at, sw + PL, l0);
     strata_mmq_pl_st16(at, sw + PL + 16, l1);
-    if (kg == 0) strata_mmq_pl_st4(at, at.of(&s.wb[r]), base);
+    if (kg == 0) strata_mmq_pl_st4(at, at.of(&s.wb[r]), base[u]);
   }
-  const u32 rx = at.of(&s.rx[sl][0][0]);
 #pragma unroll
   for (int u = 0; u < JX; ++u) {
-    const int j = tid + u * T, c = j / KT, kx = j % KT;
-    const u32 sa = rx + (u32)(STRATA_MMQ_SX * c) + J.xo[u] + (u32)(36 * kx);
+    const int j = tid + u * T, c = j / KT, kg = j % KT;
+    const u32 sa = rx + (u32)(STRATA_MMQ_SX * c) + ((u32)(u64)strata_mmq_pa_tok(src, c, g0) & 15u) + (u32)(36 * kg);
     u32 q[8];
 #pragma unroll
     for (int w = 0; w < 8; ++w) q[w] = strata_mmq_pa_ld4(at, sa + 4 + 4 * (u32)w);
     strata_mmq_u32x4 lo = {q[0], q[1], q[2], q[3]}, hi = {q[4], q[5], q[6], q[7]};
-    const u32 sx = at.of(&s.x[c][32 * kx]);
+    const u32 sx = at.of(&s.x[c][32 * kg]);
     strata_mmq_pl_st16(at, sx, lo);
     strata_mmq_pl_st16(at, sx + 16, hi);
-    if (kx == 0) strata_mmq_pl_st4(at, at.of(&s.xd[c]), strata_f16_to_f32((u16)strata_mmq_pa_ld2(at, sa)));  // the segment's d
+    if (kg == 0) strata_mmq_pl_st4(at, at.of(&s.xd[c]), strata_f16_to_f32((u16)strata_mmq_pa_ld2(at, sa)));  // the segment's d
   }
 }
 
@@ -2194,9 +2166,8 @@ STRATA_DEVICE void strata_mmq_pl_run(strata_mmq_pl_smem<QT, BM, BN>& s, const Sr
 #pragma unroll
       for (int e = 0; e < 8; ++e) acc[i][j][e] = 0.0f;
   constexpr bool ASYNC = strata_mmq_async<QT>::v;  // family mmq8x4a: s is a strata_mmq_pa_smem
-  [[maybe_unused]] const auto J = strata_mmq_pa_jobs_if<QT, BM, BN>(src);  // ASYNC: the thread's copy and decode jobs
   if constexpr (ASYNC) {
-    strata_mmq_pa_copy<QT, BM, BN>(static_cast<strata_mmq_pa_smem<QT, BM, BN>&>(s), at, J, 0, 0);  // step 0 into slot 0
+    strata_mmq_pa_copy<QT, BM, BN>(static_cast<strata_mmq_pa_smem<QT, BM, BN>&>(s), at, src, 0, 0);  // step 0 into slot 0
     strata_mmq_pa_commit();
     strata_mmq_pa_wait();
     strata_barrier();
@@ -2205,16 +2176,9 @@ STRATA_DEVICE void strata_mmq_pl_run(strata_mmq_pl_smem<QT, BM, BN>& s, const Sr
     if constexpr (ASYNC) {
       strata_mmq_pa_smem<QT, BM, BN>& sa = static_cast<strata_mmq_pa_smem<QT, BM, BN>&>(s);
       const int sl = (g0 / KT) & 1;
-#ifndef STRATA_MMQ_PA_LATE
-      if (g0 + KT < ng) strata_mmq_pa_copy<QT, BM, BN>(sa, at, J, g0 + KT, sl ^ 1);  // the next step, during this one
+      if (g0 + KT < ng) strata_mmq_pa_copy<QT, BM, BN>(sa, at, src, g0 + KT, sl ^ 1);  // the next step, during this one
       strata_mmq_pa_commit();
-      strata_mmq_pa_put<QT, BM, BN>(sa, at, J, g0, sl);
-#else
-      // -DSTRATA_MMQ_PA_LATE (measurement): the decode's shared loads first, then the copies.
-      strata_mmq_pa_put<QT, BM, BN>(sa, at, J, g0, sl);
-      if (g0 + KT < ng) strata_mmq_pa_copy<QT, BM, BN>(sa, at, J, g0 + KT, sl ^ 1);
-      strata_mmq_pa_commit();
-#endif
+      strata_mmq_pa_put<QT, BM, BN>(sa, at, src, g0, sl);
     } else {
       strata_mmq_pl_stage<QT, BM, BN>(s, src, g0, ng);
     }
