@@ -241,12 +241,6 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8x4a",
-	Path:     "gfx1030/mmq8x4a.co",
-	Target:   "gfx1030",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
 	Family:   "mmq8x4l",
 	Path:     "gfx1030/mmq8x4l.co",
 	Target:   "gfx1030",
@@ -709,12 +703,6 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8x4",
 	Path:     "gfx1100/mmq8x4.co",
-	Target:   "gfx1100",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
-	Family:   "mmq8x4a",
-	Path:     "gfx1100/mmq8x4a.co",
 	Target:   "gfx1100",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -1209,12 +1197,6 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8x4a",
-	Path:     "gfx1101/mmq8x4a.co",
-	Target:   "gfx1101",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
 	Family:   "mmq8x4l",
 	Path:     "gfx1101/mmq8x4l.co",
 	Target:   "gfx1101",
@@ -1701,12 +1683,6 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8x4",
 	Path:     "gfx1102/mmq8x4.co",
-	Target:   "gfx1102",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
-	Family:   "mmq8x4a",
-	Path:     "gfx1102/mmq8x4a.co",
 	Target:   "gfx1102",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -2201,12 +2177,6 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8x4a",
-	Path:     "gfx1200/mmq8x4a.co",
-	Target:   "gfx1200",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
 	Family:   "mmq8x4l",
 	Path:     "gfx1200/mmq8x4l.co",
 	Target:   "gfx1200",
@@ -2693,12 +2663,6 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8x4",
 	Path:     "gfx1201/mmq8x4.co",
-	Target:   "gfx1201",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
-	Family:   "mmq8x4a",
-	Path:     "gfx1201/mmq8x4a.co",
 	Target:   "gfx1201",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -3331,18 +3295,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3s_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_iq3s_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
-	Family: "mmq8x4a",
-	Path:   "sm_80/mmq8x4a.ptx",
-	Target: "sm_80",
-	Variants: []Variant{{
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x4a_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x4a_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4655,18 +4607,6 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
-	Family: "mmq8x4a",
-	Path:   "sm_86/mmq8x4a.ptx",
-	Target: "sm_86",
-	Variants: []Variant{{
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x4a_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x4a_iq1m_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
 	Family: "mmq8x4l",
 	Path:   "sm_86/mmq8x4l.ptx",
 	Target: "sm_86",
@@ -5976,18 +5916,6 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
-	Family: "mmq8x4a",
-	Path:   "sm_89/mmq8x4a.ptx",
-	Target: "sm_89",
-	Variants: []Variant{{
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x4a_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x4a_iq1m_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
 	Family: "mmq8x4l",
 	Path:   "sm_89/mmq8x4l.ptx",
 	Target: "sm_89",
@@ -7294,18 +7222,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3s_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_iq3s_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
-	Family: "mmq8x4a",
-	Path:   "sm_90/mmq8x4a.ptx",
-	Target: "sm_90",
-	Variants: []Variant{{
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x4a_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x4a_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {

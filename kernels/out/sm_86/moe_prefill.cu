@@ -1063,7 +1063,7 @@ template <class QT> struct strata_mmq_wide { static constexpr bool v = false; };
 template <> struct strata_mmq_wide<strata_qt_q80> { static constexpr bool v = true; };
 
 // The 12 words of the 48-byte window at the 16-byte boundary at or below p.
-[[maybe_unused]] STRATA_DEVICE void strata_mmq_ld_win(const u8* p, u32* t) {
+STRATA_DEVICE void strata_mmq_ld_win(const u8* p, u32* t) {
   const u8* b = (const u8*)((u64)p & ~(u64)15);
 #pragma unroll
   for (int i = 0; i < 3; ++i) strata_ld_x4(b + 16 * i, t + 4 * i);
@@ -1082,7 +1082,7 @@ STRATA_DEVICE u32 strata_mmq_sel(u32 c, u32 b, u32 a) {
 #endif
 }
 // w[i] = t[k + i] for i < 9, k = 0..3 (t has 12 words): two levels of selects.
-[[maybe_unused]] STRATA_DEVICE void strata_mmq_pick9(const u32* t, u32 k, u32* w) {
+STRATA_DEVICE void strata_mmq_pick9(const u32* t, u32 k, u32* w) {
   u32 a[11];
 #pragma unroll
   for (int i = 0; i < 11; ++i) a[i] = strata_mmq_sel(k & 1u, t[i + 1], t[i]);
@@ -1973,238 +1973,6 @@ STRATA_DEVICE void strata_mmq_pl_stage(strata_mmq_pl_smem<QT, BM, BN>& s, const 
   }
 }
 
-// ---- Asynchronous two-plane staging (family mmq8x4a: kernels/prefill.go mmqAsync) ---------
-//
-// mmq8x4n's K loop (the same fragments, mma chains, fold and order: bit-identical outputs)
-// with the staging's global loads taken off the critical path. Each K step's raw bytes are
-// copied by cp.async.cg (16-byte chunks, L2 → shared, no registers) into a ring of NS = 2
-// slots in dynamic shared memory one step ahead, while the block decodes the previous copy
-// and runs its mma:
-//   iteration of step s (slot s mod 2):
-//     copy step s + 1 into slot (s + 1) mod 2 (its last reader, the decode of step s − 1,
-//       finished before the previous iteration's barriers); commit
-//     decode slot s mod 2 (shared loads only) into the plane tile, x tile, wb and xd
-//     barrier; mma and fold of step s (unchanged)
-//     wait for this thread's copies of step s + 1; barrier (so every thread's are visible)
-// Two barriers a step, as mmq8x4n. Why two slots: a K step of a block takes ≈ 3 µs at 170
-// TOPS (64 × 128 × 128 × 2 operations a block, 264 blocks on 132 SMs), several times an
-// L2 round trip under load, so a copy issued one step ahead has landed when it is read.
-// Raw layout per slot:
-//   rw[r]: weight row r's block of the step, the 16-byte chunks from the boundary at or below
-//     its first byte (QT::CW chunks: IQ2_XS 74 bytes at an even offset ≤ 6 chunks, IQ1_M 56
-//     at 0 or 8, 4); a chunk that holds none of the block's bytes is zero-filled, not read
-//     (cp.async's src-size 0), so no chunk leaves the 16-byte chunks of the block's bytes.
-//   rx[c]: token c's 4 Q8_1 blocks of the step (144 contiguous bytes: (t·xrb + g0)·36 with
-//     g0 a multiple of 4, so the offset mod 16 is the token's for every step), 10 chunks from
-//     the boundary below; the 10th only where the offset is not 0. Row stride SX = 176 bytes
-//     (44 words ≡ 12 mod 32): the decode's 32 lanes (8 tokens × 4 blocks, word 44c + 9kg
-//     + w) hit 32 distinct banks.
-// Rows and tokens past the tile copy and decode row 0's and token 0's bytes (as mmq8x4n's
-// strata_mmq_nv_nz: their outputs are never written). Groups past K do not occur (K is whole
-// 256-element blocks, a K step half of one).
-template <class QT> struct strata_mmq_async { static constexpr bool v = false; };
-constexpr int STRATA_MMQ_NS = 2, STRATA_MMQ_SX = 176, STRATA_MMQ_CX = 10;
-
-// Shared-memory loads of the decode (32-bit address sa; host: through at).
-[[maybe_unused]] STRATA_DEVICE u32 strata_mmq_pa_ld4(const strata_mmq_pl_at& at, u32 sa) {
-  u32 v;
-#ifdef __NVPTX__
-  (void)at;
-  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(sa) : "memory");
-#else
-  __builtin_memcpy(&v, __builtin_assume_aligned(at.p(sa), 4), 4);
-#endif
-  return v;
-}
-[[maybe_unused]] STRATA_DEVICE u32 strata_mmq_pa_ld2(const strata_mmq_pl_at& at, u32 sa) {
-  u16 v;
-#ifdef __NVPTX__
-  (void)at;
-  asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(sa) : "memory");
-#else
-  __builtin_memcpy(&v, __builtin_assume_aligned(at.p(sa), 2), 2);
-#endif
-  return v;
-}
-[[maybe_unused]] STRATA_DEVICE u32 strata_mmq_pa_ld1(const strata_mmq_pl_at& at, u32 sa) {
-#ifdef __NVPTX__
-  (void)at;
-  u16 v;
-  asm volatile("ld.shared.u8 %0, [%1];" : "=h"(v) : "r"(sa) : "memory");
-  return v;
-#else
-  return *at.p(sa);
-#endif
-}
-// cp.async.cg of the 16 bytes at src (16-byte aligned, global) to sa (16-byte aligned);
-// n = 0: zero-fill, nothing read.
-[[maybe_unused]] STRATA_DEVICE void strata_mmq_pa_cp16(const strata_mmq_pl_at& at, u32 sa, const u8* src, u32 n) {
-#ifdef __NVPTX__
-  (void)at;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(sa), "l"(src), "r"(n) : "memory");
-#else
-  if (n != 0) {
-    __builtin_memcpy(__builtin_assume_aligned(at.p(sa), 16), src, 16);
-  } else {
-    __builtin_memset(__builtin_assume_aligned(at.p(sa), 16), 0, 16);
-  }
-#endif
-}
-[[maybe_unused]] STRATA_DEVICE void strata_mmq_pa_commit() {
-#ifdef __NVPTX__
-  asm volatile("cp.async.commit_group;" ::: "memory");
-#endif
-}
-[[maybe_unused]] STRATA_DEVICE void strata_mmq_pa_wait() {
-#ifdef __NVPTX__
-  asm volatile("cp.async.wait_group 0;" ::: "memory");
-#endif
-}
-
-// IQ2_XS from the raw window at sa (the block's first byte): strata_mmq_pl_iq2xs::load2's
-// values, its bytes read as 2-byte words (the block's offset is even).
-struct strata_mmq_pa_iq2xs : strata_mmq_pl_iq2xs {
-  static constexpr int CW = 6;
-  STRATA_DEVICE void load_s(const strata_mmq_pl_at& at, u32 sa, int j, u32* qh, u32* ql, f32& base, const lds* t) {
-    base = strata_f16_to_f32((u16)strata_mmq_pa_ld2(at, sa)) * 0.125f;
-    const u32 sc = strata_mmq_pa_ld1(at, sa + 66 + (u32)j);
-    u32 code[4];
-#pragma unroll
-    for (int k = 0; k < 4; ++k) code[k] = strata_mmq_pa_ld2(at, sa + 2 + 8 * (u32)j + 2 * (u32)k);
-#pragma unroll
-    for (int hf = 0; hf < 2; ++hf) {
-      const strata_mmq_u32x4 T = t->ht[hf ? sc >> 4 : sc & 15u];
-#pragma unroll
-      for (int k = 0; k < 2; ++k) {
-        const u32 c = code[2 * hf + k];
-        strata_mmq_pl_put8(T, t->gs[c & 511u] + t->ss[c >> 9], qh + 4 * hf + 2 * k, ql + 4 * hf + 2 * k);
-      }
-    }
-  }
-};
-template <> struct strata_mmq_planes<strata_mmq_pa_iq2xs> { static constexpr bool v = true; };
-template <> struct strata_mmq_async<strata_mmq_pa_iq2xs> { static constexpr bool v = true; };
-
-// IQ1_M from the raw window at sa (offset 0 or 8: its words are 4-byte aligned):
-// strata_mmq_pl_iq1m::load2's values.
-struct strata_mmq_pa_iq1m : strata_mmq_pl_iq1m {
-  static constexpr int CW = 4;
-  STRATA_DEVICE void load_s(const strata_mmq_pl_at& at, u32 sa, int j, u32* qh, u32* ql, f32& base, const lds* t) {
-    const u32 qx = strata_mmq_pa_ld2(at, sa + 32 + 2 * (u32)j);
-    const u32 sw0 = strata_mmq_pa_ld4(at, sa + 48), sw1 = strata_mmq_pa_ld4(at, sa + 52);
-    const u32 qs = strata_mmq_pa_ld4(at, sa + 4 * (u32)j);
-    const u32 w0 = sw0 & 0xffffu, w1 = sw0 >> 16, w2 = sw1 & 0xffffu, w3 = sw1 >> 16;
-    const u32 h = (w0 >> 12) | ((w1 >> 8) & 0x00f0u) | ((w2 >> 4) & 0x0f00u) | (w3 & 0xf000u);
-    base = strata_f16_to_f32((u16)h) * 0.125f;
-    const u32 sv = ((j >> 2) ? sw1 : sw0) >> (16 * ((j >> 1) & 1) + 6 * (j & 1));
-    const strata_mmq_u32x4 T[2] = {t->ht[sv & 7u], t->ht[(sv >> 3) & 7u]};
-#pragma unroll
-    for (int p = 0; p < 4; ++p) {
-      const u32 nb = (qx >> (4 * p)) & 15u;
-      const u32 sel = t->gs[((qs >> (8 * p)) & 0xffu) | (nb & 7u) << 8] + ((nb & 8u) ? 0x33333333u : 0u);
-      strata_mmq_pl_put8(T[p >> 1], sel, qh + 2 * p, ql + 2 * p);
-    }
-  }
-};
-template <> struct strata_mmq_planes<strata_mmq_pa_iq1m> { static constexpr bool v = true; };
-template <> struct strata_mmq_async<strata_mmq_pa_iq1m> { static constexpr bool v = true; };
-
-// The shared memory of an asynchronous two-plane kernel: the two-plane tiles, then the ring
-// (dynamic shared memory: kernels/prefill.go mmqAsyncBytes gives its size, which every
-// kernel checks with a static_assert).
-template <class QT, int BM, int BN>
-struct strata_mmq_pa_smem : strata_mmq_pl_smem<QT, BM, BN> {
-  alignas(16) u8 rw[STRATA_MMQ_NS][BM][16 * QT::CW];
-  alignas(16) u8 rx[STRATA_MMQ_NS][BN][STRATA_MMQ_SX];
-};
-
-// The tile's row r (row 0 past the edge) and token c's Q8_1 blocks from group g (token 0's
-// past the edge): the addresses the copy and the decode of a step share.
-template <class Src>
-STRATA_DEVICE const u8* strata_mmq_pa_row(const Src& src, int r) {
-  const u8* row = src.wrow(0, r);
-  return row != nullptr ? row : src.wrow(0, 0);
-}
-template <class Src>
-STRATA_DEVICE const u8* strata_mmq_pa_tok(const Src& src, int c, int g) {
-  const u8* xb = src.xblk(c, g);
-  return xb != nullptr ? xb : src.xblk(0, g);
-}
-
-// Issue K step g0's copies into ring slot sl (every thread: BM·CW weight chunks and
-// BN·CX activation chunks of the block, consecutive threads on consecutive chunks).
-template <class QT, int BM, int BN, class Src>
-STRATA_DEVICE void strata_mmq_pa_copy(strata_mmq_pa_smem<QT, BM, BN>& s, const strata_mmq_pl_at& at, const Src& src, int g0, int sl) {
-  typedef strata_mmq_nv_shape<QT, 1, BM, BN> SH;
-  constexpr int T = SH::T, KT = STRATA_MMQ_KT, GPB = QT::QK / 32, CW = QT::CW, CX = STRATA_MMQ_CX;
-  constexpr int NJW = BM * CW, NJX = BN * CX;
-  static_assert(NJX % T == 0 && 16 * CX >= 36 * KT + 12 && STRATA_MMQ_SX >= 16 * CX, "async staging: activation chunks");
-  const int tid = (int)strata_thread_x();
-  const u32 rw = at.of(&s.rw[sl][0][0]), rx = at.of(&s.rx[sl][0][0]);
-#pragma unroll
-  for (int u = 0; u < (NJW + T - 1) / T; ++u) {
-    const int j = tid + u * T;
-    if (NJW % T != 0 && j >= NJW) break;
-    const int r = j / CW, ch = j % CW;
-    const u8* b = strata_mmq_pa_row(src, r) + (i64)(g0 / GPB) * QT::BYTES;
-    const u32 o = (u32)(u64)b & 15u;
-    strata_mmq_pa_cp16(at, rw + (u32)(16 * CW * r + 16 * ch), b - o + 16 * ch, (u32)(16 * ch) < o + (u32)QT::BYTES ? 16u : 0u);
-  }
-#pragma unroll
-  for (int u = 0; u < NJX / T; ++u) {
-    const int j = tid + u * T, c = j / CX, ch = j % CX;
-    const u8* xb = strata_mmq_pa_tok(src, c, g0);
-    const u32 o = (u32)(u64)xb & 15u;
-    strata_mmq_pa_cp16(at, rx + (u32)(STRATA_MMQ_SX * c + 16 * ch), xb - o + 16 * ch, (u32)(16 * ch) < o + (u32)(36 * KT) ? 16u : 0u);
-  }
-}
-
-// Decode K step g0 from ring slot sl into the two-plane tiles: the weight jobs as
-// strata_mmq_pl_stage's (load_s in place of load2), the activation jobs as
-// strata_mmq_pl_stage_x_nz's stores (quants of block kg; the segment's d from block 0).
-template <class QT, int BM, int BN, class Src>
-STRATA_DEVICE void strata_mmq_pa_put(strata_mmq_pa_smem<QT, BM, BN>& s, const strata_mmq_pl_at& at, const Src& src, int g0, int sl) {
-  typedef strata_mmq_nv_shape<QT, 1, BM, BN> SH;
-  constexpr int T = SH::T, KT = STRATA_MMQ_KT, GPB = QT::QK / 32, CW = QT::CW, JW = BM * KT / T, JX = BN * KT / T;
-  static_assert(JW * T == BM * KT && JX * T == BN * KT && QT::QK % (32 * KT) == 0, "async staging: whole jobs, steps inside a block");
-  const int tid = (int)strata_thread_x();
-  const u32 rw = at.of(&s.rw[sl][0][0]), rx = at.of(&s.rx[sl][0][0]);
-  u32 qh[JW][8], ql[JW][8];
-  f32 base[JW];
-#pragma unroll
-  for (int u = 0; u < JW; ++u) {
-    const int j = tid + u * T, r = (j / KT) % BM, kg = j % KT;
-    const u8* b = strata_mmq_pa_row(src, r) + (i64)(g0 / GPB) * QT::BYTES;
-    QT::load_s(at, rw + (u32)(16 * CW * r) + ((u32)(u64)b & 15u), g0 % GPB + kg, qh[u], ql[u], base[u], &s.tab);
-  }
-#pragma unroll
-  for (int u = 0; u < JW; ++u) {
-    const int j = tid + u * T, r = (j / KT) % BM, kg = j % KT;
-    strata_mmq_u32x4 h0 = {qh[u][0], qh[u][1], qh[u][2], qh[u][3]}, h1 = {qh[u][4], qh[u][5], qh[u][6], qh[u][7]};
-    strata_mmq_u32x4 l0 = {ql[u][0], ql[u][1], ql[u][2], ql[u][3]}, l1 = {ql[u][4], ql[u][5], ql[u][6], ql[u][7]};
-    const u32 sw = at.of(&s.w[0][r][32 * kg]);
-    constexpr u32 PL = BM * STRATA_MMQ_KS;  // plane 1 after plane 0
-    strata_mmq_pl_st16(at, sw, h0);
-    strata_mmq_pl_st16(at, sw + 16, h1);
-    strata_mmq_pl_st16(at, sw + PL, l0);
-    strata_mmq_pl_st16(at, sw + PL + 16, l1);
-    if (kg == 0) strata_mmq_pl_st4(at, at.of(&s.wb[r]), base[u]);
-  }
-#pragma unroll
-  for (int u = 0; u < JX; ++u) {
-    const int j = tid + u * T, c = j / KT, kg = j % KT;
-    const u32 sa = rx + (u32)(STRATA_MMQ_SX * c) + ((u32)(u64)strata_mmq_pa_tok(src, c, g0) & 15u) + (u32)(36 * kg);
-    u32 q[8];
-#pragma unroll
-    for (int w = 0; w < 8; ++w) q[w] = strata_mmq_pa_ld4(at, sa + 4 + 4 * (u32)w);
-    strata_mmq_u32x4 lo = {q[0], q[1], q[2], q[3]}, hi = {q[4], q[5], q[6], q[7]};
-    const u32 sx = at.of(&s.x[c][32 * kg]);
-    strata_mmq_pl_st16(at, sx, lo);
-    strata_mmq_pl_st16(at, sx + 16, hi);
-    if (kg == 0) strata_mmq_pl_st4(at, at.of(&s.xd[c]), strata_f16_to_f32((u16)strata_mmq_pa_ld2(at, sa)));  // the segment's d
-  }
-}
-
 // Fragment loads of the two-plane loop: ldmatrix.x4 at the 32-bit shared address sa, which
 // holds the lane's row and byte offsets (strata_mmq_pl_la, strata_mmq_pl_lb: the A and B lane
 // layouts of strata_mmq_ld_a and strata_mmq_ld_b). The host simulation takes the fragment's
@@ -2254,7 +2022,7 @@ STRATA_DEVICE void strata_mmq_pl_run(strata_mmq_pl_smem<QT, BM, BN>& s, const Sr
   constexpr int KT = STRATA_MMQ_KT, WGM = SH::WGM, WGN = SH::WGN, WM = BM / WGM, WN = BN / WGN, FM = WM / 16, FN = WN / 16;
   static_assert(FM >= 1 && FN >= 1 && FM * 16 == WM && FN * 16 == WN && !Src::PARTIAL, "two-plane form: whole 16 × 16 warp fragments");
   static_assert(strata_mmq_nv_xseg<QT, 1, BM, BN>::v == KT && QT::QK % (32 * KT) == 0 && !QT::MIN, "two-plane form: one segment a K step");
-  static_assert(strata_mmq_async<QT>::v || sizeof(strata_mmq_pl_smem<QT, BM, BN>) <= 48 * 1024, "two-plane form: static shared memory");
+  static_assert(sizeof(strata_mmq_pl_smem<QT, BM, BN>) <= 48 * 1024, "two-plane form: static shared memory");
   const int ng = k / 32;
   const int tid = (int)strata_thread_x(), wv = tid >> 5;
   const int g = (tid & 31) >> 2, t = tid & 3;
@@ -2275,23 +2043,8 @@ STRATA_DEVICE void strata_mmq_pl_run(strata_mmq_pl_smem<QT, BM, BN>& s, const Sr
     for (int j = 0; j < FN; ++j)
 #pragma unroll
       for (int e = 0; e < 8; ++e) acc[i][j][e] = 0.0f;
-  constexpr bool ASYNC = strata_mmq_async<QT>::v;  // family mmq8x4a: s is a strata_mmq_pa_smem
-  if constexpr (ASYNC) {
-    strata_mmq_pa_copy<QT, BM, BN>(static_cast<strata_mmq_pa_smem<QT, BM, BN>&>(s), at, src, 0, 0);  // step 0 into slot 0
-    strata_mmq_pa_commit();
-    strata_mmq_pa_wait();
-    strata_barrier();
-  }
   for (int g0 = 0; g0 < ng; g0 += KT) {
-    if constexpr (ASYNC) {
-      strata_mmq_pa_smem<QT, BM, BN>& sa = static_cast<strata_mmq_pa_smem<QT, BM, BN>&>(s);
-      const int sl = (g0 / KT) & 1;
-      if (g0 + KT < ng) strata_mmq_pa_copy<QT, BM, BN>(sa, at, src, g0 + KT, sl ^ 1);  // the next step, during this one
-      strata_mmq_pa_commit();
-      strata_mmq_pa_put<QT, BM, BN>(sa, at, src, g0, sl);
-    } else {
-      strata_mmq_pl_stage<QT, BM, BN>(s, src, g0, ng);
-    }
+    strata_mmq_pl_stage<QT, BM, BN>(s, src, g0, ng);
     if constexpr (strata_mmq_nv_pf<QT, 1, BM, BN>::v) {
       if (g0 + KT < ng) strata_mmq_nv_prefetch<QT, 1, BM, BN>(src, g0 + KT, ng);  // the next step's lines, during this step's mma
     }
@@ -2345,7 +2098,6 @@ STRATA_DEVICE void strata_mmq_pl_run(strata_mmq_pl_smem<QT, BM, BN>& s, const Sr
         }
       }
     }
-    if constexpr (ASYNC) strata_mmq_pa_wait();  // this thread's copies of the next step
     strata_barrier();
   }
 #pragma unroll
@@ -2366,12 +2118,8 @@ struct strata_mmq_lds_of { typedef strata_mmq_smem<QT, NW, BM, BN> type; };
 #ifdef STRATA_NVIDIA
 template <class QT, int NW, int BM, int BN, bool PL = strata_mmq_planes<QT>::v>
 struct strata_mmq_nv_lds_of { typedef strata_mmq_nv_smem<QT, NW, BM, BN> type; };
-template <class QT, int BM, int BN, bool ASYNC = strata_mmq_async<QT>::v>
-struct strata_mmq_pl_lds_of { typedef strata_mmq_pl_smem<QT, BM, BN> type; };
-template <class QT, int BM, int BN>
-struct strata_mmq_pl_lds_of<QT, BM, BN, true> { typedef strata_mmq_pa_smem<QT, BM, BN> type; };  // asynchronous
 template <class QT, int NW, int BM, int BN>
-struct strata_mmq_nv_lds_of<QT, NW, BM, BN, true> { typedef typename strata_mmq_pl_lds_of<QT, BM, BN>::type type; };  // two-plane form
+struct strata_mmq_nv_lds_of<QT, NW, BM, BN, true> { typedef strata_mmq_pl_smem<QT, BM, BN> type; };  // two-plane form
 template <class QT, int NW, int BM, int BN>
 struct strata_mmq_lds_of<QT, NW, BM, BN, true> { typedef typename strata_mmq_nv_lds_of<QT, NW, BM, BN>::type type; };
 #endif
