@@ -308,7 +308,6 @@ var mmqMinBlocks = map[string]int{
 	"mmq8c/q20/r64t128w8": 2, "mmq8cz/q80/r64t128w8": 2,
 	"mmq8x4l/iq2xs/r64t128w8": 2, "mmq8x4l/iq1m/r64t128w8": 2,
 	"mmq8x4n/iq2xs/r64t128w8": 2, "mmq8x4n/iq1m/r64t128w8": 2,
-	"mmq8x4a/iq2xs/r64t128w8": 2, "mmq8x4a/iq1m/r64t128w8": 2,
 }
 
 // nvSMShared is the shared memory an SM of each NVIDIA target gives its resident blocks, in
@@ -324,7 +323,7 @@ func (v Variant) MinBlocks(family string, t Target) int {
 		return 0
 	}
 	n := mmqMinBlocks[family+"/"+v.Values["type"]+"/"+v.Values["tile"]]
-	if n*(max(t.LDSBytes, v.DynShared(family, t))+1024) > nvSMShared[t.Name] {
+	if n*(t.LDSBytes+1024) > nvSMShared[t.Name] {
 		return 0
 	}
 	return n
@@ -541,7 +540,7 @@ func (v Variant) MoeStepFold(t Target) bool {
 // 142.7 → 142.7 / 146.3 → 145.9, and mmq8x4p beat both for IQ2_XS (144.3 / 148.0) and IQ1_M
 // (143.6 / 147.7); 4-block segments also cost the activations less
 // (bench/results/2026-11-30-mmqs-s8, "What the shared d costs").
-var mmqXSeg = map[string]int{"mmq8x4": 4, "mmq8x4p": 4, "mmq8x4l": 4, "mmq8x4n": 4, "mmq8x4a": 4}
+var mmqXSeg = map[string]int{"mmq8x4": 4, "mmq8x4p": 4, "mmq8x4l": 4, "mmq8x4n": 4}
 
 // mmqPrefetch names the families whose NVIDIA mma core issues, after staging K step g0, one
 // prefetch.global.L1 a staging job for step g0 + KT's lines (strata_mmq_nv_pf in
@@ -702,7 +701,7 @@ func (v Variant) NoZero(family string, t Target) bool {
 // and 165.3–165.4 at 2048). mmq8x4n (bench/results/2026-11-30-iq2-s9) is mmq8x4l without the
 // edge zeroing and the segment d's selects: +1 % over it in every run. mmq8x4p stays built as
 // the baseline.
-var mmqPlanes = map[string]bool{"mmq8x4l": true, "mmq8x4n": true, "mmq8x4a": true}
+var mmqPlanes = map[string]bool{"mmq8x4l": true, "mmq8x4n": true}
 
 // mmqX4LTypes are family mmq8x4l's weight types: the 16-split types whose sub-scaled values
 // m·q have a small magnitude table per sub-scale (IQ2_XS: {8, 25, 43}·m, m ≤ 31; IQ1_M:
@@ -711,70 +710,10 @@ var mmqX4LTypes = []Value{{Name: "iq2xs"}, {Name: "iq1m"}}
 
 // QT is the C++ weight-type struct the mmq template instantiates variant v of family with on
 // t: strata_qt_<type>, or for a two-plane family (mmqPlanes) the mma core's plane form of the
-// type, strata_mmq_pl_<type> (strata_mmq_pa_<type> for the asynchronous one, mmqAsync).
+// type, strata_mmq_pl_<type>.
 func (v Variant) QT(family string, t Target) string {
-	if t.IsNVIDIA() && v.Values["op"] == "mma" && mmqAsync[family] {
-		return "strata_mmq_pa_" + v.Values["type"]
-	}
 	if t.IsNVIDIA() && v.Values["op"] == "mma" && mmqPlanes[family] {
 		return "strata_mmq_pl_" + v.Values["type"]
 	}
 	return "strata_qt_" + v.Values["type"]
 }
-
-// mmqAsync names the two-plane family whose NVIDIA mma core stages each K step
-// asynchronously (mmq_core.tmpl, "Asynchronous two-plane staging"; family mmq8x4a): the
-// step's raw weight blocks and Q8_1 blocks are copied by cp.async (16-byte chunks) into a
-// ring of two slots in dynamic shared memory one step ahead, and decoded into mmq8x4n's
-// plane and activation tiles from shared memory; the K loop's mma and fold are mmq8x4n's,
-// so its outputs are mmq8x4n's bit for bit (its bounds).
-//
-// Why: bench/results/2026-11-30-iq2-s9 (ncu, mmq8x4n IQ2_XS at 512 tokens): 0.35 issued a
-// scheduler and cycle, long-scoreboard stalls 3.85 cycles an instruction (the staging's
-// global loads, synchronous between the barriers, and 3.2 M spill reloads a launch: the
-// staging's load registers, 2 × 12 window words and 16 plane words a thread, live with the
-// 64 accumulators under the 128-register cap). Here the loads are cp.async (no registers),
-// issued a step before they are read.
-var mmqAsync = map[string]bool{"mmq8x4a": true}
-
-// mmqPlaneTableBytes is the LDS of the two-plane forms' tables (strata_mmq_pl_<type>::lds:
-// grid selectors, sign selectors, 16-byte table words per sub-scale).
-var mmqPlaneTableBytes = map[string]int{"iq2xs": 512*4 + 128*4 + 16*16, "iq1m": 2048*4 + 8*16}
-
-// mmqAsyncChunks is the 16-byte chunks of a weight block's window in the asynchronous ring
-// (strata_mmq_pa_<type>::CW): a block of B bytes at an offset o mod 16 spans
-// ceil((o + B)/16) chunks; IQ2_XS 74 bytes at an even o: 6; IQ1_M 56 at 0 or 8: 4.
-var mmqAsyncChunks = map[string]int{"iq2xs": 6, "iq1m": 4}
-
-// mmqAsyncBytes is the dynamic shared memory of an asynchronous kernel of typ and tile
-// (struct strata_mmq_pa_smem, checked by a static_assert in each kernel): the two-plane
-// tiles (planes h and l, activations, per-row base, per-token d, tables) and two ring slots
-// of BM weight windows and BN activation windows of 176 bytes (STRATA_MMQ_SX).
-func mmqAsyncBytes(typ string, bm, bn int) int {
-	pl := 2*bm*mmqKS + bn*mmqKS + 4*bm + 4*bn + mmqPlaneTableBytes[typ]
-	pl = (pl + 15) &^ 15
-	return pl + 2*(bm*16*mmqAsyncChunks[typ]+bn*176)
-}
-
-// DynShared is the dynamic shared memory variant v of family needs on t (mmqAsync), or 0.
-// The launch must pass it (gpu.Func.SetDynamicShared).
-func (v Variant) DynShared(family string, t Target) int {
-	if !t.IsNVIDIA() {
-		return 0
-	}
-	return MmqDynShared(family, v)
-}
-
-// MmqDynShared is the dynamic shared memory of family's variant v where it is built (NVIDIA
-// targets: the size is the same on each), or 0 for a kernel with static shared memory only.
-func MmqDynShared(family string, v Variant) int {
-	if v.Values["op"] != "mma" || !mmqAsync[family] {
-		return 0
-	}
-	tile := mmqTiles[v.Values["tile"]]
-	return mmqAsyncBytes(v.Values["type"], tile[0], tile[1])
-}
-
-// MmqAsync reports whether the family's NVIDIA kernels stage asynchronously (mmqAsync); the
-// mmq template declares their shared array extern (dynamic).
-func (s Spec) MmqAsync() bool { return mmqAsync[s.Family] }

@@ -291,20 +291,6 @@ var Specs = []Spec{
 		Fits: mmqFits,
 	},
 	{
-		Family:   "mmq8x4a",
-		Template: "mmq",
-		Doc: "mmq8x4n whose K steps are staged asynchronously (NVIDIA mma.sync only): each step's raw weight blocks " +
-			"and Q8_1 blocks are copied by cp.async into a two-slot ring in dynamic shared memory one step ahead and " +
-			"decoded from there, the same values as mmq8x4n; x as mmq8x4 (one d per 128-element segment, " +
-			"quant.QuantizeQ8_1GPUSeg with 4); launch as mmq8 with the variant's dynamic shared memory " +
-			"(kernels.Variant.DynShared, 97–99 KB: gpu.Func.SetDynamicShared).",
-		Threads: 256,
-		Args:    mmqArgs,
-		// mmq8x4n's types (kernels/prefill.go, mmqPlanes, mmqAsync).
-		Axes: []Axis{{Name: "type", Values: mmqX4LTypes}, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r64t128w8"}}}},
-		Fits: mmqFits,
-	},
-	{
 		Family:   "mmq8x4l",
 		Template: "mmq",
 		Doc: "mmq8x4p whose weights are staged as two int8 planes of the sub-scaled values (NVIDIA mma.sync only): " +

@@ -106,16 +106,11 @@ var mmqXLISum = Bound{Name: "isum", Exact: true, Why: `
 // same integer segment sums from two weight planes (mmqX4LY); mmq8x4n is mmq8x4l whose staging
 // keeps edge jobs' loaded values (rows and tokens past the tile: their outputs are never
 // written) and stores the segment's d from another of its 4 blocks (the same d: mmqXSeg), so
-// every written output is mmq8x4l's bit for bit and its bounds are mmq8x4l's. mmq8x4a
-// (kernels/prefill.go mmqAsync) is mmq8x4n whose staging copies each K step's raw bytes into
-// shared memory (cp.async) and decodes them from there: the same bytes give the same planes
-// (the same load2 arithmetic on them), the same activation quants and the same segment d
-// (block 0's of the 4 that share it), and its K loop (mma chains, 16·H + L, the fold and its
-// order) is mmq8x4n's code, so every written output is mmq8x4n's bit for bit: its bounds.
-var mmqSegY = map[string]Bound{"mmq8x4": mmqX4Y, "mmq8x4p": mmqX4Y, "mmq8x4l": mmqX4LY, "mmq8x4n": mmqX4LY, "mmq8x4a": mmqX4LY}
+// every written output is mmq8x4l's bit for bit and its bounds are mmq8x4l's.
+var mmqSegY = map[string]Bound{"mmq8x4": mmqX4Y, "mmq8x4p": mmqX4Y, "mmq8x4l": mmqX4LY, "mmq8x4n": mmqX4LY}
 
 // mmqSegISum is the isum bound of the shared-d families (mmqXISum unless listed).
-var mmqSegISum = map[string]Bound{"mmq8x4l": mmqXLISum, "mmq8x4n": mmqXLISum, "mmq8x4a": mmqXLISum}
+var mmqSegISum = map[string]Bound{"mmq8x4l": mmqXLISum, "mmq8x4n": mmqXLISum}
 
 // mmqTypes maps the "type" axis values of the int8 prefill families to quant types.
 var mmqTypes = map[string]quant.Type{
@@ -205,7 +200,7 @@ func init() {
 			Run:    runMmqFamily(fam),
 		})
 	}
-	for _, fam := range []string{"mmq8x4", "mmq8x4p", "mmq8x4l", "mmq8x4n", "mmq8x4a"} {
+	for _, fam := range []string{"mmq8x4", "mmq8x4p", "mmq8x4l", "mmq8x4n"} {
 		register(&Family{
 			Name:   fam,
 			Bounds: mmqBounds(fam),
@@ -319,18 +314,6 @@ func mmqVariant(family, symbol string) (t quant.Type, bm, bn int, err error) {
 	return t, bm, bn, nil
 }
 
-// mmqDynShared is the dynamic shared memory of family's variant whose symbol is symbol
-// (kernels.MmqDynShared; 0 for every family but mmq8x4a).
-func mmqDynShared(family, symbol string) int {
-	spec, _ := kernels.LookupSpec(family)
-	for _, v := range spec.AllVariants() {
-		if spec.Symbol(v) == symbol {
-			return kernels.MmqDynShared(family, v)
-		}
-	}
-	return 0
-}
-
 // mmqTile parses a tile value "r<BM>t<BN>".
 func mmqTile(v string) (bm, bn int, err error) {
 	_, err = fmt.Sscanf(v, "r%dt%d", &bm, &bn)
@@ -393,9 +376,6 @@ func runMmqOf(family string, h *Harness, symbol string, c Case, bounds []Bound, 
 	}
 	fn, err := h.Mod.Func(symbol)
 	if err != nil {
-		return Outcome{}, err
-	}
-	if err := fn.SetDynamicShared(uint32(mmqDynShared(family, symbol))); err != nil {
 		return Outcome{}, err
 	}
 	in, err := newMmqInputsSeg(t, c.Dims, kernels.MmqXSeg(family), rng)
