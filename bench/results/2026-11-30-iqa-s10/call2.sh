@@ -24,6 +24,9 @@ build() {
 	rm -rf "$d" && mkdir -p "$d/co"
 	CGO_ENABLED=0 go test -c -trimpath -gcflags=all=-l -ldflags='-s -w' -tags strata_nodemo -o "$d/parity.test" ./parity
 	xz --format=xz --x86 --lzma2=preset=9e,lc=3,lp=0,pb=0,nice=273 -T1 "$d/parity.test"
+	# runtime/cuda's TestDynamicSharedGPU (the cuFuncSetAttribute path on its own).
+	CGO_ENABLED=0 go test -c -trimpath -gcflags=all=-l -ldflags='-s -w' -tags strata_nodemo -o "$d/cuda.test" ./runtime/cuda
+	xz --format=xz --x86 --lzma2=preset=9e,lc=3,lp=0,pb=0,nice=273 -T1 "$d/cuda.test"
 	flags=$(awk -F'\t' -v t="$target" '$1 == "target" && $2 == t { print $6 }' kernels/out/objects.txt)
 	for f in mmq mmq8 mmq8c mmq8cz mmq8x4 mmq8x4p mmq8x4l mmq8x4n moe_prefill; do
 		# shellcheck disable=SC2086
@@ -77,6 +80,13 @@ run() {
 	echo "- ptxas done at $((SECONDS - t0)) s" | tee -a "$sum"
 	for tr in A; do for f in $fams; do "$CO" -sass "$w/trees/$tr/sm_90/$f.ptx" >"$w/sass-$tr-$f.txt" 2>&1; done; done
 	export STRATA_REQUIRE_GPU=1 STRATA_CO_DIR=$w/trees/A
+	if [ "$dry" = 1 ]; then
+		cp "$pt" "$w/cuda.test"
+	else
+		python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$d/cuda.test.xz" "$w/cuda.test" && chmod +x "$w/cuda.test"
+	fi
+	timeout 20 "$w/cuda.test" -test.v -test.run '^TestDynamicSharedGPU$' >"$out/cuda-dynshared.log" 2>&1
+	echo "- runtime/cuda TestDynamicSharedGPU: exit $? ($((SECONDS - t0)) s so far)" | tee -a "$sum"
 	local p1 pids=() i=0 g
 	p1=$(lim 30 65)
 	for g in "^mmq8x4s$/iq2xs" "^mmq8x4s$/iq1m"; do
