@@ -61,7 +61,7 @@ func TestPrefillTiles(t *testing.T) {
 // wide form.
 func TestMMQWideStaging(t *testing.T) {
 	seen := map[string]bool{}
-	for _, fam := range []string{"mmq", "mmq8", "mmq8x4", "mmq8x4p", "mmq8x4l", "mmq8x4n", "mmq8x4s", "mmq8c", "mmq8cz", "moe_prefill"} {
+	for _, fam := range []string{"mmq", "mmq8", "mmq8x4", "mmq8x4p", "mmq8x4l", "mmq8x4n", "mmq8c", "mmq8cz", "moe_prefill"} {
 		s, ok := LookupSpec(fam)
 		if !ok {
 			t.Fatalf("no %s spec", fam)
@@ -102,7 +102,7 @@ func TestMmq8Tiles(t *testing.T) {
 		pf     bool // prefetches the next K step (mmqPrefetch)
 	}{{"mmq8", len(axisPrefillType.Values), 0, false}, {"mmq8x4", len(mmqX4Types), 4, false},
 		{"mmq8x4p", len(mmqX4PTypes), 4, true}, {"mmq8x4l", len(mmqX4LTypes), 4, true},
-		{"mmq8x4n", len(mmqX4LTypes), 4, true}, {"mmq8x4s", len(mmqX4LTypes), 4, true},
+		{"mmq8x4n", len(mmqX4LTypes), 4, true},
 		{"mmq8c", len(mmqCTypes), 0, false},
 		{"mmq8cz", len(mmqCZTypes), 0, false}} {
 		s, ok := LookupSpec(fc.family)
@@ -130,12 +130,8 @@ func TestMmq8Tiles(t *testing.T) {
 				if lds := mmqNVLDS(v.Values["type"], bmn[0], bmn[1], sh, v.WideStaging(fc.family, tg)); lds > tg.LDSBytes {
 					t.Errorf("%s/%s/%s: LDS %d > %d", tg.Name, fc.family, v.Name, lds, tg.LDSBytes)
 				}
-				want := 2
-				if fc.family == "mmq8x4s" && (tg.Name == "sm_86" || tg.Name == "sm_89") {
-					want = 0 // two blocks of its ~64 KB fit sm_80's 164 KB and sm_90's 228 KB, not 100 KB (nvSMShared)
-				}
-				if v.MinBlocks(fc.family, tg) != want {
-					t.Errorf("%s/%s/%s: min blocks %d, want %d", tg.Name, fc.family, v.Name, v.MinBlocks(fc.family, tg), want)
+				if v.MinBlocks(fc.family, tg) != 2 {
+					t.Errorf("%s/%s/%s: min blocks %d, want 2", tg.Name, fc.family, v.Name, v.MinBlocks(fc.family, tg))
 				}
 				if got := v.XSeg(fc.family, tg); got != fc.xseg {
 					t.Errorf("%s/%s/%s: segment %d groups, want %d", tg.Name, fc.family, v.Name, got, fc.xseg)
@@ -151,29 +147,5 @@ func TestMmq8Tiles(t *testing.T) {
 				}
 			}
 		}
-	}
-}
-
-// The segment-layout family (mmqXS) alone has dynamic shared memory: every NVIDIA kernel of it,
-// more than the 48 KiB that needs no attribute and within the 99 KiB a block the smallest
-// NVIDIA target allows.
-func TestMmqDynShared(t *testing.T) {
-	for _, s := range Specs {
-		for _, tg := range Targets {
-			kept, _ := s.Variants(tg)
-			for _, v := range kept {
-				n := v.DynShared(s.Family, tg)
-				switch {
-				case !mmqXS[s.Family] && n != 0:
-					t.Errorf("%s/%s/%s: %d bytes of dynamic shared memory", tg.Name, s.Family, v.Name, n)
-				case mmqXS[s.Family] && (!tg.IsNVIDIA() || n <= 48<<10 || n > 99<<10):
-					t.Errorf("%s/%s/%s: %d bytes of dynamic shared memory, want 48–99 KiB on NVIDIA only", tg.Name, s.Family, v.Name, n)
-				}
-			}
-		}
-	}
-	v := Variant{Values: map[string]string{"type": "iq1m", "op": "mma", "tile": "r64t128w8"}}
-	if got := MmqDynShared("mmq8x4s", v); got != 64896 { // the size the sm_90 build's static_assert holds
-		t.Errorf("mmq8x4s iq1m: %d bytes, want 64896", got)
 	}
 }

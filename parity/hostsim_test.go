@@ -17,7 +17,7 @@ import (
 	"github.com/strata-hip/strata/runtime/gpu"
 )
 
-// TestPrefillHostSim runs the generated NVIDIA sources of mmq, mmq8, mmq8x4, mmq8x4p, mmq8x4l, mmq8x4n, mmq8x4s, mmq8c, mmq8cz and moe_prefill on the CPU
+// TestPrefillHostSim runs the generated NVIDIA sources of mmq, mmq8, mmq8x4, mmq8x4p, mmq8x4l, mmq8x4n, mmq8c, mmq8cz and moe_prefill on the CPU
 // (testdata/hostsim: the prelude's primitives on std::threads, mma.sync fragments by PTX's
 // lane tables) through the ordinary parity Run functions, harness and bounds. It proves the
 // kernels' logic where there is no GPU: staging, ragged edges, the folds, the integer hook,
@@ -96,13 +96,6 @@ func TestPrefillHostSim(t *testing.T) {
 		// starts its window: kernels/prefill.go mmqNoZero): the same partial tiles.
 		{"mmq8x4n", false, runMmqFamily("mmq8x4n"), []Case{
 			{"rows=70,tokens=300,k=1056", []int{70, 300, 1056}},
-		}, func(kernels.Variant) bool { return true }},
-		// mmq8x4s (mmq8x4n with segment-layout activations copied by cp.async, which runs as
-		// a copy here: kernels/prefill.go mmqXS): the same partial tiles; K = 1280 puts IQ2_XS
-		// rows (5 blocks of 74 bytes) at every even offset mod 16.
-		{"mmq8x4s", false, runMmqFamily("mmq8x4s"), []Case{
-			{"rows=70,tokens=300,k=1280", []int{70, 300, 1280}},
-			{"rows=67,tokens=45,k=1056", []int{67, 45, 1056}},
 		}, func(kernels.Variant) bool { return true }},
 		{"moe_prefill", false, runMoePrefill, []Case{
 			{"tokens=9,k=2,experts=6,hidden=256,ff=256,all-to-0", []int{9, 2, 6, 256, 256, 1}},
@@ -289,10 +282,6 @@ type simDriver struct {
 	*memDriver
 	bin string
 }
-
-// AllowShared: the simulated blocks run one at a time on the source's own array, which the
-// host build sizes for its largest kernel (mmq.tmpl, the segment-layout family).
-func (s *simDriver) AllowShared(uintptr, uint32, string) error { return nil }
 
 func (s *simDriver) Launch(fn uintptr, grid, block gpu.Dim3, _ uint32, _ uintptr, args []byte, _ string) error {
 	sym := s.funcs[fn-1]

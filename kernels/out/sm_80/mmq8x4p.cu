@@ -768,9 +768,6 @@ template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_xseg { static c
 // next staging's loads, issued after this step's mma, find L1 instead of waiting on L2. A
 // hint: no value and no register is held across the mma. Default: none.
 template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_pf { static constexpr bool v = false; };
-// Weight type QT takes its activations in the segment layout by cp.async (family mmq8x4s: the
-// two-plane section's "Segment-layout activations"); its prefetch skips the activation lines.
-template <class QT> struct strata_mmq_xs { static constexpr bool v = false; };
 
 // Pair staging of weight type QT (a family template specialises it; moe_prefill does for
 // its Q6_K pair form, kernels/prefill.go moePairForm): v = QT::load2(b, j, G0, G1) decodes
@@ -956,7 +953,7 @@ template <class QT> struct strata_mmq_wide { static constexpr bool v = false; };
 template <> struct strata_mmq_wide<strata_qt_q80> { static constexpr bool v = true; };
 
 // The 12 words of the 48-byte window at the 16-byte boundary at or below p.
-[[maybe_unused]] STRATA_DEVICE void strata_mmq_ld_win(const u8* p, u32* t) {
+STRATA_DEVICE void strata_mmq_ld_win(const u8* p, u32* t) {
   const u8* b = (const u8*)((u64)p & ~(u64)15);
 #pragma unroll
   for (int i = 0; i < 3; ++i) strata_ld_x4(b + 16 * i, t + 4 * i);
@@ -975,7 +972,7 @@ STRATA_DEVICE u32 strata_mmq_sel(u32 c, u32 b, u32 a) {
 #endif
 }
 // w[i] = t[k + i] for i < 9, k = 0..3 (t has 12 words): two levels of selects.
-[[maybe_unused]] STRATA_DEVICE void strata_mmq_pick9(const u32* t, u32 k, u32* w) {
+STRATA_DEVICE void strata_mmq_pick9(const u32* t, u32 k, u32* w) {
   u32 a[11];
 #pragma unroll
   for (int i = 0; i < 11; ++i) a[i] = strata_mmq_sel(k & 1u, t[i + 1], t[i]);
@@ -1235,7 +1232,6 @@ STRATA_DEVICE void strata_mmq_nv_prefetch(const Src& src, int g0, int ng) {
 #endif
     }
   }
-  if constexpr (strata_mmq_xs<QT>::v) return;  // segment-layout activations come by cp.async
 #pragma unroll
   for (int u = 0; u < JX; ++u) {
     const int j = tid + u * T, c = j / KT, kg = j % KT, g = g0 + kg;
@@ -1867,122 +1863,6 @@ STRATA_DEVICE void strata_mmq_pl_stage(strata_mmq_pl_smem<QT, BM, BN>& s, const 
   }
 }
 
-// ---- Segment-layout activations, copied asynchronously (family mmq8x4s: kernels/prefill.go
-// mmqXS) ------------------------------------------------------------------------------------
-//
-// mmq8x4n's K loop and weight staging with the activations in a layout made for the tile:
-// per token and 128-element segment (the 4 Q8_1 blocks that share one d, mmqXSeg) 144 bytes
-// [d as f32, 12 zero bytes, the 128 int8 quants] (parity/mmq.go mmqSegLayout writes it from
-// quantize_q8_1's blocks), so that the same x_row_blocks·36 bytes a token hold 16-byte aligned
-// runs. cp.async.cg copies a step's 128 quants of a token (8 chunks) straight into the
-// ldmatrix tile and cp.async.ca its d (4 bytes) into xd: no decode, no selects, no shared loads
-// or stores of the staging's own for the activations (mmq8x4a, which decoded Q8_1 blocks from
-// a raw ring, lost to the shared-memory pipe: bench/results/2026-11-30-iqa-s10). The x tile and
-// xd are two slots: step s + 1 is copied into the other slot while step s's weights are
-// staged (mmq8x4n's loads, with the next step's L1 prefetch) and its mma runs:
-//   copy step s + 1 into slot (s + 1) mod 2; commit; stage the weights of step s; barrier;
-//   mma and fold of step s from slot s mod 2; wait for this thread's copies; barrier.
-// The segment layout needs x 16-byte aligned and x_row_blocks a multiple of 4. Tokens past
-// the tile copy token 0's segment (their outputs are never written); the weights' edges as
-// mmq8x4n (strata_mmq_nv_nz). The trait strata_mmq_xs is declared with strata_mmq_nv_pf.
-
-// cp.async of 16 bytes (cg: L2 only) and of 4 bytes (ca) from global src to shared sa.
-[[maybe_unused]] STRATA_DEVICE void strata_mmq_cp16(const strata_mmq_pl_at& at, u32 sa, const u8* src) {
-#ifdef __NVPTX__
-  (void)at;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sa), "l"(src) : "memory");
-#else
-  __builtin_memcpy(__builtin_assume_aligned(at.p(sa), 16), src, 16);
-#endif
-}
-[[maybe_unused]] STRATA_DEVICE void strata_mmq_cp4(const strata_mmq_pl_at& at, u32 sa, const u8* src) {
-#ifdef __NVPTX__
-  (void)at;
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(sa), "l"(src) : "memory");
-#else
-  __builtin_memcpy(__builtin_assume_aligned(at.p(sa), 4), src, 4);
-#endif
-}
-[[maybe_unused]] STRATA_DEVICE void strata_mmq_cp_commit() {
-#ifdef __NVPTX__
-  asm volatile("cp.async.commit_group;" ::: "memory");
-#endif
-}
-[[maybe_unused]] STRATA_DEVICE void strata_mmq_cp_wait() {
-#ifdef __NVPTX__
-  asm volatile("cp.async.wait_group 0;" ::: "memory");
-#endif
-}
-
-// The weight types of the family: the two-plane forms, activations in the segment layout.
-struct strata_mmq_ps_iq2xs : strata_mmq_pl_iq2xs {};
-template <> struct strata_mmq_planes<strata_mmq_ps_iq2xs> { static constexpr bool v = true; };
-template <> struct strata_mmq_xs<strata_mmq_ps_iq2xs> { static constexpr bool v = true; };
-struct strata_mmq_ps_iq1m : strata_mmq_pl_iq1m {};
-template <> struct strata_mmq_planes<strata_mmq_ps_iq1m> { static constexpr bool v = true; };
-template <> struct strata_mmq_xs<strata_mmq_ps_iq1m> { static constexpr bool v = true; };
-
-// The shared memory: the two-plane tiles (slot 0 of x and xd) and slot 1 (dynamic shared
-// memory: kernels/prefill.go mmqXSBytes, checked by each kernel's static_assert).
-template <class QT, int BM, int BN>
-struct strata_mmq_ps_smem : strata_mmq_pl_smem<QT, BM, BN> {
-  alignas(16) i8 x1[BN][STRATA_MMQ_KS];
-  alignas(16) f32 xd1[BN];
-};
-
-// The copied token of a thread (T = 2·BN: token tid/2, token 0's past the edge), its segment
-// of step 0; the K loop adds g0·36.
-template <class QT, int BM, int BN, class Src>
-STRATA_DEVICE const u8* strata_mmq_ps_tok(const Src& src) {
-  static_assert(strata_mmq_nv_shape<QT, 1, BM, BN>::T == 2 * BN, "segment layout: two threads a token");
-  const u8* xb = src.xblk((int)strata_thread_x() / 2, 0);
-  return xb != nullptr ? xb : src.xblk(0, 0);
-}
-
-// Issue K step g0's copies into slot sl: the thread's 4 of its token's 8 quant chunks
-// (chunks tid mod 2 + 2k: a lane pair on one 32-byte sector an instruction) and, the even
-// thread, its d.
-template <class QT, int BM, int BN>
-STRATA_DEVICE void strata_mmq_ps_copy(strata_mmq_ps_smem<QT, BM, BN>& s, const strata_mmq_pl_at& at, const u8* xt, int g0, int sl) {
-  const int tid = (int)strata_thread_x(), c = tid / 2, h = tid & 1;
-  const u8* seg = xt + (i64)g0 * 36;
-  const u32 dx = sl ? at.of(&s.x1[c][0]) : at.of(&s.x[c][0]);
-#pragma unroll
-  for (int k = 0; k < 4; ++k) strata_mmq_cp16(at, dx + (u32)(16 * (h + 2 * k)), seg + 16 + 16 * (h + 2 * k));
-  if (h == 0) strata_mmq_cp4(at, sl ? at.of(&s.xd1[c]) : at.of(&s.xd[c]), seg);
-}
-
-// Stage K step g0's weights as strata_mmq_pl_stage does (QT::load2, both planes, the base;
-// no edge zeroing: strata_mmq_nv_nz), without the activation jobs.
-template <class QT, int BM, int BN, class Src>
-STRATA_DEVICE void strata_mmq_ps_stage_w(strata_mmq_pl_smem<QT, BM, BN>& s, const strata_mmq_pl_at& at, const Src& src, int g0) {
-  constexpr int KT = STRATA_MMQ_KT, T = strata_mmq_nv_shape<QT, 1, BM, BN>::T, GPB = QT::QK / 32, JW = BM * KT / T;
-  static_assert(JW * T == BM * KT && QT::QK % (32 * KT) == 0, "segment layout: whole weight jobs, a K step inside a block");
-  const int tid = (int)strata_thread_x();
-  const u8* const wsafe = src.wrow(0, 0);
-  u32 qh[JW][8], ql[JW][8];
-  f32 base[JW];
-#pragma unroll
-  for (int u = 0; u < JW; ++u) {
-    const int j = tid + u * T, r = (j / KT) % BM, g = g0 + j % KT;
-    const u8* row = src.wrow(0, r);
-    QT::load2(row != nullptr ? row + (i64)(g / GPB) * QT::BYTES : wsafe, row != nullptr ? g % GPB : 0, qh[u], ql[u], base[u], &s.tab);
-  }
-#pragma unroll
-  for (int u = 0; u < JW; ++u) {
-    const int j = tid + u * T, r = (j / KT) % BM, kg = j % KT;
-    strata_mmq_u32x4 h0 = {qh[u][0], qh[u][1], qh[u][2], qh[u][3]}, h1 = {qh[u][4], qh[u][5], qh[u][6], qh[u][7]};
-    strata_mmq_u32x4 l0 = {ql[u][0], ql[u][1], ql[u][2], ql[u][3]}, l1 = {ql[u][4], ql[u][5], ql[u][6], ql[u][7]};
-    const u32 sw = at.of(&s.w[0][r][32 * kg]);
-    constexpr u32 PL = BM * STRATA_MMQ_KS;  // plane 1 after plane 0
-    strata_mmq_pl_st16(at, sw, h0);
-    strata_mmq_pl_st16(at, sw + 16, h1);
-    strata_mmq_pl_st16(at, sw + PL, l0);
-    strata_mmq_pl_st16(at, sw + PL + 16, l1);
-    if (kg == 0) strata_mmq_pl_st4(at, at.of(&s.wb[r]), base[u]);
-  }
-}
-
 // Fragment loads of the two-plane loop: ldmatrix.x4 at the 32-bit shared address sa, which
 // holds the lane's row and byte offsets (strata_mmq_pl_la, strata_mmq_pl_lb: the A and B lane
 // layouts of strata_mmq_ld_a and strata_mmq_ld_b). The host simulation takes the fragment's
@@ -2032,7 +1912,7 @@ STRATA_DEVICE void strata_mmq_pl_run(strata_mmq_pl_smem<QT, BM, BN>& s, const Sr
   constexpr int KT = STRATA_MMQ_KT, WGM = SH::WGM, WGN = SH::WGN, WM = BM / WGM, WN = BN / WGN, FM = WM / 16, FN = WN / 16;
   static_assert(FM >= 1 && FN >= 1 && FM * 16 == WM && FN * 16 == WN && !Src::PARTIAL, "two-plane form: whole 16 × 16 warp fragments");
   static_assert(strata_mmq_nv_xseg<QT, 1, BM, BN>::v == KT && QT::QK % (32 * KT) == 0 && !QT::MIN, "two-plane form: one segment a K step");
-  static_assert(strata_mmq_xs<QT>::v || sizeof(strata_mmq_pl_smem<QT, BM, BN>) <= 48 * 1024, "two-plane form: static shared memory");
+  static_assert(sizeof(strata_mmq_pl_smem<QT, BM, BN>) <= 48 * 1024, "two-plane form: static shared memory");
   const int ng = k / 32;
   const int tid = (int)strata_thread_x(), wv = tid >> 5;
   const int g = (tid & 31) >> 2, t = tid & 3;
@@ -2053,24 +1933,8 @@ STRATA_DEVICE void strata_mmq_pl_run(strata_mmq_pl_smem<QT, BM, BN>& s, const Sr
     for (int j = 0; j < FN; ++j)
 #pragma unroll
       for (int e = 0; e < 8; ++e) acc[i][j][e] = 0.0f;
-  constexpr bool XS = strata_mmq_xs<QT>::v;  // family mmq8x4s: s is a strata_mmq_ps_smem
-  [[maybe_unused]] const u8* const xt = XS ? strata_mmq_ps_tok<QT, BM, BN>(src) : nullptr;
-  [[maybe_unused]] u32 dxs = 0, dds = 0;  // XS: slot 1's x and xd after slot 0's
-  if constexpr (XS) {
-    strata_mmq_ps_smem<QT, BM, BN>& sx = static_cast<strata_mmq_ps_smem<QT, BM, BN>&>(s);
-    dxs = at.of(&sx.x1[0][0]) - at.of(&sx.x[0][0]), dds = at.of(&sx.xd1[0]) - at.of(&sx.xd[0]);
-    strata_mmq_ps_copy<QT, BM, BN>(sx, at, xt, 0, 0);  // step 0 into slot 0
-    strata_mmq_cp_commit();
-    strata_mmq_cp_wait();
-  }
   for (int g0 = 0; g0 < ng; g0 += KT) {
-    if constexpr (XS) {
-      if (g0 + KT < ng) strata_mmq_ps_copy<QT, BM, BN>(static_cast<strata_mmq_ps_smem<QT, BM, BN>&>(s), at, xt, g0 + KT, ((g0 / KT) & 1) ^ 1);
-      strata_mmq_cp_commit();
-      strata_mmq_ps_stage_w<QT, BM, BN>(s, at, src, g0);
-    } else {
-      strata_mmq_pl_stage<QT, BM, BN>(s, src, g0, ng);
-    }
+    strata_mmq_pl_stage<QT, BM, BN>(s, src, g0, ng);
     if constexpr (strata_mmq_nv_pf<QT, 1, BM, BN>::v) {
       if (g0 + KT < ng) strata_mmq_nv_prefetch<QT, 1, BM, BN>(src, g0 + KT, ng);  // the next step's lines, during this step's mma
     }
@@ -2080,9 +1944,6 @@ STRATA_DEVICE void strata_mmq_pl_run(strata_mmq_pl_smem<QT, BM, BN>& s, const Sr
     // The step's bases, opaque to the compiler, so that every fragment address below is
     // formed here as base + constant and not hoisted out of the loop (see strata_mmq_pl_ld_a).
     u32 wa = wa0, xb = xb0, sbs = sb0, sds = sd0;
-    if constexpr (XS) {
-      if ((g0 / KT) & 1) xb += dxs, sds += dds;  // slot 1
-    }
 #ifdef __NVPTX__
     asm volatile("" : "+r"(wa), "+r"(xb), "+r"(sbs), "+r"(sds));
 #endif
@@ -2127,7 +1988,6 @@ STRATA_DEVICE void strata_mmq_pl_run(strata_mmq_pl_smem<QT, BM, BN>& s, const Sr
         }
       }
     }
-    if constexpr (XS) strata_mmq_cp_wait();  // this thread's copies of the next step
     strata_barrier();
   }
 #pragma unroll
@@ -2148,12 +2008,8 @@ struct strata_mmq_lds_of { typedef strata_mmq_smem<QT, NW, BM, BN> type; };
 #ifdef STRATA_NVIDIA
 template <class QT, int NW, int BM, int BN, bool PL = strata_mmq_planes<QT>::v>
 struct strata_mmq_nv_lds_of { typedef strata_mmq_nv_smem<QT, NW, BM, BN> type; };
-template <class QT, int BM, int BN, bool XS = strata_mmq_xs<QT>::v>
-struct strata_mmq_pl_lds_of { typedef strata_mmq_pl_smem<QT, BM, BN> type; };
-template <class QT, int BM, int BN>
-struct strata_mmq_pl_lds_of<QT, BM, BN, true> { typedef strata_mmq_ps_smem<QT, BM, BN> type; };  // segment-layout activations
 template <class QT, int NW, int BM, int BN>
-struct strata_mmq_nv_lds_of<QT, NW, BM, BN, true> { typedef typename strata_mmq_pl_lds_of<QT, BM, BN>::type type; };  // two-plane form
+struct strata_mmq_nv_lds_of<QT, NW, BM, BN, true> { typedef strata_mmq_pl_smem<QT, BM, BN> type; };  // two-plane form
 template <class QT, int NW, int BM, int BN>
 struct strata_mmq_lds_of<QT, NW, BM, BN, true> { typedef typename strata_mmq_nv_lds_of<QT, NW, BM, BN>::type type; };
 #endif
