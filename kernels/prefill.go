@@ -308,7 +308,6 @@ var mmqMinBlocks = map[string]int{
 	"mmq8c/q20/r64t128w8": 2, "mmq8cz/q80/r64t128w8": 2,
 	"mmq8x4l/iq2xs/r64t128w8": 2, "mmq8x4l/iq1m/r64t128w8": 2,
 	"mmq8x4n/iq2xs/r64t128w8": 2, "mmq8x4n/iq1m/r64t128w8": 2,
-	"mmq8x4s/iq2xs/r64t128w8": 2, "mmq8x4s/iq1m/r64t128w8": 2,
 }
 
 // nvSMShared is the shared memory an SM of each NVIDIA target gives its resident blocks, in
@@ -324,7 +323,7 @@ func (v Variant) MinBlocks(family string, t Target) int {
 		return 0
 	}
 	n := mmqMinBlocks[family+"/"+v.Values["type"]+"/"+v.Values["tile"]]
-	if n*(max(t.LDSBytes, v.DynShared(family, t))+1024) > nvSMShared[t.Name] {
+	if n*(t.LDSBytes+1024) > nvSMShared[t.Name] {
 		return 0
 	}
 	return n
@@ -541,7 +540,7 @@ func (v Variant) MoeStepFold(t Target) bool {
 // 142.7 → 142.7 / 146.3 → 145.9, and mmq8x4p beat both for IQ2_XS (144.3 / 148.0) and IQ1_M
 // (143.6 / 147.7); 4-block segments also cost the activations less
 // (bench/results/2026-11-30-mmqs-s8, "What the shared d costs").
-var mmqXSeg = map[string]int{"mmq8x4": 4, "mmq8x4p": 4, "mmq8x4l": 4, "mmq8x4n": 4, "mmq8x4s": 4}
+var mmqXSeg = map[string]int{"mmq8x4": 4, "mmq8x4p": 4, "mmq8x4l": 4, "mmq8x4n": 4}
 
 // mmqPrefetch names the families whose NVIDIA mma core issues, after staging K step g0, one
 // prefetch.global.L1 a staging job for step g0 + KT's lines (strata_mmq_nv_pf in
@@ -564,7 +563,7 @@ var mmqXSeg = map[string]int{"mmq8x4": 4, "mmq8x4p": 4, "mmq8x4l": 4, "mmq8x4n":
 // 136 contiguous Q8_0 bytes of a row touched at 0, 45, 90, 135) it lost for both types, TOPS
 // at 512 / 2048 tokens, means of 7 runs in 3 processes: Q8_0 190.9 → 185.6 / 194.1 → 188.9,
 // Q2_0 203.1 → 178.0 / 205.7 → 182.9 (spills 28 → 72 and 40 → 92 bytes).
-var mmqPrefetch = map[string]bool{"mmq8x4p": true, "mmq8x4l": true, "mmq8x4n": true, "mmq8x4s": true}
+var mmqPrefetch = map[string]bool{"mmq8x4p": true, "mmq8x4l": true, "mmq8x4n": true}
 
 // Prefetch reports whether variant v of family on t is an NVIDIA mma kernel that prefetches
 // its next K step into L1 (mmqPrefetch).
@@ -659,7 +658,7 @@ var mmqCompact = map[string]bool{"mmq8c": true, "mmq8cz": true}
 // processes; TOPS at 512 / 2048 tokens): IQ2_XS 154.9–155.7 / 157.6–157.9 → 156.4–157.0 /
 // 160.0–160.3, IQ1_M 160.0–160.7 / 165.1–165.5 → 160.9–161.8 / 165.8–166.2; every run above
 // every mmq8x4l run, so kept (mmq8x4l stays built as its baseline).
-var mmqNoZero = map[string]bool{"mmq8cz": true, "mmq8x4n": true, "mmq8x4s": true}
+var mmqNoZero = map[string]bool{"mmq8cz": true, "mmq8x4n": true}
 
 // mmqCTypes are family mmq8c's weight types, mmqCZTypes family mmq8cz's: each unit type
 // (strata_mmq_unit: multipliers 1, no mins) in the family that was fastest for it (table
@@ -702,7 +701,7 @@ func (v Variant) NoZero(family string, t Target) bool {
 // and 165.3–165.4 at 2048). mmq8x4n (bench/results/2026-11-30-iq2-s9) is mmq8x4l without the
 // edge zeroing and the segment d's selects: +1 % over it in every run. mmq8x4p stays built as
 // the baseline.
-var mmqPlanes = map[string]bool{"mmq8x4l": true, "mmq8x4n": true, "mmq8x4s": true}
+var mmqPlanes = map[string]bool{"mmq8x4l": true, "mmq8x4n": true}
 
 // mmqX4LTypes are family mmq8x4l's weight types: the 16-split types whose sub-scaled values
 // m·q have a small magnitude table per sub-scale (IQ2_XS: {8, 25, 43}·m, m ≤ 31; IQ1_M:
@@ -711,70 +710,10 @@ var mmqX4LTypes = []Value{{Name: "iq2xs"}, {Name: "iq1m"}}
 
 // QT is the C++ weight-type struct the mmq template instantiates variant v of family with on
 // t: strata_qt_<type>, or for a two-plane family (mmqPlanes) the mma core's plane form of the
-// type, strata_mmq_pl_<type> (strata_mmq_ps_<type> for the segment-layout family, mmqXS).
+// type, strata_mmq_pl_<type>.
 func (v Variant) QT(family string, t Target) string {
-	if t.IsNVIDIA() && v.Values["op"] == "mma" && mmqXS[family] {
-		return "strata_mmq_ps_" + v.Values["type"]
-	}
 	if t.IsNVIDIA() && v.Values["op"] == "mma" && mmqPlanes[family] {
 		return "strata_mmq_pl_" + v.Values["type"]
 	}
 	return "strata_qt_" + v.Values["type"]
 }
-
-// mmqXS names the two-plane family whose activations come in the segment layout and are
-// copied asynchronously (mmq_core.tmpl, "Segment-layout activations"; family mmq8x4s): per
-// token and 128-element segment 144 bytes [d as f32, 12 zero bytes, 128 int8 quants] in place
-// of its 4 Q8_1 blocks (the same x_row_blocks·36 bytes a token; x 16-byte aligned,
-// x_row_blocks a multiple of 4; parity/mmq.go mmqSegLayout), which cp.async copies straight
-// into the ldmatrix tile and d into xd, one step ahead, in two slots of dynamic shared memory.
-// The weights, K loop and fold are mmq8x4n's: the same values, its bounds.
-//
-// Why (bench/results/2026-11-30-iqa-s10): mmq8x4n (0.35 issued a scheduler cycle) stalls on
-// its staging's global loads (long scoreboard 3.90 cycles an instruction), six 16-byte
-// activation window loads and 36 selects a thread and K step of them; mmq8x4a copied the raw
-// Q8_1 blocks by cp.async and decoded them from shared memory: the long-scoreboard stalls
-// went (0.51) but the decode's shared loads (18 → 45 a warp and step) filled the MIO queue
-// and it lost 9–12 %. Here the activations need no decode at all.
-var mmqXS = map[string]bool{"mmq8x4s": true}
-
-// mmqPlaneTableBytes is the LDS of the two-plane forms' tables (strata_mmq_pl_<type>::lds:
-// grid selectors, sign selectors, 16-byte table words per sub-scale).
-var mmqPlaneTableBytes = map[string]int{"iq2xs": 512*4 + 128*4 + 16*16, "iq1m": 2048*4 + 8*16}
-
-// mmqXSBytes is the dynamic shared memory of a segment-layout kernel of typ and tile (struct
-// strata_mmq_ps_smem, checked by a static_assert in each kernel): the two-plane tiles
-// (planes h and l, activation slot 0, per-row base, per-token d slot 0, tables) and the
-// activation tile's and d's slot 1.
-func mmqXSBytes(typ string, bm, bn int) int {
-	pl := 2*bm*mmqKS + bn*mmqKS + 4*bm + 4*bn + mmqPlaneTableBytes[typ]
-	pl = (pl + 15) &^ 15
-	return pl + bn*mmqKS + 4*bn
-}
-
-// DynShared is the dynamic shared memory variant v of family needs on t (mmqXS), or 0. The
-// launch must pass it (gpu.Func.SetDynamicShared).
-func (v Variant) DynShared(family string, t Target) int {
-	if !t.IsNVIDIA() {
-		return 0
-	}
-	return MmqDynShared(family, v)
-}
-
-// MmqDynShared is the dynamic shared memory of family's variant v where it is built (NVIDIA
-// targets: the same size on each), or 0 for a kernel with static shared memory only.
-func MmqDynShared(family string, v Variant) int {
-	if v.Values["op"] != "mma" || !mmqXS[family] {
-		return 0
-	}
-	tile := mmqTiles[v.Values["tile"]]
-	return mmqXSBytes(v.Values["type"], tile[0], tile[1])
-}
-
-// MmqSegLayout reports whether family's kernels take their activations in the segment layout
-// (mmqXS) instead of Q8_1 blocks.
-func MmqSegLayout(family string) bool { return mmqXS[family] }
-
-// MmqDyn reports whether the family's NVIDIA kernels have dynamic shared memory (mmqXS); the
-// mmq template declares their shared array extern.
-func (s Spec) MmqDyn() bool { return mmqXS[s.Family] }

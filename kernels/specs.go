@@ -329,20 +329,6 @@ var Specs = []Spec{
 		Fits: mmqFits,
 	},
 	{
-		Family:   "mmq8x4s",
-		Template: "mmq",
-		Doc: "mmq8x4n whose activations come in the segment layout (NVIDIA mma.sync only): per token and 128-element " +
-			"segment 144 bytes [d as f32, 12 zero bytes, the 128 int8 quants] in place of its 4 Q8_1 blocks, which share " +
-			"one d (the same x_row_blocks·36 bytes a token; x 16-byte aligned, x_row_blocks a multiple of 4), copied by " +
-			"cp.async into a two-slot tile in dynamic shared memory one K step ahead; launch as mmq8 with the variant's " +
-			"dynamic shared memory (kernels.Variant.DynShared, 58–64 KB: gpu.Func.SetDynamicShared).",
-		Threads: 256,
-		Args:    mmqArgs,
-		// mmq8x4n's types (kernels/prefill.go, mmqPlanes, mmqXS).
-		Axes: []Axis{{Name: "type", Values: mmqX4LTypes}, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r64t128w8"}}}},
-		Fits: mmqFits,
-	},
-	{
 		Family:   "mmvq",
 		Template: "mmvq",
 		Doc: "y[z][c][r] = Σ_k W_z[r][k]·x_z[c][k] for 1..8 columns: Q8_1 activations and exact dot4 block dots with an f32 " +

@@ -90,16 +90,11 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 		return b
 	}
 	// q81Seg: activations quantized with one d per seg blocks (mmq8x4: kernels.MmqXSeg).
-	// A negative seg: -seg blocks a segment, rewritten in the segment layout (mmq8x4s:
-	// kernels.MmqSegLayout, mmqSegLayout).
 	q81Seg := func(rows, k, seg int) *gpu.Buffer {
 		x := activations(rng, rows, k)
 		xq := make([]byte, rows*k/32*36)
 		for r := 0; r < rows; r++ {
-			benchMust(t, quant.QuantizeQ8_1GPUSeg(x[r*k:(r+1)*k], xq[r*k/32*36:(r+1)*k/32*36], max(seg, -seg)))
-		}
-		if seg < 0 {
-			xq = mmqSegLayout(xq)
+			benchMust(t, quant.QuantizeQ8_1GPUSeg(x[r*k:(r+1)*k], xq[r*k/32*36:(r+1)*k/32*36], seg))
 		}
 		b := alloc(len(xq), false)
 		benchMust(t, dev.Upload(b.Ptr, xq))
@@ -135,13 +130,13 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 	}
 
 	// mmq at 4096 × 14336, and its 8-warp tiles (mmq8, NVIDIA; mmq8c and mmq8cz with compact
-	// scale tiles for Q2_0 and Q8_0; mmq8x4, mmq8x4p, mmq8x4l, mmq8x4n and mmq8x4s with their
-	// shared-d activations, mmq8x4s's in the segment layout) in the same table.
+	// scale tiles for Q2_0 and Q8_0; mmq8x4, mmq8x4p, mmq8x4l and mmq8x4n with their
+	// shared-d activations) in the same table.
 	rounds, err := strconv.Atoi(cmp.Or(os.Getenv("STRATA_BENCH_ROUNDS"), "1"))
 	if err != nil || rounds < 1 {
 		t.Fatalf("STRATA_BENCH_ROUNDS=%q: want a positive count", os.Getenv("STRATA_BENCH_ROUNDS"))
 	}
-	fams := []string{"mmq", "mmq8", "mmq8x4", "mmq8x4p", "mmq8x4l", "mmq8x4n", "mmq8x4s", "mmq8c", "mmq8cz"}
+	fams := []string{"mmq", "mmq8", "mmq8x4", "mmq8x4p", "mmq8x4l", "mmq8x4n", "mmq8c", "mmq8cz"}
 	for round := range rounds * len(fams) {
 		fam := fams[round%len(fams)]
 		co, ok := abi.Find(target, fam)
@@ -154,11 +149,7 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 		benchMust(t, err)
 		defer mod.Unload()
 		const rows, k = 4096, 14336
-		seg := kernels.MmqXSeg(fam)
-		if kernels.MmqSegLayout(fam) {
-			seg = -seg
-		}
-		x := q81Seg(2048, k, seg)
+		x := q81Seg(2048, k, kernels.MmqXSeg(fam))
 		y := alloc(4*2048*rows, false)
 		logf("%-26s %6s %10s %8s %8s", fam+" 4096x14336", "tokens", "median µs", "TOPS", "of mma")
 		spec, _ := kernels.LookupSpec(fam)
@@ -178,7 +169,6 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 			}
 			fn, err := mod.Func(v.Symbol)
 			benchMust(t, err)
-			benchMust(t, fn.SetDynamicShared(uint32(mmqDynShared(fam, v.Symbol)))) // mmq8x4s: its second slot (kernels.MmqDynShared)
 			for _, tokens := range []int{512, 2048} {
 				grid := gpu.Dim3{X: uint32((rows + bm - 1) / bm), Y: uint32((tokens + bn - 1) / bn), Z: 1}
 				n := 0

@@ -1,7 +1,6 @@
 package parity
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -107,16 +106,11 @@ var mmqXLISum = Bound{Name: "isum", Exact: true, Why: `
 // same integer segment sums from two weight planes (mmqX4LY); mmq8x4n is mmq8x4l whose staging
 // keeps edge jobs' loaded values (rows and tokens past the tile: their outputs are never
 // written) and stores the segment's d from another of its 4 blocks (the same d: mmqXSeg), so
-// every written output is mmq8x4l's bit for bit and its bounds are mmq8x4l's. mmq8x4s
-// (kernels/prefill.go mmqXS) is mmq8x4n whose activations come in the segment layout
-// (mmqSegLayout: the same quants and the segment's d, f16 widened to f32 exactly, rearranged)
-// and are copied into the same tiles by cp.async; its weight staging, K loop (mma chains,
-// 16·H + L, the fold and its order) are mmq8x4n's code, so every written output is
-// mmq8x4n's bit for bit: its bounds.
-var mmqSegY = map[string]Bound{"mmq8x4": mmqX4Y, "mmq8x4p": mmqX4Y, "mmq8x4l": mmqX4LY, "mmq8x4n": mmqX4LY, "mmq8x4s": mmqX4LY}
+// every written output is mmq8x4l's bit for bit and its bounds are mmq8x4l's.
+var mmqSegY = map[string]Bound{"mmq8x4": mmqX4Y, "mmq8x4p": mmqX4Y, "mmq8x4l": mmqX4LY, "mmq8x4n": mmqX4LY}
 
 // mmqSegISum is the isum bound of the shared-d families (mmqXISum unless listed).
-var mmqSegISum = map[string]Bound{"mmq8x4l": mmqXLISum, "mmq8x4n": mmqXLISum, "mmq8x4s": mmqXLISum}
+var mmqSegISum = map[string]Bound{"mmq8x4l": mmqXLISum, "mmq8x4n": mmqXLISum}
 
 // mmqTypes maps the "type" axis values of the int8 prefill families to quant types.
 var mmqTypes = map[string]quant.Type{
@@ -206,7 +200,7 @@ func init() {
 			Run:    runMmqFamily(fam),
 		})
 	}
-	for _, fam := range []string{"mmq8x4", "mmq8x4p", "mmq8x4l", "mmq8x4n", "mmq8x4s"} {
+	for _, fam := range []string{"mmq8x4", "mmq8x4p", "mmq8x4l", "mmq8x4n"} {
 		register(&Family{
 			Name:   fam,
 			Bounds: mmqBounds(fam),
@@ -237,18 +231,14 @@ func mmqK(t quant.Type, k int) int {
 }
 
 func newMmqInputs(t quant.Type, dims []int, rng *rand.Rand) (*mmqInputs, error) {
-	return newMmqInputsSeg(t, dims, 1, false, rng)
+	return newMmqInputsSeg(t, dims, 1, rng)
 }
 
 // newMmqInputsSeg is newMmqInputs with activations whose seg consecutive Q8_1 blocks of a
-// token share one d (quant.QuantizeQ8_1GPUSeg); layout: xq in the segment layout
-// (mmqSegLayout; the padding of the activation stride then whole segments).
-func newMmqInputsSeg(t quant.Type, dims []int, seg int, layout bool, rng *rand.Rand) (*mmqInputs, error) {
+// token share one d (quant.QuantizeQ8_1GPUSeg).
+func newMmqInputsSeg(t quant.Type, dims []int, seg int, rng *rand.Rand) (*mmqInputs, error) {
 	in := &mmqInputs{t: t, rows: dims[0], tokens: dims[1], k: mmqK(t, dims[2])}
 	in.rowBlocks = in.k/32 + rng.IntN(2) // sometimes a padded activation stride
-	if layout {
-		in.rowBlocks = in.k/32 + 4*rng.IntN(2)
-	}
 	in.ldy = in.rows + rng.IntN(3)
 	rb, err := t.RowBytes(in.k)
 	if err != nil {
@@ -274,9 +264,6 @@ func newMmqInputsSeg(t quant.Type, dims []int, seg int, layout bool, rng *rand.R
 		return nil, err
 	}
 	in.xi = newQ81Rows(in.xq, in.tokens, in.k, in.rowBlocks)
-	if layout {
-		in.xq = mmqSegLayout(in.xq)
-	}
 	in.hook = rng.IntN(in.k / 32)
 	if rng.IntN(2) == 0 {
 		in.hook = in.k/32 - 1 // the last group: the ragged K step
@@ -325,35 +312,6 @@ func mmqVariant(family, symbol string) (t quant.Type, bm, bn int, err error) {
 		return 0, 0, 0, fmt.Errorf("%s: tile: %w", symbol, err)
 	}
 	return t, bm, bn, nil
-}
-
-// mmqDynShared is the dynamic shared memory of family's variant whose symbol is symbol
-// (kernels.MmqDynShared; 0 for every family but mmq8x4s).
-func mmqDynShared(family, symbol string) int {
-	spec, _ := kernels.LookupSpec(family)
-	for _, v := range spec.AllVariants() {
-		if spec.Symbol(v) == symbol {
-			return kernels.MmqDynShared(family, v)
-		}
-	}
-	return 0
-}
-
-// mmqSegLayout rewrites Q8_1 activations whose 4 blocks of each 128-element segment share one
-// d (quant.QuantizeQ8_1GPUSeg with 4; rows a whole number of segments) into family mmq8x4s's
-// segment layout (kernels/prefill.go mmqXS): each 144 bytes [d, s, 32 quants] × 4 become
-// [block 0's d as f32 (little-endian; f16 → f32 is exact), 12 zero bytes, the 4 blocks' 128
-// quants in order]. The blocks' s (d·Σq) is dropped: the family's types have no mins.
-func mmqSegLayout(xq []byte) []byte {
-	out := make([]byte, len(xq))
-	for o := 0; o+144 <= len(xq); o += 144 {
-		d := quant.F16ToF32(binary.LittleEndian.Uint16(xq[o:]))
-		binary.LittleEndian.PutUint32(out[o:], math.Float32bits(d))
-		for b := 0; b < 4; b++ {
-			copy(out[o+16+32*b:o+16+32*(b+1)], xq[o+36*b+4:o+36*b+36])
-		}
-	}
-	return out
 }
 
 // mmqTile parses a tile value "r<BM>t<BN>".
@@ -420,10 +378,7 @@ func runMmqOf(family string, h *Harness, symbol string, c Case, bounds []Bound, 
 	if err != nil {
 		return Outcome{}, err
 	}
-	if err := fn.SetDynamicShared(uint32(mmqDynShared(family, symbol))); err != nil {
-		return Outcome{}, err
-	}
-	in, err := newMmqInputsSeg(t, c.Dims, kernels.MmqXSeg(family), kernels.MmqSegLayout(family), rng)
+	in, err := newMmqInputsSeg(t, c.Dims, kernels.MmqXSeg(family), rng)
 	if err != nil {
 		return Outcome{}, err
 	}
