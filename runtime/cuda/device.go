@@ -72,17 +72,6 @@ func (d *device) call(name, object string, fn uintptr, args ...uintptr) error {
 
 func (d *device) Info() gpu.DeviceInfo { return d.info }
 
-// device allows functions more than 48 KiB of dynamic shared memory (gpu.Func.SetDynamicShared).
-var _ gpu.SharedAllower = (*device)(nil)
-
-// funcAttrMaxDynamicShared is CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES.
-const funcAttrMaxDynamicShared = 8
-
-// AllowShared lets fn be launched with up to bytes of dynamic shared memory.
-func (d *device) AllowShared(fn uintptr, bytes uint32, symbol string) error {
-	return d.call("cuFuncSetAttribute", symbol, d.l.cuFuncSetAttribute, fn, funcAttrMaxDynamicShared, uintptr(bytes))
-}
-
 func (d *device) Close() error {
 	if d.selftestMod != 0 {
 		_ = d.call("cuModuleUnload", "selftest", d.l.cuModuleUnload, d.selftestMod)

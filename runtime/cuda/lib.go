@@ -33,7 +33,6 @@ type lib struct {
 	cuModuleUnload      uintptr // CUresult cuModuleUnload(CUmodule m)
 	cuModuleGetFunction uintptr // CUresult cuModuleGetFunction(CUfunction* f, CUmodule m, const char* name)
 	cuLaunchKernel      uintptr // CUresult cuLaunchKernel(CUfunction f, unsigned gx, gy, gz, bx, by, bz, unsigned shmem, CUstream s, void** params, void** extra)
-	cuFuncSetAttribute  uintptr // CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v) — since CUDA 9
 
 	cuMemAlloc          uintptr // cuMemAlloc_v2: CUresult (CUdeviceptr* p, size_t n)
 	cuMemFree           uintptr // cuMemFree_v2: CUresult (CUdeviceptr p)
@@ -77,7 +76,7 @@ type binding struct {
 }
 
 // symbols lists every binding. All are required: the CUDA driver has exported each of
-// them since CUDA 4 (gpu-abi.md §9), cuFuncSetAttribute since CUDA 9.
+// them since CUDA 4 (gpu-abi.md §9).
 func (l *lib) symbols() []binding {
 	return []binding{
 		{"cuInit", &l.cuInit},
@@ -98,7 +97,6 @@ func (l *lib) symbols() []binding {
 		{"cuModuleUnload", &l.cuModuleUnload},
 		{"cuModuleGetFunction", &l.cuModuleGetFunction},
 		{"cuLaunchKernel", &l.cuLaunchKernel},
-		{"cuFuncSetAttribute", &l.cuFuncSetAttribute},
 		{"cuMemAlloc_v2", &l.cuMemAlloc},
 		{"cuMemFree_v2", &l.cuMemFree},
 		{"cuMemcpyHtoD_v2", &l.cuMemcpyHtoD},

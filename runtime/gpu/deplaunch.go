@@ -49,7 +49,7 @@ func (l *Launcher) LaunchDep(f *Func, grid, block Dim3, args []byte) (dep bool, 
 	}
 	dd := l.dev.drv.(DepLaunchDriver)
 	err = l.launchBound(f, grid, block, args, func() error {
-		return dd.LaunchBoundDep(f.h, grid, block, f.shmem.Load(), l.s.h, args, f.symbol)
+		return dd.LaunchBoundDep(f.h, grid, block, 0, l.s.h, args, f.symbol)
 	})
 	return err == nil, err
 }

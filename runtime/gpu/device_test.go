@@ -10,11 +10,10 @@ import (
 // fakeDriver is an in-memory Driver: enough to test the policy package gpu adds on
 // top of a backend (budget, poisoning, argument checks, the mapping proof).
 type fakeDriver struct {
-	next      DevPtr
-	free      uint64
-	calls     int
-	failWith  error  // returned by the next Launch
-	lastShmem uint32 // dynamic shared bytes of the last Launch
+	next     DevPtr
+	free     uint64
+	calls    int
+	failWith error // returned by the next Launch
 	// alias behaviour for the mapping proof
 	aliasOffset uintptr // 0: alias equals host address
 	fillWorks   bool
@@ -76,9 +75,8 @@ func (f *fakeDriver) FillWords(dst DevPtr, words int, v uint32) error {
 func (f *fakeDriver) LoadModule([]byte, string) (uintptr, error) { f.calls++; return 1, nil }
 func (f *fakeDriver) UnloadModule(uintptr) error                 { f.calls++; return nil }
 func (f *fakeDriver) Function(uintptr, string) (uintptr, error)  { f.calls++; return 2, nil }
-func (f *fakeDriver) Launch(_ uintptr, _, _ Dim3, shmem uint32, _ uintptr, args []byte, sym string) error {
+func (f *fakeDriver) Launch(_ uintptr, _, _ Dim3, _ uint32, _ uintptr, args []byte, sym string) error {
 	f.calls++
-	f.lastShmem = shmem
 	if sym == "probe" { // a mapping-probe kernel: struct { u64 p; u32 n; u32 v }
 		p := DevPtr(binary.LittleEndian.Uint64(args))
 		n, v := binary.LittleEndian.Uint32(args[8:]), binary.LittleEndian.Uint32(args[12:])
@@ -232,50 +230,4 @@ func TestErrorFormat(t *testing.T) {
 	require.True(t, errors.Is(&Error{Code: 2}, ErrOutOfMemory))
 	require.True(t, errors.Is(&Error{Code: 719}, ErrDeviceFault))
 	require.True(t, !errors.Is(&Error{Code: 1}, ErrDeviceFault))
-}
-
-// allowFake is the fake driver with SharedAllower: it records the allowances asked.
-type allowFake struct {
-	*fakeDriver
-	allowed map[uintptr]uint32
-}
-
-func (a *allowFake) AllowShared(fn uintptr, bytes uint32, _ string) error {
-	a.allowed[fn] = bytes
-	return nil
-}
-
-func TestDynamicShared(t *testing.T) {
-	one := Dim3{1, 1, 1}
-	t.Run("floor", func(t *testing.T) {
-		f := &allowFake{newFake(), map[uintptr]uint32{}}
-		d := NewDevice(f)
-		m, _ := d.LoadModule(CodeObject{Name: "fk_1/x", Target: "fk_1", Image: []byte("x")})
-		fn, _ := m.Func("strata_x")
-		require.NoError(t, fn.Launch(nil, one, one, 100, nil))
-		require.Equal(t, uint32(100), f.lastShmem, "no floor: the caller's bytes")
-		require.NoError(t, fn.SetDynamicShared(40<<10))
-		require.Equal(t, 0, len(f.allowed), "48 KiB and less need no allowance")
-		require.NoError(t, fn.SetDynamicShared(90<<10))
-		require.Equal(t, map[uintptr]uint32{2: 90 << 10}, f.allowed)
-		require.Equal(t, uint32(90<<10), fn.DynamicShared())
-		require.NoError(t, fn.Launch(nil, one, one, 0, nil))
-		require.Equal(t, uint32(90<<10), f.lastShmem, "the floor")
-		require.NoError(t, fn.Launch(nil, one, one, 100<<10, nil))
-		require.Equal(t, uint32(100<<10), f.lastShmem, "more than the floor")
-		ln := d.NewLauncher(nil)
-		require.NoError(t, ln.Begin())
-		require.NoError(t, ln.Launch(fn, one, one, nil))
-		ln.End()
-		require.Equal(t, uint32(90<<10), f.lastShmem, "a bound launch passes the floor")
-	})
-	t.Run("no allower", func(t *testing.T) {
-		f := newFake()
-		d := NewDevice(f)
-		m, _ := d.LoadModule(CodeObject{Name: "fk_1/x", Target: "fk_1", Image: []byte("x")})
-		fn, _ := m.Func("strata_x")
-		require.NoError(t, fn.SetDynamicShared(DynSharedDefault))
-		require.ErrorContains(t, fn.SetDynamicShared(DynSharedDefault+1), "allows no function more than")
-		require.Equal(t, uint32(DynSharedDefault), fn.DynamicShared(), "a refused size leaves the floor")
-	})
 }

@@ -180,7 +180,7 @@ func (g *Graph) Set(i int, f *Func, grid, block Dim3, args []byte) (changed bool
 	}
 	gd := g.l.dev.drv.(GraphDriver)
 	if err := g.l.dev.do(func() error {
-		return gd.GraphSetKernel(g.exec, k.node, f.h, grid, block, f.shmem.Load(), args, f.symbol)
+		return gd.GraphSetKernel(g.exec, k.node, f.h, grid, block, 0, args, f.symbol)
 	}); err != nil {
 		return false, err
 	}

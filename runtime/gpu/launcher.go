@@ -70,14 +70,14 @@ func (l *Launcher) End() {
 	}
 }
 
-// Launch runs f on the Launcher's stream with grid blocks of block threads and the dynamic
-// shared memory SetDynamicShared gave f (0 by default). args is copied during the call.
+// Launch runs f on the Launcher's stream with grid blocks of block threads and no dynamic
+// shared memory. args is copied during the call.
 func (l *Launcher) Launch(f *Func, grid, block Dim3, args []byte) error {
 	if !l.bound {
 		return f.Launch(l.s, grid, block, 0, args)
 	}
 	return l.launchBound(f, grid, block, args, func() error {
-		return l.bd.LaunchBound(f.h, grid, block, f.shmem.Load(), l.s.handle(), args, f.symbol)
+		return l.bd.LaunchBound(f.h, grid, block, 0, l.s.handle(), args, f.symbol)
 	})
 }
 

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 )
 
@@ -31,7 +30,6 @@ type Func struct {
 	mod    *Module
 	symbol string
 	h      uintptr
-	shmem  atomic.Uint32 // dynamic shared memory every launch passes at least (SetDynamicShared)
 }
 
 // LoadModule checks that co was built for this device's arch, then loads it. A target
@@ -104,43 +102,6 @@ func (m *Module) Unload() error {
 // Symbol is the kernel's name.
 func (f *Func) Symbol() string { return f.symbol }
 
-// DynSharedDefault is the dynamic shared memory any function may be launched with; beyond
-// it the driver must first allow the function its size (SharedAllower).
-const DynSharedDefault = 48 << 10
-
-// SharedAllower is a Driver that allows one function more than DynSharedDefault bytes of
-// dynamic shared memory (CUDA: cuFuncSetAttribute with
-// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, docs/gpu-abi.md); without it a launch
-// asking for more fails.
-type SharedAllower interface {
-	AllowShared(fn uintptr, bytes uint32, symbol string) error
-}
-
-// SetDynamicShared makes every later launch of f pass at least n bytes of dynamic shared
-// memory: for kernels whose shared array is extern (its size a property of the kernel, e.g.
-// the asynchronous mmq family mmq8x4a: kernels.Variant.DynShared), so that Launch,
-// Launcher.Launch, LaunchDep and graph updates need not know which. More than
-// DynSharedDefault bytes are allowed here, once, through the driver (SharedAllower); a
-// driver without it refuses them. The allowance belongs to f's handle, so it ends with its
-// module.
-func (f *Func) SetDynamicShared(n uint32) error {
-	if n > DynSharedDefault {
-		d := f.mod.dev
-		a, ok := d.drv.(SharedAllower)
-		if !ok {
-			return fmt.Errorf("gpu: %s: %d bytes of dynamic shared memory: this driver allows no function more than %d", f.symbol, n, DynSharedDefault)
-		}
-		if err := d.do(func() error { return a.AllowShared(f.h, n, f.symbol) }); err != nil {
-			return err
-		}
-	}
-	f.shmem.Store(n)
-	return nil
-}
-
-// DynamicShared is the floor SetDynamicShared set (0 by default).
-func (f *Func) DynamicShared() uint32 { return f.shmem.Load() }
-
 // checkDims refuses a grid or block with a zero dimension.
 func (f *Func) checkDims(grid, block Dim3) error {
 	if grid.X == 0 || grid.Y == 0 || grid.Z == 0 || block.X == 0 || block.Y == 0 || block.Z == 0 {
@@ -150,14 +111,12 @@ func (f *Func) checkDims(grid, block Dim3) error {
 }
 
 // Launch runs the kernel on stream s (nil: the default stream) with grid blocks of
-// block threads and max(shmem, SetDynamicShared's n) bytes of dynamic shared memory. args
-// is the packed argument struct (see Args); the launch copies it, so the caller may reuse
-// it at once.
+// block threads and shmem bytes of dynamic shared memory. args is the packed argument
+// struct (see Args); the launch copies it, so the caller may reuse it at once.
 func (f *Func) Launch(s *Stream, grid, block Dim3, shmem uint32, args []byte) error {
 	if err := f.checkDims(grid, block); err != nil {
 		return err
 	}
-	shmem = max(shmem, f.shmem.Load())
 	d := f.mod.dev
 	err := d.do(func() error { return d.drv.Launch(f.h, grid, block, shmem, s.handle(), args, f.symbol) })
 	if err != nil {
