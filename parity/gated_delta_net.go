@@ -95,6 +95,24 @@ var gdnBits = Bound{Name: "bits", Exact: true, Why: `
 		first, then out, one report) must be bitwise recurrent's (recurrentsig's for
 		gnormsig).`}
 
+// recurrentq: recurrent that also writes each out row as Q8_1 blocks.
+var (
+	gdnQBits = Bound{Name: "bits", Exact: true, Why: `
+		recurrentq is recurrent's template instance with one addition after each out store:
+		the wave's 32 stored values go through quantize_q8_1's statements into oq. Nothing
+		computed before the store changes (the same statements in the same order; the out
+		value is a product of products, with no sum the compiler could contract another
+		way), so the final state and every output (state first, then out, one report) must
+		be bitwise recurrent's, run on copies of the same inputs.`}
+	gdnOq = Bound{Name: "oq", Exact: true, Why: `
+		The Q8_1 blocks must equal quant.QuantizeQ8_1GPU applied to the kernel's own f32
+		out (the values it also stores; dv a multiple of 32, so a head's row is whole
+		blocks and the t·nv rows one flat array): the same butterfly order, f32 division,
+		roundf and fp16 RNE as quantize_q8_1, whose bytes are exact
+		(quantize_q8_1/f32/bytes). How far out is from float64 is the out check's
+		business.`}
+)
+
 // gdnShape is one case: Dims T, T1 (tokens of a first call; 0 = one call), nk, nv, dk,
 // dv, gates (0 drawn, 1 saturating at 0 and 1), state0 (0 zeros, 1 drawn).
 type gdnShape struct{ T, T1, nk, nv, dk, dv, sat, state0 int }
@@ -114,6 +132,7 @@ func init() {
 			"recurrent": {gdnState, gdnOut}, "recurrentsig": {gdnState, gdnOut},
 			"chunk": {gdnChunkState, gdnChunkOut}, "scan": {gdnChunkState, gdnChunkOut},
 			"recsplit": {gdnState, gdnOut, gdnBits}, "gnorm": {gdnState, gdnOut, gdnBits}, "gnormsig": {gdnState, gdnOut, gdnBits},
+			"recurrentq": {gdnState, gdnOut, gdnQBits, gdnOq},
 		},
 		Applies: gdnApplies,
 		Cases: []Case{
