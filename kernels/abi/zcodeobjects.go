@@ -178,6 +178,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrentq",
 		Symbol: "strata_gated_delta_net_recurrentq",
+	}, {
+		Name:   "recurrentcq",
+		Symbol: "strata_gated_delta_net_recurrentcq",
 	}},
 	Vendor: "amd",
 }, {
@@ -620,6 +623,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrentq",
 		Symbol: "strata_gated_delta_net_recurrentq",
+	}, {
+		Name:   "recurrentcq",
+		Symbol: "strata_gated_delta_net_recurrentcq",
 	}},
 	Vendor: "amd",
 }, {
@@ -1113,6 +1119,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrentq",
 		Symbol: "strata_gated_delta_net_recurrentq",
+	}, {
+		Name:   "recurrentcq",
+		Symbol: "strata_gated_delta_net_recurrentcq",
 	}},
 	Vendor: "amd",
 }, {
@@ -1606,6 +1615,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrentq",
 		Symbol: "strata_gated_delta_net_recurrentq",
+	}, {
+		Name:   "recurrentcq",
+		Symbol: "strata_gated_delta_net_recurrentcq",
 	}},
 	Vendor: "amd",
 }, {
@@ -2099,6 +2111,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrentq",
 		Symbol: "strata_gated_delta_net_recurrentq",
+	}, {
+		Name:   "recurrentcq",
+		Symbol: "strata_gated_delta_net_recurrentcq",
 	}},
 	Vendor: "amd",
 }, {
@@ -2592,6 +2607,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrentq",
 		Symbol: "strata_gated_delta_net_recurrentq",
+	}, {
+		Name:   "recurrentcq",
+		Symbol: "strata_gated_delta_net_recurrentcq",
 	}},
 	Vendor: "amd",
 }, {
@@ -3091,6 +3109,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrentq",
 		Symbol: "strata_gated_delta_net_recurrentq",
+	}, {
+		Name:   "recurrentcq",
+		Symbol: "strata_gated_delta_net_recurrentcq",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4403,6 +4424,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrentq",
 		Symbol: "strata_gated_delta_net_recurrentq",
+	}, {
+		Name:   "recurrentcq",
+		Symbol: "strata_gated_delta_net_recurrentcq",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -5715,6 +5739,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrentq",
 		Symbol: "strata_gated_delta_net_recurrentq",
+	}, {
+		Name:   "recurrentcq",
+		Symbol: "strata_gated_delta_net_recurrentcq",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -7027,6 +7054,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrentq",
 		Symbol: "strata_gated_delta_net_recurrentq",
+	}, {
+		Name:   "recurrentcq",
+		Symbol: "strata_gated_delta_net_recurrentcq",
 	}},
 	Vendor: "nvidia",
 }, {
