@@ -928,18 +928,6 @@ func (m *emu) deltaNet(stage string, grid rt.Dim3, a abi.GatedDeltaNetArgs) {
 			m.gatedNorm(a, row*dv, out, z, nw, sig)
 		}
 		return
-	case "recurrentcq": // conv (its xc into a scratch copy of the rows), then recurrentq on it
-		if want := (rt.Dim3{X: uint32(nv), Y: 1, Z: 1}); grid != want {
-			m.fail("gated_delta_net %s launched with grid %v, want %v", stage, grid, want)
-		}
-		const scratch = rt.DevPtr(1 << 60) // the emulator's own, outside every device allocation
-		m.alloc(scratch, uintptr(4*T*C))
-		defer m.free(scratch)
-		ca := a
-		ca.Xc = uint64(scratch)
-		m.deltaNet("conv", rt.Dim3{X: uint32((C + 511) / 512), Y: uint32(min(T, 65535)), Z: 1}, ca)
-		m.deltaNet("recurrentq", grid, ca)
-		return
 	case "recurrent", "recurrentq":
 	default:
 		m.fail("gated_delta_net: stage %q not emulated", stage)

@@ -786,10 +786,9 @@ func (e *Engine) deltaNet(l *gLayer) error {
 	}
 	if e.gdnQ81() {
 		// recurrentq: the recurrence (recurrent's bits) also writes o as the Q8_1 blocks
-		// wout's mmvq reads, so no quantize_q8_1 launch sits between them; recurrentcq
-		// also computes its inputs by conv's statements, so no conv launch either.
+		// wout's mmvq reads, so no quantize_q8_1 launch sits between them.
 		oq := m.Ptr(bufOQ)
-		if err := e.gatedDeltaNetQ(l, qkv, xc, z, ba, o, oq, e.gdnConv()); err != nil {
+		if err := e.gatedDeltaNetQ(l, qkv, xc, z, ba, o, oq); err != nil {
 			return err
 		}
 		return e.mmvq(l.wout, oq, o, m.Ptr(bufProj))
@@ -804,17 +803,6 @@ func (e *Engine) deltaNet(l *gLayer) error {
 // by the recurrence), unless Options.NoGdnQ81 or a value head whose width is not whole
 // Q8_1 blocks.
 func (e *Engine) gdnQ81() bool { return !e.noGdnQ81 && e.kRecQ != nil && e.cfg.LinVDim%32 == 0 }
-
-// gdnConv: with gdnQ81, the decode delta-net's conv is folded into the recurrence
-// (recurrentcq), unless Options.NoGdnConv.
-func (e *Engine) gdnConv() bool { return e.gdnQ81() && !e.noGdnConv && e.kRecCQ != nil }
-
-// SetGdnConv sets Options.NoGdnConv to !on on a loaded engine, between tokens, for a
-// comparison on one engine (each path captures its own graphs: graphKey).
-func (e *Engine) SetGdnConv(on bool) {
-	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
-	e.noGdnConv = !on
-}
 
 // SetGdnQ81 sets Options.NoGdnQ81 to !on on a loaded engine, between tokens, for a
 // comparison on one engine (each path captures its own graphs: graphKey).
@@ -832,18 +820,17 @@ func (e *Engine) SetGdnQ81(on bool) {
 // gnorm (the gated norm over the T·nv rows, in place), bitwise the same as recurrent,
 // unless Options.OldDeltaNet.
 func (e *Engine) gatedDeltaNet(l *gLayer, qkv, xc, z, ba, o rt.DevPtr, T int) error {
-	return e.gdnLaunch(l, qkv, xc, z, ba, o, 0, false, T)
+	return e.gdnLaunch(l, qkv, xc, z, ba, o, 0, T)
 }
 
 // gatedDeltaNetQ is gatedDeltaNet's decode step (T = 1) through recurrentq: o also as Q8_1
-// blocks at oq; with conv, through recurrentcq (no conv launch, xc not written).
-func (e *Engine) gatedDeltaNetQ(l *gLayer, qkv, xc, z, ba, o, oq rt.DevPtr, conv bool) error {
-	return e.gdnLaunch(l, qkv, xc, z, ba, o, oq, conv, 1)
+// blocks at oq.
+func (e *Engine) gatedDeltaNetQ(l *gLayer, qkv, xc, z, ba, o, oq rt.DevPtr) error {
+	return e.gdnLaunch(l, qkv, xc, z, ba, o, oq, 1)
 }
 
-// gdnLaunch is gatedDeltaNet, the recurrence through recurrentq when oq is set (T = 1),
-// recurrentcq when conv is set too.
-func (e *Engine) gdnLaunch(l *gLayer, qkv, xc, z, ba, o, oq rt.DevPtr, conv bool, T int) error {
+// gdnLaunch is gatedDeltaNet, the recurrence through recurrentq when oq is set (T = 1).
+func (e *Engine) gdnLaunch(l *gLayer, qkv, xc, z, ba, o, oq rt.DevPtr, T int) error {
 	c := &e.cfg
 	C := 2*c.LinKHeads*c.LinKDim + c.LinVHeads*c.LinVDim
 	cs := uintptr(4 * (c.ConvKernel - 1) * C)
@@ -855,9 +842,6 @@ func (e *Engine) gdnLaunch(l *gLayer, qkv, xc, z, ba, o, oq rt.DevPtr, conv bool
 		Z: uint64(z), Ba: uint64(ba), SsmA: uint64(l.ssmA), DtBias: uint64(l.dtBias), State: uint64(l.state.Add(2 * cs)),
 		NormW: uint64(l.ssmNorm), O: uint64(o), T: int32(T), C: int32(C), Nk: int32(c.LinKHeads), Nv: int32(c.LinVHeads),
 		Dk: int32(c.LinKDim), Dv: int32(c.LinVDim), Eps: c.Eps, Oq: uint64(oq)}
-	if oq != 0 && conv {
-		return e.launchK(e.kRecCQ, dim(uint32(c.LinVHeads)), abi.GatedDeltaNetThreads, rt.Args(&a))
-	}
 	if err := e.launchK(e.kConv, rt.Dim3{X: blocks(C, abi.GatedDeltaNetThreads), Y: uint32(min(T, 65535)), Z: 1}, abi.GatedDeltaNetThreads, rt.Args(&a)); err != nil {
 		return err
 	}

@@ -6,20 +6,20 @@ import (
 	"github.com/strata-hip/strata/kernels/abi"
 )
 
-// TestEngineGdnQ81: the decode delta-net's output through gated_delta_net/recurrentq
-// (Options.NoGdnConv) computes the same bits as through recurrent and a quantize_q8_1 launch
+// TestEngineGdnQ81: the decode delta-net's output through gated_delta_net/recurrentq (the
+// default) computes the same bits as through recurrent and a quantize_q8_1 launch
 // (Options.NoGdnQ81) — the emulator renders recurrentq as recurrent then the same Q8_1
 // quantizer — with one launch fewer per delta-net layer and token, in plain launches and
 // in graphs; one engine switched between the two paths every step (Engine.SetGdnQ81)
 // captures a graph per path, computes the same bits again and runs each kernel where its
-// path was set. TestEngineGdnConv takes the default, recurrentcq, on from there.
+// path was set.
 func TestEngineGdnQ81(t *testing.T) {
 	const steps = 8
 	old := runGraph(t, "tiny-next", Options{NoGraph: true, NoGdnQ81: true}, nil, steps, true, false)
 	if old.err != nil {
 		t.Fatal(old.err)
 	}
-	neu := runGraph(t, "tiny-next", Options{NoGraph: true, NoGdnConv: true}, nil, steps, true, false)
+	neu := runGraph(t, "tiny-next", Options{NoGraph: true}, nil, steps, true, false)
 	if neu.err != nil {
 		t.Fatal(neu.err)
 	}
@@ -47,7 +47,7 @@ func TestEngineGdnQ81(t *testing.T) {
 		t.Errorf("%d launches fewer with recurrentq, want %d", d, rec*tokens)
 	}
 	// Graphs (no ahead walk) on both paths.
-	for _, o := range []Options{{NoGdnConv: true}, {NoGdnQ81: true}} {
+	for _, o := range []Options{{}, {NoGdnQ81: true}} {
 		g := runGraph(t, "tiny-next", o, nil, steps, false, true)
 		if g.err != nil {
 			t.Fatal(g.err)
@@ -55,7 +55,7 @@ func TestEngineGdnQ81(t *testing.T) {
 		sameLogits(t, "graphs", g.logs, old.logs)
 	}
 	// One engine, the path switched before every step.
-	sw := runGraph(t, "tiny-next", Options{NoGdnConv: true}, nil, 0, false, false)
+	sw := runGraph(t, "tiny-next", Options{}, nil, 0, false, false)
 	if sw.err != nil {
 		t.Fatal(sw.err)
 	}
@@ -77,72 +77,6 @@ func TestEngineGdnQ81(t *testing.T) {
 	}
 	newTok, oldTok := 7+(steps-1)/2, steps/2
 	for sym, want := range map[string]int{abi.SymGatedDeltaNetRecurrentq: newTok, abi.SymGatedDeltaNetRecurrent: oldTok} {
-		if got := sw.fake.launches[sym]; got != want*rec {
-			t.Errorf("switched engine: %d launches of %s, want %d (%d tokens × %d delta-net layers)", got, sym, want*rec, want, rec)
-		}
-	}
-	t.Logf("%d delta-net layers; launches %d → %d over %d tokens", rec, old.eng.Stats().Launches, neu.eng.Stats().Launches, tokens)
-}
-
-// TestEngineGdnConv: the default decode delta-net, gated_delta_net/recurrentcq (conv folded
-// into recurrentq), computes the same bits as conv then recurrentq (Options.NoGdnConv) with
-// one launch fewer per delta-net layer and token (no conv launch; the prompt's steps too),
-// in plain launches and in graphs, and an engine switched between the two every step
-// (Engine.SetGdnConv) runs each where it was set and gives the same bits again.
-func TestEngineGdnConv(t *testing.T) {
-	const steps = 8
-	old := runGraph(t, "tiny-next", Options{NoGraph: true, NoGdnConv: true}, nil, steps, true, false)
-	if old.err != nil {
-		t.Fatal(old.err)
-	}
-	neu := runGraph(t, "tiny-next", Options{NoGraph: true}, nil, steps, true, false)
-	if neu.err != nil {
-		t.Fatal(neu.err)
-	}
-	sameLogits(t, "recurrentcq against conv + recurrentq", neu.logs, old.logs)
-	rec := 0
-	for _, l := range neu.eng.layers {
-		if l.recurrent {
-			rec++
-		}
-	}
-	tokens := 7 + steps
-	if got, want := neu.fake.launches[abi.SymGatedDeltaNetRecurrentcq], rec*tokens; got != want || neu.fake.launches[abi.SymGatedDeltaNetRecurrentq] != 0 {
-		t.Errorf("new path: %d recurrentcq launches (want %d), %d recurrentq (want 0)", got, want, neu.fake.launches[abi.SymGatedDeltaNetRecurrentq])
-	}
-	if d := old.fake.launches[abi.SymGatedDeltaNetConv] - neu.fake.launches[abi.SymGatedDeltaNetConv]; d != rec*tokens {
-		t.Errorf("conv launches: %d fewer with recurrentcq, want %d", d, rec*tokens)
-	}
-	if d := old.eng.Stats().Launches - neu.eng.Stats().Launches; d != int64(rec*tokens) {
-		t.Errorf("%d launches fewer with recurrentcq, want %d", d, rec*tokens)
-	}
-	g := runGraph(t, "tiny-next", Options{}, nil, steps, false, true)
-	if g.err != nil {
-		t.Fatal(g.err)
-	}
-	sameLogits(t, "graphs", g.logs, old.logs)
-	sw := runGraph(t, "tiny-next", Options{}, nil, 0, false, false)
-	if sw.err != nil {
-		t.Fatal(sw.err)
-	}
-	l := old.logs[0]
-	for i := 1; i < steps; i++ {
-		sw.eng.SetGdnConv(i%2 == 0)
-		got, err := sw.eng.Forward([]int32{argmaxF(l)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sameLogits(t, "switched engine", [][]float32{got}, [][]float32{old.logs[i]})
-		l = got
-	}
-	if sw.fake.emu.err != nil {
-		t.Fatal(sw.fake.emu.err)
-	}
-	if s := sw.eng.Stats(); s.Graphs != 7+steps-1 || sw.eng.GraphErr() != nil {
-		t.Errorf("switched engine: %d graph launches (want %d), %d captures, error %v", s.Graphs, 7+steps-1, s.Captures, sw.eng.GraphErr())
-	}
-	newTok, oldTok := 7+(steps-1)/2, steps/2
-	for sym, want := range map[string]int{abi.SymGatedDeltaNetRecurrentcq: newTok, abi.SymGatedDeltaNetRecurrentq: oldTok} {
 		if got := sw.fake.launches[sym]; got != want*rec {
 			t.Errorf("switched engine: %d launches of %s, want %d (%d tokens × %d delta-net layers)", got, sym, want*rec, want, rec)
 		}
