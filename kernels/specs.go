@@ -186,15 +186,14 @@ var Specs = []Spec{
 			"(grid (nv, ceil(dv/32), 1)) is recurrent's prefill over column slices of 32, one barrier a token, o written before " +
 			"the norm (bitwise recurrent's), then gnorm / gnormsig (grid (ceil(t·nv/4), 1, 1)) the gated RMSNorm in place on o; " +
 			"recurrentq is recurrent that also writes o as Q8_1 blocks (quantize_q8_1's bytes; dv a multiple of 32), so the " +
-			"output projection needs no quantize launch; recurrentcq is recurrentq with conv folded in (q, k, v computed " +
-			"from x, conv_in, conv_w as conv does, conv_out written, xc unused); " +
+			"output projection needs no quantize launch; " +
 			"block (512, 1, 1).",
 		Threads: 512,
 		Args: []Arg{
-			{Name: "x", Type: ArgPtr, CType: "const float", Doc: "conv, recurrentcq: raw qkv projection, t × c f32"},
-			{Name: "conv_w", Type: ArgPtr, CType: "const float", Doc: "conv, recurrentcq: weights c × 4 f32"},
-			{Name: "conv_in", Type: ArgPtr, CType: "const float", Doc: "conv, recurrentcq: the previous 3 inputs, 3 × c f32 (zeros at the start)"},
-			{Name: "conv_out", Type: ArgPtr, CType: "float", Doc: "conv, recurrentcq: the last 3 inputs after this call, 3 × c f32 (not conv_in)"},
+			{Name: "x", Type: ArgPtr, CType: "const float", Doc: "conv: raw qkv projection, t × c f32"},
+			{Name: "conv_w", Type: ArgPtr, CType: "const float", Doc: "conv: weights c × 4 f32"},
+			{Name: "conv_in", Type: ArgPtr, CType: "const float", Doc: "conv: the previous 3 inputs, 3 × c f32 (zeros at the start)"},
+			{Name: "conv_out", Type: ArgPtr, CType: "float", Doc: "conv: the last 3 inputs after this call, 3 × c f32 (not conv_in)"},
 			{Name: "xc", Type: ArgPtr, CType: "float", Doc: "conv writes, recurrent reads: t × c f32 rows [q (nk·dk) | k (nk·dk) | v (nv·dv)]"},
 			{Name: "z", Type: ArgPtr, CType: "const float", Doc: "recurrent: output-gate projection, t × nv·dv f32"},
 			{Name: "ba", Type: ArgPtr, CType: "const float", Doc: "recurrent: t × 2·nv f32, per key head [b (nv/nk) | a (nv/nk)]"},
@@ -211,10 +210,10 @@ var Specs = []Spec{
 			{Name: "dv", Type: ArgI32, Doc: "value head dimension, ≤ 128"},
 			{Name: "eps", Type: ArgF32, Doc: "gated RMSNorm epsilon"},
 			{Name: "ws", Type: ArgPtr, CType: "float", Doc: "chunk writes, scan reads: nv × ceil(t/16) × 6660 f32 (48·128 + 516 per chunk and head); 16-byte aligned"},
-			{Name: "oq", Type: ArgPtr, CType: "u8", Doc: "recurrentq, recurrentcq: o also as t·nv·dv/32 Q8_1 blocks (36 bytes), as quantize_q8_1 makes them; 4-byte aligned"},
+			{Name: "oq", Type: ArgPtr, CType: "u8", Doc: "recurrentq: o also as t·nv·dv/32 Q8_1 blocks (36 bytes), as quantize_q8_1 makes them; 4-byte aligned"},
 		},
 		Axes: []Axis{{Name: "stage", Values: []Value{{Name: "conv"}, {Name: "recurrent"}, {Name: "recurrentsig"}, {Name: "chunk"}, {Name: "scan"},
-			{Name: "recsplit"}, {Name: "gnorm"}, {Name: "gnormsig"}, {Name: "recurrentq"}, {Name: "recurrentcq"}}}},
+			{Name: "recsplit"}, {Name: "gnorm"}, {Name: "gnormsig"}, {Name: "recurrentq"}}}},
 	},
 	{
 		Family:   "imma_tile",

@@ -186,7 +186,7 @@ func gdnApplies(variant string, c Case) bool {
 		return s.T <= 4096
 	case "recurrent":
 		return true
-	case "recurrentq", "recurrentcq": // decode kernels: the cases up to 512 tokens
+	case "recurrentq": // a decode kernel: the cases up to 512 tokens
 		return s.T <= 512 && s.dv%32 == 0
 	}
 	return s.T != 512
@@ -558,9 +558,6 @@ func runGatedDeltaNet(h *Harness, symbol string, c Case, bounds []Bound, rng *ra
 		o := Outcome{Reports: reports, Kernel: el.Seconds() * 1e6, Bytes: int64(4 * C * (2*s.T + 4 + 6))}
 		return o, checkAll(bounds, reports)
 	}
-	if symbol == abi.SymGatedDeltaNetRecurrentcq {
-		return runGdnCQ(h, fn, s, in, calls, bounds)
-	}
 	chunked := symbol == abi.SymGatedDeltaNetChunk || symbol == abi.SymGatedDeltaNetScan
 	split := symbol == abi.SymGatedDeltaNetRecsplit || symbol == abi.SymGatedDeltaNetGnorm || symbol == abi.SymGatedDeltaNetGnormsig
 	sig := symbol == abi.SymGatedDeltaNetRecurrentsig || symbol == abi.SymGatedDeltaNetGnormsig
@@ -711,108 +708,6 @@ func runGatedDeltaNet(h *Harness, symbol string, c Case, bounds []Bound, rng *ra
 	// output, and the state read and written once per call.
 	act := int64(s.T) * int64(4*(C+2*vd+2*s.nv))
 	o := Outcome{Reports: reports, Kernel: el.Seconds() * 1e6, Bytes: act + int64(len(calls))*int64(8*s.nv*s.dk*s.dv)}
-	return o, checkAll(bounds, reports)
-}
-
-// runGdnCQ is runGatedDeltaNet for recurrentcq: the fused launches per call on one set of
-// buffers, conv then recurrent on copies (the bits check), then the float64 references
-// from the xc that conv run made (the inputs recurrent read).
-func runGdnCQ(h *Harness, fn *gpu.Func, s gdnShape, in gdnInputs, calls [][2]int, bounds []Bound) (Outcome, error) {
-	C, vd := s.channels(), s.nv*s.dv
-	_, stNext, scale := gdnConvRef(in.x, in.convW, in.conv0, s.T, C)
-	if m := maxAbs(scale); m > 16 {
-		return Outcome{}, fmt.Errorf("inputs break the bound's precondition: Σ|w·in| = %g > 16", m)
-	}
-	conv, err := h.Mod.Func(abi.SymGatedDeltaNetConv)
-	if err != nil {
-		return Outcome{}, err
-	}
-	rec, err := h.Mod.Func(abi.SymGatedDeltaNetRecurrent)
-	if err != nil {
-		return Outcome{}, err
-	}
-	b, err := h.moInputs(f32Bytes(in.x), f32Bytes(in.convW), f32Bytes(in.conv0), f32Bytes(in.z), f32Bytes(in.ba),
-		f32Bytes(in.ssmA), f32Bytes(in.dtBias), f32Bytes(in.normW))
-	if err != nil {
-		return Outcome{}, err
-	}
-	out := func(n int) (Buf, error) { return h.Output(n) }
-	st, err := h.InOut(f32Bytes(in.state0))
-	if err != nil {
-		return Outcome{}, err
-	}
-	st2, err := h.InOut(f32Bytes(in.state0))
-	if err != nil {
-		return Outcome{}, err
-	}
-	var ob, ob2, oq, xc Buf
-	for _, p := range []struct {
-		b *Buf
-		n int
-	}{{&ob, 4 * s.T * vd}, {&ob2, 4 * s.T * vd}, {&oq, s.T * vd / 32 * 36}, {&xc, 4 * s.T * C}} {
-		if *p.b, err = out(p.n); err != nil {
-			return Outcome{}, err
-		}
-	}
-	block := moBlock(abi.GatedDeltaNetThreads)
-	var ls, lr []seqLaunch
-	prev, prev2 := b[2], b[2]
-	var final, final2 Buf
-	for _, cl := range calls {
-		t0, n := uint64(cl[0]), cl[1]-cl[0]
-		next, err := out(4 * 3 * C)
-		if err != nil {
-			return Outcome{}, err
-		}
-		next2, err := out(4 * 3 * C)
-		if err != nil {
-			return Outcome{}, err
-		}
-		a := abi.GatedDeltaNetArgs{X: b[0].Ptr() + 4*t0*uint64(C), ConvW: b[1].Ptr(), ConvIn: prev.Ptr(), ConvOut: next.Ptr(),
-			Z: b[3].Ptr() + 4*t0*uint64(vd), Ba: b[4].Ptr() + 4*t0*uint64(2*s.nv), SsmA: b[5].Ptr(), DtBias: b[6].Ptr(),
-			State: st.Ptr(), NormW: b[7].Ptr(), O: ob.Ptr() + 4*t0*uint64(vd), Oq: oq.Ptr() + t0*uint64(vd/32*36),
-			T: int32(n), C: int32(C), Nk: int32(s.nk), Nv: int32(s.nv), Dk: int32(s.dk), Dv: int32(s.dv), Eps: gdnEps}
-		ls = append(ls, seqLaunch{fn, gpu.Dim3{X: uint32(s.nv), Y: 1, Z: 1}, block, a.Bytes()})
-		a.ConvIn, a.ConvOut, a.Xc, a.State, a.O, a.Oq = prev2.Ptr(), next2.Ptr(), xc.Ptr()+4*t0*uint64(C), st2.Ptr(), ob2.Ptr()+4*t0*uint64(vd), 0
-		lr = append(lr, seqLaunch{conv, gpu.Dim3{X: uint32((C + abi.GatedDeltaNetThreads - 1) / abi.GatedDeltaNetThreads), Y: uint32(min(n, 65535)), Z: 1}, block, a.Bytes()},
-			seqLaunch{rec, gpu.Dim3{X: uint32(s.nv), Y: 1, Z: 1}, block, a.Bytes()})
-		prev, prev2, final, final2 = next, next2, next, next2
-	}
-	outs := []Buf{st, ob, oq, final, st2, ob2, xc, final2}
-	got, _, err := h.runSeq(append(ls, lr...), outs...)
-	if err != nil {
-		return Outcome{}, err
-	}
-	pay := func(b Buf) []byte { return h.payload(outs, got, b) }
-	// The references: recurrent's float64 recurrence on the conv run's f32 xc.
-	in.xc = bytesF32(pay(xc))
-	yWant, stWant, yScale, sScale := gdnRef(in, s, false, false)
-	bits := func(b Buf) []uint32 {
-		v := bytesF32(pay(b))
-		u := make([]uint32, len(v))
-		for i, x := range v {
-			u[i] = math.Float32bits(x)
-		}
-		return u
-	}
-	wq := make([]byte, len(pay(oq)))
-	if err := quant.QuantizeQ8_1GPU(bytesF32(pay(ob)), wq); err != nil {
-		return Outcome{}, err
-	}
-	reports := map[string]Report{
-		"state":      CompareRows(moF64s(bytesF32(pay(st))), stWant, s.dk*s.dv, func(r int) float64 { return sScale[r] }),
-		"out":        CompareRows(moF64s(bytesF32(pay(ob))), yWant, s.dv, func(r int) float64 { return yScale[r] }),
-		"bits":       CompareExact(append(bits(st), bits(ob)...), append(bits(st2), bits(ob2)...)),
-		"oq":         CompareExact(pay(oq), wq),
-		"conv_state": CompareExact(bytesF32(pay(final)), stNext),
-	}
-	// Time the fused sequence alone.
-	_, el, err := h.runSeq(ls, st, ob)
-	if err != nil {
-		return Outcome{}, err
-	}
-	act := int64(s.T) * int64(4*(C+2*vd+2*s.nv))
-	o := Outcome{Reports: reports, Kernel: el.Seconds() * 1e6, Bytes: act + int64(len(calls))*int64(8*s.nv*s.dk*s.dv+4*C*(4+6))}
 	return o, checkAll(bounds, reports)
 }
 

@@ -178,9 +178,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrentq",
 		Symbol: "strata_gated_delta_net_recurrentq",
-	}, {
-		Name:   "recurrentcq",
-		Symbol: "strata_gated_delta_net_recurrentcq",
 	}},
 	Vendor: "amd",
 }, {
@@ -623,9 +620,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrentq",
 		Symbol: "strata_gated_delta_net_recurrentq",
-	}, {
-		Name:   "recurrentcq",
-		Symbol: "strata_gated_delta_net_recurrentcq",
 	}},
 	Vendor: "amd",
 }, {
@@ -1119,9 +1113,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrentq",
 		Symbol: "strata_gated_delta_net_recurrentq",
-	}, {
-		Name:   "recurrentcq",
-		Symbol: "strata_gated_delta_net_recurrentcq",
 	}},
 	Vendor: "amd",
 }, {
@@ -1615,9 +1606,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrentq",
 		Symbol: "strata_gated_delta_net_recurrentq",
-	}, {
-		Name:   "recurrentcq",
-		Symbol: "strata_gated_delta_net_recurrentcq",
 	}},
 	Vendor: "amd",
 }, {
@@ -2111,9 +2099,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrentq",
 		Symbol: "strata_gated_delta_net_recurrentq",
-	}, {
-		Name:   "recurrentcq",
-		Symbol: "strata_gated_delta_net_recurrentcq",
 	}},
 	Vendor: "amd",
 }, {
@@ -2607,9 +2592,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrentq",
 		Symbol: "strata_gated_delta_net_recurrentq",
-	}, {
-		Name:   "recurrentcq",
-		Symbol: "strata_gated_delta_net_recurrentcq",
 	}},
 	Vendor: "amd",
 }, {
@@ -3109,9 +3091,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrentq",
 		Symbol: "strata_gated_delta_net_recurrentq",
-	}, {
-		Name:   "recurrentcq",
-		Symbol: "strata_gated_delta_net_recurrentcq",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4424,9 +4403,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrentq",
 		Symbol: "strata_gated_delta_net_recurrentq",
-	}, {
-		Name:   "recurrentcq",
-		Symbol: "strata_gated_delta_net_recurrentcq",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -5739,9 +5715,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrentq",
 		Symbol: "strata_gated_delta_net_recurrentq",
-	}, {
-		Name:   "recurrentcq",
-		Symbol: "strata_gated_delta_net_recurrentcq",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -7054,9 +7027,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "recurrentq",
 		Symbol: "strata_gated_delta_net_recurrentq",
-	}, {
-		Name:   "recurrentcq",
-		Symbol: "strata_gated_delta_net_recurrentcq",
 	}},
 	Vendor: "nvidia",
 }, {

@@ -10,13 +10,13 @@ import (
 
 /*
 GatedDeltaNetArgs is the launch-argument struct of every strata_gated_delta_net_* kernel (C: struct strata_gated_delta_net_args).
-Qwen3-Next gated delta-net after its projections: conv (grid (ceil(c/512), min(t, 65535), 1)) is the causal kernel-4 conv1d + SiLU with carried state; recurrent (grid (nv, 1, 1)) the L2-normalised, gated delta-rule recurrence over t tokens with f32 state, then the gated RMSNorm (silu(z) gate; recurrentsig: sigmoid(z), qwen4exp); chunk (grid (ceil(t/16), nv, 1)) and scan (grid (nv, 1, 1)) are the chunked prefill form of recurrent; recsplit (grid (nv, ceil(dv/32), 1)) is recurrent's prefill over column slices of 32, one barrier a token, o written before the norm (bitwise recurrent's), then gnorm / gnormsig (grid (ceil(t·nv/4), 1, 1)) the gated RMSNorm in place on o; recurrentq is recurrent that also writes o as Q8_1 blocks (quantize_q8_1's bytes; dv a multiple of 32), so the output projection needs no quantize launch; recurrentcq is recurrentq with conv folded in (q, k, v computed from x, conv_in, conv_w as conv does, conv_out written, xc unused); block (512, 1, 1).
+Qwen3-Next gated delta-net after its projections: conv (grid (ceil(c/512), min(t, 65535), 1)) is the causal kernel-4 conv1d + SiLU with carried state; recurrent (grid (nv, 1, 1)) the L2-normalised, gated delta-rule recurrence over t tokens with f32 state, then the gated RMSNorm (silu(z) gate; recurrentsig: sigmoid(z), qwen4exp); chunk (grid (ceil(t/16), nv, 1)) and scan (grid (nv, 1, 1)) are the chunked prefill form of recurrent; recsplit (grid (nv, ceil(dv/32), 1)) is recurrent's prefill over column slices of 32, one barrier a token, o written before the norm (bitwise recurrent's), then gnorm / gnormsig (grid (ceil(t·nv/4), 1, 1)) the gated RMSNorm in place on o; recurrentq is recurrent that also writes o as Q8_1 blocks (quantize_q8_1's bytes; dv a multiple of 32), so the output projection needs no quantize launch; block (512, 1, 1).
 */
 type GatedDeltaNetArgs struct {
-	X       uint64  // offset 0: device address of const float[]; conv, recurrentcq: raw qkv projection, t × c f32
-	ConvW   uint64  // offset 8: device address of const float[]; conv, recurrentcq: weights c × 4 f32
-	ConvIn  uint64  // offset 16: device address of const float[]; conv, recurrentcq: the previous 3 inputs, 3 × c f32 (zeros at the start)
-	ConvOut uint64  // offset 24: device address of float[]; conv, recurrentcq: the last 3 inputs after this call, 3 × c f32 (not conv_in)
+	X       uint64  // offset 0: device address of const float[]; conv: raw qkv projection, t × c f32
+	ConvW   uint64  // offset 8: device address of const float[]; conv: weights c × 4 f32
+	ConvIn  uint64  // offset 16: device address of const float[]; conv: the previous 3 inputs, 3 × c f32 (zeros at the start)
+	ConvOut uint64  // offset 24: device address of float[]; conv: the last 3 inputs after this call, 3 × c f32 (not conv_in)
 	Xc      uint64  // offset 32: device address of float[]; conv writes, recurrent reads: t × c f32 rows [q (nk·dk) | k (nk·dk) | v (nv·dv)]
 	Z       uint64  // offset 40: device address of const float[]; recurrent: output-gate projection, t × nv·dv f32
 	Ba      uint64  // offset 48: device address of const float[]; recurrent: t × 2·nv f32, per key head [b (nv/nk) | a (nv/nk)]
@@ -34,7 +34,7 @@ type GatedDeltaNetArgs struct {
 	Eps     float32 // offset 120: gated RMSNorm epsilon
 	_       [4]byte // offset 124: explicit padding
 	Ws      uint64  // offset 128: device address of float[]; chunk writes, scan reads: nv × ceil(t/16) × 6660 f32 (48·128 + 516 per chunk and head); 16-byte aligned
-	Oq      uint64  // offset 136: device address of u8[]; recurrentq, recurrentcq: o also as t·nv·dv/32 Q8_1 blocks (36 bytes), as quantize_q8_1 makes them; 4-byte aligned
+	Oq      uint64  // offset 136: device address of u8[]; recurrentq: o also as t·nv·dv/32 Q8_1 blocks (36 bytes), as quantize_q8_1 makes them; 4-byte aligned
 }
 
 // GatedDeltaNetArgsSize is sizeof(struct strata_gated_delta_net_args) in bytes.
@@ -54,7 +54,6 @@ const (
 	SymGatedDeltaNetGnorm        = "strata_gated_delta_net_gnorm"        // variant gnorm
 	SymGatedDeltaNetGnormsig     = "strata_gated_delta_net_gnormsig"     // variant gnormsig
 	SymGatedDeltaNetRecurrentq   = "strata_gated_delta_net_recurrentq"   // variant recurrentq
-	SymGatedDeltaNetRecurrentcq  = "strata_gated_delta_net_recurrentcq"  // variant recurrentcq
 )
 
 // Compile-time guards: building fails if the size or an offset drifts from the C static_asserts.
