@@ -114,22 +114,6 @@ var (
 		business.`}
 )
 
-// recurrentcq: recurrentq with the conv stage folded in.
-var (
-	gdnCQBits = Bound{Name: "bits", Exact: true, Why: `
-		recurrentcq computes each q, k and v input with conv's statements (the four products
-		added into 0 in tap order, then silu), the value conv stores into xc and recurrent
-		loads back (an f32 store and load are exact), and then runs recurrentq's statements
-		on it. So the final state and every output (state first, then out, one report)
-		must be bitwise those of conv then recurrent run on copies of the same inputs; the
-		state and out bounds are recurrent's, against the float64 recurrence of that conv
-		run's f32 xc (the inputs recurrent would have read).`}
-	gdnCQState = Bound{Name: "conv_state", Exact: true, Why: `
-		The new conv state is a copy of the last three inputs of each channel (x rows, or
-		conv_in rows where the call has fewer than three tokens), written once per channel by
-		the block that owns it: every f32 must equal the input it copies.`}
-)
-
 // gdnShape is one case: Dims T, T1 (tokens of a first call; 0 = one call), nk, nv, dk,
 // dv, gates (0 drawn, 1 saturating at 0 and 1), state0 (0 zeros, 1 drawn).
 type gdnShape struct{ T, T1, nk, nv, dk, dv, sat, state0 int }
@@ -149,7 +133,7 @@ func init() {
 			"recurrent": {gdnState, gdnOut}, "recurrentsig": {gdnState, gdnOut},
 			"chunk": {gdnChunkState, gdnChunkOut}, "scan": {gdnChunkState, gdnChunkOut},
 			"recsplit": {gdnState, gdnOut, gdnBits}, "gnorm": {gdnState, gdnOut, gdnBits}, "gnormsig": {gdnState, gdnOut, gdnBits},
-			"recurrentq": {gdnState, gdnOut, gdnQBits, gdnOq}, "recurrentcq": {gdnState, gdnOut, gdnCQBits, gdnOq, gdnCQState},
+			"recurrentq": {gdnState, gdnOut, gdnQBits, gdnOq},
 		},
 		Applies: gdnApplies,
 		Cases: []Case{
