@@ -95,7 +95,7 @@ run() {
 	local pids=() g i=0 p1
 	p1=$(lim 45 90)
 	# shellcheck disable=SC2086 # a list of patterns
-	for g in ${STRATA_RES_PARITY:-'gated_delta_net/^(recurrentq|recurrentcq)$/^(decode|t=)' 'gated_delta_net/^(conv|recurrent)$/^(decode|t=)'}; do
+	for g in ${STRATA_RES_PARITY:-'gated_delta_net/^recurrentq$/^(decode|t=)' 'gated_delta_net/^(conv|recurrent)$/^(decode|t=)'}; do
 		[ -x "$pt" ] || break
 		echo "$g" >"$L/parity-$i.group"
 		STRATA_CO_DIR=$w/eco timeout "$p1" "$pt" -test.v -test.timeout "$((p1 - 3))s" -test.run "TestParity/sm_90/$g" >"$L/parity-$i.log" 2>&1 &
@@ -125,7 +125,9 @@ run() {
 	# 30B: no delta-net layer, so s9 and base are the same launches (the control); 80B: session
 	# 9's path (s9) against the new default (base), alternated, then each change alone off
 	prof time-q30 q30-q2_0 "${STRATA_RES_M30:-s9,base,s9,base}" "${STRATA_RES_KT30:-base}" 30
-	prof time-q80 q80-iq2_xs "${STRATA_RES_M80:-s9,base,s9,base,gdnqoff,cqoff}" "${STRATA_RES_KT80:-s9,base}" 55
+	# (call 1 ran s9,base,s9,base,gdnqoff,cqoff with recurrentcq as base; cqoff, recurrentq
+	# alone, won and is base since recurrentcq's revert)
+	prof time-q80 q80-iq2_xs "${STRATA_RES_M80:-s9,base,s9,base,gdnqoff}" "${STRATA_RES_KT80:-s9,base}" 55
 	kill "$syn" 2>/dev/null
 	rm -f "$w"/models/*.gguf
 	{
