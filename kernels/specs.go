@@ -185,6 +185,8 @@ var Specs = []Spec{
 			"chunk (grid (ceil(t/16), nv, 1)) and scan (grid (nv, 1, 1)) are the chunked prefill form of recurrent; recsplit " +
 			"(grid (nv, ceil(dv/32), 1)) is recurrent's prefill over column slices of 32, one barrier a token, o written before " +
 			"the norm (bitwise recurrent's), then gnorm / gnormsig (grid (ceil(t·nv/4), 1, 1)) the gated RMSNorm in place on o; " +
+			"recurrentq is recurrent that also writes o as Q8_1 blocks (quantize_q8_1's bytes; dv a multiple of 32), so the " +
+			"output projection needs no quantize launch; " +
 			"block (512, 1, 1).",
 		Threads: 512,
 		Args: []Arg{
@@ -208,9 +210,10 @@ var Specs = []Spec{
 			{Name: "dv", Type: ArgI32, Doc: "value head dimension, ≤ 128"},
 			{Name: "eps", Type: ArgF32, Doc: "gated RMSNorm epsilon"},
 			{Name: "ws", Type: ArgPtr, CType: "float", Doc: "chunk writes, scan reads: nv × ceil(t/16) × 6660 f32 (48·128 + 516 per chunk and head); 16-byte aligned"},
+			{Name: "oq", Type: ArgPtr, CType: "u8", Doc: "recurrentq: o also as t·nv·dv/32 Q8_1 blocks (36 bytes), as quantize_q8_1 makes them; 4-byte aligned"},
 		},
 		Axes: []Axis{{Name: "stage", Values: []Value{{Name: "conv"}, {Name: "recurrent"}, {Name: "recurrentsig"}, {Name: "chunk"}, {Name: "scan"},
-			{Name: "recsplit"}, {Name: "gnorm"}, {Name: "gnormsig"}}}},
+			{Name: "recsplit"}, {Name: "gnorm"}, {Name: "gnormsig"}, {Name: "recurrentq"}}}},
 	},
 	{
 		Family:   "imma_tile",

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/strata-hip/strata/kernels/abi"
+	"github.com/strata-hip/strata/quant"
 	"github.com/strata-hip/strata/runtime/gpu"
 )
 
@@ -95,6 +96,24 @@ var gdnBits = Bound{Name: "bits", Exact: true, Why: `
 		first, then out, one report) must be bitwise recurrent's (recurrentsig's for
 		gnormsig).`}
 
+// recurrentq: recurrent that also writes each out row as Q8_1 blocks.
+var (
+	gdnQBits = Bound{Name: "bits", Exact: true, Why: `
+		recurrentq is recurrent's template instance with one addition after each out store:
+		the wave's 32 stored values go through quantize_q8_1's statements into oq. Nothing
+		computed before the store changes (the same statements in the same order; the out
+		value is a product of products, with no sum the compiler could contract another
+		way), so the final state and every output (state first, then out, one report) must
+		be bitwise recurrent's, run on copies of the same inputs.`}
+	gdnOq = Bound{Name: "oq", Exact: true, Why: `
+		The Q8_1 blocks must equal quant.QuantizeQ8_1GPU applied to the kernel's own f32
+		out (the values it also stores; dv a multiple of 32, so a head's row is whole
+		blocks and the t·nv rows one flat array): the same butterfly order, f32 division,
+		roundf and fp16 RNE as quantize_q8_1, whose bytes are exact
+		(quantize_q8_1/f32/bytes). How far out is from float64 is the out check's
+		business.`}
+)
+
 // gdnShape is one case: Dims T, T1 (tokens of a first call; 0 = one call), nk, nv, dk,
 // dv, gates (0 drawn, 1 saturating at 0 and 1), state0 (0 zeros, 1 drawn).
 type gdnShape struct{ T, T1, nk, nv, dk, dv, sat, state0 int }
@@ -114,6 +133,7 @@ func init() {
 			"recurrent": {gdnState, gdnOut}, "recurrentsig": {gdnState, gdnOut},
 			"chunk": {gdnChunkState, gdnChunkOut}, "scan": {gdnChunkState, gdnChunkOut},
 			"recsplit": {gdnState, gdnOut, gdnBits}, "gnorm": {gdnState, gdnOut, gdnBits}, "gnormsig": {gdnState, gdnOut, gdnBits},
+			"recurrentq": {gdnState, gdnOut, gdnQBits, gdnOq},
 		},
 		Applies: gdnApplies,
 		Cases: []Case{
@@ -150,6 +170,8 @@ func gdnApplies(variant string, c Case) bool {
 		return s.T <= 4096
 	case "recurrent":
 		return true
+	case "recurrentq": // a decode kernel: the cases up to 512 tokens
+		return s.T <= 512 && s.dv%32 == 0
 	}
 	return s.T != 512
 }
@@ -523,6 +545,7 @@ func runGatedDeltaNet(h *Harness, symbol string, c Case, bounds []Bound, rng *ra
 	chunked := symbol == abi.SymGatedDeltaNetChunk || symbol == abi.SymGatedDeltaNetScan
 	split := symbol == abi.SymGatedDeltaNetRecsplit || symbol == abi.SymGatedDeltaNetGnorm || symbol == abi.SymGatedDeltaNetGnormsig
 	sig := symbol == abi.SymGatedDeltaNetRecurrentsig || symbol == abi.SymGatedDeltaNetGnormsig
+	withQ := symbol == abi.SymGatedDeltaNetRecurrentq
 	yWant, stWant, yScale, sScale := gdnRef(in, s, sig, chunked)
 	b, err := h.moInputs(f32Bytes(in.xc), f32Bytes(in.z), f32Bytes(in.ba), f32Bytes(in.ssmA), f32Bytes(in.dtBias), f32Bytes(in.normW))
 	if err != nil {
@@ -558,7 +581,21 @@ func runGatedDeltaNet(h *Harness, symbol string, c Case, bounds []Bound, rng *ra
 	// The split form: recsplit then the gated norm per call, and the recurrent kernel of the
 	// same gate on copies of the state and output after them (the bits check).
 	var rsplit, rnorm, rrec *gpu.Func
-	var st2, ob2 Buf
+	var st2, ob2, oq Buf
+	if withQ { // recurrent on copies (the bits check) and the Q8_1 output
+		if rrec, err = h.Mod.Func(abi.SymGatedDeltaNetRecurrent); err != nil {
+			return Outcome{}, err
+		}
+		if st2, err = h.InOut(f32Bytes(in.state0)); err != nil {
+			return Outcome{}, err
+		}
+		if ob2, err = h.Output(4 * s.T * vd); err != nil {
+			return Outcome{}, err
+		}
+		if oq, err = h.Output(s.T * vd / 32 * 36); err != nil {
+			return Outcome{}, err
+		}
+	}
 	if split {
 		if rsplit, err = h.Mod.Func(abi.SymGatedDeltaNetRecsplit); err != nil {
 			return Outcome{}, err
@@ -594,6 +631,13 @@ func runGatedDeltaNet(h *Harness, symbol string, c Case, bounds []Bound, rng *ra
 			lr = append(lr, seqLaunch{rrec, gpu.Dim3{X: uint32(s.nv), Y: 1, Z: 1}, block, a.Bytes()})
 			continue
 		}
+		if withQ {
+			a.Oq = oq.Ptr() + t0*uint64(vd/32*36)
+			ls = append(ls, seqLaunch{fn, gpu.Dim3{X: uint32(s.nv), Y: 1, Z: 1}, block, a.Bytes()})
+			a.State, a.O, a.Oq = st2.Ptr(), ob2.Ptr()+4*t0*uint64(vd), 0
+			lr = append(lr, seqLaunch{rrec, gpu.Dim3{X: uint32(s.nv), Y: 1, Z: 1}, block, a.Bytes()})
+			continue
+		}
 		if !chunked {
 			ls = append(ls, seqLaunch{fn, gpu.Dim3{X: uint32(s.nv), Y: 1, Z: 1}, block, a.Bytes()})
 			continue
@@ -603,8 +647,11 @@ func runGatedDeltaNet(h *Harness, symbol string, c Case, bounds []Bound, rng *ra
 			seqLaunch{scan, gpu.Dim3{X: uint32(s.nv), Y: 1, Z: 1}, block, a.Bytes()})
 	}
 	outs := []Buf{st, ob}
-	if split {
+	if split || withQ {
 		outs = append(outs, st2, ob2)
+	}
+	if withQ {
+		outs = append(outs, oq)
 	}
 	// The time is the tested sequence's alone: the recurrent kernel's launches (the bits
 	// check) run in the sequence after it but are timed apart.
@@ -616,7 +663,7 @@ func runGatedDeltaNet(h *Harness, symbol string, c Case, bounds []Bound, rng *ra
 		"state": CompareRows(moF64s(bytesF32(h.payload(outs, got, st))), stWant, s.dk*s.dv, func(r int) float64 { return sScale[r] }),
 		"out":   CompareRows(moF64s(bytesF32(h.payload(outs, got, ob))), yWant, s.dv, func(r int) float64 { return yScale[r] }),
 	}
-	if split {
+	if split || withQ {
 		bits := func(b Buf) []uint32 {
 			v := bytesF32(h.payload(outs, got, b))
 			u := make([]uint32, len(v))
@@ -626,7 +673,17 @@ func runGatedDeltaNet(h *Harness, symbol string, c Case, bounds []Bound, rng *ra
 			return u
 		}
 		reports["bits"] = CompareExact(append(bits(st), bits(ob)...), append(bits(st2), bits(ob2)...))
-		// Time the split sequence alone (the runSeq time above includes recurrent's).
+	}
+	if withQ {
+		gq := h.payload(outs, got, oq)
+		wq := make([]byte, len(gq))
+		if err := quant.QuantizeQ8_1GPU(bytesF32(h.payload(outs, got, ob)), wq); err != nil {
+			return Outcome{}, err
+		}
+		reports["oq"] = CompareExact(gq, wq)
+	}
+	if split || withQ {
+		// Time the tested sequence alone (the runSeq time above includes recurrent's).
 		if _, el, err = h.runSeq(ls, st, ob); err != nil {
 			return Outcome{}, err
 		}

@@ -175,6 +175,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "gnormsig",
 		Symbol: "strata_gated_delta_net_gnormsig",
+	}, {
+		Name:   "recurrentq",
+		Symbol: "strata_gated_delta_net_recurrentq",
 	}},
 	Vendor: "amd",
 }, {
@@ -614,6 +617,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "gnormsig",
 		Symbol: "strata_gated_delta_net_gnormsig",
+	}, {
+		Name:   "recurrentq",
+		Symbol: "strata_gated_delta_net_recurrentq",
 	}},
 	Vendor: "amd",
 }, {
@@ -1104,6 +1110,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "gnormsig",
 		Symbol: "strata_gated_delta_net_gnormsig",
+	}, {
+		Name:   "recurrentq",
+		Symbol: "strata_gated_delta_net_recurrentq",
 	}},
 	Vendor: "amd",
 }, {
@@ -1594,6 +1603,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "gnormsig",
 		Symbol: "strata_gated_delta_net_gnormsig",
+	}, {
+		Name:   "recurrentq",
+		Symbol: "strata_gated_delta_net_recurrentq",
 	}},
 	Vendor: "amd",
 }, {
@@ -2084,6 +2096,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "gnormsig",
 		Symbol: "strata_gated_delta_net_gnormsig",
+	}, {
+		Name:   "recurrentq",
+		Symbol: "strata_gated_delta_net_recurrentq",
 	}},
 	Vendor: "amd",
 }, {
@@ -2574,6 +2589,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "gnormsig",
 		Symbol: "strata_gated_delta_net_gnormsig",
+	}, {
+		Name:   "recurrentq",
+		Symbol: "strata_gated_delta_net_recurrentq",
 	}},
 	Vendor: "amd",
 }, {
@@ -3070,6 +3088,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "gnormsig",
 		Symbol: "strata_gated_delta_net_gnormsig",
+	}, {
+		Name:   "recurrentq",
+		Symbol: "strata_gated_delta_net_recurrentq",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4379,6 +4400,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "gnormsig",
 		Symbol: "strata_gated_delta_net_gnormsig",
+	}, {
+		Name:   "recurrentq",
+		Symbol: "strata_gated_delta_net_recurrentq",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -5688,6 +5712,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "gnormsig",
 		Symbol: "strata_gated_delta_net_gnormsig",
+	}, {
+		Name:   "recurrentq",
+		Symbol: "strata_gated_delta_net_recurrentq",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -6997,6 +7024,9 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "gnormsig",
 		Symbol: "strata_gated_delta_net_gnormsig",
+	}, {
+		Name:   "recurrentq",
+		Symbol: "strata_gated_delta_net_recurrentq",
 	}},
 	Vendor: "nvidia",
 }, {

@@ -10,7 +10,7 @@ import (
 
 /*
 GatedDeltaNetArgs is the launch-argument struct of every strata_gated_delta_net_* kernel (C: struct strata_gated_delta_net_args).
-Qwen3-Next gated delta-net after its projections: conv (grid (ceil(c/512), min(t, 65535), 1)) is the causal kernel-4 conv1d + SiLU with carried state; recurrent (grid (nv, 1, 1)) the L2-normalised, gated delta-rule recurrence over t tokens with f32 state, then the gated RMSNorm (silu(z) gate; recurrentsig: sigmoid(z), qwen4exp); chunk (grid (ceil(t/16), nv, 1)) and scan (grid (nv, 1, 1)) are the chunked prefill form of recurrent; recsplit (grid (nv, ceil(dv/32), 1)) is recurrent's prefill over column slices of 32, one barrier a token, o written before the norm (bitwise recurrent's), then gnorm / gnormsig (grid (ceil(t·nv/4), 1, 1)) the gated RMSNorm in place on o; block (512, 1, 1).
+Qwen3-Next gated delta-net after its projections: conv (grid (ceil(c/512), min(t, 65535), 1)) is the causal kernel-4 conv1d + SiLU with carried state; recurrent (grid (nv, 1, 1)) the L2-normalised, gated delta-rule recurrence over t tokens with f32 state, then the gated RMSNorm (silu(z) gate; recurrentsig: sigmoid(z), qwen4exp); chunk (grid (ceil(t/16), nv, 1)) and scan (grid (nv, 1, 1)) are the chunked prefill form of recurrent; recsplit (grid (nv, ceil(dv/32), 1)) is recurrent's prefill over column slices of 32, one barrier a token, o written before the norm (bitwise recurrent's), then gnorm / gnormsig (grid (ceil(t·nv/4), 1, 1)) the gated RMSNorm in place on o; recurrentq is recurrent that also writes o as Q8_1 blocks (quantize_q8_1's bytes; dv a multiple of 32), so the output projection needs no quantize launch; block (512, 1, 1).
 */
 type GatedDeltaNetArgs struct {
 	X       uint64  // offset 0: device address of const float[]; conv: raw qkv projection, t × c f32
@@ -34,10 +34,11 @@ type GatedDeltaNetArgs struct {
 	Eps     float32 // offset 120: gated RMSNorm epsilon
 	_       [4]byte // offset 124: explicit padding
 	Ws      uint64  // offset 128: device address of float[]; chunk writes, scan reads: nv × ceil(t/16) × 6660 f32 (48·128 + 516 per chunk and head); 16-byte aligned
+	Oq      uint64  // offset 136: device address of u8[]; recurrentq: o also as t·nv·dv/32 Q8_1 blocks (36 bytes), as quantize_q8_1 makes them; 4-byte aligned
 }
 
 // GatedDeltaNetArgsSize is sizeof(struct strata_gated_delta_net_args) in bytes.
-const GatedDeltaNetArgsSize = 136
+const GatedDeltaNetArgsSize = 144
 
 // GatedDeltaNetThreads is the block size (x) every gated_delta_net kernel is compiled for.
 const GatedDeltaNetThreads = 512
@@ -52,11 +53,12 @@ const (
 	SymGatedDeltaNetRecsplit     = "strata_gated_delta_net_recsplit"     // variant recsplit
 	SymGatedDeltaNetGnorm        = "strata_gated_delta_net_gnorm"        // variant gnorm
 	SymGatedDeltaNetGnormsig     = "strata_gated_delta_net_gnormsig"     // variant gnormsig
+	SymGatedDeltaNetRecurrentq   = "strata_gated_delta_net_recurrentq"   // variant recurrentq
 )
 
 // Compile-time guards: building fails if the size or an offset drifts from the C static_asserts.
 var (
-	_ = [1]struct{}{}[unsafe.Sizeof(GatedDeltaNetArgs{})-136]
+	_ = [1]struct{}{}[unsafe.Sizeof(GatedDeltaNetArgs{})-144]
 	_ = [1]struct{}{}[unsafe.Offsetof(GatedDeltaNetArgs{}.X)-0]
 	_ = [1]struct{}{}[unsafe.Offsetof(GatedDeltaNetArgs{}.ConvW)-8]
 	_ = [1]struct{}{}[unsafe.Offsetof(GatedDeltaNetArgs{}.ConvIn)-16]
@@ -77,6 +79,7 @@ var (
 	_ = [1]struct{}{}[unsafe.Offsetof(GatedDeltaNetArgs{}.Dv)-116]
 	_ = [1]struct{}{}[unsafe.Offsetof(GatedDeltaNetArgs{}.Eps)-120]
 	_ = [1]struct{}{}[unsafe.Offsetof(GatedDeltaNetArgs{}.Ws)-128]
+	_ = [1]struct{}{}[unsafe.Offsetof(GatedDeltaNetArgs{}.Oq)-136]
 )
 
 /*
@@ -105,5 +108,6 @@ func (a *GatedDeltaNetArgs) Bytes() []byte {
 	binary.LittleEndian.PutUint32(b[116:], uint32(a.Dv))
 	binary.LittleEndian.PutUint32(b[120:], math.Float32bits(a.Eps))
 	binary.LittleEndian.PutUint64(b[128:], a.Ws)
+	binary.LittleEndian.PutUint64(b[136:], a.Oq)
 	return b
 }

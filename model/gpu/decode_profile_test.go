@@ -35,7 +35,9 @@ import (
 // launch, "shoff" the default with qwen3next's shared expert on the one chain and "shplain"
 // with it a branch of full dependencies (Engine.SetSharedBranch), "attnoff"
 // with qwen3next's attention inputs one after the other (Engine.SetAttnBranch), "s8" with
-// both (session 8's decode path). Each timed
+// both (session 8's decode path), "gdnqoff" the default with the decode delta-net's output
+// through recurrent and quantize_q8_1 (Engine.SetGdnQ81), "s9" with every change of
+// session 10 off (session 9's decode path). Each timed
 // mode also replays its last token's graph 100 times back to back between two events (the
 // device ms of a token without the host's share), and every timed mode but attnold (other
 // rounding) must produce the same greedy tokens as the first and the same last logits, bit
@@ -81,7 +83,7 @@ func TestDecodeProfileFake(t *testing.T) {
 		dev, fake := newFakeDeviceArch(1<<30, fakeTarget)
 		fake.emu = newEmu()
 		o := Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20}
-		decodeProfile(t, dev, presetSource(t, preset, quant.Q4_K), o, 1, []string{"nopdl", "pdl", "attnold", "oldnorm", "oldrow", "oldargmax", "mmvqold", "mmvqoldnopdl", "shoff", "shplain", "attnoff", "s8"}, []string{"base"}, 4, 2, preset)
+		decodeProfile(t, dev, presetSource(t, preset, quant.Q4_K), o, 1, []string{"nopdl", "pdl", "attnold", "oldnorm", "oldrow", "oldargmax", "mmvqold", "mmvqoldnopdl", "shoff", "shplain", "attnoff", "s8", "gdnqoff", "s9"}, []string{"base"}, 4, 2, preset)
 		if fake.emu.err != nil {
 			t.Fatal(fake.emu.err)
 		}
@@ -98,6 +100,7 @@ func TestDecodeProfileFake(t *testing.T) {
 // setDecodeMode sets the engine's decode path for a mode name of TestDecodeProfile.
 func setDecodeMode(t *testing.T, eng *Engine, mode string) {
 	eng.SetMmvqOld(mode == "mmvqold" || mode == "mmvqoldnopdl")
+	eng.SetGdnQ81(mode != "gdnqoff" && mode != "s9" && mode != "s8")
 	eng.SetAttnBranch(BranchDep)
 	if mode == "attnoff" || mode == "s8" {
 		eng.SetAttnBranch(BranchOff)
@@ -111,7 +114,7 @@ func setDecodeMode(t *testing.T, eng *Engine, mode string) {
 		eng.SetSharedBranch(BranchDep)
 	}
 	switch mode {
-	case "base", "pdl", "mmvqold", "shoff", "shplain", "attnoff", "s8": // the engine's defaults (mmvqold: but SetMmvqOld, above; shoff, shplain: but SetSharedBranch; attnoff: SetAttnBranch; s8: both old)
+	case "base", "pdl", "mmvqold", "shoff", "shplain", "attnoff", "s8", "gdnqoff", "s9": // the engine's defaults (mmvqold: but SetMmvqOld, above; shoff, shplain: but SetSharedBranch; attnoff: SetAttnBranch; s8: both old; gdnqoff, s9: SetGdnQ81)
 		eng.SetPDL(true)
 		eng.SetAttnSplit(0)
 		eng.SetOldNorm(false, false)
@@ -128,7 +131,7 @@ func setDecodeMode(t *testing.T, eng *Engine, mode string) {
 		eng.SetAttnSplit(0)
 		eng.SetOldNorm(mode != "oldargmax", mode != "oldrow")
 	default:
-		t.Fatalf("decode mode %q: want base, pdl, nopdl, attnold, oldnorm, oldrow, oldargmax, mmvqold, mmvqoldnopdl, shoff, shplain, attnoff or s8", mode)
+		t.Fatalf("decode mode %q: want base, pdl, nopdl, attnold, oldnorm, oldrow, oldargmax, mmvqold, mmvqoldnopdl, shoff, shplain, attnoff, s8, gdnqoff or s9", mode)
 	}
 }
 

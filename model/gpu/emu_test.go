@@ -928,16 +928,22 @@ func (m *emu) deltaNet(stage string, grid rt.Dim3, a abi.GatedDeltaNetArgs) {
 			m.gatedNorm(a, row*dv, out, z, nw, sig)
 		}
 		return
-	case "recurrent":
+	case "recurrent", "recurrentq":
 	default:
 		m.fail("gated_delta_net: stage %q not emulated", stage)
 		return
 	}
 	if want := (rt.Dim3{X: uint32(nv), Y: 1, Z: 1}); grid != want {
-		m.fail("gated_delta_net recurrent launched with grid %v, want %v", grid, want)
+		m.fail("gated_delta_net %s launched with grid %v, want %v", stage, grid, want)
 	}
 	for tk := 0; tk < T; tk++ {
 		m.deltaStep(a, tk, C, nk, nv, dk, dv, sig, false)
+	}
+	if stage == "recurrentq" { // o also as Q8_1 blocks
+		if dv%32 != 0 {
+			m.fail("gated_delta_net recurrentq with dv %d", dv)
+		}
+		m.putQ81(a.Oq, m.f32s(a.O, T*nv*dv))
 	}
 }
 

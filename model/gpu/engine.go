@@ -85,6 +85,10 @@ type Options struct {
 	// quantize_q8_1 launches instead of attention_decode's prep and reduceq (forward.go;
 	// measurement baseline, also Engine.SetAttnPrep).
 	NoAttnPrep bool
+	// NoGdnQ81: the decode delta-net's output through gated_delta_net/recurrent and a
+	// quantize_q8_1 launch instead of recurrentq, which writes the Q8_1 blocks the output
+	// projection reads itself (forward.go; measurement baseline, also Engine.SetGdnQ81).
+	NoGdnQ81 bool
 	// NoPDL: every decode launch waits for the previous kernel to finish, as a plain
 	// stream launch does. Without it, a kernel of pdlFamilies that follows a kernel on the
 	// compute stream is launched with a programmatic dependency (runtime/gpu
@@ -248,6 +252,7 @@ type Engine struct {
 	kArgmaxP, kArgmaxF             *kernel // argmax in two launches (logits)
 	oldRowQ81, argmax1             bool    // Options.OldRowQ81, Options.OneBlockArgmax
 	kConv, kRec                    *kernel // qwen3next
+	kRecQ                          *kernel // qwen3next decode: recurrent + the Q8_1 output (forward.go deltaNet)
 	kRecSplit, kGNorm              *kernel // qwen3next's batched recurrence (gatedDeltaNet)
 	kPrep, kReduceQ                *kernel // attention_decode prep and reduceq (forward.go)
 	// per-token host buffers reused across tokens
@@ -273,6 +278,7 @@ type Engine struct {
 
 	hostKV, noFuse, noRowNorm bool
 	noAttnPrep                bool // Options.NoAttnPrep
+	noGdnQ81                  bool // Options.NoGdnQ81
 	noPDL                     bool // Options.NoPDL
 	canDep                    bool // the launcher can make programmatic launches (runtime/gpu CanLaunchDep)
 	// resident: the cache holds every expert of every layer (all copied in at load), so no
@@ -543,7 +549,7 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 		return nil, fmt.Errorf("model/gpu: a mapped promotion cap (%d) without mapped misses has no effect (set Misses to MissMap or MissAuto, or leave MapPromote 0)", o.MapPromote)
 	}
 	e = &Engine{dev: dev, cfg: c, vocab: m.Vocab, src: src, fns: map[string]*rt.Func{}, noFuse: o.NoFuse, noRowNorm: o.NoRowNorm, oldRowQ81: o.OldRowQ81, argmax1: o.OneBlockArgmax, ktimes: o.KernelTimes,
-		noAttnPrep: o.NoAttnPrep, noPDL: o.NoPDL}
+		noAttnPrep: o.NoAttnPrep, noPDL: o.NoPDL, noGdnQ81: o.NoGdnQ81}
 	partial := e
 	defer func() {
 		if err != nil {
@@ -1290,7 +1296,7 @@ func (e *Engine) prepare(o Options) error {
 	}
 	if c.Arch == model.ArchQwen3Next {
 		for _, k := range []struct{ fam, variant string }{
-			{"gated_delta_net", "conv"}, {"gated_delta_net", "recurrent"},
+			{"gated_delta_net", "conv"}, {"gated_delta_net", "recurrent"}, {"gated_delta_net", "recurrentq"},
 			{"gated_delta_net", "recsplit"}, {"gated_delta_net", "gnorm"},
 		} {
 			f, err := e.ks.fn(k.fam, k.variant)
@@ -1384,7 +1390,7 @@ func (e *Engine) records(mmvqRows map[string]int) {
 	e.kRope, e.kStore = e.kern["rope/neox"], e.kern["attention_decode/store_f16"]
 	e.kSplit, e.kReduce = e.kern["attention_decode/split_f16"], e.kern["attention_decode/reduce_f16"]
 	e.kQuant, e.kMoe, e.kArgmax = e.kern["quantize_q8_1/f32"], e.kern["moe_decode/"+typeVariant[e.expType]], e.kern["sample/argmax"]
-	e.kConv, e.kRec = e.kern["gated_delta_net/conv"], e.kern["gated_delta_net/recurrent"]
+	e.kConv, e.kRec, e.kRecQ = e.kern["gated_delta_net/conv"], e.kern["gated_delta_net/recurrent"], e.kern["gated_delta_net/recurrentq"]
 	e.kRecSplit, e.kGNorm = e.kern["gated_delta_net/recsplit"], e.kern["gated_delta_net/gnorm"]
 	e.kPrep, e.kReduceQ = e.kern["attention_decode/prep_f16"], e.kern["attention_decode/reduceq_f16"]
 	mats := func(l *gLayer) []*dmat {

@@ -784,10 +784,31 @@ func (e *Engine) deltaNet(l *gLayer) error {
 			}
 		}
 	}
+	if e.gdnQ81() {
+		// recurrentq: the recurrence (recurrent's bits) also writes o as the Q8_1 blocks
+		// wout's mmvq reads, so no quantize_q8_1 launch sits between them.
+		oq := m.Ptr(bufOQ)
+		if err := e.gatedDeltaNetQ(l, qkv, xc, z, ba, o, oq); err != nil {
+			return err
+		}
+		return e.mmvq(l.wout, oq, o, m.Ptr(bufProj))
+	}
 	if err := e.gatedDeltaNet(l, qkv, xc, z, ba, o, 1); err != nil {
 		return err
 	}
 	return e.project(l.wout, o, vd, m.Ptr(bufProj))
+}
+
+// gdnQ81: the decode delta-net's output goes through recurrentq (its Q8_1 blocks written
+// by the recurrence), unless Options.NoGdnQ81 or a value head whose width is not whole
+// Q8_1 blocks.
+func (e *Engine) gdnQ81() bool { return !e.noGdnQ81 && e.kRecQ != nil && e.cfg.LinVDim%32 == 0 }
+
+// SetGdnQ81 sets Options.NoGdnQ81 to !on on a loaded engine, between tokens, for a
+// comparison on one engine (each path captures its own graphs: graphKey).
+func (e *Engine) SetGdnQ81(on bool) {
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
+	e.noGdnQ81 = !on
 }
 
 // gatedDeltaNet runs layer l's conv and recurrent stage over T tokens (the decode step's
@@ -799,6 +820,17 @@ func (e *Engine) deltaNet(l *gLayer) error {
 // gnorm (the gated norm over the T·nv rows, in place), bitwise the same as recurrent,
 // unless Options.OldDeltaNet.
 func (e *Engine) gatedDeltaNet(l *gLayer, qkv, xc, z, ba, o rt.DevPtr, T int) error {
+	return e.gdnLaunch(l, qkv, xc, z, ba, o, 0, T)
+}
+
+// gatedDeltaNetQ is gatedDeltaNet's decode step (T = 1) through recurrentq: o also as Q8_1
+// blocks at oq.
+func (e *Engine) gatedDeltaNetQ(l *gLayer, qkv, xc, z, ba, o, oq rt.DevPtr) error {
+	return e.gdnLaunch(l, qkv, xc, z, ba, o, oq, 1)
+}
+
+// gdnLaunch is gatedDeltaNet, the recurrence through recurrentq when oq is set (T = 1).
+func (e *Engine) gdnLaunch(l *gLayer, qkv, xc, z, ba, o, oq rt.DevPtr, T int) error {
 	c := &e.cfg
 	C := 2*c.LinKHeads*c.LinKDim + c.LinVHeads*c.LinVDim
 	cs := uintptr(4 * (c.ConvKernel - 1) * C)
@@ -809,7 +841,7 @@ func (e *Engine) gatedDeltaNet(l *gLayer, qkv, xc, z, ba, o rt.DevPtr, T int) er
 	a := abi.GatedDeltaNetArgs{X: uint64(qkv), ConvW: uint64(l.conv), ConvIn: uint64(in), ConvOut: uint64(out), Xc: uint64(xc),
 		Z: uint64(z), Ba: uint64(ba), SsmA: uint64(l.ssmA), DtBias: uint64(l.dtBias), State: uint64(l.state.Add(2 * cs)),
 		NormW: uint64(l.ssmNorm), O: uint64(o), T: int32(T), C: int32(C), Nk: int32(c.LinKHeads), Nv: int32(c.LinVHeads),
-		Dk: int32(c.LinKDim), Dv: int32(c.LinVDim), Eps: c.Eps}
+		Dk: int32(c.LinKDim), Dv: int32(c.LinVDim), Eps: c.Eps, Oq: uint64(oq)}
 	if err := e.launchK(e.kConv, rt.Dim3{X: blocks(C, abi.GatedDeltaNetThreads), Y: uint32(min(T, 65535)), Z: 1}, abi.GatedDeltaNetThreads, rt.Args(&a)); err != nil {
 		return err
 	}
@@ -819,7 +851,11 @@ func (e *Engine) gatedDeltaNet(l *gLayer, qkv, xc, z, ba, o rt.DevPtr, T int) er
 		}
 		return e.launchK(e.kGNorm, dim(uint32((T*c.LinVHeads+3)/4)), abi.GatedDeltaNetThreads, rt.Args(&a))
 	}
-	return e.launchK(e.kRec, dim(uint32(c.LinVHeads)), abi.GatedDeltaNetThreads, rt.Args(&a))
+	k := e.kRec
+	if oq != 0 {
+		k = e.kRecQ
+	}
+	return e.launchK(k, dim(uint32(c.LinVHeads)), abi.GatedDeltaNetThreads, rt.Args(&a))
 }
 
 // BranchMode is how a decode graph runs work that does not depend on the launch before

@@ -66,6 +66,7 @@ type graphKey struct {
 	idsOff  int // the staging row of the ids download
 	convPar int
 	prep    bool       // attention through attention_decode's prep and reduceq (Engine.attnPrep)
+	gdnQ81  bool       // the delta-net's output quantized by recurrentq (Engine.gdnQ81)
 	pdl     bool       // launches with programmatic dependencies (Engine.SetPDL)
 	oldQ81  bool       // rmsnorm_row's wave Q8_1 step (Engine.SetOldNorm)
 	argmax1 bool       // the one-block argmax (Engine.SetOldNorm)
@@ -82,7 +83,7 @@ type graphKey struct {
 func (e *Engine) graphKeyOf(wantLogits bool, idsOff int) graphKey {
 	k := graphKey{logits: wantLogits, idsOff: idsOff, prep: e.attnPrep(), pdl: !e.noPDL, oldQ81: e.oldRowQ81, argmax1: e.argmax1, mmvqOld: e.mmvqOld}
 	if e.cfg.Arch == model.ArchQwen3Next {
-		k.shared, k.attnBr = e.shBranch, e.attnBr
+		k.shared, k.attnBr, k.gdnQ81 = e.shBranch, e.attnBr, e.gdnQ81()
 	}
 	if wantLogits {
 		k.outMode = e.outMode
