@@ -682,37 +682,6 @@ func (v Variant) NoZero(family string, t Target) bool {
 	return t.IsNVIDIA() && v.Values["op"] == "mma" && mmqNoZero[family]
 }
 
-// mmqRawX names the two-plane families (mmqPlanes, mmqNoZero) whose NVIDIA mma core stages
-// the activations as the raw bytes of each token's K step (mmq_core.tmpl strata_mmq_nv_rx):
-// a step's KT = 4 Q8_1 blocks are 144 contiguous bytes that start on a 16-byte boundary when
-// x is 16-byte aligned and x_row_blocks a multiple of 4 (MmqXAlign), so the block's 256
-// threads copy the 128 tokens' 1152 chunks of 16 bytes with 4.5 16-byte loads and stores a
-// thread, consecutive lanes on consecutive chunks, into the tile's 144-byte rows as they
-// are; the B fragments are then 4-byte shared loads at group kg's quants (byte 36kg + 4).
-// Against mmq8x4n's windows (three 16-byte loads per block and job, a warp instruction on 8
-// tokens × 4 blocks, about 2 lines a token: ~16 L1 wavefronts each, 6 a warp and step): 4.5
-// loads a warp and step on 32 consecutive chunks (~3.6 tokens, ~8–9 lines each), no selects,
-// the same stores (16 bytes a chunk, conflict-free), the same fragment wavefronts (a 4-byte
-// load of 8 tokens × 4 words is conflict-free: banks 4·row + 9kg + 1 + t). Family mmq8x4v;
-// unmeasured (bench/results/2026-11-30-iqc-s10).
-var mmqRawX = map[string]bool{"mmq8x4v": true}
-
-// RawX reports whether variant v of family on t stages raw activation steps (mmqRawX); the
-// mmq template renders a strata_mmq_nv_rx specialisation for it.
-func (v Variant) RawX(family string, t Target) bool {
-	return t.IsNVIDIA() && v.Values["op"] == "mma" && mmqRawX[family]
-}
-
-// MmqXAlign is the multiple of Q8_1 blocks that x_row_blocks must be for family's kernels:
-// 4 for the raw-activation families (mmqRawX: each token's K step 16-byte aligned, with x
-// 16-byte aligned), else 1.
-func MmqXAlign(family string) int {
-	if mmqRawX[family] {
-		return 4
-	}
-	return 1
-}
-
 // mmqPlanes names the families whose NVIDIA mma core stages the weights of a 16-split type
 // (a sub-scale per 16 elements: IQ2_XS, IQ1_M) as two int8 planes of the sub-scaled values
 // (mmq_core.tmpl, "Two-plane form"; family mmq8x4l): element value v = m·q = 16·h + l with

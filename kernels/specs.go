@@ -335,7 +335,7 @@ var Specs = []Spec{
 			"the step's 144 bytes 16-byte aligned) and read as mma fragments by 4-byte shared loads (NVIDIA mma.sync " +
 			"only); x as mmq8x4 (one d per 128-element segment, quant.QuantizeQ8_1GPUSeg with 4); launch as mmq8.",
 		Threads: 256,
-		Args:    mmqRawXArgs,
+		Args:    mmqArgs,
 		// mmq8x4l's types (kernels/prefill.go, mmqPlanes, mmqNoZero).
 		Axes: []Axis{{Name: "type", Values: mmqX4LTypes}, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r64t128w8"}}}},
 		Fits: mmqFits,
@@ -547,22 +547,6 @@ var mmqArgs = []Arg{
 	{Name: "ldy", Type: ArgI32, Doc: "f32 elements between output tokens, ≥ rows"},
 	{Name: "hook_group", Type: ArgI32, Doc: "−1; test hook: g in [0, k/32) makes y[t·ldy + r] the int32 bits of group g's exact integer sum"},
 }
-
-// mmqRawXArgs is mmqArgs (the same C struct layout) for the raw-activation families
-// (kernels/prefill.go mmqRawX): x 16-byte aligned and x_row_blocks a multiple of 4, so that
-// every token's K step of 4 Q8_1 blocks starts on a 16-byte boundary.
-var mmqRawXArgs = func() []Arg {
-	a := append([]Arg(nil), mmqArgs...)
-	for i := range a {
-		switch a[i].Name {
-		case "x":
-			a[i].Doc = "activations: tokens × x_row_blocks Q8_1 blocks (36 bytes); 16-byte aligned"
-		case "x_row_blocks":
-			a[i].Doc = "Q8_1 blocks between tokens, ≥ k/32, a multiple of 4"
-		}
-	}
-	return a
-}()
 
 // MmvqGeom is one of mmvq's one-column decode geometries (variant <type>_g<N>, NVIDIA): R rows
 // a wave and U 32-element groups a lane a pass for the quantized types, and R for F16/BF16

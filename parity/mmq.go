@@ -234,15 +234,14 @@ func mmqK(t quant.Type, k int) int {
 }
 
 func newMmqInputs(t quant.Type, dims []int, rng *rand.Rand) (*mmqInputs, error) {
-	return newMmqInputsSeg(t, dims, 1, 1, rng)
+	return newMmqInputsSeg(t, dims, 1, rng)
 }
 
 // newMmqInputsSeg is newMmqInputs with activations whose seg consecutive Q8_1 blocks of a
-// token share one d (quant.QuantizeQ8_1GPUSeg) and whose padded row stride is a multiple of
-// align blocks (kernels.MmqXAlign).
-func newMmqInputsSeg(t quant.Type, dims []int, seg, align int, rng *rand.Rand) (*mmqInputs, error) {
+// token share one d (quant.QuantizeQ8_1GPUSeg).
+func newMmqInputsSeg(t quant.Type, dims []int, seg int, rng *rand.Rand) (*mmqInputs, error) {
 	in := &mmqInputs{t: t, rows: dims[0], tokens: dims[1], k: mmqK(t, dims[2])}
-	in.rowBlocks = in.k/32 + align*rng.IntN(2) // sometimes a padded activation stride
+	in.rowBlocks = in.k/32 + rng.IntN(2) // sometimes a padded activation stride
 	in.ldy = in.rows + rng.IntN(3)
 	rb, err := t.RowBytes(in.k)
 	if err != nil {
@@ -382,7 +381,7 @@ func runMmqOf(family string, h *Harness, symbol string, c Case, bounds []Bound, 
 	if err != nil {
 		return Outcome{}, err
 	}
-	in, err := newMmqInputsSeg(t, c.Dims, kernels.MmqXSeg(family), kernels.MmqXAlign(family), rng)
+	in, err := newMmqInputsSeg(t, c.Dims, kernels.MmqXSeg(family), rng)
 	if err != nil {
 		return Outcome{}, err
 	}

@@ -13,12 +13,12 @@ mmq8x4n whose activations are staged as the raw Q8_1 bytes of each token's K ste
 */
 type Mmq8x4vArgs struct {
 	W          uint64 // offset 0: device address of const u8[]; weights: rows × k/QK blocks, rows contiguous; 16-byte aligned
-	X          uint64 // offset 8: device address of const u8[]; activations: tokens × x_row_blocks Q8_1 blocks (36 bytes); 16-byte aligned
+	X          uint64 // offset 8: device address of const u8[]; activations: tokens × x_row_blocks Q8_1 blocks (36 bytes); 4-byte aligned
 	Y          uint64 // offset 16: device address of f32[]; output y[t·ldy + r] f32
 	Rows       int32  // offset 24: weight rows (> 0)
 	K          int32  // offset 28: elements per row, a positive multiple of the type's block size
 	Tokens     int32  // offset 32: tokens (> 0)
-	XRowBlocks int32  // offset 36: Q8_1 blocks between tokens, ≥ k/32, a multiple of 4
+	XRowBlocks int32  // offset 36: Q8_1 blocks between tokens, ≥ k/32
 	Ldy        int32  // offset 40: f32 elements between output tokens, ≥ rows
 	HookGroup  int32  // offset 44: −1; test hook: g in [0, k/32) makes y[t·ldy + r] the int32 bits of group g's exact integer sum
 }

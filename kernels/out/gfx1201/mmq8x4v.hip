@@ -9,12 +9,12 @@
 // Launch arguments, passed by value as the kernel's only parameter (Go: abi.Mmq8x4vArgs).
 struct strata_mmq8x4v_args {
   const u8* w; // offset 0: weights: rows × k/QK blocks, rows contiguous; 16-byte aligned
-  const u8* x; // offset 8: activations: tokens × x_row_blocks Q8_1 blocks (36 bytes); 16-byte aligned
+  const u8* x; // offset 8: activations: tokens × x_row_blocks Q8_1 blocks (36 bytes); 4-byte aligned
   f32* y; // offset 16: output y[t·ldy + r] f32
   int rows; // offset 24: weight rows (> 0)
   int k; // offset 28: elements per row, a positive multiple of the type's block size
   int tokens; // offset 32: tokens (> 0)
-  int x_row_blocks; // offset 36: Q8_1 blocks between tokens, ≥ k/32, a multiple of 4
+  int x_row_blocks; // offset 36: Q8_1 blocks between tokens, ≥ k/32
   int ldy; // offset 40: f32 elements between output tokens, ≥ rows
   int hook_group; // offset 44: −1; test hook: g in [0, k/32) makes y[t·ldy + r] the int32 bits of group g's exact integer sum
 };

@@ -820,17 +820,6 @@ template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_cs { static con
 // last group), and outputs of rows or tokens past the edge are never written, so no written
 // output sees those values; the wide form's zeroing selects go. Default: zeros.
 template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_nz { static constexpr bool v = false; };
-// The activation staging of the two-plane core instantiation <QT, 1, BM, BN> (a family
-// template specialises it; mmq does for kernels/prefill.go mmqRawX, family mmq8x4v): v = each
-// token's K step, its KT = 4 Q8_1 blocks (144 contiguous bytes; 16-byte aligned: x 16-byte
-// aligned, x_row_blocks a multiple of 4), is copied as it is into the token's 144-byte tile
-// row (strata_mmq_rx_fetch / strata_mmq_rx_put: chunk q = thread + u·T of the step is token
-// q/9's 16 bytes q mod 9, so a warp's loads cover 32 consecutive chunks and its stores 512
-// contiguous bytes), and the B fragments are read from there with 4-byte shared loads at
-// group kg's quants, byte 36kg + 4 (strata_mmq_rx_ld_b). The segment's d is the step's
-// first word (block 0's d; the 4 blocks share it: mmqXSeg). Same int8 values in the same
-// mma registers and the same d as the default (mmq8x4n's windows and selects).
-template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_rx { static constexpr bool v = false; };
 [[maybe_unused]] STRATA_DEVICE int strata_mmq_cs_w(int r, int kg) { return (r & ~31) + 4 * (r & 7) + (((r >> 3) & 3) ^ kg); }
 [[maybe_unused]] STRATA_DEVICE int strata_mmq_cs_x(int c, int kg) {
   return (c & ~31) + 8 * ((c >> 1) & 3) + ((4 * ((c >> 4) & 1) + 2 * ((c >> 3) & 1) + (c & 1)) ^ (2 * kg));
@@ -964,7 +953,7 @@ template <class QT> struct strata_mmq_wide { static constexpr bool v = false; };
 template <> struct strata_mmq_wide<strata_qt_q80> { static constexpr bool v = true; };
 
 // The 12 words of the 48-byte window at the 16-byte boundary at or below p.
-[[maybe_unused]] STRATA_DEVICE void strata_mmq_ld_win(const u8* p, u32* t) {
+STRATA_DEVICE void strata_mmq_ld_win(const u8* p, u32* t) {
   const u8* b = (const u8*)((u64)p & ~(u64)15);
 #pragma unroll
   for (int i = 0; i < 3; ++i) strata_ld_x4(b + 16 * i, t + 4 * i);
@@ -1816,78 +1805,6 @@ STRATA_DEVICE void strata_mmq_pl_stage_x_nz(strata_mmq_pl_smem<QT, BM, BN>& s, c
   }
 }
 
-// The raw activation chunks of one K step between their global loads and shared stores
-// (strata_mmq_nv_rx): JC chunks of 16 bytes a thread; where BN·9 is not a multiple of T
-// (r64t128w8: 1152 = 4.5 · 256), the last round's threads past it (whole warps) hold none.
-template <class QT, int BM, int BN>
-struct strata_mmq_rx_regs {
-  typedef strata_mmq_nv_shape<QT, 1, BM, BN> SH;
-  static constexpr int T = SH::T, NC = 9 * BN, JC = (NC + T - 1) / T;
-  static_assert(STRATA_MMQ_KT == 4 && STRATA_MMQ_KS == 144 && NC % 32 == 0, "raw activations: a K step's 4 Q8_1 blocks are one 144-byte tile row");
-  u32 v[JC][4];
-};
-// Issue step g0's chunk loads. Tokens past the tile load token 0's step (finite data; their
-// outputs are never written: strata_mmq_nv_nz).
-template <class QT, int BM, int BN, class Src>
-STRATA_DEVICE void strata_mmq_rx_fetch(strata_mmq_rx_regs<QT, BM, BN>& X, const Src& src, int g0) {
-  typedef strata_mmq_rx_regs<QT, BM, BN> XT;
-  const int tid = (int)strata_thread_x();
-  const u8* const xsafe = src.xblk(0, g0);
-#pragma unroll
-  for (int u = 0; u < XT::JC; ++u) {
-    const int q = tid + u * XT::T;
-    if (XT::JC * XT::T != XT::NC && q >= XT::NC) break;  // past the step's chunks (whole warps)
-    const int c = q / 9, e = q - 9 * c;
-    const u8* xb = src.xblk(c, g0);
-    strata_ld_x4((xb != nullptr ? xb : xsafe) + 16 * e, X.v[u]);
-  }
-}
-// Store the chunks into the tile rows (s.x[c] holds token c's step as it is) and the segment's
-// d (f16 in the step's first word) as f32 into s.xd[c], by the thread holding chunk 0.
-template <class QT, int BM, int BN>
-STRATA_DEVICE void strata_mmq_rx_put(strata_mmq_pl_smem<QT, BM, BN>& s, const strata_mmq_rx_regs<QT, BM, BN>& X, const strata_mmq_pl_at& at) {
-  typedef strata_mmq_rx_regs<QT, BM, BN> XT;
-  const int tid = (int)strata_thread_x();
-  const u32 sx = at.of(&s.x[0][0]);
-#pragma unroll
-  for (int u = 0; u < XT::JC; ++u) {
-    const int q = tid + u * XT::T;
-    if (XT::JC * XT::T != XT::NC && q >= XT::NC) break;  // as strata_mmq_rx_fetch
-    const int c = q / 9, e = q - 9 * c;
-    const strata_mmq_u32x4 v = {X.v[u][0], X.v[u][1], X.v[u][2], X.v[u][3]};
-    strata_mmq_pl_st16(at, sx + 16 * (u32)q, v);  // = row c, byte 16e (rows are 144 = 9 · 16 bytes)
-    if (e == 0) strata_mmq_pl_st4(at, at.of(&s.xd[c]), strata_f16_to_f32((u16)X.v[u][0]));  // the segment's d
-  }
-}
-// A 4-byte shared load at the 32-bit shared address sa.
-[[maybe_unused]] STRATA_DEVICE u32 strata_mmq_pl_ld32(const strata_mmq_pl_at& at, u32 sa) {
-  u32 v;
-#ifdef __NVPTX__
-  (void)at;
-  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(sa) : "memory");
-#else
-  __builtin_memcpy(&v, __builtin_assume_aligned(at.p(sa), 4), 4);
-#endif
-  return v;
-}
-// The B operand (16 tokens × 32 k) of one group from the raw tile rows: sa = the fragment's
-// first token row + 36kg + 4 (the group's quants) + this lane's part, g·KS + 4t
-// (strata_mmq_rx_lb); r[h][e] = token 8h + g's bytes 16e + 4t .. 16e + 4t + 3, as
-// strata_mmq_ld_b's matrices. Four 4-byte loads; a warp's load reads 8 token rows × 4 words
-// in banks 4g + t + const: conflict-free, one wavefront each (ldmatrix.x4: four).
-[[maybe_unused]] STRATA_DEVICE u32 strata_mmq_rx_lb() {
-  const u32 l = strata_lane();
-  return (l >> 2) * STRATA_MMQ_KS + 4 * (l & 3) + 4;
-}
-[[maybe_unused]] STRATA_DEVICE strata_mma_b32 strata_mmq_rx_ld_b(const strata_mmq_pl_at& at, u32 sa) {
-  strata_mma_b32 b;
-#pragma unroll
-  for (int h = 0; h < 2; ++h)
-#pragma unroll
-    for (int e = 0; e < 2; ++e) b.r[h][e] = strata_mmq_pl_ld32(at, sa + (u32)(8 * h * STRATA_MMQ_KS + 16 * e));
-  return b;
-}
-
 // Stage K step g0: the activations as the wide form (strata_mmq_nv_fetch's windows), the
 // weights through QT::load2, every global load before any store.
 template <class QT, int BM, int BN, class Src>
@@ -1896,20 +1813,8 @@ STRATA_DEVICE void strata_mmq_pl_stage(strata_mmq_pl_smem<QT, BM, BN>& s, const 
   constexpr int KT = RT::KT, T = RT::T, GPB = QT::QK / 32, JW = RT::JW, JX = RT::JX;
   static_assert(!RT::WIDE, "two-plane form: weights through load2");
   const int tid = (int)strata_thread_x();
-  constexpr bool RX = strata_mmq_nv_rx<QT, 1, BM, BN>::v;  // family mmq8x4v (raw activation steps)
   RT R;
-  [[maybe_unused]] strata_mmq_rx_regs<QT, BM, BN> X;
-  if constexpr (RX) {
-    static_assert(strata_mmq_nv_nz<QT, 1, BM, BN>::v, "raw activations: the no-zero staging");
-#pragma unroll
-    for (int u = 0; u < JW; ++u) {
-      const int j = tid + u * T, r = (j / KT) % BM, g = g0 + j % KT;
-      R.okw[u] = src.wrow(0, r) != nullptr && g < ng;
-    }
-    strata_mmq_rx_fetch<QT, BM, BN>(X, src, g0);
-  } else {
-    strata_mmq_nv_fetch<QT, 1, BM, BN>(R, src, g0, ng);
-  }
+  strata_mmq_nv_fetch<QT, 1, BM, BN>(R, src, g0, ng);
   const strata_mmq_pl_at at{(u8*)&s, strata_mmq_smem_addr(&s)};
   const u8* const wsafe = src.wrow(0, 0);
   u32 qh[JW][8], ql[JW][8];
@@ -1936,10 +1841,6 @@ STRATA_DEVICE void strata_mmq_pl_stage(strata_mmq_pl_smem<QT, BM, BN>& s, const 
     strata_mmq_pl_st16(at, sw + PL, l0);
     strata_mmq_pl_st16(at, sw + PL + 16, l1);
     if (kg == 0) strata_mmq_pl_st4(at, at.of(&s.wb[r]), (NZ || R.okw[u]) ? base[u] : 0.0f);
-  }
-  if constexpr (RX) {
-    strata_mmq_rx_put<QT, BM, BN>(s, X, at);
-    return;
   }
   if constexpr (NZ) {
     strata_mmq_pl_stage_x_nz<QT, BM, BN>(s, R, at);
@@ -2020,9 +1921,7 @@ STRATA_DEVICE void strata_mmq_pl_run(strata_mmq_pl_smem<QT, BM, BN>& s, const Sr
   // Shared addresses of the warp's first A and B fragments, this lane's part (ldmatrix rows),
   // and of the scales the lane folds with: rows wr + g (+ 8 + 16i), tokens wt + 2t (+ 8h + 16j).
   const strata_mmq_pl_at at{(u8*)&s, strata_mmq_smem_addr(&s)};
-  constexpr bool RX = strata_mmq_nv_rx<QT, 1, BM, BN>::v;  // B fragments from raw activation rows (strata_mmq_rx_ld_b)
-  constexpr u32 XG = RX ? 36 : 32;                          // bytes between the groups of a row
-  const u32 wa0 = at.of(&s.w[0][wr][0]) + strata_mmq_pl_la(), xb0 = at.of(&s.x[wt][0]) + (RX ? strata_mmq_rx_lb() : strata_mmq_pl_lb());
+  const u32 wa0 = at.of(&s.w[0][wr][0]) + strata_mmq_pl_la(), xb0 = at.of(&s.x[wt][0]) + strata_mmq_pl_lb();
   const u32 sb0 = at.of(&s.wb[wr + g]), sd0 = at.of(&s.xd[wt + 2 * t]);
   strata_mma_c zero;
 #pragma unroll
@@ -2060,8 +1959,7 @@ STRATA_DEVICE void strata_mmq_pl_run(strata_mmq_pl_smem<QT, BM, BN>& s, const Sr
         const strata_mma_a32 al = strata_mmq_pl_ld_a(at, wa + (u32)((BM + 16 * i) * KS + 32 * kg));
 #pragma unroll
         for (int j = 0; j < FN; ++j) {
-          const u32 xa = xb + (u32)((16 * j) * KS) + XG * (u32)kg;
-          const strata_mma_b32 b = RX ? strata_mmq_rx_ld_b(at, xa) : strata_mmq_pl_ld_b(at, xa);
+          const strata_mma_b32 b = strata_mmq_pl_ld_b(at, xb + (u32)((16 * j) * KS + 32 * kg));
           if constexpr (HOOK) {
             const strata_mma_c dh = strata_mma32(zero, ah, b), dl = strata_mma32(zero, al, b);
             if (kg == hk) {
