@@ -329,18 +329,6 @@ var Specs = []Spec{
 		Fits: mmqFits,
 	},
 	{
-		Family:   "mmq8x4v",
-		Template: "mmq",
-		Doc: "mmq8x4n whose activations are staged as the raw Q8_1 bytes of each token's K step (16-byte copies, " +
-			"the step's 144 bytes 16-byte aligned) and read as mma fragments by 4-byte shared loads (NVIDIA mma.sync " +
-			"only); x as mmq8x4 (one d per 128-element segment, quant.QuantizeQ8_1GPUSeg with 4); launch as mmq8.",
-		Threads: 256,
-		Args:    mmqArgs,
-		// mmq8x4l's types (kernels/prefill.go, mmqPlanes, mmqNoZero).
-		Axes: []Axis{{Name: "type", Values: mmqX4LTypes}, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r64t128w8"}}}},
-		Fits: mmqFits,
-	},
-	{
 		Family:   "mmvq",
 		Template: "mmvq",
 		Doc: "y[z][c][r] = Σ_k W_z[r][k]·x_z[c][k] for 1..8 columns: Q8_1 activations and exact dot4 block dots with an f32 " +

@@ -106,14 +106,11 @@ var mmqXLISum = Bound{Name: "isum", Exact: true, Why: `
 // same integer segment sums from two weight planes (mmqX4LY); mmq8x4n is mmq8x4l whose staging
 // keeps edge jobs' loaded values (rows and tokens past the tile: their outputs are never
 // written) and stores the segment's d from another of its 4 blocks (the same d: mmqXSeg), so
-// every written output is mmq8x4l's bit for bit and its bounds are mmq8x4l's. mmq8x4v is
-// mmq8x4n whose activations are staged as the raw Q8_1 bytes of each token's K step and read
-// by plain 4-byte shared loads (the same int8 values in the same mma registers, the same d):
-// mmq8x4n's outputs bit for bit, so mmq8x4l's bounds.
-var mmqSegY = map[string]Bound{"mmq8x4": mmqX4Y, "mmq8x4p": mmqX4Y, "mmq8x4l": mmqX4LY, "mmq8x4n": mmqX4LY, "mmq8x4v": mmqX4LY}
+// every written output is mmq8x4l's bit for bit and its bounds are mmq8x4l's.
+var mmqSegY = map[string]Bound{"mmq8x4": mmqX4Y, "mmq8x4p": mmqX4Y, "mmq8x4l": mmqX4LY, "mmq8x4n": mmqX4LY}
 
 // mmqSegISum is the isum bound of the shared-d families (mmqXISum unless listed).
-var mmqSegISum = map[string]Bound{"mmq8x4l": mmqXLISum, "mmq8x4n": mmqXLISum, "mmq8x4v": mmqXLISum}
+var mmqSegISum = map[string]Bound{"mmq8x4l": mmqXLISum, "mmq8x4n": mmqXLISum}
 
 // mmqTypes maps the "type" axis values of the int8 prefill families to quant types.
 var mmqTypes = map[string]quant.Type{
@@ -203,7 +200,7 @@ func init() {
 			Run:    runMmqFamily(fam),
 		})
 	}
-	for _, fam := range []string{"mmq8x4", "mmq8x4p", "mmq8x4l", "mmq8x4n", "mmq8x4v"} {
+	for _, fam := range []string{"mmq8x4", "mmq8x4p", "mmq8x4l", "mmq8x4n"} {
 		register(&Family{
 			Name:   fam,
 			Bounds: mmqBounds(fam),

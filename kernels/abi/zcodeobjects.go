@@ -259,12 +259,6 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8x4v",
-	Path:     "gfx1030/mmq8x4v.co",
-	Target:   "gfx1030",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
 	Family: "mmvq",
 	Path:   "gfx1030/mmvq.co",
 	Target: "gfx1030",
@@ -727,12 +721,6 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8x4p",
 	Path:     "gfx1100/mmq8x4p.co",
-	Target:   "gfx1100",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
-	Family:   "mmq8x4v",
-	Path:     "gfx1100/mmq8x4v.co",
 	Target:   "gfx1100",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -1227,12 +1215,6 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8x4v",
-	Path:     "gfx1101/mmq8x4v.co",
-	Target:   "gfx1101",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
 	Family: "mmvq",
 	Path:   "gfx1101/mmvq.co",
 	Target: "gfx1101",
@@ -1719,12 +1701,6 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8x4p",
 	Path:     "gfx1102/mmq8x4p.co",
-	Target:   "gfx1102",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
-	Family:   "mmq8x4v",
-	Path:     "gfx1102/mmq8x4v.co",
 	Target:   "gfx1102",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -2219,12 +2195,6 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8x4v",
-	Path:     "gfx1200/mmq8x4v.co",
-	Target:   "gfx1200",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
 	Family: "mmvq",
 	Path:   "gfx1200/mmvq.co",
 	Target: "gfx1200",
@@ -2711,12 +2681,6 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8x4p",
 	Path:     "gfx1201/mmq8x4p.co",
-	Target:   "gfx1201",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
-	Family:   "mmq8x4v",
-	Path:     "gfx1201/mmq8x4v.co",
 	Target:   "gfx1201",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -3367,18 +3331,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8x4p_iq1m_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
-	Family: "mmq8x4v",
-	Path:   "sm_80/mmq8x4v.ptx",
-	Target: "sm_80",
-	Variants: []Variant{{
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x4v_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x4v_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4691,18 +4643,6 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
-	Family: "mmq8x4v",
-	Path:   "sm_86/mmq8x4v.ptx",
-	Target: "sm_86",
-	Variants: []Variant{{
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x4v_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x4v_iq1m_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
 	Family: "mmvq",
 	Path:   "sm_86/mmvq.ptx",
 	Target: "sm_86",
@@ -6012,18 +5952,6 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
-	Family: "mmq8x4v",
-	Path:   "sm_89/mmq8x4v.ptx",
-	Target: "sm_89",
-	Variants: []Variant{{
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x4v_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x4v_iq1m_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
 	Family: "mmvq",
 	Path:   "sm_89/mmvq.ptx",
 	Target: "sm_89",
@@ -7330,18 +7258,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8x4p_iq1m_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
-	Family: "mmq8x4v",
-	Path:   "sm_90/mmq8x4v.ptx",
-	Target: "sm_90",
-	Variants: []Variant{{
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x4v_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x4v_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
