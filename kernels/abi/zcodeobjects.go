@@ -139,6 +139,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "expert_fetch",
+	Path:   "gfx1030/expert_fetch.co",
+	Target: "gfx1030",
+	Variants: []Variant{{
+		Name:   "u128",
+		Symbol: "strata_expert_fetch_u128",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "fill",
 	Path:   "gfx1030/fill.co",
 	Target: "gfx1030",
@@ -575,6 +584,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "bf16",
 		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "expert_fetch",
+	Path:   "gfx1100/expert_fetch.co",
+	Target: "gfx1100",
+	Variants: []Variant{{
+		Name:   "u128",
+		Symbol: "strata_expert_fetch_u128",
 	}},
 	Vendor: "amd",
 }, {
@@ -1068,6 +1086,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "expert_fetch",
+	Path:   "gfx1101/expert_fetch.co",
+	Target: "gfx1101",
+	Variants: []Variant{{
+		Name:   "u128",
+		Symbol: "strata_expert_fetch_u128",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "fill",
 	Path:   "gfx1101/fill.co",
 	Target: "gfx1101",
@@ -1555,6 +1582,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "bf16",
 		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "expert_fetch",
+	Path:   "gfx1102/expert_fetch.co",
+	Target: "gfx1102",
+	Variants: []Variant{{
+		Name:   "u128",
+		Symbol: "strata_expert_fetch_u128",
 	}},
 	Vendor: "amd",
 }, {
@@ -2048,6 +2084,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "expert_fetch",
+	Path:   "gfx1200/expert_fetch.co",
+	Target: "gfx1200",
+	Variants: []Variant{{
+		Name:   "u128",
+		Symbol: "strata_expert_fetch_u128",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "fill",
 	Path:   "gfx1200/fill.co",
 	Target: "gfx1200",
@@ -2535,6 +2580,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "bf16",
 		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "expert_fetch",
+	Path:   "gfx1201/expert_fetch.co",
+	Target: "gfx1201",
+	Variants: []Variant{{
+		Name:   "u128",
+		Symbol: "strata_expert_fetch_u128",
 	}},
 	Vendor: "amd",
 }, {
@@ -3031,6 +3085,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "bf16",
 		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "expert_fetch",
+	Path:   "sm_80/expert_fetch.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "u128",
+		Symbol: "strata_expert_fetch_u128",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4343,6 +4406,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "expert_fetch",
+	Path:   "sm_86/expert_fetch.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "u128",
+		Symbol: "strata_expert_fetch_u128",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "fill",
 	Path:   "sm_86/fill.ptx",
 	Target: "sm_86",
@@ -5652,6 +5724,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "expert_fetch",
+	Path:   "sm_89/expert_fetch.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "u128",
+		Symbol: "strata_expert_fetch_u128",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "fill",
 	Path:   "sm_89/fill.ptx",
 	Target: "sm_89",
@@ -6958,6 +7039,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "bf16",
 		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "expert_fetch",
+	Path:   "sm_90/expert_fetch.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "u128",
+		Symbol: "strata_expert_fetch_u128",
 	}},
 	Vendor: "nvidia",
 }, {
