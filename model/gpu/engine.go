@@ -205,6 +205,11 @@ type Options struct {
 	// slots per token (the rest keep being read from host memory); 0: every miss. Refused
 	// with MissCopy; with MissAuto it applies when the engine maps.
 	MapPromote int
+	// MapAhead plans the mapped path's look-ahead (ahead.go: the next layer's router on this
+	// layer's state predicts its experts, and a graph branch copies the predicted misses into
+	// VRAM stage buffers while this layer runs) and turns it on where the engine maps
+	// (Engine.SetMapAhead turns it off and on). Its buffers take 2·K expert blocks of VRAM.
+	MapAhead bool
 }
 
 // Engine is a model loaded on one device.
@@ -306,6 +311,16 @@ type Engine struct {
 	shT          map[quant.Type]*moeTiles // moe_prefill's tiles per shared-expert type (qwen3next; sharedChunk)
 	ptab         PrefillTables            // how the batched path runs non-direct layers (SetPrefillTables)
 	direct       []int                    // per layer: slot of expert 0 when its experts sit in consecutive slots of one slab (resident), else −1
+
+	// mapped look-ahead (ahead.go): planned (Options.MapAhead), on (SetMapAhead); capture
+	// indices of the layer's look-ahead mmvq and of the last expert_fetch (-1: none), the
+	// shared expert's norm's join (-1: none); the prediction's read-back buffer; per staging
+	// row, whether the token there ran the look-ahead
+	aheadPlanned, mapAhead   bool
+	aheadAt, fetchAt, shJoin int
+	aheadBuf                 []int
+	aheadRan                 map[int]bool
+	kFetch                   *kernel
 
 	mmvqRows8 bool // Options.MmvqRows8
 	mmvqOld   bool // Options.MmvqOld
@@ -441,6 +456,9 @@ type Stats struct {
 	Groups      int64
 	// look-ahead prefetch: experts copied on a prediction, and those a lookup then hit
 	Prefetched, PrefetchUsed int64
+	// mapped look-ahead (ahead.go), layers after the first: ids predicted, of them used by
+	// the layer, of them copied (not in VRAM), of those used; the layers' misses
+	AheadPredicted, AheadRight, AheadFetched, AheadUseful, AheadMisses int64
 	// host side: kernel launches made outside graphs and the time spent submitting them;
 	// stream synchronisations of the compute stream and the time the host waited in them
 	Launches   int64
@@ -543,7 +561,7 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 		return nil, fmt.Errorf("model/gpu: a mapped promotion cap (%d) without mapped misses has no effect (set Misses to MissMap or MissAuto, or leave MapPromote 0)", o.MapPromote)
 	}
 	e = &Engine{dev: dev, cfg: c, vocab: m.Vocab, src: src, fns: map[string]*rt.Func{}, noFuse: o.NoFuse, noRowNorm: o.NoRowNorm, oldRowQ81: o.OldRowQ81, argmax1: o.OneBlockArgmax, ktimes: o.KernelTimes,
-		noAttnPrep: o.NoAttnPrep, noPDL: o.NoPDL}
+		noAttnPrep: o.NoAttnPrep, noPDL: o.NoPDL, aheadAt: -1, fetchAt: -1, shJoin: -1}
 	partial := e
 	defer func() {
 		if err != nil {
@@ -581,6 +599,12 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 		return nil, fmt.Errorf("model/gpu: attention-input branch mode %d (want BranchDep, BranchOff or BranchPlain)", int(o.AttnBranch))
 	}
 	e.attnBr = o.AttnBranch
+	if o.MapAhead {
+		if o.Misses == MissCopy || o.Prefetch {
+			return nil, fmt.Errorf("model/gpu: the mapped look-ahead needs mapped expert misses (Misses MissMap or MissAuto, no Prefetch)")
+		}
+		fams = append(fams[:len(fams):len(fams)], "expert_fetch")
+	}
 	if o.Chunk > 0 && (c.Arch == model.ArchQwen3MoE || c.Arch == model.ArchQwen3Next) && !o.HostKV {
 		e.chunk = o.Chunk
 		fams = append(fams[:len(fams):len(fams)], "mmq", "moe_prefill", "attention_prefill")
@@ -611,6 +635,9 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 		return nil, err
 	}
 	in.Reserve = o.Reserve
+	if o.MapAhead {
+		in.Resident = append(in.Resident, aheadNeeds(&c, in.SlotBytes)...)
+	}
 	if e.chunk > 0 {
 		// the schedule is sized for the smallest token tile either mode can launch (without
 		// moe_prefill's tiles for the experts' type, preparePrefill fails)
@@ -1128,6 +1155,7 @@ func (e *Engine) pinExperts(prog func(string, ...any), o Options) error {
 // staging layout: small windows in one pinned host buffer.
 type stageLayout struct {
 	x, pos, kvf, kvh, ids, ids2, idsP, tables, logits int // ids2: resident mode's second ids row (Engine.pendingIDs)
+	ahead, ahead2                                     int // the look-ahead's predicted ids beside ids and ids2 (ahead.go)
 	tok                                               int // ForwardArgmax's token id (i32)
 	pemb, ppos, pids, pidx                            int // batched path: embeddings [N][H], positions, ids, slot indices [N][K]
 	size                                              int
@@ -1148,6 +1176,8 @@ func (e *Engine) stage() stageLayout {
 	s.ids = take(4 * c.ExpertsUsed * c.Layers)
 	s.ids2 = take(4 * c.ExpertsUsed * c.Layers)
 	s.idsP = take(4 * c.ExpertsUsed)
+	s.ahead = take(4 * c.ExpertsUsed * c.Layers)
+	s.ahead2 = take(4 * c.ExpertsUsed * c.Layers)
 	s.tables = take(8 * 3 * c.Experts * c.Layers)
 	s.logits = take(4 * e.vocab)
 	s.tok = take(4)
@@ -1209,6 +1239,7 @@ func (e *Engine) prepare(o Options) error {
 		e.vramAt = map[int][]bool{st.ids: make([]bool, n), st.ids2: make([]bool, n)}
 	}
 	e.prefetch, e.predicted = o.Prefetch, map[Key]bool{}
+	e.aheadPlanned, e.mapAhead, e.aheadRan = o.MapAhead, o.MapAhead, map[int]bool{}
 	e.hostKV = o.HostKV
 	e.pendingIDs, e.syncLookup = -1, o.SyncLookup
 	// Slot tables start all zero (nothing resident) — unless a profile warms the cache:
@@ -1287,6 +1318,13 @@ func (e *Engine) prepare(o Options) error {
 			return err
 		}
 		e.fns[k.fam+"/"+k.variant] = f
+	}
+	if e.aheadPlanned {
+		f, err := e.ks.fn("expert_fetch", "u128")
+		if err != nil {
+			return err
+		}
+		e.fns["expert_fetch/u128"] = f
 	}
 	if c.Arch == model.ArchQwen3Next {
 		for _, k := range []struct{ fam, variant string }{
@@ -1384,6 +1422,7 @@ func (e *Engine) records(mmvqRows map[string]int) {
 	e.kRope, e.kStore = e.kern["rope/neox"], e.kern["attention_decode/store_f16"]
 	e.kSplit, e.kReduce = e.kern["attention_decode/split_f16"], e.kern["attention_decode/reduce_f16"]
 	e.kQuant, e.kMoe, e.kArgmax = e.kern["quantize_q8_1/f32"], e.kern["moe_decode/"+typeVariant[e.expType]], e.kern["sample/argmax"]
+	e.kFetch = e.kern["expert_fetch/u128"]
 	e.kConv, e.kRec = e.kern["gated_delta_net/conv"], e.kern["gated_delta_net/recurrent"]
 	e.kRecSplit, e.kGNorm = e.kern["gated_delta_net/recsplit"], e.kern["gated_delta_net/gnorm"]
 	e.kPrep, e.kReduceQ = e.kern["attention_decode/prep_f16"], e.kern["attention_decode/reduceq_f16"]
