@@ -712,13 +712,27 @@ func decodeTimed(eng *mgpu.Engine, prompt []int32, n int) ([]float64, error) {
 // decode row with STRATA_BENCH_HOSTARGMAX=1 times them; +argmax: each greedy token from
 // Engine.ForwardArgmax (as the plain decode row takes it); +ahead: the mapped look-ahead on
 // (Engine.SetMapAhead; the engine must be loaded with STRATA_BENCH_MAPAHEAD=1), off without
-// it, and the PHASES line gets its prediction counts.
+// it, and the PHASES line gets its prediction counts; +aheadN: on, copying only the first N
+// of each layer's predicted experts (Engine.SetMapAheadK).
 func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n int, modes string, row func(string, mgpu.Stats), bins *strings.Builder) error {
-	// Warm-up: the decode graphs are captured here, not inside the first mode's row (with
-	// and without the look-ahead where the engine has its buffers).
-	for _, ahead := range []bool{false, true} {
-		if err := eng.SetMapAhead(ahead); err != nil {
+	// Warm-up: the decode graphs are captured here, not inside the first mode's row (without
+	// the look-ahead, and where the engine has its buffers with each of the modes' copy counts).
+	warm := []int{-1} // -1: look-ahead off; else SetMapAheadK's n
+	for _, md := range strings.Split(modes, ",") {
+		for _, suf := range strings.Split(strings.TrimSpace(md), "+")[1:] {
+			if n, err := strconv.Atoi(strings.TrimPrefix(suf, "ahead")); suf == "ahead" || (strings.HasPrefix(suf, "ahead") && err == nil && n > 0) {
+				if !slices.Contains(warm, n) { // "ahead" alone: n = 0 (Atoi fails), all K
+					warm = append(warm, n)
+				}
+			}
+		}
+	}
+	for _, w := range warm {
+		if err := eng.SetMapAhead(w >= 0); err != nil {
 			break
+		}
+		if err := eng.SetMapAheadK(max(w, 0)); err != nil {
+			return err
 		}
 		if err := eng.Reset(); err != nil {
 			return err
@@ -742,12 +756,15 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 		md = strings.TrimSpace(md)
 		parts := strings.Split(md, "+")
 		base, pcap, lag, noEv, skip := parts[0], promote, false, false, false
-		ahead, gpuArgmax := false, false
+		ahead, aheadK, gpuArgmax := false, 0, false
 		for _, suf := range parts[1:] {
 			k, err := strconv.Atoi(strings.TrimPrefix(suf, "promote"))
+			ak, aerr := strconv.Atoi(strings.TrimPrefix(suf, "ahead"))
 			switch {
 			case suf == "ahead":
 				ahead = true
+			case strings.HasPrefix(suf, "ahead") && aerr == nil && ak > 0:
+				ahead, aheadK = true, ak
 			case suf == "argmax":
 				gpuArgmax = true
 			case suf == "lag":
@@ -763,7 +780,7 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 			}
 		}
 		if base != "old" && base != "new" {
-			return fmt.Errorf("STRATA_BENCH_HOSTGAP: %q is not old|new[+nopromote|+promoteN][+lag][+noev][+argmax][+ahead]", md)
+			return fmt.Errorf("STRATA_BENCH_HOSTGAP: %q is not old|new[+nopromote|+promoteN][+lag][+noev][+argmax][+ahead|+aheadN]", md)
 		}
 		if skip {
 			continue
@@ -771,6 +788,9 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 		eng.SetStartProbe(lag)
 		eng.SetLaunchFirst(base == "new")
 		if err := eng.SetMapAhead(ahead); err != nil {
+			return err
+		}
+		if err := eng.SetMapAheadK(aheadK); err != nil {
 			return err
 		}
 		if mapped {
@@ -832,6 +852,9 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 		fmt.Println("PHASES " + line)
 	}
 	if err := eng.SetMapAhead(false); err != nil {
+		return err
+	}
+	if err := eng.SetMapAheadK(0); err != nil {
 		return err
 	}
 	eng.SetLaunchFirst(true)

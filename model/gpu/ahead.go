@@ -78,6 +78,26 @@ func (e *Engine) SetMapAhead(on bool) error {
 	return nil
 }
 
+// SetMapAheadK makes the look-ahead copy only the first n of the K experts it predicts for
+// a layer (moe_decode phase 0 orders them by probability, highest first): fewer wasted
+// copies, fewer predicted misses covered; 0 (the default) or K: all K.
+func (e *Engine) SetMapAheadK(n int) error {
+	if n < 0 || n > e.cfg.ExpertsUsed {
+		return fmt.Errorf("model/gpu: look-ahead copies of %d predicted experts: want 0..%d", n, e.cfg.ExpertsUsed)
+	}
+	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
+	e.aheadK = n
+	return nil
+}
+
+// aheadCopies is how many of a layer's K predicted experts the look-ahead may copy.
+func (e *Engine) aheadCopies() int {
+	if e.aheadK > 0 {
+		return e.aheadK
+	}
+	return e.cfg.ExpertsUsed
+}
+
 // moeTables is the slot tables layer li's moe_decode reads: the working copy the
 // look-ahead wrote, or the device tables.
 func (e *Engine) moeTables(li int) rt.DevPtr {
@@ -123,8 +143,8 @@ func (e *Engine) ahead(li int, ma abi.MoeDecodeArgs) error {
 	par := uintptr((li + 1) % 2)
 	fa := abi.ExpertFetchArgs{Ids: uint64(ids), Src: uint64(src), Dst: uint64(m.Ptr(bufAheadTab).Add(par * uintptr(3*E*8))),
 		Stage: uint64(m.Ptr(bufAheadStage).Add(par * uintptr(uint64(K)*e.slot.total))),
-		Host:  e.hostAddr(li+1, 0), Total: e.slot.total, NExpert: int32(E), KUsed: int32(K), Nb: aheadBlocks}
-	if err := e.launchK(e.kFetch, rt.Dim3{X: aheadBlocks, Y: uint32(K + 1), Z: 1}, abi.ExpertFetchThreads, rt.Args(&fa)); err != nil {
+		Host:  e.hostAddr(li+1, 0), Total: e.slot.total, NExpert: int32(E), KUsed: int32(e.aheadCopies()), Nb: aheadBlocks}
+	if err := e.launchK(e.kFetch, rt.Dim3{X: aheadBlocks, Y: uint32(fa.KUsed + 1), Z: 1}, abi.ExpertFetchThreads, rt.Args(&fa)); err != nil {
 		return err
 	}
 	e.fetchAt = e.ln.CaptureLen() - 1
@@ -145,10 +165,10 @@ func (e *Engine) aheadStage(idsOff int) int {
 }
 
 // aheadCount adds a token's prediction to the stats (promote, when the token ran the
-// look-ahead): for every layer after the first, its K predicted ids against the K it
-// used, and which predicted ones were read from host memory (not in VRAM when the token
-// was submitted: at) and so copied.
-func (e *Engine) aheadCount(off int, at []bool) error {
+// look-ahead copying the first n predicted): for every layer after the first, its K
+// predicted ids against the K it used, and which of the first n were read from host memory
+// (not in VRAM when the token was submitted: at) and so copied.
+func (e *Engine) aheadCount(off int, at []bool, n int) error {
 	c := &e.cfg
 	K := c.ExpertsUsed
 	po := e.aheadStage(off)
@@ -167,7 +187,7 @@ func (e *Engine) aheadCount(off int, at []bool) error {
 				e.stats.AheadMisses++
 			}
 		}
-		for _, p := range pred {
+		for j, p := range pred {
 			used := false
 			for _, id := range ids {
 				used = used || id == p
@@ -176,7 +196,7 @@ func (e *Engine) aheadCount(off int, at []bool) error {
 			if used {
 				e.stats.AheadRight++
 			}
-			if !at[li*c.Experts+p] {
+			if j < n && !at[li*c.Experts+p] {
 				e.stats.AheadFetched++
 				if used {
 					e.stats.AheadUseful++

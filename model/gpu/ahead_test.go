@@ -69,9 +69,20 @@ func TestMapAheadSetter(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	two := runMapped(t, "tiny-next", quant.Q8_0, o, func(e *Engine, _ *fakeDriver) {
+		if err := e.SetMapAheadK(p.ExpertsUsed + 1); err == nil {
+			t.Errorf("SetMapAheadK(%d) with K = %d: no error", p.ExpertsUsed+1, p.ExpertsUsed)
+		}
+		if err := e.SetMapAheadK(1); err != nil {
+			t.Fatal(err)
+		}
+	})
 	sameLogits(t, "look-ahead on against off (one option, the setter)", on.logs, off.logs)
-	if off.stats.AheadPredicted != 0 || on.stats.AheadPredicted == 0 {
-		t.Errorf("predicted: off %d, on %d", off.stats.AheadPredicted, on.stats.AheadPredicted)
+	sameLogits(t, "look-ahead copying one of K against off", two.logs, off.logs)
+	if off.stats.AheadPredicted != 0 || on.stats.AheadPredicted == 0 || two.stats.AheadPredicted != on.stats.AheadPredicted ||
+		two.stats.AheadFetched == 0 || two.stats.AheadFetched >= on.stats.AheadFetched {
+		t.Errorf("predicted: off %d, on %d, one of K %d; copied: on %d, one of K %d", off.stats.AheadPredicted, on.stats.AheadPredicted,
+			two.stats.AheadPredicted, on.stats.AheadFetched, two.stats.AheadFetched)
 	}
 	src := presetSource(t, "tiny-next", quant.Q8_0)
 	dev, _ := newFakeDeviceMap(1<<30, fakeTarget, true)

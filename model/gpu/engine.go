@@ -318,8 +318,9 @@ type Engine struct {
 	// row, whether the token there ran the look-ahead
 	aheadPlanned, mapAhead   bool
 	aheadAt, fetchAt, shJoin int
+	aheadK                   int // SetMapAheadK
 	aheadBuf                 []int
-	aheadRan                 map[int]bool
+	aheadRan                 map[int]int // experts the token may copy (0: no look-ahead)
 	kFetch                   *kernel
 
 	mmvqRows8 bool // Options.MmvqRows8
@@ -1239,7 +1240,7 @@ func (e *Engine) prepare(o Options) error {
 		e.vramAt = map[int][]bool{st.ids: make([]bool, n), st.ids2: make([]bool, n)}
 	}
 	e.prefetch, e.predicted = o.Prefetch, map[Key]bool{}
-	e.aheadPlanned, e.mapAhead, e.aheadRan = o.MapAhead, o.MapAhead, map[int]bool{}
+	e.aheadPlanned, e.mapAhead, e.aheadRan = o.MapAhead, o.MapAhead, map[int]int{}
 	e.hostKV = o.HostKV
 	e.pendingIDs, e.syncLookup = -1, o.SyncLookup
 	// Slot tables start all zero (nothing resident) — unless a profile warms the cache:

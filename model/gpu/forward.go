@@ -195,7 +195,10 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 	}
 	if e.mapped && !e.resident { // the tables this token reads: every upload so far precedes it
 		copy(e.vramAt[idsOff], e.vram)
-		e.aheadRan[idsOff] = e.aheadOn()
+		e.aheadRan[idsOff] = 0
+		if e.aheadOn() {
+			e.aheadRan[idsOff] = e.aheadCopies()
+		}
 	}
 	mark(&ph.Tables)
 	var err error

@@ -73,6 +73,7 @@ type graphKey struct {
 	shared  BranchMode // qwen3next's shared expert as a branch (Engine.SetSharedBranch)
 	attnBr  BranchMode // qwen3next's attention inputs as branches (Engine.SetAttnBranch)
 	ahead   bool       // the mapped look-ahead (Engine.SetMapAhead, ahead.go)
+	aheadK  int        // its copies (Engine.SetMapAheadK)
 }
 
 // graphKeyOf is the key of a step: the output mode counts only when the step makes
@@ -82,6 +83,9 @@ type graphKey struct {
 // graphs of the same launches and fill maxGraphs twice as fast.
 func (e *Engine) graphKeyOf(wantLogits bool, idsOff int) graphKey {
 	k := graphKey{logits: wantLogits, idsOff: idsOff, prep: e.attnPrep(), pdl: !e.noPDL, oldQ81: e.oldRowQ81, argmax1: e.argmax1, mmvqOld: e.mmvqOld, ahead: e.aheadOn()}
+	if k.ahead {
+		k.aheadK = e.aheadCopies()
+	}
 	if e.cfg.Arch == model.ArchQwen3Next {
 		k.shared, k.attnBr = e.shBranch, e.attnBr
 	}

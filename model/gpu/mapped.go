@@ -185,8 +185,8 @@ func (e *Engine) promote(off int) error {
 	cps, placed := e.mapCps[:0], e.mapPlaced[:0] // the copies, and the slot of each
 	defer func() { e.mapCps, e.mapPlaced = cps, placed }()
 	at := e.vramAt[off] // the token's tables: which experts it read from VRAM
-	if e.aheadRan[off] {
-		if err := e.aheadCount(off, at); err != nil {
+	if n := e.aheadRan[off]; n > 0 {
+		if err := e.aheadCount(off, at, n); err != nil {
 			return err
 		}
 	}
