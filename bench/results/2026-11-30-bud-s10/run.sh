@@ -10,7 +10,7 @@
 #       STRATA_HG_BUDGET seconds in all (default 135). STRATA_HG_ENGINE=0 leaves out the
 #       GPU-vs-CPU engine tests. Every bench pass loads with STRATA_BENCH_MAPAHEAD=1.
 #       STRATA_HG_MODES: STRATA_BENCH_HOSTGAP (default
-#       new+argmax,new+argmax+ahead,new+argmax+ahead6 three times). STRATA_HG_BUDGETS: MiB list
+#       new+argmax,new+argmax+ahead,new+argmax+ahead6 three times, new+argmax+ahead+promote32). STRATA_HG_BUDGETS: MiB list
 #       (default 12288,16384,24576). STRATA_HG_CONNS: one bench pass per entry ("-": as is;
 #       default "- -"); pass i takes STRATA_HG_BUDGETSi / STRATA_HG_MODESi where set (the
 #       default pass 2: unlimited, new+argmax,new+argmax+ahead).
@@ -99,7 +99,7 @@ run() {
 	# one pass per CUDA_DEVICE_MAX_CONNECTIONS setting ("-": the driver's default), each with
 	# its own budgets and modes
 	local conn i=0 bud mod
-	local dbud=12288,16384,24576 dmod=new+argmax,new+argmax+ahead,new+argmax+ahead6,new+argmax,new+argmax+ahead,new+argmax+ahead6,new+argmax,new+argmax+ahead,new+argmax+ahead6
+	local dbud=12288,16384,24576 dmod=new+argmax,new+argmax+ahead,new+argmax+ahead6,new+argmax,new+argmax+ahead,new+argmax+ahead6,new+argmax,new+argmax+ahead,new+argmax+ahead6,new+argmax+ahead+promote32
 	: "${STRATA_HG_BUDGETS2:=0}" "${STRATA_HG_MODES2:=new+argmax,new+argmax+ahead}"
 	for conn in ${STRATA_HG_CONNS:-- -}; do
 		i=$((i + 1))
