@@ -843,6 +843,7 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 			md, us(p.Between), us(p.Embed), us(p.Tables), us(p.Submit), us(p.StartLag), us(p.Check), us(p.Lookup), us(p.Ahead), us(p.Sync), us(p.After),
 			p.Steps, p.Launched, p.Tokens, dms(p.Busy), dms(p.Tail), dms(p.Idle), s.Wall.Seconds()*1e3/float64(max(1, s.Tokens)), caller,
 			s.CopyMs/float64(max(1, s.Tokens)), strings.Split(modes, ",")[0], slices.Equal(toks, first))
+		line += fmt.Sprintf("; graph launches %d, captures %d, graph error %v", s.Graphs, s.Captures, eng.GraphErr())
 		if s.AheadPredicted > 0 {
 			line += fmt.Sprintf("; look-ahead: predicted %d, used %d (%.3f), copied %d (%.1f/token), of them used %d; misses %d (%.3f covered)",
 				s.AheadPredicted, s.AheadRight, float64(s.AheadRight)/float64(s.AheadPredicted), s.AheadFetched, float64(s.AheadFetched)/float64(max(1, s.Tokens)),
