@@ -47,7 +47,7 @@ func addBackendFlags(fs *flag.FlagSet) *backendFlags {
 	fs.BoolVar(&b.prefetch, "expert-prefetch", false, "GPU: copy the experts the next layer's router predicts from the current hidden state, while this layer computes")
 	fs.IntVar(&b.chunk, "prefill-chunk", defaultChunk, "GPU: run prompts through the batched path in chunks of this many tokens (qwen3moe, qwen3next; at most the context; 0: token by token)")
 	fs.StringVar(&b.misses, "expert-misses", "auto", "GPU: how experts missing from VRAM are read: map (the kernels read them from mapped pinned host memory; hot ones are promoted in the background), copy (into a slot before the layer runs), or auto (map where the device can map host memory and every expert pins mapped, else copy, saying why)")
-	fs.BoolVar(&b.ahead, "map-ahead", false, "GPU, --expert-misses map or auto: look-ahead: the next layer's router on this layer's state predicts its experts, and the predicted misses are copied into VRAM while this layer runs (off by default until measured)")
+	fs.BoolVar(&b.ahead, "map-ahead", true, "GPU, --expert-misses map or auto: look-ahead: the next layer's router on this layer's state predicts its experts, and the predicted misses are copied into VRAM while this layer runs (--map-ahead=false: without it)")
 	fs.IntVar(&b.promote, "map-promote", 0, "GPU, --expert-misses map or auto: copy at most this many missed experts into VRAM per token (0: every miss; no effect when auto copies)")
 	return b
 }
@@ -90,9 +90,6 @@ func openForward(b *backendFlags, src *model.GGUFSource, st *model.State, ctx in
 	if b.promote > 0 && misses == mgpu.MissCopy {
 		return nil, fmt.Errorf("%w: --map-promote %d applies only with --expert-misses map or auto (it is %s)", errUsage, b.promote, b.misses)
 	}
-	if b.ahead && misses == mgpu.MissCopy {
-		return nil, fmt.Errorf("%w: --map-ahead applies only with --expert-misses map or auto (it is %s)", errUsage, b.misses)
-	}
 	if b.chunk < 0 {
 		return nil, fmt.Errorf("%w: --prefill-chunk %d must not be negative (0 runs prompts token by token)", errUsage, b.chunk)
 	}
@@ -119,7 +116,7 @@ func openGPU(b *backendFlags, misses mgpu.MissMode, src *model.GGUFSource, ctx i
 		return nil, err
 	}
 	o := mgpu.Options{CODir: dir, Ctx: ctx, Budget: uint64(b.vramMiB) << 20, Policy: b.policy, Group: b.group, Prefetch: b.prefetch, Progress: stderr, Chunk: min(b.chunk, ctx), // a chunk longer than the context is the context
-		Misses: misses, MapPromote: b.promote, MapAhead: b.ahead}
+		Misses: misses, MapPromote: b.promote, NoMapAhead: !b.ahead}
 	if b.profile != "" {
 		if fh, err := os.Open(b.profile); err == nil {
 			cfg, _ := model.ParseConfig(src.Meta(), src.Path())

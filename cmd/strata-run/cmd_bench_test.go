@@ -177,9 +177,9 @@ func TestGPUBench(t *testing.T) {
 		}
 	}
 	prefetch := os.Getenv("STRATA_BENCH_PREFETCH") == "1"
-	// STRATA_BENCH_MAPAHEAD=1 loads engines with mgpu.Options.MapAhead (the mapped path's
-	// look-ahead, on where the engine maps; STRATA_BENCH_HOSTGAP's "+ahead" selects it per mode)
-	mapAhead := os.Getenv("STRATA_BENCH_MAPAHEAD") == "1"
+	// STRATA_BENCH_NOMAPAHEAD=1 loads engines with mgpu.Options.NoMapAhead (mapped misses
+	// without the look-ahead; STRATA_BENCH_HOSTGAP's "+ahead" selects it per mode otherwise)
+	noAhead := os.Getenv("STRATA_BENCH_NOMAPAHEAD") == "1"
 	hostKV := os.Getenv("STRATA_BENCH_HOSTKV") == "1"
 	noRes := os.Getenv("STRATA_BENCH_NORESIDENT") == "1"
 	noFuse := os.Getenv("STRATA_BENCH_NOFUSE") == "1"
@@ -268,7 +268,7 @@ func TestGPUBench(t *testing.T) {
 				promote = mapPromote
 			}
 			eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: ctx, Budget: uint64(mibs) << 20, Policy: polName,
-				Misses: misses, MapPromote: promote, Group: group, Prefetch: prefetch, MapAhead: mapAhead && misses != mgpu.MissCopy, HostKV: hostKV, NoResident: noRes, NoFuse: noFuse, NoRowNorm: noRow, KernelTimes: ktimes, Chunk: chunk})
+				Misses: misses, MapPromote: promote, Group: group, Prefetch: prefetch, NoMapAhead: noAhead, HostKV: hostKV, NoResident: noRes, NoFuse: noFuse, NoRowNorm: noRow, KernelTimes: ktimes, Chunk: chunk})
 			if err != nil {
 				fmt.Fprintf(&b, "| %s | %s | load failed: %v |\n", bname, pol, err)
 				t.Logf("budget %s: %v", bname, err)
@@ -711,7 +711,7 @@ func decodeTimed(eng *mgpu.Engine, prompt []int32, n int) ([]float64, error) {
 // no token events (SetTokenTimes off: the device columns stay 0), the rows as the plain
 // decode row with STRATA_BENCH_HOSTARGMAX=1 times them; +argmax: each greedy token from
 // Engine.ForwardArgmax (as the plain decode row takes it); +ahead: the mapped look-ahead on
-// (Engine.SetMapAhead; the engine must be loaded with STRATA_BENCH_MAPAHEAD=1), off without
+// (Engine.SetMapAhead; the engine must not be loaded with STRATA_BENCH_NOMAPAHEAD=1), off without
 // it, and the PHASES line gets its prediction counts; +aheadN: on, copying only the first N
 // of each layer's predicted experts (Engine.SetMapAheadK).
 func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n int, modes string, row func(string, mgpu.Stats), bins *strings.Builder) error {

@@ -8,7 +8,7 @@ import (
 	rt "github.com/strata-hip/strata/runtime/gpu"
 )
 
-// Look-ahead on the mapped path (Options.MapAhead, Engine.SetMapAhead). With mapped misses
+// Look-ahead on the mapped path (default; Options.NoMapAhead, Engine.SetMapAhead). With mapped misses
 // a layer's moe_decode reads every expert without a VRAM slot over the bus, inside the
 // layer, one after the other with the rest of the token's chain. The look-ahead moves part
 // of those reads off the chain: in layer l, right after its router, a graph branch applies
@@ -41,7 +41,7 @@ import (
 //
 // Layer 0 has no prediction and reads the device tables.
 
-// Look-ahead buffers (planned only with Options.MapAhead).
+// Look-ahead buffers (planned only where the look-ahead can run: wantAhead).
 const (
 	bufAheadIDs   = "ids_ahead"    // predicted ids, i32 [layers][K] (row 0 unused); read back with the ids
 	bufAheadStage = "ahead_stage"  // [2][K] expert blocks (slot layout)
@@ -64,14 +64,34 @@ func aheadNeeds(c *model.Config, slotBytes uint64) []Need {
 	}
 }
 
+// wantAhead says whether to plan the look-ahead (before the plan is made; see
+// Options.NoMapAhead): not where nothing can miss (the plan without it gives every expert a
+// slot) and not where the engine will not map; and only with expert_fetch's code object,
+// which it loads (without it the engine runs without the look-ahead, saying so).
+func (e *Engine) wantAhead(o Options, in PlanInput, budget uint64) bool {
+	if o.NoMapAhead || o.Misses == MissCopy || o.Prefetch || (o.Misses == MissAuto && !e.dev.Info().CanMapHost) {
+		return false
+	}
+	if p, err := NewPlan(in, budget); err == nil && p.Slots >= e.cfg.Layers*e.cfg.Experts && !o.NoResident {
+		return false
+	}
+	if err := e.ks.load(e.dev, o.CODir, "expert_fetch"); err != nil {
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, "mapped look-ahead off: %v\n", err)
+		}
+		return false
+	}
+	return true
+}
+
 // aheadOn: this engine's tokens run the look-ahead (set, mapped, something can miss).
 func (e *Engine) aheadOn() bool { return e.mapAhead && e.mapped && !e.resident }
 
-// SetMapAhead turns the look-ahead on or off on an engine loaded with Options.MapAhead
-// (which plans its buffers), for a comparison on one engine.
+// SetMapAhead turns the look-ahead on or off on an engine whose plan holds its buffers
+// (Options.NoMapAhead unset, and something can miss), for a comparison on one engine.
 func (e *Engine) SetMapAhead(on bool) error {
 	if on && !e.aheadPlanned {
-		return fmt.Errorf("model/gpu: the mapped look-ahead needs its buffers: load with Options.MapAhead")
+		return fmt.Errorf("model/gpu: the mapped look-ahead needs its buffers: the engine was loaded with NoMapAhead, copies misses, or holds every expert")
 	}
 	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
 	e.mapAhead = on

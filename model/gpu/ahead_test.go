@@ -23,9 +23,9 @@ func TestMapAhead(t *testing.T) {
 			K := p.ExpertsUsed
 			for _, chunk := range []int{0, 4} {
 				for _, slots := range []int{3 * K, p.Layers * p.Experts / 2} {
-					o := Options{MaxExpert: slots, Chunk: chunk, Misses: MissMap}
+					o := Options{MaxExpert: slots, Chunk: chunk, Misses: MissMap, NoMapAhead: true}
 					old := runMapped(t, preset, quant.Q8_0, o, nil)
-					o.MapAhead = true
+					o.NoMapAhead = false // the default
 					var fake *fakeDriver
 					nw := runMapped(t, preset, quant.Q8_0, o, func(_ *Engine, f *fakeDriver) { fake = f })
 					fetched := fake.emu.fetched
@@ -51,17 +51,19 @@ func TestMapAhead(t *testing.T) {
 	}
 }
 
-// TestMapAheadSetter: SetMapAhead needs the buffers Options.MapAhead plans; on one engine
-// off and on give the same logits, and a copy-path engine refuses the option.
+// TestMapAheadSetter: SetMapAhead needs the buffers the plan holds unless NoMapAhead; on
+// one engine off and on give the same logits; a resident engine, a copy-path engine and
+// MissAuto on a device that cannot map plan none; without expert_fetch's code object the
+// engine loads and maps without the look-ahead.
 func TestMapAheadSetter(t *testing.T) {
 	p := synth.Presets["tiny-next"]
-	o := Options{MaxExpert: 3 * p.ExpertsUsed, Misses: MissMap}
+	o := Options{MaxExpert: 3 * p.ExpertsUsed, Misses: MissMap, NoMapAhead: true}
 	runMapped(t, "tiny-next", quant.Q8_0, o, func(e *Engine, _ *fakeDriver) {
 		if err := e.SetMapAhead(true); err == nil {
-			t.Error("SetMapAhead(true) without Options.MapAhead: no error")
+			t.Error("SetMapAhead(true) with NoMapAhead: no error")
 		}
 	})
-	o.MapAhead = true
+	o.NoMapAhead = false
 	var on, off mappedRun
 	on = runMapped(t, "tiny-next", quant.Q8_0, o, nil)
 	off = runMapped(t, "tiny-next", quant.Q8_0, o, func(e *Engine, _ *fakeDriver) {
@@ -85,8 +87,30 @@ func TestMapAheadSetter(t *testing.T) {
 			two.stats.AheadPredicted, on.stats.AheadFetched, two.stats.AheadFetched)
 	}
 	src := presetSource(t, "tiny-next", quant.Q8_0)
-	dev, _ := newFakeDeviceMap(1<<30, fakeTarget, true)
-	if _, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, MaxExpert: 6, Misses: MissCopy, MapAhead: true}); err == nil {
-		t.Error("MapAhead with MissCopy: no error")
+	for _, c := range []struct {
+		what    string
+		o       Options
+		mapHost bool
+		skip    string
+		planned bool
+	}{
+		{"map", Options{MaxExpert: 6, Misses: MissMap}, true, "", true},
+		{"copy", Options{MaxExpert: 6, Misses: MissCopy}, true, "", false},
+		{"auto, cannot map", Options{MaxExpert: 6}, false, "", false},
+		{"auto, resident", Options{}, true, "", false},
+		{"map, no expert_fetch", Options{MaxExpert: 6, Misses: MissMap}, true, "expert_fetch", false},
+	} {
+		dev, _ := newFakeDeviceMap(1<<30, fakeTarget, c.mapHost)
+		o := c.o
+		o.CODir, o.Ctx, o.Budget, o.Reserve = fakeCODir(t, fakeTarget, c.skip), 64, 256<<20, 1<<20
+		e, err := Load(dev, src, o)
+		if err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		_, ahead := e.Plan().byName[bufAheadStage]
+		if e.aheadPlanned != c.planned || ahead != c.planned || e.mapAhead != c.planned {
+			t.Errorf("%s: look-ahead planned %v (buffer %v, on %v), want %v", c.what, e.aheadPlanned, ahead, e.mapAhead, c.planned)
+		}
+		e.Close()
 	}
 }
