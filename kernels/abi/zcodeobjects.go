@@ -452,6 +452,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "stage_in",
+	Path:   "gfx1030/stage_in.co",
+	Target: "gfx1030",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_stage_in_u32",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "attention_decode",
 	Path:   "gfx1100/attention_decode.co",
 	Target: "gfx1100",
@@ -948,6 +957,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "argmaxf",
 		Symbol: "strata_sample_argmaxf",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "stage_in",
+	Path:   "gfx1100/stage_in.co",
+	Target: "gfx1100",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_stage_in_u32",
 	}},
 	Vendor: "amd",
 }, {
@@ -1450,6 +1468,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "stage_in",
+	Path:   "gfx1101/stage_in.co",
+	Target: "gfx1101",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_stage_in_u32",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "attention_decode",
 	Path:   "gfx1102/attention_decode.co",
 	Target: "gfx1102",
@@ -1946,6 +1973,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "argmaxf",
 		Symbol: "strata_sample_argmaxf",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "stage_in",
+	Path:   "gfx1102/stage_in.co",
+	Target: "gfx1102",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_stage_in_u32",
 	}},
 	Vendor: "amd",
 }, {
@@ -2448,6 +2484,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "stage_in",
+	Path:   "gfx1200/stage_in.co",
+	Target: "gfx1200",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_stage_in_u32",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "attention_decode",
 	Path:   "gfx1201/attention_decode.co",
 	Target: "gfx1201",
@@ -2944,6 +2989,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "argmaxf",
 		Symbol: "strata_sample_argmaxf",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "stage_in",
+	Path:   "gfx1201/stage_in.co",
+	Target: "gfx1201",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_stage_in_u32",
 	}},
 	Vendor: "amd",
 }, {
@@ -4265,6 +4319,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "stage_in",
+	Path:   "sm_80/stage_in.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_stage_in_u32",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "attention_decode",
 	Path:   "sm_86/attention_decode.ptx",
 	Target: "sm_86",
@@ -5580,6 +5643,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "argmaxf",
 		Symbol: "strata_sample_argmaxf",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "stage_in",
+	Path:   "sm_86/stage_in.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_stage_in_u32",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -6901,6 +6973,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "stage_in",
+	Path:   "sm_89/stage_in.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_stage_in_u32",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "attention_decode",
 	Path:   "sm_90/attention_decode.ptx",
 	Target: "sm_90",
@@ -8216,6 +8297,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "argmaxf",
 		Symbol: "strata_sample_argmaxf",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "stage_in",
+	Path:   "sm_90/stage_in.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_stage_in_u32",
 	}},
 	Vendor: "nvidia",
 }}
