@@ -8,9 +8,11 @@
 #       (mmq8x4* left out: the engine does not load them), into $DEV (default /work/main/.dev-bud).
 #   run.sh run     GPU machine, repository root of the device copy (carry .dev-bud), $OUT set.
 #       STRATA_HG_BUDGET seconds in all (default 135). STRATA_HG_ENGINE=0 leaves out the
-#       GPU-vs-CPU engine tests. Every bench pass loads with STRATA_BENCH_MAPAHEAD=1.
-#       STRATA_HG_MODES: STRATA_BENCH_HOSTGAP (default
-#       new+argmax,new+argmax+ahead,new+argmax+ahead6 three times, new+argmax+ahead+promote32). STRATA_HG_BUDGETS: MiB list
+#       GPU-vs-CPU engine tests. Engines load with the defaults (after eb4f3aa the look-ahead is
+#       planned and on; modes without +ahead turn it off). STRATA_HG_MODES: STRATA_BENCH_HOSTGAP
+#       (default new+argmax+ahead,new+argmax+ahead+stagein three times, then new+argmax once:
+#       stage-in, 8e81adb). Call 1 ran (at 9c6ad59, STRATA_BENCH_MAPAHEAD=1) new+argmax,
+#       new+argmax+ahead,new+argmax+ahead6 three times, new+argmax+ahead+promote32. STRATA_HG_BUDGETS: MiB list
 #       (default 12288,16384,24576). STRATA_HG_CONNS: one bench pass per entry ("-": as is;
 #       default "- -"); pass i takes STRATA_HG_BUDGETSi / STRATA_HG_MODESi where set (the
 #       default pass 2: unlimited, new+argmax,new+argmax+ahead).
@@ -49,6 +51,7 @@ run() {
 	: "${OUT:?set OUT}"
 	rm -rf "$w" && mkdir -p "$w/logs" "$w/models"
 	local L=$w/logs st=$w/sr.test P rel
+	mkdir -p "$L/pass1" "$L/pass2" "$L/pass3" # STRATA_BENCH_OUT (call 1 lacked them: its TestGPUBench ended in FAIL after its rows)
 	left() { echo $((budget - (SECONDS - t0) - $1)); }
 	# lim WANT RESERVE: WANT seconds, cut to what is left after RESERVE (at least 5)
 	lim() { local l; l=$(left "$2"); [ "$l" -lt "$1" ] && echo $((l > 5 ? l : 5)) || echo "$1"; }
@@ -99,7 +102,7 @@ run() {
 	# one pass per CUDA_DEVICE_MAX_CONNECTIONS setting ("-": the driver's default), each with
 	# its own budgets and modes
 	local conn i=0 bud mod
-	local dbud=12288,16384,24576 dmod=new+argmax,new+argmax+ahead,new+argmax+ahead6,new+argmax,new+argmax+ahead,new+argmax+ahead6,new+argmax,new+argmax+ahead,new+argmax+ahead6,new+argmax+ahead+promote32
+	local dbud=12288,16384,24576 dmod=new+argmax+ahead,new+argmax+ahead+stagein,new+argmax+ahead,new+argmax+ahead+stagein,new+argmax+ahead,new+argmax+ahead+stagein,new+argmax
 	: "${STRATA_HG_BUDGETS2:=0}" "${STRATA_HG_MODES2:=new+argmax,new+argmax+ahead}"
 	for conn in ${STRATA_HG_CONNS:-- -}; do
 		i=$((i + 1))
@@ -111,7 +114,7 @@ run() {
 				[ "$conn" = - ] || export CUDA_DEVICE_MAX_CONNECTIONS=$conn
 				STRATA_CO_DIR=$w/eco STRATA_GPU_BENCH=1 STRATA_BENCH_MODEL=$w/models/q80-iq2_xs.gguf STRATA_BENCH_OUT=$L/pass$i STRATA_BENCH_LABEL=hostgap$i \
 					STRATA_BENCH_POLICIES=decayed STRATA_BENCH_BUDGETS_MIB="$bud" STRATA_BENCH_CTX=4096 \
-					STRATA_BENCH_TOKENS=64 STRATA_BENCH_CHUNK=512 STRATA_BENCH_HOSTGAP="$mod" STRATA_BENCH_MAPAHEAD=1 \
+					STRATA_BENCH_TOKENS=64 STRATA_BENCH_CHUNK=512 STRATA_BENCH_HOSTGAP="$mod" \
 					timeout "$lm" "$st" -test.run '^TestGPUBench$' -test.v -test.timeout "$((lm - 2))s"
 			) >"$L/gpubench-budgets-$i.log" 2>&1
 			say "gpubench-budgets pass $i (CUDA_DEVICE_MAX_CONNECTIONS $conn) exit $?"
