@@ -153,6 +153,11 @@ func openGPU(b *backendFlags, misses mgpu.MissMode, src *model.GGUFSource, ctx i
 			} else {
 				fmt.Fprintf(stderr, "gpu: expert misses %s\n", path)
 			}
+			if s.AheadPredicted > 0 {
+				fmt.Fprintf(stderr, "gpu: look-ahead: %.3f of the predicted experts used, %.1f copied/token (%.3f of them used), %.3f of the misses covered\n",
+					float64(s.AheadRight)/float64(s.AheadPredicted), float64(s.AheadFetched)/float64(max(1, s.Tokens)),
+					float64(s.AheadUseful)/float64(max(1, s.AheadFetched)), float64(s.AheadUseful)/float64(max(1, s.AheadMisses)))
+			}
 			fmt.Fprintf(stderr, "gpu: per token %.1f kernel launches outside graphs (%.2f ms submitting), %.1f stream syncs (%.2f ms waiting)\n",
 				float64(s.Launches)/float64(max(1, s.Tokens)), s.LaunchTime.Seconds()*1e3/float64(max(1, s.Tokens)),
 				float64(s.Syncs)/float64(max(1, s.Tokens)), s.SyncTime.Seconds()*1e3/float64(max(1, s.Tokens)))
