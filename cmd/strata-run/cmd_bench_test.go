@@ -717,7 +717,8 @@ func decodeTimed(eng *mgpu.Engine, prompt []int32, n int) ([]float64, error) {
 // (Engine.SetMapAhead; the engine must not be loaded with STRATA_BENCH_NOMAPAHEAD=1), off without
 // it, and the PHASES line gets its prediction counts; +aheadN: on, copying only the first N
 // of each layer's predicted experts (Engine.SetMapAheadK); +stagein: the token's inputs
-// through stage_in (Engine.SetStageIn; mapped engines only), copies without it.
+// through stage_in (Engine.SetStageIn), copies without it (+ahead, +aheadN and +stagein,
+// as +nopromote and +promoteN, are skipped on an engine that does not map).
 func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n int, modes string, row func(string, mgpu.Stats), bins *strings.Builder) error {
 	// Warm-up: the decode graphs are captured here, not inside the first mode's row (without
 	// the look-ahead and stage-in, and with each mode's look-ahead copies and stage-in where
@@ -775,21 +776,21 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 			ak, aerr := strconv.Atoi(strings.TrimPrefix(suf, "ahead"))
 			switch {
 			case suf == "ahead":
-				ahead = true
+				ahead, skip = true, skip || !mapped
 			case strings.HasPrefix(suf, "ahead") && aerr == nil && ak > 0:
-				ahead, aheadK = true, ak
+				ahead, aheadK, skip = true, ak, skip || !mapped
 			case suf == "argmax":
 				gpuArgmax = true
 			case suf == "stagein":
-				stageIn, skip = true, !mapped
+				stageIn, skip = true, skip || !mapped
 			case suf == "lag":
 				lag = true
 			case suf == "noev":
 				noEv = true
 			case suf == "nopromote":
-				pcap, skip = -1, !mapped
+				pcap, skip = -1, skip || !mapped
 			case strings.HasPrefix(suf, "promote") && err == nil && k > 0:
-				pcap, skip = k, !mapped
+				pcap, skip = k, skip || !mapped
 			default:
 				base = ""
 			}
