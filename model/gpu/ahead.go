@@ -34,6 +34,12 @@ import (
 //     while layer l's moe_decode reads the other pair; layer l-1's moe_decode, the last
 //     reader of the pair the branch writes, precedes layer l's router on the chain.
 //   - Layer l+1's phase 3 depends on the branch's expert_fetch (moe).
+//   - router_next, wts_next and err_next are shared by every layer's branch, and layer l-1's
+//     phase 0 is ordered before layer l's mmvq only through layer l-1's mmvq join and the
+//     chain (in practice it ends a layer earlier); if it ever overlapped, a prediction would
+//     be made from mixed logits: still K valid distinct ids, staged and tabled consistently
+//     by its own fetch, so only the prediction's quality could suffer, never the bits
+//     (wts_next and err_next are written and never read).
 //   - The source tables are the device tables of layer l+1, which promote (mapped.go)
 //     uploads only between tokens, on the compute stream: within a token they do not
 //     change, and a VRAM slot a table entry names is not overwritten before the token ends
