@@ -34,9 +34,9 @@ import (
 //     while layer l's moe_decode reads the other pair; layer l-1's moe_decode, the last
 //     reader of the pair the branch writes, precedes layer l's router on the chain.
 //   - Layer l+1's phase 3 depends on the branch's expert_fetch (moe).
-//   - router_next, wts_next and err_next are shared by every layer's branch, and layer l-1's
-//     phase 0 is ordered before layer l's mmvq only through layer l-1's mmvq join and the
-//     chain (in practice it ends a layer earlier); if it ever overlapped, a prediction would
+//   - router_next, wts_next and err_next are shared by every layer's branch, and no
+//     dependency orders layer l-1's phase 0 before layer l's mmvq (in practice it ends about
+//     a layer earlier: it follows layer l-1's mmvq at once); if it ever overlapped, a prediction would
 //     be made from mixed logits: still K valid distinct ids, staged and tabled consistently
 //     by its own fetch, so only the prediction's quality could suffer, never the bits
 //     (wts_next and err_next are written and never read).
