@@ -160,6 +160,27 @@ var Specs = []Spec{
 		Axes: []Axis{{Name: "type", Values: []Value{{Name: "q80"}, {Name: "f16"}, {Name: "bf16"}}}},
 	},
 	{
+		Family:   "expert_fetch",
+		Template: "expert_fetch",
+		Doc: "mapped path's look-ahead (model/gpu ahead.go): copies each of k_used predicted experts whose slot-table " +
+			"entries point into the layer's mapped host copy into its stage buffer, and writes a working copy of the " +
+			"layer's slot tables pointing those experts at it; launch grid (nb, k_used + 1, 1), nb ≥ ceil(3·n_expert/256), " +
+			"block (256, 1, 1).",
+		Threads: 256,
+		Args: []Arg{
+			{Name: "ids", Type: ArgPtr, CType: "const i32", Doc: "k_used predicted expert ids (moe_decode phase 0's)"},
+			{Name: "src", Type: ArgPtr, CType: "const u64", Doc: "the layer's slot tables: gate, up, down addresses, n_expert each"},
+			{Name: "dst", Type: ArgPtr, CType: "u64", Doc: "the working copy written, same layout"},
+			{Name: "stage", Type: ArgPtr, CType: "u8", Doc: "k_used stage buffers of total bytes in VRAM, 16-byte aligned"},
+			{Name: "host", Type: ArgU64, Doc: "device address of the layer's expert 0 in mapped host memory (16-byte aligned)"},
+			{Name: "total", Type: ArgU64, Doc: "bytes of one expert's block (a multiple of 16), host and stage alike"},
+			{Name: "n_expert", Type: ArgI32, Doc: "experts of the layer"},
+			{Name: "k_used", Type: ArgI32, Doc: "predicted ids"},
+			{Name: "nb", Type: ArgI32, Doc: "gridDim.x"},
+		},
+		Axes: []Axis{{Name: "word", Values: []Value{{Name: "u128"}}}},
+	},
+	{
 		// Its own family because a family has one argument struct (gen's
 		// TestSourcesDefineTheirSymbols): the argument struct must be runtime/gpu's probe layout
 		// exactly (runtime/gpu TestProbeArgsMatchABI), which no other family's is.
@@ -523,6 +544,20 @@ var Specs = []Spec{
 			{Name: "parts", Type: ArgI32, Doc: "argmaxp, argmaxf: blocks per row of argmaxp (its grid x), 1 ≤ parts ≤ n; part p covers [p·L, min(n, (p+1)·L)), L = ceil(n/parts)"},
 		},
 		Axes: []Axis{{Name: "op", Values: []Value{{Name: "argmax"}, {Name: "topk"}, {Name: "argmaxp"}, {Name: "argmaxf"}}}},
+	},
+	{
+		Family:   "stage_in",
+		Template: "stage_in",
+		Doc: "a decode token's inputs from the mapped staging window (model/gpu stagein.go): dst[i] = src[i] for " +
+			"i < n, one thread per 32-bit word, a plain load through the device alias of mapped host memory (no " +
+			"copy engine); launch grid (ceil(n/256), 1, 1), block (256, 1, 1).",
+		Threads: 256,
+		Args: []Arg{
+			{Name: "src", Type: ArgPtr, CType: "const u32", Doc: "n words: the device alias of mapped host memory (or device memory), 4-byte aligned"},
+			{Name: "dst", Type: ArgPtr, CType: "u32", Doc: "n words of device memory, 4-byte aligned"},
+			{Name: "n", Type: ArgU32, Doc: "words to copy (> 0)"},
+		},
+		Axes: []Axis{{Name: "word", Values: []Value{{Name: "u32"}}}},
 	},
 }
 

@@ -24,6 +24,7 @@ type backendFlags struct {
 	prefetch bool
 	chunk    int
 	misses   string // --expert-misses auto|copy|map
+	ahead    bool   // --map-ahead
 	promote  int
 	stats    bool // --stats (declared in cmd_generate.go)
 }
@@ -46,6 +47,7 @@ func addBackendFlags(fs *flag.FlagSet) *backendFlags {
 	fs.BoolVar(&b.prefetch, "expert-prefetch", false, "GPU: copy the experts the next layer's router predicts from the current hidden state, while this layer computes")
 	fs.IntVar(&b.chunk, "prefill-chunk", defaultChunk, "GPU: run prompts through the batched path in chunks of this many tokens (qwen3moe, qwen3next; at most the context; 0: token by token)")
 	fs.StringVar(&b.misses, "expert-misses", "auto", "GPU: how experts missing from VRAM are read: map (the kernels read them from mapped pinned host memory; hot ones are promoted in the background), copy (into a slot before the layer runs), or auto (map where the device can map host memory and every expert pins mapped, else copy, saying why)")
+	fs.BoolVar(&b.ahead, "map-ahead", true, "GPU, --expert-misses map or auto: look-ahead: the next layer's router on this layer's state predicts its experts, and the predicted misses are copied into VRAM while this layer runs (--map-ahead=false: without it)")
 	fs.IntVar(&b.promote, "map-promote", 0, "GPU, --expert-misses map or auto: copy at most this many missed experts into VRAM per token (0: every miss; no effect when auto copies)")
 	return b
 }
@@ -114,7 +116,7 @@ func openGPU(b *backendFlags, misses mgpu.MissMode, src *model.GGUFSource, ctx i
 		return nil, err
 	}
 	o := mgpu.Options{CODir: dir, Ctx: ctx, Budget: uint64(b.vramMiB) << 20, Policy: b.policy, Group: b.group, Prefetch: b.prefetch, Progress: stderr, Chunk: min(b.chunk, ctx), // a chunk longer than the context is the context
-		Misses: misses, MapPromote: b.promote}
+		Misses: misses, MapPromote: b.promote, NoMapAhead: !b.ahead}
 	if b.profile != "" {
 		if fh, err := os.Open(b.profile); err == nil {
 			cfg, _ := model.ParseConfig(src.Meta(), src.Path())
@@ -150,6 +152,11 @@ func openGPU(b *backendFlags, misses mgpu.MissMode, src *model.GGUFSource, ctx i
 				fmt.Fprintf(stderr, "gpu: expert misses %s (auto: %s)\n", path, why)
 			} else {
 				fmt.Fprintf(stderr, "gpu: expert misses %s\n", path)
+			}
+			if s.AheadPredicted > 0 {
+				fmt.Fprintf(stderr, "gpu: look-ahead: %.3f of the predicted experts used, %.1f copied/token (%.3f of them used), %.3f of the misses covered\n",
+					float64(s.AheadRight)/float64(s.AheadPredicted), float64(s.AheadFetched)/float64(max(1, s.Tokens)),
+					float64(s.AheadUseful)/float64(max(1, s.AheadFetched)), float64(s.AheadUseful)/float64(max(1, s.AheadMisses)))
 			}
 			fmt.Fprintf(stderr, "gpu: per token %.1f kernel launches outside graphs (%.2f ms submitting), %.1f stream syncs (%.2f ms waiting)\n",
 				float64(s.Launches)/float64(max(1, s.Tokens)), s.LaunchTime.Seconds()*1e3/float64(max(1, s.Tokens)),

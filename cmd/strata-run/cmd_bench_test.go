@@ -177,6 +177,12 @@ func TestGPUBench(t *testing.T) {
 		}
 	}
 	prefetch := os.Getenv("STRATA_BENCH_PREFETCH") == "1"
+	// STRATA_BENCH_NOMAPAHEAD=1 loads engines with mgpu.Options.NoMapAhead (mapped misses
+	// without the look-ahead; STRATA_BENCH_HOSTGAP's "+ahead" selects it per mode otherwise)
+	noAhead := os.Getenv("STRATA_BENCH_NOMAPAHEAD") == "1"
+	// STRATA_BENCH_STAGEIN=1: mgpu.Options.StageIn (a mapped token's inputs through stage_in;
+	// STRATA_BENCH_HOSTGAP's "+stagein" selects it per mode)
+	stageIn := os.Getenv("STRATA_BENCH_STAGEIN") == "1"
 	hostKV := os.Getenv("STRATA_BENCH_HOSTKV") == "1"
 	noRes := os.Getenv("STRATA_BENCH_NORESIDENT") == "1"
 	noFuse := os.Getenv("STRATA_BENCH_NOFUSE") == "1"
@@ -265,7 +271,7 @@ func TestGPUBench(t *testing.T) {
 				promote = mapPromote
 			}
 			eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: ctx, Budget: uint64(mibs) << 20, Policy: polName,
-				Misses: misses, MapPromote: promote, Group: group, Prefetch: prefetch, HostKV: hostKV, NoResident: noRes, NoFuse: noFuse, NoRowNorm: noRow, KernelTimes: ktimes, Chunk: chunk})
+				Misses: misses, MapPromote: promote, Group: group, Prefetch: prefetch, NoMapAhead: noAhead, StageIn: stageIn && misses != mgpu.MissCopy, HostKV: hostKV, NoResident: noRes, NoFuse: noFuse, NoRowNorm: noRow, KernelTimes: ktimes, Chunk: chunk})
 			if err != nil {
 				fmt.Fprintf(&b, "| %s | %s | load failed: %v |\n", bname, pol, err)
 				t.Logf("budget %s: %v", bname, err)
@@ -706,47 +712,106 @@ func decodeTimed(eng *mgpu.Engine, prompt []int32, n int) ([]float64, error) {
 // +lag: Engine.SetStartProbe, the host polls each token's first event after the launch
 // (StepPhases.StartLag: when the GPU reached the token; the poll delays the lookup); +noev:
 // no token events (SetTokenTimes off: the device columns stay 0), the rows as the plain
-// decode row with STRATA_BENCH_HOSTARGMAX=1 times them.
+// decode row with STRATA_BENCH_HOSTARGMAX=1 times them; +argmax: each greedy token from
+// Engine.ForwardArgmax (as the plain decode row takes it); +ahead: the mapped look-ahead on
+// (Engine.SetMapAhead; the engine must not be loaded with STRATA_BENCH_NOMAPAHEAD=1), off without
+// it, and the PHASES line gets its prediction counts; +aheadN: on, copying only the first N
+// of each layer's predicted experts (Engine.SetMapAheadK); +stagein: the token's inputs
+// through stage_in (Engine.SetStageIn), copies without it (+ahead, +aheadN and +stagein,
+// as +nopromote and +promoteN, are skipped on an engine that does not map).
 func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n int, modes string, row func(string, mgpu.Stats), bins *strings.Builder) error {
-	// Warm-up: the decode graphs are captured here, not inside the first mode's row.
-	if err := eng.Reset(); err != nil {
-		return err
+	// Warm-up: the decode graphs are captured here, not inside the first mode's row (without
+	// the look-ahead and stage-in, and with each mode's look-ahead copies and stage-in where
+	// the engine has them).
+	type warmSet struct {
+		ahead   bool
+		n       int
+		stageIn bool
 	}
-	l, err := eng.Forward(prompt)
-	for i := 0; i < 4 && err == nil; i++ {
-		l, err = eng.Forward([]int32{argmax(l)})
+	warm := []warmSet{{}} // without the look-ahead, and each mode's look-ahead and stage-in
+	for _, md := range strings.Split(modes, ",") {
+		w := warmSet{}
+		for _, suf := range strings.Split(strings.TrimSpace(md), "+")[1:] {
+			if n, err := strconv.Atoi(strings.TrimPrefix(suf, "ahead")); suf == "ahead" || (strings.HasPrefix(suf, "ahead") && err == nil && n > 0) {
+				w.ahead, w.n = true, n // "ahead" alone: n = 0 (Atoi fails), all K
+			}
+			w.stageIn = w.stageIn || suf == "stagein"
+		}
+		if !slices.Contains(warm, w) {
+			warm = append(warm, w)
+		}
 	}
-	if err != nil {
-		return err
+	for _, w := range warm {
+		if eng.SetMapAhead(w.ahead) != nil || eng.SetStageIn(w.stageIn) != nil {
+			continue // not on this engine (resident, or loaded without it)
+		}
+		if err := eng.SetMapAheadK(w.n); err != nil {
+			return err
+		}
+		if err := eng.Reset(); err != nil {
+			return err
+		}
+		l, err := eng.Forward(prompt)
+		id := argmax(l)
+		for i := 0; i < 4 && err == nil; i++ {
+			if strings.Contains(modes, "+argmax") { // the graphs the rows replay
+				id, err = eng.ForwardArgmax([]int32{id}, len(l))
+				continue
+			}
+			l, err = eng.Forward([]int32{id})
+			id = argmax(l)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	var first []int32
 	for _, md := range strings.Split(modes, ",") {
 		md = strings.TrimSpace(md)
 		parts := strings.Split(md, "+")
 		base, pcap, lag, noEv, skip := parts[0], promote, false, false, false
+		ahead, aheadK, gpuArgmax, stageIn := false, 0, false, false
 		for _, suf := range parts[1:] {
 			k, err := strconv.Atoi(strings.TrimPrefix(suf, "promote"))
+			ak, aerr := strconv.Atoi(strings.TrimPrefix(suf, "ahead"))
 			switch {
+			case suf == "ahead":
+				ahead, skip = true, skip || !mapped
+			case strings.HasPrefix(suf, "ahead") && aerr == nil && ak > 0:
+				ahead, aheadK, skip = true, ak, skip || !mapped
+			case suf == "argmax":
+				gpuArgmax = true
+			case suf == "stagein":
+				stageIn, skip = true, skip || !mapped
 			case suf == "lag":
 				lag = true
 			case suf == "noev":
 				noEv = true
 			case suf == "nopromote":
-				pcap, skip = -1, !mapped
+				pcap, skip = -1, skip || !mapped
 			case strings.HasPrefix(suf, "promote") && err == nil && k > 0:
-				pcap, skip = k, !mapped
+				pcap, skip = k, skip || !mapped
 			default:
 				base = ""
 			}
 		}
 		if base != "old" && base != "new" {
-			return fmt.Errorf("STRATA_BENCH_HOSTGAP: %q is not old|new[+nopromote|+promoteN][+lag][+noev]", md)
+			return fmt.Errorf("STRATA_BENCH_HOSTGAP: %q is not old|new[+nopromote|+promoteN][+lag][+noev][+argmax][+ahead|+aheadN][+stagein]", md)
 		}
 		if skip {
 			continue
 		}
 		eng.SetStartProbe(lag)
 		eng.SetLaunchFirst(base == "new")
+		if err := eng.SetMapAhead(ahead); err != nil {
+			return err
+		}
+		if err := eng.SetMapAheadK(aheadK); err != nil {
+			return err
+		}
+		if err := eng.SetStageIn(stageIn); err != nil {
+			return err
+		}
 		if mapped {
 			eng.SetMapPromote(pcap)
 			if err := eng.ResetCache(); err != nil {
@@ -766,12 +831,19 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 		eng.ResetStats()
 		toks := make([]int32, 0, n)
 		t0 := time.Now()
+		id := argmax(l)
 		for i := 0; i < n; i++ {
-			id := argmax(l)
 			toks = append(toks, id)
+			if gpuArgmax {
+				if id, err = eng.ForwardArgmax([]int32{id}, len(l)); err != nil {
+					return err
+				}
+				continue
+			}
 			if l, err = eng.Forward([]int32{id}); err != nil {
 				return err
 			}
+			id = argmax(l)
 		}
 		caller := time.Since(t0).Seconds() * 1e3 / float64(n)
 		s := eng.Stats()
@@ -790,8 +862,23 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 			md, us(p.Between), us(p.Embed), us(p.Tables), us(p.Submit), us(p.StartLag), us(p.Check), us(p.Lookup), us(p.Ahead), us(p.Sync), us(p.After),
 			p.Steps, p.Launched, p.Tokens, dms(p.Busy), dms(p.Tail), dms(p.Idle), s.Wall.Seconds()*1e3/float64(max(1, s.Tokens)), caller,
 			s.CopyMs/float64(max(1, s.Tokens)), strings.Split(modes, ",")[0], slices.Equal(toks, first))
+		line += fmt.Sprintf("; graph launches %d, captures %d, graph error %v", s.Graphs, s.Captures, eng.GraphErr())
+		if s.AheadPredicted > 0 {
+			line += fmt.Sprintf("; look-ahead: predicted %d, used %d (%.3f), copied %d (%.1f/token), of them used %d; misses %d (%.3f covered)",
+				s.AheadPredicted, s.AheadRight, float64(s.AheadRight)/float64(s.AheadPredicted), s.AheadFetched, float64(s.AheadFetched)/float64(max(1, s.Tokens)),
+				s.AheadUseful, s.AheadMisses, float64(s.AheadUseful)/float64(max(1, s.AheadMisses)))
+		}
 		fmt.Fprintf(bins, "%s\n", line)
 		fmt.Println("PHASES " + line)
+	}
+	if err := eng.SetMapAhead(false); err != nil {
+		return err
+	}
+	if err := eng.SetMapAheadK(0); err != nil {
+		return err
+	}
+	if err := eng.SetStageIn(false); err != nil {
+		return err
 	}
 	eng.SetLaunchFirst(true)
 	eng.SetStartProbe(false)

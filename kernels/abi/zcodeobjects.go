@@ -139,6 +139,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "expert_fetch",
+	Path:   "gfx1030/expert_fetch.co",
+	Target: "gfx1030",
+	Variants: []Variant{{
+		Name:   "u128",
+		Symbol: "strata_expert_fetch_u128",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "fill",
 	Path:   "gfx1030/fill.co",
 	Target: "gfx1030",
@@ -446,6 +455,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "stage_in",
+	Path:   "gfx1030/stage_in.co",
+	Target: "gfx1030",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_stage_in_u32",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "attention_decode",
 	Path:   "gfx1100/attention_decode.co",
 	Target: "gfx1100",
@@ -578,6 +596,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "bf16",
 		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "expert_fetch",
+	Path:   "gfx1100/expert_fetch.co",
+	Target: "gfx1100",
+	Variants: []Variant{{
+		Name:   "u128",
+		Symbol: "strata_expert_fetch_u128",
 	}},
 	Vendor: "amd",
 }, {
@@ -939,6 +966,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "stage_in",
+	Path:   "gfx1100/stage_in.co",
+	Target: "gfx1100",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_stage_in_u32",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "attention_decode",
 	Path:   "gfx1101/attention_decode.co",
 	Target: "gfx1101",
@@ -1071,6 +1107,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "bf16",
 		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "expert_fetch",
+	Path:   "gfx1101/expert_fetch.co",
+	Target: "gfx1101",
+	Variants: []Variant{{
+		Name:   "u128",
+		Symbol: "strata_expert_fetch_u128",
 	}},
 	Vendor: "amd",
 }, {
@@ -1432,6 +1477,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "stage_in",
+	Path:   "gfx1101/stage_in.co",
+	Target: "gfx1101",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_stage_in_u32",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "attention_decode",
 	Path:   "gfx1102/attention_decode.co",
 	Target: "gfx1102",
@@ -1564,6 +1618,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "bf16",
 		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "expert_fetch",
+	Path:   "gfx1102/expert_fetch.co",
+	Target: "gfx1102",
+	Variants: []Variant{{
+		Name:   "u128",
+		Symbol: "strata_expert_fetch_u128",
 	}},
 	Vendor: "amd",
 }, {
@@ -1925,6 +1988,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "stage_in",
+	Path:   "gfx1102/stage_in.co",
+	Target: "gfx1102",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_stage_in_u32",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "attention_decode",
 	Path:   "gfx1200/attention_decode.co",
 	Target: "gfx1200",
@@ -2057,6 +2129,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "bf16",
 		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "expert_fetch",
+	Path:   "gfx1200/expert_fetch.co",
+	Target: "gfx1200",
+	Variants: []Variant{{
+		Name:   "u128",
+		Symbol: "strata_expert_fetch_u128",
 	}},
 	Vendor: "amd",
 }, {
@@ -2418,6 +2499,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "stage_in",
+	Path:   "gfx1200/stage_in.co",
+	Target: "gfx1200",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_stage_in_u32",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "attention_decode",
 	Path:   "gfx1201/attention_decode.co",
 	Target: "gfx1201",
@@ -2550,6 +2640,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "bf16",
 		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "amd",
+}, {
+	Family: "expert_fetch",
+	Path:   "gfx1201/expert_fetch.co",
+	Target: "gfx1201",
+	Variants: []Variant{{
+		Name:   "u128",
+		Symbol: "strata_expert_fetch_u128",
 	}},
 	Vendor: "amd",
 }, {
@@ -2911,6 +3010,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
+	Family: "stage_in",
+	Path:   "gfx1201/stage_in.co",
+	Target: "gfx1201",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_stage_in_u32",
+	}},
+	Vendor: "amd",
+}, {
 	Family: "attention_decode",
 	Path:   "sm_80/attention_decode.ptx",
 	Target: "sm_80",
@@ -3049,6 +3157,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "bf16",
 		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "expert_fetch",
+	Path:   "sm_80/expert_fetch.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "u128",
+		Symbol: "strata_expert_fetch_u128",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4223,6 +4340,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "stage_in",
+	Path:   "sm_80/stage_in.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_stage_in_u32",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "attention_decode",
 	Path:   "sm_86/attention_decode.ptx",
 	Target: "sm_86",
@@ -4361,6 +4487,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "bf16",
 		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "expert_fetch",
+	Path:   "sm_86/expert_fetch.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "u128",
+		Symbol: "strata_expert_fetch_u128",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -5535,6 +5670,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "stage_in",
+	Path:   "sm_86/stage_in.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_stage_in_u32",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "attention_decode",
 	Path:   "sm_89/attention_decode.ptx",
 	Target: "sm_89",
@@ -5673,6 +5817,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "bf16",
 		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "expert_fetch",
+	Path:   "sm_89/expert_fetch.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "u128",
+		Symbol: "strata_expert_fetch_u128",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -6847,6 +7000,15 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "stage_in",
+	Path:   "sm_89/stage_in.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_stage_in_u32",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "attention_decode",
 	Path:   "sm_90/attention_decode.ptx",
 	Target: "sm_90",
@@ -6985,6 +7147,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "bf16",
 		Symbol: "strata_embed_bf16",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "expert_fetch",
+	Path:   "sm_90/expert_fetch.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "u128",
+		Symbol: "strata_expert_fetch_u128",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -8156,6 +8327,15 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "argmaxf",
 		Symbol: "strata_sample_argmaxf",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "stage_in",
+	Path:   "sm_90/stage_in.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "u32",
+		Symbol: "strata_stage_in_u32",
 	}},
 	Vendor: "nvidia",
 }}

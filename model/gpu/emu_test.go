@@ -49,6 +49,12 @@ type emu struct {
 	// read or written through it.
 	host      func(p uint64, n int) []byte
 	hostBytes int64
+	// fetched counts the experts expert_fetch copied (the mapped look-ahead); fetchWrong
+	// makes it take id+1 (mod E) for every predicted id: every prediction wrong.
+	fetched    int
+	fetchWrong bool
+	// stagedIn counts stage_in launches.
+	stagedIn int
 	// parts, when set (watch), are the planned allocations of an engine's resident region
 	// at the bytes each Need asked for: moe_prefill's workspaces must each lie inside the
 	// one their address falls in, at the size the kernel's contract gives them (within).
@@ -207,7 +213,7 @@ func (m *emu) rowDot(t quant.Type, p uint64, x []float32) float32 {
 func (m *emu) launch(sym string, grid, block rt.Dim3, b []byte) {
 	m.checkBlock(sym, block)
 	fam, variant, _ := strings.Cut(strings.TrimPrefix(sym, "strata_"), "_")
-	for _, f := range []string{"quantize_q8_1", "moe_decode", "attention_decode", "rmsnorm_row", "moe_prefill", "attention_prefill"} {
+	for _, f := range []string{"quantize_q8_1", "moe_decode", "attention_decode", "rmsnorm_row", "moe_prefill", "attention_prefill", "expert_fetch", "stage_in"} {
 		if strings.HasPrefix(strings.TrimPrefix(sym, "strata_"), f+"_") {
 			fam, variant = f, strings.TrimPrefix(sym, "strata_"+f+"_")
 		}
@@ -504,6 +510,13 @@ func (m *emu) launch(sym string, grid, block rt.Dim3, b []byte) {
 				}
 			}
 		}
+	case "expert_fetch":
+		m.expertFetch(grid, args[abi.ExpertFetchArgs](b))
+	case "stage_in":
+		a := args[abi.StageInArgs](b)
+		want(rt.Dim3{X: ceil(int(a.N), abi.StageInThreads), Y: 1, Z: 1})
+		copy(m.at(a.Dst, int(4*a.N)), m.at(a.Src, int(4*a.N)))
+		m.stagedIn++
 	case "mmq", "mmq8", "mmq8c", "mmq8cz": // one C struct layout (kernels/specs.go mmqArgs)
 		m.mmq(variant, grid, args[abi.MmqArgs](b))
 	case "moe_prefill":
@@ -520,7 +533,7 @@ func (m *emu) launch(sym string, grid, block rt.Dim3, b []byte) {
 // familyThreads is the block size each family is compiled for (kernels/specs.go Threads,
 // kernels/abi's <Family>Threads): every launch must give exactly it.
 var familyThreads = map[string]int{
-	"attention_decode": abi.AttentionDecodeThreads, "attention_prefill": abi.AttentionPrefillThreads, "fill": abi.FillThreads,
+	"attention_decode": abi.AttentionDecodeThreads, "attention_prefill": abi.AttentionPrefillThreads, "fill": abi.FillThreads, "expert_fetch": abi.ExpertFetchThreads, "stage_in": abi.StageInThreads,
 	"gated_delta_net": abi.GatedDeltaNetThreads, "mmq": abi.MmqThreads, "mmq8": abi.Mmq8Threads, "mmq8c": abi.Mmq8cThreads,
 	"mmq8cz": abi.Mmq8czThreads, "mmvq": abi.MmvqThreads,
 	"moe_decode": abi.MoeDecodeThreads, "moe_prefill": abi.MoePrefillThreads, "quantize_q8_1": abi.QuantizeQ81Threads,
@@ -1033,5 +1046,49 @@ func (m *emu) deltaStep(a abi.GatedDeltaNetArgs, tk, C, nk, nv, dk, dv int, sig 
 			continue
 		}
 		m.gatedNorm(a, tk*nv*dv+h*dv, out, z[h*dv:(h+1)*dv], nw, sig)
+	}
+}
+
+// expertFetch is expert_fetch (kernels/templates/expert_fetch.tmpl): each predicted id
+// whose three table entries lie in its own host block is copied into its stage buffer,
+// and the working tables are the source tables with those entries moved to the copy.
+func (m *emu) expertFetch(grid rt.Dim3, a abi.ExpertFetchArgs) {
+	E, K := int(a.NExpert), int(a.KUsed)
+	if grid != (rt.Dim3{X: uint32(a.Nb), Y: uint32(K + 1), Z: 1}) || int(a.Nb)*abi.ExpertFetchThreads < 3*E {
+		m.fail("expert_fetch launched with grid %v for %d experts, nb %d", grid, E, a.Nb)
+	}
+	if a.Total%16 != 0 || a.Stage%16 != 0 || a.Host%16 != 0 {
+		m.fail("expert_fetch: unaligned stage %#x, host %#x or block of %d bytes", a.Stage, a.Host, a.Total)
+	}
+	src := func(j int) uint64 { return binary.LittleEndian.Uint64(m.at(a.Src+uint64(8*j), 8)) }
+	dst := make([]uint64, 3*E)
+	for j := range dst {
+		dst[j] = src(j)
+	}
+	for k := 0; k < K; k++ {
+		id := int(int32(binary.LittleEndian.Uint32(m.at(a.Ids+uint64(4*k), 4))))
+		if id < 0 || id >= E {
+			continue
+		}
+		if m.fetchWrong {
+			id = (id + 1) % E
+		}
+		base := a.Host + uint64(id)*a.Total
+		staged := true
+		for t := 0; t < 3; t++ {
+			staged = staged && src(t*E+id)-base < a.Total
+		}
+		if !staged {
+			continue
+		}
+		to := a.Stage + uint64(k)*a.Total
+		copy(m.at(to, int(a.Total)), m.at(base, int(a.Total)))
+		m.fetched++
+		for t := 0; t < 3; t++ {
+			dst[t*E+id] = to + (src(t*E+id) - base)
+		}
+	}
+	for j, v := range dst {
+		binary.LittleEndian.PutUint64(m.at(a.Dst+uint64(8*j), 8), v)
 	}
 }

@@ -209,6 +209,20 @@ type Options struct {
 	// slots per token (the rest keep being read from host memory); 0: every miss. Refused
 	// with MissCopy; with MissAuto it applies when the engine maps.
 	MapPromote int
+	// NoMapAhead: mapped misses without the look-ahead (measurement baseline). By default,
+	// where experts can miss and the engine may map (Misses MissMap, or MissAuto on a device
+	// that can map host memory; no Prefetch), the plan holds the look-ahead's buffers (2·K
+	// expert blocks) and a mapped engine runs it (ahead.go: the next layer's router on this
+	// layer's state predicts its experts, and a graph branch copies the predicted misses into
+	// VRAM while this layer runs; Engine.SetMapAhead turns it off and on). Measured −11.4 to
+	// −12.1 % ms a token on 80B-A3B IQ2_XS at 12, 16 and 24 GiB
+	// (bench/results/2026-11-30-bud-s10).
+	NoMapAhead bool
+	// StageIn: with mapped misses, a decode token loads its embedding row and position from
+	// the mapped staging window with a kernel (stage_in) instead of copies, which wait behind
+	// the promotion copies in the copy engine's queue (stagein.go; Engine.SetStageIn). Off
+	// by default until measured; a mapped engine maps its staging window either way.
+	StageIn bool
 }
 
 // Engine is a model loaded on one device.
@@ -312,6 +326,22 @@ type Engine struct {
 	shT          map[quant.Type]*moeTiles // moe_prefill's tiles per shared-expert type (qwen3next; sharedChunk)
 	ptab         PrefillTables            // how the batched path runs non-direct layers (SetPrefillTables)
 	direct       []int                    // per layer: slot of expert 0 when its experts sit in consecutive slots of one slab (resident), else −1
+
+	// mapped look-ahead (ahead.go): planned (Options.MapAhead), on (SetMapAhead); capture
+	// indices of the layer's look-ahead mmvq and of the last expert_fetch (-1: none), the
+	// shared expert's norm's join (-1: none); the prediction's read-back buffer; per staging
+	// row, whether the token there ran the look-ahead
+	aheadPlanned, mapAhead   bool
+	aheadAt, fetchAt, shJoin int
+	aheadK                   int // SetMapAheadK
+	aheadBuf                 []int
+	aheadRan                 map[int]int // experts the token may copy (0: no look-ahead)
+	kFetch                   *kernel
+	// stage-in (stagein.go): Options.StageIn / SetStageIn, the staging window's device
+	// alias (0: not mapped), stage_in's record
+	stageIn    bool
+	stagingDev rt.DevPtr
+	kStageIn   *kernel
 
 	mmvqRows8 bool // Options.MmvqRows8
 	mmvqOld   bool // Options.MmvqOld
@@ -447,6 +477,9 @@ type Stats struct {
 	Groups      int64
 	// look-ahead prefetch: experts copied on a prediction, and those a lookup then hit
 	Prefetched, PrefetchUsed int64
+	// mapped look-ahead (ahead.go), layers after the first: ids predicted, of them used by
+	// the layer, of them copied (not in VRAM), of those used; the layers' misses
+	AheadPredicted, AheadRight, AheadFetched, AheadUseful, AheadMisses int64
 	// host side: kernel launches made outside graphs and the time spent submitting them;
 	// stream synchronisations of the compute stream and the time the host waited in them
 	Launches   int64
@@ -549,7 +582,7 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 		return nil, fmt.Errorf("model/gpu: a mapped promotion cap (%d) without mapped misses has no effect (set Misses to MissMap or MissAuto, or leave MapPromote 0)", o.MapPromote)
 	}
 	e = &Engine{dev: dev, cfg: c, vocab: m.Vocab, src: src, fns: map[string]*rt.Func{}, noFuse: o.NoFuse, noRowNorm: o.NoRowNorm, oldRowQ81: o.OldRowQ81, argmax1: o.OneBlockArgmax, ktimes: o.KernelTimes,
-		noAttnPrep: o.NoAttnPrep, noPDL: o.NoPDL, noGdnQ81: o.NoGdnQ81}
+		noAttnPrep: o.NoAttnPrep, noPDL: o.NoPDL, noGdnQ81: o.NoGdnQ81, aheadAt: -1, fetchAt: -1, shJoin: -1}
 	partial := e
 	defer func() {
 		if err != nil {
@@ -658,6 +691,9 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	}
 	if o.MaxExpert > 0 {
 		in.MaxSlots = max(in.MinSlots, min(in.MaxSlots, o.MaxExpert))
+	}
+	if e.aheadPlanned = e.wantAhead(o, in, budget); e.aheadPlanned {
+		in.Resident = append(in.Resident, aheadNeeds(&c, in.SlotBytes)...)
 	}
 	if e.plan, err = NewPlan(in, budget); err != nil {
 		return nil, err
@@ -1134,6 +1170,7 @@ func (e *Engine) pinExperts(prog func(string, ...any), o Options) error {
 // staging layout: small windows in one pinned host buffer.
 type stageLayout struct {
 	x, pos, kvf, kvh, ids, ids2, idsP, tables, logits int // ids2: resident mode's second ids row (Engine.pendingIDs)
+	ahead, ahead2                                     int // the look-ahead's predicted ids beside ids and ids2 (ahead.go)
 	tok                                               int // ForwardArgmax's token id (i32)
 	pemb, ppos, pids, pidx                            int // batched path: embeddings [N][H], positions, ids, slot indices [N][K]
 	size                                              int
@@ -1154,6 +1191,8 @@ func (e *Engine) stage() stageLayout {
 	s.ids = take(4 * c.ExpertsUsed * c.Layers)
 	s.ids2 = take(4 * c.ExpertsUsed * c.Layers)
 	s.idsP = take(4 * c.ExpertsUsed)
+	s.ahead = take(4 * c.ExpertsUsed * c.Layers)
+	s.ahead2 = take(4 * c.ExpertsUsed * c.Layers)
 	s.tables = take(8 * 3 * c.Experts * c.Layers)
 	s.logits = take(4 * e.vocab)
 	s.tok = take(4)
@@ -1171,8 +1210,18 @@ func (e *Engine) stage() stageLayout {
 func (e *Engine) prepare(o Options) error {
 	c := &e.cfg
 	var err error
-	if e.staging, err = e.dev.HostAlloc(e.stage().size, false); err != nil {
+	if e.staging, err = e.dev.HostAlloc(e.stage().size, e.mapped); err != nil {
 		return err
+	}
+	if e.mapped { // stage-in reads it through its alias (stagein.go); without one it copies
+		if p, ok, _ := e.staging.Mapped(); ok && e.ks.load(e.dev, o.CODir, "stage_in") == nil {
+			e.stagingDev = p
+		}
+		if o.StageIn {
+			if err := e.SetStageIn(true); err != nil {
+				return err
+			}
+		}
 	}
 	if e.compute, err = e.dev.NewStream(); err != nil {
 		return err
@@ -1215,6 +1264,7 @@ func (e *Engine) prepare(o Options) error {
 		e.vramAt = map[int][]bool{st.ids: make([]bool, n), st.ids2: make([]bool, n)}
 	}
 	e.prefetch, e.predicted = o.Prefetch, map[Key]bool{}
+	e.mapAhead, e.aheadRan = e.aheadPlanned, map[int]int{}
 	e.hostKV = o.HostKV
 	e.pendingIDs, e.syncLookup = -1, o.SyncLookup
 	// Slot tables start all zero (nothing resident) — unless a profile warms the cache:
@@ -1293,6 +1343,20 @@ func (e *Engine) prepare(o Options) error {
 			return err
 		}
 		e.fns[k.fam+"/"+k.variant] = f
+	}
+	if e.aheadPlanned {
+		f, err := e.ks.fn("expert_fetch", "u128")
+		if err != nil {
+			return err
+		}
+		e.fns["expert_fetch/u128"] = f
+	}
+	if e.stagingDev != 0 {
+		f, err := e.ks.fn("stage_in", "u32")
+		if err != nil {
+			return err
+		}
+		e.fns["stage_in/u32"] = f
 	}
 	if c.Arch == model.ArchQwen3Next {
 		for _, k := range []struct{ fam, variant string }{
@@ -1390,6 +1454,8 @@ func (e *Engine) records(mmvqRows map[string]int) {
 	e.kRope, e.kStore = e.kern["rope/neox"], e.kern["attention_decode/store_f16"]
 	e.kSplit, e.kReduce = e.kern["attention_decode/split_f16"], e.kern["attention_decode/reduce_f16"]
 	e.kQuant, e.kMoe, e.kArgmax = e.kern["quantize_q8_1/f32"], e.kern["moe_decode/"+typeVariant[e.expType]], e.kern["sample/argmax"]
+	e.kFetch = e.kern["expert_fetch/u128"]
+	e.kStageIn = e.kern["stage_in/u32"]
 	e.kConv, e.kRec, e.kRecQ = e.kern["gated_delta_net/conv"], e.kern["gated_delta_net/recurrent"], e.kern["gated_delta_net/recurrentq"]
 	e.kRecSplit, e.kGNorm = e.kern["gated_delta_net/recsplit"], e.kern["gated_delta_net/gnorm"]
 	e.kPrep, e.kReduceQ = e.kern["attention_decode/prep_f16"], e.kern["attention_decode/reduceq_f16"]

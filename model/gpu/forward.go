@@ -195,6 +195,10 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 	}
 	if e.mapped && !e.resident { // the tables this token reads: every upload so far precedes it
 		copy(e.vramAt[idsOff], e.vram)
+		e.aheadRan[idsOff] = 0
+		if e.aheadOn() {
+			e.aheadRan[idsOff] = e.aheadCopies()
+		}
 	}
 	mark(&ph.Tables)
 	var err error
@@ -288,10 +292,10 @@ func (e *Engine) tokenOps(wantLogits bool, idsOff int) error {
 	st := e.stage()
 	m := e.mem
 	x, xn, xq, proj := m.Ptr(bufX), m.Ptr(bufXN), m.Ptr(bufXQ), m.Ptr(bufProj)
-	if err := e.stageUp(x, st.x, 4*H); err != nil {
+	if err := e.stageInput(x, st.x, 4*H); err != nil {
 		return err
 	}
-	if err := e.stageUp(m.Ptr(bufPos), st.pos, 4); err != nil {
+	if err := e.stageInput(m.Ptr(bufPos), st.pos, 4); err != nil {
 		return err
 	}
 	for li := range e.layers {
@@ -336,6 +340,11 @@ func (e *Engine) tokenOps(wantLogits bool, idsOff int) error {
 	if e.oneSync() {
 		if err := e.stageDown(idsOff, m.Ptr(bufIDs), 4*c.ExpertsUsed*c.Layers); err != nil {
 			return err
+		}
+		if e.aheadOn() { // the predictions, for the stats (ahead.go aheadCount)
+			if err := e.stageDown(e.aheadStage(idsOff), m.Ptr(bufAheadIDs), 4*c.ExpertsUsed*c.Layers); err != nil {
+				return err
+			}
 		}
 	}
 	if wantLogits {
@@ -914,7 +923,10 @@ func (e *Engine) sharedBranch(l *gLayer) error {
 	if err := e.ln.CaptureFork(e.routerAt, plain); err != nil {
 		return err
 	}
-	if err := e.shared(l); err != nil {
+	e.shJoin = e.aheadAt // the look-ahead's mmvq reads xn, which the branch's norm writes (ahead.go)
+	err := e.shared(l)
+	e.shJoin = -1
+	if err != nil {
 		return err
 	}
 	return e.ln.CaptureJoin(p2, plain)
@@ -946,6 +958,11 @@ func (e *Engine) shared(l *gLayer) error {
 			return err
 		}
 	}
+	if e.shJoin >= 0 {
+		if err := e.ln.CaptureJoin(e.shJoin, false); err != nil {
+			return err
+		}
+	}
 	// x += shared; the norm the kernel also computes goes to xn, which nothing reads
 	// again before the next layer's norm rewrites it.
 	return e.rmsnorm("add", abi.RmsnormArgs{X: uint64(x), R: uint64(out), Xo: uint64(x), W: uint64(l.ffnNorm), Y: uint64(xn),
@@ -968,7 +985,7 @@ func (e *Engine) moe(li int, l *gLayer) error {
 		return err
 	}
 	e.routerAt = e.ln.CaptureLen() - 1
-	tab := m.Ptr(bufTables).Add(uintptr(li * 3 * E * 8))
+	tab := e.moeTables(li)
 	ma := abi.MoeDecodeArgs{Logits: uint64(router), Ids: uint64(m.Ptr(bufIDs).Add(uintptr(4 * K * li))), Wts: uint64(m.Ptr(bufWts)), Err: uint64(m.Ptr(bufErr)),
 		SlotsGate: uint64(tab), SlotsUp: uint64(tab.Add(uintptr(E * 8))), SlotsDown: uint64(tab.Add(uintptr(2 * E * 8))),
 		X: uint64(xq), H: uint64(m.Ptr(bufH)), Y: uint64(proj), Tokens: 1, NExpert: int32(E), KUsed: int32(K), NEmbd: int32(H), NFf: int32(F)}
@@ -1015,11 +1032,36 @@ func (e *Engine) moe(li int, l *gLayer) error {
 	if e.oneSync() {
 		ma.Phase = 3
 	}
+	// The mapped look-ahead (ahead.go): layer li+1's prediction and fetch as a branch
+	// beside this layer's experts; this layer's phase 3 waits for the fetch layer li-1
+	// made for it.
+	e.aheadAt = -1
+	if e.aheadOn() {
+		prev := e.fetchAt
+		if li+1 < c.Layers {
+			if err := e.ahead(li, ma); err != nil {
+				return err
+			}
+		}
+		if li > 0 && e.aheadCapture() {
+			if err := e.ln.CaptureJoin(prev, false); err != nil {
+				return err
+			}
+		}
+	}
 	if err := e.launchK(key, rt.Dim3{X: uint32(F / 32), Y: uint32(K), Z: 1}, abi.MoeDecodeThreads, rt.Args(&ma)); err != nil {
 		return err
 	}
 	ma.Phase = 2
-	return e.launchK(key, dim(blocks(H, 8)), abi.MoeDecodeThreads, rt.Args(&ma))
+	if err := e.launchK(key, dim(blocks(H, 8)), abi.MoeDecodeThreads, rt.Args(&ma)); err != nil {
+		return err
+	}
+	if e.aheadAt >= 0 && e.aheadCapture() {
+		// the look-ahead's mmvq read xn, which the next norm rewrites (a shared-expert
+		// branch replaces this with its own join, sharedBranch)
+		return e.ln.CaptureJoin(e.aheadAt, false)
+	}
+	return nil
 }
 
 // place points layer's slot tables (host mirror) at the slots ms were given, clears the

@@ -185,6 +185,11 @@ func (e *Engine) promote(off int) error {
 	cps, placed := e.mapCps[:0], e.mapPlaced[:0] // the copies, and the slot of each
 	defer func() { e.mapCps, e.mapPlaced = cps, placed }()
 	at := e.vramAt[off] // the token's tables: which experts it read from VRAM
+	if n := e.aheadRan[off]; n > 0 {
+		if err := e.aheadCount(off, at, n); err != nil {
+			return err
+		}
+	}
 	for li := range e.layers {
 		ids, err := e.readIDs(li, off+4*K*li, e.idsBuf)
 		if err != nil {
