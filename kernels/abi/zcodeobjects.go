@@ -3414,6 +3414,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g14",
 	}, {
+		Name:         "q80_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g15",
+	}, {
+		Name:         "q80_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g16",
+	}, {
+		Name:         "q80_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g17",
+	}, {
+		Name:         "q80_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g18",
+	}, {
+		Name:         "q80_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g19",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -3473,6 +3493,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g14",
+	}, {
+		Name:         "q20_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g15",
+	}, {
+		Name:         "q20_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g16",
+	}, {
+		Name:         "q20_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g17",
+	}, {
+		Name:         "q20_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g18",
+	}, {
+		Name:         "q20_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g19",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -3534,6 +3574,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g14",
 	}, {
+		Name:         "q4k_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g15",
+	}, {
+		Name:         "q4k_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g16",
+	}, {
+		Name:         "q4k_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g17",
+	}, {
+		Name:         "q4k_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g18",
+	}, {
+		Name:         "q4k_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g19",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -3593,6 +3653,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g14",
+	}, {
+		Name:         "q6k_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g15",
+	}, {
+		Name:         "q6k_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g16",
+	}, {
+		Name:         "q6k_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g17",
+	}, {
+		Name:         "q6k_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g18",
+	}, {
+		Name:         "q6k_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g19",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -3654,6 +3734,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g14",
 	}, {
+		Name:         "iq2xs_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g15",
+	}, {
+		Name:         "iq2xs_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g16",
+	}, {
+		Name:         "iq2xs_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g17",
+	}, {
+		Name:         "iq2xs_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g18",
+	}, {
+		Name:         "iq2xs_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g19",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -3713,6 +3813,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g14",
+	}, {
+		Name:         "iq3xxs_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g15",
+	}, {
+		Name:         "iq3xxs_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g16",
+	}, {
+		Name:         "iq3xxs_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g17",
+	}, {
+		Name:         "iq3xxs_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g18",
+	}, {
+		Name:         "iq3xxs_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g19",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -3774,6 +3894,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g14",
 	}, {
+		Name:         "iq3s_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g15",
+	}, {
+		Name:         "iq3s_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g16",
+	}, {
+		Name:         "iq3s_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g17",
+	}, {
+		Name:         "iq3s_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g18",
+	}, {
+		Name:         "iq3s_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g19",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -3833,6 +3973,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g14",
+	}, {
+		Name:         "iq1m_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g15",
+	}, {
+		Name:         "iq1m_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g16",
+	}, {
+		Name:         "iq1m_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g17",
+	}, {
+		Name:         "iq1m_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g18",
+	}, {
+		Name:         "iq1m_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g19",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4723,6 +4883,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g14",
 	}, {
+		Name:         "q80_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g15",
+	}, {
+		Name:         "q80_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g16",
+	}, {
+		Name:         "q80_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g17",
+	}, {
+		Name:         "q80_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g18",
+	}, {
+		Name:         "q80_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g19",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -4782,6 +4962,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g14",
+	}, {
+		Name:         "q20_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g15",
+	}, {
+		Name:         "q20_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g16",
+	}, {
+		Name:         "q20_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g17",
+	}, {
+		Name:         "q20_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g18",
+	}, {
+		Name:         "q20_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g19",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -4843,6 +5043,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g14",
 	}, {
+		Name:         "q4k_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g15",
+	}, {
+		Name:         "q4k_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g16",
+	}, {
+		Name:         "q4k_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g17",
+	}, {
+		Name:         "q4k_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g18",
+	}, {
+		Name:         "q4k_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g19",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -4902,6 +5122,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g14",
+	}, {
+		Name:         "q6k_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g15",
+	}, {
+		Name:         "q6k_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g16",
+	}, {
+		Name:         "q6k_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g17",
+	}, {
+		Name:         "q6k_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g18",
+	}, {
+		Name:         "q6k_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g19",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -4963,6 +5203,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g14",
 	}, {
+		Name:         "iq2xs_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g15",
+	}, {
+		Name:         "iq2xs_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g16",
+	}, {
+		Name:         "iq2xs_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g17",
+	}, {
+		Name:         "iq2xs_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g18",
+	}, {
+		Name:         "iq2xs_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g19",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -5022,6 +5282,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g14",
+	}, {
+		Name:         "iq3xxs_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g15",
+	}, {
+		Name:         "iq3xxs_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g16",
+	}, {
+		Name:         "iq3xxs_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g17",
+	}, {
+		Name:         "iq3xxs_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g18",
+	}, {
+		Name:         "iq3xxs_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g19",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -5083,6 +5363,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g14",
 	}, {
+		Name:         "iq3s_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g15",
+	}, {
+		Name:         "iq3s_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g16",
+	}, {
+		Name:         "iq3s_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g17",
+	}, {
+		Name:         "iq3s_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g18",
+	}, {
+		Name:         "iq3s_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g19",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -5142,6 +5442,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g14",
+	}, {
+		Name:         "iq1m_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g15",
+	}, {
+		Name:         "iq1m_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g16",
+	}, {
+		Name:         "iq1m_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g17",
+	}, {
+		Name:         "iq1m_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g18",
+	}, {
+		Name:         "iq1m_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g19",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -6032,6 +6352,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g14",
 	}, {
+		Name:         "q80_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g15",
+	}, {
+		Name:         "q80_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g16",
+	}, {
+		Name:         "q80_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g17",
+	}, {
+		Name:         "q80_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g18",
+	}, {
+		Name:         "q80_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g19",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -6091,6 +6431,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g14",
+	}, {
+		Name:         "q20_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g15",
+	}, {
+		Name:         "q20_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g16",
+	}, {
+		Name:         "q20_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g17",
+	}, {
+		Name:         "q20_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g18",
+	}, {
+		Name:         "q20_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g19",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -6152,6 +6512,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g14",
 	}, {
+		Name:         "q4k_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g15",
+	}, {
+		Name:         "q4k_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g16",
+	}, {
+		Name:         "q4k_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g17",
+	}, {
+		Name:         "q4k_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g18",
+	}, {
+		Name:         "q4k_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g19",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -6211,6 +6591,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g14",
+	}, {
+		Name:         "q6k_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g15",
+	}, {
+		Name:         "q6k_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g16",
+	}, {
+		Name:         "q6k_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g17",
+	}, {
+		Name:         "q6k_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g18",
+	}, {
+		Name:         "q6k_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g19",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -6272,6 +6672,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g14",
 	}, {
+		Name:         "iq2xs_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g15",
+	}, {
+		Name:         "iq2xs_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g16",
+	}, {
+		Name:         "iq2xs_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g17",
+	}, {
+		Name:         "iq2xs_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g18",
+	}, {
+		Name:         "iq2xs_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g19",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -6331,6 +6751,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g14",
+	}, {
+		Name:         "iq3xxs_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g15",
+	}, {
+		Name:         "iq3xxs_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g16",
+	}, {
+		Name:         "iq3xxs_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g17",
+	}, {
+		Name:         "iq3xxs_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g18",
+	}, {
+		Name:         "iq3xxs_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g19",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -6392,6 +6832,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g14",
 	}, {
+		Name:         "iq3s_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g15",
+	}, {
+		Name:         "iq3s_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g16",
+	}, {
+		Name:         "iq3s_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g17",
+	}, {
+		Name:         "iq3s_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g18",
+	}, {
+		Name:         "iq3s_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g19",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -6451,6 +6911,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g14",
+	}, {
+		Name:         "iq1m_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g15",
+	}, {
+		Name:         "iq1m_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g16",
+	}, {
+		Name:         "iq1m_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g17",
+	}, {
+		Name:         "iq1m_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g18",
+	}, {
+		Name:         "iq1m_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g19",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -7341,6 +7821,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g14",
 	}, {
+		Name:         "q80_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g15",
+	}, {
+		Name:         "q80_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g16",
+	}, {
+		Name:         "q80_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g17",
+	}, {
+		Name:         "q80_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g18",
+	}, {
+		Name:         "q80_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g19",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -7400,6 +7900,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g14",
+	}, {
+		Name:         "q20_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g15",
+	}, {
+		Name:         "q20_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g16",
+	}, {
+		Name:         "q20_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g17",
+	}, {
+		Name:         "q20_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g18",
+	}, {
+		Name:         "q20_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g19",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -7461,6 +7981,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g14",
 	}, {
+		Name:         "q4k_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g15",
+	}, {
+		Name:         "q4k_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g16",
+	}, {
+		Name:         "q4k_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g17",
+	}, {
+		Name:         "q4k_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g18",
+	}, {
+		Name:         "q4k_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g19",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -7520,6 +8060,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g14",
+	}, {
+		Name:         "q6k_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g15",
+	}, {
+		Name:         "q6k_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g16",
+	}, {
+		Name:         "q6k_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g17",
+	}, {
+		Name:         "q6k_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g18",
+	}, {
+		Name:         "q6k_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g19",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -7581,6 +8141,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g14",
 	}, {
+		Name:         "iq2xs_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g15",
+	}, {
+		Name:         "iq2xs_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g16",
+	}, {
+		Name:         "iq2xs_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g17",
+	}, {
+		Name:         "iq2xs_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g18",
+	}, {
+		Name:         "iq2xs_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g19",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -7640,6 +8220,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g14",
+	}, {
+		Name:         "iq3xxs_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g15",
+	}, {
+		Name:         "iq3xxs_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g16",
+	}, {
+		Name:         "iq3xxs_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g17",
+	}, {
+		Name:         "iq3xxs_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g18",
+	}, {
+		Name:         "iq3xxs_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g19",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -7701,6 +8301,26 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g14",
 	}, {
+		Name:         "iq3s_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g15",
+	}, {
+		Name:         "iq3s_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g16",
+	}, {
+		Name:         "iq3s_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g17",
+	}, {
+		Name:         "iq3s_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g18",
+	}, {
+		Name:         "iq3s_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g19",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -7760,6 +8380,26 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g14",
+	}, {
+		Name:         "iq1m_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g15",
+	}, {
+		Name:         "iq1m_g16",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g16",
+	}, {
+		Name:         "iq1m_g17",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g17",
+	}, {
+		Name:         "iq1m_g18",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g18",
+	}, {
+		Name:         "iq1m_g19",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g19",
 	}},
 	Vendor: "nvidia",
 }, {
