@@ -743,6 +743,18 @@ STRATA_DEVICE f32 strata_row_partial_q81(const u8* wr, const u8* x, int k, const
   return acc;
 }
 
+#ifdef __NVPTX__
+// Four words from a 16-byte aligned global address, the L2 told to fill 256-byte pieces from
+// DRAM (.L2::256B: a fetch-size hint; the same four words). The wide loads of the decode
+// geometries with MmvqGeom.H.
+STRATA_DEVICE void strata_ld_x4_l2h(const u8* p, u32* w) {
+  u64 g;
+  asm("cvta.to.global.u64 %0, %1;" : "=l"(g) : "l"(p));
+  asm("ld.global.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3]) : "l"(g));
+}
+#else
+STRATA_DEVICE void strata_ld_x4_l2h(const u8* p, u32* w) { strata_ld_x4(p, w); }
+#endif
 // mmvq: y[z][c][r] = Σ_k W_z[r][k] · x_z[c][k] for up to 8 activation columns c, one launch
 // per batch of matrices z (a dense weight, or the selected experts of a MoE layer).
 //
@@ -1191,10 +1203,45 @@ STRATA_DEVICE void strata_mmvq_wstage(u32* xs, const u8* x, int s0, int sn) {
   }
 }
 
+// The L2 prefetch of pass q's weight bytes (groups [s0 + 32·U·q, +32·U) of the segment
+// [s0, s0 + sn)) of the wave's nr rows at wr (decode geometries with MmvqGeom.P2): one
+// contiguous span a row, lane ℓ its ℓ-th 128-byte line (the last byte for lanes past its end;
+// a warp's prefetches of one line are one request), as the next-pass L1 prefetch.
+template <class QT, int R, int U>
+STRATA_DEVICE void strata_mmvq_pf_l2(const u8* wr, i64 rowb, int nr, int s0, int sn, int q, int lane) {
+  constexpr int GPB = QT::QK / 32;
+  const u32 gs = (u32)(s0 + 32 * U * q), bend = ((u32)(s0 + sn - 1) / GPB + 1) * QT::BYTES;
+  const u32 b0 = gs / GPB * QT::BYTES, full = 32 * U / GPB * QT::BYTES;
+  const u32 len = bend - b0 < full ? bend - b0 : full;
+  const u64 off = b0 + (128 * (u32)lane < len ? 128 * (u32)lane : len - 1);
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const u8* a = wr + (r < nr ? r : 0) * rowb + off;
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(a));
+  }
+}
+
+// The start of a geometry with P2 > 1: passes 1..P2−1 of the wave's first row step (in the
+// first segment, sn0 groups) prefetched into L2; the pass loop then prefetches pass q + P2.
+template <class QT, int R, int U, int P2>
+STRATA_DEVICE void strata_mmvq_pf_l2_start(const struct strata_mmvq_args& p, const u8* w, i64 rowb, int sn0, int warp, int lane) {
+  if constexpr (P2 > 1) {
+    const i64 r0 = ((i64)strata_block_x() * 8 + warp) * R;
+    if (r0 < p.rows) {
+      const int nr0 = p.rows - r0 >= R ? R : (int)(p.rows - r0);
+#pragma unroll
+      for (int d = 1; d < P2; ++d) {
+        if (32 * U * d < sn0) strata_mmvq_pf_l2<QT, R, U>(w + r0 * rowb, rowb, nr0, 0, sn0, d, lane);
+      }
+    }
+  }
+}
+
 // One column, R rows a wave, U groups a lane a pass, as strata_mmvq_rows_x (the same rows,
 // passes, segments of whole passes, prefetches and per-lane fold order), with wide loads.
-// w and the row length are 16-byte aligned (the caller checks).
-template <class QT, int R, int U, bool PFA>
+// w and the row length are 16-byte aligned (the caller checks). P2, H: MmvqGeom's (the L2
+// prefetch P2 passes ahead; the .L2::256B hint on the window loads).
+template <class QT, int R, int U, bool PFA, int P2 = 0, bool H = false>
 STRATA_DEVICE void strata_mmvq_rows_w(const struct strata_mmvq_args& p, const u8* w, u32* xs, int z, int pre) {
   typedef strata_mmvq_wide<QT> WT;
   constexpr int GPB = QT::QK / 32;
@@ -1218,6 +1265,7 @@ STRATA_DEVICE void strata_mmvq_rows_w(const struct strata_mmvq_args& p, const u8
         if (r0 + r < p.rows && off < len) asm volatile("prefetch.global.L1 [%0];" ::"l"(w + (r0 + r) * rowb + off));
       }
     }
+    strata_mmvq_pf_l2_start<QT, R, U, P2>(p, w, rowb, single ? ng : SEG, warp, lane);
     if (pre == 2) STRATA_GRID_DEP();
   }
   if (single) strata_mmvq_wstage<QT>(xs, x, 0, ng);
@@ -1242,6 +1290,9 @@ STRATA_DEVICE void strata_mmvq_rows_w(const struct strata_mmvq_args& p, const u8
       const int np = (sn + 32 * U - 1) / (32 * U);
       for (int q = 0; q < np; ++q) {
         const int g0 = s0 + 32 * U * q + lane;
+        if constexpr (P2 > 0) {
+          if (q + P2 < np) strata_mmvq_pf_l2<QT, R, U>(wr, rowb, nr, s0, sn, q + P2, lane);
+        }
         if constexpr (STRATA_MMVQ_PF != 0 && PFA) {
           if (q + 1 < np) {  // strata_mmvq_rows_x's next-pass prefetch (the same lines)
             const u32 gs = (u32)(s0 + 32 * U * (q + 1)), bend = ((u32)(s0 + sn - 1) / GPB + 1) * QT::BYTES;
@@ -1270,14 +1321,20 @@ STRATA_DEVICE void strata_mmvq_rows_w(const struct strata_mmvq_args& p, const u8
             if constexpr (QT::BYTES == 34) {
               const u8* a = rb + ((u64)g * 34u & ~(u64)15);
 #pragma unroll
-              for (int c = 0; c < 3; ++c) strata_ld_x4(a + 16 * c, wv[u][r] + 4 * c);
+              for (int c = 0; c < 3; ++c) {
+                if constexpr (H) strata_ld_x4_l2h(a + 16 * c, wv[u][r] + 4 * c);
+                else strata_ld_x4(a + 16 * c, wv[u][r] + 4 * c);
+              }
             } else {
               const u8* blk = rb + (u64)(g >> 3) * 210u;
               const u8* a = blk - 2 * ((g >> 3) & 7u);
               const u8* ql = a + 64 * (j >> 2) + 32 * (j & 1);
               const u8* qh = a + 128 + 32 * (j >> 2);
 #pragma unroll
-              for (int c = 0; c < 3; ++c) strata_ld_x4(ql + 16 * c, wv[u][r] + 4 * c), strata_ld_x4(qh + 16 * c, wv[u][r] + 12 + 4 * c);
+              for (int c = 0; c < 3; ++c) {
+                if constexpr (H) strata_ld_x4_l2h(ql + 16 * c, wv[u][r] + 4 * c), strata_ld_x4_l2h(qh + 16 * c, wv[u][r] + 12 + 4 * c);
+                else strata_ld_x4(ql + 16 * c, wv[u][r] + 4 * c), strata_ld_x4(qh + 16 * c, wv[u][r] + 12 + 4 * c);
+              }
               hs[u][r] = strata_ld_u16(blk + 192 + 2 * j) | strata_ld_u16(blk + 208) << 16;
             }
           }
@@ -1354,7 +1411,11 @@ STRATA_DEVICE void strata_mmvq_rows_w(const struct strata_mmvq_args& p, const u8
 // load or fold changes: results are bit-identical to pre = 0.
 // PFA (a geometry's MmvqGeom.PF): the next pass's L1 prefetch below for every type, not only
 // the ≤ STRATA_MMVQ_PF_GB-byte ones (the same lines a pass later read; no load or fold changes).
-template <class QT, int NC, int R = strata_mmvq_nv_shape<QT, NC>::R, int U = strata_mmvq_nv_shape<QT, NC>::U, bool PFA = false, bool WIDE = false>
+// P2 (MmvqGeom.P2): pass q + P2's lines prefetched into L2 at pass q (and passes 1..P2 − 1 at
+// the start); H (MmvqGeom.H): rows_w's window loads with the .L2::256B hint. Neither changes a
+// load's value or a fold.
+template <class QT, int NC, int R = strata_mmvq_nv_shape<QT, NC>::R, int U = strata_mmvq_nv_shape<QT, NC>::U, bool PFA = false, bool WIDE = false,
+          int P2 = 0, bool H = false>
 STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8* w, typename QT::lds* tab, u32* xs, int z, int pre = 0) {
   constexpr int GPB = QT::QK / 32;
   // Groups per LDS segment: a multiple of a pass (32·U groups) whose NC columns fit in xs.
@@ -1370,7 +1431,7 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
   const bool single = ng <= SEG;  // one segment: staged once for all of the block's rows
   if constexpr (WIDE && NC == 1 && strata_mmvq_wide<QT>::on) {
     if ((((u64)w | (u64)rowb) & 15u) == 0) {  // uniform in the block
-      strata_mmvq_rows_w<QT, R, U, PFA>(p, w, xs, z, pre);
+      strata_mmvq_rows_w<QT, R, U, PFA, P2, H>(p, w, xs, z, pre);
       return;
     }
   }
@@ -1389,6 +1450,7 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
         if (r0 + r < p.rows && off < len) asm volatile("prefetch.global.L1 [%0];" ::"l"(w + (r0 + r) * rowb + off));
       }
     }
+    strata_mmvq_pf_l2_start<QT, R, U, P2>(p, w, rowb, single ? ng : SEG, warp, lane);
     if (pre == 2) STRATA_GRID_DEP();
   }
   if constexpr (sizeof(typename QT::lds) > sizeof(strata_lds_none)) {
@@ -1441,6 +1503,9 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
       const int np = (sn + 32 * U - 1) / (32 * U);
       for (int q = 0; q < np; ++q) {
         const int g0 = s0 + 32 * U * q + lane;
+        if constexpr (P2 > 0) {
+          if (q + P2 < np) strata_mmvq_pf_l2<QT, R, U>(wr, rowb, nr, s0, sn, q + P2, lane);
+        }
         if constexpr (STRATA_MMVQ_PF != 0 && (PFA || QT::BYTES / GPB <= STRATA_MMVQ_PF_GB)) {
           // The next pass's bytes of each row are one contiguous span (its groups' blocks);
           // lane ℓ prefetches the span's ℓ-th 128-byte line (the last byte for lanes past
@@ -2851,7 +2916,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g15(const struct stra
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 1, false>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -2888,7 +2953,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g16(const struct stra
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -2925,7 +2990,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g17(const struct stra
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 0, true>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -2962,7 +3027,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g18(const struct stra
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -2999,7 +3064,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g19(const struct stra
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, false, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -3574,7 +3639,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g15(const struct stra
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 1, false>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -3611,7 +3676,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g16(const struct stra
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -3648,7 +3713,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g17(const struct stra
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 0, true>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -3685,7 +3750,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g18(const struct stra
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -3722,7 +3787,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g19(const struct stra
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, false, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -4297,7 +4362,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g15(const struct stra
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 1, false>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -4334,7 +4399,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g16(const struct stra
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -4371,7 +4436,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g17(const struct stra
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 0, true>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -4408,7 +4473,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g18(const struct stra
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -4445,7 +4510,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g19(const struct stra
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, false, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -5020,7 +5085,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g15(const struct stra
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 1, false>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -5057,7 +5122,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g16(const struct stra
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -5094,7 +5159,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g17(const struct stra
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 0, true>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -5131,7 +5196,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g18(const struct stra
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -5168,7 +5233,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g19(const struct stra
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, false, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -5743,7 +5808,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g15(const struct st
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 1, false>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -5780,7 +5845,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g16(const struct st
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -5817,7 +5882,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g17(const struct st
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 0, true>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -5854,7 +5919,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g18(const struct st
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -5891,7 +5956,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g19(const struct st
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, false, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -6466,7 +6531,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g15(const struct s
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 1, false>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -6503,7 +6568,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g16(const struct s
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -6540,7 +6605,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g17(const struct s
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 0, true>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -6577,7 +6642,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g18(const struct s
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -6614,7 +6679,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g19(const struct s
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, false, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -7189,7 +7254,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g15(const struct str
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 1, false>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -7226,7 +7291,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g16(const struct str
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -7263,7 +7328,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g17(const struct str
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 0, true>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -7300,7 +7365,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g18(const struct str
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -7337,7 +7402,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g19(const struct str
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, false, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -7912,7 +7977,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g15(const struct str
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 1, false>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -7949,7 +8014,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g16(const struct str
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -7986,7 +8051,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g17(const struct str
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 0, true>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -8023,7 +8088,7 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g18(const struct str
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -8060,6 +8125,6 @@ STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g19(const struct str
   if constexpr (QT::FLOAT) {
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, late ? 2 : 1);
+    strata_mmvq_rows_x<QT, 1, 2, 2, false, false, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
