@@ -753,6 +753,7 @@ STRATA_DEVICE void strata_ld_x4_l2h(const u8* p, u32* w) {
   asm("ld.global.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3]) : "l"(g));
 }
 #else
+template <class = void>  // a template: unused (so not an unused function) on AMD; the host simulation's
 STRATA_DEVICE void strata_ld_x4_l2h(const u8* p, u32* w) { strata_ld_x4(p, w); }
 #endif
 // mmvq: y[z][c][r] = Σ_k W_z[r][k] · x_z[c][k] for up to 8 activation columns c, one launch
