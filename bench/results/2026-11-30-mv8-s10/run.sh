@@ -110,7 +110,8 @@ run() {
 		env STRATA_CO_DIR="$w/co" STRATA_BENCH=1 STRATA_BENCH_NS=1 STRATA_BENCH_EXPERTS=0 STRATA_BENCH_TYPES=q80 STRATA_BENCH_FLOORS=0 \
 			STRATA_BENCH_GRAPH=0 STRATA_BENCH_REPS=0,1 "$@" \
 			timeout "$ln" "$N" --clock-control none -k "regex:$re" -c "$cnt" \
-			--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats \
+			--section SpeedOfLight --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --section Occupancy --section LaunchStats \
+			--section WarpStateStats --section SchedulerStats --metrics dram__bytes_read.sum,lts__t_sectors_srcunit_tex_op_read.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,smsp__warps_active.avg.per_cycle_active \
 			-- "$pt" -test.run '^TestBenchDecode$' >"$L/ncu-$name.txt" 2>&1
 		say "ncu $name exit $?"
 	}
