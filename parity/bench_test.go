@@ -515,10 +515,12 @@ const hbmPeak = 4.8e12
 // x), the streaming ceiling kernels of parity/testdata/ceiling.cu exactly as the mmvq cases
 // are timed (events around each launch, median of reps after warm): every strata_ceil_w*
 // kernel at 1, 2, 4 and 8 blocks of 256 an SM and at one pass of the grid (every thread
-// reads U words once), and strata_ceil_rows (mmvq's order without its work, passes of a
-// seventh of a row: the default kernel's at K = 14336). One line per configuration; then
+// reads U words once), strata_ceil_rows (mmvq's order without its work, passes of a seventh
+// of a row: the default kernel's at K = 14336) and strata_ceil_win (the same passes in a
+// moving window of row pairs, at 1, 2 and 3 blocks an SM). One line per configuration; then
 // the best by events again with the graph view ("ceiling: stream best"), the rows kernel's
-// row ("ceiling: mmvq order"), and the arithmetic floor t ≥ t_empty + bytes / hbmPeak
+// row ("ceiling: mmvq order"), the window kernel's best ("ceiling: window order"), and the
+// arithmetic floor t ≥ t_empty + bytes / hbmPeak
 // (t_empty: the empty mmvq launch's events median, when the floors ran).
 func benchCeiling(t *testing.T, dev *gpu.Device, mod *gpu.Module, ln *gpu.Launcher, v string, rows, rb int, pool gpu.DevPtr, mat, rot int,
 	x gpu.DevPtr, xb int, emptyEv, d2d float64, warm, reps int, timeLaunches func(int, func(int) error) []float64,
@@ -561,7 +563,6 @@ func benchCeiling(t *testing.T, dev *gpu.Device, mod *gpu.Module, ln *gpu.Launch
 			}
 		}
 	}
-	best, bestT := -1, 0.0
 	launchOf := func(c cfg) (func(int) error, error) {
 		fn, err := mod.Func(c.sym)
 		if err != nil {
@@ -570,17 +571,25 @@ func benchCeiling(t *testing.T, dev *gpu.Device, mod *gpu.Module, ln *gpu.Launch
 		grid, block := gpu.Dim3{X: uint32(c.grid), Y: 1, Z: 1}, gpu.Dim3{X: 256, Y: 1, Z: 1}
 		return func(i int) error { return ln.Launch(fn, grid, block, args(i, c.pb)) }, nil
 	}
-	for ci, c := range cfgs {
-		launch, err := launchOf(c)
-		if err != nil {
-			logf("%-8s ceiling %s: %v", v, c.sym, err)
-			continue
+	// bestOf times every configuration (a ceilcfg line each) and returns the fastest by events.
+	bestOf := func(cs []cfg) (cfg, bool) {
+		best, bestT := -1, 0.0
+		for ci, c := range cs {
+			launch, err := launchOf(c)
+			if err != nil {
+				logf("%-8s ceiling %s: %v", v, c.sym, err)
+				continue
+			}
+			m := median(timeLaunches(warm+reps, launch)[warm:])
+			logf("%-8s ceilcfg %-22s grid %6d %10.2f µs %7.1f%%", v, c.sym, c.grid, m*1e6, 100*float64(bytes)/m/1e9/d2d)
+			if best < 0 || m < bestT {
+				best, bestT = ci, m
+			}
 		}
-		m := median(timeLaunches(warm+reps, launch)[warm:])
-		logf("%-8s ceilcfg %-22s grid %6d %10.2f µs %7.1f%%", v, c.sym, c.grid, m*1e6, 100*float64(bytes)/m/1e9/d2d)
-		if best < 0 || m < bestT {
-			best, bestT = ci, m
+		if best < 0 {
+			return cfg{}, false
 		}
+		return cs[best], true
 	}
 	row := func(name string, c cfg) {
 		launch, err := launchOf(c)
@@ -592,13 +601,16 @@ func benchCeiling(t *testing.T, dev *gpu.Device, mod *gpu.Module, ln *gpu.Launch
 		gbs := float64(bytes) / m / 1e9
 		logf("%-8s %-34s %3d %10.2f %9.1f %7.1f%% %12d | %s", v, name, 1, m*1e6, gbs, 100*gbs/d2d, bytes, graphCol(launch, bytes))
 	}
-	if best >= 0 {
-		c := cfgs[best]
+	if c, ok := bestOf(cfgs); ok {
 		logf("%-8s ceiling best: %s grid %d (%d configurations)", v, c.sym, c.grid, len(cfgs))
 		row("ceiling: stream best", c)
 	}
 	if pb := rb / 7; rb%16 == 0 && pb%16 == 0 && pb <= 4096 {
 		row(fmt.Sprintf("ceiling: mmvq order (pass %d B)", pb), cfg{"strata_ceil_rows", (rows + 15) / 16, pb})
+		// The window order (a split-row mmvq's): 1, 2 and 3 blocks an SM, the best again.
+		if c, ok := bestOf([]cfg{{"strata_ceil_win", units, pb}, {"strata_ceil_win", 2 * units, pb}, {"strata_ceil_win", 3 * units, pb}}); ok {
+			row(fmt.Sprintf("ceiling: window order (pass %d B, grid %d)", pb, c.grid), c)
+		}
 	}
 	if emptyEv > 0 {
 		f := emptyEv + float64(bytes)/hbmPeak

@@ -19,6 +19,10 @@
 //   and 2v + 1 (rb bytes each) in passes of pb bytes (16-byte loads, lane ℓ the ℓ-th 16
 //   bytes of each 512 of the pass, every load of the pass issued first), grid ceil(rows/16)
 //   blocks of 256; x grid-strided once. rb and pb multiples of 16, pb ≤ 4096.
+// strata_ceil_win: the same loads in a moving window — block b takes row pairs b, b + G, …
+//   (G the grid), its waves the passes w, w + 8, … of both rows of the pair, then a block
+//   barrier (the hand-off a split-row mmvq would make) before the next pair: at step s the
+//   grid reads rows [2Gs, 2G(s + 1)), one contiguous window of memory.
 #include "strata_prelude.h"
 
 // The argument block of every kernel here (72 bytes; the Go side packs it in this order).
@@ -127,38 +131,58 @@ STRATA_CEIL(strata_ceil_w16h_u2, 16, 2, 2)
 STRATA_CEIL(strata_ceil_w16h_u4, 16, 4, 2)
 STRATA_CEIL(strata_ceil_w16h_u8, 16, 8, 2)
 
-// mmvq's order (see the header): 2 rows a warp, passes of pb bytes, up to 8 16-byte loads a
-// row and lane a pass.
+// One pass (bytes [o, o + pb) of rows r0 and r0 + 1 when nr = 2): up to 8 16-byte loads a
+// row and lane, all issued before the first is used.
+STRATA_DEVICE u32 strata_ceil_pass(const strata_ceil_args& a, i64 r0, int nr, i64 o, int lane, u32 acc) {
+  const i64 len = a.rb - o < a.pb ? a.rb - o : a.pb;
+  u32 v[2][8][4];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const i64 off = 512 * i + 16 * lane;
+      if (r < nr && off < len) strata_ceil_ld<16, 0>(a.w + (r0 + r) * a.rb + o + off, v[r][i]);
+      else {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) v[r][i][k] = 0u;
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) acc ^= v[r][i][k];
+    }
+  }
+  return acc;
+}
+
+// mmvq's order (see the header): 2 rows a warp, passes of pb bytes.
 STRATA_KERNEL void strata_ceil_rows(const strata_ceil_args a) {
   const int lane = (int)strata_lane();
   const i64 r0 = 2 * ((i64)strata_block_x() * 8 + (strata_thread_x() >> 5));
   u32 acc = 0;
   if (r0 < a.rows) {
     const int nr = a.rows - r0 >= 2 ? 2 : 1;
-    for (i64 o = 0; o < a.rb; o += a.pb) {
-      const i64 len = a.rb - o < a.pb ? a.rb - o : a.pb;
-      u32 v[2][8][4];
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-#pragma unroll
-        for (int i = 0; i < 8; ++i) {
-          const i64 off = 512 * i + 16 * lane;
-          if (r < nr && off < len) strata_ceil_ld<16, 0>(a.w + (r0 + r) * a.rb + o + off, v[r][i]);
-          else {
-#pragma unroll
-            for (int k = 0; k < 4; ++k) v[r][i][k] = 0u;
-          }
-        }
-      }
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-#pragma unroll
-        for (int i = 0; i < 8; ++i) {
-#pragma unroll
-          for (int k = 0; k < 4; ++k) acc ^= v[r][i][k];
-        }
-      }
-    }
+    for (i64 o = 0; o < a.rb; o += a.pb) acc = strata_ceil_pass(a, r0, nr, o, lane, acc);
+  }
+  const u64 t = (u64)strata_block_x() * strata_block_dim_x() + strata_thread_x();
+  acc = strata_ceil_span<16, 1, 0>(a.x, a.m, t, (u64)strata_grid_dim_x() * strata_block_dim_x(), acc);
+  strata_ceil_out(a.out, acc);
+}
+
+// The window order (see the header): row pairs grid-strided over blocks, a pair's passes
+// over the block's waves, a barrier a pair.
+STRATA_KERNEL void strata_ceil_win(const strata_ceil_args a) {
+  const int lane = (int)strata_lane(), warp = (int)(strata_thread_x() >> 5), nw = (int)(strata_block_dim_x() >> 5);
+  const i64 np = (a.rb + a.pb - 1) / a.pb;
+  u32 acc = 0;
+  for (i64 r0 = 2 * (i64)strata_block_x(); r0 < a.rows; r0 += 2 * (i64)strata_grid_dim_x()) {
+    const int nr = a.rows - r0 >= 2 ? 2 : 1;
+    for (i64 q = warp; q < np; q += nw) acc = strata_ceil_pass(a, r0, nr, q * a.pb, lane, acc);
+    strata_barrier();
   }
   const u64 t = (u64)strata_block_x() * strata_block_dim_x() + strata_thread_x();
   acc = strata_ceil_span<16, 1, 0>(a.x, a.m, t, (u64)strata_grid_dim_x() * strata_block_dim_x(), acc);
