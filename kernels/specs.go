@@ -356,15 +356,14 @@ var Specs = []Spec{
 			{Name: "prefetch", Type: ArgI32, Doc: "1: dense matrices only (slots null), on sm_90, each block first prefetches its share of the weights into L2, before it waits for its predecessor (for programmatic launches, where that overlaps the previous kernel); 2: as 1, and in a decode-geometry variant (<type>_g<N>) with one column and err null the wait also follows the first pass's L1 prefetch; 0: no prefetch (a plain launch only pays for it)"},
 		},
 		// geom: "" = the default kernel (every column count; what mmvq was before decode
-		// geometries); g1..g19 = the one-column decode geometries of MmvqGeoms (NVIDIA only,
+		// geometries); g1..g14 = the one-column decode geometries of MmvqGeoms (NVIDIA only,
 		// each its own kernel so that the default kernel's code stays its own; ncols must be
 		// 1; F16/BF16 have g4 only).
 		Axes: []Axis{axisWeightType(ISADot4), {Name: "geom", Values: []Value{{Name: ""},
 			{Name: "g1", Needs: NeedNVIDIA}, {Name: "g2", Needs: NeedNVIDIA}, {Name: "g3", Needs: NeedNVIDIA}, {Name: "g4", Needs: NeedNVIDIA},
 			{Name: "g5", Needs: NeedNVIDIA}, {Name: "g6", Needs: NeedNVIDIA}, {Name: "g7", Needs: NeedNVIDIA}, {Name: "g8", Needs: NeedNVIDIA},
 			{Name: "g9", Needs: NeedNVIDIA}, {Name: "g10", Needs: NeedNVIDIA}, {Name: "g11", Needs: NeedNVIDIA}, {Name: "g12", Needs: NeedNVIDIA},
-			{Name: "g13", Needs: NeedNVIDIA}, {Name: "g14", Needs: NeedNVIDIA}, {Name: "g15", Needs: NeedNVIDIA}, {Name: "g16", Needs: NeedNVIDIA},
-			{Name: "g17", Needs: NeedNVIDIA}, {Name: "g18", Needs: NeedNVIDIA}, {Name: "g19", Needs: NeedNVIDIA}}}},
+			{Name: "g13", Needs: NeedNVIDIA}, {Name: "g14", Needs: NeedNVIDIA}}}},
 		Absent: func(v Variant) bool {
 			t := v.Values["type"]
 			return (t == "f16" || t == "bf16") && v.MmvqGeomIndex() != 0 && MmvqGeoms[v.MmvqGeomIndex()].FR == 0
@@ -560,14 +559,6 @@ type MmvqGeom struct {
 	// same byte positions, zeros elsewhere (the same integer dots). Other types, and rows or
 	// matrices not 16-byte aligned, take the path R, U and PF give alone.
 	W bool
-	// P2: the weight lines of the pass P2 passes ahead are prefetched into L2 (prefetch.global.L2,
-	// lane ℓ the span's ℓ-th 128-byte line, as PF's), and at the start passes 1..P2−1 too, so
-	// DRAM holds up to P2 more passes of requests per wave than the registers alone; 0 = none.
-	// The loads then find their lines in L2. No load or fold changes.
-	P2 int
-	// H: the wide loads carry the L2 fetch-size hint .L2::256B (the L2 fills 256-byte pieces
-	// from DRAM instead of the requested sectors; W only). No value changes.
-	H bool
 }
 
 // MmvqGeoms is indexed by the geometry number N of variant <type>_g<N>; 0 is the default
@@ -578,9 +569,6 @@ type MmvqGeom struct {
 // the default's two rows, and 9 is 1 with the next pass prefetched into L1 for every type.
 // 10–14 are wide-load forms (W): of 1, of 2×1 with the next-pass prefetch, of 9, of 5, and
 // of 1×1 at 4 blocks an SM with the next-pass prefetch (bench/results/2026-11-30-mmvq-s9).
-// 15–19 keep the default's 2×2 shape and add DRAM-side depth (bench/results/2026-11-30-mv8-s10):
-// the wide loads with the L2 prefetch 1 or 2 passes ahead (15, 16), with the .L2::256B fetch
-// hint (17), both (18), and the default's scalar loads with the L2 prefetch 2 passes ahead (19).
 var MmvqGeoms = []MmvqGeom{
 	{R: 2, U: 2},
 	{R: 2, U: 2},
@@ -597,11 +585,6 @@ var MmvqGeoms = []MmvqGeom{
 	{R: 2, U: 2, PF: true, W: true},
 	{R: 1, U: 2, B: 4, W: true},
 	{R: 1, U: 1, B: 4, PF: true, W: true},
-	{R: 2, U: 2, W: true, P2: 1},
-	{R: 2, U: 2, W: true, P2: 2},
-	{R: 2, U: 2, W: true, H: true},
-	{R: 2, U: 2, W: true, P2: 2, H: true},
-	{R: 2, U: 2, P2: 2},
 }
 
 // MmvqGeomIndex is mmvq variant v's decode geometry: N for <type>_g<N>, 0 for the default.

@@ -3414,26 +3414,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g14",
 	}, {
-		Name:         "q80_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q80_g15",
-	}, {
-		Name:         "q80_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q80_g16",
-	}, {
-		Name:         "q80_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q80_g17",
-	}, {
-		Name:         "q80_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q80_g18",
-	}, {
-		Name:         "q80_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q80_g19",
-	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -3493,26 +3473,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g14",
-	}, {
-		Name:         "q20_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q20_g15",
-	}, {
-		Name:         "q20_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q20_g16",
-	}, {
-		Name:         "q20_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q20_g17",
-	}, {
-		Name:         "q20_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q20_g18",
-	}, {
-		Name:         "q20_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q20_g19",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -3574,26 +3534,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g14",
 	}, {
-		Name:         "q4k_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q4k_g15",
-	}, {
-		Name:         "q4k_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q4k_g16",
-	}, {
-		Name:         "q4k_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q4k_g17",
-	}, {
-		Name:         "q4k_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q4k_g18",
-	}, {
-		Name:         "q4k_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q4k_g19",
-	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -3653,26 +3593,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g14",
-	}, {
-		Name:         "q6k_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q6k_g15",
-	}, {
-		Name:         "q6k_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q6k_g16",
-	}, {
-		Name:         "q6k_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q6k_g17",
-	}, {
-		Name:         "q6k_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q6k_g18",
-	}, {
-		Name:         "q6k_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q6k_g19",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -3734,26 +3654,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g14",
 	}, {
-		Name:         "iq2xs_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq2xs_g15",
-	}, {
-		Name:         "iq2xs_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq2xs_g16",
-	}, {
-		Name:         "iq2xs_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq2xs_g17",
-	}, {
-		Name:         "iq2xs_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq2xs_g18",
-	}, {
-		Name:         "iq2xs_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq2xs_g19",
-	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -3813,26 +3713,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g14",
-	}, {
-		Name:         "iq3xxs_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3xxs_g15",
-	}, {
-		Name:         "iq3xxs_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3xxs_g16",
-	}, {
-		Name:         "iq3xxs_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3xxs_g17",
-	}, {
-		Name:         "iq3xxs_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3xxs_g18",
-	}, {
-		Name:         "iq3xxs_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3xxs_g19",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -3894,26 +3774,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g14",
 	}, {
-		Name:         "iq3s_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3s_g15",
-	}, {
-		Name:         "iq3s_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3s_g16",
-	}, {
-		Name:         "iq3s_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3s_g17",
-	}, {
-		Name:         "iq3s_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3s_g18",
-	}, {
-		Name:         "iq3s_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3s_g19",
-	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -3973,26 +3833,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g14",
-	}, {
-		Name:         "iq1m_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq1m_g15",
-	}, {
-		Name:         "iq1m_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq1m_g16",
-	}, {
-		Name:         "iq1m_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq1m_g17",
-	}, {
-		Name:         "iq1m_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq1m_g18",
-	}, {
-		Name:         "iq1m_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq1m_g19",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4883,26 +4723,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g14",
 	}, {
-		Name:         "q80_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q80_g15",
-	}, {
-		Name:         "q80_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q80_g16",
-	}, {
-		Name:         "q80_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q80_g17",
-	}, {
-		Name:         "q80_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q80_g18",
-	}, {
-		Name:         "q80_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q80_g19",
-	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -4962,26 +4782,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g14",
-	}, {
-		Name:         "q20_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q20_g15",
-	}, {
-		Name:         "q20_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q20_g16",
-	}, {
-		Name:         "q20_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q20_g17",
-	}, {
-		Name:         "q20_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q20_g18",
-	}, {
-		Name:         "q20_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q20_g19",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -5043,26 +4843,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g14",
 	}, {
-		Name:         "q4k_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q4k_g15",
-	}, {
-		Name:         "q4k_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q4k_g16",
-	}, {
-		Name:         "q4k_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q4k_g17",
-	}, {
-		Name:         "q4k_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q4k_g18",
-	}, {
-		Name:         "q4k_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q4k_g19",
-	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -5122,26 +4902,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g14",
-	}, {
-		Name:         "q6k_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q6k_g15",
-	}, {
-		Name:         "q6k_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q6k_g16",
-	}, {
-		Name:         "q6k_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q6k_g17",
-	}, {
-		Name:         "q6k_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q6k_g18",
-	}, {
-		Name:         "q6k_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q6k_g19",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -5203,26 +4963,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g14",
 	}, {
-		Name:         "iq2xs_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq2xs_g15",
-	}, {
-		Name:         "iq2xs_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq2xs_g16",
-	}, {
-		Name:         "iq2xs_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq2xs_g17",
-	}, {
-		Name:         "iq2xs_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq2xs_g18",
-	}, {
-		Name:         "iq2xs_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq2xs_g19",
-	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -5282,26 +5022,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g14",
-	}, {
-		Name:         "iq3xxs_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3xxs_g15",
-	}, {
-		Name:         "iq3xxs_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3xxs_g16",
-	}, {
-		Name:         "iq3xxs_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3xxs_g17",
-	}, {
-		Name:         "iq3xxs_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3xxs_g18",
-	}, {
-		Name:         "iq3xxs_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3xxs_g19",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -5363,26 +5083,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g14",
 	}, {
-		Name:         "iq3s_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3s_g15",
-	}, {
-		Name:         "iq3s_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3s_g16",
-	}, {
-		Name:         "iq3s_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3s_g17",
-	}, {
-		Name:         "iq3s_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3s_g18",
-	}, {
-		Name:         "iq3s_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3s_g19",
-	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -5442,26 +5142,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g14",
-	}, {
-		Name:         "iq1m_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq1m_g15",
-	}, {
-		Name:         "iq1m_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq1m_g16",
-	}, {
-		Name:         "iq1m_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq1m_g17",
-	}, {
-		Name:         "iq1m_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq1m_g18",
-	}, {
-		Name:         "iq1m_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq1m_g19",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -6352,26 +6032,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g14",
 	}, {
-		Name:         "q80_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q80_g15",
-	}, {
-		Name:         "q80_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q80_g16",
-	}, {
-		Name:         "q80_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q80_g17",
-	}, {
-		Name:         "q80_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q80_g18",
-	}, {
-		Name:         "q80_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q80_g19",
-	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -6431,26 +6091,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g14",
-	}, {
-		Name:         "q20_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q20_g15",
-	}, {
-		Name:         "q20_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q20_g16",
-	}, {
-		Name:         "q20_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q20_g17",
-	}, {
-		Name:         "q20_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q20_g18",
-	}, {
-		Name:         "q20_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q20_g19",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -6512,26 +6152,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g14",
 	}, {
-		Name:         "q4k_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q4k_g15",
-	}, {
-		Name:         "q4k_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q4k_g16",
-	}, {
-		Name:         "q4k_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q4k_g17",
-	}, {
-		Name:         "q4k_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q4k_g18",
-	}, {
-		Name:         "q4k_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q4k_g19",
-	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -6591,26 +6211,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g14",
-	}, {
-		Name:         "q6k_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q6k_g15",
-	}, {
-		Name:         "q6k_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q6k_g16",
-	}, {
-		Name:         "q6k_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q6k_g17",
-	}, {
-		Name:         "q6k_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q6k_g18",
-	}, {
-		Name:         "q6k_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q6k_g19",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -6672,26 +6272,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g14",
 	}, {
-		Name:         "iq2xs_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq2xs_g15",
-	}, {
-		Name:         "iq2xs_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq2xs_g16",
-	}, {
-		Name:         "iq2xs_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq2xs_g17",
-	}, {
-		Name:         "iq2xs_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq2xs_g18",
-	}, {
-		Name:         "iq2xs_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq2xs_g19",
-	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -6751,26 +6331,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g14",
-	}, {
-		Name:         "iq3xxs_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3xxs_g15",
-	}, {
-		Name:         "iq3xxs_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3xxs_g16",
-	}, {
-		Name:         "iq3xxs_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3xxs_g17",
-	}, {
-		Name:         "iq3xxs_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3xxs_g18",
-	}, {
-		Name:         "iq3xxs_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3xxs_g19",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -6832,26 +6392,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g14",
 	}, {
-		Name:         "iq3s_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3s_g15",
-	}, {
-		Name:         "iq3s_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3s_g16",
-	}, {
-		Name:         "iq3s_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3s_g17",
-	}, {
-		Name:         "iq3s_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3s_g18",
-	}, {
-		Name:         "iq3s_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3s_g19",
-	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -6911,26 +6451,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g14",
-	}, {
-		Name:         "iq1m_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq1m_g15",
-	}, {
-		Name:         "iq1m_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq1m_g16",
-	}, {
-		Name:         "iq1m_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq1m_g17",
-	}, {
-		Name:         "iq1m_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq1m_g18",
-	}, {
-		Name:         "iq1m_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq1m_g19",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -7821,26 +7341,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g14",
 	}, {
-		Name:         "q80_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q80_g15",
-	}, {
-		Name:         "q80_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q80_g16",
-	}, {
-		Name:         "q80_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q80_g17",
-	}, {
-		Name:         "q80_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q80_g18",
-	}, {
-		Name:         "q80_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q80_g19",
-	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -7900,26 +7400,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g14",
-	}, {
-		Name:         "q20_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q20_g15",
-	}, {
-		Name:         "q20_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q20_g16",
-	}, {
-		Name:         "q20_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q20_g17",
-	}, {
-		Name:         "q20_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q20_g18",
-	}, {
-		Name:         "q20_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q20_g19",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -7981,26 +7461,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g14",
 	}, {
-		Name:         "q4k_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q4k_g15",
-	}, {
-		Name:         "q4k_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q4k_g16",
-	}, {
-		Name:         "q4k_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q4k_g17",
-	}, {
-		Name:         "q4k_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q4k_g18",
-	}, {
-		Name:         "q4k_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q4k_g19",
-	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -8060,26 +7520,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g14",
-	}, {
-		Name:         "q6k_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q6k_g15",
-	}, {
-		Name:         "q6k_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q6k_g16",
-	}, {
-		Name:         "q6k_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q6k_g17",
-	}, {
-		Name:         "q6k_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q6k_g18",
-	}, {
-		Name:         "q6k_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q6k_g19",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -8141,26 +7581,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g14",
 	}, {
-		Name:         "iq2xs_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq2xs_g15",
-	}, {
-		Name:         "iq2xs_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq2xs_g16",
-	}, {
-		Name:         "iq2xs_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq2xs_g17",
-	}, {
-		Name:         "iq2xs_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq2xs_g18",
-	}, {
-		Name:         "iq2xs_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq2xs_g19",
-	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -8220,26 +7640,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g14",
-	}, {
-		Name:         "iq3xxs_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3xxs_g15",
-	}, {
-		Name:         "iq3xxs_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3xxs_g16",
-	}, {
-		Name:         "iq3xxs_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3xxs_g17",
-	}, {
-		Name:         "iq3xxs_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3xxs_g18",
-	}, {
-		Name:         "iq3xxs_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3xxs_g19",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -8301,26 +7701,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g14",
 	}, {
-		Name:         "iq3s_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3s_g15",
-	}, {
-		Name:         "iq3s_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3s_g16",
-	}, {
-		Name:         "iq3s_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3s_g17",
-	}, {
-		Name:         "iq3s_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3s_g18",
-	}, {
-		Name:         "iq3s_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3s_g19",
-	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -8380,26 +7760,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g14",
-	}, {
-		Name:         "iq1m_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq1m_g15",
-	}, {
-		Name:         "iq1m_g16",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq1m_g16",
-	}, {
-		Name:         "iq1m_g17",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq1m_g17",
-	}, {
-		Name:         "iq1m_g18",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq1m_g18",
-	}, {
-		Name:         "iq1m_g19",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq1m_g19",
 	}},
 	Vendor: "nvidia",
 }, {

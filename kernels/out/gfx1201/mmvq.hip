@@ -27,11 +27,6 @@
 // Not built for gfx1201: strata_mmvq_q80_g12 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q80_g13 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q80_g14 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_q80_g15 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_q80_g16 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_q80_g17 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_q80_g18 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_q80_g19 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q20_g1 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q20_g2 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q20_g3 (NVIDIA only)
@@ -46,11 +41,6 @@
 // Not built for gfx1201: strata_mmvq_q20_g12 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q20_g13 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q20_g14 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_q20_g15 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_q20_g16 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_q20_g17 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_q20_g18 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_q20_g19 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q4k_g1 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q4k_g2 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q4k_g3 (NVIDIA only)
@@ -65,11 +55,6 @@
 // Not built for gfx1201: strata_mmvq_q4k_g12 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q4k_g13 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q4k_g14 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_q4k_g15 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_q4k_g16 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_q4k_g17 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_q4k_g18 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_q4k_g19 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q6k_g1 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q6k_g2 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q6k_g3 (NVIDIA only)
@@ -84,11 +69,6 @@
 // Not built for gfx1201: strata_mmvq_q6k_g12 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q6k_g13 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_q6k_g14 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_q6k_g15 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_q6k_g16 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_q6k_g17 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_q6k_g18 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_q6k_g19 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq2xs_g1 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq2xs_g2 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq2xs_g3 (NVIDIA only)
@@ -103,11 +83,6 @@
 // Not built for gfx1201: strata_mmvq_iq2xs_g12 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq2xs_g13 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq2xs_g14 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_iq2xs_g15 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_iq2xs_g16 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_iq2xs_g17 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_iq2xs_g18 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_iq2xs_g19 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq3xxs_g1 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq3xxs_g2 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq3xxs_g3 (NVIDIA only)
@@ -122,11 +97,6 @@
 // Not built for gfx1201: strata_mmvq_iq3xxs_g12 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq3xxs_g13 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq3xxs_g14 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_iq3xxs_g15 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_iq3xxs_g16 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_iq3xxs_g17 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_iq3xxs_g18 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_iq3xxs_g19 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq3s_g1 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq3s_g2 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq3s_g3 (NVIDIA only)
@@ -141,11 +111,6 @@
 // Not built for gfx1201: strata_mmvq_iq3s_g12 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq3s_g13 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq3s_g14 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_iq3s_g15 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_iq3s_g16 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_iq3s_g17 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_iq3s_g18 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_iq3s_g19 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq1m_g1 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq1m_g2 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq1m_g3 (NVIDIA only)
@@ -160,11 +125,6 @@
 // Not built for gfx1201: strata_mmvq_iq1m_g12 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq1m_g13 (NVIDIA only)
 // Not built for gfx1201: strata_mmvq_iq1m_g14 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_iq1m_g15 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_iq1m_g16 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_iq1m_g17 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_iq1m_g18 (NVIDIA only)
-// Not built for gfx1201: strata_mmvq_iq1m_g19 (NVIDIA only)
 
 #include "strata_prelude.h"
 
@@ -743,19 +703,6 @@ STRATA_DEVICE f32 strata_row_partial_q81(const u8* wr, const u8* x, int k, const
   return acc;
 }
 
-#ifdef __NVPTX__
-// Four words from a 16-byte aligned global address, the L2 told to fill 256-byte pieces from
-// DRAM (.L2::256B: a fetch-size hint; the same four words). The wide loads of the decode
-// geometries with MmvqGeom.H.
-STRATA_DEVICE void strata_ld_x4_l2h(const u8* p, u32* w) {
-  u64 g;
-  asm("cvta.to.global.u64 %0, %1;" : "=l"(g) : "l"(p));
-  asm("ld.global.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3]) : "l"(g));
-}
-#else
-template <class = void>  // a template: unused (so not an unused function) on AMD; the host simulation's
-STRATA_DEVICE void strata_ld_x4_l2h(const u8* p, u32* w) { strata_ld_x4(p, w); }
-#endif
 // mmvq: y[z][c][r] = Σ_k W_z[r][k] · x_z[c][k] for up to 8 activation columns c, one launch
 // per batch of matrices z (a dense weight, or the selected experts of a MoE layer).
 //
@@ -1204,45 +1151,10 @@ STRATA_DEVICE void strata_mmvq_wstage(u32* xs, const u8* x, int s0, int sn) {
   }
 }
 
-// The L2 prefetch of pass q's weight bytes (groups [s0 + 32·U·q, +32·U) of the segment
-// [s0, s0 + sn)) of the wave's nr rows at wr (decode geometries with MmvqGeom.P2): one
-// contiguous span a row, lane ℓ its ℓ-th 128-byte line (the last byte for lanes past its end;
-// a warp's prefetches of one line are one request), as the next-pass L1 prefetch.
-template <class QT, int R, int U>
-STRATA_DEVICE void strata_mmvq_pf_l2(const u8* wr, i64 rowb, int nr, int s0, int sn, int q, int lane) {
-  constexpr int GPB = QT::QK / 32;
-  const u32 gs = (u32)(s0 + 32 * U * q), bend = ((u32)(s0 + sn - 1) / GPB + 1) * QT::BYTES;
-  const u32 b0 = gs / GPB * QT::BYTES, full = 32 * U / GPB * QT::BYTES;
-  const u32 len = bend - b0 < full ? bend - b0 : full;
-  const u64 off = b0 + (128 * (u32)lane < len ? 128 * (u32)lane : len - 1);
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    const u8* a = wr + (r < nr ? r : 0) * rowb + off;
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(a));
-  }
-}
-
-// The start of a geometry with P2 > 1: passes 1..P2−1 of the wave's first row step (in the
-// first segment, sn0 groups) prefetched into L2; the pass loop then prefetches pass q + P2.
-template <class QT, int R, int U, int P2>
-STRATA_DEVICE void strata_mmvq_pf_l2_start(const struct strata_mmvq_args& p, const u8* w, i64 rowb, int sn0, int warp, int lane) {
-  if constexpr (P2 > 1) {
-    const i64 r0 = ((i64)strata_block_x() * 8 + warp) * R;
-    if (r0 < p.rows) {
-      const int nr0 = p.rows - r0 >= R ? R : (int)(p.rows - r0);
-#pragma unroll
-      for (int d = 1; d < P2; ++d) {
-        if (32 * U * d < sn0) strata_mmvq_pf_l2<QT, R, U>(w + r0 * rowb, rowb, nr0, 0, sn0, d, lane);
-      }
-    }
-  }
-}
-
 // One column, R rows a wave, U groups a lane a pass, as strata_mmvq_rows_x (the same rows,
 // passes, segments of whole passes, prefetches and per-lane fold order), with wide loads.
-// w and the row length are 16-byte aligned (the caller checks). P2, H: MmvqGeom's (the L2
-// prefetch P2 passes ahead; the .L2::256B hint on the window loads).
-template <class QT, int R, int U, bool PFA, int P2 = 0, bool H = false>
+// w and the row length are 16-byte aligned (the caller checks).
+template <class QT, int R, int U, bool PFA>
 STRATA_DEVICE void strata_mmvq_rows_w(const struct strata_mmvq_args& p, const u8* w, u32* xs, int z, int pre) {
   typedef strata_mmvq_wide<QT> WT;
   constexpr int GPB = QT::QK / 32;
@@ -1266,7 +1178,6 @@ STRATA_DEVICE void strata_mmvq_rows_w(const struct strata_mmvq_args& p, const u8
         if (r0 + r < p.rows && off < len) asm volatile("prefetch.global.L1 [%0];" ::"l"(w + (r0 + r) * rowb + off));
       }
     }
-    strata_mmvq_pf_l2_start<QT, R, U, P2>(p, w, rowb, single ? ng : SEG, warp, lane);
     if (pre == 2) STRATA_GRID_DEP();
   }
   if (single) strata_mmvq_wstage<QT>(xs, x, 0, ng);
@@ -1291,9 +1202,6 @@ STRATA_DEVICE void strata_mmvq_rows_w(const struct strata_mmvq_args& p, const u8
       const int np = (sn + 32 * U - 1) / (32 * U);
       for (int q = 0; q < np; ++q) {
         const int g0 = s0 + 32 * U * q + lane;
-        if constexpr (P2 > 0) {
-          if (q + P2 < np) strata_mmvq_pf_l2<QT, R, U>(wr, rowb, nr, s0, sn, q + P2, lane);
-        }
         if constexpr (STRATA_MMVQ_PF != 0 && PFA) {
           if (q + 1 < np) {  // strata_mmvq_rows_x's next-pass prefetch (the same lines)
             const u32 gs = (u32)(s0 + 32 * U * (q + 1)), bend = ((u32)(s0 + sn - 1) / GPB + 1) * QT::BYTES;
@@ -1322,20 +1230,14 @@ STRATA_DEVICE void strata_mmvq_rows_w(const struct strata_mmvq_args& p, const u8
             if constexpr (QT::BYTES == 34) {
               const u8* a = rb + ((u64)g * 34u & ~(u64)15);
 #pragma unroll
-              for (int c = 0; c < 3; ++c) {
-                if constexpr (H) strata_ld_x4_l2h(a + 16 * c, wv[u][r] + 4 * c);
-                else strata_ld_x4(a + 16 * c, wv[u][r] + 4 * c);
-              }
+              for (int c = 0; c < 3; ++c) strata_ld_x4(a + 16 * c, wv[u][r] + 4 * c);
             } else {
               const u8* blk = rb + (u64)(g >> 3) * 210u;
               const u8* a = blk - 2 * ((g >> 3) & 7u);
               const u8* ql = a + 64 * (j >> 2) + 32 * (j & 1);
               const u8* qh = a + 128 + 32 * (j >> 2);
 #pragma unroll
-              for (int c = 0; c < 3; ++c) {
-                if constexpr (H) strata_ld_x4_l2h(ql + 16 * c, wv[u][r] + 4 * c), strata_ld_x4_l2h(qh + 16 * c, wv[u][r] + 12 + 4 * c);
-                else strata_ld_x4(ql + 16 * c, wv[u][r] + 4 * c), strata_ld_x4(qh + 16 * c, wv[u][r] + 12 + 4 * c);
-              }
+              for (int c = 0; c < 3; ++c) strata_ld_x4(ql + 16 * c, wv[u][r] + 4 * c), strata_ld_x4(qh + 16 * c, wv[u][r] + 12 + 4 * c);
               hs[u][r] = strata_ld_u16(blk + 192 + 2 * j) | strata_ld_u16(blk + 208) << 16;
             }
           }
@@ -1412,11 +1314,7 @@ STRATA_DEVICE void strata_mmvq_rows_w(const struct strata_mmvq_args& p, const u8
 // load or fold changes: results are bit-identical to pre = 0.
 // PFA (a geometry's MmvqGeom.PF): the next pass's L1 prefetch below for every type, not only
 // the ≤ STRATA_MMVQ_PF_GB-byte ones (the same lines a pass later read; no load or fold changes).
-// P2 (MmvqGeom.P2): pass q + P2's lines prefetched into L2 at pass q (and passes 1..P2 − 1 at
-// the start); H (MmvqGeom.H): rows_w's window loads with the .L2::256B hint. Neither changes a
-// load's value or a fold.
-template <class QT, int NC, int R = strata_mmvq_nv_shape<QT, NC>::R, int U = strata_mmvq_nv_shape<QT, NC>::U, bool PFA = false, bool WIDE = false,
-          int P2 = 0, bool H = false>
+template <class QT, int NC, int R = strata_mmvq_nv_shape<QT, NC>::R, int U = strata_mmvq_nv_shape<QT, NC>::U, bool PFA = false, bool WIDE = false>
 STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8* w, typename QT::lds* tab, u32* xs, int z, int pre = 0) {
   constexpr int GPB = QT::QK / 32;
   // Groups per LDS segment: a multiple of a pass (32·U groups) whose NC columns fit in xs.
@@ -1432,7 +1330,7 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
   const bool single = ng <= SEG;  // one segment: staged once for all of the block's rows
   if constexpr (WIDE && NC == 1 && strata_mmvq_wide<QT>::on) {
     if ((((u64)w | (u64)rowb) & 15u) == 0) {  // uniform in the block
-      strata_mmvq_rows_w<QT, R, U, PFA, P2, H>(p, w, xs, z, pre);
+      strata_mmvq_rows_w<QT, R, U, PFA>(p, w, xs, z, pre);
       return;
     }
   }
@@ -1451,7 +1349,6 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
         if (r0 + r < p.rows && off < len) asm volatile("prefetch.global.L1 [%0];" ::"l"(w + (r0 + r) * rowb + off));
       }
     }
-    strata_mmvq_pf_l2_start<QT, R, U, P2>(p, w, rowb, single ? ng : SEG, warp, lane);
     if (pre == 2) STRATA_GRID_DEP();
   }
   if constexpr (sizeof(typename QT::lds) > sizeof(strata_lds_none)) {
@@ -1504,9 +1401,6 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
       const int np = (sn + 32 * U - 1) / (32 * U);
       for (int q = 0; q < np; ++q) {
         const int g0 = s0 + 32 * U * q + lane;
-        if constexpr (P2 > 0) {
-          if (q + P2 < np) strata_mmvq_pf_l2<QT, R, U>(wr, rowb, nr, s0, sn, q + P2, lane);
-        }
         if constexpr (STRATA_MMVQ_PF != 0 && (PFA || QT::BYTES / GPB <= STRATA_MMVQ_PF_GB)) {
           // The next pass's bytes of each row are one contiguous span (its groups' blocks);
           // lane ℓ prefetches the span's ℓ-th 128-byte line (the last byte for lanes past

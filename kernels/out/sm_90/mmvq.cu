@@ -20,11 +20,6 @@
 // Variant q80_g12: strata_mmvq_q80_g12
 // Variant q80_g13: strata_mmvq_q80_g13
 // Variant q80_g14: strata_mmvq_q80_g14
-// Variant q80_g15: strata_mmvq_q80_g15
-// Variant q80_g16: strata_mmvq_q80_g16
-// Variant q80_g17: strata_mmvq_q80_g17
-// Variant q80_g18: strata_mmvq_q80_g18
-// Variant q80_g19: strata_mmvq_q80_g19
 // Variant q20: strata_mmvq_q20
 // Variant q20_g1: strata_mmvq_q20_g1
 // Variant q20_g2: strata_mmvq_q20_g2
@@ -40,11 +35,6 @@
 // Variant q20_g12: strata_mmvq_q20_g12
 // Variant q20_g13: strata_mmvq_q20_g13
 // Variant q20_g14: strata_mmvq_q20_g14
-// Variant q20_g15: strata_mmvq_q20_g15
-// Variant q20_g16: strata_mmvq_q20_g16
-// Variant q20_g17: strata_mmvq_q20_g17
-// Variant q20_g18: strata_mmvq_q20_g18
-// Variant q20_g19: strata_mmvq_q20_g19
 // Variant q4k: strata_mmvq_q4k
 // Variant q4k_g1: strata_mmvq_q4k_g1
 // Variant q4k_g2: strata_mmvq_q4k_g2
@@ -60,11 +50,6 @@
 // Variant q4k_g12: strata_mmvq_q4k_g12
 // Variant q4k_g13: strata_mmvq_q4k_g13
 // Variant q4k_g14: strata_mmvq_q4k_g14
-// Variant q4k_g15: strata_mmvq_q4k_g15
-// Variant q4k_g16: strata_mmvq_q4k_g16
-// Variant q4k_g17: strata_mmvq_q4k_g17
-// Variant q4k_g18: strata_mmvq_q4k_g18
-// Variant q4k_g19: strata_mmvq_q4k_g19
 // Variant q6k: strata_mmvq_q6k
 // Variant q6k_g1: strata_mmvq_q6k_g1
 // Variant q6k_g2: strata_mmvq_q6k_g2
@@ -80,11 +65,6 @@
 // Variant q6k_g12: strata_mmvq_q6k_g12
 // Variant q6k_g13: strata_mmvq_q6k_g13
 // Variant q6k_g14: strata_mmvq_q6k_g14
-// Variant q6k_g15: strata_mmvq_q6k_g15
-// Variant q6k_g16: strata_mmvq_q6k_g16
-// Variant q6k_g17: strata_mmvq_q6k_g17
-// Variant q6k_g18: strata_mmvq_q6k_g18
-// Variant q6k_g19: strata_mmvq_q6k_g19
 // Variant iq2xs: strata_mmvq_iq2xs
 // Variant iq2xs_g1: strata_mmvq_iq2xs_g1
 // Variant iq2xs_g2: strata_mmvq_iq2xs_g2
@@ -100,11 +80,6 @@
 // Variant iq2xs_g12: strata_mmvq_iq2xs_g12
 // Variant iq2xs_g13: strata_mmvq_iq2xs_g13
 // Variant iq2xs_g14: strata_mmvq_iq2xs_g14
-// Variant iq2xs_g15: strata_mmvq_iq2xs_g15
-// Variant iq2xs_g16: strata_mmvq_iq2xs_g16
-// Variant iq2xs_g17: strata_mmvq_iq2xs_g17
-// Variant iq2xs_g18: strata_mmvq_iq2xs_g18
-// Variant iq2xs_g19: strata_mmvq_iq2xs_g19
 // Variant iq3xxs: strata_mmvq_iq3xxs
 // Variant iq3xxs_g1: strata_mmvq_iq3xxs_g1
 // Variant iq3xxs_g2: strata_mmvq_iq3xxs_g2
@@ -120,11 +95,6 @@
 // Variant iq3xxs_g12: strata_mmvq_iq3xxs_g12
 // Variant iq3xxs_g13: strata_mmvq_iq3xxs_g13
 // Variant iq3xxs_g14: strata_mmvq_iq3xxs_g14
-// Variant iq3xxs_g15: strata_mmvq_iq3xxs_g15
-// Variant iq3xxs_g16: strata_mmvq_iq3xxs_g16
-// Variant iq3xxs_g17: strata_mmvq_iq3xxs_g17
-// Variant iq3xxs_g18: strata_mmvq_iq3xxs_g18
-// Variant iq3xxs_g19: strata_mmvq_iq3xxs_g19
 // Variant iq3s: strata_mmvq_iq3s
 // Variant iq3s_g1: strata_mmvq_iq3s_g1
 // Variant iq3s_g2: strata_mmvq_iq3s_g2
@@ -140,11 +110,6 @@
 // Variant iq3s_g12: strata_mmvq_iq3s_g12
 // Variant iq3s_g13: strata_mmvq_iq3s_g13
 // Variant iq3s_g14: strata_mmvq_iq3s_g14
-// Variant iq3s_g15: strata_mmvq_iq3s_g15
-// Variant iq3s_g16: strata_mmvq_iq3s_g16
-// Variant iq3s_g17: strata_mmvq_iq3s_g17
-// Variant iq3s_g18: strata_mmvq_iq3s_g18
-// Variant iq3s_g19: strata_mmvq_iq3s_g19
 // Variant iq1m: strata_mmvq_iq1m
 // Variant iq1m_g1: strata_mmvq_iq1m_g1
 // Variant iq1m_g2: strata_mmvq_iq1m_g2
@@ -160,11 +125,6 @@
 // Variant iq1m_g12: strata_mmvq_iq1m_g12
 // Variant iq1m_g13: strata_mmvq_iq1m_g13
 // Variant iq1m_g14: strata_mmvq_iq1m_g14
-// Variant iq1m_g15: strata_mmvq_iq1m_g15
-// Variant iq1m_g16: strata_mmvq_iq1m_g16
-// Variant iq1m_g17: strata_mmvq_iq1m_g17
-// Variant iq1m_g18: strata_mmvq_iq1m_g18
-// Variant iq1m_g19: strata_mmvq_iq1m_g19
 
 #include "strata_prelude.h"
 
@@ -743,19 +703,6 @@ STRATA_DEVICE f32 strata_row_partial_q81(const u8* wr, const u8* x, int k, const
   return acc;
 }
 
-#ifdef __NVPTX__
-// Four words from a 16-byte aligned global address, the L2 told to fill 256-byte pieces from
-// DRAM (.L2::256B: a fetch-size hint; the same four words). The wide loads of the decode
-// geometries with MmvqGeom.H.
-STRATA_DEVICE void strata_ld_x4_l2h(const u8* p, u32* w) {
-  u64 g;
-  asm("cvta.to.global.u64 %0, %1;" : "=l"(g) : "l"(p));
-  asm("ld.global.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3]) : "l"(g));
-}
-#else
-template <class = void>  // a template: unused (so not an unused function) on AMD; the host simulation's
-STRATA_DEVICE void strata_ld_x4_l2h(const u8* p, u32* w) { strata_ld_x4(p, w); }
-#endif
 // mmvq: y[z][c][r] = Σ_k W_z[r][k] · x_z[c][k] for up to 8 activation columns c, one launch
 // per batch of matrices z (a dense weight, or the selected experts of a MoE layer).
 //
@@ -1204,45 +1151,10 @@ STRATA_DEVICE void strata_mmvq_wstage(u32* xs, const u8* x, int s0, int sn) {
   }
 }
 
-// The L2 prefetch of pass q's weight bytes (groups [s0 + 32·U·q, +32·U) of the segment
-// [s0, s0 + sn)) of the wave's nr rows at wr (decode geometries with MmvqGeom.P2): one
-// contiguous span a row, lane ℓ its ℓ-th 128-byte line (the last byte for lanes past its end;
-// a warp's prefetches of one line are one request), as the next-pass L1 prefetch.
-template <class QT, int R, int U>
-STRATA_DEVICE void strata_mmvq_pf_l2(const u8* wr, i64 rowb, int nr, int s0, int sn, int q, int lane) {
-  constexpr int GPB = QT::QK / 32;
-  const u32 gs = (u32)(s0 + 32 * U * q), bend = ((u32)(s0 + sn - 1) / GPB + 1) * QT::BYTES;
-  const u32 b0 = gs / GPB * QT::BYTES, full = 32 * U / GPB * QT::BYTES;
-  const u32 len = bend - b0 < full ? bend - b0 : full;
-  const u64 off = b0 + (128 * (u32)lane < len ? 128 * (u32)lane : len - 1);
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    const u8* a = wr + (r < nr ? r : 0) * rowb + off;
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(a));
-  }
-}
-
-// The start of a geometry with P2 > 1: passes 1..P2−1 of the wave's first row step (in the
-// first segment, sn0 groups) prefetched into L2; the pass loop then prefetches pass q + P2.
-template <class QT, int R, int U, int P2>
-STRATA_DEVICE void strata_mmvq_pf_l2_start(const struct strata_mmvq_args& p, const u8* w, i64 rowb, int sn0, int warp, int lane) {
-  if constexpr (P2 > 1) {
-    const i64 r0 = ((i64)strata_block_x() * 8 + warp) * R;
-    if (r0 < p.rows) {
-      const int nr0 = p.rows - r0 >= R ? R : (int)(p.rows - r0);
-#pragma unroll
-      for (int d = 1; d < P2; ++d) {
-        if (32 * U * d < sn0) strata_mmvq_pf_l2<QT, R, U>(w + r0 * rowb, rowb, nr0, 0, sn0, d, lane);
-      }
-    }
-  }
-}
-
 // One column, R rows a wave, U groups a lane a pass, as strata_mmvq_rows_x (the same rows,
 // passes, segments of whole passes, prefetches and per-lane fold order), with wide loads.
-// w and the row length are 16-byte aligned (the caller checks). P2, H: MmvqGeom's (the L2
-// prefetch P2 passes ahead; the .L2::256B hint on the window loads).
-template <class QT, int R, int U, bool PFA, int P2 = 0, bool H = false>
+// w and the row length are 16-byte aligned (the caller checks).
+template <class QT, int R, int U, bool PFA>
 STRATA_DEVICE void strata_mmvq_rows_w(const struct strata_mmvq_args& p, const u8* w, u32* xs, int z, int pre) {
   typedef strata_mmvq_wide<QT> WT;
   constexpr int GPB = QT::QK / 32;
@@ -1266,7 +1178,6 @@ STRATA_DEVICE void strata_mmvq_rows_w(const struct strata_mmvq_args& p, const u8
         if (r0 + r < p.rows && off < len) asm volatile("prefetch.global.L1 [%0];" ::"l"(w + (r0 + r) * rowb + off));
       }
     }
-    strata_mmvq_pf_l2_start<QT, R, U, P2>(p, w, rowb, single ? ng : SEG, warp, lane);
     if (pre == 2) STRATA_GRID_DEP();
   }
   if (single) strata_mmvq_wstage<QT>(xs, x, 0, ng);
@@ -1291,9 +1202,6 @@ STRATA_DEVICE void strata_mmvq_rows_w(const struct strata_mmvq_args& p, const u8
       const int np = (sn + 32 * U - 1) / (32 * U);
       for (int q = 0; q < np; ++q) {
         const int g0 = s0 + 32 * U * q + lane;
-        if constexpr (P2 > 0) {
-          if (q + P2 < np) strata_mmvq_pf_l2<QT, R, U>(wr, rowb, nr, s0, sn, q + P2, lane);
-        }
         if constexpr (STRATA_MMVQ_PF != 0 && PFA) {
           if (q + 1 < np) {  // strata_mmvq_rows_x's next-pass prefetch (the same lines)
             const u32 gs = (u32)(s0 + 32 * U * (q + 1)), bend = ((u32)(s0 + sn - 1) / GPB + 1) * QT::BYTES;
@@ -1322,20 +1230,14 @@ STRATA_DEVICE void strata_mmvq_rows_w(const struct strata_mmvq_args& p, const u8
             if constexpr (QT::BYTES == 34) {
               const u8* a = rb + ((u64)g * 34u & ~(u64)15);
 #pragma unroll
-              for (int c = 0; c < 3; ++c) {
-                if constexpr (H) strata_ld_x4_l2h(a + 16 * c, wv[u][r] + 4 * c);
-                else strata_ld_x4(a + 16 * c, wv[u][r] + 4 * c);
-              }
+              for (int c = 0; c < 3; ++c) strata_ld_x4(a + 16 * c, wv[u][r] + 4 * c);
             } else {
               const u8* blk = rb + (u64)(g >> 3) * 210u;
               const u8* a = blk - 2 * ((g >> 3) & 7u);
               const u8* ql = a + 64 * (j >> 2) + 32 * (j & 1);
               const u8* qh = a + 128 + 32 * (j >> 2);
 #pragma unroll
-              for (int c = 0; c < 3; ++c) {
-                if constexpr (H) strata_ld_x4_l2h(ql + 16 * c, wv[u][r] + 4 * c), strata_ld_x4_l2h(qh + 16 * c, wv[u][r] + 12 + 4 * c);
-                else strata_ld_x4(ql + 16 * c, wv[u][r] + 4 * c), strata_ld_x4(qh + 16 * c, wv[u][r] + 12 + 4 * c);
-              }
+              for (int c = 0; c < 3; ++c) strata_ld_x4(ql + 16 * c, wv[u][r] + 4 * c), strata_ld_x4(qh + 16 * c, wv[u][r] + 12 + 4 * c);
               hs[u][r] = strata_ld_u16(blk + 192 + 2 * j) | strata_ld_u16(blk + 208) << 16;
             }
           }
@@ -1412,11 +1314,7 @@ STRATA_DEVICE void strata_mmvq_rows_w(const struct strata_mmvq_args& p, const u8
 // load or fold changes: results are bit-identical to pre = 0.
 // PFA (a geometry's MmvqGeom.PF): the next pass's L1 prefetch below for every type, not only
 // the ≤ STRATA_MMVQ_PF_GB-byte ones (the same lines a pass later read; no load or fold changes).
-// P2 (MmvqGeom.P2): pass q + P2's lines prefetched into L2 at pass q (and passes 1..P2 − 1 at
-// the start); H (MmvqGeom.H): rows_w's window loads with the .L2::256B hint. Neither changes a
-// load's value or a fold.
-template <class QT, int NC, int R = strata_mmvq_nv_shape<QT, NC>::R, int U = strata_mmvq_nv_shape<QT, NC>::U, bool PFA = false, bool WIDE = false,
-          int P2 = 0, bool H = false>
+template <class QT, int NC, int R = strata_mmvq_nv_shape<QT, NC>::R, int U = strata_mmvq_nv_shape<QT, NC>::U, bool PFA = false, bool WIDE = false>
 STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8* w, typename QT::lds* tab, u32* xs, int z, int pre = 0) {
   constexpr int GPB = QT::QK / 32;
   // Groups per LDS segment: a multiple of a pass (32·U groups) whose NC columns fit in xs.
@@ -1432,7 +1330,7 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
   const bool single = ng <= SEG;  // one segment: staged once for all of the block's rows
   if constexpr (WIDE && NC == 1 && strata_mmvq_wide<QT>::on) {
     if ((((u64)w | (u64)rowb) & 15u) == 0) {  // uniform in the block
-      strata_mmvq_rows_w<QT, R, U, PFA, P2, H>(p, w, xs, z, pre);
+      strata_mmvq_rows_w<QT, R, U, PFA>(p, w, xs, z, pre);
       return;
     }
   }
@@ -1451,7 +1349,6 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
         if (r0 + r < p.rows && off < len) asm volatile("prefetch.global.L1 [%0];" ::"l"(w + (r0 + r) * rowb + off));
       }
     }
-    strata_mmvq_pf_l2_start<QT, R, U, P2>(p, w, rowb, single ? ng : SEG, warp, lane);
     if (pre == 2) STRATA_GRID_DEP();
   }
   if constexpr (sizeof(typename QT::lds) > sizeof(strata_lds_none)) {
@@ -1504,9 +1401,6 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
       const int np = (sn + 32 * U - 1) / (32 * U);
       for (int q = 0; q < np; ++q) {
         const int g0 = s0 + 32 * U * q + lane;
-        if constexpr (P2 > 0) {
-          if (q + P2 < np) strata_mmvq_pf_l2<QT, R, U>(wr, rowb, nr, s0, sn, q + P2, lane);
-        }
         if constexpr (STRATA_MMVQ_PF != 0 && (PFA || QT::BYTES / GPB <= STRATA_MMVQ_PF_GB)) {
           // The next pass's bytes of each row are one contiguous span (its groups' blocks);
           // lane ℓ prefetches the span's ℓ-th 128-byte line (the last byte for lanes past
@@ -2884,191 +2778,6 @@ STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q80_g14(const struct str
   }
 }
 
-// Decode geometry 15 (NVIDIA, one column; kernels.MmvqGeoms[15], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g15(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q80::QK) * strata_qt_q80::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_q80 QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 1, false>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 16 (NVIDIA, one column; kernels.MmvqGeoms[16], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g16(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q80::QK) * strata_qt_q80::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_q80 QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 17 (NVIDIA, one column; kernels.MmvqGeoms[17], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g17(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q80::QK) * strata_qt_q80::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_q80 QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 0, true>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 18 (NVIDIA, one column; kernels.MmvqGeoms[18], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g18(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q80::QK) * strata_qt_q80::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_q80 QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 19 (NVIDIA, one column; kernels.MmvqGeoms[19], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g19(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q80::QK) * strata_qt_q80::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_q80 QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, false, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
 // Decode geometry 1 (NVIDIA, one column; kernels.MmvqGeoms[1], the engine chooses by
 // shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
@@ -3604,191 +3313,6 @@ STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q20_g14(const struct str
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
     strata_mmvq_rows_x<QT, 1, 1, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 15 (NVIDIA, one column; kernels.MmvqGeoms[15], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g15(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q20::QK) * strata_qt_q20::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_q20 QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 1, false>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 16 (NVIDIA, one column; kernels.MmvqGeoms[16], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g16(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q20::QK) * strata_qt_q20::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_q20 QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 17 (NVIDIA, one column; kernels.MmvqGeoms[17], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g17(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q20::QK) * strata_qt_q20::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_q20 QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 0, true>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 18 (NVIDIA, one column; kernels.MmvqGeoms[18], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g18(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q20::QK) * strata_qt_q20::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_q20 QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 19 (NVIDIA, one column; kernels.MmvqGeoms[19], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g19(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q20::QK) * strata_qt_q20::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_q20 QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, false, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -4330,191 +3854,6 @@ STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q4k_g14(const struct str
   }
 }
 
-// Decode geometry 15 (NVIDIA, one column; kernels.MmvqGeoms[15], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g15(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q4k::QK) * strata_qt_q4k::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_q4k QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 1, false>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 16 (NVIDIA, one column; kernels.MmvqGeoms[16], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g16(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q4k::QK) * strata_qt_q4k::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_q4k QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 17 (NVIDIA, one column; kernels.MmvqGeoms[17], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g17(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q4k::QK) * strata_qt_q4k::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_q4k QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 0, true>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 18 (NVIDIA, one column; kernels.MmvqGeoms[18], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g18(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q4k::QK) * strata_qt_q4k::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_q4k QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 19 (NVIDIA, one column; kernels.MmvqGeoms[19], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g19(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q4k::QK) * strata_qt_q4k::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_q4k QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, false, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
 // Decode geometry 1 (NVIDIA, one column; kernels.MmvqGeoms[1], the engine chooses by
 // shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
@@ -5050,191 +4389,6 @@ STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q6k_g14(const struct str
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
     strata_mmvq_rows_x<QT, 1, 1, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 15 (NVIDIA, one column; kernels.MmvqGeoms[15], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g15(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q6k::QK) * strata_qt_q6k::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_q6k QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 1, false>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 16 (NVIDIA, one column; kernels.MmvqGeoms[16], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g16(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q6k::QK) * strata_qt_q6k::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_q6k QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 17 (NVIDIA, one column; kernels.MmvqGeoms[17], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g17(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q6k::QK) * strata_qt_q6k::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_q6k QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 0, true>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 18 (NVIDIA, one column; kernels.MmvqGeoms[18], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g18(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q6k::QK) * strata_qt_q6k::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_q6k QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 19 (NVIDIA, one column; kernels.MmvqGeoms[19], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g19(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q6k::QK) * strata_qt_q6k::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_q6k QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, false, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -5776,191 +4930,6 @@ STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq2xs_g14(const struct s
   }
 }
 
-// Decode geometry 15 (NVIDIA, one column; kernels.MmvqGeoms[15], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g15(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq2xs::QK) * strata_qt_iq2xs::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_iq2xs QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 1, false>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 16 (NVIDIA, one column; kernels.MmvqGeoms[16], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g16(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq2xs::QK) * strata_qt_iq2xs::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_iq2xs QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 17 (NVIDIA, one column; kernels.MmvqGeoms[17], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g17(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq2xs::QK) * strata_qt_iq2xs::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_iq2xs QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 0, true>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 18 (NVIDIA, one column; kernels.MmvqGeoms[18], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g18(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq2xs::QK) * strata_qt_iq2xs::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_iq2xs QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 19 (NVIDIA, one column; kernels.MmvqGeoms[19], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g19(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq2xs::QK) * strata_qt_iq2xs::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_iq2xs QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, false, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
 // Decode geometry 1 (NVIDIA, one column; kernels.MmvqGeoms[1], the engine chooses by
 // shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
@@ -6496,191 +5465,6 @@ STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq3xxs_g14(const struct 
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
     strata_mmvq_rows_x<QT, 1, 1, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 15 (NVIDIA, one column; kernels.MmvqGeoms[15], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g15(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3xxs::QK) * strata_qt_iq3xxs::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_iq3xxs QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 1, false>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 16 (NVIDIA, one column; kernels.MmvqGeoms[16], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g16(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3xxs::QK) * strata_qt_iq3xxs::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_iq3xxs QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 17 (NVIDIA, one column; kernels.MmvqGeoms[17], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g17(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3xxs::QK) * strata_qt_iq3xxs::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_iq3xxs QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 0, true>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 18 (NVIDIA, one column; kernels.MmvqGeoms[18], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g18(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3xxs::QK) * strata_qt_iq3xxs::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_iq3xxs QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 19 (NVIDIA, one column; kernels.MmvqGeoms[19], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g19(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3xxs::QK) * strata_qt_iq3xxs::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_iq3xxs QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, false, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -7222,191 +6006,6 @@ STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq3s_g14(const struct st
   }
 }
 
-// Decode geometry 15 (NVIDIA, one column; kernels.MmvqGeoms[15], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g15(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3s::QK) * strata_qt_iq3s::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_iq3s QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 1, false>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 16 (NVIDIA, one column; kernels.MmvqGeoms[16], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g16(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3s::QK) * strata_qt_iq3s::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_iq3s QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 17 (NVIDIA, one column; kernels.MmvqGeoms[17], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g17(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3s::QK) * strata_qt_iq3s::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_iq3s QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 0, true>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 18 (NVIDIA, one column; kernels.MmvqGeoms[18], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g18(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3s::QK) * strata_qt_iq3s::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_iq3s QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 19 (NVIDIA, one column; kernels.MmvqGeoms[19], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g19(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3s::QK) * strata_qt_iq3s::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_iq3s QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, false, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
 // Decode geometry 1 (NVIDIA, one column; kernels.MmvqGeoms[1], the engine chooses by
 // shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
@@ -7942,190 +6541,5 @@ STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq1m_g14(const struct st
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
     strata_mmvq_rows_x<QT, 1, 1, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 15 (NVIDIA, one column; kernels.MmvqGeoms[15], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g15(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq1m::QK) * strata_qt_iq1m::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_iq1m QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 1, false>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 16 (NVIDIA, one column; kernels.MmvqGeoms[16], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g16(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq1m::QK) * strata_qt_iq1m::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_iq1m QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 17 (NVIDIA, one column; kernels.MmvqGeoms[17], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g17(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq1m::QK) * strata_qt_iq1m::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_iq1m QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 0, true>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 18 (NVIDIA, one column; kernels.MmvqGeoms[18], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g18(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq1m::QK) * strata_qt_iq1m::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_iq1m QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ __attribute__((aligned(16))) u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x; 16-byte reads in rows_w)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, true, 2, true>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 19 (NVIDIA, one column; kernels.MmvqGeoms[19], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g19(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq1m::QK) * strata_qt_iq1m::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_iq1m QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2, false, false, 2, false>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
