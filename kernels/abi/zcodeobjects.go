@@ -3414,6 +3414,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g14",
 	}, {
+		Name:         "q80_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g15",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -3473,6 +3477,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g14",
+	}, {
+		Name:         "q20_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g15",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -3534,6 +3542,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g14",
 	}, {
+		Name:         "q4k_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g15",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -3593,6 +3605,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g14",
+	}, {
+		Name:         "q6k_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g15",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -3654,6 +3670,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g14",
 	}, {
+		Name:         "iq2xs_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g15",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -3713,6 +3733,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g14",
+	}, {
+		Name:         "iq3xxs_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g15",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -3774,6 +3798,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g14",
 	}, {
+		Name:         "iq3s_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g15",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -3833,6 +3861,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g14",
+	}, {
+		Name:         "iq1m_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g15",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4723,6 +4755,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g14",
 	}, {
+		Name:         "q80_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g15",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -4782,6 +4818,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g14",
+	}, {
+		Name:         "q20_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g15",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -4843,6 +4883,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g14",
 	}, {
+		Name:         "q4k_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g15",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -4902,6 +4946,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g14",
+	}, {
+		Name:         "q6k_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g15",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -4963,6 +5011,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g14",
 	}, {
+		Name:         "iq2xs_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g15",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -5022,6 +5074,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g14",
+	}, {
+		Name:         "iq3xxs_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g15",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -5083,6 +5139,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g14",
 	}, {
+		Name:         "iq3s_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g15",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -5142,6 +5202,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g14",
+	}, {
+		Name:         "iq1m_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g15",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -6032,6 +6096,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g14",
 	}, {
+		Name:         "q80_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g15",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -6091,6 +6159,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g14",
+	}, {
+		Name:         "q20_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g15",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -6152,6 +6224,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g14",
 	}, {
+		Name:         "q4k_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g15",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -6211,6 +6287,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g14",
+	}, {
+		Name:         "q6k_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g15",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -6272,6 +6352,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g14",
 	}, {
+		Name:         "iq2xs_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g15",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -6331,6 +6415,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g14",
+	}, {
+		Name:         "iq3xxs_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g15",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -6392,6 +6480,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g14",
 	}, {
+		Name:         "iq3s_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g15",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -6451,6 +6543,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g14",
+	}, {
+		Name:         "iq1m_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g15",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -7341,6 +7437,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g14",
 	}, {
+		Name:         "q80_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g15",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -7400,6 +7500,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g14",
+	}, {
+		Name:         "q20_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g15",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -7461,6 +7565,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g14",
 	}, {
+		Name:         "q4k_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g15",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -7520,6 +7628,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g14",
+	}, {
+		Name:         "q6k_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g15",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -7581,6 +7693,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g14",
 	}, {
+		Name:         "iq2xs_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g15",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -7640,6 +7756,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g14",
+	}, {
+		Name:         "iq3xxs_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g15",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -7701,6 +7821,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g14",
 	}, {
+		Name:         "iq3s_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g15",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -7760,6 +7884,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g14",
+	}, {
+		Name:         "iq1m_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g15",
 	}},
 	Vendor: "nvidia",
 }, {
