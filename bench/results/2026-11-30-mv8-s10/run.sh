@@ -17,7 +17,9 @@
 #       copy, the empty launch, the copy of each type's bytes; the streaming ceiling sweep and
 #       the arithmetic floor); parity (STRATA_V_PARITY: -test.run patterns under
 #       TestParity/sm_90/, each its own process); bench 2 (bench 1 again); ncu of Q8_0's
-#       default, g10 and g16 and of two ceiling kernels, if time is left.
+#       default and two geometries (STRATA_V_NCU_GEOMS, default 10,15; call1: 10,16) and of two
+#       ceiling kernels, if time is left. call1 ran this script at d054d27 (g15–g19 then the
+#       lost L2-prefetch forms); the final-call plan in README.md runs it with the split-row g15.
 #   STRATA_V_DRY=1 run.sh run   the same flow with stub binaries (no GPU).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -99,7 +101,8 @@ run() {
 	wait "${pids[@]}"
 	say "parity done"
 	if [ "$(left 40)" -gt 0 ]; then bench 2 18; else say "bench 2 skipped (time)"; fi
-	# ncu: Q8_0's default, g10 and g16 (the first launch of each: the timed one), then the
+	# ncu: Q8_0's default and STRATA_V_NCU_GEOMS (default g10 and g15, regex STRATA_V_NCU_RE;
+	# call1 ran g10 and g16: the first launch of each, the timed one), then the
 	# ceiling's w16_u4 at its five grids and the mmvq-order kernel (STRATA_BENCH_REPS=0,1: one
 	# launch a case).
 	ncu_run() { # ncu_run NAME REGEX COUNT ENV…
@@ -115,7 +118,7 @@ run() {
 			-- "$pt" -test.run '^TestBenchDecode$' >"$L/ncu-$name.txt" 2>&1
 		say "ncu $name exit $?"
 	}
-	ncu_run mmvq '^strata_mmvq_q80(_g1[06])?$' 3 STRATA_BENCH_GEOMS=10,16
+	ncu_run mmvq "${STRATA_V_NCU_RE:-^strata_mmvq_q80(_g1[05])?\$}" 3 STRATA_BENCH_GEOMS="${STRATA_V_NCU_GEOMS:-10,15}"
 	[ -n "$ceil" ] && ncu_run ceiling '^strata_ceil_(rows|w16_u4)$' 7 STRATA_BENCH_CEIL="$ceil"
 	{
 		echo
