@@ -61,6 +61,8 @@ import (
 // sweep). STRATA_BENCH_ALT=N times those one-column kernels in N alternating rounds (A B A B,
 // each round a row); STRATA_BENCH_EXPERT_GEOMS=1 also times the sweep's geometry kernels at
 // the expert shapes (one column, the default's grid), alternated with the default kernel.
+// STRATA_BENCH_CEIL=FILE: also, per type, the streaming ceiling (benchCeiling: FILE is the
+// code object of parity/testdata/ceiling.cu) and the arithmetic floor beside it.
 func TestBenchDecode(t *testing.T) {
 	if os.Getenv("STRATA_BENCH") != "1" {
 		t.Skip("set STRATA_BENCH=1 to measure (GPU machine)")
@@ -216,6 +218,16 @@ func TestBenchDecode(t *testing.T) {
 		}
 	}
 	floors := os.Getenv("STRATA_BENCH_FLOORS") != "0"
+	var ceilMod *gpu.Module // STRATA_BENCH_CEIL: the streaming ceiling kernels (benchCeiling)
+	if f := os.Getenv("STRATA_BENCH_CEIL"); f != "" {
+		image, err := os.ReadFile(f)
+		benchMust(t, err)
+		ceilMod, err = dev.LoadModule(gpu.CodeObject{Name: "ceiling/" + filepath.Base(f), Target: target, Image: image})
+		benchMust(t, err)
+		defer ceilMod.Unload()
+	}
+	emptyEv := 0.0 // the empty mmvq launch on the dense grid, events median (s)
+
 	alt := 1 // STRATA_BENCH_ALT=N: the one-column kernels of a type (its own, the default, the sweep's) timed in N alternating rounds
 	if v := os.Getenv("STRATA_BENCH_ALT"); v != "" {
 		if n, err := strconv.Atoi(v); err != nil || n < 1 {
@@ -253,6 +265,9 @@ func TestBenchDecode(t *testing.T) {
 			grid := gpu.Dim3{X: uint32(nb), Y: 1, Z: 1}
 			empty := func(int) error { return ln.Launch(fn, grid, gpu.Dim3{X: abi.MmvqThreads, Y: 1, Z: 1}, args.Bytes()) }
 			ts := timeLaunches(warm+reps, empty)[warm:]
+			if nb == gx {
+				emptyEv = median(ts)
+			}
 			logf("floor: empty mmvq launch (ncols 0, %d blocks): %.2f µs median | graph: %s µs a launch", grid.X, median(ts)*1e6, strings.Fields(graphCol(empty, 0))[0])
 		}
 	}
@@ -383,6 +398,13 @@ func TestBenchDecode(t *testing.T) {
 			gbs := 2 * float64(half) / m / 1e9
 			logf("%-8s %-34s %3s %10.2f %9.1f %7.1f%% %12d | %s", v, "floor: d2d copy of its bytes", "-", m*1e6, gbs, 100*gbs/d2d, 2*half, graphCol(cp, 2*half))
 		}
+		if ceilMod != nil {
+			xp, xb := dxq.Ptr, actBytes(k, 1)
+			if isFloat {
+				xp = dxf.Ptr
+			}
+			benchCeiling(t, dev, ceilMod, ln, v, rows, rb, pool.Ptr, mat, rot, xp, xb, emptyEv, d2d, warm, reps, timeLaunches, graphCol, logf)
+		}
 		// Expert shapes: 8 of 128 experts, through slot tables rotated over the pool.
 		if !experts {
 			continue
@@ -482,6 +504,119 @@ func TestBenchDecode(t *testing.T) {
 		}
 	}
 	blog.write(t, "bench.txt")
+}
+
+// hbmPeak is the H200's HBM3e bandwidth by the vendor's datasheet (bytes/s): the arithmetic
+// floor's rate (/work/.library/device/H200.md).
+const hbmPeak = 4.8e12
+
+// benchCeiling times, for type v's 4096×14336 matrix (rows of rb bytes, rotated over the pool
+// as the mmvq cases: launch i reads pool + (i mod rot)·mat) and its activations (xb bytes at
+// x), the streaming ceiling kernels of parity/testdata/ceiling.cu exactly as the mmvq cases
+// are timed (events around each launch, median of reps after warm): every strata_ceil_w*
+// kernel at 1, 2, 4 and 8 blocks of 256 an SM and at one pass of the grid (every thread
+// reads U words once), strata_ceil_rows (mmvq's order without its work, passes of a seventh
+// of a row: the default kernel's at K = 14336) and strata_ceil_win (the same passes in a
+// moving window of row pairs, at 1, 2 and 3 blocks an SM). One line per configuration; then
+// the best by events again with the graph view ("ceiling: stream best"), the rows kernel's
+// row ("ceiling: mmvq order"), the window kernel's best ("ceiling: window order"), and the
+// arithmetic floor t ≥ t_empty + bytes / hbmPeak
+// (t_empty: the empty mmvq launch's events median, when the floors ran).
+func benchCeiling(t *testing.T, dev *gpu.Device, mod *gpu.Module, ln *gpu.Launcher, v string, rows, rb int, pool gpu.DevPtr, mat, rot int,
+	x gpu.DevPtr, xb int, emptyEv, d2d float64, warm, reps int, timeLaunches func(int, func(int) error) []float64,
+	graphCol func(func(int) error, int) string, logf func(string, ...any)) {
+	n := rows * rb
+	bytes := n + xb
+	const maxGrid = 1 << 18
+	out, err := dev.Alloc(4 * maxGrid)
+	benchMust(t, err)
+	defer out.Free()
+	args := func(i int, pb int) []byte {
+		b := make([]byte, 72)
+		binary.LittleEndian.PutUint64(b[0:], uint64(pool)+uint64((i%rot)*mat))
+		binary.LittleEndian.PutUint64(b[8:], uint64(x))
+		binary.LittleEndian.PutUint64(b[16:], uint64(out.Ptr))
+		binary.LittleEndian.PutUint64(b[24:], uint64(n))
+		binary.LittleEndian.PutUint64(b[32:], uint64(xb))
+		binary.LittleEndian.PutUint64(b[40:], uint64(rows))
+		binary.LittleEndian.PutUint64(b[48:], uint64(rb))
+		binary.LittleEndian.PutUint64(b[56:], uint64(pb))
+		return b
+	}
+	type cfg struct {
+		sym  string
+		grid int
+		pb   int
+	}
+	var cfgs []cfg
+	units := dev.Info().Units
+	for _, w := range []string{"w4", "w8", "w16", "w16nc", "w16h"} {
+		wb, _ := strconv.Atoi(strings.TrimRight(w[1:], "nch"))
+		for _, u := range []int{1, 2, 4, 8} {
+			sym := fmt.Sprintf("strata_ceil_%s_u%d", w, u)
+			grids := []int{units, 2 * units, 4 * units, 8 * units}
+			if one := (n/wb + 256*u - 1) / (256 * u); one <= maxGrid && !slices.Contains(grids, one) {
+				grids = append(grids, one)
+			}
+			for _, g := range grids {
+				cfgs = append(cfgs, cfg{sym, g, 0})
+			}
+		}
+	}
+	launchOf := func(c cfg) (func(int) error, error) {
+		fn, err := mod.Func(c.sym)
+		if err != nil {
+			return nil, err
+		}
+		grid, block := gpu.Dim3{X: uint32(c.grid), Y: 1, Z: 1}, gpu.Dim3{X: 256, Y: 1, Z: 1}
+		return func(i int) error { return ln.Launch(fn, grid, block, args(i, c.pb)) }, nil
+	}
+	// bestOf times every configuration (a ceilcfg line each) and returns the fastest by events.
+	bestOf := func(cs []cfg) (cfg, bool) {
+		best, bestT := -1, 0.0
+		for ci, c := range cs {
+			launch, err := launchOf(c)
+			if err != nil {
+				logf("%-8s ceiling %s: %v", v, c.sym, err)
+				continue
+			}
+			m := median(timeLaunches(warm+reps, launch)[warm:])
+			logf("%-8s ceilcfg %-22s grid %6d %10.2f µs %7.1f%%", v, c.sym, c.grid, m*1e6, 100*float64(bytes)/m/1e9/d2d)
+			if best < 0 || m < bestT {
+				best, bestT = ci, m
+			}
+		}
+		if best < 0 {
+			return cfg{}, false
+		}
+		return cs[best], true
+	}
+	row := func(name string, c cfg) {
+		launch, err := launchOf(c)
+		if err != nil {
+			logf("%-8s ceiling %s: %v", v, c.sym, err)
+			return
+		}
+		m := median(timeLaunches(warm+reps, launch)[warm:])
+		gbs := float64(bytes) / m / 1e9
+		logf("%-8s %-34s %3d %10.2f %9.1f %7.1f%% %12d | %s", v, name, 1, m*1e6, gbs, 100*gbs/d2d, bytes, graphCol(launch, bytes))
+	}
+	if c, ok := bestOf(cfgs); ok {
+		logf("%-8s ceiling best: %s grid %d (%d configurations)", v, c.sym, c.grid, len(cfgs))
+		row("ceiling: stream best", c)
+	}
+	if pb := rb / 7; rb%16 == 0 && pb%16 == 0 && pb <= 4096 {
+		row(fmt.Sprintf("ceiling: mmvq order (pass %d B)", pb), cfg{"strata_ceil_rows", (rows + 15) / 16, pb})
+		// The window order (a split-row mmvq's): 1, 2 and 3 blocks an SM, the best again.
+		if c, ok := bestOf([]cfg{{"strata_ceil_win", units, pb}, {"strata_ceil_win", 2 * units, pb}, {"strata_ceil_win", 3 * units, pb}}); ok {
+			row(fmt.Sprintf("ceiling: window order (pass %d B, grid %d)", pb, c.grid), c)
+		}
+	}
+	if emptyEv > 0 {
+		f := emptyEv + float64(bytes)/hbmPeak
+		logf("%-8s %-34s %3s %10.2f %9.1f %7.1f%% %12d | (t_empty %.2f µs + bytes at %.1f TB/s)", v, "floor: empty launch + bytes/HBM peak", "-", f*1e6,
+			float64(bytes)/f/1e9, 100*float64(bytes)/f/1e9/d2d, bytes, emptyEv*1e6, hbmPeak/1e12)
+	}
 }
 
 // mmvqStdGeom is the kernel of each type's 4096×14336 one-column case in TestBenchDecode

@@ -3552,6 +3552,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g14",
 	}, {
+		Name:         "q80_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g15",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -3611,6 +3615,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g14",
+	}, {
+		Name:         "q20_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g15",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -3672,6 +3680,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g14",
 	}, {
+		Name:         "q4k_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g15",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -3731,6 +3743,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g14",
+	}, {
+		Name:         "q6k_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g15",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -3792,6 +3808,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g14",
 	}, {
+		Name:         "iq2xs_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g15",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -3851,6 +3871,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g14",
+	}, {
+		Name:         "iq3xxs_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g15",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -3912,6 +3936,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g14",
 	}, {
+		Name:         "iq3s_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g15",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -3971,6 +3999,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g14",
+	}, {
+		Name:         "iq1m_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g15",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4882,6 +4914,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g14",
 	}, {
+		Name:         "q80_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g15",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -4941,6 +4977,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g14",
+	}, {
+		Name:         "q20_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g15",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -5002,6 +5042,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g14",
 	}, {
+		Name:         "q4k_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g15",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -5061,6 +5105,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g14",
+	}, {
+		Name:         "q6k_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g15",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -5122,6 +5170,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g14",
 	}, {
+		Name:         "iq2xs_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g15",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -5181,6 +5233,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g14",
+	}, {
+		Name:         "iq3xxs_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g15",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -5242,6 +5298,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g14",
 	}, {
+		Name:         "iq3s_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g15",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -5301,6 +5361,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g14",
+	}, {
+		Name:         "iq1m_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g15",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -6212,6 +6276,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g14",
 	}, {
+		Name:         "q80_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g15",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -6271,6 +6339,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g14",
+	}, {
+		Name:         "q20_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g15",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -6332,6 +6404,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g14",
 	}, {
+		Name:         "q4k_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g15",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -6391,6 +6467,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g14",
+	}, {
+		Name:         "q6k_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g15",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -6452,6 +6532,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g14",
 	}, {
+		Name:         "iq2xs_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g15",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -6511,6 +6595,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g14",
+	}, {
+		Name:         "iq3xxs_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g15",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -6572,6 +6660,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g14",
 	}, {
+		Name:         "iq3s_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g15",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -6631,6 +6723,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g14",
+	}, {
+		Name:         "iq1m_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g15",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -7542,6 +7638,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g14",
 	}, {
+		Name:         "q80_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q80_g15",
+	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -7601,6 +7701,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g14",
+	}, {
+		Name:         "q20_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q20_g15",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -7662,6 +7766,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g14",
 	}, {
+		Name:         "q4k_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q4k_g15",
+	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -7721,6 +7829,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g14",
+	}, {
+		Name:         "q6k_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_q6k_g15",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -7782,6 +7894,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g14",
 	}, {
+		Name:         "iq2xs_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq2xs_g15",
+	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -7841,6 +7957,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g14",
+	}, {
+		Name:         "iq3xxs_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3xxs_g15",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -7902,6 +8022,10 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g14",
 	}, {
+		Name:         "iq3s_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq3s_g15",
+	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -7961,6 +8085,10 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g14",
+	}, {
+		Name:         "iq1m_g15",
+		RowsPerBlock: 16,
+		Symbol:       "strata_mmvq_iq1m_g15",
 	}},
 	Vendor: "nvidia",
 }, {
