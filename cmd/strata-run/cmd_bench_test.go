@@ -180,9 +180,6 @@ func TestGPUBench(t *testing.T) {
 	// STRATA_BENCH_NOMAPAHEAD=1 loads engines with mgpu.Options.NoMapAhead (mapped misses
 	// without the look-ahead; STRATA_BENCH_HOSTGAP's "+ahead" selects it per mode otherwise)
 	noAhead := os.Getenv("STRATA_BENCH_NOMAPAHEAD") == "1"
-	// STRATA_BENCH_STAGEIN=1: mgpu.Options.StageIn (a mapped token's inputs through stage_in;
-	// STRATA_BENCH_HOSTGAP's "+stagein" selects it per mode)
-	stageIn := os.Getenv("STRATA_BENCH_STAGEIN") == "1"
 	hostKV := os.Getenv("STRATA_BENCH_HOSTKV") == "1"
 	noRes := os.Getenv("STRATA_BENCH_NORESIDENT") == "1"
 	noFuse := os.Getenv("STRATA_BENCH_NOFUSE") == "1"
@@ -271,7 +268,7 @@ func TestGPUBench(t *testing.T) {
 				promote = mapPromote
 			}
 			eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: ctx, Budget: uint64(mibs) << 20, Policy: polName,
-				Misses: misses, MapPromote: promote, Group: group, Prefetch: prefetch, NoMapAhead: noAhead, StageIn: stageIn && misses != mgpu.MissCopy, HostKV: hostKV, NoResident: noRes, NoFuse: noFuse, NoRowNorm: noRow, KernelTimes: ktimes, Chunk: chunk})
+				Misses: misses, MapPromote: promote, Group: group, Prefetch: prefetch, NoMapAhead: noAhead, HostKV: hostKV, NoResident: noRes, NoFuse: noFuse, NoRowNorm: noRow, KernelTimes: ktimes, Chunk: chunk})
 			if err != nil {
 				fmt.Fprintf(&b, "| %s | %s | load failed: %v |\n", bname, pol, err)
 				t.Logf("budget %s: %v", bname, err)
@@ -716,36 +713,26 @@ func decodeTimed(eng *mgpu.Engine, prompt []int32, n int) ([]float64, error) {
 // Engine.ForwardArgmax (as the plain decode row takes it); +ahead: the mapped look-ahead on
 // (Engine.SetMapAhead; the engine must not be loaded with STRATA_BENCH_NOMAPAHEAD=1), off without
 // it, and the PHASES line gets its prediction counts; +aheadN: on, copying only the first N
-// of each layer's predicted experts (Engine.SetMapAheadK); +stagein: the token's inputs
-// through stage_in (Engine.SetStageIn), copies without it (+ahead, +aheadN and +stagein,
-// as +nopromote and +promoteN, are skipped on an engine that does not map).
+// of each layer's predicted experts (Engine.SetMapAheadK) (+ahead and +aheadN, as +nopromote
+// and +promoteN, are skipped on an engine that does not map).
 func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n int, modes string, row func(string, mgpu.Stats), bins *strings.Builder) error {
 	// Warm-up: the decode graphs are captured here, not inside the first mode's row (without
-	// the look-ahead and stage-in, and with each mode's look-ahead copies and stage-in where
-	// the engine has them).
-	type warmSet struct {
-		ahead   bool
-		n       int
-		stageIn bool
-	}
-	warm := []warmSet{{}} // without the look-ahead, and each mode's look-ahead and stage-in
+	// the look-ahead, and where the engine has its buffers with each of the modes' copy counts).
+	warm := []int{-1} // -1: look-ahead off; else SetMapAheadK's n
 	for _, md := range strings.Split(modes, ",") {
-		w := warmSet{}
 		for _, suf := range strings.Split(strings.TrimSpace(md), "+")[1:] {
 			if n, err := strconv.Atoi(strings.TrimPrefix(suf, "ahead")); suf == "ahead" || (strings.HasPrefix(suf, "ahead") && err == nil && n > 0) {
-				w.ahead, w.n = true, n // "ahead" alone: n = 0 (Atoi fails), all K
+				if !slices.Contains(warm, n) { // "ahead" alone: n = 0 (Atoi fails), all K
+					warm = append(warm, n)
+				}
 			}
-			w.stageIn = w.stageIn || suf == "stagein"
-		}
-		if !slices.Contains(warm, w) {
-			warm = append(warm, w)
 		}
 	}
 	for _, w := range warm {
-		if eng.SetMapAhead(w.ahead) != nil || eng.SetStageIn(w.stageIn) != nil {
-			continue // not on this engine (resident, or loaded without it)
+		if err := eng.SetMapAhead(w >= 0); err != nil {
+			break
 		}
-		if err := eng.SetMapAheadK(w.n); err != nil {
+		if err := eng.SetMapAheadK(max(w, 0)); err != nil {
 			return err
 		}
 		if err := eng.Reset(); err != nil {
@@ -770,7 +757,7 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 		md = strings.TrimSpace(md)
 		parts := strings.Split(md, "+")
 		base, pcap, lag, noEv, skip := parts[0], promote, false, false, false
-		ahead, aheadK, gpuArgmax, stageIn := false, 0, false, false
+		ahead, aheadK, gpuArgmax := false, 0, false
 		for _, suf := range parts[1:] {
 			k, err := strconv.Atoi(strings.TrimPrefix(suf, "promote"))
 			ak, aerr := strconv.Atoi(strings.TrimPrefix(suf, "ahead"))
@@ -781,8 +768,6 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 				ahead, aheadK, skip = true, ak, skip || !mapped
 			case suf == "argmax":
 				gpuArgmax = true
-			case suf == "stagein":
-				stageIn, skip = true, skip || !mapped
 			case suf == "lag":
 				lag = true
 			case suf == "noev":
@@ -796,7 +781,7 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 			}
 		}
 		if base != "old" && base != "new" {
-			return fmt.Errorf("STRATA_BENCH_HOSTGAP: %q is not old|new[+nopromote|+promoteN][+lag][+noev][+argmax][+ahead|+aheadN][+stagein]", md)
+			return fmt.Errorf("STRATA_BENCH_HOSTGAP: %q is not old|new[+nopromote|+promoteN][+lag][+noev][+argmax][+ahead|+aheadN]", md)
 		}
 		if skip {
 			continue
@@ -807,9 +792,6 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 			return err
 		}
 		if err := eng.SetMapAheadK(aheadK); err != nil {
-			return err
-		}
-		if err := eng.SetStageIn(stageIn); err != nil {
 			return err
 		}
 		if mapped {
@@ -875,9 +857,6 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 		return err
 	}
 	if err := eng.SetMapAheadK(0); err != nil {
-		return err
-	}
-	if err := eng.SetStageIn(false); err != nil {
 		return err
 	}
 	eng.SetLaunchFirst(true)

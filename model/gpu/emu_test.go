@@ -53,8 +53,6 @@ type emu struct {
 	// makes it take id+1 (mod E) for every predicted id: every prediction wrong.
 	fetched    int
 	fetchWrong bool
-	// stagedIn counts stage_in launches.
-	stagedIn int
 	// parts, when set (watch), are the planned allocations of an engine's resident region
 	// at the bytes each Need asked for: moe_prefill's workspaces must each lie inside the
 	// one their address falls in, at the size the kernel's contract gives them (within).
@@ -213,7 +211,7 @@ func (m *emu) rowDot(t quant.Type, p uint64, x []float32) float32 {
 func (m *emu) launch(sym string, grid, block rt.Dim3, b []byte) {
 	m.checkBlock(sym, block)
 	fam, variant, _ := strings.Cut(strings.TrimPrefix(sym, "strata_"), "_")
-	for _, f := range []string{"quantize_q8_1", "moe_decode", "attention_decode", "rmsnorm_row", "moe_prefill", "attention_prefill", "expert_fetch", "stage_in"} {
+	for _, f := range []string{"quantize_q8_1", "moe_decode", "attention_decode", "rmsnorm_row", "moe_prefill", "attention_prefill", "expert_fetch"} {
 		if strings.HasPrefix(strings.TrimPrefix(sym, "strata_"), f+"_") {
 			fam, variant = f, strings.TrimPrefix(sym, "strata_"+f+"_")
 		}
@@ -512,11 +510,6 @@ func (m *emu) launch(sym string, grid, block rt.Dim3, b []byte) {
 		}
 	case "expert_fetch":
 		m.expertFetch(grid, args[abi.ExpertFetchArgs](b))
-	case "stage_in":
-		a := args[abi.StageInArgs](b)
-		want(rt.Dim3{X: ceil(int(a.N), abi.StageInThreads), Y: 1, Z: 1})
-		copy(m.at(a.Dst, int(4*a.N)), m.at(a.Src, int(4*a.N)))
-		m.stagedIn++
 	case "mmq", "mmq8", "mmq8c", "mmq8cz": // one C struct layout (kernels/specs.go mmqArgs)
 		m.mmq(variant, grid, args[abi.MmqArgs](b))
 	case "moe_prefill":
@@ -533,7 +526,7 @@ func (m *emu) launch(sym string, grid, block rt.Dim3, b []byte) {
 // familyThreads is the block size each family is compiled for (kernels/specs.go Threads,
 // kernels/abi's <Family>Threads): every launch must give exactly it.
 var familyThreads = map[string]int{
-	"attention_decode": abi.AttentionDecodeThreads, "attention_prefill": abi.AttentionPrefillThreads, "fill": abi.FillThreads, "expert_fetch": abi.ExpertFetchThreads, "stage_in": abi.StageInThreads,
+	"attention_decode": abi.AttentionDecodeThreads, "attention_prefill": abi.AttentionPrefillThreads, "fill": abi.FillThreads, "expert_fetch": abi.ExpertFetchThreads,
 	"gated_delta_net": abi.GatedDeltaNetThreads, "mmq": abi.MmqThreads, "mmq8": abi.Mmq8Threads, "mmq8c": abi.Mmq8cThreads,
 	"mmq8cz": abi.Mmq8czThreads, "mmvq": abi.MmvqThreads,
 	"moe_decode": abi.MoeDecodeThreads, "moe_prefill": abi.MoePrefillThreads, "quantize_q8_1": abi.QuantizeQ81Threads,

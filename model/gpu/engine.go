@@ -218,11 +218,6 @@ type Options struct {
 	// −12.1 % ms a token on 80B-A3B IQ2_XS at 12, 16 and 24 GiB
 	// (bench/results/2026-11-30-bud-s10).
 	NoMapAhead bool
-	// StageIn: with mapped misses, a decode token loads its embedding row and position from
-	// the mapped staging window with a kernel (stage_in) instead of copies, which wait behind
-	// the promotion copies in the copy engine's queue (stagein.go; Engine.SetStageIn). Off
-	// by default until measured; a mapped engine maps its staging window either way.
-	StageIn bool
 }
 
 // Engine is a model loaded on one device.
@@ -337,11 +332,6 @@ type Engine struct {
 	aheadBuf                 []int
 	aheadRan                 map[int]int // experts the token may copy (0: no look-ahead)
 	kFetch                   *kernel
-	// stage-in (stagein.go): Options.StageIn / SetStageIn, the staging window's device
-	// alias (0: not mapped), stage_in's record
-	stageIn    bool
-	stagingDev rt.DevPtr
-	kStageIn   *kernel
 
 	mmvqRows8 bool // Options.MmvqRows8
 	mmvqOld   bool // Options.MmvqOld
@@ -1210,18 +1200,8 @@ func (e *Engine) stage() stageLayout {
 func (e *Engine) prepare(o Options) error {
 	c := &e.cfg
 	var err error
-	if e.staging, err = e.dev.HostAlloc(e.stage().size, e.mapped); err != nil {
+	if e.staging, err = e.dev.HostAlloc(e.stage().size, false); err != nil {
 		return err
-	}
-	if e.mapped { // stage-in reads it through its alias (stagein.go); without one it copies
-		if p, ok, _ := e.staging.Mapped(); ok && e.ks.load(e.dev, o.CODir, "stage_in") == nil {
-			e.stagingDev = p
-		}
-		if o.StageIn {
-			if err := e.SetStageIn(true); err != nil {
-				return err
-			}
-		}
 	}
 	if e.compute, err = e.dev.NewStream(); err != nil {
 		return err
@@ -1351,13 +1331,6 @@ func (e *Engine) prepare(o Options) error {
 		}
 		e.fns["expert_fetch/u128"] = f
 	}
-	if e.stagingDev != 0 {
-		f, err := e.ks.fn("stage_in", "u32")
-		if err != nil {
-			return err
-		}
-		e.fns["stage_in/u32"] = f
-	}
 	if c.Arch == model.ArchQwen3Next {
 		for _, k := range []struct{ fam, variant string }{
 			{"gated_delta_net", "conv"}, {"gated_delta_net", "recurrent"}, {"gated_delta_net", "recurrentq"},
@@ -1455,7 +1428,6 @@ func (e *Engine) records(mmvqRows map[string]int) {
 	e.kSplit, e.kReduce = e.kern["attention_decode/split_f16"], e.kern["attention_decode/reduce_f16"]
 	e.kQuant, e.kMoe, e.kArgmax = e.kern["quantize_q8_1/f32"], e.kern["moe_decode/"+typeVariant[e.expType]], e.kern["sample/argmax"]
 	e.kFetch = e.kern["expert_fetch/u128"]
-	e.kStageIn = e.kern["stage_in/u32"]
 	e.kConv, e.kRec, e.kRecQ = e.kern["gated_delta_net/conv"], e.kern["gated_delta_net/recurrent"], e.kern["gated_delta_net/recurrentq"]
 	e.kRecSplit, e.kGNorm = e.kern["gated_delta_net/recsplit"], e.kern["gated_delta_net/gnorm"]
 	e.kPrep, e.kReduceQ = e.kern["attention_decode/prep_f16"], e.kern["attention_decode/reduceq_f16"]

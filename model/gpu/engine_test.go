@@ -23,7 +23,7 @@ import (
 // leaving out the families in skip.
 func fakeCODir(t testing.TB, target string, skip ...string) string {
 	dir := t.TempDir()
-	for _, f := range append(families, "gated_delta_net", "mmq", "mmq8", "mmq8c", "mmq8cz", "moe_prefill", "attention_prefill", "expert_fetch", "stage_in") {
+	for _, f := range append(families, "gated_delta_net", "mmq", "mmq8", "mmq8c", "mmq8cz", "moe_prefill", "attention_prefill", "expert_fetch") {
 		if slices.Contains(skip, f) {
 			continue
 		}

@@ -292,10 +292,10 @@ func (e *Engine) tokenOps(wantLogits bool, idsOff int) error {
 	st := e.stage()
 	m := e.mem
 	x, xn, xq, proj := m.Ptr(bufX), m.Ptr(bufXN), m.Ptr(bufXQ), m.Ptr(bufProj)
-	if err := e.stageInput(x, st.x, 4*H); err != nil {
+	if err := e.stageUp(x, st.x, 4*H); err != nil {
 		return err
 	}
-	if err := e.stageInput(m.Ptr(bufPos), st.pos, 4); err != nil {
+	if err := e.stageUp(m.Ptr(bufPos), st.pos, 4); err != nil {
 		return err
 	}
 	for li := range e.layers {

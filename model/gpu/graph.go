@@ -75,7 +75,6 @@ type graphKey struct {
 	attnBr  BranchMode // qwen3next's attention inputs as branches (Engine.SetAttnBranch)
 	ahead   bool       // the mapped look-ahead (Engine.SetMapAhead, ahead.go)
 	aheadK  int        // its copies (Engine.SetMapAheadK)
-	stageIn bool       // inputs through stage_in (Engine.SetStageIn)
 }
 
 // graphKeyOf is the key of a step: the output mode counts only when the step makes
@@ -84,7 +83,7 @@ type graphKey struct {
 // of Forward and one of ForwardArgmax, or two qwen3moe tokens, would capture separate
 // graphs of the same launches and fill maxGraphs twice as fast.
 func (e *Engine) graphKeyOf(wantLogits bool, idsOff int) graphKey {
-	k := graphKey{logits: wantLogits, idsOff: idsOff, prep: e.attnPrep(), pdl: !e.noPDL, oldQ81: e.oldRowQ81, argmax1: e.argmax1, mmvqOld: e.mmvqOld, ahead: e.aheadOn(), stageIn: e.stageInOn()}
+	k := graphKey{logits: wantLogits, idsOff: idsOff, prep: e.attnPrep(), pdl: !e.noPDL, oldQ81: e.oldRowQ81, argmax1: e.argmax1, mmvqOld: e.mmvqOld, ahead: e.aheadOn()}
 	if k.ahead {
 		k.aheadK = e.aheadCopies()
 	}
