@@ -545,20 +545,6 @@ var Specs = []Spec{
 		},
 		Axes: []Axis{{Name: "op", Values: []Value{{Name: "argmax"}, {Name: "topk"}, {Name: "argmaxp"}, {Name: "argmaxf"}}}},
 	},
-	{
-		Family:   "stage_in",
-		Template: "stage_in",
-		Doc: "a decode token's inputs from the mapped staging window (model/gpu stagein.go): dst[i] = src[i] for " +
-			"i < n, one thread per 32-bit word, a plain load through the device alias of mapped host memory (no " +
-			"copy engine); launch grid (ceil(n/256), 1, 1), block (256, 1, 1).",
-		Threads: 256,
-		Args: []Arg{
-			{Name: "src", Type: ArgPtr, CType: "const u32", Doc: "n words: the device alias of mapped host memory (or device memory), 4-byte aligned"},
-			{Name: "dst", Type: ArgPtr, CType: "u32", Doc: "n words of device memory, 4-byte aligned"},
-			{Name: "n", Type: ArgU32, Doc: "words to copy (> 0)"},
-		},
-		Axes: []Axis{{Name: "word", Values: []Value{{Name: "u32"}}}},
-	},
 }
 
 // mmqArgs is the launch-argument list of mmq, mmq8, mmq8x4, mmq8x4p, mmq8x4l, mmq8c and mmq8cz (one C struct layout).

@@ -455,15 +455,6 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
-	Family: "stage_in",
-	Path:   "gfx1030/stage_in.co",
-	Target: "gfx1030",
-	Variants: []Variant{{
-		Name:   "u32",
-		Symbol: "strata_stage_in_u32",
-	}},
-	Vendor: "amd",
-}, {
 	Family: "attention_decode",
 	Path:   "gfx1100/attention_decode.co",
 	Target: "gfx1100",
@@ -963,15 +954,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "argmaxf",
 		Symbol: "strata_sample_argmaxf",
-	}},
-	Vendor: "amd",
-}, {
-	Family: "stage_in",
-	Path:   "gfx1100/stage_in.co",
-	Target: "gfx1100",
-	Variants: []Variant{{
-		Name:   "u32",
-		Symbol: "strata_stage_in_u32",
 	}},
 	Vendor: "amd",
 }, {
@@ -1477,15 +1459,6 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
-	Family: "stage_in",
-	Path:   "gfx1101/stage_in.co",
-	Target: "gfx1101",
-	Variants: []Variant{{
-		Name:   "u32",
-		Symbol: "strata_stage_in_u32",
-	}},
-	Vendor: "amd",
-}, {
 	Family: "attention_decode",
 	Path:   "gfx1102/attention_decode.co",
 	Target: "gfx1102",
@@ -1985,15 +1958,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "argmaxf",
 		Symbol: "strata_sample_argmaxf",
-	}},
-	Vendor: "amd",
-}, {
-	Family: "stage_in",
-	Path:   "gfx1102/stage_in.co",
-	Target: "gfx1102",
-	Variants: []Variant{{
-		Name:   "u32",
-		Symbol: "strata_stage_in_u32",
 	}},
 	Vendor: "amd",
 }, {
@@ -2499,15 +2463,6 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "amd",
 }, {
-	Family: "stage_in",
-	Path:   "gfx1200/stage_in.co",
-	Target: "gfx1200",
-	Variants: []Variant{{
-		Name:   "u32",
-		Symbol: "strata_stage_in_u32",
-	}},
-	Vendor: "amd",
-}, {
 	Family: "attention_decode",
 	Path:   "gfx1201/attention_decode.co",
 	Target: "gfx1201",
@@ -3007,15 +2962,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "argmaxf",
 		Symbol: "strata_sample_argmaxf",
-	}},
-	Vendor: "amd",
-}, {
-	Family: "stage_in",
-	Path:   "gfx1201/stage_in.co",
-	Target: "gfx1201",
-	Variants: []Variant{{
-		Name:   "u32",
-		Symbol: "strata_stage_in_u32",
 	}},
 	Vendor: "amd",
 }, {
@@ -4372,15 +4318,6 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
-	Family: "stage_in",
-	Path:   "sm_80/stage_in.ptx",
-	Target: "sm_80",
-	Variants: []Variant{{
-		Name:   "u32",
-		Symbol: "strata_stage_in_u32",
-	}},
-	Vendor: "nvidia",
-}, {
 	Family: "attention_decode",
 	Path:   "sm_86/attention_decode.ptx",
 	Target: "sm_86",
@@ -5731,15 +5668,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "argmaxf",
 		Symbol: "strata_sample_argmaxf",
-	}},
-	Vendor: "nvidia",
-}, {
-	Family: "stage_in",
-	Path:   "sm_86/stage_in.ptx",
-	Target: "sm_86",
-	Variants: []Variant{{
-		Name:   "u32",
-		Symbol: "strata_stage_in_u32",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -7096,15 +7024,6 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
-	Family: "stage_in",
-	Path:   "sm_89/stage_in.ptx",
-	Target: "sm_89",
-	Variants: []Variant{{
-		Name:   "u32",
-		Symbol: "strata_stage_in_u32",
-	}},
-	Vendor: "nvidia",
-}, {
 	Family: "attention_decode",
 	Path:   "sm_90/attention_decode.ptx",
 	Target: "sm_90",
@@ -8455,15 +8374,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "argmaxf",
 		Symbol: "strata_sample_argmaxf",
-	}},
-	Vendor: "nvidia",
-}, {
-	Family: "stage_in",
-	Path:   "sm_90/stage_in.ptx",
-	Target: "sm_90",
-	Variants: []Variant{{
-		Name:   "u32",
-		Symbol: "strata_stage_in_u32",
 	}},
 	Vendor: "nvidia",
 }}
