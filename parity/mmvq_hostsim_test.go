@@ -3,16 +3,12 @@ package parity
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/strata-hip/strata/kernels"
 	"github.com/strata-hip/strata/kernels/abi"
-	"github.com/strata-hip/strata/quant"
-	"github.com/strata-hip/strata/runtime/gpu"
 )
 
 // TestMmvqHostSim runs mmvq's NVIDIA kernels (the default ones and the one-column decode-
@@ -66,88 +62,6 @@ func TestMmvqHostSim(t *testing.T) {
 				simRun(t, bin, "mmvq", v.Symbol, runMmvq, c, fam.Bounds[v.Name])
 			})
 		}
-	}
-}
-
-// TestMmvqHostSimBitwise runs, in the host simulation, each split-row geometry kernel
-// (MmvqGeom.S) and the type's default kernel on one matrix of valid random blocks and one
-// column of Q8_1 activations, and requires the outputs bitwise equal (mmvqGeomCheck, the
-// bench's check): the split path must keep every fold of the default, in the default's
-// order, not only stay within the bounds (which a reordered fold would). Q8_0, Q6_K, Q2_0
-// (transposed activations) and IQ2_XS (LDS tables) by default, every type with
-// STRATA_HOSTSIM_ALL=1; 41 rows (a last pair with one row), K = 14336 (14 groups a lane: 7
-// passes over the block's 8 waves) and K = 3072 (a partial pass).
-func TestMmvqHostSimBitwise(t *testing.T) {
-	cxx, target, root := hostSimTools(t)
-	prelude := hostSimPrelude(t, root)
-	src, err := os.ReadFile(filepath.Join(root, "kernels", "out", target, "mmvq.cu"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sim, err := mmvqHostSimSource(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := buildHostSimSource(t, cxx, root, "mmvq", sim, prelude, "-O1", "-DHOSTSIM_TRANSLATE_MEMORY")
-	types := []string{"q80", "q6k", "q20", "iq2xs"}
-	if os.Getenv("STRATA_HOSTSIM_ALL") == "1" {
-		types = []string{"q80", "q20", "q4k", "q6k", "iq2xs", "iq3xxs", "iq3s", "iq1m"}
-	}
-	n := 0
-	for g, m := range kernels.MmvqGeoms {
-		if !m.S {
-			continue
-		}
-		for _, v := range types {
-			sym0, sym := "strata_mmvq_"+v, fmt.Sprintf("strata_mmvq_%s_g%d", v, g)
-			for _, k := range []int{14336, 3072} {
-				n++
-				t.Run(fmt.Sprintf("%s_g%d/k=%d", v, g, k), func(t *testing.T) {
-					seed := runSeed(t)
-					rng := rand.New(rand.NewPCG(seed, 11))
-					h := simHarness(t, bin, "mmvq", sym0, sym)
-					defer h.Close()
-					fn0, err := h.Mod.Func(sym0)
-					if err != nil {
-						t.Fatal(err)
-					}
-					fn, err := h.Mod.Func(sym)
-					if err != nil {
-						t.Fatal(err)
-					}
-					const rows = 41
-					xf := activations(rng, 1, k)
-					xq := make([]byte, k/32*36)
-					if err := quant.QuantizeQ8_1GPU(xf, xq); err != nil {
-						t.Fatal(err)
-					}
-					dxq, err := h.Dev.Alloc(uintptr(len(xq)))
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer dxq.Free()
-					if err := h.Dev.Upload(dxq.Ptr, xq); err != nil {
-						t.Fatal(err)
-					}
-					dy, err := h.Dev.Alloc(4 * rows)
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer dy.Free()
-					s, err := h.Dev.NewStream()
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer s.Destroy()
-					if err := mmvqGeomCheck(h.Dev, s, fn0, []*gpu.Func{fn}, mmvqTypes[v], rows, k, 1, dxq.Ptr, 0, dy.Ptr, target, sym0, []string{sym}, rng, t.Logf); err != nil {
-						t.Fatalf("seed %d: %v", seed, err)
-					}
-				})
-			}
-		}
-	}
-	if n == 0 {
-		t.Fatal("no split-row geometry in kernels.MmvqGeoms")
 	}
 }
 

@@ -72,7 +72,7 @@ func TestMmvqGridX(t *testing.T) {
 
 // TestMmvqGeomsTable: kernels.MmvqGeoms agrees with every NVIDIA target's generated
 // decode-geometry kernels: strata_mmvq_<type>_g<g> of a quantized type runs
-// strata_mmvq_rows_x<QT, 1, R, U[, PF[, W[, S]]]> (8·R rows a block, kernels/abi's RowsPerBlock), F16/BF16's
+// strata_mmvq_rows_x<QT, 1, R, U> (8·R rows a block, kernels/abi's RowsPerBlock), F16/BF16's
 // exist where FR ≠ 0 and run rows_f<QT, 1, FR> (8·FR rows a block); no default kernel calls
 // a geometry's path.
 func TestMmvqGeomsTable(t *testing.T) {
@@ -113,13 +113,10 @@ func TestMmvqGeomsTable(t *testing.T) {
 				}
 				sym := fmt.Sprintf("strata_mmvq_%s_g%d", v, g)
 				pf := ""
-				if m.PF || m.W || m.S {
+				if m.PF || m.W {
 					pf = fmt.Sprintf(", %v", m.PF)
 				}
-				if m.W || m.S {
-					pf += fmt.Sprintf(", %v", m.W)
-				}
-				if m.S {
+				if m.W {
 					pf += ", true"
 				}
 				call, want := fmt.Sprintf("strata_mmvq_rows_x<QT, 1, %d, %d%s>(p, w, &tab, xs, z, late ? 2 : 1);", m.R, m.U, pf), 8*m.R

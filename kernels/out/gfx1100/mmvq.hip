@@ -1310,99 +1310,6 @@ STRATA_DEVICE void strata_mmvq_rows_w(const struct strata_mmvq_args& p, const u8
   }
 }
 
-// ---- Split rows in a moving window (decode geometries with MmvqGeom.S). The default kernel's
-// waves each read their own two rows, so all rows of the matrix are read at once, each a
-// pass (2176 bytes for Q8_0) at a time: bench/results/2026-11-30-mv8-s10 measured that order,
-// with no work at all, at 60–82 % of a contiguous stream's rate. Here a block takes row pairs
-// b, b + grid, … and its waves the passes of the pair (wave v passes v, v + 8, …: the
-// default's loads, groups and integer dots), so at step s the grid reads rows [2·grid·s,
-// 2·grid·(s + 1)), one contiguous window. Each lane stores its groups' (base·d_a, integer
-// dot) in LDS (two buffers, one a step: one barrier a step); after the barrier wave r of the
-// block folds row r's pairs in its lane's group order g = lane, lane + 32, … with the
-// default's fma and sums the lanes by the same butterfly: the same operations on the same
-// values, so bitwise the default's result. One column, U groups a lane a pass; the xs words
-// after the staged activations hold the pairs (the caller checks they fit); no min term.
-template <class QT, int U>
-STRATA_DEVICE void strata_mmvq_rows_s(const struct strata_mmvq_args& p, const u8* w, typename QT::lds* tab, u32* xs, int z, int pre) {
-  constexpr int GPB = QT::QK / 32;
-  constexpr bool XT = strata_mmvq_xt<QT>::on;
-  static_assert(!QT::MIN, "the split path folds one product a group");
-  const int lane = (int)strata_lane(), warp = (int)(strata_thread_x() >> 5), nw = (int)(strata_block_dim_x() >> 5);
-  const int ng = p.k / 32, nj = (ng + 31) / 32, np = (ng + 32 * U - 1) / (32 * U);
-  const i64 rowb = (i64)(p.k / QT::QK) * QT::BYTES;
-  const u8* x = p.xq + (i64)(p.x_mat_stride / 32) * z * 36;
-  u32* pairs = xs + 9 * ng;  // [2 buffers][2 rows][nj][32 lanes][base·d_a bits, dot]
-  if (pre == 2) STRATA_GRID_DEP();
-  QT::fill(tab);
-  strata_mmvq_stage<1>(xs, x, p.x_col_stride / 32, 0, ng);
-  strata_barrier();
-  if constexpr (XT) {
-    strata_mmvq_xt_stage(xs, ng);
-    strata_barrier();
-  }
-  int step = 0;
-  for (i64 r0 = 2 * (i64)strata_block_x(); r0 < p.rows; r0 += 2 * (i64)strata_grid_dim_x(), ++step) {
-    const int nr = p.rows - r0 >= 2 ? 2 : 1;  // uniform in the block
-    const u8* wr = w + r0 * rowb;
-    u32* buf = pairs + (step & 1) * (128 * nj);
-    for (int q = warp; q < np; q += nw) {
-      const int g0 = 32 * U * q + lane;
-      strata_g32 wg[U][2];
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const int g = g0 + 32 * u < ng ? g0 + 32 * u : ng - 1;
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          const u8* b = wr + (r < nr ? r : 0) * rowb + (u64)((u32)g / GPB) * QT::BYTES;
-          if constexpr (XT) QT::load_t(b, (int)((u32)g % GPB), wg[u][r]);
-          else QT::load(b, (int)((u32)g % GPB), wg[u][r], tab);
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const bool live = g0 + 32 * u < ng;
-        const int g = live ? g0 + 32 * u : ng - 1;
-        const u32* xb = xs + g * 9;
-        u32 a[8];
-#pragma unroll
-        for (int i = 0; i < 8; ++i) a[i] = xb[1 + i];
-        const f32 da = strata_f16_to_f32((u16)(xb[0] & 0xffffu));
-        const int j = U * q + u;  // the group's place in its lane's chain
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          i32 mn;
-          if constexpr (XT) {
-            // strata_mmvq_rows_x's XT dot: Σ code·a − Σa, the same integer.
-            mn = 0;
-#pragma unroll
-            for (int i = 0; i < 8; ++i) mn = strata_dot4_ss((i32)wg[u][r].q[i], (i32)a[i], mn);
-            mn -= (i32)xb[0] >> 16;
-          } else {
-            i32 of;
-            strata_g32_dot<QT>(wg[u][r], a, &mn, &of);
-          }
-          if (live && r < nr) {
-            u32* e = buf + ((r * nj + j) * 32 + lane) * 2;
-            e[0] = __builtin_bit_cast(u32, wg[u][r].base * da), e[1] = (u32)mn;
-          }
-        }
-      }
-    }
-    strata_barrier();
-    if (warp < nr) {  // wave r folds row r (buffer reuse: it is rewritten two steps on, after this wave's next barrier)
-      f32 acc = 0.0f;
-      for (int j = 0; j < nj; ++j) {
-        if (lane + 32 * j < ng) {
-          const u32* e = buf + ((warp * nj + j) * 32 + lane) * 2;
-          acc = __builtin_fmaf(__builtin_bit_cast(f32, e[0]), (f32)(i32)e[1], acc);
-        }
-      }
-      acc = strata_wave_sum_f32(acc);
-      if (lane == 0) p.y[(i64)z * p.y_mat_stride + r0 + warp] = acc;
-    }
-  }
-}
-
 // R rows a wave and U groups a lane a pass: strata_mmvq_nv_shape's by default, or a decode
 // geometry's (kernels.MmvqGeoms, one column). pre (the geometries other than 0): 1 = before
 // the table fill and the activation staging, every lane prefetches into L1 its share of the
@@ -1415,10 +1322,7 @@ STRATA_DEVICE void strata_mmvq_rows_s(const struct strata_mmvq_args& p, const u8
 // load or fold changes: results are bit-identical to pre = 0.
 // PFA (a geometry's MmvqGeom.PF): the next pass's L1 prefetch below for every type, not only
 // the ≤ STRATA_MMVQ_PF_GB-byte ones (the same lines a pass later read; no load or fold changes).
-// SPLIT (MmvqGeom.S): strata_mmvq_rows_s above where it applies (one column, no min term, the
-// pairs fit xs after the staged activations).
-template <class QT, int NC, int R = strata_mmvq_nv_shape<QT, NC>::R, int U = strata_mmvq_nv_shape<QT, NC>::U, bool PFA = false, bool WIDE = false,
-          bool SPLIT = false>
+template <class QT, int NC, int R = strata_mmvq_nv_shape<QT, NC>::R, int U = strata_mmvq_nv_shape<QT, NC>::U, bool PFA = false, bool WIDE = false>
 STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8* w, typename QT::lds* tab, u32* xs, int z, int pre = 0) {
   constexpr int GPB = QT::QK / 32;
   // Groups per LDS segment: a multiple of a pass (32·U groups) whose NC columns fit in xs.
@@ -1435,12 +1339,6 @@ STRATA_DEVICE void strata_mmvq_rows_x(const struct strata_mmvq_args& p, const u8
   if constexpr (WIDE && NC == 1 && strata_mmvq_wide<QT>::on) {
     if ((((u64)w | (u64)rowb) & 15u) == 0) {  // uniform in the block
       strata_mmvq_rows_w<QT, R, U, PFA>(p, w, xs, z, pre);
-      return;
-    }
-  }
-  if constexpr (SPLIT && NC == 1 && R == 2 && !QT::MIN) {
-    if (9 * ng + 256 * ((ng + 31) / 32) <= STRATA_MMVQ_XS_WORDS) {  // activations and two pair buffers in xs
-      strata_mmvq_rows_s<QT, U>(p, w, tab, xs, z, pre);
       return;
     }
   }
