@@ -380,14 +380,14 @@ var Specs = []Spec{
 			{Name: "prefetch", Type: ArgI32, Doc: "1: dense matrices only (slots null), on sm_90, each block first prefetches its share of the weights into L2, before it waits for its predecessor (for programmatic launches, where that overlaps the previous kernel); 2: as 1, and in a decode-geometry variant (<type>_g<N>) with one column and err null the wait also follows the first pass's L1 prefetch; 0: no prefetch (a plain launch only pays for it)"},
 		},
 		// geom: "" = the default kernel (every column count; what mmvq was before decode
-		// geometries); g1..g15 = the one-column decode geometries of MmvqGeoms (NVIDIA only,
+		// geometries); g1..g14 = the one-column decode geometries of MmvqGeoms (NVIDIA only,
 		// each its own kernel so that the default kernel's code stays its own; ncols must be
 		// 1; F16/BF16 have g4 only).
 		Axes: []Axis{axisWeightType(ISADot4), {Name: "geom", Values: []Value{{Name: ""},
 			{Name: "g1", Needs: NeedNVIDIA}, {Name: "g2", Needs: NeedNVIDIA}, {Name: "g3", Needs: NeedNVIDIA}, {Name: "g4", Needs: NeedNVIDIA},
 			{Name: "g5", Needs: NeedNVIDIA}, {Name: "g6", Needs: NeedNVIDIA}, {Name: "g7", Needs: NeedNVIDIA}, {Name: "g8", Needs: NeedNVIDIA},
 			{Name: "g9", Needs: NeedNVIDIA}, {Name: "g10", Needs: NeedNVIDIA}, {Name: "g11", Needs: NeedNVIDIA}, {Name: "g12", Needs: NeedNVIDIA},
-			{Name: "g13", Needs: NeedNVIDIA}, {Name: "g14", Needs: NeedNVIDIA}, {Name: "g15", Needs: NeedNVIDIA}}}},
+			{Name: "g13", Needs: NeedNVIDIA}, {Name: "g14", Needs: NeedNVIDIA}}}},
 		Absent: func(v Variant) bool {
 			t := v.Values["type"]
 			return (t == "f16" || t == "bf16") && v.MmvqGeomIndex() != 0 && MmvqGeoms[v.MmvqGeomIndex()].FR == 0
@@ -583,14 +583,6 @@ type MmvqGeom struct {
 	// same byte positions, zeros elsewhere (the same integer dots). Other types, and rows or
 	// matrices not 16-byte aligned, take the path R, U and PF give alone.
 	W bool
-	// S: split rows in a moving window (strata_mmvq_rows_s; one column, R = 2, U = 2 only): a
-	// block takes row pairs b, b + grid, …, its waves the pair's passes (the default's loads
-	// and integer dots), each lane's (base·d_a, integer dot) pairs go to LDS, and one wave a
-	// row folds them in the lane's group order (the default's fma chain and butterfly: the same
-	// sums), so at each step the grid reads one contiguous window of rows instead of every row
-	// at once. Types with a min term (Q4_K) and rows too long for the LDS take the path R, U
-	// and PF give alone.
-	S bool
 }
 
 // MmvqGeoms is indexed by the geometry number N of variant <type>_g<N>; 0 is the default
@@ -601,7 +593,6 @@ type MmvqGeom struct {
 // the default's two rows, and 9 is 1 with the next pass prefetched into L1 for every type.
 // 10–14 are wide-load forms (W): of 1, of 2×1 with the next-pass prefetch, of 9, of 5, and
 // of 1×1 at 4 blocks an SM with the next-pass prefetch (bench/results/2026-11-30-mmvq-s9).
-// 15 is the split-row window (S; bench/results/2026-11-30-mv8-s10, after that call).
 var MmvqGeoms = []MmvqGeom{
 	{R: 2, U: 2},
 	{R: 2, U: 2},
@@ -618,7 +609,6 @@ var MmvqGeoms = []MmvqGeom{
 	{R: 2, U: 2, PF: true, W: true},
 	{R: 1, U: 2, B: 4, W: true},
 	{R: 1, U: 1, B: 4, PF: true, W: true},
-	{R: 2, U: 2, S: true},
 }
 
 // MmvqGeomIndex is mmvq variant v's decode geometry: N for <type>_g<N>, 0 for the default.

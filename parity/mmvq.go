@@ -103,11 +103,7 @@ func init() {
 		// their bounds are the type's, as derived above. The wide-load geometries (W: Q8_0 and
 		// Q6_K read 16-byte windows around a group's bytes against activations shifted to the
 		// same byte positions, zeros elsewhere) form each group's integer dot from the same
-		// products (exact), then fold it as the default path does: the same bounds. The
-		// split-row geometry (S) computes the default's integer dot and base·d_a (one f32
-		// product, as the fold does) per group, keeps them in LDS, and folds them with the
-		// default's fma chain in each lane's group order and the same butterfly: the same
-		// operations on the same values, so the same bounds again.
+		// products (exact), then fold it as the default path does: the same bounds.
 		for g, m := range kernels.MmvqGeoms[1:] {
 			if t != quant.F16 && t != quant.BF16 || m.FR != 0 {
 				b[fmt.Sprintf("%s_g%d", v, g+1)] = b[v]

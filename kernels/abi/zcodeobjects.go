@@ -3498,10 +3498,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g14",
 	}, {
-		Name:         "q80_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q80_g15",
-	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -3561,10 +3557,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g14",
-	}, {
-		Name:         "q20_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q20_g15",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -3626,10 +3618,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g14",
 	}, {
-		Name:         "q4k_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q4k_g15",
-	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -3689,10 +3677,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g14",
-	}, {
-		Name:         "q6k_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q6k_g15",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -3754,10 +3738,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g14",
 	}, {
-		Name:         "iq2xs_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq2xs_g15",
-	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -3817,10 +3797,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g14",
-	}, {
-		Name:         "iq3xxs_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3xxs_g15",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -3882,10 +3858,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g14",
 	}, {
-		Name:         "iq3s_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3s_g15",
-	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -3945,10 +3917,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g14",
-	}, {
-		Name:         "iq1m_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq1m_g15",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4851,10 +4819,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g14",
 	}, {
-		Name:         "q80_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q80_g15",
-	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -4914,10 +4878,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g14",
-	}, {
-		Name:         "q20_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q20_g15",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -4979,10 +4939,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g14",
 	}, {
-		Name:         "q4k_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q4k_g15",
-	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -5042,10 +4998,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g14",
-	}, {
-		Name:         "q6k_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q6k_g15",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -5107,10 +5059,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g14",
 	}, {
-		Name:         "iq2xs_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq2xs_g15",
-	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -5170,10 +5118,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g14",
-	}, {
-		Name:         "iq3xxs_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3xxs_g15",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -5235,10 +5179,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g14",
 	}, {
-		Name:         "iq3s_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3s_g15",
-	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -5298,10 +5238,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g14",
-	}, {
-		Name:         "iq1m_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq1m_g15",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -6204,10 +6140,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g14",
 	}, {
-		Name:         "q80_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q80_g15",
-	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -6267,10 +6199,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g14",
-	}, {
-		Name:         "q20_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q20_g15",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -6332,10 +6260,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g14",
 	}, {
-		Name:         "q4k_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q4k_g15",
-	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -6395,10 +6319,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g14",
-	}, {
-		Name:         "q6k_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q6k_g15",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -6460,10 +6380,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g14",
 	}, {
-		Name:         "iq2xs_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq2xs_g15",
-	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -6523,10 +6439,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g14",
-	}, {
-		Name:         "iq3xxs_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3xxs_g15",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -6588,10 +6500,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g14",
 	}, {
-		Name:         "iq3s_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3s_g15",
-	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -6651,10 +6559,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g14",
-	}, {
-		Name:         "iq1m_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq1m_g15",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -7557,10 +7461,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q80_g14",
 	}, {
-		Name:         "q80_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q80_g15",
-	}, {
 		Name:         "q20",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q20",
@@ -7620,10 +7520,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "q20_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q20_g14",
-	}, {
-		Name:         "q20_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q20_g15",
 	}, {
 		Name:         "q4k",
 		RowsPerBlock: 16,
@@ -7685,10 +7581,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q4k_g14",
 	}, {
-		Name:         "q4k_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q4k_g15",
-	}, {
 		Name:         "q6k",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_q6k",
@@ -7748,10 +7640,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "q6k_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_q6k_g14",
-	}, {
-		Name:         "q6k_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_q6k_g15",
 	}, {
 		Name:         "iq2xs",
 		RowsPerBlock: 16,
@@ -7813,10 +7701,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq2xs_g14",
 	}, {
-		Name:         "iq2xs_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq2xs_g15",
-	}, {
 		Name:         "iq3xxs",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq3xxs",
@@ -7876,10 +7760,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq3xxs_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3xxs_g14",
-	}, {
-		Name:         "iq3xxs_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3xxs_g15",
 	}, {
 		Name:         "iq3s",
 		RowsPerBlock: 16,
@@ -7941,10 +7821,6 @@ var CodeObjects = []CodeObject{{
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq3s_g14",
 	}, {
-		Name:         "iq3s_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq3s_g15",
-	}, {
 		Name:         "iq1m",
 		RowsPerBlock: 16,
 		Symbol:       "strata_mmvq_iq1m",
@@ -8004,10 +7880,6 @@ var CodeObjects = []CodeObject{{
 		Name:         "iq1m_g14",
 		RowsPerBlock: 8,
 		Symbol:       "strata_mmvq_iq1m_g14",
-	}, {
-		Name:         "iq1m_g15",
-		RowsPerBlock: 16,
-		Symbol:       "strata_mmvq_iq1m_g15",
 	}},
 	Vendor: "nvidia",
 }, {

@@ -59,7 +59,6 @@ const (
 	SymMmvqQ80G12    = "strata_mmvq_q80_g12"    // variant q80_g12
 	SymMmvqQ80G13    = "strata_mmvq_q80_g13"    // variant q80_g13
 	SymMmvqQ80G14    = "strata_mmvq_q80_g14"    // variant q80_g14
-	SymMmvqQ80G15    = "strata_mmvq_q80_g15"    // variant q80_g15
 	SymMmvqQ20       = "strata_mmvq_q20"        // variant q20
 	SymMmvqQ20G1     = "strata_mmvq_q20_g1"     // variant q20_g1
 	SymMmvqQ20G2     = "strata_mmvq_q20_g2"     // variant q20_g2
@@ -75,7 +74,6 @@ const (
 	SymMmvqQ20G12    = "strata_mmvq_q20_g12"    // variant q20_g12
 	SymMmvqQ20G13    = "strata_mmvq_q20_g13"    // variant q20_g13
 	SymMmvqQ20G14    = "strata_mmvq_q20_g14"    // variant q20_g14
-	SymMmvqQ20G15    = "strata_mmvq_q20_g15"    // variant q20_g15
 	SymMmvqQ4k       = "strata_mmvq_q4k"        // variant q4k
 	SymMmvqQ4kG1     = "strata_mmvq_q4k_g1"     // variant q4k_g1
 	SymMmvqQ4kG2     = "strata_mmvq_q4k_g2"     // variant q4k_g2
@@ -91,7 +89,6 @@ const (
 	SymMmvqQ4kG12    = "strata_mmvq_q4k_g12"    // variant q4k_g12
 	SymMmvqQ4kG13    = "strata_mmvq_q4k_g13"    // variant q4k_g13
 	SymMmvqQ4kG14    = "strata_mmvq_q4k_g14"    // variant q4k_g14
-	SymMmvqQ4kG15    = "strata_mmvq_q4k_g15"    // variant q4k_g15
 	SymMmvqQ6k       = "strata_mmvq_q6k"        // variant q6k
 	SymMmvqQ6kG1     = "strata_mmvq_q6k_g1"     // variant q6k_g1
 	SymMmvqQ6kG2     = "strata_mmvq_q6k_g2"     // variant q6k_g2
@@ -107,7 +104,6 @@ const (
 	SymMmvqQ6kG12    = "strata_mmvq_q6k_g12"    // variant q6k_g12
 	SymMmvqQ6kG13    = "strata_mmvq_q6k_g13"    // variant q6k_g13
 	SymMmvqQ6kG14    = "strata_mmvq_q6k_g14"    // variant q6k_g14
-	SymMmvqQ6kG15    = "strata_mmvq_q6k_g15"    // variant q6k_g15
 	SymMmvqIq2xs     = "strata_mmvq_iq2xs"      // variant iq2xs
 	SymMmvqIq2xsG1   = "strata_mmvq_iq2xs_g1"   // variant iq2xs_g1
 	SymMmvqIq2xsG2   = "strata_mmvq_iq2xs_g2"   // variant iq2xs_g2
@@ -123,7 +119,6 @@ const (
 	SymMmvqIq2xsG12  = "strata_mmvq_iq2xs_g12"  // variant iq2xs_g12
 	SymMmvqIq2xsG13  = "strata_mmvq_iq2xs_g13"  // variant iq2xs_g13
 	SymMmvqIq2xsG14  = "strata_mmvq_iq2xs_g14"  // variant iq2xs_g14
-	SymMmvqIq2xsG15  = "strata_mmvq_iq2xs_g15"  // variant iq2xs_g15
 	SymMmvqIq3xxs    = "strata_mmvq_iq3xxs"     // variant iq3xxs
 	SymMmvqIq3xxsG1  = "strata_mmvq_iq3xxs_g1"  // variant iq3xxs_g1
 	SymMmvqIq3xxsG2  = "strata_mmvq_iq3xxs_g2"  // variant iq3xxs_g2
@@ -139,7 +134,6 @@ const (
 	SymMmvqIq3xxsG12 = "strata_mmvq_iq3xxs_g12" // variant iq3xxs_g12
 	SymMmvqIq3xxsG13 = "strata_mmvq_iq3xxs_g13" // variant iq3xxs_g13
 	SymMmvqIq3xxsG14 = "strata_mmvq_iq3xxs_g14" // variant iq3xxs_g14
-	SymMmvqIq3xxsG15 = "strata_mmvq_iq3xxs_g15" // variant iq3xxs_g15
 	SymMmvqIq3s      = "strata_mmvq_iq3s"       // variant iq3s
 	SymMmvqIq3sG1    = "strata_mmvq_iq3s_g1"    // variant iq3s_g1
 	SymMmvqIq3sG2    = "strata_mmvq_iq3s_g2"    // variant iq3s_g2
@@ -155,7 +149,6 @@ const (
 	SymMmvqIq3sG12   = "strata_mmvq_iq3s_g12"   // variant iq3s_g12
 	SymMmvqIq3sG13   = "strata_mmvq_iq3s_g13"   // variant iq3s_g13
 	SymMmvqIq3sG14   = "strata_mmvq_iq3s_g14"   // variant iq3s_g14
-	SymMmvqIq3sG15   = "strata_mmvq_iq3s_g15"   // variant iq3s_g15
 	SymMmvqIq1m      = "strata_mmvq_iq1m"       // variant iq1m
 	SymMmvqIq1mG1    = "strata_mmvq_iq1m_g1"    // variant iq1m_g1
 	SymMmvqIq1mG2    = "strata_mmvq_iq1m_g2"    // variant iq1m_g2
@@ -171,7 +164,6 @@ const (
 	SymMmvqIq1mG12   = "strata_mmvq_iq1m_g12"   // variant iq1m_g12
 	SymMmvqIq1mG13   = "strata_mmvq_iq1m_g13"   // variant iq1m_g13
 	SymMmvqIq1mG14   = "strata_mmvq_iq1m_g14"   // variant iq1m_g14
-	SymMmvqIq1mG15   = "strata_mmvq_iq1m_g15"   // variant iq1m_g15
 )
 
 // Compile-time guards: building fails if the size or an offset drifts from the C static_asserts.

@@ -1716,7 +1716,7 @@ func (e *Engine) mmvq(w dmat, xq, xf, y rt.DevPtr) error {
 // compares the two through kernels/abi's rows per block of the geometry variants): per
 // geometry, rows a block for the quantized types and for F16/BF16 (0: F16/BF16 have no
 // kernel of that geometry).
-var mmvqGeoms = [...]struct{ qRows, fRows int }{{16, 0}, {16, 0}, {8, 0}, {24, 0}, {8, 8}, {8, 0}, {8, 0}, {16, 0}, {8, 0}, {16, 0}, {16, 0}, {16, 0}, {16, 0}, {8, 0}, {8, 0}, {16, 0}}
+var mmvqGeoms = [...]struct{ qRows, fRows int }{{16, 0}, {16, 0}, {8, 0}, {24, 0}, {8, 8}, {8, 0}, {8, 0}, {16, 0}, {8, 0}, {16, 0}, {16, 0}, {16, 0}, {16, 0}, {8, 0}, {8, 0}}
 
 // mmvqGeomVariant is the mmvq variant of variant's decode geometry g ≥ 1: "<type>_g<g>".
 func mmvqGeomVariant(variant string, g int) string { return variant + "_g" + strconv.Itoa(g) }

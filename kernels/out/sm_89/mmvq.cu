@@ -20,7 +20,6 @@
 // Variant q80_g12: strata_mmvq_q80_g12
 // Variant q80_g13: strata_mmvq_q80_g13
 // Variant q80_g14: strata_mmvq_q80_g14
-// Variant q80_g15: strata_mmvq_q80_g15
 // Variant q20: strata_mmvq_q20
 // Variant q20_g1: strata_mmvq_q20_g1
 // Variant q20_g2: strata_mmvq_q20_g2
@@ -36,7 +35,6 @@
 // Variant q20_g12: strata_mmvq_q20_g12
 // Variant q20_g13: strata_mmvq_q20_g13
 // Variant q20_g14: strata_mmvq_q20_g14
-// Variant q20_g15: strata_mmvq_q20_g15
 // Variant q4k: strata_mmvq_q4k
 // Variant q4k_g1: strata_mmvq_q4k_g1
 // Variant q4k_g2: strata_mmvq_q4k_g2
@@ -52,7 +50,6 @@
 // Variant q4k_g12: strata_mmvq_q4k_g12
 // Variant q4k_g13: strata_mmvq_q4k_g13
 // Variant q4k_g14: strata_mmvq_q4k_g14
-// Variant q4k_g15: strata_mmvq_q4k_g15
 // Variant q6k: strata_mmvq_q6k
 // Variant q6k_g1: strata_mmvq_q6k_g1
 // Variant q6k_g2: strata_mmvq_q6k_g2
@@ -68,7 +65,6 @@
 // Variant q6k_g12: strata_mmvq_q6k_g12
 // Variant q6k_g13: strata_mmvq_q6k_g13
 // Variant q6k_g14: strata_mmvq_q6k_g14
-// Variant q6k_g15: strata_mmvq_q6k_g15
 // Variant iq2xs: strata_mmvq_iq2xs
 // Variant iq2xs_g1: strata_mmvq_iq2xs_g1
 // Variant iq2xs_g2: strata_mmvq_iq2xs_g2
@@ -84,7 +80,6 @@
 // Variant iq2xs_g12: strata_mmvq_iq2xs_g12
 // Variant iq2xs_g13: strata_mmvq_iq2xs_g13
 // Variant iq2xs_g14: strata_mmvq_iq2xs_g14
-// Variant iq2xs_g15: strata_mmvq_iq2xs_g15
 // Variant iq3xxs: strata_mmvq_iq3xxs
 // Variant iq3xxs_g1: strata_mmvq_iq3xxs_g1
 // Variant iq3xxs_g2: strata_mmvq_iq3xxs_g2
@@ -100,7 +95,6 @@
 // Variant iq3xxs_g12: strata_mmvq_iq3xxs_g12
 // Variant iq3xxs_g13: strata_mmvq_iq3xxs_g13
 // Variant iq3xxs_g14: strata_mmvq_iq3xxs_g14
-// Variant iq3xxs_g15: strata_mmvq_iq3xxs_g15
 // Variant iq3s: strata_mmvq_iq3s
 // Variant iq3s_g1: strata_mmvq_iq3s_g1
 // Variant iq3s_g2: strata_mmvq_iq3s_g2
@@ -116,7 +110,6 @@
 // Variant iq3s_g12: strata_mmvq_iq3s_g12
 // Variant iq3s_g13: strata_mmvq_iq3s_g13
 // Variant iq3s_g14: strata_mmvq_iq3s_g14
-// Variant iq3s_g15: strata_mmvq_iq3s_g15
 // Variant iq1m: strata_mmvq_iq1m
 // Variant iq1m_g1: strata_mmvq_iq1m_g1
 // Variant iq1m_g2: strata_mmvq_iq1m_g2
@@ -132,7 +125,6 @@
 // Variant iq1m_g12: strata_mmvq_iq1m_g12
 // Variant iq1m_g13: strata_mmvq_iq1m_g13
 // Variant iq1m_g14: strata_mmvq_iq1m_g14
-// Variant iq1m_g15: strata_mmvq_iq1m_g15
 
 #include "strata_prelude.h"
 
@@ -2786,43 +2778,6 @@ STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q80_g14(const struct str
   }
 }
 
-// Decode geometry 15 (NVIDIA, one column; kernels.MmvqGeoms[15], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q80_g15(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q80::QK) * strata_qt_q80::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_q80 QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
 // Decode geometry 1 (NVIDIA, one column; kernels.MmvqGeoms[1], the engine chooses by
 // shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
@@ -3358,43 +3313,6 @@ STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q20_g14(const struct str
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
     strata_mmvq_rows_x<QT, 1, 1, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 15 (NVIDIA, one column; kernels.MmvqGeoms[15], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q20_g15(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q20::QK) * strata_qt_q20::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_q20 QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -3936,43 +3854,6 @@ STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q4k_g14(const struct str
   }
 }
 
-// Decode geometry 15 (NVIDIA, one column; kernels.MmvqGeoms[15], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q4k_g15(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q4k::QK) * strata_qt_q4k::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_q4k QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
 // Decode geometry 1 (NVIDIA, one column; kernels.MmvqGeoms[1], the engine chooses by
 // shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
@@ -4508,43 +4389,6 @@ STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_q6k_g14(const struct str
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
     strata_mmvq_rows_x<QT, 1, 1, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 15 (NVIDIA, one column; kernels.MmvqGeoms[15], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_q6k_g15(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_q6k::QK) * strata_qt_q6k::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_q6k QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -5086,43 +4930,6 @@ STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq2xs_g14(const struct s
   }
 }
 
-// Decode geometry 15 (NVIDIA, one column; kernels.MmvqGeoms[15], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq2xs_g15(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq2xs::QK) * strata_qt_iq2xs::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_iq2xs QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
 // Decode geometry 1 (NVIDIA, one column; kernels.MmvqGeoms[1], the engine chooses by
 // shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
@@ -5658,43 +5465,6 @@ STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq3xxs_g14(const struct 
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
     strata_mmvq_rows_x<QT, 1, 1, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 15 (NVIDIA, one column; kernels.MmvqGeoms[15], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3xxs_g15(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3xxs::QK) * strata_qt_iq3xxs::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_iq3xxs QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
 
@@ -6236,43 +6006,6 @@ STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq3s_g14(const struct st
   }
 }
 
-// Decode geometry 15 (NVIDIA, one column; kernels.MmvqGeoms[15], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq3s_g15(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq3s::QK) * strata_qt_iq3s::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_iq3s QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
 // Decode geometry 1 (NVIDIA, one column; kernels.MmvqGeoms[1], the engine chooses by
 // shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
 // wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
@@ -6808,42 +6541,5 @@ STRATA_KERNEL void STRATA_MMVQ4_BOUNDS(256) strata_mmvq_iq1m_g14(const struct st
     strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
   } else {
     strata_mmvq_rows_x<QT, 1, 1, 1, true, true>(p, w, &tab, xs, z, late ? 2 : 1);
-  }
-}
-
-// Decode geometry 15 (NVIDIA, one column; kernels.MmvqGeoms[15], the engine chooses by
-// shape): quantized R = 2 rows a wave, U = 2 groups a lane a pass; F16/BF16 (geometry 4 only) 1 row a
-// wave; each with the first pass's L1 prefetch (pre 1, or 2 under STRATA_MMVQ_LATE). Its own
-// kernel, so that the default kernel above keeps its code. Only ncols = 1: other column
-// counts write nothing (the ABI's precondition).
-STRATA_KERNEL void STRATA_MMVQ_BOUNDS(256) strata_mmvq_iq1m_g15(const struct strata_mmvq_args p) {
-  if (!p.slots && p.prefetch) strata_prefetch_l2_share(p.w + (i64)strata_block_z() * p.w_mat_bytes, (i64)p.rows * (p.k / strata_qt_iq1m::QK) * strata_qt_iq1m::BYTES); // prelude_nvidia
-  if (!STRATA_MMVQ_LATE(p)) STRATA_GRID_DEP(); // prelude_nvidia: programmatic dependent launch (else rows_x's / rows_f's, after the L1 prefetch)
-  const bool late = STRATA_MMVQ_LATE(p);
-  typedef strata_qt_iq1m QT;
-  __shared__ QT::lds tab;  // filled in strata_mmvq_rows_x (every path of the block reaches it or returns)
-  __shared__ u32 xs[QT::FLOAT ? 1 : STRATA_MMVQ_XS_WORDS];  // Q8_1 activations (strata_mmvq_rows_x)
-  const int z = (int)strata_block_z();
-  const u8* w = p.w + (i64)z * p.w_mat_bytes;
-  if (p.slots) {
-    const i32 id = p.ids[z];
-    const u64 a = (id >= 0 && id < p.nslots) ? p.slots[id] : 0ull;
-    if (strata_block_x() == 0 && strata_thread_x() == 0) p.err[z] = a == 0 ? 1u : 0u;
-    if (a == 0) {
-      const u32 lane = strata_lane();
-      for (i64 row = (i64)strata_block_x() * 8 + (strata_thread_x() >> 5); row < p.rows; row += (i64)strata_grid_dim_x() * 8) {
-        if ((i32)lane < p.ncols) p.y[(i64)z * p.y_mat_stride + (i64)lane * p.y_col_stride + row] = 0.0f;
-      }
-      return;
-    }
-    w = (const u8*)a;
-  } else if (p.err && strata_block_x() == 0 && strata_thread_x() == 0) {
-    p.err[z] = 0u;
-  }
-  if (p.ncols != 1) return;
-  if constexpr (QT::FLOAT) {
-    strata_mmvq_rows_f<QT, 1, 1>(p, w, z, late ? 2 : 1);
-  } else {
-    strata_mmvq_rows_x<QT, 1, 2, 2>(p, w, &tab, xs, z, late ? 2 : 1);
   }
 }
