@@ -200,3 +200,61 @@ func TestResetCache(t *testing.T) {
 		t.Error("ResetCache on a resident engine: no error")
 	}
 }
+
+// TestLaunchFirstAfterSetter: a setting changed through its setter between two decode
+// tokens makes the next token walk its graph before launching it (the ahead walk brought
+// the graph current under the settings before), with the bits of the walk-first order
+// under the same change; the token after it launches first again. The setters change
+// launches inside one graph (SetMmvqRows8: mmvq's grids; SetAttnSplit: attention_decode's
+// split) and the graph key (SetMmvqOld, whose new key is captured at two tokens, the
+// alternating ids rows, before it launches first). A setter whose change reached a graph launched
+// before its walk would fail the check ("launched before its walk").
+func TestLaunchFirstAfterSetter(t *testing.T) {
+	setters := []struct {
+		name string
+		set  func(*Engine)
+	}{
+		{"SetMmvqRows8", func(e *Engine) { e.SetMmvqRows8(!e.mmvqRows8) }},
+		{"SetAttnSplit", func(e *Engine) { e.SetAttnSplit(4) }},
+		{"SetMmvqOld", func(e *Engine) { e.SetMmvqOld(!e.mmvqOld) }},
+	}
+	const flip = 2 // the step before which the setting changes
+	for _, preset := range []string{"tiny", "tiny-next"} {
+		for _, s := range setters {
+			t.Run(preset+"/"+s.name, func(t *testing.T) {
+				var logs [2][][]float32
+				for i, o := range []Options{{WalkFirst: true}, {}} {
+					r := runGraph(t, preset, o, nil, 2, false, false)
+					if r.err != nil {
+						t.Fatal(r.err)
+					}
+					e := r.eng
+					l, err := e.LastLogits()
+					for step := 0; step < 5 && err == nil; step++ {
+						logs[i] = append(logs[i], append([]float32(nil), l...))
+						before := e.stats.Phases.Launched
+						if step == flip {
+							if !o.WalkFirst && e.aheadTg == nil {
+								t.Fatal("no ahead walk to launch before the setting changes")
+							}
+							s.set(e)
+						}
+						l, err = e.Forward([]int32{argmaxF(l)})
+						if err != nil || o.WalkFirst || step == 0 {
+							continue // step 0 follows runGraph's own steps: not checked
+						}
+						// step 1 launches first (the control), the flip walks first, the
+						// last launches first again (a new graph key: captured twice first)
+						if launched := e.stats.Phases.Launched > before; (step == flip) == launched && step != 3 {
+							t.Errorf("step %d (%s before step %d): launched before its walk %v", step, s.name, flip, launched)
+						}
+					}
+					if err != nil {
+						t.Fatalf("walk first %v: %v", o.WalkFirst, err)
+					}
+				}
+				sameLogits(t, "after "+s.name, logs[1], logs[0])
+			})
+		}
+	}
+}
