@@ -99,7 +99,6 @@ func (e *Engine) SetMapAhead(on bool) error {
 	if on && !e.aheadPlanned {
 		return fmt.Errorf("model/gpu: the mapped look-ahead needs its buffers: the engine was loaded with NoMapAhead, copies misses, or holds every expert")
 	}
-	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
 	e.mapAhead = on
 	return nil
 }
@@ -111,7 +110,6 @@ func (e *Engine) SetMapAheadK(n int) error {
 	if n < 0 || n > e.cfg.ExpertsUsed {
 		return fmt.Errorf("model/gpu: look-ahead copies of %d predicted experts: want 0..%d", n, e.cfg.ExpertsUsed)
 	}
-	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
 	e.aheadK = n
 	return nil
 }

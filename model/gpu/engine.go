@@ -250,7 +250,6 @@ type Engine struct {
 	fns      map[string]*rt.Func
 	kern     map[string]*kernel // every prepared kernel by "family/variant" (fns' launch records)
 	ln       *rt.Launcher       // the compute stream's launches, bound once per Forward
-	plain    bool               // Options.PlainLaunch
 	// argBuf holds the packed arguments of the launch being made: launches copy their
 	// argument struct here, so it stays on the caller's stack (no allocation per launch).
 	argBuf [512]byte
@@ -259,7 +258,6 @@ type Engine struct {
 	kRope, kStore, kSplit, kReduce *kernel
 	kQuant, kMoe, kArgmax          *kernel
 	kArgmaxP, kArgmaxF             *kernel // argmax in two launches (logits)
-	oldRowQ81, argmax1             bool    // Options.OldRowQ81, Options.OneBlockArgmax
 	kConv, kRec                    *kernel // qwen3next
 	kRecQ                          *kernel // qwen3next decode: recurrent + the Q8_1 output (forward.go deltaNet)
 	kRecSplit, kGNorm              *kernel // qwen3next's batched recurrence (gatedDeltaNet)
@@ -286,9 +284,6 @@ type Engine struct {
 	fused     map[string]fusedPart
 
 	hostKV, noFuse, noRowNorm bool
-	noAttnPrep                bool // Options.NoAttnPrep
-	noGdnQ81                  bool // Options.NoGdnQ81
-	noPDL                     bool // Options.NoPDL
 	canDep                    bool // the launcher can make programmatic launches (runtime/gpu CanLaunchDep)
 	// resident: the cache holds every expert of every layer (all copied in at load), so no
 	// layer needs its ids on the host before its experts run: each layer's phase 0 writes
@@ -298,68 +293,50 @@ type Engine struct {
 	// resident mode: a token's ids come back to one of two staging rows (the one a pending
 	// lookup does not read), and its lookup waits (pendingIDs ≥ 0: the row's offset) until
 	// the next token's kernels are submitted, or until the counts are read (flushLookup);
-	// syncLookup: at once.
+	// launchSettings.syncLookup: at once.
 	pendingIDs int
-	syncLookup bool
 
-	chunk        int                      // batched prompt chunk (0: off)
-	tokenByToken bool                     // SetTokenByToken: prompts through the decode path
-	mmqT         map[quant.Type]*mmqTiles // mmq tiles per dense weight type (tiles.go)
-	moeT         moeTiles                 // moe_prefill's tiles for the experts' type
-	ptiles       PrefillTiles             // which tiles a launch takes (SetPrefillTiles)
-	mmvqCols8    bool                     // Options.MmvqCols8
-	attnOld      bool                     // Options.OldAttnPrefill
-	attnF32      bool                     // Options.F32AttnPrefill
-	attnMMA      bool                     // attention_prefill/f16mma is loaded (the target has it)
-	attnMMAhd    string                   // attention_prefill's variant for the model's head dim (f16mma256), loaded; "": none
-	attnGen      bool                     // Options.GenericAttnMMA
-	shDec        bool                     // Options.SharedDecode
-	gdnOld       bool                     // Options.OldDeltaNet
-	shBranch     BranchMode               // Options.SharedBranch
-	attnBr       BranchMode               // Options.AttnBranch
-	routerAt     int                      // capture index of the last router launch (moe; capture only)
-	shT          map[quant.Type]*moeTiles // moe_prefill's tiles per shared-expert type (qwen3next; sharedChunk)
-	ptab         PrefillTables            // how the batched path runs non-direct layers (SetPrefillTables)
-	direct       []int                    // per layer: slot of expert 0 when its experts sit in consecutive slots of one slab (resident), else −1
+	chunk     int                      // batched prompt chunk (0: off)
+	mmqT      map[quant.Type]*mmqTiles // mmq tiles per dense weight type (tiles.go)
+	moeT      moeTiles                 // moe_prefill's tiles for the experts' type
+	attnMMA   bool                     // attention_prefill/f16mma is loaded (the target has it)
+	attnMMAhd string                   // attention_prefill's variant for the model's head dim (f16mma256), loaded; "": none
+	routerAt  int                      // capture index of the last router launch (moe; capture only)
+	shT       map[quant.Type]*moeTiles // moe_prefill's tiles per shared-expert type (qwen3next; sharedChunk)
+	direct    []int                    // per layer: slot of expert 0 when its experts sit in consecutive slots of one slab (resident), else −1
 
-	// mapped look-ahead (ahead.go): planned (Options.MapAhead), on (SetMapAhead); capture
-	// indices of the layer's look-ahead mmvq and of the last expert_fetch (-1: none), the
-	// shared expert's norm's join (-1: none); the prediction's read-back buffer; per staging
-	// row, whether the token there ran the look-ahead
-	aheadPlanned, mapAhead   bool
+	// mapped look-ahead (ahead.go): planned (Options.MapAhead; on: launchSettings.mapAhead);
+	// capture indices of the layer's look-ahead mmvq and of the last expert_fetch (-1: none),
+	// the shared expert's norm's join (-1: none); the prediction's read-back buffer; per
+	// staging row, whether the token there ran the look-ahead
+	aheadPlanned             bool
 	aheadAt, fetchAt, shJoin int
-	aheadK                   int // SetMapAheadK
 	aheadBuf                 []int
 	aheadRan                 map[int]int // experts the token may copy (0: no look-ahead)
 	kFetch                   *kernel
 
-	mmvqRows8 bool // Options.MmvqRows8
-	mmvqOld   bool // Options.MmvqOld
-	units     int  // the device's multiprocessors where mmvq has decode geometries (NVIDIA), else 0 (mmvqGeom)
-	attnSplit int  // Options.AttnSplit
+	units int // the device's multiprocessors where mmvq has decode geometries (NVIDIA), else 0 (mmvqGeom)
 
-	ktimes  bool
 	kevPool []*rt.Event
 	kevs    []kernelEvents // launches of this token not yet read back
 
-	// graph replay of resident tokens (graph.go): on unless Options.NoGraph; graphErr stops
+	// graph replay of resident tokens (graph.go; on: launchSettings.graphOn): graphErr stops
 	// it for good; the captured variants; the mode of the token being submitted, its graph
 	// and the launch and copy it is at.
-	graphOn      bool
-	graphNoAhead bool // SetGraphAhead(false)
-	graphErr     error
-	graphs       map[graphKey]*tokenGraph
-	gmode        int
-	gcur         *tokenGraph
-	gi, gc       int
-	gLast        *tokenGraph // the graph launched last (running until the step's sync)
+	graphErr error
+	graphs   map[graphKey]*tokenGraph
+	gmode    int
+	gcur     *tokenGraph
+	gi, gc   int
+	gLast    *tokenGraph // the graph launched last (running until the step's sync)
 
-	// launch-first order (hostgap.go): Options.WalkFirst; the graph the last ahead walk
-	// brought current (nil once anything may have changed since), the position and argmax
-	// n it was walked for; the graph launched before its walk, to check after the launch.
-	walkFirst        bool
+	// launch-first order (hostgap.go; off: launchSettings.walkFirst): the graph the last
+	// ahead walk brought current (nil after a new sequence or with the graphs dropped), the
+	// position, argmax n and settings it was walked for; the graph launched before its walk,
+	// to check after the launch.
 	aheadTg          *tokenGraph
 	aheadPos, aheadN int
+	aheadSet         launchSettings
 	verifyTg         *tokenGraph
 	// per-token timing (hostgap.go): the end of the last step (host clock, since
 	// clockBase); with SetTokenTimes, each token's three events (before its launch, after
@@ -388,6 +365,47 @@ type Engine struct {
 	// the hit counts of its lookup.
 	vram   []bool
 	vramAt map[int][]bool
+
+	// the settings a decode token's launches depend on; every Set* method changes launches
+	// through them alone (TestSettersChangeLaunchSettings)
+	launchSettings
+}
+
+// launchSettings are the settings that shape what a token launches, each loaded from its
+// Options field and changed between tokens by its Engine.Set* method: Options.PlainLaunch,
+// OldRowQ81, OneBlockArgmax, NoAttnPrep, NoGdnQ81, NoPDL, SyncLookup, MmvqOld, MmvqRows8,
+// AttnSplit, KernelTimes, SharedBranch, AttnBranch, NoGraph, WalkFirst, the mapped
+// look-ahead (SetMapAhead, SetMapAheadK, SetGraphAhead) and the batched prompt path's
+// (SetTokenByToken, SetPrefillTiles, SetPrefillTables, MmvqCols8, OldAttnPrefill,
+// F32AttnPrefill, GenericAttnMMA, SharedDecode, OldDeltaNet). The ahead walk records them
+// with the graph it brought current (Engine.aheadSet), and a step launches that graph
+// before its walk only under the same settings (launchAhead): a setter needs no
+// invalidation of its own. A new setting that changes launches belongs here.
+type launchSettings struct {
+	plain              bool // Options.PlainLaunch
+	oldRowQ81, argmax1 bool // Options.OldRowQ81, Options.OneBlockArgmax
+	noAttnPrep         bool // Options.NoAttnPrep
+	noGdnQ81           bool // Options.NoGdnQ81
+	noPDL              bool // Options.NoPDL
+	syncLookup         bool // Options.SyncLookup
+	mmvqRows8          bool // Options.MmvqRows8
+	mmvqOld            bool // Options.MmvqOld
+	attnSplit          int  // Options.AttnSplit
+	ktimes             bool // Options.KernelTimes
+	shBranch           BranchMode
+	attnBr             BranchMode // Options.SharedBranch, Options.AttnBranch
+	graphOn            bool       // graph replay of resident tokens (unless Options.NoGraph)
+	walkFirst          bool       // Options.WalkFirst
+	mapAhead           bool       // the mapped look-ahead runs (SetMapAhead)
+	aheadK             int        // SetMapAheadK
+	graphNoAhead       bool       // SetGraphAhead(false)
+	tokenByToken       bool       // SetTokenByToken: prompts through the decode path
+	ptiles             PrefillTiles
+	ptab               PrefillTables // SetPrefillTiles, SetPrefillTables
+	mmvqCols8          bool          // Options.MmvqCols8
+	attnOld, attnF32   bool          // Options.OldAttnPrefill, Options.F32AttnPrefill
+	attnGen            bool          // Options.GenericAttnMMA
+	shDec, gdnOld      bool          // Options.SharedDecode, Options.OldDeltaNet
 }
 
 // clockBase is the origin of the launch timings' monotonic clock reads.
@@ -571,8 +589,8 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 	if o.MapPromote > 0 && o.Misses == MissCopy {
 		return nil, fmt.Errorf("model/gpu: a mapped promotion cap (%d) without mapped misses has no effect (set Misses to MissMap or MissAuto, or leave MapPromote 0)", o.MapPromote)
 	}
-	e = &Engine{dev: dev, cfg: c, vocab: m.Vocab, src: src, fns: map[string]*rt.Func{}, noFuse: o.NoFuse, noRowNorm: o.NoRowNorm, oldRowQ81: o.OldRowQ81, argmax1: o.OneBlockArgmax, ktimes: o.KernelTimes,
-		noAttnPrep: o.NoAttnPrep, noPDL: o.NoPDL, noGdnQ81: o.NoGdnQ81, aheadAt: -1, fetchAt: -1, shJoin: -1}
+	e = &Engine{dev: dev, cfg: c, vocab: m.Vocab, src: src, fns: map[string]*rt.Func{}, noFuse: o.NoFuse, noRowNorm: o.NoRowNorm, aheadAt: -1, fetchAt: -1, shJoin: -1,
+		launchSettings: launchSettings{oldRowQ81: o.OldRowQ81, argmax1: o.OneBlockArgmax, ktimes: o.KernelTimes, noAttnPrep: o.NoAttnPrep, noPDL: o.NoPDL, noGdnQ81: o.NoGdnQ81}}
 	partial := e
 	defer func() {
 		if err != nil {
@@ -1508,7 +1526,6 @@ func (e *Engine) ResetStats() {
 // SetSyncLookup sets Options.SyncLookup on a loaded engine, for a comparison on one engine.
 func (e *Engine) SetSyncLookup(on bool) {
 	e.flushLookup()
-	e.aheadTg = nil
 	e.syncLookup = on
 }
 
@@ -1832,14 +1849,12 @@ func (e *Engine) mmvqBlocks(rows int, k *kernel) uint32 {
 // SetMmvqOld sets Options.MmvqOld on a loaded engine, for a comparison on one engine (each
 // setting captures its own graphs: graphKey).
 func (e *Engine) SetMmvqOld(on bool) {
-	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
 	e.mmvqOld = on
 }
 
 // SetMmvqRows8 switches mmvq's grid to ceil(rows/8) blocks (on) or to the kernel's rows per
 // block (off): Options.MmvqRows8 on a loaded engine, for a comparison on one engine.
 func (e *Engine) SetMmvqRows8(on bool) {
-	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
 	e.mmvqRows8 = on
 }
 
@@ -1847,7 +1862,6 @@ func (e *Engine) SetMmvqRows8(on bool) {
 // profile chosen positions of one sequence). Switching it off first reads back the launches
 // still pending (a sync of the compute stream).
 func (e *Engine) SetKernelTimes(on bool) error {
-	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
 	if !on && len(e.kevs) > 0 {
 		if err := e.sync(); err != nil {
 			return err
@@ -1860,7 +1874,6 @@ func (e *Engine) SetKernelTimes(on bool) error {
 // SetOldNorm sets Options.OldRowQ81 and Options.OneBlockArgmax on a loaded engine, between
 // tokens, for a comparison on one engine (each setting captures its own graphs: graphKey).
 func (e *Engine) SetOldNorm(rowQ81, argmax1 bool) {
-	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
 	e.oldRowQ81, e.argmax1 = rowQ81, argmax1
 	for _, v := range []string{"q81", "addq81"} {
 		if rowQ81 {
@@ -1873,14 +1886,12 @@ func (e *Engine) SetOldNorm(rowQ81, argmax1 bool) {
 
 // SetPlainLaunch sets Options.PlainLaunch on a loaded engine, for a comparison on one engine.
 func (e *Engine) SetPlainLaunch(on bool) {
-	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
 	e.plain = on
 }
 
 // SetAttnSplit sets Options.AttnSplit on a loaded engine (0: the policy; n > 0: splits of
 // n positions; AttnSplitOld: the policy before), for a comparison on one engine.
 func (e *Engine) SetAttnSplit(n int) {
-	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
 	e.attnSplit = max(n, AttnSplitOld)
 }
 

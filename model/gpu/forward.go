@@ -699,14 +699,12 @@ func (e *Engine) attnPrep() bool { return !e.noAttnPrep && !e.hostKV }
 // SetAttnPrep sets Options.NoAttnPrep to !on on a loaded engine, between tokens, for a
 // comparison on one engine (each path captures its own graphs: graphKey).
 func (e *Engine) SetAttnPrep(on bool) {
-	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
 	e.noAttnPrep = !on
 }
 
 // SetPDL sets Options.NoPDL to !on on a loaded engine, between tokens, for a comparison on
 // one engine (each setting captures its own graphs: graphKey).
 func (e *Engine) SetPDL(on bool) {
-	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
 	e.noPDL = !on
 }
 
@@ -816,7 +814,6 @@ func (e *Engine) gdnQ81() bool { return !e.noGdnQ81 && e.kRecQ != nil && e.cfg.L
 // SetGdnQ81 sets Options.NoGdnQ81 to !on on a loaded engine, between tokens, for a
 // comparison on one engine (each path captures its own graphs: graphKey).
 func (e *Engine) SetGdnQ81(on bool) {
-	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
 	e.noGdnQ81 = !on
 }
 
@@ -881,13 +878,11 @@ const (
 // SetSharedBranch sets Options.SharedBranch on a loaded engine, between tokens, for a
 // comparison on one engine (each mode captures its own graphs: graphKey).
 func (e *Engine) SetSharedBranch(m BranchMode) {
-	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
 	e.shBranch = m
 }
 
 // SetAttnBranch sets Options.AttnBranch likewise.
 func (e *Engine) SetAttnBranch(m BranchMode) {
-	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
 	e.attnBr = m
 }
 

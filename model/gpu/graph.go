@@ -126,7 +126,6 @@ const maxGraphs = 8
 
 // SetGraphAhead switches the ahead walk (above) on or off, for a comparison on one engine.
 func (e *Engine) SetGraphAhead(on bool) {
-	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
 	e.graphNoAhead = !on
 }
 
@@ -154,7 +153,7 @@ func (e *Engine) graphAhead(wantLogits bool, idsOff int) error {
 	e.stats.AheadTime += time.Since(clockBase) - t0
 	if err == nil && e.gi == tg.g.Kernels() && e.gc == len(tg.copies) {
 		// current for the next position: the next step may launch it before its walk
-		e.aheadTg, e.aheadPos, e.aheadN = tg, e.pos, e.argmaxN
+		e.aheadTg, e.aheadPos, e.aheadN, e.aheadSet = tg, e.pos, e.argmaxN, e.launchSettings
 	}
 	return err
 }
@@ -167,7 +166,6 @@ func (e *Engine) useGraph() bool {
 // SetGraph switches graph replay of resident tokens on or off on a loaded engine (the
 // inverse of Options.NoGraph), for a comparison on one engine; off releases the graphs.
 func (e *Engine) SetGraph(on bool) error {
-	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
 	e.graphOn = on
 	if !on {
 		return e.dropGraphs()
@@ -179,7 +177,7 @@ func (e *Engine) SetGraph(on bool) error {
 func (e *Engine) GraphErr() error { return e.graphErr }
 
 func (e *Engine) dropGraphs() error {
-	e.aheadTg, e.verifyTg = nil, nil
+	e.aheadTg, e.verifyTg = nil, nil // the graphs they point at are destroyed
 	var errs []error
 	for k, tg := range e.graphs {
 		errs = append(errs, tg.g.Destroy())

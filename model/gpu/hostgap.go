@@ -21,8 +21,9 @@ import (
 //
 // Launch first (the default; Options.WalkFirst keeps the order before): when the graph a
 // step replays is the one the ahead walk brought current, for the same position and argmax
-// n, and nothing that shapes launches was set since (every Engine.Set* that changes a launch
-// clears aheadTg; SetMapPromote, SetStartProbe and SetTokenTimes change none),
+// n, and under the same settings (the ahead walk records launchSettings, engine.go, where
+// every Engine.Set* that changes a launch keeps its setting; SetMapPromote, SetStartProbe
+// and SetTokenTimes change none: TestSettersChangeLaunchSettings),
 // the step launches it at once and walks it after the launch, while it runs, in check
 // mode: each launch and copy must be what the graph's node already holds (Graph.Same, no
 // driver call). A difference is an error that stops the engine — it would mean the graph
@@ -65,15 +66,14 @@ type StepPhases struct {
 // SetLaunchFirst switches the launch-first order on (the default) or off
 // (Options.WalkFirst), between tokens, for a comparison on one engine.
 func (e *Engine) SetLaunchFirst(on bool) {
-	e.aheadTg = nil
 	e.walkFirst = !on
 }
 
 // launchAhead launches tg at once when the ahead walk left it current for this step (see
 // above), and reports whether it did; the step then checks it (checkLaunched).
 func (e *Engine) launchAhead(tg *tokenGraph) (bool, error) {
-	ok := !e.walkFirst && tg != nil && tg == e.aheadTg && e.aheadPos == e.pos && e.aheadN == e.argmaxN
-	e.aheadTg = nil
+	ok := !e.walkFirst && tg != nil && tg == e.aheadTg && e.aheadPos == e.pos && e.aheadN == e.argmaxN && e.aheadSet == e.launchSettings
+	e.aheadTg = nil // the ahead walk is good for one step: the step walks (or checks) the graph
 	if !ok {
 		return false, nil
 	}
@@ -111,7 +111,7 @@ func (e *Engine) checkLaunch(k *kernel, grid rt.Dim3, threads int, args []byte) 
 		return fmt.Errorf("model/gpu: %s: %w", k.key, err)
 	}
 	if !same {
-		return fmt.Errorf("model/gpu: graph launched before its walk ran %s (launch %d) with other arguments than the walk makes now (a setting changed without clearing the ahead walk?)", k.key, e.gi-1)
+		return fmt.Errorf("model/gpu: graph launched before its walk ran %s (launch %d) with other arguments than the walk makes now (a setting that changes launches outside launchSettings?)", k.key, e.gi-1)
 	}
 	return nil
 }

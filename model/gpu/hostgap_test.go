@@ -1,6 +1,11 @@
 package gpu
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -12,7 +17,7 @@ import (
 // (hostgap.go) with the same bits as the walk-first order; a step whose argmax n differs
 // from the one the ahead walk saw walks first; a setting changed through its setter
 // between tokens keeps the bits of the walk-first order with the same change; and a
-// change behind the setters' back (the graph ran stale) is an error, not a divergence.
+// change the ahead walk's record misses (the graph ran stale) is an error, not a divergence.
 func TestLaunchFirst(t *testing.T) {
 	const steps = 10
 	eachPresetMode(t, func(t *testing.T, preset string, greedy bool) {
@@ -71,7 +76,8 @@ func TestLaunchFirst(t *testing.T) {
 			return logs
 		}
 		sameLogits(t, "after SetAttnSplit", more(nw), more(old))
-		// Behind the setters' back: the launched graph is stale, the check says so.
+		// A change the ahead walk's record misses (as a setting kept outside launchSettings
+		// would be): the launched graph is stale, the check says so.
 		attn := false
 		for _, l := range nw.eng.layers {
 			attn = attn || !l.recurrent
@@ -80,12 +86,13 @@ func TestLaunchFirst(t *testing.T) {
 			t.Fatal("the preset has no attention layer to change")
 		}
 		nw.eng.attnSplit = 2
+		nw.eng.aheadSet = nw.eng.launchSettings
 		l, err := nw.eng.LastLogits()
 		if err == nil {
 			_, err = nw.eng.Forward([]int32{argmaxF(l)})
 		}
 		if err == nil || !strings.Contains(err.Error(), "launched before its walk") {
-			t.Fatalf("a setting changed without its setter: %v", err)
+			t.Fatalf("a setting the ahead walk's record misses: %v", err)
 		}
 	})
 }
@@ -198,5 +205,158 @@ func TestResetCache(t *testing.T) {
 	res := runGraph(t, "tiny", Options{}, nil, 1, false, false)
 	if err := res.eng.ResetCache(); err == nil {
 		t.Error("ResetCache on a resident engine: no error")
+	}
+}
+
+// TestLaunchFirstAfterSetter: a setting changed through its setter between two decode
+// tokens makes the next token walk its graph before launching it (the ahead walk brought
+// the graph current under the settings before), with the bits of the walk-first order
+// under the same change; the token after it launches first again. The setters change
+// launches inside one graph (SetMmvqRows8: mmvq's grids; SetAttnSplit: attention_decode's
+// split) and the graph key (SetMmvqOld, whose new key is captured at two tokens, the
+// alternating ids rows, before it launches first). A setter whose change reached a graph launched
+// before its walk would fail the check ("launched before its walk").
+func TestLaunchFirstAfterSetter(t *testing.T) {
+	setters := []struct {
+		name string
+		set  func(*Engine)
+	}{
+		{"SetMmvqRows8", func(e *Engine) { e.SetMmvqRows8(!e.mmvqRows8) }},
+		{"SetAttnSplit", func(e *Engine) { e.SetAttnSplit(4) }},
+		{"SetMmvqOld", func(e *Engine) { e.SetMmvqOld(!e.mmvqOld) }},
+	}
+	const flip = 2 // the step before which the setting changes
+	for _, preset := range []string{"tiny", "tiny-next"} {
+		for _, s := range setters {
+			t.Run(preset+"/"+s.name, func(t *testing.T) {
+				var logs [2][][]float32
+				for i, o := range []Options{{WalkFirst: true}, {}} {
+					r := runGraph(t, preset, o, nil, 2, false, false)
+					if r.err != nil {
+						t.Fatal(r.err)
+					}
+					e := r.eng
+					l, err := e.LastLogits()
+					for step := 0; step < 5 && err == nil; step++ {
+						logs[i] = append(logs[i], append([]float32(nil), l...))
+						before := e.stats.Phases.Launched
+						if step == flip {
+							if !o.WalkFirst && e.aheadTg == nil {
+								t.Fatal("no ahead walk to launch before the setting changes")
+							}
+							s.set(e)
+						}
+						l, err = e.Forward([]int32{argmaxF(l)})
+						if err != nil || o.WalkFirst || step == 0 {
+							continue // step 0 follows runGraph's own steps: not checked
+						}
+						// step 1 launches first (the control), the flip walks first, the
+						// last launches first again (a new graph key: captured twice first)
+						if launched := e.stats.Phases.Launched > before; (step == flip) == launched && step != 3 {
+							t.Errorf("step %d (%s before step %d): launched before its walk %v", step, s.name, flip, launched)
+						}
+					}
+					if err != nil {
+						t.Fatalf("walk first %v: %v", o.WalkFirst, err)
+					}
+				}
+				sameLogits(t, "after "+s.name, logs[1], logs[0])
+			})
+		}
+	}
+}
+
+// TestSettersChangeLaunchSettings: every Engine.Set* method writes, of the engine's own
+// fields, only launchSettings' (which the ahead walk records with its graph: launch first
+// never runs a graph walked under other settings, TestLaunchFirstAfterSetter) or those
+// listed here, which change no launch of a decode token. A new setter that keeps its
+// setting elsewhere fails here: put the setting in launchSettings, or list it with why it
+// changes no launch. (The setters' own writes; the methods they call keep engine state,
+// not settings.)
+func TestSettersChangeLaunchSettings(t *testing.T) {
+	noLaunch := map[string]string{
+		"tokTimes":   "SetTokenTimes: events recorded around the launch, outside the graph",
+		"tokEv":      "SetTokenTimes: its events",
+		"tokPrev":    "SetTokenTimes: its events",
+		"tokRec":     "SetTokenTimes: its events",
+		"startProbe": "SetStartProbe: a poll after the launch",
+		"mapPromote": "SetMapPromote: promotions after the launch (mapped.go)",
+		"kRow":       "SetOldNorm: the rmsnorm_row kernels launchSettings.oldRowQ81 picks",
+	}
+	settings := map[string]bool{}
+	ty := reflect.TypeOf(launchSettings{})
+	for i := 0; i < ty.NumField(); i++ {
+		settings[ty.Field(i).Name] = true
+	}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	setters := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Recv == nil || !strings.HasPrefix(fd.Name.Name, "Set") || fd.Body == nil || len(fd.Recv.List[0].Names) == 0 {
+				continue
+			}
+			if st, ok := fd.Recv.List[0].Type.(*ast.StarExpr); !ok {
+				continue
+			} else if id, ok := st.X.(*ast.Ident); !ok || id.Name != "Engine" {
+				continue
+			}
+			setters++
+			recv := fd.Recv.List[0].Names[0].Name
+			// field is the engine field x writes (e.f, e.f[i], e.f.g, ...), "" for none.
+			field := func(x ast.Expr) string {
+				for {
+					switch v := x.(type) {
+					case *ast.IndexExpr:
+						x = v.X
+					case *ast.StarExpr:
+						x = v.X
+					case *ast.ParenExpr:
+						x = v.X
+					case *ast.SelectorExpr:
+						if id, ok := v.X.(*ast.Ident); ok && id.Name == recv {
+							return v.Sel.Name
+						}
+						x = v.X
+					default:
+						return ""
+					}
+				}
+			}
+			check := func(x ast.Expr) {
+				f := field(x)
+				if f == "" || settings[f] || noLaunch[f] != "" {
+					return
+				}
+				t.Errorf("%s: Engine.%s writes %s, which is not in launchSettings (engine.go): the ahead walk does not record it, so launch first may run a graph walked before it changed", fset.Position(x.Pos()), fd.Name.Name, f)
+			}
+			ast.Inspect(fd.Body, func(n ast.Node) bool {
+				switch v := n.(type) {
+				case *ast.AssignStmt:
+					if v.Tok != token.DEFINE {
+						for _, l := range v.Lhs {
+							check(l)
+						}
+					}
+				case *ast.IncDecStmt:
+					check(v.X)
+				}
+				return true
+			})
+		}
+	}
+	if setters < 25 {
+		t.Errorf("found %d Engine.Set* methods: the parse missed some", setters)
 	}
 }

@@ -62,7 +62,7 @@ func TestMmvqGeomShapes(t *testing.T) {
 		if g != 0 && k.geoms[g] == nil {
 			t.Errorf("%s: geometry %d without its kernel", c.name, g)
 		}
-		for _, off := range []*Engine{{units: 132, mmvqOld: true}, {}} {
+		for _, off := range []*Engine{{units: 132, launchSettings: launchSettings{mmvqOld: true}}, {}} {
 			if g, rpb := off.mmvqGeom(w, c.z, k); g != 0 || rpb != k.rows {
 				t.Errorf("%s: old %v / units %d: geom %d, %d rows a block; want 0, %d", c.name, off.mmvqOld, off.units, g, rpb, k.rows)
 			}

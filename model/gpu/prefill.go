@@ -130,7 +130,6 @@ func ParsePrefillTables(s string) (PrefillTables, error) {
 // SetPrefillTables sets how the batched prompt path runs the routed experts (TablesAuto
 // unless set).
 func (e *Engine) SetPrefillTables(m PrefillTables) {
-	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
 	e.ptab = m
 }
 
@@ -311,7 +310,6 @@ func (e *Engine) preparePrefill() error {
 // SetTokenByToken forces prompts through the decode path (on) or lets them take the
 // batched path when the engine has one (off): a switch for comparisons and a fallback.
 func (e *Engine) SetTokenByToken(on bool) {
-	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
 	e.tokenByToken = on
 }
 
@@ -370,25 +368,21 @@ func (e *Engine) gemm(w dmat, xq, xf rt.DevPtr, T int, y rt.DevPtr, ldy int) err
 
 // SetMmvqCols8 sets Options.MmvqCols8 on a loaded engine, between prompts.
 func (e *Engine) SetMmvqCols8(on bool) {
-	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
 	e.mmvqCols8 = on
 }
 
 // SetAttnPrefillOld sets Options.OldAttnPrefill on a loaded engine, between prompts.
 func (e *Engine) SetAttnPrefillOld(on bool) {
-	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
 	e.attnOld = on
 }
 
 // SetAttnPrefillF32 sets Options.F32AttnPrefill on a loaded engine, between prompts.
 func (e *Engine) SetAttnPrefillF32(on bool) {
-	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
 	e.attnF32 = on
 }
 
 // SetAttnPrefillGeneric sets Options.GenericAttnMMA on a loaded engine, between prompts.
 func (e *Engine) SetAttnPrefillGeneric(on bool) {
-	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
 	e.attnGen = on
 }
 
@@ -683,13 +677,11 @@ func (e *Engine) sharedChunk(l *gLayer, T int) error {
 
 // SetSharedDecode sets Options.SharedDecode on a loaded engine, between prompts.
 func (e *Engine) SetSharedDecode(on bool) {
-	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
 	e.shDec = on
 }
 
 // SetDeltaNetOld sets Options.OldDeltaNet on a loaded engine, between prompts.
 func (e *Engine) SetDeltaNetOld(on bool) {
-	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
 	e.gdnOld = on
 }
 

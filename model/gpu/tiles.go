@@ -73,7 +73,6 @@ func ParsePrefillTiles(s string) (PrefillTiles, error) {
 // SetPrefillTiles sets Options.PrefillTiles on a loaded engine, between prompts (every
 // candidate tile is prepared at load, and the schedule is sized for the smallest).
 func (e *Engine) SetPrefillTiles(m PrefillTiles) {
-	e.aheadTg = nil // a setting changed: walk before the next launch (hostgap.go)
 	e.ptiles = m
 }
 
