@@ -55,26 +55,7 @@ func TestEngineGdnQ81(t *testing.T) {
 		sameLogits(t, "graphs", g.logs, old.logs)
 	}
 	// One engine, the path switched before every step.
-	sw := runGraph(t, "tiny-next", Options{}, nil, 0, false, false)
-	if sw.err != nil {
-		t.Fatal(sw.err)
-	}
-	l := old.logs[0]
-	for i := 1; i < steps; i++ {
-		sw.eng.SetGdnQ81(i%2 == 0)
-		got, err := sw.eng.Forward([]int32{argmaxF(l)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sameLogits(t, "switched engine", [][]float32{got}, [][]float32{old.logs[i]})
-		l = got
-	}
-	if sw.fake.emu.err != nil {
-		t.Fatal(sw.fake.emu.err)
-	}
-	if s := sw.eng.Stats(); s.Graphs != 7+steps-1 || sw.eng.GraphErr() != nil {
-		t.Errorf("switched engine: %d graph launches (want %d), %d captures, error %v", s.Graphs, 7+steps-1, s.Captures, sw.eng.GraphErr())
-	}
+	sw := switchedRun(t, "tiny-next", old.logs, steps, (*Engine).SetGdnQ81, nil)
 	newTok, oldTok := 7+(steps-1)/2, steps/2
 	for sym, want := range map[string]int{abi.SymGatedDeltaNetRecurrentq: newTok, abi.SymGatedDeltaNetRecurrent: oldTok} {
 		if got := sw.fake.launches[sym]; got != want*rec {

@@ -20,6 +20,41 @@ type graphRun struct {
 	err  error
 }
 
+// switchedRun decodes steps−1 greedy tokens after the prompt on one fresh engine of preset with
+// set(e, i%2 == 0) called before step i: the path switched every step. Each step's logits must
+// equal ref[i] bitwise (ref: the same model's steps on one path), the emulator must report no
+// error, and the engine must have run every token as a graph, with a graph per path (≥ 2
+// captures) and no graph error. each, when not nil, runs after every step with the stats
+// from before it.
+func switchedRun(t *testing.T, preset string, ref [][]float32, steps int, set func(e *Engine, on bool), each func(i int, e *Engine, before Stats)) graphRun {
+	t.Helper()
+	sw := runGraph(t, preset, Options{}, nil, 0, false, false)
+	if sw.err != nil {
+		t.Fatal(sw.err)
+	}
+	l := ref[0]
+	for i := 1; i < steps; i++ {
+		set(sw.eng, i%2 == 0)
+		before := sw.eng.Stats()
+		got, err := sw.eng.Forward([]int32{argmaxF(l)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameLogits(t, "switched engine", [][]float32{got}, [][]float32{ref[i]})
+		if each != nil {
+			each(i, sw.eng, before)
+		}
+		l = got
+	}
+	if sw.fake.emu.err != nil {
+		t.Fatal(sw.fake.emu.err)
+	}
+	if s := sw.eng.Stats(); s.Graphs != int64(7+steps-1) || sw.eng.GraphErr() != nil || s.Captures < 2 {
+		t.Errorf("switched engine: %d graph launches (want %d), %d captures, error %v", s.Graphs, 7+steps-1, s.Captures, sw.eng.GraphErr())
+	}
+	return sw
+}
+
 func runGraph(t *testing.T, preset string, o Options, setup func(*fakeDriver), steps int, greedy, noAhead bool) graphRun {
 	t.Helper()
 	src := presetSource(t, preset, quant.Q4_K)

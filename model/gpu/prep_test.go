@@ -53,26 +53,7 @@ func TestEngineAttnPrep(t *testing.T) {
 				t.Errorf("without prep: %d node updates in %d replays, want %d", gs.GraphUpdates, tokens-gs.Captures, want)
 			}
 			// One engine, the path switched before every step: a graph per path and variant.
-			sw := runGraph(t, preset, Options{}, nil, 0, false, false)
-			if sw.err != nil {
-				t.Fatal(sw.err)
-			}
-			l := old.logs[0]
-			for i := 1; i < steps; i++ {
-				sw.eng.SetAttnPrep(i%2 == 0)
-				got, err := sw.eng.Forward([]int32{argmaxF(l)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				sameLogits(t, "switched engine", [][]float32{got}, [][]float32{old.logs[i]})
-				l = got
-			}
-			if sw.fake.emu.err != nil {
-				t.Fatal(sw.fake.emu.err)
-			}
-			if s := sw.eng.Stats(); s.Graphs != 7+steps-1 || sw.eng.GraphErr() != nil {
-				t.Errorf("switched engine: %d graph launches (want %d), %d captures, error %v", s.Graphs, 7+steps-1, s.Captures, sw.eng.GraphErr())
-			}
+			sw := switchedRun(t, preset, old.logs, steps, (*Engine).SetAttnPrep, nil)
 			// The device ran each path where it was set: prep and reduceq for the 7 prompt
 			// tokens and the even steps, store and reduce for the odd ones.
 			newTok, oldTok := 7+(steps-1)/2, steps/2
