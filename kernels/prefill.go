@@ -721,3 +721,23 @@ func (v Variant) QT(family string, t Target) string {
 	}
 	return "strata_qt_" + v.Values["type"]
 }
+
+// mmqBOnce names the two-plane families whose K loop (mmq_core.tmpl strata_mmq_pl_run,
+// strata_mmq_nv_bonce) loads each group's token (B) fragments once a warp for both of its row
+// fragments, where mmq8x4n reloads them per row fragment: 6 ldmatrix.x4 a warp and group
+// instead of 8 (bench/results/2026-11-30-iqc-s10: ldmatrix is 40 % of mmq8x4n's L1 data-pipe
+// wavefronts, the busiest unit). The chains of both row fragments then live through the group:
+// 1 (mmq8x4g) adds the group's h-plane product ×16 into the l-plane chain after each group
+// (one int32 chain a 16 × 16 fragment, 8 more integer adds a fragment and group); 2
+// (mmq8x4h) keeps H and L chains over the K step as mmq8x4n does (twice the chain registers).
+// Both form the same exact int32 segment sum 16·H + L and fold it as mmq8x4n: its outputs bit
+// for bit.
+var mmqBOnce = map[string]int{"mmq8x4g": 1, "mmq8x4h": 2}
+
+// BOnce is mmqBOnce's form for variant v of family on t (0: none).
+func (v Variant) BOnce(family string, t Target) int {
+	if !t.IsNVIDIA() || v.Values["op"] != "mma" || !mmqPlanes[family] {
+		return 0
+	}
+	return mmqBOnce[family]
+}
