@@ -731,7 +731,12 @@ func (v Variant) QT(family string, t Target) string {
 // (one int32 chain a 16 × 16 fragment, 8 more integer adds a fragment and group); 2
 // (mmq8x4h) keeps H and L chains over the K step as mmq8x4n does (twice the chain registers).
 // Both form the same exact int32 segment sum 16·H + L and fold it as mmq8x4n: its outputs bit
-// for bit.
+// for bit. H200, bench/results/2026-11-30-iqd-s10 call 1 (two processes, N G H alternated;
+// TOPS medians at 512 / 2048 tokens): IQ2_XS mmq8x4n 157.1 / 160.2, mmq8x4g 177.7 / 181.2,
+// mmq8x4h 169.4 / 172.4; IQ1_M 161.5 / 166.1, 182.8 / 186.8, 179.1 / 182.2. Every g and h run
+// above every mmq8x4n run, every g run above every h run: mmq8x4g is the kernel of record for
+// both types (no spills: ptxas 128 registers, 0 bytes; mmq8x4n spills 84), mmq8x4h is
+// dominated, mmq8x4n stays built as the baseline.
 var mmqBOnce = map[string]int{"mmq8x4g": 1, "mmq8x4h": 2}
 
 // BOnce is mmqBOnce's form for variant v of family on t (0: none).
