@@ -315,6 +315,30 @@ var Specs = []Spec{
 		Fits: mmqFits,
 	},
 	{
+		Family:   "mmq8x4g",
+		Template: "mmq",
+		Doc: "mmq8x4n whose warps load each group's token fragments once for both row fragments and add the group's " +
+			"16·H to the L chain after each group (one int32 chain a fragment; NVIDIA mma.sync only); x as mmq8x4 " +
+			"(one d per 128-element segment, quant.QuantizeQ8_1GPUSeg with 4); launch as mmq8.",
+		Threads: 256,
+		Args:    mmqArgs,
+		// mmq8x4l's types (kernels/prefill.go, mmqPlanes, mmqNoZero, mmqBOnce).
+		Axes: []Axis{{Name: "type", Values: mmqX4LTypes}, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r64t128w8"}}}},
+		Fits: mmqFits,
+	},
+	{
+		Family:   "mmq8x4h",
+		Template: "mmq",
+		Doc: "mmq8x4n whose warps load each group's token fragments once for both row fragments and keep the H and L " +
+			"chains of both row fragments over the K step (NVIDIA mma.sync only); x as mmq8x4 (one d per 128-element " +
+			"segment, quant.QuantizeQ8_1GPUSeg with 4); launch as mmq8.",
+		Threads: 256,
+		Args:    mmqArgs,
+		// mmq8x4l's types (kernels/prefill.go, mmqPlanes, mmqNoZero, mmqBOnce).
+		Axes: []Axis{{Name: "type", Values: mmqX4LTypes}, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r64t128w8"}}}},
+		Fits: mmqFits,
+	},
+	{
 		Family:   "mmq8x4l",
 		Template: "mmq",
 		Doc: "mmq8x4p whose weights are staged as two int8 planes of the sub-scaled values (NVIDIA mma.sync only): " +

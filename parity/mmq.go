@@ -106,11 +106,16 @@ var mmqXLISum = Bound{Name: "isum", Exact: true, Why: `
 // same integer segment sums from two weight planes (mmqX4LY); mmq8x4n is mmq8x4l whose staging
 // keeps edge jobs' loaded values (rows and tokens past the tile: their outputs are never
 // written) and stores the segment's d from another of its 4 blocks (the same d: mmqXSeg), so
-// every written output is mmq8x4l's bit for bit and its bounds are mmq8x4l's.
-var mmqSegY = map[string]Bound{"mmq8x4": mmqX4Y, "mmq8x4p": mmqX4Y, "mmq8x4l": mmqX4LY, "mmq8x4n": mmqX4LY}
+// every written output is mmq8x4l's bit for bit and its bounds are mmq8x4l's. mmq8x4g and
+// mmq8x4h are mmq8x4n whose warps load each group's token fragments once for both row
+// fragments (the same staged int8 values in the same mma registers): mmq8x4g adds the
+// group's 16·H into the L chain after each group, mmq8x4h keeps H and L chains over the step;
+// both reach the same exact int32 segment sum I = 16·H + L and fold it by the same fma in the
+// same order, so mmq8x4n's outputs bit for bit and mmq8x4l's bounds.
+var mmqSegY = map[string]Bound{"mmq8x4": mmqX4Y, "mmq8x4p": mmqX4Y, "mmq8x4l": mmqX4LY, "mmq8x4n": mmqX4LY, "mmq8x4g": mmqX4LY, "mmq8x4h": mmqX4LY}
 
 // mmqSegISum is the isum bound of the shared-d families (mmqXISum unless listed).
-var mmqSegISum = map[string]Bound{"mmq8x4l": mmqXLISum, "mmq8x4n": mmqXLISum}
+var mmqSegISum = map[string]Bound{"mmq8x4l": mmqXLISum, "mmq8x4n": mmqXLISum, "mmq8x4g": mmqXLISum, "mmq8x4h": mmqXLISum}
 
 // mmqTypes maps the "type" axis values of the int8 prefill families to quant types.
 var mmqTypes = map[string]quant.Type{
@@ -200,7 +205,7 @@ func init() {
 			Run:    runMmqFamily(fam),
 		})
 	}
-	for _, fam := range []string{"mmq8x4", "mmq8x4p", "mmq8x4l", "mmq8x4n"} {
+	for _, fam := range []string{"mmq8x4", "mmq8x4p", "mmq8x4l", "mmq8x4n", "mmq8x4g", "mmq8x4h"} {
 		register(&Family{
 			Name:   fam,
 			Bounds: mmqBounds(fam),

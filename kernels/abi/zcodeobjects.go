@@ -253,6 +253,18 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
+	Family:   "mmq8x4g",
+	Path:     "gfx1030/mmq8x4g.co",
+	Target:   "gfx1030",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8x4h",
+	Path:     "gfx1030/mmq8x4h.co",
+	Target:   "gfx1030",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
 	Family:   "mmq8x4l",
 	Path:     "gfx1030/mmq8x4l.co",
 	Target:   "gfx1030",
@@ -727,6 +739,18 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8x4",
 	Path:     "gfx1100/mmq8x4.co",
+	Target:   "gfx1100",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8x4g",
+	Path:     "gfx1100/mmq8x4g.co",
+	Target:   "gfx1100",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8x4h",
+	Path:     "gfx1100/mmq8x4h.co",
 	Target:   "gfx1100",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -1233,6 +1257,18 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
+	Family:   "mmq8x4g",
+	Path:     "gfx1101/mmq8x4g.co",
+	Target:   "gfx1101",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8x4h",
+	Path:     "gfx1101/mmq8x4h.co",
+	Target:   "gfx1101",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
 	Family:   "mmq8x4l",
 	Path:     "gfx1101/mmq8x4l.co",
 	Target:   "gfx1101",
@@ -1731,6 +1767,18 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8x4",
 	Path:     "gfx1102/mmq8x4.co",
+	Target:   "gfx1102",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8x4g",
+	Path:     "gfx1102/mmq8x4g.co",
+	Target:   "gfx1102",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8x4h",
+	Path:     "gfx1102/mmq8x4h.co",
 	Target:   "gfx1102",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -2237,6 +2285,18 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
+	Family:   "mmq8x4g",
+	Path:     "gfx1200/mmq8x4g.co",
+	Target:   "gfx1200",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8x4h",
+	Path:     "gfx1200/mmq8x4h.co",
+	Target:   "gfx1200",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
 	Family:   "mmq8x4l",
 	Path:     "gfx1200/mmq8x4l.co",
 	Target:   "gfx1200",
@@ -2735,6 +2795,18 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8x4",
 	Path:     "gfx1201/mmq8x4.co",
+	Target:   "gfx1201",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8x4g",
+	Path:     "gfx1201/mmq8x4g.co",
+	Target:   "gfx1201",
+	Variants: []Variant{},
+	Vendor:   "amd",
+}, {
+	Family:   "mmq8x4h",
+	Path:     "gfx1201/mmq8x4h.co",
 	Target:   "gfx1201",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -3379,6 +3451,30 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3s_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_iq3s_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8x4g",
+	Path:   "sm_80/mmq8x4g.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4g_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4g_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8x4h",
+	Path:   "sm_80/mmq8x4h.ptx",
+	Target: "sm_80",
+	Variants: []Variant{{
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4h_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4h_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4703,6 +4799,30 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "mmq8x4g",
+	Path:   "sm_86/mmq8x4g.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4g_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4g_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8x4h",
+	Path:   "sm_86/mmq8x4h.ptx",
+	Target: "sm_86",
+	Variants: []Variant{{
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4h_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4h_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "mmq8x4l",
 	Path:   "sm_86/mmq8x4l.ptx",
 	Target: "sm_86",
@@ -6024,6 +6144,30 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
+	Family: "mmq8x4g",
+	Path:   "sm_89/mmq8x4g.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4g_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4g_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8x4h",
+	Path:   "sm_89/mmq8x4h.ptx",
+	Target: "sm_89",
+	Variants: []Variant{{
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4h_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4h_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
 	Family: "mmq8x4l",
 	Path:   "sm_89/mmq8x4l.ptx",
 	Target: "sm_89",
@@ -7342,6 +7486,30 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq3s_mma_r64t128w8",
 		Symbol: "strata_mmq8x4_iq3s_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8x4g",
+	Path:   "sm_90/mmq8x4g.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4g_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4g_iq1m_mma_r64t128w8",
+	}},
+	Vendor: "nvidia",
+}, {
+	Family: "mmq8x4h",
+	Path:   "sm_90/mmq8x4h.ptx",
+	Target: "sm_90",
+	Variants: []Variant{{
+		Name:   "iq2xs_mma_r64t128w8",
+		Symbol: "strata_mmq8x4h_iq2xs_mma_r64t128w8",
+	}, {
+		Name:   "iq1m_mma_r64t128w8",
+		Symbol: "strata_mmq8x4h_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
