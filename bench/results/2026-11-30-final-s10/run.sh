@@ -101,6 +101,9 @@ run() {
 		*) cp "$w/co/$rel" "$w/eco/$rel" ;;
 		esac
 	done
+	# STRATA_S10_DROP: families (file names under sm_90, no .ptx) left out of eco, so the layer
+	# bench runs only the families it should compare
+	for f in ${STRATA_S10_DROP:-}; do rm -f "$w/eco/sm_90/$f.ptx"; done
 	# the synthetic models, in the background
 	(
 		for spec in "q80-iq2_xs|qwen3next --preset qwen3-next-80b-a3b --type iq2_xs" "q30-q2_0|qwen3moe --preset qwen3-30b-a3b --type q2_0" "q30-iq2_xs|qwen3moe --preset qwen3-30b-a3b --type iq2_xs" "q30-q6_k|qwen3moe --preset qwen3-30b-a3b --type q6_K"; do
