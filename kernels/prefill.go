@@ -29,10 +29,8 @@ var mmqTiles = map[string][2]int{
 	"r64t64": {64, 64},
 	"r64t32": {64, 32},
 	"r64t48": {64, 48}, // moe_prefill's n8-slice tile (mmqN8)
-	// moe_prefill's Q6_K pair-staging tiles (moePairForm): r64t32's and r64t48's shapes.
-	"r64t32p": {64, 32},
-	"r64t48p": {64, 48},
-	// Their edge-keeping, row-table forms (moeNoZero, moeXRows): the same shapes.
+	// moe_prefill's Q6_K pair-staging tiles (moePairForm) in their edge-keeping, row-table
+	// form (moeNoZero, moeXRows): r64t32's and r64t48's shapes.
 	"r64t32x": {64, 32},
 	"r64t48x": {64, 48},
 	"r128t32": {128, 32},
@@ -120,7 +118,7 @@ func (v Variant) Tile() [2]int { return mmqTiles[v.Values["tile"]] }
 // r64t64 under the 128-VGPR budget; these shapes were added for the mma.sync core's warp
 // tiles and chosen by measurement on the H200 (bench/results/2026-11-29-prefill-*); the
 // dp4a variants of them exist on NVIDIA as the same-shape comparison.
-var mmqNVIDIAOnly = map[string]bool{"r128t32": true, "r64t128": true, "r64t128w8": true, "r64t32": true, "r64t48": true, "r64t32p": true, "r64t48p": true, "r64t32x": true, "r64t48x": true}
+var mmqNVIDIAOnly = map[string]bool{"r128t32": true, "r64t128": true, "r64t128w8": true, "r64t32": true, "r64t48": true, "r64t32x": true, "r64t48x": true}
 
 // mmqN8 are the tiles whose warps hold token counts that are not a multiple of 16 (r64t48:
 // 2 × 2 warps of 24 tokens): the NVIDIA mma core runs them as n8 slices, one mma.sync per
@@ -143,7 +141,7 @@ var mmqNVIDIAOnly = map[string]bool{"r128t32": true, "r64t128": true, "r64t128w8
 // (Q8_0 71.8 → 69.3, Q4_K 66.6 → 61.8: 96 → 128 registers); Q2_0 73.0 → 73.1. At 2048 tokens
 // r64t48 loses to r64t32 for every type but IQ2_XS (76.0 → 76.8) and IQ3_S. The engine takes
 // it per type (model/gpu/tiles.go moeT48).
-var mmqN8 = map[string]bool{"r64t48": true, "r64t48p": true, "r64t48x": true}
+var mmqN8 = map[string]bool{"r64t48": true, "r64t48x": true}
 
 // mmqLDS is the static LDS of one block: struct strata_mmq_smem<QT, 1, BM, BN>. Both
 // prefill families hold one BM-row weight tile (moe_prefill's gate/up is two matrices of
@@ -239,13 +237,11 @@ var mmqWideStaging = map[string]bool{
 	// register bound; the 4-byte form was not measured at r64t128w8.
 	"mmq8/q80/r64t128w8": true, "mmq8/q20/r64t128w8": true, "mmq8/q4k/r64t128w8": true, "mmq8/q6k/r64t128w8": true,
 	"mmq8/iq2xs/r64t128w8": true, "mmq8/iq3xxs/r64t128w8": true, "mmq8/iq3s/r64t128w8": true, "mmq8/iq1m/r64t128w8": true,
-	// mmq8x4, mmq8x4p (mmqXSeg): mmq8's staging.
+	// mmq8x4 (mmqXSeg): mmq8's staging.
 	"mmq8x4/q6k/r64t128w8": true, "mmq8x4/iq3xxs/r64t128w8": true, "mmq8x4/iq3s/r64t128w8": true,
-	"mmq8x4p/iq2xs/r64t128w8": true, "mmq8x4p/iq1m/r64t128w8": true,
 	// mmq8c, mmq8cz (mmqCompact): mmq8's staging.
 	"mmq8c/q20/r64t128w8": true, "mmq8cz/q80/r64t128w8": true,
-	// mmq8x4l (mmqPlanes): its activations as mmq8x4p's (its weights have their own form).
-	"mmq8x4l/iq2xs/r64t128w8": true, "mmq8x4l/iq1m/r64t128w8": true,
+	// mmq8x4n (mmqPlanes): its activations as mmq8x4's (its weights have their own form).
 	"mmq8x4n/iq2xs/r64t128w8": true, "mmq8x4n/iq1m/r64t128w8": true,
 	"mmq8x4g/iq2xs/r64t128w8": true, "mmq8x4g/iq1m/r64t128w8": true,
 	"mmq8x4h/iq2xs/r64t128w8": true, "mmq8x4h/iq1m/r64t128w8": true,
@@ -268,9 +264,8 @@ var mmqWideStaging = map[string]bool{
 	"moe_prefill/iq1m/r64t48": true, "moe_prefill/iq2xs/r64t48": true, "moe_prefill/iq3s/r64t48": true,
 	"moe_prefill/iq3xxs/r64t48": true, "moe_prefill/q20/r64t48": true, "moe_prefill/q4k/r64t48": true,
 	"moe_prefill/q6k/r64t48": true, "moe_prefill/q80/r64t48": true,
-	// moe_prefill r64t32p, r64t48p (moePairForm): as r64t32 and r64t48 (the pair form needs it).
-	"moe_prefill/q6k/r64t32p": true, "moe_prefill/q6k/r64t48p": true,
-	"moe_prefill/q6k/r64t32x": true, "moe_prefill/q6k/r64t48x": true, // moeNoZero, moeXRows: as the pair tiles
+	// moe_prefill r64t32x, r64t48x (moePairForm, moeNoZero, moeXRows): as r64t32 and r64t48 (the pair form needs it).
+	"moe_prefill/q6k/r64t32x": true, "moe_prefill/q6k/r64t48x": true,
 }
 
 // WideStaging reports whether variant v of family (mmq or moe_prefill) on t is an NVIDIA
@@ -303,12 +298,10 @@ var mmqMinBlocks = map[string]int{
 	// mmq8 (mmq8Warp): 2 blocks of 256 threads, 128 registers (16–100 bytes of spills).
 	"mmq8/q80/r64t128w8": 2, "mmq8/q20/r64t128w8": 2, "mmq8/q4k/r64t128w8": 2, "mmq8/q6k/r64t128w8": 2,
 	"mmq8/iq2xs/r64t128w8": 2, "mmq8/iq3xxs/r64t128w8": 2, "mmq8/iq3s/r64t128w8": 2, "mmq8/iq1m/r64t128w8": 2,
-	// mmq8x4, mmq8x4p (mmqXSeg): as mmq8.
+	// mmq8x4, mmq8x4n (mmqXSeg): as mmq8.
 	"mmq8x4/q6k/r64t128w8": 2, "mmq8x4/iq3xxs/r64t128w8": 2, "mmq8x4/iq3s/r64t128w8": 2,
-	"mmq8x4p/iq2xs/r64t128w8": 2, "mmq8x4p/iq1m/r64t128w8": 2,
 	// mmq8c, mmq8cz (mmqCompact): as mmq8.
 	"mmq8c/q20/r64t128w8": 2, "mmq8cz/q80/r64t128w8": 2,
-	"mmq8x4l/iq2xs/r64t128w8": 2, "mmq8x4l/iq1m/r64t128w8": 2,
 	"mmq8x4n/iq2xs/r64t128w8": 2, "mmq8x4n/iq1m/r64t128w8": 2,
 	"mmq8x4g/iq2xs/r64t128w8": 2, "mmq8x4g/iq1m/r64t128w8": 2,
 	"mmq8x4h/iq2xs/r64t128w8": 2, "mmq8x4h/iq1m/r64t128w8": 2,
@@ -350,7 +343,7 @@ var moePartialSkip = map[string]bool{
 	// r64t48 (mmqN8): every type; the skip by n8 slice is the tile's point.
 	"iq1m/r64t48": true, "iq2xs/r64t48": true, "iq3s/r64t48": true, "iq3xxs/r64t48": true,
 	"q20/r64t48": true, "q4k/r64t48": true, "q6k/r64t48": true, "q80/r64t48": true,
-	"q6k/r64t48p": true, "q6k/r64t48x": true, // moePairForm: as r64t48
+	"q6k/r64t48x": true, // moePairForm: as r64t48
 }
 
 // PartialSkip reports whether moe_prefill variant v on t skips empty token fragments
@@ -410,23 +403,25 @@ func (v Variant) MoeNVForm() bool {
 	return v.Values["op"] == "mma" && moeNVForm[v.Values["type"]+"/"+v.Values["tile"]]
 }
 
-// moePairTiles are the moe_prefill tiles of the Q6_K pair-staging form: r64t32p and r64t48p
+// moePairTiles are the moe_prefill tiles of the Q6_K pair-staging form: r64t32x and r64t48x
 // are r64t32 and r64t48 (same shape, fold, staging form, skip) whose weight staging decodes
-// two groups per job (moePairForm). Built only for the kernels moePairForm names.
-var moePairTiles = map[string]bool{"r64t32p": true, "r64t48p": true, "r64t32x": true, "r64t48x": true}
+// two groups per job (moePairForm), with moeNoZero and moeXRows. Built only for the kernels
+// moePairForm names. The plain pair tiles r64t32p and r64t48p (the pair form alone) were
+// deleted in session 10, dominated by the x tiles in every run (moeXRows's numbers).
+var moePairTiles = map[string]bool{"r64t32x": true, "r64t48x": true}
 
 // moePairForm names the NVIDIA mma moe_prefill kernels ("type/tile") whose weight staging
 // decodes two groups of one row per job (mmq_core.tmpl strata_mmq_nv_pair; moe_prefill.tmpl
 // strata_moe_q6k_p): Q6_K groups j and j + 2 of a 256-element block read the same 32 bytes
 // of ql (low and high nibbles) and the same 32 bytes of qh, so a job of the pair form loads
 // each once, where two jobs of strata_moe_q6k_w load both twice. The values are strata_qt_q6k's.
-var moePairForm = map[string]bool{"q6k/r64t32p": true, "q6k/r64t48p": true, "q6k/r64t32x": true, "q6k/r64t48x": true}
+var moePairForm = map[string]bool{"q6k/r64t32x": true, "q6k/r64t48x": true}
 
 // moeNoZero names the NVIDIA mma moe_prefill kernels ("type/tile") of the pair form whose
 // staging keeps the values that edge jobs load from their safe in-tile address instead of
 // storing zeros (mmq_core.tmpl strata_mmq_nv_nz, as family mmq8cz's: kernels/prefill.go
 // mmqNoZero, +2.1 % on Q8_0 mmq): the x tiles (moeXRows), whose block type strata_moe_q6k_x
-// keeps the core's per-kernel specialisations of the x and p tiles apart. Why no written
+// keeps the core's per-kernel specialisations of the x and (deleted) p tiles apart. Why no written
 // output sees an edge job's values, per edge:
 //   - groups past K: none exist for Q6_K (K = hidden or n_ff, multiples of 256, the K step 128
 //     elements), and the core's K loop multiplies no group at or past K (nk) anyway;
@@ -454,7 +449,8 @@ var moeNoZero = map[string]bool{"q6k/r64t32x": true, "q6k/r64t48x": true}
 // the runtime k_used per job and K step (moe_prefill.tmpl strata_moe_src, XR): a div.s32 is
 // ≈ 20 SASS instructions, and every thread runs 1.5–2 activation jobs a K step. The down
 // projection divides by the constant 1 and keeps the list read. The same rows, so the same
-// values. r64t32x and r64t48x are r64t32p and r64t48p with moeNoZero and the row table.
+// values. r64t32x and r64t48x are the pair form (the deleted r64t32p and r64t48p) with
+// moeNoZero and the row table.
 //
 // H200, bench/results/2026-11-30-q6p-s9 (as above; layer TOPS at 512 / 2048 tokens, p → x):
 // r64t48 58.2 58.4 58.5 → 64.1 64.2 64.4 / 74.4 74.1 74.0 → 81.3 80.8 81.3 (gate/up 428.6 →
@@ -511,7 +507,7 @@ func (v Variant) MoePairForm() bool {
 // (3 blocks an SM; the per-group fold 128, 125, 122), and the per-group fold won at 512 / 2048
 // tokens (bench/results/2026-11-30-moet-s8, medians of 3, step → group): Q6_K 49.2 → 52.2 /
 // 64.7 → 67.3, IQ2_XS 55.2 → 60.8 / 69.8 → 76.8, IQ1_M 59.4 → 60.7 / 74.7 → 76.4.
-var moeStepFold = map[string]bool{"q6k/r64t32": true, "iq2xs/r64t32": true, "iq1m/r64t32": true, "q6k/r64t32p": true, "q6k/r64t32x": true}
+var moeStepFold = map[string]bool{"q6k/r64t32": true, "iq2xs/r64t32": true, "iq1m/r64t32": true, "q6k/r64t32x": true}
 
 // MoeStepFold reports whether moe_prefill variant v on t folds once per K step
 // (moeStepFold); the template renders a strata_mmq_nv_step_fold specialisation for it.
@@ -522,7 +518,7 @@ func (v Variant) MoeStepFold(t Target) bool {
 // mmqXSeg is the activation segment of the families whose NVIDIA mma core sums a segment's
 // groups in int32 and folds them in f32 once (strata_mmq_nv_xseg in
 // kernels/templates/mmq_core.tmpl): groups of 32 elements that share one Q8_1 d. Families
-// mmq8x4 and mmq8x4p: 4 groups (128 elements, one K step) inside a 256-element block of
+// mmq8x4 and mmq8x4n: 4 groups (128 elements, one K step) inside a 256-element block of
 // their weight types, so one weight base and one d_x hold for the segment, and the int32
 // sums are folded before the next step's staging.
 //
@@ -534,8 +530,9 @@ func (v Variant) MoeStepFold(t Target) bool {
 // segment's amax/127, so blocks quieter than their segment lose resolution
 // (bench/results/2026-11-30-mmqs-s8).
 //
-// Family mmq8x4p: mmq8x4 whose core also prefetches the next K step's weight and activation
-// lines into L1 before the current step's mma (mmqPrefetch).
+// Family mmq8x4p (deleted in session 10, dominated by mmq8x4n: mmqPlanes) was mmq8x4 whose
+// core also prefetches the next K step's weight and activation lines into L1 before the
+// current step's mma (mmqPrefetch); mmq8x4n keeps the prefetch.
 //
 // 8-group segments (family mmq8x, session 8: 256 elements, two K steps, so the sums lived
 // through the second step's staging, 128–152 bytes of spills) were measured and dropped: in
@@ -544,7 +541,7 @@ func (v Variant) MoeStepFold(t Target) bool {
 // 142.7 → 142.7 / 146.3 → 145.9, and mmq8x4p beat both for IQ2_XS (144.3 / 148.0) and IQ1_M
 // (143.6 / 147.7); 4-block segments also cost the activations less
 // (bench/results/2026-11-30-mmqs-s8, "What the shared d costs").
-var mmqXSeg = map[string]int{"mmq8x4": 4, "mmq8x4p": 4, "mmq8x4l": 4, "mmq8x4n": 4, "mmq8x4g": 4, "mmq8x4h": 4}
+var mmqXSeg = map[string]int{"mmq8x4": 4, "mmq8x4n": 4, "mmq8x4g": 4, "mmq8x4h": 4}
 
 // mmqPrefetch names the families whose NVIDIA mma core issues, after staging K step g0, one
 // prefetch.global.L1 a staging job for step g0 + KT's lines (strata_mmq_nv_pf in
@@ -557,8 +554,8 @@ var mmqXSeg = map[string]int{"mmq8x4": 4, "mmq8x4p": 4, "mmq8x4l": 4, "mmq8x4n":
 // mma, under a 128-register cap that already spills).
 //
 // H200, bench/results/2026-11-30-mmqs2-s8 call 1 (TOPS at 512 / 2048 tokens, means of two
-// runs): on mmq8x4 (mmq8x4p) IQ2_XS 140.9 → 144.3 / 143.9 → 148.0, IQ1_M 142.7 → 143.6 / 145.9 →
-// 147.7, Q6_K 133.1 → 128.2 / 134.7 → 130.6; ncu IQ2_XS: long-scoreboard stalls 1.94 → 1.91
+// runs): on mmq8x4 (mmq8x4p, deleted since) IQ2_XS 140.9 → 144.3 / 143.9 → 148.0, IQ1_M
+// 142.7 → 143.6 / 145.9 → 147.7, Q6_K 133.1 → 128.2 / 134.7 → 130.6; ncu IQ2_XS: long-scoreboard stalls 1.94 → 1.91
 // a warp instruction, issue 0.49 → 0.51 a scheduler cycle. On mmq8x (family mmq8xp, dropped)
 // the prefetch addresses raised the spill stores 136–152 → 188–244 bytes and every type lost 6.7–8.3 %
 // (IQ2_XS 140.0 → 129.1 at 512 tokens; long-scoreboard stalls 3.45).
@@ -567,7 +564,7 @@ var mmqXSeg = map[string]int{"mmq8x4": 4, "mmq8x4p": 4, "mmq8x4l": 4, "mmq8x4n":
 // 136 contiguous Q8_0 bytes of a row touched at 0, 45, 90, 135) it lost for both types, TOPS
 // at 512 / 2048 tokens, means of 7 runs in 3 processes: Q8_0 190.9 → 185.6 / 194.1 → 188.9,
 // Q2_0 203.1 → 178.0 / 205.7 → 182.9 (spills 28 → 72 and 40 → 92 bytes).
-var mmqPrefetch = map[string]bool{"mmq8x4p": true, "mmq8x4l": true, "mmq8x4n": true, "mmq8x4g": true, "mmq8x4h": true}
+var mmqPrefetch = map[string]bool{"mmq8x4n": true, "mmq8x4g": true, "mmq8x4h": true}
 
 // Prefetch reports whether variant v of family on t is an NVIDIA mma kernel that prefetches
 // its next K step into L1 (mmqPrefetch).
@@ -575,13 +572,14 @@ func (v Variant) Prefetch(family string, t Target) bool {
 	return t.IsNVIDIA() && v.Values["op"] == "mma" && mmqPrefetch[family]
 }
 
-// mmqX4Types are family mmq8x4's weight types, mmqX4PTypes family mmq8x4p's: the types with
-// one f32 base per 256-element block, integer sub-scales and no mins (Q4_K's min term and
-// Q8_0's and Q2_0's per-group bases need per-group folds), each in the family that was
-// fastest for it. H200, bench/results/2026-11-30-mmqs2-s8 call 1 (TOPS at 512 / 2048 tokens,
-// means of two runs; mmq8 = per-block d, per-group f32 fold):
+// mmqX4Types are family mmq8x4's weight types: the types with one f32 base per 256-element
+// block, integer sub-scales and no mins (Q4_K's min term and Q8_0's and Q2_0's per-group
+// bases need per-group folds) for which it was the fastest; IQ2_XS and IQ1_M went to
+// mmq8x4p then (deleted since) and are mmq8x4n's now (mmqX4NTypes). H200,
+// bench/results/2026-11-30-mmqs2-s8 call 1 (TOPS at 512 / 2048 tokens, means of two runs;
+// mmq8 = per-block d, per-group f32 fold):
 //
-//	type     mmq8           mmq8x4         mmq8x4p
+//	type     mmq8           mmq8x4         mmq8x4p (deleted)
 //	Q6_K     114.1 / 116.0  133.1 / 134.7  128.2 / 130.6
 //	IQ2_XS   121.2 / 124.1  140.9 / 143.9  144.3 / 148.0
 //	IQ1_M    123.8 / 127.1  142.7 / 145.9  143.6 / 147.7
@@ -591,10 +589,7 @@ func (v Variant) Prefetch(family string, t Target) bool {
 // IQ3_XXS and IQ3_S (a sub-scale per 32) lost in 256-element segments (mmq8x, 4–6 %:
 // bench/results/2026-11-30-mmqs-s8) and win in 128-element ones (+13 %, +10 %). The prefetch
 // (mmqPrefetch) was not built for them.
-var (
-	mmqX4Types  = []Value{{Name: "q6k"}, {Name: "iq3xxs"}, {Name: "iq3s"}}
-	mmqX4PTypes = []Value{{Name: "iq2xs"}, {Name: "iq1m"}}
-)
+var mmqX4Types = []Value{{Name: "q6k"}, {Name: "iq3xxs"}, {Name: "iq3s"}}
 
 // XSeg is the activation segment (groups sharing one d, mmqXSeg) of variant v of family on
 // t, or 0: the core folds every group.
@@ -652,16 +647,18 @@ var mmqCompact = map[string]bool{"mmq8c": true, "mmq8cz": true}
 // (186.9 → 190.9), Q2_0 loses a little (204.3 → 203.1; spill stores 16 → 40 bytes), so the
 // family holds Q8_0 only.
 //
-// Family mmq8x4n is mmq8x4l so (mmqPlanes; strata_mmq_pl_stage_x_nz in mmq_core.tmpl): per
-// thread and K step of r64t128w8 the weight job drops 16 plane selects and the base's, each
-// of the 2 activation jobs its 8 zeroing selects, and, as its 4 blocks share one d (mmqXSeg),
+// Family mmq8x4n is the two-plane form (mmqPlanes) so (strata_mmq_pl_stage_x_nz in
+// mmq_core.tmpl; against family mmq8x4l, the two-plane form with the zeroing): per thread
+// and K step of r64t128w8 the weight job drops 16 plane selects and the base's, each of the
+// 2 activation jobs its 8 zeroing selects, and, as its 4 blocks share one d (mmqXSeg),
 // the segment's d is stored by the one job of the token whose block starts its 16-byte
 // window, so the quants take 18 selects instead of strata_mmq_pick9's 20 and the d none:
-// 39 fewer instructions a thread and K step. Same written values as mmq8x4l: its bounds.
+// 39 fewer instructions a thread and K step. Same written values as mmq8x4l: its bounds
+// (parity/mmq.go mmqX4LY, mmqXLISum, mmq8x4n's now).
 // H200, bench/results/2026-11-30-iq2-s9 (8 runs each, alternated with mmq8x4l in two
 // processes; TOPS at 512 / 2048 tokens): IQ2_XS 154.9–155.7 / 157.6–157.9 → 156.4–157.0 /
 // 160.0–160.3, IQ1_M 160.0–160.7 / 165.1–165.5 → 160.9–161.8 / 165.8–166.2; every run above
-// every mmq8x4l run, so kept (mmq8x4l stays built as its baseline).
+// every mmq8x4l run, so kept; mmq8x4l was deleted in session 10 as dominated.
 var mmqNoZero = map[string]bool{"mmq8cz": true, "mmq8x4n": true, "mmq8x4g": true, "mmq8x4h": true}
 
 // mmqCTypes are family mmq8c's weight types, mmqCZTypes family mmq8cz's: each unit type
@@ -686,7 +683,7 @@ func (v Variant) NoZero(family string, t Target) bool {
 
 // mmqPlanes names the families whose NVIDIA mma core stages the weights of a 16-split type
 // (a sub-scale per 16 elements: IQ2_XS, IQ1_M) as two int8 planes of the sub-scaled values
-// (mmq_core.tmpl, "Two-plane form"; family mmq8x4l): element value v = m·q = 16·h + l with
+// (mmq_core.tmpl, "Two-plane form"; family mmq8x4n): element value v = m·q = 16·h + l with
 // h = ⌊v/16⌋ and l = v mod 16 in separate planes, each decoded by prmt from an 8-byte table
 // per sub-scale (selector nibbles: grid index + 3·sign). Each group is then two K=32
 // products, chained in the mma accumulators over the K step, against mmq8x4p's two K=16
@@ -703,14 +700,16 @@ func (v Variant) NoZero(family string, t Target) bool {
 // bench/results/2026-11-30-final-s9 call 1b, alternated with mmq8x4p in one process, IQ2_XS
 // 144.7–144.8 → 155.6–155.8 and IQ1_M 143.1–143.4 → 160.1–161.1 TOPS at 512 tokens (157.6–157.9
 // and 165.3–165.4 at 2048). mmq8x4n (bench/results/2026-11-30-iq2-s9) is mmq8x4l without the
-// edge zeroing and the segment d's selects: +1 % over it in every run. mmq8x4p stays built as
-// the baseline.
-var mmqPlanes = map[string]bool{"mmq8x4l": true, "mmq8x4n": true, "mmq8x4g": true, "mmq8x4h": true}
+// edge zeroing and the segment d's selects: +1 % over it in every run. mmq8x4p and mmq8x4l
+// (the two-plane form with the edge zeroing) were deleted in session 10, dominated by mmq8x4n
+// (bit-identical to mmq8x4l, faster than both in every run: bench/results/2026-11-30-iq2-s9,
+// 2026-11-30-iqmmq-s9).
+var mmqPlanes = map[string]bool{"mmq8x4n": true, "mmq8x4g": true, "mmq8x4h": true}
 
-// mmqX4LTypes are family mmq8x4l's weight types: the 16-split types whose sub-scaled values
+// mmqX4NTypes are family mmq8x4n's weight types: the 16-split types whose sub-scaled values
 // m·q have a small magnitude table per sub-scale (IQ2_XS: {8, 25, 43}·m, m ≤ 31; IQ1_M:
 // {−9, −7, −1, 1, 7, 9}·m, m ≤ 15). Q6_K's 64 quant values times a signed 8-bit scale do not.
-var mmqX4LTypes = []Value{{Name: "iq2xs"}, {Name: "iq1m"}}
+var mmqX4NTypes = []Value{{Name: "iq2xs"}, {Name: "iq1m"}}
 
 // QT is the C++ weight-type struct the mmq template instantiates variant v of family with on
 // t: strata_qt_<type>, or for a two-plane family (mmqPlanes) the mma core's plane form of the

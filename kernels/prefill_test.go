@@ -5,7 +5,7 @@ import "testing"
 // The prefill tiles each target gets: r64t64 everywhere (mma only with a matrix unit); on
 // NVIDIA also r128t64 (64 accumulators per lane fit only there) and the NVIDIA-only shapes
 // (mmq r64t128, moe_prefill r128t32, r64t32 and r64t48, and moe_prefill's Q6_K-only mma tiles
-// r64t32p, r64t48p, r64t32x, r64t48x); every kept variant's LDS model within the target's LDS.
+// r64t32x, r64t48x); every kept variant's LDS model within the target's LDS.
 func TestPrefillTiles(t *testing.T) {
 	for _, fam := range []string{"mmq", "moe_prefill"} {
 		s, ok := LookupSpec(fam)
@@ -32,7 +32,7 @@ func TestPrefillTiles(t *testing.T) {
 					want["dp4a/"+tile], want["mma/"+tile] = true, true
 				}
 				if fam == "moe_prefill" { // Q6_K's pair form: mma only
-					for _, tile := range []string{"r64t32p", "r64t48p", "r64t32x", "r64t48x"} {
+					for _, tile := range []string{"r64t32x", "r64t48x"} {
 						want["mma/"+tile] = true
 					}
 				}
@@ -61,7 +61,7 @@ func TestPrefillTiles(t *testing.T) {
 // wide form.
 func TestMMQWideStaging(t *testing.T) {
 	seen := map[string]bool{}
-	for _, fam := range []string{"mmq", "mmq8", "mmq8x4", "mmq8x4p", "mmq8x4l", "mmq8x4n", "mmq8x4g", "mmq8x4h", "mmq8c", "mmq8cz", "moe_prefill"} {
+	for _, fam := range []string{"mmq", "mmq8", "mmq8x4", "mmq8x4n", "mmq8x4g", "mmq8x4h", "mmq8c", "mmq8cz", "moe_prefill"} {
 		s, ok := LookupSpec(fam)
 		if !ok {
 			t.Fatalf("no %s spec", fam)
@@ -91,8 +91,8 @@ func TestMMQWideStaging(t *testing.T) {
 
 // mmq8 (the 8-warp tile): every type on every NVIDIA target, mma only, nothing on AMD; the
 // NVIDIA LDS model within the target's LDS; two blocks an SM asked where they fit. mmq8x4,
-// mmq8x4p, mmq8x4l: the same for their types (mmqX4Types, mmqX4PTypes, mmqX4LTypes), with a
-// segment of 4 groups (mmq8 has none) and, mmq8x4p and mmq8x4l, the prefetch. mmq8c (Q2_0),
+// mmq8x4n: the same for their types (mmqX4Types, mmqX4NTypes), with a segment of 4 groups
+// (mmq8 has none) and, mmq8x4n, the prefetch. mmq8c (Q2_0),
 // mmq8cz (Q8_0): compact scale tiles (wide staging) and, mmq8cz, no edge zeroing.
 func TestMmq8Tiles(t *testing.T) {
 	for _, fc := range []struct {
@@ -101,10 +101,9 @@ func TestMmq8Tiles(t *testing.T) {
 		xseg   int
 		pf     bool // prefetches the next K step (mmqPrefetch)
 	}{{"mmq8", len(axisPrefillType.Values), 0, false}, {"mmq8x4", len(mmqX4Types), 4, false},
-		{"mmq8x4p", len(mmqX4PTypes), 4, true}, {"mmq8x4l", len(mmqX4LTypes), 4, true},
-		{"mmq8x4n", len(mmqX4LTypes), 4, true},
-		{"mmq8x4g", len(mmqX4LTypes), 4, true},
-		{"mmq8x4h", len(mmqX4LTypes), 4, true},
+		{"mmq8x4n", len(mmqX4NTypes), 4, true},
+		{"mmq8x4g", len(mmqX4NTypes), 4, true},
+		{"mmq8x4h", len(mmqX4NTypes), 4, true},
 		{"mmq8c", len(mmqCTypes), 0, false},
 		{"mmq8cz", len(mmqCZTypes), 0, false}} {
 		s, ok := LookupSpec(fc.family)

@@ -322,8 +322,8 @@ var Specs = []Spec{
 			"(one d per 128-element segment, quant.QuantizeQ8_1GPUSeg with 4); launch as mmq8.",
 		Threads: 256,
 		Args:    mmqArgs,
-		// mmq8x4l's types (kernels/prefill.go, mmqPlanes, mmqNoZero, mmqBOnce).
-		Axes: []Axis{{Name: "type", Values: mmqX4LTypes}, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r64t128w8"}}}},
+		// mmq8x4n's types (kernels/prefill.go, mmqX4NTypes, mmqPlanes, mmqNoZero, mmqBOnce).
+		Axes: []Axis{{Name: "type", Values: mmqX4NTypes}, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r64t128w8"}}}},
 		Fits: mmqFits,
 	},
 	{
@@ -334,46 +334,24 @@ var Specs = []Spec{
 			"segment, quant.QuantizeQ8_1GPUSeg with 4); launch as mmq8.",
 		Threads: 256,
 		Args:    mmqArgs,
-		// mmq8x4l's types (kernels/prefill.go, mmqPlanes, mmqNoZero, mmqBOnce).
-		Axes: []Axis{{Name: "type", Values: mmqX4LTypes}, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r64t128w8"}}}},
-		Fits: mmqFits,
-	},
-	{
-		Family:   "mmq8x4l",
-		Template: "mmq",
-		Doc: "mmq8x4p whose weights are staged as two int8 planes of the sub-scaled values (NVIDIA mma.sync only): " +
-			"each element's integer m·q = 16·h + l, both planes decoded by byte-permute lookups, so each group is two " +
-			"K=32 products chained over the K step with no integer folds; x as mmq8x4 (one d per 128-element segment, " +
-			"quant.QuantizeQ8_1GPUSeg with 4); launch as mmq8.",
-		Threads: 256,
-		Args:    mmqArgs,
-		// The split types of mmq8x4p (kernels/prefill.go, mmqPlanes).
-		Axes: []Axis{{Name: "type", Values: mmqX4LTypes}, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r64t128w8"}}}},
+		// mmq8x4n's types (kernels/prefill.go, mmqX4NTypes, mmqPlanes, mmqNoZero, mmqBOnce).
+		Axes: []Axis{{Name: "type", Values: mmqX4NTypes}, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r64t128w8"}}}},
 		Fits: mmqFits,
 	},
 	{
 		Family:   "mmq8x4n",
 		Template: "mmq",
-		Doc: "mmq8x4l whose staging keeps the loaded values of jobs past the tile's rows or tokens instead of zeroing " +
-			"them and takes each segment's d from the one activation job whose block starts its load window (NVIDIA " +
-			"mma.sync only; outputs past the edge are never written); x as mmq8x4 (one d per 128-element segment, " +
+		Doc: "mmq8x4 whose weights are staged as two int8 planes of the sub-scaled values and whose staging keeps the " +
+			"loaded values of jobs past the tile's rows or tokens instead of zeroing them (NVIDIA mma.sync only; outputs " +
+			"past the edge are never written): each element's integer m·q = 16·h + l, both planes decoded by " +
+			"byte-permute lookups, so each group is two K=32 products chained over the K step with no integer folds; " +
+			"each segment's d comes from the one activation job whose block starts its load window; the next K step's " +
+			"weight and activation lines are prefetched into L1; x as mmq8x4 (one d per 128-element segment, " +
 			"quant.QuantizeQ8_1GPUSeg with 4); launch as mmq8.",
 		Threads: 256,
 		Args:    mmqArgs,
-		// mmq8x4l's types (kernels/prefill.go, mmqPlanes, mmqNoZero).
-		Axes: []Axis{{Name: "type", Values: mmqX4LTypes}, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r64t128w8"}}}},
-		Fits: mmqFits,
-	},
-	{
-		Family:   "mmq8x4p",
-		Template: "mmq",
-		Doc: "mmq8x4 that prefetches each next K step's weight and activation lines into L1 before the current step's " +
-			"matrix work (NVIDIA mma.sync only): x as mmq8x4 (one d per 128-element segment, quant.QuantizeQ8_1GPUSeg " +
-			"with 4); launch as mmq8.",
-		Threads: 256,
-		Args:    mmqArgs,
-		// The types for which it was the fastest (kernels/prefill.go, mmqX4PTypes, mmqPrefetch).
-		Axes: []Axis{{Name: "type", Values: mmqX4PTypes}, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r64t128w8"}}}},
+		// The 16-split types (kernels/prefill.go, mmqX4NTypes, mmqPlanes, mmqNoZero, mmqPrefetch).
+		Axes: []Axis{{Name: "type", Values: mmqX4NTypes}, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r64t128w8"}}}},
 		Fits: mmqFits,
 	},
 	{
@@ -489,7 +467,7 @@ var Specs = []Spec{
 			{Name: "x_row_blocks", Type: ArgI32, Doc: "Q8_1 blocks between tokens of x, ≥ hidden/32"},
 			{Name: "ldo", Type: ArgI32, Doc: "f32 elements between tokens of out, ≥ hidden"},
 		},
-		Axes:   []Axis{axisPrefillType, axisOp, {Name: "tile", Values: []Value{{Name: "r64t64"}, {Name: "r128t64"}, {Name: "r128t32"}, {Name: "r64t32"}, {Name: "r64t48"}, {Name: "r64t32p"}, {Name: "r64t48p"}, {Name: "r64t32x"}, {Name: "r64t48x"}}}},
+		Axes:   []Axis{axisPrefillType, axisOp, {Name: "tile", Values: []Value{{Name: "r64t64"}, {Name: "r128t64"}, {Name: "r128t32"}, {Name: "r64t32"}, {Name: "r64t48"}, {Name: "r64t32x"}, {Name: "r64t48x"}}}},
 		Fits:   mmqFits, // gate/up: two matrices of BM/2 rows, one BM-row tile (see mmqLDS)
 		Absent: moePairAbsent,
 	},
@@ -571,7 +549,7 @@ var Specs = []Spec{
 	},
 }
 
-// mmqArgs is the launch-argument list of mmq, mmq8, mmq8x4, mmq8x4p, mmq8x4l, mmq8c and mmq8cz (one C struct layout).
+// mmqArgs is the launch-argument list of mmq, mmq8, mmq8x4, mmq8x4n, mmq8c and mmq8cz (one C struct layout).
 var mmqArgs = []Arg{
 	{Name: "w", Type: ArgPtr, CType: "const u8", Doc: "weights: rows × k/QK blocks, rows contiguous; 16-byte aligned"},
 	{Name: "x", Type: ArgPtr, CType: "const u8", Doc: "activations: tokens × x_row_blocks Q8_1 blocks (36 bytes); 4-byte aligned"},

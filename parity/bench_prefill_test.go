@@ -130,13 +130,13 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 	}
 
 	// mmq at 4096 × 14336, and its 8-warp tiles (mmq8, NVIDIA; mmq8c and mmq8cz with compact
-	// scale tiles for Q2_0 and Q8_0; mmq8x4, mmq8x4p, mmq8x4l and mmq8x4n with their
-	// shared-d activations) in the same table.
+	// scale tiles for Q2_0 and Q8_0; mmq8x4 and mmq8x4n with their shared-d activations) in
+	// the same table.
 	rounds, err := strconv.Atoi(cmp.Or(os.Getenv("STRATA_BENCH_ROUNDS"), "1"))
 	if err != nil || rounds < 1 {
 		t.Fatalf("STRATA_BENCH_ROUNDS=%q: want a positive count", os.Getenv("STRATA_BENCH_ROUNDS"))
 	}
-	fams := []string{"mmq", "mmq8", "mmq8x4", "mmq8x4p", "mmq8x4l", "mmq8x4n", "mmq8x4g", "mmq8x4h", "mmq8c", "mmq8cz"}
+	fams := []string{"mmq", "mmq8", "mmq8x4", "mmq8x4n", "mmq8x4g", "mmq8x4h", "mmq8c", "mmq8cz"}
 	for round := range rounds * len(fams) {
 		fam := fams[round%len(fams)]
 		co, ok := abi.Find(target, fam)

@@ -17,7 +17,7 @@ import (
 	"github.com/strata-hip/strata/runtime/gpu"
 )
 
-// TestPrefillHostSim runs the generated NVIDIA sources of mmq, mmq8, mmq8x4, mmq8x4p, mmq8x4l, mmq8x4n, mmq8x4g, mmq8x4h, mmq8c, mmq8cz and moe_prefill on the CPU
+// TestPrefillHostSim runs the generated NVIDIA sources of mmq, mmq8, mmq8x4, mmq8x4n, mmq8x4g, mmq8x4h, mmq8c, mmq8cz and moe_prefill on the CPU
 // (testdata/hostsim: the prelude's primitives on std::threads, mma.sync fragments by PTX's
 // lane tables) through the ordinary parity Run functions, harness and bounds. It proves the
 // kernels' logic where there is no GPU: staging, ragged edges, the folds, the integer hook,
@@ -72,11 +72,6 @@ func TestPrefillHostSim(t *testing.T) {
 			{"rows=70,tokens=300,k=1056", []int{70, 300, 1056}},
 			{"rows=130,tokens=65,k=512", []int{130, 65, 512}},
 		}, func(v kernels.Variant) bool { return v.Values["type"] == "q6k" || v.Values["type"] == "iq3xxs" }},
-		// mmq8x4p (mmq8x4 with the next K step prefetched into L1: a hint the host simulation
-		// runs as a no-op): every type (IQ2_XS, IQ1_M, the piece type).
-		{"mmq8x4p", false, runMmqFamily("mmq8x4p"), []Case{
-			{"rows=70,tokens=300,k=1056", []int{70, 300, 1056}},
-		}, func(kernels.Variant) bool { return true }},
 		// mmq8c (mmq8 with compact scale tiles, Q2_0: kernels/prefill.go mmqCompact) and mmq8cz
 		// (also without the edge zeroing, Q8_0: mmqNoZero); 33 groups end on a partial K step,
 		// 300 tokens and 70 rows leave partial tiles.
@@ -87,13 +82,11 @@ func TestPrefillHostSim(t *testing.T) {
 		{"mmq8cz", false, runMmqFamily("mmq8cz"), []Case{
 			{"rows=70,tokens=300,k=1056", []int{70, 300, 1056}},
 		}, func(kernels.Variant) bool { return true }},
-		// mmq8x4l (mmq8x4p with the weights staged as two int8 planes, 16·h + l, decoded by
-		// byte permutes): both types, a partial row tile and three token tiles.
-		{"mmq8x4l", false, runMmqFamily("mmq8x4l"), []Case{
-			{"rows=70,tokens=300,k=1056", []int{70, 300, 1056}},
-		}, func(kernels.Variant) bool { return true }},
-		// mmq8x4n (mmq8x4l without the edge zeroing, the segment's d from the job whose block
-		// starts its window: kernels/prefill.go mmqNoZero): the same partial tiles.
+		// mmq8x4n (mmq8x4 with the weights staged as two int8 planes, 16·h + l, decoded by
+		// byte permutes, the next K step prefetched into L1 (a hint the host simulation runs
+		// as a no-op), no edge zeroing and the segment's d from the job whose block starts its
+		// window: kernels/prefill.go mmqPlanes, mmqPrefetch, mmqNoZero): both types (IQ2_XS,
+		// IQ1_M, the piece type), a partial row tile and three token tiles.
 		{"mmq8x4n", false, runMmqFamily("mmq8x4n"), []Case{
 			{"rows=70,tokens=300,k=1056", []int{70, 300, 1056}},
 		}, func(kernels.Variant) bool { return true }},
@@ -122,7 +115,7 @@ func TestPrefillHostSim(t *testing.T) {
 			switch v.Values["type"] + "/" + v.Values["op"] + "/" + v.Values["tile"] {
 			case "q6k/mma/r64t64", "q6k/mma/r128t32", "q6k/mma/r64t32", "iq1m/mma/r64t32",
 				"q6k/mma/r64t48", "iq1m/mma/r64t48", "q4k/dp4a/r64t48",
-				"q6k/mma/r64t32p", "q6k/mma/r64t48p", "q6k/mma/r64t32x", "q6k/mma/r64t48x": // the Q6_K pair form (moePairForm)
+				"q6k/mma/r64t32x", "q6k/mma/r64t48x": // the Q6_K pair form (moePairForm)
 				return true
 			}
 			return v.Values["type"]+"/"+v.Values["op"] == "q80/mma"

@@ -57,7 +57,8 @@ var mmqISum = Bound{Name: "isum", Exact: true, Why: `
 	with 1.5·2²³ and are read back through f32: exact for |s| < 2²² (group sums ≤ 2¹⁹), and
 	m·s or m0·s0 + m1·s1 < 2²⁴ is exact in f32, so the hook still sees the exact integer.`}
 
-// mmqX4Y is the y bound of families mmq8x4 and mmq8x4p (kernels/prefill.go, mmqXSeg):
+// mmqX4Y is the y bound of family mmq8x4 (kernels/prefill.go, mmqXSeg; it was also that of
+// mmq8x4p, deleted in session 10, whence its derivation's last sentence):
 // activations whose 4 Q8_1 blocks of each 128-element segment share one d
 // (quant.QuantizeQ8_1GPUSeg with 4), the group sums added in int32 over the segment, one f32
 // fold per segment. (The same derivation with 8 groups gave family mmq8x's γ₅₇ = 3.4e-6;
@@ -81,9 +82,13 @@ var mmqXISum = Bound{Name: "isum", Exact: true, Why: `
 	sums start from 0 (no 1.5·2²³ seed) and m0·S0 + m1·S1 is formed in int32, exact in any
 	order, and written as its bit pattern: it must equal the reference exactly.`}
 
-// mmqX4LY is the y bound of family mmq8x4l (kernels/prefill.go, mmqPlanes): mmq8x4p with its
-// weights staged as two int8 planes. The segment's integer sum is the same integer formed
-// another way, so mmqX4Y's derivation and value hold unchanged.
+// mmqX4LY is the y bound of family mmq8x4n (kernels/prefill.go, mmqPlanes): mmq8x4 with its
+// weights staged as two int8 planes (and the L1 prefetch). The segment's integer sum is the
+// same integer formed another way, so mmqX4Y's derivation and value hold unchanged. It was
+// derived for family mmq8x4l (mmq8x4p with two planes; both deleted in session 10 as
+// dominated by mmq8x4n) and keeps its name and text: mmq8x4n's written outputs are
+// mmq8x4l's bit for bit (mmqSegY), so the bound and mmqXLISum are mmq8x4n's now (and
+// mmq8x4g's and mmq8x4h's, whose outputs are mmq8x4n's).
 var mmqX4LY = Bound{Name: "y", MaxRowRel: 6.8e-6, Why: `
 	As mmq8x4 (mmqX4Y, γ₁₁₃ = 6.7353e-6 at K = 14336: bound 6.8e-6), with the segment's
 	integer sum I formed from two int8 weight planes: every element's integer value
@@ -101,21 +106,21 @@ var mmqXLISum = Bound{Name: "isum", Exact: true, Why: `
 	2¹⁹·43·31/128 < 2²⁴) and written as its bit pattern: it must equal the reference exactly.`}
 
 // mmqSegY is the y bound of the families whose activations share one d per segment
-// (kernels/prefill.go, mmqXSeg). mmq8x4p is mmq8x4 with an L1 prefetch of the next K step
-// (a hint: no value changes), so its arithmetic and bounds are mmq8x4's; mmq8x4l forms the
-// same integer segment sums from two weight planes (mmqX4LY); mmq8x4n is mmq8x4l whose staging
-// keeps edge jobs' loaded values (rows and tokens past the tile: their outputs are never
-// written) and stores the segment's d from another of its 4 blocks (the same d: mmqXSeg), so
-// every written output is mmq8x4l's bit for bit and its bounds are mmq8x4l's. mmq8x4g and
-// mmq8x4h are mmq8x4n whose warps load each group's token fragments once for both row
-// fragments (the same staged int8 values in the same mma registers): mmq8x4g adds the
-// group's 16·H into the L chain after each group, mmq8x4h keeps H and L chains over the step;
-// both reach the same exact int32 segment sum I = 16·H + L and fold it by the same fma in the
-// same order, so mmq8x4n's outputs bit for bit and mmq8x4l's bounds.
-var mmqSegY = map[string]Bound{"mmq8x4": mmqX4Y, "mmq8x4p": mmqX4Y, "mmq8x4l": mmqX4LY, "mmq8x4n": mmqX4LY, "mmq8x4g": mmqX4LY, "mmq8x4h": mmqX4LY}
+// (kernels/prefill.go, mmqXSeg). mmq8x4n forms the same integer segment sums from two weight
+// planes (mmqX4LY), prefetches the next K step into L1 (a hint: no value changes), keeps edge
+// jobs' loaded values (rows and tokens past the tile: their outputs are never written) and
+// stores the segment's d from another of its 4 blocks (the same d: mmqXSeg), so every written
+// output is that of the deleted mmq8x4l (the two planes with the zeroing, session 9) bit for
+// bit and its bounds are the ones derived for it. mmq8x4g and mmq8x4h are mmq8x4n whose
+// warps load each group's token fragments once for both row fragments (the same staged int8
+// values in the same mma registers): mmq8x4g adds the group's 16·H into the L chain after
+// each group, mmq8x4h keeps H and L chains over the step; both reach the same exact int32
+// segment sum I = 16·H + L and fold it by the same fma in the same order, so mmq8x4n's
+// outputs bit for bit and the same bounds.
+var mmqSegY = map[string]Bound{"mmq8x4": mmqX4Y, "mmq8x4n": mmqX4LY, "mmq8x4g": mmqX4LY, "mmq8x4h": mmqX4LY}
 
 // mmqSegISum is the isum bound of the shared-d families (mmqXISum unless listed).
-var mmqSegISum = map[string]Bound{"mmq8x4l": mmqXLISum, "mmq8x4n": mmqXLISum, "mmq8x4g": mmqXLISum, "mmq8x4h": mmqXLISum}
+var mmqSegISum = map[string]Bound{"mmq8x4n": mmqXLISum, "mmq8x4g": mmqXLISum, "mmq8x4h": mmqXLISum}
 
 // mmqTypes maps the "type" axis values of the int8 prefill families to quant types.
 var mmqTypes = map[string]quant.Type{
@@ -131,7 +136,7 @@ func mmqYBound(t quant.Type) Bound {
 	return mmqY2
 }
 
-// mmqBounds is the bounds of every variant of family (mmq, mmq8, mmq8c, mmq8cz, mmq8x4 or mmq8x4p): its
+// mmqBounds is the bounds of every variant of family (mmq, mmq8, mmq8c, mmq8cz, mmq8x4 or mmq8x4n): its
 // weight type's y bound and the exact group sums, or for a shared-d family (mmqSegY) that
 // family's y bound and the exact int32 group sums.
 func mmqBounds(family string) map[string][]Bound {
@@ -188,9 +193,9 @@ func init() {
 		Run:    runMmqFamily("mmq8"),
 	})
 	// mmq8x4: mmq8 for activations with one d per 128-element segment (kernels/prefill.go,
-	// mmqXSeg), quantized so by quant.QuantizeQ8_1GPUSeg; mmq8x4p: mmq8x4 with the next K
-	// step prefetched into L1 (kernels/prefill.go, mmqPrefetch); mmq8x4l: mmq8x4p with two
-	// weight planes (kernels/prefill.go, mmqPlanes). mmq8's cases (K rounds down
+	// mmqXSeg), quantized so by quant.QuantizeQ8_1GPUSeg; mmq8x4n: mmq8x4 with two weight
+	// planes (kernels/prefill.go, mmqPlanes), the next K step prefetched into L1 (mmqPrefetch)
+	// and no edge zeroing (mmqNoZero). mmq8's cases (K rounds down
 	// to whole 256-element blocks, so every segment is whole).
 	// mmq8c (Q2_0), mmq8cz (Q8_0) (kernels/prefill.go, mmqCompact): mmq8 with compact scale
 	// tiles for the unit types; mmq8cz without zeroing the staged values of rows and tokens
@@ -205,7 +210,7 @@ func init() {
 			Run:    runMmqFamily(fam),
 		})
 	}
-	for _, fam := range []string{"mmq8x4", "mmq8x4p", "mmq8x4l", "mmq8x4n", "mmq8x4g", "mmq8x4h"} {
+	for _, fam := range []string{"mmq8x4", "mmq8x4n", "mmq8x4g", "mmq8x4h"} {
 		register(&Family{
 			Name:   fam,
 			Bounds: mmqBounds(fam),
@@ -360,7 +365,7 @@ func runMmq(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (
 }
 
 // runMmqFamily runs the int8 prefill family name (mmq8: mmq's 8-warp tiles, 256-thread
-// blocks; mmq8x4, mmq8x4p: activations quantized with the family's shared d,
+// blocks; mmq8x4, mmq8x4n: activations quantized with the family's shared d,
 // kernels.MmqXSeg) exactly as runMmq.
 func runMmqFamily(name string) func(*Harness, string, Case, []Bound, *rand.Rand) (Outcome, error) {
 	return func(h *Harness, symbol string, c Case, bounds []Bound, rng *rand.Rand) (Outcome, error) {

@@ -87,7 +87,7 @@ func QuantizeQ8_1GPU(x []float32, dst []byte) error {
 // blocks (seg·32 values; the last segment may be shorter): d = amax/127 over the segment,
 // every block of it stores the same fp16(d) and its own sum, and q = roundf(x/d). The bytes
 // are ordinary Q8_1 blocks that every Q8_1 reader takes; kernels that fold a segment's
-// groups at once (families mmq8x4, mmq8x4p: seg = 4) need the shared d. A block quieter than its segment
+// groups at once (families mmq8x4, mmq8x4n: seg = 4) need the shared d. A block quieter than its segment
 // gets a coarser grid than QuantizeQ8_1GPU gives it: its rounding error is at most half the
 // segment's d instead of half its own. seg = 1 is QuantizeQ8_1GPU.
 func QuantizeQ8_1GPUSeg(x []float32, dst []byte, seg int) error {

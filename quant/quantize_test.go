@@ -178,7 +178,7 @@ func TestQuantizeQ8_1GPUSeg(t *testing.T) {
 	if !bytes.Equal(one, q1) {
 		t.Error("QuantizeQ8_1GPUSeg(seg 1) differs from QuantizeQ8_1GPU")
 	}
-	// seg 4 is what the shared-d families (mmq8x4, mmq8x4p) read; 8 checks a longer segment.
+	// seg 4 is what the shared-d families (mmq8x4, mmq8x4n) read; 8 checks a longer segment.
 	for _, seg := range []int{4, 8} {
 		if err := QuantizeQ8_1GPUSeg(x, q8, seg); err != nil {
 			t.Fatal(err)

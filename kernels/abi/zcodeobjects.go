@@ -265,20 +265,8 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8x4l",
-	Path:     "gfx1030/mmq8x4l.co",
-	Target:   "gfx1030",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
 	Family:   "mmq8x4n",
 	Path:     "gfx1030/mmq8x4n.co",
-	Target:   "gfx1030",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
-	Family:   "mmq8x4p",
-	Path:     "gfx1030/mmq8x4p.co",
 	Target:   "gfx1030",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -755,20 +743,8 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8x4l",
-	Path:     "gfx1100/mmq8x4l.co",
-	Target:   "gfx1100",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
 	Family:   "mmq8x4n",
 	Path:     "gfx1100/mmq8x4n.co",
-	Target:   "gfx1100",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
-	Family:   "mmq8x4p",
-	Path:     "gfx1100/mmq8x4p.co",
 	Target:   "gfx1100",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -1269,20 +1245,8 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8x4l",
-	Path:     "gfx1101/mmq8x4l.co",
-	Target:   "gfx1101",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
 	Family:   "mmq8x4n",
 	Path:     "gfx1101/mmq8x4n.co",
-	Target:   "gfx1101",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
-	Family:   "mmq8x4p",
-	Path:     "gfx1101/mmq8x4p.co",
 	Target:   "gfx1101",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -1783,20 +1747,8 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8x4l",
-	Path:     "gfx1102/mmq8x4l.co",
-	Target:   "gfx1102",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
 	Family:   "mmq8x4n",
 	Path:     "gfx1102/mmq8x4n.co",
-	Target:   "gfx1102",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
-	Family:   "mmq8x4p",
-	Path:     "gfx1102/mmq8x4p.co",
 	Target:   "gfx1102",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -2297,20 +2249,8 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8x4l",
-	Path:     "gfx1200/mmq8x4l.co",
-	Target:   "gfx1200",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
 	Family:   "mmq8x4n",
 	Path:     "gfx1200/mmq8x4n.co",
-	Target:   "gfx1200",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
-	Family:   "mmq8x4p",
-	Path:     "gfx1200/mmq8x4p.co",
 	Target:   "gfx1200",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -2811,20 +2751,8 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8x4l",
-	Path:     "gfx1201/mmq8x4l.co",
-	Target:   "gfx1201",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
 	Family:   "mmq8x4n",
 	Path:     "gfx1201/mmq8x4n.co",
-	Target:   "gfx1201",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
-	Family:   "mmq8x4p",
-	Path:     "gfx1201/mmq8x4p.co",
 	Target:   "gfx1201",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -3478,18 +3406,6 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
-	Family: "mmq8x4l",
-	Path:   "sm_80/mmq8x4l.ptx",
-	Target: "sm_80",
-	Variants: []Variant{{
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x4l_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x4l_iq1m_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
 	Family: "mmq8x4n",
 	Path:   "sm_80/mmq8x4n.ptx",
 	Target: "sm_80",
@@ -3499,18 +3415,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8x4n_iq1m_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
-	Family: "mmq8x4p",
-	Path:   "sm_80/mmq8x4p.ptx",
-	Target: "sm_80",
-	Variants: []Variant{{
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x4p_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x4p_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4154,12 +4058,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_mma_r64t48",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48",
-	}, {
-		Name:   "q6k_mma_r64t32p",
-		Symbol: "strata_moe_prefill_q6k_mma_r64t32p",
-	}, {
-		Name:   "q6k_mma_r64t48p",
-		Symbol: "strata_moe_prefill_q6k_mma_r64t48p",
 	}, {
 		Name:   "q6k_mma_r64t32x",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t32x",
@@ -4823,18 +4721,6 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
-	Family: "mmq8x4l",
-	Path:   "sm_86/mmq8x4l.ptx",
-	Target: "sm_86",
-	Variants: []Variant{{
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x4l_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x4l_iq1m_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
 	Family: "mmq8x4n",
 	Path:   "sm_86/mmq8x4n.ptx",
 	Target: "sm_86",
@@ -4844,18 +4730,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8x4n_iq1m_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
-	Family: "mmq8x4p",
-	Path:   "sm_86/mmq8x4p.ptx",
-	Target: "sm_86",
-	Variants: []Variant{{
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x4p_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x4p_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -5499,12 +5373,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_mma_r64t48",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48",
-	}, {
-		Name:   "q6k_mma_r64t32p",
-		Symbol: "strata_moe_prefill_q6k_mma_r64t32p",
-	}, {
-		Name:   "q6k_mma_r64t48p",
-		Symbol: "strata_moe_prefill_q6k_mma_r64t48p",
 	}, {
 		Name:   "q6k_mma_r64t32x",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t32x",
@@ -6168,18 +6036,6 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
-	Family: "mmq8x4l",
-	Path:   "sm_89/mmq8x4l.ptx",
-	Target: "sm_89",
-	Variants: []Variant{{
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x4l_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x4l_iq1m_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
 	Family: "mmq8x4n",
 	Path:   "sm_89/mmq8x4n.ptx",
 	Target: "sm_89",
@@ -6189,18 +6045,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8x4n_iq1m_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
-	Family: "mmq8x4p",
-	Path:   "sm_89/mmq8x4p.ptx",
-	Target: "sm_89",
-	Variants: []Variant{{
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x4p_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x4p_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -6844,12 +6688,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_mma_r64t48",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48",
-	}, {
-		Name:   "q6k_mma_r64t32p",
-		Symbol: "strata_moe_prefill_q6k_mma_r64t32p",
-	}, {
-		Name:   "q6k_mma_r64t48p",
-		Symbol: "strata_moe_prefill_q6k_mma_r64t48p",
 	}, {
 		Name:   "q6k_mma_r64t32x",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t32x",
@@ -7513,18 +7351,6 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
-	Family: "mmq8x4l",
-	Path:   "sm_90/mmq8x4l.ptx",
-	Target: "sm_90",
-	Variants: []Variant{{
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x4l_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x4l_iq1m_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
 	Family: "mmq8x4n",
 	Path:   "sm_90/mmq8x4n.ptx",
 	Target: "sm_90",
@@ -7534,18 +7360,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8x4n_iq1m_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
-	Family: "mmq8x4p",
-	Path:   "sm_90/mmq8x4p.ptx",
-	Target: "sm_90",
-	Variants: []Variant{{
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x4p_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x4p_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -8189,12 +8003,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "q6k_mma_r64t48",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t48",
-	}, {
-		Name:   "q6k_mma_r64t32p",
-		Symbol: "strata_moe_prefill_q6k_mma_r64t32p",
-	}, {
-		Name:   "q6k_mma_r64t48p",
-		Symbol: "strata_moe_prefill_q6k_mma_r64t48p",
 	}, {
 		Name:   "q6k_mma_r64t32x",
 		Symbol: "strata_moe_prefill_q6k_mma_r64t32x",

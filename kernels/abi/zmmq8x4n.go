@@ -9,7 +9,7 @@ import (
 
 /*
 Mmq8x4nArgs is the launch-argument struct of every strata_mmq8x4n_* kernel (C: struct strata_mmq8x4n_args).
-mmq8x4l whose staging keeps the loaded values of jobs past the tile's rows or tokens instead of zeroing them and takes each segment's d from the one activation job whose block starts its load window (NVIDIA mma.sync only; outputs past the edge are never written); x as mmq8x4 (one d per 128-element segment, quant.QuantizeQ8_1GPUSeg with 4); launch as mmq8.
+mmq8x4 whose weights are staged as two int8 planes of the sub-scaled values and whose staging keeps the loaded values of jobs past the tile's rows or tokens instead of zeroing them (NVIDIA mma.sync only; outputs past the edge are never written): each element's integer m·q = 16·h + l, both planes decoded by byte-permute lookups, so each group is two K=32 products chained over the K step with no integer folds; each segment's d comes from the one activation job whose block starts its load window; the next K step's weight and activation lines are prefetched into L1; x as mmq8x4 (one d per 128-element segment, quant.QuantizeQ8_1GPUSeg with 4); launch as mmq8.
 */
 type Mmq8x4nArgs struct {
 	W          uint64 // offset 0: device address of const u8[]; weights: rows × k/QK blocks, rows contiguous; 16-byte aligned

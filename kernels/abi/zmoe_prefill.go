@@ -80,8 +80,6 @@ const (
 	SymMoePrefillQ6kMmaR128t32     = "strata_moe_prefill_q6k_mma_r128t32"     // variant q6k_mma_r128t32
 	SymMoePrefillQ6kMmaR64t32      = "strata_moe_prefill_q6k_mma_r64t32"      // variant q6k_mma_r64t32
 	SymMoePrefillQ6kMmaR64t48      = "strata_moe_prefill_q6k_mma_r64t48"      // variant q6k_mma_r64t48
-	SymMoePrefillQ6kMmaR64t32p     = "strata_moe_prefill_q6k_mma_r64t32p"     // variant q6k_mma_r64t32p
-	SymMoePrefillQ6kMmaR64t48p     = "strata_moe_prefill_q6k_mma_r64t48p"     // variant q6k_mma_r64t48p
 	SymMoePrefillQ6kMmaR64t32x     = "strata_moe_prefill_q6k_mma_r64t32x"     // variant q6k_mma_r64t32x
 	SymMoePrefillQ6kMmaR64t48x     = "strata_moe_prefill_q6k_mma_r64t48x"     // variant q6k_mma_r64t48x
 	SymMoePrefillQ6kDp4aR64t64     = "strata_moe_prefill_q6k_dp4a_r64t64"     // variant q6k_dp4a_r64t64

@@ -173,8 +173,9 @@ const moeT48From = 24
 var moeT48 = map[quant.Type]bool{quant.Q6_K: true, quant.IQ2_XS: true, quant.IQ1_M: true, quant.IQ3_XXS: true, quant.IQ3_S: true}
 
 // moePair are the expert types whose r64t32 and r64t48 TilesBest takes in the pair-staging
-// form (kernels/prefill.go moePairForm: tiles r64t32p and r64t48p, the same shapes, rules and
-// arithmetic; each weight job decodes two groups from one read of their shared bytes).
+// form (kernels/prefill.go moePairForm: tiles r64t32x and r64t48x, the same shapes, rules and
+// arithmetic; each weight job decodes two groups from one read of their shared bytes). The
+// numbers below are of the plain pair tiles r64t32p and r64t48p (deleted in session 10).
 // bench/results/2026-11-30-moe6-s9 (TestBenchPrefill at the 30B-A3B shape, uniform routing,
 // window and pair form alternated, three runs each, layer TOPS at 512 / 2048 tokens): Q6_K
 // r64t32 50.7 49.1 49.7 → 53.8 54.2 53.5 / 68.3 67.6 68.7 → 72.3 72.3 72.8; r64t48 52.1 52.6
@@ -187,7 +188,7 @@ var moePair = map[quant.Type]bool{quant.Q6_K: true}
 // 2026-11-30-q6p-s9 (the same bench, one process a form, three runs each, layer TOPS at 512 /
 // 2048 tokens, p → x): r64t48 58.2 58.4 58.5 → 64.1 64.2 64.4 / 74.4 74.1 74.0 → 81.3 80.8
 // 81.3; r64t32 52.9 54.4 53.3 → 58.7 58.5 59.4 / 72.5 71.9 72.5 → 78.5 79.1 78.7 (the Q4_K
-// control 64.0–66.5 / 88.5–90.1). The p tiles stay built (moePairTile = "p" takes them). A
+// control 64.0–66.5 / 88.5–90.1). The p tiles were deleted in session 10, dominated. A
 // "q" form (the pair form with token-step activation jobs, one job staging a token's K step
 // by nine aligned 16-byte loads) lost in final-s9 call 1 and was reverted: r64t48q 56.4 /
 // 71.6 against r64t48p 58.7 / 74.4 TOPS at 512 / 2048 tokens (bench/results/2026-11-30-final-s9).

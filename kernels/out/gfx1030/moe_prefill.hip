@@ -41,8 +41,6 @@
 // Not built for gfx1030: strata_moe_prefill_q6k_mma_r128t32 (target has no int8 matrix instruction)
 // Not built for gfx1030: strata_moe_prefill_q6k_mma_r64t32 (target has no int8 matrix instruction)
 // Not built for gfx1030: strata_moe_prefill_q6k_mma_r64t48 (target has no int8 matrix instruction)
-// Not built for gfx1030: strata_moe_prefill_q6k_mma_r64t32p (target has no int8 matrix instruction)
-// Not built for gfx1030: strata_moe_prefill_q6k_mma_r64t48p (target has no int8 matrix instruction)
 // Not built for gfx1030: strata_moe_prefill_q6k_mma_r64t32x (target has no int8 matrix instruction)
 // Not built for gfx1030: strata_moe_prefill_q6k_mma_r64t48x (target has no int8 matrix instruction)
 // Not built for gfx1030: strata_moe_prefill_q6k_dp4a_r128t64 (64 accumulator registers per lane > 32)

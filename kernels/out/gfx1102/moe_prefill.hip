@@ -45,8 +45,6 @@
 // Not built for gfx1102: strata_moe_prefill_q6k_mma_r128t32 (tile r128t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1102: strata_moe_prefill_q6k_mma_r64t32 (tile r64t32 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1102: strata_moe_prefill_q6k_mma_r64t48 (tile r64t48 is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
-// Not built for gfx1102: strata_moe_prefill_q6k_mma_r64t32p (tile r64t32p is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
-// Not built for gfx1102: strata_moe_prefill_q6k_mma_r64t48p (tile r64t48p is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1102: strata_moe_prefill_q6k_mma_r64t32x (tile r64t32x is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1102: strata_moe_prefill_q6k_mma_r64t48x (tile r64t48x is an NVIDIA mma.sync warp-tile shape; the AMD cores keep r64t64, sized under the 128-VGPR budget)
 // Not built for gfx1102: strata_moe_prefill_q6k_dp4a_r128t64 (64 accumulator registers per lane > 32)

@@ -744,7 +744,7 @@ template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_wide_stage { st
 template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_step_fold { static constexpr bool v = false; };
 
 // The activation segment of the core instantiation <QT, NW, BM, BN> (a family template
-// specialises it; mmq does for kernels/prefill.go mmqXSeg, families mmq8x4, mmq8x4p): v = 0 folds every
+// specialises it; mmq does for kernels/prefill.go mmqXSeg, families mmq8x4, mmq8x4n): v = 0 folds every
 // group as above. v = n > 0: the activations' n consecutive Q8_1 blocks of a token (n·32
 // elements from a multiple of n·32) share one d, and the weight base is one value per n
 // groups (QK a multiple of 32·n, no mins), so base·d_x is one value per segment. The mma
@@ -762,7 +762,7 @@ template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_step_fold { sta
 template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_xseg { static constexpr int v = 0; };
 
 // The next-step prefetch of the core instantiation <QT, NW, BM, BN> (a family template
-// specialises it; mmq does for kernels/prefill.go mmqPrefetch, family mmq8x4p):
+// specialises it; mmq does for kernels/prefill.go mmqPrefetch, family mmq8x4n):
 // v = after staging K step g0, each staging job of the block issues one prefetch.global.L1
 // into the lines its job of step g0 + KT will load (strata_mmq_nv_prefetch), so that the
 // next staging's loads, issued after this step's mma, find L1 instead of waiting on L2. A
@@ -1566,7 +1566,7 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
       }
 }
 
-// ---- Two-plane form (families named in kernels/prefill.go mmqPlanes: mmq8x4l) -----------
+// ---- Two-plane form (families named in kernels/prefill.go mmqPlanes: mmq8x4n) -----------
 //
 // For the 16-split types whose sub-scaled integer values have a small table per sub-scale
 // (IQ2_XS: v = m·q, q ∈ ±{8, 25, 43}, m = 2s + 1 ≤ 31, |v| ≤ 1333; IQ1_M: q = 8(G+1) + c ∈
@@ -1576,10 +1576,11 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
 // whose accumulators chain over the K step's 4 groups (no per-group integer fold, no per-
 // group scale loads), and at the step's end the segment's int32 sum is I = 16·H + L (one
 // LEA per output), exactly mmq8x4's I = Σ_g (m0·S0 + m1·S1), folded as there:
-// acc = fma(base·d_x, (f32)I, acc) (so the outputs equal mmq8x4p's bit for bit).
-// Against mmq8x4p per m16n8k32: the same two mma.sync (K=32 twice instead of K=16 twice: twice
-// the tensor work, a quarter of the pipe at 170 TOPS), no IMAD fold (8), no sub-scale loads,
-// one more ldmatrix (the second plane; the token fragment is reloaded per row fragment).
+// acc = fma(base·d_x, (f32)I, acc) (so the outputs equal those of the single-plane form,
+// family mmq8x4p, deleted in session 10, bit for bit). Against mmq8x4p per m16n8k32: the
+// same two mma.sync (K=32 twice instead of K=16 twice: twice the tensor work, a quarter of
+// the pipe at 170 TOPS), no IMAD fold (8), no sub-scale loads, one more ldmatrix (the
+// second plane; the token fragment is reloaded per row fragment).
 //
 // Decode: per 8 elements (one grid code) the selector word sel holds element e's table
 // index in nibble e (elements 0–3 in bits 0–15, 4–7 in bits 16–31): its magnitude index
@@ -2318,7 +2319,7 @@ template <> struct strata_mmq_nv_wide_stage<strata_mmq_pl_iq1m, 1, 64, 128> { st
 template <> struct strata_mmq_nv_shape<strata_mmq_pl_iq2xs, 1, 64, 128> : strata_mmq_nv_shape_of<2, 4, true> {};  // strata_mmq8x4h_iq2xs_mma_r64t128w8
 template <> struct strata_mmq_nv_shape<strata_mmq_pl_iq1m, 1, 64, 128> : strata_mmq_nv_shape_of<2, 4, true> {};  // strata_mmq8x4h_iq1m_mma_r64t128w8
 // The kernels whose activations share one d per segment of groups (mmq core,
-// strata_mmq_nv_xseg; kernels/prefill.go, mmqXSeg; families mmq8x4, mmq8x4p): x must be
+// strata_mmq_nv_xseg; kernels/prefill.go, mmqXSeg; families mmq8x4, mmq8x4n): x must be
 // quantized so.
 template <> struct strata_mmq_nv_xseg<strata_mmq_pl_iq2xs, 1, 64, 128> { static constexpr int v = 4; };  // strata_mmq8x4h_iq2xs_mma_r64t128w8
 template <> struct strata_mmq_nv_xseg<strata_mmq_pl_iq1m, 1, 64, 128> { static constexpr int v = 4; };  // strata_mmq8x4h_iq1m_mma_r64t128w8

@@ -36,8 +36,6 @@
 // Variant q6k_mma_r128t32: strata_moe_prefill_q6k_mma_r128t32
 // Variant q6k_mma_r64t32: strata_moe_prefill_q6k_mma_r64t32
 // Variant q6k_mma_r64t48: strata_moe_prefill_q6k_mma_r64t48
-// Variant q6k_mma_r64t32p: strata_moe_prefill_q6k_mma_r64t32p
-// Variant q6k_mma_r64t48p: strata_moe_prefill_q6k_mma_r64t48p
 // Variant q6k_mma_r64t32x: strata_moe_prefill_q6k_mma_r64t32x
 // Variant q6k_mma_r64t48x: strata_moe_prefill_q6k_mma_r64t48x
 // Variant q6k_dp4a_r64t64: strata_moe_prefill_q6k_dp4a_r64t64
@@ -854,7 +852,7 @@ template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_wide_stage { st
 template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_step_fold { static constexpr bool v = false; };
 
 // The activation segment of the core instantiation <QT, NW, BM, BN> (a family template
-// specialises it; mmq does for kernels/prefill.go mmqXSeg, families mmq8x4, mmq8x4p): v = 0 folds every
+// specialises it; mmq does for kernels/prefill.go mmqXSeg, families mmq8x4, mmq8x4n): v = 0 folds every
 // group as above. v = n > 0: the activations' n consecutive Q8_1 blocks of a token (n·32
 // elements from a multiple of n·32) share one d, and the weight base is one value per n
 // groups (QK a multiple of 32·n, no mins), so base·d_x is one value per segment. The mma
@@ -872,7 +870,7 @@ template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_step_fold { sta
 template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_xseg { static constexpr int v = 0; };
 
 // The next-step prefetch of the core instantiation <QT, NW, BM, BN> (a family template
-// specialises it; mmq does for kernels/prefill.go mmqPrefetch, family mmq8x4p):
+// specialises it; mmq does for kernels/prefill.go mmqPrefetch, family mmq8x4n):
 // v = after staging K step g0, each staging job of the block issues one prefetch.global.L1
 // into the lines its job of step g0 + KT will load (strata_mmq_nv_prefetch), so that the
 // next staging's loads, issued after this step's mma, find L1 instead of waiting on L2. A
@@ -1676,7 +1674,7 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
       }
 }
 
-// ---- Two-plane form (families named in kernels/prefill.go mmqPlanes: mmq8x4l) -----------
+// ---- Two-plane form (families named in kernels/prefill.go mmqPlanes: mmq8x4n) -----------
 //
 // For the 16-split types whose sub-scaled integer values have a small table per sub-scale
 // (IQ2_XS: v = m·q, q ∈ ±{8, 25, 43}, m = 2s + 1 ≤ 31, |v| ≤ 1333; IQ1_M: q = 8(G+1) + c ∈
@@ -1686,10 +1684,11 @@ STRATA_DEVICE void strata_mmq_nv_run(strata_mmq_nv_smem<QT, NW, BM, BN>& s, cons
 // whose accumulators chain over the K step's 4 groups (no per-group integer fold, no per-
 // group scale loads), and at the step's end the segment's int32 sum is I = 16·H + L (one
 // LEA per output), exactly mmq8x4's I = Σ_g (m0·S0 + m1·S1), folded as there:
-// acc = fma(base·d_x, (f32)I, acc) (so the outputs equal mmq8x4p's bit for bit).
-// Against mmq8x4p per m16n8k32: the same two mma.sync (K=32 twice instead of K=16 twice: twice
-// the tensor work, a quarter of the pipe at 170 TOPS), no IMAD fold (8), no sub-scale loads,
-// one more ldmatrix (the second plane; the token fragment is reloaded per row fragment).
+// acc = fma(base·d_x, (f32)I, acc) (so the outputs equal those of the single-plane form,
+// family mmq8x4p, deleted in session 10, bit for bit). Against mmq8x4p per m16n8k32: the
+// same two mma.sync (K=32 twice instead of K=16 twice: twice the tensor work, a quarter of
+// the pipe at 170 TOPS), no IMAD fold (8), no sub-scale loads, one more ldmatrix (the
+// second plane; the token fragment is reloaded per row fragment).
 //
 // Decode: per 8 elements (one grid code) the selector word sel holds element e's table
 // index in nibble e (elements 0–3 in bits 0–15, 4–7 in bits 16–31): its magnitude index
@@ -2574,12 +2573,13 @@ struct strata_moe_q6k_w : strata_qt_q6k {
 };
 template <> struct strata_mmq_split<strata_moe_q6k_w> { static constexpr bool v = true; };
 template <> struct strata_moe_qt<strata_qt_q6k, true> { typedef strata_moe_q6k_w type; };
-// The pair form of strata_moe_q6k_w (kernels/prefill.go moePairForm, tiles r64t32p and
-// r64t48p): groups j and j + 2 (j mod 4 < 2) of a block take the low and the high nibbles of
-// the same 32 bytes of ql, and the bits 2·(j mod 4) and 2·(j mod 4) + 4 of the same 32 bytes
-// of qh. load2 reads both chunks once (two windows) for both groups; two load calls read
-// each twice. The mma core's staging calls it for a job pair (mmq_core.tmpl,
-// strata_mmq_nv_pair). The values are strata_qt_q6k's.
+// The pair form of strata_moe_q6k_w (kernels/prefill.go moePairForm; its own tiles r64t32p
+// and r64t48p were deleted in session 10, the x tiles below build on it): groups j and j + 2
+// (j mod 4 < 2) of a block take the low and the high nibbles of the same 32 bytes of ql, and
+// the bits 2·(j mod 4) and 2·(j mod 4) + 4 of the same 32 bytes of qh. load2 reads both
+// chunks once (two windows) for both groups; two load calls read each twice. The mma core's
+// staging calls it for a job pair (mmq_core.tmpl, strata_mmq_nv_pair). The values are
+// strata_qt_q6k's.
 struct strata_moe_q6k_p : strata_moe_q6k_w {
   STRATA_DEVICE void load2(const u8* b, int j, strata_g32& g0, strata_g32& g1, const lds*) {
     strata_g32_clear<strata_qt_q6k>(g0);
@@ -2668,10 +2668,6 @@ template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q6k, true>::
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q6k, true>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32 down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q6k, true>::type, 2, 64 / 2, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48 gate/up
 template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_q6k, true>::type, 1, 64, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48 down
-template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_p, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32p gate/up
-template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_p, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32p down
-template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_p, 2, 64 / 2, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48p gate/up
-template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_p, 1, 64, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48p down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_x, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32x gate/up
 template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_x, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32x down
 template <> struct strata_mmq_nv_wide_stage<strata_moe_q6k_x, 2, 64 / 2, 48> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t48x gate/up
@@ -2709,8 +2705,6 @@ template <> struct strata_mmq_nv_wide_stage<strata_moe_qt<strata_qt_iq1m, true>:
 #ifndef STRATA_MOE_GROUP_FOLD
 template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_q6k, true>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32 gate/up
 template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_q6k, true>::type, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32 down
-template <> struct strata_mmq_nv_step_fold<strata_moe_q6k_p, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32p gate/up
-template <> struct strata_mmq_nv_step_fold<strata_moe_q6k_p, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32p down
 template <> struct strata_mmq_nv_step_fold<strata_moe_q6k_x, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32x gate/up
 template <> struct strata_mmq_nv_step_fold<strata_moe_q6k_x, 1, 64, 32> { static constexpr bool v = true; };  // strata_moe_prefill_q6k_mma_r64t32x down
 template <> struct strata_mmq_nv_step_fold<strata_moe_qt<strata_qt_iq2xs, false>::type, 2, 64 / 2, 32> { static constexpr bool v = true; };  // strata_moe_prefill_iq2xs_mma_r64t32 gate/up
@@ -2780,8 +2774,6 @@ static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r12
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r128t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, false>::type, 128, 32, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t32_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, true>::type, 64, 32, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t48_lds[sizeof(strata_moe_smem<strata_moe_qt<strata_qt_q6k, true>::type, 64, 48, true>)];
-static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t32p_lds[sizeof(strata_moe_smem<strata_moe_q6k_p, 64, 32, true>)];
-static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t48p_lds[sizeof(strata_moe_smem<strata_moe_q6k_p, 64, 48, true>)];
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t32x_lds[sizeof(strata_moe_smem<strata_moe_q6k_x, 64, 32, true>)];
 static __shared__ i32 strata_moe_prefill_q6k_mma_r64t32x_xr[32];  // the gate/up's rows of x (moeXRows)
 static __shared__ __attribute__((aligned(16))) u8 strata_moe_prefill_q6k_mma_r64t48x_lds[sizeof(strata_moe_smem<strata_moe_q6k_x, 64, 48, true>)];
@@ -5320,152 +5312,6 @@ STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill
   constexpr bool MMA = true;
   constexpr bool SKIP = true;
   strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_mma_r64t48_lds;
-  const i32 E = p.n_expert;
-  if (p.phase == 0) {
-    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
-    return;
-  }
-  if (p.phase == 3) {
-    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
-    if (col >= p.hidden) return;
-    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
-      f32 acc = p.out[t * p.ldo + col];
-      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
-      p.out[t * p.ldo + col] = acc;
-    }
-    return;
-  }
-  // Phases 1 and 2: schedule tile blockIdx.y.
-  const i32 tile = (i32)strata_block_y();
-  if (tile >= p.sched[2 * E]) return;
-  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
-  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
-  const i32* lst = p.list + p.sched[E + e] + t0;
-  if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
-    strata_barrier();
-    const i64 r0 = (i64)strata_block_x() * HM;
-    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
-    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
-    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
-    const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
-    strata_barrier();
-    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
-    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
-    const int fb = p.n_ff / 32;
-    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
-      const int c = job / (HM / 32), b = job % (HM / 32);
-      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
-      const f32 h = s.hs[c][32 * b + lane];
-      const i64 pair = lst[c], f = r0 + 32 * b + lane;
-      if (p.hf) p.hf[pair * p.n_ff + f] = h;
-      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
-      const f32 sum = strata_wave_sum_f32(h);
-      const f32 d = amax / 127.0f;
-      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
-      u8* blk = p.hq + (pair * fb + f / 32) * 36;
-      blk[4 + lane] = (u8)q;
-      if (lane == 0) {
-        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
-        ds[0] = strata_f32_to_f16(d);
-        ds[1] = strata_f32_to_f16(sum);
-      }
-    }
-    return;
-  }
-  if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
-    strata_barrier();
-    const i64 r0 = (i64)strata_block_x() * BM;
-    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
-    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
-    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
-  }
-}
-
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r64t32p(const struct strata_moe_prefill_args p) {
-  typedef strata_moe_q6k_p QT;
-  constexpr int BM = 64, BN = 32, HM = BM / 2;
-  constexpr bool MMA = true;
-  constexpr bool SKIP = false;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_mma_r64t32p_lds;
-  const i32 E = p.n_expert;
-  if (p.phase == 0) {
-    if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
-    return;
-  }
-  if (p.phase == 3) {
-    const i64 col = (i64)strata_block_x() * 128 + strata_thread_x();
-    if (col >= p.hidden) return;
-    for (i64 t = strata_block_y(); t < p.tokens; t += strata_grid_dim_y()) {
-      f32 acc = p.out[t * p.ldo + col];
-      for (int j = 0; j < p.k_used; ++j) acc = __builtin_fmaf(p.wts[t * p.k_used + j], p.yp[(t * p.k_used + j) * p.hidden + col], acc);
-      p.out[t * p.ldo + col] = acc;
-    }
-    return;
-  }
-  // Phases 1 and 2: schedule tile blockIdx.y.
-  const i32 tile = (i32)strata_block_y();
-  if (tile >= p.sched[2 * E]) return;
-  const i32 e = p.sched[2 * E + 1 + 2 * tile], t0 = p.sched[2 * E + 2 + 2 * tile];
-  const i32 n = p.sched[e] - t0 < BN ? p.sched[e] - t0 : BN;
-  const i32* lst = p.list + p.sched[E + e] + t0;
-  if (p.phase == 1) {
-    QT::fill(&s.gu.tab);
-    strata_barrier();
-    const i64 r0 = (i64)strata_block_x() * HM;
-    const i64 rowb = (i64)(p.hidden / QT::QK) * QT::BYTES;
-    const u8* wg = p.tabs ? (const u8*)p.tabs[e] : p.wg + e * p.gu_mat_bytes;
-    const u8* wu = p.tabs ? (const u8*)p.tabs[E + e] : p.wu + e * p.gu_mat_bytes;
-    const strata_moe_src<SKIP> src{wg, wu, p.x, lst, rowb, r0, p.n_ff, n, p.x_row_blocks, p.k_used, nullptr};
-    const strata_moe_ep_gu<BN, HM> ep{s.hs};
-    strata_mmq_run<QT, 2, HM, BN, MMA>(s.gu, src, p.hidden, -1, ep);
-    strata_barrier();
-    // Requantise: one wave per (token, 32-feature block), lane = feature within the block.
-    const int lane = (int)strata_lane(), wv = (int)(strata_thread_x() >> 5);
-    const int fb = p.n_ff / 32;
-    for (int job = wv; job < BN * (HM / 32); job += 128 / 32) {
-      const int c = job / (HM / 32), b = job % (HM / 32);
-      if (c >= n || r0 + 32 * b >= p.n_ff) continue;  // uniform per wave
-      const f32 h = s.hs[c][32 * b + lane];
-      const i64 pair = lst[c], f = r0 + 32 * b + lane;
-      if (p.hf) p.hf[pair * p.n_ff + f] = h;
-      const f32 amax = strata_wave_max_f32(__builtin_fabsf(h));
-      const f32 sum = strata_wave_sum_f32(h);
-      const f32 d = amax / 127.0f;
-      const i8 q = amax == 0.0f ? 0 : (i8)__builtin_roundf(h / d);
-      u8* blk = p.hq + (pair * fb + f / 32) * 36;
-      blk[4 + lane] = (u8)q;
-      if (lane == 0) {
-        u16* ds = (u16*)__builtin_assume_aligned(blk, 4);
-        ds[0] = strata_f32_to_f16(d);
-        ds[1] = strata_f32_to_f16(sum);
-      }
-    }
-    return;
-  }
-  if (p.phase == 2) {
-    QT::fill(&s.dn.tab);
-    strata_barrier();
-    const i64 r0 = (i64)strata_block_x() * BM;
-    const i64 rowb = (i64)(p.n_ff / QT::QK) * QT::BYTES;
-    const u8* wd = p.tabs ? (const u8*)p.tabs[2 * E + e] : p.wd + e * p.d_mat_bytes;
-    const strata_moe_src<SKIP> src{wd, nullptr, p.hq, lst, rowb, r0, p.hidden, n, p.n_ff / 32, 1, nullptr};
-    const strata_moe_ep_down ep{p.yp, lst, r0, p.hidden, n, p.hidden};
-    strata_mmq_run<QT, 1, BM, BN, MMA>(s.dn, src, p.n_ff, -1, ep);
-  }
-}
-
-STRATA_KERNEL void STRATA_LAUNCH_BOUNDS(128) STRATA_MMQ_VGPRS strata_moe_prefill_q6k_mma_r64t48p(const struct strata_moe_prefill_args p) {
-  typedef strata_moe_q6k_p QT;
-  constexpr int BM = 64, BN = 48, HM = BM / 2;
-  constexpr bool MMA = true;
-  constexpr bool SKIP = true;
-  strata_moe_smem<QT, BM, BN, MMA>& s = *(strata_moe_smem<QT, BM, BN, MMA>*)strata_moe_prefill_q6k_mma_r64t48p_lds;
   const i32 E = p.n_expert;
   if (p.phase == 0) {
     if (strata_block_y() == 0) strata_moe_route<BN>(p, s.rt);
