@@ -244,7 +244,6 @@ var mmqWideStaging = map[string]bool{
 	// mmq8x4n (mmqPlanes): its activations as mmq8x4's (its weights have their own form).
 	"mmq8x4n/iq2xs/r64t128w8": true, "mmq8x4n/iq1m/r64t128w8": true,
 	"mmq8x4g/iq2xs/r64t128w8": true, "mmq8x4g/iq1m/r64t128w8": true,
-	"mmq8x4h/iq2xs/r64t128w8": true, "mmq8x4h/iq1m/r64t128w8": true,
 
 	"moe_prefill/iq1m/r128t32": true, "moe_prefill/iq1m/r64t64": true,
 	"moe_prefill/iq2xs/r64t64":  true,
@@ -304,7 +303,6 @@ var mmqMinBlocks = map[string]int{
 	"mmq8c/q20/r64t128w8": 2, "mmq8cz/q80/r64t128w8": 2,
 	"mmq8x4n/iq2xs/r64t128w8": 2, "mmq8x4n/iq1m/r64t128w8": 2,
 	"mmq8x4g/iq2xs/r64t128w8": 2, "mmq8x4g/iq1m/r64t128w8": 2,
-	"mmq8x4h/iq2xs/r64t128w8": 2, "mmq8x4h/iq1m/r64t128w8": 2,
 }
 
 // nvSMShared is the shared memory an SM of each NVIDIA target gives its resident blocks, in
@@ -541,7 +539,7 @@ func (v Variant) MoeStepFold(t Target) bool {
 // 142.7 → 142.7 / 146.3 → 145.9, and mmq8x4p beat both for IQ2_XS (144.3 / 148.0) and IQ1_M
 // (143.6 / 147.7); 4-block segments also cost the activations less
 // (bench/results/2026-11-30-mmqs-s8, "What the shared d costs").
-var mmqXSeg = map[string]int{"mmq8x4": 4, "mmq8x4n": 4, "mmq8x4g": 4, "mmq8x4h": 4}
+var mmqXSeg = map[string]int{"mmq8x4": 4, "mmq8x4n": 4, "mmq8x4g": 4}
 
 // mmqPrefetch names the families whose NVIDIA mma core issues, after staging K step g0, one
 // prefetch.global.L1 a staging job for step g0 + KT's lines (strata_mmq_nv_pf in
@@ -564,7 +562,7 @@ var mmqXSeg = map[string]int{"mmq8x4": 4, "mmq8x4n": 4, "mmq8x4g": 4, "mmq8x4h":
 // 136 contiguous Q8_0 bytes of a row touched at 0, 45, 90, 135) it lost for both types, TOPS
 // at 512 / 2048 tokens, means of 7 runs in 3 processes: Q8_0 190.9 → 185.6 / 194.1 → 188.9,
 // Q2_0 203.1 → 178.0 / 205.7 → 182.9 (spills 28 → 72 and 40 → 92 bytes).
-var mmqPrefetch = map[string]bool{"mmq8x4n": true, "mmq8x4g": true, "mmq8x4h": true}
+var mmqPrefetch = map[string]bool{"mmq8x4n": true, "mmq8x4g": true}
 
 // Prefetch reports whether variant v of family on t is an NVIDIA mma kernel that prefetches
 // its next K step into L1 (mmqPrefetch).
@@ -659,7 +657,7 @@ var mmqCompact = map[string]bool{"mmq8c": true, "mmq8cz": true}
 // processes; TOPS at 512 / 2048 tokens): IQ2_XS 154.9–155.7 / 157.6–157.9 → 156.4–157.0 /
 // 160.0–160.3, IQ1_M 160.0–160.7 / 165.1–165.5 → 160.9–161.8 / 165.8–166.2; every run above
 // every mmq8x4l run, so kept; mmq8x4l was deleted in session 10 as dominated.
-var mmqNoZero = map[string]bool{"mmq8cz": true, "mmq8x4n": true, "mmq8x4g": true, "mmq8x4h": true}
+var mmqNoZero = map[string]bool{"mmq8cz": true, "mmq8x4n": true, "mmq8x4g": true}
 
 // mmqCTypes are family mmq8c's weight types, mmqCZTypes family mmq8cz's: each unit type
 // (strata_mmq_unit: multipliers 1, no mins) in the family that was fastest for it (table
@@ -704,7 +702,7 @@ func (v Variant) NoZero(family string, t Target) bool {
 // (the two-plane form with the edge zeroing) were deleted in session 10, dominated by mmq8x4n
 // (bit-identical to mmq8x4l, faster than both in every run: bench/results/2026-11-30-iq2-s9,
 // 2026-11-30-iqmmq-s9).
-var mmqPlanes = map[string]bool{"mmq8x4n": true, "mmq8x4g": true, "mmq8x4h": true}
+var mmqPlanes = map[string]bool{"mmq8x4n": true, "mmq8x4g": true}
 
 // mmqX4NTypes are family mmq8x4n's weight types: the 16-split types whose sub-scaled values
 // m·q have a small magnitude table per sub-scale (IQ2_XS: {8, 25, 43}·m, m ≤ 31; IQ1_M:
@@ -726,22 +724,19 @@ func (v Variant) QT(family string, t Target) string {
 // fragments, where mmq8x4n reloads them per row fragment: 6 ldmatrix.x4 a warp and group
 // instead of 8 (bench/results/2026-11-30-iqc-s10: ldmatrix is 40 % of mmq8x4n's L1 data-pipe
 // wavefronts, the busiest unit). The chains of both row fragments then live through the group:
-// 1 (mmq8x4g) adds the group's h-plane product ×16 into the l-plane chain after each group
-// (one int32 chain a 16 × 16 fragment, 8 more integer adds a fragment and group); 2
-// (mmq8x4h) keeps H and L chains over the K step as mmq8x4n does (twice the chain registers).
-// Both form the same exact int32 segment sum 16·H + L and fold it as mmq8x4n: its outputs bit
-// for bit. H200, bench/results/2026-11-30-iqd-s10 call 1 (two processes, N G H alternated;
+// mmq8x4g adds the group's h-plane product ×16 into the l-plane chain after each group (one
+// int32 chain a 16 × 16 fragment, 8 more integer adds a fragment and group). It forms the same
+// exact int32 segment sum 16·H + L and folds it as mmq8x4n: its outputs bit for bit. A second
+// form, mmq8x4h (H and L chains kept over the K step, twice the chain registers), was measured
+// beside it and deleted in session 10, dominated. H200, bench/results/2026-11-30-iqd-s10 call 1 (two processes, N G H alternated;
 // TOPS medians at 512 / 2048 tokens): IQ2_XS mmq8x4n 157.1 / 160.2, mmq8x4g 177.7 / 181.2,
 // mmq8x4h 169.4 / 172.4; IQ1_M 161.5 / 166.1, 182.8 / 186.8, 179.1 / 182.2. Every g and h run
 // above every mmq8x4n run, every g run above every h run: mmq8x4g is the kernel of record for
-// both types (no spills: ptxas 128 registers, 0 bytes; mmq8x4n spills 84), mmq8x4h is
+// both types (no spills: ptxas 128 registers, 0 bytes; mmq8x4n spills 84), mmq8x4h was
 // dominated, mmq8x4n stays built as the baseline.
-var mmqBOnce = map[string]int{"mmq8x4g": 1, "mmq8x4h": 2}
+var mmqBOnce = map[string]bool{"mmq8x4g": true}
 
-// BOnce is mmqBOnce's form for variant v of family on t (0: none).
-func (v Variant) BOnce(family string, t Target) int {
-	if !t.IsNVIDIA() || v.Values["op"] != "mma" || !mmqPlanes[family] {
-		return 0
-	}
-	return mmqBOnce[family]
+// BOnce reports whether variant v of family on t loads its token fragments once a group (mmqBOnce).
+func (v Variant) BOnce(family string, t Target) bool {
+	return t.IsNVIDIA() && v.Values["op"] == "mma" && mmqPlanes[family] && mmqBOnce[family]
 }

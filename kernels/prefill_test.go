@@ -61,7 +61,7 @@ func TestPrefillTiles(t *testing.T) {
 // wide form.
 func TestMMQWideStaging(t *testing.T) {
 	seen := map[string]bool{}
-	for _, fam := range []string{"mmq", "mmq8", "mmq8x4", "mmq8x4n", "mmq8x4g", "mmq8x4h", "mmq8c", "mmq8cz", "moe_prefill"} {
+	for _, fam := range []string{"mmq", "mmq8", "mmq8x4", "mmq8x4n", "mmq8x4g", "mmq8c", "mmq8cz", "moe_prefill"} {
 		s, ok := LookupSpec(fam)
 		if !ok {
 			t.Fatalf("no %s spec", fam)
@@ -103,7 +103,6 @@ func TestMmq8Tiles(t *testing.T) {
 	}{{"mmq8", len(axisPrefillType.Values), 0, false}, {"mmq8x4", len(mmqX4Types), 4, false},
 		{"mmq8x4n", len(mmqX4NTypes), 4, true},
 		{"mmq8x4g", len(mmqX4NTypes), 4, true},
-		{"mmq8x4h", len(mmqX4NTypes), 4, true},
 		{"mmq8c", len(mmqCTypes), 0, false},
 		{"mmq8cz", len(mmqCZTypes), 0, false}} {
 		s, ok := LookupSpec(fc.family)

@@ -327,18 +327,6 @@ var Specs = []Spec{
 		Fits: mmqFits,
 	},
 	{
-		Family:   "mmq8x4h",
-		Template: "mmq",
-		Doc: "mmq8x4n whose warps load each group's token fragments once for both row fragments and keep the H and L " +
-			"chains of both row fragments over the K step (NVIDIA mma.sync only); x as mmq8x4 (one d per 128-element " +
-			"segment, quant.QuantizeQ8_1GPUSeg with 4); launch as mmq8.",
-		Threads: 256,
-		Args:    mmqArgs,
-		// mmq8x4n's types (kernels/prefill.go, mmqX4NTypes, mmqPlanes, mmqNoZero, mmqBOnce).
-		Axes: []Axis{{Name: "type", Values: mmqX4NTypes}, {Name: "op", Values: axisOp.Values[:1]}, {Name: "tile", Values: []Value{{Name: "r64t128w8"}}}},
-		Fits: mmqFits,
-	},
-	{
 		Family:   "mmq8x4n",
 		Template: "mmq",
 		Doc: "mmq8x4 whose weights are staged as two int8 planes of the sub-scaled values and whose staging keeps the " +

@@ -136,7 +136,7 @@ func benchPrefill(t *testing.T, dev *gpu.Device, target, dir string) {
 	if err != nil || rounds < 1 {
 		t.Fatalf("STRATA_BENCH_ROUNDS=%q: want a positive count", os.Getenv("STRATA_BENCH_ROUNDS"))
 	}
-	fams := []string{"mmq", "mmq8", "mmq8x4", "mmq8x4n", "mmq8x4g", "mmq8x4h", "mmq8c", "mmq8cz"}
+	fams := []string{"mmq", "mmq8", "mmq8x4", "mmq8x4n", "mmq8x4g", "mmq8c", "mmq8cz"}
 	for round := range rounds * len(fams) {
 		fam := fams[round%len(fams)]
 		co, ok := abi.Find(target, fam)

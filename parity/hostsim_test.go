@@ -17,7 +17,7 @@ import (
 	"github.com/strata-hip/strata/runtime/gpu"
 )
 
-// TestPrefillHostSim runs the generated NVIDIA sources of mmq, mmq8, mmq8x4, mmq8x4n, mmq8x4g, mmq8x4h, mmq8c, mmq8cz and moe_prefill on the CPU
+// TestPrefillHostSim runs the generated NVIDIA sources of mmq, mmq8, mmq8x4, mmq8x4n, mmq8x4g, mmq8c, mmq8cz and moe_prefill on the CPU
 // (testdata/hostsim: the prelude's primitives on std::threads, mma.sync fragments by PTX's
 // lane tables) through the ordinary parity Run functions, harness and bounds. It proves the
 // kernels' logic where there is no GPU: staging, ragged edges, the folds, the integer hook,
@@ -90,12 +90,9 @@ func TestPrefillHostSim(t *testing.T) {
 		{"mmq8x4n", false, runMmqFamily("mmq8x4n"), []Case{
 			{"rows=70,tokens=300,k=1056", []int{70, 300, 1056}},
 		}, func(kernels.Variant) bool { return true }},
-		// mmq8x4g and mmq8x4h (mmq8x4n with each group's token fragments loaded once a warp:
+		// mmq8x4g (mmq8x4n with each group's token fragments loaded once a warp:
 		// kernels/prefill.go mmqBOnce): the same partial tiles.
 		{"mmq8x4g", false, runMmqFamily("mmq8x4g"), []Case{
-			{"rows=70,tokens=300,k=1056", []int{70, 300, 1056}},
-		}, func(kernels.Variant) bool { return true }},
-		{"mmq8x4h", false, runMmqFamily("mmq8x4h"), []Case{
 			{"rows=70,tokens=300,k=1056", []int{70, 300, 1056}},
 		}, func(kernels.Variant) bool { return true }},
 		{"moe_prefill", false, runMoePrefill, []Case{

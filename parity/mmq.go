@@ -88,7 +88,7 @@ var mmqXISum = Bound{Name: "isum", Exact: true, Why: `
 // derived for family mmq8x4l (mmq8x4p with two planes; both deleted in session 10 as
 // dominated by mmq8x4n) and keeps its name and text: mmq8x4n's written outputs are
 // mmq8x4l's bit for bit (mmqSegY), so the bound and mmqXLISum are mmq8x4n's now (and
-// mmq8x4g's and mmq8x4h's, whose outputs are mmq8x4n's).
+// mmq8x4g's, whose outputs are mmq8x4n's).
 var mmqX4LY = Bound{Name: "y", MaxRowRel: 6.8e-6, Why: `
 	As mmq8x4 (mmqX4Y, γ₁₁₃ = 6.7353e-6 at K = 14336: bound 6.8e-6), with the segment's
 	integer sum I formed from two int8 weight planes: every element's integer value
@@ -111,16 +111,15 @@ var mmqXLISum = Bound{Name: "isum", Exact: true, Why: `
 // jobs' loaded values (rows and tokens past the tile: their outputs are never written) and
 // stores the segment's d from another of its 4 blocks (the same d: mmqXSeg), so every written
 // output is that of the deleted mmq8x4l (the two planes with the zeroing, session 9) bit for
-// bit and its bounds are the ones derived for it. mmq8x4g and mmq8x4h are mmq8x4n whose
+// bit and its bounds are the ones derived for it. mmq8x4g is mmq8x4n whose
 // warps load each group's token fragments once for both row fragments (the same staged int8
-// values in the same mma registers): mmq8x4g adds the group's 16·H into the L chain after
-// each group, mmq8x4h keeps H and L chains over the step; both reach the same exact int32
-// segment sum I = 16·H + L and fold it by the same fma in the same order, so mmq8x4n's
-// outputs bit for bit and the same bounds.
-var mmqSegY = map[string]Bound{"mmq8x4": mmqX4Y, "mmq8x4n": mmqX4LY, "mmq8x4g": mmqX4LY, "mmq8x4h": mmqX4LY}
+// values in the same mma registers) and add the group's 16·H into the L chain after each
+// group; it reaches the same exact int32 segment sum I = 16·H + L and folds it by the same
+// fma in the same order, so mmq8x4n's outputs bit for bit and the same bounds.
+var mmqSegY = map[string]Bound{"mmq8x4": mmqX4Y, "mmq8x4n": mmqX4LY, "mmq8x4g": mmqX4LY}
 
 // mmqSegISum is the isum bound of the shared-d families (mmqXISum unless listed).
-var mmqSegISum = map[string]Bound{"mmq8x4n": mmqXLISum, "mmq8x4g": mmqXLISum, "mmq8x4h": mmqXLISum}
+var mmqSegISum = map[string]Bound{"mmq8x4n": mmqXLISum, "mmq8x4g": mmqXLISum}
 
 // mmqTypes maps the "type" axis values of the int8 prefill families to quant types.
 var mmqTypes = map[string]quant.Type{
@@ -210,7 +209,7 @@ func init() {
 			Run:    runMmqFamily(fam),
 		})
 	}
-	for _, fam := range []string{"mmq8x4", "mmq8x4n", "mmq8x4g", "mmq8x4h"} {
+	for _, fam := range []string{"mmq8x4", "mmq8x4n", "mmq8x4g"} {
 		register(&Family{
 			Name:   fam,
 			Bounds: mmqBounds(fam),

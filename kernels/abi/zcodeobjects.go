@@ -259,12 +259,6 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8x4h",
-	Path:     "gfx1030/mmq8x4h.co",
-	Target:   "gfx1030",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
 	Family:   "mmq8x4n",
 	Path:     "gfx1030/mmq8x4n.co",
 	Target:   "gfx1030",
@@ -733,12 +727,6 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8x4g",
 	Path:     "gfx1100/mmq8x4g.co",
-	Target:   "gfx1100",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
-	Family:   "mmq8x4h",
-	Path:     "gfx1100/mmq8x4h.co",
 	Target:   "gfx1100",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -1239,12 +1227,6 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8x4h",
-	Path:     "gfx1101/mmq8x4h.co",
-	Target:   "gfx1101",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
 	Family:   "mmq8x4n",
 	Path:     "gfx1101/mmq8x4n.co",
 	Target:   "gfx1101",
@@ -1737,12 +1719,6 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8x4g",
 	Path:     "gfx1102/mmq8x4g.co",
-	Target:   "gfx1102",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
-	Family:   "mmq8x4h",
-	Path:     "gfx1102/mmq8x4h.co",
 	Target:   "gfx1102",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -2243,12 +2219,6 @@ var CodeObjects = []CodeObject{{
 	Variants: []Variant{},
 	Vendor:   "amd",
 }, {
-	Family:   "mmq8x4h",
-	Path:     "gfx1200/mmq8x4h.co",
-	Target:   "gfx1200",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
 	Family:   "mmq8x4n",
 	Path:     "gfx1200/mmq8x4n.co",
 	Target:   "gfx1200",
@@ -2741,12 +2711,6 @@ var CodeObjects = []CodeObject{{
 }, {
 	Family:   "mmq8x4g",
 	Path:     "gfx1201/mmq8x4g.co",
-	Target:   "gfx1201",
-	Variants: []Variant{},
-	Vendor:   "amd",
-}, {
-	Family:   "mmq8x4h",
-	Path:     "gfx1201/mmq8x4h.co",
 	Target:   "gfx1201",
 	Variants: []Variant{},
 	Vendor:   "amd",
@@ -3391,18 +3355,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8x4g_iq1m_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
-	Family: "mmq8x4h",
-	Path:   "sm_80/mmq8x4h.ptx",
-	Target: "sm_80",
-	Variants: []Variant{{
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x4h_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x4h_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {
@@ -4709,18 +4661,6 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
-	Family: "mmq8x4h",
-	Path:   "sm_86/mmq8x4h.ptx",
-	Target: "sm_86",
-	Variants: []Variant{{
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x4h_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x4h_iq1m_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
 	Family: "mmq8x4n",
 	Path:   "sm_86/mmq8x4n.ptx",
 	Target: "sm_86",
@@ -6024,18 +5964,6 @@ var CodeObjects = []CodeObject{{
 	}},
 	Vendor: "nvidia",
 }, {
-	Family: "mmq8x4h",
-	Path:   "sm_89/mmq8x4h.ptx",
-	Target: "sm_89",
-	Variants: []Variant{{
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x4h_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x4h_iq1m_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
 	Family: "mmq8x4n",
 	Path:   "sm_89/mmq8x4n.ptx",
 	Target: "sm_89",
@@ -7336,18 +7264,6 @@ var CodeObjects = []CodeObject{{
 	}, {
 		Name:   "iq1m_mma_r64t128w8",
 		Symbol: "strata_mmq8x4g_iq1m_mma_r64t128w8",
-	}},
-	Vendor: "nvidia",
-}, {
-	Family: "mmq8x4h",
-	Path:   "sm_90/mmq8x4h.ptx",
-	Target: "sm_90",
-	Variants: []Variant{{
-		Name:   "iq2xs_mma_r64t128w8",
-		Symbol: "strata_mmq8x4h_iq2xs_mma_r64t128w8",
-	}, {
-		Name:   "iq1m_mma_r64t128w8",
-		Symbol: "strata_mmq8x4h_iq1m_mma_r64t128w8",
 	}},
 	Vendor: "nvidia",
 }, {

@@ -929,12 +929,11 @@ template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_cs { static con
 // output sees those values; the wide form's zeroing selects go. Default: zeros.
 template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_nz { static constexpr bool v = false; };
 
-// The two-plane K loop's token fragments once a warp and group (families mmq8x4g, mmq8x4h:
-// kernels/prefill.go mmqBOnce; strata_mmq_pl_run): v = 1: the group's h-plane product ×16
-// goes into the l-plane chain after each group (one int32 chain a 16 × 16 fragment); v = 2:
-// H and L chains of every fragment over the K step. Default 0: mmq8x4n's loop (the token
-// fragment reloaded per row fragment).
-template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_bonce { static constexpr int v = 0; };
+// The two-plane K loop's token fragments once a warp and group (family mmq8x4g:
+// kernels/prefill.go mmqBOnce; strata_mmq_pl_run): the group's h-plane product ×16 goes into
+// the l-plane chain after each group (one int32 chain a 16 × 16 fragment). Default: mmq8x4n's
+// loop (the token fragment reloaded per row fragment).
+template <class QT, int NW, int BM, int BN> struct strata_mmq_nv_bonce { static constexpr bool v = false; };
 [[maybe_unused]] STRATA_DEVICE int strata_mmq_cs_w(int r, int kg) { return (r & ~31) + 4 * (r & 7) + (((r >> 3) & 3) ^ kg); }
 [[maybe_unused]] STRATA_DEVICE int strata_mmq_cs_x(int c, int kg) {
   return (c & ~31) + 8 * ((c >> 1) & 3) + ((4 * ((c >> 4) & 1) + 2 * ((c >> 3) & 1) + (c & 1)) ^ (2 * kg));
@@ -2063,19 +2062,17 @@ STRATA_DEVICE void strata_mmq_pl_run(strata_mmq_pl_smem<QT, BM, BN>& s, const Sr
 #ifdef __NVPTX__
     asm volatile("" : "+r"(wa), "+r"(xb), "+r"(sbs), "+r"(sds));
 #endif
-    if constexpr (strata_mmq_nv_bonce<QT, 1, BM, BN>::v != 0) {
-      // Families mmq8x4g / mmq8x4h (strata_mmq_nv_bonce): per group the warp's FN token
-      // fragments once, then per row fragment its two plane fragments and 2·FN mma. The
-      // chains of all FM × FN fragments live through the step: c[i][j] holds the l-plane
-      // chain, plus (BO = 1) each group's h-plane product ×16 added after the group, or
-      // (BO = 2) with the h-plane chain in ch[i][j] added ×16 at the step's end. Either way
-      // c[i][j] ends as the exact int32 16·H + L of mmq8x4n's loop, folded as there.
-      constexpr int BO = strata_mmq_nv_bonce<QT, 1, BM, BN>::v;
-      strata_mma_c c[FM][FN], ch[FM][FN];  // ch: BO = 2 only
+    if constexpr (strata_mmq_nv_bonce<QT, 1, BM, BN>::v) {
+      // Family mmq8x4g (strata_mmq_nv_bonce): per group the warp's FN token fragments once,
+      // then per row fragment its two plane fragments and 2·FN mma. The chains of all FM × FN
+      // fragments live through the step: c[i][j] holds the l-plane chain plus each group's
+      // h-plane product ×16 added after the group, so it ends as the exact int32 16·H + L of
+      // mmq8x4n's loop, folded as there.
+      strata_mma_c c[FM][FN];
 #pragma unroll
       for (int i = 0; i < FM; ++i)
 #pragma unroll
-        for (int j = 0; j < FN; ++j) c[i][j] = zero, ch[i][j] = zero;
+        for (int j = 0; j < FN; ++j) c[i][j] = zero;
 #pragma unroll
       for (int kg = 0; kg < KT; ++kg) {
         if (kg >= nk) break;
@@ -2094,14 +2091,11 @@ STRATA_DEVICE void strata_mmq_pl_run(strata_mmq_pl_smem<QT, BM, BN>& s, const Sr
 #pragma unroll
                 for (int e = 0; e < 8; ++e) acc[i][j][e] = __builtin_bit_cast(f32, dh.v[e] * 16 + dl.v[e]);
               }
-            } else if constexpr (BO == 1) {
+            } else {
               const strata_mma_c dh = strata_mma32(zero, ah, b[j]);
               c[i][j] = strata_mma32(c[i][j], al, b[j]);
 #pragma unroll
               for (int e = 0; e < 8; ++e) c[i][j].v[e] += dh.v[e] * 16;
-            } else {
-              ch[i][j] = strata_mma32(ch[i][j], ah, b[j]);
-              c[i][j] = strata_mma32(c[i][j], al, b[j]);
             }
           }
         }
@@ -2119,9 +2113,7 @@ STRATA_DEVICE void strata_mmq_pl_run(strata_mmq_pl_smem<QT, BM, BN>& s, const Sr
 #pragma unroll
             for (int e = 0; e < 8; ++e) {
               const int h = e >> 2, y = (e >> 1) & 1, z = e & 1;
-              i32 sum = c[i][j].v[e];
-              if constexpr (BO == 2) sum = ch[i][j].v[e] * 16 + sum;
-              acc[i][j][e] = __builtin_fmaf(base[y] * dx[h][z], (f32)sum, acc[i][j][e]);
+              acc[i][j][e] = __builtin_fmaf(base[y] * dx[h][z], (f32)c[i][j].v[e], acc[i][j][e]);
             }
           }
         }
