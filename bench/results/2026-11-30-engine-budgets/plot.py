@@ -9,7 +9,8 @@ experts, hit rate, MB copied/token, copy GB/s, launches/token, host µs/launch, 
 ms/token, ms/token, tok/s, bound ms, bound/achieved, load s.
 
 One line per model, miss mode (auto: the default, whatever path it took at that budget;
-copy) and phase (decode; the 512-token prompt). A filled marker is a row where auto read
+copy) and phase (decode from a cold cache; "decode warm N", the steady state after N more
+steps; the 512- and 4096-token prompts). A filled marker is a row where auto read
 misses through the mapping (auto:map), an open one a row without (every expert resident, or
 the copy path)."""
 import sys
@@ -30,7 +31,12 @@ for line in open(src):
     mib = 0 if c[1] == "unlimited" else int(c[1])  # rows.tsv writes the unlimited budget as a word
     misses = pol.split("/", 1)[1] if "/" in pol else "auto"
     mode, _, path = misses.partition(":")
-    kind = "decode" if phase.startswith("decode") else "prefill " + phase.split()[1]
+    if phase.startswith("decode warm"):
+        kind = "decode warm"  # STRATA_BENCH_WARM's steady-state row
+    elif phase.startswith("decode"):
+        kind = "decode"
+    else:
+        kind = "prefill " + phase.split()[1]
     x = UNL if mib == 0 else mib / 1024
     series.setdefault((label, mode, kind), []).append((x, float(c[13]), float(c[15]), path == "map"))
 
@@ -40,12 +46,12 @@ labels = sorted({k[0] for k in series})
 for (label, mode, kind), pts in sorted(series.items()):
     pts.sort()
     col = colors[labels.index(label) % len(colors)]
-    ls = ("-" if mode == "auto" else ":") if kind == "decode" else ("--" if mode == "auto" else "-.")
+    ls = {"decode": "-", "decode warm": (0, (5, 1, 1, 1))}.get(kind, "--") if mode == "auto" else ":"
     name = f"{label} {kind}, {mode}"
     for ax, i, scale in ((a1, 1, 1), (a2, 2, 100)):
         ax.plot([p[0] for p in pts], [scale * p[i] for p in pts], ls, color=col, label=name)
         for p in pts:
-            ax.plot(p[0], scale * p[i], "o" if kind == "decode" else "s", color=col,
+            ax.plot(p[0], scale * p[i], "o" if kind.startswith("decode") else "s", color=col,
                     markerfacecolor=col if p[3] else "white", markersize=6)
 ticks = sorted({p[0] for pts in series.values() for p in pts})
 for ax in (a1, a2):
