@@ -231,24 +231,66 @@ func less(a, b Key) bool { return a.Layer < b.Layer || (a.Layer == b.Layer && a.
 // profile. The ranking of resident experts is recomputed every Rerank steps (or when
 // its victims run out); between re-rankings victims come from that frozen order, lowest
 // score first, so an expert that just arrived is not thrown out again at once.
+//
+// Counts and marks are dense, [layer][expert], grown as keys arrive: the policy runs on
+// the host once per expert use (480 a token for the 80B-A3B), and with maps its decay,
+// re-rank and marks were most of a mapped token's lookup time (BenchmarkDecayedLookup).
+// The arithmetic and the order are those of the map version it replaced, kept in
+// cache_test.go as the reference (TestDecayedMatchesReference).
 type Decayed struct {
-	Decay  float64 // per step, e.g. 0.98
-	Rerank int     // steps between re-rankings
-	score  map[Key]float64
-	ranked int // step of the last ranking
-	order  []Key
-	next   int
-	stale  bool
-	bumped map[Key]bool // used since the last ranking
+	Decay   float64 // per step, e.g. 0.98
+	Rerank  int     // steps between re-rankings
+	score   [][]float64
+	seen    [][]bool // a count exists (used or seeded): what Scores returns
+	ranked  int      // step of the last ranking
+	order   []Key
+	next    int
+	stale   bool
+	bumped  [][]bool    // used since the last ranking
+	byScore []scoredKey // rank's scratch
 }
 
 // NewDecayed returns the decayed-count policy, seeded with profile (nil: empty).
 func NewDecayed(decay float64, rerank int, profile map[Key]float64) *Decayed {
-	p := &Decayed{Decay: decay, Rerank: max(1, rerank), score: map[Key]float64{}, stale: true, bumped: map[Key]bool{}}
+	p := &Decayed{Decay: decay, Rerank: max(1, rerank), stale: true}
 	for k, v := range profile {
-		p.score[k] = v
+		p.grow(k)
+		p.score[k.Layer][k.Expert] = v
+		p.seen[k.Layer][k.Expert] = true
 	}
 	return p
+}
+
+// grow makes room for k (keys are small non-negative indices).
+func (p *Decayed) grow(k Key) {
+	for int(k.Layer) >= len(p.score) {
+		p.score, p.seen, p.bumped = append(p.score, nil), append(p.seen, nil), append(p.bumped, nil)
+	}
+	l := k.Layer
+	if n := int(k.Expert) + 1; n > len(p.score[l]) {
+		p.score[l] = append(p.score[l], make([]float64, n-len(p.score[l]))...)
+		p.seen[l] = append(p.seen[l], make([]bool, n-len(p.seen[l]))...)
+		p.bumped[l] = append(p.bumped[l], make([]bool, n-len(p.bumped[l]))...)
+	}
+}
+
+// get is k's count (0 when it has none).
+func (p *Decayed) get(k Key) float64 {
+	if int(k.Layer) < len(p.score) && int(k.Expert) < len(p.score[k.Layer]) {
+		return p.score[k.Layer][k.Expert]
+	}
+	return 0
+}
+
+// isBumped reports whether k was used since the last ranking.
+func (p *Decayed) isBumped(k Key) bool {
+	return int(k.Layer) < len(p.bumped) && int(k.Expert) < len(p.bumped[k.Layer]) && p.bumped[k.Layer][k.Expert]
+}
+
+func (p *Decayed) clearBumped() {
+	for _, b := range p.bumped {
+		clear(b)
+	}
 }
 
 // Name is "decayed".
@@ -257,16 +299,20 @@ func (p *Decayed) Name() string { return "decayed" }
 // Used adds one to k's count.
 func (p *Decayed) Used(k Key, step int) {
 	p.decayTo(step)
-	p.score[k]++
-	p.bumped[k] = true
+	p.grow(k)
+	p.score[k.Layer][k.Expert]++
+	p.seen[k.Layer][k.Expert] = true
+	p.bumped[k.Layer][k.Expert] = true
 }
 
 // decayTo applies the decay of the steps since the last ranking, at most once per step.
 func (p *Decayed) decayTo(step int) {
 	if step-p.ranked >= p.Rerank {
 		f := math.Pow(p.Decay, float64(step-p.ranked))
-		for k, v := range p.score {
-			p.score[k] = v * f
+		for _, row := range p.score {
+			for i, v := range row {
+				row[i] = v * f
+			}
 		}
 		p.ranked = step
 		p.stale = true
@@ -281,36 +327,65 @@ func (p *Decayed) Victim(resident map[Key]int, evictable func(Key) bool, step in
 		}
 		for ; p.next < len(p.order); p.next++ {
 			k := p.order[p.next]
-			if _, in := resident[k]; in && evictable(k) && !p.bumped[k] {
+			if _, in := resident[k]; in && evictable(k) && !p.isBumped(k) {
 				p.next++
 				return k, true
 			}
 		}
 		// Everything ranked was used since: rank again, this time by score alone.
-		clear(p.bumped)
+		p.clearBumped()
 		p.stale = true
 	}
 	return Key{}, false
 }
 
+// rank orders the resident keys by score, then key; each key's score is read once.
 func (p *Decayed) rank(resident map[Key]int) {
-	p.order = p.order[:0]
+	p.byScore = p.byScore[:0]
 	for k := range resident {
-		p.order = append(p.order, k)
+		p.byScore = append(p.byScore, scoredKey{p.get(k), k})
 	}
-	sort.Slice(p.order, func(i, j int) bool {
-		a, b := p.score[p.order[i]], p.score[p.order[j]]
-		if a != b {
-			return a < b
+	slices.SortFunc(p.byScore, func(a, b scoredKey) int {
+		if a.s != b.s {
+			if a.s < b.s {
+				return -1
+			}
+			return 1
 		}
-		return less(p.order[i], p.order[j])
+		if less(a.k, b.k) {
+			return -1
+		}
+		if less(b.k, a.k) {
+			return 1
+		}
+		return 0
 	})
+	p.order = p.order[:0]
+	for _, x := range p.byScore {
+		p.order = append(p.order, x.k)
+	}
 	p.next, p.stale = 0, false
-	clear(p.bumped)
+	p.clearBumped()
 }
 
-// Scores returns the current counts (for writing a profile).
-func (p *Decayed) Scores() map[Key]float64 { return p.score }
+// scoredKey is a resident key with its score as rank read it.
+type scoredKey struct {
+	s float64
+	k Key
+}
+
+// Scores returns the current counts (for writing a profile): every key used or seeded.
+func (p *Decayed) Scores() map[Key]float64 {
+	m := map[Key]float64{}
+	for l, row := range p.seen {
+		for e, ok := range row {
+			if ok {
+				m[Key{int32(l), int32(e)}] = p.score[l][e]
+			}
+		}
+	}
+	return m
+}
 
 // Profile is per-expert use counts, what --expert-profile reads and writes.
 type Profile struct {
