@@ -46,10 +46,10 @@ labels = sorted({k[0] for k in series})
 for (label, mode, kind), pts in sorted(series.items()):
     pts.sort()
     col = colors[labels.index(label) % len(colors)]
-    ls = {"decode": "-", "decode warm": (0, (5, 1, 1, 1))}.get(kind, "--") if mode == "auto" else ":"
+    ls = {"decode": "-", "decode warm": "-.", "prefill 512": "--", "prefill 4096": (0, (1, 1))}.get(kind, "--") if mode == "auto" else ":"
     name = f"{label} {kind}, {mode}"
     for ax, i, scale in ((a1, 1, 1), (a2, 2, 100)):
-        ax.plot([p[0] for p in pts], [scale * p[i] for p in pts], ls, color=col, label=name)
+        ax.plot([p[0] for p in pts], [scale * p[i] for p in pts], linestyle=ls, color=col, label=name)
         for p in pts:
             ax.plot(p[0], scale * p[i], "o" if kind.startswith("decode") else "s", color=col,
                     markerfacecolor=col if p[3] else "white", markersize=6)
