@@ -714,7 +714,12 @@ func decodeTimed(eng *mgpu.Engine, prompt []int32, n int) ([]float64, error) {
 // (Engine.SetMapAhead; the engine must not be loaded with STRATA_BENCH_NOMAPAHEAD=1), off without
 // it, and the PHASES line gets its prediction counts; +aheadN: on, copying only the first N
 // of each layer's predicted experts (Engine.SetMapAheadK) (+ahead and +aheadN, as +nopromote
-// and +promoteN, are skipped on an engine that does not map).
+// and +promoteN, are skipped on an engine that does not map). The idle settings
+// (model/gpu hostgap.go, bench/results/2026-11-30-idle-s11): +poll, Engine.SetSyncPoll (the
+// token's sync polls an event instead of cuStreamSynchronize); +nop, SetTablesNop (an empty
+// kernel after the lookup's table uploads; mapped only); +late, SetLateBatch (a lookup's
+// promotion batch issued after the next launch; mapped only); +pend, SetSyncProbe (the
+// PHASES line counts syncs that return with the batch's last group pending).
 func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n int, modes string, row func(string, mgpu.Stats), bins *strings.Builder) error {
 	// Warm-up: the decode graphs are captured here, not inside the first mode's row (without
 	// the look-ahead, and where the engine has its buffers with each of the modes' copy counts).
@@ -758,6 +763,7 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 		parts := strings.Split(md, "+")
 		base, pcap, lag, noEv, skip := parts[0], promote, false, false, false
 		ahead, aheadK, gpuArgmax := false, 0, false
+		poll, nop, late, pend := false, false, false, false
 		for _, suf := range parts[1:] {
 			k, err := strconv.Atoi(strings.TrimPrefix(suf, "promote"))
 			ak, aerr := strconv.Atoi(strings.TrimPrefix(suf, "ahead"))
@@ -770,6 +776,14 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 				gpuArgmax = true
 			case suf == "lag":
 				lag = true
+			case suf == "poll":
+				poll = true
+			case suf == "pend":
+				pend = true
+			case suf == "nop":
+				nop, skip = true, skip || !mapped
+			case suf == "late":
+				late, skip = true, skip || !mapped
 			case suf == "noev":
 				noEv = true
 			case suf == "nopromote":
@@ -781,12 +795,24 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 			}
 		}
 		if base != "old" && base != "new" {
-			return fmt.Errorf("STRATA_BENCH_HOSTGAP: %q is not old|new[+nopromote|+promoteN][+lag][+noev][+argmax][+ahead|+aheadN]", md)
+			return fmt.Errorf("STRATA_BENCH_HOSTGAP: %q is not old|new[+nopromote|+promoteN][+lag][+noev][+argmax][+ahead|+aheadN][+poll][+nop][+late][+pend]", md)
 		}
 		if skip {
 			continue
 		}
 		eng.SetStartProbe(lag)
+		eng.SetSyncProbe(pend)
+		if err := eng.SetSyncPoll(poll); err != nil {
+			return err
+		}
+		if mapped {
+			if err := eng.SetTablesNop(nop); err != nil {
+				return err
+			}
+			if err := eng.SetLateBatch(late); err != nil {
+				return err
+			}
+		}
 		eng.SetLaunchFirst(base == "new")
 		if err := eng.SetMapAhead(ahead); err != nil {
 			return err
@@ -845,6 +871,11 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 			p.Steps, p.Launched, p.Tokens, dms(p.Busy), dms(p.Tail), dms(p.Idle), s.Wall.Seconds()*1e3/float64(max(1, s.Tokens)), caller,
 			s.CopyMs/float64(max(1, s.Tokens)), strings.Split(modes, ",")[0], slices.Equal(toks, first))
 		line += fmt.Sprintf("; graph launches %d, captures %d, graph error %v", s.Graphs, s.Captures, eng.GraphErr())
+		line += fmt.Sprintf("; idle > 0.5 ms in %d tokens, longest %.3f ms; hit rate %.4f, copied MB/token %.2f, batches %d, lookups held back %d",
+			p.IdleLong, p.IdleMax.Seconds()*1e3, float64(s.Hits)/float64(max(1, s.Hits+s.Misses)), float64(s.CopiedBytes)/1e6/float64(max(1, s.Tokens)), s.MapBatches, s.MapHeld)
+		if pend {
+			line += fmt.Sprintf("; syncs returning with a batch out %d, its last group pending %d", p.BatchSteps, p.BatchAtSync)
+		}
 		if s.AheadPredicted > 0 {
 			line += fmt.Sprintf("; look-ahead: predicted %d, used %d (%.3f), copied %d (%.1f/token), of them used %d; misses %d (%.3f covered)",
 				s.AheadPredicted, s.AheadRight, float64(s.AheadRight)/float64(s.AheadPredicted), s.AheadFetched, float64(s.AheadFetched)/float64(max(1, s.Tokens)),
@@ -861,8 +892,18 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 	}
 	eng.SetLaunchFirst(true)
 	eng.SetStartProbe(false)
+	eng.SetSyncProbe(false)
+	if err := eng.SetSyncPoll(false); err != nil {
+		return err
+	}
 	if mapped {
 		eng.SetMapPromote(promote)
+		if err := eng.SetTablesNop(false); err != nil {
+			return err
+		}
+		if err := eng.SetLateBatch(false); err != nil {
+			return err
+		}
 	}
 	return nil
 }

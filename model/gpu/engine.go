@@ -350,6 +350,16 @@ type Engine struct {
 	tokRec   bool
 	// SetStartProbe
 	startProbe bool
+	// the idle settings (hostgap.go): SetSyncPoll and its event, SetTablesNop, SetSyncProbe,
+	// SetLateBatch and the batch it holds back until the next launch
+	syncPoll  bool
+	syncEv    *rt.Event
+	tablesNop bool
+	syncProbe bool
+	lateBatch bool
+	coDir     string // Options.CODir (SetTablesNop loads its kernel)
+	late      []Copy
+	latePl    []int
 
 	// mapped misses (Options.Misses, mapped.go): the device address of hostExp, the
 	// promotions whose copies are in flight by slot, the event that orders a promotion
@@ -483,6 +493,9 @@ type Stats struct {
 	CopyMs      float64 // device time of the copy batches (first copy to last group event)
 	Wall        time.Duration
 	Groups      int64
+	// mapped misses: promotion batches issued, and lookups that placed nothing because the
+	// batch before was still pending (promote's back-pressure)
+	MapBatches, MapHeld int64
 	// look-ahead prefetch: experts copied on a prediction, and those a lookup then hit
 	Prefetched, PrefetchUsed int64
 	// mapped look-ahead (ahead.go), layers after the first: ids predicted, of them used by
@@ -641,6 +654,7 @@ func Load(dev *rt.Device, src model.Source, o Options) (e *Engine, err error) {
 			}
 		}
 	}
+	e.coDir = o.CODir
 	if e.ks, err = loadKernels(dev, o.CODir, fams); err != nil {
 		return nil, err
 	}
@@ -1579,6 +1593,10 @@ func (e *Engine) Close() error {
 	if e.tablesEv != nil {
 		errs = append(errs, e.tablesEv.Destroy())
 		e.tablesEv = nil
+	}
+	if e.syncEv != nil {
+		errs = append(errs, e.syncEv.Destroy())
+		e.syncEv = nil
 	}
 	if e.copier != nil {
 		errs = append(errs, e.copier.Close())

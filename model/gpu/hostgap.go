@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/strata-hip/strata/kernels/abi"
 	rt "github.com/strata-hip/strata/runtime/gpu"
 )
 
@@ -61,6 +62,12 @@ type StepPhases struct {
 	// happened, polled by the host — how long after the host queued the token the GPU
 	// reached it.
 	StartLag time.Duration
+	// IdleLong: tokens whose idle was above 0.5 ms; IdleMax the longest idle.
+	IdleLong int
+	IdleMax  time.Duration
+	// SetSyncProbe: steps whose sync returned with a promotion batch issued and not yet
+	// recycled (BatchSteps), and of them those whose batch's last group was still pending.
+	BatchSteps, BatchAtSync int
 }
 
 // SetLaunchFirst switches the launch-first order on (the default) or off
@@ -201,6 +208,10 @@ func (e *Engine) tokenRead() error {
 			return err
 		}
 		ph.Idle += idle
+		if idle > 500*time.Microsecond {
+			ph.IdleLong++
+		}
+		ph.IdleMax = max(ph.IdleMax, idle)
 	}
 	ph.Busy += busy
 	ph.Tail += tail
@@ -272,3 +283,169 @@ func (e *Engine) ResetCache() error {
 // miss), or with n < 0 promotes nothing at all: every miss is read from host memory for
 // good (a measurement setting: the tokens' device time without promotion copies).
 func (e *Engine) SetMapPromote(n int) { e.mapPromote = n }
+
+// Where a mapped token's GPU idle goes (session 11, bench/results/2026-11-30-idle-s11).
+// At the budgets a token's events show ~1.4 ms a token of idle from the sync point of the
+// token before to this token's launch, about the copy time of the promotion batch that
+// promote issued while the token before ran (its copies wait for that token's end:
+// tablesEv). The settings below tell the explanations apart and are the candidate fixes;
+// none changes a launch (launchSettings), the order of the tables and the copies against
+// the kernels (mapped.go), or a byte the kernels read.
+//
+//   - SetSyncProbe: right after the token's sync returns, poll whether the last group of
+//     the promotion batch is still pending (StepPhases.BatchAtSync of BatchSteps): if the
+//     sync returns only when the batch is done, it is never pending there.
+//   - SetSyncPoll: the token's sync polls an event recorded after the token's work
+//     (cuEventQuery) instead of cuStreamSynchronize: a fix if the stream's sync returns late.
+//   - SetTablesNop: after promote's table uploads (copies on the compute stream), an empty
+//     kernel (fill of no words): the compute stream's last work before the next token is
+//     then a kernel, not a copy: a fix if the next token's work is ordered behind the copy
+//     engine's queue, where the batch's copies sit.
+//   - SetLateBatch: promote holds its batch back, and the next step issues it right after
+//     its launch (the copies still wait for tablesEv, so for the same kernels as before);
+//     the next promote first waits for that batch, so it sees it complete as the batch's
+//     promotions would be seen without the setting when the batch ended before the launch:
+//     a fix if the GPU reaches a token queued after the batch only when the batch ends.
+
+// SetSyncProbe counts, after each oneSync token's sync, whether the promotion batch is
+// still pending (StepPhases.BatchSteps, BatchAtSync); a diagnostic (one event query).
+func (e *Engine) SetSyncProbe(on bool) { e.syncProbe = on }
+
+// SetSyncPoll makes each oneSync token's sync poll an event recorded after its work
+// (cuEventQuery until done) instead of synchronizing the compute stream.
+func (e *Engine) SetSyncPoll(on bool) error {
+	if on && e.syncEv == nil {
+		ev, err := e.dev.NewEvent()
+		if err != nil {
+			return err
+		}
+		e.syncEv = ev
+	}
+	e.syncPoll = on
+	return nil
+}
+
+// SetTablesNop makes promote launch an empty kernel on the compute stream after its table
+// uploads (mapped engines with the fill family's code object).
+func (e *Engine) SetTablesNop(on bool) error {
+	key := probeFamily + "/u32"
+	if on && e.kern[key] == nil {
+		if !e.mapped || e.resident {
+			return fmt.Errorf("model/gpu: SetTablesNop needs mapped expert misses")
+		}
+		if e.ks.mods[probeFamily] == nil {
+			if err := e.ks.load(e.dev, e.coDir, probeFamily); err != nil {
+				return fmt.Errorf("model/gpu: SetTablesNop: %w", err)
+			}
+		}
+		f, err := e.ks.fn(probeFamily, "u32")
+		if err != nil {
+			return err
+		}
+		e.kern[key] = &kernel{key: key, fn: f}
+	}
+	e.tablesNop = on
+	return nil
+}
+
+// SetLateBatch makes promote hold its promotion batch back until the next step's launch
+// (mapped engines). Turning it off issues a batch held back.
+func (e *Engine) SetLateBatch(on bool) error {
+	if on && (!e.mapped || e.resident) {
+		return fmt.Errorf("model/gpu: SetLateBatch needs mapped expert misses")
+	}
+	if !on {
+		if err := e.issueLate(); err != nil {
+			return err
+		}
+	}
+	e.lateBatch = on
+	return nil
+}
+
+// tokenSync is the oneSync token's sync: the compute stream's, or with SetSyncPoll the
+// poll of an event recorded after everything queued there.
+func (e *Engine) tokenSync() error {
+	if !e.syncPoll {
+		return e.sync()
+	}
+	t0 := time.Now()
+	if err := e.syncEv.Record(e.compute); err != nil {
+		return err
+	}
+	for {
+		done, err := e.syncEv.Done()
+		if err != nil {
+			return err
+		}
+		if done {
+			break
+		}
+	}
+	e.stats.SyncTime += time.Since(t0)
+	e.stats.Syncs++
+	if e.ktimes {
+		return e.readKernelTimes()
+	}
+	return nil
+}
+
+// probeBatch is SetSyncProbe's poll, right after a token's sync.
+func (e *Engine) probeBatch() error {
+	if !e.syncProbe || e.copier == nil {
+		return nil
+	}
+	ph := &e.stats.Phases
+	pend, ok, err := e.copier.LastPending()
+	if err != nil || !ok {
+		return err
+	}
+	ph.BatchSteps++
+	if pend {
+		ph.BatchAtSync++
+	}
+	return nil
+}
+
+// tablesKernel is SetTablesNop's empty kernel after promote's table uploads.
+func (e *Engine) tablesKernel() error {
+	if !e.tablesNop {
+		return nil
+	}
+	a := abi.FillArgs{P: uint64(e.mem.Ptr(bufTables)), N: 0}
+	return e.launch(probeFamily+"/u32", dim(1), abi.FillThreads, rt.Args(&a))
+}
+
+// issueBatch issues a promotion batch after the tables (tablesEv) and gives its
+// promotions their group's event. (Stats.Groups counts a batch's groups when promote makes
+// it, issued at once or held back.)
+func (e *Engine) issueBatch(cps []Copy, placed []int) error {
+	if err := e.copier.After(e.tablesEv); err != nil {
+		return err
+	}
+	groups, err := e.copier.Issue(cps)
+	if err != nil {
+		return err
+	}
+	for _, g := range groups {
+		for i := g.First; i < g.First+g.Count; i++ {
+			r := e.promoting[placed[i]]
+			if r.key != e.cache.owner[placed[i]] {
+				return fmt.Errorf("model/gpu: promotion record of slot %d is for %v, the slot holds %v", placed[i], r.key, e.cache.owner[placed[i]])
+			}
+			r.ev = g.ev // a later copy into the same slot (later i) overwrites an earlier one's
+			e.promoting[placed[i]] = r
+		}
+	}
+	return nil
+}
+
+// issueLate issues the batch SetLateBatch held back (none: nothing).
+func (e *Engine) issueLate() error {
+	if len(e.late) == 0 {
+		return nil
+	}
+	cps, placed := e.late, e.latePl
+	e.late, e.latePl = e.late[:0], e.latePl[:0]
+	return e.issueBatch(cps, placed)
+}
