@@ -718,7 +718,8 @@ func decodeTimed(eng *mgpu.Engine, prompt []int32, n int) ([]float64, error) {
 // (model/gpu hostgap.go, bench/results/2026-11-30-idle-s11): +poll, Engine.SetSyncPoll (the
 // token's sync polls an event instead of cuStreamSynchronize); +nop, SetTablesNop (an empty
 // kernel after the lookup's table uploads; mapped only); +late, SetLateBatch (a lookup's
-// promotion batch issued after the next launch; mapped only); +pend, SetSyncProbe (the
+// promotion batch issued after the next launch; mapped only); +latewait, the same with the
+// next lookup waiting for that batch (no back-pressure); +pend, SetSyncProbe (the
 // PHASES line counts syncs that return with the batch's last group pending).
 func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n int, modes string, row func(string, mgpu.Stats), bins *strings.Builder) error {
 	// Warm-up: the decode graphs are captured here, not inside the first mode's row (without
@@ -763,7 +764,7 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 		parts := strings.Split(md, "+")
 		base, pcap, lag, noEv, skip := parts[0], promote, false, false, false
 		ahead, aheadK, gpuArgmax := false, 0, false
-		poll, nop, late, pend := false, false, false, false
+		poll, nop, late, lateWait, pend := false, false, false, false, false
 		for _, suf := range parts[1:] {
 			k, err := strconv.Atoi(strings.TrimPrefix(suf, "promote"))
 			ak, aerr := strconv.Atoi(strings.TrimPrefix(suf, "ahead"))
@@ -784,6 +785,8 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 				nop, skip = true, skip || !mapped
 			case suf == "late":
 				late, skip = true, skip || !mapped
+			case suf == "latewait":
+				late, lateWait, skip = true, true, skip || !mapped
 			case suf == "noev":
 				noEv = true
 			case suf == "nopromote":
@@ -795,7 +798,7 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 			}
 		}
 		if base != "old" && base != "new" {
-			return fmt.Errorf("STRATA_BENCH_HOSTGAP: %q is not old|new[+nopromote|+promoteN][+lag][+noev][+argmax][+ahead|+aheadN][+poll][+nop][+late][+pend]", md)
+			return fmt.Errorf("STRATA_BENCH_HOSTGAP: %q is not old|new[+nopromote|+promoteN][+lag][+noev][+argmax][+ahead|+aheadN][+poll][+nop][+late|+latewait][+pend]", md)
 		}
 		if skip {
 			continue
@@ -809,7 +812,7 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 			if err := eng.SetTablesNop(nop); err != nil {
 				return err
 			}
-			if err := eng.SetLateBatch(late); err != nil {
+			if err := eng.SetLateBatch(late, lateWait); err != nil {
 				return err
 			}
 		}
@@ -901,7 +904,7 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 		if err := eng.SetTablesNop(false); err != nil {
 			return err
 		}
-		if err := eng.SetLateBatch(false); err != nil {
+		if err := eng.SetLateBatch(false, false); err != nil {
 			return err
 		}
 	}

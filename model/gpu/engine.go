@@ -357,6 +357,7 @@ type Engine struct {
 	tablesNop bool
 	syncProbe bool
 	lateBatch bool
+	lateWait  bool
 	coDir     string // Options.CODir (SetTablesNop loads its kernel)
 	late      []Copy
 	latePl    []int

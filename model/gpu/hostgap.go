@@ -302,10 +302,11 @@ func (e *Engine) SetMapPromote(n int) { e.mapPromote = n }
 //     then a kernel, not a copy: a fix if the next token's work is ordered behind the copy
 //     engine's queue, where the batch's copies sit.
 //   - SetLateBatch: promote holds its batch back, and the next step issues it right after
-//     its launch (the copies still wait for tablesEv, so for the same kernels as before);
-//     the next promote first waits for that batch, so it sees it complete as the batch's
-//     promotions would be seen without the setting when the batch ended before the launch:
-//     a fix if the GPU reaches a token queued after the batch only when the batch ends.
+//     its launch (the copies still wait for tablesEv, so for the same kernels as before):
+//     a fix if the GPU reaches a token queued after the batch only when the batch ends. The
+//     lookup of that step then finds the batch pending, as it does without the setting when
+//     the batch outlasts the launch (back-pressure: it places nothing); with wait set it
+//     first waits for the batch instead, so every lookup places (more promotions).
 
 // SetSyncProbe counts, after each oneSync token's sync, whether the promotion batch is
 // still pending (StepPhases.BatchSteps, BatchAtSync); a diagnostic (one event query).
@@ -349,8 +350,9 @@ func (e *Engine) SetTablesNop(on bool) error {
 }
 
 // SetLateBatch makes promote hold its promotion batch back until the next step's launch
-// (mapped engines). Turning it off issues a batch held back.
-func (e *Engine) SetLateBatch(on bool) error {
+// (mapped engines); with wait, promote first waits for the batch issued after the launch.
+// Turning it off issues a batch held back.
+func (e *Engine) SetLateBatch(on, wait bool) error {
 	if on && (!e.mapped || e.resident) {
 		return fmt.Errorf("model/gpu: SetLateBatch needs mapped expert misses")
 	}
@@ -359,7 +361,7 @@ func (e *Engine) SetLateBatch(on bool) error {
 			return err
 		}
 	}
-	e.lateBatch = on
+	e.lateBatch, e.lateWait = on, on && wait
 	return nil
 }
 

@@ -287,6 +287,7 @@ func TestSettersChangeLaunchSettings(t *testing.T) {
 		"tablesNop":  "SetTablesNop: a kernel after promote's table uploads, outside the graph",
 		"kern":       "SetTablesNop: its kernel's record (fill), launched outside the graph",
 		"lateBatch":  "SetLateBatch: promotion copies on the copy stream after the launch",
+		"lateWait":   "SetLateBatch: the lookup after the launch waits for them",
 		"kRow":       "SetOldNorm: the rmsnorm_row kernels launchSettings.oldRowQ81 picks",
 	}
 	settings := map[string]bool{}

@@ -11,7 +11,7 @@ import (
 )
 
 // TestIdleSettings: the idle settings of hostgap.go (SetSyncPoll, SetTablesNop,
-// SetLateBatch, SetSyncProbe, and all of them at once) leave the logits bitwise those of
+// SetLateBatch with and without its wait, SetSyncProbe, and all of them at once) leave the logits bitwise those of
 // the mapped default and the cache's work (hits, misses, promotions, groups, batches,
 // held-back lookups, syncs) unchanged, on qwen3moe and qwen3next, at a small and a large
 // cache, token by token and through the batched prompt path; the empty kernel runs once
@@ -20,11 +20,12 @@ import (
 // tables.)
 func TestIdleSettings(t *testing.T) {
 	type mode struct {
-		name                     string
-		poll, nop, late, probeOn bool
+		name                           string
+		poll, nop, late, wait, probeOn bool
 	}
-	modes := []mode{{"syncpoll", true, false, false, false}, {"nop", false, true, false, false}, {"late", false, false, true, false},
-		{"pend", false, false, false, true}, {"all", true, true, true, true}}
+	modes := []mode{{"syncpoll", true, false, false, false, false}, {"nop", false, true, false, false, false}, {"late", false, false, true, false, false},
+		{"late, waiting", false, false, true, true, false}, {"pend", false, false, false, false, true}, {"late and pend", false, false, true, false, true},
+		{"all", true, true, true, true, true}}
 	for _, preset := range []string{"tiny", "tiny-next"} {
 		t.Run(preset, func(t *testing.T) {
 			p := synth.Presets[preset]
@@ -53,7 +54,7 @@ func TestIdleSettings(t *testing.T) {
 							if err := e.SetTablesNop(m.nop); err != nil {
 								t.Fatal(err)
 							}
-							if err := e.SetLateBatch(m.late); err != nil {
+							if err := e.SetLateBatch(m.late, m.wait); err != nil {
 								t.Fatal(err)
 							}
 							e.SetSyncProbe(m.probeOn)
@@ -70,7 +71,8 @@ func TestIdleSettings(t *testing.T) {
 						if m.nop != (nops > 0) || (m.nop && nops < int(s.MapBatches)) {
 							t.Errorf("%s: %d empty kernels, %d batches", m.name, nops, s.MapBatches)
 						}
-						// late: the lookup waited for the batch, and recycled it, before the sync
+						// late: the batch is issued after the launch and, complete at once on the
+						// fake, recycled by the lookup before the sync
 						if want := m.probeOn && !m.late; want != (s.Phases.BatchSteps > 0) {
 							t.Errorf("%s: sync probe counted %d steps with a batch", m.name, s.Phases.BatchSteps)
 						}
@@ -83,7 +85,7 @@ func TestIdleSettings(t *testing.T) {
 		if !e.resident {
 			t.Fatal("not resident")
 		}
-		if e.SetTablesNop(true) == nil || e.SetLateBatch(true) == nil {
+		if e.SetTablesNop(true) == nil || e.SetLateBatch(true, false) == nil {
 			t.Error("a resident engine took SetTablesNop or SetLateBatch")
 		}
 		if err := e.SetSyncPoll(true); err != nil { // the sync poll works on any oneSync engine

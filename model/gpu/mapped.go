@@ -177,10 +177,10 @@ func (e *Engine) promote(off int) error {
 	// Back-pressure: while copies of an earlier token are still pending, place nothing new
 	// (uses are still counted), so the copy stream never holds more than one token's batch
 	// and the copier's events return to its pool (recycleCopies) between batches.
-	if e.lateBatch { // SetLateBatch: the batch issued after this step's launch is waited for here (hostgap.go)
-		if err := e.issueLate(); err != nil { // one held back with no step since (a lookup before a prompt, ResetCache)
-			return err
-		}
+	if err := e.issueLate(); err != nil { // SetLateBatch: one held back with no step since (a lookup before a prompt, ResetCache)
+		return err
+	}
+	if e.lateWait { // SetLateBatch with wait: the batch issued after this step's launch (hostgap.go)
 		if err := e.copier.WaitLast(); err != nil {
 			return err
 		}
