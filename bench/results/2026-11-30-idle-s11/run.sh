@@ -11,7 +11,8 @@
 #       STRATA_HG_BUDGET seconds in all (default 190). STRATA_HG_ENGINE=1 adds the GPU-vs-CPU
 #       engine tests (default 0: no kernel changed). STRATA_HG_MODES: STRATA_BENCH_HOSTGAP for
 #       the budgets (default: D = new+argmax+ahead, the default path with token events; D,
-#       D+poll, D+nop, D+late three times, then D+pend, D+lag, D+poll+nop+late once).
+#       D+poll, D+nop, D+late three times, then D+pend, D+lag, D+latewait, D+poll+nop+late
+#       once).
 #       STRATA_HG_BUDGETS: MiB list (default 12288,16384,24576). STRATA_HG_CONNS: one bench
 #       pass per entry ("-": as is; default "- -"); pass i takes STRATA_HG_BUDGETSi /
 #       STRATA_HG_MODESi where set (the default pass 2: unlimited, new+argmax and
@@ -103,7 +104,7 @@ run() {
 	# its own budgets and modes
 	local conn i=0 bud mod
 	local D=new+argmax+ahead
-	local dbud=12288,16384,24576 dmod="$D,$D+poll,$D+nop,$D+late,$D,$D+poll,$D+nop,$D+late,$D,$D+poll,$D+nop,$D+late,$D+pend,$D+lag,$D+poll+nop+late"
+	local dbud=12288,16384,24576 dmod="$D,$D+poll,$D+nop,$D+late,$D,$D+poll,$D+nop,$D+late,$D,$D+poll,$D+nop,$D+late,$D+pend,$D+lag,$D+latewait,$D+poll+nop+late"
 	: "${STRATA_HG_BUDGETS2:=0}" "${STRATA_HG_MODES2:=new+argmax,new+argmax+poll,new+argmax,new+argmax+poll,new+argmax,new+argmax+poll}"
 	for conn in ${STRATA_HG_CONNS:-- -}; do
 		i=$((i + 1))
