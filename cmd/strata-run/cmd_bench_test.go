@@ -180,6 +180,9 @@ func TestGPUBench(t *testing.T) {
 	// STRATA_BENCH_NOMAPAHEAD=1 loads engines with mgpu.Options.NoMapAhead (mapped misses
 	// without the look-ahead; STRATA_BENCH_HOSTGAP's "+ahead" selects it per mode otherwise)
 	noAhead := os.Getenv("STRATA_BENCH_NOMAPAHEAD") == "1"
+	// STRATA_BENCH_EARLYBATCH=1 loads engines with mgpu.Options.EarlyBatch (a mapped lookup's
+	// promotion batch issued before the next launch: the path before idle-s11)
+	early := os.Getenv("STRATA_BENCH_EARLYBATCH") == "1"
 	hostKV := os.Getenv("STRATA_BENCH_HOSTKV") == "1"
 	noRes := os.Getenv("STRATA_BENCH_NORESIDENT") == "1"
 	noFuse := os.Getenv("STRATA_BENCH_NOFUSE") == "1"
@@ -268,7 +271,7 @@ func TestGPUBench(t *testing.T) {
 				promote = mapPromote
 			}
 			eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: ctx, Budget: uint64(mibs) << 20, Policy: polName,
-				Misses: misses, MapPromote: promote, Group: group, Prefetch: prefetch, NoMapAhead: noAhead, HostKV: hostKV, NoResident: noRes, NoFuse: noFuse, NoRowNorm: noRow, KernelTimes: ktimes, Chunk: chunk})
+				Misses: misses, MapPromote: promote, Group: group, Prefetch: prefetch, NoMapAhead: noAhead, EarlyBatch: early, HostKV: hostKV, NoResident: noRes, NoFuse: noFuse, NoRowNorm: noRow, KernelTimes: ktimes, Chunk: chunk})
 			if err != nil {
 				fmt.Fprintf(&b, "| %s | %s | load failed: %v |\n", bname, pol, err)
 				t.Logf("budget %s: %v", bname, err)
@@ -718,10 +721,13 @@ func decodeTimed(eng *mgpu.Engine, prompt []int32, n int) ([]float64, error) {
 // (model/gpu hostgap.go, bench/results/2026-11-30-idle-s11): +poll, Engine.SetSyncPoll (the
 // token's sync polls an event instead of cuStreamSynchronize); +nop, SetTablesNop (an empty
 // kernel after the lookup's table uploads; mapped only); +late, SetLateBatch (a lookup's
-// promotion batch issued after the next launch; mapped only); +latewait, the same with the
-// next lookup waiting for that batch (no back-pressure); +pend, SetSyncProbe (the
+// promotion batch issued after the next launch; mapped only; the default since idle-s11:
+// a mode without it runs the path before, as a mode without +ahead runs without the
+// look-ahead); +latewait, the same with the next lookup waiting for that batch (no
+// back-pressure); +pend, SetSyncProbe (the
 // PHASES line counts syncs that return with the batch's last group pending).
 func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n int, modes string, row func(string, mgpu.Stats), bins *strings.Builder) error {
+	lateOn, lateWait0 := eng.LateBatch() // the loaded engine's, restored after the rows
 	// Warm-up: the decode graphs are captured here, not inside the first mode's row (without
 	// the look-ahead, and where the engine has its buffers with each of the modes' copy counts).
 	warm := []int{-1} // -1: look-ahead off; else SetMapAheadK's n
@@ -904,7 +910,7 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 		if err := eng.SetTablesNop(false); err != nil {
 			return err
 		}
-		if err := eng.SetLateBatch(false, false); err != nil {
+		if err := eng.SetLateBatch(lateOn, lateWait0); err != nil {
 			return err
 		}
 	}

@@ -350,8 +350,8 @@ func (e *Engine) SetTablesNop(on bool) error {
 }
 
 // SetLateBatch makes promote hold its promotion batch back until the next step's launch
-// (mapped engines); with wait, promote first waits for the batch issued after the launch.
-// Turning it off issues a batch held back.
+// (mapped engines; the default unless Options.EarlyBatch); with wait, promote first waits
+// for the batch issued after the launch. Turning it off issues a batch held back.
 func (e *Engine) SetLateBatch(on, wait bool) error {
 	if on && (!e.mapped || e.resident) {
 		return fmt.Errorf("model/gpu: SetLateBatch needs mapped expert misses")
@@ -441,6 +441,9 @@ func (e *Engine) issueBatch(cps []Copy, placed []int) error {
 	}
 	return nil
 }
+
+// LateBatch reports SetLateBatch's setting.
+func (e *Engine) LateBatch() (on, wait bool) { return e.lateBatch, e.lateWait }
 
 // issueLate issues the batch SetLateBatch held back (none: nothing).
 func (e *Engine) issueLate() error {

@@ -11,8 +11,9 @@ import (
 )
 
 // TestIdleSettings: the idle settings of hostgap.go (SetSyncPoll, SetTablesNop,
-// SetLateBatch with and without its wait, SetSyncProbe, and all of them at once) leave the logits bitwise those of
-// the mapped default and the cache's work (hits, misses, promotions, groups, batches,
+// SetLateBatch with and without its wait, SetSyncProbe, and all of them at once), and the
+// default (the late batch) against Options.EarlyBatch, leave the logits bitwise those of
+// the path before (EarlyBatch) and the cache's work (hits, misses, promotions, groups, batches,
 // held-back lookups, syncs) unchanged, on qwen3moe and qwen3next, at a small and a large
 // cache, token by token and through the batched prompt path; the empty kernel runs once
 // after every lookup and only with SetTablesNop; a resident engine refuses SetTablesNop
@@ -32,11 +33,26 @@ func TestIdleSettings(t *testing.T) {
 			K := p.ExpertsUsed
 			for _, chunk := range []int{0, 4} {
 				for _, slots := range []int{3 * K, p.Layers * p.Experts / 2} {
-					o := Options{MaxExpert: slots, Chunk: chunk, Misses: MissMap}
-					base := runMapped(t, preset, quant.Q8_0, o, nil)
+					o := Options{MaxExpert: slots, Chunk: chunk, Misses: MissMap, EarlyBatch: true}
+					base := runMapped(t, preset, quant.Q8_0, o, func(e *Engine, _ *fakeDriver) {
+						if on, _ := e.LateBatch(); on {
+							t.Error("EarlyBatch: the late batch is on")
+						}
+					})
 					bs := base.stats
 					if bs.MapBatches == 0 {
 						t.Fatalf("chunk %d, %d slots: no promotion batch", chunk, slots)
+					}
+					o.EarlyBatch = false // the default: the late batch
+					def := runMapped(t, preset, quant.Q8_0, o, func(e *Engine, _ *fakeDriver) {
+						if on, wait := e.LateBatch(); !on || wait {
+							t.Errorf("default: late batch %v, wait %v; want on, no wait", on, wait)
+						}
+					})
+					sameLogits(t, "the default (late batch) against EarlyBatch", def.logs, base.logs)
+					if ds := def.stats; ds.Hits != bs.Hits || ds.Misses != bs.Misses || ds.CopiedBytes != bs.CopiedBytes || ds.Groups != bs.Groups || ds.MapBatches != bs.MapBatches {
+						t.Errorf("default against EarlyBatch: hits %d/%d misses %d/%d copied %d/%d groups %d/%d batches %d/%d",
+							ds.Hits, bs.Hits, ds.Misses, bs.Misses, ds.CopiedBytes, bs.CopiedBytes, ds.Groups, bs.Groups, ds.MapBatches, bs.MapBatches)
 					}
 					for _, m := range modes {
 						var fake *fakeDriver
@@ -84,6 +100,9 @@ func TestIdleSettings(t *testing.T) {
 	runMapped(t, "tiny", quant.Q8_0, Options{}, func(e *Engine, _ *fakeDriver) {
 		if !e.resident {
 			t.Fatal("not resident")
+		}
+		if on, _ := e.LateBatch(); on {
+			t.Error("a resident engine holds batches back")
 		}
 		if e.SetTablesNop(true) == nil || e.SetLateBatch(true, false) == nil {
 			t.Error("a resident engine took SetTablesNop or SetLateBatch")
