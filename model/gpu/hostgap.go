@@ -284,13 +284,22 @@ func (e *Engine) ResetCache() error {
 // good (a measurement setting: the tokens' device time without promotion copies).
 func (e *Engine) SetMapPromote(n int) { e.mapPromote = n }
 
-// Where a mapped token's GPU idle goes (session 11, bench/results/2026-11-30-idle-s11).
-// At the budgets a token's events show ~1.4 ms a token of idle from the sync point of the
+// Where a mapped token's GPU idle went (session 11, bench/results/2026-11-30-idle-s11).
+// At the budgets a token's events showed ~1.4 ms a token of idle from the sync point of the
 // token before to this token's launch, about the copy time of the promotion batch that
 // promote issued while the token before ran (its copies wait for that token's end:
-// tablesEv). The settings below tell the explanations apart and are the candidate fixes;
+// tablesEv). The settings below told the explanations apart and were the candidate fixes;
 // none changes a launch (launchSettings), the order of the tables and the copies against
-// the kernels (mapped.go), or a byte the kernels read.
+// the kernels (mapped.go), or a byte the kernels read. Measured on the H200 (80B-A3B
+// IQ2_XS, 12/16/24 GiB): every other lookup was held back by the batch before it (so the
+// batch outlasted the next launch), the sync returned with the batch still pending (the
+// host was not late; SetSyncPoll changed nothing), the host saw the next token's first event
+// happen ~2 ms after its launch (SetStartProbe), and the idle came only after the tokens
+// that issued a batch (~3 ms each): the GPU started a token queued behind a batch only when
+// the batch's copies ended. An empty kernel after the table uploads (SetTablesNop) let the
+// token's first event run at once, but the token then waited inside its graph (busy +1.0
+// ms: its input copy nodes behind the batch on the copy engine); issuing the batch after
+// the launch (SetLateBatch) removed the wait: −12.3 to −12.8 % a token. It is the default.
 //
 //   - SetSyncProbe: right after the token's sync returns, poll whether the last group of
 //     the promotion batch is still pending (StepPhases.BatchAtSync of BatchSteps): if the

@@ -33,6 +33,11 @@ import (
 //     copy stream waits for that event before the batch's copies. So a slot is overwritten
 //     only after every kernel that could read it through an evicted expert's old entry has
 //     finished, and the kernels queued after the upload read the expert from host memory.
+//     By default (SetLateBatch, hostgap.go; Options.EarlyBatch: at once) the batch is
+//     issued only after the next token's launch: its copies still wait for tablesEv, and the
+//     token launched before them reads the tables uploaded before it, in which no entry
+//     points into a slot being copied (evicted experts point at host memory, placed ones
+//     not yet at their slot).
 //  3. A promotion's entries are pointed at its slot only by a later promote that has seen
 //     the event of the copy's group complete (Event.Done); that upload, like every upload,
 //     runs before the kernels queued after it, so no kernel reads a slot before its bytes.
