@@ -183,6 +183,9 @@ func TestGPUBench(t *testing.T) {
 	// STRATA_BENCH_NOMAPAHEAD=1 loads engines with mgpu.Options.NoMapAhead (mapped misses
 	// without the look-ahead; STRATA_BENCH_HOSTGAP's "+ahead" selects it per mode otherwise)
 	noAhead := os.Getenv("STRATA_BENCH_NOMAPAHEAD") == "1"
+	// STRATA_BENCH_EARLYBATCH=1 loads engines with mgpu.Options.EarlyBatch (a mapped lookup's
+	// promotion batch issued before the next launch: the path before idle-s11)
+	early := os.Getenv("STRATA_BENCH_EARLYBATCH") == "1"
 	hostKV := os.Getenv("STRATA_BENCH_HOSTKV") == "1"
 	noRes := os.Getenv("STRATA_BENCH_NORESIDENT") == "1"
 	noFuse := os.Getenv("STRATA_BENCH_NOFUSE") == "1"
@@ -271,7 +274,7 @@ func TestGPUBench(t *testing.T) {
 				promote = mapPromote
 			}
 			eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: ctx, Budget: uint64(mibs) << 20, Policy: polName,
-				Misses: misses, MapPromote: promote, Group: group, Prefetch: prefetch, NoMapAhead: noAhead, HostKV: hostKV, NoResident: noRes, NoFuse: noFuse, NoRowNorm: noRow, KernelTimes: ktimes, Chunk: chunk})
+				Misses: misses, MapPromote: promote, Group: group, Prefetch: prefetch, NoMapAhead: noAhead, EarlyBatch: early, HostKV: hostKV, NoResident: noRes, NoFuse: noFuse, NoRowNorm: noRow, KernelTimes: ktimes, Chunk: chunk})
 			if err != nil {
 				fmt.Fprintf(&b, "| %s | %s | load failed: %v |\n", bname, pol, err)
 				t.Logf("budget %s: %v", bname, err)
@@ -755,8 +758,17 @@ func decodeTimed(eng *mgpu.Engine, prompt []int32, n int) ([]float64, error) {
 // (Engine.SetMapAhead; the engine must not be loaded with STRATA_BENCH_NOMAPAHEAD=1), off without
 // it, and the PHASES line gets its prediction counts; +aheadN: on, copying only the first N
 // of each layer's predicted experts (Engine.SetMapAheadK) (+ahead and +aheadN, as +nopromote
-// and +promoteN, are skipped on an engine that does not map).
+// and +promoteN, are skipped on an engine that does not map). The idle settings
+// (model/gpu hostgap.go, bench/results/2026-11-30-idle-s11): +poll, Engine.SetSyncPoll (the
+// token's sync polls an event instead of cuStreamSynchronize); +nop, SetTablesNop (an empty
+// kernel after the lookup's table uploads; mapped only); +late, SetLateBatch (a lookup's
+// promotion batch issued after the next launch; mapped only; the default since idle-s11:
+// a mode without it runs the path before, as a mode without +ahead runs without the
+// look-ahead); +latewait, the same with the next lookup waiting for that batch (no
+// back-pressure); +pend, SetSyncProbe (the
+// PHASES line counts syncs that return with the batch's last group pending).
 func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n int, modes string, row func(string, mgpu.Stats), bins *strings.Builder) error {
+	lateOn, lateWait0 := eng.LateBatch() // the loaded engine's, restored after the rows
 	// Warm-up: the decode graphs are captured here, not inside the first mode's row (without
 	// the look-ahead, and where the engine has its buffers with each of the modes' copy counts).
 	warm := []int{-1} // -1: look-ahead off; else SetMapAheadK's n
@@ -799,6 +811,7 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 		parts := strings.Split(md, "+")
 		base, pcap, lag, noEv, skip := parts[0], promote, false, false, false
 		ahead, aheadK, gpuArgmax := false, 0, false
+		poll, nop, late, lateWait, pend := false, false, false, false, false
 		for _, suf := range parts[1:] {
 			k, err := strconv.Atoi(strings.TrimPrefix(suf, "promote"))
 			ak, aerr := strconv.Atoi(strings.TrimPrefix(suf, "ahead"))
@@ -811,6 +824,16 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 				gpuArgmax = true
 			case suf == "lag":
 				lag = true
+			case suf == "poll":
+				poll = true
+			case suf == "pend":
+				pend = true
+			case suf == "nop":
+				nop, skip = true, skip || !mapped
+			case suf == "late":
+				late, skip = true, skip || !mapped
+			case suf == "latewait":
+				late, lateWait, skip = true, true, skip || !mapped
 			case suf == "noev":
 				noEv = true
 			case suf == "nopromote":
@@ -822,12 +845,24 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 			}
 		}
 		if base != "old" && base != "new" {
-			return fmt.Errorf("STRATA_BENCH_HOSTGAP: %q is not old|new[+nopromote|+promoteN][+lag][+noev][+argmax][+ahead|+aheadN]", md)
+			return fmt.Errorf("STRATA_BENCH_HOSTGAP: %q is not old|new[+nopromote|+promoteN][+lag][+noev][+argmax][+ahead|+aheadN][+poll][+nop][+late|+latewait][+pend]", md)
 		}
 		if skip {
 			continue
 		}
 		eng.SetStartProbe(lag)
+		eng.SetSyncProbe(pend)
+		if err := eng.SetSyncPoll(poll); err != nil {
+			return err
+		}
+		if mapped {
+			if err := eng.SetTablesNop(nop); err != nil {
+				return err
+			}
+			if err := eng.SetLateBatch(late, lateWait); err != nil {
+				return err
+			}
+		}
 		eng.SetLaunchFirst(base == "new")
 		if err := eng.SetMapAhead(ahead); err != nil {
 			return err
@@ -886,6 +921,11 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 			p.Steps, p.Launched, p.Tokens, dms(p.Busy), dms(p.Tail), dms(p.Idle), s.Wall.Seconds()*1e3/float64(max(1, s.Tokens)), caller,
 			s.CopyMs/float64(max(1, s.Tokens)), strings.Split(modes, ",")[0], slices.Equal(toks, first))
 		line += fmt.Sprintf("; graph launches %d, captures %d, graph error %v", s.Graphs, s.Captures, eng.GraphErr())
+		line += fmt.Sprintf("; idle > 0.5 ms in %d tokens, longest %.3f ms; hit rate %.4f, copied MB/token %.2f, batches %d, lookups held back %d",
+			p.IdleLong, p.IdleMax.Seconds()*1e3, float64(s.Hits)/float64(max(1, s.Hits+s.Misses)), float64(s.CopiedBytes)/1e6/float64(max(1, s.Tokens)), s.MapBatches, s.MapHeld)
+		if pend {
+			line += fmt.Sprintf("; syncs returning with a batch out %d, its last group pending %d", p.BatchSteps, p.BatchAtSync)
+		}
 		if s.AheadPredicted > 0 {
 			line += fmt.Sprintf("; look-ahead: predicted %d, used %d (%.3f), copied %d (%.1f/token), of them used %d; misses %d (%.3f covered)",
 				s.AheadPredicted, s.AheadRight, float64(s.AheadRight)/float64(s.AheadPredicted), s.AheadFetched, float64(s.AheadFetched)/float64(max(1, s.Tokens)),
@@ -902,8 +942,18 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 	}
 	eng.SetLaunchFirst(true)
 	eng.SetStartProbe(false)
+	eng.SetSyncProbe(false)
+	if err := eng.SetSyncPoll(false); err != nil {
+		return err
+	}
 	if mapped {
 		eng.SetMapPromote(promote)
+		if err := eng.SetTablesNop(false); err != nil {
+			return err
+		}
+		if err := eng.SetLateBatch(lateOn, lateWait0); err != nil {
+			return err
+		}
 	}
 	return nil
 }

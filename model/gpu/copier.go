@@ -137,6 +137,28 @@ func (c *Copier) Pending() (int, error) {
 	return n, nil
 }
 
+// LastPending reports whether the last group issued is still pending (a poll); ok is
+// false when no group is outstanding.
+func (c *Copier) LastPending() (pending, ok bool, err error) {
+	if len(c.groups) == 0 {
+		return false, false, nil
+	}
+	done, err := c.groups[len(c.groups)-1].ev.Done()
+	return !done, true, err
+}
+
+// WaitLast polls the last group issued until it has completed (nothing outstanding: at
+// once). Copies run in order on the stream, so the batch has completed with it.
+func (c *Copier) WaitLast() error {
+	for len(c.groups) > 0 {
+		done, err := c.groups[len(c.groups)-1].ev.Done()
+		if err != nil || done {
+			return err
+		}
+	}
+	return nil
+}
+
 // Finish returns the batch's events to the pool once they completed (the compute stream
 // that waited on them was synchronized) and the device time of the batch's copies.
 func (c *Copier) Finish() (ms float64, err error) {

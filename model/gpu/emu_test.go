@@ -510,6 +510,12 @@ func (m *emu) launch(sym string, grid, block rt.Dim3, b []byte) {
 		}
 	case "expert_fetch":
 		m.expertFetch(grid, args[abi.ExpertFetchArgs](b))
+	case "fill":
+		a := args[abi.FillArgs](b)
+		want(rt.Dim3{X: max(1, ceil(int(a.N), abi.FillThreads)), Y: 1, Z: 1})
+		for i := 0; i < int(a.N); i++ {
+			binary.LittleEndian.PutUint32(m.at(a.P+uint64(4*i), 4), a.V)
+		}
 	case "mmq", "mmq8", "mmq8c", "mmq8cz": // one C struct layout (kernels/specs.go mmqArgs)
 		m.mmq(variant, grid, args[abi.MmqArgs](b))
 	case "moe_prefill":

@@ -213,6 +213,9 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 	if err == nil {
 		err = e.tokenMark(1)
 	}
+	if err == nil && e.lateBatch { // SetLateBatch: the batch promote held back, after this launch
+		err = e.issueLate()
+	}
 	if err != nil {
 		return err
 	}
@@ -260,7 +263,10 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 	if err := e.tokenMark(2); err != nil {
 		return err
 	}
-	if err := e.sync(); err != nil {
+	if err := e.tokenSync(); err != nil {
+		return err
+	}
+	if err := e.probeBatch(); err != nil {
 		return err
 	}
 	if err := e.tokenRead(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/strata-hip/strata/kernels/abi"
 	rt "github.com/strata-hip/strata/runtime/gpu"
 )
 
@@ -61,6 +62,12 @@ type StepPhases struct {
 	// happened, polled by the host — how long after the host queued the token the GPU
 	// reached it.
 	StartLag time.Duration
+	// IdleLong: tokens whose idle was above 0.5 ms; IdleMax the longest idle.
+	IdleLong int
+	IdleMax  time.Duration
+	// SetSyncProbe: steps whose sync returned with a promotion batch issued and not yet
+	// recycled (BatchSteps), and of them those whose batch's last group was still pending.
+	BatchSteps, BatchAtSync int
 }
 
 // SetLaunchFirst switches the launch-first order on (the default) or off
@@ -201,6 +208,10 @@ func (e *Engine) tokenRead() error {
 			return err
 		}
 		ph.Idle += idle
+		if idle > 500*time.Microsecond {
+			ph.IdleLong++
+		}
+		ph.IdleMax = max(ph.IdleMax, idle)
 	}
 	ph.Busy += busy
 	ph.Tail += tail
@@ -272,3 +283,183 @@ func (e *Engine) ResetCache() error {
 // miss), or with n < 0 promotes nothing at all: every miss is read from host memory for
 // good (a measurement setting: the tokens' device time without promotion copies).
 func (e *Engine) SetMapPromote(n int) { e.mapPromote = n }
+
+// Where a mapped token's GPU idle went (session 11, bench/results/2026-11-30-idle-s11).
+// At the budgets a token's events showed ~1.4 ms a token of idle from the sync point of the
+// token before to this token's launch, about the copy time of the promotion batch that
+// promote issued while the token before ran (its copies wait for that token's end:
+// tablesEv). The settings below told the explanations apart and were the candidate fixes;
+// none changes a launch (launchSettings), the order of the tables and the copies against
+// the kernels (mapped.go), or a byte the kernels read. Measured on the H200 (80B-A3B
+// IQ2_XS, 12/16/24 GiB): every other lookup was held back by the batch before it (so the
+// batch outlasted the next launch), the sync returned with the batch still pending (the
+// host was not late; SetSyncPoll changed nothing), the host saw the next token's first event
+// happen ~2 ms after its launch (SetStartProbe), and the idle came only after the tokens
+// that issued a batch (~3 ms each): the GPU started a token queued behind a batch only when
+// the batch's copies ended. An empty kernel after the table uploads (SetTablesNop) let the
+// token's first event run at once, but the token then waited inside its graph (busy +1.0
+// ms: its input copy nodes behind the batch on the copy engine); issuing the batch after
+// the launch (SetLateBatch) removed the wait: −12.3 to −12.8 % a token. It is the default.
+//
+//   - SetSyncProbe: right after the token's sync returns, poll whether the last group of
+//     the promotion batch is still pending (StepPhases.BatchAtSync of BatchSteps): if the
+//     sync returns only when the batch is done, it is never pending there.
+//   - SetSyncPoll: the token's sync polls an event recorded after the token's work
+//     (cuEventQuery) instead of cuStreamSynchronize: a fix if the stream's sync returns late.
+//   - SetTablesNop: after promote's table uploads (copies on the compute stream), an empty
+//     kernel (fill of no words): the compute stream's last work before the next token is
+//     then a kernel, not a copy: a fix if the next token's work is ordered behind the copy
+//     engine's queue, where the batch's copies sit.
+//   - SetLateBatch: promote holds its batch back, and the next step issues it right after
+//     its launch (the copies still wait for tablesEv, so for the same kernels as before):
+//     a fix if the GPU reaches a token queued after the batch only when the batch ends. The
+//     lookup of that step then finds the batch pending, as it does without the setting when
+//     the batch outlasts the launch (back-pressure: it places nothing); with wait set it
+//     first waits for the batch instead, so every lookup places (more promotions).
+
+// SetSyncProbe counts, after each oneSync token's sync, whether the promotion batch is
+// still pending (StepPhases.BatchSteps, BatchAtSync); a diagnostic (one event query).
+func (e *Engine) SetSyncProbe(on bool) { e.syncProbe = on }
+
+// SetSyncPoll makes each oneSync token's sync poll an event recorded after its work
+// (cuEventQuery until done) instead of synchronizing the compute stream.
+func (e *Engine) SetSyncPoll(on bool) error {
+	if on && e.syncEv == nil {
+		ev, err := e.dev.NewEvent()
+		if err != nil {
+			return err
+		}
+		e.syncEv = ev
+	}
+	e.syncPoll = on
+	return nil
+}
+
+// SetTablesNop makes promote launch an empty kernel on the compute stream after its table
+// uploads (mapped engines with the fill family's code object).
+func (e *Engine) SetTablesNop(on bool) error {
+	key := probeFamily + "/u32"
+	if on && e.kern[key] == nil {
+		if !e.mapped || e.resident {
+			return fmt.Errorf("model/gpu: SetTablesNop needs mapped expert misses")
+		}
+		if e.ks.mods[probeFamily] == nil {
+			if err := e.ks.load(e.dev, e.coDir, probeFamily); err != nil {
+				return fmt.Errorf("model/gpu: SetTablesNop: %w", err)
+			}
+		}
+		f, err := e.ks.fn(probeFamily, "u32")
+		if err != nil {
+			return err
+		}
+		e.kern[key] = &kernel{key: key, fn: f}
+	}
+	e.tablesNop = on
+	return nil
+}
+
+// SetLateBatch makes promote hold its promotion batch back until the next step's launch
+// (mapped engines; the default unless Options.EarlyBatch); with wait, promote first waits
+// for the batch issued after the launch. Turning it off issues a batch held back.
+func (e *Engine) SetLateBatch(on, wait bool) error {
+	if on && (!e.mapped || e.resident) {
+		return fmt.Errorf("model/gpu: SetLateBatch needs mapped expert misses")
+	}
+	if !on {
+		if err := e.issueLate(); err != nil {
+			return err
+		}
+	}
+	e.lateBatch, e.lateWait = on, on && wait
+	return nil
+}
+
+// tokenSync is the oneSync token's sync: the compute stream's, or with SetSyncPoll the
+// poll of an event recorded after everything queued there.
+func (e *Engine) tokenSync() error {
+	if !e.syncPoll {
+		return e.sync()
+	}
+	t0 := time.Now()
+	if err := e.syncEv.Record(e.compute); err != nil {
+		return err
+	}
+	for {
+		done, err := e.syncEv.Done()
+		if err != nil {
+			return err
+		}
+		if done {
+			break
+		}
+	}
+	e.stats.SyncTime += time.Since(t0)
+	e.stats.Syncs++
+	if e.ktimes {
+		return e.readKernelTimes()
+	}
+	return nil
+}
+
+// probeBatch is SetSyncProbe's poll, right after a token's sync.
+func (e *Engine) probeBatch() error {
+	if !e.syncProbe || e.copier == nil {
+		return nil
+	}
+	ph := &e.stats.Phases
+	pend, ok, err := e.copier.LastPending()
+	if err != nil || !ok {
+		return err
+	}
+	ph.BatchSteps++
+	if pend {
+		ph.BatchAtSync++
+	}
+	return nil
+}
+
+// tablesKernel is SetTablesNop's empty kernel after promote's table uploads.
+func (e *Engine) tablesKernel() error {
+	if !e.tablesNop {
+		return nil
+	}
+	a := abi.FillArgs{P: uint64(e.mem.Ptr(bufTables)), N: 0}
+	return e.launch(probeFamily+"/u32", dim(1), abi.FillThreads, rt.Args(&a))
+}
+
+// issueBatch issues a promotion batch after the tables (tablesEv) and gives its
+// promotions their group's event. (Stats.Groups counts a batch's groups when promote makes
+// it, issued at once or held back.)
+func (e *Engine) issueBatch(cps []Copy, placed []int) error {
+	if err := e.copier.After(e.tablesEv); err != nil {
+		return err
+	}
+	groups, err := e.copier.Issue(cps)
+	if err != nil {
+		return err
+	}
+	for _, g := range groups {
+		for i := g.First; i < g.First+g.Count; i++ {
+			r := e.promoting[placed[i]]
+			if r.key != e.cache.owner[placed[i]] {
+				return fmt.Errorf("model/gpu: promotion record of slot %d is for %v, the slot holds %v", placed[i], r.key, e.cache.owner[placed[i]])
+			}
+			r.ev = g.ev // a later copy into the same slot (later i) overwrites an earlier one's
+			e.promoting[placed[i]] = r
+		}
+	}
+	return nil
+}
+
+// LateBatch reports SetLateBatch's setting.
+func (e *Engine) LateBatch() (on, wait bool) { return e.lateBatch, e.lateWait }
+
+// issueLate issues the batch SetLateBatch held back (none: nothing).
+func (e *Engine) issueLate() error {
+	if len(e.late) == 0 {
+		return nil
+	}
+	cps, placed := e.late, e.latePl
+	e.late, e.latePl = e.late[:0], e.latePl[:0]
+	return e.issueBatch(cps, placed)
+}

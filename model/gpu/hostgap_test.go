@@ -281,6 +281,13 @@ func TestSettersChangeLaunchSettings(t *testing.T) {
 		"tokRec":     "SetTokenTimes: its events",
 		"startProbe": "SetStartProbe: a poll after the launch",
 		"mapPromote": "SetMapPromote: promotions after the launch (mapped.go)",
+		"syncPoll":   "SetSyncPoll: the sync after the launch",
+		"syncEv":     "SetSyncPoll: its event, recorded after the token",
+		"syncProbe":  "SetSyncProbe: a poll after the sync",
+		"tablesNop":  "SetTablesNop: a kernel after promote's table uploads, outside the graph",
+		"kern":       "SetTablesNop: its kernel's record (fill), launched outside the graph",
+		"lateBatch":  "SetLateBatch: promotion copies on the copy stream after the launch",
+		"lateWait":   "SetLateBatch: the lookup after the launch waits for them",
 		"kRow":       "SetOldNorm: the rmsnorm_row kernels launchSettings.oldRowQ81 picks",
 	}
 	settings := map[string]bool{}

@@ -33,6 +33,11 @@ import (
 //     copy stream waits for that event before the batch's copies. So a slot is overwritten
 //     only after every kernel that could read it through an evicted expert's old entry has
 //     finished, and the kernels queued after the upload read the expert from host memory.
+//     By default (SetLateBatch, hostgap.go; Options.EarlyBatch: at once) the batch is
+//     issued only after the next token's launch: its copies still wait for tablesEv, and the
+//     token launched before them reads the tables uploaded before it, in which no entry
+//     points into a slot being copied (evicted experts point at host memory, placed ones
+//     not yet at their slot).
 //  3. A promotion's entries are pointed at its slot only by a later promote that has seen
 //     the event of the copy's group complete (Event.Done); that upload, like every upload,
 //     runs before the kernels queued after it, so no kernel reads a slot before its bytes.
@@ -177,10 +182,19 @@ func (e *Engine) promote(off int) error {
 	// Back-pressure: while copies of an earlier token are still pending, place nothing new
 	// (uses are still counted), so the copy stream never holds more than one token's batch
 	// and the copier's events return to its pool (recycleCopies) between batches.
+	if err := e.issueLate(); err != nil { // SetLateBatch: one held back with no step since (a lookup before a prompt, ResetCache)
+		return err
+	}
+	if e.lateWait { // SetLateBatch with wait: the batch issued after this step's launch (hostgap.go)
+		if err := e.copier.WaitLast(); err != nil {
+			return err
+		}
+	}
 	if busy, err := e.copier.Pending(); err != nil {
 		return err
 	} else if busy > 0 {
 		admit = 0
+		e.stats.MapHeld++
 	}
 	cps, placed := e.mapCps[:0], e.mapPlaced[:0] // the copies, and the slot of each
 	defer func() { e.mapCps, e.mapPlaced = cps, placed }()
@@ -242,30 +256,22 @@ func (e *Engine) promote(off int) error {
 		return err
 	}
 	if len(cps) == 0 {
-		return nil
+		return e.tablesKernel()
 	}
 	if err := e.tablesEv.Record(e.compute); err != nil {
 		return err
 	}
-	if err := e.copier.After(e.tablesEv); err != nil {
+	if err := e.tablesKernel(); err != nil {
 		return err
 	}
-	groups, err := e.copier.Issue(cps)
-	if err != nil {
-		return err
+	e.stats.MapBatches++
+	e.stats.Groups += int64((len(cps) + e.copier.Size - 1) / e.copier.Size) // Copier.Issue's groups
+	// SetLateBatch: issued after the next launch (step, issueLate)
+	if e.lateBatch {
+		e.late, e.latePl = append(e.late[:0], cps...), append(e.latePl[:0], placed...)
+		return nil
 	}
-	e.stats.Groups += int64(len(groups))
-	for _, g := range groups {
-		for i := g.First; i < g.First+g.Count; i++ {
-			r := e.promoting[placed[i]]
-			if r.key != e.cache.owner[placed[i]] {
-				return fmt.Errorf("model/gpu: promotion record of slot %d is for %v, the slot holds %v", placed[i], r.key, e.cache.owner[placed[i]])
-			}
-			r.ev = g.ev // a later copy into the same slot (later i) overwrites an earlier one's
-			e.promoting[placed[i]] = r
-		}
-	}
-	return nil
+	return e.issueBatch(cps, placed)
 }
 
 // recycleCopies returns the copier's events to its pool (adding the batch's device time)
@@ -288,6 +294,9 @@ func (e *Engine) recycleCopies() error {
 func (e *Engine) settle() error {
 	if !e.mapped || len(e.promoting) == 0 {
 		return nil
+	}
+	if err := e.issueLate(); err != nil {
+		return err
 	}
 	if err := e.finishCopies(); err != nil {
 		return err

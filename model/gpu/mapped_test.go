@@ -184,11 +184,18 @@ func TestMappedPromotionOrder(t *testing.T) {
 		t.Run(preset, func(t *testing.T) {
 			p := synth.Presets[preset]
 			E := p.Experts
-			for _, notReady := range []int{0, 1 << 30} {
+			for _, c := range []struct {
+				late, wait bool
+				notReady   int
+			}{{false, false, 0}, {false, false, 1 << 30}, {true, false, 0}, {true, false, 1 << 30}, {true, true, 0}, {true, true, 7}} {
+				notReady := c.notReady
 				var bad []string
 				var copies, checks int
 				r := runMapped(t, preset, quant.Q8_0, Options{MaxExpert: p.Layers * E / 2, Misses: MissMap}, func(eng *Engine, fake *fakeDriver) {
 					fake.notReady = notReady
+					if err := eng.SetLateBatch(c.late, c.wait); err != nil { // hostgap.go: the batch issued after the next launch
+						t.Fatal(err)
+					}
 					nTab := p.Layers * 3 * E
 					tabAt := uint64(eng.mem.Ptr(bufTables))
 					first, size := uint64(eng.mem.Slot(0)), eng.slot.total
@@ -264,12 +271,21 @@ func TestMappedPromotionOrder(t *testing.T) {
 					}
 				})
 				if len(bad) > 0 {
-					t.Fatalf("not ready %d: %d violations, first: %s", notReady, len(bad), bad[0])
+					t.Fatalf("late %v (wait %v), not ready %d: %d violations, first: %s", c.late, c.wait, notReady, len(bad), bad[0])
 				}
 				s := r.stats
-				t.Logf("not ready %d: %d slot copies, %d launches checked; hits %d, misses %d", notReady, copies, checks, s.Hits, s.Misses)
+				t.Logf("late %v (wait %v), not ready %d: %d slot copies, %d launches checked; hits %d, misses %d; batches %d, held %d", c.late, c.wait, notReady, copies, checks, s.Hits, s.Misses, s.MapBatches, s.MapHeld)
 				if copies == 0 || checks == 0 {
 					t.Fatalf("nothing checked: %d copies, %d launches", copies, checks)
+				}
+				if c.wait { // the lookup waits for the batch issued after the launch: it never holds back
+					if s.MapHeld != 0 || s.Hits == 0 {
+						t.Errorf("late batch: %d lookups held back, %d hits", s.MapHeld, s.Hits)
+					}
+					continue
+				}
+				if notReady > 0 && s.MapHeld == 0 {
+					t.Errorf("copies never reported done, yet no lookup held back")
 				}
 				if notReady > 0 && s.Hits != 0 {
 					t.Errorf("copies never reported done, yet %d hits: a promotion was committed early", s.Hits)
