@@ -218,6 +218,10 @@ type Options struct {
 	// −12.1 % ms a token on 80B-A3B IQ2_XS at 12, 16 and 24 GiB
 	// (bench/results/2026-11-30-bud-s10).
 	NoMapAhead bool
+	// MapLand > 0: the look-ahead copies up to this many predicted misses of a layer (≤ K)
+	// straight into reserved VRAM slots, and they are committed to the cache after the token
+	// instead of being promoted by a second copy (land.go; also Engine.SetMapLand). 0: off.
+	MapLand int
 }
 
 // Engine is a model loaded on one device.
@@ -314,6 +318,14 @@ type Engine struct {
 	aheadBuf                 []int
 	aheadRan                 map[int]int // experts the token may copy (0: no look-ahead)
 	kFetch                   *kernel
+	// landing (land.go): slots a layer (SetMapLand; 0: off); the reservation for the next
+	// token ([layers][K] slots, −1: none; nil: none made), and per staging row the one its
+	// token ran with; the device's list may be nonzero, a new list awaits its upload
+	landM           int
+	landNext        []int
+	landAt          map[int][]int
+	landDev, landUp bool
+	landBuf         []Miss
 
 	units int // the device's multiprocessors where mmvq has decode geometries (NVIDIA), else 0 (mmvqGeom)
 
@@ -488,6 +500,9 @@ type Stats struct {
 	// mapped look-ahead (ahead.go), layers after the first: ids predicted, of them used by
 	// the layer, of them copied (not in VRAM), of those used; the layers' misses
 	AheadPredicted, AheadRight, AheadFetched, AheadUseful, AheadMisses int64
+	// landing (land.go): predicted misses committed to the cache from the slot the
+	// look-ahead copied them into; slots reserved for landing
+	Landed, LandReserved int64
 	// host side: kernel launches made outside graphs and the time spent submitting them;
 	// stream synchronisations of the compute stream and the time the host waited in them
 	Launches   int64
@@ -1179,6 +1194,7 @@ func (e *Engine) pinExperts(prog func(string, ...any), o Options) error {
 type stageLayout struct {
 	x, pos, kvf, kvh, ids, ids2, idsP, tables, logits int // ids2: resident mode's second ids row (Engine.pendingIDs)
 	ahead, ahead2                                     int // the look-ahead's predicted ids beside ids and ids2 (ahead.go)
+	land                                              int // the landing list's host mirror, u64 [layers][K] (land.go)
 	tok                                               int // ForwardArgmax's token id (i32)
 	pemb, ppos, pids, pidx                            int // batched path: embeddings [N][H], positions, ids, slot indices [N][K]
 	size                                              int
@@ -1202,6 +1218,7 @@ func (e *Engine) stage() stageLayout {
 	s.ahead = take(4 * c.ExpertsUsed * c.Layers)
 	s.ahead2 = take(4 * c.ExpertsUsed * c.Layers)
 	s.tables = take(8 * 3 * c.Experts * c.Layers)
+	s.land = take(8 * c.ExpertsUsed * c.Layers)
 	s.logits = take(4 * e.vocab)
 	s.tok = take(4)
 	if n := e.chunk; n > 0 {
@@ -1263,6 +1280,12 @@ func (e *Engine) prepare(o Options) error {
 	}
 	e.prefetch, e.predicted = o.Prefetch, map[Key]bool{}
 	e.mapAhead, e.aheadRan = e.aheadPlanned, map[int]int{}
+	e.landAt = map[int][]int{}
+	if e.landM = o.MapLand; o.MapLand != 0 {
+		if err := e.SetMapLand(o.MapLand); err != nil {
+			return err
+		}
+	}
 	e.hostKV = o.HostKV
 	e.pendingIDs, e.syncLookup = -1, o.SyncLookup
 	// Slot tables start all zero (nothing resident) — unless a profile warms the cache:
@@ -1317,6 +1340,11 @@ func (e *Engine) prepare(o Options) error {
 	}
 	if err := e.dev.Upload(e.mem.Ptr(bufTables), st[:8*3*c.Experts*c.Layers]); err != nil {
 		return err
+	}
+	if e.aheadPlanned { // no landing slots (land.go)
+		if err := e.dev.Upload(e.mem.Ptr(bufAheadLand), make([]byte, 8*c.Layers*c.ExpertsUsed)); err != nil {
+			return err
+		}
 	}
 	// RoPE frequencies exactly as the CPU engine computes them.
 	half := c.RopeDim / 2

@@ -281,6 +281,7 @@ func TestSettersChangeLaunchSettings(t *testing.T) {
 		"tokRec":     "SetTokenTimes: its events",
 		"startProbe": "SetStartProbe: a poll after the launch",
 		"mapPromote": "SetMapPromote: promotions after the launch (mapped.go)",
+		"landM":      "SetMapLand: landing slots are data uploaded before the launch (land.go); expert_fetch's arguments do not change",
 		"kRow":       "SetOldNorm: the rmsnorm_row kernels launchSettings.oldRowQ81 picks",
 	}
 	settings := map[string]bool{}

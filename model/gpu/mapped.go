@@ -189,6 +189,9 @@ func (e *Engine) promote(off int) error {
 		if err := e.aheadCount(off, at, n); err != nil {
 			return err
 		}
+		if err := e.landCommit(tables, off, at, n); err != nil { // land.go: before the lookups, which then find them
+			return err
+		}
 	}
 	for li := range e.layers {
 		ids, err := e.readIDs(li, off+4*K*li, e.idsBuf)
@@ -234,11 +237,15 @@ func (e *Engine) promote(off int) error {
 			e.commit(tables, s, r)
 		}
 	}
+	e.landReserve(tables) // land.go: the next token's landing slots, none with a promotion pending
 	if err := e.recycleCopies(); err != nil {
 		return err
 	}
 	// (2): the tables first, then the copies after them.
 	if err := e.uploadDirty(); err != nil {
+		return err
+	}
+	if err := e.landUpload(); err != nil {
 		return err
 	}
 	if len(cps) == 0 {
@@ -286,7 +293,19 @@ func (e *Engine) recycleCopies() error {
 // settle waits for every promotion in flight and commits it (before the batched prompt
 // path, which looks experts up and copies them itself, synchronously).
 func (e *Engine) settle() error {
-	if !e.mapped || len(e.promoting) == 0 {
+	if !e.mapped {
+		return nil
+	}
+	e.landRelease()
+	for off, slots := range e.landAt { // completed tokens whose promote never ran: nothing committed
+		for _, s := range slots {
+			if s >= 0 {
+				e.cache.Release(s)
+			}
+		}
+		delete(e.landAt, off)
+	}
+	if len(e.promoting) == 0 {
 		return nil
 	}
 	if err := e.finishCopies(); err != nil {
