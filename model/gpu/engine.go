@@ -326,6 +326,8 @@ type Engine struct {
 	landAt          map[int][]int
 	landDev, landUp bool
 	landBuf         []Miss
+	landSpare       []int // reserved slots of a committed token nothing landed in (landCommit)
+	landWant        []int // per layer: its predicted misses (copies) in the token last committed
 
 	units int // the device's multiprocessors where mmvq has decode geometries (NVIDIA), else 0 (mmvqGeom)
 
@@ -1280,7 +1282,10 @@ func (e *Engine) prepare(o Options) error {
 	}
 	e.prefetch, e.predicted = o.Prefetch, map[Key]bool{}
 	e.mapAhead, e.aheadRan = e.aheadPlanned, map[int]int{}
-	e.landAt = map[int][]int{}
+	e.landAt, e.landWant = map[int][]int{}, make([]int, c.Layers)
+	for i := range e.landWant {
+		e.landWant[i] = c.ExpertsUsed
+	}
 	if e.landM = o.MapLand; o.MapLand != 0 {
 		if err := e.SetMapLand(o.MapLand); err != nil {
 			return err

@@ -71,22 +71,19 @@ func (e *Engine) landSubmit(idsOff int) error {
 		e.landAt[idsOff], e.landNext = e.landNext, nil
 		return nil
 	}
-	if !e.landDev || e.landNext != nil { // nothing there, or a fresh set no fetch of this token reads
+	if e.landNext != nil { // a fresh set no fetch of this token reads
 		return nil
 	}
-	c := &e.cfg
-	if err := e.compute.Memset(e.mem.Ptr(bufAheadLand), 0, 8*c.Layers*c.ExpertsUsed); err != nil {
-		return err
-	}
-	e.landDev = false
-	return nil
+	return e.landZero() // the set of a token before
 }
 
 // landCommit commits the landings of the token whose ids are at off (promote, before its
 // lookups): the i-th predicted miss of layer li (among the first n predicted; at: the
-// token's table snapshot) landed in the token's i-th landing slot of li. A landed expert
-// that holds another slot by now (landed or placed since) gives the slot back, as does a
-// slot nothing landed in.
+// token's table snapshot) landed in the token's i-th landing slot of li. A slot nothing
+// landed in, or whose expert holds another slot by now (landed or placed since), stays
+// reserved as a spare: the token has completed and the next set (landReserve, disjoint
+// from the set of the token in flight) takes it first, so a reservation evicts only as
+// many experts as landed.
 func (e *Engine) landCommit(tables []byte, off int, at []bool, n int) error {
 	slots := e.landAt[off]
 	if slots == nil {
@@ -115,29 +112,46 @@ func (e *Engine) landCommit(tables []byte, off int, at []bool, n int) error {
 			}
 			r++
 		}
-		for _, s := range row {
+		e.landWant[li] = r
+		for _, s := range row { // nothing landed: kept reserved for the next set (landReserve)
 			if s >= 0 && e.cache.IsReserved(s) {
-				e.cache.Release(s)
+				e.landSpare = append(e.landSpare, s)
 			}
 		}
 	}
 	return nil
 }
 
+// landCap is how many slots a layer landReserve reserves: landM, but the sets of two
+// tokens (reserved at once) hold at most half of the slots past 2K. So at least
+// slots/2 + K slots hold experts, and a lookup always finds a victim outside its layer's K
+// experts (Cache.LookupAdmit) when no slot is free; a cache near the plan's minimum of 2K
+// lands nothing.
+func (e *Engine) landCap() int {
+	c := &e.cfg
+	return min(e.landM, max(0, e.cache.Slots()-2*c.ExpertsUsed)/4/max(1, c.Layers-1))
+}
+
 // landReserve takes the next token's landing slots (promote, after its lookups placed this
-// token's promotions, before the uploads): per layer after the first, landM slots, none with
-// a promotion pending; a victim's entries go back to its host address. The list goes to the
+// token's promotions, before the uploads): per layer after the first, one more slot than the
+// layer's predicted misses in the token last committed (landWant; before any, landCap), at
+// most landCap; the committed token's spares first, then the cache's
+// (Reserve: free slots, then victims, none with a promotion pending); a victim's entries go
+// back to its host address. The list goes to the
 // device after the tables (landUpload). Off, it gives back a set not yet handed to a token.
-func (e *Engine) landReserve(tables []byte) {
+func (e *Engine) landReserve(tables []byte) error {
 	if !e.landOn() {
-		e.landRelease()
-		return
+		return e.landRelease()
 	}
-	if e.landNext != nil {
-		return
+	if e.landNext != nil { // not yet handed to a token
+		return e.landReleaseSpare()
 	}
 	c := &e.cfg
 	K := c.ExpertsUsed
+	m := e.landCap()
+	if m == 0 {
+		return e.landReleaseSpare()
+	}
 	next := make([]int, c.Layers*K)
 	for i := range next {
 		next[i] = -1
@@ -146,18 +160,29 @@ func (e *Engine) landReserve(tables []byte) {
 	clear(list)
 	protect := func(s int) bool { _, p := e.promoting[s]; return p }
 	for li := 1; li < c.Layers; li++ {
-		e.landBuf = e.cache.Reserve(e.landM, protect, e.landBuf[:0])
-		for i, m := range e.landBuf {
-			if m.Evicted.Layer >= 0 { // (1): back to host memory before the slot is written
-				e.setSlot(tables, int(m.Evicted.Layer), int(m.Evicted.Expert), 0)
-				e.dirty[m.Evicted.Layer] = true
+		m := min(m, e.landWant[li]+1)
+		i := 0
+		for ; i < m && len(e.landSpare) > 0; i++ { // spares of the token committed: still reserved
+			n := len(e.landSpare) - 1
+			next[li*K+i], e.landSpare = e.landSpare[n], e.landSpare[:n]
+		}
+		e.landBuf = e.cache.Reserve(m-i, protect, e.landBuf[:0])
+		for _, r := range e.landBuf {
+			if r.Evicted.Layer >= 0 { // (1): back to host memory before the slot is written
+				e.setSlot(tables, int(r.Evicted.Layer), int(r.Evicted.Expert), 0)
+				e.dirty[r.Evicted.Layer] = true
 			}
-			next[li*K+i] = m.Slot
-			binary.LittleEndian.PutUint64(list[8*(li*K+i):], uint64(e.mem.Slot(m.Slot)))
+			next[li*K+i] = r.Slot
+			i++
 		}
 		e.stats.LandReserved += int64(len(e.landBuf))
+		for j := 0; j < i; j++ {
+			binary.LittleEndian.PutUint64(list[8*(li*K+j):], uint64(e.mem.Slot(next[li*K+j])))
+		}
 	}
+	e.landReleaseSpare()
 	e.landNext, e.landUp = next, true
+	return nil
 }
 
 // landUpload uploads the landing list landReserve made (after the tables: promote's (2)).
@@ -177,7 +202,8 @@ func (e *Engine) landUpload() error {
 // no token in flight reads it) and any a token left uncommitted (settle: those tokens have
 // completed, and nothing was committed from them). The device's list is zeroed before the
 // next token (landSubmit).
-func (e *Engine) landRelease() {
+func (e *Engine) landRelease() error {
+	e.landReleaseSpare()
 	if e.landNext != nil {
 		for _, s := range e.landNext {
 			if s >= 0 {
@@ -186,4 +212,28 @@ func (e *Engine) landRelease() {
 		}
 		e.landNext = nil
 	}
+	return e.landZero()
+}
+
+// landReleaseSpare gives back the spares a new set did not take.
+func (e *Engine) landReleaseSpare() error {
+	for _, s := range e.landSpare {
+		e.cache.Release(s)
+	}
+	e.landSpare = e.landSpare[:0]
+	return nil
+}
+
+// landZero zeroes the device's landing list (on the compute stream, after every token
+// queued: those that took a set ran with it) unless it is zero.
+func (e *Engine) landZero() error {
+	if !e.landDev {
+		return nil
+	}
+	c := &e.cfg
+	if err := e.compute.Memset(e.mem.Ptr(bufAheadLand), 0, 8*c.Layers*c.ExpertsUsed); err != nil {
+		return err
+	}
+	e.landDev, e.landUp = false, false
+	return nil
 }

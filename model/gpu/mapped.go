@@ -237,7 +237,9 @@ func (e *Engine) promote(off int) error {
 			e.commit(tables, s, r)
 		}
 	}
-	e.landReserve(tables) // land.go: the next token's landing slots, none with a promotion pending
+	if err := e.landReserve(tables); err != nil { // land.go: the next token's landing slots, none with a promotion pending
+		return err
+	}
 	if err := e.recycleCopies(); err != nil {
 		return err
 	}
@@ -296,7 +298,9 @@ func (e *Engine) settle() error {
 	if !e.mapped {
 		return nil
 	}
-	e.landRelease()
+	if err := e.landRelease(); err != nil {
+		return err
+	}
 	for off, slots := range e.landAt { // completed tokens whose promote never ran: nothing committed
 		for _, s := range slots {
 			if s >= 0 {
