@@ -714,7 +714,9 @@ func decodeTimed(eng *mgpu.Engine, prompt []int32, n int) ([]float64, error) {
 // (Engine.SetMapAhead; the engine must not be loaded with STRATA_BENCH_NOMAPAHEAD=1), off without
 // it, and the PHASES line gets its prediction counts; +aheadN: on, copying only the first N
 // of each layer's predicted experts (Engine.SetMapAheadK) (+ahead and +aheadN, as +nopromote
-// and +promoteN, are skipped on an engine that does not map).
+// and +promoteN, are skipped on an engine that does not map); +land: the look-ahead lands its
+// copies in reserved VRAM slots (Engine.SetMapLand(K), with +ahead), +landN: at most N a
+// layer (skipped on an engine that does not map; the PHASES line gets the landing counts).
 func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n int, modes string, row func(string, mgpu.Stats), bins *strings.Builder) error {
 	// Warm-up: the decode graphs are captured here, not inside the first mode's row (without
 	// the look-ahead, and where the engine has its buffers with each of the modes' copy counts).
@@ -757,11 +759,16 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 		md = strings.TrimSpace(md)
 		parts := strings.Split(md, "+")
 		base, pcap, lag, noEv, skip := parts[0], promote, false, false, false
-		ahead, aheadK, gpuArgmax := false, 0, false
+		ahead, aheadK, gpuArgmax, land := false, 0, false, 0
 		for _, suf := range parts[1:] {
 			k, err := strconv.Atoi(strings.TrimPrefix(suf, "promote"))
 			ak, aerr := strconv.Atoi(strings.TrimPrefix(suf, "ahead"))
+			lk, lerr := strconv.Atoi(strings.TrimPrefix(suf, "land"))
 			switch {
+			case suf == "land":
+				land, skip = eng.Config().ExpertsUsed, skip || !mapped
+			case strings.HasPrefix(suf, "land") && lerr == nil && lk > 0:
+				land, skip = lk, skip || !mapped
 			case suf == "ahead":
 				ahead, skip = true, skip || !mapped
 			case strings.HasPrefix(suf, "ahead") && aerr == nil && ak > 0:
@@ -781,7 +788,7 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 			}
 		}
 		if base != "old" && base != "new" {
-			return fmt.Errorf("STRATA_BENCH_HOSTGAP: %q is not old|new[+nopromote|+promoteN][+lag][+noev][+argmax][+ahead|+aheadN]", md)
+			return fmt.Errorf("STRATA_BENCH_HOSTGAP: %q is not old|new[+nopromote|+promoteN][+lag][+noev][+argmax][+ahead|+aheadN][+land|+landN]", md)
 		}
 		if skip {
 			continue
@@ -792,6 +799,9 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 			return err
 		}
 		if err := eng.SetMapAheadK(aheadK); err != nil {
+			return err
+		}
+		if err := eng.SetMapLand(land); err != nil {
 			return err
 		}
 		if mapped {
@@ -850,6 +860,10 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 				s.AheadPredicted, s.AheadRight, float64(s.AheadRight)/float64(s.AheadPredicted), s.AheadFetched, float64(s.AheadFetched)/float64(max(1, s.Tokens)),
 				s.AheadUseful, s.AheadMisses, float64(s.AheadUseful)/float64(max(1, s.AheadMisses)))
 		}
+		if s.LandReserved > 0 {
+			line += fmt.Sprintf("; landing: landed %d (%.1f/token), reserved %d (%.1f/token)", s.Landed, float64(s.Landed)/float64(max(1, s.Tokens)),
+				s.LandReserved, float64(s.LandReserved)/float64(max(1, s.Tokens)))
+		}
 		fmt.Fprintf(bins, "%s\n", line)
 		fmt.Println("PHASES " + line)
 	}
@@ -857,6 +871,9 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 		return err
 	}
 	if err := eng.SetMapAheadK(0); err != nil {
+		return err
+	}
+	if err := eng.SetMapLand(0); err != nil {
 		return err
 	}
 	eng.SetLaunchFirst(true)

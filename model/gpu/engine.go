@@ -220,7 +220,8 @@ type Options struct {
 	NoMapAhead bool
 	// MapLand > 0: the look-ahead copies up to this many predicted misses of a layer (≤ K)
 	// straight into reserved VRAM slots, and they are committed to the cache after the token
-	// instead of being promoted by a second copy (land.go; also Engine.SetMapLand). 0: off.
+	// instead of being promoted by a second copy (land.go; also Engine.SetMapLand). 0: off;
+	// ignored (Progress says so) where the engine runs no look-ahead.
 	MapLand int
 }
 
@@ -1286,7 +1287,12 @@ func (e *Engine) prepare(o Options) error {
 	for i := range e.landWant {
 		e.landWant[i] = c.ExpertsUsed
 	}
-	if e.landM = o.MapLand; o.MapLand != 0 {
+	switch {
+	case o.MapLand != 0 && !e.aheadPlanned && o.MapLand > 0 && o.MapLand <= c.ExpertsUsed: // as the look-ahead: off where it is
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, "landing off: the engine runs no mapped look-ahead\n")
+		}
+	case o.MapLand != 0:
 		if err := e.SetMapLand(o.MapLand); err != nil {
 			return err
 		}
