@@ -47,10 +47,6 @@ func TestBackendFlags(t *testing.T) {
 		t.Errorf("negative promotion cap: exit %d, %q", code, se.String())
 	}
 	se.Reset()
-	if code := run(append(gen, "--map-land", "-1"), &so, &se); code != 2 || !strings.Contains(se.String(), "--map-land -1 must not be negative") {
-		t.Errorf("--map-land -1: exit %d, %q", code, se.String())
-	}
-	se.Reset()
 	if code := run(append(gen, "--expert-misses", "copy", "--map-promote", "4"), &so, &se); code != 2 || !strings.Contains(se.String(), "--map-promote 4 applies only with --expert-misses map or auto") {
 		t.Errorf("promotion cap with the copy path: exit %d, %q", code, se.String())
 	}

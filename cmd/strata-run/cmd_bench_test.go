@@ -180,6 +180,10 @@ func TestGPUBench(t *testing.T) {
 	// STRATA_BENCH_NOMAPAHEAD=1 loads engines with mgpu.Options.NoMapAhead (mapped misses
 	// without the look-ahead; STRATA_BENCH_HOSTGAP's "+ahead" selects it per mode otherwise)
 	noAhead := os.Getenv("STRATA_BENCH_NOMAPAHEAD") == "1"
+	// STRATA_BENCH_NOMAPLAND=1 loads engines with mgpu.Options.NoMapLand (the look-ahead
+	// without landing, with promotions: the default before land-s11; STRATA_BENCH_HOSTGAP's
+	// modes set landing per mode)
+	noLand := os.Getenv("STRATA_BENCH_NOMAPLAND") == "1"
 	hostKV := os.Getenv("STRATA_BENCH_HOSTKV") == "1"
 	noRes := os.Getenv("STRATA_BENCH_NORESIDENT") == "1"
 	noFuse := os.Getenv("STRATA_BENCH_NOFUSE") == "1"
@@ -268,7 +272,7 @@ func TestGPUBench(t *testing.T) {
 				promote = mapPromote
 			}
 			eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: ctx, Budget: uint64(mibs) << 20, Policy: polName,
-				Misses: misses, MapPromote: promote, Group: group, Prefetch: prefetch, NoMapAhead: noAhead, HostKV: hostKV, NoResident: noRes, NoFuse: noFuse, NoRowNorm: noRow, KernelTimes: ktimes, Chunk: chunk})
+				Misses: misses, MapPromote: promote, Group: group, Prefetch: prefetch, NoMapAhead: noAhead, NoMapLand: noLand, HostKV: hostKV, NoResident: noRes, NoFuse: noFuse, NoRowNorm: noRow, KernelTimes: ktimes, Chunk: chunk})
 			if err != nil {
 				fmt.Fprintf(&b, "| %s | %s | load failed: %v |\n", bname, pol, err)
 				t.Logf("budget %s: %v", bname, err)
@@ -717,7 +721,11 @@ func decodeTimed(eng *mgpu.Engine, prompt []int32, n int) ([]float64, error) {
 // and +promoteN, are skipped on an engine that does not map); +land: the look-ahead lands its
 // copies in reserved VRAM slots (Engine.SetMapLand(K), with +ahead), +landN: at most N a
 // layer (skipped on an engine that does not map; the PHASES line gets the landing counts).
+// Landing is off in a mode without +land, and promotions run in every mode unless
+// +nopromote (Engine.SetLandPromote(true)): the modes mean what they meant in land-s11's
+// call, whatever the engine's defaults; the engine's settings are restored after the rows.
 func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n int, modes string, row func(string, mgpu.Stats), bins *strings.Builder) error {
+	land0, promote0 := eng.MapLand() // restored after the rows
 	// Warm-up: the decode graphs are captured here, not inside the first mode's row (without
 	// the look-ahead, and where the engine has its buffers with each of the modes' copy counts).
 	warm := []int{-1} // -1: look-ahead off; else SetMapAheadK's n
@@ -804,6 +812,7 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 		if err := eng.SetMapLand(land); err != nil {
 			return err
 		}
+		eng.SetLandPromote(true)
 		if mapped {
 			eng.SetMapPromote(pcap)
 			if err := eng.ResetCache(); err != nil {
@@ -873,9 +882,10 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 	if err := eng.SetMapAheadK(0); err != nil {
 		return err
 	}
-	if err := eng.SetMapLand(0); err != nil {
+	if err := eng.SetMapLand(land0); err != nil {
 		return err
 	}
+	eng.SetLandPromote(promote0)
 	eng.SetLaunchFirst(true)
 	eng.SetStartProbe(false)
 	if mapped {

@@ -39,6 +39,7 @@
 package gpu
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -218,11 +219,18 @@ type Options struct {
 	// −12.1 % ms a token on 80B-A3B IQ2_XS at 12, 16 and 24 GiB
 	// (bench/results/2026-11-30-bud-s10).
 	NoMapAhead bool
-	// MapLand > 0: the look-ahead copies up to this many predicted misses of a layer (≤ K)
-	// straight into reserved VRAM slots, and they are committed to the cache after the token
-	// instead of being promoted by a second copy (land.go; also Engine.SetMapLand). 0: off;
-	// ignored (Progress says so) where the engine runs no look-ahead.
-	MapLand int
+	// Landing (land.go; default wherever the look-ahead runs): the look-ahead copies up to
+	// MapLand predicted misses of a layer (0: K) straight into reserved VRAM slots, committed
+	// to the cache after the token, and the engine copies nothing else into slots (no H2D
+	// promotions): each missed expert crosses the bus once. Measured −25.7 to −26.0 % ms a
+	// token against the look-ahead with promotions on 80B-A3B IQ2_XS at 12, 16 and 24 GiB
+	// (bench/results/2026-11-30-land-s11). NoMapLand: the look-ahead without landing, with
+	// promotions (measurement baseline; also Engine.SetMapLand(0)). LandPromote: landing and
+	// also promotions of the misses that did not land (measured slower; also
+	// Engine.SetLandPromote).
+	MapLand     int
+	NoMapLand   bool
+	LandPromote bool
 }
 
 // Engine is a model loaded on one device.
@@ -323,6 +331,7 @@ type Engine struct {
 	// token ([layers][K] slots, −1: none; nil: none made), and per staging row the one its
 	// token ran with; the device's list may be nonzero, a new list awaits its upload
 	landM           int
+	landPromote     bool // SetLandPromote: with landing, promotions too
 	landNext        []int
 	landAt          map[int][]int
 	landDev, landUp bool
@@ -1287,16 +1296,13 @@ func (e *Engine) prepare(o Options) error {
 	for i := range e.landWant {
 		e.landWant[i] = c.ExpertsUsed
 	}
-	switch {
-	case o.MapLand != 0 && !e.aheadPlanned && o.MapLand > 0 && o.MapLand <= c.ExpertsUsed: // as the look-ahead: off where it is
-		if o.Progress != nil {
-			fmt.Fprintf(o.Progress, "landing off: the engine runs no mapped look-ahead\n")
-		}
-	case o.MapLand != 0:
-		if err := e.SetMapLand(o.MapLand); err != nil {
-			return err
-		}
+	if o.MapLand < 0 || o.MapLand > c.ExpertsUsed {
+		return fmt.Errorf("model/gpu: %d landing slots a layer: want 0..%d (0: %d)", o.MapLand, c.ExpertsUsed, c.ExpertsUsed)
 	}
+	if e.aheadPlanned && !o.NoMapLand { // as the look-ahead: where it is planned
+		e.landM = cmp.Or(o.MapLand, c.ExpertsUsed)
+	}
+	e.landPromote = o.LandPromote
 	e.hostKV = o.HostKV
 	e.pendingIDs, e.syncLookup = -1, o.SyncLookup
 	// Slot tables start all zero (nothing resident) — unless a profile warms the cache:

@@ -5,8 +5,9 @@ import (
 	"fmt"
 )
 
-// Landing (Options.MapLand, Engine.SetMapLand; off by default): the look-ahead's copy of a
-// predicted miss is its promotion. Without it a missed expert crosses the bus twice: the
+// Landing (default where the look-ahead runs; Options.MapLand, NoMapLand, LandPromote,
+// Engine.SetMapLand, SetLandPromote): the look-ahead's copy of a predicted miss is its
+// promotion. Without it a missed expert crosses the bus twice: the
 // look-ahead (ahead.go) copies it into a stage buffer for its layer, and after the token
 // promote (mapped.go) copies it again into a VRAM slot. With landing the host reserves, per
 // layer after the first, up to M slots before a token (the cache's Reserve: free slots,
@@ -16,7 +17,10 @@ import (
 // knows which predicted id landed where (the predictions come back with the ids; which of
 // them were misses is the table snapshot the token ran with, vramAt: exactly what
 // expert_fetch tests) and commits each to the cache (Land) and the tables; promote's
-// lookups then find it resident, so the H2D promotions are left to misses that did not land.
+// lookups then find it resident. Misses that did not land (not predicted, or past the
+// layer's slots) are not promoted by default (measured faster: bench/results/
+// 2026-11-30-land-s11, −4.0 to −4.2 % against landing with promotions); SetLandPromote(true)
+// promotes them as before.
 //
 // The order rules of mapped.go's comment, for landing slots:
 //   - Reserve runs in promote, after the token in flight (t+1) was submitted; a victim's
@@ -42,7 +46,7 @@ import (
 const bufAheadLand = "ahead_land"
 
 // SetMapLand makes the look-ahead land up to n predicted misses a layer in VRAM slots
-// (0..K; 0: off, the default). It needs the look-ahead's buffers (a mapped engine loaded
+// (0..K; 0: off; K is the default where the look-ahead runs). It needs the look-ahead's buffers (a mapped engine loaded
 // without NoMapAhead) and changes no launch: the slots are data the host uploads.
 func (e *Engine) SetMapLand(n int) error {
 	if n < 0 || n > e.cfg.ExpertsUsed {
@@ -55,8 +59,17 @@ func (e *Engine) SetMapLand(n int) error {
 	return nil
 }
 
-// landOn: promote reserves landing slots for the next token.
-func (e *Engine) landOn() bool { return e.landM > 0 && e.aheadOn() }
+// landOn: promote reserves landing slots for the next token (a cache too small for any,
+// landCap 0, promotes as without landing).
+func (e *Engine) landOn() bool { return e.landM > 0 && e.aheadOn() && e.landCap() > 0 }
+
+// MapLand is the engine's landing setting: slots a layer (0: off) and SetLandPromote's.
+func (e *Engine) MapLand() (int, bool) { return e.landM, e.landPromote }
+
+// SetLandPromote: with landing on, also promote (H2D copies after the token) the misses that
+// did not land (Options.LandPromote; off by default). Without landing promotions run as
+// always.
+func (e *Engine) SetLandPromote(on bool) { e.landPromote = on }
 
 // landSubmit runs in step before a token is submitted with its ids at idsOff: the token
 // takes the fresh reservation (the device's landing list holds it), or the list is zeroed.

@@ -118,25 +118,27 @@ func TestMapLand(t *testing.T) {
 			K := p.ExpertsUsed
 			for _, chunk := range []int{0, 4} {
 				for _, slots := range []int{3 * K, p.Layers * p.Experts / 2, p.Layers*p.Experts - 2} {
-					o := Options{MaxExpert: slots, Chunk: chunk, Misses: MissMap}
+					o := Options{MaxExpert: slots, Chunk: chunk, Misses: MissMap, NoMapLand: true}
 					base := runMapped(t, preset, quant.Q8_0, o, nil)
 					for _, c := range []struct {
 						name     string
 						land     int
+						promote  bool
 						wrong    bool
 						notReady int
 					}{
-						{"land K", K, false, 0},
-						{"land 1", 1, false, 0},
-						{"land K, every prediction wrong", K, true, 0},
-						{"land K, promotions never complete", K, false, 1 << 30},
+						{"the default: land K, no promotions", 0, false, false, 0},
+						{"land K, promotions", K, true, false, 0},
+						{"land 1, promotions", 1, true, false, 0},
+						{"land K, promotions, every prediction wrong", K, true, true, 0},
+						{"land K, promotion copies never complete", K, true, false, 1 << 30},
 					} {
 						what := fmt.Sprintf("chunk %d, %d slots, %s", chunk, slots, c.name)
 						var w landWatch
 						var eng *Engine
 						var fake *fakeDriver
 						ol := o
-						ol.MapLand = c.land
+						ol.MapLand, ol.NoMapLand, ol.LandPromote = c.land, false, c.promote
 						r := runMappedOn(t, preset, quant.Q8_0, true, func(f *fakeDriver) { f.emu.fetchWrong = c.wrong; f.notReady = c.notReady }, ol, func(e *Engine, f *fakeDriver) {
 							eng, fake = e, f
 							w.install(e, f)
@@ -160,6 +162,9 @@ func TestMapLand(t *testing.T) {
 						if m := eng.landCap(); (m > 0) != (s.Landed > 0 && s.LandReserved > 0 && fake.emu.landed > 0) {
 							t.Errorf("%s: %d landing slots a layer, yet landed %d, reserved %d", what, m, s.Landed, s.LandReserved)
 						}
+						if !c.promote && chunk == 0 && eng.landCap() > 0 && s.CopiedBytes != 0 { // landCap 0: promotions as without landing
+							t.Errorf("%s: %d bytes promoted with landing alone", what, s.CopiedBytes)
+						}
 						if c.notReady > 0 && s.Landed > 0 && chunk == 0 && s.Hits == 0 {
 							t.Errorf("%s: promotion copies never complete and landing made no hit", what)
 						}
@@ -180,6 +185,16 @@ func TestMapLandSetter(t *testing.T) {
 	p := synth.Presets["tiny-next"]
 	K := p.ExpertsUsed
 	o := Options{MaxExpert: p.Layers*p.Experts - 2, Misses: MissMap, NoMapAhead: true}
+	for _, bad := range []int{-1, K + 1} {
+		o := o
+		o.NoMapAhead, o.MapLand = false, bad
+		dev, _ := newFakeDeviceMap(1<<30, fakeTarget, true)
+		o.CODir, o.Ctx, o.Budget, o.Reserve = fakeCODir(t, fakeTarget), 64, 256<<20, 1<<20
+		if e, err := Load(dev, presetSource(t, "tiny-next", quant.Q8_0), o); err == nil {
+			e.Close()
+			t.Errorf("Options.MapLand %d: loaded", bad)
+		}
+	}
 	runMapped(t, "tiny-next", quant.Q8_0, o, func(e *Engine, _ *fakeDriver) {
 		if err := e.SetMapLand(1); err == nil {
 			t.Error("SetMapLand(1) with NoMapAhead: no error")
@@ -188,8 +203,18 @@ func TestMapLandSetter(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	o.NoMapAhead = false
+	o.NoMapAhead, o.NoMapLand = false, true
 	base := runMapped(t, "tiny-next", quant.Q8_0, o, nil)
+	o.NoMapLand = false
+	def := runMapped(t, "tiny-next", quant.Q8_0, o, func(e *Engine, _ *fakeDriver) {
+		if e.landM != K || e.landPromote {
+			t.Errorf("default: %d landing slots a layer (K = %d), promotions %v", e.landM, K, e.landPromote)
+		}
+	})
+	sameLogits(t, "landing by default", def.logs, base.logs)
+	if def.stats.Landed == 0 {
+		t.Error("nothing landed by default")
+	}
 	var landed int64
 	r := runMapped(t, "tiny-next", quant.Q8_0, o, func(e *Engine, _ *fakeDriver) {
 		if err := e.SetMapLand(K + 1); err == nil {
@@ -214,9 +239,16 @@ func TestMapLandSetter(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		if err := e.ResetCache(); err != nil { // gives the reservation back
+			t.Fatal(err)
+		}
+		if _, err := e.Forward([]int32{9, 8}); err != nil {
+			t.Fatal(err)
+		}
 		if err := e.Reset(); err != nil {
 			t.Fatal(err)
 		}
+		cacheConsistent(t, e.cache)
 		landed = e.Stats().Landed
 		e.ResetStats()
 		if err := e.SetMapLand(K); err != nil {

@@ -174,6 +174,9 @@ func (e *Engine) promote(off int) error {
 	} else if e.mapPromote < 0 { // SetMapPromote(−1): none
 		admit = 0
 	}
+	if e.landOn() && !e.landPromote { // land.go: landings are the promotions
+		admit = 0
+	}
 	// Back-pressure: while copies of an earlier token are still pending, place nothing new
 	// (uses are still counted), so the copy stream never holds more than one token's batch
 	// and the copier's events return to its pool (recycleCopies) between batches.
