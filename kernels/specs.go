@@ -164,7 +164,8 @@ var Specs = []Spec{
 		Template: "expert_fetch",
 		Doc: "mapped path's look-ahead (model/gpu ahead.go): copies each of k_used predicted experts whose slot-table " +
 			"entries point into the layer's mapped host copy into its stage buffer, and writes a working copy of the " +
-			"layer's slot tables pointing those experts at it; launch grid (nb, k_used + 1, 1), nb ≥ ceil(3·n_expert/256), " +
+			"layer's slot tables pointing those experts at it (the first n_land staged ids land in VRAM slots instead: the " +
+			"engine's landing); launch grid (nb, k_used + 1, 1), nb ≥ ceil(3·n_expert/256), " +
 			"block (256, 1, 1).",
 		Threads: 256,
 		Args: []Arg{
@@ -172,11 +173,13 @@ var Specs = []Spec{
 			{Name: "src", Type: ArgPtr, CType: "const u64", Doc: "the layer's slot tables: gate, up, down addresses, n_expert each"},
 			{Name: "dst", Type: ArgPtr, CType: "u64", Doc: "the working copy written, same layout"},
 			{Name: "stage", Type: ArgPtr, CType: "u8", Doc: "k_used stage buffers of total bytes in VRAM, 16-byte aligned"},
+			{Name: "land", Type: ArgPtr, CType: "const u64", Doc: "n_land landing slot addresses in VRAM (16-byte aligned; 0: none): the i-th staged id lands in land[i] when i < n_land and land[i] ≠ 0, else in its stage buffer"},
 			{Name: "host", Type: ArgU64, Doc: "device address of the layer's expert 0 in mapped host memory (16-byte aligned)"},
 			{Name: "total", Type: ArgU64, Doc: "bytes of one expert's block (a multiple of 16), host and stage alike"},
 			{Name: "n_expert", Type: ArgI32, Doc: "experts of the layer"},
 			{Name: "k_used", Type: ArgI32, Doc: "predicted ids"},
 			{Name: "nb", Type: ArgI32, Doc: "gridDim.x"},
+			{Name: "n_land", Type: ArgI32, Doc: "entries of land (0: every staged id goes to its stage buffer)"},
 		},
 		Axes: []Axis{{Name: "word", Values: []Value{{Name: "u128"}}}},
 	},

@@ -26,6 +26,7 @@ type backendFlags struct {
 	misses   string // --expert-misses auto|copy|map
 	ahead    bool   // --map-ahead
 	promote  int
+	land     bool // --map-land
 	stats    bool // --stats (declared in cmd_generate.go)
 }
 
@@ -49,6 +50,7 @@ func addBackendFlags(fs *flag.FlagSet) *backendFlags {
 	fs.StringVar(&b.misses, "expert-misses", "auto", "GPU: how experts missing from VRAM are read: map (the kernels read them from mapped pinned host memory; hot ones are promoted in the background), copy (into a slot before the layer runs), or auto (map where the device can map host memory and every expert pins mapped, else copy, saying why)")
 	fs.BoolVar(&b.ahead, "map-ahead", true, "GPU, --expert-misses map or auto: look-ahead: the next layer's router on this layer's state predicts its experts, and the predicted misses are copied into VRAM while this layer runs (--map-ahead=false: without it)")
 	fs.IntVar(&b.promote, "map-promote", 0, "GPU, --expert-misses map or auto: copy at most this many missed experts into VRAM per token (0: every miss; no effect when auto copies)")
+	fs.BoolVar(&b.land, "map-land", true, "GPU, with --map-ahead: the look-ahead copies predicted misses straight into reserved VRAM slots, committed to the expert cache after the token, and nothing else is copied into slots: each missed expert crosses the bus once (--map-land=false: the look-ahead's copies go to stage buffers, and missed experts are promoted by a second copy)")
 	return b
 }
 
@@ -116,7 +118,7 @@ func openGPU(b *backendFlags, misses mgpu.MissMode, src *model.GGUFSource, ctx i
 		return nil, err
 	}
 	o := mgpu.Options{CODir: dir, Ctx: ctx, Budget: uint64(b.vramMiB) << 20, Policy: b.policy, Group: b.group, Prefetch: b.prefetch, Progress: stderr, Chunk: min(b.chunk, ctx), // a chunk longer than the context is the context
-		Misses: misses, MapPromote: b.promote, NoMapAhead: !b.ahead}
+		Misses: misses, MapPromote: b.promote, NoMapAhead: !b.ahead, NoMapLand: !b.land}
 	if b.profile != "" {
 		if fh, err := os.Open(b.profile); err == nil {
 			cfg, _ := model.ParseConfig(src.Meta(), src.Path())

@@ -186,6 +186,10 @@ func TestGPUBench(t *testing.T) {
 	// STRATA_BENCH_EARLYBATCH=1 loads engines with mgpu.Options.EarlyBatch (a mapped lookup's
 	// promotion batch issued before the next launch: the path before idle-s11)
 	early := os.Getenv("STRATA_BENCH_EARLYBATCH") == "1"
+	// STRATA_BENCH_NOMAPLAND=1 loads engines with mgpu.Options.NoMapLand (the look-ahead
+	// without landing, with promotions: the default before land-s11; STRATA_BENCH_HOSTGAP's
+	// modes set landing per mode)
+	noLand := os.Getenv("STRATA_BENCH_NOMAPLAND") == "1"
 	hostKV := os.Getenv("STRATA_BENCH_HOSTKV") == "1"
 	noRes := os.Getenv("STRATA_BENCH_NORESIDENT") == "1"
 	noFuse := os.Getenv("STRATA_BENCH_NOFUSE") == "1"
@@ -274,7 +278,7 @@ func TestGPUBench(t *testing.T) {
 				promote = mapPromote
 			}
 			eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: ctx, Budget: uint64(mibs) << 20, Policy: polName,
-				Misses: misses, MapPromote: promote, Group: group, Prefetch: prefetch, NoMapAhead: noAhead, EarlyBatch: early, HostKV: hostKV, NoResident: noRes, NoFuse: noFuse, NoRowNorm: noRow, KernelTimes: ktimes, Chunk: chunk})
+				Misses: misses, MapPromote: promote, Group: group, Prefetch: prefetch, NoMapAhead: noAhead, EarlyBatch: early, NoMapLand: noLand, HostKV: hostKV, NoResident: noRes, NoFuse: noFuse, NoRowNorm: noRow, KernelTimes: ktimes, Chunk: chunk})
 			if err != nil {
 				fmt.Fprintf(&b, "| %s | %s | load failed: %v |\n", bname, pol, err)
 				t.Logf("budget %s: %v", bname, err)
@@ -758,17 +762,23 @@ func decodeTimed(eng *mgpu.Engine, prompt []int32, n int) ([]float64, error) {
 // (Engine.SetMapAhead; the engine must not be loaded with STRATA_BENCH_NOMAPAHEAD=1), off without
 // it, and the PHASES line gets its prediction counts; +aheadN: on, copying only the first N
 // of each layer's predicted experts (Engine.SetMapAheadK) (+ahead and +aheadN, as +nopromote
-// and +promoteN, are skipped on an engine that does not map). The idle settings
+// and +promoteN, are skipped on an engine that does not map); +land: the look-ahead lands its
+// copies in reserved VRAM slots (Engine.SetMapLand(K), with +ahead), +landN: at most N a
+// layer (skipped on an engine that does not map; the PHASES line gets the landing counts).
+// Landing is off in a mode without +land, and promotions run in every mode unless
+// +nopromote (Engine.SetLandPromote(true)): the modes mean what they meant in land-s11's
+// call, whatever the engine's defaults. The idle settings
 // (model/gpu hostgap.go, bench/results/2026-11-30-idle-s11): +poll, Engine.SetSyncPoll (the
 // token's sync polls an event instead of cuStreamSynchronize); +nop, SetTablesNop (an empty
 // kernel after the lookup's table uploads; mapped only); +late, SetLateBatch (a lookup's
 // promotion batch issued after the next launch; mapped only; the default since idle-s11:
 // a mode without it runs the path before, as a mode without +ahead runs without the
 // look-ahead); +latewait, the same with the next lookup waiting for that batch (no
-// back-pressure); +pend, SetSyncProbe (the
-// PHASES line counts syncs that return with the batch's last group pending).
+// back-pressure); +pend, SetSyncProbe (the PHASES line counts syncs that return with the
+// batch's last group pending). The engine's settings are restored after the rows.
 func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n int, modes string, row func(string, mgpu.Stats), bins *strings.Builder) error {
 	lateOn, lateWait0 := eng.LateBatch() // the loaded engine's, restored after the rows
+	land0, promote0 := eng.MapLand()     // restored after the rows
 	// Warm-up: the decode graphs are captured here, not inside the first mode's row (without
 	// the look-ahead, and where the engine has its buffers with each of the modes' copy counts).
 	warm := []int{-1} // -1: look-ahead off; else SetMapAheadK's n
@@ -810,12 +820,17 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 		md = strings.TrimSpace(md)
 		parts := strings.Split(md, "+")
 		base, pcap, lag, noEv, skip := parts[0], promote, false, false, false
-		ahead, aheadK, gpuArgmax := false, 0, false
+		ahead, aheadK, gpuArgmax, land := false, 0, false, 0
 		poll, nop, late, lateWait, pend := false, false, false, false, false
 		for _, suf := range parts[1:] {
 			k, err := strconv.Atoi(strings.TrimPrefix(suf, "promote"))
 			ak, aerr := strconv.Atoi(strings.TrimPrefix(suf, "ahead"))
+			lk, lerr := strconv.Atoi(strings.TrimPrefix(suf, "land"))
 			switch {
+			case suf == "land":
+				land, skip = eng.Config().ExpertsUsed, skip || !mapped
+			case strings.HasPrefix(suf, "land") && lerr == nil && lk > 0:
+				land, skip = lk, skip || !mapped
 			case suf == "ahead":
 				ahead, skip = true, skip || !mapped
 			case strings.HasPrefix(suf, "ahead") && aerr == nil && ak > 0:
@@ -845,7 +860,7 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 			}
 		}
 		if base != "old" && base != "new" {
-			return fmt.Errorf("STRATA_BENCH_HOSTGAP: %q is not old|new[+nopromote|+promoteN][+lag][+noev][+argmax][+ahead|+aheadN][+poll][+nop][+late|+latewait][+pend]", md)
+			return fmt.Errorf("STRATA_BENCH_HOSTGAP: %q is not old|new[+nopromote|+promoteN][+lag][+noev][+argmax][+ahead|+aheadN][+land|+landN][+poll][+nop][+late|+latewait][+pend]", md)
 		}
 		if skip {
 			continue
@@ -870,6 +885,10 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 		if err := eng.SetMapAheadK(aheadK); err != nil {
 			return err
 		}
+		if err := eng.SetMapLand(land); err != nil {
+			return err
+		}
+		eng.SetLandPromote(true)
 		if mapped {
 			eng.SetMapPromote(pcap)
 			if err := eng.ResetCache(); err != nil {
@@ -931,6 +950,10 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 				s.AheadPredicted, s.AheadRight, float64(s.AheadRight)/float64(s.AheadPredicted), s.AheadFetched, float64(s.AheadFetched)/float64(max(1, s.Tokens)),
 				s.AheadUseful, s.AheadMisses, float64(s.AheadUseful)/float64(max(1, s.AheadMisses)))
 		}
+		if s.LandReserved > 0 {
+			line += fmt.Sprintf("; landing: landed %d (%.1f/token), reserved %d (%.1f/token)", s.Landed, float64(s.Landed)/float64(max(1, s.Tokens)),
+				s.LandReserved, float64(s.LandReserved)/float64(max(1, s.Tokens)))
+		}
 		fmt.Fprintf(bins, "%s\n", line)
 		fmt.Println("PHASES " + line)
 	}
@@ -940,6 +963,10 @@ func hostGapRows(eng *mgpu.Engine, mapped bool, promote int, prompt []int32, n i
 	if err := eng.SetMapAheadK(0); err != nil {
 		return err
 	}
+	if err := eng.SetMapLand(land0); err != nil {
+		return err
+	}
+	eng.SetLandPromote(promote0)
 	eng.SetLaunchFirst(true)
 	eng.SetStartProbe(false)
 	eng.SetSyncProbe(false)

@@ -9,23 +9,24 @@ import (
 
 /*
 ExpertFetchArgs is the launch-argument struct of every strata_expert_fetch_* kernel (C: struct strata_expert_fetch_args).
-mapped path's look-ahead (model/gpu ahead.go): copies each of k_used predicted experts whose slot-table entries point into the layer's mapped host copy into its stage buffer, and writes a working copy of the layer's slot tables pointing those experts at it; launch grid (nb, k_used + 1, 1), nb ≥ ceil(3·n_expert/256), block (256, 1, 1).
+mapped path's look-ahead (model/gpu ahead.go): copies each of k_used predicted experts whose slot-table entries point into the layer's mapped host copy into its stage buffer, and writes a working copy of the layer's slot tables pointing those experts at it (the first n_land staged ids land in VRAM slots instead: the engine's landing); launch grid (nb, k_used + 1, 1), nb ≥ ceil(3·n_expert/256), block (256, 1, 1).
 */
 type ExpertFetchArgs struct {
-	Ids     uint64  // offset 0: device address of const i32[]; k_used predicted expert ids (moe_decode phase 0's)
-	Src     uint64  // offset 8: device address of const u64[]; the layer's slot tables: gate, up, down addresses, n_expert each
-	Dst     uint64  // offset 16: device address of u64[]; the working copy written, same layout
-	Stage   uint64  // offset 24: device address of u8[]; k_used stage buffers of total bytes in VRAM, 16-byte aligned
-	Host    uint64  // offset 32: device address of the layer's expert 0 in mapped host memory (16-byte aligned)
-	Total   uint64  // offset 40: bytes of one expert's block (a multiple of 16), host and stage alike
-	NExpert int32   // offset 48: experts of the layer
-	KUsed   int32   // offset 52: predicted ids
-	Nb      int32   // offset 56: gridDim.x
-	_       [4]byte // offset 60: explicit padding
+	Ids     uint64 // offset 0: device address of const i32[]; k_used predicted expert ids (moe_decode phase 0's)
+	Src     uint64 // offset 8: device address of const u64[]; the layer's slot tables: gate, up, down addresses, n_expert each
+	Dst     uint64 // offset 16: device address of u64[]; the working copy written, same layout
+	Stage   uint64 // offset 24: device address of u8[]; k_used stage buffers of total bytes in VRAM, 16-byte aligned
+	Land    uint64 // offset 32: device address of const u64[]; n_land landing slot addresses in VRAM (16-byte aligned; 0: none): the i-th staged id lands in land[i] when i < n_land and land[i] ≠ 0, else in its stage buffer
+	Host    uint64 // offset 40: device address of the layer's expert 0 in mapped host memory (16-byte aligned)
+	Total   uint64 // offset 48: bytes of one expert's block (a multiple of 16), host and stage alike
+	NExpert int32  // offset 56: experts of the layer
+	KUsed   int32  // offset 60: predicted ids
+	Nb      int32  // offset 64: gridDim.x
+	NLand   int32  // offset 68: entries of land (0: every staged id goes to its stage buffer)
 }
 
 // ExpertFetchArgsSize is sizeof(struct strata_expert_fetch_args) in bytes.
-const ExpertFetchArgsSize = 64
+const ExpertFetchArgsSize = 72
 
 // ExpertFetchThreads is the block size (x) every expert_fetch kernel is compiled for.
 const ExpertFetchThreads = 256
@@ -37,16 +38,18 @@ const (
 
 // Compile-time guards: building fails if the size or an offset drifts from the C static_asserts.
 var (
-	_ = [1]struct{}{}[unsafe.Sizeof(ExpertFetchArgs{})-64]
+	_ = [1]struct{}{}[unsafe.Sizeof(ExpertFetchArgs{})-72]
 	_ = [1]struct{}{}[unsafe.Offsetof(ExpertFetchArgs{}.Ids)-0]
 	_ = [1]struct{}{}[unsafe.Offsetof(ExpertFetchArgs{}.Src)-8]
 	_ = [1]struct{}{}[unsafe.Offsetof(ExpertFetchArgs{}.Dst)-16]
 	_ = [1]struct{}{}[unsafe.Offsetof(ExpertFetchArgs{}.Stage)-24]
-	_ = [1]struct{}{}[unsafe.Offsetof(ExpertFetchArgs{}.Host)-32]
-	_ = [1]struct{}{}[unsafe.Offsetof(ExpertFetchArgs{}.Total)-40]
-	_ = [1]struct{}{}[unsafe.Offsetof(ExpertFetchArgs{}.NExpert)-48]
-	_ = [1]struct{}{}[unsafe.Offsetof(ExpertFetchArgs{}.KUsed)-52]
-	_ = [1]struct{}{}[unsafe.Offsetof(ExpertFetchArgs{}.Nb)-56]
+	_ = [1]struct{}{}[unsafe.Offsetof(ExpertFetchArgs{}.Land)-32]
+	_ = [1]struct{}{}[unsafe.Offsetof(ExpertFetchArgs{}.Host)-40]
+	_ = [1]struct{}{}[unsafe.Offsetof(ExpertFetchArgs{}.Total)-48]
+	_ = [1]struct{}{}[unsafe.Offsetof(ExpertFetchArgs{}.NExpert)-56]
+	_ = [1]struct{}{}[unsafe.Offsetof(ExpertFetchArgs{}.KUsed)-60]
+	_ = [1]struct{}{}[unsafe.Offsetof(ExpertFetchArgs{}.Nb)-64]
+	_ = [1]struct{}{}[unsafe.Offsetof(ExpertFetchArgs{}.NLand)-68]
 )
 
 /*
@@ -59,10 +62,12 @@ func (a *ExpertFetchArgs) Bytes() []byte {
 	binary.LittleEndian.PutUint64(b[8:], a.Src)
 	binary.LittleEndian.PutUint64(b[16:], a.Dst)
 	binary.LittleEndian.PutUint64(b[24:], a.Stage)
-	binary.LittleEndian.PutUint64(b[32:], a.Host)
-	binary.LittleEndian.PutUint64(b[40:], a.Total)
-	binary.LittleEndian.PutUint32(b[48:], uint32(a.NExpert))
-	binary.LittleEndian.PutUint32(b[52:], uint32(a.KUsed))
-	binary.LittleEndian.PutUint32(b[56:], uint32(a.Nb))
+	binary.LittleEndian.PutUint64(b[32:], a.Land)
+	binary.LittleEndian.PutUint64(b[40:], a.Host)
+	binary.LittleEndian.PutUint64(b[48:], a.Total)
+	binary.LittleEndian.PutUint32(b[56:], uint32(a.NExpert))
+	binary.LittleEndian.PutUint32(b[60:], uint32(a.KUsed))
+	binary.LittleEndian.PutUint32(b[64:], uint32(a.Nb))
+	binary.LittleEndian.PutUint32(b[68:], uint32(a.NLand))
 	return b
 }

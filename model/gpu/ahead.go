@@ -67,6 +67,7 @@ func aheadNeeds(c *model.Config, slotBytes uint64) []Need {
 		{bufAheadIDs, KindScratch, 4 * K * uint64(c.Layers)},
 		{bufAheadStage, KindScratch, 2 * K * slotBytes},
 		{bufAheadTab, KindSlotTables, 2 * 3 * E * 8},
+		{bufAheadLand, KindSlotTables, 8 * K * uint64(c.Layers)},
 	}
 }
 
@@ -167,7 +168,8 @@ func (e *Engine) ahead(li int, ma abi.MoeDecodeArgs) error {
 	par := uintptr((li + 1) % 2)
 	fa := abi.ExpertFetchArgs{Ids: uint64(ids), Src: uint64(src), Dst: uint64(m.Ptr(bufAheadTab).Add(par * uintptr(3*E*8))),
 		Stage: uint64(m.Ptr(bufAheadStage).Add(par * uintptr(uint64(K)*e.slot.total))),
-		Host:  e.hostAddr(li+1, 0), Total: e.slot.total, NExpert: int32(E), KUsed: int32(e.aheadCopies()), Nb: aheadBlocks}
+		Land:  uint64(m.Ptr(bufAheadLand).Add(uintptr(8 * K * (li + 1)))), NLand: int32(K), // land.go: zeros unless landing
+		Host: e.hostAddr(li+1, 0), Total: e.slot.total, NExpert: int32(E), KUsed: int32(e.aheadCopies()), Nb: aheadBlocks}
 	if err := e.launchK(e.kFetch, rt.Dim3{X: aheadBlocks, Y: uint32(fa.KUsed + 1), Z: 1}, abi.ExpertFetchThreads, rt.Args(&fa)); err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ func TestMapAhead(t *testing.T) {
 			K := p.ExpertsUsed
 			for _, chunk := range []int{0, 4} {
 				for _, slots := range []int{3 * K, p.Layers * p.Experts / 2} {
-					o := Options{MaxExpert: slots, Chunk: chunk, Misses: MissMap, NoMapAhead: true}
+					o := Options{MaxExpert: slots, Chunk: chunk, Misses: MissMap, NoMapAhead: true, NoMapLand: true} // the look-ahead alone (landing: land_test.go)
 					old := runMapped(t, preset, quant.Q8_0, o, nil)
 					o.NoMapAhead = false // the default
 					var fake *fakeDriver

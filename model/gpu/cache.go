@@ -154,6 +154,64 @@ func (c *Cache) Fetch(layer int, experts []int, protect func(Key) bool) []Miss {
 	return out
 }
 
+// reservedKey is the owner of a slot taken by Reserve and not yet landed in or released.
+var reservedKey = Key{-2, -2}
+
+// Reserve takes n slots for landings (the mapped look-ahead copies predicted misses straight
+// into them, model/gpu mapped.go): free slots first, then the policy's victims among the
+// resident keys whose slot protect does not cover (nil: none). A reserved slot holds no
+// expert (Resident finds none in it) and is neither free nor a victim's until Land or
+// Release. It appends one Miss a slot to out (Key: reservedKey; Evicted: the victim, Layer
+// −1 when the slot was free) and stops early when nothing more may be evicted. It neither
+// counts hits and misses nor tells the policy of a use.
+func (c *Cache) Reserve(n int, protect func(slot int) bool, out []Miss) []Miss {
+	for ; n > 0; n-- {
+		var s int
+		ev := Key{-1, -1}
+		if k := len(c.free); k > 0 {
+			s, c.free = c.free[k-1], c.free[:k-1]
+		} else {
+			v, ok := c.pol.Victim(c.where, func(k Key) bool { return protect == nil || !protect(c.where[k]) }, c.step)
+			if !ok {
+				break
+			}
+			s, ev = c.where[v], v
+			delete(c.where, v)
+			c.Evictions++
+		}
+		c.owner[s] = reservedKey
+		out = append(out, Miss{Key: reservedKey, Slot: s, Evicted: ev})
+	}
+	return out
+}
+
+// IsReserved says whether slot is reserved (Reserve) and not yet landed in or released.
+func (c *Cache) IsReserved(slot int) bool { return c.owner[slot] == reservedKey }
+
+// Land makes the reserved slot k's: k's bytes were copied into it. When k already holds
+// another slot (placed or landed since), or the slot is not reserved, nothing changes and
+// Land reports false (the caller releases the slot).
+func (c *Cache) Land(slot int, k Key) bool {
+	if !c.IsReserved(slot) {
+		return false
+	}
+	if _, ok := c.where[k]; ok {
+		return false
+	}
+	c.owner[slot] = k
+	c.where[k] = slot
+	return true
+}
+
+// Release returns a reserved slot to the free slots (no-op for a slot that is not reserved).
+func (c *Cache) Release(slot int) {
+	if !c.IsReserved(slot) {
+		return
+	}
+	c.owner[slot] = Key{-1, -1}
+	c.free = append(c.free, slot)
+}
+
 // Preload puts keys into free slots in order (a warm start from a profile), without
 // counting hits or misses; it stops when no slot is free. It returns the placements.
 func (c *Cache) Preload(keys []Key) []Miss {

@@ -239,3 +239,99 @@ func TestCopierGroups(t *testing.T) {
 		}
 	}
 }
+
+// cacheConsistent fails unless owner and where describe each other, and free holds exactly
+// the slots owned by nobody (reserved slots are in neither).
+func cacheConsistent(t *testing.T, c *Cache) {
+	t.Helper()
+	for k, s := range c.where {
+		if c.owner[s] != k {
+			t.Fatalf("where[%v] = %d, owner[%d] = %v", k, s, s, c.owner[s])
+		}
+	}
+	free := map[int]bool{}
+	for _, s := range c.free {
+		if free[s] || c.owner[s] != (Key{-1, -1}) {
+			t.Fatalf("free slot %d twice or owned by %v", s, c.owner[s])
+		}
+		free[s] = true
+	}
+	for s, k := range c.owner {
+		switch {
+		case k == reservedKey || free[s]:
+		case k.Layer < 0:
+			t.Fatalf("slot %d owned by nobody but not free", s)
+		default:
+			if c.where[k] != s {
+				t.Fatalf("owner[%d] = %v, where %d", s, k, c.where[k])
+			}
+		}
+	}
+}
+
+// TestCacheReserveLand: Reserve takes free slots first, then the policy's victims outside
+// protect, and stops when nothing may go; a reserved slot is neither free nor resident, so
+// lookups never place into it or evict from it; Land makes it its key's unless the key
+// holds a slot already or the slot is not reserved; Release frees it.
+func TestCacheReserveLand(t *testing.T) {
+	for _, pol := range []Policy{NewLRU(), NewDecayed(0.9, 1, nil)} {
+		t.Run(pol.Name(), func(t *testing.T) {
+			c := NewCache(5, pol)
+			if _, _, err := c.Lookup(0, []int{1, 2, 3}, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			c.Step()
+			if _, _, err := c.Lookup(0, []int{2, 3}, nil, nil); err != nil { // expert 1: the least used
+				t.Fatal(err)
+			}
+			c.Step()
+			s1, _ := c.Resident(Key{0, 1})
+			r := c.Reserve(3, func(s int) bool { return s == s1 }, nil) // 2 free, then a victim that is not expert 1's slot
+			cacheConsistent(t, c)
+			if len(r) != 3 || r[0].Evicted.Layer >= 0 || r[1].Evicted.Layer >= 0 || r[2].Evicted.Layer < 0 || r[2].Evicted == (Key{0, 1}) {
+				t.Fatalf("reserved %+v", r)
+			}
+			for _, m := range r {
+				if !c.IsReserved(m.Slot) || m.Key != reservedKey {
+					t.Fatalf("slot %d not reserved: %+v", m.Slot, m)
+				}
+				if _, ok := c.Resident(m.Evicted); m.Evicted.Layer >= 0 && ok {
+					t.Fatalf("victim %v still resident", m.Evicted)
+				}
+			}
+			// everything left is protected: nothing more
+			if more := c.Reserve(2, func(int) bool { return true }, nil); len(more) != 0 {
+				t.Fatalf("reserved past protect: %+v", more)
+			}
+			// lookups: a miss must evict a resident expert, never take a reserved slot
+			slots, misses, err := c.Lookup(1, []int{7, 8}, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, s := range slots {
+				if c.IsReserved(s) || misses[i].Slot != s {
+					t.Fatalf("lookup placed expert %d into reserved slot %d", i, s)
+				}
+			}
+			cacheConsistent(t, c)
+			if !c.Land(r[0].Slot, Key{2, 4}) {
+				t.Fatal("Land into a reserved slot failed")
+			}
+			if s, ok := c.Resident(Key{2, 4}); !ok || s != r[0].Slot {
+				t.Fatalf("landed expert at %d, %v", s, ok)
+			}
+			if c.Land(r[0].Slot, Key{2, 5}) { // no longer reserved
+				t.Fatal("Land into a landed slot")
+			}
+			if c.Land(r[1].Slot, Key{2, 4}) { // the key holds a slot
+				t.Fatal("Land of a resident key")
+			}
+			c.Release(r[1].Slot)
+			c.Release(r[0].Slot) // not reserved: no-op
+			cacheConsistent(t, c)
+			if c.IsReserved(r[1].Slot) || !slices.Contains(c.free, r[1].Slot) || slices.Contains(c.free, r[0].Slot) {
+				t.Fatalf("release: free %v", c.free)
+			}
+		})
+	}
+}

@@ -49,10 +49,11 @@ type emu struct {
 	// read or written through it.
 	host      func(p uint64, n int) []byte
 	hostBytes int64
-	// fetched counts the experts expert_fetch copied (the mapped look-ahead); fetchWrong
-	// makes it take id+1 (mod E) for every predicted id: every prediction wrong.
-	fetched    int
-	fetchWrong bool
+	// fetched counts the experts expert_fetch copied (the mapped look-ahead), landed those
+	// it copied into a landing slot (land.go); fetchWrong makes it take id+1 (mod E) for
+	// every predicted id: every prediction wrong.
+	fetched, landed int
+	fetchWrong      bool
 	// parts, when set (watch), are the planned allocations of an engine's resident region
 	// at the bytes each Need asked for: moe_prefill's workspaces must each lie inside the
 	// one their address falls in, at the size the kernel's contract gives them (within).
@@ -1049,8 +1050,11 @@ func (m *emu) deltaStep(a abi.GatedDeltaNetArgs, tk, C, nk, nv, dk, dv int, sig 
 }
 
 // expertFetch is expert_fetch (kernels/templates/expert_fetch.tmpl): each predicted id
-// whose three table entries lie in its own host block is copied into its stage buffer,
-// and the working tables are the source tables with those entries moved to the copy.
+// whose three table entries lie in its own host block is copied — the r-th such id into
+// landing slot land[r] when r < n_land and land[r] ≠ 0, else into its stage buffer — and the
+// working tables are the source tables with those entries moved to the copy. With fetchWrong
+// every predicted id is first replaced by id+1 (mod E) in the ids buffer itself (a bijection,
+// so the ids stay distinct, and the engine reads back the predictions that were copied).
 func (m *emu) expertFetch(grid rt.Dim3, a abi.ExpertFetchArgs) {
 	E, K := int(a.NExpert), int(a.KUsed)
 	if grid != (rt.Dim3{X: uint32(a.Nb), Y: uint32(K + 1), Z: 1}) || int(a.Nb)*abi.ExpertFetchThreads < 3*E {
@@ -1064,6 +1068,7 @@ func (m *emu) expertFetch(grid rt.Dim3, a abi.ExpertFetchArgs) {
 	for j := range dst {
 		dst[j] = src(j)
 	}
+	r := 0 // staged ids so far
 	for k := 0; k < K; k++ {
 		id := int(int32(binary.LittleEndian.Uint32(m.at(a.Ids+uint64(4*k), 4))))
 		if id < 0 || id >= E {
@@ -1071,6 +1076,7 @@ func (m *emu) expertFetch(grid rt.Dim3, a abi.ExpertFetchArgs) {
 		}
 		if m.fetchWrong {
 			id = (id + 1) % E
+			binary.LittleEndian.PutUint32(m.at(a.Ids+uint64(4*k), 4), uint32(id))
 		}
 		base := a.Host + uint64(id)*a.Total
 		staged := true
@@ -1081,6 +1087,16 @@ func (m *emu) expertFetch(grid rt.Dim3, a abi.ExpertFetchArgs) {
 			continue
 		}
 		to := a.Stage + uint64(k)*a.Total
+		if r < int(a.NLand) {
+			if l := binary.LittleEndian.Uint64(m.at(a.Land+uint64(8*r), 8)); l != 0 {
+				if l%16 != 0 {
+					m.fail("expert_fetch: unaligned landing slot %#x", l)
+				}
+				to = l
+				m.landed++
+			}
+		}
+		r++
 		copy(m.at(to, int(a.Total)), m.at(base, int(a.Total)))
 		m.fetched++
 		for t := 0; t < 3; t++ {

@@ -39,6 +39,7 @@
 package gpu
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -225,6 +226,18 @@ type Options struct {
 	// every other token). Measured −12.3 to −12.8 % ms a token on 80B-A3B IQ2_XS at 12, 16
 	// and 24 GiB, the cache's work unchanged (bench/results/2026-11-30-idle-s11).
 	EarlyBatch bool
+	// Landing (land.go; default wherever the look-ahead runs): the look-ahead copies up to
+	// MapLand predicted misses of a layer (0: K) straight into reserved VRAM slots, committed
+	// to the cache after the token, and the engine copies nothing else into slots (no H2D
+	// promotions): each missed expert crosses the bus once. Measured −25.7 to −26.0 % ms a
+	// token against the look-ahead with promotions on 80B-A3B IQ2_XS at 12, 16 and 24 GiB
+	// (bench/results/2026-11-30-land-s11). NoMapLand: the look-ahead without landing, with
+	// promotions (measurement baseline; also Engine.SetMapLand(0)). LandPromote: landing and
+	// also promotions of the misses that did not land (measured slower; also
+	// Engine.SetLandPromote).
+	MapLand     int
+	NoMapLand   bool
+	LandPromote bool
 }
 
 // Engine is a model loaded on one device.
@@ -321,6 +334,17 @@ type Engine struct {
 	aheadBuf                 []int
 	aheadRan                 map[int]int // experts the token may copy (0: no look-ahead)
 	kFetch                   *kernel
+	// landing (land.go): slots a layer (SetMapLand; 0: off); the reservation for the next
+	// token ([layers][K] slots, −1: none; nil: none made), and per staging row the one its
+	// token ran with; the device's list may be nonzero, a new list awaits its upload
+	landM           int
+	landPromote     bool // SetLandPromote: with landing, promotions too
+	landNext        []int
+	landAt          map[int][]int
+	landDev, landUp bool
+	landBuf         []Miss
+	landSpare       []int // reserved slots of a committed token nothing landed in (landCommit)
+	landWant        []int // per layer: its predicted misses (copies) in the token last committed
 
 	units int // the device's multiprocessors where mmvq has decode geometries (NVIDIA), else 0 (mmvqGeom)
 
@@ -509,6 +533,9 @@ type Stats struct {
 	// mapped look-ahead (ahead.go), layers after the first: ids predicted, of them used by
 	// the layer, of them copied (not in VRAM), of those used; the layers' misses
 	AheadPredicted, AheadRight, AheadFetched, AheadUseful, AheadMisses int64
+	// landing (land.go): predicted misses committed to the cache from the slot the
+	// look-ahead copied them into; slots reserved for landing
+	Landed, LandReserved int64
 	// host side: kernel launches made outside graphs and the time spent submitting them;
 	// stream synchronisations of the compute stream and the time the host waited in them
 	Launches   int64
@@ -1201,6 +1228,7 @@ func (e *Engine) pinExperts(prog func(string, ...any), o Options) error {
 type stageLayout struct {
 	x, pos, kvf, kvh, ids, ids2, idsP, tables, logits int // ids2: resident mode's second ids row (Engine.pendingIDs)
 	ahead, ahead2                                     int // the look-ahead's predicted ids beside ids and ids2 (ahead.go)
+	land                                              int // the landing list's host mirror, u64 [layers][K] (land.go)
 	tok                                               int // ForwardArgmax's token id (i32)
 	pemb, ppos, pids, pidx                            int // batched path: embeddings [N][H], positions, ids, slot indices [N][K]
 	size                                              int
@@ -1224,6 +1252,7 @@ func (e *Engine) stage() stageLayout {
 	s.ahead = take(4 * c.ExpertsUsed * c.Layers)
 	s.ahead2 = take(4 * c.ExpertsUsed * c.Layers)
 	s.tables = take(8 * 3 * c.Experts * c.Layers)
+	s.land = take(8 * c.ExpertsUsed * c.Layers)
 	s.logits = take(4 * e.vocab)
 	s.tok = take(4)
 	if n := e.chunk; n > 0 {
@@ -1285,6 +1314,17 @@ func (e *Engine) prepare(o Options) error {
 	}
 	e.prefetch, e.predicted = o.Prefetch, map[Key]bool{}
 	e.mapAhead, e.aheadRan = e.aheadPlanned, map[int]int{}
+	e.landAt, e.landWant = map[int][]int{}, make([]int, c.Layers)
+	for i := range e.landWant {
+		e.landWant[i] = c.ExpertsUsed
+	}
+	if o.MapLand < 0 || o.MapLand > c.ExpertsUsed {
+		return fmt.Errorf("model/gpu: %d landing slots a layer: want 0..%d (0: %d)", o.MapLand, c.ExpertsUsed, c.ExpertsUsed)
+	}
+	if e.aheadPlanned && !o.NoMapLand { // as the look-ahead: where it is planned
+		e.landM = cmp.Or(o.MapLand, c.ExpertsUsed)
+	}
+	e.landPromote = o.LandPromote
 	e.hostKV = o.HostKV
 	e.pendingIDs, e.syncLookup = -1, o.SyncLookup
 	// Slot tables start all zero (nothing resident) — unless a profile warms the cache:
@@ -1340,6 +1380,11 @@ func (e *Engine) prepare(o Options) error {
 	e.lateBatch = e.mapped && !e.resident && !o.EarlyBatch // SetLateBatch (hostgap.go)
 	if err := e.dev.Upload(e.mem.Ptr(bufTables), st[:8*3*c.Experts*c.Layers]); err != nil {
 		return err
+	}
+	if e.aheadPlanned { // no landing slots (land.go)
+		if err := e.dev.Upload(e.mem.Ptr(bufAheadLand), make([]byte, 8*c.Layers*c.ExpertsUsed)); err != nil {
+			return err
+		}
 	}
 	// RoPE frequencies exactly as the CPU engine computes them.
 	half := c.RopeDim / 2

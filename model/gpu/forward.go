@@ -199,6 +199,9 @@ func (e *Engine) step(id int32, wantLogits bool) error {
 		if e.aheadOn() {
 			e.aheadRan[idsOff] = e.aheadCopies()
 		}
+		if err := e.landSubmit(idsOff); err != nil {
+			return err
+		}
 	}
 	mark(&ph.Tables)
 	var err error

@@ -136,7 +136,7 @@ func TestResetCache(t *testing.T) {
 	dev, fake := newFakeDeviceMap(1<<30, fakeTarget, true)
 	fake.emu = newEmu()
 	eng, err := Load(dev, src, Options{CODir: fakeCODir(t, fakeTarget), Ctx: 64, Budget: 256 << 20, Reserve: 1 << 20,
-		MaxExpert: p.Layers * p.Experts / 2, Misses: MissMap, Group: 2})
+		MaxExpert: p.Layers * p.Experts / 2, Misses: MissMap, Group: 2, NoMapLand: true}) // promotions (landing and ResetCache: TestMapLandSetter)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,20 +275,22 @@ func TestLaunchFirstAfterSetter(t *testing.T) {
 // not settings.)
 func TestSettersChangeLaunchSettings(t *testing.T) {
 	noLaunch := map[string]string{
-		"tokTimes":   "SetTokenTimes: events recorded around the launch, outside the graph",
-		"tokEv":      "SetTokenTimes: its events",
-		"tokPrev":    "SetTokenTimes: its events",
-		"tokRec":     "SetTokenTimes: its events",
-		"startProbe": "SetStartProbe: a poll after the launch",
-		"mapPromote": "SetMapPromote: promotions after the launch (mapped.go)",
-		"syncPoll":   "SetSyncPoll: the sync after the launch",
-		"syncEv":     "SetSyncPoll: its event, recorded after the token",
-		"syncProbe":  "SetSyncProbe: a poll after the sync",
-		"tablesNop":  "SetTablesNop: a kernel after promote's table uploads, outside the graph",
-		"kern":       "SetTablesNop: its kernel's record (fill), launched outside the graph",
-		"lateBatch":  "SetLateBatch: promotion copies on the copy stream after the launch",
-		"lateWait":   "SetLateBatch: the lookup after the launch waits for them",
-		"kRow":       "SetOldNorm: the rmsnorm_row kernels launchSettings.oldRowQ81 picks",
+		"tokTimes":    "SetTokenTimes: events recorded around the launch, outside the graph",
+		"tokEv":       "SetTokenTimes: its events",
+		"tokPrev":     "SetTokenTimes: its events",
+		"tokRec":      "SetTokenTimes: its events",
+		"startProbe":  "SetStartProbe: a poll after the launch",
+		"mapPromote":  "SetMapPromote: promotions after the launch (mapped.go)",
+		"syncPoll":    "SetSyncPoll: the sync after the launch",
+		"syncEv":      "SetSyncPoll: its event, recorded after the token",
+		"syncProbe":   "SetSyncProbe: a poll after the sync",
+		"tablesNop":   "SetTablesNop: a kernel after promote's table uploads, outside the graph",
+		"kern":        "SetTablesNop: its kernel's record (fill), launched outside the graph",
+		"lateBatch":   "SetLateBatch: promotion copies on the copy stream after the launch",
+		"lateWait":    "SetLateBatch: the lookup after the launch waits for them",
+		"landM":       "SetMapLand: landing slots are data uploaded before the launch (land.go); expert_fetch's arguments do not change",
+		"landPromote": "SetLandPromote: promotions after the launch (mapped.go)",
+		"kRow":        "SetOldNorm: the rmsnorm_row kernels launchSettings.oldRowQ81 picks",
 	}
 	settings := map[string]bool{}
 	ty := reflect.TypeOf(launchSettings{})

@@ -33,7 +33,7 @@ func TestIdleSettings(t *testing.T) {
 			K := p.ExpertsUsed
 			for _, chunk := range []int{0, 4} {
 				for _, slots := range []int{3 * K, p.Layers * p.Experts / 2} {
-					o := Options{MaxExpert: slots, Chunk: chunk, Misses: MissMap, EarlyBatch: true}
+					o := Options{MaxExpert: slots, Chunk: chunk, Misses: MissMap, EarlyBatch: true, NoMapLand: true} // promotions run without landing (land.go)
 					base := runMapped(t, preset, quant.Q8_0, o, func(e *Engine, _ *fakeDriver) {
 						if on, _ := e.LateBatch(); on {
 							t.Error("EarlyBatch: the late batch is on")

@@ -179,6 +179,9 @@ func (e *Engine) promote(off int) error {
 	} else if e.mapPromote < 0 { // SetMapPromote(−1): none
 		admit = 0
 	}
+	if e.landOn() && !e.landPromote { // land.go: landings are the promotions
+		admit = 0
+	}
 	// Back-pressure: while copies of an earlier token are still pending, place nothing new
 	// (uses are still counted), so the copy stream never holds more than one token's batch
 	// and the copier's events return to its pool (recycleCopies) between batches.
@@ -201,6 +204,9 @@ func (e *Engine) promote(off int) error {
 	at := e.vramAt[off] // the token's tables: which experts it read from VRAM
 	if n := e.aheadRan[off]; n > 0 {
 		if err := e.aheadCount(off, at, n); err != nil {
+			return err
+		}
+		if err := e.landCommit(tables, off, at, n); err != nil { // land.go: before the lookups, which then find them
 			return err
 		}
 	}
@@ -248,11 +254,17 @@ func (e *Engine) promote(off int) error {
 			e.commit(tables, s, r)
 		}
 	}
+	if err := e.landReserve(tables); err != nil { // land.go: the next token's landing slots, none with a promotion pending
+		return err
+	}
 	if err := e.recycleCopies(); err != nil {
 		return err
 	}
 	// (2): the tables first, then the copies after them.
 	if err := e.uploadDirty(); err != nil {
+		return err
+	}
+	if err := e.landUpload(); err != nil {
 		return err
 	}
 	if len(cps) == 0 {
@@ -292,7 +304,21 @@ func (e *Engine) recycleCopies() error {
 // settle waits for every promotion in flight and commits it (before the batched prompt
 // path, which looks experts up and copies them itself, synchronously).
 func (e *Engine) settle() error {
-	if !e.mapped || len(e.promoting) == 0 {
+	if !e.mapped {
+		return nil
+	}
+	if err := e.landRelease(); err != nil {
+		return err
+	}
+	for off, slots := range e.landAt { // completed tokens whose promote never ran: nothing committed
+		for _, s := range slots {
+			if s >= 0 {
+				e.cache.Release(s)
+			}
+		}
+		delete(e.landAt, off)
+	}
+	if len(e.promoting) == 0 {
 		return nil
 	}
 	if err := e.issueLate(); err != nil {
