@@ -190,6 +190,9 @@ func TestGPUBench(t *testing.T) {
 	// without landing, with promotions: the default before land-s11; STRATA_BENCH_HOSTGAP's
 	// modes set landing per mode)
 	noLand := os.Getenv("STRATA_BENCH_NOMAPLAND") == "1"
+	// STRATA_BENCH_LANDPROMOTE=1 loads engines with mgpu.Options.LandPromote (landing and
+	// also promotions of the misses that did not land)
+	landPromote := os.Getenv("STRATA_BENCH_LANDPROMOTE") == "1"
 	hostKV := os.Getenv("STRATA_BENCH_HOSTKV") == "1"
 	noRes := os.Getenv("STRATA_BENCH_NORESIDENT") == "1"
 	noFuse := os.Getenv("STRATA_BENCH_NOFUSE") == "1"
@@ -278,7 +281,7 @@ func TestGPUBench(t *testing.T) {
 				promote = mapPromote
 			}
 			eng, err := mgpu.Load(dev, src, mgpu.Options{CODir: dir, Ctx: ctx, Budget: uint64(mibs) << 20, Policy: polName,
-				Misses: misses, MapPromote: promote, Group: group, Prefetch: prefetch, NoMapAhead: noAhead, EarlyBatch: early, NoMapLand: noLand, HostKV: hostKV, NoResident: noRes, NoFuse: noFuse, NoRowNorm: noRow, KernelTimes: ktimes, Chunk: chunk})
+				Misses: misses, MapPromote: promote, Group: group, Prefetch: prefetch, NoMapAhead: noAhead, EarlyBatch: early, NoMapLand: noLand, LandPromote: landPromote, HostKV: hostKV, NoResident: noRes, NoFuse: noFuse, NoRowNorm: noRow, KernelTimes: ktimes, Chunk: chunk})
 			if err != nil {
 				fmt.Fprintf(&b, "| %s | %s | load failed: %v |\n", bname, pol, err)
 				t.Logf("budget %s: %v", bname, err)

@@ -15,7 +15,9 @@
 #       gpu30 gpu30x layer std budgets, and profile, which needs a gpu.test in the carry).
 #       table: STRATA_S11_TABLE models (default q30-q2_0 q30-iq2_xs q80-iq2_xs),
 #       STRATA_S11_BUDGETS (MiB, 0 unlimited; default 12288,16384,24576,0), STRATA_S11_WARM
-#       (default 448), STRATA_S11_TABLE_S seconds a model (default 120). STRATA_S11_ENGINE=0 leaves out the GPU-vs-CPU engine tests.
+#       (default 448), STRATA_S11_TABLE_S seconds a model (default 120). hg: the 80B at
+#       STRATA_S11_HG_BUDGETS with STRATA_S11_HG_MODES (STRATA_BENCH_HOSTGAP; default A/C
+#       alternated three times: the look-ahead with promotions against landing without). STRATA_S11_ENGINE=0 leaves out the GPU-vs-CPU engine tests.
 #   STRATA_S11_DRY=1 run.sh run   the same flow with stub binaries (no GPU).
 #
 # Trees on the device: co (every object, unassembled: parity) and eco (the engine's set: mmq
@@ -147,7 +149,7 @@ run() {
 		lm=$(lim "$7" 5)
 		STRATA_CO_DIR=$w/eco STRATA_GPU_BENCH=1 STRATA_BENCH_MODEL=$w/models/$2.gguf STRATA_BENCH_OUT=$L STRATA_BENCH_LABEL=$1 \
 			STRATA_BENCH_POLICIES=decayed STRATA_BENCH_BUDGETS_MIB=$5 STRATA_BENCH_CTX=4096 STRATA_BENCH_TOKENS=$6 STRATA_BENCH_CHUNK=${CHUNK:-512} \
-			STRATA_BENCH_PREFILL=$4 STRATA_BENCH_PTILES=$3 STRATA_BENCH_PKTIMES=${PKTIMES-512} STRATA_BENCH_WARM=${WARM:-0} \
+			STRATA_BENCH_PREFILL=$4 STRATA_BENCH_PTILES=$3 STRATA_BENCH_PKTIMES=${PKTIMES-512} STRATA_BENCH_WARM=${WARM:-0} STRATA_BENCH_LANDPROMOTE=${LANDPROMOTE:-0} \
 			timeout "$lm" "$st" -test.run '^TestGPUBench$' -test.v -test.timeout "$((lm - 2))s" >"$L/gpubench-$1.log" 2>&1
 		say "gpubench-$1 exit $?"
 	}
@@ -164,6 +166,23 @@ run() {
 			for m in ${STRATA_S11_TABLE:-q30-q2_0 q30-iq2_xs q80-iq2_xs}; do
 				PKTIMES= WARM=${STRATA_S11_WARM:-448} gpub "table-$m" "$m" best 512,4096 "${STRATA_S11_BUDGETS:-12288,16384,24576,0}" 64 "${STRATA_S11_TABLE_S:-120}"
 			done
+			;;
+		tablelp) # landing with promotions (Options.LandPromote) at the budgets: cold and warm decode, no prompts
+			LANDPROMOTE=1 PKTIMES= WARM=${STRATA_S11_WARM:-448} gpub table-lp-q80-iq2_xs q80-iq2_xs best 0 "${STRATA_S11_LP_BUDGETS:-12288,16384,24576}" 64 "${STRATA_S11_LP_S:-80}"
+			;;
+		hg) # the session's path against the one before, alternated on one engine per budget (STRATA_BENCH_HOSTGAP, token events on):
+			# A = look-ahead with promotions, batch before the launch (final-s10's default); C = landing, no promotions (this session's default)
+			if waitm q80-iq2_xs; then
+				lm=$(lim "${STRATA_S11_HG_S:-100}" 5)
+				STRATA_CO_DIR=$w/eco STRATA_GPU_BENCH=1 STRATA_BENCH_MODEL=$w/models/q80-iq2_xs.gguf STRATA_BENCH_OUT=$L STRATA_BENCH_LABEL=hg \
+					STRATA_BENCH_POLICIES=decayed STRATA_BENCH_BUDGETS_MIB="${STRATA_S11_HG_BUDGETS:-12288,16384,24576}" STRATA_BENCH_CTX=4096 \
+					STRATA_BENCH_TOKENS=64 STRATA_BENCH_CHUNK=512 \
+					STRATA_BENCH_HOSTGAP="${STRATA_S11_HG_MODES:-new+argmax+ahead,new+argmax+ahead+land+nopromote,new+argmax+ahead,new+argmax+ahead+land+nopromote,new+argmax+ahead,new+argmax+ahead+land+nopromote}" \
+					timeout "$lm" "$st" -test.run '^TestGPUBench$' -test.v -test.timeout "$((lm - 2))s" >"$L/gpubench-hg.log" 2>&1
+				say "gpubench-hg exit $?"
+			else
+				say "q80-iq2_xs: no model"
+			fi
 			;;
 		conn32) # hostgap-s9's question: does a second hardware queue for the copies take the ~1 ms a token off at 12 GiB?
 			CUDA_DEVICE_MAX_CONNECTIONS=32 gpub conn32 q80-iq2_xs best 0 12288 64 40
@@ -208,7 +227,7 @@ run() {
 		echo "## ptxas -v (registers, spills)"
 		for f in "$L"/ptxas-*.log; do echo "--- $(basename "$f")"; grep -E "spill|Used" "$f" | sed -E 's/^ptxas info *: //' | sort | uniq -c | sort -rn | head -6; done
 		echo "## prefill (TestGPUBench)"
-		for f in "$L"/gpubench-*.log; do echo "--- $(basename "$f")"; grep -hE "^ROW|FAIL|panic|tiles=[a-z0-9+]+: " "$f" | head -30; done 2>/dev/null
+		for f in "$L"/gpubench-*.log; do echo "--- $(basename "$f")"; grep -hE "^ROW|^PHASES|FAIL|panic|tiles=[a-z0-9+]+: |ceilings:" "$f" | head -40; done 2>/dev/null
 		grep -hA30 "device time per token by kernel" "$L"/gpubench-*.log 2>/dev/null | grep -E "^\||prefill" | head -90
 		echo "## layer benches (TOPS)"
 		for f in "$L"/layer-*/bench_prefill.txt; do echo "--- $f"; grep -E "_mma_|ceiling" "$f"; done 2>/dev/null
