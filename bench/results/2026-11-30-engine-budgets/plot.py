@@ -49,6 +49,8 @@ for (label, mode, kind), pts in sorted(series.items()):
     ls = {"decode": "-", "decode warm": "-.", "prefill 512": "--", "prefill 4096": (0, (1, 1))}.get(kind, "--") if mode == "auto" else ":"
     name = f"{label} {kind}, {mode}"
     for ax, i, scale in ((a1, 1, 1), (a2, 2, 100)):
+        if ax is a2 and not kind.startswith("decode"):
+            continue  # a batched prompt reads its weights once a chunk: the formula is no bound there
         ax.plot([p[0] for p in pts], [scale * p[i] for p in pts], linestyle=ls, color=col, label=name)
         for p in pts:
             ax.plot(p[0], scale * p[i], "o" if kind.startswith("decode") else "s", color=col,
@@ -63,7 +65,8 @@ a1.set_yscale("log")
 a1.set_ylabel("tokens/s (log)")
 a1.set_title("Strata GPU engine on one H200: tok/s against budget")
 a2.set_ylabel("% of the per-token bound")
-a2.set_title("achieved / bound (goal 80 %); filled: auto read misses mapped")
+a2.axhline(80, color="gray", linestyle=":", linewidth=1)
+a2.set_title("decode: achieved / bound (goal 80 %, dotted)")
 a1.legend(fontsize=7, ncol=2)
 fig.tight_layout()
 fig.savefig(out, dpi=110)
