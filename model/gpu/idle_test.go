@@ -27,6 +27,7 @@ func TestIdleSettings(t *testing.T) {
 	modes := []mode{{"syncpoll", true, false, false, false, false}, {"nop", false, true, false, false, false}, {"late", false, false, true, false, false},
 		{"late, waiting", false, false, true, true, false}, {"pend", false, false, false, false, true}, {"late and pend", false, false, true, false, true},
 		{"all", true, true, true, true, true}}
+	cfg := 0
 	for _, preset := range []string{"tiny", "tiny-next"} {
 		t.Run(preset, func(t *testing.T) {
 			p := synth.Presets[preset]
@@ -54,7 +55,14 @@ func TestIdleSettings(t *testing.T) {
 						t.Errorf("default against EarlyBatch: hits %d/%d misses %d/%d copied %d/%d groups %d/%d batches %d/%d",
 							ds.Hits, bs.Hits, ds.Misses, bs.Misses, ds.CopiedBytes, bs.CopiedBytes, ds.Groups, bs.Groups, ds.MapBatches, bs.MapBatches)
 					}
-					for _, m := range modes {
+					cfg++
+					for i, m := range modes {
+						// "all" (every setting at once) runs at every chunk and cache size, each
+						// single setting at one of the four of each preset, in turn (CI time,
+						// session 11)
+						if m.name != "all" && i%4 != cfg%4 {
+							continue
+						}
 						var fake *fakeDriver
 						r := runMapped(t, preset, quant.Q8_0, o, func(e *Engine, f *fakeDriver) {
 							fake = f
