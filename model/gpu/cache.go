@@ -97,19 +97,10 @@ func (c *Cache) LookupAdmit(layer int, experts []int, slots []int, misses []Miss
 			slots = append(slots, -1)
 			continue
 		}
-		var s int
-		ev := Key{-1, -1}
-		if n := len(c.free); n > 0 {
-			s, c.free = c.free[n-1], c.free[:n-1]
-		} else {
-			// evictable: any key but the experts of this call
-			v, ok := c.pol.Victim(c.where, func(k Key) bool { return int(k.Layer) != layer || !slices.Contains(experts, int(k.Expert)) }, c.step)
-			if !ok {
-				return nil, nil, fmt.Errorf("model/gpu: policy %s found no expert to evict for layer %d", c.pol.Name(), layer)
-			}
-			s, ev = c.where[v], v
-			delete(c.where, v)
-			c.Evictions++
+		// evictable: any key but the experts of this call
+		s, ev, ok := c.take(func(k Key) bool { return int(k.Layer) != layer || !slices.Contains(experts, int(k.Expert)) })
+		if !ok {
+			return nil, nil, fmt.Errorf("model/gpu: policy %s found no expert to evict for layer %d", c.pol.Name(), layer)
 		}
 		c.owner[s] = k
 		c.where[k] = s
@@ -134,24 +125,34 @@ func (c *Cache) Fetch(layer int, experts []int, protect func(Key) bool) []Miss {
 		if _, ok := c.where[k]; ok {
 			continue
 		}
-		var s int
-		ev := Key{-1, -1}
-		if n := len(c.free); n > 0 {
-			s, c.free = c.free[n-1], c.free[:n-1]
-		} else {
-			v, ok := c.pol.Victim(c.where, func(k Key) bool { return !want[k] && !protect(k) }, c.step)
-			if !ok {
-				break
-			}
-			s, ev = c.where[v], v
-			delete(c.where, v)
-			c.Evictions++
+		s, ev, ok := c.take(func(k Key) bool { return !want[k] && !protect(k) })
+		if !ok {
+			break
 		}
 		c.owner[s] = k
 		c.where[k] = s
 		out = append(out, Miss{Key: k, Slot: s, Evicted: ev})
 	}
 	return out
+}
+
+// take gives a slot for a new owner: a free one, else the slot of the policy's victim among
+// the evictable resident keys, which it evicts (ev: that key; Layer −1 when the slot was
+// free). ok is false when nothing is free and nothing may be evicted. Lookups, the
+// look-ahead's Fetch and Reserve all take their slots here.
+func (c *Cache) take(evictable func(Key) bool) (s int, ev Key, ok bool) {
+	if n := len(c.free); n > 0 {
+		s, c.free = c.free[n-1], c.free[:n-1]
+		return s, Key{-1, -1}, true
+	}
+	v, ok := c.pol.Victim(c.where, evictable, c.step)
+	if !ok {
+		return 0, Key{}, false
+	}
+	s = c.where[v]
+	delete(c.where, v)
+	c.Evictions++
+	return s, v, true
 }
 
 // reservedKey is the owner of a slot taken by Reserve and not yet landed in or released.
@@ -166,18 +167,9 @@ var reservedKey = Key{-2, -2}
 // counts hits and misses nor tells the policy of a use.
 func (c *Cache) Reserve(n int, protect func(slot int) bool, out []Miss) []Miss {
 	for ; n > 0; n-- {
-		var s int
-		ev := Key{-1, -1}
-		if k := len(c.free); k > 0 {
-			s, c.free = c.free[k-1], c.free[:k-1]
-		} else {
-			v, ok := c.pol.Victim(c.where, func(k Key) bool { return protect == nil || !protect(c.where[k]) }, c.step)
-			if !ok {
-				break
-			}
-			s, ev = c.where[v], v
-			delete(c.where, v)
-			c.Evictions++
+		s, ev, ok := c.take(func(k Key) bool { return protect == nil || !protect(c.where[k]) })
+		if !ok {
+			break
 		}
 		c.owner[s] = reservedKey
 		out = append(out, Miss{Key: reservedKey, Slot: s, Evicted: ev})
